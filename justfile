@@ -1,0 +1,20 @@
+# pi-agent-ask tasks. `just --list` shows them.
+
+python := env_var_or_default("PYTHON", ".venv/bin/python")
+
+# Run the scripted demo host in this terminal.
+demo *ARGS:
+    {{python}} -m pi_agent_ask demo {{ARGS}}
+
+# The whole test suite (unit, property, runtime, UI, end-to-end in tmux).
+test *ARGS:
+    {{python}} -m pytest -n 2 {{ARGS}}
+
+# ruff lint and format check.
+lint:
+    {{python}} -m ruff check .
+    {{python}} -m ruff format --check .
+
+# Benchmarks; print medians, assert nothing.
+bench *ARGS:
+    {{python}} -m benchmarks {{ARGS}}

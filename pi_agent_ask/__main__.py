@@ -1,0 +1,3 @@
+from pi_agent_ask.cli import main
+
+raise SystemExit(main())

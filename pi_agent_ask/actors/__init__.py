@@ -1,0 +1,1 @@
+"""The Trio runtime: one module per actor, and the runtime that wires them."""

@@ -1,0 +1,1 @@
+"""The agent-host side: session lifecycle, turns, idle wake, ordinary input; the LocalHost."""

@@ -1,0 +1,1 @@
+"""prompt_toolkit surfaces: the form, the background panel, the settings overlay."""
