@@ -1,0 +1,750 @@
+"""Validation and normalisation of ``ask_user`` arguments.
+
+The pipeline, in this order (each stage runs only when the previous one found nothing):
+
+1. **Legacy conversion.** Calls and saved forms of older releases are rewritten: ``type:
+   "preview"`` becomes ``"single"``; option ``preview`` text and absolute ``previewFile`` paths
+   are taken off the options and later become the question's ``context`` (see
+   :func:`_compose_context` for how several options combine).
+2. **Label derivation.** A missing or blank option ``label`` is derived from a string ``value``
+   (``"follow_up"`` → ``"Follow up"``), so the schema's required ``label`` does not reject it.
+3. **JSON Schema** (:mod:`pi_agent_ask.form.schemas`). A failure is the host's tool error, not
+   ``invalid_input``: ``Validation(schema_error=True)``, rendered by :func:`schema_error_text`.
+4. **Semantic checks**, all collected, per question in the order type → id → duplicate id →
+   prompt → options, then per option value → duplicate value → label → legacy preview fields.
+5. **Context files**, only when 4 found nothing: a single-line absolute path is read as a text
+   file (:func:`load_context_file`) and its raw text replaces the path.
+6. **Normalisation** into :class:`AskParams`: text trimmed, blank optional fields omitted,
+   labels ``Q1``, ``Q2``..., ``presentSingleAsMulti`` and background-only mode applied.
+
+Nothing here raises on JSON-shaped input, and the input is never mutated.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from pi_agent_ask.form import schemas
+from pi_agent_ask.form.tools import (
+    ASK_USER,
+    EXPORT_ASK_HISTORY,
+    LIST_ASK_HISTORY,
+    READ_ASK_HISTORY,
+    WAIT_FOR_ANSWERS,
+)
+from pi_agent_ask.form.types import (
+    QUESTION_TYPES,
+    AskParams,
+    Issue,
+    Option,
+    Question,
+    QuestionType,
+    Validation,
+)
+
+CONTEXT_FILE_MAX_BYTES = 1024 * 1024
+"""Largest context file accepted (1 MiB).
+
+A context is read beside the options in a terminal panel, and the loaded text is copied into the
+session journal (payload, history request, queue entry) and into history reads and exports. A
+mebibyte is far more than anyone reads in a form, yet bounds what one careless path (a log, a
+data dump) can add to every one of those copies and to memory.
+"""
+
+# --------------------------------------------------------------------------------------------
+# Public entry points
+# --------------------------------------------------------------------------------------------
+
+
+def validate_ask_params(
+    arguments: object,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    present_single_as_multi: bool = False,
+    background_only: bool = False,
+) -> Validation:
+    """Validate and normalise ``ask_user`` arguments, loading context files.
+
+    Returns ``Validation(params=...)`` when valid; otherwise ``params`` is ``None`` and
+    ``issues`` lists every problem found by the first failing stage. ``schema_error`` is true
+    when the arguments failed the JSON Schema (a host tool error rather than ``invalid_input``).
+
+    ``cwd`` is accepted so hosts can pass their working directory uniformly; the current rules
+    never resolve a relative path (only absolute paths are read as files), so it is unused.
+    ``present_single_as_multi`` presents requested single-select questions as multi-select.
+    ``background_only`` forces ``background`` to true: the schema has no ``background`` then,
+    and a stale ``background`` key (even ``false``) is dropped before the schema sees it.
+
+    Never raises on JSON-like input; anything that is not an object is a schema issue.
+    """
+    del cwd  # see docstring: relative paths are text (context) or an issue (previewFile)
+    return _validate(
+        arguments,
+        load_files=True,
+        present_single_as_multi=present_single_as_multi,
+        background_only=background_only,
+    )
+
+
+def params_from_saved(data: object, *, present_single_as_multi: bool = False) -> AskParams | None:
+    """Re-validate normalised parameters saved in the journal; ``None`` when they are invalid.
+
+    No file is read: a saved ``context`` is always text (the file was loaded before saving),
+    even if that text happens to look like a path, and it is kept untrimmed so the loaded
+    snapshot survives exactly. Saved forms of older releases are converted like calls (inline
+    ``preview`` text); a saved ``previewFile`` would need a file read and makes the form invalid.
+    """
+    validation = _validate(
+        data,
+        load_files=False,
+        present_single_as_multi=present_single_as_multi,
+        background_only=False,
+    )
+    return validation.params if validation.ok else None
+
+
+def schema_issues(
+    tool_name: str, arguments: object, *, background_only: bool = False
+) -> tuple[Issue, ...]:
+    """Check ``arguments`` against the input schema of ``tool_name`` only.
+
+    For the tools other than ``ask_user`` this is all their argument validation; for
+    ``ask_user`` use :func:`validate_ask_params`, which converts legacy calls and derives
+    labels first. ``background_only`` selects the ``ask_user`` schema without ``background``.
+    Raises ``KeyError`` for an unknown tool name.
+    """
+    validator = _validator(tool_name, background=not background_only)
+    return _schema_issues(tool_name, validator, arguments)
+
+
+def schema_error_text(tool_name: str, issues: Sequence[Issue]) -> str:
+    """The host tool-error text for a schema failure.
+
+    ::
+
+        Validation failed for tool "ask_user":
+          - questions[0].options[1].label: must have required property 'label'
+    """
+    prefix = _schema_prefix(tool_name)
+    lines = [prefix.rstrip()]
+    lines.extend(f"  - {issue.path}: {issue.message.removeprefix(prefix)}" for issue in issues)
+    return "\n".join(lines)
+
+
+def derive_label(value: str) -> str | None:
+    """The label derived from an option ``value``, or ``None`` when nothing is left.
+
+    Runs of ``-``/``_`` become one space, whitespace collapses, the ends are trimmed and the
+    first character is upper-cased (the rest is untouched).
+    """
+    text = _WHITESPACE.sub(" ", _SEPARATORS.sub(" ", value)).strip()
+    if not text:
+        return None
+    return text[0].upper() + text[1:]
+
+
+def is_context_path(context: str) -> bool:
+    """Whether a (trimmed) context names a file: a single line starting with ``/``."""
+    return context.startswith("/") and "\n" not in context and "\r" not in context
+
+
+def load_context_file(path: str, *, max_bytes: int = CONTEXT_FILE_MAX_BYTES) -> str:
+    """Read a context file as raw UTF-8 text; raise :class:`ContextFileError` with the reason.
+
+    The path is ``stat``-ed before anything opens it, so a FIFO, socket or device is refused
+    without blocking; the file is then opened non-blocking and checked again through its
+    descriptor, which closes the window where the path is swapped between the two steps.
+    """
+    try:
+        info = Path(path).stat()
+    except (OSError, ValueError) as error:  # ValueError: a NUL or lone surrogate in the path
+        raise ContextFileError(_os_reason(error)) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ContextFileError("Expected a regular text file")
+    if info.st_size > max_bytes:
+        raise ContextFileError(f"Context file is larger than {max_bytes} bytes")
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        raise ContextFileError(_os_reason(error)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ContextFileError("Expected a regular text file")
+        chunks: list[bytes] = []
+        size = 0
+        # Read one byte past the cap so a file that grew after stat is still refused.
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as error:
+        raise ContextFileError(_os_reason(error)) from None
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise ContextFileError(f"Context file is larger than {max_bytes} bytes")
+    return _decode_text(b"".join(chunks), empty="Context file is empty")
+
+
+class ContextFileError(Exception):
+    """A context file cannot be used; ``reason`` is the text after the path in the issue."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# --------------------------------------------------------------------------------------------
+# Pipeline
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _LegacyPreview:
+    """An option's preview fields from an older release, taken off the option.
+
+    ``text`` and ``file`` are trimmed; blank values are ``None``.
+    """
+
+    text: str | None
+    file: str | None
+
+
+# question index -> option index -> its legacy preview fields
+_LegacyTable = Mapping[int, Mapping[int, _LegacyPreview]]
+
+
+def _validate(
+    arguments: object,
+    *,
+    load_files: bool,
+    present_single_as_multi: bool,
+    background_only: bool,
+) -> Validation:
+    if isinstance(arguments, Mapping) and not isinstance(arguments, dict):
+        arguments = dict(arguments)
+    arguments, legacy = _convert_legacy(arguments)
+    arguments = _derive_labels(arguments)
+    if background_only and isinstance(arguments, dict) and "background" in arguments:
+        # Background-only mode queues every call; a stale key (even `false`) is not an error.
+        arguments = {key: value for key, value in arguments.items() if key != "background"}
+    validator = _validator(ASK_USER, background=not background_only)
+    issues = _schema_issues(ASK_USER, validator, arguments)
+    if issues:
+        return Validation(params=None, issues=issues, schema_error=True)
+    # The schema guarantees the shapes the code below relies on.
+    assert isinstance(arguments, dict)
+    questions: list[dict[str, Any]] = arguments["questions"]
+    issues = _semantic_issues(questions, legacy)
+    if issues:
+        return Validation(params=None, issues=issues)
+    contexts, issues = _resolve_contexts(questions, legacy, load_files=load_files)
+    if issues:
+        return Validation(params=None, issues=issues)
+    params = AskParams(
+        title=_optional_text(arguments.get("title")),
+        background=True if background_only else arguments.get("background") is True,
+        questions=tuple(
+            _normalise_question(index, question, contexts[index], present_single_as_multi)
+            for index, question in enumerate(questions)
+        ),
+    )
+    return Validation(params=params)
+
+
+# --------------------------------------------------------------------------------------------
+# 1. Legacy conversion
+# --------------------------------------------------------------------------------------------
+
+
+def _convert_legacy(arguments: object) -> tuple[object, _LegacyTable]:
+    """Rewrite older-release fields; returns the new arguments and the previews taken off.
+
+    Copies only what it changes. Shapes it does not understand pass through for the schema to
+    judge. Non-string ``preview``/``previewFile`` values are dropped with the other legacy
+    fields: the old schema rejected them, and the current one never sees them.
+    """
+    if not isinstance(arguments, dict):
+        return arguments, {}
+    questions = arguments.get("questions")
+    if not isinstance(questions, list):
+        return arguments, {}
+    legacy: dict[int, dict[int, _LegacyPreview]] = {}
+    new_questions: list[object] = []
+    changed = False
+    for q_index, question in enumerate(questions):
+        if not isinstance(question, dict):
+            new_questions.append(question)
+            continue
+        new_question = question
+        if question.get("type") == "preview":
+            new_question = {**question, "type": "single"}
+        options = question.get("options")
+        if isinstance(options, list):
+            new_options: list[object] = []
+            for o_index, option in enumerate(options):
+                if isinstance(option, dict) and ("preview" in option or "previewFile" in option):
+                    preview = _LegacyPreview(
+                        text=_optional_text(option.get("preview")),
+                        file=_optional_text(option.get("previewFile")),
+                    )
+                    if preview.text is not None or preview.file is not None:
+                        legacy.setdefault(q_index, {})[o_index] = preview
+                    option = {
+                        key: value
+                        for key, value in option.items()
+                        if key not in ("preview", "previewFile")
+                    }
+                    if new_question is question:
+                        new_question = dict(question)
+                new_options.append(option)
+            if new_question is not question:
+                new_question["options"] = new_options
+        changed = changed or new_question is not question
+        new_questions.append(new_question)
+    if not changed:
+        return arguments, {}
+    return {**arguments, "questions": new_questions}, legacy
+
+
+# --------------------------------------------------------------------------------------------
+# 2. Label derivation
+# --------------------------------------------------------------------------------------------
+
+_SEPARATORS = re.compile(r"[-_]+")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _needs_label(option: Mapping[Any, Any]) -> bool:
+    if "label" not in option:
+        return True
+    label = option["label"]
+    return isinstance(label, str) and not label.strip()
+
+
+def _derive_labels(arguments: object) -> object:
+    """Fill missing or blank option labels from string values; copies only what it changes."""
+    if not isinstance(arguments, dict):
+        return arguments
+    questions = arguments.get("questions")
+    if not isinstance(questions, list):
+        return arguments
+    new_questions: list[object] = []
+    changed = False
+    for question in questions:
+        options = question.get("options") if isinstance(question, dict) else None
+        if not isinstance(question, dict) or not isinstance(options, list):
+            new_questions.append(question)
+            continue
+        new_options: list[object] = []
+        for option in options:
+            if isinstance(option, dict) and _needs_label(option):
+                value = option.get("value")
+                label = derive_label(value) if isinstance(value, str) else None
+                if label is not None:
+                    option = {**option, "label": label}
+                    changed = True
+            new_options.append(option)
+        new_questions.append({**question, "options": new_options})
+    if not changed:
+        return arguments
+    return {**arguments, "questions": new_questions}
+
+
+# --------------------------------------------------------------------------------------------
+# 3. JSON Schema
+# --------------------------------------------------------------------------------------------
+
+_INPUT_SCHEMAS = {
+    WAIT_FOR_ANSWERS: schemas.wait_for_answers_input_schema,
+    LIST_ASK_HISTORY: schemas.list_ask_history_input_schema,
+    READ_ASK_HISTORY: schemas.read_ask_history_input_schema,
+    EXPORT_ASK_HISTORY: schemas.export_ask_history_input_schema,
+}
+
+
+@functools.cache
+def _validator(tool_name: str, *, background: bool) -> Draft202012Validator:
+    """A validator for one tool's input schema.
+
+    Cached because building one compiles the schema; the key space is five tools times two
+    modes, and the validator is never handed out, so its schema dict cannot be changed.
+    """
+    if tool_name == ASK_USER:
+        schema = schemas.ask_user_input_schema(background=background)
+    else:
+        schema = _INPUT_SCHEMAS[tool_name]()
+    return Draft202012Validator(schema)
+
+
+def _schema_prefix(tool_name: str) -> str:
+    return f"Validation failed for tool {json.dumps(tool_name)}: "
+
+
+def _schema_issues(
+    tool_name: str, validator: Draft202012Validator, arguments: object
+) -> tuple[Issue, ...]:
+    prefix = _schema_prefix(tool_name)
+    try:
+        errors = list(validator.iter_errors(arguments))
+    except (RecursionError, TypeError, ValueError) as error:
+        # Only reachable with values no JSON document holds (absurd nesting, odd objects);
+        # the promise is still an issue, never an exception.
+        return (Issue("root", f"{prefix}{error}"),)
+    # A value of the wrong type also fails its enum/const; the type error says it all.
+    type_errors = {tuple(error.absolute_path) for error in errors if error.validator == "type"}
+    issues: list[Issue] = []
+    # jsonschema reports in schema order (the order properties are declared, each object's
+    # property errors before its missing required properties): deterministic and readable.
+    for error in errors:
+        if error.validator != "type" and tuple(error.absolute_path) in type_errors:
+            continue
+        path, what = _describe(error)
+        issues.append(Issue(_format_path(path), prefix + what))
+    return tuple(issues)
+
+
+_JSON_TYPE_NAMES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def _json_type(value: object) -> str:
+    for python_type, name in _JSON_TYPE_NAMES.items():
+        if type(value) is python_type:
+            return name
+    return type(value).__name__
+
+
+def _describe(error: ValidationError) -> tuple[list[int | str], str]:
+    """The path (missing properties included) and a short message for one schema error."""
+    path: list[int | str] = list(error.absolute_path)
+    keyword = error.validator
+    expected = error.validator_value
+    if keyword == "required":
+        # jsonschema puts the missing name only in its message; the params are the schema's.
+        missing = _missing_property(error)
+        if missing is not None:
+            path.append(missing)
+            return path, f"must have required property '{missing}'"
+    if keyword == "type":
+        names = expected if isinstance(expected, list) else [expected]
+        return path, f"must be {' or '.join(map(str, names))}, not {_json_type(error.instance)}"
+    if keyword == "enum" and isinstance(expected, list):
+        allowed = ", ".join(json.dumps(item) for item in expected)
+        return path, f"must be one of {allowed}, not {_short_json(error.instance)}"
+    if keyword == "const":
+        return path, f"must be {json.dumps(expected)}"
+    if keyword == "minItems":
+        return path, f"must NOT have fewer than {expected} items"
+    if keyword == "minimum":
+        return path, f"must be >= {expected}"
+    if keyword == "maximum":
+        return path, f"must be <= {expected}"
+    return path, error.message
+
+
+def _missing_property(error: ValidationError) -> str | None:
+    required = error.validator_value
+    instance = error.instance
+    if isinstance(required, list) and isinstance(instance, dict):
+        for name in required:
+            if name not in instance and f"'{name}'" in error.message:
+                return str(name)
+    return None
+
+
+def _short_json(value: object) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+
+
+def _format_path(path: Sequence[int | str]) -> str:
+    """``["questions", 0, "id"]`` → ``questions[0].id``; the empty path is ``root``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _IDENTIFIER.match(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(part, ensure_ascii=False)}]"
+    return out or "root"
+
+
+# --------------------------------------------------------------------------------------------
+# 4. Semantic checks
+# --------------------------------------------------------------------------------------------
+
+
+def _semantic_issues(questions: list[dict[str, Any]], legacy: _LegacyTable) -> tuple[Issue, ...]:
+    """Every semantic issue, in the catalog's order. Assumes the schema passed."""
+    if not questions:
+        return (Issue("questions", "At least one question is required"),)
+    issues: list[Issue] = []
+    seen_ids: set[str] = set()
+    for q_index, question in enumerate(questions):
+        number = q_index + 1
+        at = f"questions[{q_index}]"
+        question_type = question.get("type")
+        if question_type is not None and question_type not in QUESTION_TYPES:
+            issues.append(
+                Issue(
+                    f"{at}.type",
+                    f"Question {number}: invalid type {_js_json(question_type)}; "
+                    'expected "single" or "multi"',
+                )
+            )
+        question_id = question["id"].strip()
+        if not question_id:
+            issues.append(Issue(f"{at}.id", f"Question {number}: id is required"))
+        elif question_id in seen_ids:
+            issues.append(
+                Issue(
+                    f"{at}.id",
+                    f"Question {number}: duplicate question id {_js_json(question_id)}",
+                )
+            )
+        else:
+            seen_ids.add(question_id)
+        if not question["prompt"].strip():
+            issues.append(Issue(f"{at}.prompt", f"Question {number}: prompt is required"))
+        options: list[dict[str, Any]] = question["options"]
+        if not options:
+            issues.append(
+                Issue(f"{at}.options", f"Question {number}: at least one option is required")
+            )
+        seen_values: set[str] = set()
+        previews = legacy.get(q_index, {})
+        for o_index, option in enumerate(options):
+            where = f"{at}.options[{o_index}]"
+            who = f"Question {number}, option {o_index + 1}"
+            value = option["value"].strip()
+            if not value:
+                issues.append(Issue(f"{where}.value", f"{who}: value is required"))
+            elif value in seen_values:
+                issues.append(
+                    Issue(f"{where}.value", f"{who}: duplicate option value {_js_json(value)}")
+                )
+            else:
+                seen_values.add(value)
+            if not option["label"].strip():
+                issues.append(Issue(f"{where}.label", f"{who}: label is required"))
+            preview = previews.get(o_index)
+            if preview is not None and preview.file is not None:
+                if preview.text is not None:
+                    issues.append(
+                        Issue(
+                            f"{where}.previewFile",
+                            f"{who}: use either preview or previewFile, not both",
+                        )
+                    )
+                elif not preview.file.startswith("/"):
+                    issues.append(
+                        Issue(
+                            f"{where}.previewFile",
+                            f"{who}: previewFile must be an absolute path, not "
+                            f"{_js_json(preview.file)}",
+                        )
+                    )
+    return tuple(issues)
+
+
+def _js_json(value: object) -> str:
+    """JSON text as JavaScript's ``JSON.stringify`` writes it (non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Contexts and files
+# --------------------------------------------------------------------------------------------
+
+
+def _resolve_contexts(
+    questions: list[dict[str, Any]], legacy: _LegacyTable, *, load_files: bool
+) -> tuple[list[str | None], tuple[Issue, ...]]:
+    """Each question's final context text, or the issues of the files that cannot be read.
+
+    All files are tried, so one call reports every unreadable file at once.
+    """
+    contexts: list[str | None] = []
+    issues: list[Issue] = []
+    for q_index, question in enumerate(questions):
+        context = _question_context(question.get("context"), load_files=load_files)
+        if isinstance(context, ContextFileError):
+            path = question["context"].strip()
+            issues.append(
+                Issue(
+                    f"questions[{q_index}].context",
+                    f"Cannot load context file {_js_json(path)}: {context.reason}",
+                )
+            )
+            context = None
+        sections: list[tuple[str, str]] = []
+        for o_index, preview in sorted(legacy.get(q_index, {}).items()):
+            label = question["options"][o_index]["label"].strip()
+            if preview.text is not None:
+                sections.append((label, preview.text))
+                continue
+            if preview.file is None:
+                continue
+            if not load_files:
+                # A saved form never holds a file path; re-reading it would break recovery's
+                # promise to use the original snapshot.
+                issues.append(
+                    Issue(
+                        f"questions[{q_index}].options[{o_index}].previewFile",
+                        "Saved forms cannot refer to preview files",
+                    )
+                )
+                continue
+            try:
+                text = _load_preview_file(preview.file)
+            except ContextFileError as error:
+                issues.append(
+                    Issue(
+                        f"questions[{q_index}].options[{o_index}].previewFile",
+                        f"Cannot load preview file {_js_json(preview.file)}: {error.reason}",
+                    )
+                )
+                continue
+            sections.append((label, text))
+        contexts.append(_compose_context(context, sections))
+    return contexts, tuple(issues)
+
+
+def _question_context(value: object, *, load_files: bool) -> str | ContextFileError | None:
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    if not load_files:
+        # Saved contexts are the loaded snapshot: keep them exactly, whitespace included.
+        return value
+    if not is_context_path(text):
+        return text
+    try:
+        return load_context_file(text)
+    except ContextFileError as error:
+        return error
+
+
+def _load_preview_file(path: str) -> str:
+    try:
+        return load_context_file(path)
+    except ContextFileError as error:
+        if error.reason == "Context file is empty":
+            raise ContextFileError("Preview file is empty") from None
+        if error.reason.startswith("Context file is larger"):
+            raise ContextFileError(
+                f"Preview file is larger than {CONTEXT_FILE_MAX_BYTES} bytes"
+            ) from None
+        raise
+
+
+def _compose_context(context: str | None, sections: Sequence[tuple[str, str]]) -> str | None:
+    """The question context with legacy option previews appended.
+
+    Older releases showed a preview per option; the current form shows one context for the
+    whole question. So each option's preview becomes a section headed by the option's label
+    on a line of its own (``<label>:``), sections separated by a blank line, in option order,
+    after the question's own context if it had one. Section bodies lose trailing whitespace
+    so the blank-line separators stay regular.
+    """
+    if not sections:
+        return context
+    parts = [] if context is None else [context.rstrip()]
+    parts.extend(f"{label}:\n{text.rstrip()}" for label, text in sections)
+    return "\n\n".join(parts)
+
+
+def _decode_text(data: bytes, *, empty: str) -> str:
+    # NUL first: most binary formats contain one, and "binary data" says more than the
+    # position of the first byte that is not UTF-8.
+    if b"\x00" in data:
+        raise ContextFileError("Expected UTF-8 text, not binary data")
+    try:
+        text = data.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as error:
+        raise ContextFileError(
+            f"Expected UTF-8 text, found an invalid byte at offset {error.start}"
+        ) from None
+    if not text.strip():
+        raise ContextFileError(empty)
+    return text
+
+
+def _os_reason(error: OSError | ValueError) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Normalisation
+# --------------------------------------------------------------------------------------------
+
+
+def _optional_text(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    return text or None
+
+
+def _normalise_question(
+    index: int,
+    question: Mapping[str, Any],
+    context: str | None,
+    present_single_as_multi: bool,
+) -> Question:
+    requested: QuestionType = "multi" if question.get("type") == "multi" else "single"
+    presented: QuestionType | None = (
+        "multi" if present_single_as_multi and requested == "single" else None
+    )
+    return Question(
+        id=question["id"].strip(),
+        label=_optional_text(question.get("label")) or f"Q{index + 1}",
+        prompt=question["prompt"].strip(),
+        type=requested,
+        presented_type=presented,
+        context=context,
+        options=tuple(_normalise_option(option) for option in question["options"]),
+    )
+
+
+def _normalise_option(option: Mapping[str, Any]) -> Option:
+    recommended = option.get("recommended")
+    return Option(
+        value=option["value"].strip(),
+        label=option["label"].strip(),
+        description=_optional_text(option.get("description")),
+        recommended=recommended if isinstance(recommended, bool) else None,
+    )
