@@ -1,0 +1,1031 @@
+"""The form state machine: one pure reducer for a tabbed ask form.
+
+``reduce(state, command) -> (state, effects)``. No I/O, no clock, no randomness. The UI maps keys
+(through the configurable keymaps) and mouse clicks to the semantic commands below; the runtime
+feeds settings changes and remote answers. Commands and effects are closed sets of frozen
+records dispatched with ``match``.
+
+The rules, stated once
+======================
+
+Layout. Tabs ``0..n-1`` are the questions, tab ``n`` is Review. Each question has its own
+option cursor over rows ``0..len(options)``; row ``len(options)`` is the internal
+``Type your own`` (custom) row. Review has a cursor over its actions (0 Submit, 1 Cancel).
+``types[i]`` is the live presented type of question ``i`` (starts at ``effective_type``).
+
+Navigation. NextTab/PreviousTab wrap both ways over questions and Review; SelectTab jumps
+(clicks). NextOption/PreviousOption move the cursor without wrapping; on Review they move
+between Submit and Cancel. Entering Review highlights Submit. Whenever the option cursor *lands*
+on the custom row by a move (option move, tab change, or the advance after an answer) and the
+question has no custom answer (no text, no images), the custom editor opens by itself. On a
+multi-select question it also opens when custom text is saved, pre-filled: that is how a person
+edits saved custom text on multi-select, where Enter advances and Space toggles. Closing it
+with Esc leaves the cursor on the row with the editor closed, where Space/number/click toggle
+the saved answer without reopening it. The editor never opens because a number key or a click
+put the cursor there; those commands have their own meaning (below).
+
+Single-select (at most one of: one selected option, or the selected custom answer).
+- Number(k) on a real option selects it and advances to the next tab (last question: Review).
+- Toggle (Space) selects the highlighted option without advancing; on the selected option it
+  clears the selection.
+- Confirm (Enter) selects the highlighted option and advances.
+- Selecting an option deselects the custom answer but keeps its text and images.
+- Number/Confirm on the custom row open the custom editor with the saved text.
+Multi-select.
+- Toggle and Number(k) toggle the option without advancing. Confirm keeps all choices and
+  advances, on any row (also a highlighted saved custom answer).
+Custom row, both types.
+- Toggle (and, on multi-select, Number) on a custom row with saved text or images flips
+  ``custom_selected`` without opening the editor or clearing the text; on an empty custom row
+  it opens the editor. Selecting the custom answer on single-select clears the option.
+Custom editor.
+- EditorSubmit with text or images saves them and selects the custom answer. On single-select
+  it clears the option selection and advances; on multi-select it stays on the tab and keeps
+  the other selections.
+- EditorClose (Esc) saves without advancing. Changed non-blank content is selected as
+  EditorSubmit does; unchanged content keeps its selection state (so a pre-filled editor that
+  is only looked at never re-selects a deselected answer).
+- Saving blank content (submit or close) clears the custom text, images and selection; option
+  selections and notes stay. A blank submit does not advance.
+Note editors (question note, option note on any real option, selected or not).
+- EditorSubmit and EditorClose both save and close; the flow stays open. Blank text removes
+  the note text; the editor's images are saved with it. Notes never count as answers.
+Editors in general.
+- EditorChanged replaces the editor text. AttachImage appends to the open editor only when its
+  ``editor_serial`` names that editor (a clipboard read that finishes after its editor closed
+  cannot attach elsewhere); RemoveLastImage drops the editor's last image.
+- EditorMoveOption/EditorMoveTab (the ``*WhenEmpty`` actions) act only when the editor has no
+  text and no images: they close the editor (saving, so a cleared pre-filled answer is cleared)
+  and move. Otherwise they do nothing.
+- Any other navigation command that arrives while an editor is open (a click, say) first closes
+  the editor as EditorClose does, then applies. Skip and Cancel never do that: in an editor the
+  keyboard types ``D`` and maps Esc to EditorClose, so a stray one is ignored.
+Skip (``D``). On a question tab in navigation: the question becomes ``Draft(skipped=True)``
+(answer, custom text, notes and images removed) and the flow advances. Any later change that
+leaves a non-empty answer or note un-skips it. Skipped questions are never answered.
+Type change (``t``). single -> multi at once. multi -> single at once when at most one choice
+(selected options + selected custom answer) exists, keeping it; with more, the first press only
+arms ``pending_type_change`` and the second press switches, clearing option selections and
+deselecting the custom answer (its text, images and all notes stay).
+Review. Number(1) = Submit, Number(2) = Cancel, other digits do nothing. With
+``double_press_review_shortcuts`` a digit or a ReviewAction (click) arms ``pending_review`` (the
+review screen shows a hint) and the same action again -- by key or click -- fires it. Confirm
+(Enter) fires the highlighted action at once: it is not guarded, because reaching it already
+takes a deliberate move, while digits and clicks are what slip. Review Cancel is the person's
+explicit choice on the screen that lists everything, so it is not a dirty-dismiss either.
+Submit is never blocked by unanswered or skipped questions.
+Pending confirmations. ``pending_type_change`` and ``pending_review`` are disarmed by every
+command except the one that fires them (and SettingsChanged, which is not the person's doing).
+Cancel and Dismiss. Cancel (Esc in navigation) cancels; Dismiss (Ctrl+C) dismisses from
+anywhere, discarding the open editor's unsaved text. With ``confirm_dismiss_when_dirty`` and a
+dirty form (any non-empty draft, skipped included, or an open editor with text or images) the
+first press arms ``pending_dismiss``, which the UI shows as the warning; the same action again
+completes. The warning and the armed confirmation stay together until the tab changes: other
+commands keep both (a visible warning that says "press again" must be true). Pressing the
+other action re-arms with that one.
+Auto-submit. When ``auto_submit_when_answered_without_notes`` is on, the form is on Review, no
+editor is open, every question is answered (skipped is not answered) and no note exists
+anywhere, the outcome becomes submitted -- after any command, including SettingsChanged. The
+Review condition is the original's: without it the first toggle on the last multi-select
+question would submit before the person could pick a second option.
+Outcome. Once set, every command is ignored. Completing steps emit ``Completed``; other steps
+that change what ``state_to_json`` records emit ``DraftChanged`` (the runtime coalesces).
+
+Invariants (checked by the property tests): single-select drafts hold at most one selected
+option and never both an option and the custom answer; ``selected`` is sorted, unique and in
+range; ``custom_selected`` implies custom text or images; a skipped draft is exactly
+``Draft(skipped=True)``; an open editor belongs to the current question tab; cursors in range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from pi_agent_ask.form.types import (
+    EMPTY_DRAFT,
+    JSON,
+    QUESTION_TYPES,
+    AskParams,
+    Draft,
+    Image,
+    Question,
+    QuestionType,
+)
+
+EditorKind = Literal["custom", "note", "option_note"]
+EDITOR_KINDS: tuple[EditorKind, ...] = ("custom", "note", "option_note")
+ReviewKind = Literal["submit", "cancel"]
+REVIEW_ACTIONS: tuple[ReviewKind, ...] = ("submit", "cancel")
+DismissAction = Literal["cancel", "dismiss"]
+OutcomeKind = Literal["submitted", "cancelled", "dismissed"]
+
+SNAPSHOT_VERSION = 1
+
+
+# --------------------------------------------------------------------------------------------
+# State
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class FormSettings:
+    """The live behaviour settings a form follows (``behaviour.*`` in the settings file)."""
+
+    auto_submit_when_answered_without_notes: bool = False
+    confirm_dismiss_when_dirty: bool = True
+    double_press_review_shortcuts: bool = True
+
+
+@attrs.frozen
+class EditorState:
+    """The open editor: what it edits and its unsaved content.
+
+    ``serial`` identifies this opening of an editor; image reads carry it back so a late read
+    never lands in a different editor.
+    """
+
+    kind: EditorKind
+    question: int
+    option_value: str | None = None
+    text: str = ""
+    images: tuple[Image, ...] = attrs.field(default=(), converter=tuple)
+    serial: int = 0
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.text and not self.images
+
+
+@attrs.frozen
+class TypeChanged:
+    """Notice of the last type change on the current tab (cleared when the tab changes)."""
+
+    question: int
+    old: QuestionType
+    new: QuestionType
+
+
+@attrs.frozen
+class Outcome:
+    """How the form ended. Cancelled and dismissed both produce ``cancelled: true`` results."""
+
+    kind: OutcomeKind
+
+    @property
+    def cancelled(self) -> bool:
+        return self.kind != "submitted"
+
+
+@attrs.frozen
+class FormState:
+    """Everything one open form knows. Build with ``new_form``; change only with ``reduce``."""
+
+    params: AskParams
+    types: tuple[QuestionType, ...]
+    drafts: tuple[Draft, ...]
+    cursors: tuple[int, ...]
+    """Option cursor per question; ``len(options)`` is the custom row."""
+    tab: int = 0
+    """``0..n-1`` questions, ``n`` Review."""
+    review_cursor: int = 0
+    """0 Submit, 1 Cancel."""
+    editor: EditorState | None = None
+    editors_opened: int = 0
+    """How many editors this form has opened; the next editor's serial is this plus one."""
+    pending_type_change: int | None = None
+    """Question whose multi -> single change waits for a second press."""
+    pending_review: ReviewKind | None = None
+    """Review action armed by a first digit or click (the review hint shows it)."""
+    pending_dismiss: DismissAction | None = None
+    """Armed dirty-dismiss confirmation; while set the UI shows the warning."""
+    type_notice: TypeChanged | None = None
+    settings: FormSettings = attrs.field(factory=FormSettings)
+    outcome: Outcome | None = None
+
+    @property
+    def review_tab(self) -> int:
+        return len(self.params.questions)
+
+    @property
+    def on_review(self) -> bool:
+        return self.tab == len(self.params.questions)
+
+
+def new_form(params: AskParams, settings: FormSettings | None = None) -> FormState:
+    """A fresh form on the first question with empty drafts and presented types."""
+    n = len(params.questions)
+    return FormState(
+        params=params,
+        types=tuple(question.effective_type for question in params.questions),
+        drafts=(EMPTY_DRAFT,) * n,
+        cursors=(0,) * n,
+        settings=settings if settings is not None else FormSettings(),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class NextTab:
+    """Next tab, wrapping from Review to the first question."""
+
+
+@attrs.frozen
+class PreviousTab:
+    """Previous tab, wrapping from the first question to Review."""
+
+
+@attrs.frozen
+class SelectTab:
+    """Jump to a tab (a click): ``0..n-1`` questions, ``n`` Review; others are ignored."""
+
+    index: int
+
+
+@attrs.frozen
+class NextOption:
+    """Cursor down (on Review: towards Cancel)."""
+
+
+@attrs.frozen
+class PreviousOption:
+    """Cursor up (on Review: towards Submit)."""
+
+
+@attrs.frozen
+class Confirm:
+    """Enter in navigation."""
+
+
+@attrs.frozen
+class Cancel:
+    """Esc in navigation: cancel the flow (dirty confirmation may apply)."""
+
+
+@attrs.frozen
+class Toggle:
+    """Space in navigation."""
+
+
+@attrs.frozen
+class Number:
+    """Digit ``1..9``, or a click on row ``row`` (1-based, any row) or on Review action ``row``."""
+
+    row: int
+
+
+@attrs.frozen
+class ChangeQuestionType:
+    """``t``: single <-> multi for the current question."""
+
+
+@attrs.frozen
+class OpenOptionNote:
+    """``n``: note on the highlighted real option."""
+
+
+@attrs.frozen
+class OpenQuestionNote:
+    """``Shift+N``: note on the current question."""
+
+
+@attrs.frozen
+class Skip:
+    """``D`` in question navigation: skip the current question and advance."""
+
+
+@attrs.frozen
+class Dismiss:
+    """Ctrl+C from anywhere: dismiss the flow without saving the open editor."""
+
+
+@attrs.frozen
+class EditorChanged:
+    """The open editor's text is now ``text``."""
+
+    text: str
+
+
+@attrs.frozen
+class EditorSubmit:
+    """Enter in the custom editor, save in a note editor."""
+
+
+@attrs.frozen
+class EditorClose:
+    """Esc in an editor: save the draft and close."""
+
+
+@attrs.frozen
+class EditorMoveOption:
+    """``*OptionWhenEmpty``: close the empty editor and move the option cursor by ``delta``."""
+
+    delta: int
+
+
+@attrs.frozen
+class EditorMoveTab:
+    """``*TabWhenEmpty``: close the empty editor and move ``delta`` tabs (wrapping)."""
+
+    delta: int
+
+
+@attrs.frozen
+class ReviewAction:
+    """A click on a Review action; keeps the double-press safeguard."""
+
+    kind: ReviewKind
+
+
+@attrs.frozen
+class AttachImage:
+    """A clipboard image read finished for the editor whose serial is ``editor_serial``."""
+
+    image: Image
+    editor_serial: int
+
+
+@attrs.frozen
+class RemoveLastImage:
+    """``Ctrl+Alt+D``: remove the open editor's last image."""
+
+
+@attrs.frozen
+class SettingsChanged:
+    """Live settings changed while the form is open."""
+
+    settings: FormSettings
+
+
+@attrs.frozen
+class SubmitAnswers:
+    """A validated remote answer: replace every draft and submit (the editor is discarded)."""
+
+    drafts: tuple[Draft, ...] = attrs.field(converter=tuple)
+
+
+@attrs.frozen
+class ExternalCancel:
+    """A remote ``cancel`` response: cancel at once, without the dirty confirmation."""
+
+
+Command: TypeAlias = (
+    NextTab
+    | PreviousTab
+    | SelectTab
+    | NextOption
+    | PreviousOption
+    | Confirm
+    | Cancel
+    | Toggle
+    | Number
+    | ChangeQuestionType
+    | OpenOptionNote
+    | OpenQuestionNote
+    | Skip
+    | Dismiss
+    | EditorChanged
+    | EditorSubmit
+    | EditorClose
+    | EditorMoveOption
+    | EditorMoveTab
+    | ReviewAction
+    | AttachImage
+    | RemoveLastImage
+    | SettingsChanged
+    | SubmitAnswers
+    | ExternalCancel
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Effects
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Completed:
+    """The form has its outcome; build the result from the returned state."""
+
+    outcome: Outcome
+
+
+@attrs.frozen
+class DraftChanged:
+    """What ``state_to_json`` records changed; journal it (coalescing is the runtime's)."""
+
+
+Effect: TypeAlias = Completed | DraftChanged
+
+
+# --------------------------------------------------------------------------------------------
+# Queries
+# --------------------------------------------------------------------------------------------
+
+
+def current_question(state: FormState) -> Question | None:
+    """The question on the current tab, or ``None`` on Review."""
+    if state.on_review:
+        return None
+    return state.params.questions[state.tab]
+
+
+def answered_count(state: FormState) -> int:
+    """How many questions have a committed answer (notes and skips do not count)."""
+    return sum(1 for draft in state.drafts if draft.is_answered)
+
+
+def is_dirty(state: FormState) -> bool:
+    """Whether leaving now would throw away something the person entered."""
+    editor = state.editor
+    if editor is not None and not editor.is_empty:
+        return True
+    return any(draft != EMPTY_DRAFT for draft in state.drafts)
+
+
+def custom_row(state: FormState, question: int) -> int:
+    """The cursor row of a question's ``Type your own`` row."""
+    return len(state.params.questions[question].options)
+
+
+def has_custom_content(draft: Draft) -> bool:
+    """Saved custom text or images, selected or not."""
+    return bool(draft.custom_text.strip()) or bool(draft.custom_images)
+
+
+# --------------------------------------------------------------------------------------------
+# The reducer
+# --------------------------------------------------------------------------------------------
+
+# Commands that leave an armed confirmation alone; every other command disarms it.
+_KEEPS_PENDING_REVIEW = (Number, ReviewAction, SettingsChanged)
+_KEEPS_PENDING_TYPE = (ChangeQuestionType, SettingsChanged)
+
+
+def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect, ...]]:
+    """Apply one command; return the new state and the effects the runtime must perform."""
+    if state.outcome is not None:
+        return state, ()
+    new = _disarm(state, command)
+    new = _dispatch(new, command)
+    if new.tab != state.tab and (new.pending_dismiss is not None or new.type_notice is not None):
+        # The dirty warning and the type notice are visible until the tab changes.
+        new = attrs.evolve(new, pending_dismiss=None, type_notice=None)
+    if new.outcome is None and _should_auto_submit(new):
+        new = attrs.evolve(new, outcome=Outcome("submitted"))
+    if new.outcome is not None:
+        return new, (Completed(new.outcome),)
+    if _snapshot_changed(state, new):
+        return new, (DraftChanged(),)
+    return new, ()
+
+
+def submit_with(state: FormState, drafts: Sequence[Draft]) -> FormState:
+    """``reduce(state, SubmitAnswers(drafts))`` without the effects (remote answers)."""
+    return reduce(state, SubmitAnswers(tuple(drafts)))[0]
+
+
+def cancel_now(state: FormState) -> FormState:
+    """``reduce(state, ExternalCancel())`` without the effects (remote cancel)."""
+    return reduce(state, ExternalCancel())[0]
+
+
+def _disarm(state: FormState, command: Command) -> FormState:
+    clear_review = state.pending_review is not None and not isinstance(
+        command, _KEEPS_PENDING_REVIEW
+    )
+    clear_type = state.pending_type_change is not None and not isinstance(
+        command, _KEEPS_PENDING_TYPE
+    )
+    if not (clear_review or clear_type):
+        return state
+    return attrs.evolve(
+        state,
+        pending_review=None if clear_review else state.pending_review,
+        pending_type_change=None if clear_type else state.pending_type_change,
+    )
+
+
+def _snapshot_changed(old: FormState, new: FormState) -> bool:
+    # Identity checks keep this O(1); a rebuilt-but-equal tuple only costs a spare journal write.
+    return (
+        old.drafts is not new.drafts
+        or old.types is not new.types
+        or old.cursors is not new.cursors
+        or old.editor is not new.editor
+        or old.tab != new.tab
+        or old.review_cursor != new.review_cursor
+    )
+
+
+def _should_auto_submit(state: FormState) -> bool:
+    return (
+        state.settings.auto_submit_when_answered_without_notes
+        and state.on_review
+        and state.editor is None
+        and all(draft.is_answered and not draft.has_notes for draft in state.drafts)
+    )
+
+
+def _dispatch(state: FormState, command: Command) -> FormState:
+    match command:
+        case EditorChanged(text=text):
+            editor = state.editor
+            if editor is None or editor.text == text:
+                return state
+            return attrs.evolve(state, editor=attrs.evolve(editor, text=text))
+        case EditorSubmit():
+            return _editor_submit(state) if state.editor is not None else state
+        case EditorClose():
+            return _commit_editor(state, submit=False)[0] if state.editor is not None else state
+        case EditorMoveOption(delta=delta):
+            if state.editor is None or not state.editor.is_empty:
+                return state
+            return _move_option(_commit_editor(state, submit=False)[0], delta)
+        case EditorMoveTab(delta=delta):
+            if state.editor is None or not state.editor.is_empty:
+                return state
+            state = _commit_editor(state, submit=False)[0]
+            return _move_tab(state, (state.tab + delta) % (state.review_tab + 1))
+        case AttachImage(image=image, editor_serial=serial):
+            editor = state.editor
+            if editor is None or editor.serial != serial:
+                return state
+            return attrs.evolve(state, editor=attrs.evolve(editor, images=(*editor.images, image)))
+        case RemoveLastImage():
+            editor = state.editor
+            if editor is None or not editor.images:
+                return state
+            return attrs.evolve(state, editor=attrs.evolve(editor, images=editor.images[:-1]))
+        case Dismiss():
+            return _exit(state, "dismiss")
+        case SettingsChanged(settings=settings):
+            return attrs.evolve(
+                state,
+                settings=settings,
+                pending_review=state.pending_review
+                if settings.double_press_review_shortcuts
+                else None,
+                pending_dismiss=state.pending_dismiss
+                if settings.confirm_dismiss_when_dirty
+                else None,
+            )
+        case SubmitAnswers(drafts=drafts):
+            if len(drafts) != len(state.drafts):
+                raise ValueError(
+                    f"SubmitAnswers needs {len(state.drafts)} drafts, got {len(drafts)}"
+                )
+            return attrs.evolve(state, drafts=drafts, editor=None, outcome=Outcome("submitted"))
+        case ExternalCancel():
+            return attrs.evolve(state, editor=None, outcome=Outcome("cancelled"))
+        case Skip() | Cancel() if state.editor is not None:
+            return state
+        case _:
+            if state.editor is not None:
+                state = _commit_editor(state, submit=False)[0]
+            return _navigate(state, command)
+
+
+def _navigate(state: FormState, command: Command) -> FormState:
+    """Commands of question/Review navigation; the editor is closed here."""
+    match command:
+        case NextTab():
+            return _move_tab(state, (state.tab + 1) % (state.review_tab + 1))
+        case PreviousTab():
+            return _move_tab(state, (state.tab - 1) % (state.review_tab + 1))
+        case SelectTab(index=index):
+            return _move_tab(state, index) if 0 <= index <= state.review_tab else state
+        case NextOption():
+            return _move_option(state, 1)
+        case PreviousOption():
+            return _move_option(state, -1)
+        case Confirm():
+            return _confirm(state)
+        case Cancel():
+            return _exit(state, "cancel")
+        case Toggle():
+            return _toggle(state)
+        case Number(row=row):
+            return _number(state, row)
+        case ChangeQuestionType():
+            return _change_type(state)
+        case OpenOptionNote():
+            if state.on_review:
+                return state
+            q = state.tab
+            row = state.cursors[q]
+            options = state.params.questions[q].options
+            if row >= len(options):
+                return state
+            return _open_editor(state, "option_note", q, options[row].value)
+        case OpenQuestionNote():
+            return state if state.on_review else _open_editor(state, "note", state.tab, None)
+        case Skip():
+            if state.on_review:
+                return state
+            state = attrs.evolve(
+                state, drafts=_replace(state.drafts, state.tab, Draft(skipped=True))
+            )
+            return _advance(state)
+        case ReviewAction(kind=kind):
+            return _review_press(state, kind) if state.on_review else state
+        case _:
+            return state
+
+
+# --------------------------------------------------------------------------------------------
+# Steps
+# --------------------------------------------------------------------------------------------
+
+
+def _replace(items: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]:
+    return (*items[:index], value, *items[index + 1 :])
+
+
+def _update_draft(state: FormState, q: int, change: Callable[[Draft], Draft]) -> FormState:
+    """Change one draft. A skipped draft starts over from empty and stays skipped unless the
+    change leaves something in it."""
+    old = state.drafts[q]
+    base = EMPTY_DRAFT if old.skipped else old
+    new = change(base)
+    if new == base:
+        return state
+    return attrs.evolve(state, drafts=_replace(state.drafts, q, new))
+
+
+def _move_tab(state: FormState, tab: int) -> FormState:
+    if tab == state.tab:
+        return state
+    if tab == state.review_tab:
+        state = attrs.evolve(state, tab=tab, review_cursor=0)
+    else:
+        state = attrs.evolve(state, tab=tab)
+    return _land(state)
+
+
+def _advance(state: FormState) -> FormState:
+    return _move_tab(state, min(state.tab + 1, state.review_tab))
+
+
+def _move_option(state: FormState, delta: int) -> FormState:
+    if state.on_review:
+        cursor = min(max(state.review_cursor + delta, 0), len(REVIEW_ACTIONS) - 1)
+        return attrs.evolve(state, review_cursor=cursor) if cursor != state.review_cursor else state
+    q = state.tab
+    row = min(max(state.cursors[q] + delta, 0), custom_row(state, q))
+    if row == state.cursors[q]:
+        return state
+    return _land(_set_cursor(state, q, row))
+
+
+def _set_cursor(state: FormState, q: int, row: int) -> FormState:
+    if state.cursors[q] == row:
+        return state
+    return attrs.evolve(state, cursors=_replace(state.cursors, q, row))
+
+
+def _land(state: FormState) -> FormState:
+    """The cursor arrived on its row by a move: open the custom editor where the rules say."""
+    if state.editor is not None or state.on_review:
+        return state
+    q = state.tab
+    if state.cursors[q] != custom_row(state, q):
+        return state
+    if state.types[q] == "multi" or not has_custom_content(_live(state.drafts[q])):
+        return _open_editor(state, "custom", q, None)
+    return state
+
+
+def _live(draft: Draft) -> Draft:
+    return EMPTY_DRAFT if draft.skipped else draft
+
+
+def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str | None) -> FormState:
+    draft = _live(state.drafts[q])
+    if kind == "custom":
+        text, images = draft.custom_text, draft.custom_images
+    elif kind == "note":
+        text, images = draft.note, draft.note_images
+    else:
+        assert option_value is not None
+        text = draft.option_notes.get(option_value, "")
+        images = draft.option_note_images.get(option_value, ())
+    serial = state.editors_opened + 1
+    editor = EditorState(
+        kind=kind, question=q, option_value=option_value, text=text, images=images, serial=serial
+    )
+    return attrs.evolve(state, editor=editor, editors_opened=serial)
+
+
+def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
+    """Save the open editor into its draft and close it.
+
+    Returns the new state and whether a non-blank custom answer was saved.
+    """
+    editor = state.editor
+    assert editor is not None
+    text = editor.text if editor.text.strip() else ""
+    images = editor.images
+    blank = not text and not images
+    q = editor.question
+    single = state.types[q] == "single"
+
+    def save_custom(draft: Draft) -> Draft:
+        if blank:
+            return attrs.evolve(draft, custom_text="", custom_images=(), custom_selected=False)
+        if not submit and text == draft.custom_text and images == draft.custom_images:
+            return draft
+        return attrs.evolve(
+            draft,
+            custom_text=text,
+            custom_images=images,
+            custom_selected=True,
+            selected=() if single else draft.selected,
+        )
+
+    def save_note(draft: Draft) -> Draft:
+        return attrs.evolve(draft, note=text, note_images=images)
+
+    def save_option_note(draft: Draft) -> Draft:
+        assert editor.option_value is not None
+        value = editor.option_value
+        notes = dict(draft.option_notes)
+        note_images = dict(draft.option_note_images)
+        if text:
+            notes[value] = text
+        else:
+            notes.pop(value, None)
+        if images:
+            note_images[value] = images
+        else:
+            note_images.pop(value, None)
+        return attrs.evolve(draft, option_notes=notes, option_note_images=note_images)
+
+    change = {"custom": save_custom, "note": save_note, "option_note": save_option_note}
+    state = attrs.evolve(state, editor=None)
+    state = _update_draft(state, q, change[editor.kind])
+    return state, editor.kind == "custom" and not blank
+
+
+def _editor_submit(state: FormState) -> FormState:
+    editor = state.editor
+    assert editor is not None
+    state, saved_answer = _commit_editor(state, submit=True)
+    if saved_answer and state.types[editor.question] == "single":
+        return _advance(state)
+    return state
+
+
+def _select_single(row: int) -> Callable[[Draft], Draft]:
+    return lambda draft: attrs.evolve(draft, selected=(row,), custom_selected=False)
+
+
+def _toggle_multi(row: int) -> Callable[[Draft], Draft]:
+    def change(draft: Draft) -> Draft:
+        if row in draft.selected:
+            return attrs.evolve(draft, selected=tuple(i for i in draft.selected if i != row))
+        return attrs.evolve(draft, selected=tuple(sorted((*draft.selected, row))))
+
+    return change
+
+
+def _toggle_custom(single: bool) -> Callable[[Draft], Draft]:
+    def change(draft: Draft) -> Draft:
+        if draft.custom_selected:
+            return attrs.evolve(draft, custom_selected=False)
+        return attrs.evolve(draft, custom_selected=True, selected=() if single else draft.selected)
+
+    return change
+
+
+def _confirm(state: FormState) -> FormState:
+    if state.on_review:
+        return _fire_review(state, REVIEW_ACTIONS[state.review_cursor])
+    q = state.tab
+    row = state.cursors[q]
+    if state.types[q] == "multi":
+        return _advance(state)
+    if row == custom_row(state, q):
+        return _open_editor(state, "custom", q, None)
+    return _advance(_update_draft(state, q, _select_single(row)))
+
+
+def _toggle(state: FormState) -> FormState:
+    if state.on_review:
+        return state
+    q = state.tab
+    row = state.cursors[q]
+    single = state.types[q] == "single"
+    if row == custom_row(state, q):
+        if has_custom_content(_live(state.drafts[q])):
+            return _update_draft(state, q, _toggle_custom(single))
+        return _open_editor(state, "custom", q, None)
+    if not single:
+        return _update_draft(state, q, _toggle_multi(row))
+    if _live(state.drafts[q]).selected == (row,):
+        return _update_draft(state, q, lambda draft: attrs.evolve(draft, selected=()))
+    return _update_draft(state, q, _select_single(row))
+
+
+def _number(state: FormState, number: int) -> FormState:
+    if state.on_review:
+        if 1 <= number <= len(REVIEW_ACTIONS):
+            return _review_press(state, REVIEW_ACTIONS[number - 1])
+        # An ignored digit is still another key: it disarms a pending review action.
+        return attrs.evolve(state, pending_review=None) if state.pending_review else state
+    q = state.tab
+    row = number - 1
+    if not 0 <= row <= custom_row(state, q):
+        return state
+    state = _set_cursor(state, q, row)
+    single = state.types[q] == "single"
+    if row == custom_row(state, q):
+        if not single and has_custom_content(_live(state.drafts[q])):
+            return _update_draft(state, q, _toggle_custom(single))
+        return _open_editor(state, "custom", q, None)
+    if single:
+        return _advance(_update_draft(state, q, _select_single(row)))
+    return _update_draft(state, q, _toggle_multi(row))
+
+
+def _change_type(state: FormState) -> FormState:
+    if state.on_review:
+        return state
+    q = state.tab
+    old = state.types[q]
+    if old == "single":
+        return _set_type(state, q, "multi")
+    draft = _live(state.drafts[q])
+    choices = len(draft.selected) + (1 if draft.has_custom_answer else 0)
+    if choices <= 1:
+        return _set_type(state, q, "single")
+    if state.pending_type_change != q:
+        return attrs.evolve(state, pending_type_change=q)
+    state = _update_draft(
+        state, q, lambda draft: attrs.evolve(draft, selected=(), custom_selected=False)
+    )
+    return attrs.evolve(_set_type(state, q, "single"), pending_type_change=None)
+
+
+def _set_type(state: FormState, q: int, new: QuestionType) -> FormState:
+    return attrs.evolve(
+        state,
+        types=_replace(state.types, q, new),
+        type_notice=TypeChanged(q, state.types[q], new),
+    )
+
+
+def _review_press(state: FormState, kind: ReviewKind) -> FormState:
+    if not state.settings.double_press_review_shortcuts or state.pending_review == kind:
+        return _fire_review(state, kind)
+    return attrs.evolve(state, pending_review=kind, review_cursor=REVIEW_ACTIONS.index(kind))
+
+
+def _fire_review(state: FormState, kind: ReviewKind) -> FormState:
+    outcome = Outcome("submitted" if kind == "submit" else "cancelled")
+    return attrs.evolve(state, outcome=outcome, pending_review=None)
+
+
+def _exit(state: FormState, action: DismissAction) -> FormState:
+    if (
+        state.settings.confirm_dismiss_when_dirty
+        and state.pending_dismiss != action
+        and is_dirty(state)
+    ):
+        return attrs.evolve(state, pending_dismiss=action)
+    outcome = Outcome("cancelled" if action == "cancel" else "dismissed")
+    return attrs.evolve(state, editor=None, outcome=outcome)
+
+
+# --------------------------------------------------------------------------------------------
+# Snapshots
+# --------------------------------------------------------------------------------------------
+
+
+def state_to_json(state: FormState) -> dict[str, JSON]:
+    """What the person entered and where they were, for the draft journal.
+
+    Recorded: live types, drafts, tab, cursors, the open editor with its unsaved text and
+    images, and the editor counter. Not recorded (transient): pending confirmations, the
+    dirty-dismiss warning, the type-change notice, the outcome, and the settings (the runtime
+    passes current settings back to ``state_from_json``).
+    """
+    out: dict[str, JSON] = {
+        "version": SNAPSHOT_VERSION,
+        "types": list(state.types),
+        "drafts": [draft.to_json() for draft in state.drafts],
+        "tab": state.tab,
+        "cursors": list(state.cursors),
+        "reviewCursor": state.review_cursor,
+        "editorsOpened": state.editors_opened,
+    }
+    editor = state.editor
+    if editor is not None:
+        data: dict[str, JSON] = {
+            "kind": editor.kind,
+            "question": editor.question,
+            "text": editor.text,
+            "images": [image.to_json() for image in editor.images],
+            "serial": editor.serial,
+        }
+        if editor.option_value is not None:
+            data["optionValue"] = editor.option_value
+        out["editor"] = data
+    return out
+
+
+def state_from_json(
+    params: AskParams, data: Mapping[str, Any], settings: FormSettings | None = None
+) -> FormState:
+    """Restore a form from ``state_to_json`` output for the same ``params``.
+
+    Raises ``ValueError`` when the snapshot does not fit the params or breaks an invariant.
+    """
+    try:
+        return _from_json(params, data, settings if settings is not None else FormSettings())
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(f"malformed form snapshot: {exc!r}") from exc
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(f"invalid form snapshot: {message}")
+
+
+def _from_json(params: AskParams, data: Mapping[str, Any], settings: FormSettings) -> FormState:
+    _check(data.get("version") == SNAPSHOT_VERSION, f"unsupported version {data.get('version')!r}")
+    questions = params.questions
+    n = len(questions)
+    types = tuple(data["types"])
+    _check(len(types) == n and all(t in QUESTION_TYPES for t in types), "question types")
+    drafts = tuple(Draft.from_json(item) for item in data["drafts"])
+    _check(len(drafts) == n, "draft count")
+    for i, (question, kind, draft) in enumerate(zip(questions, types, drafts, strict=True)):
+        _check_draft(i, question, kind, draft)
+    cursors = tuple(int(c) for c in data["cursors"])
+    _check(len(cursors) == n, "cursor count")
+    _check(
+        all(0 <= c <= len(q.options) for c, q in zip(cursors, questions, strict=True)), "cursors"
+    )
+    tab = int(data["tab"])
+    _check(0 <= tab <= n, "tab")
+    review_cursor = int(data["reviewCursor"])
+    _check(0 <= review_cursor < len(REVIEW_ACTIONS), "review cursor")
+    editors_opened = int(data["editorsOpened"])
+    editor = None
+    if data.get("editor") is not None:
+        raw = data["editor"]
+        kind = raw["kind"]
+        _check(kind in EDITOR_KINDS, "editor kind")
+        question = int(raw["question"])
+        _check(question == tab < n, "editor question")
+        option_value = raw.get("optionValue")
+        if kind == "option_note":
+            values = [option.value for option in questions[question].options]
+            _check(option_value in values, "editor option")
+        else:
+            _check(option_value is None, "editor option")
+        editor = EditorState(
+            kind=kind,
+            question=question,
+            option_value=option_value,
+            text=str(raw["text"]),
+            images=tuple(Image.from_json(image) for image in raw["images"]),
+            serial=int(raw["serial"]),
+        )
+    return FormState(
+        params=params,
+        types=types,
+        drafts=drafts,
+        cursors=cursors,
+        tab=tab,
+        review_cursor=review_cursor,
+        editor=editor,
+        editors_opened=editors_opened,
+        settings=settings,
+    )
+
+
+def _check_draft(i: int, question: Question, kind: QuestionType, draft: Draft) -> None:
+    count = len(question.options)
+    _check(
+        list(draft.selected) == sorted(set(draft.selected))
+        and all(0 <= s < count for s in draft.selected),
+        f"selection of question {i}",
+    )
+    if kind == "single":
+        _check(
+            len(draft.selected) + (1 if draft.custom_selected else 0) <= 1,
+            f"single-select question {i} has more than one choice",
+        )
+    _check(
+        not draft.custom_selected or has_custom_content(draft),
+        f"question {i} selects an empty custom answer",
+    )
+    _check(not draft.skipped or draft == Draft(skipped=True), f"skipped question {i} has content")
