@@ -1,0 +1,802 @@
+"""Every text the ask tools show the agent or the transcript, built from results. Pure.
+
+Two audiences:
+
+- the agent (model context): tool result ``content`` blocks, background-answer messages, wait
+  results, the invalid-payload and non-TUI fallback texts, the queued receipt. These keep the
+  agent's text verbatim (the model should read exactly what the person wrote) and carry image
+  content blocks.
+- the transcript (TUI rows and cards): lists of styled lines, ``Line = tuple[Segment, ...]``
+  with ``Segment = (style, text)``; the UI maps styles to colours. Transcript text is
+  neutralised: control characters never reach the terminal, and line breaks in agent or user
+  text become separate lines. Cards never show request ids, question ids or message types.
+
+Option labels: a result records the labels of *selected* options only. Notes on unselected
+options are shown with their option's label when the caller passes the form's ``params``;
+without them the option value stands in (the contract's wording: ``<value> (not selected)``).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pi_agent_ask.form.result import (
+    AnswerResult,
+    AskResult,
+    BackgroundOutcome,
+    QuestionMeta,
+    fallback_result,
+)
+from pi_agent_ask.form.sanitize import sanitize_text
+from pi_agent_ask.form.types import JSON, AskParams, Image, Issue
+
+__all__ = [
+    "BACKGROUND_ANSWER_TYPE",
+    "CANCELLED_TEXT",
+    "EMPTY_WAIT_TEXT",
+    "SUBMITTED_TEXT",
+    "Line",
+    "Segment",
+    "Style",
+    "background_answer_message",
+    "background_answer_text",
+    "background_card",
+    "call_rows",
+    "cell_width",
+    "fallback_text",
+    "fallback_tool_result",
+    "image_blocks",
+    "image_marker",
+    "invalid_text",
+    "line_text",
+    "presentation_note",
+    "receipt_row",
+    "receipt_text",
+    "receipt_tool_result",
+    "result_rows",
+    "result_text",
+    "summary_lines",
+    "tool_result",
+    "wait_complete_result",
+    "wait_confirmation",
+    "wait_deferred_result",
+    "wait_text",
+    "wrap_line",
+]
+
+BACKGROUND_ANSWER_TYPE = "ask:background-answer"
+CANCELLED_TEXT = "User cancelled the ask flow"
+SUBMITTED_TEXT = "User submitted the ask flow"
+EMPTY_WAIT_TEXT = (
+    "No outstanding background answers. Previously delivered answers are already in context."
+)
+FALLBACK_HEAD = (
+    "Needs user input: ask_user requires interactive TUI mode.\n"
+    "Run same tool call in interactive TUI mode, or ask user these questions manually:"
+)
+FALLBACK_TAIL = (
+    "details.questions contains normalized pending questions. "
+    "details.answers stays empty until user responds."
+)
+
+Style = Literal["text", "accent", "warning", "muted", "success", "error"]
+Segment = tuple[Style, str]
+Line = tuple[Segment, ...]
+
+TextBlock = dict[str, JSON]
+"""A content block: ``{"type": "text", "text": ...}`` or ``{"type": "image", ...}``."""
+
+
+# --------------------------------------------------------------------------------------------
+# Shared pieces
+# --------------------------------------------------------------------------------------------
+
+
+def image_marker(count: int) -> str:
+    """``[1 image]`` / ``[N images]``; empty for none."""
+    if count <= 0:
+        return ""
+    return "[1 image]" if count == 1 else f"[{count} images]"
+
+
+def _with_marker(text: str, count: int) -> str:
+    marker = image_marker(count)
+    if not marker:
+        return text
+    return f"{text} {marker}" if text else marker
+
+
+def _option_label(
+    answer: AnswerResult, value: str, options: Mapping[str, str] | None
+) -> tuple[str, bool]:
+    """The label of option ``value`` and whether it is selected in ``answer``."""
+    selected = dict(zip(answer.selected_values, answer.selected_labels, strict=True))
+    if value in selected:
+        return selected[value], True
+    if options is not None and value in options:
+        return options[value], False
+    return value, False
+
+
+def _options_of(params: AskParams | None, question_id: str) -> Mapping[str, str] | None:
+    if params is None:
+        return None
+    question = params.question(question_id)
+    if question is None:
+        return None
+    return {option.value: option.label for option in question.options}
+
+
+def _noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
+    """Option values with a note or note images, in option order when it is known."""
+    noted = list(dict.fromkeys([*answer.option_notes, *answer.option_note_images]))
+    if options is None:
+        return noted
+    order = {value: i for i, value in enumerate(options)}
+    return sorted(noted, key=lambda v: order.get(v, len(order)))
+
+
+def _answer_text(answer: AnswerResult) -> str:
+    return _with_marker(", ".join(answer.labels), len(answer.custom_images))
+
+
+def presentation_note(result: AskResult) -> str | None:
+    """The compact note shown when an answered question was presented with another type."""
+    shown = {
+        meta.presented_type
+        for meta in result.questions
+        if meta.presented_type is not None
+        and meta.presented_type != meta.type
+        and (answer := result.answers.get(meta.id)) is not None
+        and answer.has_answer
+    }
+    if not shown:
+        return None
+    if shown == {"multi"}:
+        kind = "as multi-select"
+    elif shown == {"single"}:
+        kind = "as single-select"
+    else:
+        kind = "with a different selection type"
+    return f"Note: Some questions were presented {kind} by user preference."
+
+
+# --------------------------------------------------------------------------------------------
+# Agent-facing text
+# --------------------------------------------------------------------------------------------
+
+
+def summary_lines(
+    result: AskResult, *, params: AskParams | None = None, with_ids: bool = False
+) -> list[str]:
+    """The answer summary, one line per fact, in question order.
+
+    ``with_ids`` rewrites each label as ``<label> [<qid>]`` (background answers and waits).
+    """
+    if result.cancelled:
+        return [CANCELLED_TEXT]
+    lines: list[str] = []
+    skipped = set(result.skipped_question_ids)
+    for meta in result.questions:
+        name = f"{meta.label} [{meta.id}]" if with_ids else meta.label
+        if meta.id in skipped:
+            lines.append(f"{name}: (skipped)")
+            continue
+        answer = result.answers.get(meta.id)
+        if answer is None or not answer.has_answer:
+            lines.append(f"{name}: (no answer)")
+        else:
+            lines.append(f"{name}: {_answer_text(answer)}")
+        if answer is None:
+            continue
+        if answer.note is not None or answer.note_images:
+            lines.append(f"{name} note: {_with_marker(answer.note or '', len(answer.note_images))}")
+        options = _options_of(params, meta.id)
+        for value in _noted_values(answer, options):
+            label, selected = _option_label(answer, value, options)
+            which = label if selected else f"{label} (not selected)"
+            note = _with_marker(
+                answer.option_notes.get(value, ""), len(answer.option_note_images.get(value, ()))
+            )
+            lines.append(f"{name} / {which} note: {note}")
+    note = presentation_note(result)
+    if note:
+        lines.append(note)
+    return lines or [SUBMITTED_TEXT]
+
+
+def invalid_text(issues: Iterable[Issue]) -> str:
+    """``Invalid ask_user payload:`` and one ``- <path>: <message>`` line per issue."""
+    return "\n".join(["Invalid ask_user payload:", *(f"- {i.path}: {i.message}" for i in issues)])
+
+
+def result_text(result: AskResult, *, params: AskParams | None = None) -> str:
+    """The text block of a normal (foreground) tool result."""
+    if result.issues is not None:
+        return invalid_text(result.issues)
+    body = "\n".join(summary_lines(result, params=params))
+    if result.request_id is None:
+        return body
+    return f"ask_user [{result.request_id}]\n{body}"
+
+
+def image_blocks(result: AskResult, *, params: AskParams | None = None) -> list[TextBlock]:
+    """The image content blocks of a result, each preceded by a text block naming its question
+    and answer or note. Each image appears once (by id). None for cancelled or error results."""
+    return _image_blocks(result, params, set())
+
+
+def _image_blocks(result: AskResult, params: AskParams | None, seen: set[str]) -> list[TextBlock]:
+    if result.cancelled or result.issues is not None:
+        return []
+    blocks: list[TextBlock] = []
+
+    def add(meta: QuestionMeta, what: str, images: Iterable[Image]) -> None:
+        for image in images:
+            if image.id in seen:
+                continue
+            seen.add(image.id)
+            blocks.append(
+                {"type": "text", "text": f"Image for [{meta.id}] {meta.prompt} — {what}:"}
+            )
+            blocks.append({"type": "image", "mimeType": image.mime_type, "data": image.data})
+
+    for meta in result.questions:
+        answer = result.answers.get(meta.id)
+        if answer is None:
+            continue
+        add(meta, "custom answer", answer.custom_images)
+        add(meta, "question note", answer.note_images)
+        options = _options_of(params, meta.id)
+        for value in _noted_values(answer, options):
+            label, _ = _option_label(answer, value, options)
+            add(meta, f"option note for {label}", answer.option_note_images.get(value, ()))
+    return blocks
+
+
+def _text_block(text: str) -> TextBlock:
+    return {"type": "text", "text": text}
+
+
+def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[str, JSON]:
+    """The whole ``ask_user`` tool result: ``content`` (text, then image blocks),
+    ``details`` (full) and ``structuredContent`` (compact)."""
+    return {
+        "content": [
+            _text_block(result_text(result, params=params)),
+            *image_blocks(result, params=params),
+        ],
+        "details": result.to_details(),
+        "structuredContent": result.to_structured(),
+    }
+
+
+def fallback_text(params: AskParams, request_id: str | None) -> str:
+    """The non-TUI fallback text: the pending questions, to be asked some other way."""
+    lines: list[str] = []
+    if request_id is not None:
+        lines.append(f"ask_user [{request_id}]")
+    lines.append(FALLBACK_HEAD)
+    for number, question in enumerate(params.questions, start=1):
+        lines.append(f"{number}. {question.label}: {question.prompt}")
+        lines.extend(f"   - {option.label} [{option.value}]" for option in question.options)
+        lines.append("   - Type your own [custom]")
+    lines.append(FALLBACK_TAIL)
+    return "\n".join(lines)
+
+
+def fallback_tool_result(params: AskParams, request_id: str | None) -> dict[str, JSON]:
+    """The cancelled non-TUI tool result with the fallback text."""
+    result = fallback_result(params, request_id)
+    return {
+        "content": [_text_block(fallback_text(params, request_id))],
+        "details": result.to_details(),
+        "structuredContent": result.to_structured(),
+    }
+
+
+def receipt_text(request_id: str, pending_requests: int, *, background_only: bool = False) -> str:
+    """The queued receipt text. In background-only mode ``wait_for_answers`` does not exist, so
+    the receipt says how the answers will arrive instead of pointing at it."""
+    head = (
+        f"Queued ask_user [{request_id}]. {pending_requests} form(s) pending. "
+        "This is not an answer. Continue independent work; "
+    )
+    if background_only:
+        return head + "the answers will arrive as a background-answer message."
+    return head + "call wait_for_answers when answers are needed."
+
+
+def receipt_tool_result(
+    request_id: str,
+    question_ids: Sequence[str],
+    pending_requests: int,
+    *,
+    background_only: bool = False,
+) -> dict[str, JSON]:
+    """The tool result of a queued background call; details = structuredContent."""
+    receipt: dict[str, JSON] = {
+        "status": "queued",
+        "requestId": request_id,
+        "questionIds": list(question_ids),
+        "pendingRequests": pending_requests,
+    }
+    return {
+        "content": [
+            _text_block(receipt_text(request_id, pending_requests, background_only=background_only))
+        ],
+        "details": receipt,
+        "structuredContent": dict(receipt, questionIds=list(question_ids)),
+    }
+
+
+def background_answer_text(outcome: BackgroundOutcome, *, params: AskParams | None = None) -> str:
+    """The agent-facing text of a finished background request (also used by waits)."""
+    result = outcome.result
+    if result is None or result.issues is not None:
+        error = outcome.error
+        if error is None:
+            error = invalid_text(result.issues or ()) if result else "No form result available."
+        return f"Background answer [{outcome.request_id}]:\nQuestion form failed: {error}"
+    title = f" — {result.title}" if result.title else ""
+    lines = [f"Background answer [{outcome.request_id}]{title}:", "Questions:"]
+    lines.extend(f"- [{meta.id}] {meta.label}: {meta.prompt}" for meta in result.questions)
+    lines.append("Response:")
+    lines.extend(summary_lines(result, params=params, with_ids=True))
+    return "\n".join(lines)
+
+
+def background_answer_message(
+    outcome: BackgroundOutcome, *, params: AskParams | None = None
+) -> dict[str, JSON]:
+    """The ``ask:background-answer`` custom message: ``content`` is the text, or a list of the
+    text block and the image blocks when the answer has images."""
+    text = background_answer_text(outcome, params=params)
+    images = image_blocks(outcome.result, params=params) if outcome.result else []
+    content: JSON = [_text_block(text), *images] if images else text
+    return {"customType": BACKGROUND_ANSWER_TYPE, "content": content, "details": outcome.to_json()}
+
+
+ParamsLookup = Callable[[str], AskParams | None] | Mapping[str, AskParams] | None
+
+
+def _params_for(lookup: ParamsLookup, request_id: str) -> AskParams | None:
+    if lookup is None:
+        return None
+    if isinstance(lookup, Mapping):
+        return lookup.get(request_id)
+    return lookup(request_id)
+
+
+def _outcomes_content(
+    outcomes: Sequence[BackgroundOutcome], lookup: ParamsLookup, head: str | None
+) -> list[TextBlock]:
+    texts = [head] if head else []
+    texts.extend(
+        background_answer_text(o, params=_params_for(lookup, o.request_id)) for o in outcomes
+    )
+    seen: set[str] = set()
+    images: list[TextBlock] = []
+    for outcome in outcomes:
+        if outcome.result is not None:
+            images.extend(
+                _image_blocks(outcome.result, _params_for(lookup, outcome.request_id), seen)
+            )
+    return [_text_block("\n\n".join(texts)), *images]
+
+
+def wait_text(
+    status: Literal["complete", "deferred"],
+    *,
+    reason: Literal["hidden", "user_message"] | None = None,
+    pending_request_ids: Sequence[str] = (),
+    results_count: int = 0,
+) -> str | None:
+    """The guidance text of a wait result (``None`` for a complete wait with results, whose
+    text is the answers themselves)."""
+    if status == "complete":
+        return EMPTY_WAIT_TEXT if results_count == 0 else None
+    pending = ", ".join(f"[{rid}]" for rid in pending_request_ids) or "none"
+    if reason == "user_message":
+        why = "The user sent a message, so wait_for_answers stopped waiting."
+        then = "Read and respond to the user's message"
+    else:
+        why = "The user hid the question panel, so wait_for_answers stopped waiting."
+        then = "Continue independent work, or end your turn"
+    lines = [
+        why,
+        f"Still pending: {pending}.",
+        "This is not an answer, a cancellation, or an approval: the questions and their drafts "
+        "stay queued for the user.",
+        f"{then}; do not call wait_for_answers again automatically. "
+        "Answers will arrive later as background-answer messages.",
+    ]
+    if results_count:
+        lines.append("Answers completed before the wait was released:")
+    return "\n".join(lines)
+
+
+def wait_complete_result(
+    request_ids: Sequence[str],
+    outcomes: Sequence[BackgroundOutcome],
+    *,
+    params: ParamsLookup = None,
+) -> dict[str, JSON]:
+    """The ``wait_for_answers`` result when every awaited form finished.
+
+    ``params`` (a mapping or function from request id) supplies option labels for notes on
+    unselected options."""
+    details: dict[str, JSON] = {
+        "status": "complete",
+        "requestIds": list(request_ids),
+        "results": [o.to_json() for o in outcomes],
+    }
+    head = wait_text("complete", results_count=len(outcomes))
+    return {
+        "content": _outcomes_content(outcomes, params, head),
+        "details": details,
+        "structuredContent": _copy_wait(details),
+    }
+
+
+def wait_deferred_result(
+    reason: Literal["hidden", "user_message"],
+    request_ids: Sequence[str],
+    pending_request_ids: Sequence[str],
+    outcomes: Sequence[BackgroundOutcome],
+    *,
+    params: ParamsLookup = None,
+) -> dict[str, JSON]:
+    """The ``wait_for_answers`` result when hiding the panel or ordinary input released it."""
+    details: dict[str, JSON] = {
+        "status": "deferred",
+        "reason": reason,
+        "requestIds": list(request_ids),
+        "pendingRequestIds": list(pending_request_ids),
+        "results": [o.to_json() for o in outcomes],
+    }
+    head = wait_text(
+        "deferred",
+        reason=reason,
+        pending_request_ids=pending_request_ids,
+        results_count=len(outcomes),
+    )
+    return {
+        "content": _outcomes_content(outcomes, params, head),
+        "details": details,
+        "structuredContent": _copy_wait(details),
+    }
+
+
+def _copy_wait(details: Mapping[str, JSON]) -> dict[str, JSON]:
+    # details and structuredContent hold the same object, as separate copies, so a consumer
+    # that edits one cannot change the other.
+    return copy.deepcopy(dict(details))
+
+
+# --------------------------------------------------------------------------------------------
+# Transcript: styled lines
+# --------------------------------------------------------------------------------------------
+
+
+def _clean(text: str) -> str:
+    """Neutralise text for the terminal (escape sequences, controls, invisible formatting);
+    newlines are kept for the caller to split into lines."""
+    return sanitize_text(text)
+
+
+def _split(text: str) -> list[str]:
+    return _clean(text).split("\n")
+
+
+def line_text(line: Line) -> str:
+    """The plain text of a styled line."""
+    return "".join(text for _, text in line)
+
+
+def _merge(segments: Iterable[Segment]) -> Line:
+    out: list[Segment] = []
+    for style, text in segments:
+        if not text:
+            continue
+        if out and out[-1][0] == style:
+            out[-1] = (style, out[-1][1] + text)
+        else:
+            out.append((style, text))
+    return tuple(out)
+
+
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char) or char in "\u200b\u200d":
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def cell_width(text: str) -> int:
+    """The terminal cells ``text`` occupies (wide East Asian characters count two)."""
+    return sum(_char_width(char) for char in text)
+
+
+def wrap_line(line: Line, width: int, indent: int = 0) -> list[Line]:
+    """Word-wrap a styled line to ``width`` cells; continuation lines start with ``indent``
+    spaces. Words longer than a line are split. Every returned line fits ``width``."""
+    width = max(1, width)
+    indent = max(0, min(indent, width - 1))
+    tokens = [(style, piece) for style, text in line for piece in re.findall(r"\s+|\S+", text)]
+    lines: list[Line] = []
+    current: list[Segment] = []
+    used = 0
+    start = 0  # cells at the start of the current line that are indentation
+
+    def flush() -> None:
+        nonlocal current, used, start
+        while current and current[-1][1].isspace() and used > start:
+            used -= cell_width(current.pop()[1])
+        lines.append(_merge(current))
+        current = [("text", " " * indent)] if indent else []
+        used = start = indent
+
+    for style, piece in tokens:
+        if piece.isspace():
+            if used == start and lines:
+                continue  # no leading blanks on continuation lines
+            if used + cell_width(piece) > width:
+                flush()
+                continue
+            current.append((style, piece))
+            used += cell_width(piece)
+            continue
+        rest = piece
+        while rest:
+            need = cell_width(rest)
+            if used + need <= width:
+                current.append((style, rest))
+                used += need
+                break
+            if used > start:
+                flush()
+                continue
+            # A word wider than a whole line: take what fits (at least one character).
+            taken, taken_width = "", 0
+            for char in rest:
+                if taken and used + taken_width + _char_width(char) > width:
+                    break
+                taken += char
+                taken_width += _char_width(char)
+            current.append((style, taken))
+            used += taken_width
+            rest = rest[len(taken) :]
+            if rest:
+                flush()
+    lines.append(_merge(current))
+    return lines
+
+
+def _wrap_all(lines: Iterable[tuple[Line, int]], width: int | None) -> list[Line]:
+    out: list[Line] = []
+    for line, indent in lines:
+        if width is None:
+            out.append(line)
+        else:
+            out.extend(wrap_line(line, width, indent))
+    return out
+
+
+def _text_rows(
+    prefix: Sequence[Segment], text: str, style: Style, indent: str
+) -> list[tuple[Line, int]]:
+    """``prefix`` + the first line of ``text``; further lines of ``text`` indented."""
+    parts = _split(text)
+    rows = [(_merge([*prefix, (style, parts[0])]), len(indent) + 2)]
+    rows.extend(
+        (_merge([("text", indent + "  "), (style, part)]), len(indent) + 2) for part in parts[1:]
+    )
+    return rows
+
+
+def _truncate(text: str, limit: int) -> str:
+    if cell_width(text) <= limit:
+        return text
+    out, used = "", 0
+    for char in text:
+        if used + _char_width(char) > limit - 1:
+            break
+        out += char
+        used += _char_width(char)
+    return out + "…"
+
+
+CALL_LABELS_LIMIT = 60
+"""Cells of the comma-joined question labels shown on an ``ask_user`` call row."""
+
+
+def call_rows(arguments: Mapping[str, Any], *, width: int | None = None) -> list[Line]:
+    """The transcript row of an ``ask_user`` call, from its raw arguments:
+    ``ask_user <n> question(s) (<labels>)`` with ``Q<n>`` for missing labels, truncated."""
+    raw = arguments.get("questions") if isinstance(arguments, Mapping) else None
+    questions = raw if isinstance(raw, list) else []
+    labels = []
+    for number, question in enumerate(questions, start=1):
+        label = question.get("label") if isinstance(question, Mapping) else None
+        text = label.strip() if isinstance(label, str) else ""
+        labels.append(" ".join(_split(text)) if text else f"Q{number}")
+    segments: list[Segment] = [("accent", "ask_user"), ("text", f" {len(questions)} question(s)")]
+    if labels:
+        segments.append(("muted", f" ({_truncate(', '.join(labels), CALL_LABELS_LIMIT)})"))
+    line = _merge(segments)
+    if width is not None and cell_width(line_text(line)) > width:
+        return wrap_line(line, width, 2)
+    return [line]
+
+
+def result_rows(
+    result: AskResult, *, params: AskParams | None = None, width: int | None = None
+) -> list[Line]:
+    """The transcript rows of a foreground ``ask_user`` result."""
+    if result.issues is not None:
+        rows: list[tuple[Line, int]] = [(_merge([("warning", "Invalid tool payload")]), 2)]
+        for issue in result.issues:
+            rows.extend(
+                _text_rows([("muted", f"  - {_clean(issue.path)}: ")], issue.message, "muted", "  ")
+            )
+        return _wrap_all(rows, width)
+    if result.cancelled:
+        return _wrap_all([(_merge([("warning", "Cancelled")]), 2)], width)
+    rows = []
+    skipped = set(result.skipped_question_ids)
+    for meta in result.questions:
+        label = " ".join(_split(meta.label))
+        if meta.id in skipped:
+            rows.append(
+                (_merge([("muted", "- "), ("text", f"{label}: "), ("muted", "(skipped)")]), 2)
+            )
+            continue
+        answer = result.answers.get(meta.id)
+        if answer is not None and answer.has_answer:
+            wrote: list[Segment] = [] if answer.indices else [("muted", "(wrote) ")]
+            rows.extend(
+                _text_rows(
+                    [("success", "✓ "), ("text", f"{label}: "), *wrote],
+                    _answer_text(answer),
+                    "text",
+                    "",
+                )
+            )
+        else:
+            rows.append(
+                (_merge([("warning", "? "), ("text", f"{label}: "), ("muted", "(no answer)")]), 2)
+            )
+        if answer is not None:
+            rows.extend(_note_rows(answer, _options_of(params, meta.id), "  "))
+    note = presentation_note(result)
+    if note:
+        rows.append((_merge([("muted", f"  {note}")]), 2))
+    if not rows:
+        rows.append((_merge([("success", "Submitted")]), 2))
+    return _wrap_all(rows, width)
+
+
+def _note_rows(
+    answer: AnswerResult,
+    options: Mapping[str, str] | None,
+    indent: str,
+    *,
+    selected_notes: bool = True,
+) -> list[tuple[Line, int]]:
+    """Question note and option notes of an answer, as ``note:`` rows. With
+    ``selected_notes=False`` notes of selected options are left to the caller."""
+    rows: list[tuple[Line, int]] = []
+    if answer.note is not None or answer.note_images:
+        text = _with_marker(answer.note or "", len(answer.note_images))
+        rows.extend(_text_rows([("muted", f"{indent}note: ")], text, "text", indent))
+    for value in _noted_values(answer, options):
+        label, selected = _option_label(answer, value, options)
+        if selected and not selected_notes:
+            continue
+        which = " ".join(_split(label)) + ("" if selected else " (not selected)")
+        text = _with_marker(
+            answer.option_notes.get(value, ""), len(answer.option_note_images.get(value, ()))
+        )
+        rows.extend(_text_rows([("muted", f"{indent}{which} note: ")], text, "text", indent))
+    return rows
+
+
+def receipt_row(details: Mapping[str, Any]) -> Line:
+    """The transcript row of a queued receipt: ``<k> question(s) queued · <n> form(s) pending``."""
+    question_ids = details.get("questionIds")
+    count = len(question_ids) if isinstance(question_ids, list) else 0
+    pending = details.get("pendingRequests", 0)
+    return _merge(
+        [
+            ("accent", f"{count} question(s) queued"),
+            ("muted", f" · {pending if isinstance(pending, int) else 0} form(s) pending"),
+        ]
+    )
+
+
+def background_card(
+    outcome: BackgroundOutcome, *, width: int, params: AskParams | None = None
+) -> list[Line]:
+    """The transcript card of a background answer, in the form's Review style: accent rules,
+    status (with the form title), each prompt with ``→`` answer lines and saved notes. No ids,
+    no message type; every line fits ``width``."""
+    width = max(1, width)
+    rule: Line = (("accent", "─" * width),)
+    result = outcome.result
+    rows: list[tuple[Line, int]] = []
+    title: list[Segment] = []
+    if result is not None and result.title:
+        title = [("text", " ".join(_split(result.title))), ("muted", " · ")]
+    if result is None or result.issues is not None:
+        error = outcome.error
+        if error is None and result is not None:
+            error = invalid_text(result.issues or ())
+        rows.append((_merge([*title, ("error", "! Question form failed")]), 2))
+        for part in _split(error or "No form result available."):
+            rows.append((_merge([("text", part)]), 0))
+    elif result.cancelled:
+        rows.append((_merge([*title, ("warning", "? Questions cancelled")]), 2))
+        rows.append((_merge([("muted", "No approval given.")]), 0))
+    else:
+        rows.append((_merge([*title, ("success", "✓ Answers received")]), 2))
+        rows.extend(_card_body(result, params))
+    return [rule, *_wrap_all(rows, width), rule]
+
+
+def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, int]]:
+    rows: list[tuple[Line, int]] = []
+    skipped = set(result.skipped_question_ids)
+    for meta in result.questions:
+        rows.append(((), 0))
+        rows.extend((_merge([("text", part)]), 0) for part in _split(meta.prompt))
+        if meta.id in skipped:
+            rows.append((_merge([("muted", "→ skipped")]), 2))
+            continue
+        answer = result.answers.get(meta.id)
+        if answer is None or not answer.has_answer:
+            rows.append((_merge([("warning", "→ unanswered")]), 2))
+            if answer is not None:
+                rows.extend(_note_rows(answer, _options_of(params, meta.id), "  "))
+            continue
+        for value, label in zip(answer.selected_values, answer.selected_labels, strict=True):
+            rows.extend(_text_rows([("accent", "→ ")], label, "text", ""))
+            note = answer.option_notes.get(value, "")
+            images = len(answer.option_note_images.get(value, ()))
+            if note or images:
+                text = _with_marker(note, images)
+                rows.extend(_text_rows([("muted", "  note: ")], text, "text", "  "))
+        if answer.custom_text is not None or answer.custom_images:
+            text = _with_marker(answer.custom_text or "", len(answer.custom_images))
+            rows.extend(_text_rows([("accent", "→ ")], text, "text", ""))
+        rows.extend(_note_rows(answer, _options_of(params, meta.id), "  ", selected_notes=False))
+    note = presentation_note(result)
+    if note:
+        rows.append(((), 0))
+        rows.append((_merge([("muted", note)]), 0))
+    return rows
+
+
+def wait_confirmation(details: Mapping[str, Any]) -> Line:
+    """The short transcript row of a ``wait_for_answers`` result (the full answer cards stay at
+    the calls that asked)."""
+    results = details.get("results")
+    count = len(results) if isinstance(results, list) else 0
+    forms = "1 form" if count == 1 else f"{count} forms"
+    if details.get("status") == "deferred":
+        pending_ids = details.get("pendingRequestIds")
+        pending = len(pending_ids) if isinstance(pending_ids, list) else 0
+        why = "user message" if details.get("reason") == "user_message" else "panel hidden"
+        segments: list[Segment] = [
+            ("warning", f"Wait released ({why})"),
+            ("muted", f" · {pending} form{'' if pending == 1 else 's'} still pending"),
+        ]
+        if count:
+            segments.append(("muted", f" · received answers for {forms}"))
+        return _merge(segments)
+    if count == 0:
+        return _merge([("muted", "No outstanding answers")])
+    return _merge([("success", f"Received answers for {forms}")])
