@@ -1,13 +1,57 @@
-"""pi-agent-ask: structured questions from an AI agent to its human, with structured answers."""
+"""pi-agent-ask: structured questions from an AI agent to its human, with structured answers.
+
+The public surface is described in ``docs/`` (and bound by ``API.md``): ``tool_definitions``,
+``validate_ask_params`` and ``open_runtime``.
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Any
+
+from pi_agent_ask.actors.runtime import Runtime, open_runtime
+from pi_agent_ask.events import EventBus
+from pi_agent_ask.form.tools import tool_definitions_for
 from pi_agent_ask.form.types import AskParams, Issue, Option, Question, Validation
+from pi_agent_ask.form.validate import validate_ask_params
+
+
+def tool_definitions(settings: Any = None) -> list[dict[str, Any]]:
+    """The tool definitions the current settings expose.
+
+    ``settings`` is a settings file path, a loaded ``Config`` / ``LoadedSettings``, or ``None``
+    for the default settings file (``$PI_CODING_AGENT_DIR/extensions/pi-agent-ask.json``).
+    """
+    from pi_agent_ask.persistence.settings import (
+        Config,
+        LoadedSettings,
+        load_settings,
+        settings_path,
+    )
+
+    if isinstance(settings, LoadedSettings):
+        config = settings.config
+    elif isinstance(settings, Config):
+        config = settings
+    else:
+        path = Path(settings) if settings is not None else settings_path(os.environ)
+        config = load_settings(path, project_dir=Path.cwd()).config
+    return tool_definitions_for(
+        question_mode=config.behaviour.question_mode,
+        history_tools=config.behaviour.history_tools,
+    )
+
 
 __all__ = [
     "AskParams",
+    "EventBus",
     "Issue",
     "Option",
     "Question",
+    "Runtime",
     "Validation",
+    "open_runtime",
+    "tool_definitions",
+    "validate_ask_params",
 ]

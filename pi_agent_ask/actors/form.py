@@ -1,0 +1,132 @@
+"""The form actor: one visible form's state, driven by its inbox until it has an outcome.
+
+A form actor lives in the task of whoever owns the form: the tool call (foreground) or the
+queue's nursery (background). It owns the ``FormState`` and is the only place it changes. Its
+inbox receives commands from the terminal surface, remote answers, and settings changes; it
+answers remote submissions through their one-shot reply channels. It never sends to its owner
+while it runs except through the awaited ``on_change`` callback, so no
+cycle of blocking sends can form: the owner never sends into a form's inbox from the task that
+receives ``on_change`` (remote answers reach the inbox from their own tasks).
+
+Cancelling the actor's scope (hide, defer, session change, aborted call) leaves the last state
+with its owner through ``on_change``; nothing the person typed is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import attrs
+import trio
+
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.result import answers_from_remote
+
+
+@attrs.frozen
+class UserCommand:
+    """A command from the terminal surface (a key press or a click, already mapped)."""
+
+    command: fs.Command
+
+
+@attrs.frozen
+class RemoteResponse:
+    """A validated-envelope ``pi-agent-ask:submit`` response for this flow.
+
+    The reply carries ``None`` on success or ``(error, message)`` when the answer is invalid.
+    """
+
+    response: dict[str, object]
+    reply: trio.MemorySendChannel[tuple[str, str] | None]
+
+
+@attrs.frozen
+class SettingsUpdate:
+    settings: fs.FormSettings
+
+
+FormInput = UserCommand | RemoteResponse | SettingsUpdate
+
+
+class Surface(Protocol):
+    """What a terminal UI offers the runtime: show, update and hide form views.
+
+    Calls are synchronous and must not block: the UI copies the snapshot and redraws later.
+    """
+
+    def show(
+        self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
+    ) -> None: ...
+
+    def update(self, flow_id: str, state: fs.FormState) -> None: ...
+
+    def hide(self, flow_id: str) -> None: ...
+
+
+@attrs.define(eq=False)
+class NullSurface:
+    """The surface of a headless runtime: forms are answered through remote events only."""
+
+    shown: list[str] = attrs.field(factory=list)
+
+    def show(
+        self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
+    ) -> None:
+        self.shown.append(flow_id)
+
+    def update(self, flow_id: str, state: fs.FormState) -> None:
+        pass
+
+    def hide(self, flow_id: str) -> None:
+        pass
+
+
+def remote_apply(
+    state: fs.FormState, response: dict[str, object]
+) -> tuple[fs.FormState, tuple[str, str] | None]:
+    """Apply a remote ``answer``/``cancel`` response to a form, or say why it is invalid."""
+    kind = response.get("kind")
+    if kind == "cancel":
+        return fs.cancel_now(state), None
+    answers = response.get("answers")
+    checked = answers_from_remote(state.params, state.types, answers)
+    if isinstance(checked, str):
+        return state, ("invalid_answer", checked)
+    return fs.submit_with(state, checked), None
+
+
+async def run_form(
+    *,
+    flow_id: str,
+    state: fs.FormState,
+    inbox: trio.MemoryReceiveChannel[FormInput],
+    commands: trio.MemorySendChannel[FormInput],
+    surface: Surface,
+    on_change: Callable[[fs.FormState], Awaitable[None]],
+) -> fs.FormState:
+    """Run one form until it has an outcome; returns the final state.
+
+    The surface is shown before the first message is read and hidden on every exit path.
+    """
+    surface.show(flow_id, state, commands)
+    try:
+        async for message in inbox:
+            match message:
+                case UserCommand(command=command):
+                    state, _effects = fs.reduce(state, command)
+                case SettingsUpdate(settings=settings):
+                    state, _effects = fs.reduce(state, fs.SettingsChanged(settings))
+                case RemoteResponse(response=response, reply=reply):
+                    state, problem = remote_apply(state, response)
+                    with reply:
+                        reply.send_nowait(problem)
+            await on_change(state)
+            if state.outcome is not None:
+                return state
+            surface.update(flow_id, state)
+        # The inbox closed without an outcome: the owner is tearing the form down.
+        return state
+    finally:
+        surface.hide(flow_id)

@@ -1,0 +1,696 @@
+"""The runtime: wires the actors and offers the tool calls and host hooks of ``API.md``.
+
+Actors (each owns its state, all talk through memory channels):
+
+- persistence — the session file; every write is acknowledged only once it reached the OS;
+- queue — the input surface, the background FIFO, deliveries, waits, Herdr (``queue.py``);
+- form — one per visible form, in the tool call's task (foreground) or the queue's nursery
+  (background) (``form.py``);
+- waiter — the task of a ``wait_for_answers`` call, talking to the queue;
+- notifications — one notification per opened form, never blocking a form.
+
+The ``Runtime`` object itself holds only channel ends, configuration read at open, and the
+revocable journal view of the current branch: after a session change, writes from surfaces of
+the old branch are refused (``StaleBranch``) instead of landing on the new one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import itertools
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import trio
+
+from pi_agent_ask import events as ev
+from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors.form import (
+    FormInput,
+    NullSurface,
+    RemoteResponse,
+    Surface,
+    UserCommand,
+    run_form,
+)
+from pi_agent_ask.actors.notifications import Notify, channels_from_json, run_notifications
+from pi_agent_ask.actors.records import AskRequest, Outcome
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form import text as texts
+from pi_agent_ask.form.result import AskResult, build_result, invalid_result
+from pi_agent_ask.form.types import AskParams
+from pi_agent_ask.form.validate import schema_error_text, validate_ask_params
+from pi_agent_ask.persistence import journal as jr
+
+Mode = Literal["tui", "print", "json", "rpc"]
+MODES: tuple[Mode, ...] = ("tui", "print", "json", "rpc")
+SESSION_REASONS = ("startup", "resume", "fork", "new", "reload", "tree")
+
+WAIT_BUSY_TEXT = "Another wait_for_answers call is already waiting."
+WAIT_NON_TUI_TEXT = "wait_for_answers requires interactive TUI mode."
+WAIT_INTERRUPTED_TEXT = "Question wait interrupted"
+FORM_INTERRUPTED_TEXT = "Question form interrupted"
+WAIT_HIDDEN_TEXT = "wait_for_answers is not available in background-only mode."
+
+
+class ToolError(Exception):
+    """A tool call failed; the result is ``{"content": [text], "isError": True}``."""
+
+
+class StaleBranch(Exception):
+    """A surface of an older branch tried to write after a session change."""
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def tool_error(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+@attrs.define(eq=False)
+class BranchWriter:
+    """The journal as one branch's surfaces see it: revoked when the session changes."""
+
+    journal: Any
+    revoked: bool = False
+
+    async def append(self, type_: str, data: Mapping[str, Any]) -> Any:
+        if self.revoked:
+            raise StaleBranch(type_)
+        return await self.journal.append(type_, data)
+
+    async def append_many(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
+        if self.revoked:
+            raise StaleBranch(entries[0][0] if entries else "")
+        return await self.journal.append_many(entries)
+
+    async def branch(self) -> Any:
+        return await self.journal.branch()
+
+
+@attrs.frozen
+class RuntimeConfig:
+    """What the runtime reads from the settings at open (and on explicit changes)."""
+
+    form_settings: fs.FormSettings = attrs.field(factory=fs.FormSettings)
+    present_single_as_multi: bool = False
+    background_only: bool = False
+    history_tools: bool = False
+    notifications_enabled: bool = True
+    notification_channels: tuple[Any, ...] = ()
+
+
+@attrs.define(eq=False)
+class Runtime:
+    """A running pi-agent-ask runtime. Created by ``open_runtime``; see ``API.md``."""
+
+    mode: Mode
+    events: ev.EventBus
+    config: RuntimeConfig
+    cwd: Path
+    wakeups: trio.MemoryReceiveChannel[dict[str, Any]]
+    _nursery: trio.Nursery
+    _queue_tx: trio.MemorySendChannel[q.QueueMessage]
+    _writer: BranchWriter
+    _journal: Any
+    _surface: Surface
+    _notify_tx: trio.MemorySendChannel[Notify]
+    _opened: trio.Event
+    _aborts_tx: trio.MemorySendChannel[str]
+    aborts: trio.MemoryReceiveChannel[str]
+    _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+    _epoch: int = 0
+    _model_requested: bool = False
+
+    # -- host hooks ----------------------------------------------------------------------
+
+    def agent_started(self) -> None:
+        """An agent turn started: idle wakes stop until the agent settles again."""
+        self._model_requested = True
+        self._nursery.start_soon(self._queue_tx.send, q.AgentActivity(idle=False))
+
+    def agent_settled(self) -> None:
+        """The agent is idle: a ready answer may now wake it (``wakeups``)."""
+        self._nursery.start_soon(self._queue_tx.send, q.AgentActivity(idle=True))
+
+    async def turn_boundary(self) -> list[dict[str, Any]]:
+        """The background-answer messages to add to the context now (each exactly once, ever)."""
+        return await self._ask_queue(lambda reply: q.TurnBoundary(reply))
+
+    async def user_message(self, text: str) -> None:
+        """Ordinary input: releases an active wait as ``deferred`` and hides the panel."""
+        await self._writer.append(jr.USER_MESSAGE, {"text": text})
+        await self._ask_queue(lambda reply: q.Defer("user_message", reply))
+
+    async def defer_queue(self) -> None:
+        """Hide the panel and defer every question; queue and drafts are kept."""
+        await self._ask_queue(lambda reply: q.Defer("hidden", reply))
+
+    async def show_queue(self) -> None:
+        """Reopen the panel on the pending questionnaire (``/ask-queue``)."""
+        await self._ask_queue(lambda reply: q.Show(reply))
+
+    async def statistics(self) -> q.QueueStats:
+        """A snapshot of the queue: pending, completed, delivered, visible flow, Herdr owners."""
+        return await self._ask_queue(lambda reply: q.Inspect(reply))
+
+    async def send_command(self, flow_id: str, command: fs.Command) -> bool:
+        """Send a form command (what a key press or click means) to a visible flow."""
+        target = await self._ask_queue(lambda reply: q.FindFlow(flow_id, reply))
+        if target is None:
+            return False
+        with target:
+            await target.send(UserCommand(command))
+        return True
+
+    async def _ask_queue(self, make: Any) -> Any:
+        send, receive = trio.open_memory_channel[Any](1)
+        await self._queue_tx.send(make(send))
+        async with receive:
+            return await receive.receive()
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def tool_names(self) -> tuple[str, ...]:
+        names = ["ask_user"]
+        if not self.config.background_only:
+            names.append("wait_for_answers")
+        if self.config.history_tools:
+            names += ["list_ask_history", "read_ask_history", "export_ask_history"]
+        return tuple(names)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Any,
+        tool_call_id: str | None = None,
+        parent_tool_call_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Run one tool call and return its result dict (see ``API.md``)."""
+        call: dict[str, Any] = {"toolCallId": tool_call_id, "name": name, "arguments": arguments}
+        if parent_tool_call_id is not None:
+            call["parentToolCallId"] = parent_tool_call_id
+        writer = self._writer
+        await writer.append(jr.TOOL_CALL, call)
+        try:
+            if name not in self.tool_names():
+                result = tool_error(f"Tool {name!r} is not available.")
+            elif name == "ask_user":
+                result = await self._ask_user(writer, arguments, tool_call_id, parent_tool_call_id)
+            elif name == "wait_for_answers":
+                result = await self._wait_for_answers(writer)
+            else:
+                from pi_agent_ask.persistence import history
+
+                result = await history.call_history_tool(self, writer, name, arguments)
+        except ToolError as error:
+            result = tool_error(str(error))
+        with trio.CancelScope(shield=True):
+            await writer.append(
+                jr.TOOL_RESULT, {"toolCallId": tool_call_id, "name": name, "result": result}
+            )
+        return result
+
+    # -- ask_user --------------------------------------------------------------------------
+
+    async def _ask_user(
+        self,
+        writer: BranchWriter,
+        arguments: Any,
+        tool_call_id: str | None,
+        parent_tool_call_id: str | None,
+    ) -> dict[str, Any]:
+        validation = validate_ask_params(
+            arguments,
+            cwd=self.cwd,
+            present_single_as_multi=self.config.present_single_as_multi,
+            background_only=self.config.background_only,
+        )
+        if validation.schema_error:
+            raise ToolError(schema_error_text("ask_user", validation.issues))
+        if validation.params is None or validation.issues:
+            raw_title = arguments.get("title") if isinstance(arguments, Mapping) else None
+            return texts.tool_result(invalid_result(raw_title, validation.issues))
+        params = validation.params
+        background = params.background or self.config.background_only
+        request = AskRequest(
+            request_id=str(uuid.uuid4()),
+            params=params,
+            background=background,
+            created_at=now_iso(),
+            tool_call_id=tool_call_id,
+            parent_tool_call_id=parent_tool_call_id,
+            source="background" if background and self.mode == "tui" else "tool",
+        )
+        entries: list[tuple[str, Mapping[str, Any]]] = [
+            (jr.PAYLOAD, jr.payload_entry(params, tool_call_id, request.created_at)),
+            (jr.HISTORY_REQUEST, jr.history_request_entry(request)),
+        ]
+        if self.mode != "tui":
+            await writer.append_many(entries)
+            if not background:
+                external = await self._external_ui(writer, request)
+                if external is not None:
+                    return external
+            outcome_result = texts.fallback_result(params, request.request_id)
+            await writer.append_many(
+                jr.completion_entries(
+                    Outcome(request.request_id, result=outcome_result), background=False
+                )
+            )
+            return texts.fallback_tool_result(params, request.request_id)
+        if background:
+            entries.append((jr.QUEUED, jr.queued_entry(request)))
+            await writer.append_many(entries)
+            pending = await self._ask_queue(
+                lambda reply: q.Enqueue(
+                    request, fs.new_form(params, self.config.form_settings), reply
+                )
+            )
+            return texts.receipt_tool_result(
+                request.request_id,
+                [question.id for question in params.questions],
+                pending,
+                background_only=self.config.background_only,
+            )
+        await writer.append_many(entries)
+        return await self._foreground(writer, request)
+
+    async def _foreground(self, writer: BranchWriter, request: AskRequest) -> dict[str, Any]:
+        claim_id = next(self._ids)
+        scope = trio.CancelScope()
+        commands, inbox = trio.open_memory_channel[FormInput](64)  # 64: key handlers never await
+        grants, granted = trio.open_memory_channel[q.Grant](1)
+        await self._queue_tx.send(
+            q.AcquireSurface(claim_id, request.flow_id, commands, scope, grants)
+        )
+        form = fs.new_form(request.params, self.config.form_settings)
+        final: fs.FormState | None = None
+        try:
+            await granted.receive()
+            with scope:
+                final = await self._host_form(request, form, commands, inbox, on_change=None)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._queue_tx.send(q.ReleaseSurface(claim_id))
+                if final is None or final.outcome is None:
+                    await self._record_interrupted(writer, request, form)
+        if final is None or final.outcome is None:
+            raise ToolError(FORM_INTERRUPTED_TEXT)
+        result = self._result_of(request, final)
+        await self._record_outcome(writer, request, Outcome(request.request_id, result=result))
+        if result.cancelled:
+            self._aborts_tx.send_nowait(request.request_id)
+        return texts.tool_result(result, params=request.params)
+
+    async def _record_interrupted(
+        self, writer: BranchWriter, request: AskRequest, form: fs.FormState
+    ) -> None:
+        """A foreground call that was aborted ends as cancelled, on its own branch only."""
+        result = build_result(
+            request.params,
+            form.drafts,
+            presented_types=form.types,
+            cancelled=True,
+            request_id=request.request_id,
+        )
+        try:
+            with trio.move_on_after(5):
+                await writer.append_many(
+                    jr.completion_entries(
+                        Outcome(request.request_id, result=result), background=False
+                    )
+                )
+        except StaleBranch:
+            pass
+
+    def _result_of(self, request: AskRequest, final: fs.FormState) -> AskResult:
+        assert final.outcome is not None
+        return build_result(
+            request.params,
+            final.drafts,
+            presented_types=final.types,
+            cancelled=final.outcome.cancelled,
+            request_id=request.request_id,
+        )
+
+    async def _record_outcome(
+        self, writer: BranchWriter, request: AskRequest, outcome: Outcome
+    ) -> None:
+        """Journal an outcome, then announce it (shielded: never half-written)."""
+        with trio.CancelScope(shield=True):
+            await writer.append_many(jr.completion_entries(outcome, background=request.background))
+        payload: dict[str, Any] = {
+            "version": 1,
+            "flowId": request.flow_id,
+            "askRequestId": request.request_id,
+            "source": request.source,
+            "result": outcome.result.to_details() if outcome.result else None,
+            "completedAt": now_iso(),
+        }
+        if request.tool_call_id is not None:
+            payload["toolCallId"] = request.tool_call_id
+        if outcome.result is not None:
+            self.events.emit(ev.COMPLETED, payload)
+
+    async def _host_form(
+        self,
+        request: AskRequest,
+        form: fs.FormState,
+        commands: trio.MemorySendChannel[FormInput],
+        inbox: trio.MemoryReceiveChannel[FormInput],
+        on_change: Any,
+    ) -> fs.FormState:
+        """Open a form: announce it, notify once, and run it until it has an outcome."""
+        await self._opened.wait()
+        started: dict[str, Any] = {
+            "version": 1,
+            "flowId": request.flow_id,
+            "askRequestId": request.request_id,
+            "source": request.source,
+            "questions": [
+                question.to_json() | {"type": question.effective_type}
+                for question in request.params.questions
+            ],
+            "createdAt": request.created_at,
+        }
+        if request.tool_call_id is not None:
+            started["toolCallId"] = request.tool_call_id
+        if request.params.title is not None:
+            started["title"] = request.params.title
+        self.events.emit(ev.STARTED, started)
+        first = request.params.questions[0]
+        await self._notify_tx.send(
+            Notify(
+                request.flow_id,
+                first.label,
+                first.prompt,
+                self.config.notifications_enabled,
+                self.config.notification_channels,
+            )
+        )
+
+        async def changed(state: fs.FormState) -> None:
+            if on_change is not None:
+                await on_change(state)
+
+        return await run_form(
+            flow_id=request.flow_id,
+            state=form,
+            inbox=inbox,
+            commands=commands,
+            surface=self._surface,
+            on_change=changed,
+        )
+
+    async def run_background_form(
+        self,
+        request: AskRequest,
+        form: fs.FormState,
+        epoch: int,
+        scope: trio.CancelScope,
+        commands: trio.MemorySendChannel[FormInput],
+        inbox: trio.MemoryReceiveChannel[FormInput],
+    ) -> None:
+        """The body of a visible background form, run in the queue's nursery."""
+        latest = form
+        outcome: Outcome | None = None
+        writer = self._writer
+
+        async def on_change(state: fs.FormState) -> None:
+            nonlocal latest
+            latest = state
+            await self._queue_tx.send(q.DraftChanged(request.request_id, epoch, state))
+
+        try:
+            with scope:
+                final = await self._host_form(request, form, commands, inbox, on_change)
+                latest = final
+                if final.outcome is not None:
+                    result = self._result_of(request, final)
+                    candidate = Outcome(
+                        request.request_id, request.parent_tool_call_id, result=result
+                    )
+                    await self._record_outcome(writer, request, candidate)
+                    outcome = candidate
+        except StaleBranch:
+            outcome = None
+        finally:
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(5),
+                suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+            ):
+                await self._queue_tx.send(q.FormStopped(request.request_id, epoch, latest, outcome))
+
+    # -- remote submissions ---------------------------------------------------------------
+
+    def _on_submit(self, payload: Any) -> None:
+        self._nursery.start_soon(self._handle_submit, payload)
+
+    async def _handle_submit(self, payload: Any) -> None:
+        problem = _submit_envelope_problem(payload)
+        request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
+        flow_id = payload.get("flowId") if isinstance(payload, Mapping) else None
+        if problem is not None:
+            self._submit_result(request_id, flow_id, problem)
+            return
+        target = await self._ask_queue(lambda reply: q.FindFlow(flow_id, reply))
+        if target is None:
+            self._submit_result(request_id, flow_id, ("flow_not_found", "Ask flow is not active."))
+            return
+        replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
+        try:
+            with target:
+                await target.send(RemoteResponse(dict(payload["response"]), replies))
+            async with reply:
+                answer = await reply.receive()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
+            answer = ("flow_not_found", "Ask flow is not active.")
+        self._submit_result(request_id, flow_id, answer)
+
+    def _submit_result(
+        self, request_id: Any, flow_id: Any, problem: tuple[str, str] | None
+    ) -> None:
+        payload: dict[str, Any] = {"version": 1, "requestId": request_id, "flowId": flow_id}
+        if problem is None:
+            payload["ok"] = True
+        else:
+            payload.update(ok=False, error=problem[0], message=problem[1])
+        self.events.emit(ev.SUBMIT_RESULT, payload)
+
+    # -- wait_for_answers ----------------------------------------------------------------
+
+    async def _wait_for_answers(self, writer: BranchWriter) -> dict[str, Any]:
+        if self.mode != "tui":
+            raise ToolError(WAIT_NON_TUI_TEXT)
+        if self.config.background_only:
+            raise ToolError(WAIT_HIDDEN_TEXT)
+        wait_id = next(self._ids)
+        replies, reply = trio.open_memory_channel[q.WaitEnd](1)
+        await self._queue_tx.send(q.StartWait(wait_id, replies))
+        acknowledged = False
+        try:
+            end = await reply.receive()
+            if end.status == "busy":
+                raise ToolError(WAIT_BUSY_TEXT)
+            if end.status == "aborted":
+                raise ToolError(WAIT_INTERRUPTED_TEXT)
+            params = await self._params_lookup(end)
+            if end.status == "complete":
+                result = texts.wait_complete_result(end.request_ids, end.results, params=params)
+            else:
+                assert end.reason is not None
+                result = texts.wait_deferred_result(
+                    end.reason, end.request_ids, end.pending_request_ids, end.results, params=params
+                )
+            acknowledged = True
+            return result
+        finally:
+            # Always tell the queue the wait ended; unacknowledged results go back to delivery.
+            with trio.CancelScope(shield=True):
+                await self._queue_tx.send(q.EndWait(wait_id, acknowledged))
+
+    async def _params_lookup(self, end: q.WaitEnd) -> dict[str, AskParams]:
+        stats = await self._ask_queue(lambda reply: q.Inspect(reply))
+        return dict(stats.params)
+
+    def background_message(self, outcome: Outcome, params: AskParams | None) -> dict[str, Any]:
+        return texts.background_answer_message(outcome, params=params)
+
+    # -- session lifecycle ----------------------------------------------------------------
+
+    async def change_session(self, reason: str, session: Any = None) -> None:
+        """Dispose what belongs to the old branch and rebuild from the new one.
+
+        ``reason`` is ``startup``, ``resume``, ``fork``, ``new``, ``reload`` or ``tree``.
+        ``session`` is the session file to continue with (``resume``, ``fork``: the file the
+        branch was forked into, ``new``), or the entry id to move the leaf to (``tree``).
+        """
+        if reason not in SESSION_REASONS:
+            raise ValueError(f"reason must be one of {', '.join(SESSION_REASONS)}, not {reason!r}")
+        # Revoke first: from here on, surfaces of the old branch cannot write anywhere.
+        self._writer.revoked = True
+        await self._journal.switch(reason, session)
+        self._writer = BranchWriter(self._journal)
+        await self._rebuild(reason)
+
+    async def _rebuild(self, reason: str) -> None:
+        self._epoch += 1
+        branch = await self._writer.branch()
+        rebuilt = jr.rebuild_queue(branch)
+        items = []
+        for restored in rebuilt.requests:
+            form = fs.new_form(restored.request.params, self.config.form_settings)
+            if restored.draft is not None:
+                form = fs.state_from_json(
+                    restored.request.params, restored.draft, self.config.form_settings
+                )
+            items.append(
+                q.RestoredItem(restored.request, form, restored.outcome, restored.delivered)
+            )
+        await self._ask_queue(
+            lambda reply: q.Restore(
+                self._epoch, tuple(items), rebuilt.panel_visible, self._writer, reply
+            )
+        )
+
+    # -- external UI ----------------------------------------------------------------------
+
+    async def _external_ui(
+        self, writer: BranchWriter, request: AskRequest
+    ) -> dict[str, Any] | None:
+        from pi_agent_ask.actors.external import negotiate_and_run
+
+        return await negotiate_and_run(self, writer, request)
+
+
+def _submit_envelope_problem(payload: Any) -> tuple[str, str] | None:
+    if not isinstance(payload, Mapping):
+        return ("invalid_request", "Submit event must be an object.")
+    if payload.get("version") != 1:
+        return ("invalid_request", "Submit event version must be 1.")
+    if not isinstance(payload.get("requestId"), str) or not payload["requestId"].strip():
+        return ("invalid_request", "Submit event requestId is required.")
+    if not isinstance(payload.get("flowId"), str) or not payload["flowId"].strip():
+        return ("invalid_request", "Submit event flowId is required.")
+    response = payload.get("response")
+    if not isinstance(response, Mapping):
+        return ("invalid_request", "Submit response must be an object.")
+    if response.get("kind") not in ("answer", "cancel"):
+        return ("invalid_request", 'Submit response kind must be "answer" or "cancel".')
+    return None
+
+
+def config_from_settings(loaded: Any) -> RuntimeConfig:
+    """The runtime's view of loaded settings (``persistence.settings.LoadedSettings``)."""
+    behaviour = loaded.config.behaviour
+    notifications = loaded.config.notifications
+    return RuntimeConfig(
+        form_settings=fs.FormSettings(
+            auto_submit_when_answered_without_notes=behaviour.auto_submit_when_answered_without_notes,
+            confirm_dismiss_when_dirty=behaviour.confirm_dismiss_when_dirty,
+            double_press_review_shortcuts=behaviour.double_press_review_shortcuts,
+        ),
+        present_single_as_multi=behaviour.present_single_as_multi,
+        background_only=behaviour.question_mode == "background-only",
+        history_tools=behaviour.history_tools,
+        notifications_enabled=notifications.enabled,
+        notification_channels=channels_from_json(notifications.to_json()["channels"]),
+    )
+
+
+@asynccontextmanager
+async def open_runtime(
+    session: str | Path | None = None,
+    mode: Mode = "tui",
+    settings: str | Path | None = None,
+    input: Any = None,
+    output: Any = None,
+    cwd: str | Path | None = None,
+    *,
+    surface: Surface | None = None,
+    write_terminal: Any = None,
+) -> AsyncIterator[Runtime]:
+    """Open a runtime; see ``API.md``. Leaving the block disposes every actor.
+
+    ``surface`` replaces the terminal UI (tests and headless hosts pass ``NullSurface()``);
+    ``write_terminal`` receives notification bytes (bell, OSC) instead of the terminal.
+    """
+    import os
+
+    from pi_agent_ask.actors.session import SessionJournal
+    from pi_agent_ask.persistence.settings import load_settings, settings_path
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    work_dir = Path(cwd) if cwd is not None else Path.cwd()
+    settings_file = Path(settings) if settings is not None else settings_path(os.environ)
+    loaded = load_settings(settings_file, project_dir=work_dir)
+    config = config_from_settings(loaded)
+    events = ev.EventBus()
+    if surface is None:
+        surface = NullSurface()
+    if write_terminal is None:
+        write_terminal = _discard
+
+    async with trio.open_nursery() as nursery:
+        journal = await SessionJournal.start(nursery, session)
+        writer = BranchWriter(journal)
+        opened = trio.Event()
+        wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
+        abort_tx, abort_rx = trio.open_memory_channel[str](float("inf"))
+        notify_tx, notify_rx = trio.open_memory_channel[Notify](0)
+        queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+        await nursery.start(
+            functools.partial(run_notifications, notify_rx, write_terminal=write_terminal)
+        )
+        runtime = Runtime(
+            mode=mode,
+            events=events,
+            config=config,
+            cwd=work_dir,
+            wakeups=wake_rx,
+            nursery=nursery,
+            queue_tx=queue_tx,
+            writer=writer,
+            journal=journal,
+            surface=surface,
+            notify_tx=notify_tx,
+            opened=opened,
+            aborts_tx=abort_tx,
+            aborts=abort_rx,
+        )
+        actor = q.QueueActor(
+            journal=writer,
+            events=events,
+            wakeups=wake_tx,
+            run_background_form=runtime.run_background_form,
+            background_message=runtime.background_message,
+            draft_to_json=fs.state_to_json,
+            tui=mode == "tui",
+        )
+        await nursery.start(actor.run, queue_rx, queue_tx.clone())
+        events.on(ev.SUBMIT, runtime._on_submit)
+        await runtime._rebuild("startup")
+        # Forms shown so far wait for this: nothing is emitted before the body's first checkpoint.
+        nursery.start_soon(_set_event, opened)
+        try:
+            yield runtime
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+def _discard(_text: str) -> None:
+    pass
+
+
+async def _set_event(event: trio.Event) -> None:
+    event.set()

@@ -1,0 +1,107 @@
+"""The runtime's journal: the persistence actor of the current session, and session switches.
+
+``SessionJournal`` forwards ``append``/``append_many``/``branch`` to the persistence actor of
+the session the runtime is on. ``switch`` performs the file side of a session change:
+
+- ``tree``: move the leaf to the entry id given;
+- ``fork``: copy the active branch into the given file (``None``: in memory) and continue there;
+- ``reload``: re-read the file;
+- ``startup``, ``resume``, ``new``: continue with another session file (``None``: a fresh
+  in-memory session), closing the old one.
+
+Opening a damaged file keeps every whole entry and reports what was cut; those reports are
+kept in ``reports`` so the host can show them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+import trio
+
+from pi_agent_ask.actors.persistence import PersistenceHandle, run_persistence
+from pi_agent_ask.persistence.session_file import Entry, OpenReport, SessionFile
+
+
+def open_session_file(path: str | os.PathLike[str] | None) -> SessionFile:
+    return SessionFile.in_memory() if path is None else SessionFile.open(path)
+
+
+@attrs.define(eq=False)
+class SessionJournal:
+    """The journal of whichever session the runtime is on now."""
+
+    _nursery: trio.Nursery
+    _handle: PersistenceHandle
+    _scope: trio.CancelScope
+    reports: list[OpenReport] = attrs.field(factory=list)
+
+    @classmethod
+    async def start(
+        cls, nursery: trio.Nursery, path: str | os.PathLike[str] | None
+    ) -> SessionJournal:
+        session = open_session_file(path)
+        handle, scope = await _start_actor(nursery, session)
+        journal = cls(nursery, handle, scope)
+        if session.report is not None and not session.report.ok:
+            journal.reports.append(session.report)
+        return journal
+
+    async def append(self, type_: str, data: Mapping[str, Any]) -> Entry:
+        return await self._handle.append(type_, data)
+
+    async def append_many(
+        self, items: Iterable[tuple[str, Mapping[str, Any]]]
+    ) -> tuple[Entry, ...]:
+        return await self._handle.append_many(items)
+
+    async def branch(self) -> tuple[Entry, ...]:
+        return await self._handle.branch()
+
+    async def info(self) -> Any:
+        return await self._handle.info()
+
+    async def compact(self, summary: str) -> Entry:
+        return await self._handle.compact(summary)
+
+    async def switch(self, reason: str, session: Any) -> None:
+        match reason:
+            case "tree":
+                await self._handle.move_leaf(session)
+            case "fork":
+                report = await self._handle.fork(session)
+                self._keep(report)
+            case "reload":
+                self._keep(await self._handle.reload())
+            case _:
+                fresh = open_session_file(session)
+                handle, scope = await _start_actor(self._nursery, fresh)
+                old, old_scope = self._handle, self._scope
+                self._handle, self._scope = handle, scope
+                self._keep(fresh.report)
+                with trio.CancelScope(shield=True):
+                    await old.flush()
+                    await old.aclose()
+                old_scope.cancel()
+
+    def _keep(self, report: OpenReport | None) -> None:
+        if report is not None and not report.ok:
+            self.reports.append(report)
+
+
+async def _start_actor(
+    nursery: trio.Nursery, session: SessionFile
+) -> tuple[PersistenceHandle, trio.CancelScope]:
+    scope = trio.CancelScope()
+
+    async def actor(
+        task_status: trio.TaskStatus[PersistenceHandle] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        with scope:
+            await run_persistence(session, task_status=task_status)
+
+    handle: PersistenceHandle = await nursery.start(actor)
+    return handle, scope

@@ -1,0 +1,245 @@
+"""The ask journal: which entries the runtime writes on the session branch, and their data.
+
+Entry types (data shapes follow the catalog §3.6 where it names them):
+
+==========================  =====================================================================
+``tool-call``               ``{toolCallId, name, arguments, parentToolCallId?}`` (host record)
+``tool-result``             ``{toolCallId, name, result}`` (host record; ``result`` as returned)
+``user-message``            ``{text}`` (host record of ordinary input)
+``ask:payload``             ``{version: 1, source: "tool", params, sourceEntryId, timestamp}``
+``ask:history-request``     ``{version: 1, requestId, toolCallId?, parentToolCallId?, title?,
+                            background, createdAt, questions, params, presentedTypes}``
+``ask:history-completed``   ``{version: 1, requestId, result? | error?}``
+``ask:queued``              ``{version: 1, requestId, toolCallId?, parentToolCallId?, params,
+                            presentSingleAsMulti, presentedTypes, createdAt}``
+``ask:queue-completed``     ``{requestId, result? | error?}``
+``ask:pending-dismissed``   ``{toolCallId}``
+``ask:background-answer``   the delivered custom message ``{customType, content, details}``
+``ask:draft``               ``{requestId, form}``: a background form's draft (coalesced)
+``ask:panel``               ``{visible}``: the panel was hidden or reopened
+==========================  =====================================================================
+
+Every writer goes through the persistence actor; these functions only build the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from pi_agent_ask.actors.records import AskRequest, Outcome
+from pi_agent_ask.form.types import AskParams, QuestionType
+
+TOOL_CALL = "tool-call"
+TOOL_RESULT = "tool-result"
+USER_MESSAGE = "user-message"
+PAYLOAD = "ask:payload"
+HISTORY_REQUEST = "ask:history-request"
+HISTORY_COMPLETED = "ask:history-completed"
+QUEUED = "ask:queued"
+QUEUE_COMPLETED = "ask:queue-completed"
+PENDING_DISMISSED = "ask:pending-dismissed"
+BACKGROUND_ANSWER = "ask:background-answer"
+DRAFT = "ask:draft"
+PANEL = "ask:panel"
+
+
+def presented_types(params: AskParams) -> list[QuestionType]:
+    return [question.effective_type for question in params.questions]
+
+
+def payload_entry(params: AskParams, tool_call_id: str | None, timestamp: str) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "source": "tool",
+        "params": params.to_json(),
+        "sourceEntryId": tool_call_id,
+        "timestamp": timestamp,
+    }
+
+
+def history_request_entry(request: AskRequest) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "version": 1,
+        "requestId": request.request_id,
+        "background": request.background,
+        "createdAt": request.created_at,
+        "questions": [_question_record(q) for q in request.params.questions],
+        "params": request.params.to_json(),
+        "presentedTypes": presented_types(request.params),
+        "source": request.source,
+    }
+    if request.tool_call_id is not None:
+        data["toolCallId"] = request.tool_call_id
+    if request.parent_tool_call_id is not None:
+        data["parentToolCallId"] = request.parent_tool_call_id
+    if request.params.title is not None:
+        data["title"] = request.params.title
+    return data
+
+
+def _question_record(question: Any) -> dict[str, Any]:
+    record = question.to_json()
+    if question.presented_type is not None and question.presented_type != question.type:
+        record["presentedType"] = question.presented_type
+    return record
+
+
+def queued_entry(request: AskRequest) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "version": 1,
+        "requestId": request.request_id,
+        "params": request.params.to_json(),
+        "presentSingleAsMulti": any(
+            q.presented_type == "multi" and q.type == "single" for q in request.params.questions
+        ),
+        "presentedTypes": presented_types(request.params),
+        "createdAt": request.created_at,
+    }
+    if request.tool_call_id is not None:
+        data["toolCallId"] = request.tool_call_id
+    if request.parent_tool_call_id is not None:
+        data["parentToolCallId"] = request.parent_tool_call_id
+    return data
+
+
+def completion_entries(outcome: Outcome, *, background: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The entries that record an outcome: history always, the queue's for background forms."""
+    body: dict[str, Any] = {"requestId": outcome.request_id}
+    if outcome.result is not None:
+        body["result"] = outcome.result.to_details()
+    if outcome.error is not None:
+        body["error"] = outcome.error
+    entries = [(HISTORY_COMPLETED, {"version": 1, **body})]
+    if background:
+        entries.append((QUEUE_COMPLETED, dict(body)))
+    return entries
+
+
+def outcome_from_entry(data: Mapping[str, Any], parent_tool_call_id: str | None) -> Outcome | None:
+    """Read a completion entry back; ``None`` when it carries neither a result nor an error."""
+    if not isinstance(data.get("error"), str) and not isinstance(data.get("result"), Mapping):
+        return None
+    try:
+        outcome = Outcome.from_json(data)
+    except ValueError:
+        return None
+    return attrs.evolve(outcome, parent_tool_call_id=parent_tool_call_id)
+
+
+def apply_presented_types(params: AskParams, types: Sequence[Any] | None) -> AskParams:
+    """Re-apply saved presentation types to re-validated params (recovery never re-decides)."""
+    if not types or len(types) != len(params.questions):
+        return params
+    questions = []
+    for question, presented in zip(params.questions, types, strict=True):
+        if presented in ("single", "multi") and presented != question.type:
+            questions.append(attrs.evolve(question, presented_type=presented))
+        else:
+            questions.append(question)
+    return attrs.evolve(params, questions=tuple(questions))
+
+
+# --------------------------------------------------------------------------------------------
+# Rebuilding the queue from a branch
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class RebuiltRequest:
+    request: AskRequest
+    draft: Mapping[str, Any] | None
+    outcome: Outcome | None
+    delivered: bool
+
+
+@attrs.frozen
+class RebuiltQueue:
+    """What a branch says about the background queue (catalog §3.5)."""
+
+    requests: tuple[RebuiltRequest, ...]
+    panel_visible: bool
+
+
+def rebuild_queue(branch: Sequence[Any]) -> RebuiltQueue:
+    """Read queue state from the entries of one branch, root first.
+
+    - requests: ``ask:queued`` entries whose params re-validate; the first per request id wins;
+    - a completion attaches only when it comes after its request; a later one overwrites;
+    - delivered: request ids named by ``ask:background-answer`` entries, or by the results of a
+      successful ``wait_for_answers`` tool result;
+    - drafts: the newest ``ask:draft`` per request; the panel: the newest ``ask:panel``.
+    """
+    from pi_agent_ask.form.validate import params_from_saved
+
+    requests: dict[str, AskRequest] = {}
+    outcomes: dict[str, Outcome] = {}
+    delivered: set[str] = set()
+    drafts: dict[str, Mapping[str, Any]] = {}
+    panel_visible = True
+    for entry in branch:
+        data = entry.data
+        match entry.type:
+            case "ask:queued":
+                request_id = data.get("requestId")
+                if not isinstance(request_id, str) or request_id in requests:
+                    continue
+                params = params_from_saved(data.get("params"))
+                if params is None:
+                    continue
+                params = apply_presented_types(params, data.get("presentedTypes"))
+                tool_call_id = data.get("toolCallId")
+                parent = data.get("parentToolCallId")
+                requests[request_id] = AskRequest(
+                    request_id=request_id,
+                    params=attrs.evolve(params, background=True),
+                    background=True,
+                    created_at=str(data.get("createdAt", entry.timestamp)),
+                    tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+                    parent_tool_call_id=parent if isinstance(parent, str) else None,
+                    source="background",
+                )
+            case "ask:queue-completed":
+                request_id = data.get("requestId")
+                request = requests.get(request_id) if isinstance(request_id, str) else None
+                if request is None:
+                    continue
+                outcome = outcome_from_entry(data, request.parent_tool_call_id)
+                if outcome is not None:
+                    outcomes[request.request_id] = outcome
+            case "ask:background-answer":
+                details = data.get("details")
+                if isinstance(details, Mapping) and isinstance(details.get("requestId"), str):
+                    delivered.add(details["requestId"])
+            case "tool-result":
+                result = data.get("result")
+                if data.get("name") == "wait_for_answers" and isinstance(result, Mapping):
+                    if result.get("isError"):
+                        continue
+                    details = result.get("details")
+                    if isinstance(details, Mapping):
+                        for item in details.get("results", ()) or ():
+                            if isinstance(item, Mapping) and isinstance(item.get("requestId"), str):
+                                delivered.add(item["requestId"])
+            case "ask:draft":
+                request_id = data.get("requestId")
+                if isinstance(request_id, str) and isinstance(data.get("form"), Mapping):
+                    drafts[request_id] = data["form"]
+            case "ask:panel":
+                panel_visible = bool(data.get("visible", True))
+            case _:
+                pass
+    return RebuiltQueue(
+        requests=tuple(
+            RebuiltRequest(
+                request=request,
+                draft=drafts.get(request_id),
+                outcome=outcomes.get(request_id),
+                delivered=request_id in delivered,
+            )
+            for request_id, request in requests.items()
+        ),
+        panel_visible=panel_visible,
+    )
