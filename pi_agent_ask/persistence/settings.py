@@ -1,0 +1,1112 @@
+"""The ask settings store: typed config, loading with migrations, saving, project override.
+
+The file is JSON that people edit, at ``$PI_CODING_AGENT_DIR/extensions/pi-agent-ask.json``
+(agent directory ``~/.pi/agent`` when the variable is unset). Rules, stated once:
+
+- Loading never rewrites, renames or backs up an existing file. Older versions (1..5) migrate
+  in memory only; a missing file is created with the full defaults, and only when it is still
+  missing at the moment of creation.
+- Whatever the file holds, loading returns a usable :class:`Config` and never raises: an
+  unreadable, unparsable, unversioned, future-version or mistyped file loads the defaults with
+  the catalog's notice; a bad ``keymaps`` section only replaces the keymaps with the defaults;
+  bad notification channels are dropped.
+- Saving writes the whole normalised current-version file atomically (a temporary file in the
+  same directory, then a rename), so a reader never sees half a file.
+- A project may override ``behaviour.questionMode`` only, through
+  ``<project>/.pi/extensions/pi-agent-ask.json``, and only when the global file lists the
+  project's absolute path in ``trustedProjects``.
+
+JSON names are the file's (camelCase); Python names are snake_case. ``from_json`` is strict
+(it raises :class:`InvalidConfigError` on anything it cannot represent); the tolerant path the
+loader takes is :func:`decode_config_file`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal, cast
+
+import attrs
+
+from pi_agent_ask.persistence.keys import KeyIdError, normalize_key, reserved_reason
+
+__all__ = [
+    "CURRENT_SCHEMA_VERSION",
+    "INVALID_CONFIG_NOTICE",
+    "KEYMAP_CONTEXTS",
+    "MIGRATIONS",
+    "MIGRATION_FAILED_NOTICE",
+    "QUESTION_MODES",
+    "Behaviour",
+    "CommandChannel",
+    "Config",
+    "DecodedConfig",
+    "EditorKeymap",
+    "GlobalKeymap",
+    "InvalidConfigError",
+    "InvalidKeymapsError",
+    "Keymaps",
+    "LoadedSettings",
+    "MainKeymap",
+    "NoteEditorKeymap",
+    "Notifications",
+    "SettingsModalKeymap",
+    "SettingsSaveError",
+    "agent_dir",
+    "decode_config_file",
+    "keymaps_fallback_notice",
+    "load_settings",
+    "normalize_channels",
+    "project_settings_path",
+    "save_settings",
+    "settings_path",
+]
+
+JSON = Any
+"""A value made of dict, list, str, int, float, bool and None."""
+
+CURRENT_SCHEMA_VERSION = 6
+
+QuestionMode = Literal["standard", "background-only"]
+QUESTION_MODES: tuple[QuestionMode, ...] = ("standard", "background-only")
+
+INVALID_CONFIG_NOTICE = (
+    "Config was invalid or unsupported. Loaded defaults for this session and left the config "
+    "file unchanged. Edit the config file or run /reload after fixing it."
+)
+MIGRATION_FAILED_NOTICE = (
+    "Config migration failed. Loaded defaults for this session and left the config file "
+    "unchanged. Edit the config file or run /reload after fixing it."
+)
+_KEYMAPS_NOTICE_SUFFIX = (
+    "Using default ask keymaps for this session. Edit the config and restart pi or run /reload."
+)
+_SAVE_ERROR_TEMPLATE = (
+    "Unable to save ask config at {path}. The file may be read-only or managed outside "
+    "pi-agent-ask; edit it manually and run /reload. {detail}"
+)
+
+SETTINGS_FILE_NAME = "pi-agent-ask.json"
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+class InvalidConfigError(ValueError):
+    """The JSON does not have the shape of a config file (the file as a whole is rejected)."""
+
+
+class InvalidKeymapsError(InvalidConfigError):
+    """The ``keymaps`` section is unusable; ``reason`` is one sentence ending with a period."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SettingsSaveError(OSError):
+    """Writing the settings file failed; the message is the text to show the person."""
+
+    def __init__(self, path: str | os.PathLike[str], detail: str) -> None:
+        self.path = os.fspath(path)
+        self.detail = detail
+        super().__init__(_SAVE_ERROR_TEMPLATE.format(path=self.path, detail=detail))
+
+    def __str__(self) -> str:
+        return _SAVE_ERROR_TEMPLATE.format(path=self.path, detail=self.detail)
+
+
+# --------------------------------------------------------------------------------------------
+# Paths
+# --------------------------------------------------------------------------------------------
+
+
+def agent_dir(env: Mapping[str, str]) -> Path:
+    """Pi's agent directory: ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``.
+
+    ``env`` is the environment to read (pass ``os.environ`` in production). An empty variable
+    counts as unset; a leading ``~`` is expanded against ``env["HOME"]`` when present.
+    """
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    configured = env.get("PI_CODING_AGENT_DIR", "")
+    if not configured:
+        return home / ".pi" / "agent"
+    if configured == "~" or configured.startswith("~/"):
+        return home / configured[2:]
+    return Path(configured)
+
+
+def settings_path(env: Mapping[str, str]) -> Path:
+    """The global settings file: ``<agent dir>/extensions/pi-agent-ask.json``."""
+    return agent_dir(env) / "extensions" / SETTINGS_FILE_NAME
+
+
+def project_settings_path(project_dir: str | os.PathLike[str]) -> Path:
+    """The project override file: ``<project>/.pi/extensions/pi-agent-ask.json``."""
+    return Path(project_dir) / ".pi" / "extensions" / SETTINGS_FILE_NAME
+
+
+# --------------------------------------------------------------------------------------------
+# Typed config
+# --------------------------------------------------------------------------------------------
+
+
+def _camel(name: str) -> str:
+    """snake_case attribute name → the file's camelCase name (``global_`` → ``global``)."""
+    head, *rest = name.rstrip("_").split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def _is_bool(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+@attrs.frozen
+class Behaviour:
+    """The ``behaviour`` section."""
+
+    auto_submit_when_answered_without_notes: bool = False
+    confirm_dismiss_when_dirty: bool = True
+    double_press_review_shortcuts: bool = True
+    present_single_as_multi: bool = False
+    show_footer_hints: bool = True
+    history_tools: bool = False
+    question_mode: QuestionMode = "standard"
+
+    def to_json(self) -> dict[str, JSON]:
+        return {_camel(field.name): getattr(self, field.name) for field in attrs.fields(Behaviour)}
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Behaviour:
+        """Read ``behaviour``; absent keys take their defaults, unknown keys are ignored."""
+        if not _is_object(data):
+            raise InvalidConfigError("behaviour must be an object")
+        values: dict[str, Any] = {}
+        for field in attrs.fields(Behaviour):
+            name = _camel(field.name)
+            if name not in data:
+                continue
+            value = data[name]
+            if field.name == "question_mode":
+                if value not in QUESTION_MODES:
+                    raise InvalidConfigError(
+                        'behaviour.questionMode must be "standard" or "background-only"'
+                    )
+            elif not _is_bool(value):
+                raise InvalidConfigError(f"behaviour.{name} must be true or false")
+            values[field.name] = value
+        return cls(**values)
+
+
+Binding = tuple[str, ...]
+
+
+class _KeymapContext:
+    """Shared behaviour of the five keymap context records (attrs classes below)."""
+
+    CONTEXT: ClassVar[str]
+
+    def actions(self) -> tuple[tuple[str, Binding], ...]:
+        """``(action JSON name, keys)`` pairs in file order."""
+        return tuple(
+            (_camel(field.name), getattr(self, field.name))
+            for field in attrs.fields(cast(Any, type(self)))
+        )
+
+    def bindings(self, action: str) -> Binding:
+        """The keys of ``action`` (its JSON name, e.g. ``nextTab``); KeyError when unknown."""
+        for name, keys in self.actions():
+            if name == action:
+                return keys
+        raise KeyError(f"{self.CONTEXT}.{action}")
+
+    def action_for_key(self, key: str) -> str | None:
+        """The action (JSON name) a canonical key id triggers in this context, if any."""
+        for name, keys in self.actions():
+            if key in keys:
+                return name
+        return None
+
+    def to_json(self) -> dict[str, JSON]:
+        return {name: list(keys) for name, keys in self.actions()}
+
+
+@attrs.frozen
+class GlobalKeymap(_KeymapContext):
+    """``keymaps.global``: active in the main flow and in both editors."""
+
+    CONTEXT: ClassVar[str] = "global"
+    dismiss: Binding = attrs.field(default=("ctrl+c",), converter=tuple)
+    settings: Binding = attrs.field(default=("?",), converter=tuple)
+
+
+@attrs.frozen
+class MainKeymap(_KeymapContext):
+    """``keymaps.main``: question navigation and Review."""
+
+    CONTEXT: ClassVar[str] = "main"
+    confirm: Binding = attrs.field(default=("enter",), converter=tuple)
+    cancel: Binding = attrs.field(default=("esc",), converter=tuple)
+    toggle: Binding = attrs.field(default=("space",), converter=tuple)
+    change_question_type: Binding = attrs.field(default=("t",), converter=tuple)
+    next_tab: Binding = attrs.field(default=("tab", "right"), converter=tuple)
+    previous_tab: Binding = attrs.field(default=("shift+tab", "left"), converter=tuple)
+    next_option: Binding = attrs.field(default=("down",), converter=tuple)
+    previous_option: Binding = attrs.field(default=("up",), converter=tuple)
+    option_note: Binding = attrs.field(default=("n",), converter=tuple)
+    question_note: Binding = attrs.field(default=("shift+n",), converter=tuple)
+
+
+@attrs.frozen
+class EditorKeymap(_KeymapContext):
+    """``keymaps.editor``: the custom-answer editor."""
+
+    CONTEXT: ClassVar[str] = "editor"
+    submit: Binding = attrs.field(default=("enter",), converter=tuple)
+    close: Binding = attrs.field(default=("esc",), converter=tuple)
+    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=tuple)
+    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=tuple)
+    next_option_when_empty: Binding = attrs.field(default=("down",), converter=tuple)
+    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=tuple)
+    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=tuple)
+
+
+@attrs.frozen
+class NoteEditorKeymap(_KeymapContext):
+    """``keymaps.noteEditor``: question and option note editors."""
+
+    CONTEXT: ClassVar[str] = "noteEditor"
+    save: Binding = attrs.field(default=("enter",), converter=tuple)
+    close: Binding = attrs.field(default=("esc",), converter=tuple)
+    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=tuple)
+    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=tuple)
+    next_option_when_empty: Binding = attrs.field(default=("down",), converter=tuple)
+    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=tuple)
+    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=tuple)
+
+
+@attrs.frozen
+class SettingsModalKeymap(_KeymapContext):
+    """``keymaps.settingsModal``: the settings overlay."""
+
+    CONTEXT: ClassVar[str] = "settingsModal"
+    close: Binding = attrs.field(default=("esc", "ctrl+c", "?"), converter=tuple)
+    next_option: Binding = attrs.field(default=("down",), converter=tuple)
+    previous_option: Binding = attrs.field(default=("up",), converter=tuple)
+    toggle: Binding = attrs.field(default=("enter", "space"), converter=tuple)
+
+
+_CONTEXT_TYPES: tuple[type[_KeymapContext], ...] = (
+    GlobalKeymap,
+    MainKeymap,
+    EditorKeymap,
+    NoteEditorKeymap,
+    SettingsModalKeymap,
+)
+KEYMAP_CONTEXTS: tuple[str, ...] = tuple(kind.CONTEXT for kind in _CONTEXT_TYPES)
+"""Context names in file order: global, main, editor, noteEditor, settingsModal."""
+
+# Contexts whose keys must not overlap with ``global`` (global keys act in all of them).
+_GLOBAL_SCOPED: tuple[str, ...] = ("main", "editor", "noteEditor")
+
+
+def _keys_of(value: JSON, where: str) -> Binding:
+    """Normalise one action's JSON value (a key id or a list of them) to canonical ids."""
+    items: Sequence[JSON]
+    if isinstance(value, str):
+        items = [value]
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise InvalidKeymapsError(f'Keymap "{where}" must be a key or a list of keys.')
+    keys: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidKeymapsError(f'Keymap "{where}" must be a key or a list of keys.')
+        try:
+            keys.append(normalize_key(item))
+        except KeyIdError as error:
+            raise InvalidKeymapsError(f'Invalid key "{item}" in "{where}": {error}.') from None
+    return tuple(keys)
+
+
+@attrs.frozen
+class Keymaps:
+    """The ``keymaps`` section: one record per context, each action a tuple of key ids."""
+
+    global_: GlobalKeymap = attrs.field(factory=GlobalKeymap)
+    main: MainKeymap = attrs.field(factory=MainKeymap)
+    editor: EditorKeymap = attrs.field(factory=EditorKeymap)
+    note_editor: NoteEditorKeymap = attrs.field(factory=NoteEditorKeymap)
+    settings_modal: SettingsModalKeymap = attrs.field(factory=SettingsModalKeymap)
+
+    def contexts(self) -> tuple[_KeymapContext, ...]:
+        """The five contexts in file order."""
+        return (self.global_, self.main, self.editor, self.note_editor, self.settings_modal)
+
+    def context(self, name: str) -> _KeymapContext:
+        """A context by its JSON name (``noteEditor``); KeyError when unknown."""
+        for context in self.contexts():
+            if name == context.CONTEXT:
+                return context
+        raise KeyError(name)
+
+    def bindings(self, context: str, action: str) -> Binding:
+        """The keys of ``context.action`` (JSON names)."""
+        return self.context(context).bindings(action)
+
+    def to_json(self) -> dict[str, JSON]:
+        return {context.CONTEXT: context.to_json() for context in self.contexts()}
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Keymaps:
+        """Read and validate a context-shaped ``keymaps`` object.
+
+        Every context and action must be present (unknown ones are ignored); keys are
+        normalised; a key may appear once per context; global keys may not appear in main,
+        editor or noteEditor; reserved keys cannot be bound. Raises
+        :class:`InvalidKeymapsError` with the first problem found, in file order.
+        """
+        if not _is_object(data):
+            raise InvalidKeymapsError("keymaps must be an object.")
+        built: list[_KeymapContext] = []
+        for kind in _CONTEXT_TYPES:
+            name = kind.CONTEXT
+            section = data.get(name)
+            if name not in data:
+                raise InvalidKeymapsError(f'Missing keymap context "{name}".')
+            if not _is_object(section):
+                raise InvalidKeymapsError(f'Keymap context "{name}" must be an object.')
+            values: dict[str, Binding] = {}
+            seen: dict[str, str] = {}
+            for field in attrs.fields(cast(Any, kind)):
+                action = _camel(field.name)
+                where = f"{name}.{action}"
+                if action not in section:
+                    raise InvalidKeymapsError(f'Missing keymap action "{where}".')
+                keys = _keys_of(section[action], where)
+                for key in keys:
+                    why = reserved_reason(name, key)
+                    if why is not None:
+                        raise InvalidKeymapsError(f'Key "{key}" in "{where}" is reserved: {why}.')
+                    if key in seen:
+                        raise InvalidKeymapsError(
+                            f'Duplicate key "{key}" in keymap context "{name}": '
+                            f'"{seen[key]}" and "{where}".'
+                        )
+                    seen[key] = where
+                values[field.name] = keys
+            built.append(kind(**values))
+        keymaps = cls(*cast(Any, built))
+        for action, keys in keymaps.global_.actions():
+            for key in keys:
+                for scoped in _GLOBAL_SCOPED:
+                    other = keymaps.context(scoped).action_for_key(key)
+                    if other is not None:
+                        raise InvalidKeymapsError(
+                            f'Global key "{key}" of "global.{action}" overlaps "{scoped}.{other}".'
+                        )
+        return keymaps
+
+
+def keymaps_fallback_notice(reason: str) -> str:
+    """The notice shown when the keymaps section is replaced by the defaults."""
+    return f"{reason} {_KEYMAPS_NOTICE_SUFFIX}"
+
+
+@attrs.frozen
+class CommandChannel:
+    """A notification channel that runs ``command`` through the shell."""
+
+    command: str
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"type": "command", "command": self.command}
+
+
+NotificationChannel = Literal["bell", "osc9", "osc777"] | CommandChannel
+_NAMED_CHANNELS: tuple[str, ...] = ("bell", "osc9", "osc777")
+_DEFAULT_CHANNELS: tuple[NotificationChannel, ...] = ("bell",)
+
+
+def _channel(value: JSON) -> NotificationChannel | None:
+    if isinstance(value, str) and value in _NAMED_CHANNELS:
+        return cast(NotificationChannel, value)
+    if (
+        _is_object(value)
+        and value.get("type") == "command"
+        and isinstance(value.get("command"), str)
+        and value["command"].strip()
+    ):
+        return CommandChannel(value["command"])
+    return None
+
+
+def normalize_channels(value: JSON) -> tuple[tuple[NotificationChannel, ...], tuple[int, ...]]:
+    """Channels as the catalog normalises them, and the indices of the entries dropped.
+
+    Not a list → ``("bell",)``; invalid entries are dropped; none left → ``("bell",)``.
+    Valid entries: ``"bell"``, ``"osc9"``, ``"osc777"``, ``{"type": "command", "command":
+    <non-blank string>}``.
+    """
+    if not isinstance(value, list):
+        return _DEFAULT_CHANNELS, ()
+    kept: list[NotificationChannel] = []
+    dropped: list[int] = []
+    for index, item in enumerate(value):
+        channel = _channel(item)
+        if channel is None:
+            dropped.append(index)
+        else:
+            kept.append(channel)
+    return (tuple(kept) or _DEFAULT_CHANNELS), tuple(dropped)
+
+
+def _channels_converter(value: Iterable[NotificationChannel]) -> tuple[NotificationChannel, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class Notifications:
+    """The ``notifications`` section; channels run in this order."""
+
+    enabled: bool = True
+    channels: tuple[NotificationChannel, ...] = attrs.field(
+        default=_DEFAULT_CHANNELS, converter=_channels_converter
+    )
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "enabled": self.enabled,
+            "channels": [
+                c.to_json() if isinstance(c, CommandChannel) else c for c in self.channels
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Notifications:
+        """Read ``notifications``; channels are normalised (see :func:`normalize_channels`)."""
+        if not _is_object(data):
+            raise InvalidConfigError("notifications must be an object")
+        enabled = data.get("enabled", True)
+        if not _is_bool(enabled):
+            raise InvalidConfigError("notifications.enabled must be true or false")
+        if "channels" not in data:
+            return cls(enabled=enabled)
+        return cls(enabled=enabled, channels=normalize_channels(data["channels"])[0])
+
+
+def _trusted_projects(value: JSON) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise InvalidConfigError("trustedProjects must be a list of paths")
+    return tuple(value)
+
+
+@attrs.frozen
+class Config:
+    """The whole settings file (current schema version)."""
+
+    SCHEMA_VERSION: ClassVar[int] = CURRENT_SCHEMA_VERSION
+
+    behaviour: Behaviour = attrs.field(factory=Behaviour)
+    keymaps: Keymaps = attrs.field(factory=Keymaps)
+    notifications: Notifications = attrs.field(factory=Notifications)
+    trusted_projects: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+    @property
+    def schema_version(self) -> int:
+        return CURRENT_SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, JSON]:
+        """The full normalised file content."""
+        return {
+            "schemaVersion": CURRENT_SCHEMA_VERSION,
+            "behaviour": self.behaviour.to_json(),
+            "keymaps": self.keymaps.to_json(),
+            "notifications": self.notifications.to_json(),
+            "trustedProjects": list(self.trusted_projects),
+        }
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Config:
+        """Read a current-version file strictly: any problem raises InvalidConfigError.
+
+        Absent sections take their defaults; unknown keys are ignored. Use
+        :func:`decode_config_file` for older versions and the tolerant load path.
+        """
+        if not _is_object(data):
+            raise InvalidConfigError("the config must be a JSON object")
+        if _schema_version(data) != CURRENT_SCHEMA_VERSION:
+            raise InvalidConfigError(f"schemaVersion must be {CURRENT_SCHEMA_VERSION}")
+        return cls(
+            behaviour=Behaviour.from_json(data["behaviour"])
+            if "behaviour" in data
+            else Behaviour(),
+            keymaps=Keymaps.from_json(data["keymaps"]) if "keymaps" in data else Keymaps(),
+            notifications=(
+                Notifications.from_json(data["notifications"])
+                if "notifications" in data
+                else Notifications()
+            ),
+            trusted_projects=(
+                _trusted_projects(data["trustedProjects"]) if "trustedProjects" in data else ()
+            ),
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Migrations (pure, on parsed JSON; each takes version N and returns version N + 1)
+# --------------------------------------------------------------------------------------------
+
+# Flat keymaps of versions 1..3 and where each went in the context-shaped keymaps of version 4.
+_FLAT_KEYMAP_TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
+    "dismiss": (("global", "dismiss"),),
+    "cancel": (("main", "cancel"), ("editor", "close"), ("noteEditor", "close")),
+    "confirm": (("main", "confirm"), ("editor", "submit"), ("noteEditor", "save")),
+    "toggle": (("main", "toggle"),),
+    "optionNote": (("main", "optionNote"),),
+    "questionNote": (("main", "questionNote"),),
+}
+
+_V4_DEFAULT_KEYMAPS: dict[str, dict[str, list[str]]] = {
+    "global": {"dismiss": ["ctrl+c"], "settings": ["?"]},
+    "main": {
+        "confirm": ["enter"],
+        "cancel": ["esc"],
+        "toggle": ["space"],
+        "nextTab": ["tab", "right"],
+        "previousTab": ["shift+tab", "left"],
+        "nextOption": ["down"],
+        "previousOption": ["up"],
+        "optionNote": ["n"],
+        "questionNote": ["shift+n"],
+    },
+    "editor": {
+        "submit": ["enter"],
+        "close": ["esc"],
+        "nextTabWhenEmpty": ["tab", "right"],
+        "previousTabWhenEmpty": ["shift+tab", "left"],
+        "nextOptionWhenEmpty": ["down"],
+        "previousOptionWhenEmpty": ["up"],
+    },
+    "noteEditor": {
+        "save": ["enter"],
+        "close": ["esc"],
+        "nextTabWhenEmpty": ["tab", "right"],
+        "previousTabWhenEmpty": ["shift+tab", "left"],
+        "nextOptionWhenEmpty": ["down"],
+        "previousOptionWhenEmpty": ["up"],
+    },
+    "settingsModal": {
+        "close": ["esc", "ctrl+c", "?"],
+        "nextOption": ["down"],
+        "previousOption": ["up"],
+        "toggle": ["enter", "space"],
+    },
+}
+
+
+def _flat_to_contexts(keymaps: JSON) -> JSON:
+    """Versions 1..3 keymaps (flat) → version 4 keymaps (per context).
+
+    A value that is already context-shaped (some hand-edited old files are) is kept as it is;
+    anything that is not an object is passed on for the keymap validation to report.
+    """
+    if not _is_object(keymaps) or any(_is_object(keymaps.get(c)) for c in KEYMAP_CONTEXTS):
+        return keymaps
+    contexts = copy.deepcopy(_V4_DEFAULT_KEYMAPS)
+    for flat, targets in _FLAT_KEYMAP_TARGETS.items():
+        if flat in keymaps:
+            for context, action in targets:
+                contexts[context][action] = keymaps[flat]
+    return contexts
+
+
+def _migrate_to_v2(data: dict[str, JSON]) -> dict[str, JSON]:
+    # Version 2 only changed how the file was written, not its content.
+    return data | {"schemaVersion": 2}
+
+
+def _migrate_to_v3(data: dict[str, JSON]) -> dict[str, JSON]:
+    # Version 3 added notifications; an absent section means the defaults either way.
+    return data | {"schemaVersion": 3}
+
+
+def _migrate_to_v4(data: dict[str, JSON]) -> dict[str, JSON]:
+    out = data | {"schemaVersion": 4}
+    if "keymaps" in data:
+        out["keymaps"] = _flat_to_contexts(data["keymaps"])
+    return out
+
+
+def _migrate_to_v5(data: dict[str, JSON]) -> dict[str, JSON]:
+    out = data | {"schemaVersion": 5}
+    behaviour = data.get("behaviour")
+    if _is_object(behaviour):
+        out["behaviour"] = {"presentSingleAsMulti": False} | behaviour
+    keymaps = data.get("keymaps")
+    if _is_object(keymaps) and _is_object(keymaps.get("main")):
+        out["keymaps"] = keymaps | {"main": {"changeQuestionType": ["t"]} | keymaps["main"]}
+    return out
+
+
+def _uses_key(keymaps: dict[str, JSON], contexts: tuple[str, ...], key: str) -> bool:
+    for name in contexts:
+        section = keymaps.get(name)
+        if not _is_object(section):
+            continue
+        for value in section.values():
+            items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+            for item in items:
+                with contextlib.suppress(KeyIdError, TypeError):
+                    if normalize_key(item) == key:
+                        return True
+    return False
+
+
+def _migrate_to_v6(data: dict[str, JSON]) -> dict[str, JSON]:
+    out = data | {"schemaVersion": 6}
+    behaviour = data.get("behaviour")
+    if _is_object(behaviour):
+        out["behaviour"] = {"historyTools": False, "questionMode": "standard"} | behaviour
+    keymaps = data.get("keymaps")
+    if _is_object(keymaps):
+        # Version 6 moved image paste from Pi's own keymap into the editors. Where the old file
+        # already uses ctrl+v in that editor (or globally), paste starts unbound instead of
+        # turning a valid old file into a duplicate-key error.
+        updated = dict(keymaps)
+        for editor in ("editor", "noteEditor"):
+            section = keymaps.get(editor)
+            if _is_object(section) and "pasteImage" not in section:
+                taken = _uses_key(keymaps, (editor, "global"), "ctrl+v")
+                updated[editor] = section | {"pasteImage": [] if taken else ["ctrl+v"]}
+        out["keymaps"] = updated
+    return out
+
+
+Migration = Callable[[dict[str, JSON]], dict[str, JSON]]
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _migrate_to_v2,
+    _migrate_to_v3,
+    _migrate_to_v4,
+    _migrate_to_v5,
+    _migrate_to_v6,
+)
+"""``MIGRATIONS[n - 1]`` turns a version ``n`` file into version ``n + 1``."""
+
+
+def _schema_version(data: dict[str, JSON]) -> int | None:
+    value = data.get("schemaVersion")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    # JSON has one number type: 6.0 is the same number as 6.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding a parsed file
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class DecodedConfig:
+    """The config a parsed file yields, the notices to show, and whether defaults replaced it."""
+
+    config: Config
+    notices: tuple[str, ...] = ()
+    migrated_from: int | None = None
+    used_defaults: bool = False
+
+
+def _defaults(notice: str) -> DecodedConfig:
+    return DecodedConfig(Config(), (notice,), used_defaults=True)
+
+
+def decode_config_file(
+    data: JSON, *, migrations: Sequence[Migration] = MIGRATIONS
+) -> DecodedConfig:
+    """Turn parsed JSON from a settings file into a config, tolerantly; never raises.
+
+    ``migrations`` are the steps from version 1 upwards (tests pass a failing step to see the
+    migration notice). Versions below :data:`CURRENT_SCHEMA_VERSION` migrate in memory.
+    """
+    if not _is_object(data):
+        return _defaults(INVALID_CONFIG_NOTICE)
+    version = _schema_version(data)
+    if version is None or not 1 <= version <= CURRENT_SCHEMA_VERSION:
+        return _defaults(INVALID_CONFIG_NOTICE)
+    migrated: dict[str, JSON] = data
+    if version < CURRENT_SCHEMA_VERSION:
+        try:
+            for step in migrations[version - 1 :]:
+                migrated = step(migrated)
+        except Exception:
+            # A migration step is code over untrusted data: whatever it raises, the person gets
+            # the defaults and a notice, and the file stays as it is.
+            return _defaults(MIGRATION_FAILED_NOTICE)
+        if not _is_object(migrated) or _schema_version(migrated) != CURRENT_SCHEMA_VERSION:
+            return _defaults(MIGRATION_FAILED_NOTICE)
+    origin = version if version < CURRENT_SCHEMA_VERSION else None
+
+    notices: list[str] = []
+    keymaps_json = migrated.get("keymaps")
+    without_keymaps = {key: value for key, value in migrated.items() if key != "keymaps"}
+    try:
+        config = Config.from_json(without_keymaps)
+    except InvalidConfigError:
+        return _defaults(INVALID_CONFIG_NOTICE)
+    except RecursionError:
+        return _defaults(INVALID_CONFIG_NOTICE)
+
+    if "keymaps" in migrated:
+        try:
+            config = attrs.evolve(config, keymaps=Keymaps.from_json(keymaps_json))
+        except InvalidKeymapsError as error:
+            notices.append(keymaps_fallback_notice(error.reason))
+
+    notifications = migrated.get("notifications")
+    if _is_object(notifications) and "channels" in notifications:
+        channels = notifications["channels"]
+        if not isinstance(channels, list):
+            notices.append(
+                "notifications.channels must be a list; using the bell. "
+                "Edit the config and run /reload."
+            )
+        else:
+            dropped = normalize_channels(channels)[1]
+            if dropped:
+                where = ", ".join(f"notifications.channels[{index}]" for index in dropped)
+                notices.append(
+                    f"Ignored invalid notification channels: {where}. "
+                    "Edit the config and run /reload."
+                )
+
+    relative = [entry for entry in config.trusted_projects if not Path(entry).is_absolute()]
+    if relative:
+        config = attrs.evolve(
+            config,
+            trusted_projects=tuple(e for e in config.trusted_projects if Path(e).is_absolute()),
+        )
+        listed = ", ".join(json.dumps(entry) for entry in relative)
+        notices.append(
+            f"Ignored trustedProjects entries that are not absolute paths: {listed}. "
+            "Edit the config and run /reload."
+        )
+    return DecodedConfig(config, tuple(notices), migrated_from=origin)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading and writing files
+# --------------------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    # JSON has no NaN or Infinity; Python's parser accepts them unless told otherwise.
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_json(text: str) -> JSON:
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def _encode(config: Config) -> str:
+    return json.dumps(config.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _write_file(path: Path, content: str, *, replace: bool) -> None:
+    """Write ``content`` to ``path`` through a temporary file in the same directory.
+
+    ``replace=False`` creates the file only if it does not exist (a hard link never replaces
+    an existing name; where links are unsupported, an exclusive create is used instead) and
+    raises :class:`_TargetExists` otherwise. The temporary file is removed on every path.
+    """
+    parent = path.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    mode = 0o666
+    if replace:
+        try:
+            existing = path.stat()
+        except FileNotFoundError:
+            existing = None
+        if existing is not None:
+            if not stat.S_ISREG(existing.st_mode):
+                raise IsADirectoryError(f"{path} is not a regular file")
+            if existing.st_mode & 0o222 == 0:
+                # Someone made the file read-only on purpose; a rename would get around that.
+                raise PermissionError(f"{path} is read-only")
+            mode = stat.S_IMODE(existing.st_mode)
+    temp = parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    data = content.encode("utf-8")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        try:
+            if replace:
+                # os.open applied the umask; the replacement keeps the old file's exact mode.
+                os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if replace:
+            temp.replace(path)
+        else:
+            try:
+                os.link(temp, path)
+            except FileExistsError:
+                raise _TargetExists(path) from None
+            except OSError:
+                _create_exclusive(path, data)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+    if hasattr(os, "O_DIRECTORY"):
+        # Make the rename itself durable; best effort (some filesystems refuse).
+        with contextlib.suppress(OSError):
+            dir_fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+
+class _TargetExists(Exception):
+    """The file to create exists already (someone else created it first)."""
+
+
+def _create_exclusive(path: Path, data: bytes) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        raise _TargetExists(path) from None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _resolve_target(path: Path) -> Path:
+    # A settings file symlinked from a dotfiles repository is written where it really lives, so
+    # the link survives the rename.
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def save_settings(path: str | os.PathLike[str], config: Config) -> None:
+    """Write the full normalised current-version file atomically.
+
+    Creates missing parent directories. Raises :class:`SettingsSaveError` (whose message is
+    the text to show) when the file cannot be written; the old file is then unchanged.
+    """
+    target = Path(path)
+    try:
+        _write_file(_resolve_target(target), _encode(config), replace=True)
+    except OSError as error:
+        raise SettingsSaveError(path, str(error)) from error
+
+
+def _create_defaults(path: Path) -> None:
+    """Create the settings file with the defaults; _TargetExists if it appeared meanwhile."""
+    try:
+        _write_file(path, _encode(Config()), replace=False)
+    except OSError as error:
+        raise SettingsSaveError(path, str(error)) from error
+
+
+@attrs.frozen
+class LoadedSettings:
+    """What loading the settings produced.
+
+    ``config`` is the effective config (the project override applied); ``global_config`` is
+    what the global file says, and is what the settings overlay edits and saves, so a
+    project's mode never leaks into the global file.
+    """
+
+    path: Path
+    config: Config
+    global_config: Config
+    notices: tuple[str, ...] = ()
+    project_dir: Path | None = None
+    project_question_mode: QuestionMode | None = None
+
+    @property
+    def project_override_applied(self) -> bool:
+        """Whether a trusted project's ``behaviour.questionMode`` is in effect."""
+        return self.project_question_mode is not None
+
+    def with_global_config(self, config: Config) -> LoadedSettings:
+        """The same load after the global config changed (saved or reset in memory).
+
+        The project's mode still applies only while the new global config trusts it.
+        """
+        mode = self.project_question_mode
+        if mode is not None and (
+            self.project_dir is None or not _is_trusted(self.project_dir, config.trusted_projects)
+        ):
+            mode = None
+        return attrs.evolve(
+            self,
+            config=_apply_question_mode(config, mode),
+            global_config=config,
+            project_question_mode=mode,
+        )
+
+
+def _apply_question_mode(config: Config, mode: QuestionMode | None) -> Config:
+    if mode is None:
+        return config
+    return attrs.evolve(config, behaviour=attrs.evolve(config.behaviour, question_mode=mode))
+
+
+def _is_trusted(project_dir: Path, trusted: Iterable[str]) -> bool:
+    """Whether ``project_dir`` is listed; paths compare normalised and, failing that, resolved."""
+    wanted = os.path.normpath(Path(project_dir).absolute())
+    entries = [os.path.normpath(entry) for entry in trusted if Path(entry).is_absolute()]
+    if wanted in entries:
+        return True
+    real = os.path.realpath(wanted)
+    return any(os.path.realpath(entry) == real for entry in entries)
+
+
+def _read_text(path: Path) -> str:
+    # utf-8-sig: editors on some systems write a byte order mark; it is not part of the JSON.
+    return path.read_bytes().decode("utf-8-sig")
+
+
+def _load_global(path: Path, *, migrations: Sequence[Migration]) -> tuple[Config, list[str]]:
+    for _attempt in range(2):
+        try:
+            text = _read_text(path)
+        except (FileNotFoundError, NotADirectoryError):
+            try:
+                _create_defaults(path)
+            except _TargetExists:
+                continue  # created by someone else meanwhile: read theirs
+            except SettingsSaveError as error:
+                return Config(), [str(error)]
+            return Config(), []
+        except UnicodeDecodeError:
+            return Config(), [INVALID_CONFIG_NOTICE]
+        except OSError as error:
+            return Config(), [
+                f"Unable to read ask config at {path}: {error}. Loaded defaults for this "
+                "session and left the config file unchanged. Edit the config file or run "
+                "/reload after fixing it."
+            ]
+        try:
+            data = _parse_json(text)
+        except (ValueError, RecursionError):
+            return Config(), [INVALID_CONFIG_NOTICE]
+        decoded = decode_config_file(data, migrations=migrations)
+        return decoded.config, list(decoded.notices)
+    return Config(), [INVALID_CONFIG_NOTICE]
+
+
+_PROJECT_ALLOWED = "behaviour.questionMode"
+
+
+def _load_project(
+    project_dir: Path, global_config: Config, global_path: Path
+) -> tuple[QuestionMode | None, list[str]]:
+    path = project_settings_path(project_dir)
+    try:
+        text = _read_text(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, []
+    except (OSError, UnicodeDecodeError) as error:
+        return None, [f"Ignored project ask config at {path}: it could not be read ({error})."]
+    if not _is_trusted(project_dir, global_config.trusted_projects):
+        return None, [
+            f"Ignored project ask config at {path}: the project {project_dir} is not listed in "
+            f"trustedProjects in {global_path}. Add its absolute path there to let it set "
+            f"{_PROJECT_ALLOWED}."
+        ]
+    try:
+        data = _parse_json(text)
+    except (ValueError, RecursionError):
+        data = None
+    if not _is_object(data):
+        return None, [f"Ignored project ask config at {path}: it is not a JSON object."]
+
+    notices: list[str] = []
+    ignored: list[str] = []
+    mode: QuestionMode | None = None
+    for key, value in data.items():
+        if key == "schemaVersion":
+            continue  # tolerated so the file can be a copy of the global one's shape
+        if key != "behaviour":
+            ignored.append(key)
+            continue
+        if not _is_object(value):
+            ignored.append("behaviour")
+            continue
+        for name, item in value.items():
+            if name != "questionMode":
+                ignored.append(f"behaviour.{name}")
+            elif item in QUESTION_MODES:
+                mode = cast(QuestionMode, item)
+            else:
+                notices.append(
+                    f"Ignored {_PROJECT_ALLOWED} in project ask config at {path}: it must be "
+                    f'"standard" or "background-only".'
+                )
+    if ignored:
+        notices.insert(
+            0,
+            f"Project ask config at {path} may only set {_PROJECT_ALLOWED}; ignored: "
+            f"{', '.join(ignored)}.",
+        )
+    return mode, notices
+
+
+def load_settings(
+    path: str | os.PathLike[str],
+    *,
+    project_dir: str | os.PathLike[str] | None = None,
+    migrations: Sequence[Migration] = MIGRATIONS,
+) -> LoadedSettings:
+    """Load the global settings file, and a trusted project's override; never raises.
+
+    A missing file is created with the defaults (the notice is the save error when that
+    fails); an existing file is never written. ``project_dir`` is the project whose
+    ``.pi/extensions/pi-agent-ask.json`` may set ``behaviour.questionMode`` (relative paths
+    are taken from the current directory). ``migrations`` is for tests.
+    """
+    global_path = Path(path)
+    global_config, notices = _load_global(global_path, migrations=migrations)
+    project: Path | None = None
+    mode: QuestionMode | None = None
+    if project_dir is not None:
+        project = Path(os.path.normpath(Path(project_dir).absolute()))
+        mode, project_notices = _load_project(project, global_config, global_path)
+        notices.extend(project_notices)
+    return LoadedSettings(
+        path=global_path,
+        config=_apply_question_mode(global_config, mode),
+        global_config=global_config,
+        notices=tuple(notices),
+        project_dir=project,
+        project_question_mode=mode,
+    )
