@@ -1,0 +1,1065 @@
+"""The session file: an append-only sequence of CBOR frames holding a tree of entries.
+
+Synchronous and free of Trio; the persistence actor (``pi_agent_ask.actors.persistence``) is its
+only writer at run time. ``docs/session-file.md`` is the user-facing description.
+
+Format (version 1)::
+
+    frame   = length:u32be | crc32:u32be | payload (``length`` bytes of CBOR)
+    file    = header-frame frame*
+
+``crc32`` is ``zlib.crc32`` of the payload. Every payload is a CBOR map, told apart by its keys:
+
+* header (first frame only): ``{"magic": "pi-agent-ask/session", "version": 1, "created": float,
+  "sessionId": str, "forkedFrom"?: str}``
+* entry: ``{"id": str, "parentId": str | null, "type": str, "timestamp": float, "data": map}``
+* batch: ``{"batch": [entry, ...]}`` — entries appended together; a frame is whole or cut, so a
+  batch is atomic
+* leaf move: ``{"leaf": str | null}``
+
+Invariants the code keeps:
+
+* An entry's parent appears earlier in the file, so file order is a topological order and every
+  branch (root → leaf) is a strictly increasing sequence of file positions.
+* The leaf is the effect of the last frame: an entry (or the last entry of a batch) becomes the
+  leaf; a leaf move sets it.
+* Only whole frames count. The first frame that is incomplete, fails its checksum, does not
+  decode, or does not fit the tree (duplicate id, unknown parent or leaf) ends the readable
+  prefix; everything from it on is the damaged tail. A writable open cuts that tail (after
+  copying it to a sidecar file), a read-only open only reports it.
+* A frame is written with one ``write`` loop to an ``O_APPEND`` descriptor; a failed write is
+  rolled back with ``ftruncate`` so no later frame is ever written behind garbage.
+* The in-memory index holds ids, parent links and frame positions only; entries are decoded from
+  the file on demand. ``branch()`` walks integer parent links, O(branch length).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import fcntl
+import logging
+import os
+import secrets
+import struct
+import time
+import zlib
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+import cbor2
+
+__all__ = [
+    "COMPACTION_TYPE",
+    "CURRENT_LEAF",
+    "FORMAT_VERSION",
+    "MAGIC",
+    "MAX_FRAME_BYTES",
+    "CurrentLeaf",
+    "Damage",
+    "DamageReason",
+    "Entry",
+    "FrozenMap",
+    "Header",
+    "LeafRef",
+    "OpenReport",
+    "SessionFile",
+    "SessionFileError",
+    "SessionFileErrorReason",
+    "encode_frame",
+    "freeze",
+]
+
+logger = logging.getLogger(__name__)
+
+MAGIC: Final = "pi-agent-ask/session"
+FORMAT_VERSION: Final = 1
+COMPACTION_TYPE: Final = "compaction"
+MAX_FRAME_BYTES: Final = 256 * 1024 * 1024
+"""Largest payload a frame may declare; a larger length field is damage, not a huge entry."""
+
+_FRAME_HEAD = struct.Struct(">II")
+_HEAD_SIZE: Final = _FRAME_HEAD.size
+_READ_WINDOW: Final = 1 << 20
+_NO_PARENT: Final = -1
+
+DamageReason = Literal["torn", "length", "checksum", "undecodable", "invalid"]
+SessionFileErrorReason = Literal[
+    "not-a-session-file", "damaged-header", "future-version", "locked", "unreadable"
+]
+
+_REASON_TEXT: Final[Mapping[str, str]] = {
+    "torn": "incomplete frame at the end of the file (an interrupted write)",
+    "length": "impossible frame length",
+    "checksum": "checksum mismatch",
+    "undecodable": "frame is not valid CBOR",
+    "invalid": "frame does not fit the session",
+}
+
+
+class SessionFileError(Exception):
+    """The file cannot be used as a session file; it was left untouched.
+
+    ``reason`` is one of ``"not-a-session-file"`` (no session header), ``"damaged-header"``
+    (the header frame is there but unreadable), ``"future-version"`` (written by a newer format
+    version: ``version`` holds it), ``"locked"`` (another process has it open for writing) or
+    ``"unreadable"`` (the file changed under a reader in a way the index cannot follow).
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        reason: SessionFileErrorReason,
+        message: str,
+        *,
+        version: int | None = None,
+    ) -> None:
+        super().__init__(f"{path}: {message}" if path is not None else message)
+        self.path = path
+        self.reason = reason
+        self.version = version
+
+
+# --------------------------------------------------------------------------------------------
+# Values
+# --------------------------------------------------------------------------------------------
+
+
+class FrozenMap(dict):  # type: ignore[type-arg]
+    """A read-only ``dict``: entry data stays a value, and ``json.dumps`` still accepts it."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("entry data is read-only")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenMap, (dict(self),))
+
+
+def freeze(value: Any) -> Any:
+    """Deep-freeze a CBOR-able value: maps become ``FrozenMap``, arrays become tuples.
+
+    This is the one representation entry data has, whether it was just appended or read back
+    from a file, so the two compare equal.
+    """
+    kind = type(value)
+    if isinstance(value, Mapping):
+        return FrozenMap({freeze(k): freeze(v) for k, v in value.items()})
+    if kind is list or kind is tuple:
+        return tuple([freeze(v) for v in value])
+    if isinstance(value, set | frozenset):
+        return frozenset(freeze(v) for v in value)
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return value
+
+
+def _frozen_data(value: Mapping[Any, Any] | None) -> FrozenMap:
+    if value is None:
+        return FrozenMap()
+    if not isinstance(value, Mapping):
+        raise TypeError(f"entry data must be a mapping, not {type(value).__name__}")
+    frozen: FrozenMap = freeze(value)
+    return frozen
+
+
+@attrs.frozen
+class Entry:
+    """One node of the session tree.
+
+    ``timestamp`` is seconds since the Unix epoch (UTC) as a float. ``data`` is deep-frozen:
+    maps are ``FrozenMap`` (a read-only dict) and arrays are tuples, both when built here and
+    when read back, so an entry read from a file equals the one that was appended.
+    """
+
+    id: str
+    parent_id: str | None
+    type: str
+    timestamp: float
+    data: Mapping[Any, Any] = attrs.field(converter=_frozen_data, factory=FrozenMap)
+
+    def to_cbor(self) -> bytes:
+        """The entry's CBOR payload as it is stored in a frame.
+
+        ``TypeError`` when the data holds something CBOR cannot encode.
+        """
+        try:
+            return cbor2.dumps(
+                {
+                    "id": self.id,
+                    "parentId": self.parent_id,
+                    "type": self.type,
+                    "timestamp": self.timestamp,
+                    "data": self.data,
+                }
+            )
+        except cbor2.CBOREncodeError as exc:
+            raise TypeError(f"entry data cannot be stored: {exc}") from exc
+
+    @classmethod
+    def from_cbor(cls, payload: bytes) -> Entry:
+        """Decode an entry payload; ``ValueError`` when it is not a well-formed entry."""
+        try:
+            value = cbor2.loads(payload)
+        except Exception as exc:  # cbor2 raises several unrelated types on bad input
+            raise ValueError(f"undecodable entry: {exc}") from exc
+        return cls._from_map(value)
+
+    @classmethod
+    def _from_map(cls, value: Any) -> Entry:
+        if not isinstance(value, dict):
+            raise ValueError("entry is not a map")
+        entry_id = value.get("id")
+        parent_id = value.get("parentId")
+        entry_type = value.get("type")
+        timestamp = value.get("timestamp")
+        data = value.get("data")
+        if not isinstance(entry_id, str) or not entry_id:
+            raise ValueError("entry id is not a non-empty string")
+        if parent_id is not None and not isinstance(parent_id, str):
+            raise ValueError("entry parentId is neither a string nor null")
+        if not isinstance(entry_type, str):
+            raise ValueError("entry type is not a string")
+        if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
+            raise ValueError("entry timestamp is not a number")
+        if not isinstance(data, dict):
+            raise ValueError("entry data is not a map")
+        return cls(entry_id, parent_id, entry_type, float(timestamp), data)
+
+
+@attrs.frozen
+class Header:
+    """The first frame of a session file."""
+
+    version: int
+    created: float
+    session_id: str
+    forked_from: str | None = None
+
+    def to_cbor(self) -> bytes:
+        out: dict[str, Any] = {
+            "magic": MAGIC,
+            "version": self.version,
+            "created": self.created,
+            "sessionId": self.session_id,
+        }
+        if self.forked_from is not None:
+            out["forkedFrom"] = self.forked_from
+        return cbor2.dumps(out)
+
+    @classmethod
+    def new(
+        cls, *, forked_from: str | None = None, clock: Callable[[], float] = time.time
+    ) -> Header:
+        return cls(FORMAT_VERSION, clock(), secrets.token_hex(16), forked_from)
+
+
+@attrs.frozen
+class Damage:
+    """The damaged tail found on open: bytes ``start`` to ``end`` (exclusive) of the file."""
+
+    start: int
+    end: int
+    reason: DamageReason
+    detail: str
+
+    @property
+    def bad_bytes(self) -> int:
+        return self.end - self.start
+
+
+@attrs.frozen
+class OpenReport:
+    """What opening a session file found and did.
+
+    ``entries`` whole entries were kept. When ``damage`` is set, every byte from
+    ``damage.start`` on was ignored; ``cut`` tells whether those bytes were removed from the
+    file (writable opens only), and ``saved_to`` names the sidecar file holding a copy of them.
+    """
+
+    path: Path | None
+    entries: int
+    created: bool = False
+    damage: Damage | None = None
+    cut: bool = False
+    saved_to: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.damage is None
+
+    def describe(self) -> str:
+        """One line for people: what was kept and what was cut, and why."""
+        where = str(self.path) if self.path is not None else "in-memory session"
+        if self.damage is None:
+            state = "created" if self.created else "opened"
+            return f"{where}: {state}, {self.entries} entries"
+        d = self.damage
+        action = "cut" if self.cut else "ignored (file not modified)"
+        text = (
+            f"{where}: kept {self.entries} entries; {d.bad_bytes} bad bytes "
+            f"{d.start}..{d.end} {action}: {_REASON_TEXT[d.reason]} ({d.detail})"
+        )
+        if self.saved_to is not None:
+            text += f"; a copy of the cut bytes is in {self.saved_to}"
+        return text
+
+
+# --------------------------------------------------------------------------------------------
+# Frames
+# --------------------------------------------------------------------------------------------
+
+
+def encode_frame(payload: bytes) -> bytes:
+    """``length | crc32 | payload``."""
+    return _FRAME_HEAD.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def _batch_payload(entries: Sequence[Entry]) -> bytes:
+    # CBOR concatenates: a one-key map, the key, an array head, then each entry's own payload,
+    # so the entries are encoded only by Entry.to_cbor.
+    out = bytearray(cbor2.dumps({"batch": []}))
+    del out[-1]  # drop the empty array head
+    out += _array_head(len(entries))
+    for entry in entries:
+        out += entry.to_cbor()
+    return bytes(out)
+
+
+def _array_head(count: int) -> bytes:
+    if count < 24:
+        return bytes([0x80 | count])
+    if count < 0x100:
+        return bytes([0x98, count])
+    if count < 0x10000:
+        return b"\x99" + count.to_bytes(2, "big")
+    return b"\x9a" + count.to_bytes(4, "big")
+
+
+class _BadFrame(Exception):
+    def __init__(self, reason: DamageReason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason: DamageReason = reason
+        self.detail = detail
+
+
+def _decode(payload: bytes | memoryview) -> Any:
+    try:
+        return cbor2.loads(payload)
+    except Exception as exc:  # any decoder failure is damage, whatever its type
+        raise _BadFrame("undecodable", type(exc).__name__) from exc
+
+
+def _header_from(value: Any, path: Path | None) -> Header:
+    if not isinstance(value, dict) or value.get("magic") != MAGIC:
+        raise SessionFileError(path, "not-a-session-file", "not a pi-agent-ask session file")
+    version = value.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SessionFileError(path, "damaged-header", "session header has no valid version")
+    if version > FORMAT_VERSION:
+        raise SessionFileError(
+            path,
+            "future-version",
+            f"session file format version {version} is newer than this program's "
+            f"({FORMAT_VERSION}); upgrade pi-agent-ask to open it",
+            version=version,
+        )
+    created = value.get("created")
+    session_id = value.get("sessionId")
+    forked_from = value.get("forkedFrom")
+    if (
+        isinstance(created, bool)
+        or not isinstance(created, int | float)
+        or not isinstance(session_id, str)
+        or not (forked_from is None or isinstance(forked_from, str))
+    ):
+        raise SessionFileError(path, "damaged-header", "session header fields are malformed")
+    return Header(version, float(created), session_id, forked_from)
+
+
+# --------------------------------------------------------------------------------------------
+# The session
+# --------------------------------------------------------------------------------------------
+
+
+class CurrentLeaf(enum.Enum):
+    """Type of ``CURRENT_LEAF``."""
+
+    CURRENT_LEAF = "current leaf"
+
+
+CURRENT_LEAF: Final = CurrentLeaf.CURRENT_LEAF
+"""Default for ``parent_id``/``leaf_id`` arguments: the leaf at the time of the call."""
+
+LeafRef = str | None | CurrentLeaf
+"""An entry id, ``None`` (before the first root), or ``CURRENT_LEAF``."""
+
+
+class _Index:
+    """Ids, parent links and storage positions of every entry, in file order."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.pos: dict[str, int] = {}
+        self.parent = array("q")
+        # File-backed sessions: frame offset, payload length and place in a batch (-1: single).
+        self.frame_off = array("Q")
+        self.frame_len = array("I")
+        self.slot = array("i")
+        self.leaf = _NO_PARENT
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, entry_id: str, parent: int, frame_off: int, frame_len: int, slot: int) -> None:
+        self.pos[entry_id] = len(self.ids)
+        self.ids.append(entry_id)
+        self.parent.append(parent)
+        self.frame_off.append(frame_off)
+        self.frame_len.append(frame_len)
+        self.slot.append(slot)
+
+    def check_entries(self, entries: Sequence[Entry]) -> list[int]:
+        """Parent indices for ``entries`` appended in order, or ``_BadFrame``."""
+        parents: list[int] = []
+        batch: dict[str, int] = {}
+        for n, entry in enumerate(entries):
+            if entry.id in self.pos or entry.id in batch:
+                raise _BadFrame("invalid", f"duplicate entry id {entry.id!r}")
+            if entry.parent_id is None:
+                parents.append(_NO_PARENT)
+            elif entry.parent_id in self.pos:
+                parents.append(self.pos[entry.parent_id])
+            elif entry.parent_id in batch:
+                parents.append(len(self.ids) + batch[entry.parent_id])
+            else:
+                raise _BadFrame("invalid", f"entry {entry.id!r} has unknown parent")
+            batch[entry.id] = n
+        return parents
+
+    def path_to(self, leaf: int) -> list[int]:
+        out: list[int] = []
+        parent = self.parent
+        while leaf != _NO_PARENT:
+            out.append(leaf)
+            leaf = parent[leaf]
+        out.reverse()
+        return out
+
+
+class SessionFile:
+    """A session: a tree of entries with a current leaf, in a file or in memory.
+
+    Open with ``SessionFile.open(path)`` (created when missing), ``SessionFile.open(path,
+    readonly=True)`` (never modifies the file) or ``SessionFile.in_memory()``. Not thread-safe:
+    one owner at a time (at run time, the persistence actor).
+
+    Durability: a write returns once the frame was handed to the OS (``write`` returned), so it
+    survives the process being killed. With ``fsync=True`` every write is also flushed to the
+    disk (``fdatasync``) before it returns, so it survives a power loss. Creation, fork, the
+    repair of a damaged tail and ``close()`` always flush.
+    """
+
+    def __init__(
+        self,
+        *,
+        path: Path | None,
+        header: Header,
+        readonly: bool,
+        fsync: bool,
+        clock: Callable[[], float],
+    ) -> None:
+        # Use the constructors (open / in_memory / fork); this one only sets fields.
+        self._path = path
+        self._header = header
+        self._readonly = readonly
+        self._fsync = fsync
+        self._clock = clock
+        self._fd: int | None = None
+        self._size = 0
+        self._dirty = False
+        self._closed = False
+        self._broken: BaseException | None = None
+        self._index = _Index()
+        self._memory: list[Entry] | None = [] if path is None else None
+        self._report = OpenReport(path, 0)
+
+    # ---- constructors ------------------------------------------------------------------------
+
+    @classmethod
+    def in_memory(
+        cls, *, clock: Callable[[], float] = time.time, forked_from: str | None = None
+    ) -> SessionFile:
+        """A session without a file; it behaves like a file-backed one and is lost on close."""
+        session = cls(
+            path=None,
+            header=Header.new(forked_from=forked_from, clock=clock),
+            readonly=False,
+            fsync=False,
+            clock=clock,
+        )
+        session._report = OpenReport(None, 0, created=True)
+        return session
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        readonly: bool = False,
+        create: bool = True,
+        fsync: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> SessionFile:
+        """Open (or create) the session file at ``path``.
+
+        A missing file is created when ``create`` and not ``readonly`` (an existing empty file
+        is initialised too); otherwise ``FileNotFoundError``. A file that is not a session file,
+        has a damaged header or a newer format version raises ``SessionFileError`` and is left
+        untouched. A damaged tail is reported in ``report``; a writable open cuts it, a
+        read-only open does not modify the file. A writable open takes an exclusive advisory
+        lock (``flock``): a second writer gets ``SessionFileError(reason="locked")``.
+        """
+        file_path = Path(path)
+        created = False
+        if not readonly and create and not file_path.exists():
+            created = _create_file(file_path, Header.new(clock=clock).to_cbor(), ())
+        flags = (os.O_RDONLY if readonly else os.O_RDWR | os.O_APPEND) | os.O_CLOEXEC
+        fd = os.open(file_path, flags)
+        try:
+            if not readonly:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise SessionFileError(
+                        file_path, "locked", "session file is open for writing elsewhere"
+                    ) from None
+            if os.fstat(fd).st_size == 0 and not readonly:
+                # An empty file holds nobody's data (`touch`, `mktemp`): make it a session.
+                _write_all(fd, encode_frame(Header.new(clock=clock).to_cbor()))
+                os.fsync(fd)
+                created = True
+            session = cls._load(fd, file_path, readonly=readonly, fsync=fsync, clock=clock)
+        except BaseException:
+            os.close(fd)
+            raise
+        if created:
+            session._report = attrs.evolve(session._report, created=True)
+        return session
+
+    @classmethod
+    def _load(
+        cls,
+        fd: int,
+        path: Path,
+        *,
+        readonly: bool,
+        fsync: bool,
+        clock: Callable[[], float],
+    ) -> SessionFile:
+        size = os.fstat(fd).st_size
+        reader = _Reader(fd, size)
+        header = _read_header(reader, path)
+        session = cls(path=path, header=header, readonly=readonly, fsync=fsync, clock=clock)
+        session._fd = fd
+        damage = session._scan(reader, reader.header_end, size)
+        session._size = damage.start if damage is not None else size
+        report = OpenReport(path, len(session._index), damage=damage)
+        if damage is not None:
+            if not readonly:
+                saved = session._cut_tail(reader, damage)
+                report = attrs.evolve(report, cut=True, saved_to=saved)
+            logger.warning("%s", report.describe())
+        session._report = report
+        return session
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def header(self) -> Header:
+        return self._header
+
+    @property
+    def report(self) -> OpenReport:
+        """What the last open (or ``reload``) found and did."""
+        return self._report
+
+    @property
+    def readonly(self) -> bool:
+        return self._readonly
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The current leaf: the end of the active branch (``None``: before the first root)."""
+        leaf = self._index.leaf
+        return None if leaf == _NO_PARENT else self._index.ids[leaf]
+
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        """Every entry in file order (decodes the whole file: prefer ``branch()``)."""
+        self._check_open()
+        return tuple(self._load_entries(range(len(self._index))))
+
+    def iter_entries(self) -> Iterator[Entry]:
+        """Every entry in file order, decoded as it is consumed."""
+        self._check_open()
+        return self._load_entries(range(len(self._index)))
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._index.pos
+
+    def get(self, entry_id: str) -> Entry:
+        """The entry with this id; ``KeyError`` when there is none."""
+        self._check_open()
+        return next(self._load_entries([self._index.pos[entry_id]]))
+
+    def parent_id(self, entry_id: str) -> str | None:
+        """The parent of an entry without decoding it; ``KeyError`` when unknown."""
+        parent = self._index.parent[self._index.pos[entry_id]]
+        return None if parent == _NO_PARENT else self._index.ids[parent]
+
+    def branch_ids(self, leaf_id: LeafRef = CURRENT_LEAF) -> tuple[str, ...]:
+        """Ids of the path root → ``leaf_id`` (default: the current leaf), without decoding."""
+        ids = self._index.ids
+        return tuple(ids[i] for i in self._index.path_to(self._leaf_index(leaf_id)))
+
+    def branch(self, leaf_id: LeafRef = CURRENT_LEAF) -> tuple[Entry, ...]:
+        """The entries on the path root → ``leaf_id`` (default: the current leaf)."""
+        self._check_open()
+        return tuple(self._load_entries(self._index.path_to(self._leaf_index(leaf_id))))
+
+    # ---- writing -----------------------------------------------------------------------------
+
+    def append(
+        self, type: str, data: Mapping[Any, Any] | None = None, *, parent_id: LeafRef = CURRENT_LEAF
+    ) -> Entry:
+        """Append an entry under ``parent_id`` (default: the current leaf); it becomes the leaf."""
+        return self.append_many([(type, data)], parent_id=parent_id)[0]
+
+    def append_many(
+        self,
+        items: Iterable[tuple[str, Mapping[Any, Any] | None]],
+        *,
+        parent_id: LeafRef = CURRENT_LEAF,
+    ) -> tuple[Entry, ...]:
+        """Append a chain of entries atomically: one frame, whole or cut after a crash.
+
+        The first entry's parent is ``parent_id`` (default: the current leaf), each next one's
+        parent is the one before; the last becomes the leaf. An empty ``items`` writes nothing.
+        """
+        self._check_writable()
+        parent = self.leaf_id if parent_id is CURRENT_LEAF else parent_id
+        if parent is not None and parent not in self._index.pos:
+            raise KeyError(parent)
+        now = self._clock()
+        entries: list[Entry] = []
+        taken: set[str] = set()
+        for entry_type, data in items:
+            if not isinstance(entry_type, str) or not entry_type:
+                raise ValueError("entry type must be a non-empty string")
+            entry_id = self._new_id(taken)
+            taken.add(entry_id)
+            entries.append(Entry(entry_id, parent, entry_type, now, data))
+            parent = entry_id
+        if not entries:
+            return ()
+        payload = entries[0].to_cbor() if len(entries) == 1 else _batch_payload(entries)
+        if len(payload) > MAX_FRAME_BYTES:
+            raise ValueError(f"entry too large: {len(payload)} bytes (at most {MAX_FRAME_BYTES})")
+        parents = self._index.check_entries(entries)
+        offset = self._write_frame(payload)
+        slots = [-1] if len(entries) == 1 else range(len(entries))
+        for entry, parent_index, slot in zip(entries, parents, slots, strict=True):
+            self._index.add(entry.id, parent_index, offset, len(payload), slot)
+        if self._memory is not None:
+            self._memory.extend(entries)
+        self._index.leaf = len(self._index) - 1
+        return tuple(entries)
+
+    def move_leaf(self, entry_id: str | None) -> None:
+        """Make ``entry_id`` the leaf (``None``: the next append starts a new root). Durable."""
+        self._check_writable()
+        target = self._leaf_index(entry_id)
+        if target == self._index.leaf:
+            return
+        self._write_frame(cbor2.dumps({"leaf": entry_id}))
+        self._index.leaf = target
+
+    def compact(self, summary: str, data: Mapping[str, Any] | None = None) -> Entry:
+        """Append a ``compaction`` entry ``{"summary": summary, **data}``; nothing is removed."""
+        return self.append(COMPACTION_TYPE, {**(data or {}), "summary": summary})
+
+    def fork(self, path: str | os.PathLike[str] | None) -> SessionFile:
+        """Write the active branch into a new session and open it for writing.
+
+        ``path`` must not exist; ``None`` forks into a new in-memory session. The new session
+        keeps entry ids, parents, timestamps and data, and its header names this file in
+        ``forkedFrom``. This session is unchanged.
+        """
+        self._check_open()
+        branch = self.branch()
+        source = str(self._path.resolve()) if self._path is not None else None
+        if path is None:
+            forked = SessionFile.in_memory(clock=self._clock, forked_from=source)
+            forked._adopt(branch)
+            return forked
+        target = Path(path)
+        header = Header.new(forked_from=source, clock=self._clock)
+        if not _create_file(target, header.to_cbor(), [e.to_cbor() for e in branch]):
+            raise FileExistsError(target)
+        return SessionFile.open(target, create=False, fsync=self._fsync, clock=self._clock)
+
+    def reload(self) -> OpenReport:
+        """Re-read the file from disk (as a new open would) and return the new report."""
+        self._check_open()
+        if self._path is None:
+            return self._report
+        path, readonly = self._path, self._readonly
+        self.close()
+        fresh = SessionFile.open(
+            path, readonly=readonly, create=False, fsync=self._fsync, clock=self._clock
+        )
+        # Take over the fresh object's state; the fresh object is dropped without closing.
+        self.__dict__.update(fresh.__dict__)
+        return self._report
+
+    @property
+    def fsync(self) -> bool:
+        """Whether every write is flushed to the disk before it returns."""
+        return self._fsync
+
+    @property
+    def needs_flush(self) -> bool:
+        """Frames were written since the last flush (never for in-memory sessions)."""
+        return self._fd is not None and self._dirty
+
+    def flush(self) -> None:
+        """Force written frames to the disk (``fdatasync``)."""
+        self._check_open()
+        fd = self._fd
+        if fd is not None and self._dirty:
+            os.fdatasync(fd)
+            self._dirty = False
+
+    def close(self, *, flush: bool = True) -> None:
+        """Flush (unless ``flush=False``) and close. Idempotent; releases the write lock."""
+        if self._closed:
+            return
+        self._closed = True
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if flush and self._dirty and self._broken is None:
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> SessionFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = str(self._path) if self._path is not None else "memory"
+        return f"<SessionFile {where} entries={len(self._index)} leaf={self.leaf_id!r}>"
+
+    # ---- internals ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("session file is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self._readonly:
+            raise ValueError("session file is open read-only")
+        if self._broken is not None:
+            raise OSError("session file is unusable after a failed write") from self._broken
+
+    def _new_id(self, taken: set[str]) -> str:
+        while True:
+            candidate = secrets.token_hex(8)
+            if candidate not in self._index.pos and candidate not in taken:
+                return candidate
+
+    def _leaf_index(self, leaf_id: LeafRef) -> int:
+        if leaf_id is CURRENT_LEAF:
+            return self._index.leaf
+        if leaf_id is None:
+            return _NO_PARENT
+        return self._index.pos[leaf_id]
+
+    def _write_frame(self, payload: bytes) -> int:
+        """Write one frame; return its offset. Rolls back a partial write."""
+        offset = self._size
+        if self._fd is None:
+            return offset
+        frame = encode_frame(payload)
+        try:
+            _write_all(self._fd, frame)
+            if self._fsync:
+                os.fdatasync(self._fd)
+        except BaseException as exc:
+            # Remove whatever part of the frame reached the file, so the next frame does not
+            # land behind garbage (which a later open would cut together with it).
+            try:
+                os.ftruncate(self._fd, offset)
+            except OSError:
+                self._broken = exc
+            raise
+        self._size = offset + len(frame)
+        self._dirty = not self._fsync
+        return offset
+
+    def _adopt(self, entries: Sequence[Entry]) -> None:
+        """Fill an empty in-memory session with ``entries`` (already in tree order)."""
+        assert self._memory is not None and not self._memory
+        parents = self._index.check_entries(entries)
+        for entry, parent in zip(entries, parents, strict=True):
+            self._index.add(entry.id, parent, 0, 0, -1)
+        self._memory.extend(entries)
+        self._index.leaf = len(entries) - 1
+        self._report = attrs.evolve(self._report, entries=len(entries))
+
+    def _load_entries(self, indices: Iterable[int]) -> Iterator[Entry]:
+        if self._memory is not None:
+            memory = self._memory
+            for i in indices:
+                yield memory[i]
+            return
+        if self._fd is None:
+            raise ValueError("session file is closed")
+        reader = _Reader(self._fd, self._size)
+        index = self._index
+        last_offset = -1
+        decoded: Any = None
+        for i in indices:
+            offset = index.frame_off[i]
+            if offset != last_offset:
+                payload = reader.payload(offset, index.frame_len[i])
+                try:
+                    decoded = _decode(payload)
+                except _BadFrame as exc:
+                    raise SessionFileError(
+                        self._path, "unreadable", f"frame at {offset} changed on disk"
+                    ) from exc
+                last_offset = offset
+            slot = index.slot[i]
+            value = decoded if slot < 0 else decoded["batch"][slot]
+            yield Entry._from_map(value)
+
+    def _scan(self, reader: _Reader, start: int, size: int) -> Damage | None:
+        """Index every whole frame from ``start``; return the damaged tail, if any."""
+        pos = start
+        while pos < size:
+            try:
+                pos = self._scan_frame(reader, pos, size)
+            except _BadFrame as bad:
+                return Damage(pos, size, bad.reason, bad.detail)
+        return None
+
+    def _scan_frame(self, reader: _Reader, pos: int, size: int) -> int:
+        if size - pos < _HEAD_SIZE:
+            raise _BadFrame("torn", f"{size - pos} of {_HEAD_SIZE} frame header bytes")
+        length, crc = _FRAME_HEAD.unpack(reader.read(pos, _HEAD_SIZE))
+        if length == 0 or length > MAX_FRAME_BYTES:
+            raise _BadFrame("length", f"frame declares {length} bytes")
+        end = pos + _HEAD_SIZE + length
+        if end > size:
+            raise _BadFrame(
+                "torn", f"frame declares {length} bytes, {size - pos - _HEAD_SIZE} present"
+            )
+        payload = reader.read(pos + _HEAD_SIZE, length)
+        if zlib.crc32(payload) != crc:
+            raise _BadFrame("checksum", f"frame at {pos}")
+        value = _decode(payload)
+        if not isinstance(value, dict):
+            raise _BadFrame("invalid", "frame is not a map")
+        index = self._index
+        if "id" in value:
+            entries = [_entry_or_bad(value)]
+            slots: Sequence[int] = (-1,)
+        elif "batch" in value:
+            items = value["batch"]
+            if not isinstance(items, list) or not items:
+                raise _BadFrame("invalid", "batch is not a non-empty array")
+            entries = [_entry_or_bad(item) for item in items]
+            slots = range(len(entries))
+        elif "leaf" in value:
+            target = value["leaf"]
+            if target is None:
+                index.leaf = _NO_PARENT
+            elif isinstance(target, str) and target in index.pos:
+                index.leaf = index.pos[target]
+            else:
+                raise _BadFrame("invalid", "leaf move to an unknown entry")
+            return end
+        else:
+            raise _BadFrame("invalid", "unknown frame kind")
+        parents = index.check_entries(entries)
+        for entry, parent, slot in zip(entries, parents, slots, strict=True):
+            index.add(entry.id, parent, pos, length, slot)
+        index.leaf = len(index) - 1
+        return end
+
+    def _cut_tail(self, reader: _Reader, damage: Damage) -> Path | None:
+        """Copy the damaged tail to a sidecar file, then truncate the session to its prefix."""
+        assert self._fd is not None and self._path is not None
+        saved = _save_sidecar(self._path, reader, damage)
+        os.ftruncate(self._fd, damage.start)
+        os.fsync(self._fd)
+        return saved
+
+
+def _entry_or_bad(value: Any) -> Entry:
+    try:
+        return Entry._from_map(value)
+    except ValueError as exc:
+        raise _BadFrame("invalid", str(exc)) from exc
+    except TypeError as exc:  # unhashable map keys inside data, and the like
+        raise _BadFrame("invalid", str(exc)) from exc
+
+
+class _Reader:
+    """Positional reads through a window, so a sequential scan makes few system calls."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd = fd
+        self.size = size
+        self.header_end = 0
+        self._start = 0
+        self._buf = b""
+
+    def read(self, offset: int, length: int) -> memoryview:
+        end = offset + length
+        if offset < self._start or end > self._start + len(self._buf):
+            want = max(_READ_WINDOW, length)
+            self._buf = os.pread(self.fd, min(want, max(self.size - offset, length)), offset)
+            self._start = offset
+            if len(self._buf) < length:
+                raise _BadFrame("torn", "file ended early")
+        rel = offset - self._start
+        return memoryview(self._buf)[rel : rel + length]
+
+    def payload(self, offset: int, length: int) -> memoryview:
+        try:
+            return self.read(offset + _HEAD_SIZE, length)
+        except _BadFrame as exc:
+            raise SessionFileError(None, "unreadable", "session file shrank under us") from exc
+
+
+def _read_header(reader: _Reader, path: Path) -> Header:
+    size = reader.size
+    not_session = SessionFileError(path, "not-a-session-file", "not a pi-agent-ask session file")
+    if size < _HEAD_SIZE:
+        raise not_session
+    length, crc = _FRAME_HEAD.unpack(reader.read(0, _HEAD_SIZE))
+    head_sample = bytes(reader.read(0, min(size, 256)))
+    # The magic text inside the first bytes tells a damaged header from a foreign file.
+    damaged = SessionFileError(path, "damaged-header", "session header frame is damaged")
+    looks_ours = MAGIC.encode() in head_sample
+    if length == 0 or length > 64 * 1024 or _HEAD_SIZE + length > size:
+        raise damaged if looks_ours else not_session
+    payload = reader.read(_HEAD_SIZE, length)
+    if zlib.crc32(payload) != crc:
+        raise damaged if looks_ours else not_session
+    try:
+        value = _decode(payload)
+    except _BadFrame:
+        raise (damaged if looks_ours else not_session) from None
+    reader.header_end = _HEAD_SIZE + length
+    return _header_from(value, path)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _create_file(path: Path, header: bytes, payloads: Iterable[bytes]) -> bool:
+    """Create ``path`` atomically with these frames; ``False`` if it already exists.
+
+    The frames go to a temporary file that is flushed and then hard-linked to ``path``: the
+    name appears complete or not at all, and an existing file is never replaced.
+    """
+    directory = path.parent if str(path.parent) else Path()
+    tmp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            buffer = bytearray(encode_frame(header))
+            for payload in payloads:
+                buffer += encode_frame(payload)
+                if len(buffer) >= _READ_WINDOW:
+                    _write_all(fd, bytes(buffer))
+                    buffer.clear()
+            _write_all(fd, bytes(buffer))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        _fsync_dir(directory)
+        return True
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _save_sidecar(path: Path, reader: _Reader, damage: Damage) -> Path | None:
+    """Copy the damaged bytes next to the session (``<name>.cut-<offset>[-n]``)."""
+    for n in range(100):
+        suffix = f".cut-{damage.start}" + (f"-{n}" if n else "")
+        target = path.with_name(path.name + suffix)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            continue
+        try:
+            pos = damage.start
+            while pos < damage.end:
+                chunk = os.pread(reader.fd, min(_READ_WINDOW, damage.end - pos), pos)
+                if not chunk:
+                    break
+                _write_all(fd, chunk)
+                pos += len(chunk)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return target
+    return None
