@@ -1,0 +1,378 @@
+"""The persistence actor: the only writer of the session file.
+
+Other actors hold a ``PersistenceHandle`` and ``await`` its methods; each call is one request
+message carrying a one-shot reply channel. The actor handles requests one at a time in arrival
+order, so the file order of entries is the order in which requests were received, and a reply
+is sent only once the frame was written to the OS (``write`` returned; with
+``SessionFile(fsync=True)`` also flushed to the disk).
+
+Where the work runs: appends, leaf moves and short branches run inline in the actor task. A
+frame is a few hundred bytes written to the page cache, which takes microseconds, less than
+handing it to a thread would. Work that can take milliseconds or more runs in a worker thread
+(``trio.to_thread.run_sync``) so the Trio loop stays responsive: writes of a session opened with
+``fsync=True`` (each waits for the disk), decoding a long branch, fork and reload. The actor
+awaits the thread before taking the next request, so the ``SessionFile`` is never used by two
+threads at once, and those threads are never abandoned (a write always finishes or fails).
+
+A caller cancelled after its request was received does not undo the write; it only misses the
+reply. Teardown (the handle closed, or the actor cancelled) flushes and closes the file under a
+shielded scope bounded by ``CLOSE_TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final, Generic, TypeVar
+
+import attrs
+import trio
+
+from pi_agent_ask.persistence.session_file import (
+    COMPACTION_TYPE,
+    CURRENT_LEAF,
+    Entry,
+    Header,
+    LeafRef,
+    OpenReport,
+    SessionFile,
+)
+
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "INLINE_BRANCH_LIMIT",
+    "Append",
+    "AppendMany",
+    "Branch",
+    "Flush",
+    "Fork",
+    "Info",
+    "MoveLeaf",
+    "PersistenceClosedError",
+    "PersistenceHandle",
+    "Reload",
+    "Reply",
+    "Request",
+    "SessionInfo",
+    "run_persistence",
+]
+
+T = TypeVar("T")
+
+CLOSE_TIMEOUT: Final = 5.0
+"""Seconds teardown may spend flushing the file to the disk before it closes it anyway."""
+
+INLINE_BRANCH_LIMIT: Final = 2_000
+"""Branches up to this many entries are decoded inline; longer ones in a worker thread."""
+
+
+class PersistenceClosedError(Exception):
+    """The persistence actor is gone (closed or cancelled): the request was not performed,
+    or its reply was lost with the actor."""
+
+
+@attrs.frozen
+class Reply(Generic[T]):
+    """The outcome of one request: a value, or the exception the session raised."""
+
+    value: T | None = None
+    error: BaseException | None = None
+
+    def unwrap(self) -> T:
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[return-value]
+
+
+@attrs.frozen
+class SessionInfo:
+    """A snapshot of the open session."""
+
+    path: Path | None
+    header: Header
+    leaf_id: str | None
+    entries: int
+    report: OpenReport
+
+
+# ---- requests: a closed set; every one carries its request id and one-shot reply channel ----
+
+
+@attrs.frozen
+class Append:
+    request_id: int
+    type: str
+    data: Mapping[Any, Any] | None
+    parent_id: LeafRef
+    reply: trio.MemorySendChannel[Reply[Entry]]
+
+
+@attrs.frozen
+class AppendMany:
+    """A chain of entries written as one frame: all of them reach the file, or none."""
+
+    request_id: int
+    items: tuple[tuple[str, Mapping[Any, Any] | None], ...]
+    parent_id: LeafRef
+    reply: trio.MemorySendChannel[Reply[tuple[Entry, ...]]]
+
+
+@attrs.frozen
+class Branch:
+    request_id: int
+    leaf_id: LeafRef
+    reply: trio.MemorySendChannel[Reply[tuple[Entry, ...]]]
+
+
+@attrs.frozen
+class MoveLeaf:
+    request_id: int
+    entry_id: str | None
+    reply: trio.MemorySendChannel[Reply[None]]
+
+
+@attrs.frozen
+class Fork:
+    """Write the active branch into a new file; the actor continues with the new file."""
+
+    request_id: int
+    path: Path | None
+    reply: trio.MemorySendChannel[Reply[OpenReport]]
+
+
+@attrs.frozen
+class Reload:
+    """Re-read the file from disk."""
+
+    request_id: int
+    reply: trio.MemorySendChannel[Reply[OpenReport]]
+
+
+@attrs.frozen
+class Flush:
+    """Force everything written so far to the disk."""
+
+    request_id: int
+    reply: trio.MemorySendChannel[Reply[None]]
+
+
+@attrs.frozen
+class Info:
+    request_id: int
+    reply: trio.MemorySendChannel[Reply[SessionInfo]]
+
+
+Request = Append | AppendMany | Branch | MoveLeaf | Fork | Reload | Flush | Info
+
+
+# ---- the handle ----------------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class PersistenceHandle:
+    """What other actors hold to use the session file. ``clone()`` one per owner.
+
+    Every method raises ``PersistenceClosedError`` when the actor is gone, and re-raises in
+    the caller what the session raised for this request (``KeyError`` for an unknown entry id,
+    ``ValueError`` for bad arguments, ``OSError`` when the disk failed); the actor keeps going.
+    """
+
+    _send: trio.MemorySendChannel[Request]
+    _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+
+    async def append(
+        self,
+        type: str,
+        data: Mapping[Any, Any] | None = None,
+        *,
+        parent_id: LeafRef = CURRENT_LEAF,
+    ) -> Entry:
+        """Append one entry (under the current leaf by default); it becomes the leaf."""
+        entry: Entry = await self._call(Append, type, data, parent_id)
+        return entry
+
+    async def append_many(
+        self,
+        items: Iterable[tuple[str, Mapping[Any, Any] | None]],
+        *,
+        parent_id: LeafRef = CURRENT_LEAF,
+    ) -> tuple[Entry, ...]:
+        """Append a chain of entries atomically (one frame); acknowledged together."""
+        batch = tuple((entry_type, data) for entry_type, data in items)
+        entries: tuple[Entry, ...] = await self._call(AppendMany, batch, parent_id)
+        return entries
+
+    async def compact(self, summary: str, data: Mapping[str, Any] | None = None) -> Entry:
+        """Append a ``compaction`` summary entry; nothing is removed."""
+        return await self.append(COMPACTION_TYPE, {**(data or {}), "summary": summary})
+
+    async def branch(self, leaf_id: LeafRef = CURRENT_LEAF) -> tuple[Entry, ...]:
+        """The entries root → ``leaf_id`` (default: the current leaf)."""
+        entries: tuple[Entry, ...] = await self._call(Branch, leaf_id)
+        return entries
+
+    async def move_leaf(self, entry_id: str | None) -> None:
+        """Move the leaf (tree navigation); durable once this returns."""
+        await self._call(MoveLeaf, entry_id)
+
+    async def fork(self, path: str | os.PathLike[str] | None) -> OpenReport:
+        """Copy the active branch into a new session file (``None``: in memory) and switch
+        the actor to it; the old file is flushed and closed. Returns the new file's report."""
+        report: OpenReport = await self._call(Fork, Path(path) if path is not None else None)
+        return report
+
+    async def reload(self) -> OpenReport:
+        """Re-read the session file from disk; returns what the re-read found."""
+        report: OpenReport = await self._call(Reload)
+        return report
+
+    async def flush(self) -> None:
+        """Force everything written so far to the disk."""
+        await self._call(Flush)
+
+    async def info(self) -> SessionInfo:
+        """Path, header, leaf and size of the open session."""
+        info: SessionInfo = await self._call(Info)
+        return info
+
+    def clone(self) -> PersistenceHandle:
+        """Another handle on the same actor; the actor ends when every handle is closed."""
+        return PersistenceHandle(self._send.clone(), self._ids)
+
+    async def aclose(self) -> None:
+        """Close this handle (idempotent)."""
+        await self._send.aclose()
+
+    async def __aenter__(self) -> PersistenceHandle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _call(self, request: Callable[..., Request], *args: Any) -> Any:
+        """Send ``request(request_id, *args, reply_channel)`` and wait for its reply."""
+        # Buffer 1: the actor's reply never blocks, even when this caller was cancelled.
+        reply_send, reply_receive = trio.open_memory_channel[Reply[Any]](1)
+        with reply_receive:
+            try:
+                await self._send.send(request(next(self._ids), *args, reply_send))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise PersistenceClosedError("the persistence actor is not running") from None
+            try:
+                reply = await reply_receive.receive()
+            except trio.EndOfChannel:
+                raise PersistenceClosedError(
+                    "the persistence actor ended before replying"
+                ) from None
+        return reply.unwrap()
+
+
+# ---- the actor -----------------------------------------------------------------------------
+
+
+async def run_persistence(
+    session: SessionFile,
+    *,
+    task_status: trio.TaskStatus[PersistenceHandle] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Own ``session`` and serve requests until every handle is closed or the task is cancelled.
+
+    Start with ``handle = await nursery.start(run_persistence, session)``. The session is
+    closed when the actor ends, in every case.
+    """
+    send, receive = trio.open_memory_channel[Request](0)
+    current = session
+    try:
+        with receive:
+            task_status.started(PersistenceHandle(send))
+            async for request in receive:
+                current = await _serve(current, request)
+    finally:
+        await _teardown(current)
+
+
+async def _serve(session: SessionFile, request: Request) -> SessionFile:
+    """Perform one request and reply; return the session to continue with."""
+    reply: Reply[Any]
+    with request.reply:
+        match request:
+            case Append(type=entry_type, data=data, parent_id=parent_id):
+                reply = await _run(
+                    session,
+                    session.fsync,
+                    lambda: session.append(entry_type, data, parent_id=parent_id),
+                )
+            case AppendMany(items=items, parent_id=parent_id):
+                reply = await _run(
+                    session, session.fsync, lambda: session.append_many(items, parent_id=parent_id)
+                )
+            case Branch(leaf_id=leaf_id):
+                long_branch = _branch_length(session, leaf_id) > INLINE_BRANCH_LIMIT
+                reply = await _run(session, long_branch, lambda: session.branch(leaf_id))
+            case MoveLeaf(entry_id=entry_id):
+                reply = await _run(session, session.fsync, lambda: session.move_leaf(entry_id))
+            case Fork(path=path):
+                forked = await _run(session, True, lambda: session.fork(path))
+                if forked.error is None and forked.value is not None:
+                    # The old file is done with: flush and close it, continue with the fork.
+                    await _run(session, True, session.close)
+                    _reply(request.reply, Reply(forked.value.report))
+                    return forked.value
+                reply = forked
+            case Reload():
+                reply = await _run(session, True, session.reload)
+            case Flush():
+                reply = await _run(session, True, session.flush)
+            case Info():
+                reply = Reply(
+                    SessionInfo(
+                        session.path, session.header, session.leaf_id, len(session), session.report
+                    )
+                )
+        _reply(request.reply, reply)
+    return session
+
+
+def _branch_length(session: SessionFile, leaf_id: LeafRef) -> int:
+    try:
+        return len(session.branch_ids(leaf_id))
+    except KeyError:
+        return 0
+
+
+async def _run(session: SessionFile, slow: bool, work: Callable[[], T]) -> Reply[T]:
+    """Run ``work`` inline, or in a worker thread when it may block for long.
+
+    Only exceptions are captured (they go back to the caller); ``Cancelled`` and other
+    ``BaseException``s propagate. A thread is never abandoned: cancellation waits for it.
+    """
+    try:
+        if slow and session.path is not None:
+            return Reply(await trio.to_thread.run_sync(work))
+        return Reply(work())
+    except Exception as exc:
+        return Reply(error=exc)
+
+
+def _reply(channel: trio.MemorySendChannel[Reply[T]], reply: Reply[T]) -> None:
+    # The caller may have been cancelled and closed its end: the work is done, the reply moot.
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        channel.send_nowait(reply)
+
+
+async def _teardown(session: SessionFile) -> None:
+    """Flush then close, shielded from cancellation and bounded by ``CLOSE_TIMEOUT``.
+
+    The flush runs in a thread that may be abandoned at the deadline (a stuck disk must not
+    hold the runtime's exit); the frames already reached the OS, so only the disk flush is
+    skipped. The close itself is immediate and releases the write lock.
+    """
+    with trio.CancelScope(shield=True):
+        if session.needs_flush:
+            # An OSError must not skip the close below; the frames are in the OS already.
+            with trio.move_on_after(CLOSE_TIMEOUT), contextlib.suppress(OSError):
+                await trio.to_thread.run_sync(session.flush, abandon_on_cancel=True)
+        session.close(flush=False)
