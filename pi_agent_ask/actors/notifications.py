@@ -269,7 +269,8 @@ async def run_notifications(
 ) -> None:
     """Send every :class:`Notify` received on ``rx``; return when ``rx`` is closed and drained.
 
-    Start it with ``await nursery.start(run_notifications, rx, write_terminal=...)``.
+    Start it with ``await nursery.start(functools.partial(run_notifications, rx,
+    write_terminal=...))``.
     ``write_terminal`` receives the bell/OSC strings; the runtime decides where they go (the
     terminal's output, never a pipe). It must not block; if it raises, that channel is
     ``failed``. ``report`` (optional, must not raise) is called once per notification with its
