@@ -938,6 +938,18 @@ def test_project_trusted_through_a_symlinked_path(
     assert loaded.config.behaviour.question_mode == "background-only"
 
 
+def test_odd_trusted_entries_never_break_loading(path: Path, project: Path) -> None:
+    # The symlink fallback resolves every entry; a NUL byte cannot be resolved and is no match.
+    write(path, default_file(trustedProjects=["/\u0000odd", "/nonexistent/x"]))
+    write(project_settings_path(project), {"behaviour": {"questionMode": "background-only"}})
+
+    loaded = load_settings(path, project_dir=project)
+
+    assert loaded.project_override_applied is False
+    assert len(loaded.notices) == 1
+    assert "is not listed in trustedProjects" in loaded.notices[0]
+
+
 def test_other_project_keys_are_ignored_with_a_notice(path: Path, project: Path) -> None:
     write(path, default_file(trustedProjects=[str(project)]))
     project_file = project_settings_path(project)

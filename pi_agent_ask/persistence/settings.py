@@ -773,8 +773,6 @@ def decode_config_file(
         config = Config.from_json(without_keymaps)
     except InvalidConfigError:
         return _defaults(INVALID_CONFIG_NOTICE)
-    except RecursionError:
-        return _defaults(INVALID_CONFIG_NOTICE)
 
     if "keymaps" in migrated:
         try:
@@ -986,8 +984,16 @@ def _is_trusted(project_dir: Path, trusted: Iterable[str]) -> bool:
     entries = [os.path.normpath(entry) for entry in trusted if Path(entry).is_absolute()]
     if wanted in entries:
         return True
-    real = os.path.realpath(wanted)
-    return any(os.path.realpath(entry) == real for entry in entries)
+    real = _realpath(wanted)
+    return real is not None and any(_realpath(entry) == real for entry in entries)
+
+
+def _realpath(path: str) -> str | None:
+    # Entries come from a hand-edited file: a NUL byte or an unreadable link is no match.
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
 
 
 def _read_text(path: Path) -> str:
