@@ -52,11 +52,14 @@ __all__ = [
     "GlobalKeymap",
     "InvalidConfigError",
     "InvalidKeymapsError",
+    "KeymapContext",
     "Keymaps",
     "LoadedSettings",
     "MainKeymap",
     "NoteEditorKeymap",
+    "NotificationChannel",
     "Notifications",
+    "QuestionMode",
     "SettingsModalKeymap",
     "SettingsSaveError",
     "agent_dir",
@@ -214,8 +217,8 @@ class Behaviour:
 Binding = tuple[str, ...]
 
 
-class _KeymapContext:
-    """Shared behaviour of the five keymap context records (attrs classes below)."""
+class KeymapContext:
+    """What the five keymap context records (attrs classes below) have in common."""
 
     CONTEXT: ClassVar[str]
 
@@ -245,7 +248,7 @@ class _KeymapContext:
 
 
 @attrs.frozen
-class GlobalKeymap(_KeymapContext):
+class GlobalKeymap(KeymapContext):
     """``keymaps.global``: active in the main flow and in both editors."""
 
     CONTEXT: ClassVar[str] = "global"
@@ -254,7 +257,7 @@ class GlobalKeymap(_KeymapContext):
 
 
 @attrs.frozen
-class MainKeymap(_KeymapContext):
+class MainKeymap(KeymapContext):
     """``keymaps.main``: question navigation and Review."""
 
     CONTEXT: ClassVar[str] = "main"
@@ -271,7 +274,7 @@ class MainKeymap(_KeymapContext):
 
 
 @attrs.frozen
-class EditorKeymap(_KeymapContext):
+class EditorKeymap(KeymapContext):
     """``keymaps.editor``: the custom-answer editor."""
 
     CONTEXT: ClassVar[str] = "editor"
@@ -285,7 +288,7 @@ class EditorKeymap(_KeymapContext):
 
 
 @attrs.frozen
-class NoteEditorKeymap(_KeymapContext):
+class NoteEditorKeymap(KeymapContext):
     """``keymaps.noteEditor``: question and option note editors."""
 
     CONTEXT: ClassVar[str] = "noteEditor"
@@ -299,7 +302,7 @@ class NoteEditorKeymap(_KeymapContext):
 
 
 @attrs.frozen
-class SettingsModalKeymap(_KeymapContext):
+class SettingsModalKeymap(KeymapContext):
     """``keymaps.settingsModal``: the settings overlay."""
 
     CONTEXT: ClassVar[str] = "settingsModal"
@@ -309,7 +312,7 @@ class SettingsModalKeymap(_KeymapContext):
     toggle: Binding = attrs.field(default=("enter", "space"), converter=tuple)
 
 
-_CONTEXT_TYPES: tuple[type[_KeymapContext], ...] = (
+_CONTEXT_TYPES: tuple[type[KeymapContext], ...] = (
     GlobalKeymap,
     MainKeymap,
     EditorKeymap,
@@ -353,11 +356,11 @@ class Keymaps:
     note_editor: NoteEditorKeymap = attrs.field(factory=NoteEditorKeymap)
     settings_modal: SettingsModalKeymap = attrs.field(factory=SettingsModalKeymap)
 
-    def contexts(self) -> tuple[_KeymapContext, ...]:
+    def contexts(self) -> tuple[KeymapContext, ...]:
         """The five contexts in file order."""
         return (self.global_, self.main, self.editor, self.note_editor, self.settings_modal)
 
-    def context(self, name: str) -> _KeymapContext:
+    def context(self, name: str) -> KeymapContext:
         """A context by its JSON name (``noteEditor``); KeyError when unknown."""
         for context in self.contexts():
             if name == context.CONTEXT:
@@ -382,7 +385,7 @@ class Keymaps:
         """
         if not _is_object(data):
             raise InvalidKeymapsError("keymaps must be an object.")
-        built: list[_KeymapContext] = []
+        built: list[KeymapContext] = []
         for kind in _CONTEXT_TYPES:
             name = kind.CONTEXT
             section = data.get(name)
