@@ -1,0 +1,700 @@
+"""Session question history: records read from the journal on the current branch, the three
+history tools (``list_ask_history``, ``read_ask_history``, ``export_ask_history``) and the
+Markdown export.
+
+Everything except ``export_history`` (which writes one new file) and ``call_history_tool``
+(which reads the branch through the runtime) is pure: records are rebuilt from the branch
+entries on every call, so there is no index to keep in step with branch switches, compaction,
+reload or resume.
+
+Rules (contract 000 §Session question history; catalog §5 where 000 is silent):
+
+- one record per (request, question), in journal order: the order of the
+  ``ask:history-request`` entries on the branch, then question order. A request id seen twice
+  keeps its first entry; entries that are not well-formed are ignored, never guessed at;
+- a request's outcome is its latest well-formed ``ask:history-completed`` entry on the branch;
+- status, first rule that applies: ``error`` (the completion carries an error) → ``waiting`` (no
+  result yet) → ``cancelled`` → ``skipped`` (listed in ``skippedQuestionIds``) → ``answered``
+  (a committed answer: a selected value, non-blank custom text, or custom images) → ``skipped``
+  (submitted without a committed answer; notes alone are never an answer);
+- ``hasAnswer`` (and ``answeredOnly``) is ``status == "answered"``: partial selections kept in a
+  cancelled result are recorded but are not committed answers;
+- the record's question is the normalised question of the request (with its saved context and
+  options); its ``type``/``presentedType`` come from the final result when there is one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+from pi_agent_ask.form import text as texts
+from pi_agent_ask.form.result import AnswerResult, AskResult, QuestionMeta
+from pi_agent_ask.form.schemas import HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT
+from pi_agent_ask.form.types import JSON, QUESTION_TYPES, AskParams, Image, Option, Question
+from pi_agent_ask.persistence import journal as jr
+
+if TYPE_CHECKING:
+    from pi_agent_ask.persistence.session_file import Entry
+
+__all__ = [
+    "EMPTY_SELECTION_TEXT",
+    "HISTORY_TOOLS",
+    "IMAGE_PLACEHOLDER",
+    "PATH_REQUIRED_TEXT",
+    "HistoryError",
+    "HistoryRecord",
+    "HistoryStatus",
+    "build_records",
+    "call_history_tool",
+    "export_history",
+    "list_history",
+    "not_found_text",
+    "read_history",
+    "read_result_content",
+    "render_markdown",
+    "tool_text",
+]
+
+HistoryStatus = Literal["waiting", "answered", "skipped", "cancelled", "error"]
+
+LIST_ASK_HISTORY = "list_ask_history"
+READ_ASK_HISTORY = "read_ask_history"
+EXPORT_ASK_HISTORY = "export_ask_history"
+HISTORY_TOOLS = (LIST_ASK_HISTORY, READ_ASK_HISTORY, EXPORT_ASK_HISTORY)
+
+PATH_REQUIRED_TEXT = "An export path is required."
+EMPTY_SELECTION_TEXT = "Select at least one question or omit keys to export all history."
+IMAGE_PLACEHOLDER = "[image bytes in structuredContent]"
+
+_MIME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
+_BACKTICKS_RE = re.compile(r"`+")
+
+
+class HistoryError(Exception):
+    """A history request that cannot be served: its message is the tool error text."""
+
+
+def not_found_text(request_id: str, question_id: str) -> str:
+    """The error for a key that is not on the current branch."""
+    return f"Question not found on the current branch: {request_id} / {question_id}"
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class HistoryRecord:
+    """One recorded question of one ``ask_user`` request and what became of it.
+
+    ``answer`` is the question's entry in the latest result (``None`` when it has none, or when
+    the question was explicitly skipped); ``error`` is the completion's error text.
+    """
+
+    request_id: str
+    question_id: str
+    created_at: str
+    background: bool
+    question: Question
+    status: HistoryStatus
+    title: str | None = None
+    answer: AnswerResult | None = None
+    error: str | None = None
+
+    @property
+    def has_answer(self) -> bool:
+        """A committed answer of a completed (submitted) form."""
+        return self.status == "answered"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.request_id, self.question_id)
+
+    def question_json(self) -> dict[str, JSON]:
+        question = self.question
+        out: dict[str, JSON] = {
+            "id": question.id,
+            "label": question.label,
+            "prompt": question.prompt,
+            "type": question.type,
+        }
+        if question.presented_type is not None and question.presented_type != question.type:
+            out["presentedType"] = question.presented_type
+        if question.context is not None:
+            out["context"] = question.context
+        out["options"] = [option.to_json() for option in question.options]
+        return out
+
+    def to_json(self) -> dict[str, JSON]:
+        """The full record, as ``read_ask_history`` returns it (image bytes included)."""
+        out: dict[str, JSON] = {"requestId": self.request_id, "questionId": self.question_id}
+        if self.title is not None:
+            out["title"] = self.title
+        out["createdAt"] = self.created_at
+        out["background"] = self.background
+        out["question"] = self.question_json()
+        out["status"] = self.status
+        out["hasAnswer"] = self.has_answer
+        if self.answer is not None:
+            out["answer"] = self.answer.to_details()
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+    def summary(self) -> dict[str, JSON]:
+        """The compact form ``list_ask_history`` returns."""
+        out: dict[str, JSON] = {"requestId": self.request_id, "questionId": self.question_id}
+        if self.title is not None:
+            out["title"] = self.title
+        out["createdAt"] = self.created_at
+        out["background"] = self.background
+        out["status"] = self.status
+        out["label"] = self.question.label
+        out["prompt"] = self.question.prompt
+        out["hasAnswer"] = self.has_answer
+        return out
+
+    def search_text(self) -> str:
+        """The lower-cased JSON of the whole record that queries match against.
+
+        Image bytes are left out: base64 contains nearly every short letter sequence, so
+        including it would make any record with an image match almost any query.
+        """
+        data = _replace_image_data(self.to_json(), "")
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).lower()
+
+
+@attrs.frozen
+class _Request:
+    request_id: str
+    created_at: str
+    background: bool
+    title: str | None
+    questions: tuple[Question, ...]
+
+
+@attrs.frozen
+class _Completion:
+    result: AskResult | None
+    error: str | None
+
+
+def build_records(entries: Iterable[Entry]) -> list[HistoryRecord]:
+    """All history records of a branch (its entries root → leaf), in journal order."""
+    requests: dict[str, _Request] = {}
+    completions: dict[str, _Completion] = {}
+    for entry in entries:
+        if entry.type == jr.HISTORY_REQUEST:
+            request = _request_of(entry)
+            if request is not None and request.request_id not in requests:
+                requests[request.request_id] = request
+        elif entry.type == jr.HISTORY_COMPLETED:
+            parsed = _completion_of(entry.data)
+            if parsed is not None:
+                # Later completions of the same request replace earlier ones.
+                completions[parsed[0]] = parsed[1]
+    records: list[HistoryRecord] = []
+    for request_id, request in requests.items():
+        completion = completions.get(request_id)
+        records.extend(_record(request, question, completion) for question in request.questions)
+    return records
+
+
+def _record(request: _Request, question: Question, completion: _Completion | None) -> HistoryRecord:
+    result = completion.result if completion is not None else None
+    error = completion.error if completion is not None else None
+    answer: AnswerResult | None = None
+    explicitly_skipped = False
+    if result is not None:
+        explicitly_skipped = question.id in result.skipped_question_ids
+        # A mapping lookup by the question's own id: no inherited or default value can answer.
+        if not explicitly_skipped:
+            answer = result.answers.get(question.id)
+        final = result.question(question.id)
+        if final is not None:
+            question = attrs.evolve(question, type=final.type, presented_type=final.presented_type)
+        if error is None and result.issues is not None:
+            error = texts.invalid_text(result.issues)
+    status: HistoryStatus
+    if error is not None:
+        status = "error"
+    elif result is None:
+        status = "waiting"
+    elif result.cancelled:
+        status = "cancelled"
+    elif explicitly_skipped:
+        status = "skipped"
+    elif answer is not None and _committed(answer):
+        status = "answered"
+    else:
+        status = "skipped"
+    return HistoryRecord(
+        request_id=request.request_id,
+        question_id=question.id,
+        created_at=request.created_at,
+        background=request.background,
+        question=question,
+        status=status,
+        title=request.title,
+        answer=answer,
+        error=error,
+    )
+
+
+def _committed(answer: AnswerResult) -> bool:
+    return (
+        bool(answer.values)
+        or bool(answer.custom_text and answer.custom_text.strip())
+        or bool(answer.custom_images)
+    )
+
+
+def _request_of(entry: Entry) -> _Request | None:
+    data = entry.data
+    request_id = data.get("requestId")
+    raw_questions = data.get("questions")
+    if not isinstance(request_id, str) or not request_id:
+        return None
+    if not isinstance(raw_questions, list | tuple) or not raw_questions:
+        return None
+    questions: list[Question] = []
+    for raw in raw_questions:
+        question = _question_of(raw)
+        if question is None:
+            return None
+        questions.append(question)
+    created_at = data.get("createdAt")
+    title = data.get("title")
+    return _Request(
+        request_id=request_id,
+        created_at=created_at if isinstance(created_at, str) else _iso(entry.timestamp),
+        background=data.get("background") is True,
+        title=title if isinstance(title, str) and title.strip() else None,
+        questions=tuple(questions),
+    )
+
+
+def _question_of(raw: object) -> Question | None:
+    if not isinstance(raw, Mapping):
+        return None
+    qid, label, prompt = raw.get("id"), raw.get("label"), raw.get("prompt")
+    if not (isinstance(qid, str) and isinstance(label, str) and isinstance(prompt, str)):
+        return None
+    kind = _question_type(raw.get("type", "single"))
+    if kind is None:
+        return None
+    presented = raw.get("presentedType")
+    presented_type = _question_type(presented) if presented is not None else None
+    context = raw.get("context")
+    raw_options = raw.get("options")
+    if not isinstance(raw_options, list | tuple):
+        return None
+    options: list[Option] = []
+    for raw_option in raw_options:
+        option = _option_of(raw_option)
+        if option is None:
+            return None
+        options.append(option)
+    return Question(
+        id=qid,
+        label=label,
+        prompt=prompt,
+        type=kind,
+        options=tuple(options),
+        context=context if isinstance(context, str) else None,
+        presented_type=presented_type if presented_type != kind else None,
+    )
+
+
+def _question_type(value: object) -> Any:
+    if value in QUESTION_TYPES:
+        return value
+    # Saved forms of older releases: a preview question is a single-select one (000).
+    return "single" if value == "preview" else None
+
+
+def _option_of(raw: object) -> Option | None:
+    if not isinstance(raw, Mapping):
+        return None
+    value, label = raw.get("value"), raw.get("label")
+    if not isinstance(value, str) or not isinstance(label, str):
+        return None
+    description = raw.get("description")
+    recommended = raw.get("recommended")
+    return Option(
+        value=value,
+        label=label,
+        description=description if isinstance(description, str) else None,
+        recommended=recommended if isinstance(recommended, bool) else None,
+    )
+
+
+def _completion_of(data: Mapping[str, Any]) -> tuple[str, _Completion] | None:
+    request_id = data.get("requestId")
+    if not isinstance(request_id, str):
+        return None
+    error = data.get("error")
+    raw_result = data.get("result")
+    result: AskResult | None = None
+    if isinstance(raw_result, Mapping):
+        try:
+            result = AskResult.from_details(raw_result)
+        except ValueError:
+            result = None
+    if result is None and not isinstance(error, str):
+        return None
+    return request_id, _Completion(result=result, error=error if isinstance(error, str) else None)
+
+
+def _iso(timestamp: float) -> str:
+    moment = dt.datetime.fromtimestamp(timestamp, dt.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _find(records: Sequence[HistoryRecord], request_id: str, question_id: str) -> HistoryRecord:
+    for record in records:
+        if record.request_id == request_id and record.question_id == question_id:
+            return record
+    raise HistoryError(not_found_text(request_id, question_id))
+
+
+# --------------------------------------------------------------------------------------------
+# Queries
+# --------------------------------------------------------------------------------------------
+
+
+def list_history(
+    entries: Iterable[Entry],
+    query: str | None = None,
+    answered_only: bool = False,
+    offset: int = 0,
+    limit: int = HISTORY_DEFAULT_LIMIT,
+) -> dict[str, JSON]:
+    """``list_ask_history``: ``{total, offset, nextOffset?, records}`` over the filtered records.
+
+    ``query`` is trimmed and matched case-insensitively as a substring of each record's JSON;
+    ``total`` counts the filtered records; ``nextOffset`` is present only when more remain.
+    """
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise HistoryError("offset must be a non-negative integer.")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= HISTORY_MAX_LIMIT:
+        raise HistoryError(f"limit must be an integer from 1 to {HISTORY_MAX_LIMIT}.")
+    needle = query.strip().lower() if isinstance(query, str) else ""
+    matches = [
+        record
+        for record in build_records(entries)
+        if (not answered_only or record.has_answer)
+        and (not needle or needle in record.search_text())
+    ]
+    page = matches[offset : offset + limit]
+    out: dict[str, JSON] = {"total": len(matches), "offset": offset}
+    following = offset + len(page)
+    if following < len(matches):
+        out["nextOffset"] = following
+    out["records"] = [record.summary() for record in page]
+    return out
+
+
+def read_history(entries: Iterable[Entry], request_id: str, question_id: str) -> dict[str, JSON]:
+    """``read_ask_history``: ``{record}``, the full record; ``HistoryError`` for a key that is
+    not on the current branch."""
+    return {"record": _find(build_records(entries), request_id, question_id).to_json()}
+
+
+def _select(
+    records: Sequence[HistoryRecord], keys: Sequence[Mapping[str, Any]] | None
+) -> list[HistoryRecord]:
+    """The selected records in journal order; every key must exist (one bad key fails all)."""
+    if keys is None:
+        return list(records)
+    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence):
+        raise HistoryError("keys must be an array of {requestId, questionId} objects.")
+    if not keys:
+        raise HistoryError(EMPTY_SELECTION_TEXT)
+    wanted: set[tuple[str, str]] = set()
+    for key in keys:
+        request_id = key.get("requestId") if isinstance(key, Mapping) else None
+        question_id = key.get("questionId") if isinstance(key, Mapping) else None
+        if not isinstance(request_id, str) or not isinstance(question_id, str):
+            raise HistoryError("Each key must have a requestId and a questionId string.")
+        wanted.add(_find(records, request_id, question_id).key)
+    return [record for record in records if record.key in wanted]
+
+
+def export_history(
+    entries: Iterable[Entry],
+    path: str,
+    keys: Sequence[Mapping[str, Any]] | None,
+    cwd: str | os.PathLike[str],
+) -> dict[str, JSON]:
+    """``export_ask_history``: write the selected records to a new Markdown file.
+
+    Returns ``{path, keys}`` (the absolute path and the exported keys in journal order). Every
+    key is checked before anything is created. The file is created exclusively with mode 0600:
+    an existing file, or a symlink at the destination, is never replaced or followed, and the
+    parent directory must already exist. A failed write removes the partial file.
+    """
+    selected = _select(build_records(entries), keys)
+    if not isinstance(path, str) or not path.strip():
+        raise HistoryError(PATH_REQUIRED_TEXT)
+    # Lexical normalisation only: resolving symlinks here would follow one at the destination.
+    target = Path(os.path.normpath(Path(cwd).absolute() / path))
+    if path.endswith(("/", os.sep)):
+        raise HistoryError(f"The export path must name a file, not a directory: {target}")
+    content = render_markdown(selected).encode("utf-8")
+    _write_new_file(target, content)
+    return {
+        "path": str(target),
+        "keys": [{"requestId": r.request_id, "questionId": r.question_id} for r in selected],
+    }
+
+
+def _write_new_file(target: Path, content: bytes) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(target, flags, 0o600)
+    except FileExistsError:
+        raise HistoryError(
+            f"The export file already exists: {target} (existing files are never replaced)."
+        ) from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise HistoryError(f"The export directory does not exist: {target.parent}") from None
+    except OSError as error:
+        raise HistoryError(f"Could not create the export file {target}: {error.strerror}") from None
+    try:
+        view = memoryview(content)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException as error:
+        os.close(fd)
+        # The file was created by this call (O_EXCL), so removing it touches nothing else.
+        with contextlib.suppress(OSError):
+            target.unlink()
+        if isinstance(error, OSError):
+            raise HistoryError(
+                f"Could not write the export file {target}: {error.strerror}"
+            ) from None
+        raise
+    os.close(fd)
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------------------------
+
+
+def _literal(text: str) -> str:
+    """A fenced ``text`` block holding ``text`` verbatim: the fence is one backtick longer than
+    the longest backtick run inside (at least three), so nothing inside can close it."""
+    longest = max((len(run) for run in _BACKTICKS_RE.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _field(label: str, text: str | None) -> str:
+    return "" if not text else f"### {label}\n\n{_literal(text)}"
+
+
+def _images(label: str, images: Sequence[Image]) -> list[str]:
+    parts = []
+    for number, image in enumerate(images, start=1):
+        name = f"{label} image {number}"
+        # The MIME type is written into a URI: anything unexpected there could break the link.
+        mime = image.mime_type if _MIME_RE.match(image.mime_type) else "application/octet-stream"
+        data = "".join(image.data.split())
+        parts.append(f"### {name}\n\n![{name}](data:{mime};base64,{data})")
+    return parts
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def render_markdown(records: Sequence[HistoryRecord]) -> str:
+    """The export file: ``# Ask history`` then one section per record, ending with a newline.
+
+    Every text field is a literal fenced block, so Markdown punctuation and line breaks stay
+    exactly as recorded; blocks are separated by one blank line and empty fields are omitted.
+    """
+    parts = ["# Ask history"]
+    parts.extend(_render_record(record, number) for number, record in enumerate(records, 1))
+    return "\n\n".join(parts) + "\n"
+
+
+def _render_record(record: HistoryRecord, number: int) -> str:
+    question = record.question
+    parts = [
+        f"## Question {number}",
+        f"Status: {record.status}",
+        f"Created: {record.created_at}",
+        f"Background: {_bool(record.background)}",
+        _field("Request key", record.request_id),
+        _field("Question key", record.question_id),
+        _field("Form title", record.title),
+        _field("Label", question.label),
+        _field("Question", question.prompt),
+        _field("Context", question.context),
+        f"Type: {question.type}",
+        f"Presented type: {question.presented_type or question.type}",
+    ]
+    parts.extend(_render_option(option, n) for n, option in enumerate(question.options, 1))
+    if record.answer is None:
+        parts.append("No committed answer.")
+    else:
+        parts.extend(_render_answer(record.answer))
+    parts.append(_field("Error", record.error))
+    return "\n\n".join(part for part in parts if part)
+
+
+def _render_option(option: Option, number: int) -> str:
+    parts = [
+        f"### Option {number}",
+        _field("Value", option.value),
+        _field("Label", option.label),
+        _field("Description", option.description),
+    ]
+    if option.recommended is not None:
+        parts.append(f"Recommended: {_bool(option.recommended)}")
+    return "\n\n".join(part for part in parts if part)
+
+
+def _render_answer(answer: AnswerResult) -> list[str]:
+    positions = json.dumps(list(answer.indices), separators=(",", ":"))
+    parts = [f"### Answer\n\nSelected positions: {positions}"]
+    parts.extend(_field(f"Selected value {n}", v) for n, v in enumerate(answer.values, 1))
+    parts.extend(_field(f"Selected label {n}", v) for n, v in enumerate(answer.labels, 1))
+    parts.append(_field("Custom answer", answer.custom_text))
+    parts.extend(_images("Custom answer", answer.custom_images))
+    parts.append(_field("Question note", answer.note))
+    parts.extend(_images("Question note", answer.note_images))
+    for value, images in answer.option_note_images.items():
+        if images:
+            parts.append(_field("Image note option value", value))
+            parts.extend(_images("Option note", images))
+    for value, note in answer.option_notes.items():
+        parts.append(_field("Noted option value", value))
+        parts.append(_field("Option note", note))
+    return parts
+
+
+# --------------------------------------------------------------------------------------------
+# Tool results
+# --------------------------------------------------------------------------------------------
+
+
+def _replace_image_data(value: Any, placeholder: str) -> Any:
+    """A copy of ``value`` with every string field named ``data`` replaced."""
+    if isinstance(value, Mapping):
+        return {
+            key: placeholder
+            if key == "data" and isinstance(item, str)
+            else _replace_image_data(item, placeholder)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_replace_image_data(item, placeholder) for item in value]
+    return value
+
+
+def tool_text(data: Mapping[str, Any]) -> str:
+    """The text block of a history tool result: compact JSON of ``data`` with image bytes
+    replaced by ``[image bytes in structuredContent]``."""
+    redacted = _replace_image_data(data, IMAGE_PLACEHOLDER)
+    return json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))
+
+
+def read_result_content(record: HistoryRecord) -> list[dict[str, JSON]]:
+    """The content blocks of a ``read_ask_history`` result: the JSON text, then each image of
+    the answer preceded by a text block naming its question and answer or note."""
+    blocks: list[dict[str, JSON]] = [
+        {"type": "text", "text": tool_text({"record": record.to_json()})}
+    ]
+    if record.answer is None or record.status in ("cancelled", "error"):
+        return blocks
+    question = record.question
+    params = AskParams(questions=(question,), title=record.title)
+    result = AskResult(
+        cancelled=False,
+        questions=(
+            QuestionMeta(
+                id=question.id,
+                label=question.label,
+                prompt=question.prompt,
+                type=question.type,
+                presented_type=question.presented_type,
+            ),
+        ),
+        answers={question.id: record.answer},
+    )
+    blocks.extend(texts.image_blocks(result, params=params))
+    return blocks
+
+
+def _response(
+    data: dict[str, JSON], content: list[dict[str, JSON]] | None = None
+) -> dict[str, Any]:
+    return {
+        "content": content if content is not None else [{"type": "text", "text": tool_text(data)}],
+        "details": data,
+        "structuredContent": data,
+    }
+
+
+async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any) -> dict[str, Any]:
+    """Run one history tool call for the runtime.
+
+    ``writer.branch()`` gives the current branch (root → leaf); ``runtime.cwd`` anchors
+    relative export paths. Schema failures and history errors raise ``ToolError``.
+    """
+    import trio
+
+    from pi_agent_ask.actors.runtime import ToolError
+    from pi_agent_ask.form.validate import schema_error_text, schema_issues
+
+    if name not in HISTORY_TOOLS:
+        raise ToolError(f"Tool {name!r} is not available.")
+    if (
+        name == EXPORT_ASK_HISTORY
+        and isinstance(arguments, Mapping)
+        and arguments.get("keys") == []
+        and not schema_issues(name, {k: v for k, v in arguments.items() if k != "keys"})
+    ):
+        # The schema's minItems would say "keys: must NOT have fewer than 1 items"; the
+        # history's own sentence tells the agent what to do instead.
+        raise ToolError(EMPTY_SELECTION_TEXT)
+    issues = schema_issues(name, arguments)
+    if issues:
+        raise ToolError(schema_error_text(name, issues))
+    entries = await writer.branch()
+    try:
+        if name == LIST_ASK_HISTORY:
+            data = list_history(
+                entries,
+                query=arguments.get("query"),
+                answered_only=bool(arguments.get("answeredOnly", False)),
+                offset=arguments.get("offset", 0),
+                limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
+            )
+            return _response(data)
+        if name == READ_ASK_HISTORY:
+            records = build_records(entries)
+            record = _find(records, arguments["requestId"], arguments["questionId"])
+            return _response({"record": record.to_json()}, read_result_content(record))
+        data = await trio.to_thread.run_sync(
+            export_history, entries, arguments["path"], arguments.get("keys"), runtime.cwd
+        )
+        return _response(data)
+    except HistoryError as error:
+        raise ToolError(str(error)) from None
