@@ -523,7 +523,8 @@ def cell_width(text: str) -> int:
 
 def wrap_line(line: Line, width: int, indent: int = 0) -> list[Line]:
     """Word-wrap a styled line to ``width`` cells; continuation lines start with ``indent``
-    spaces. Words longer than a line are split. Every returned line fits ``width``."""
+    spaces. Words longer than a line are split. Every returned line fits ``width``, except that
+    a character wider than ``width`` (a wide character at width 1) gets a line of its own."""
     width = max(1, width)
     indent = max(0, min(indent, width - 1))
     tokens = [(style, piece) for style, text in line for piece in re.findall(r"\s+|\S+", text)]
@@ -561,6 +562,9 @@ def wrap_line(line: Line, width: int, indent: int = 0) -> list[Line]:
                 flush()
                 continue
             # A word wider than a whole line: take what fits (at least one character).
+            if used and used + _char_width(rest[0]) > width:
+                # Not even its first character fits after the indentation: drop the indent.
+                current, used, start = [], 0, 0
             taken, taken_width = "", 0
             for char in rest:
                 if taken and used + taken_width + _char_width(char) > width:
