@@ -1,0 +1,957 @@
+"""The form view as a pure function: a ``FormState`` snapshot in, styled lines and targets out.
+
+``render_form(state, width, options) -> Frame``. No prompt_toolkit objects, no I/O; the
+terminal surface (``surface.py``) shows a frame and maps clicks through its targets.
+
+What a frame holds, stated once:
+
+- ``lines``: every row of the form, each a tuple of ``(style, text)`` fragments whose cells fit
+  ``width``. Styles are prompt_toolkit class names (``class:ask.warning``); the surface's style
+  sheet gives them colours. The first ``header_rows`` lines (title, tab bar) and the last
+  ``footer_rows`` lines (key hints) stay on screen; the rows between them scroll.
+- ``targets``: the click targets -- each option row, each visible tab, each Review action --
+  with the rows and columns they cover *in this frame*. A target covers its own row text only:
+  context shown beside the options, notes under a row and the Review summary are not part of
+  any target. Because targets come with the frame, a click is always mapped through the rows
+  that are on screen now (after a resize or a scroll), never through stale positions.
+- ``focus_row``: the row the surface keeps visible (the highlighted option, the open editor's
+  cursor, the highlighted Review action); ``cursor``: where the editor's cursor is, if one is
+  open.
+
+Every string the agent supplied (title, labels, prompts, descriptions, context) and every
+string the person typed passes through ``sanitize_text``/``sanitize_line`` before it becomes a
+fragment, so no escape sequence or control character reaches the terminal from here.
+
+Layout rules: the context of a question is shown beside its options when the frame is at least
+:data:`CONTEXT_BESIDE_MIN_WIDTH` cells wide, and below them otherwise; below the options it is
+hidden while the cursor is on the ``Type your own`` row (the editor needs the room there).
+Recommended options render ``(recommended)`` in the warning style followed by a muted
+`` | <description>``; no option is ever shown selected because it is recommended. Saved option
+notes and custom text stay under their rows whether or not the row is highlighted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import attrs
+
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.sanitize import MARKER, sanitize_line, sanitize_text
+from pi_agent_ask.form.text import cell_width, wrap_line
+from pi_agent_ask.form.types import Draft, Option, Question
+from pi_agent_ask.persistence.keys import format_key
+from pi_agent_ask.persistence.settings import EditorKeymap, Keymaps
+
+__all__ = [
+    "ADD_NOTE_PLACEHOLDER",
+    "CONTEXT_BESIDE_MIN_WIDTH",
+    "CUSTOM_LABEL",
+    "CUSTOM_PLACEHOLDER",
+    "Fragment",
+    "Frame",
+    "Line",
+    "RenderOptions",
+    "Target",
+    "footer_hints",
+    "line_text",
+    "render_form",
+]
+
+Fragment = tuple[str, str]
+Line = tuple[Fragment, ...]
+
+CUSTOM_LABEL = "Type your own"
+CUSTOM_PLACEHOLDER = "Type answer..."
+ADD_NOTE_PLACEHOLDER = "Add a note..."
+RECOMMENDED = "(recommended)"
+NOT_SELECTED = "(not selected)"
+
+CONTEXT_BESIDE_MIN_WIDTH = 100
+"""From this width on, a question's context is shown beside its options."""
+OPTION_COLUMN_SHARE = 0.5
+"""Share of the width the option column takes when context is beside it."""
+SEPARATOR = " │ "
+TAB_LABEL_MAX = 24
+"""Cells of a tab label before it is truncated with an ellipsis."""
+
+# Styles (prompt_toolkit class names; surface.py maps them to colours).
+TEXT = "class:ask.text"
+TITLE = "class:ask.title"
+ACCENT = "class:ask.accent"
+MUTED = "class:ask.muted"
+WARNING = "class:ask.warning"
+SUCCESS = "class:ask.success"
+ERROR = "class:ask.error"
+PROMPT = "class:ask.prompt"
+TAB = "class:ask.tab"
+TAB_ACTIVE = "class:ask.tab.active"
+POINTER = "class:ask.pointer"
+ACTIVE = "class:ask.option.active"
+MARK = "class:ask.mark"
+MARK_ON = "class:ask.mark.selected"
+NOTE = "class:ask.note"
+EDITOR = "class:ask.editor"
+PLACEHOLDER = "class:ask.placeholder"
+CONTEXT = "class:ask.context"
+HINT = "class:ask.hint"
+RULE = "class:ask.rule"
+
+POINTER_TEXT = "› "
+NO_POINTER = "  "
+
+TargetKind = Literal["option", "tab", "review"]
+
+
+@attrs.frozen
+class RenderOptions:
+    """What rendering needs besides the form snapshot: live settings and the live editor.
+
+    ``editor_text``/``editor_cursor`` are the terminal's editor buffer, which may be a keystroke
+    ahead of the snapshot; ``None`` means "use the snapshot's editor text, cursor at its end".
+    """
+
+    keymaps: Keymaps = attrs.field(factory=Keymaps)
+    show_footer_hints: bool = True
+    editor_text: str | None = None
+    editor_cursor: int | None = None
+
+
+@attrs.frozen
+class Target:
+    """A click target: rows ``first_row..last_row-1``, columns ``start_col..end_col-1``.
+
+    ``key`` identifies the target across frames (a press and its release must land on the same
+    one); ``command`` is what a completed click sends.
+    """
+
+    kind: TargetKind
+    key: tuple[str, int, int]
+    first_row: int
+    last_row: int
+    start_col: int
+    end_col: int
+    command: fs.Command
+
+    def contains(self, row: int, col: int) -> bool:
+        return self.first_row <= row < self.last_row and self.start_col <= col < self.end_col
+
+    def shifted(self, rows: int, cols: int = 0) -> Target:
+        return attrs.evolve(
+            self,
+            first_row=self.first_row + rows,
+            last_row=self.last_row + rows,
+            start_col=self.start_col + cols,
+            end_col=self.end_col + cols,
+        )
+
+
+@attrs.frozen
+class Frame:
+    """One rendered form: see the module docstring."""
+
+    lines: tuple[Line, ...]
+    width: int
+    header_rows: int
+    footer_rows: int
+    targets: tuple[Target, ...]
+    focus_row: int
+    cursor: tuple[int, int] | None = None
+
+    def target_at(self, row: int, col: int) -> Target | None:
+        """The click target covering frame cell ``(row, col)``, if any."""
+        for target in self.targets:
+            if target.contains(row, col):
+                return target
+        return None
+
+    def text(self) -> str:
+        """The frame as plain text, one line per row (tests and debugging)."""
+        return "\n".join(line_text(line) for line in self.lines)
+
+
+def line_text(line: Line) -> str:
+    """The plain text of a styled line."""
+    return "".join(text for _, text in line)
+
+
+def line_width(line: Line) -> int:
+    return sum(cell_width(text) for _, text in line)
+
+
+# --------------------------------------------------------------------------------------------
+# Building blocks
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.define
+class _Block:
+    """Rows under construction, with targets relative to the block's first row."""
+
+    lines: list[Line] = attrs.field(factory=list)
+    targets: list[Target] = attrs.field(factory=list)
+    focus: int | None = None
+    cursor: tuple[int, int] | None = None
+
+    def add(self, line: Line) -> None:
+        self.lines.append(line)
+
+    def extend(self, lines: Iterable[Line]) -> None:
+        self.lines.extend(lines)
+
+    def blank(self) -> None:
+        self.lines.append(())
+
+    def append_block(self, other: _Block) -> None:
+        offset = len(self.lines)
+        self.lines.extend(other.lines)
+        self.targets.extend(target.shifted(offset) for target in other.targets)
+        if other.focus is not None:
+            self.focus = other.focus + offset
+        if other.cursor is not None:
+            self.cursor = (other.cursor[0] + offset, other.cursor[1])
+
+
+def _merge(fragments: Iterable[Fragment]) -> Line:
+    out: list[Fragment] = []
+    for style, text in fragments:
+        if not text:
+            continue
+        if out and out[-1][0] == style:
+            out[-1] = (style, out[-1][1] + text)
+        else:
+            out.append((style, text))
+    return tuple(out)
+
+
+def _wrap(fragments: Sequence[Fragment], width: int, indent: int = 0) -> list[Line]:
+    """Word-wrap one logical line (no newlines inside) to ``width`` cells."""
+    line = _merge(fragments)
+    if line_width(line) <= width:
+        return [line]
+    return [tuple(row) for row in wrap_line(line, width, indent)]  # type: ignore[arg-type]
+
+
+def _paragraphs(
+    prefix: Sequence[Fragment], text: str, style: str, width: int, indent: int
+) -> list[Line]:
+    """``prefix`` + sanitised ``text`` wrapped to ``width``; the text's own line breaks start
+    new rows indented by ``indent`` cells."""
+    parts = sanitize_text(text).split("\n")
+    rows = _wrap([*prefix, (style, parts[0])], width, indent)
+    for part in parts[1:]:
+        rows.extend(_wrap([(TEXT, " " * indent), (style, part)], width, indent))
+    return rows
+
+
+def _truncate(text: str, limit: int) -> str:
+    if cell_width(text) <= limit:
+        return text
+    out, used = "", 0
+    for char in text:
+        w = cell_width(char)
+        if used + w > limit - 1:
+            break
+        out += char
+        used += w
+    return out + "…"
+
+
+def _pad(line: Line, width: int) -> Line:
+    missing = width - line_width(line)
+    return (*line, (TEXT, " " * missing)) if missing > 0 else line
+
+
+# --------------------------------------------------------------------------------------------
+# Header: title and tab bar
+# --------------------------------------------------------------------------------------------
+
+
+def _tab_mark(state: fs.FormState, index: int) -> tuple[str, str]:
+    draft = state.drafts[index]
+    if draft.skipped:
+        return "–", MUTED
+    if draft.is_answered:
+        return "✓", SUCCESS
+    return "□", MUTED
+
+
+def _tab_bar(state: fs.FormState, width: int) -> _Block:
+    """One row of tabs. When they do not fit, a window of tabs around the current one is shown,
+    with ``‹ +k`` / ``+k ›`` counting the hidden tabs on each side."""
+    tabs: list[tuple[Line, fs.Command]] = []
+    for index, question in enumerate(state.params.questions):
+        mark, mark_style = _tab_mark(state, index)
+        label = _truncate(sanitize_line(question.label), TAB_LABEL_MAX)
+        active = index == state.tab
+        style = TAB_ACTIVE if active else TAB
+        tabs.append(
+            (
+                _merge(
+                    [(style, " "), (style if active else mark_style, mark), (style, f" {label} ")]
+                ),
+                fs.SelectTab(index),
+            )
+        )
+    review_style = TAB_ACTIVE if state.on_review else TAB
+    review_mark = "✓" if all(d.is_answered for d in state.drafts) else "→"
+    tabs.append(
+        (
+            _merge([(review_style, f" {review_mark} Review ")]),
+            fs.SelectTab(state.review_tab),
+        )
+    )
+    widths = [line_width(line) for line, _ in tabs]
+    total = sum(widths) + len(tabs) - 1
+    first, last = 0, len(tabs)
+    if total > width:
+        first, last = _tab_window(widths, state.tab, width)
+    fragments: list[Fragment] = []
+    targets: list[Target] = []
+    col = 0
+    if first > 0:
+        more = f"‹ +{first} "
+        fragments.append((MUTED, more))
+        col += cell_width(more)
+    for index in range(first, last):
+        line, command = tabs[index]
+        if index > first:
+            fragments.append((TEXT, " "))
+            col += 1
+        targets.append(Target("tab", ("tab", index, 0), 0, 1, col, col + widths[index], command))
+        fragments.extend(line)
+        col += widths[index]
+    if last < len(tabs):
+        fragments.append((MUTED, f" +{len(tabs) - last} ›"))
+    return _Block(lines=[_merge(fragments)], targets=targets)
+
+
+def _tab_window(widths: Sequence[int], current: int, width: int) -> tuple[int, int]:
+    """The widest contiguous run of tabs around ``current`` that fits with its indicators."""
+    first, last = current, current + 1
+
+    def cost(a: int, b: int) -> int:
+        used = sum(widths[a:b]) + (b - a - 1)
+        if a > 0:
+            used += len(f"‹ +{a} ")
+        if b < len(widths):
+            used += len(f" +{len(widths) - b} ›")
+        return used
+
+    grow_right = True
+    while True:
+        grown = False
+        for side in (True, False) if grow_right else (False, True):
+            if side and last < len(widths) and cost(first, last + 1) <= width:
+                last += 1
+                grown = True
+            elif not side and first > 0 and cost(first - 1, last) <= width:
+                first -= 1
+                grown = True
+        grow_right = not grow_right
+        if not grown:
+            return first, last
+
+
+def _header(state: fs.FormState, width: int) -> _Block:
+    block = _Block()
+    title = state.params.title
+    if title:
+        block.extend(_wrap([(TITLE, sanitize_line(title))], width))
+    block.append_block(_tab_bar(state, width))
+    block.blank()
+    return block
+
+
+# --------------------------------------------------------------------------------------------
+# Editors
+# --------------------------------------------------------------------------------------------
+
+
+def _display_char(char: str) -> str:
+    if char.isprintable():
+        return char
+    return MARKER
+
+
+def _editor_rows(
+    text: str,
+    cursor: int,
+    indent: int,
+    width: int,
+    placeholder: str,
+    label: Sequence[Fragment] = (),
+) -> tuple[list[Line], tuple[int, int]]:
+    """The open editor: ``label`` then the text, hard-wrapped at ``width`` so the cursor maps to
+    one cell. Returns the rows and the cursor's ``(row, col)`` relative to the first row.
+
+    A row keeps one free cell at its end, so a cursor after the last character always fits.
+    """
+    head = _merge([(TEXT, " " * indent), *label])
+    start = line_width(head)
+    avail = max(2, width - start)
+    if not text:
+        rows = [_merge([*head, (PLACEHOLDER, _truncate(placeholder, avail))])]
+        return rows, (0, start)
+    lines: list[Line] = []
+    current: list[str] = []
+    used = 0
+    cursor_at: tuple[int, int] | None = None
+    row_prefix: Line = head
+
+    def flush() -> None:
+        nonlocal current, used, row_prefix
+        lines.append(_merge([*row_prefix, (EDITOR, "".join(current))]))
+        current = []
+        used = 0
+        row_prefix = _merge([(TEXT, " " * start)])
+
+    for index, char in enumerate(text):
+        if index == cursor:
+            cursor_at = (len(lines), start + used)
+        if char == "\n":
+            flush()
+            continue
+        shown = _display_char(char)
+        w = cell_width(shown)
+        if used + w > avail - 1:
+            flush()
+            if index == cursor:
+                cursor_at = (len(lines), start)
+        current.append(shown)
+        used += w
+    if cursor_at is None:
+        cursor_at = (len(lines), start + used)
+    flush()
+    return lines, cursor_at
+
+
+def _editor_for(state: fs.FormState, options: RenderOptions) -> tuple[str, int]:
+    editor = state.editor
+    assert editor is not None
+    text = options.editor_text if options.editor_text is not None else editor.text
+    cursor = options.editor_cursor if options.editor_cursor is not None else len(text)
+    return text, max(0, min(cursor, len(text)))
+
+
+def _images_suffix(count: int) -> str:
+    if not count:
+        return ""
+    return " [1 image]" if count == 1 else f" [{count} images]"
+
+
+# --------------------------------------------------------------------------------------------
+# A question tab
+# --------------------------------------------------------------------------------------------
+
+
+def _mark(selected: bool, multi: bool) -> tuple[str, str]:
+    if multi:
+        return ("[x] " if selected else "[ ] "), (MARK_ON if selected else MARK)
+    return ("(•) " if selected else "( ) "), (MARK_ON if selected else MARK)
+
+
+def _number_text(row: int, rows: int) -> str:
+    digits = len(str(rows))
+    return f"{row + 1}.".rjust(digits + 1) + " "
+
+
+def _option_rows(
+    state: fs.FormState, options: RenderOptions, q: int, width: int
+) -> tuple[_Block, bool]:
+    """The option list of question ``q`` (with notes, custom text and editors under their
+    rows). Returns the block and whether the custom row is the highlighted one."""
+    question = state.params.questions[q]
+    draft = state.drafts[q]
+    live = fs.Draft() if draft.skipped else draft
+    multi = state.types[q] == "multi"
+    cursor = state.cursors[q]
+    editor = state.editor if state.editor is not None and state.editor.question == q else None
+    count = len(question.options) + 1
+    block = _Block()
+    for row, option in enumerate(question.options):
+        active = row == cursor
+        first = len(block.lines)
+        prefix = _row_prefix(row, count, active, live.selected and row in live.selected, multi)
+        indent = line_width(prefix)
+        block.extend(_option_label_rows(prefix, option, active, width, indent))
+        block.targets.append(
+            Target(
+                "option",
+                ("option", q, row),
+                first,
+                len(block.lines),
+                0,
+                width,
+                fs.Number(row + 1),
+            )
+        )
+        if active:
+            block.focus = first
+        if (
+            editor is not None
+            and editor.kind == "option_note"
+            and editor.option_value == option.value
+        ):
+            text, at = _editor_for(state, options)
+            rows, (crow, ccol) = _editor_rows(
+                text, at, indent, width, ADD_NOTE_PLACEHOLDER, [(NOTE, "Note: ")]
+            )
+            block.cursor = (len(block.lines) + crow, ccol)
+            block.focus = len(block.lines) + crow
+            block.extend(rows)
+        else:
+            note = live.option_notes.get(option.value, "")
+            images = len(live.option_note_images.get(option.value, ()))
+            if note.strip() or images:
+                block.extend(
+                    _paragraphs(
+                        [(TEXT, " " * indent), (NOTE, "Note: ")],
+                        note + _images_suffix(images),
+                        TEXT,
+                        width,
+                        indent + 6,
+                    )
+                )
+    # The internal "Type your own" row.
+    row = len(question.options)
+    active = row == cursor
+    first = len(block.lines)
+    custom_on = live.custom_selected and fs.has_custom_content(live)
+    prefix = _row_prefix(row, count, active, custom_on, multi)
+    indent = line_width(prefix)
+    label_style = ACTIVE if active else TEXT
+    block.extend(_wrap([*prefix, (label_style, CUSTOM_LABEL)], width, indent))
+    block.targets.append(
+        Target("option", ("option", q, row), first, len(block.lines), 0, width, fs.Number(row + 1))
+    )
+    if active:
+        block.focus = first
+    if editor is not None and editor.kind == "custom":
+        text, at = _editor_for(state, options)
+        rows, (crow, ccol) = _editor_rows(
+            text, at, indent, width, CUSTOM_PLACEHOLDER, [(ACCENT, "> ")]
+        )
+        block.cursor = (len(block.lines) + crow, ccol)
+        block.focus = len(block.lines) + crow
+        block.extend(rows)
+    elif fs.has_custom_content(live):
+        style = TEXT if custom_on else MUTED
+        block.extend(
+            _paragraphs(
+                [(TEXT, " " * indent)],
+                live.custom_text + _images_suffix(len(live.custom_images)),
+                style,
+                width,
+                indent,
+            )
+        )
+    return block, active
+
+
+def _row_prefix(row: int, count: int, active: bool, selected: bool, multi: bool) -> Line:
+    mark, mark_style = _mark(selected, multi)
+    return _merge(
+        [
+            (POINTER, POINTER_TEXT if active else NO_POINTER),
+            (ACTIVE if active else MUTED, _number_text(row, count)),
+            (mark_style, mark),
+        ]
+    )
+
+
+def _option_label_rows(
+    prefix: Line, option: Option, active: bool, width: int, indent: int
+) -> list[Line]:
+    label_style = ACTIVE if active else TEXT
+    label = sanitize_line(option.label)
+    description = sanitize_line(option.description) if option.description else None
+    if option.recommended:
+        fragments: list[Fragment] = [
+            *prefix,
+            (label_style, label),
+            (TEXT, " "),
+            (WARNING, RECOMMENDED),
+        ]
+        if description:
+            fragments.append((MUTED, f" | {description}"))
+        return _wrap(fragments, width, indent)
+    rows = _wrap([*prefix, (label_style, label)], width, indent)
+    if description:
+        rows.extend(_wrap([(TEXT, " " * indent), (MUTED, description)], width, indent))
+    return rows
+
+
+def _question_note_rows(
+    state: fs.FormState, options: RenderOptions, q: int, width: int, block: _Block
+) -> None:
+    draft = state.drafts[q]
+    editor = state.editor
+    if editor is not None and editor.question == q and editor.kind == "note":
+        text, at = _editor_for(state, options)
+        block.blank()
+        rows, (crow, ccol) = _editor_rows(
+            text, at, 2, width, ADD_NOTE_PLACEHOLDER, [(NOTE, "Question note: ")]
+        )
+        block.cursor = (len(block.lines) + crow, ccol)
+        block.focus = len(block.lines) + crow
+        block.extend(rows)
+        return
+    if draft.note.strip() or draft.note_images:
+        block.blank()
+        block.extend(
+            _paragraphs(
+                [(TEXT, "  "), (NOTE, "Question note: ")],
+                draft.note + _images_suffix(len(draft.note_images)),
+                TEXT,
+                width,
+                4,
+            )
+        )
+
+
+def _context_rows(context: str, width: int) -> list[Line]:
+    rows: list[Line] = []
+    for part in sanitize_text(context).split("\n"):
+        rows.extend(_wrap([(CONTEXT, part)], width))
+    return rows
+
+
+def _type_hint(state: fs.FormState, q: int) -> list[Fragment]:
+    multi = state.types[q] == "multi"
+    return [(MUTED, "Select any number of options." if multi else "Select one option.")]
+
+
+def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _Block:
+    q = state.tab
+    question = state.params.questions[q]
+    keymaps = options.keymaps
+    block = _Block()
+    block.extend(_paragraphs([], question.prompt, PROMPT, width, 0))
+    block.extend(_wrap(_type_hint(state, q), width))
+    block.extend(_notices(state, keymaps, width))
+    if state.drafts[q].skipped:
+        block.extend(
+            _wrap(
+                [(WARNING, "Skipped."), (MUTED, " Answering or adding a note un-skips it.")], width
+            )
+        )
+    block.blank()
+    context = question.context
+    beside = bool(context) and width >= CONTEXT_BESIDE_MIN_WIDTH
+    if beside:
+        assert context is not None
+        left = max(20, int(width * OPTION_COLUMN_SHARE))
+        right = max(1, width - left - cell_width(SEPARATOR))
+        options_block, _ = _option_rows(state, options, q, left)
+        _question_note_rows(state, options, q, left, options_block)
+        context_lines = _context_rows(context, right)
+        rows = max(len(options_block.lines), len(context_lines))
+        merged = _Block(targets=options_block.targets, focus=options_block.focus)
+        merged.cursor = options_block.cursor
+        for index in range(rows):
+            left_line = options_block.lines[index] if index < len(options_block.lines) else ()
+            right_line = context_lines[index] if index < len(context_lines) else ()
+            merged.add(_merge([*_pad(left_line, left), (RULE, SEPARATOR), *right_line]))
+        # A target covers only the option column.
+        merged.targets = [
+            attrs.evolve(target, end_col=min(target.end_col, left)) for target in merged.targets
+        ]
+        block.append_block(merged)
+    else:
+        options_block, custom_active = _option_rows(state, options, q, width)
+        _question_note_rows(state, options, q, width, options_block)
+        block.append_block(options_block)
+        if context and not custom_active:
+            block.blank()
+            block.extend(_context_rows(context, width))
+    return block
+
+
+def _notices(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
+    rows: list[Line] = []
+    q = state.tab
+    type_keys = keymaps.main.change_question_type
+    if state.pending_type_change == q and type_keys:
+        rows.extend(
+            _wrap(
+                [
+                    (
+                        WARNING,
+                        f"Press {format_key(type_keys[0])} again to switch to single-select; "
+                        "selected choices will be cleared (custom text and notes stay).",
+                    )
+                ],
+                width,
+            )
+        )
+    notice = state.type_notice
+    if notice is not None and notice.question == q:
+        rows.extend(
+            _wrap(
+                [(ACCENT, f"Question type changed: {notice.old}-select → {notice.new}-select.")],
+                width,
+            )
+        )
+    rows.extend(_dismiss_warning(state, keymaps, width))
+    return rows
+
+
+def _dismiss_warning(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
+    pending = state.pending_dismiss
+    if pending is None:
+        return []
+    if pending == "cancel":
+        keys, verb = keymaps.main.cancel, "cancel"
+    else:
+        keys, verb = keymaps.global_.dismiss, "dismiss"
+    key = format_key(keys[0]) if keys else "the same key"
+    return _wrap(
+        [(WARNING, f"Unsaved answers will be lost. Press {key} again to {verb} the questions.")],
+        width,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Review
+# --------------------------------------------------------------------------------------------
+
+REVIEW_LABELS = {"submit": "Submit", "cancel": "Cancel"}
+
+
+def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Block:
+    block = _Block()
+    block.extend(_wrap([(PROMPT, "Review your answers")], width))
+    block.extend(_notices(state, options.keymaps, width))
+    for q, question in enumerate(state.params.questions):
+        block.blank()
+        block.extend(_review_question(state, q, question, width))
+    block.blank()
+    for index, kind in enumerate(fs.REVIEW_ACTIONS):
+        active = index == state.review_cursor
+        armed = state.pending_review == kind
+        number = f"{index + 1}. "
+        label = REVIEW_LABELS[kind]
+        style = ACTIVE if active else TEXT
+        if armed:
+            style = WARNING
+        row = len(block.lines)
+        line = _merge(
+            [
+                (POINTER, POINTER_TEXT if active else NO_POINTER),
+                (ACTIVE if active else MUTED, number),
+                (style, label),
+            ]
+        )
+        block.add(line)
+        start = cell_width(POINTER_TEXT)
+        block.targets.append(
+            Target(
+                "review",
+                ("review", state.review_tab, index),
+                row,
+                row + 1,
+                start,
+                line_width(line),
+                fs.ReviewAction(kind),
+            )
+        )
+        if active:
+            block.focus = row
+    if state.pending_review is not None:
+        kind = state.pending_review
+        number = fs.REVIEW_ACTIONS.index(kind) + 1
+        verb = "submit the answers" if kind == "submit" else "cancel the questions"
+        block.blank()
+        block.extend(
+            _wrap(
+                [
+                    (
+                        WARNING,
+                        f"Press {number} again (or click {REVIEW_LABELS[kind]} again) to {verb}.",
+                    )
+                ],
+                width,
+            )
+        )
+    return block
+
+
+def _review_question(state: fs.FormState, q: int, question: Question, width: int) -> list[Line]:
+    draft = state.drafts[q]
+    label = sanitize_line(question.label)
+    rows: list[Line] = []
+    if draft.skipped:
+        head: list[Fragment] = [(MUTED, "– ")]
+    elif draft.is_answered:
+        head = [(SUCCESS, "✓ ")]
+    else:
+        head = [(WARNING, "? ")]
+    prompt = sanitize_text(question.prompt).split("\n")
+    rows.extend(_wrap([*head, (TEXT, label), (MUTED, ": "), (MUTED, prompt[0])], width, 2))
+    for part in prompt[1:]:
+        rows.extend(_wrap([(TEXT, "  "), (MUTED, part)], width, 2))
+    if draft.skipped:
+        rows.extend(_wrap([(TEXT, "  "), (MUTED, "→ (skipped)")], width, 4))
+        return rows
+    rows.extend(_review_answers(state, q, question, draft, width))
+    if draft.note.strip() or draft.note_images:
+        rows.extend(
+            _paragraphs(
+                [(TEXT, "  "), (NOTE, "note: ")],
+                draft.note + _images_suffix(len(draft.note_images)),
+                TEXT,
+                width,
+                4,
+            )
+        )
+    for index, option in enumerate(question.options):
+        note = draft.option_notes.get(option.value, "")
+        images = len(draft.option_note_images.get(option.value, ()))
+        if not note.strip() and not images:
+            continue
+        which = sanitize_line(option.label)
+        if index not in draft.selected:
+            which += f" {NOT_SELECTED}"
+        rows.extend(
+            _paragraphs(
+                [(TEXT, "  "), (NOTE, f"{which} note: ")],
+                note + _images_suffix(images),
+                TEXT,
+                width,
+                4,
+            )
+        )
+    return rows
+
+
+def _review_answers(
+    state: fs.FormState, q: int, question: Question, draft: Draft, width: int
+) -> list[Line]:
+    rows: list[Line] = []
+    for index in draft.selected:
+        option = question.options[index]
+        rows.extend(
+            _wrap([(TEXT, "  "), (ACCENT, "→ "), (TEXT, sanitize_line(option.label))], width, 4)
+        )
+    if draft.custom_selected and fs.has_custom_content(draft):
+        rows.extend(
+            _paragraphs(
+                [(TEXT, "  "), (ACCENT, "→ "), (MUTED, "(wrote) ")],
+                draft.custom_text + _images_suffix(len(draft.custom_images)),
+                TEXT,
+                width,
+                4,
+            )
+        )
+    if not rows:
+        rows.extend(_wrap([(TEXT, "  "), (WARNING, "→ (no answer)")], width, 4))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Footer hints
+# --------------------------------------------------------------------------------------------
+
+
+def footer_hints(state: fs.FormState, keymaps: Keymaps) -> list[tuple[str, str]]:
+    """``(keys, action)`` pairs for the current context, from the live keymaps.
+
+    Each action shows the first key of each of its bindings (``Up/Down move``); actions whose
+    bindings are all empty are left out. Fixed keys (digits, ``D``) are shown as they are.
+    """
+    main = keymaps.main
+    dismiss = keymaps.global_.dismiss
+    settings = keymaps.global_.settings
+    pairs: list[tuple[str | tuple[Sequence[str], ...], str]]
+    editor = state.editor
+    if editor is not None:
+        ed = keymaps.editor if editor.kind == "custom" else keymaps.note_editor
+        save = ed.submit if isinstance(ed, EditorKeymap) else ed.save
+        pairs = [
+            ((save,), "submit" if editor.kind == "custom" else "save note"),
+            ((ed.close,), "save and close"),
+            ((ed.previous_option_when_empty, ed.next_option_when_empty), "move when empty"),
+            ((dismiss,), "dismiss"),
+        ]
+    elif state.on_review:
+        pairs = [
+            ("1", "submit"),
+            ("2", "cancel"),
+            ((main.confirm,), "choose"),
+            ((main.previous_option, main.next_option), "move"),
+            ((main.previous_tab, main.next_tab), "tabs"),
+            ((settings,), "settings"),
+            ((main.cancel,), "cancel"),
+            ((dismiss,), "dismiss"),
+        ]
+    else:
+        multi = state.types[state.tab] == "multi"
+        pairs = [
+            ("1-9", "toggle" if multi else "select"),
+            ((main.toggle,), "toggle"),
+            ((main.confirm,), "next" if multi else "select"),
+            ((main.previous_option, main.next_option), "move"),
+            ((main.previous_tab, main.next_tab), "tabs"),
+            ((main.option_note,), "option note"),
+            ((main.question_note,), "question note"),
+            ((main.change_question_type,), "single/multi"),
+            ("D", "skip"),
+            ((settings,), "settings"),
+            ((main.cancel,), "cancel"),
+            ((dismiss,), "dismiss"),
+        ]
+    out: list[tuple[str, str]] = []
+    for keys, action in pairs:
+        if isinstance(keys, str):
+            out.append((keys, action))
+            continue
+        shown = "/".join(format_key(binding[0]) for binding in keys if binding)
+        if shown:
+            out.append((shown, action))
+    return out
+
+
+def _footer(state: fs.FormState, options: RenderOptions, width: int) -> list[Line]:
+    if not options.show_footer_hints:
+        return []
+    fragments: list[Fragment] = []
+    for index, (keys, action) in enumerate(footer_hints(state, options.keymaps)):
+        if index:
+            fragments.append((MUTED, " · "))
+        fragments.append((HINT, keys))
+        fragments.append((MUTED, f" {action}"))
+    return [(), *_wrap(fragments, width, 0)]
+
+
+# --------------------------------------------------------------------------------------------
+# The frame
+# --------------------------------------------------------------------------------------------
+
+
+def render_form(state: fs.FormState, width: int, options: RenderOptions | None = None) -> Frame:
+    """Render ``state`` at ``width`` terminal cells. Pure; see the module docstring."""
+    options = options if options is not None else RenderOptions()
+    width = max(10, width)
+    header = _header(state, width)
+    body = (
+        _review_body(state, options, width)
+        if state.on_review
+        else _question_body(state, options, width)
+    )
+    footer = _footer(state, options, width)
+    frame = _Block()
+    frame.append_block(header)
+    frame.append_block(body)
+    frame.extend(footer)
+    focus = frame.focus if frame.focus is not None else len(header.lines)
+    return Frame(
+        lines=tuple(frame.lines),
+        width=width,
+        header_rows=len(header.lines),
+        footer_rows=len(footer),
+        targets=tuple(frame.targets),
+        focus_row=focus,
+        cursor=frame.cursor,
+    )
