@@ -122,13 +122,19 @@ def _option_label(
     return value, False
 
 
-def _options_of(params: AskParams | None, question_id: str) -> Mapping[str, str] | None:
+OptionIndex = Mapping[str, Mapping[str, str]] | None
+"""Option labels by question id and option value, when the form's params are known."""
+
+
+def _option_index(params: AskParams | None) -> OptionIndex:
+    # Built once per rendering call, so a form of n questions renders in O(n), not O(n²).
     if params is None:
         return None
-    question = params.question(question_id)
-    if question is None:
-        return None
-    return {option.value: option.label for option in question.options}
+    return {q.id: {option.value: option.label for option in q.options} for q in params.questions}
+
+
+def _options_of(index: OptionIndex, question_id: str) -> Mapping[str, str] | None:
+    return None if index is None else index.get(question_id)
 
 
 def _noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
@@ -179,6 +185,7 @@ def summary_lines(
     """
     if result.cancelled:
         return [CANCELLED_TEXT]
+    index = _option_index(params)
     lines: list[str] = []
     skipped = set(result.skipped_question_ids)
     for meta in result.questions:
@@ -195,7 +202,7 @@ def summary_lines(
             continue
         if answer.note is not None or answer.note_images:
             lines.append(f"{name} note: {_with_marker(answer.note or '', len(answer.note_images))}")
-        options = _options_of(params, meta.id)
+        options = _options_of(index, meta.id)
         for value in _noted_values(answer, options):
             label, selected = _option_label(answer, value, options)
             which = label if selected else f"{label} (not selected)"
@@ -233,6 +240,7 @@ def image_blocks(result: AskResult, *, params: AskParams | None = None) -> list[
 def _image_blocks(result: AskResult, params: AskParams | None, seen: set[str]) -> list[TextBlock]:
     if result.cancelled or result.issues is not None:
         return []
+    index = _option_index(params)
     blocks: list[TextBlock] = []
 
     def add(meta: QuestionMeta, what: str, images: Iterable[Image]) -> None:
@@ -251,7 +259,7 @@ def _image_blocks(result: AskResult, params: AskParams | None, seen: set[str]) -
             continue
         add(meta, "custom answer", answer.custom_images)
         add(meta, "question note", answer.note_images)
-        options = _options_of(params, meta.id)
+        options = _options_of(index, meta.id)
         for value in _noted_values(answer, options):
             label, _ = _option_label(answer, value, options)
             add(meta, f"option note for {label}", answer.option_note_images.get(value, ()))
@@ -651,6 +659,7 @@ def result_rows(
     if result.cancelled:
         return _wrap_all([(_merge([("warning", "Cancelled")]), 2)], width)
     rows = []
+    index = _option_index(params)
     skipped = set(result.skipped_question_ids)
     for meta in result.questions:
         label = " ".join(_split(meta.label))
@@ -675,7 +684,7 @@ def result_rows(
                 (_merge([("warning", "? "), ("text", f"{label}: "), ("muted", "(no answer)")]), 2)
             )
         if answer is not None:
-            rows.extend(_note_rows(answer, _options_of(params, meta.id), "  "))
+            rows.extend(_note_rows(answer, _options_of(index, meta.id), "  "))
     note = presentation_note(result)
     if note:
         rows.append((_merge([("muted", f"  {note}")]), 2))
@@ -752,6 +761,7 @@ def background_card(
 
 
 def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, int]]:
+    index = _option_index(params)
     rows: list[tuple[Line, int]] = []
     skipped = set(result.skipped_question_ids)
     for meta in result.questions:
@@ -764,7 +774,7 @@ def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, 
         if answer is None or not answer.has_answer:
             rows.append((_merge([("warning", "→ unanswered")]), 2))
             if answer is not None:
-                rows.extend(_note_rows(answer, _options_of(params, meta.id), "  "))
+                rows.extend(_note_rows(answer, _options_of(index, meta.id), "  "))
             continue
         for value, label in zip(answer.selected_values, answer.selected_labels, strict=True):
             rows.extend(_text_rows([("accent", "→ ")], label, "text", ""))
@@ -776,7 +786,7 @@ def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, 
         if answer.custom_text is not None or answer.custom_images:
             text = _with_marker(answer.custom_text or "", len(answer.custom_images))
             rows.extend(_text_rows([("accent", "→ ")], text, "text", ""))
-        rows.extend(_note_rows(answer, _options_of(params, meta.id), "  ", selected_notes=False))
+        rows.extend(_note_rows(answer, _options_of(index, meta.id), "  ", selected_notes=False))
     note = presentation_note(result)
     if note:
         rows.append(((), 0))
