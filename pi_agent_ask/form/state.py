@@ -648,14 +648,26 @@ def _replace(items: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]:
     return (*items[:index], value, *items[index + 1 :])
 
 
-def _update_draft(state: FormState, q: int, change: Callable[[Draft], Draft]) -> FormState:
-    """Change one draft. A skipped draft starts over from empty and stays skipped unless the
-    change leaves something in it."""
+def _update_draft(
+    state: FormState, q: int, change: Callable[[Draft], Draft], *, cursor: int | None = None
+) -> FormState:
+    """Change one draft (and, in the same copy, question ``q``'s cursor when given).
+
+    A skipped draft starts over from empty and stays skipped unless the change leaves
+    something in it.
+    """
     old = state.drafts[q]
     base = EMPTY_DRAFT if old.skipped else old
     new = change(base)
+    moved = cursor is not None and cursor != state.cursors[q]
     if new == base:
-        return state
+        return _set_cursor(state, q, cursor) if moved and cursor is not None else state
+    if moved and cursor is not None:
+        return attrs.evolve(
+            state,
+            drafts=_replace(state.drafts, q, new),
+            cursors=_replace(state.cursors, q, cursor),
+        )
     return attrs.evolve(state, drafts=_replace(state.drafts, q, new))
 
 
@@ -843,15 +855,14 @@ def _number(state: FormState, number: int) -> FormState:
     row = number - 1
     if not 0 <= row <= custom_row(state, q):
         return state
-    state = _set_cursor(state, q, row)
     single = state.types[q] == "single"
     if row == custom_row(state, q):
         if not single and has_custom_content(_live(state.drafts[q])):
-            return _update_draft(state, q, _toggle_custom(single))
-        return _open_editor(state, "custom", q, None)
+            return _update_draft(state, q, _toggle_custom(single), cursor=row)
+        return _open_editor(_set_cursor(state, q, row), "custom", q, None)
     if single:
-        return _advance(_update_draft(state, q, _select_single(row)))
-    return _update_draft(state, q, _toggle_multi(row))
+        return _advance(_update_draft(state, q, _select_single(row), cursor=row))
+    return _update_draft(state, q, _toggle_multi(row), cursor=row)
 
 
 def _change_type(state: FormState) -> FormState:
