@@ -905,6 +905,17 @@ def test_snapshot_leaves_out_pending_confirmations() -> None:
         ({"drafts": [{"skipped": True, "note": "x"}, {}]}, "skipped question 0"),
         ({"drafts": [{"customSelected": True}, {}]}, "empty custom answer"),
         ({"editor": {"kind": "custom", "question": 1}}, "editor question"),
+        (
+            {"editor": {"kind": "option_note", "question": 0, "optionValue": "a2"}},
+            "editor option",
+        ),
+        (
+            {
+                "editorsOpened": 1,
+                "editor": {"kind": "note", "question": 0, "text": "", "images": [], "serial": 2},
+            },
+            "editor serial",
+        ),
         ({"tab": None}, "malformed"),
     ],
 )

@@ -989,6 +989,7 @@ def _from_json(params: AskParams, data: Mapping[str, Any], settings: FormSetting
     review_cursor = int(data["reviewCursor"])
     _check(0 <= review_cursor < len(REVIEW_ACTIONS), "review cursor")
     editors_opened = int(data["editorsOpened"])
+    _check(editors_opened >= 0, "editor counter")
     editor = None
     if data.get("editor") is not None:
         raw = data["editor"]
@@ -998,8 +999,10 @@ def _from_json(params: AskParams, data: Mapping[str, Any], settings: FormSetting
         _check(question == tab < n, "editor question")
         option_value = raw.get("optionValue")
         if kind == "option_note":
-            values = [option.value for option in questions[question].options]
-            _check(option_value in values, "editor option")
+            # An option-note editor always belongs to the highlighted real option.
+            options = questions[question].options
+            row = cursors[question]
+            _check(row < len(options) and option_value == options[row].value, "editor option")
         else:
             _check(option_value is None, "editor option")
         editor = EditorState(
@@ -1010,6 +1013,7 @@ def _from_json(params: AskParams, data: Mapping[str, Any], settings: FormSetting
             images=tuple(Image.from_json(image) for image in raw["images"]),
             serial=int(raw["serial"]),
         )
+        _check(1 <= editor.serial <= editors_opened, "editor serial")
     return FormState(
         params=params,
         types=types,
