@@ -148,8 +148,7 @@ async def negotiate_and_run(
                 nursery.start_soon(from_provider)
                 nursery.start_soon(from_submit)
     finally:
-        with trio.CancelScope(shield=True):
-            await runtime._queue_tx.send(q.ReleaseSurface(claim_id))
+        await runtime.tell_queue(q.ReleaseSurface(claim_id))
     if failure is not None:
         await writer.append_many(
             jr.completion_entries(Outcome(request.request_id, error=failure), background=False)

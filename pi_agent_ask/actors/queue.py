@@ -581,7 +581,7 @@ class QueueActor:
             if (
                 item.outcome is not None
                 and item.outcome.result is not None
-                and not item.outcome.cancelled
+                and not item.outcome.result.cancelled
             ):
                 [message] = await self._deliver([item])
                 self.woken = True

@@ -39,6 +39,7 @@ from pi_agent_ask.actors.form import (
     run_form,
 )
 from pi_agent_ask.actors.notifications import Notify, channels_from_json, run_notifications
+from pi_agent_ask.actors.persistence import PersistenceClosedError
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
@@ -55,6 +56,8 @@ WAIT_BUSY_TEXT = "Another wait_for_answers call is already waiting."
 WAIT_NON_TUI_TEXT = "wait_for_answers requires interactive TUI mode."
 WAIT_INTERRUPTED_TEXT = "Question wait interrupted"
 FORM_INTERRUPTED_TEXT = "Question form interrupted"
+TEARDOWN_TIMEOUT = 5.0
+"""Seconds a cancelled task may spend telling the queue or the journal that it ended."""
 WAIT_HIDDEN_TEXT = "wait_for_answers is not available in background-only mode."
 
 
@@ -170,6 +173,19 @@ class Runtime:
             await target.send(UserCommand(command))
         return True
 
+    async def tell_queue(self, message: q.QueueMessage) -> None:
+        """Send a message that must reach the queue even from a cancelled task (teardown).
+
+        Shielded and bounded; once the runtime is being disposed the queue is gone and the
+        message has nothing left to do, so a closed channel is not an error.
+        """
+        with (
+            trio.CancelScope(shield=True),
+            trio.move_on_after(TEARDOWN_TIMEOUT),
+            suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+        ):
+            await self._queue_tx.send(message)
+
     async def _ask_queue(self, make: Any) -> Any:
         send, receive = trio.open_memory_channel[Any](1)
         await self._queue_tx.send(make(send))
@@ -199,6 +215,7 @@ class Runtime:
             call["parentToolCallId"] = parent_tool_call_id
         writer = self._writer
         await writer.append(jr.TOOL_CALL, call)
+        result: dict[str, Any] | None = None
         try:
             if name not in self.tool_names():
                 result = tool_error(f"Tool {name!r} is not available.")
@@ -212,10 +229,19 @@ class Runtime:
                 result = await history.call_history_tool(self, writer, name, arguments)
         except ToolError as error:
             result = tool_error(str(error))
-        with trio.CancelScope(shield=True):
-            await writer.append(
-                jr.TOOL_RESULT, {"toolCallId": tool_call_id, "name": name, "result": result}
-            )
+        finally:
+            # An aborted call is recorded as aborted, so recovery does not mistake it for an
+            # interrupted one; a crash leaves no result, and recovery reopens the form.
+            recorded = result if result is not None else tool_error("Tool call aborted")
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(TEARDOWN_TIMEOUT),
+                suppress(StaleBranch, PersistenceClosedError),
+            ):
+                await writer.append(
+                    jr.TOOL_RESULT,
+                    {"toolCallId": tool_call_id, "name": name, "result": recorded},
+                )
         return result
 
     # -- ask_user --------------------------------------------------------------------------
@@ -298,9 +324,9 @@ class Runtime:
             with scope:
                 final = await self._host_form(request, form, commands, inbox, on_change=None)
         finally:
-            with trio.CancelScope(shield=True):
-                await self._queue_tx.send(q.ReleaseSurface(claim_id))
-                if final is None or final.outcome is None:
+            await self.tell_queue(q.ReleaseSurface(claim_id))
+            if final is None or final.outcome is None:
+                with trio.CancelScope(shield=True):
                     await self._record_interrupted(writer, request, form)
         if final is None or final.outcome is None:
             raise ToolError(FORM_INTERRUPTED_TEXT)
@@ -443,12 +469,7 @@ class Runtime:
         except StaleBranch:
             outcome = None
         finally:
-            with (
-                trio.CancelScope(shield=True),
-                trio.move_on_after(5),
-                suppress(trio.BrokenResourceError, trio.ClosedResourceError),
-            ):
-                await self._queue_tx.send(q.FormStopped(request.request_id, epoch, latest, outcome))
+            await self.tell_queue(q.FormStopped(request.request_id, epoch, latest, outcome))
 
     # -- remote submissions ---------------------------------------------------------------
 
@@ -515,8 +536,7 @@ class Runtime:
             return result
         finally:
             # Always tell the queue the wait ended; unacknowledged results go back to delivery.
-            with trio.CancelScope(shield=True):
-                await self._queue_tx.send(q.EndWait(wait_id, acknowledged))
+            await self.tell_queue(q.EndWait(wait_id, acknowledged))
 
     async def _params_lookup(self, end: q.WaitEnd) -> dict[str, AskParams]:
         stats = await self._ask_queue(lambda reply: q.Inspect(reply))

@@ -46,6 +46,19 @@ DRAFT = "ask:draft"
 PANEL = "ask:panel"
 
 
+def thaw(value: Any) -> Any:
+    """Entry data as plain JSON values: mappings become dicts, arrays become lists.
+
+    The session file hands data back deep-frozen (tuples, read-only mappings); validators and
+    result readers expect JSON's lists and dicts.
+    """
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw(item) for item in value]
+    return value
+
+
 def presented_types(params: AskParams) -> list[QuestionType]:
     return [question.effective_type for question in params.questions]
 
@@ -147,6 +160,9 @@ def apply_presented_types(params: AskParams, types: Sequence[Any] | None) -> Ask
 # --------------------------------------------------------------------------------------------
 
 
+_QUEUE_TYPES = frozenset({QUEUED, QUEUE_COMPLETED, BACKGROUND_ANSWER, TOOL_RESULT, DRAFT, PANEL})
+
+
 @attrs.frozen
 class RebuiltRequest:
     request: AskRequest
@@ -180,7 +196,9 @@ def rebuild_queue(branch: Sequence[Any]) -> RebuiltQueue:
     drafts: dict[str, Mapping[str, Any]] = {}
     panel_visible = True
     for entry in branch:
-        data = entry.data
+        if entry.type not in _QUEUE_TYPES:
+            continue
+        data = thaw(entry.data)
         match entry.type:
             case "ask:queued":
                 request_id = data.get("requestId")
