@@ -623,6 +623,10 @@ class SessionFile:
         self._check_open()
         return self._load_entries(range(len(self._index)))
 
+    def ids(self) -> tuple[str, ...]:
+        """Every entry id in file order, without decoding anything."""
+        return tuple(self._index.ids)
+
     def __len__(self) -> int:
         return len(self._index)
 
