@@ -91,7 +91,8 @@ def remote_apply(
     if kind == "cancel":
         return fs.cancel_now(state), None
     answers = response.get("answers")
-    checked = answers_from_remote(state.params, state.types, answers)
+    mode = response.get("mode", "submit")
+    checked = answers_from_remote(state.params, state.types, answers, mode=mode)
     if isinstance(checked, str):
         return state, ("invalid_answer", checked)
     return fs.submit_with(state, checked), None

@@ -43,7 +43,7 @@ from pi_agent_ask.actors.persistence import PersistenceClosedError
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
-from pi_agent_ask.form.result import AskResult, build_result, invalid_result
+from pi_agent_ask.form.result import AskResult, build_result, fallback_result, invalid_result
 from pi_agent_ask.form.types import AskParams
 from pi_agent_ask.form.validate import schema_error_text, validate_ask_params
 from pi_agent_ask.persistence import journal as jr
@@ -285,7 +285,7 @@ class Runtime:
                 external = await self._external_ui(writer, request)
                 if external is not None:
                     return external
-            outcome_result = texts.fallback_result(params, request.request_id)
+            outcome_result = fallback_result(params, request.request_id)
             await writer.append_many(
                 jr.completion_entries(
                     Outcome(request.request_id, result=outcome_result), background=False

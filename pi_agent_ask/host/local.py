@@ -1,0 +1,106 @@
+"""The LocalHost: a small agent host around a runtime, with a real agent-loop shape.
+
+An agent here is a script of turns. ``LocalHost.turn(body)`` marks the agent busy, runs the
+body (tool calls go through ``call``), then takes the turn boundary's background answers into
+the context, and marks the agent idle. While idle, ``next_wakeup()`` waits for an answer that
+should start a new turn. Every tool call, result and delivered message becomes a transcript
+item, rendered with the contract's transcript rows (``form/text.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from pi_agent_ask.actors.records import Outcome
+from pi_agent_ask.actors.runtime import Runtime
+from pi_agent_ask.form import text as texts
+from pi_agent_ask.form.result import AskResult
+
+Line = tuple[tuple[str, str], ...]
+
+
+@attrs.define(eq=False)
+class LocalHost:
+    """An agent host: turns, tool calls recorded in the transcript, idle wakes."""
+
+    runtime: Runtime
+    emit: Callable[[Line], None]
+    """Receives every transcript line as it is produced (the terminal, a log, a test)."""
+    width: int = 80
+    context: list[Any] = attrs.field(factory=list)
+    """What the model would see: tool results and background-answer messages, in order."""
+    _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+
+    def say(self, text: str, style: str = "text") -> None:
+        self.emit(((style, text),))
+
+    async def call(self, name: str, arguments: Any, parent: str | None = None) -> dict[str, Any]:
+        """Call a tool as the model would, recording the call and its result."""
+        call_id = f"call-{next(self._ids)}"
+        if name == "ask_user":
+            for line in texts.call_rows(arguments, width=self.width):
+                self.emit(line)
+        else:
+            self.emit((("accent", name),))
+        result = await self.runtime.call_tool(
+            name, arguments, tool_call_id=call_id, parent_tool_call_id=parent
+        )
+        self.context.append(result)
+        self._render_result(name, result)
+        return result
+
+    def _render_result(self, name: str, result: dict[str, Any]) -> None:
+        if result.get("isError"):
+            self.emit((("error", "  ! " + result["content"][0]["text"]),))
+            return
+        details = result.get("details", {})
+        if name == "ask_user" and details.get("status") == "queued":
+            self.emit((("muted", "  "), *texts.receipt_row(details)))
+        elif name == "ask_user":
+            ask = AskResult.from_details(details)
+            for line in texts.result_rows(ask, width=self.width - 2):
+                self.emit((("text", "  "), *line))
+        elif name == "wait_for_answers":
+            self.emit((("muted", "  "), *texts.wait_confirmation(details)))
+            for item in details.get("results", ()):
+                self._card(Outcome.from_json(item))
+
+    def _card(self, outcome: Outcome) -> None:
+        for line in texts.background_card(outcome, width=self.width):
+            self.emit(line)
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        """A background-answer message enters the context; the person sees its card."""
+        self.context.append(message)
+        self._card(Outcome.from_json(message["details"]))
+
+    async def turn(self, body: Callable[[LocalHost], Awaitable[None]]) -> None:
+        """One agent turn: busy while the body runs, then the boundary, then idle."""
+        self.runtime.agent_started()
+        try:
+            await body(self)
+        finally:
+            for message in await self.runtime.turn_boundary():
+                self.deliver(message)
+            self.runtime.agent_settled()
+
+    async def next_wakeup(self) -> dict[str, Any]:
+        """Wait (idle) for an answer that starts a new turn; it enters the context."""
+        message = await self.runtime.wakeups.receive()
+        self.deliver(message)
+        return message
+
+    async def user_says(self, text: str) -> None:
+        """Ordinary input from the person: releases a wait and hides the panel."""
+        self.emit((("accent", "> "), ("text", text)))
+        await self.runtime.user_message(text)
+
+    async def work(self, what: str, seconds: float) -> None:
+        """The agent doing something that is not asking: the queue keeps going meanwhile."""
+        self.say(f"  … {what}", "muted")
+        await trio.sleep(seconds)

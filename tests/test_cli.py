@@ -1,0 +1,77 @@
+"""The command line, run as a real process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, stdin: str = "", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pi_agent_ask", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_validate_accepts_the_example_payload() -> None:
+    done = run("validate", "examples/deploy.json")
+    assert done.returncode == 0
+    out = json.loads(done.stdout)
+    assert out["ok"] is True and out["issues"] == []
+    assert out["params"]["questions"][1]["type"] == "multi"
+
+
+def test_validate_reports_semantic_and_schema_issues_with_exit_2() -> None:
+    done = run("validate", "-", stdin='{"questions": []}')
+    assert done.returncode == 2
+    assert json.loads(done.stdout) == {
+        "ok": False,
+        "issues": [{"path": "questions", "message": "At least one question is required"}],
+        "params": None,
+    }
+    schema = run(
+        "validate", stdin='{"questions": [{"id": "a", "prompt": "P", "options": [{"label": "x"}]}]}'
+    )
+    assert schema.returncode == 2
+    issues = json.loads(schema.stdout)["issues"]
+    assert issues and all(issue["path"] for issue in issues)
+
+
+def test_validate_rejects_text_that_is_not_json() -> None:
+    done = run("validate", stdin="{nope")
+    assert done.returncode == 2
+    assert "not valid JSON" in json.loads(done.stdout)["issues"][0]["message"]
+
+
+def test_ask_without_a_terminal_prints_the_fallback_and_exits_3(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_agent_ask", "ask", "--settings", str(settings), "-"],
+        input=(ROOT / "examples/deploy.json").read_text(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,  # no controlling terminal: /dev/tty cannot be opened
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr
+    result = json.loads(done.stdout)
+    assert result["structuredContent"]["cancelled"] is True
+    assert (
+        "Needs user input: ask_user requires interactive TUI mode." in result["content"][0]["text"]
+    )
+
+
+def test_headless_demo_runs_to_the_end() -> None:
+    done = run("demo", "--headless")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("✓ Answers received") == 3
