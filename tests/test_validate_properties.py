@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from pi_agent_ask.form import validate as validate_module
+from pi_agent_ask.form.tools import TOOL_NAMES
 from pi_agent_ask.form.validate import (
     derive_label,
     is_context_path,
@@ -29,6 +32,14 @@ FIELD_NAMES = [
     "recommended",
     "preview",
     "previewFile",
+    "query",
+    "answeredOnly",
+    "offset",
+    "limit",
+    "requestId",
+    "questionId",
+    "path",
+    "keys",
 ]
 
 scalars = (
@@ -38,6 +49,7 @@ scalars = (
     | st.floats()
     | st.text(max_size=12)
     | st.sampled_from(["single", "multi", "preview", "grid", " ", "/", "-_-"])
+    | st.sampled_from([0, 1, -1, 200, 201, 1.0, 2.5, float("nan"), float("inf")])
 )
 
 # JSON-like values whose keys are often the ones validation looks at, so generated values reach
@@ -65,7 +77,10 @@ def test_arbitrary_arguments_never_raise(arguments: object, options: dict[str, b
     assert params is None or params.questions
 
 
-@given(st.dictionaries(st.just("questions") | st.text(max_size=4), json_like, min_size=1), kwargs)
+@given(
+    st.dictionaries(st.just("questions") | st.text(max_size=4), json_like, min_size=1, max_size=3),
+    kwargs,
+)
 def test_arbitrary_objects_never_raise(arguments: dict[str, Any], options: dict[str, bool]) -> None:
     _check_consistent(validate_ask_params(arguments, **options))
 
@@ -207,3 +222,39 @@ def test_normalised_params_round_trip(payload: dict[str, Any], options: dict[str
     assert params_from_saved(saved, present_single_as_multi=options["present_single_as_multi"]) == (
         params
     )
+
+
+# --------------------------------------------------------------------------------------------
+# The compiled schema check agrees with jsonschema
+# --------------------------------------------------------------------------------------------
+
+SCHEMA_VARIANTS = [(name, True) for name in TOOL_NAMES] + [("ask_user", False)]
+
+
+def _agrees(tool: str, background: bool, value: object) -> None:
+    fast = validate_module._accepts(tool, background=background)
+    authority = validate_module._validator(tool, background=background)
+    assert fast(value) == authority.is_valid(value)
+
+
+@pytest.mark.parametrize(("tool", "background"), SCHEMA_VARIANTS)
+@given(value=json_like)
+def test_compiled_check_agrees_with_jsonschema(tool: str, background: bool, value: object) -> None:
+    _agrees(tool, background, value)
+
+
+@given(payloads(), st.booleans())
+def test_compiled_check_agrees_on_ask_user_payloads(
+    payload: dict[str, Any], background: bool
+) -> None:
+    _agrees("ask_user", background, payload)
+    _agrees("ask_user", background, validate_module._derive_labels(payload))
+
+
+def test_compiling_an_unsupported_keyword_fails() -> None:
+    with pytest.raises(ValueError, match="pattern"):
+        validate_module._compile({"type": "string", "pattern": "^a"})
+    with pytest.raises(ValueError, match="type"):
+        validate_module._compile({"type": ["string", "null"]})
+    with pytest.raises(ValueError, match="enum"):
+        validate_module._compile({"enum": [1, 2]})

@@ -1,0 +1,1 @@
+"""Benchmarks: they print medians and assert nothing (`just bench`)."""
