@@ -170,7 +170,12 @@ class HistoryRecord:
         Image bytes are left out: base64 contains nearly every short letter sequence, so
         including it would make any record with an image match almost any query.
         """
-        data = _replace_image_data(self.to_json(), "")
+        data = self.to_json()
+        answer = self.answer
+        if answer is not None and (
+            answer.custom_images or answer.note_images or answer.option_note_images
+        ):
+            data = _replace_image_data(data, "")
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")).lower()
 
 
