@@ -10,8 +10,11 @@ The pipeline, in this order (each stage runs only when the previous one found no
    (``"follow_up"`` → ``"Follow up"``), so the schema's required ``label`` does not reject it.
 3. **JSON Schema** (:mod:`pi_agent_ask.form.schemas`). A failure is the host's tool error, not
    ``invalid_input``: ``Validation(schema_error=True)``, rendered by :func:`schema_error_text`.
+   A compiled check of the same schema accepts valid arguments quickly; jsonschema reports
+   the errors of everything else.
 4. **Semantic checks**, all collected, per question in the order type → id → duplicate id →
-   prompt → options, then per option value → duplicate value → label → legacy preview fields.
+   prompt → options, then per option value → duplicate value → label → legacy preview fields
+   (both ``preview`` and ``previewFile``; a relative ``previewFile``).
 5. **Context files**, only when 4 found nothing: a single-line absolute path is read as a text
    file (:func:`load_context_file`) and its raw text replaces the path.
 6. **Normalisation** into :class:`AskParams`: text trimmed, blank optional fields omitted,
