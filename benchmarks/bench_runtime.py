@@ -1,0 +1,114 @@
+"""Runtime throughput: background forms enqueued and answered through ``submit`` events.
+
+Prints forms/s for enqueue + answer of N forms (in-memory session, headless surface), the peak
+Python memory per queued form (tracemalloc, all N queued before any is answered), and the
+median latency from a ``submit`` event to the ``wait_for_answers`` result.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from pi_agent_ask import events as ev
+from pi_agent_ask.actors.form import NullSurface
+from pi_agent_ask.actors.runtime import open_runtime
+
+FORM = {
+    "background": True,
+    "questions": [
+        {
+            "id": "q",
+            "prompt": "Pick one?",
+            "options": [{"value": "a", "label": "A"}, {"value": "b", "label": "B"}],
+        }
+    ],
+}
+
+
+def _answer(bus: ev.EventBus, flow_id: str) -> None:
+    bus.emit(
+        ev.SUBMIT,
+        {
+            "version": 1,
+            "requestId": "bench",
+            "flowId": flow_id,
+            "response": {"kind": "answer", "answers": {"q": {"values": ["b"]}}},
+        },
+    )
+
+
+async def throughput(count: int, settings: Path) -> tuple[float, float]:
+    async with open_runtime(settings=settings, surface=NullSurface()) as rt:
+        rt.agent_started()
+        done = trio.Event()
+        answered = 0
+
+        def on_completed(_payload: Any) -> None:
+            nonlocal answered
+            answered += 1
+            if answered == count:
+                done.set()
+
+        rt.events.on(ev.COMPLETED, on_completed)
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        start = time.perf_counter()
+        for i in range(count):
+            await rt.call_tool("ask_user", FORM, tool_call_id=f"c{i}")
+        queued_memory = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.stop()
+        rt.events.on(ev.STARTED, lambda p: _answer(rt.events, p["flowId"]))
+        await rt.show_queue()
+        # The first form was shown before the listener existed: answer it by hand.
+        _answer(rt.events, "tool:c0")
+        await done.wait()
+        elapsed = time.perf_counter() - start
+        await rt.turn_boundary()
+    return count / elapsed, queued_memory / count
+
+
+async def latency(rounds: int, settings: Path) -> float:
+    samples = []
+    async with open_runtime(settings=settings, surface=NullSurface()) as rt:
+        rt.agent_started()
+        for i in range(rounds):
+            await rt.call_tool("ask_user", FORM, tool_call_id=f"l{i}")
+            async with trio.open_nursery() as nursery:
+                result: dict[str, Any] = {}
+
+                async def wait(into: dict[str, Any]) -> None:
+                    into["wait"] = await rt.call_tool("wait_for_answers", {})
+                    into["at"] = time.perf_counter()
+
+                nursery.start_soon(wait, result)
+                await trio.testing.wait_all_tasks_blocked()
+                sent = time.perf_counter()
+                _answer(rt.events, f"tool:l{i}")
+            samples.append(result["at"] - sent)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    import trio.testing
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Path(tmp) / "settings.json"
+        for count in (1_000, 10_000):
+            rate, per_form = trio.run(throughput, count, settings)
+            print(
+                f"enqueue+answer {count:>6} forms: {rate:8.0f} forms/s, "
+                f"{per_form / 1024:6.1f} KiB per queued form"
+            )
+        median = trio.run(latency, 200, settings)
+        print(f"submit -> wait result latency: median {median * 1e3:.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
