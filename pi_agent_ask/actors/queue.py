@@ -170,6 +170,19 @@ class Inspect:
     reply: trio.MemorySendChannel[QueueStats]
 
 
+@attrs.frozen
+class FollowUp:
+    """A message for the agent that is not a background answer (a recovered form's answer).
+
+    It wakes an idle agent at once, or goes out at the next turn boundary; journaled as
+    ``entry_type`` before either, exactly once.
+    """
+
+    entry_type: str
+    message: dict[str, Any]
+    wake: bool
+
+
 QueueMessage = (
     Enqueue
     | AcquireSurface
@@ -187,6 +200,7 @@ QueueMessage = (
     | FlushDrafts
     | Restore
     | Inspect
+    | FollowUp
 )
 
 
@@ -301,6 +315,7 @@ class QueueActor:
     woken: bool = False
     wait: _Wait | None = None
     herdr: set[str] = attrs.field(factory=set)
+    follow_ups: list[FollowUp] = attrs.field(factory=list)
     _seq: itertools.count[int] = attrs.field(factory=itertools.count)
     _flush_scheduled: bool = False
     _nursery: trio.Nursery | None = None
@@ -373,6 +388,9 @@ class QueueActor:
                 message.reply.send_nowait(None)
             case Inspect(reply=reply):
                 reply.send_nowait(self.stats())
+            case FollowUp():
+                self.follow_ups.append(message)
+                await self._try_wake()
 
     # -- herdr --------------------------------------------------------------------------
 
@@ -572,10 +590,25 @@ class QueueActor:
     async def _turn_boundary(self) -> list[dict[str, Any]]:
         if not self.tui:
             return []
-        return await self._deliver(self._ready())
+        follow_ups = await self._deliver_follow_ups(self.follow_ups)
+        return follow_ups + await self._deliver(self._ready())
+
+    async def _deliver_follow_ups(self, follow_ups: list[FollowUp]) -> list[dict[str, Any]]:
+        taken = list(follow_ups)
+        for follow_up in taken:
+            self.follow_ups.remove(follow_up)
+        if taken:
+            await self.journal.append_many([(f.entry_type, f.message) for f in taken])
+        return [f.message for f in taken]
 
     async def _try_wake(self) -> None:
         if not (self.tui and self.idle) or self.woken:
+            return
+        waking = [f for f in self.follow_ups if f.wake][:1]
+        if waking:
+            [message] = await self._deliver_follow_ups(waking)
+            self.woken = True
+            self.wakeups.send_nowait(message)
             return
         for item in self._ready():
             if (
@@ -663,6 +696,7 @@ class QueueActor:
             self.wait.answered = False
             self.wait = None
         self._release_all_herdr()
+        self.follow_ups = []
         self.items = {}
         for restored in message.items:
             self.items[restored.request.request_id] = _Item(
