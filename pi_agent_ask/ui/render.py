@@ -57,6 +57,7 @@ __all__ = [
     "footer_hints",
     "line_text",
     "render_form",
+    "wrap_fragments",
 ]
 
 Fragment = tuple[str, str]
@@ -225,8 +226,9 @@ def _merge(fragments: Iterable[Fragment]) -> Line:
     return tuple(out)
 
 
-def _wrap(fragments: Sequence[Fragment], width: int, indent: int = 0) -> list[Line]:
-    """Word-wrap one logical line (no newlines inside) to ``width`` cells."""
+def wrap_fragments(fragments: Sequence[Fragment], width: int, indent: int = 0) -> list[Line]:
+    """Word-wrap one logical line of fragments (no newlines inside) to ``width`` cells;
+    continuation rows start with ``indent`` spaces."""
     line = _merge(fragments)
     if line_width(line) <= width:
         return [line]
@@ -239,9 +241,9 @@ def _paragraphs(
     """``prefix`` + sanitised ``text`` wrapped to ``width``; the text's own line breaks start
     new rows indented by ``indent`` cells."""
     parts = sanitize_text(text).split("\n")
-    rows = _wrap([*prefix, (style, parts[0])], width, indent)
+    rows = wrap_fragments([*prefix, (style, parts[0])], width, indent)
     for part in parts[1:]:
-        rows.extend(_wrap([(TEXT, " " * indent), (style, part)], width, indent))
+        rows.extend(wrap_fragments([(TEXT, " " * indent), (style, part)], width, indent))
     return rows
 
 
@@ -358,7 +360,7 @@ def _header(state: fs.FormState, width: int) -> _Block:
     block = _Block()
     title = state.params.title
     if title:
-        block.extend(_wrap([(TITLE, sanitize_line(title))], width))
+        block.extend(wrap_fragments([(TITLE, sanitize_line(title))], width))
     block.append_block(_tab_bar(state, width))
     block.blank()
     return block
@@ -522,7 +524,7 @@ def _option_rows(
     prefix = _row_prefix(row, count, active, custom_on, multi)
     indent = line_width(prefix)
     label_style = ACTIVE if active else TEXT
-    block.extend(_wrap([*prefix, (label_style, CUSTOM_LABEL)], width, indent))
+    block.extend(wrap_fragments([*prefix, (label_style, CUSTOM_LABEL)], width, indent))
     block.targets.append(
         Target("option", ("option", q, row), first, len(block.lines), 0, width, fs.Number(row + 1))
     )
@@ -576,10 +578,10 @@ def _option_label_rows(
         ]
         if description:
             fragments.append((MUTED, f" | {description}"))
-        return _wrap(fragments, width, indent)
-    rows = _wrap([*prefix, (label_style, label)], width, indent)
+        return wrap_fragments(fragments, width, indent)
+    rows = wrap_fragments([*prefix, (label_style, label)], width, indent)
     if description:
-        rows.extend(_wrap([(TEXT, " " * indent), (MUTED, description)], width, indent))
+        rows.extend(wrap_fragments([(TEXT, " " * indent), (MUTED, description)], width, indent))
     return rows
 
 
@@ -614,7 +616,7 @@ def _question_note_rows(
 def _context_rows(context: str, width: int) -> list[Line]:
     rows: list[Line] = []
     for part in sanitize_text(context).split("\n"):
-        rows.extend(_wrap([(CONTEXT, part)], width))
+        rows.extend(wrap_fragments([(CONTEXT, part)], width))
     return rows
 
 
@@ -629,11 +631,11 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
     keymaps = options.keymaps
     block = _Block()
     block.extend(_paragraphs([], question.prompt, PROMPT, width, 0))
-    block.extend(_wrap(_type_hint(state, q), width))
+    block.extend(wrap_fragments(_type_hint(state, q), width))
     block.extend(_notices(state, keymaps, width))
     if state.drafts[q].skipped:
         block.extend(
-            _wrap(
+            wrap_fragments(
                 [(WARNING, "Skipped."), (MUTED, " Answering or adding a note un-skips it.")], width
             )
         )
@@ -675,7 +677,7 @@ def _notices(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
     type_keys = keymaps.main.change_question_type
     if state.pending_type_change == q and type_keys:
         rows.extend(
-            _wrap(
+            wrap_fragments(
                 [
                     (
                         WARNING,
@@ -689,7 +691,7 @@ def _notices(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
     notice = state.type_notice
     if notice is not None and notice.question == q:
         rows.extend(
-            _wrap(
+            wrap_fragments(
                 [(ACCENT, f"Question type changed: {notice.old}-select → {notice.new}-select.")],
                 width,
             )
@@ -707,7 +709,7 @@ def _dismiss_warning(state: fs.FormState, keymaps: Keymaps, width: int) -> list[
     else:
         keys, verb = keymaps.global_.dismiss, "dismiss"
     key = format_key(keys[0]) if keys else "the same key"
-    return _wrap(
+    return wrap_fragments(
         [(WARNING, f"Unsaved answers will be lost. Press {key} again to {verb} the questions.")],
         width,
     )
@@ -722,7 +724,7 @@ REVIEW_LABELS = {"submit": "Submit", "cancel": "Cancel"}
 
 def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Block:
     block = _Block()
-    block.extend(_wrap([(PROMPT, "Review your answers")], width))
+    block.extend(wrap_fragments([(PROMPT, "Review your answers")], width))
     block.extend(_notices(state, options.keymaps, width))
     for q, question in enumerate(state.params.questions):
         block.blank()
@@ -765,7 +767,7 @@ def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Bl
         verb = "submit the answers" if kind == "submit" else "cancel the questions"
         block.blank()
         block.extend(
-            _wrap(
+            wrap_fragments(
                 [
                     (
                         WARNING,
@@ -789,11 +791,11 @@ def _review_question(state: fs.FormState, q: int, question: Question, width: int
     else:
         head = [(WARNING, "? ")]
     prompt = sanitize_text(question.prompt).split("\n")
-    rows.extend(_wrap([*head, (TEXT, label), (MUTED, ": "), (MUTED, prompt[0])], width, 2))
+    rows.extend(wrap_fragments([*head, (TEXT, label), (MUTED, ": "), (MUTED, prompt[0])], width, 2))
     for part in prompt[1:]:
-        rows.extend(_wrap([(TEXT, "  "), (MUTED, part)], width, 2))
+        rows.extend(wrap_fragments([(TEXT, "  "), (MUTED, part)], width, 2))
     if draft.skipped:
-        rows.extend(_wrap([(TEXT, "  "), (MUTED, "→ (skipped)")], width, 4))
+        rows.extend(wrap_fragments([(TEXT, "  "), (MUTED, "→ (skipped)")], width, 4))
         return rows
     rows.extend(_review_answers(state, q, question, draft, width))
     if draft.note.strip() or draft.note_images:
@@ -833,7 +835,9 @@ def _review_answers(
     for index in draft.selected:
         option = question.options[index]
         rows.extend(
-            _wrap([(TEXT, "  "), (ACCENT, "→ "), (TEXT, sanitize_line(option.label))], width, 4)
+            wrap_fragments(
+                [(TEXT, "  "), (ACCENT, "→ "), (TEXT, sanitize_line(option.label))], width, 4
+            )
         )
     if draft.custom_selected and fs.has_custom_content(draft):
         rows.extend(
@@ -846,7 +850,7 @@ def _review_answers(
             )
         )
     if not rows:
-        rows.extend(_wrap([(TEXT, "  "), (WARNING, "→ (no answer)")], width, 4))
+        rows.extend(wrap_fragments([(TEXT, "  "), (WARNING, "→ (no answer)")], width, 4))
     return rows
 
 
@@ -922,7 +926,7 @@ def _footer(state: fs.FormState, options: RenderOptions, width: int) -> list[Lin
             fragments.append((MUTED, " · "))
         fragments.append((HINT, keys))
         fragments.append((MUTED, f" {action}"))
-    return [(), *_wrap(fragments, width, 0)]
+    return [(), *wrap_fragments(fragments, width, 0)]
 
 
 # --------------------------------------------------------------------------------------------

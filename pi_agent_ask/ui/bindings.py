@@ -1,0 +1,238 @@
+"""Key bindings of the form, built from the live keymaps and mapped to form commands.
+
+Contexts, each a ``Condition`` over the controller's latest snapshot:
+
+- *navigation*: a form is shown, no editor is open, the settings overlay is closed. The
+  ``main`` keymap acts here, plus the fixed keys: digits ``1``..``9`` (``Number``) and ``D``
+  (``Skip``).
+- *custom editor* / *note editor*: the ``editor`` / ``noteEditor`` keymaps; the ``*WhenEmpty``
+  actions only while the editor is empty. Everything else a person types is text: digits,
+  ``D``, ``?`` in a non-empty editor, arrows and Tab in a non-empty editor.
+- *global*: ``global.dismiss`` wherever a form is shown; ``global.settings`` in navigation and
+  in an empty editor.
+
+prompt_toolkit calls the last added of several matching bindings, so the text-editing defaults
+are added first and the configurable actions after them: a person who binds ``editor.submit``
+to ``ctrl+a`` gets submit, not "start of line". The binding set is rebuilt whenever the
+keymaps object changes (settings saved or reset while a form is open).
+
+The first binding of all parks keys while a command is in flight (``form_view`` explains why);
+it is eager, so it wins over every other binding, and its filter is false the rest of the time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prompt_toolkit.filters import Condition, Filter
+from prompt_toolkit.key_binding import (
+    DynamicKeyBindings,
+    KeyBindings,
+    KeyBindingsBase,
+    KeyPressEvent,
+    merge_key_bindings,
+)
+from prompt_toolkit.keys import Keys
+
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.sanitize import sanitize_text
+from pi_agent_ask.persistence.keys import to_prompt_toolkit
+from pi_agent_ask.persistence.settings import Keymaps
+from pi_agent_ask.ui.form_view import FormController
+
+__all__ = ["FIXED_SKIP_KEY", "editing_key_bindings", "form_key_bindings", "keymap_key_bindings"]
+
+FIXED_SKIP_KEY = "D"
+"""``shift+d``: skip the current question (navigation only; text in editors)."""
+
+
+def _add(
+    kb: KeyBindings,
+    keys: tuple[str, ...],
+    handler: Callable[[KeyPressEvent], None],
+    filter: Filter,
+) -> None:
+    for key in keys:
+        kb.add(*to_prompt_toolkit(key), filter=filter)(handler)
+
+
+def _send(controller: FormController, command: fs.Command) -> Callable[[KeyPressEvent], None]:
+    def handler(_event: KeyPressEvent) -> None:
+        controller.send(command)
+
+    return handler
+
+
+def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBindings:
+    """Plain text editing of the open editor's buffer (lowest priority)."""
+    kb = KeyBindings()
+    buffer = controller.buffer
+    has_text = in_editor & Condition(lambda: bool(controller.buffer.text))
+
+    @kb.add(Keys.Any, filter=in_editor)
+    def _insert(event: KeyPressEvent) -> None:
+        key = event.key_sequence[0].key
+        if isinstance(key, Keys):
+            return  # a key without a binding here (F5, ctrl+g, ...): not text
+        if event.data.isprintable():
+            buffer.insert_text(event.data)
+
+    @kb.add(Keys.BracketedPaste, filter=in_editor)
+    def _paste(event: KeyPressEvent) -> None:
+        # Pasted text is neutralised before it reaches the buffer, so nothing it carries can
+        # reach the terminal when it is echoed.
+        buffer.insert_text(sanitize_text(event.data.replace("\r\n", "\n").replace("\r", "\n")))
+
+    @kb.add("c-m", filter=in_editor)
+    def _newline(_event: KeyPressEvent) -> None:
+        buffer.insert_text("\n")  # reached only when Enter is not the submit/save key
+
+    @kb.add("c-h", filter=in_editor)
+    def _backspace(_event: KeyPressEvent) -> None:
+        buffer.delete_before_cursor(1)
+
+    @kb.add("delete", filter=in_editor)
+    def _delete(_event: KeyPressEvent) -> None:
+        buffer.delete(1)
+
+    @kb.add("left", filter=in_editor)
+    def _left(_event: KeyPressEvent) -> None:
+        buffer.cursor_left()
+
+    @kb.add("right", filter=in_editor)
+    def _right(_event: KeyPressEvent) -> None:
+        buffer.cursor_right()
+
+    @kb.add("up", filter=in_editor)
+    def _up(_event: KeyPressEvent) -> None:
+        buffer.cursor_up()
+
+    @kb.add("down", filter=in_editor)
+    def _down(_event: KeyPressEvent) -> None:
+        buffer.cursor_down()
+
+    @kb.add("home", filter=in_editor)
+    @kb.add("c-a", filter=in_editor)
+    def _home(_event: KeyPressEvent) -> None:
+        buffer.cursor_position += buffer.document.get_start_of_line_position()
+
+    @kb.add("end", filter=in_editor)
+    @kb.add("c-e", filter=in_editor)
+    def _end(_event: KeyPressEvent) -> None:
+        buffer.cursor_position += buffer.document.get_end_of_line_position()
+
+    @kb.add("c-u", filter=in_editor)
+    def _kill_start(_event: KeyPressEvent) -> None:
+        buffer.delete_before_cursor(-buffer.document.get_start_of_line_position())
+
+    @kb.add("c-k", filter=in_editor)
+    def _kill_end(_event: KeyPressEvent) -> None:
+        buffer.delete(buffer.document.get_end_of_line_position())
+
+    @kb.add("c-w", filter=in_editor)
+    def _kill_word(_event: KeyPressEvent) -> None:
+        start = buffer.document.find_start_of_previous_word() or 0
+        buffer.delete_before_cursor(-start)
+
+    # With text in the editor, Tab stays in the editor: it does nothing rather than move away.
+    @kb.add("c-i", filter=has_text)
+    @kb.add("s-tab", filter=has_text)
+    def _tab(_event: KeyPressEvent) -> None:
+        return
+
+    return kb
+
+
+def keymap_key_bindings(
+    controller: FormController,
+    keymaps: Keymaps,
+    *,
+    open_settings: Callable[[], None],
+    overlay_open: Filter,
+) -> KeyBindings:
+    """The bindings of one keymaps object: fixed keys, then the configurable actions."""
+    shown = Condition(lambda: controller.visible) & ~overlay_open
+    navigation = shown & Condition(lambda: not controller.editor_open)
+    custom = shown & Condition(lambda: controller.editor_kind() == "custom")
+    note = shown & Condition(lambda: controller.editor_kind() in ("note", "option_note"))
+    empty = Condition(lambda: controller.editor_empty)
+    kb = KeyBindings()
+
+    for digit in range(1, 10):
+        kb.add(str(digit), filter=navigation)(_send(controller, fs.Number(digit)))
+    kb.add(FIXED_SKIP_KEY, filter=navigation)(_send(controller, fs.Skip()))
+
+    main = keymaps.main
+    for keys, command in (
+        (main.confirm, fs.Confirm()),
+        (main.cancel, fs.Cancel()),
+        (main.toggle, fs.Toggle()),
+        (main.change_question_type, fs.ChangeQuestionType()),
+        (main.next_tab, fs.NextTab()),
+        (main.previous_tab, fs.PreviousTab()),
+        (main.next_option, fs.NextOption()),
+        (main.previous_option, fs.PreviousOption()),
+        (main.option_note, fs.OpenOptionNote()),
+        (main.question_note, fs.OpenQuestionNote()),
+    ):
+        _add(kb, keys, _send(controller, command), navigation)
+
+    for context, editor in ((custom, keymaps.editor), (note, keymaps.note_editor)):
+        save = keymaps.editor.submit if editor is keymaps.editor else keymaps.note_editor.save
+        _add(kb, save, _send(controller, fs.EditorSubmit()), context)
+        _add(kb, editor.close, _send(controller, fs.EditorClose()), context)
+        when_empty = context & empty
+        _add(kb, editor.next_tab_when_empty, _send(controller, fs.EditorMoveTab(1)), when_empty)
+        _add(
+            kb, editor.previous_tab_when_empty, _send(controller, fs.EditorMoveTab(-1)), when_empty
+        )
+        _add(
+            kb, editor.next_option_when_empty, _send(controller, fs.EditorMoveOption(1)), when_empty
+        )
+        _add(
+            kb,
+            editor.previous_option_when_empty,
+            _send(controller, fs.EditorMoveOption(-1)),
+            when_empty,
+        )
+
+    def settings(_event: KeyPressEvent) -> None:
+        open_settings()
+
+    _add(kb, keymaps.global_.settings, settings, navigation | (shown & empty))
+    _add(kb, keymaps.global_.dismiss, _send(controller, fs.Dismiss()), shown)
+    return kb
+
+
+def form_key_bindings(
+    controller: FormController,
+    keymaps: Callable[[], Keymaps],
+    *,
+    open_settings: Callable[[], None],
+    overlay_open: Filter,
+) -> KeyBindingsBase:
+    """Every key binding of the form: parking, text editing, then the live keymaps."""
+    parking = KeyBindings()
+
+    @parking.add(Keys.Any, filter=Condition(lambda: controller.in_flight > 0), eager=True)
+    def _park(event: KeyPressEvent) -> None:
+        controller.park(event.key_sequence[0])
+
+    in_editor = Condition(lambda: controller.editor_open) & ~overlay_open
+    editing = editing_key_bindings(controller, in_editor)
+    cache: dict[int, tuple[Keymaps, KeyBindings]] = {}
+
+    def current() -> KeyBindings:
+        live = keymaps()
+        cached = cache.get(id(live))
+        if cached is None or cached[0] is not live:
+            cache.clear()
+            built = keymap_key_bindings(
+                controller, live, open_settings=open_settings, overlay_open=overlay_open
+            )
+            cache[id(live)] = (live, built)
+            return built
+        return cached[1]
+
+    # merge_key_bindings: later registries win ties, so the parking set comes last.
+    return merge_key_bindings([editing, DynamicKeyBindings(current), parking])

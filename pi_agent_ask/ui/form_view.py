@@ -1,0 +1,365 @@
+"""The terminal's own model of the visible form, and the prompt_toolkit control that shows it.
+
+:class:`FormController` holds what the terminal needs between snapshots: the latest
+``FormState`` the runtime sent, the channel for commands, the editor's text buffer, the scroll
+position and the pending mouse press. It decides nothing about the form: keys and clicks
+become commands (``form.state``), the runtime reduces them and sends a new snapshot back.
+
+Ordering rule (why keys may wait). Which binding a key triggers depends on the snapshot (is an
+editor open? is it empty?). Between sending a command and receiving the snapshot that includes
+it, the terminal's view is one step behind, so a key typed in that gap -- ``n`` followed at
+once by ``hello``, or a paste of both -- would be read in the wrong mode. While a command is in
+flight, the bindings therefore park every key (:meth:`FormController.park`) and
+:meth:`FormController.apply` replays them in order as soon as the snapshot arrives. The runtime
+sends one snapshot per message it processes (or hides the form), so every command in flight is
+answered and parked keys never wait for anything but the runtime itself.
+
+:class:`FormControl` renders the controller's snapshot with ``render.render_form`` at the real
+width and height of its window: the header (title, tabs) and footer (key hints) stay, the rows
+between scroll so the focused row stays visible, and the wheel scrolls them. Clicks are mapped
+through the targets of the frame that is on screen, so resizes and scrolling never leave stale
+click positions. Only a completed click acts: a left press and a left release on the same
+target. A press, a drag or a release alone does nothing.
+
+When the control does not have keyboard focus (a panel above another editor), the first click
+anywhere in it only takes focus; that click neither selects nor counts for a double press.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import suppress
+
+import attrs
+import trio
+from prompt_toolkit.application.current import get_app
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.data_structures import Point
+from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.key_binding.key_processor import KeyPress
+from prompt_toolkit.layout import Container, Window
+from prompt_toolkit.layout.controls import UIContent, UIControl
+from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
+
+from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.persistence.settings import Keymaps
+from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
+
+__all__ = ["WHEEL_ROWS", "FormControl", "FormController", "form_container"]
+
+WHEEL_ROWS = 3
+"""Rows one wheel step scrolls."""
+
+
+@attrs.define(eq=False)
+class FormController:
+    """The visible form as the terminal sees it: see the module docstring.
+
+    ``keymaps`` and ``show_footer_hints`` are read on every render, so settings saved while the
+    form is open apply at once. ``invalidate`` asks for a redraw; ``replay`` feeds parked keys
+    back to the key processor (both set by the surface that runs the application).
+    """
+
+    keymaps: Callable[[], Keymaps]
+    show_footer_hints: Callable[[], bool]
+    invalidate: Callable[[], None] = lambda: None
+    replay: Callable[[list[KeyPress]], None] | None = None
+    buffer: Buffer = attrs.field(factory=lambda: Buffer(multiline=True))
+    flow_id: str | None = None
+    state: fs.FormState | None = None
+    commands: trio.MemorySendChannel[FormInput] | None = None
+    in_flight: int = 0
+    parked: list[KeyPress] = attrs.field(factory=list)
+    buffer_serial: int | None = None
+    scroll: int = 0
+    follow_focus: bool = True
+    pressed: tuple[str, int, int] | None = None
+    _syncing: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        self.buffer.on_text_changed += self._buffer_changed
+
+    # -- snapshots from the runtime -----------------------------------------------------------
+
+    def attach(
+        self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
+    ) -> None:
+        """Show a new form (``Surface.show``)."""
+        self.flow_id = flow_id
+        self.commands = commands
+        self.in_flight = 0
+        self.parked.clear()
+        self.scroll = 0
+        self.follow_focus = True
+        self.pressed = None
+        self.buffer_serial = None
+        self.state = state
+        self._sync_buffer()
+        self.invalidate()
+
+    def apply(self, flow_id: str, state: fs.FormState) -> None:
+        """A new snapshot of the visible form (``Surface.update``); replays parked keys."""
+        if flow_id != self.flow_id:
+            return
+        self.state = state
+        self.in_flight = max(0, self.in_flight - 1)
+        self.follow_focus = True
+        self._sync_buffer()
+        self.invalidate()
+        if self.in_flight == 0 and self.parked and self.replay is not None:
+            keys, self.parked = self.parked, []
+            self.replay(keys)
+
+    def detach(self, flow_id: str) -> None:
+        """The form is gone (``Surface.hide``); parked keys belonged to it and are dropped."""
+        if flow_id != self.flow_id:
+            return
+        self.flow_id = None
+        self.state = None
+        self.commands = None
+        self.in_flight = 0
+        self.parked.clear()
+        self.pressed = None
+        self.buffer_serial = None
+        self._set_buffer("")
+        self.invalidate()
+
+    @property
+    def visible(self) -> bool:
+        return self.state is not None and self.state.outcome is None
+
+    # -- commands to the runtime --------------------------------------------------------------
+
+    def send(self, command: fs.Command) -> None:
+        """Send one command to the visible form; it is in flight until the next snapshot."""
+        self._send(UserCommand(command))
+
+    def send_settings(self, settings: fs.FormSettings) -> None:
+        """Live behaviour settings changed (the settings overlay saved them)."""
+        self._send(SettingsUpdate(settings))
+
+    def _send(self, message: FormInput) -> None:
+        if self.commands is None:
+            return
+        try:
+            self.commands.send_nowait(message)
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            # The form is ending (its inbox closed) or hopelessly behind: nothing to wait for.
+            return
+        self.in_flight += 1
+        self.follow_focus = True
+
+    def park(self, key: KeyPress) -> None:
+        """Keep a key until the snapshot of the commands in flight arrives."""
+        self.parked.append(key)
+
+    # -- the editor buffer --------------------------------------------------------------------
+
+    def _set_buffer(self, text: str) -> None:
+        self._syncing = True
+        try:
+            self.buffer.set_document(Document(text, len(text)), bypass_readonly=True)
+        finally:
+            self._syncing = False
+
+    def _sync_buffer(self) -> None:
+        """Load an editor's text into the buffer when the state opens it; while it stays open
+        the buffer is ahead of the snapshot and is kept as it is."""
+        editor = self.state.editor if self.state is not None else None
+        if editor is None:
+            if self.buffer_serial is not None:
+                self.buffer_serial = None
+                self._set_buffer("")
+        elif editor.serial != self.buffer_serial:
+            self.buffer_serial = editor.serial
+            self._set_buffer(editor.text)
+
+    def _buffer_changed(self, _buffer: Buffer) -> None:
+        if self._syncing or self.buffer_serial is None:
+            return
+        self.send(fs.EditorChanged(self.buffer.text))
+
+    @property
+    def editor_open(self) -> bool:
+        return self.visible and self.state is not None and self.state.editor is not None
+
+    @property
+    def editor_empty(self) -> bool:
+        """The open editor has no text (live buffer) and no images."""
+        if not self.editor_open or self.state is None or self.state.editor is None:
+            return False
+        return not self.buffer.text and not self.state.editor.images
+
+    def editor_kind(self) -> str | None:
+        if not self.editor_open or self.state is None or self.state.editor is None:
+            return None
+        return self.state.editor.kind
+
+    # -- rendering ----------------------------------------------------------------------------
+
+    def render(self, width: int) -> Frame | None:
+        """The frame of the current snapshot at ``width`` (None when no form is shown)."""
+        state = self.state
+        if state is None:
+            return None
+        live = self.buffer_serial is not None and state.editor is not None
+        options = RenderOptions(
+            keymaps=self.keymaps(),
+            show_footer_hints=self.show_footer_hints(),
+            editor_text=self.buffer.text if live else None,
+            editor_cursor=self.buffer.cursor_position if live else None,
+        )
+        return render_form(state, width, options)
+
+    def scroll_by(self, rows: int) -> None:
+        self.scroll = max(0, self.scroll + rows)
+        self.follow_focus = False
+        self.invalidate()
+
+
+@attrs.define(eq=False)
+class _Viewport:
+    """What the control put on screen last: the frame and, per visible row, its frame row."""
+
+    frame: Frame
+    rows: list[int | None]
+
+
+class FormControl(UIControl):
+    """The form as one prompt_toolkit control (see the module docstring)."""
+
+    def __init__(self, controller: FormController) -> None:
+        self.controller = controller
+        self._viewport: _Viewport | None = None
+        self._swallow_release = False
+
+    def is_focusable(self) -> bool:
+        return True
+
+    def preferred_width(self, max_available_width: int) -> int | None:
+        return max_available_width
+
+    def preferred_height(
+        self,
+        width: int,
+        max_available_height: int,
+        wrap_lines: bool,
+        get_line_prefix: object,
+    ) -> int | None:
+        frame = self.controller.render(width)
+        return min(max_available_height, len(frame.lines)) if frame is not None else 0
+
+    def create_content(self, width: int, height: int) -> UIContent:
+        frame = self.controller.render(width)
+        if frame is None or height <= 0:
+            self._viewport = None
+            return UIContent(line_count=0, show_cursor=False)
+        lines, rows = self._layout(frame, height)
+        self._viewport = _Viewport(frame, rows)
+        cursor: Point | None = None
+        if frame.cursor is not None and frame.cursor[0] in rows:
+            cursor = Point(x=frame.cursor[1], y=rows.index(frame.cursor[0]))
+        elif frame.focus_row in rows:
+            cursor = Point(x=0, y=rows.index(frame.focus_row))
+
+        def get_line(index: int) -> StyleAndTextTuples:
+            return list(lines[index]) if 0 <= index < len(lines) else []
+
+        return UIContent(
+            get_line=get_line,
+            line_count=len(lines),
+            cursor_position=cursor,
+            show_cursor=frame.cursor is not None and cursor is not None,
+        )
+
+    def _layout(
+        self, frame: Frame, height: int
+    ) -> tuple[list[tuple[tuple[str, str], ...]], list[int | None]]:
+        """Choose the visible rows: sticky header and footer, the body scrolled so the focused
+        row (and the editor cursor) stay visible unless the person scrolled with the wheel."""
+        total = len(frame.lines)
+        header, footer = frame.header_rows, frame.footer_rows
+        if header + footer + 1 > height:
+            header = footer = 0  # too small for sticky parts: everything scrolls
+        body_first, body_end = header, total - footer
+        body_rows = body_end - body_first
+        room = height - header - footer
+        controller = self.controller
+        if controller.follow_focus:
+            wanted = [frame.focus_row]
+            if frame.cursor is not None:
+                wanted.append(frame.cursor[0])
+            margin = 1 if room >= 3 else 0  # one row of context around the focus when possible
+            for row in wanted:
+                offset = row - body_first
+                if offset < controller.scroll + margin:
+                    controller.scroll = max(0, offset - margin)
+                elif offset > controller.scroll + room - 1 - margin:
+                    controller.scroll = offset - room + 1 + margin
+        controller.scroll = max(0, min(controller.scroll, max(0, body_rows - room)))
+        rows: list[int | None] = list(range(header))
+        visible_body = list(range(body_first + controller.scroll, body_end))[:room]
+        rows.extend(visible_body)
+        if footer:
+            rows.extend([None] * (room - len(visible_body)))
+            rows.extend(range(body_end, total))
+        lines = [frame.lines[row] if row is not None else () for row in rows]
+        return lines, rows
+
+    def mouse_handler(self, mouse_event: MouseEvent) -> object:
+        controller = self.controller
+        kind = mouse_event.event_type
+        if kind == MouseEventType.SCROLL_UP:
+            controller.scroll_by(-WHEEL_ROWS)
+            return None
+        if kind == MouseEventType.SCROLL_DOWN:
+            controller.scroll_by(WHEEL_ROWS)
+            return None
+        app = get_app()
+        if kind == MouseEventType.MOUSE_DOWN and not app.layout.has_focus(self):
+            # The first click into an unfocused form only takes focus.
+            with suppress(ValueError):
+                app.layout.focus(self)
+            self._swallow_release = True
+            controller.pressed = None
+            return None
+        target = self._target(mouse_event.position)
+        if kind == MouseEventType.MOUSE_DOWN:
+            if mouse_event.button != MouseButton.LEFT:
+                controller.pressed = None
+                return NotImplemented
+            controller.pressed = target.key if target is not None else None
+            return None
+        if kind == MouseEventType.MOUSE_UP:
+            pressed, controller.pressed = controller.pressed, None
+            if self._swallow_release:
+                self._swallow_release = False
+                return None
+            if target is not None and pressed == target.key and controller.visible:
+                controller.send(target.command)
+                return None
+            return NotImplemented
+        return NotImplemented  # moves and drags do nothing
+
+    def _target(self, position: Point) -> Target | None:
+        viewport = self._viewport
+        if viewport is None or not 0 <= position.y < len(viewport.rows):
+            return None
+        row = viewport.rows[position.y]
+        if row is None:
+            return None
+        return viewport.frame.target_at(row, position.x)
+
+
+def form_container(controller: FormController, control: FormControl | None = None) -> Container:
+    """The form view as a container a host layout can embed (full screen, or as a panel above
+    an ordinary input editor). The terminal cursor is shown only while an editor is open."""
+    control = control if control is not None else FormControl(controller)
+    return Window(
+        content=control,
+        always_hide_cursor=Condition(lambda: not controller.editor_open),
+        wrap_lines=False,
+    )

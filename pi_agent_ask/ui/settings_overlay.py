@@ -1,0 +1,221 @@
+"""The ask settings overlay: ``?`` in a form, ``/ask-settings``, ``pi-agent-ask settings``.
+
+The model, its reducer and its texts live in ``persistence/settings_list.py``; this module is
+the terminal shell around it: a controller that feeds key presses to the reducer with the
+current monotonic time, performs its effects (save the config, close), and a container that
+renders the model's view. A toggle is shown changed at once and saved immediately; a failed
+save reverts the toggle and shows the error (the reducer does both). The reset action needs a
+second press within the confirmation window; when the window runs out unused, the overlay is
+redrawn so it stops saying ``[confirm reset]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import attrs
+from prompt_toolkit.filters import Condition, Filter
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import (
+    ConditionalContainer,
+    Container,
+    Dimension,
+    FormattedTextControl,
+    HSplit,
+    VSplit,
+    Window,
+)
+from prompt_toolkit.widgets import Frame
+
+from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
+from pi_agent_ask.persistence import settings_list as sl
+from pi_agent_ask.persistence.keys import to_prompt_toolkit
+from pi_agent_ask.persistence.settings import Config, Keymaps
+from pi_agent_ask.ui.render import (
+    ACCENT,
+    ERROR,
+    HINT,
+    MUTED,
+    TEXT,
+    TITLE,
+    WARNING,
+    Line,
+    wrap_fragments,
+)
+
+__all__ = [
+    "OVERLAY_WIDTH",
+    "SettingsOverlay",
+    "render_settings",
+    "settings_container",
+    "settings_key_bindings",
+]
+
+OVERLAY_WIDTH = 72
+"""Columns of the overlay box (borders included), as the original's overlay options say."""
+ON = "class:ask.setting.on"
+OFF = "class:ask.setting.off"
+ROW_ACTIVE = "class:ask.option.active"
+POINTER = "class:ask.pointer"
+
+
+@attrs.define(eq=False)
+class SettingsOverlay:
+    """One open settings overlay.
+
+    ``save`` performs a :class:`settings_list.SaveConfig` effect and later calls
+    :meth:`report` with the outcome; ``saved`` receives every config that reached the file;
+    ``close`` is called once, when the overlay closes; ``call_later(seconds, fn)`` schedules a
+    redraw when an armed reset expires.
+    """
+
+    state: sl.SettingsListState
+    save: Callable[[sl.SaveConfig], None]
+    saved: Callable[[Config], None]
+    close: Callable[[], None]
+    invalidate: Callable[[], None] = lambda: None
+    call_later: Callable[[float, Callable[[], None]], None] | None = None
+    clock: Callable[[], float] = time.monotonic
+
+    def press(self, command: sl.SettingsCommand) -> None:
+        """A key press mapped to a settings-list command."""
+        self._apply(command)
+        if (
+            self.state.reset_armed_until is not None
+            and self.call_later is not None
+            and isinstance(command, sl.Activate)
+        ):
+            delay = max(0.0, self.state.reset_armed_until - self.clock()) + 0.01
+            self.call_later(delay, self.invalidate)
+
+    def report(self, outcome: sl.SaveSucceeded | sl.SaveFailed) -> None:
+        """The outcome of a save this overlay asked for."""
+        self._apply(outcome)
+        if isinstance(outcome, sl.SaveSucceeded):
+            self.saved(outcome.config)
+
+    def _apply(self, command: sl.SettingsCommand) -> None:
+        self.state, effects = sl.reduce(self.state, command, self.clock())
+        for effect in effects:
+            match effect:
+                case sl.SaveConfig():
+                    self.save(effect)
+                case sl.CloseSettings():
+                    self.close()
+        self.invalidate()
+
+    @property
+    def closed(self) -> bool:
+        return self.state.closed
+
+    def view(self) -> sl.SettingsView:
+        return sl.settings_view(self.state, self.clock())
+
+
+def render_settings(view: sl.SettingsView, width: int) -> list[Line]:
+    """The overlay's rows for an inner width of ``width`` cells. Pure."""
+    width = max(10, width)
+    lines: list[Line] = []
+    lines.extend(wrap_fragments([(TITLE, view.title)], width))
+    for section, rows in view.sections():
+        lines.append(())
+        lines.extend(wrap_fragments([(ACCENT, section)], width))
+        for row in rows:
+            value = row.bracketed
+            if row.kind == "action":
+                value_style = WARNING if row.value == "confirm reset" else MUTED
+            else:
+                value_style = ON if row.value == "on" else OFF
+            pointer = "› " if row.selected else "  "
+            label_room = max(1, width - len(pointer) - len(value) - 1)
+            label = row.label if len(row.label) <= label_room else row.label[: label_room - 1] + "…"
+            gap = " " * max(1, width - len(pointer) - len(label) - len(value))
+            lines.append(
+                (
+                    (POINTER, pointer),
+                    (ROW_ACTIVE if row.selected else TEXT, label),
+                    (TEXT, gap),
+                    (value_style, value),
+                )
+            )
+    lines.append(())
+    lines.extend(wrap_fragments([(MUTED, view.description)], width))
+    for notice in view.notices:
+        for part in sanitize_text(notice).split("\n"):
+            lines.extend(wrap_fragments([(WARNING, part)], width))
+    if view.error:
+        for part in sanitize_text(view.error).split("\n"):
+            lines.extend(wrap_fragments([(ERROR, part)], width))
+    lines.append(())
+    lines.extend(wrap_fragments([(TEXT, view.path_hint)], width))
+    lines.extend(wrap_fragments([(ACCENT, sanitize_line(view.config_path))], width))
+    if view.footer:
+        lines.append(())
+        lines.extend(wrap_fragments([(HINT, view.footer)], width))
+    return lines
+
+
+def settings_container(overlay: Callable[[], SettingsOverlay | None]) -> Container:
+    """The overlay box, shown while ``overlay()`` returns an open overlay."""
+    inner = OVERLAY_WIDTH - 4  # borders and one cell of padding on each side
+
+    def fragments() -> StyleAndTextTuples:
+        current = overlay()
+        if current is None:
+            return []
+        out: StyleAndTextTuples = []
+        for index, line in enumerate(render_settings(current.view(), inner)):
+            if index:
+                out.append((TEXT, "\n"))
+            out.extend(line)
+        return out
+
+    body = Window(
+        FormattedTextControl(fragments),
+        width=Dimension(preferred=inner, max=inner),
+        wrap_lines=False,
+        always_hide_cursor=True,
+    )
+    padded = VSplit([Window(width=1), body, Window(width=1)])
+    framed = Frame(HSplit([padded]), style="class:ask.overlay")
+    return ConditionalContainer(framed, filter=Condition(lambda: overlay() is not None))
+
+
+def settings_key_bindings(
+    overlay: Callable[[], SettingsOverlay | None], keymaps: Callable[[], Keymaps]
+) -> KeyBindings:
+    """``settingsModal`` bindings, active while the overlay is open.
+
+    Built once from the keymaps of the moment the overlay's bindings were created; the keymap
+    cannot change while the overlay is open except through the overlay itself (reset), and the
+    surface rebuilds these bindings whenever the keymaps object changes.
+    """
+    kb = KeyBindings()
+    is_open: Filter = Condition(lambda: overlay() is not None)
+    modal = keymaps().settings_modal
+
+    def send(command: sl.SettingsCommand) -> Callable[[KeyPressEvent], None]:
+        def handler(_event: KeyPressEvent) -> None:
+            current = overlay()
+            if current is not None:
+                current.press(command)
+
+        return handler
+
+    for keys, command in (
+        (modal.toggle, sl.Activate()),
+        (modal.next_option, sl.MoveFocus(1)),
+        (modal.previous_option, sl.MoveFocus(-1)),
+        (modal.close, sl.Close()),
+    ):
+        for key in keys:
+            kb.add(*to_prompt_toolkit(key), filter=is_open)(send(command))
+
+    # Everything else is swallowed while the overlay is open: it must not reach the form.
+    @kb.add("<any>", filter=is_open)
+    def _swallow(_event: KeyPressEvent) -> None:
+        return
+
+    return kb

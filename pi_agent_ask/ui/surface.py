@@ -1,0 +1,302 @@
+"""The terminal surface: the runtime's ``Surface`` on a prompt_toolkit application.
+
+:class:`TerminalSurface` implements the ``Surface`` protocol of ``actors/form.py``: ``show``,
+``update`` and ``hide`` are synchronous and never block; they store the snapshot in the form
+controller and ask for a redraw. :func:`run_terminal_surface` runs the prompt_toolkit
+``Application`` inside the Trio run through trio-asyncio, from the first thing there is to show
+(a form or the settings overlay) until its scope is cancelled; cancelling exits the application
+and restores the terminal. Nothing here reaches into an actor: commands go out through the
+channel each ``show`` hands over.
+
+The form view itself is :func:`form_view.form_container`, which a host layout can embed as a
+panel above its own input editor; the full-screen layout here is that container with the
+settings overlay floating above it.
+
+Live settings: the surface keeps the loaded settings. When the overlay saves a config, the
+surface takes it at once (keymaps, footer hints) and sends the behaviour settings to the open
+form as a ``SettingsUpdate``; ``on_config_saved`` lets the owner (runtime, host) react too.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+import trio_asyncio
+from prompt_toolkit.application import Application
+from prompt_toolkit.application.current import set_app
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import DynamicKeyBindings, KeyBindings, merge_key_bindings
+from prompt_toolkit.key_binding.key_processor import KeyPress
+from prompt_toolkit.layout import Float, FloatContainer, Layout
+from prompt_toolkit.output import Output
+from prompt_toolkit.styles import Style
+
+from pi_agent_ask.actors.form import FormInput
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.persistence import settings_list as sl
+from pi_agent_ask.persistence.settings import Config, Keymaps, LoadedSettings
+from pi_agent_ask.ui import rebind_event_loop_lookup
+from pi_agent_ask.ui.bindings import form_key_bindings
+from pi_agent_ask.ui.form_view import FormControl, FormController, form_container
+from pi_agent_ask.ui.settings_overlay import (
+    SettingsOverlay,
+    settings_container,
+    settings_key_bindings,
+)
+
+__all__ = ["STYLE", "TerminalSurface", "form_settings_of", "run_terminal_surface"]
+
+STYLE = Style.from_dict(
+    {
+        "ask.title": "bold",
+        "ask.accent": "ansicyan",
+        "ask.muted": "ansibrightblack",
+        "ask.warning": "ansiyellow",
+        "ask.success": "ansigreen",
+        "ask.error": "ansired bold",
+        "ask.prompt": "bold",
+        "ask.tab": "",
+        "ask.tab.active": "reverse bold",
+        "ask.pointer": "ansicyan bold",
+        "ask.option.active": "ansicyan bold",
+        "ask.mark.selected": "ansigreen bold",
+        "ask.note": "ansimagenta",
+        "ask.editor": "underline",
+        "ask.placeholder": "ansibrightblack italic",
+        "ask.hint": "bold",
+        "ask.rule": "ansibrightblack",
+        "ask.setting.on": "ansigreen bold",
+        "ask.setting.off": "ansibrightblack",
+        "ask.overlay": "",
+    }
+)
+
+ESCAPE_TIMEOUT = 0.05
+"""Seconds a lone Esc byte waits for the rest of an escape sequence (prompt_toolkit's
+``ttimeoutlen``; its default of half a second makes Esc feel slow)."""
+SEQUENCE_TIMEOUT = 0.1
+"""Seconds a key that starts a longer binding waits for the next key (``timeoutlen``)."""
+
+
+def form_settings_of(config: Config) -> fs.FormSettings:
+    """The behaviour settings a form follows, from a config."""
+    behaviour = config.behaviour
+    return fs.FormSettings(
+        auto_submit_when_answered_without_notes=behaviour.auto_submit_when_answered_without_notes,
+        confirm_dismiss_when_dirty=behaviour.confirm_dismiss_when_dirty,
+        double_press_review_shortcuts=behaviour.double_press_review_shortcuts,
+    )
+
+
+@attrs.define(eq=False)
+class TerminalSurface:
+    """The ``Surface`` of a terminal: one visible form and the settings overlay.
+
+    ``settings`` is the loaded settings; ``settings.path`` is the file the overlay saves.
+    ``on_config_saved`` is called with each config the overlay saved.
+    """
+
+    settings: LoadedSettings
+    on_config_saved: Callable[[Config], None] | None = None
+    controller: FormController = attrs.field(init=False)
+    control: FormControl = attrs.field(init=False)
+    overlay: SettingsOverlay | None = None
+    settings_closed: trio.Event = attrs.field(factory=trio.Event)
+    _app: Application[Any] | None = None
+    _nursery: trio.Nursery | None = None
+    _wanted: trio.Event = attrs.field(factory=trio.Event)
+
+    def __attrs_post_init__(self) -> None:
+        self.controller = FormController(
+            keymaps=self.keymaps,
+            show_footer_hints=lambda: self.settings.config.behaviour.show_footer_hints,
+            invalidate=self.invalidate,
+            replay=self._replay,
+        )
+        self.control = FormControl(self.controller)
+
+    # -- the Surface protocol -----------------------------------------------------------------
+
+    def show(
+        self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
+    ) -> None:
+        """Make a form visible and focused."""
+        self.controller.attach(flow_id, state, commands)
+        if self._app is not None:
+            self._app.layout.focus(self.control)
+        self._wanted.set()
+
+    def update(self, flow_id: str, state: fs.FormState) -> None:
+        """A new snapshot of a visible form."""
+        self.controller.apply(flow_id, state)
+
+    def hide(self, flow_id: str) -> None:
+        """The form is gone; the settings overlay it opened, if any, closes with it."""
+        if flow_id == self.controller.flow_id and self.overlay is not None:
+            self._drop_overlay()
+        self.controller.detach(flow_id)
+
+    # -- live settings and the overlay --------------------------------------------------------
+
+    def keymaps(self) -> Keymaps:
+        return self.settings.config.keymaps
+
+    def open_settings(self) -> None:
+        """Open the settings overlay over whatever is shown (the form keeps its state)."""
+        if self.overlay is not None:
+            return
+        self.settings_closed = trio.Event()
+        self.overlay = SettingsOverlay(
+            state=sl.open_settings_list(
+                self.settings.global_config, self.settings.path, notices=self.settings.notices
+            ),
+            save=self._start_save,
+            saved=self.apply_config,
+            close=self._drop_overlay,
+            invalidate=self.invalidate,
+            call_later=self._call_later,
+        )
+        self._wanted.set()
+        self.invalidate()
+
+    def _drop_overlay(self) -> None:
+        self.overlay = None
+        self.settings_closed.set()
+        self.invalidate()
+
+    def apply_config(self, config: Config) -> None:
+        """A config was saved: apply it to this surface and to the open form at once."""
+        old = self.settings.config
+        self.settings = self.settings.with_global_config(config)
+        if form_settings_of(old) != form_settings_of(self.settings.config):
+            self.controller.send_settings(form_settings_of(self.settings.config))
+        if self.on_config_saved is not None:
+            self.on_config_saved(config)
+        self.invalidate()
+
+    def _start_save(self, effect: sl.SaveConfig) -> None:
+        overlay = self.overlay
+        if self._nursery is None or overlay is None:
+            return
+        self._nursery.start_soon(self._save, overlay, effect)
+
+    async def _save(self, overlay: SettingsOverlay, effect: sl.SaveConfig) -> None:
+        outcome = await trio.to_thread.run_sync(sl.save_command, self.settings.path, effect)
+        overlay.report(outcome)
+
+    # -- the application ----------------------------------------------------------------------
+
+    def invalidate(self) -> None:
+        if self._app is not None and self._app.is_running:
+            self._app.invalidate()
+
+    def _call_later(self, delay: float, callback: Callable[[], None]) -> None:
+        if self._nursery is not None:
+            self._nursery.start_soon(_later, delay, callback)
+
+    def _replay(self, keys: list[KeyPress]) -> None:
+        app = self._app
+        if app is None or not app.is_running:
+            return
+        with set_app(app):
+            app.key_processor.feed_multiple(keys, first=True)
+            app.key_processor.process_keys()
+
+    def build_application(
+        self,
+        *,
+        input: Input | None = None,
+        output: Output | None = None,
+        full_screen: bool = True,
+        mouse_support: bool | None = None,
+    ) -> Application[Any]:
+        """The prompt_toolkit application showing the form and the settings overlay."""
+        overlay_open = Condition(lambda: self.overlay is not None)
+        form = form_key_bindings(
+            self.controller,
+            self.keymaps,
+            open_settings=self.open_settings,
+            overlay_open=overlay_open,
+        )
+        cache: dict[str, tuple[Keymaps, KeyBindings]] = {}
+
+        def modal() -> KeyBindings:
+            live = self.keymaps()
+            cached = cache.get("modal")
+            if cached is None or cached[0] is not live:
+                cached = (live, settings_key_bindings(lambda: self.overlay, lambda: live))
+                cache["modal"] = cached
+            return cached[1]
+
+        body = form_container(self.controller, self.control)
+        root = FloatContainer(
+            content=body,
+            floats=[Float(content=settings_container(lambda: self.overlay))],
+        )
+        app: Application[Any] = Application(
+            layout=Layout(root, focused_element=body),
+            key_bindings=merge_key_bindings([DynamicKeyBindings(modal), form]),
+            style=STYLE,
+            full_screen=full_screen,
+            mouse_support=full_screen if mouse_support is None else mouse_support,
+            input=input,
+            output=output,
+        )
+        app.ttimeoutlen = ESCAPE_TIMEOUT
+        app.timeoutlen = SEQUENCE_TIMEOUT
+        return app
+
+
+async def _later(delay: float, callback: Callable[[], None]) -> None:
+    await trio.sleep(delay)
+    callback()
+
+
+async def run_terminal_surface(
+    surface: TerminalSurface,
+    *,
+    input: Input | None = None,
+    output: Output | None = None,
+    full_screen: bool = True,
+    mouse_support: bool | None = None,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run ``surface``'s terminal application until cancelled.
+
+    Starts at once (``task_status.started()``) so forms can be shown right away; the
+    application itself starts with the first form or overlay, so a call that never shows
+    anything never switches the terminal to the full-screen buffer. ``input``/``output`` are
+    prompt_toolkit objects (``None``: the process's terminal). Mouse support defaults to on in
+    full screen and off otherwise (a regular terminal keeps mouse selection).
+    """
+    rebind_event_loop_lookup()
+    async with trio_asyncio.open_loop(), trio.open_nursery() as nursery:
+        surface._nursery = nursery
+        task_status.started()
+        try:
+            await surface._wanted.wait()
+            app = surface.build_application(
+                input=input, output=output, full_screen=full_screen, mouse_support=mouse_support
+            )
+            surface._app = app
+            run = functools.partial(app.run_async, set_exception_handler=False, handle_sigint=False)
+            await trio_asyncio.aio_as_trio(run)()
+        finally:
+            surface._app = None
+            surface._nursery = None
+            nursery.cancel_scope.cancel()
+
+
+def default_settings_path() -> Path:
+    """The settings file used when none is given (``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``)."""
+    import os
+
+    from pi_agent_ask.persistence.settings import settings_path
+
+    return settings_path(os.environ)

@@ -1,0 +1,408 @@
+"""The form driven by keys through a pipe input, with the real bindings and the real runtime.
+
+Every test runs ``run_ask`` (the ``ask`` command's body) against a virtual VT100 terminal: keys
+go in as the bytes a terminal sends, the screen is read from the output the application wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+from prompt_toolkit.input import PipeInput, create_pipe_input
+
+from pi_agent_ask.persistence.settings import (
+    Behaviour,
+    Config,
+    EditorKeymap,
+    Keymaps,
+    load_settings,
+    save_settings,
+)
+from pi_agent_ask.ui.commands import run_ask
+from pi_agent_ask.ui.testing import VirtualTerminal
+
+ESC = "\x1b"
+ENTER = "\r"
+TAB = "\t"
+DOWN = "\x1b[B"
+UP = "\x1b[A"
+CTRL_C = "\x03"
+CTRL_K = "\x0b"
+BACKSPACE = "\x7f"
+
+GOAL = {
+    "id": "goal",
+    "label": "Goal",
+    "prompt": "What should I optimize for?",
+    "options": [
+        {"value": "speed", "label": "Speed", "description": "Fastest builds", "recommended": True},
+        {"value": "size", "label": "Size"},
+    ],
+}
+TONE = {
+    "id": "tone",
+    "label": "Tone",
+    "prompt": "Which tones fit?",
+    "type": "multi",
+    "options": [
+        {"value": "formal", "label": "Formal"},
+        {"value": "casual", "label": "Casual"},
+        {"value": "dry", "label": "Dry"},
+    ],
+}
+
+
+@attrs.define
+class Asking:
+    term: VirtualTerminal
+    pipe: PipeInput
+    settings: Path
+    status: int | None = None
+    result: dict[str, Any] | None = None
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+    def send(self, *keys: str) -> None:
+        for key in keys:
+            self.pipe.send_text(key)
+
+    async def wait(self, text: str) -> None:
+        await self.term.wait_for(text)
+
+    async def wait_gone(self, text: str) -> None:
+        await self.term.wait_gone(text)
+
+    async def finished(self) -> tuple[int, dict[str, Any]]:
+        await self.done.wait()
+        assert self.status is not None and self.result is not None
+        return self.status, self.result
+
+
+@asynccontextmanager
+async def asking(
+    tmp_path: Path,
+    *questions: dict[str, Any],
+    config: Config | None = None,
+    columns: int = 100,
+    lines: int = 30,
+    **extra: Any,
+) -> AsyncIterator[Asking]:
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    if config is not None:
+        save_settings(settings, config)
+    term = VirtualTerminal(columns, lines)
+    arguments = {"questions": list(questions), **extra}
+    with create_pipe_input() as pipe, trio.fail_after(20):
+        handle = Asking(term, pipe, settings)
+        async with trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                handle.status, handle.result = await run_ask(
+                    arguments, settings=settings, session=None, input=pipe, output=term.output
+                )
+                handle.done.set()
+
+            nursery.start_soon(run)
+            yield handle
+            await handle.done.wait()
+
+
+def overlay_text(term: VirtualTerminal) -> str:
+    """The overlay's rows (inside its border) joined without separators, so text the overlay
+    wrapped (a long path) reads as one string."""
+    inner = []
+    for row in term.rows():
+        if row.count("│") >= 2:
+            inner.append(row[row.index("│") + 1 : row.rindex("│")].strip())
+    return "".join(inner)
+
+
+def answers(result: dict[str, Any]) -> dict[str, Any]:
+    return result["details"]["answers"]
+
+
+async def test_single_select_with_a_number_then_double_press_submit(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        assert "› 1. ( ) Speed (recommended) | Fastest builds" in ask.term.text()
+        ask.send("2")
+        await ask.wait("Review your answers")
+        assert "→ Size" in ask.term.text()
+        ask.send("1")
+        await ask.wait("Press 1 again (or click Submit again) to submit the answers.")
+        assert ask.done.is_set() is False
+        ask.send("1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["cancelled"] is False
+    assert answers(result)["goal"] == {"values": ["size"], "labels": ["Size"], "indices": [2]}
+    # The full-screen buffer was left: the terminal is back to normal.
+    assert ask.term.raw.endswith("\x1b[?1049l") or "\x1b[?1049l" in ask.term.chunks[-1]
+
+
+async def test_multi_select_with_space_and_enter(tmp_path: Path) -> None:
+    async with asking(tmp_path, TONE) as ask:
+        await ask.wait("Which tones fit?")
+        ask.send(" ")
+        await ask.wait("[x] Formal")
+        ask.send(DOWN, DOWN, " ")
+        await ask.wait("[x] Dry")
+        assert "[ ] Casual" in ask.term.text()
+        ask.send(ENTER)
+        await ask.wait("Review your answers")
+        ask.send(ENTER)  # Enter fires the highlighted Submit at once
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["tone"]["values"] == ["formal", "dry"]
+
+
+async def test_custom_answer_typed_in_the_inline_editor(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL, TONE) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        # The cursor is in the editor, right after its prompt.
+        row, col = ask.term.find("> Type answer...")
+        assert ask.term.cursor() == (row, col + 2)
+        ask.send("Something elsx", BACKSPACE, "e")
+        await ask.wait("> Something else")
+        ask.send(ENTER)  # single-select: saves, selects and advances
+        await ask.wait("Which tones fit?")
+        ask.send("4")
+        await ask.wait("> Type answer...")
+        ask.send("Wry", ENTER)  # multi-select: stays on the tab, keeps other choices
+        await ask.wait("[x] Type your own")
+        ask.send("1", ENTER)
+        await ask.wait("Review your answers")
+        assert "→ (wrote) Something else" in ask.term.text()
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == "Something else"
+    assert answers(result)["goal"]["values"] == ["Something else"]
+    assert answers(result)["tone"]["values"] == ["formal", "Wry"]
+
+
+async def test_option_and_question_notes(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send(DOWN, "n")
+        await ask.wait("Note: Add a note...")
+        ask.send("too big", ENTER)
+        await ask.wait("Note: too big")
+        ask.send("N")
+        await ask.wait("Question note: Add a note...")
+        ask.send("ask ops", ENTER)
+        await ask.wait("Question note: ask ops")
+        ask.send("1")
+        await ask.wait("Review your answers")
+        text = ask.term.text()
+        assert "note: ask ops" in text
+        assert "Size (not selected) note: too big" in text
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["note"] == "ask ops"
+    assert answers(result)["goal"]["optionNotes"] == {"size": "too big"}
+
+
+async def test_keys_typed_before_the_editor_appears_land_in_it(tmp_path: Path) -> None:
+    """``n`` and the note text in one burst: the text waits for the editor's snapshot."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("nquick note" + ENTER + "2")
+        await ask.wait("Review your answers")
+        assert "Speed (not selected) note: quick note" in ask.term.text()
+        ask.send("11")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["optionNotes"] == {"speed": "quick note"}
+
+
+async def test_shift_d_skips_in_navigation_but_is_text_in_editors(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL, TONE) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("N")
+        await ask.wait("Question note: Add a note...")
+        ask.send("D", ENTER)
+        await ask.wait("Question note: D")
+        ask.send("D")
+        await ask.wait("Which tones fit?")
+        ask.send("D")
+        await ask.wait("Review your answers")
+        text = ask.term.text()
+        assert "– Goal: What should I optimize for?" in text
+        assert text.count("→ (skipped)") == 2
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["skippedQuestionIds"] == ["goal", "tone"]
+    assert answers(result) == {}
+
+
+async def test_t_changes_the_question_type(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("( ) Speed")
+        ask.send("t")
+        await ask.wait("[ ] Speed")
+        assert "Question type changed: single-select → multi-select." in ask.term.text()
+        ask.send("1", "2", ENTER)
+        await ask.wait("Review your answers")
+        ask.send("11")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["values"] == ["speed", "size"]
+    assert result["details"]["questions"][0]["presentedType"] == "multi"
+
+
+async def test_escape_cancel_needs_confirmation_when_dirty(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL, TONE) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("1")
+        await ask.wait("Which tones fit?")
+        ask.send(ESC)
+        await ask.wait("Unsaved answers will be lost. Press Esc again to cancel the questions.")
+        assert not ask.done.is_set()
+        ask.send(ESC)
+        status, result = await ask.finished()
+    assert status == 1
+    assert result["details"]["cancelled"] is True
+
+
+async def test_escape_closes_an_editor_without_cancelling(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        ask.send("draft")
+        await ask.wait("> draft")
+        ask.send(ESC)
+        await ask.wait("(•) Type your own")
+        assert "> draft" not in ask.term.text()
+        assert "draft" in ask.term.text()  # saved, under its row
+        ask.send(CTRL_C)
+        await ask.wait("Press Ctrl+C again to dismiss the questions.")
+        ask.send(CTRL_C)
+        status, result = await ask.finished()
+    assert status == 1
+    assert result["details"]["cancelled"] is True
+
+
+async def test_ctrl_c_dismisses_a_clean_form_at_once(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send(CTRL_C)
+        status, result = await ask.finished()
+    assert status == 1
+    assert result["details"]["cancelled"] is True
+    assert answers(result) == {}
+
+
+async def test_question_mark_opens_settings_and_they_apply_live(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send(DOWN)  # the form keeps this cursor while settings are open
+        await ask.wait("› 2. ( ) Size")
+        assert "Ctrl+C dismiss" in ask.term.text()
+        ask.send("?")
+        await ask.wait("Live settings")
+        text = ask.term.text()
+        assert "pi-agent-ask" in text
+        assert "Defaults for future asks" in text
+        assert "Edit this config file to customize keymaps and notifications:" in text
+        assert str(ask.settings.absolute()) in overlay_text(ask.term)
+        assert "Esc / Ctrl+C / ? to close" in text
+        # Move to "Show footer hints" and turn it off: saved at once, applied to the form.
+        ask.send(DOWN, DOWN, DOWN, DOWN)
+        await ask.term.wait_for(lambda term: "› Show footer hints" in term.text())
+        ask.send(ENTER)
+        await ask.term.wait_for(
+            lambda term: "[off]" in term.rows()[term.find("Show footer hints")[0]]
+        )
+        ask.send(ESC)
+        await ask.wait_gone("Live settings")
+        assert "› 2. ( ) Size" in ask.term.text()
+        assert "Ctrl+C dismiss" not in ask.term.text()
+        ask.send(CTRL_C)
+        await ask.finished()
+    saved = json.loads(ask.settings.read_text())
+    assert saved["behaviour"]["showFooterHints"] is False
+    assert load_settings(ask.settings).config.behaviour.show_footer_hints is False
+
+
+async def test_settings_save_failure_reverts_and_shows_the_error(tmp_path: Path) -> None:
+    # A settings path whose parent is a regular file: every save fails.
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "extensions").write_text("not a directory")
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("?")
+        await ask.wait("Live settings")
+        row = ask.term.find("Auto-submit when answered without notes")[0]
+        assert "[off]" in ask.term.rows()[row]
+        ask.send(ENTER)
+        # The load notice already says the file cannot be written; the failed save says it again.
+        await ask.term.wait_for(lambda term: term.text().count("Unable to save ask config at") == 2)
+        assert "[off]" in ask.term.rows()[ask.term.find("Auto-submit when answered")[0]]
+        ask.send("?")  # ? closes the overlay too
+        await ask.wait_gone("Live settings")
+        ask.send(CTRL_C)
+        await ask.finished()
+
+
+async def test_live_double_press_setting_applies_to_the_open_form(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("1")
+        await ask.wait("Review your answers")
+        ask.send("?")
+        await ask.wait("Live settings")
+        ask.send(DOWN, DOWN)
+        await ask.term.wait_for(lambda term: "› Double-press review shortcuts" in term.text())
+        ask.send(" ")
+        await ask.term.wait_for(
+            lambda term: "[off]" in term.rows()[term.find("Double-press review")[0]]
+        )
+        ask.send(ESC)
+        await ask.wait_gone("Live settings")
+        ask.send("1")  # one press is enough now
+        status, _result = await ask.finished()
+    assert status == 0
+
+
+async def test_custom_keymap_binds_editor_submit_to_ctrl_k(tmp_path: Path) -> None:
+    config = Config(
+        behaviour=Behaviour(show_footer_hints=True),
+        keymaps=Keymaps(editor=EditorKeymap(submit=("ctrl+k",))),
+    )
+    async with asking(tmp_path, GOAL, config=config) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        assert "Ctrl+K submit" in ask.term.text()
+        ask.send("first", ENTER, "second")
+        await ask.wait("second")  # Enter no longer submits: it is a line break
+        assert "Review your answers" not in ask.term.text()
+        ask.send(CTRL_K)
+        await ask.wait("Review your answers")
+        ask.send("11")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == "first\nsecond"
+
+
+async def test_invalid_input_returns_status_2_without_showing_anything(tmp_path: Path) -> None:
+    async with asking(tmp_path, {**GOAL, "options": []}) as ask:
+        status, result = await ask.finished()
+    assert status == 2
+    assert result["details"]["error"]["kind"] == "invalid_input"
+    assert ask.term.raw == ""
+    async with asking(tmp_path, {"id": "x"}) as ask:
+        status, result = await ask.finished()
+    assert status == 2
+    assert result["isError"] is True
