@@ -256,6 +256,10 @@ def test_malformed_entries_are_ignored(session: SessionFile) -> None:
     assert [(r.question_id, r.status) for r in h.build_records(branch(session))] == [
         ("q", "waiting")
     ]
+    # A malformed later completion does not hide a well-formed earlier one.
+    finish(session, request, [Draft(selected=(0,))])
+    session.append(jr.HISTORY_COMPLETED, {"requestId": request.request_id, "result": {"x": 1}})
+    assert statuses(session) == ["answered"]
 
 
 def test_final_result_decides_the_question_type(session: SessionFile) -> None:

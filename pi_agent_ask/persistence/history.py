@@ -197,22 +197,31 @@ class _Completion:
 def build_records(entries: Iterable[Entry]) -> list[HistoryRecord]:
     """All history records of a branch (its entries root → leaf), in journal order."""
     requests: dict[str, _Request] = {}
-    completions: dict[str, _Completion] = {}
+    completions: dict[str, list[Mapping[str, Any]]] = {}
     for entry in entries:
         if entry.type == jr.HISTORY_REQUEST:
             request = _request_of(entry)
             if request is not None and request.request_id not in requests:
                 requests[request.request_id] = request
         elif entry.type == jr.HISTORY_COMPLETED:
-            parsed = _completion_of(entry.data)
-            if parsed is not None:
-                # Later completions of the same request replace earlier ones.
-                completions[parsed[0]] = parsed[1]
+            request_id = entry.data.get("requestId")
+            if isinstance(request_id, str):
+                completions.setdefault(request_id, []).append(entry.data)
     records: list[HistoryRecord] = []
     for request_id, request in requests.items():
-        completion = completions.get(request_id)
+        completion = _latest_completion(completions.get(request_id, ()))
         records.extend(_record(request, question, completion) for question in request.questions)
     return records
+
+
+def _latest_completion(candidates: Sequence[Mapping[str, Any]]) -> _Completion | None:
+    """The latest well-formed completion; parsing (the costly part) stops at the first found,
+    so superseded completions and those of requests off the branch are never parsed."""
+    for data in reversed(candidates):
+        completion = _completion_of(data)
+        if completion is not None:
+            return completion
+    return None
 
 
 def _record(request: _Request, question: Question, completion: _Completion | None) -> HistoryRecord:
@@ -344,10 +353,7 @@ def _option_of(raw: object) -> Option | None:
     )
 
 
-def _completion_of(data: Mapping[str, Any]) -> tuple[str, _Completion] | None:
-    request_id = data.get("requestId")
-    if not isinstance(request_id, str):
-        return None
+def _completion_of(data: Mapping[str, Any]) -> _Completion | None:
     error = data.get("error")
     raw_result = data.get("result")
     result: AskResult | None = None
@@ -358,7 +364,7 @@ def _completion_of(data: Mapping[str, Any]) -> tuple[str, _Completion] | None:
             result = None
     if result is None and not isinstance(error, str):
         return None
-    return request_id, _Completion(result=result, error=error if isinstance(error, str) else None)
+    return _Completion(result=result, error=error if isinstance(error, str) else None)
 
 
 def _iso(timestamp: float) -> str:
