@@ -51,6 +51,7 @@ from pi_agent_ask.persistence import journal as jr
 Mode = Literal["tui", "print", "json", "rpc"]
 MODES: tuple[Mode, ...] = ("tui", "print", "json", "rpc")
 SESSION_REASONS = ("startup", "resume", "fork", "new", "reload", "tree")
+RESUME_REASONS = ("startup", "resume", "fork")
 
 WAIT_BUSY_TEXT = "Another wait_for_answers call is already waiting."
 WAIT_NON_TUI_TEXT = "wait_for_answers requires interactive TUI mode."
@@ -128,6 +129,9 @@ class Runtime:
     _opened: trio.Event
     _aborts_tx: trio.MemorySendChannel[str]
     aborts: trio.MemoryReceiveChannel[str]
+    _notices_tx: trio.MemorySendChannel[str]
+    notices: trio.MemoryReceiveChannel[str]
+    """Messages for the person: settings problems, damaged session files, recovery."""
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
     _epoch: int = 0
     _model_requested: bool = False
@@ -310,6 +314,24 @@ class Runtime:
         return await self._foreground(writer, request)
 
     async def _foreground(self, writer: BranchWriter, request: AskRequest) -> dict[str, Any]:
+        result = await self._run_foreground(writer, request, record_interruption=True)
+        if result.cancelled:
+            self._aborts_tx.send_nowait(request.request_id)
+        return texts.tool_result(result, params=request.params)
+
+    async def _run_foreground(
+        self,
+        writer: BranchWriter,
+        request: AskRequest,
+        *,
+        record_interruption: bool,
+        extra_entries: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> AskResult:
+        """Run a foreground form in this task: wait for the surface (FIFO), answer, record.
+
+        An interrupted form (the call was cancelled, the session changed) raises ToolError;
+        with ``record_interruption`` it is first journaled as cancelled with its drafts.
+        """
         claim_id = next(self._ids)
         scope = trio.CancelScope()
         commands, inbox = trio.open_memory_channel[FormInput](64)  # 64: key handlers never await
@@ -317,24 +339,29 @@ class Runtime:
         await self._queue_tx.send(
             q.AcquireSurface(claim_id, request.flow_id, commands, scope, grants)
         )
-        form = fs.new_form(request.params, self.config.form_settings)
+        latest = fs.new_form(request.params, self.config.form_settings)
         final: fs.FormState | None = None
+
+        async def on_change(state: fs.FormState) -> None:
+            nonlocal latest
+            latest = state
+
         try:
             await granted.receive()
             with scope:
-                final = await self._host_form(request, form, commands, inbox, on_change=None)
+                final = await self._host_form(request, latest, commands, inbox, on_change)
         finally:
             await self.tell_queue(q.ReleaseSurface(claim_id))
-            if final is None or final.outcome is None:
+            if record_interruption and (final is None or final.outcome is None):
                 with trio.CancelScope(shield=True):
-                    await self._record_interrupted(writer, request, form)
+                    await self._record_interrupted(writer, request, latest)
         if final is None or final.outcome is None:
             raise ToolError(FORM_INTERRUPTED_TEXT)
         result = self._result_of(request, final)
-        await self._record_outcome(writer, request, Outcome(request.request_id, result=result))
-        if result.cancelled:
-            self._aborts_tx.send_nowait(request.request_id)
-        return texts.tool_result(result, params=request.params)
+        await self._record_outcome(
+            writer, request, Outcome(request.request_id, result=result), extra=extra_entries
+        )
+        return result
 
     async def _record_interrupted(
         self, writer: BranchWriter, request: AskRequest, form: fs.FormState
@@ -368,11 +395,19 @@ class Runtime:
         )
 
     async def _record_outcome(
-        self, writer: BranchWriter, request: AskRequest, outcome: Outcome
+        self,
+        writer: BranchWriter,
+        request: AskRequest,
+        outcome: Outcome,
+        extra: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> None:
-        """Journal an outcome, then announce it (shielded: never half-written)."""
+        """Journal an outcome (and ``extra`` entries in the same frame), then announce it.
+
+        Shielded: an outcome is never half-written.
+        """
+        entries = [*jr.completion_entries(outcome, background=request.background), *extra]
         with trio.CancelScope(shield=True):
-            await writer.append_many(jr.completion_entries(outcome, background=request.background))
+            await writer.append_many(entries)
         payload: dict[str, Any] = {
             "version": 1,
             "flowId": request.flow_id,
@@ -558,13 +593,25 @@ class Runtime:
             raise ValueError(f"reason must be one of {', '.join(SESSION_REASONS)}, not {reason!r}")
         # Revoke first: from here on, surfaces of the old branch cannot write anywhere.
         self._writer.revoked = True
+        seen = len(self._journal.reports)
         await self._journal.switch(reason, session)
+        for report in self._journal.reports[seen:]:
+            self.notice(report.describe())
         self._writer = BranchWriter(self._journal)
         await self._rebuild(reason)
 
     async def _rebuild(self, reason: str) -> None:
         self._epoch += 1
         branch = await self._writer.branch()
+        if reason in RESUME_REASONS and self.mode == "tui":
+            interrupted = jr.find_interrupted_call(
+                branch,
+                revalidate=self._revalidate,
+                present_single_as_multi=self.config.present_single_as_multi,
+            )
+            if interrupted is not None:
+                # Detached: an open recovered form never blocks the session lifecycle.
+                self._nursery.start_soon(self._resume_interrupted, self._writer, interrupted)
         rebuilt = jr.rebuild_queue(branch)
         items = []
         for restored in rebuilt.requests:
@@ -581,6 +628,60 @@ class Runtime:
                 self._epoch, tuple(items), rebuilt.panel_visible, self._writer, reply
             )
         )
+
+    def _revalidate(self, arguments: Any) -> AskParams | None:
+        validation = validate_ask_params(
+            arguments,
+            cwd=self.cwd,
+            present_single_as_multi=self.config.present_single_as_multi,
+        )
+        return validation.params if validation.ok else None
+
+    def notice(self, text: str) -> None:
+        """A message for the person (the host shows ``notices``); never blocks."""
+        self._notices_tx.send_nowait(text)
+
+    async def _resume_interrupted(self, writer: BranchWriter, call: jr.InterruptedCall) -> None:
+        """Reopen an interrupted foreground form; its answer goes to the agent as a follow-up."""
+        request = AskRequest(
+            request_id=call.request_id or str(uuid.uuid4()),
+            params=call.params,
+            background=False,
+            created_at=call.created_at or now_iso(),
+            tool_call_id=call.tool_call_id,
+            parent_tool_call_id=call.parent_tool_call_id,
+            source="ask:resume",
+        )
+        count = len(call.params.questions)
+        self.notice(f"Reopening unanswered ask_user form: {count} question(s).")
+        try:
+            if call.request_id is None:
+                await writer.append(jr.HISTORY_REQUEST, jr.history_request_entry(request))
+            dismissed = (jr.PENDING_DISMISSED, {"toolCallId": call.tool_call_id})
+            result = await self._run_foreground(
+                writer, request, record_interruption=False, extra_entries=[dismissed]
+            )
+        except (ToolError, StaleBranch, PersistenceClosedError) as error:
+            if isinstance(error, ToolError) and str(error) == FORM_INTERRUPTED_TEXT:
+                return  # the session changed or the runtime closed: recovery runs again later
+            self.notice(f"Could not reopen unanswered ask_user form: {error}")
+            return
+        if result.cancelled:
+            self.notice("Unanswered ask_user form dismissed.")
+            return
+        tool_result = texts.tool_result(result, params=request.params)
+        content = tool_result["content"]
+        message = {
+            "role": "user",
+            "customType": jr.RESUME_ANSWER,
+            "content": content[0]["text"] if len(content) == 1 else content,
+            "details": {
+                "toolCallId": call.tool_call_id,
+                "requestId": request.request_id,
+                "result": result.to_details(),
+            },
+        }
+        await self.tell_queue(q.FollowUp(jr.RESUME_ANSWER, message, wake=True))
 
     # -- external UI ----------------------------------------------------------------------
 
@@ -667,6 +768,8 @@ async def open_runtime(
         opened = trio.Event()
         wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
         abort_tx, abort_rx = trio.open_memory_channel[str](float("inf"))
+        # Unbounded: notices are few, and a host that never reads them must not stall anything.
+        notice_tx, notice_rx = trio.open_memory_channel[str](float("inf"))
         notify_tx, notify_rx = trio.open_memory_channel[Notify](0)
         queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
         await nursery.start(
@@ -687,6 +790,8 @@ async def open_runtime(
             opened=opened,
             aborts_tx=abort_tx,
             aborts=abort_rx,
+            notices_tx=notice_tx,
+            notices=notice_rx,
         )
         actor = q.QueueActor(
             journal=writer,
@@ -699,6 +804,10 @@ async def open_runtime(
         )
         await nursery.start(actor.run, queue_rx, queue_tx.clone())
         events.on(ev.SUBMIT, runtime._on_submit)
+        for text in loaded.notices:
+            runtime.notice(text)
+        for report in journal.reports:
+            runtime.notice(report.describe())
         await runtime._rebuild("startup")
         # Forms shown so far wait for this: nothing is emitted before the body's first checkpoint.
         nursery.start_soon(_set_event, opened)

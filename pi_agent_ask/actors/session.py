@@ -43,7 +43,8 @@ class SessionJournal:
     async def start(
         cls, nursery: trio.Nursery, path: str | os.PathLike[str] | None
     ) -> SessionJournal:
-        session = open_session_file(path)
+        # Opening reads and checks the whole file: off the event loop.
+        session = await trio.to_thread.run_sync(open_session_file, path)
         handle, scope = await _start_actor(nursery, session)
         journal = cls(nursery, handle, scope)
         if session.report is not None and not session.report.ok:
@@ -76,8 +77,11 @@ class SessionJournal:
                 self._keep(report)
             case "reload":
                 self._keep(await self._handle.reload())
+            case _ if session is not None and await self._is_current(session):
+                # Resuming the file we already have open is re-reading it.
+                self._keep(await self._handle.reload())
             case _:
-                fresh = open_session_file(session)
+                fresh = await trio.to_thread.run_sync(open_session_file, session)
                 handle, scope = await _start_actor(self._nursery, fresh)
                 old, old_scope = self._handle, self._scope
                 self._handle, self._scope = handle, scope
@@ -86,6 +90,12 @@ class SessionJournal:
                     await old.flush()
                     await old.aclose()
                 old_scope.cancel()
+
+    async def _is_current(self, path: str | os.PathLike[str]) -> bool:
+        current = (await self._handle.info()).path
+        if current is None:
+            return False
+        return await trio.Path(current).resolve() == await trio.Path(path).resolve()
 
     def _keep(self, report: OpenReport | None) -> None:
         if report is not None and not report.ok:

@@ -261,3 +261,98 @@ def rebuild_queue(branch: Sequence[Any]) -> RebuiltQueue:
         ),
         panel_visible=panel_visible,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Interrupted foreground calls
+# --------------------------------------------------------------------------------------------
+
+RESUME_ANSWER = "ask:resume-answer"
+
+
+@attrs.frozen
+class InterruptedCall:
+    """The newest ``ask_user`` call on a branch that never got a result (000 §Interrupted ask
+    resume). ``params`` are ready to show; ``request_id`` is the journal key to complete, when
+    the call got as far as recording one."""
+
+    tool_call_id: str
+    params: AskParams
+    request_id: str | None
+    parent_tool_call_id: str | None
+    created_at: str | None
+
+
+def find_interrupted_call(
+    branch: Sequence[Any],
+    *,
+    revalidate: Any,
+    present_single_as_multi: bool = False,
+) -> InterruptedCall | None:
+    """The newest unresolved foreground ``ask_user`` call on ``branch``, or ``None``.
+
+    Unresolved: a ``tool-call`` entry without a ``tool-result`` for its id, without an
+    ``ask:pending-dismissed`` entry, and not a queued background call. Its form comes from the
+    newest valid ``ask:payload`` for the call; failing that, ``revalidate(arguments)`` (the
+    original arguments, validated again; returns ``AskParams`` or ``None``); failing both, an
+    older call is tried.
+    """
+    from pi_agent_ask.form.validate import params_from_saved
+
+    calls: list[tuple[str, Mapping[str, Any]]] = []
+    resolved: set[str] = set()
+    payloads: dict[str, list[Any]] = {}
+    requests: dict[str, Mapping[str, Any]] = {}
+    completed: set[str] = set()
+    for entry in branch:
+        data = entry.data
+        match entry.type:
+            case "tool-call":
+                call_id = data.get("toolCallId")
+                if data.get("name") == "ask_user" and isinstance(call_id, str):
+                    calls.append((call_id, data))
+            case "tool-result" | "ask:pending-dismissed":
+                if isinstance(data.get("toolCallId"), str):
+                    resolved.add(data["toolCallId"])
+            case "ask:queued":
+                if isinstance(data.get("toolCallId"), str):
+                    resolved.add(data["toolCallId"])
+            case "ask:payload":
+                source = data.get("sourceEntryId")
+                if isinstance(source, str) and data.get("version") == 1:
+                    payloads.setdefault(source, []).append(data.get("params"))
+            case "ask:history-request":
+                call_id = data.get("toolCallId")
+                if isinstance(call_id, str):
+                    requests[call_id] = data
+            case "ask:history-completed":
+                if isinstance(data.get("requestId"), str):
+                    completed.add(data["requestId"])
+            case _:
+                pass
+    for call_id, call in reversed(calls):
+        if call_id in resolved:
+            continue
+        params = None
+        for saved in reversed(payloads.get(call_id, [])):
+            params = params_from_saved(thaw(saved), present_single_as_multi=present_single_as_multi)
+            if params is not None:
+                break
+        if params is None:
+            params = revalidate(thaw(call.get("arguments")))
+        if params is None:
+            continue
+        request = requests.get(call_id)
+        request_id = request.get("requestId") if request is not None else None
+        if not isinstance(request_id, str) or request_id in completed:
+            request_id = None
+        parent = call.get("parentToolCallId")
+        created = request.get("createdAt") if request is not None else None
+        return InterruptedCall(
+            tool_call_id=call_id,
+            params=attrs.evolve(params, background=False),
+            request_id=request_id,
+            parent_tool_call_id=parent if isinstance(parent, str) else None,
+            created_at=created if isinstance(created, str) else None,
+        )
+    return None

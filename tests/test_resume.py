@@ -1,0 +1,220 @@
+"""Interrupted foreground asks reopen on startup, resume and fork (000 §Interrupted ask resume)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from pi_agent_ask import events as ev
+from pi_agent_ask import open_runtime
+from pi_agent_ask.actors.records import AskRequest
+from pi_agent_ask.form.validate import validate_ask_params
+from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.session_file import SessionFile
+
+from .runtime_support import EventLog, RecordingSurface, answer, payload, settings_file, submit
+
+
+def interrupted_session(
+    path: Path,
+    *,
+    call_id: str = "call-7",
+    with_payload: bool = True,
+    arguments: dict[str, Any] | None = None,
+    extra: list[tuple[str, dict[str, Any]]] = (),  # type: ignore[assignment]
+) -> str:
+    """A session whose last ask_user call was interrupted (no result): what a crash leaves."""
+    arguments = arguments or payload("scope", "tone", title="Plan")
+    params = validate_ask_params(arguments).params
+    assert params is not None
+    request = AskRequest("req-original", params, False, "2026-11-30T00:00:00.000Z", call_id)
+    with SessionFile.open(path) as session:
+        session.append(
+            "tool-call", {"toolCallId": call_id, "name": "ask_user", "arguments": arguments}
+        )
+        if with_payload:
+            session.append(jr.PAYLOAD, jr.payload_entry(params, call_id, request.created_at))
+        session.append(jr.HISTORY_REQUEST, jr.history_request_entry(request))
+        for entry_type, data in extra:
+            session.append(entry_type, data)
+    return request.request_id
+
+
+async def settle() -> None:
+    await trio.testing.wait_all_tasks_blocked()
+
+
+def notices(rt: Any) -> list[str]:
+    out = []
+    while True:
+        try:
+            out.append(rt.notices.receive_nowait())
+        except trio.WouldBlock:
+            return out
+
+
+async def test_an_interrupted_form_reopens_and_its_answer_follows_up(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    interrupted_session(session)
+    surface = RecordingSurface()
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=surface
+    ) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        await settle()
+        [started] = log.of(ev.STARTED)
+        assert started["source"] == "ask:resume"
+        assert started["toolCallId"] == "call-7"
+        assert started["askRequestId"] == "req-original"
+        assert notices(rt) == ["Reopening unanswered ask_user form: 2 question(s)."]
+        submit(rt.events, "tool:call-7", answer({"scope": ["scope1"], "tone": ["tone2"]}))
+        await settle()
+        message = rt.wakeups.receive_nowait()
+    assert message["customType"] == "ask:resume-answer"
+    assert message["role"] == "user"
+    assert "Q1: Option scope1" in message["content"]
+    assert message["details"]["requestId"] == "req-original"
+    entries = SessionFile.open(session, readonly=True).branch()
+    types = [e.type for e in entries]
+    assert types[-3:] == ["ask:history-completed", "ask:pending-dismissed", "ask:resume-answer"]
+    completed = entries[types.index("ask:history-completed")]
+    assert completed.data["requestId"] == "req-original"
+    # A second startup does not reopen it.
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        await settle()
+        assert log.of(ev.STARTED) == []
+
+
+async def test_a_busy_agent_gets_the_recovered_answer_at_the_boundary(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    interrupted_session(session)
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        rt.agent_started()
+        await settle()
+        submit(rt.events, "tool:call-7", answer({"scope": ["scope2"]}))
+        await settle()
+        with pytest.raises(trio.WouldBlock):
+            rt.wakeups.receive_nowait()
+        [message] = await rt.turn_boundary()
+        assert message["details"]["result"]["answers"]["scope"]["values"] == ["scope2"]
+        assert await rt.turn_boundary() == []
+
+
+async def test_cancelling_a_recovered_form_dismisses_it_without_a_message(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    interrupted_session(session)
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        await settle()
+        submit(rt.events, "tool:call-7", {"kind": "cancel"})
+        await settle()
+        assert notices(rt)[-1] == "Unanswered ask_user form dismissed."
+        with pytest.raises(trio.WouldBlock):
+            rt.wakeups.receive_nowait()
+        assert await rt.turn_boundary() == []
+    types = [e.type for e in SessionFile.open(session, readonly=True).branch()]
+    assert types[-2:] == ["ask:history-completed", "ask:pending-dismissed"]
+
+
+async def test_without_a_payload_the_original_arguments_are_used(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    interrupted_session(session, with_payload=False, arguments=payload("only"))
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        await settle()
+        [started] = log.of(ev.STARTED)
+        assert [q["id"] for q in started["questions"]] == ["only"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [
+            (
+                "tool-result",
+                {"toolCallId": "call-7", "name": "ask_user", "result": {"isError": True}},
+            )
+        ],
+        [("ask:pending-dismissed", {"toolCallId": "call-7"})],
+        [("ask:queued", {"version": 1, "requestId": "x", "toolCallId": "call-7", "params": {}})],
+    ],
+    ids=["has-result", "dismissed", "background"],
+)
+async def test_resolved_calls_are_not_reopened(tmp_path: Path, extra: Any) -> None:
+    session = tmp_path / "s.pas"
+    interrupted_session(session, extra=extra)
+    surface = RecordingSurface()
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=surface
+    ) as _rt:
+        await settle()
+    assert surface.shown == []
+
+
+@pytest.mark.parametrize("reason", ["reload", "new", "tree"])
+async def test_recovery_runs_only_on_startup_resume_and_fork(tmp_path: Path, reason: str) -> None:
+    session = tmp_path / "s.pas"
+    empty = tmp_path / "empty.pas"
+    async with open_runtime(
+        session=empty, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        pass
+    interrupted_session(session)
+    surface = RecordingSurface()
+    async with open_runtime(session=empty, settings=settings_file(tmp_path), surface=surface) as rt:
+        if reason == "new":
+            await rt.change_session("new", session)
+        elif reason == "reload":
+            await rt.change_session("reload")
+        else:
+            await rt.change_session("tree", None)
+        await settle()
+        assert surface.shown == []
+        await rt.change_session("resume", session)
+        await settle()
+        assert surface.shown == ["tool:call-7"]
+
+
+async def test_non_tui_sessions_do_not_reopen(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    interrupted_session(session)
+    async with open_runtime(
+        session=session, mode="print", settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        await settle()
+        assert log.of(ev.STARTED) == []
+
+
+async def test_a_session_change_closes_the_recovered_form_without_dismissing_it(
+    tmp_path: Path,
+) -> None:
+    session = tmp_path / "s.pas"
+    other = tmp_path / "other.pas"
+    interrupted_session(session)
+    surface = RecordingSurface()
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=surface
+    ) as rt:
+        await settle()
+        await rt.change_session("new", other)
+        await settle()
+        assert surface.visible is None
+    types = [e.type for e in SessionFile.open(session, readonly=True).branch()]
+    assert "ask:pending-dismissed" not in types
