@@ -384,6 +384,8 @@ def test_every_row_fits_the_width(width: int) -> None:
     for current in (state, run(state, fs.Number(4), fs.EditorChanged(LONG * 2))):
         frame = render_form(current, width)
         assert all(cell_width(line_text(line)) <= width for line in frame.lines), frame.text()
+        # Every fragment carries a style class the surface's style sheet knows.
+        assert all(style.startswith("class:ask.") for line in frame.lines for style, _ in line)
         assert "wrap on every reasonable width." in " ".join(rows(frame))
 
 

@@ -232,7 +232,11 @@ def wrap_fragments(fragments: Sequence[Fragment], width: int, indent: int = 0) -
     line = _merge(fragments)
     if line_width(line) <= width:
         return [line]
-    return [tuple(row) for row in wrap_line(line, width, indent)]  # type: ignore[arg-type]
+    # wrap_line marks the indentation it adds with its own plain style name.
+    return [
+        tuple((TEXT if style == "text" else style, text) for style, text in row)
+        for row in wrap_line(line, width, indent)  # type: ignore[arg-type]
+    ]
 
 
 def _paragraphs(
