@@ -20,7 +20,7 @@ import datetime as dt
 import functools
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +34,7 @@ from pi_agent_ask.actors.form import (
     FormInput,
     NullSurface,
     RemoteResponse,
+    SettingsUpdate,
     Surface,
     UserCommand,
     run_form,
@@ -44,6 +45,7 @@ from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AskResult, build_result, fallback_result, invalid_result
+from pi_agent_ask.form.tools import tool_definitions_for
 from pi_agent_ask.form.types import AskParams
 from pi_agent_ask.form.validate import schema_error_text, validate_ask_params
 from pi_agent_ask.persistence import journal as jr
@@ -119,6 +121,8 @@ class Runtime:
     events: ev.EventBus
     config: RuntimeConfig
     cwd: Path
+    settings: Any
+    """The loaded settings (``persistence.settings.LoadedSettings``) the runtime follows."""
     wakeups: trio.MemoryReceiveChannel[dict[str, Any]]
     _nursery: trio.Nursery
     _queue_tx: trio.MemorySendChannel[q.QueueMessage]
@@ -197,6 +201,91 @@ class Runtime:
             return await receive.receive()
 
     # -- tools -----------------------------------------------------------------------------
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """The tools this runtime exposes now (they change with the question mode)."""
+        return tool_definitions_for(
+            question_mode="background-only" if self.config.background_only else "standard",
+            history_tools=self.config.history_tools,
+        )
+
+    # -- settings ---------------------------------------------------------------------------
+
+    def apply_settings(self, loaded: Any) -> None:
+        """Settings changed (the overlay saved them, a reset, a reload): apply them live.
+
+        Behaviour and notification settings reach the visible form at once and every later
+        form; ``presentSingleAsMulti`` applies to forms created from now on. The question mode
+        and the history tools keep their values: the mode changes only through
+        ``set_question_mode``, the history tools on the next start (000).
+        """
+        fresh = config_from_settings(loaded)
+        self.config = attrs.evolve(
+            fresh,
+            background_only=self.config.background_only,
+            history_tools=self.config.history_tools,
+        )
+        self.settings = loaded
+        self._nursery.start_soon(self._push_form_settings, self.config.form_settings)
+
+    async def _push_form_settings(self, settings: fs.FormSettings) -> None:
+        stats = await self.statistics()
+        if stats.visible is None:
+            return
+        target = await self._ask_queue(lambda reply: q.FindFlow(stats.visible, reply))
+        if target is not None:
+            with target, suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await target.send(SettingsUpdate(settings))
+
+    async def set_question_mode(
+        self,
+        mode: str,
+        *,
+        confirm: Callable[[str], Awaitable[bool]] | None = None,
+    ) -> bool:
+        """Switch between ``standard`` and ``background-only`` (what ``/ask-mode`` does).
+
+        Saves ``behaviour.questionMode`` in the global settings file, then applies it. Once the
+        agent has made its first model request (``agent_started`` was called), a change of the
+        effective tool interface needs ``await confirm(message)`` to return true first (the
+        host's cache-impact confirmation); without ``confirm``, or on refusal, nothing changes
+        and this returns false. A failed save changes nothing either (the error is a notice).
+        Queued questions and answers are kept; enabling background-only releases a running
+        ``wait_for_answers`` as ``deferred`` (reason ``mode_changed``) without cancelling forms.
+        """
+        from pi_agent_ask.persistence.settings import SettingsSaveError, save_settings
+
+        if mode not in ("standard", "background-only"):
+            raise ValueError(f"question mode must be 'standard' or 'background-only', not {mode!r}")
+        loaded = self.settings
+        behaviour = attrs.evolve(loaded.global_config.behaviour, question_mode=mode)
+        global_config = attrs.evolve(loaded.global_config, behaviour=behaviour)
+        updated = loaded.with_global_config(global_config)
+        background_only = updated.config.behaviour.question_mode == "background-only"
+        changes_tools = background_only != self.config.background_only
+        if changes_tools and self._model_requested:
+            message = (
+                f"Switching to {'background-only' if background_only else 'standard'} mode "
+                "changes the agent's tools, so the next model request cannot reuse the cached "
+                "prompt. Switch anyway?"
+            )
+            if confirm is None or not await confirm(message):
+                return False
+        try:
+            await trio.to_thread.run_sync(save_settings, loaded.path, global_config)
+        except SettingsSaveError as error:
+            self.notice(str(error))
+            return False
+        self.settings = updated
+        self.config = attrs.evolve(self.config, background_only=background_only)
+        if changes_tools:
+            await self._queue_tx.send(q.ModeChanged(background_only))
+        if mode != updated.config.behaviour.question_mode:
+            self.notice(
+                f"Saved question mode {mode}; this project's trusted settings keep "
+                f"{updated.config.behaviour.question_mode} in effect here."
+            )
+        return True
 
     def tool_names(self) -> tuple[str, ...]:
         names = ["ask_user"]
@@ -780,6 +869,7 @@ async def open_runtime(
             events=events,
             config=config,
             cwd=work_dir,
+            settings=loaded,
             wakeups=wake_rx,
             nursery=nursery,
             queue_tx=queue_tx,

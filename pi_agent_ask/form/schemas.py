@@ -469,8 +469,11 @@ def wait_for_answers_output_schema() -> JSONSchema:
             "status": {"const": "deferred", "description": "Always 'deferred'."},
             "reason": {
                 "type": "string",
-                "enum": ["hidden", "user_message"],
-                "description": "The panel was hidden, or the user sent a message.",
+                "enum": ["hidden", "user_message", "mode_changed"],
+                "description": (
+                    "The panel was hidden, the user sent a message, or the user switched to "
+                    "background-only mode."
+                ),
             },
             "requestIds": _strings("The requests this wait covered."),
             "pendingRequestIds": _strings("Requests still waiting for the user."),

@@ -400,7 +400,7 @@ def _outcomes_content(
 def wait_text(
     status: Literal["complete", "deferred"],
     *,
-    reason: Literal["hidden", "user_message"] | None = None,
+    reason: Literal["hidden", "user_message", "mode_changed"] | None = None,
     pending_request_ids: Sequence[str] = (),
     results_count: int = 0,
 ) -> str | None:
@@ -412,6 +412,12 @@ def wait_text(
     if reason == "user_message":
         why = "The user sent a message, so wait_for_answers stopped waiting."
         then = "Read and respond to the user's message"
+    elif reason == "mode_changed":
+        why = (
+            "The user switched to background-only mode, so wait_for_answers stopped waiting "
+            "and is no longer available."
+        )
+        then = "Continue independent work, or end your turn"
     else:
         why = "The user hid the question panel, so wait_for_answers stopped waiting."
         then = "Continue independent work, or end your turn"
@@ -452,7 +458,7 @@ def wait_complete_result(
 
 
 def wait_deferred_result(
-    reason: Literal["hidden", "user_message"],
+    reason: Literal["hidden", "user_message", "mode_changed"],
     request_ids: Sequence[str],
     pending_request_ids: Sequence[str],
     outcomes: Sequence[BackgroundOutcome],
@@ -803,7 +809,9 @@ def wait_confirmation(details: Mapping[str, Any]) -> Line:
     if details.get("status") == "deferred":
         pending_ids = details.get("pendingRequestIds")
         pending = len(pending_ids) if isinstance(pending_ids, list) else 0
-        why = "user message" if details.get("reason") == "user_message" else "panel hidden"
+        why = {"user_message": "user message", "mode_changed": "background-only mode"}.get(
+            str(details.get("reason")), "panel hidden"
+        )
         segments: list[Segment] = [
             ("warning", f"Wait released ({why})"),
             ("muted", f" · {pending} form{'' if pending == 1 else 's'} still pending"),
