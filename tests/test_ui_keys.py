@@ -12,9 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import attrs
 import trio
-from prompt_toolkit.input import PipeInput, create_pipe_input
 
 from pi_agent_ask.persistence.settings import (
     Behaviour,
@@ -24,8 +22,8 @@ from pi_agent_ask.persistence.settings import (
     load_settings,
     save_settings,
 )
-from pi_agent_ask.ui.commands import run_ask
-from pi_agent_ask.ui.testing import VirtualTerminal
+from pi_agent_ask.ui.testing import Asking, VirtualTerminal
+from pi_agent_ask.ui.testing import asking as run_asking
 
 ESC = "\x1b"
 ENTER = "\r"
@@ -58,31 +56,6 @@ TONE = {
 }
 
 
-@attrs.define
-class Asking:
-    term: VirtualTerminal
-    pipe: PipeInput
-    settings: Path
-    status: int | None = None
-    result: dict[str, Any] | None = None
-    done: trio.Event = attrs.field(factory=trio.Event)
-
-    def send(self, *keys: str) -> None:
-        for key in keys:
-            self.pipe.send_text(key)
-
-    async def wait(self, text: str) -> None:
-        await self.term.wait_for(text)
-
-    async def wait_gone(self, text: str) -> None:
-        await self.term.wait_gone(text)
-
-    async def finished(self) -> tuple[int, dict[str, Any]]:
-        await self.done.wait()
-        assert self.status is not None and self.result is not None
-        return self.status, self.result
-
-
 @asynccontextmanager
 async def asking(
     tmp_path: Path,
@@ -95,21 +68,10 @@ async def asking(
     settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
     if config is not None:
         save_settings(settings, config)
-    term = VirtualTerminal(columns, lines)
     arguments = {"questions": list(questions), **extra}
-    with create_pipe_input() as pipe, trio.fail_after(20):
-        handle = Asking(term, pipe, settings)
-        async with trio.open_nursery() as nursery:
-
-            async def run() -> None:
-                handle.status, handle.result = await run_ask(
-                    arguments, settings=settings, session=None, input=pipe, output=term.output
-                )
-                handle.done.set()
-
-            nursery.start_soon(run)
+    with trio.fail_after(20):
+        async with run_asking(arguments, settings, columns=columns, lines=lines) as handle:
             yield handle
-            await handle.done.wait()
 
 
 def overlay_text(term: VirtualTerminal) -> str:

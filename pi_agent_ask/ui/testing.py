@@ -11,14 +11,18 @@ would see it and can inspect the raw stream. Waiting is driven by output, not by
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 from prompt_toolkit.data_structures import Size
+from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-__all__ = ["VirtualTerminal", "sgr_click", "sgr_mouse"]
+__all__ = ["Asking", "VirtualTerminal", "asking", "sgr_click", "sgr_mouse"]
 
 
 class VirtualTerminal:
@@ -117,3 +121,61 @@ def sgr_mouse(button: int, column: int, row: int, *, release: bool = False) -> s
 def sgr_click(column: int, row: int) -> str:
     """A complete left click (press and release) on a 0-based screen cell."""
     return sgr_mouse(0, column, row) + sgr_mouse(0, column, row, release=True)
+
+
+@attrs.define
+class Asking:
+    """A running ``ask`` command on a virtual terminal (see :func:`asking`)."""
+
+    term: VirtualTerminal
+    pipe: PipeInput
+    settings: Path
+    status: int | None = None
+    result: dict[str, Any] | None = None
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+    def send(self, *keys: str) -> None:
+        """Type ``keys`` (the bytes a terminal would send)."""
+        for key in keys:
+            self.pipe.send_text(key)
+
+    async def wait(self, text: str) -> None:
+        await self.term.wait_for(text)
+
+    async def wait_gone(self, text: str) -> None:
+        await self.term.wait_gone(text)
+
+    async def finished(self) -> tuple[int, dict[str, Any]]:
+        """Wait for the command to return; its exit status and tool result."""
+        await self.done.wait()
+        assert self.status is not None and self.result is not None
+        return self.status, self.result
+
+
+@asynccontextmanager
+async def asking(
+    arguments: Any,
+    settings: Path,
+    *,
+    columns: int = 100,
+    lines: int = 30,
+    session: Path | None = None,
+) -> AsyncIterator[Asking]:
+    """Run ``run_ask(arguments)`` on a virtual terminal fed by a pipe input; leaving the block
+    waits for the command to return."""
+    from pi_agent_ask.ui.commands import run_ask
+
+    term = VirtualTerminal(columns, lines)
+    with create_pipe_input() as pipe:
+        handle = Asking(term, pipe, settings)
+        async with trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                handle.status, handle.result = await run_ask(
+                    arguments, settings=settings, session=session, input=pipe, output=term.output
+                )
+                handle.done.set()
+
+            nursery.start_soon(run)
+            yield handle
+            await handle.done.wait()
