@@ -153,15 +153,22 @@ def freeze(value: Any) -> Any:
     from a file, so the two compare equal.
     """
     kind = type(value)
-    if isinstance(value, Mapping):
-        return FrozenMap({freeze(k): freeze(v) for k, v in value.items()})
+    if kind in _ATOMS:
+        return value
+    if kind is dict or kind is FrozenMap:  # the common cases first: ABC checks are slow
+        return FrozenMap({k if type(k) is str else freeze(k): freeze(v) for k, v in value.items()})
     if kind is list or kind is tuple:
         return tuple([freeze(v) for v in value])
+    if isinstance(value, Mapping):
+        return FrozenMap({freeze(k): freeze(v) for k, v in value.items()})
     if isinstance(value, set | frozenset):
         return frozenset(freeze(v) for v in value)
     if isinstance(value, bytearray):
         return bytes(value)
     return value
+
+
+_ATOMS: Final = frozenset({str, int, float, bool, bytes, type(None)})
 
 
 def _frozen_data(value: Mapping[Any, Any] | None) -> FrozenMap:
@@ -217,24 +224,29 @@ class Entry:
 
     @classmethod
     def _from_map(cls, value: Any) -> Entry:
-        if not isinstance(value, dict):
-            raise ValueError("entry is not a map")
-        entry_id = value.get("id")
-        parent_id = value.get("parentId")
-        entry_type = value.get("type")
-        timestamp = value.get("timestamp")
-        data = value.get("data")
-        if not isinstance(entry_id, str) or not entry_id:
-            raise ValueError("entry id is not a non-empty string")
-        if parent_id is not None and not isinstance(parent_id, str):
-            raise ValueError("entry parentId is neither a string nor null")
-        if not isinstance(entry_type, str):
-            raise ValueError("entry type is not a string")
-        if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
-            raise ValueError("entry timestamp is not a number")
-        if not isinstance(data, dict):
-            raise ValueError("entry data is not a map")
-        return cls(entry_id, parent_id, entry_type, float(timestamp), data)
+        return cls(*_entry_fields(value))
+
+
+def _entry_fields(value: Any) -> tuple[str, str | None, str, float, dict[Any, Any]]:
+    """The fields of a decoded entry map, checked; ``ValueError`` when malformed."""
+    if not isinstance(value, dict):
+        raise ValueError("entry is not a map")
+    entry_id = value.get("id")
+    parent_id = value.get("parentId")
+    entry_type = value.get("type")
+    timestamp = value.get("timestamp")
+    data = value.get("data")
+    if not isinstance(entry_id, str) or not entry_id:
+        raise ValueError("entry id is not a non-empty string")
+    if parent_id is not None and not isinstance(parent_id, str):
+        raise ValueError("entry parentId is neither a string nor null")
+    if not isinstance(entry_type, str):
+        raise ValueError("entry type is not a string")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
+        raise ValueError("entry timestamp is not a number")
+    if not isinstance(data, dict):
+        raise ValueError("entry data is not a map")
+    return entry_id, parent_id, entry_type, float(timestamp), data
 
 
 @attrs.frozen
@@ -429,22 +441,22 @@ class _Index:
         self.frame_len.append(frame_len)
         self.slot.append(slot)
 
-    def check_entries(self, entries: Sequence[Entry]) -> list[int]:
-        """Parent indices for ``entries`` appended in order, or ``_BadFrame``."""
+    def check_links(self, links: Sequence[tuple[str, str | None]]) -> list[int]:
+        """Parent indices for entries ``(id, parent_id)`` appended in order, or ``_BadFrame``."""
         parents: list[int] = []
         batch: dict[str, int] = {}
-        for n, entry in enumerate(entries):
-            if entry.id in self.pos or entry.id in batch:
-                raise _BadFrame("invalid", f"duplicate entry id {entry.id!r}")
-            if entry.parent_id is None:
+        for n, (entry_id, parent_id) in enumerate(links):
+            if entry_id in self.pos or entry_id in batch:
+                raise _BadFrame("invalid", f"duplicate entry id {entry_id!r}")
+            if parent_id is None:
                 parents.append(_NO_PARENT)
-            elif entry.parent_id in self.pos:
-                parents.append(self.pos[entry.parent_id])
-            elif entry.parent_id in batch:
-                parents.append(len(self.ids) + batch[entry.parent_id])
+            elif parent_id in self.pos:
+                parents.append(self.pos[parent_id])
+            elif parent_id in batch:
+                parents.append(len(self.ids) + batch[parent_id])
             else:
-                raise _BadFrame("invalid", f"entry {entry.id!r} has unknown parent")
-            batch[entry.id] = n
+                raise _BadFrame("invalid", f"entry {entry_id!r} has unknown parent")
+            batch[entry_id] = n
         return parents
 
     def path_to(self, leaf: int) -> list[int]:
@@ -691,7 +703,7 @@ class SessionFile:
         payload = entries[0].to_cbor() if len(entries) == 1 else _batch_payload(entries)
         if len(payload) > MAX_FRAME_BYTES:
             raise ValueError(f"entry too large: {len(payload)} bytes (at most {MAX_FRAME_BYTES})")
-        parents = self._index.check_entries(entries)
+        parents = self._index.check_links([(e.id, e.parent_id) for e in entries])
         offset = self._write_frame(payload)
         slots = [-1] if len(entries) == 1 else range(len(entries))
         for entry, parent_index, slot in zip(entries, parents, slots, strict=True):
@@ -841,7 +853,7 @@ class SessionFile:
     def _adopt(self, entries: Sequence[Entry]) -> None:
         """Fill an empty in-memory session with ``entries`` (already in tree order)."""
         assert self._memory is not None and not self._memory
-        parents = self._index.check_entries(entries)
+        parents = self._index.check_links([(e.id, e.parent_id) for e in entries])
         for entry, parent in zip(entries, parents, strict=True):
             self._index.add(entry.id, parent, 0, 0, -1)
         self._memory.extend(entries)
@@ -876,42 +888,82 @@ class SessionFile:
             yield Entry._from_map(value)
 
     def _scan(self, reader: _Reader, start: int, size: int) -> Damage | None:
-        """Index every whole frame from ``start``; return the damaged tail, if any."""
+        """Index every whole frame from ``start``; return the damaged tail, if any.
+
+        This loop runs once per frame of the file, so it keeps to local names and a fast path
+        for the common frame (one entry); ``_index_frame`` takes every other kind.
+        """
+        index = self._index
+        unpack_from = _FRAME_HEAD.unpack_from
+        crc32 = zlib.crc32
+        loads = cbor2.loads
+        pos_of = index.pos
+        fd = reader.fd
+        buf = b""
+        view = memoryview(buf)
+        base = 0  # buf holds the bytes from ``base`` on
         pos = start
         while pos < size:
+            rel = pos - base
+            if rel + _HEAD_SIZE > len(buf):
+                if size - pos < _HEAD_SIZE:
+                    detail = f"{size - pos} of {_HEAD_SIZE} frame header bytes"
+                    return Damage(pos, size, "torn", detail)
+                buf = os.pread(fd, min(_READ_WINDOW, size - pos), pos)
+                view, base, rel = memoryview(buf), pos, 0
+            length, crc = unpack_from(buf, rel)
+            if length == 0 or length > MAX_FRAME_BYTES:
+                return Damage(pos, size, "length", f"frame declares {length} bytes")
+            end = pos + _HEAD_SIZE + length
+            if end > size:
+                detail = f"frame declares {length} bytes, {size - pos - _HEAD_SIZE} present"
+                return Damage(pos, size, "torn", detail)
+            if rel + _HEAD_SIZE + length > len(buf):
+                buf = os.pread(fd, min(max(_READ_WINDOW, _HEAD_SIZE + length), size - pos), pos)
+                view, base, rel = memoryview(buf), pos, 0
+                if len(buf) < _HEAD_SIZE + length:
+                    return Damage(pos, size, "torn", "file ended early")
+            payload = view[rel + _HEAD_SIZE : rel + _HEAD_SIZE + length]
+            if crc32(payload) != crc:
+                return Damage(pos, size, "checksum", f"frame at {pos}")
             try:
-                pos = self._scan_frame(reader, pos, size)
+                value = loads(payload)
+            except Exception as exc:  # any decoder failure is damage, whatever its type
+                return Damage(pos, size, "undecodable", type(exc).__name__)
+            try:
+                if type(value) is dict and "id" in value:
+                    entry_id, parent_id, *_ = _entry_fields(value)
+                    if entry_id in pos_of:
+                        raise _BadFrame("invalid", f"duplicate entry id {entry_id!r}")
+                    if parent_id is None:
+                        parent = _NO_PARENT
+                    elif (parent := pos_of.get(parent_id, -2)) == -2:
+                        raise _BadFrame("invalid", f"entry {entry_id!r} has unknown parent")
+                    index.add(entry_id, parent, pos, length, -1)
+                    index.leaf = len(index.ids) - 1
+                else:
+                    self._index_frame(value, pos, length)
+            except ValueError as exc:
+                return Damage(pos, size, "invalid", str(exc))
             except _BadFrame as bad:
                 return Damage(pos, size, bad.reason, bad.detail)
+            pos = end
         return None
 
-    def _scan_frame(self, reader: _Reader, pos: int, size: int) -> int:
-        if size - pos < _HEAD_SIZE:
-            raise _BadFrame("torn", f"{size - pos} of {_HEAD_SIZE} frame header bytes")
-        length, crc = _FRAME_HEAD.unpack(reader.read(pos, _HEAD_SIZE))
-        if length == 0 or length > MAX_FRAME_BYTES:
-            raise _BadFrame("length", f"frame declares {length} bytes")
-        end = pos + _HEAD_SIZE + length
-        if end > size:
-            raise _BadFrame(
-                "torn", f"frame declares {length} bytes, {size - pos - _HEAD_SIZE} present"
-            )
-        payload = reader.read(pos + _HEAD_SIZE, length)
-        if zlib.crc32(payload) != crc:
-            raise _BadFrame("checksum", f"frame at {pos}")
-        value = _decode(payload)
+    def _index_frame(self, value: Any, pos: int, length: int) -> None:
+        """Index a batch or leaf frame; ``_BadFrame`` or ``ValueError`` when it does not fit."""
+        index = self._index
         if not isinstance(value, dict):
             raise _BadFrame("invalid", "frame is not a map")
-        index = self._index
-        if "id" in value:
-            entries = [_entry_or_bad(value)]
-            slots: Sequence[int] = (-1,)
-        elif "batch" in value:
+        if "batch" in value:
             items = value["batch"]
             if not isinstance(items, list) or not items:
                 raise _BadFrame("invalid", "batch is not a non-empty array")
-            entries = [_entry_or_bad(item) for item in items]
-            slots = range(len(entries))
+            links = [_entry_fields(item)[:2] for item in items]
+            parents = index.check_links(links)
+            for slot, ((entry_id, _), parent) in enumerate(zip(links, parents, strict=True)):
+                index.add(entry_id, parent, pos, length, slot)
+            index.leaf = len(index) - 1
         elif "leaf" in value:
             target = value["leaf"]
             if target is None:
@@ -920,14 +972,8 @@ class SessionFile:
                 index.leaf = index.pos[target]
             else:
                 raise _BadFrame("invalid", "leaf move to an unknown entry")
-            return end
         else:
             raise _BadFrame("invalid", "unknown frame kind")
-        parents = index.check_entries(entries)
-        for entry, parent, slot in zip(entries, parents, slots, strict=True):
-            index.add(entry.id, parent, pos, length, slot)
-        index.leaf = len(index) - 1
-        return end
 
     def _cut_tail(self, reader: _Reader, damage: Damage) -> Path | None:
         """Copy the damaged tail to a sidecar file, then truncate the session to its prefix."""
@@ -936,15 +982,6 @@ class SessionFile:
         os.ftruncate(self._fd, damage.start)
         os.fsync(self._fd)
         return saved
-
-
-def _entry_or_bad(value: Any) -> Entry:
-    try:
-        return Entry._from_map(value)
-    except ValueError as exc:
-        raise _BadFrame("invalid", str(exc)) from exc
-    except TypeError as exc:  # unhashable map keys inside data, and the like
-        raise _BadFrame("invalid", str(exc)) from exc
 
 
 class _Reader:
