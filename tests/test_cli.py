@@ -75,3 +75,38 @@ def test_headless_demo_runs_to_the_end() -> None:
     done = run("demo", "--headless")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("✓ Answers received") == 3
+
+
+def test_history_commands_read_a_demo_session(tmp_path: Path) -> None:
+    session = tmp_path / "demo.pas"
+    assert run("demo", "--headless", "--session", str(session)).returncode == 0
+    listing = run("history", "list", "--session", str(session), "--answered-only")
+    assert listing.returncode == 0, listing.stderr
+    data = json.loads(listing.stdout)
+    assert data["total"] == 3
+    assert [r["questionId"] for r in data["records"]] == ["region", "checks", "window"]
+    first = data["records"][0]
+    read = run("history", "read", "--session", str(session), first["requestId"], "region")
+    record = json.loads(read.stdout)["record"]
+    assert record["answer"]["values"] == ["eu-west"]
+    missing = run("history", "read", "--session", str(session), "nope", "q")
+    assert missing.returncode == 2
+    assert "Question not found on the current branch: nope / q" in missing.stderr
+    target = tmp_path / "out.md"
+    key = f"{first['requestId']}:region"
+    exported = run("history", "export", "--session", str(session), str(target), key, key)
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout)["keys"] == [
+        {"requestId": first["requestId"], "questionId": "region"}
+    ]
+    assert target.read_text().startswith("# Ask history\n")
+    again = run("history", "export", "--session", str(session), str(target))
+    assert again.returncode == 2
+    assert target.read_text().count("\n## Question ") == 1
+
+
+def test_history_of_a_missing_session_is_an_error(tmp_path: Path) -> None:
+    done = run("history", "list", "--session", str(tmp_path / "missing.pas"))
+    assert done.returncode == 2
+    assert "cannot open session" in done.stderr
+    assert not (tmp_path / "missing.pas").exists()
