@@ -100,6 +100,9 @@ async def run_ask(
             surface=surface,
             write_terminal=_terminal_writer(output),
         ) as runtime:
+            # Settings saved in the overlay apply to the runtime too (notifications, the open
+            # form's behaviour, forms created later).
+            surface.on_settings_saved = runtime.apply_settings
             result = await runtime.call_tool("ask_user", arguments)
         nursery.cancel_scope.cancel()
     return exit_status(result), result

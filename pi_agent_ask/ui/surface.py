@@ -13,8 +13,10 @@ panel above its own input editor; the full-screen layout here is that container 
 settings overlay floating above it.
 
 Live settings: the surface keeps the loaded settings. When the overlay saves a config, the
-surface takes it at once (keymaps, footer hints) and sends the behaviour settings to the open
-form as a ``SettingsUpdate``; ``on_config_saved`` lets the owner (runtime, host) react too.
+surface takes it at once (keymaps, footer hints). The behaviour settings reach the open form
+through ``on_settings_saved`` when the owner set it (``Runtime.apply_settings`` pushes them to
+the visible form and to every later one); without an owner the surface sends them to the open
+form itself as a ``SettingsUpdate``.
 """
 
 from __future__ import annotations
@@ -99,11 +101,11 @@ class TerminalSurface:
     """The ``Surface`` of a terminal: one visible form and the settings overlay.
 
     ``settings`` is the loaded settings; ``settings.path`` is the file the overlay saves.
-    ``on_config_saved`` is called with each config the overlay saved.
+    ``on_settings_saved`` receives the settings after each config the overlay saved.
     """
 
     settings: LoadedSettings
-    on_config_saved: Callable[[Config], None] | None = None
+    on_settings_saved: Callable[[LoadedSettings], None] | None = None
     controller: FormController = attrs.field(init=False)
     control: FormControl = attrs.field(init=False)
     overlay: SettingsOverlay | None = None
@@ -174,10 +176,10 @@ class TerminalSurface:
         """A config was saved: apply it to this surface and to the open form at once."""
         old = self.settings.config
         self.settings = self.settings.with_global_config(config)
-        if form_settings_of(old) != form_settings_of(self.settings.config):
+        if self.on_settings_saved is not None:
+            self.on_settings_saved(self.settings)
+        elif form_settings_of(old) != form_settings_of(self.settings.config):
             self.controller.send_settings(form_settings_of(self.settings.config))
-        if self.on_config_saved is not None:
-            self.on_config_saved(config)
         self.invalidate()
 
     def _start_save(self, effect: sl.SaveConfig) -> None:

@@ -1,0 +1,221 @@
+"""End to end: the installed ``pi-agent-ask ask`` in a real terminal (a tmux pane).
+
+tmux runs the command on its own pseudo-terminal, ``send-keys`` types, ``capture-pane`` reads
+the screen. Waiting is driven by the pane's output: ``pipe-pane`` copies everything the
+command writes into a FIFO, and each wait re-reads the screen only when new output arrived.
+The test uses a private tmux server (its own socket) and kills only that server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import attrs
+import pytest
+import trio
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+COMMAND = Path(sys.executable).parent / "pi-agent-ask"
+
+PAYLOAD = {
+    "title": "Build setup",
+    "questions": [
+        {
+            "id": "goal",
+            "label": "Goal",
+            "prompt": "What should I optimize for?",
+            "context": "Cold build 41s.\nWarm build 9s.",
+            "options": [
+                {"value": "speed", "label": "Speed", "recommended": True},
+                {"value": "size", "label": "Size", "description": "Smallest output"},
+            ],
+        },
+        {
+            "id": "tone",
+            "label": "Tone",
+            "prompt": "Which tones fit?",
+            "type": "multi",
+            "options": [
+                {"value": "formal", "label": "Formal"},
+                {"value": "casual", "label": "Casual"},
+            ],
+        },
+    ],
+}
+
+
+@attrs.define
+class Pane:
+    socket: Path
+    target: str
+    output: trio.lowlevel.FdStream
+
+    async def tmux(self, *args: str) -> str:
+        done = await trio.run_process(
+            ["tmux", "-S", str(self.socket), *args], capture_stdout=True, capture_stderr=True
+        )
+        return done.stdout.decode("utf-8", "replace")
+
+    async def screen(self) -> str:
+        return await self.tmux("capture-pane", "-p", "-t", self.target)
+
+    async def wait_for(self, condition: str | Callable[[str], bool]) -> str:
+        """The screen once it contains ``condition`` (or ``condition(screen)`` holds)."""
+        while True:
+            text = await self.screen()
+            if (condition in text) if isinstance(condition, str) else condition(text):
+                return text
+            await self.output.receive_some(65536)  # sleep until the command writes again
+
+    async def keys(self, *keys: str) -> None:
+        await self.tmux("send-keys", "-t", self.target, *keys)
+
+    async def literal(self, text: str) -> None:
+        await self.tmux("send-keys", "-t", self.target, "-l", text)
+
+
+@asynccontextmanager
+async def pane(tmp_path: Path, command: str, columns: int, lines: int) -> AsyncIterator[Pane]:
+    socket = tmp_path / "tmux.sock"
+    fifo = tmp_path / "pane.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    # Our own write end keeps the FIFO from reading as closed before tmux attaches its own.
+    keeper = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    await trio.run_process(
+        [
+            "tmux",
+            "-S",
+            str(socket),
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "ask",
+            "-x",
+            str(columns),
+            "-y",
+            str(lines),
+            command,
+        ],
+        env=env,
+    )
+    handle = Pane(socket, "ask", trio.lowlevel.FdStream(reader))
+    try:
+        await handle.tmux("pipe-pane", "-t", "ask", f"cat >> {fifo}")
+        yield handle
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.run_process(
+                ["tmux", "-S", str(socket), "kill-server"], check=False, capture_stderr=True
+            )
+            await handle.output.aclose()
+            os.close(keeper)
+
+
+def context_beside(screen: str) -> bool:
+    return any("Size" in row and "Warm build 9s." in row for row in screen.splitlines())
+
+
+def context_below(screen: str) -> bool:
+    rows = screen.splitlines()
+    size = next((i for i, row in enumerate(rows) if "2. ( ) Size" in row), None)
+    warm = next((i for i, row in enumerate(rows) if "Warm build 9s." in row), None)
+    return size is not None and warm is not None and warm > size + 1
+
+
+async def test_ask_in_a_real_terminal_with_a_resize(tmp_path: Path) -> None:
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(PAYLOAD))
+    out, status = tmp_path / "out.json", tmp_path / "status"
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    command = (
+        f"{COMMAND} ask {payload} --settings {settings} > {out}; echo $? > {status}; "
+        f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished"
+    )
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 120, 30) as term, trio.open_nursery() as nursery:
+            finished = trio.Event()
+
+            async def wait_finished() -> None:
+                await term.tmux("wait-for", "finished")
+                finished.set()
+
+            nursery.start_soon(wait_finished)
+            screen = await term.wait_for("What should I optimize for?")
+            assert "Build setup" in screen
+            assert "(recommended)" in screen
+            assert context_beside(screen)
+
+            # Resize mid-form: the screen re-renders for the new width.
+            await term.tmux("resize-window", "-t", "ask", "-x", "60", "-y", "30")
+            screen = await term.wait_for(context_below)
+            assert all(len(row) <= 60 for row in screen.splitlines())
+
+            await term.keys("Down", "n")
+            await term.wait_for("Note: Add a note...")
+            await term.literal("too big")
+            await term.keys("Enter")
+            await term.wait_for("Note: too big")
+            await term.keys("1")
+            await term.wait_for("Which tones fit?")
+            await term.keys("Space", "Down", "Space", "Enter")
+            screen = await term.wait_for("Review your answers")
+            assert "→ Formal" in screen and "→ Casual" in screen
+            assert "Size (not selected) note: too big" in screen
+
+            await term.tmux("resize-window", "-t", "ask", "-x", "100", "-y", "30")
+            await term.wait_for(lambda text: any(len(row) > 60 for row in text.splitlines()))
+            await term.keys("1")
+            await term.wait_for("Press 1 again")
+            await term.keys("1")
+            await finished.wait()
+
+    assert status.read_text().strip() == "0"
+    result = json.loads(out.read_text())
+    assert result["details"]["cancelled"] is False
+    assert result["details"]["answers"]["goal"] == {
+        "values": ["speed"],
+        "labels": ["Speed"],
+        "indices": [1],
+        "optionNotes": {"size": "too big"},
+    }
+    assert result["details"]["answers"]["tone"]["values"] == ["formal", "casual"]
+    assert result["structuredContent"]["answers"]["tone"]["labels"] == ["Formal", "Casual"]
+
+
+async def test_escape_cancels_and_the_exit_status_says_so(tmp_path: Path) -> None:
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(PAYLOAD))
+    out, status = tmp_path / "out.json", tmp_path / "status"
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    command = (
+        f"{COMMAND} ask {payload} --settings {settings} > {out}; echo $? > {status}; "
+        f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished"
+    )
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 100, 30) as term, trio.open_nursery() as nursery:
+            finished = trio.Event()
+
+            async def wait_finished() -> None:
+                await term.tmux("wait-for", "finished")
+                finished.set()
+
+            nursery.start_soon(wait_finished)
+            await term.wait_for("What should I optimize for?")
+            await term.keys("Escape")
+            await finished.wait()
+    assert status.read_text().strip() == "1"
+    assert json.loads(out.read_text())["details"]["cancelled"] is True
