@@ -32,6 +32,7 @@ notes and custom text stay under their rows whether or not the row is highlighte
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -39,7 +40,8 @@ import attrs
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import MARKER, sanitize_line, sanitize_text
-from pi_agent_ask.form.text import cell_width, wrap_line
+from pi_agent_ask.form.text import cell_width as _unicode_cell_width
+from pi_agent_ask.form.text import wrap_line
 from pi_agent_ask.form.types import Draft, Option, Question
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import EditorKeymap, Keymaps
@@ -139,12 +141,14 @@ class Target:
         return self.first_row <= row < self.last_row and self.start_col <= col < self.end_col
 
     def shifted(self, rows: int, cols: int = 0) -> Target:
-        return attrs.evolve(
-            self,
-            first_row=self.first_row + rows,
-            last_row=self.last_row + rows,
-            start_col=self.start_col + cols,
-            end_col=self.end_col + cols,
+        return Target(
+            self.kind,
+            self.key,
+            self.first_row + rows,
+            self.last_row + rows,
+            self.start_col + cols,
+            self.end_col + cols,
+            self.command,
         )
 
 
@@ -170,6 +174,11 @@ class Frame:
     def text(self) -> str:
         """The frame as plain text, one line per row (tests and debugging)."""
         return "\n".join(line_text(line) for line in self.lines)
+
+
+def cell_width(text: str) -> int:
+    """Terminal cells of sanitised text; ASCII (one cell per character) takes the fast path."""
+    return len(text) if text.isascii() else _unicode_cell_width(text)
 
 
 def line_text(line: Line) -> str:
@@ -863,27 +872,42 @@ def _review_answers(
 # --------------------------------------------------------------------------------------------
 
 
+HintContext = Literal["custom", "note", "review", "single", "multi"]
+
+
+def _hint_context(state: fs.FormState) -> HintContext:
+    if state.editor is not None:
+        return "custom" if state.editor.kind == "custom" else "note"
+    if state.on_review:
+        return "review"
+    return state.types[state.tab]
+
+
 def footer_hints(state: fs.FormState, keymaps: Keymaps) -> list[tuple[str, str]]:
     """``(keys, action)`` pairs for the current context, from the live keymaps.
 
     Each action shows the first key of each of its bindings (``Up/Down move``); actions whose
     bindings are all empty are left out. Fixed keys (digits, ``D``) are shown as they are.
     """
+    return list(_hints(keymaps, _hint_context(state)))
+
+
+@functools.lru_cache(maxsize=32)
+def _hints(keymaps: Keymaps, context: HintContext) -> tuple[tuple[str, str], ...]:
     main = keymaps.main
     dismiss = keymaps.global_.dismiss
     settings = keymaps.global_.settings
     pairs: list[tuple[str | tuple[Sequence[str], ...], str]]
-    editor = state.editor
-    if editor is not None:
-        ed = keymaps.editor if editor.kind == "custom" else keymaps.note_editor
+    if context in ("custom", "note"):
+        ed = keymaps.editor if context == "custom" else keymaps.note_editor
         save = ed.submit if isinstance(ed, EditorKeymap) else ed.save
         pairs = [
-            ((save,), "submit" if editor.kind == "custom" else "save note"),
+            ((save,), "submit" if context == "custom" else "save note"),
             ((ed.close,), "save and close"),
             ((ed.previous_option_when_empty, ed.next_option_when_empty), "move when empty"),
             ((dismiss,), "dismiss"),
         ]
-    elif state.on_review:
+    elif context == "review":
         pairs = [
             ("1", "submit"),
             ("2", "cancel"),
@@ -895,7 +919,7 @@ def footer_hints(state: fs.FormState, keymaps: Keymaps) -> list[tuple[str, str]]
             ((dismiss,), "dismiss"),
         ]
     else:
-        multi = state.types[state.tab] == "multi"
+        multi = context == "multi"
         pairs = [
             ("1-9", "toggle" if multi else "select"),
             ((main.toggle,), "toggle"),
@@ -918,19 +942,25 @@ def footer_hints(state: fs.FormState, keymaps: Keymaps) -> list[tuple[str, str]]
         shown = "/".join(format_key(binding[0]) for binding in keys if binding)
         if shown:
             out.append((shown, action))
-    return out
+    return tuple(out)
 
 
 def _footer(state: fs.FormState, options: RenderOptions, width: int) -> list[Line]:
     if not options.show_footer_hints:
         return []
+    return list(_footer_lines(options.keymaps, _hint_context(state), width))
+
+
+@functools.lru_cache(maxsize=32)
+def _footer_lines(keymaps: Keymaps, context: HintContext, width: int) -> tuple[Line, ...]:
+    """The footer rows; the same for every frame of one context, keymap and width."""
     fragments: list[Fragment] = []
-    for index, (keys, action) in enumerate(footer_hints(state, options.keymaps)):
+    for index, (keys, action) in enumerate(_hints(keymaps, context)):
         if index:
             fragments.append((MUTED, " · "))
         fragments.append((HINT, keys))
         fragments.append((MUTED, f" {action}"))
-    return [(), *wrap_fragments(fragments, width, 0)]
+    return ((), *wrap_fragments(fragments, width, 0))
 
 
 # --------------------------------------------------------------------------------------------
