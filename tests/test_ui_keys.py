@@ -7,12 +7,13 @@ go in as the bytes a terminal sends, the screen is read from the output the appl
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import trio
+from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.persistence.settings import (
     Behaviour,
@@ -22,6 +23,7 @@ from pi_agent_ask.persistence.settings import (
     load_settings,
     save_settings,
 )
+from pi_agent_ask.ui.commands import run_settings
 from pi_agent_ask.ui.testing import Asking, VirtualTerminal
 from pi_agent_ask.ui.testing import asking as run_asking
 
@@ -368,3 +370,86 @@ async def test_invalid_input_returns_status_2_without_showing_anything(tmp_path:
         status, result = await ask.finished()
     assert status == 2
     assert result["isError"] is True
+
+
+async def test_empty_editor_arrows_navigate_and_a_non_empty_one_keeps_them(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL, TONE) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send(DOWN, DOWN)  # landing on the empty custom row opens its editor
+        await ask.wait("> Type answer...")
+        ask.send(UP)  # empty editor: Up closes it and moves
+        await ask.wait("› 2. ( ) Size")
+        assert "> Type answer..." not in ask.term.text()
+        ask.send(DOWN)
+        await ask.wait("> Type answer...")
+        ask.send("ab")
+        await ask.wait("> ab")
+        ask.send("\x1b[D", "X", "?", TAB, UP)  # Left moves the cursor; ?, Tab and Up stay
+        await ask.wait("> aX?b")
+        assert "Live settings" not in ask.term.text()
+        ask.send(ENTER)
+        await ask.wait("Which tones fit?")
+        ask.send(TAB)  # navigation: next tab
+        await ask.wait("Review your answers")
+        assert "→ (wrote) aX?b" in ask.term.text()
+        ask.send("11")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == "aX?b"
+
+
+async def run_settings_command(
+    settings: Path, steps: list[tuple[str | Callable[[VirtualTerminal], bool], str]]
+) -> tuple[int, VirtualTerminal]:
+    term = VirtualTerminal(100, 40)
+    with create_pipe_input() as pipe, trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            outcome: list[int] = []
+
+            async def run() -> None:
+                outcome.append(await run_settings(settings, input=pipe, output=term.output))
+
+            nursery.start_soon(run)
+            for condition, keys in steps:
+                await term.wait_for(condition)
+                pipe.send_text(keys)
+    return outcome[0], term
+
+
+def row_says(label: str, value: str) -> Callable[[VirtualTerminal], bool]:
+    def check(term: VirtualTerminal) -> bool:
+        rows = [row for row in term.rows() if label in row]
+        return bool(rows) and value in rows[0]
+
+    return check
+
+
+async def test_the_settings_command_toggles_and_closes(tmp_path: Path) -> None:
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    status, term = await run_settings_command(
+        settings,
+        [
+            ("Live settings", DOWN * 3),
+            (lambda term: "› Notifications" in term.text(), " "),
+            (row_says("Notifications", "[off]"), ESC),
+        ],
+    )
+    assert status == 0
+    assert load_settings(settings).config.notifications.enabled is False
+    assert "\x1b[?1049l" in term.raw  # the full-screen buffer was left
+
+
+async def test_reset_needs_a_second_press(tmp_path: Path) -> None:
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    save_settings(settings, Config(behaviour=Behaviour(show_footer_hints=False)))
+    status, _term = await run_settings_command(
+        settings,
+        [
+            (row_says("Show footer hints", "[off]"), UP),  # wraps to the reset action
+            (lambda term: "› Reset config to defaults" in term.text(), ENTER),
+            (row_says("Reset config to defaults", "[confirm reset]"), ENTER),
+            (row_says("Show footer hints", "[on]"), "?"),
+        ],
+    )
+    assert status == 0
+    assert load_settings(settings).config.behaviour.show_footer_hints is True
