@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import Any, Literal
 
 import attrs
@@ -171,6 +172,17 @@ class Inspect:
 
 
 @attrs.frozen
+class Quiesce:
+    """Close the visible background form and save every draft; reply once all is saved.
+
+    Sent before a session change (so the old branch keeps what the person typed) and at
+    disposal. Nothing new is shown until the next ``Restore``.
+    """
+
+    reply: trio.MemorySendChannel[None]
+
+
+@attrs.frozen
 class FollowUp:
     """A message for the agent that is not a background answer (a recovered form's answer).
 
@@ -201,6 +213,7 @@ QueueMessage = (
     | Restore
     | Inspect
     | FollowUp
+    | Quiesce
 )
 
 
@@ -316,6 +329,9 @@ class QueueActor:
     wait: _Wait | None = None
     herdr: set[str] = attrs.field(factory=set)
     follow_ups: list[FollowUp] = attrs.field(factory=list)
+    held: bool = False
+    """Set by ``Quiesce``: nothing new is shown until the next ``Restore``."""
+    _quiesce_replies: list[trio.MemorySendChannel[None]] = attrs.field(factory=list)
     _seq: itertools.count[int] = attrs.field(factory=itertools.count)
     _flush_scheduled: bool = False
     _nursery: trio.Nursery | None = None
@@ -391,6 +407,13 @@ class QueueActor:
             case FollowUp():
                 self.follow_ups.append(message)
                 await self._try_wake()
+            case Quiesce(reply=reply):
+                self.held = True
+                self._quiesce_replies.append(reply)
+                if self.active is not None and self.active.kind == "background":
+                    self.active.scope.cancel()  # its FormStopped saves the draft, then replies
+                else:
+                    await self._finish_quiesce()
 
     # -- herdr --------------------------------------------------------------------------
 
@@ -468,7 +491,7 @@ class QueueActor:
 
     def _schedule(self) -> None:
         """Give the surface to the next claimant when nobody holds it."""
-        if self.active is not None or self._nursery is None:
+        if self.active is not None or self._nursery is None or self.held:
             return
         nxt = self._next_claimant()
         if nxt is None:
@@ -521,7 +544,25 @@ class QueueActor:
         if entries:
             await self.journal.append_many(entries)
 
+    async def _finish_quiesce(self) -> None:
+        """Reply to ``Quiesce`` once no background form is open and its draft is saved."""
+        if not self._quiesce_replies:
+            return
+        if self.active is not None and self.active.kind == "background":
+            return
+        await self._flush_drafts()
+        for reply in self._quiesce_replies:
+            with suppress(trio.BrokenResourceError):  # a caller that gave up waiting
+                reply.send_nowait(None)
+        self._quiesce_replies = []
+
     async def _form_stopped(self, message: FormStopped) -> None:
+        try:
+            await self._record_stopped(message)
+        finally:
+            await self._finish_quiesce()
+
+    async def _record_stopped(self, message: FormStopped) -> None:
         item = self.items.get(message.request_id)
         if message.epoch != self.epoch or item is None:
             return
@@ -683,6 +724,7 @@ class QueueActor:
     # -- session change ------------------------------------------------------------------
 
     async def _restore(self, message: Restore) -> None:
+        self.held = False
         self.epoch = message.epoch
         self.journal = message.journal
         if self.active is not None:

@@ -181,6 +181,15 @@ class Runtime:
             await target.send(UserCommand(command))
         return True
 
+    async def quiesce(self) -> None:
+        """Close the visible background form and save every draft (bounded, shielded)."""
+        with (
+            trio.CancelScope(shield=True),
+            trio.move_on_after(TEARDOWN_TIMEOUT),
+            suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel),
+        ):
+            await self._ask_queue(lambda reply: q.Quiesce(reply))
+
     async def tell_queue(self, message: q.QueueMessage) -> None:
         """Send a message that must reach the queue even from a cancelled task (teardown).
 
@@ -680,7 +689,9 @@ class Runtime:
         """
         if reason not in SESSION_REASONS:
             raise ValueError(f"reason must be one of {', '.join(SESSION_REASONS)}, not {reason!r}")
-        # Revoke first: from here on, surfaces of the old branch cannot write anywhere.
+        # Save the drafts of the old branch on the old branch, then revoke: from here on,
+        # surfaces of the old branch cannot write anywhere.
+        await self.quiesce()
         self._writer.revoked = True
         seen = len(self._journal.reports)
         await self._journal.switch(reason, session)
@@ -904,6 +915,8 @@ async def open_runtime(
         try:
             yield runtime
         finally:
+            # Orderly disposal: drafts reach the session file before the actors go.
+            await runtime.quiesce()
             nursery.cancel_scope.cancel()
 
 
