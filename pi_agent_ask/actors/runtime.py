@@ -717,9 +717,16 @@ class Runtime:
         for restored in rebuilt.requests:
             form = fs.new_form(restored.request.params, self.config.form_settings)
             if restored.draft is not None:
-                form = fs.state_from_json(
-                    restored.request.params, restored.draft, self.config.form_settings
-                )
+                try:
+                    form = fs.state_from_json(
+                        restored.request.params, restored.draft, self.config.form_settings
+                    )
+                except ValueError:
+                    # A draft that no longer fits its form is dropped, never half-applied.
+                    self.notice(
+                        "A saved draft could not be restored; the form reopens empty: "
+                        f"{restored.request.request_id}"
+                    )
             items.append(
                 q.RestoredItem(restored.request, form, restored.outcome, restored.delivered)
             )
