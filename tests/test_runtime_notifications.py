@@ -62,5 +62,5 @@ async def test_a_hanging_command_channel_never_delays_the_form(tmp_path: Path) -
             result = await rt.call_tool("ask_user", payload("a"), "c1")
             assert result["structuredContent"]["answers"]["a"]["values"] == ["a2"]
             # The command did run, in parallel with the form (reading blocks until it writes).
-            heard = await trio.to_thread.run_sync(fifo.read_text)
+            heard = await trio.to_thread.run_sync(fifo.read_text, abandon_on_cancel=True)
             assert heard == "Question waiting: Q1\n"
