@@ -6,6 +6,7 @@ go in as the bytes a terminal sends, the screen is read from the output the appl
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,6 +16,7 @@ from typing import Any
 import trio
 from prompt_toolkit.input import create_pipe_input
 
+from pi_agent_ask.clipboard import ClipboardEmpty, ClipboardImage, ClipboardResult
 from pi_agent_ask.persistence.settings import (
     Behaviour,
     Config,
@@ -34,6 +36,8 @@ DOWN = "\x1b[B"
 UP = "\x1b[A"
 CTRL_C = "\x03"
 CTRL_K = "\x0b"
+CTRL_V = "\x16"
+CTRL_ALT_D = "\x1b\x04"
 BACKSPACE = "\x7f"
 
 GOAL = {
@@ -65,6 +69,7 @@ async def asking(
     config: Config | None = None,
     columns: int = 100,
     lines: int = 30,
+    clipboard: Any = None,
     **extra: Any,
 ) -> AsyncIterator[Asking]:
     settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
@@ -72,7 +77,9 @@ async def asking(
         save_settings(settings, config)
     arguments = {"questions": list(questions), **extra}
     with trio.fail_after(20):
-        async with run_asking(arguments, settings, columns=columns, lines=lines) as handle:
+        async with run_asking(
+            arguments, settings, columns=columns, lines=lines, clipboard=clipboard
+        ) as handle:
             yield handle
 
 
@@ -453,3 +460,46 @@ async def test_reset_needs_a_second_press(tmp_path: Path) -> None:
     )
     assert status == 0
     assert load_settings(settings).config.behaviour.show_footer_hints is True
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(16))
+
+
+async def test_clipboard_images_attach_to_the_open_editor(tmp_path: Path) -> None:
+    reads: list[ClipboardResult] = [
+        ClipboardImage("image/png", PNG),
+        ClipboardImage("image/png", PNG),
+        ClipboardEmpty(),
+    ]
+
+    async def clipboard() -> ClipboardResult:
+        return reads.pop(0)
+
+    async with asking(tmp_path, GOAL, clipboard=clipboard) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        ask.send(CTRL_V)
+        await ask.wait("[1 image]")
+        ask.send(CTRL_V)
+        await ask.wait("[2 images]")
+        ask.send(CTRL_ALT_D)  # removes the last image
+        await ask.wait_gone("[2 images]")
+        assert "[1 image]" in ask.term.text()
+        ask.send(CTRL_V)
+        await ask.wait("No image in the clipboard.")
+        assert "[1 image]" in ask.term.text()  # a failed read keeps what is there
+        ask.send("caption")
+        await ask.wait("> caption")
+        assert "No image in the clipboard." not in ask.term.text()
+        ask.send(ENTER)
+        await ask.wait("Review your answers")
+        assert "→ (wrote) caption [1 image]" in ask.term.text()
+        ask.send("11")
+        status, result = await ask.finished()
+    assert status == 0
+    answer = answers(result)["goal"]
+    assert answer["customText"] == "caption"
+    [image] = answer["customImages"]
+    assert image["mimeType"] == "image/png"
+    assert base64.b64decode(image["data"]) == PNG

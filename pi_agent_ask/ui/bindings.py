@@ -63,6 +63,13 @@ def _send(controller: FormController, command: fs.Command) -> Callable[[KeyPress
     return handler
 
 
+def _call(action: Callable[[], None]) -> Callable[[KeyPressEvent], None]:
+    def handler(_event: KeyPressEvent) -> None:
+        action()
+
+    return handler
+
+
 def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBindings:
     """Plain text editing of the open editor's buffer (lowest priority)."""
     kb = KeyBindings()
@@ -134,6 +141,11 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
         start = buffer.document.find_start_of_previous_word() or 0
         buffer.delete_before_cursor(-start)
 
+    # Ctrl+Alt+D (fixed): remove the editor's last image. Configured keys win over it.
+    @kb.add("escape", "c-d", filter=in_editor)
+    def _remove_image(_event: KeyPressEvent) -> None:
+        controller.send(fs.RemoveLastImage())
+
     # With text in the editor, Tab stays in the editor: it does nothing rather than move away.
     @kb.add("c-i", filter=has_text)
     @kb.add("s-tab", filter=has_text)
@@ -149,8 +161,12 @@ def keymap_key_bindings(
     *,
     open_settings: Callable[[], None],
     overlay_open: Filter,
+    paste_image: Callable[[], None] | None = None,
 ) -> KeyBindings:
-    """The bindings of one keymaps object: fixed keys, then the configurable actions."""
+    """The bindings of one keymaps object: fixed keys, then the configurable actions.
+
+    ``paste_image`` starts a clipboard image read for the open editor (``*.pasteImage``).
+    """
     shown = Condition(lambda: controller.visible) & ~overlay_open
     navigation = shown & Condition(lambda: not controller.editor_open)
     custom = shown & Condition(lambda: controller.editor_kind() == "custom")
@@ -195,11 +211,10 @@ def keymap_key_bindings(
             _send(controller, fs.EditorMoveOption(-1)),
             when_empty,
         )
+        if paste_image is not None:
+            _add(kb, editor.paste_image, _call(paste_image), context)
 
-    def settings(_event: KeyPressEvent) -> None:
-        open_settings()
-
-    _add(kb, keymaps.global_.settings, settings, navigation | (shown & empty))
+    _add(kb, keymaps.global_.settings, _call(open_settings), navigation | (shown & empty))
     _add(kb, keymaps.global_.dismiss, _send(controller, fs.Dismiss()), shown)
     return kb
 
@@ -210,6 +225,7 @@ def form_key_bindings(
     *,
     open_settings: Callable[[], None],
     overlay_open: Filter,
+    paste_image: Callable[[], None] | None = None,
 ) -> KeyBindingsBase:
     """Every key binding of the form: parking, text editing, then the live keymaps."""
     parking = KeyBindings()
@@ -228,7 +244,11 @@ def form_key_bindings(
         if cached is None or cached[0] is not live:
             cache.clear()
             built = keymap_key_bindings(
-                controller, live, open_settings=open_settings, overlay_open=overlay_open
+                controller,
+                live,
+                open_settings=open_settings,
+                overlay_open=overlay_open,
+                paste_image=paste_image,
             )
             cache[id(live)] = (live, built)
             return built

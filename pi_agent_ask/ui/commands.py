@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 
 from pi_agent_ask.actors.runtime import open_runtime
+from pi_agent_ask.clipboard import ClipboardResult
 from pi_agent_ask.persistence.settings import load_settings, settings_path
 from pi_agent_ask.ui.surface import TerminalSurface, run_terminal_surface
 
@@ -73,19 +74,21 @@ async def run_ask(
     input: Input | None = None,
     output: Output | None = None,
     cwd: Path | None = None,
+    clipboard: Callable[[], Awaitable[ClipboardResult]] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """Ask one ``ask_user`` call on the terminal; return ``(exit status, tool result)``.
 
     ``input``/``output`` are the terminal's prompt_toolkit objects (``None``: the process's
     own terminal). ``session`` journals the call into that session file. The form appears only
-    once the call is valid; an invalid call returns at once with status ``2``.
+    once the call is valid; an invalid call returns at once with status ``2``. ``clipboard``
+    replaces the system clipboard for the editors' paste-image key.
     """
     path = _settings_file(settings)
     work_dir = Path(cwd) if cwd is not None else Path.cwd()
     loaded = await trio.to_thread.run_sync(
         functools.partial(load_settings, path, project_dir=work_dir)
     )
-    surface = TerminalSurface(loaded)
+    surface = TerminalSurface(loaded, clipboard=clipboard)
     async with trio.open_nursery() as nursery:
         await nursery.start(
             functools.partial(run_terminal_surface, surface, input=input, output=output)

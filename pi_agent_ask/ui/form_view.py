@@ -77,6 +77,8 @@ class FormController:
     scroll: int = 0
     follow_focus: bool = True
     pressed: tuple[str, int, int] | None = None
+    notice: str | None = None
+    """Shown under the open editor until the next command (clipboard read results)."""
     _syncing: bool = False
 
     def __attrs_post_init__(self) -> None:
@@ -95,6 +97,7 @@ class FormController:
         self.scroll = 0
         self.follow_focus = True
         self.pressed = None
+        self.notice = None
         self.buffer_serial = None
         self.state = state
         self._sync_buffer()
@@ -151,6 +154,8 @@ class FormController:
             return
         self.in_flight += 1
         self.follow_focus = True
+        if isinstance(message, UserCommand) and not isinstance(message.command, fs.AttachImage):
+            self.notice = None
 
     def park(self, key: KeyPress) -> None:
         """Keep a key until the snapshot of the commands in flight arrives."""
@@ -211,6 +216,7 @@ class FormController:
             show_footer_hints=self.show_footer_hints(),
             editor_text=self.buffer.text if live else None,
             editor_cursor=self.buffer.cursor_position if live else None,
+            notice=self.notice,
         )
         return render_form(state, width, options)
 

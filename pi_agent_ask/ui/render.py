@@ -41,7 +41,7 @@ import attrs
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import MARKER, sanitize_line, sanitize_text
 from pi_agent_ask.form.text import cell_width as _unicode_cell_width
-from pi_agent_ask.form.text import wrap_line
+from pi_agent_ask.form.text import image_marker, wrap_line
 from pi_agent_ask.form.types import Draft, Option, Question
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import EditorKeymap, Keymaps
@@ -119,6 +119,8 @@ class RenderOptions:
     show_footer_hints: bool = True
     editor_text: str | None = None
     editor_cursor: int | None = None
+    notice: str | None = None
+    """A short notice shown under the open editor (clipboard reads)."""
 
 
 @attrs.frozen
@@ -450,10 +452,39 @@ def _editor_for(state: fs.FormState, options: RenderOptions) -> tuple[str, int]:
     return text, max(0, min(cursor, len(text)))
 
 
-def _images_suffix(count: int) -> str:
-    if not count:
-        return ""
-    return " [1 image]" if count == 1 else f" [{count} images]"
+def _add_editor(
+    block: _Block,
+    state: fs.FormState,
+    options: RenderOptions,
+    indent: int,
+    width: int,
+    placeholder: str,
+    label: str,
+    label_style: str = NOTE,
+) -> None:
+    """The open editor at the end of ``block``: its text with the cursor, then its image
+    marker and the latest notice (a clipboard read, say) on their own rows."""
+    editor = state.editor
+    assert editor is not None
+    text, at = _editor_for(state, options)
+    rows, (crow, ccol) = _editor_rows(text, at, indent, width, placeholder, [(label_style, label)])
+    block.cursor = (len(block.lines) + crow, ccol)
+    block.focus = len(block.lines) + crow
+    block.extend(rows)
+    pad = " " * (indent + cell_width(label))
+    if editor.images:
+        block.extend(
+            wrap_fragments([(TEXT, pad), (MUTED, image_marker(len(editor.images)))], width)
+        )
+    if options.notice:
+        block.extend(
+            wrap_fragments([(TEXT, pad), (WARNING, sanitize_line(options.notice))], width, len(pad))
+        )
+
+
+def _with_images(text: str, count: int) -> str:
+    """Text followed by its attachment marker (``[2 images]``), either may be missing."""
+    return " ".join(part for part in (text, image_marker(count)) if part)
 
 
 # --------------------------------------------------------------------------------------------
@@ -509,13 +540,7 @@ def _option_rows(
             and editor.kind == "option_note"
             and editor.option_value == option.value
         ):
-            text, at = _editor_for(state, options)
-            rows, (crow, ccol) = _editor_rows(
-                text, at, indent, width, ADD_NOTE_PLACEHOLDER, [(NOTE, "Note: ")]
-            )
-            block.cursor = (len(block.lines) + crow, ccol)
-            block.focus = len(block.lines) + crow
-            block.extend(rows)
+            _add_editor(block, state, options, indent, width, ADD_NOTE_PLACEHOLDER, "Note: ")
         else:
             note = live.option_notes.get(option.value, "")
             images = len(live.option_note_images.get(option.value, ()))
@@ -523,7 +548,7 @@ def _option_rows(
                 block.extend(
                     _paragraphs(
                         [(TEXT, " " * indent), (NOTE, "Note: ")],
-                        note + _images_suffix(images),
+                        _with_images(note, images),
                         TEXT,
                         width,
                         indent + 6,
@@ -544,19 +569,13 @@ def _option_rows(
     if active:
         block.focus = first
     if editor is not None and editor.kind == "custom":
-        text, at = _editor_for(state, options)
-        rows, (crow, ccol) = _editor_rows(
-            text, at, indent, width, CUSTOM_PLACEHOLDER, [(ACCENT, "> ")]
-        )
-        block.cursor = (len(block.lines) + crow, ccol)
-        block.focus = len(block.lines) + crow
-        block.extend(rows)
+        _add_editor(block, state, options, indent, width, CUSTOM_PLACEHOLDER, "> ", ACCENT)
     elif fs.has_custom_content(live):
         style = TEXT if custom_on else MUTED
         block.extend(
             _paragraphs(
                 [(TEXT, " " * indent)],
-                live.custom_text + _images_suffix(len(live.custom_images)),
+                _with_images(live.custom_text, len(live.custom_images)),
                 style,
                 width,
                 indent,
@@ -604,21 +623,15 @@ def _question_note_rows(
     draft = state.drafts[q]
     editor = state.editor
     if editor is not None and editor.question == q and editor.kind == "note":
-        text, at = _editor_for(state, options)
         block.blank()
-        rows, (crow, ccol) = _editor_rows(
-            text, at, 2, width, ADD_NOTE_PLACEHOLDER, [(NOTE, "Question note: ")]
-        )
-        block.cursor = (len(block.lines) + crow, ccol)
-        block.focus = len(block.lines) + crow
-        block.extend(rows)
+        _add_editor(block, state, options, 2, width, ADD_NOTE_PLACEHOLDER, "Question note: ")
         return
     if draft.note.strip() or draft.note_images:
         block.blank()
         block.extend(
             _paragraphs(
                 [(TEXT, "  "), (NOTE, "Question note: ")],
-                draft.note + _images_suffix(len(draft.note_images)),
+                _with_images(draft.note, len(draft.note_images)),
                 TEXT,
                 width,
                 4,
@@ -815,7 +828,7 @@ def _review_question(state: fs.FormState, q: int, question: Question, width: int
         rows.extend(
             _paragraphs(
                 [(TEXT, "  "), (NOTE, "note: ")],
-                draft.note + _images_suffix(len(draft.note_images)),
+                _with_images(draft.note, len(draft.note_images)),
                 TEXT,
                 width,
                 4,
@@ -832,7 +845,7 @@ def _review_question(state: fs.FormState, q: int, question: Question, width: int
         rows.extend(
             _paragraphs(
                 [(TEXT, "  "), (NOTE, f"{which} note: ")],
-                note + _images_suffix(images),
+                _with_images(note, images),
                 TEXT,
                 width,
                 4,
@@ -856,7 +869,7 @@ def _review_answers(
         rows.extend(
             _paragraphs(
                 [(TEXT, "  "), (ACCENT, "→ "), (MUTED, "(wrote) ")],
-                draft.custom_text + _images_suffix(len(draft.custom_images)),
+                _with_images(draft.custom_text, len(draft.custom_images)),
                 TEXT,
                 width,
                 4,

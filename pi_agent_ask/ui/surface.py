@@ -22,8 +22,8 @@ form itself as a ``SettingsUpdate``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from pathlib import Path
+import os
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -40,6 +40,15 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
 from pi_agent_ask.actors.form import FormInput
+from pi_agent_ask.clipboard import (
+    READING_NOTICE,
+    ClipboardImage,
+    ClipboardResult,
+    notice_for,
+    read_clipboard_image,
+    read_proc_version,
+    to_image,
+)
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence import settings_list as sl
 from pi_agent_ask.persistence.settings import Config, Keymaps, LoadedSettings
@@ -102,10 +111,13 @@ class TerminalSurface:
 
     ``settings`` is the loaded settings; ``settings.path`` is the file the overlay saves.
     ``on_settings_saved`` receives the settings after each config the overlay saved.
+    ``clipboard`` replaces the system clipboard (tests, hosts with their own).
     """
 
     settings: LoadedSettings
     on_settings_saved: Callable[[LoadedSettings], None] | None = None
+    clipboard: Callable[[], Awaitable[ClipboardResult]] | None = None
+    """Reads an image from the clipboard; ``None``: the system clipboard (``clipboard.py``)."""
     controller: FormController = attrs.field(init=False)
     control: FormControl = attrs.field(init=False)
     overlay: SettingsOverlay | None = None
@@ -192,6 +204,33 @@ class TerminalSurface:
         outcome = await trio.to_thread.run_sync(sl.save_command, self.settings.path, effect)
         overlay.report(outcome)
 
+    # -- clipboard images ---------------------------------------------------------------------
+
+    def paste_image(self) -> None:
+        """Start reading a clipboard image for the open editor (its paste-image key).
+
+        The read remembers the editor it started for: a result that arrives after that editor
+        closed carries the old serial and the form attaches it nowhere.
+        """
+        state = self.controller.state
+        if state is None or state.editor is None or self._nursery is None:
+            return
+        self.controller.notice = READING_NOTICE
+        self.invalidate()
+        self._nursery.start_soon(self._read_clipboard, self.controller.flow_id, state.editor.serial)
+
+    async def _read_clipboard(self, flow_id: str | None, serial: int) -> None:
+        read = self.clipboard if self.clipboard is not None else _system_clipboard
+        result = await read()
+        if self.controller.flow_id != flow_id:
+            return
+        if isinstance(result, ClipboardImage):
+            self.controller.notice = None
+            self.controller.send(fs.AttachImage(to_image(result), serial))
+        else:
+            self.controller.notice = notice_for(result)
+        self.invalidate()
+
     # -- the application ----------------------------------------------------------------------
 
     def invalidate(self) -> None:
@@ -225,6 +264,7 @@ class TerminalSurface:
             self.keymaps,
             open_settings=self.open_settings,
             overlay_open=overlay_open,
+            paste_image=self.paste_image,
         )
         cache: dict[str, tuple[Keymaps, KeyBindings]] = {}
 
@@ -253,6 +293,10 @@ class TerminalSurface:
         app.ttimeoutlen = ESCAPE_TIMEOUT
         app.timeoutlen = SEQUENCE_TIMEOUT
         return app
+
+
+async def _system_clipboard() -> ClipboardResult:
+    return await read_clipboard_image(env=dict(os.environ), proc_version=await read_proc_version())
 
 
 async def _later(delay: float, callback: Callable[[], None]) -> None:
@@ -293,12 +337,3 @@ async def run_terminal_surface(
             surface._app = None
             surface._nursery = None
             nursery.cancel_scope.cancel()
-
-
-def default_settings_path() -> Path:
-    """The settings file used when none is given (``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``)."""
-    import os
-
-    from pi_agent_ask.persistence.settings import settings_path
-
-    return settings_path(os.environ)

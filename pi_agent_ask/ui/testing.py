@@ -160,6 +160,7 @@ async def asking(
     columns: int = 100,
     lines: int = 30,
     session: Path | None = None,
+    clipboard: Any = None,
 ) -> AsyncIterator[Asking]:
     """Run ``run_ask(arguments)`` on a virtual terminal fed by a pipe input; leaving the block
     waits for the command to return."""
@@ -172,7 +173,12 @@ async def asking(
 
             async def run() -> None:
                 handle.status, handle.result = await run_ask(
-                    arguments, settings=settings, session=session, input=pipe, output=term.output
+                    arguments,
+                    settings=settings,
+                    session=session,
+                    input=pipe,
+                    output=term.output,
+                    clipboard=clipboard,
                 )
                 handle.done.set()
 
