@@ -918,6 +918,7 @@ def _hints(keymaps: Keymaps, context: HintContext) -> tuple[tuple[str, str], ...
             ((save,), "submit" if context == "custom" else "save note"),
             ((ed.close,), "save and close"),
             ((ed.previous_option_when_empty, ed.next_option_when_empty), "move when empty"),
+            ((ed.paste_image,), "paste image"),
             ((dismiss,), "dismiss"),
         ]
     elif context == "review":
