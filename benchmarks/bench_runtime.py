@@ -44,7 +44,9 @@ def _answer(bus: ev.EventBus, flow_id: str) -> None:
     )
 
 
-async def throughput(count: int, settings: Path) -> tuple[float, float]:
+async def throughput(count: int, settings: Path, *, trace: bool = False) -> tuple[float, float]:
+    """Forms/s for enqueue + answer; with ``trace``, also the traced memory per queued form
+    (tracemalloc slows everything down, so rates and memory come from separate runs)."""
     async with open_runtime(settings=settings, surface=NullSurface()) as rt:
         rt.agent_started()
         done = trio.Event()
@@ -57,13 +59,15 @@ async def throughput(count: int, settings: Path) -> tuple[float, float]:
                 done.set()
 
         rt.events.on(ev.COMPLETED, on_completed)
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
+        if trace:
+            tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0] if trace else 0
         start = time.perf_counter()
         for i in range(count):
             await rt.call_tool("ask_user", FORM, tool_call_id=f"c{i}")
-        queued_memory = tracemalloc.get_traced_memory()[0] - base
-        tracemalloc.stop()
+        queued_memory = tracemalloc.get_traced_memory()[0] - base if trace else 0
+        if trace:
+            tracemalloc.stop()
         rt.events.on(ev.STARTED, lambda p: _answer(rt.events, p["flowId"]))
         await rt.show_queue()
         # The first form was shown before the listener existed: answer it by hand.
