@@ -24,8 +24,9 @@ Invariants:
 
 - every tool runs as a Trio subprocess with standard input from ``/dev/null``, in its own
   process group, under ``trio.move_on_after(timeout)``; a tool that overruns, or writes more
-  than the size limit, is killed with its whole group (``wl-paste`` forks ``cat`` to copy the
-  data, which would otherwise outlive it) and reaped before this returns;
+  than the size limit, gets SIGKILL for its whole group (``wl-paste`` forks ``cat`` to copy
+  the data, which would otherwise outlive it), and the tool itself is reaped before this
+  returns (leftover children are reparented and reaped by the system);
 - output is read with a cap, so a misbehaving tool can never make us hold more than
   ``max_bytes`` (plus one read chunk) in memory;
 - an image is returned only when its bytes start with the magic number of the type the
@@ -431,8 +432,8 @@ async def _run_tool(
 ) -> _Run | None:
     """Run ``argv`` and collect at most ``limit`` bytes of its output.
 
-    ``None`` when it cannot be started or does not finish within ``seconds``; either
-    way no process of it is left behind (killed and reaped).
+    ``None`` when it cannot be started or does not finish within ``seconds``. Whatever the
+    outcome, the tool has exited and been reaped, and its process group has been sent SIGKILL.
     """
     with trio.move_on_after(seconds):
         async with trio.open_nursery() as nursery:
