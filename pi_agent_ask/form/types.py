@@ -23,7 +23,8 @@ JSON = Any
 
 
 def _tuple(items: Any) -> tuple[Any, ...]:
-    return tuple(items)
+    # Already a tuple (the common case under ``attrs.evolve``): keep it, no copy.
+    return items if type(items) is tuple else tuple(items)
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,7 +157,7 @@ class Image:
 
 
 def _option_notes(value: Any) -> Mapping[str, str]:
-    return _FrozenDict(value)
+    return value if type(value) is _FrozenDict else _FrozenDict(value)
 
 
 class _FrozenDict(dict[str, Any]):
