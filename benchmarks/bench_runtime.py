@@ -105,7 +105,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Path(tmp) / "settings.json"
         for count in (1_000, 10_000):
-            rate, per_form = trio.run(throughput, count, settings)
+            rate, _ = trio.run(throughput, count, settings)
+            _, per_form = trio.run(functools.partial(throughput, count, settings, trace=True))
             print(
                 f"enqueue+answer {count:>6} forms: {rate:8.0f} forms/s, "
                 f"{per_form / 1024:6.1f} KiB per queued form"
