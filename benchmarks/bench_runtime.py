@@ -7,6 +7,7 @@ median latency from a ``submit`` event to the ``wait_for_answers`` result.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import tempfile
 import time
