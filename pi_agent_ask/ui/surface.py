@@ -125,6 +125,7 @@ class TerminalSurface:
     _app: Application[Any] | None = None
     _nursery: trio.Nursery | None = None
     _wanted: trio.Event = attrs.field(factory=trio.Event)
+    _exit_when_idle: bool = False
 
     def __attrs_post_init__(self) -> None:
         self.controller = FormController(
@@ -155,6 +156,25 @@ class TerminalSurface:
         if flow_id == self.controller.flow_id and self.overlay is not None:
             self._drop_overlay()
         self.controller.detach(flow_id)
+        self._idle_check()
+
+    @property
+    def has_content(self) -> bool:
+        """Whether a form or the settings overlay is shown."""
+        return self.controller.state is not None or self.overlay is not None
+
+    @property
+    def app_running(self) -> bool:
+        """Whether the terminal application is on screen now."""
+        return self._app is not None and self._app.is_running
+
+    def _idle_check(self) -> None:
+        """In ``exit_when_idle`` mode, leave the terminal when nothing is shown any more."""
+        app = self._app
+        if not self._exit_when_idle or self.has_content or app is None or not app.is_running:
+            return
+        if app.future is None or not app.future.done():
+            app.exit()
 
     # -- live settings and the overlay --------------------------------------------------------
 
@@ -183,6 +203,7 @@ class TerminalSurface:
         self.overlay = None
         self.settings_closed.set()
         self.invalidate()
+        self._idle_check()
 
     def apply_config(self, config: Config) -> None:
         """A config was saved: apply it to this surface and to the open form at once."""
@@ -311,6 +332,8 @@ async def run_terminal_surface(
     output: Output | None = None,
     full_screen: bool = True,
     mouse_support: bool | None = None,
+    exit_when_idle: bool = False,
+    on_idle: Callable[[], None] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run ``surface``'s terminal application until cancelled.
@@ -320,19 +343,35 @@ async def run_terminal_surface(
     anything never switches the terminal to the full-screen buffer. ``input``/``output`` are
     prompt_toolkit objects (``None``: the process's terminal). Mouse support defaults to on in
     full screen and off otherwise (a regular terminal keeps mouse selection).
+
+    With ``exit_when_idle`` the application leaves the terminal whenever nothing is shown any
+    more (``on_idle`` is called then, e.g. to print what waited) and starts again with the next
+    form; without it, it stays until cancelled.
     """
     rebind_event_loop_lookup()
+    surface._exit_when_idle = exit_when_idle
     async with trio_asyncio.open_loop(), trio.open_nursery() as nursery:
         surface._nursery = nursery
         task_status.started()
         try:
-            await surface._wanted.wait()
-            app = surface.build_application(
-                input=input, output=output, full_screen=full_screen, mouse_support=mouse_support
-            )
-            surface._app = app
-            run = functools.partial(app.run_async, set_exception_handler=False, handle_sigint=False)
-            await trio_asyncio.aio_as_trio(run)()
+            while True:
+                while not surface.has_content:
+                    surface._wanted = trio.Event()
+                    await surface._wanted.wait()
+                app = surface.build_application(
+                    input=input,
+                    output=output,
+                    full_screen=full_screen,
+                    mouse_support=mouse_support,
+                )
+                surface._app = app
+                run = functools.partial(
+                    app.run_async, set_exception_handler=False, handle_sigint=False
+                )
+                await trio_asyncio.aio_as_trio(run)()
+                surface._app = None
+                if on_idle is not None:
+                    on_idle()
         finally:
             surface._app = None
             surface._nursery = None

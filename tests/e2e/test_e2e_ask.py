@@ -219,3 +219,38 @@ async def test_escape_cancels_and_the_exit_status_says_so(tmp_path: Path) -> Non
             await finished.wait()
     assert status.read_text().strip() == "1"
     assert json.loads(out.read_text())["details"]["cancelled"] is True
+
+
+async def test_interactive_demo_answers_background_forms(tmp_path: Path) -> None:
+    """``pi-agent-ask demo``: each queued form takes the screen while visible; the transcript
+    is printed between them; the scripted agent finishes with every answer."""
+    status = tmp_path / "status"
+    command = (
+        f"{COMMAND} demo; echo $? > {status}; "
+        f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished; sleep 5"
+    )
+    with trio.fail_after(90):
+        async with pane(tmp_path, command, 100, 30) as term, trio.open_nursery() as nursery:
+            finished = trio.Event()
+
+            async def wait_finished() -> None:
+                await term.tmux("wait-for", "finished")
+                finished.set()
+
+            nursery.start_soon(wait_finished)
+            for prompt, keys in (
+                ("Where should the service run first?", ["1"]),
+                ("Which checks must pass before the rollout?", ["1", "3", "Enter"]),
+                ("When may the rollout start?", ["2"]),
+            ):
+                await term.wait_for(prompt)
+                await term.keys(*keys)
+                await term.wait_for("Review your answers")
+                await term.keys("1")
+                await term.wait_for("Press 1 again")
+                await term.keys("1")
+            await finished.wait()
+            screen = await term.tmux("capture-pane", "-p", "-t", "ask", "-S", "-100")
+    assert status.read_text().strip() == "0"
+    assert "Done: every answer is in." in screen
+    assert "Unit tests, Canary" in screen  # the multi-select answer typed above
