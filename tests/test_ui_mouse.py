@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from pi_agent_ask.ui.testing import Asking, sgr_click, sgr_mouse
@@ -193,3 +194,54 @@ async def test_clicks_after_a_resize_use_the_new_layout(tmp_path: Path) -> None:
         status, result = await ask.finished()
     assert status == 0
     assert result["details"]["answers"]["goal"]["values"] == ["size"]
+
+
+async def test_first_click_into_an_unfocused_panel_only_takes_focus() -> None:
+    """The form embedded as a panel above another input: while that input has the focus, a
+    click on an option only moves the focus; the next click acts."""
+    import trio_asyncio
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.buffer import Buffer
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.layout import HSplit, Layout, Window
+    from prompt_toolkit.layout.controls import BufferControl
+
+    from pi_agent_ask.actors.form import FormInput, UserCommand
+    from pi_agent_ask.form import state as fs
+    from pi_agent_ask.form.validate import validate_ask_params
+    from pi_agent_ask.persistence.settings import Keymaps
+    from pi_agent_ask.ui import rebind_event_loop_lookup
+    from pi_agent_ask.ui.form_view import FormControl, FormController, form_container
+    from pi_agent_ask.ui.testing import VirtualTerminal
+
+    params = validate_ask_params({"questions": [GOAL]}).params
+    assert params is not None
+    commands, inbox = trio.open_memory_channel[FormInput](8)
+    term = VirtualTerminal(100, 20)
+    controller = FormController(keymaps=Keymaps, show_footer_hints=lambda: False)
+    control = FormControl(controller)
+    editor = Window(BufferControl(Buffer()), height=1)
+    rebind_event_loop_lookup()
+    with create_pipe_input() as pipe, trio.fail_after(10):
+        app: Application[None] = Application(
+            layout=Layout(
+                HSplit([form_container(controller, control), editor]), focused_element=editor
+            ),
+            input=pipe,
+            output=term.output,
+            full_screen=True,
+            mouse_support=True,
+        )
+        controller.invalidate = app.invalidate
+        controller.attach("panel", fs.new_form(params), commands)
+        async with trio_asyncio.open_loop(), trio.open_nursery() as nursery:
+            nursery.start_soon(trio_asyncio.aio_as_trio(app.run_async))
+            await term.wait_for("2. ( ) Size")
+            row, col = term.find("Size")
+            pipe.send_text(sgr_click(col, row))
+            await term.wait_for(lambda _term: app.layout.has_focus(control))
+            with pytest.raises(trio.WouldBlock):
+                inbox.receive_nowait()  # the focusing click sent nothing
+            pipe.send_text(sgr_click(col, row))
+            assert await inbox.receive() == UserCommand(fs.Number(2))
+            nursery.cancel_scope.cancel()
