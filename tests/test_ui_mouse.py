@@ -120,6 +120,23 @@ async def test_context_beside_an_option_is_not_its_click_target(tmp_path: Path) 
         await ask.finished()
 
 
+async def test_clicks_on_the_form_do_nothing_while_settings_are_open(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL, columns=100) as ask:
+        await ask.wait("2. ( ) Size")
+        row, col = ask.term.find("2. ( ) Size")
+        ask.send("?")
+        await ask.wait("Live settings")
+        assert ask.term.rows()[row].startswith("  2. ( )")  # still visible beside the overlay
+        ask.send(sgr_click(col + 1, row), "\x1b")
+        await ask.wait_gone("Live settings")
+        assert "› 1. ( ) Speed" in ask.term.text()
+        assert "(•)" not in ask.term.text()
+        click_on(ask, "Size")  # with the overlay closed, clicks act again
+        await ask.wait("Review your answers")
+        ask.send("\x03\x03")
+        await ask.finished()
+
+
 async def test_review_click_keeps_the_double_press(tmp_path: Path) -> None:
     async with asking(tmp_path, GOAL) as ask:
         await ask.wait("Speed")

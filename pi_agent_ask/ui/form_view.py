@@ -67,6 +67,9 @@ class FormController:
     show_footer_hints: Callable[[], bool]
     invalidate: Callable[[], None] = lambda: None
     replay: Callable[[list[KeyPress]], None] | None = None
+    blocked: Callable[[], bool] = lambda: False
+    """True while something modal (the settings overlay) is above the form: clicks on the form
+    do nothing then (the wheel still scrolls)."""
     buffer: Buffer = attrs.field(factory=lambda: Buffer(multiline=True))
     flow_id: str | None = None
     state: fs.FormState | None = None
@@ -323,6 +326,9 @@ class FormControl(UIControl):
             return None
         if kind == MouseEventType.SCROLL_DOWN:
             controller.scroll_by(WHEEL_ROWS)
+            return None
+        if controller.blocked():
+            controller.pressed = None
             return None
         app = get_app()
         if kind == MouseEventType.MOUSE_DOWN and not app.layout.has_focus(self):

@@ -133,6 +133,7 @@ class TerminalSurface:
             show_footer_hints=lambda: self.settings.config.behaviour.show_footer_hints,
             invalidate=self.invalidate,
             replay=self._replay,
+            blocked=lambda: self.overlay is not None,
         )
         self.control = FormControl(self.controller)
 
