@@ -160,7 +160,8 @@ class JournalMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def move_leaf(self, data: st.DataObject) -> None:
-        target = data.draw(st.sampled_from(sorted(self.tree)))
+        # Insertion order, not the random ids: replays must draw the same way.
+        target = data.draw(st.sampled_from(list(self.tree)))
         self.session.move_leaf(target)
         self.leaf = target
 
