@@ -676,3 +676,22 @@ async def test_disposal_leaves_no_task_running(settings: Path) -> None:
             n.cancel_scope.cancel()
     await settle()
     assert count_tasks(root) == before
+
+
+async def test_esc_in_the_panel_defers_the_queue_and_keeps_the_draft(settings: Path) -> None:
+    surface = RecordingSurface()
+    async with open_runtime(settings=settings, surface=surface) as rt:
+        rt.agent_started()
+        await rt.call_tool("ask_user", payload("a", "b", background=True), "c1")
+        await settle()
+        await rt.send_command("tool:c1", fs.Number(1))
+        await rt.send_command("tool:c1", fs.Cancel())
+        await settle()
+        stats = await rt.statistics()
+        assert stats.panel_visible is False
+        assert stats.visible is None
+        assert len(stats.pending) == 1 and stats.completed == ()
+        await rt.show_queue()
+        await settle()
+        assert surface.states["tool:c1"].drafts[0].selected == (0,)
+        assert await rt.turn_boundary() == []

@@ -924,3 +924,22 @@ def test_snapshot_that_does_not_fit_is_rejected(change: dict[str, object], messa
     data = {**fs.state_to_json(fs.new_form(params)), **change}
     with pytest.raises(ValueError, match=message):
         fs.state_from_json(params, data)
+
+
+def test_esc_in_a_background_form_asks_to_defer_instead_of_cancelling() -> None:
+    from pi_agent_ask.form.types import AskParams, Option, Question
+
+    params = AskParams(questions=(Question("a", "Q1", "P?", "single", (Option("x", "X"),)),))
+    state = fs.new_form(params, background=True)
+    state, _ = fs.reduce(state, fs.Number(1))
+    after, effects = fs.reduce(state, fs.Cancel())
+    assert effects == (fs.DeferRequested(),)
+    assert after == state and after.outcome is None
+    # Review's Cancel action and Ctrl+C still end a background form.
+    review = fs.reduce(after, fs.SelectTab(1))[0]
+    review = fs.reduce(fs.reduce(review, fs.ReviewAction("cancel"))[0], fs.ReviewAction("cancel"))[
+        0
+    ]
+    assert review.outcome == fs.Outcome("cancelled")
+    dismissed = fs.reduce(fs.reduce(after, fs.Dismiss())[0], fs.Dismiss())[0]
+    assert dismissed.outcome == fs.Outcome("dismissed")

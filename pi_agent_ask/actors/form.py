@@ -106,6 +106,7 @@ async def run_form(
     commands: trio.MemorySendChannel[FormInput],
     surface: Surface,
     on_change: Callable[[fs.FormState], Awaitable[None]],
+    on_defer: Callable[[], Awaitable[None]] | None = None,
 ) -> fs.FormState:
     """Run one form until it has an outcome; returns the final state.
 
@@ -116,7 +117,11 @@ async def run_form(
         async for message in inbox:
             match message:
                 case UserCommand(command=command):
-                    state, _effects = fs.reduce(state, command)
+                    state, effects = fs.reduce(state, command)
+                    if on_defer is not None and fs.DeferRequested() in effects:
+                        # Hiding the panel cancels this form's scope; the owner keeps its draft.
+                        await on_defer()
+                        continue
                 case SettingsUpdate(settings=settings):
                     state, _effects = fs.reduce(state, fs.SettingsChanged(settings))
                 case RemoteResponse(response=response, reply=reply):

@@ -399,7 +399,7 @@ class Runtime:
             await writer.append_many(entries)
             pending = await self._ask_queue(
                 lambda reply: q.Enqueue(
-                    request, fs.new_form(params, self.config.form_settings), reply
+                    request, fs.new_form(params, self.config.form_settings, background=True), reply
                 )
             )
             return texts.receipt_tool_result(
@@ -567,6 +567,7 @@ class Runtime:
             commands=commands,
             surface=self._surface,
             on_change=changed,
+            on_defer=self.defer_queue if request.background else None,
         )
 
     async def run_background_form(
@@ -715,11 +716,14 @@ class Runtime:
         rebuilt = jr.rebuild_queue(branch)
         items = []
         for restored in rebuilt.requests:
-            form = fs.new_form(restored.request.params, self.config.form_settings)
+            form = fs.new_form(restored.request.params, self.config.form_settings, background=True)
             if restored.draft is not None:
                 try:
-                    form = fs.state_from_json(
-                        restored.request.params, restored.draft, self.config.form_settings
+                    form = attrs.evolve(
+                        fs.state_from_json(
+                            restored.request.params, restored.draft, self.config.form_settings
+                        ),
+                        background=True,
                     )
                 except ValueError:
                     # A draft that no longer fits its form is dropped, never half-applied.

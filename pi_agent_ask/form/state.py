@@ -204,6 +204,10 @@ class FormState:
     type_notice: TypeChanged | None = None
     settings: FormSettings = attrs.field(factory=FormSettings)
     outcome: Outcome | None = None
+    background: bool = False
+    """A background form: ``Cancel`` (Esc in navigation) defers the queue instead of
+    cancelling (000: "Esc in the panel ... defers all questions"); Review's Cancel action and
+    ``Dismiss`` still end the form."""
 
     @property
     def review_tab(self) -> int:
@@ -214,7 +218,9 @@ class FormState:
         return self.tab == len(self.params.questions)
 
 
-def new_form(params: AskParams, settings: FormSettings | None = None) -> FormState:
+def new_form(
+    params: AskParams, settings: FormSettings | None = None, *, background: bool = False
+) -> FormState:
     """A fresh form on the first question with empty drafts and presented types."""
     n = len(params.questions)
     return FormState(
@@ -223,6 +229,7 @@ def new_form(params: AskParams, settings: FormSettings | None = None) -> FormSta
         drafts=(EMPTY_DRAFT,) * n,
         cursors=(0,) * n,
         settings=settings if settings is not None else FormSettings(),
+        background=background,
     )
 
 
@@ -421,7 +428,12 @@ class DraftChanged:
     """What ``state_to_json`` records changed; journal it (coalescing is the runtime's)."""
 
 
-Effect: TypeAlias = Completed | DraftChanged
+@attrs.frozen
+class DeferRequested:
+    """Esc in a background form's navigation: hide the panel and defer every question."""
+
+
+Effect: TypeAlias = Completed | DraftChanged | DeferRequested
 
 
 # --------------------------------------------------------------------------------------------
@@ -472,6 +484,8 @@ def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect,
     """Apply one command; return the new state and the effects the runtime must perform."""
     if state.outcome is not None:
         return state, ()
+    if isinstance(command, Cancel) and state.background and state.editor is None:
+        return state, (DeferRequested(),)
     new = _disarm(state, command)
     new = _dispatch(new, command)
     if new.tab != state.tab and (new.pending_dismiss is not None or new.type_notice is not None):
