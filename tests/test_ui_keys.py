@@ -503,3 +503,29 @@ async def test_clipboard_images_attach_to_the_open_editor(tmp_path: Path) -> Non
     [image] = answer["customImages"]
     assert image["mimeType"] == "image/png"
     assert base64.b64decode(image["data"]) == PNG
+
+
+async def test_tab_completes_an_at_file_path_in_the_editor(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "design.md").write_text("")
+    (project / "data.csv").write_text("")
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    arguments = {"questions": [GOAL]}
+    with trio.fail_after(20):
+        async with run_asking(arguments, settings, cwd=project) as ask:
+            await ask.wait("What should I optimize for?")
+            ask.send("3")
+            await ask.wait("> Type answer...")
+            ask.send("see @d", TAB)
+            await ask.wait("data.csv  docs/")  # two candidates, shown under the editor
+            ask.send("o", TAB)
+            await ask.wait("> see @docs/")
+            ask.send(TAB)
+            await ask.wait("> see @docs/design.md")
+            ask.send(ENTER)
+            await ask.wait("Review your answers")
+            ask.send("1", "1")
+            status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == "see @docs/design.md"

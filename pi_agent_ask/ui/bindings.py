@@ -23,7 +23,9 @@ it is eager, so it wins over every other binding, and its filter is false the re
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition, Filter
 from prompt_toolkit.key_binding import (
     DynamicKeyBindings,
@@ -39,6 +41,7 @@ from pi_agent_ask.form.sanitize import sanitize_text
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_view import FormController
+from pi_agent_ask.ui.paths import complete_at_path
 
 __all__ = ["FIXED_SKIP_KEY", "editing_key_bindings", "form_key_bindings", "keymap_key_bindings"]
 
@@ -146,10 +149,22 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
     def _remove_image(_event: KeyPressEvent) -> None:
         controller.send(fs.RemoveLastImage())
 
-    # With text in the editor, Tab stays in the editor: it does nothing rather than move away.
+    # With text in the editor, Tab stays in the editor: it completes an ``@`` file path before
+    # the cursor (candidates show as the editor's notice), and otherwise does nothing.
     @kb.add("c-i", filter=has_text)
-    @kb.add("s-tab", filter=has_text)
     def _tab(_event: KeyPressEvent) -> None:
+        completion = complete_at_path(
+            buffer.text, buffer.cursor_position, controller.cwd or Path.cwd()
+        )
+        if completion is None:
+            return
+        if completion.text != buffer.text:
+            buffer.set_document(Document(completion.text, completion.cursor))
+        controller.notice = "  ".join(completion.candidates) if completion.candidates else None
+        controller.invalidate()
+
+    @kb.add("s-tab", filter=has_text)
+    def _back_tab(_event: KeyPressEvent) -> None:
         return
 
     return kb

@@ -107,6 +107,7 @@ async def run_ask(
             # Settings saved in the overlay apply to the runtime too (notifications, the open
             # form's behaviour, forms created later).
             surface.on_settings_saved = runtime.apply_settings
+            surface.controller.cwd = work_dir  # relative ``@`` paths start here
             result = await runtime.call_tool("ask_user", arguments)
         nursery.cancel_scope.cancel()
     return exit_status(result), result

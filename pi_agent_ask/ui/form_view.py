@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import suppress
+from pathlib import Path
 
 import attrs
 import trio
@@ -81,7 +82,10 @@ class FormController:
     follow_focus: bool = True
     pressed: tuple[str, int, int] | None = None
     notice: str | None = None
-    """Shown under the open editor until the next command (clipboard read results)."""
+    """Shown under the open editor until the next command (clipboard read results, ``@``
+    path candidates)."""
+    cwd: Path | None = None
+    """Where relative ``@`` paths start (the runtime's working directory)."""
     _syncing: bool = False
 
     def __attrs_post_init__(self) -> None:

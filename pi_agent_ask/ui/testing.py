@@ -161,6 +161,7 @@ async def asking(
     lines: int = 30,
     session: Path | None = None,
     clipboard: Any = None,
+    cwd: Path | None = None,
 ) -> AsyncIterator[Asking]:
     """Run ``run_ask(arguments)`` on a virtual terminal fed by a pipe input; leaving the block
     waits for the command to return."""
@@ -179,6 +180,7 @@ async def asking(
                     input=pipe,
                     output=term.output,
                     clipboard=clipboard,
+                    cwd=cwd,
                 )
                 handle.done.set()
 
