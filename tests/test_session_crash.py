@@ -13,6 +13,7 @@ fork is safe); the writer is a separate process, killed like any other.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -71,6 +72,8 @@ LAUNCHER = textwrap.dedent(
         if pid == 0:
             try:
                 trio.run(write, path, int(seed), big == "big")
+            except BaseException as exc:
+                print("error", repr(exc), flush=True)
             finally:
                 os._exit(1)
         print("pid", pid, flush=True)
@@ -98,43 +101,55 @@ def test_sigkill_never_loses_an_acknowledged_entry(tmp_path: Path) -> None:
         text=True,
     ) as launcher:
         assert launcher.stdin is not None and launcher.stdout is not None
-        for round_number in range(ROUNDS):
-            # Every third round the kill aims at a large write in progress.
-            big = round_number % 3 == 2
-            launcher.stdin.write(f"{round_number} {'big' if big else 'small'}\n")
-            launcher.stdin.flush()
-            lines = []
-            while not (line := launcher.stdout.readline()).startswith("pid "):
-                lines.append(line)
-            writer = int(line.split()[1])
-            if big:
-                while (line := launcher.stdout.readline()) != "big\n":
+        writer = 0  # the pid of the running writer; 0 once the launcher has reaped it
+        try:
+            for round_number in range(ROUNDS):
+                # Every third round the kill aims at a large write in progress.
+                big = round_number % 3 == 2
+                launcher.stdin.write(f"{round_number} {'big' if big else 'small'}\n")
+                launcher.stdin.flush()
+                lines = []
+                while not (line := launcher.stdout.readline()).startswith("pid "):
                     lines.append(line)
-                time.sleep(rng.uniform(0.0, 0.06))
-            # Read concurrently until a random moment, then kill the writer.
-            deadline = time.monotonic() + (0.0 if big else rng.uniform(0.0, 0.3))
-            while time.monotonic() < deadline:
-                with SessionFile.open(path, readonly=True) as reader:
-                    reader_opens += 1
-                    damage = reader.report.damage
-                    # A reader racing the writer may see the frame being written, nothing else.
-                    assert damage is None or damage.reason == "torn", reader.report.describe()
-                    assert all(entry_id in reader for entry_id in acknowledged)
-            os.kill(writer, signal.SIGKILL)
-            while (line := launcher.stdout.readline()) != "done\n":
-                assert line, "the launcher died"
-                lines.append(line)
-            for words in (line.split() for line in lines):
-                if words[0] == "ack":
-                    acknowledged.extend(words[1:])
-                elif words[0] == "open" and words[2] != "-":
-                    recovered.append(words[2])
-            with SessionFile.open(path, readonly=True) as after:
-                missing = set(acknowledged) - set(after.ids())
-                assert not missing, f"round {round_number}: acknowledged entries lost: {missing}"
-                damage = after.report.damage
-                assert damage is None or damage.reason == "torn", after.report.describe()
-        launcher.stdin.close()
+                writer = int(line.split()[1])
+                if big:
+                    while (line := launcher.stdout.readline()) != "big\n":
+                        assert line.split()[0] not in ("error", "done"), (line, lines)
+                        lines.append(line)
+                    time.sleep(rng.uniform(0.0, 0.06))
+                # Read concurrently until a random moment, then kill the writer.
+                deadline = time.monotonic() + (0.0 if big else rng.uniform(0.0, 0.3))
+                while time.monotonic() < deadline:
+                    with SessionFile.open(path, readonly=True) as reader:
+                        reader_opens += 1
+                        damage = reader.report.damage
+                        # A reader racing the writer may see the frame being written, nothing else.
+                        assert damage is None or damage.reason == "torn", reader.report.describe()
+                        assert all(entry_id in reader for entry_id in acknowledged)
+                os.kill(writer, signal.SIGKILL)
+                while (line := launcher.stdout.readline()) != "done\n":
+                    assert line, "the launcher died"
+                    lines.append(line)
+                writer = 0
+                for words in (line.split() for line in lines):
+                    assert words[0] != "error", lines
+                    if words[0] == "ack":
+                        acknowledged.extend(words[1:])
+                    elif words[0] == "open" and words[2] != "-":
+                        recovered.append(words[2])
+                with SessionFile.open(path, readonly=True) as after:
+                    missing = set(acknowledged) - set(after.ids())
+                    assert not missing, (
+                        f"round {round_number}: acknowledged entries lost: {missing}"
+                    )
+                    damage = after.report.damage
+                    assert damage is None or damage.reason == "torn", after.report.describe()
+        finally:
+            # On failure, leave no writer or launcher running (the launcher waits for its writer).
+            if writer:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(writer, signal.SIGKILL)
+            launcher.kill()
 
     with SessionFile.open(path) as final:
         ids = final.ids()

@@ -541,3 +541,26 @@ def test_duplicate_ids_are_damage(tmp_path: Path) -> None:
         assert again.entries == (entry,)
         assert again.report.damage is not None
         assert "duplicate entry id" in again.report.damage.detail
+
+
+def test_a_file_shrinking_while_it_is_read_is_a_torn_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reader measures the file, then a writer cuts a torn tail before the reader gets there.
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        entry = session.append("a", {})
+    real_size = path.stat().st_size
+    real_fstat = os.fstat
+
+    class Stat:
+        def __init__(self, fd: int) -> None:
+            self.st_size = real_fstat(fd).st_size + 50
+
+    monkeypatch.setattr(sf.os, "fstat", Stat)
+    with SessionFile.open(path, readonly=True) as reader:
+        assert reader.entries == (entry,)
+        assert reader.report.damage is not None
+        assert reader.report.damage.reason == "torn"
+        assert reader.report.damage.start == real_size
+    assert path.stat().st_size == real_size

@@ -911,6 +911,8 @@ class SessionFile:
                     return Damage(pos, size, "torn", detail)
                 buf = os.pread(fd, min(_READ_WINDOW, size - pos), pos)
                 view, base, rel = memoryview(buf), pos, 0
+                if len(buf) < _HEAD_SIZE:  # the file shrank since it was measured
+                    return Damage(pos, size, "torn", "file ended early")
             length, crc = unpack_from(buf, rel)
             if length == 0 or length > MAX_FRAME_BYTES:
                 return Damage(pos, size, "length", f"frame declares {length} bytes")
@@ -1013,24 +1015,23 @@ class _Reader:
 
 
 def _read_header(reader: _Reader, path: Path) -> Header:
-    size = reader.size
-    not_session = SessionFileError(path, "not-a-session-file", "not a pi-agent-ask session file")
-    if size < _HEAD_SIZE:
-        raise not_session
-    length, crc = _FRAME_HEAD.unpack(reader.read(0, _HEAD_SIZE))
-    head_sample = bytes(reader.read(0, min(size, 256)))
+    """Read and check the header frame; ``SessionFileError`` when there is no usable one."""
+    head = os.pread(reader.fd, min(reader.size, 64 * 1024 + _HEAD_SIZE), 0)
     # The magic text inside the first bytes tells a damaged header from a foreign file.
-    damaged = SessionFileError(path, "damaged-header", "session header frame is damaged")
-    looks_ours = MAGIC.encode() in head_sample
-    if length == 0 or length > 64 * 1024 or _HEAD_SIZE + length > size:
-        raise damaged if looks_ours else not_session
-    payload = reader.read(_HEAD_SIZE, length)
-    if zlib.crc32(payload) != crc:
-        raise damaged if looks_ours else not_session
+    if MAGIC.encode() in head[:256]:
+        refused = SessionFileError(path, "damaged-header", "session header frame is damaged")
+    else:
+        refused = SessionFileError(path, "not-a-session-file", "not a pi-agent-ask session file")
+    if len(head) < _HEAD_SIZE:
+        raise refused
+    length, crc = _FRAME_HEAD.unpack_from(head)
+    payload = head[_HEAD_SIZE : _HEAD_SIZE + length]
+    if length == 0 or len(payload) < length or zlib.crc32(payload) != crc:
+        raise refused
     try:
         value = _decode(payload)
     except _BadFrame:
-        raise (damaged if looks_ours else not_session) from None
+        raise refused from None
     reader.header_end = _HEAD_SIZE + length
     return _header_from(value, path)
 
