@@ -203,14 +203,15 @@ async def test_ordinary_input_during_a_wait_releases_it(tmp_path: Path) -> None:
     async with shell(tmp_path) as sh, trio.open_nursery() as nursery:
         waited: list[dict[str, Any]] = []
 
-        async def agent() -> None:
-            sh.local.runtime.agent_started()
-            await sh.local.call("ask_user", REGION)
-            waited.append(await sh.local.call("wait_for_answers", {}))
+        async def body(h: LocalHost) -> None:
+            await h.call("ask_user", REGION)
+            waited.append(await h.call("wait_for_answers", {}))
 
-        nursery.start_soon(agent)
+        nursery.start_soon(sh.local.turn, body)
         await sh.wait(REGION_PROMPT)
         await sh.wait(lambda term: "agent waiting for answers" in status_row(term))
+        await trio.testing.wait_all_tasks_blocked()  # the wait is registered with the queue
+        assert (await sh.host.runtime.statistics()).waiting
         sh.send(ALT_Q)
         await sh.wait(lambda term: "Alt+Q: questions" in status_row(term))
         await sh.type_line("go on without me")

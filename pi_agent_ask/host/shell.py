@@ -47,6 +47,7 @@ __all__ = [
     "FALLBACK_TEXT",
     "FINISHED_TEXT",
     "ShellHost",
+    "ShellLocalHost",
     "open_shell_host",
     "run_interactive_demo",
 ]
@@ -64,6 +65,40 @@ MODE_TEXT = {
 
 
 @attrs.define(eq=False)
+class ShellLocalHost(LocalHost):
+    """A LocalHost that tells the shell what its agent is doing: working (in a turn),
+    waiting for answers (in ``wait_for_answers``) or idle. The host knows this itself, so
+    the status line never has to ask the runtime at the right moment."""
+
+    on_activity: Callable[[str], None] = lambda _activity: None
+    finished: bool = False
+    """The agent's script is over (the demo): the status line says how to leave."""
+
+    async def turn(self, body: Callable[[LocalHost], Awaitable[None]]) -> None:
+        self.on_activity("working")
+        try:
+            await super().turn(body)
+        finally:
+            self.on_activity("idle")
+
+    async def call(self, name: str, arguments: Any, parent: str | None = None) -> dict[str, Any]:
+        if name != "wait_for_answers":
+            return await super().call(name, arguments, parent)
+        self.on_activity("waiting")
+        try:
+            return await super().call(name, arguments, parent)
+        finally:
+            self.on_activity("working")
+
+
+ACTIVITY_TEXT = {
+    "working": "agent working",
+    "waiting": "agent waiting for answers",
+    "idle": "agent idle",
+}
+
+
+@attrs.define(eq=False)
 class ShellHost:
     """A LocalHost whose transcript, panel and input are the shell.
 
@@ -72,7 +107,7 @@ class ShellHost:
     """
 
     runtime: Runtime
-    host: LocalHost
+    host: ShellLocalHost
     view: ShellSurface
     quit: trio.Event = attrs.field(factory=trio.Event)
     on_message: Callable[[str], Awaitable[None]] | None = None
@@ -169,8 +204,6 @@ class ShellHost:
                 parts = [f"Questions pending: {len(stats.pending)}"]
                 if stats.pending and not stats.panel_visible:
                     parts.append("hidden (/ask-queue)")
-                if stats.waiting:
-                    parts.append("agent waiting for answers")
                 self.view.set_status(" · ".join(parts))
 
 
@@ -207,8 +240,14 @@ async def open_shell_host(
             surface=view,
         ) as runtime:
             view.on_settings_saved = runtime.apply_settings
-            host = LocalHost(runtime, view.append, width=columns)
+            host = ShellLocalHost(runtime, view.append, width=columns)
             shell = ShellHost(runtime, host, view)
+
+            def activity(what: str) -> None:
+                note = ACTIVITY_TEXT.get(what, what)
+                if host.finished:
+                    note = "demo agent finished · Ctrl+D or /quit exits"
+                view.set_agent_note(note)
 
             def line(item: Any) -> None:
                 view.append(item)
@@ -223,6 +262,7 @@ async def open_shell_host(
                 host.width = columns
 
             host.emit = line
+            host.on_activity = activity
             view.on_change = shell.refresh
             view.on_width = width
             unsubscribe = [
@@ -257,7 +297,8 @@ async def run_demo_agent(shell: ShellHost, pace: float = 1.0) -> None:
     host = shell.host
     await scripted_agent(host, pace)
     host.say(FINISHED_TEXT, "muted")
-    shell.view.set_agent_note("demo agent finished · Ctrl+D or /quit exits")
+    shell.host.finished = True
+    shell.host.on_activity("idle")
     inbox_tx, inbox_rx = trio.open_memory_channel[tuple[str, Any]](0)
 
     async def forward_wakeups() -> None:
@@ -308,7 +349,6 @@ async def run_interactive_demo(
         open_shell_host(session=session, settings=settings, input=input, output=output) as shell,
         trio.open_nursery() as nursery,
     ):
-        shell.view.set_agent_note("demo agent running")
         nursery.start_soon(run_demo_agent, shell, pace)
         await shell.quit.wait()
         nursery.cancel_scope.cancel()
