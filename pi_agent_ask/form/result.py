@@ -614,15 +614,16 @@ def _quote(value: object) -> str:
 
 
 def _dict(value: object) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
+    # ``type(...) is dict`` first: the ABC check is slow, and journals hold many records.
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise ValueError(f"expected an object, got {type(value).__name__}")
     return cast("Mapping[str, Any]", value)
 
 
-def _list(value: object, what: str) -> list[Any]:
+def _list(value: object, what: str) -> Sequence[Any]:
     if not isinstance(value, list | tuple):
         raise ValueError(f"{what}: expected an array, got {type(value).__name__}")
-    return list(value)
+    return value
 
 
 def _str(value: object) -> str:
@@ -642,7 +643,11 @@ def _int(value: object) -> int:
 
 
 def _str_list(value: object, what: str) -> tuple[str, ...]:
-    return tuple(_str(v) for v in _list(value, what))
+    items = _list(value, what)
+    for item in items:
+        if type(item) is not str:
+            _str(item)  # raises with the usual message
+    return tuple(items)
 
 
 def _question_type(value: object) -> QuestionType:
