@@ -125,6 +125,19 @@ async def test_panel_appears_above_the_editor_and_takes_focus(tmp_path: Path) ->
         assert EDITOR_PLACEHOLDER in sh.term.text()
 
 
+async def test_a_tall_form_scrolls_inside_the_panel_on_a_short_screen(tmp_path: Path) -> None:
+    async with demo(tmp_path, lines=16) as sh:
+        await sh.wait("EU West")
+        rows = sh.term.rows()
+        rule = rows.index("─" * 100)
+        assert rule >= 3  # the transcript keeps its rows
+        assert any(row.startswith("› 1. ( ) EU West") for row in rows)  # the focus row shows
+        assert rows[-1].startswith("> ")  # the editor stays at the bottom
+        sh.send("\x1b[B", "\x1b[B", "\x1b[B")  # down to "Type your own": the body scrolls
+        await sh.wait(lambda term: any(row.startswith("› 4.") for row in term.rows()))
+        assert sh.term.rows()[-1].startswith("> ")
+
+
 async def test_editor_text_survives_focus_changes_and_new_forms(tmp_path: Path) -> None:
     async with demo(tmp_path) as sh:
         await sh.wait(REGION_PROMPT)

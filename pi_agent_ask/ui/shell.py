@@ -44,7 +44,6 @@ import attrs
 import trio
 import trio_asyncio
 from prompt_toolkit.application import Application
-from prompt_toolkit.application.current import get_app
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.filters import Condition, Filter, has_focus
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -197,7 +196,7 @@ class Transcript:
                 continue
             text = "".join(text for _, text in line)
             indent = len(text) - len(text.lstrip(" "))
-            self._rows.extend(wrap_line(line, width, indent) if line else [()])  # type: ignore[arg-type]
+            self._rows.extend(wrap_line(line, width, indent) if line else [()])
         self._wrapped = len(self.lines)
         return self._rows
 
@@ -473,16 +472,21 @@ class ShellSurface(TerminalSurface):
 
     # -- the application ----------------------------------------------------------------------
 
+    def _rows_and_columns(self) -> tuple[int, int]:
+        if self._app is None:
+            return 24, 80
+        size = self._app.output.get_size()
+        return size.rows, size.columns
+
     def _panel_height(self) -> Dimension:
-        try:
-            rows = get_app().output.get_size().rows
-        except Exception:  # no running application: no cap
-            return Dimension()
+        """The panel's cap: the transcript keeps a few rows (a taller form scrolls inside)."""
+        rows, _columns = self._rows_and_columns()
+        # The panel's rule, the status line, the editor, one row for a yes/no question.
         used = 1 + 1 + min(EDITOR_MAX_ROWS, self.editor.document.line_count) + 1
         return Dimension(max=max(4, rows - used - TRANSCRIPT_MIN_ROWS))
 
     def _status_fragments(self) -> StyleAndTextTuples:
-        width = _columns()
+        _rows, width = self._rows_and_columns()
         focus = "Alt+Q: editor" if self.panel_focused else "Alt+Q: questions"
         left = f" {self.status} " if self.status else " "
         parts: StyleAndTextTuples = [("class:ask.rule", "─"), ("class:ask.accent", left)]
@@ -702,13 +706,6 @@ class ShellSurface(TerminalSurface):
             return
 
         return kb
-
-
-def _columns() -> int:
-    try:
-        return get_app().output.get_size().columns
-    except Exception:  # no running application
-        return 80
 
 
 def _clip(parts: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
