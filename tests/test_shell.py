@@ -183,6 +183,33 @@ async def test_escape_defers_and_ask_queue_reopens_with_the_draft(tmp_path: Path
         await sh.wait("Review your answers")
 
 
+async def test_a_recovered_form_reopens_in_the_panel_with_its_draft(tmp_path: Path) -> None:
+    session = tmp_path / "work.session"
+    term = VirtualTerminal(100, 34)
+    with trio.fail_after(20), create_pipe_input() as pipe:
+        async with open_shell_host(
+            session=session, settings=settings_file(tmp_path), input=pipe, output=term.output
+        ) as first:
+            await first.host.call("ask_user", REGION)
+            await term.wait_for(REGION_PROMPT)
+            pipe.send_text("n")
+            await term.wait_for("Add a note...")
+            pipe.send_text("keep it close" + ENTER)
+            await term.wait_for("Note: keep it close")
+    term = VirtualTerminal(100, 34)
+    with trio.fail_after(20), create_pipe_input() as pipe:
+        async with open_shell_host(
+            session=session, settings=settings_file(tmp_path), input=pipe, output=term.output
+        ) as second:
+            await term.wait_for(REGION_PROMPT)
+            assert "Note: keep it close" in term.text()
+            assert any(row.startswith("> ") for row in term.rows())  # beside the editor
+            pipe.send_text(ESC)  # still a background form: Esc defers, never cancels
+            await term.wait_gone(REGION_PROMPT)
+            stats = await second.runtime.statistics()
+            assert stats.panel_visible is False and len(stats.pending) == 1
+
+
 async def test_ask_defer_hides_the_panel_from_the_editor(tmp_path: Path) -> None:
     async with demo(tmp_path) as sh:
         await sh.wait(REGION_PROMPT)
