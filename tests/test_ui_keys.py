@@ -479,8 +479,13 @@ async def test_clipboard_images_attach_to_the_open_editor(tmp_path: Path) -> Non
         await ask.wait("What should I optimize for?")
         ask.send("3")
         await ask.wait("> Type answer...")
+        # The editor shows the active paste shortcut; removal is offered once there are images.
+        assert "Ctrl+V attach image" in ask.term.text()
+        assert "remove last image" not in ask.term.text()
         ask.send(CTRL_V)
         await ask.wait("[1 image]")
+        await ask.wait("remove last image")
+        assert "Ctrl+Alt+D" in ask.term.text()
         ask.send(CTRL_V)
         await ask.wait("[2 images]")
         ask.send(CTRL_ALT_D)  # removes the last image

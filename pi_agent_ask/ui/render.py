@@ -885,12 +885,15 @@ def _review_answers(
 # --------------------------------------------------------------------------------------------
 
 
-HintContext = Literal["custom", "note", "review", "single", "multi"]
+HintContext = Literal["custom", "note", "custom-images", "note-images", "review", "single", "multi"]
 
 
 def _hint_context(state: fs.FormState) -> HintContext:
     if state.editor is not None:
-        return "custom" if state.editor.kind == "custom" else "note"
+        kind = "custom" if state.editor.kind == "custom" else "note"
+        if state.editor.images:
+            return "custom-images" if kind == "custom" else "note-images"
+        return kind
     if state.on_review:
         return "review"
     return state.types[state.tab]
@@ -911,16 +914,24 @@ def _hints(keymaps: Keymaps, context: HintContext) -> tuple[tuple[str, str], ...
     dismiss = keymaps.global_.dismiss
     settings = keymaps.global_.settings
     pairs: list[tuple[str | tuple[Sequence[str], ...], str]]
-    if context in ("custom", "note"):
-        ed = keymaps.editor if context == "custom" else keymaps.note_editor
+    if context in ("custom", "note", "custom-images", "note-images"):
+        custom = context.startswith("custom")
+        ed = keymaps.editor if custom else keymaps.note_editor
         save = ed.submit if isinstance(ed, EditorKeymap) else ed.save
+        # The active paste shortcut is always shown (000: "The form displays the active
+        # shortcut"); without a binding the action still has a name.
+        paste: tuple[Sequence[str], ...] | str = (
+            (ed.paste_image,) if ed.paste_image else "Paste image"
+        )
         pairs = [
-            ((save,), "submit" if context == "custom" else "save note"),
+            ((save,), "submit" if custom else "save note"),
             ((ed.close,), "save and close"),
             ((ed.previous_option_when_empty, ed.next_option_when_empty), "move when empty"),
-            ((ed.paste_image,), "paste image"),
-            ((dismiss,), "dismiss"),
+            (paste, "attach image"),
         ]
+        if context.endswith("-images"):
+            pairs.append(("Ctrl+Alt+D", "remove last image"))
+        pairs.append(((dismiss,), "dismiss"))
     elif context == "review":
         pairs = [
             ("1", "submit"),
