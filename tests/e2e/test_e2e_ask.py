@@ -222,8 +222,8 @@ async def test_escape_cancels_and_the_exit_status_says_so(tmp_path: Path) -> Non
 
 
 async def test_interactive_demo_answers_background_forms(tmp_path: Path) -> None:
-    """``pi-agent-ask demo``: each queued form takes the screen while visible; the transcript
-    is printed between them; the scripted agent finishes with every answer."""
+    """``pi-agent-ask demo``: each queued form shows in the panel while the agent works; the
+    scripted agent finishes with every answer; ``/quit`` leaves, the transcript stays."""
     status = tmp_path / "status"
     command = (
         f"{COMMAND} demo; echo $? > {status}; "
@@ -249,6 +249,9 @@ async def test_interactive_demo_answers_background_forms(tmp_path: Path) -> None
                 await term.keys("1")
                 await term.wait_for("Press 1 again")
                 await term.keys("1")
+            await term.wait_for("Done: every answer is in.")
+            await term.literal("/quit")
+            await term.keys("Enter")
             await finished.wait()
             screen = await term.tmux("capture-pane", "-p", "-t", "ask", "-S", "-100")
     assert status.read_text().strip() == "0"
