@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -99,7 +98,7 @@ async def test_paste_remove_and_submit_images(tmp_path: Path) -> None:
     ]
 
     request_id = result["details"]["requestId"]
-    read = subprocess.run(
+    read = await trio.run_process(
         [
             sys.executable,
             "-m",
@@ -111,10 +110,7 @@ async def test_paste_remove_and_submit_images(tmp_path: Path) -> None:
             request_id,
             "shot",
         ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
+        capture_stdout=True,
     )
     record = json.loads(read.stdout)["record"]
     assert record["status"] == "answered"
