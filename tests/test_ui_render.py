@@ -5,6 +5,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -412,3 +413,11 @@ def test_agent_text_never_reaches_a_fragment_raw(text: str, width: int) -> None:
                 assert sanitize_text(fragment) == fragment, repr(fragment)
                 assert "\n" not in fragment
                 assert not any(unicodedata.category(char) == "Cc" for char in fragment)
+
+
+def test_a_background_form_says_esc_defers_all() -> None:
+    foreground = footer(render_form(form(), 200))
+    assert "Esc cancel" in foreground
+    background = attrs.evolve(form(), background=True)
+    hints = footer(render_form(background, 200))
+    assert "Esc defer all" in hints and "Esc cancel" not in hints

@@ -905,11 +905,13 @@ def footer_hints(state: fs.FormState, keymaps: Keymaps) -> list[tuple[str, str]]
     Each action shows the first key of each of its bindings (``Up/Down move``); actions whose
     bindings are all empty are left out. Fixed keys (digits, ``D``) are shown as they are.
     """
-    return list(_hints(keymaps, _hint_context(state)))
+    return list(_hints(keymaps, _hint_context(state), state.background))
 
 
 @functools.lru_cache(maxsize=32)
-def _hints(keymaps: Keymaps, context: HintContext) -> tuple[tuple[str, str], ...]:
+def _hints(
+    keymaps: Keymaps, context: HintContext, background: bool = False
+) -> tuple[tuple[str, str], ...]:
     main = keymaps.main
     dismiss = keymaps.global_.dismiss
     settings = keymaps.global_.settings
@@ -940,7 +942,7 @@ def _hints(keymaps: Keymaps, context: HintContext) -> tuple[tuple[str, str], ...
             ((main.previous_option, main.next_option), "move"),
             ((main.previous_tab, main.next_tab), "tabs"),
             ((settings,), "settings"),
-            ((main.cancel,), "cancel"),
+            ((main.cancel,), "defer all" if background else "cancel"),
             ((dismiss,), "dismiss"),
         ]
     else:
@@ -956,7 +958,7 @@ def _hints(keymaps: Keymaps, context: HintContext) -> tuple[tuple[str, str], ...
             ((main.change_question_type,), "single/multi"),
             ("D", "skip"),
             ((settings,), "settings"),
-            ((main.cancel,), "cancel"),
+            ((main.cancel,), "defer all" if background else "cancel"),
             ((dismiss,), "dismiss"),
         ]
     out: list[tuple[str, str]] = []
@@ -973,14 +975,16 @@ def _hints(keymaps: Keymaps, context: HintContext) -> tuple[tuple[str, str], ...
 def _footer(state: fs.FormState, options: RenderOptions, width: int) -> list[Line]:
     if not options.show_footer_hints:
         return []
-    return list(_footer_lines(options.keymaps, _hint_context(state), width))
+    return list(_footer_lines(options.keymaps, _hint_context(state), width, state.background))
 
 
 @functools.lru_cache(maxsize=32)
-def _footer_lines(keymaps: Keymaps, context: HintContext, width: int) -> tuple[Line, ...]:
+def _footer_lines(
+    keymaps: Keymaps, context: HintContext, width: int, background: bool = False
+) -> tuple[Line, ...]:
     """The footer rows; the same for every frame of one context, keymap and width."""
     fragments: list[Fragment] = []
-    for index, (keys, action) in enumerate(_hints(keymaps, context)):
+    for index, (keys, action) in enumerate(_hints(keymaps, context, background)):
         if index:
             fragments.append((MUTED, " · "))
         fragments.append((HINT, keys))
