@@ -37,3 +37,31 @@ async def test_headless_demo_tells_the_whole_background_story(
     assert len(delivered) == 2
     waits = [e for e in entries if e.type == "tool-result" and e.data["name"] == "wait_for_answers"]
     assert len(waits[0].data["result"]["details"]["results"]) == 1
+
+
+async def test_wait_answers_show_their_card_at_the_call_that_asked(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    import trio
+
+    from pi_agent_ask import open_runtime
+    from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.host.demo import scripted_agent, scripted_answerer
+    from pi_agent_ask.host.local import LocalHost
+    from pi_agent_ask.ui.shell import Transcript
+
+    transcript = Transcript()
+    async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+        host = LocalHost(rt, transcript.append, mark=transcript.mark, place=transcript.insert)
+        async with trio.open_nursery() as nursery:
+            scripted_answerer(rt.events, nursery, 1.0)
+            await scripted_agent(host)
+            nursery.cancel_scope.cancel()
+    texts = [line_text(line) for line in transcript.lines]
+    window_call = texts.index("ask_user 1 question(s) (Window)")
+    wait_row = texts.index("  Received answers for 1 form")
+    card = texts.index("Rollout window · ✓ Answers received")
+    # The card sits under the Window call (after its receipt row), not under the wait row.
+    assert window_call < card < wait_row
+    assert texts[card - 2].endswith("form(s) pending")
+    assert not any("Answers received" in t for t in texts[wait_row:])

@@ -32,9 +32,18 @@ class LocalHost:
     emit: Callable[[Line], None]
     """Receives every transcript line as it is produced (the terminal, a log, a test)."""
     width: int = 80
+    mark: Callable[[str], None] | None = None
+    """Names the block of transcript lines that ends now (a call's rows), when the transcript
+    can add late lines to earlier blocks."""
+    place: Callable[[str, list[Line]], bool] | None = None
+    """Adds late lines to a named block; False when the block is gone. With ``mark`` and
+    ``place``, answers taken by ``wait_for_answers`` show their card at the call that asked,
+    and the wait row shows only the confirmation (000: no second card in Wait)."""
     context: list[Any] = attrs.field(factory=list)
     """What the model would see: tool results and background-answer messages, in order."""
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+    _calls: dict[str, str] = attrs.field(factory=dict)
+    """Request id -> the tool call id whose rows the answer card belongs to."""
 
     def say(self, text: str, style: str = "text") -> None:
         self.emit(((style, text),))
@@ -52,6 +61,11 @@ class LocalHost:
         )
         self.context.append(result)
         self._render_result(name, result)
+        details = result.get("details")
+        if name == "ask_user" and isinstance(details, dict) and details.get("status") == "queued":
+            self._calls[details["requestId"]] = call_id
+            if self.mark is not None:
+                self.mark(call_id)
         return result
 
     def _render_result(self, name: str, result: dict[str, Any]) -> None:
@@ -68,7 +82,13 @@ class LocalHost:
         elif name == "wait_for_answers":
             self.emit((("muted", "  "), *texts.wait_confirmation(details)))
             for item in details.get("results", ()):
-                self._card(Outcome.from_json(item))
+                outcome = Outcome.from_json(item)
+                call_id = self._calls.get(outcome.request_id)
+                card = texts.background_card(outcome, width=self.width)
+                if self.place is not None and call_id is not None and self.place(call_id, card):
+                    continue
+                for line in card:
+                    self.emit(line)
 
     def _card(self, outcome: Outcome) -> None:
         for line in texts.background_card(outcome, width=self.width):

@@ -262,6 +262,8 @@ async def open_shell_host(
                 host.width = columns
 
             host.emit = line
+            host.mark = view.mark
+            host.place = view.insert
             host.on_activity = activity
             view.on_change = shell.refresh
             view.on_width = width

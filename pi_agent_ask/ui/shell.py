@@ -37,7 +37,7 @@ without closing or answering anything; closing the settings overlay leaves focus
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -168,6 +168,8 @@ class Transcript:
 
     lines: list[Line] = attrs.field(factory=list)
     scroll_back: int = 0
+    anchors: dict[str, int] = attrs.field(factory=dict)
+    """Where late lines of a block go: the index after the block's last line."""
     _width: int = 0
     _rows: list[Line] = attrs.field(factory=list)
     _wrapped: int = 0
@@ -185,6 +187,29 @@ class Transcript:
                 if part:
                     current.append((style, part))
         self.lines.append(tuple(current))
+
+    def mark(self, anchor: str) -> None:
+        """Name the block that ends here, so late lines can join it (``insert``)."""
+        self.anchors[anchor] = len(self.lines)
+
+    def insert(self, anchor: str, lines: Sequence[Line]) -> bool:
+        """Add ``lines`` at the end of the block ``anchor``; False when there is no such block.
+
+        Everything after moves down (later anchors too); the rows are re-wrapped.
+        """
+        at = self.anchors.get(anchor)
+        if at is None:
+            return False
+        block = Transcript()
+        for line in lines:
+            block.append(line)
+        self.lines[at:at] = block.lines
+        for name, index in self.anchors.items():
+            if index >= at and name != anchor:
+                self.anchors[name] = index + len(block.lines)
+        self.anchors[anchor] = at + len(block.lines)
+        self._rows, self._wrapped = [], 0
+        return True
 
     def rows(self, width: int) -> list[Line]:
         """Every line wrapped to ``width``; rules (lines of ``─`` only) span the width."""
@@ -371,6 +396,16 @@ class ShellSurface(TerminalSurface):
         """Add a transcript line (the host's ``emit``)."""
         self.transcript.append(line)
         self.invalidate()
+
+    def mark(self, anchor: str) -> None:
+        """The lines so far end the block of ``anchor`` (a tool call's rows)."""
+        self.transcript.mark(anchor)
+
+    def insert(self, anchor: str, lines: Sequence[Line]) -> bool:
+        """Late lines for an earlier block (an answer card at the call that asked)."""
+        placed = self.transcript.insert(anchor, lines)
+        self.invalidate()
+        return placed
 
     def notice(self, text: str) -> None:
         """A notice for the person: a transcript line, and the status line until the next input."""
