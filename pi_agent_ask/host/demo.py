@@ -104,7 +104,14 @@ async def scripted_agent(host: LocalHost, pace: float = 1.0) -> None:
         h.say("● Got an answer; planning the window.", "accent")
         await h.call("ask_user", WINDOW)
         await h.work("writing the change request", 0.6 * pace)
-        await h.call("wait_for_answers", {})
+        waited = await h.call("wait_for_answers", {})
+        if waited.get("details", {}).get("status") == "deferred":
+            # A deferred wait is not an answer: the questions stay queued; do not wait again.
+            h.say(
+                "● The questions were put aside; I will pick the answers up when they come.",
+                "accent",
+            )
+            return
         h.say("● Done: every answer is in. Summary of what I received:", "accent")
         for item in h.context:
             if isinstance(item, dict) and item.get("customType") == "ask:background-answer":
