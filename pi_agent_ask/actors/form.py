@@ -47,7 +47,19 @@ class SettingsUpdate:
     settings: fs.FormSettings
 
 
-FormInput = UserCommand | RemoteResponse | SettingsUpdate
+@attrs.frozen
+class SurfaceFailed:
+    """The terminal surface showing this form broke: the form ends with an error."""
+
+    message: str
+
+
+FormInput = UserCommand | RemoteResponse | SettingsUpdate | SurfaceFailed
+
+
+class FormFailed(Exception):
+    """A form could not go on (its surface failed). Its owner records an error outcome: a
+    UI failure is reported as an error, never turned into an answer or a cancellation."""
 
 
 class Surface(Protocol):
@@ -63,6 +75,24 @@ class Surface(Protocol):
     def update(self, flow_id: str, state: fs.FormState) -> None: ...
 
     def hide(self, flow_id: str) -> None: ...
+
+
+@attrs.define(eq=False)
+class FailedSurface:
+    """Stands in for a surface that broke: every form shown on it fails at once."""
+
+    message: str
+
+    def show(
+        self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
+    ) -> None:
+        commands.send_nowait(SurfaceFailed(self.message))
+
+    def update(self, flow_id: str, state: fs.FormState) -> None:
+        pass
+
+    def hide(self, flow_id: str) -> None:
+        pass
 
 
 @attrs.define(eq=False)
@@ -128,6 +158,8 @@ async def run_form(
                     state, problem = remote_apply(state, response)
                     with reply:
                         reply.send_nowait(problem)
+                case SurfaceFailed(message=message):
+                    raise FormFailed(message)
             await on_change(state)
             if state.outcome is not None:
                 return state

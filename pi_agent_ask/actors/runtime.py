@@ -31,11 +31,14 @@ import trio
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.form import (
+    FailedSurface,
+    FormFailed,
     FormInput,
     NullSurface,
     RemoteResponse,
     SettingsUpdate,
     Surface,
+    SurfaceFailed,
     UserCommand,
     run_form,
 )
@@ -236,6 +239,22 @@ class Runtime:
         )
         self.settings = loaded
         self._nursery.start_soon(self._push_form_settings, self.config.form_settings)
+
+    async def surface_failed(self, message: str) -> None:
+        """The terminal surface broke: the visible form and every later one end with an error.
+
+        Nothing the person entered is turned into an answer; queued forms keep their drafts
+        until they are shown (and then fail too), so a host can restart with a new surface.
+        """
+        self._surface = FailedSurface(message)
+        self.notice(f"The question form could not be shown: {message}")
+        stats = await self.statistics()
+        if stats.visible is None:
+            return
+        target = await self._ask_queue(lambda reply: q.FindFlow(stats.visible, reply))
+        if target is not None:
+            with target, suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await target.send(SurfaceFailed(message))
 
     async def _push_form_settings(self, settings: fs.FormSettings) -> None:
         stats = await self.statistics()
@@ -444,15 +463,24 @@ class Runtime:
             nonlocal latest
             latest = state
 
+        failure: str | None = None
         try:
             await granted.receive()
             with scope:
-                final = await self._host_form(request, latest, commands, inbox, on_change)
+                try:
+                    final = await self._host_form(request, latest, commands, inbox, on_change)
+                except FormFailed as error:
+                    failure = str(error)
         finally:
             await self.tell_queue(q.ReleaseSurface(claim_id))
-            if record_interruption and (final is None or final.outcome is None):
+            interrupted = final is None or final.outcome is None
+            if record_interruption and interrupted and failure is None:
                 with trio.CancelScope(shield=True):
                     await self._record_interrupted(writer, request, latest)
+        if failure is not None:
+            failed = Outcome(request.request_id, error=failure)
+            await self._record_outcome(writer, request, failed, extra=extra_entries)
+            raise ToolError(f"Question form failed: {failure}")
         if final is None or final.outcome is None:
             raise ToolError(FORM_INTERRUPTED_TEXT)
         result = self._result_of(request, final)
@@ -591,7 +619,16 @@ class Runtime:
 
         try:
             with scope:
-                final = await self._host_form(request, form, commands, inbox, on_change)
+                try:
+                    final = await self._host_form(request, form, commands, inbox, on_change)
+                except FormFailed as error:
+                    # The surface broke: an error outcome, never an invented answer.
+                    failed = Outcome(
+                        request.request_id, request.parent_tool_call_id, error=str(error)
+                    )
+                    await self._record_outcome(writer, request, failed)
+                    outcome = failed
+                    return
                 latest = final
                 if final.outcome is not None:
                     result = self._result_of(request, final)
@@ -868,8 +905,16 @@ async def open_runtime(
     loaded = load_settings(settings_file, project_dir=work_dir)
     config = config_from_settings(loaded)
     events = ev.EventBus()
-    if surface is None:
+    terminal = None
+    if surface is None and mode == "tui":
+        from pi_agent_ask.ui.surface import TerminalSurface
+
+        terminal = TerminalSurface(loaded)
+        surface = terminal
+    elif surface is None:
         surface = NullSurface()
+    if write_terminal is None and terminal is not None and output is not None:
+        write_terminal = _writer_to(output)
     if write_terminal is None:
         write_terminal = _discard
 
@@ -916,6 +961,10 @@ async def open_runtime(
         )
         await nursery.start(actor.run, queue_rx, queue_tx.clone())
         events.on(ev.SUBMIT, runtime._on_submit)
+        if terminal is not None:
+            terminal.on_settings_saved = runtime.apply_settings
+            terminal.controller.cwd = work_dir
+            await nursery.start(_supervise_terminal, runtime, terminal, input, output)
         for text in loaded.notices:
             runtime.notice(text)
         for report in journal.reports:
@@ -929,6 +978,48 @@ async def open_runtime(
             # Orderly disposal: drafts reach the session file before the actors go.
             await runtime.quiesce()
             nursery.cancel_scope.cancel()
+
+
+async def _supervise_terminal(
+    runtime: Runtime,
+    terminal: Any,
+    input: Any,
+    output: Any,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the terminal surface; if it breaks, its forms end with an error (never an answer)."""
+    from pi_agent_ask.ui.surface import run_terminal_surface
+
+    status = _StartOnce(task_status)
+    try:
+        await run_terminal_surface(terminal, input=input, output=output, task_status=status)
+    except Exception as error:  # any UI failure: reported, and the runtime goes on
+        status.started()
+        await runtime.surface_failed(f"{type(error).__name__}: {error}")
+
+
+@attrs.define(eq=False)
+class _StartOnce:
+    """A task status that may be marked started more than once (only the first counts)."""
+
+    status: trio.TaskStatus[None]
+    done: bool = False
+
+    def started(self, value: None = None) -> None:
+        if not self.done:
+            self.done = True
+            self.status.started(value)
+
+
+def _writer_to(output: Any) -> Any:
+    """Notification bytes (bell, OSC) go to the form's terminal output."""
+
+    def write(text: str) -> None:
+        output.write_raw(text)
+        output.flush()
+
+    return write
 
 
 def _discard(_text: str) -> None:
