@@ -65,3 +65,24 @@ async def test_wait_answers_show_their_card_at_the_call_that_asked(
     assert window_call < card < wait_row
     assert texts[card - 2].endswith("form(s) pending")
     assert not any("Answers received" in t for t in texts[wait_row:])
+
+
+async def test_history_tools_have_empty_transcript_rows(tmp_path: Path) -> None:
+    import json
+
+    from pi_agent_ask import open_runtime
+    from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.host.local import LocalHost
+
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"schemaVersion": 6, "behaviour": {"historyTools": True}}))
+    lines: list[str] = []
+    async with open_runtime(settings=settings, surface=NullSurface()) as rt:
+        host = LocalHost(rt, lambda line: lines.append(line_text(line)))
+        listed = await host.call("list_ask_history", {})
+        failed = await host.call("read_ask_history", {"requestId": "x", "questionId": "y"})
+        await host.call("wait_for_answers", {})
+    assert listed["details"]["total"] == 0
+    assert failed["isError"] is True
+    # Only the wait left rows: the two history calls, the error included, left none.
+    assert lines == ["wait_for_answers", "  No outstanding answers"]

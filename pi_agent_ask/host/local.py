@@ -22,6 +22,7 @@ from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AskResult
 
 Line = tuple[tuple[str, str], ...]
+HISTORY_TOOLS = frozenset({"list_ask_history", "read_ask_history", "export_ask_history"})
 
 
 @attrs.define(eq=False)
@@ -54,7 +55,7 @@ class LocalHost:
         if name == "ask_user":
             for line in texts.call_rows(arguments, width=self.width):
                 self.emit(line)
-        else:
+        elif name not in HISTORY_TOOLS:
             self.emit((("accent", name),))
         result = await self.runtime.call_tool(
             name, arguments, tool_call_id=call_id, parent_tool_call_id=parent
@@ -69,6 +70,8 @@ class LocalHost:
         return result
 
     def _render_result(self, name: str, result: dict[str, Any]) -> None:
+        if name in HISTORY_TOOLS:
+            return  # history tools have empty call and result rows, errors included (000)
         if result.get("isError"):
             self.emit((("error", "  ! " + result["content"][0]["text"]),))
             return
