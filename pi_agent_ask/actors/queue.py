@@ -23,6 +23,10 @@ Rules stated once:
 3. An idle wake sends at most one message per idle period: the first ready, non-cancelled
    outcome in FIFO order. Cancellations and errors never wake; they go out at the next boundary.
 4. Messages from a form of an older epoch (before a session change) are dropped.
+5. A session change (``Restore``) ends everything of the old epoch before the new one starts:
+   the visible form, every foreground claim (a claim still waiting is granted its cancelled
+   scope, so its call ends as interrupted instead of waiting forever), and the wait (aborted,
+   unless it was already answered: its waiter keeps that answer).
 
 The queue never sends into a form's inbox and never blocks on the host: replies go through
 one-shot channels with a buffer of one, and wakeups through the runtime's wake channel whose
@@ -724,19 +728,31 @@ class QueueActor:
     # -- session change ------------------------------------------------------------------
 
     async def _restore(self, message: Restore) -> None:
-        self.held = False
-        self.epoch = message.epoch
-        self.journal = message.journal
+        # Everything of the old epoch ends first: the visible form, every foreground claim,
+        # the wait.
+        granted = (
+            self.active.key
+            if self.active is not None and self.active.kind == "foreground"
+            else None
+        )
         if self.active is not None:
             self.active.scope.cancel()
             self.active = None
         for claim in self.claims:
             claim.scope.cancel()
+            if claim.claim_id != granted:
+                # A claim still waiting for the surface is granted its cancelled scope, so
+                # its call ends as interrupted instead of waiting for a grant forever.
+                claim.reply.send_nowait(Grant(claim.claim_id, self.epoch))
         self.claims = []
         if self.wait is not None:
-            self.wait.reply.send_nowait(WaitEnd("aborted"))
-            self.wait.answered = False
+            if not self.wait.answered:
+                # An answered wait already holds its result (the reply's one slot is full).
+                self.wait.reply.send_nowait(WaitEnd("aborted"))
             self.wait = None
+        self.held = False
+        self.epoch = message.epoch
+        self.journal = message.journal
         self._release_all_herdr()
         self.follow_ups = []
         self.items = {}
