@@ -219,17 +219,21 @@ async def test_teardown_is_bounded_when_the_disk_hangs(
 ) -> None:
     session = SessionFile.open(tmp_path / "s.pias")
     release = threading.Event()
-    monkeypatch.setattr(session, "flush", release.wait)  # a flush that never finishes
-    # The clock jumps whenever every task waits, so the bound is reached at once; a teardown
-    # that waited for the flush forever would hit this guard instead.
-    with trio.fail_after(TIMEOUT):
+    monkeypatch.setattr(session, "flush", release.wait)  # a flush that does not finish
+    # Should the teardown wait for the flush after all, this ends the wait in real time, and
+    # the virtual clock (which jumps only to deadlines) shows that no bound was applied.
+    backstop = threading.Timer(5.0, release.set)
+    backstop.start()
+    try:
         async with trio.open_nursery() as nursery:
             journal = await nursery.start(run_persistence, session)
             entry = await journal.append("m", {})
             start = trio.current_time()
             nursery.cancel_scope.cancel()
-    assert trio.current_time() - start >= CLOSE_TIMEOUT
-    assert session.closed
-    release.set()
+        assert trio.current_time() - start >= CLOSE_TIMEOUT
+        assert session.closed
+    finally:
+        release.set()
+        backstop.cancel()
     with SessionFile.open(tmp_path / "s.pias") as again:
         assert again.branch() == (entry,)
