@@ -695,3 +695,22 @@ async def test_esc_in_the_panel_defers_the_queue_and_keeps_the_draft(settings: P
         await settle()
         assert surface.states["tool:c1"].drafts[0].selected == (0,)
         assert await rt.turn_boundary() == []
+
+
+async def test_an_aborted_external_call_is_recorded_as_cancelled(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    provider = Provider(hang=True)
+    async with open_runtime(
+        session=session, mode="rpc", settings=settings, surface=RecordingSurface()
+    ) as rt:
+        rt.events.on(ev.EXTERNAL_UI, lambda c: c["connect"](provider))
+        with trio.move_on_after(1):
+            await rt.call_tool("ask_user", payload("a"), "c1")
+    assert provider.cancelled
+    entries = SessionFile.open(session, readonly=True).branch()
+    [completed] = [e for e in entries if e.type == "ask:history-completed"]
+    assert completed.data["result"]["cancelled"] is True
+    [aborted] = [e for e in entries if e.type == "tool-result"]
+    assert aborted.data["result"]["content"][0]["text"] == "Tool call aborted"

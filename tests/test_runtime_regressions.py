@@ -1,7 +1,6 @@
 """Regressions found by the property suite (``test_runtime_properties.py``), one test each.
 
-Tests marked ``xfail(strict=True)`` pin bugs whose fix belongs to ``actors/runtime.py``; the
-reason names the fix. The others pin fixes made in the queue actor.
+Each pins a bug the property suite found, in the queue actor or the runtime.
 """
 
 from __future__ import annotations
@@ -136,14 +135,6 @@ async def _inspect(queue_tx: trio.MemorySendChannel[q.QueueMessage]) -> q.QueueS
 # -- open bugs in actors/runtime.py ------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "runtime: call_tool lets StaleBranch escape when the session changes under the call; "
-        "it should end the call with a tool error result (e.g. 'Question form interrupted') "
-        "instead: catch StaleBranch in call_tool around the TOOL_CALL append and the body"
-    ),
-)
 async def test_a_call_overlapping_a_reload_returns_a_result(settings: Path, tmp_path: Path) -> None:
     # Found as: [AskForeground, Reload] (the call raised StaleBranch('ask:payload')).
     session = tmp_path / "s.pas"
@@ -177,15 +168,6 @@ class _CancelOnceJournaled(trio.abc.Instrument):
             self.scope.cancel()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "runtime: a foreground call aborted after its request was journaled but before "
-        "_run_foreground's try block leaves the request without an outcome; record the "
-        "interruption for every exit after the request entries are written (send "
-        "AcquireSurface inside the try whose finally calls _record_interrupted)"
-    ),
-)
 async def test_a_call_aborted_after_its_request_was_journaled_records_an_outcome(
     settings: Path, tmp_path: Path
 ) -> None:
@@ -211,16 +193,6 @@ async def test_a_call_aborted_after_its_request_was_journaled_records_an_outcome
     assert completions[0]["result"]["cancelled"] is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "runtime: a wait acknowledges its results (EndWait) before its tool-result entry, the "
-        "delivery mark, is written with the call's writer; when a session change revokes that "
-        "writer in between, the mark is lost and the rebuilt queue delivers the same answers "
-        "again. Write the wait's tool result before acknowledging, and on StaleBranch return "
-        "'Question wait interrupted' unacknowledged"
-    ),
-)
 async def test_a_wait_result_is_never_delivered_again_after_a_reload(
     settings: Path, tmp_path: Path
 ) -> None:
@@ -250,15 +222,6 @@ async def test_a_wait_result_is_never_delivered_again_after_a_reload(
                 assert delivered == [receipt["details"]["requestId"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "runtime: agent_started()/agent_settled() each start a task that sends AgentActivity, "
-        "so two hooks called back to back reach the queue in either order and the queue can "
-        "believe the agent is busy while it is idle; send them in call order (one forwarding "
-        "task over an unbounded channel, or a sequence number the queue checks)"
-    ),
-)
 async def test_agent_hooks_take_effect_in_call_order(settings: Path) -> None:
     # Found as: [AskBackground, CancelVisible, AskBackground, AskBackground, AgentBusy,
     # AgentIdle]: the last answer never woke the idle agent.

@@ -104,10 +104,10 @@ async def negotiate_and_run(
     scope = trio.CancelScope()
     commands, inbox = trio.open_memory_channel[FormInput](64)  # 64: synchronous senders
     grants, granted = trio.open_memory_channel[q.Grant](1)
-    await runtime._queue_tx.send(
-        q.AcquireSurface(claim_id, request.flow_id, commands, scope, grants)
-    )
     try:
+        await runtime._queue_tx.send(
+            q.AcquireSurface(claim_id, request.flow_id, commands, scope, grants)
+        )
         await granted.receive()
         runtime.events.emit(ev.STARTED, _started(request, ask))
         with scope:
@@ -149,6 +149,11 @@ async def negotiate_and_run(
                 nursery.start_soon(from_submit)
     finally:
         await runtime.tell_queue(q.ReleaseSurface(claim_id))
+        if final is None and failure is None:
+            # Aborted (the call was cancelled, the session changed): the provider's ``open``
+            # was cancelled with the nursery; the request ends as cancelled, on its branch.
+            with trio.CancelScope(shield=True):
+                await runtime._record_interrupted(writer, request, form)
     if failure is not None:
         await writer.append_many(
             jr.completion_entries(Outcome(request.request_id, error=failure), background=False)

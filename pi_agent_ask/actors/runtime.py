@@ -65,6 +65,8 @@ FORM_INTERRUPTED_TEXT = "Question form interrupted"
 TEARDOWN_TIMEOUT = 5.0
 """Seconds a cancelled task may spend telling the queue or the journal that it ended."""
 WAIT_HIDDEN_TEXT = "wait_for_answers is not available in background-only mode."
+CALL_INTERRUPTED_TEXT = "Tool call interrupted: the session changed."
+INTERRUPTED_TEXTS = {"ask_user": FORM_INTERRUPTED_TEXT, "wait_for_answers": WAIT_INTERRUPTED_TEXT}
 
 
 class ToolError(Exception):
@@ -136,6 +138,8 @@ class Runtime:
     _opened: trio.Event
     _aborts_tx: trio.MemorySendChannel[str]
     aborts: trio.MemoryReceiveChannel[str]
+    _activity_tx: trio.MemorySendChannel[bool]
+    """Agent busy/idle, forwarded to the queue by one task, so they arrive in call order."""
     _notices_tx: trio.MemorySendChannel[str]
     notices: trio.MemoryReceiveChannel[str]
     """Messages for the person: settings problems, damaged session files, recovery."""
@@ -148,11 +152,11 @@ class Runtime:
     def agent_started(self) -> None:
         """An agent turn started: idle wakes stop until the agent settles again."""
         self._model_requested = True
-        self._nursery.start_soon(self._queue_tx.send, q.AgentActivity(idle=False))
+        self._activity_tx.send_nowait(False)
 
     def agent_settled(self) -> None:
         """The agent is idle: a ready answer may now wake it (``wakeups``)."""
-        self._nursery.start_soon(self._queue_tx.send, q.AgentActivity(idle=True))
+        self._activity_tx.send_nowait(True)
 
     async def turn_boundary(self) -> list[dict[str, Any]]:
         """The background-answer messages to add to the context now (each exactly once, ever)."""
@@ -335,34 +339,45 @@ class Runtime:
         if parent_tool_call_id is not None:
             call["parentToolCallId"] = parent_tool_call_id
         writer = self._writer
-        await writer.append(jr.TOOL_CALL, call)
         result: dict[str, Any] | None = None
+        recorded = False
         try:
-            if name not in self.tool_names():
-                result = tool_error(f"Tool {name!r} is not available.")
-            elif name == "ask_user":
-                result = await self._ask_user(writer, arguments, tool_call_id, parent_tool_call_id)
-            elif name == "wait_for_answers":
-                result = await self._wait_for_answers(writer)
-            else:
-                from pi_agent_ask.persistence import history
+            await writer.append(jr.TOOL_CALL, call)
+            try:
+                if name not in self.tool_names():
+                    result = tool_error(f"Tool {name!r} is not available.")
+                elif name == "ask_user":
+                    result = await self._ask_user(
+                        writer, arguments, tool_call_id, parent_tool_call_id
+                    )
+                elif name == "wait_for_answers":
+                    # The wait writes its own result first: that entry is its delivery mark.
+                    result = await self._wait_for_answers(writer, tool_call_id)
+                    recorded = True
+                else:
+                    from pi_agent_ask.persistence import history
 
-                result = await history.call_history_tool(self, writer, name, arguments)
-        except ToolError as error:
-            result = tool_error(str(error))
+                    result = await history.call_history_tool(self, writer, name, arguments)
+            except ToolError as error:
+                result = tool_error(str(error))
+        except StaleBranch:
+            # The session changed under the call: its branch is gone for it, and it says so.
+            result = tool_error(INTERRUPTED_TEXTS.get(name, CALL_INTERRUPTED_TEXT))
+            recorded = True
         finally:
             # An aborted call is recorded as aborted, so recovery does not mistake it for an
             # interrupted one; a crash leaves no result, and recovery reopens the form.
-            recorded = result if result is not None else tool_error("Tool call aborted")
-            with (
-                trio.CancelScope(shield=True),
-                trio.move_on_after(TEARDOWN_TIMEOUT),
-                suppress(StaleBranch, PersistenceClosedError),
-            ):
-                await writer.append(
-                    jr.TOOL_RESULT,
-                    {"toolCallId": tool_call_id, "name": name, "result": recorded},
-                )
+            if not recorded:
+                entry = result if result is not None else tool_error("Tool call aborted")
+                with (
+                    trio.CancelScope(shield=True),
+                    trio.move_on_after(TEARDOWN_TIMEOUT),
+                    suppress(StaleBranch, PersistenceClosedError),
+                ):
+                    await writer.append(
+                        jr.TOOL_RESULT,
+                        {"toolCallId": tool_call_id, "name": name, "result": entry},
+                    )
         return result
 
     # -- ask_user --------------------------------------------------------------------------
@@ -400,34 +415,37 @@ class Runtime:
             (jr.PAYLOAD, jr.payload_entry(params, tool_call_id, request.created_at)),
             (jr.HISTORY_REQUEST, jr.history_request_entry(request)),
         ]
+        # Recording a request is shielded: once its entries may be on the branch, the call
+        # goes on to record an outcome (or to enqueue it), whatever cancels the caller.
         if self.mode != "tui":
-            await writer.append_many(entries)
+            with trio.CancelScope(shield=True):
+                await writer.append_many(entries)
             if not background:
                 external = await self._external_ui(writer, request)
                 if external is not None:
                     return external
             outcome_result = fallback_result(params, request.request_id)
-            await writer.append_many(
-                jr.completion_entries(
-                    Outcome(request.request_id, result=outcome_result), background=False
+            with trio.CancelScope(shield=True):
+                await writer.append_many(
+                    jr.completion_entries(
+                        Outcome(request.request_id, result=outcome_result), background=False
+                    )
                 )
-            )
             return texts.fallback_tool_result(params, request.request_id)
         if background:
             entries.append((jr.QUEUED, jr.queued_entry(request)))
-            await writer.append_many(entries)
-            pending = await self._ask_queue(
-                lambda reply: q.Enqueue(
-                    request, fs.new_form(params, self.config.form_settings, background=True), reply
-                )
-            )
+            form = fs.new_form(params, self.config.form_settings, background=True)
+            with trio.CancelScope(shield=True):
+                await writer.append_many(entries)
+                pending = await self._ask_queue(lambda reply: q.Enqueue(request, form, reply))
             return texts.receipt_tool_result(
                 request.request_id,
                 [question.id for question in params.questions],
                 pending,
                 background_only=self.config.background_only,
             )
-        await writer.append_many(entries)
+        with trio.CancelScope(shield=True):
+            await writer.append_many(entries)
         return await self._foreground(writer, request)
 
     async def _foreground(self, writer: BranchWriter, request: AskRequest) -> dict[str, Any]:
@@ -453,9 +471,6 @@ class Runtime:
         scope = trio.CancelScope()
         commands, inbox = trio.open_memory_channel[FormInput](64)  # 64: key handlers never await
         grants, granted = trio.open_memory_channel[q.Grant](1)
-        await self._queue_tx.send(
-            q.AcquireSurface(claim_id, request.flow_id, commands, scope, grants)
-        )
         latest = fs.new_form(request.params, self.config.form_settings)
         final: fs.FormState | None = None
 
@@ -465,6 +480,11 @@ class Runtime:
 
         failure: str | None = None
         try:
+            # Inside the try: the request is journaled already, so an abort from here on must
+            # still record its outcome (the finally below).
+            await self._queue_tx.send(
+                q.AcquireSurface(claim_id, request.flow_id, commands, scope, grants)
+            )
             await granted.receive()
             with scope:
                 try:
@@ -500,15 +520,10 @@ class Runtime:
             cancelled=True,
             request_id=request.request_id,
         )
-        try:
-            with trio.move_on_after(5):
-                await writer.append_many(
-                    jr.completion_entries(
-                        Outcome(request.request_id, result=result), background=False
-                    )
-                )
-        except StaleBranch:
-            pass
+        with trio.move_on_after(TEARDOWN_TIMEOUT), suppress(StaleBranch, PersistenceClosedError):
+            await writer.append_many(
+                jr.completion_entries(Outcome(request.request_id, result=result), background=False)
+            )
 
     def _result_of(self, request: AskRequest, final: fs.FormState) -> AskResult:
         assert final.outcome is not None
@@ -680,7 +695,14 @@ class Runtime:
 
     # -- wait_for_answers ----------------------------------------------------------------
 
-    async def _wait_for_answers(self, writer: BranchWriter) -> dict[str, Any]:
+    async def _wait_for_answers(
+        self, writer: BranchWriter, tool_call_id: str | None
+    ) -> dict[str, Any]:
+        """Wait as the queue decides; write the result (the delivery mark), then acknowledge.
+
+        Acknowledging marks the results delivered; it happens only once the tool-result entry
+        is on the branch, so a session change in between cannot lose the mark.
+        """
         if self.mode != "tui":
             raise ToolError(WAIT_NON_TUI_TEXT)
         if self.config.background_only:
@@ -703,6 +725,12 @@ class Runtime:
                 result = texts.wait_deferred_result(
                     end.reason, end.request_ids, end.pending_request_ids, end.results, params=params
                 )
+            entry = {"toolCallId": tool_call_id, "name": "wait_for_answers", "result": result}
+            try:
+                with trio.CancelScope(shield=True):
+                    await writer.append(jr.TOOL_RESULT, entry)
+            except StaleBranch:
+                raise ToolError(WAIT_INTERRUPTED_TEXT) from None
             acknowledged = True
             return result
         finally:
@@ -926,6 +954,8 @@ async def open_runtime(
         abort_tx, abort_rx = trio.open_memory_channel[str](float("inf"))
         # Unbounded: notices are few, and a host that never reads them must not stall anything.
         notice_tx, notice_rx = trio.open_memory_channel[str](float("inf"))
+        # Unbounded: the hooks are plain calls that must not block; one task forwards them.
+        activity_tx, activity_rx = trio.open_memory_channel[bool](float("inf"))
         notify_tx, notify_rx = trio.open_memory_channel[Notify](0)
         queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
         await nursery.start(
@@ -949,6 +979,7 @@ async def open_runtime(
             aborts=abort_rx,
             notices_tx=notice_tx,
             notices=notice_rx,
+            activity_tx=activity_tx,
         )
         actor = q.QueueActor(
             journal=writer,
@@ -960,6 +991,7 @@ async def open_runtime(
             tui=mode == "tui",
         )
         await nursery.start(actor.run, queue_rx, queue_tx.clone())
+        nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
         events.on(ev.SUBMIT, runtime._on_submit)
         if terminal is not None:
             terminal.on_settings_saved = runtime.apply_settings
@@ -975,9 +1007,12 @@ async def open_runtime(
         try:
             yield runtime
         finally:
-            # Orderly disposal: drafts reach the session file before the actors go.
+            # Orderly disposal: drafts reach the session file before the actors go, and the
+            # persistence actor (shielded from outer cancellation, so cleanups of cancelled
+            # calls can still record their outcomes) is closed last.
             await runtime.quiesce()
             nursery.cancel_scope.cancel()
+            runtime._journal.close()
 
 
 async def _supervise_terminal(
@@ -1010,6 +1045,14 @@ class _StartOnce:
         if not self.done:
             self.done = True
             self.status.started(value)
+
+
+async def _forward_activity(
+    activity: trio.MemoryReceiveChannel[bool], queue: trio.MemorySendChannel[q.QueueMessage]
+) -> None:
+    async with activity, queue:
+        async for idle in activity:
+            await queue.send(q.AgentActivity(idle=idle))
 
 
 def _writer_to(output: Any) -> Any:

@@ -97,6 +97,10 @@ class SessionJournal:
             return False
         return await trio.Path(current).resolve() == await trio.Path(path).resolve()
 
+    def close(self) -> None:
+        """Stop the persistence actor (it flushes and closes the file on its way out)."""
+        self._scope.cancel()
+
     def _keep(self, report: OpenReport | None) -> None:
         if report is not None and not report.ok:
             self.reports.append(report)
@@ -105,7 +109,9 @@ class SessionJournal:
 async def _start_actor(
     nursery: trio.Nursery, session: SessionFile
 ) -> tuple[PersistenceHandle, trio.CancelScope]:
-    scope = trio.CancelScope()
+    # Shielded: an outer cancellation of the runtime must not stop the journal before the
+    # cancelled calls have recorded their outcomes; the runtime closes it last (``close``).
+    scope = trio.CancelScope(shield=True)
 
     async def actor(
         task_status: trio.TaskStatus[PersistenceHandle] = trio.TASK_STATUS_IGNORED,
