@@ -2,19 +2,42 @@
 
 The public surface is described in ``docs/`` (and bound by ``API.md``): ``tool_definitions``,
 ``validate_ask_params`` and ``open_runtime``.
+
+Names are imported on first use, so ``import pi_agent_ask.persistence.session_file`` (or the
+``validate`` command) does not pay for the Trio runtime and the terminal UI.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pi_agent_ask.actors.runtime import Runtime, open_runtime
-from pi_agent_ask.events import EventBus
-from pi_agent_ask.form.tools import tool_definitions_for
-from pi_agent_ask.form.types import AskParams, Issue, Option, Question, Validation
-from pi_agent_ask.form.validate import validate_ask_params
+if TYPE_CHECKING:
+    from pi_agent_ask.actors.runtime import Runtime, open_runtime
+    from pi_agent_ask.events import EventBus
+    from pi_agent_ask.form.types import AskParams, Issue, Option, Question, Validation
+    from pi_agent_ask.form.validate import validate_ask_params
+
+_LAZY = {
+    "Runtime": "pi_agent_ask.actors.runtime",
+    "open_runtime": "pi_agent_ask.actors.runtime",
+    "EventBus": "pi_agent_ask.events",
+    "AskParams": "pi_agent_ask.form.types",
+    "Issue": "pi_agent_ask.form.types",
+    "Option": "pi_agent_ask.form.types",
+    "Question": "pi_agent_ask.form.types",
+    "Validation": "pi_agent_ask.form.types",
+    "validate_ask_params": "pi_agent_ask.form.validate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pi_agent_ask' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 def tool_definitions(settings: Any = None) -> list[dict[str, Any]]:
@@ -23,6 +46,7 @@ def tool_definitions(settings: Any = None) -> list[dict[str, Any]]:
     ``settings`` is a settings file path, a loaded ``Config`` / ``LoadedSettings``, or ``None``
     for the default settings file (``$PI_CODING_AGENT_DIR/extensions/pi-agent-ask.json``).
     """
+    from pi_agent_ask.form.tools import tool_definitions_for
     from pi_agent_ask.persistence.settings import (
         Config,
         LoadedSettings,
