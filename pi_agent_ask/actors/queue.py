@@ -333,6 +333,10 @@ class QueueActor:
     wait: _Wait | None = None
     herdr: set[str] = attrs.field(factory=set)
     follow_ups: list[FollowUp] = attrs.field(factory=list)
+    _pending: dict[str, _Item] = attrs.field(factory=dict)
+    """Requests without an outcome, FIFO."""
+    _undelivered: dict[str, _Item] = attrs.field(factory=dict)
+    """Outcomes not delivered yet (routed to a wait or not)."""
     held: bool = False
     """Set by ``Quiesce``: nothing new is shown until the next ``Restore``."""
     _quiesce_replies: list[trio.MemorySendChannel[None]] = attrs.field(factory=list)
@@ -446,12 +450,26 @@ class QueueActor:
     # -- requests and the surface ---------------------------------------------------------
 
     def pending_count(self) -> int:
-        return sum(1 for item in self.items.values() if item.outcome is None)
+        return len(self._pending)
+
+    def _reindex(self, item: _Item) -> None:
+        """Keep the two indexes true for ``item``: unanswered requests, and outcomes not yet
+        delivered. Both keep FIFO order (items are created in ``seq`` order), so scheduling and
+        delivery never scan the whole history (10,000 queued forms stay fast)."""
+        rid = item.request.request_id
+        self._pending.pop(rid, None)
+        self._undelivered.pop(rid, None)
+        if item.outcome is None:
+            self._pending[rid] = item
+        elif not item.delivered:
+            self._undelivered[rid] = item
 
     async def _enqueue(self, message: Enqueue) -> None:
         request = message.request
         if request.request_id not in self.items:
-            self.items[request.request_id] = _Item(request, next(self._seq), message.form)
+            item = _Item(request, next(self._seq), message.form)
+            self.items[request.request_id] = item
+            self._reindex(item)
             if self.wait is not None and not self.wait.answered:
                 self.wait.members.append(request.request_id)
         message.reply.send_nowait(self.pending_count())
@@ -486,11 +504,9 @@ class QueueActor:
             if best is None or claim.seq < best.seq:
                 best = claim
         if self.tui and self.panel_visible and self.surface_ready:
-            for item in self.items.values():
-                if item.outcome is None:
-                    if best is None or item.seq < best.seq:
-                        best = item
-                    break
+            first = next(iter(self._pending.values()), None)
+            if first is not None and (best is None or first.seq < best.seq):
+                best = first
         return best
 
     def _schedule(self) -> None:
@@ -588,6 +604,7 @@ class QueueActor:
         else:
             item.outcome = message.outcome
             item.draft_dirty = False
+            self._reindex(item)
             self._route_completion(item)
             await self._try_wake()
         self._schedule()
@@ -613,11 +630,8 @@ class QueueActor:
     # -- delivery ---------------------------------------------------------------------------
 
     def _ready(self) -> list[_Item]:
-        return [
-            item
-            for item in sorted(self.items.values(), key=lambda i: i.seq)
-            if item.outcome is not None and not item.delivered and item.routed_to is None
-        ]
+        ready = [item for item in self._undelivered.values() if item.routed_to is None]
+        return sorted(ready, key=lambda i: i.seq)
 
     async def _deliver(self, items: list[_Item]) -> list[dict[str, Any]]:
         messages = []
@@ -630,6 +644,7 @@ class QueueActor:
             )
             for item in items:
                 item.delivered = True
+                self._reindex(item)
         return messages
 
     async def _turn_boundary(self) -> list[dict[str, Any]]:
@@ -723,6 +738,7 @@ class QueueActor:
                 item.routed_to = None
                 if acknowledged and wait.answered:
                     item.delivered = True
+                    self._reindex(item)
         await self._try_wake()
 
     # -- session change ------------------------------------------------------------------
@@ -756,14 +772,18 @@ class QueueActor:
         self._release_all_herdr()
         self.follow_ups = []
         self.items = {}
+        self._pending = {}
+        self._undelivered = {}
         for restored in message.items:
-            self.items[restored.request.request_id] = _Item(
+            item = _Item(
                 restored.request,
                 next(self._seq),
                 restored.form,
                 outcome=restored.outcome,
                 delivered=restored.delivered,
             )
+            self.items[restored.request.request_id] = item
+            self._reindex(item)
         self.panel_visible = message.panel_visible
         self.woken = False
         self._schedule()
