@@ -512,7 +512,8 @@ def line_text(line: Line) -> str:
     return "".join(text for _, text in line)
 
 
-def _merge(segments: Iterable[Segment]) -> Line:
+def merge_segments(segments: Iterable[Segment]) -> Line:
+    """Drop empty segments and join neighbours of the same style."""
     out: list[Segment] = []
     for style, text in segments:
         if not text:
@@ -531,7 +532,10 @@ def _char_width(char: str) -> int:
 
 
 def cell_width(text: str) -> int:
-    """The terminal cells ``text`` occupies (wide East Asian characters count two)."""
+    """The terminal cells ``text`` occupies (wide East Asian characters count two); ASCII
+    text (one cell per character) takes a fast path."""
+    if text.isascii():
+        return len(text)
     return sum(_char_width(char) for char in text)
 
 
@@ -551,7 +555,7 @@ def wrap_line(line: Line, width: int, indent: int = 0) -> list[Line]:
         nonlocal current, used, start
         while current and current[-1][1].isspace() and used > start:
             used -= cell_width(current.pop()[1])
-        lines.append(_merge(current))
+        lines.append(merge_segments(current))
         current = [("text", " " * indent)] if indent else []
         used = start = indent
 
@@ -590,7 +594,7 @@ def wrap_line(line: Line, width: int, indent: int = 0) -> list[Line]:
             rest = rest[len(taken) :]
             if rest:
                 flush()
-    lines.append(_merge(current))
+    lines.append(merge_segments(current))
     return lines
 
 
@@ -609,9 +613,10 @@ def _text_rows(
 ) -> list[tuple[Line, int]]:
     """``prefix`` + the first line of ``text``; further lines of ``text`` indented."""
     parts = _split(text)
-    rows = [(_merge([*prefix, (style, parts[0])]), len(indent) + 2)]
+    rows = [(merge_segments([*prefix, (style, parts[0])]), len(indent) + 2)]
     rows.extend(
-        (_merge([("text", indent + "  "), (style, part)]), len(indent) + 2) for part in parts[1:]
+        (merge_segments([("text", indent + "  "), (style, part)]), len(indent) + 2)
+        for part in parts[1:]
     )
     return rows
 
@@ -645,7 +650,7 @@ def call_rows(arguments: Mapping[str, Any], *, width: int | None = None) -> list
     segments: list[Segment] = [("accent", "ask_user"), ("text", f" {len(questions)} question(s)")]
     if labels:
         segments.append(("muted", f" ({_truncate(', '.join(labels), CALL_LABELS_LIMIT)})"))
-    line = _merge(segments)
+    line = merge_segments(segments)
     if width is not None and cell_width(line_text(line)) > width:
         return wrap_line(line, width, 2)
     return [line]
@@ -656,14 +661,14 @@ def result_rows(
 ) -> list[Line]:
     """The transcript rows of a foreground ``ask_user`` result."""
     if result.issues is not None:
-        rows: list[tuple[Line, int]] = [(_merge([("warning", "Invalid tool payload")]), 2)]
+        rows: list[tuple[Line, int]] = [(merge_segments([("warning", "Invalid tool payload")]), 2)]
         for issue in result.issues:
             rows.extend(
                 _text_rows([("muted", f"  - {_clean(issue.path)}: ")], issue.message, "muted", "  ")
             )
         return _wrap_all(rows, width)
     if result.cancelled:
-        return _wrap_all([(_merge([("warning", "Cancelled")]), 2)], width)
+        return _wrap_all([(merge_segments([("warning", "Cancelled")]), 2)], width)
     rows = []
     index = _option_index(params)
     skipped = set(result.skipped_question_ids)
@@ -671,7 +676,12 @@ def result_rows(
         label = " ".join(_split(meta.label))
         if meta.id in skipped:
             rows.append(
-                (_merge([("muted", "- "), ("text", f"{label}: "), ("muted", "(skipped)")]), 2)
+                (
+                    merge_segments(
+                        [("muted", "- "), ("text", f"{label}: "), ("muted", "(skipped)")]
+                    ),
+                    2,
+                )
             )
             continue
         answer = result.answers.get(meta.id)
@@ -687,15 +697,20 @@ def result_rows(
             )
         else:
             rows.append(
-                (_merge([("warning", "? "), ("text", f"{label}: "), ("muted", "(no answer)")]), 2)
+                (
+                    merge_segments(
+                        [("warning", "? "), ("text", f"{label}: "), ("muted", "(no answer)")]
+                    ),
+                    2,
+                )
             )
         if answer is not None:
             rows.extend(_note_rows(answer, _options_of(index, meta.id), "  "))
     note = presentation_note(result)
     if note:
-        rows.append((_merge([("muted", f"  {note}")]), 2))
+        rows.append((merge_segments([("muted", f"  {note}")]), 2))
     if not rows:
-        rows.append((_merge([("success", "Submitted")]), 2))
+        rows.append((merge_segments([("success", "Submitted")]), 2))
     return _wrap_all(rows, width)
 
 
@@ -729,7 +744,7 @@ def receipt_row(details: Mapping[str, Any]) -> Line:
     question_ids = details.get("questionIds")
     count = len(question_ids) if isinstance(question_ids, list) else 0
     pending = details.get("pendingRequests", 0)
-    return _merge(
+    return merge_segments(
         [
             ("accent", f"{count} question(s) queued"),
             ("muted", f" · {pending if isinstance(pending, int) else 0} form(s) pending"),
@@ -754,14 +769,14 @@ def background_card(
         error = outcome.error
         if error is None and result is not None:
             error = invalid_text(result.issues or ())
-        rows.append((_merge([*title, ("error", "! Question form failed")]), 2))
+        rows.append((merge_segments([*title, ("error", "! Question form failed")]), 2))
         for part in _split(error or "No form result available."):
-            rows.append((_merge([("text", part)]), 0))
+            rows.append((merge_segments([("text", part)]), 0))
     elif result.cancelled:
-        rows.append((_merge([*title, ("warning", "? Questions cancelled")]), 2))
-        rows.append((_merge([("muted", "No approval given.")]), 0))
+        rows.append((merge_segments([*title, ("warning", "? Questions cancelled")]), 2))
+        rows.append((merge_segments([("muted", "No approval given.")]), 0))
     else:
-        rows.append((_merge([*title, ("success", "✓ Answers received")]), 2))
+        rows.append((merge_segments([*title, ("success", "✓ Answers received")]), 2))
         rows.extend(_card_body(result, params))
     return [rule, *_wrap_all(rows, width), rule]
 
@@ -772,13 +787,13 @@ def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, 
     skipped = set(result.skipped_question_ids)
     for meta in result.questions:
         rows.append(((), 0))
-        rows.extend((_merge([("text", part)]), 0) for part in _split(meta.prompt))
+        rows.extend((merge_segments([("text", part)]), 0) for part in _split(meta.prompt))
         if meta.id in skipped:
-            rows.append((_merge([("muted", "→ skipped")]), 2))
+            rows.append((merge_segments([("muted", "→ skipped")]), 2))
             continue
         answer = result.answers.get(meta.id)
         if answer is None or not answer.has_answer:
-            rows.append((_merge([("warning", "→ unanswered")]), 2))
+            rows.append((merge_segments([("warning", "→ unanswered")]), 2))
             if answer is not None:
                 rows.extend(_note_rows(answer, _options_of(index, meta.id), "  "))
             continue
@@ -796,7 +811,7 @@ def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, 
     note = presentation_note(result)
     if note:
         rows.append(((), 0))
-        rows.append((_merge([("muted", note)]), 0))
+        rows.append((merge_segments([("muted", note)]), 0))
     return rows
 
 
@@ -818,7 +833,7 @@ def wait_confirmation(details: Mapping[str, Any]) -> Line:
         ]
         if count:
             segments.append(("muted", f" · received answers for {forms}"))
-        return _merge(segments)
+        return merge_segments(segments)
     if count == 0:
-        return _merge([("muted", "No outstanding answers")])
-    return _merge([("success", f"Received answers for {forms}")])
+        return merge_segments([("muted", "No outstanding answers")])
+    return merge_segments([("success", f"Received answers for {forms}")])

@@ -40,8 +40,7 @@ import attrs
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import MARKER, sanitize_line, sanitize_text
-from pi_agent_ask.form.text import cell_width as _unicode_cell_width
-from pi_agent_ask.form.text import image_marker, wrap_line
+from pi_agent_ask.form.text import cell_width, image_marker, line_text, merge_segments, wrap_line
 from pi_agent_ask.form.types import Draft, Option, Question
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import EditorKeymap, Keymaps
@@ -178,16 +177,6 @@ class Frame:
         return "\n".join(line_text(line) for line in self.lines)
 
 
-def cell_width(text: str) -> int:
-    """Terminal cells of sanitised text; ASCII (one cell per character) takes the fast path."""
-    return len(text) if text.isascii() else _unicode_cell_width(text)
-
-
-def line_text(line: Line) -> str:
-    """The plain text of a styled line."""
-    return "".join(text for _, text in line)
-
-
 def line_width(line: Line) -> int:
     return sum(cell_width(text) for _, text in line)
 
@@ -225,22 +214,10 @@ class _Block:
             self.cursor = (other.cursor[0] + offset, other.cursor[1])
 
 
-def _merge(fragments: Iterable[Fragment]) -> Line:
-    out: list[Fragment] = []
-    for style, text in fragments:
-        if not text:
-            continue
-        if out and out[-1][0] == style:
-            out[-1] = (style, out[-1][1] + text)
-        else:
-            out.append((style, text))
-    return tuple(out)
-
-
 def wrap_fragments(fragments: Sequence[Fragment], width: int, indent: int = 0) -> list[Line]:
     """Word-wrap one logical line of fragments (no newlines inside) to ``width`` cells;
     continuation rows start with ``indent`` spaces."""
-    line = _merge(fragments)
+    line = merge_segments(fragments)
     if line_width(line) <= width:
         return [line]
     # wrap_line marks the indentation it adds with its own plain style name.
@@ -305,7 +282,7 @@ def _tab_bar(state: fs.FormState, width: int) -> _Block:
         style = TAB_ACTIVE if active else TAB
         tabs.append(
             (
-                _merge(
+                merge_segments(
                     [(style, " "), (style if active else mark_style, mark), (style, f" {label} ")]
                 ),
                 fs.SelectTab(index),
@@ -315,7 +292,7 @@ def _tab_bar(state: fs.FormState, width: int) -> _Block:
     review_mark = "✓" if all(d.is_answered for d in state.drafts) else "→"
     tabs.append(
         (
-            _merge([(review_style, f" {review_mark} Review ")]),
+            merge_segments([(review_style, f" {review_mark} Review ")]),
             fs.SelectTab(state.review_tab),
         )
     )
@@ -341,7 +318,7 @@ def _tab_bar(state: fs.FormState, width: int) -> _Block:
         col += widths[index]
     if last < len(tabs):
         fragments.append((MUTED, f" +{len(tabs) - last} ›"))
-    return _Block(lines=[_merge(fragments)], targets=targets)
+    return _Block(lines=[merge_segments(fragments)], targets=targets)
 
 
 def _tab_window(widths: Sequence[int], current: int, width: int) -> tuple[int, int]:
@@ -405,11 +382,11 @@ def _editor_rows(
 
     A row keeps one free cell at its end, so a cursor after the last character always fits.
     """
-    head = _merge([(TEXT, " " * indent), *label])
+    head = merge_segments([(TEXT, " " * indent), *label])
     start = line_width(head)
     avail = max(2, width - start)
     if not text:
-        rows = [_merge([*head, (PLACEHOLDER, _truncate(placeholder, avail))])]
+        rows = [merge_segments([*head, (PLACEHOLDER, _truncate(placeholder, avail))])]
         return rows, (0, start)
     lines: list[Line] = []
     current: list[str] = []
@@ -419,10 +396,10 @@ def _editor_rows(
 
     def flush() -> None:
         nonlocal current, used, row_prefix
-        lines.append(_merge([*row_prefix, (EDITOR, "".join(current))]))
+        lines.append(merge_segments([*row_prefix, (EDITOR, "".join(current))]))
         current = []
         used = 0
-        row_prefix = _merge([(TEXT, " " * start)])
+        row_prefix = merge_segments([(TEXT, " " * start)])
 
     for index, char in enumerate(text):
         if index == cursor:
@@ -586,7 +563,7 @@ def _option_rows(
 
 def _row_prefix(row: int, count: int, active: bool, selected: bool, multi: bool) -> Line:
     mark, mark_style = _mark(selected, multi)
-    return _merge(
+    return merge_segments(
         [
             (POINTER, POINTER_TEXT if active else NO_POINTER),
             (ACTIVE if active else MUTED, _number_text(row, count)),
@@ -681,7 +658,7 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
         for index in range(rows):
             left_line = options_block.lines[index] if index < len(options_block.lines) else ()
             right_line = context_lines[index] if index < len(context_lines) else ()
-            merged.add(_merge([*_pad(left_line, left), (RULE, SEPARATOR), *right_line]))
+            merged.add(merge_segments([*_pad(left_line, left), (RULE, SEPARATOR), *right_line]))
         # A target covers only the option column.
         merged.targets = [
             attrs.evolve(target, end_col=min(target.end_col, left)) for target in merged.targets
@@ -765,7 +742,7 @@ def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Bl
         if armed:
             style = WARNING
         row = len(block.lines)
-        line = _merge(
+        line = merge_segments(
             [
                 (POINTER, POINTER_TEXT if active else NO_POINTER),
                 (ACTIVE if active else MUTED, number),
