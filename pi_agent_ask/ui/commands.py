@@ -29,7 +29,6 @@ __all__ = [
     "EXIT_SUBMITTED",
     "exit_status",
     "run_ask",
-    "run_demo_in_terminal",
     "run_settings",
 ]
 
@@ -132,42 +131,3 @@ async def run_settings(
         await surface.settings_closed.wait()
         nursery.cancel_scope.cancel()
     return 0
-
-
-async def run_demo_in_terminal(*, session: Path | None, settings: Path | None) -> int:
-    """The demo agent with a person at this terminal (``pi-agent-ask demo``).
-
-    Forms take the full screen while one is visible; the agent's transcript is printed on the
-    ordinary screen between them (lines produced while a form is up are printed when it
-    closes). There is no ordinary input editor here: that is the host shell's panel layout.
-    """
-    from pi_agent_ask.form.text import Line, line_text
-    from pi_agent_ask.host.demo import run_demo
-
-    path = _settings_file(settings)
-    loaded = await trio.to_thread.run_sync(
-        functools.partial(load_settings, path, project_dir=Path.cwd())
-    )
-    surface = TerminalSurface(loaded)
-    waiting: list[str] = []
-
-    def flush() -> None:
-        for text in waiting:
-            print(text, flush=True)
-        waiting.clear()
-
-    def emit(line: Line) -> None:
-        waiting.append(line_text(line))
-        if not surface.app_running:
-            flush()
-
-    async with trio.open_nursery() as nursery:
-        await nursery.start(
-            functools.partial(run_terminal_surface, surface, exit_when_idle=True, on_idle=flush)
-        )
-        status = await run_demo(
-            session=session, settings=path, headless=False, emit=emit, surface=surface
-        )
-        nursery.cancel_scope.cancel()
-    flush()
-    return status
