@@ -165,8 +165,16 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
             _dump(result, out)
         return code
     except Exception as error:  # the documented exit 4: an internal error, said on stderr
-        stderr.write(f"pi-agent-ask: internal error: {type(error).__name__}: {error}\n")
+        for cause in _leaves(error):
+            stderr.write(f"pi-agent-ask: internal error: {type(cause).__name__}: {cause}\n")
         return EXIT_INTERNAL
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The real causes inside (nested) exception groups, so the message says what failed."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
 
 
 async def _ask_without_terminal(arguments: Any, args: argparse.Namespace) -> tuple[int, Any]:

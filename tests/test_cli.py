@@ -110,3 +110,32 @@ def test_history_of_a_missing_session_is_an_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "cannot open session" in done.stderr
     assert not (tmp_path / "missing.pas").exists()
+
+
+def test_ask_reports_an_internal_error_with_exit_4(tmp_path: Path) -> None:
+    not_a_session = tmp_path / "plain.txt"
+    not_a_session.write_text("this is not a session file\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pi_agent_ask",
+            "ask",
+            "--session",
+            str(not_a_session),
+            "--settings",
+            str(tmp_path / "settings.json"),
+            "examples/deploy.json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        start_new_session=True,
+        check=False,
+    )
+    assert done.returncode == 4
+    assert done.stdout == ""
+    assert "pi-agent-ask: internal error:" in done.stderr
+    assert "session" in done.stderr.lower()
+    assert not_a_session.read_text() == "this is not a session file\n"  # left untouched

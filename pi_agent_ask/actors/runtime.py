@@ -923,7 +923,7 @@ async def open_runtime(
     """
     import os
 
-    from pi_agent_ask.actors.session import SessionJournal
+    from pi_agent_ask.actors.session import SessionJournal, open_session_file
     from pi_agent_ask.persistence.settings import load_settings, settings_path
 
     if mode not in MODES:
@@ -946,8 +946,11 @@ async def open_runtime(
     if write_terminal is None:
         write_terminal = _discard
 
+    # Opened before any task starts, off the event loop (it reads and checks the whole file):
+    # a file that is not a session file fails here, plainly, and is left untouched.
+    session_file = await trio.to_thread.run_sync(open_session_file, session)
     async with trio.open_nursery() as nursery:
-        journal = await SessionJournal.start(nursery, session)
+        journal = await SessionJournal.start(nursery, session_file)
         writer = BranchWriter(journal)
         opened = trio.Event()
         wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))

@@ -27,6 +27,9 @@ from pi_agent_ask.persistence.session_file import Entry, OpenReport, SessionFile
 
 
 def open_session_file(path: str | os.PathLike[str] | None) -> SessionFile:
+    """Open (or create) the session file at ``path``; ``None``: a fresh in-memory session.
+
+    Raises ``SessionFileError`` for a file that is not a session file (left untouched)."""
     return SessionFile.in_memory() if path is None else SessionFile.open(path)
 
 
@@ -40,11 +43,8 @@ class SessionJournal:
     reports: list[OpenReport] = attrs.field(factory=list)
 
     @classmethod
-    async def start(
-        cls, nursery: trio.Nursery, path: str | os.PathLike[str] | None
-    ) -> SessionJournal:
-        # Opening reads and checks the whole file: off the event loop.
-        session = await trio.to_thread.run_sync(open_session_file, path)
+    async def start(cls, nursery: trio.Nursery, session: SessionFile) -> SessionJournal:
+        """Serve an opened session file (``open_session_file``) from a persistence actor."""
         handle, scope = await _start_actor(nursery, session)
         journal = cls(nursery, handle, scope)
         if session.report is not None and not session.report.ok:
