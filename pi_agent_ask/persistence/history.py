@@ -30,7 +30,7 @@ import datetime as dt
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -194,11 +194,23 @@ class _Completion:
     error: str | None
 
 
-def build_records(entries: Iterable[Entry]) -> list[HistoryRecord]:
-    """All history records of a branch (its entries root → leaf), in journal order."""
+_JOURNAL_TYPES = frozenset({jr.HISTORY_REQUEST, jr.HISTORY_COMPLETED})
+
+
+def build_records(
+    entries: Iterable[Entry], only: Collection[str] | None = None
+) -> list[HistoryRecord]:
+    """All history records of a branch (its entries root → leaf), in journal order; with
+    ``only``, just those of these request ids (the others are not even parsed)."""
     requests: dict[str, _Request] = {}
     completions: dict[str, list[Mapping[str, Any]]] = {}
     for entry in entries:
+        if (
+            only is not None
+            and entry.type in _JOURNAL_TYPES
+            and entry.data.get("requestId") not in only
+        ):
+            continue
         if entry.type == jr.HISTORY_REQUEST:
             request = _request_of(entry)
             if request is not None and request.request_id not in requests:
@@ -419,7 +431,8 @@ def list_history(
 def read_history(entries: Iterable[Entry], request_id: str, question_id: str) -> dict[str, JSON]:
     """``read_ask_history``: ``{record}``, the full record; ``HistoryError`` for a key that is
     not on the current branch."""
-    return {"record": _find(build_records(entries), request_id, question_id).to_json()}
+    records = build_records(entries, only={request_id})
+    return {"record": _find(records, request_id, question_id).to_json()}
 
 
 def _select(
@@ -442,6 +455,14 @@ def _select(
     return [record for record in records if record.key in wanted]
 
 
+def _requested_ids(keys: object) -> set[str] | None:
+    """The request ids a well-formed key selection names (``None``: build every record)."""
+    if not isinstance(keys, list | tuple) or not keys:
+        return None
+    ids = {key.get("requestId") for key in keys if isinstance(key, Mapping)}
+    return {i for i in ids if isinstance(i, str)} if ids else None
+
+
 def export_history(
     entries: Iterable[Entry],
     path: str,
@@ -455,7 +476,8 @@ def export_history(
     an existing file, or a symlink at the destination, is never replaced or followed, and the
     parent directory must already exist. A failed write removes the partial file.
     """
-    selected = _select(build_records(entries), keys)
+    wanted = _requested_ids(keys)
+    selected = _select(build_records(entries, only=wanted), keys)
     if not isinstance(path, str) or not path.strip():
         raise HistoryError(PATH_REQUIRED_TEXT)
     # Lexical normalisation only: resolving symlinks here would follow one at the destination.
