@@ -144,6 +144,8 @@ class Runtime:
     notices: trio.MemoryReceiveChannel[str]
     """Messages for the person: settings problems, damaged session files, recovery."""
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+    history_index: Any = None
+    """The history records of the last branch state listed (``persistence.history``)."""
     _epoch: int = 0
     _model_requested: bool = False
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import re
@@ -396,12 +397,45 @@ def _find(records: Sequence[HistoryRecord], request_id: str, question_id: str) -
 # --------------------------------------------------------------------------------------------
 
 
+@attrs.frozen
+class RecordIndex:
+    """Every record of one branch state, with its search text, built once.
+
+    ``key`` names the journal's state on the branch (``branch_key``): paging through a long
+    history with ``nextOffset`` reuses one index instead of rebuilding it on every call.
+    """
+
+    key: tuple[int, str | None]
+    records: tuple[HistoryRecord, ...]
+    texts: tuple[str, ...]
+
+
+def branch_key(entries: Sequence[Entry]) -> tuple[int, str | None]:
+    """The journal's state on a branch: how many history entries, and the last one's id.
+
+    Other entries (tool calls and results, messages) do not change the records, so paging
+    with ``list_ask_history`` calls in between keeps the same key."""
+    count, last = 0, None
+    for entry in entries:
+        if entry.type in _JOURNAL_TYPES:
+            count, last = count + 1, entry.id
+    return count, last
+
+
+def index_records(entries: Sequence[Entry]) -> RecordIndex:
+    """Build the records of ``entries`` and their search texts (the slow part of a list)."""
+    records = tuple(build_records(entries))
+    return RecordIndex(branch_key(entries), records, tuple(r.search_text() for r in records))
+
+
 def list_history(
     entries: Iterable[Entry],
     query: str | None = None,
     answered_only: bool = False,
     offset: int = 0,
     limit: int = HISTORY_DEFAULT_LIMIT,
+    *,
+    index: RecordIndex | None = None,
 ) -> dict[str, JSON]:
     """``list_ask_history``: ``{total, offset, nextOffset?, records}`` over the filtered records.
 
@@ -413,12 +447,19 @@ def list_history(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= HISTORY_MAX_LIMIT:
         raise HistoryError(f"limit must be an integer from 1 to {HISTORY_MAX_LIMIT}.")
     needle = query.strip().lower() if isinstance(query, str) else ""
-    matches = [
-        record
-        for record in build_records(entries)
-        if (not answered_only or record.has_answer)
-        and (not needle or needle in record.search_text())
-    ]
+    if index is None:
+        matches = [
+            record
+            for record in build_records(entries)
+            if (not answered_only or record.has_answer)
+            and (not needle or needle in record.search_text())
+        ]
+    else:
+        matches = [
+            record
+            for record, text in zip(index.records, index.texts, strict=True)
+            if (not answered_only or record.has_answer) and (not needle or needle in text)
+        ]
     page = matches[offset : offset + limit]
     out: dict[str, JSON] = {"total": len(matches), "offset": offset}
     following = offset + len(page)
@@ -712,18 +753,28 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
         raise ToolError(schema_error_text(name, issues))
     entries = await writer.branch()
     try:
+        # Building records is CPU work proportional to the history: it runs in a worker
+        # thread so forms and the terminal stay responsive meanwhile.
         if name == LIST_ASK_HISTORY:
+            index = runtime.history_index
+            if index is None or index.key != branch_key(entries):
+                index = await trio.to_thread.run_sync(index_records, entries)
+                runtime.history_index = index
             data = list_history(
                 entries,
                 query=arguments.get("query"),
                 answered_only=bool(arguments.get("answeredOnly", False)),
                 offset=arguments.get("offset", 0),
                 limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
+                index=index,
             )
             return _response(data)
         if name == READ_ASK_HISTORY:
-            records = build_records(entries)
-            record = _find(records, arguments["requestId"], arguments["questionId"])
+            request_id = arguments["requestId"]
+            records = await trio.to_thread.run_sync(
+                functools.partial(build_records, entries, only={request_id})
+            )
+            record = _find(records, request_id, arguments["questionId"])
             return _response({"record": record.to_json()}, read_result_content(record))
         data = await trio.to_thread.run_sync(
             export_history, entries, arguments["path"], arguments.get("keys"), runtime.cwd
