@@ -97,6 +97,13 @@ def main() -> None:
     _time(
         "read_ask_history (middle record)",
         lambda: h.read_history(branch, middle.request_id, middle.question_id),
+        rounds=ROUNDS,
+    )
+    index = h.index_records(branch)
+    _time(
+        "list_ask_history, query, next page (index reused)",
+        lambda: h.list_history(branch, query="NEEDLE NOTE", offset=50, index=index),
+        rounds=ROUNDS,
     )
 
 
