@@ -8,22 +8,26 @@ seed Trio's run-queue shuffle, so a failing interleaving replays), then drains i
 still open is answered and every wait ends. Foreground asks and waits run as tasks that later
 steps may cancel; everything else runs in the program's task.
 
-The clock is a ``MockClock`` that never moves by itself: the queue's coalesced draft writes
-happen only when an ``Elapse`` step jumps it, so the steps, not the machine's load, decide when
-they happen.
+The clock is a ``MockClock`` that moves only when an ``Elapse`` step jumps it: the queue's
+coalesced draft writes happen then, so the steps, not the machine's load, decide when. (It
+also jumps when every task has been blocked for ``DEADLOCK_SECONDS`` of real time, which only
+a deadlock does; the program's deadline then reports the deadlock instead of hanging.)
 
 Invariants (``docs/architecture.md``, contract 000 §Background queue):
 
 - every request has at most one terminal outcome in the journal, exactly one after draining
   (a foreground call interrupted by a session reload may end with none: it belonged to the
-  old branch, and the contract does not recover foreground calls on reload);
+  old branch, whose journal view is revoked, so it records neither an outcome nor a tool
+  result, and the next startup or resume reopens it);
 - every background outcome is delivered exactly once across turn-boundary messages, idle
-  wakes and wait results; a cancellation never wakes; while the agent is idle, a ready answer
-  wakes it (once per idle period);
+  wakes and wait results, and a wait returns every outcome it awaited; a cancellation never
+  wakes; while the agent is idle a ready answer wakes it, once per idle period, never while
+  the agent is busy;
 - nothing is delivered before its completion is in the journal, and every delivery is marked
   in the journal (a background-answer entry or the wait's tool result);
-- background forms are first shown in enqueue order; no two forms are shown at once; a form
-  hidden by a defer or a reload comes back with the draft it had;
+- background forms are first shown in enqueue order and only while the panel is open; no two
+  forms are shown at once; a waiting foreground call or an open panel with pending forms
+  always has a form shown; a form hidden by a defer or a reload comes back with its draft;
 - ``herdr:blocked`` alternates true/false starting with true, and at quiescence it is active
   exactly when a form is visible or a wait is active;
 - disposal leaves no task running.
@@ -51,7 +55,6 @@ from pi_agent_ask.actors.runtime import (
     FORM_INTERRUPTED_TEXT,
     WAIT_BUSY_TEXT,
     Runtime,
-    StaleBranch,
 )
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import Entry, SessionFile
@@ -61,27 +64,7 @@ from .runtime_support import RecordingSurface, answer, payload, settings_file, s
 DRAFT_DELAY = 0.25
 """The queue's draft coalescing delay (``QueueActor.draft_delay``); ``Elapse`` jumps past it."""
 
-TOLERATE_STALE_BRANCH_FROM_CALLS = True
-"""Open runtime bug: a tool call running while the session reloads raises ``StaleBranch``
-instead of returning a result (``test_runtime_regressions.py``,
-``test_a_call_overlapping_a_reload_returns_a_result``, xfail). Set to False once fixed."""
-
-TOLERATE_ABORTED_CALL_WITHOUT_OUTCOME = True
-"""Open runtime bug: a foreground call aborted just after its request was journaled leaves
-the request without an outcome (``test_runtime_regressions.py``,
-``test_a_call_aborted_after_its_request_was_journaled_records_an_outcome``, xfail)."""
-
-TOLERATE_UNMARKED_WAIT_ACROSS_RELOAD = True
-"""Open runtime bug: a wait that returns while the session reloads loses its delivery mark
-(its tool result), so the rebuilt queue delivers the same answers again
-(``test_a_wait_result_is_never_delivered_again_after_a_reload``, xfail)."""
-
-TOLERATE_UNORDERED_AGENT_HOOKS = True
-"""Open runtime bug: ``agent_started()``/``agent_settled()`` called back to back may reach
-the queue in either order (``test_agent_hooks_take_effect_in_call_order``, xfail); the idle
-wake check then runs only when each hook call was followed by quiescence."""
-
-DEADLOCK_SECONDS = 1.0
+DEADLOCK_SECONDS = 5.0
 """Real seconds with every task blocked before the clock jumps: only a deadlock does that,
 and the jump then reaches the program's ``fail_after`` deadline, which reports it."""
 
@@ -235,16 +218,16 @@ _WEIGHTED: list[tuple[int, st.SearchStrategy[Operation]]] = [
     (4, st.builds(AnswerVisible, st.integers(1, 2))),
     (2, st.builds(AskForeground, st.integers(1, 2))),
     (2, st.builds(Command, FORM_COMMANDS)),
-    (2, st.just(StartWait())),
+    (3, st.just(StartWait())),
     (1, st.just(Defer())),
     (1, st.just(Reopen())),
     (1, st.just(TurnBoundary())),
     (1, st.just(AgentIdle())),
-    (1, st.just(AgentBusy())),
+    (2, st.just(AgentBusy())),
     (1, st.just(CancelVisible())),
     (1, st.just(Reload())),
     (1, st.just(UserMessage())),
-    (1, st.just(CancelWait())),
+    (2, st.just(CancelWait())),
     (1, st.builds(CancelForeground, st.integers(0, 3))),
     (1, st.just(Elapse())),
 ]
@@ -253,7 +236,13 @@ OPERATIONS: st.SearchStrategy[Operation] = st.sampled_from(
     [strategy for weight, strategy in _WEIGHTED for _ in range(weight)]
 ).flatmap(lambda strategy: strategy)
 
-PROGRAMS = st.lists(st.builds(Step, OPERATIONS, st.booleans()), min_size=6, max_size=25)
+# Half the programs start with a busy agent, where answers wait for a boundary or a wait
+# instead of waking the agent at once.
+PROGRAMS = st.builds(
+    lambda busy, steps: [Step(AgentBusy(), True)] * busy + steps,
+    st.booleans(),
+    st.lists(st.builds(Step, OPERATIONS, st.booleans()), min_size=6, max_size=24),
+)
 
 
 # ------------------------------------------------------------------------------------------
@@ -337,10 +326,19 @@ class World:
     idle: bool = True
     woken: bool = False
     reloads: int = 0
-    hooks_ordered: bool = True
-    """Every agent hook reached the queue before the next one was called (see
-    ``TOLERATE_UNORDERED_AGENT_HOOKS``)."""
-    settled_since_hook: bool = True
+    quiet: bool = True
+    """Nothing happened since the last quiescence."""
+    panel_visible: bool = True
+    """What the person last did with the panel (hide, reopen); it follows reloads."""
+    panel_known: bool = True
+    """False after an Esc whose effect (defer, or closing an editor) the world cannot tell."""
+    escape_pending: bool = False
+    """An Esc was sent since the last quiescence: the form may read it after later steps."""
+    period: str = "clean"
+    """The idle period the queue is in: ``clean`` when the last hook was called at quiescence
+    and took effect before anything else happened, so every wake since belongs to it;
+    ``pending`` until then; ``ambiguous`` otherwise."""
+    wakes_in_period: int = 0
     trusted: bool = True
     """No command or answer was sent since the last quiescence: the surface's states are
     the forms' states."""
@@ -350,6 +348,9 @@ class World:
 
     async def perform(self, operation: Operation) -> None:
         rt = self.rt
+        if self.period == "pending":
+            self.period = "ambiguous"
+        starts_quiet, self.quiet = self.quiet, False
         match operation:
             case AskForeground(questions=n):
                 call = Call(f"f{next(self._ids)}", reloads_at_start=self.reloads)
@@ -379,13 +380,18 @@ class World:
                     self.trusted = False
                     submit(rt.events, self.surface.visible, {"kind": "cancel"})
             case Command(command=command):
-                if self.surface.visible is not None:
+                flow = self.surface.visible
+                if flow is not None:
+                    if isinstance(command, fs.Cancel) and flow.startswith("tool:b"):
+                        self._escape_in_panel(flow)
                     self.trusted = False
-                    await rt.send_command(self.surface.visible, command)
+                    await rt.send_command(flow, command)
             case Defer():
                 self._expect_reshow()
+                self.panel_visible, self.panel_known = False, not self.escape_pending
                 await rt.defer_queue()
             case Reopen():
+                self.panel_visible, self.panel_known = True, not self.escape_pending
                 await rt.show_queue()
             case StartWait():
                 call = Call(f"w{next(self._ids)}", reloads_at_start=self.reloads)
@@ -401,16 +407,17 @@ class World:
                     running[index % len(running)].scope.cancel()
             case UserMessage():
                 self._expect_reshow()
+                self.panel_visible, self.panel_known = False, not self.escape_pending
                 await rt.user_message("something else")
             case TurnBoundary():
                 for message in await rt.turn_boundary():
                     self._delivered("boundary", message)
             case AgentBusy():
-                self._hook()
+                self._hook(starts_quiet)
                 self.idle = False
                 rt.agent_started()
             case AgentIdle():
-                self._hook()
+                self._hook(starts_quiet)
                 self.idle = True
                 self.woken = False
                 rt.agent_settled()
@@ -418,14 +425,28 @@ class World:
                 self._expect_reshow()
                 self.reloads += 1
                 self.woken = False
+                self.period = "ambiguous"
                 await rt.change_session("reload")
             case Elapse():
                 self.clock.jump(DRAFT_DELAY * 1.5)
 
-    def _hook(self) -> None:
+    def _hook(self, quiet: bool) -> None:
         self.collect_wakeups()
-        self.hooks_ordered = self.settled_since_hook
-        self.settled_since_hook = False
+        self.period = "pending" if quiet else "ambiguous"
+        self.wakes_in_period = 0
+
+    def _escape_in_panel(self, flow: str) -> None:
+        """Esc in a background form's navigation defers the queue; in an editor it does not.
+
+        Whether it does is known only once the form has read the key: a session change or
+        another command may come first. Esc never changes the draft.
+        """
+        self.panel_known = False
+        self.escape_pending = True
+        if not self.trusted:
+            self.surface.expected.pop(flow, None)
+        elif self.surface.states[flow].editor is None:
+            self._expect_reshow()
 
     def _expect_reshow(self) -> None:
         """A background form about to be hidden must come back with its current draft."""
@@ -448,9 +469,23 @@ class World:
         if name == "wait_for_answers" and call.result is not None:
             details = call.result.get("details")
             if details is not None:
+                self._check_wait_result(details)
                 # Delivered through this wait: its completion must be journaled already.
                 for item in details["results"]:
                     self._delivered(f"wait:{call.call_id}", item)
+
+    def _check_wait_result(self, details: dict[str, Any]) -> None:
+        """A wait returns every awaited outcome: its set is what was undelivered when it
+        started plus what was enqueued while it waited, and none of those can go elsewhere."""
+        awaited = details["requestIds"]
+        returned = [item["requestId"] for item in details["results"]]
+        pending = details.get("pendingRequestIds", [])
+        if details["status"] == "complete":
+            ok = sorted(returned) == sorted(awaited)
+        else:
+            ok = sorted(returned + pending) == sorted(awaited) and not set(returned) & set(pending)
+        if not ok:
+            self.problems.append(f"wait result does not cover its requests: {details}")
 
     # -- deliveries ---------------------------------------------------------------------------
 
@@ -475,6 +510,11 @@ class World:
             except trio.WouldBlock:
                 return
             self.woken = True
+            self.wakes_in_period += 1
+            if self.period == "clean" and not (self.idle and self.wakes_in_period == 1):
+                self.problems.append(
+                    f"wake number {self.wakes_in_period} of an idle period, agent idle={self.idle}"
+                )
             self._delivered("wake", message)
 
     # -- checks ---------------------------------------------------------------------------------
@@ -482,7 +522,9 @@ class World:
     async def check_quiescent(self) -> None:
         """Invariants that hold whenever every task is blocked."""
         self.trusted = True
-        self.settled_since_hook = True
+        if self.period == "pending":
+            self.period = "clean"
+        self.escape_pending = False
         self.collect_wakeups()
         stats = await self.rt.statistics()
         await trio.testing.wait_all_tasks_blocked()
@@ -490,9 +532,21 @@ class World:
         assert not self.surface.overlaps, f"two forms shown at once: {self.surface.overlaps}"
         assert not self.surface.lost_drafts, f"draft lost: {self.surface.lost_drafts}"
         self.check_deliveries(final=False)
+        self.check_outcomes_so_far()
         self.check_fifo()
         self.check_herdr_sequence()
         assert stats.visible == self.surface.visible, (stats.visible, self.surface.visible)
+        if self.panel_known:
+            assert stats.panel_visible == self.panel_visible, "panel visibility"
+        visible = self.surface.visible
+        if visible is not None and visible.startswith("tool:b"):
+            assert stats.panel_visible, f"{visible} shown while the panel is hidden"
+        if visible is None:
+            running = [call.call_id for call in self.foreground if not call.done]
+            assert not running, f"foreground calls wait, nothing is shown: {running}"
+            assert not (stats.panel_visible and stats.pending), (
+                f"the panel is open on pending forms {stats.pending}, nothing is shown"
+            )
         waiting = any(not call.done for call in self.waits)
         active = bool(self.herdr) and self.herdr[-1]
         should_block = self.surface.visible is not None or waiting
@@ -501,9 +555,16 @@ class World:
         )
         assert bool(stats.herdr_owners) == active, stats.herdr_owners
         assert stats.waiting == waiting
-        hooks_known = self.hooks_ordered or not TOLERATE_UNORDERED_AGENT_HOOKS
-        if self.idle and not self.woken and not waiting and hooks_known:
+        if self.idle and not self.woken and not waiting:
             self.check_idle_wake(stats.delivered)
+        self.quiet = True
+
+    def check_outcomes_so_far(self) -> None:
+        """No request has two terminal outcomes, at any time."""
+        branch = read_branch(self.session)
+        for kind in ("ask:history-completed", "ask:queue-completed"):
+            counts = Counter(e.data["requestId"] for e in branch if e.type == kind)
+            assert all(n == 1 for n in counts.values()), f"two outcomes ({kind}): {counts}"
 
     def check_idle_wake(self, delivered: tuple[str, ...]) -> None:
         """While idle and not yet woken, no ready answer may wait for a boundary."""
@@ -521,23 +582,12 @@ class World:
         background = {request_id for _flow, request_id in self.background}
         for request_id, deliveries in self.deliveries.items():
             assert request_id in background, f"{request_id} is not a background request"
-            if TOLERATE_UNMARKED_WAIT_ACROSS_RELOAD and any(
-                self.wait_overlapped_reload(d.channel) for d in deliveries
-            ):
-                continue
             assert len(deliveries) == 1, (
                 f"{request_id} delivered more than once: {[d.channel for d in deliveries]}"
             )
         if final:
             missing = background - set(self.deliveries)
             assert not missing, f"never delivered: {missing}"
-
-    def wait_overlapped_reload(self, channel: str) -> bool:
-        """Whether ``channel`` is a wait whose call ran while the session reloaded."""
-        return any(
-            channel == f"wait:{call.call_id}" and call.reloads_at_end > call.reloads_at_start
-            for call in self.waits
-        )
 
     def check_fifo(self) -> None:
         order = [flow for flow, _request_id in self.background]
@@ -565,6 +615,7 @@ class World:
                 continue
             stats = await self.rt.statistics()
             if not stats.panel_visible and stats.pending:
+                self.panel_visible, self.panel_known = True, True
                 await self.rt.show_queue()
                 continue
             running = [call.call_id for call in self.foreground + self.waits if not call.done]
@@ -605,18 +656,15 @@ def check_journal(world: World, branch: tuple[Entry, ...]) -> None:
     )
     assert all(n == 1 for n in completions.values()), completions
     assert all(n == 1 for n in queue_completions.values()), queue_completions
+    # A foreground call interrupted by a reload belonged to the old branch: its journal view
+    # is revoked, so it records neither an outcome nor a tool result, and recovery on the next
+    # startup or resume reopens it (the contract does not recover on reload).
     interrupted = {
         call.call_id
         for call in world.foreground
         if call.reloads_at_end > call.reloads_at_start
         and (call.result is None or _is_interrupted(call.result))
     }
-    if TOLERATE_ABORTED_CALL_WITHOUT_OUTCOME:
-        interrupted |= {
-            call.call_id
-            for call in world.foreground
-            if call.result is None and call.error is None and call.scope.cancel_called
-        }
     for request_id, data in requests.items():
         if completions[request_id] == 1:
             continue
@@ -647,15 +695,7 @@ def check_journal(world: World, branch: tuple[Entry, ...]) -> None:
                 assert item["requestId"] in completed, item["requestId"]
                 marked[item["requestId"]] += 1
     assert all(n == 1 for n in marked.values()), f"marked delivered twice: {marked}"
-    unmarked = {
-        request_id
-        for request_id, deliveries in world.deliveries.items()
-        if request_id not in marked
-        and not (
-            TOLERATE_UNMARKED_WAIT_ACROSS_RELOAD
-            and any(world.wait_overlapped_reload(d.channel) for d in deliveries)
-        )
-    }
+    unmarked = set(world.deliveries) - set(marked)
     assert not unmarked, f"delivered without a delivery mark in the journal: {unmarked}"
 
 
@@ -667,12 +707,6 @@ def check_calls(world: World) -> None:
     """Every call ended in a way the API allows."""
     for call in world.foreground + world.waits:
         assert call.done, call
-        if (
-            TOLERATE_STALE_BRANCH_FROM_CALLS
-            and isinstance(call.error, StaleBranch)
-            and call.reloads_at_end > call.reloads_at_start
-        ):
-            continue
         assert call.error is None, f"{call.call_id} raised {call.error!r}"
     for call in world.waits:
         if call.result is not None and call.result.get("isError"):
@@ -733,7 +767,7 @@ def run(program: list[Step]) -> World:
 
 
 @settings(
-    max_examples=200,
+    max_examples=500,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

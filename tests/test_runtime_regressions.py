@@ -132,7 +132,7 @@ async def _inspect(queue_tx: trio.MemorySendChannel[q.QueueMessage]) -> q.QueueS
     return await reply_rx.receive()
 
 
-# -- open bugs in actors/runtime.py ------------------------------------------------------------
+# -- fixed in actors/runtime.py --------------------------------------------------------------
 
 
 async def test_a_call_overlapping_a_reload_returns_a_result(settings: Path, tmp_path: Path) -> None:
