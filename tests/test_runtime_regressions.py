@@ -254,3 +254,78 @@ async def test_herdr_is_released_when_the_session_reloads(settings: Path, tmp_pa
         assert log.herdr() == [True, False, True]
         stats = await rt.statistics()
         assert stats.herdr_owners == frozenset({"panel"})
+
+
+async def test_restored_follow_ups_go_out_once(settings: Path) -> None:
+    # The queue side of recovered answers surviving a session change: follow-ups handed over
+    # by ``Restore`` are sent like new ones (a wake while idle), journaled once.
+    events = ev.EventBus()
+    journal = _Journal()
+    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
+    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+
+    async def no_forms(*_args: Any) -> None:
+        raise AssertionError("no form is shown")
+
+    actor = q.QueueActor(
+        journal=journal,
+        events=events,
+        wakeups=wake_tx,
+        run_background_form=no_forms,
+        background_message=lambda outcome, params: {},
+        draft_to_json=fs.state_to_json,
+    )
+    message = {"customType": "ask:resume-answer", "content": "Q1: Yes", "details": {}}
+    with trio.fail_after(GUARD), wake_rx:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run, queue_rx, queue_tx.clone())
+            restored_tx, restored_rx = trio.open_memory_channel[None](1)
+            follow_up = q.FollowUp("ask:resume-answer", message, wake=True)
+            await queue_tx.send(
+                q.Restore(1, (), True, journal, restored_tx, follow_ups=(follow_up,))
+            )
+            await restored_rx.receive()
+            assert wake_rx.receive_nowait() == message
+            boundary_tx, boundary_rx = trio.open_memory_channel[list[dict[str, Any]]](1)
+            await queue_tx.send(q.TurnBoundary(boundary_tx))
+            assert await boundary_rx.receive() == []
+            nursery.cancel_scope.cancel()
+    assert journal.entries == [("ask:resume-answer", message)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "runtime/journal: a recovered form's answer lives only in the queue's memory (a "
+        "FollowUp) until a boundary or wake delivers it; a reload or restart before that "
+        "drops it, and ask:pending-dismissed stops recovery, so the agent never gets the "
+        "answer. Fix: jr.rebuild_queue reports completed, non-cancelled recovered requests "
+        "(history-completed + pending-dismissed) with no later ask:resume-answer entry; "
+        "Runtime._rebuild builds their messages as _resume_interrupted does and passes them "
+        "as Restore(..., follow_ups=...) (the queue side is in place)"
+    ),
+)
+async def test_a_recovered_answer_survives_a_reload_before_delivery(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    with trio.fail_after(GUARD):
+        async with (
+            open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(rt.call_tool, "ask_user", payload("a"), "f1")
+            await settle()
+            # The reload interrupts the call: no outcome, no tool result on the branch.
+            await rt.change_session("reload")
+        surface = RecordingSurface()
+        async with open_runtime(session=session, settings=settings, surface=surface) as rt:
+            rt.agent_started()
+            await settle()
+            assert surface.visible == "tool:f1"  # recovered on startup
+            submit(rt.events, "tool:f1", answer({"a": ["a2"]}))
+            await settle()
+            await rt.change_session("reload")
+            messages = await rt.turn_boundary()
+    assert [m["customType"] for m in messages] == ["ask:resume-answer"]
+    assert messages[0]["details"]["result"]["answers"]["a"]["values"] == ["a2"]

@@ -26,7 +26,8 @@ Rules stated once:
 5. A session change (``Restore``) ends everything of the old epoch before the new one starts:
    the visible form, every foreground claim (a claim still waiting is granted its cancelled
    scope, so its call ends as interrupted instead of waiting forever), and the wait (aborted,
-   unless it was already answered: its waiter keeps that answer).
+   unless it was already answered: its waiter keeps that answer). The follow-ups it carries
+   (recorded on the new branch, not yet delivered) replace the old ones.
 
 The queue never sends into a form's inbox and never blocks on the host: replies go through
 one-shot channels with a buffer of one, and wakeups through the runtime's wake channel whose
@@ -153,13 +154,18 @@ class FlushDrafts:
 
 @attrs.frozen
 class Restore:
-    """Replace everything with the state rebuilt from a new branch (session change)."""
+    """Replace everything with the state rebuilt from a new branch (session change).
+
+    ``follow_ups`` are the branch's recorded but undelivered follow-up messages (a recovered
+    form answered before the session changed); they go out as if just sent.
+    """
 
     epoch: int
     items: tuple[RestoredItem, ...]
     panel_visible: bool
     journal: Any
     reply: trio.MemorySendChannel[None]
+    follow_ups: tuple[FollowUp, ...] = ()
 
 
 @attrs.frozen
@@ -770,7 +776,7 @@ class QueueActor:
         self.epoch = message.epoch
         self.journal = message.journal
         self._release_all_herdr()
-        self.follow_ups = []
+        self.follow_ups = list(message.follow_ups)
         self.items = {}
         self._pending = {}
         self._undelivered = {}
