@@ -293,18 +293,6 @@ async def test_restored_follow_ups_go_out_once(settings: Path) -> None:
     assert journal.entries == [("ask:resume-answer", message)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "runtime/journal: a recovered form's answer lives only in the queue's memory (a "
-        "FollowUp) until a boundary or wake delivers it; a reload or restart before that "
-        "drops it, and ask:pending-dismissed stops recovery, so the agent never gets the "
-        "answer. Fix: jr.rebuild_queue reports completed, non-cancelled recovered requests "
-        "(history-completed + pending-dismissed) with no later ask:resume-answer entry; "
-        "Runtime._rebuild builds their messages as _resume_interrupted does and passes them "
-        "as Restore(..., follow_ups=...) (the queue side is in place)"
-    ),
-)
 async def test_a_recovered_answer_survives_a_reload_before_delivery(
     settings: Path, tmp_path: Path
 ) -> None:

@@ -81,6 +81,23 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def resume_answer_message(
+    tool_call_id: str, request_id: str, params: AskParams, result: AskResult
+) -> dict[str, Any]:
+    """The follow-up message that brings a reopened form's answer to the agent."""
+    content = texts.tool_result(result, params=params)["content"]
+    return {
+        "role": "user",
+        "customType": jr.RESUME_ANSWER,
+        "content": content[0]["text"] if len(content) == 1 else content,
+        "details": {
+            "toolCallId": tool_call_id,
+            "requestId": request_id,
+            "result": result.to_details(),
+        },
+    }
+
+
 def tool_error(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
@@ -801,9 +818,23 @@ class Runtime:
             items.append(
                 q.RestoredItem(restored.request, form, restored.outcome, restored.delivered)
             )
+        follow_ups = tuple(
+            q.FollowUp(
+                jr.RESUME_ANSWER,
+                resume_answer_message(r.tool_call_id, r.request_id, r.params, r.outcome.result),
+                wake=True,
+            )
+            for r in rebuilt.recovered_answers
+            if r.outcome.result is not None
+        )
         await self._ask_queue(
             lambda reply: q.Restore(
-                self._epoch, tuple(items), rebuilt.panel_visible, self._writer, reply
+                self._epoch,
+                tuple(items),
+                rebuilt.panel_visible,
+                self._writer,
+                reply,
+                follow_ups=follow_ups,
             )
         )
 
@@ -847,18 +878,9 @@ class Runtime:
         if result.cancelled:
             self.notice("Unanswered ask_user form dismissed.")
             return
-        tool_result = texts.tool_result(result, params=request.params)
-        content = tool_result["content"]
-        message = {
-            "role": "user",
-            "customType": jr.RESUME_ANSWER,
-            "content": content[0]["text"] if len(content) == 1 else content,
-            "details": {
-                "toolCallId": call.tool_call_id,
-                "requestId": request.request_id,
-                "result": result.to_details(),
-            },
-        }
+        message = resume_answer_message(
+            call.tool_call_id, request.request_id, request.params, result
+        )
         await self.tell_queue(q.FollowUp(jr.RESUME_ANSWER, message, wake=True))
 
     # -- external UI ----------------------------------------------------------------------
@@ -953,71 +975,74 @@ async def open_runtime(
     session_file = await trio.to_thread.run_sync(open_session_file, session)
     async with trio.open_nursery() as nursery:
         journal = await SessionJournal.start(nursery, session_file)
-        writer = BranchWriter(journal)
-        opened = trio.Event()
-        wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-        abort_tx, abort_rx = trio.open_memory_channel[str](float("inf"))
-        # Unbounded: notices are few, and a host that never reads them must not stall anything.
-        notice_tx, notice_rx = trio.open_memory_channel[str](float("inf"))
-        # Unbounded: the hooks are plain calls that must not block; one task forwards them.
-        activity_tx, activity_rx = trio.open_memory_channel[bool](float("inf"))
-        notify_tx, notify_rx = trio.open_memory_channel[Notify](0)
-        queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-        await nursery.start(
-            functools.partial(run_notifications, notify_rx, write_terminal=write_terminal)
-        )
-        runtime = Runtime(
-            mode=mode,
-            events=events,
-            config=config,
-            cwd=work_dir,
-            settings=loaded,
-            wakeups=wake_rx,
-            nursery=nursery,
-            queue_tx=queue_tx,
-            writer=writer,
-            journal=journal,
-            surface=surface,
-            notify_tx=notify_tx,
-            opened=opened,
-            aborts_tx=abort_tx,
-            aborts=abort_rx,
-            notices_tx=notice_tx,
-            notices=notice_rx,
-            activity_tx=activity_tx,
-        )
-        actor = q.QueueActor(
-            journal=writer,
-            events=events,
-            wakeups=wake_tx,
-            run_background_form=runtime.run_background_form,
-            background_message=runtime.background_message,
-            draft_to_json=fs.state_to_json,
-            tui=mode == "tui",
-        )
-        await nursery.start(actor.run, queue_rx, queue_tx.clone())
-        nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
-        events.on(ev.SUBMIT, runtime._on_submit)
-        if terminal is not None:
-            terminal.on_settings_saved = runtime.apply_settings
-            terminal.controller.cwd = work_dir
-            await nursery.start(_supervise_terminal, runtime, terminal, input, output)
-        for text in loaded.notices:
-            runtime.notice(text)
-        for report in journal.reports:
-            runtime.notice(report.describe())
-        await runtime._rebuild("startup")
-        # Forms shown so far wait for this: nothing is emitted before the body's first checkpoint.
-        nursery.start_soon(_set_event, opened)
+        runtime: Runtime | None = None
         try:
+            writer = BranchWriter(journal)
+            opened = trio.Event()
+            wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
+            abort_tx, abort_rx = trio.open_memory_channel[str](float("inf"))
+            # Unbounded: notices are few, and a host that never reads them must not stall anything.
+            notice_tx, notice_rx = trio.open_memory_channel[str](float("inf"))
+            # Unbounded: the hooks are plain calls that must not block; one task forwards them.
+            activity_tx, activity_rx = trio.open_memory_channel[bool](float("inf"))
+            notify_tx, notify_rx = trio.open_memory_channel[Notify](0)
+            queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+            await nursery.start(
+                functools.partial(run_notifications, notify_rx, write_terminal=write_terminal)
+            )
+            runtime = Runtime(
+                mode=mode,
+                events=events,
+                config=config,
+                cwd=work_dir,
+                settings=loaded,
+                wakeups=wake_rx,
+                nursery=nursery,
+                queue_tx=queue_tx,
+                writer=writer,
+                journal=journal,
+                surface=surface,
+                notify_tx=notify_tx,
+                opened=opened,
+                aborts_tx=abort_tx,
+                aborts=abort_rx,
+                notices_tx=notice_tx,
+                notices=notice_rx,
+                activity_tx=activity_tx,
+            )
+            actor = q.QueueActor(
+                journal=writer,
+                events=events,
+                wakeups=wake_tx,
+                run_background_form=runtime.run_background_form,
+                background_message=runtime.background_message,
+                draft_to_json=fs.state_to_json,
+                tui=mode == "tui",
+            )
+            await nursery.start(actor.run, queue_rx, queue_tx.clone())
+            nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
+            events.on(ev.SUBMIT, runtime._on_submit)
+            if terminal is not None:
+                terminal.on_settings_saved = runtime.apply_settings
+                terminal.controller.cwd = work_dir
+                await nursery.start(_supervise_terminal, runtime, terminal, input, output)
+            for text in loaded.notices:
+                runtime.notice(text)
+            for report in journal.reports:
+                runtime.notice(report.describe())
+            await runtime._rebuild("startup")
+            # Shown forms wait for this: nothing is emitted before the first checkpoint
+            nursery.start_soon(_set_event, opened)
             yield runtime
         finally:
             # Orderly disposal: drafts reach the session file before the actors go, and the
             # persistence actor (shielded from outer cancellation, so cleanups of cancelled
-            # calls can still record their outcomes) is closed last.
-            await runtime.quiesce()
+            # calls can still record their outcomes) is closed last: also when starting up
+            # failed, so a failed open never leaves it running.
+            if runtime is not None:
+                await runtime.quiesce()
             nursery.cancel_scope.cancel()
-            runtime._journal.close()
+            journal.close()
 
 
 async def _supervise_terminal(

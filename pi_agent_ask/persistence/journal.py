@@ -160,7 +160,20 @@ def apply_presented_types(params: AskParams, types: Sequence[Any] | None) -> Ask
 # --------------------------------------------------------------------------------------------
 
 
-_QUEUE_TYPES = frozenset({QUEUED, QUEUE_COMPLETED, BACKGROUND_ANSWER, TOOL_RESULT, DRAFT, PANEL})
+_QUEUE_TYPES = frozenset(
+    {
+        QUEUED,
+        QUEUE_COMPLETED,
+        BACKGROUND_ANSWER,
+        TOOL_RESULT,
+        DRAFT,
+        PANEL,
+        HISTORY_REQUEST,
+        HISTORY_COMPLETED,
+        PENDING_DISMISSED,
+        "ask:resume-answer",
+    }
+)
 
 
 @attrs.frozen
@@ -172,11 +185,22 @@ class RebuiltRequest:
 
 
 @attrs.frozen
+class RecoveredAnswer:
+    """A reopened interrupted form that was answered, its answer not yet delivered."""
+
+    tool_call_id: str
+    request_id: str
+    params: AskParams
+    outcome: Outcome
+
+
+@attrs.frozen
 class RebuiltQueue:
     """What a branch says about the background queue (catalog §3.5)."""
 
     requests: tuple[RebuiltRequest, ...]
     panel_visible: bool
+    recovered_answers: tuple[RecoveredAnswer, ...] = ()
 
 
 def rebuild_queue(branch: Sequence[Any]) -> RebuiltQueue:
@@ -195,6 +219,10 @@ def rebuild_queue(branch: Sequence[Any]) -> RebuiltQueue:
     delivered: set[str] = set()
     drafts: dict[str, Mapping[str, Any]] = {}
     panel_visible = True
+    call_requests: dict[str, Mapping[str, Any]] = {}
+    history_outcomes: dict[str, Mapping[str, Any]] = {}
+    dismissed: list[str] = []
+    resumed_delivered: set[str] = set()
     for entry in branch:
         if entry.type not in _QUEUE_TYPES:
             continue
@@ -247,6 +275,21 @@ def rebuild_queue(branch: Sequence[Any]) -> RebuiltQueue:
                     drafts[request_id] = data["form"]
             case "ask:panel":
                 panel_visible = bool(data.get("visible", True))
+            case "ask:history-request":
+                call_id = data.get("toolCallId")
+                if isinstance(call_id, str) and isinstance(data.get("requestId"), str):
+                    # The newest request of a call is the one a reopened form completes.
+                    call_requests[call_id] = data
+            case "ask:history-completed":
+                if isinstance(data.get("requestId"), str):
+                    history_outcomes[data["requestId"]] = data
+            case "ask:pending-dismissed":
+                if isinstance(data.get("toolCallId"), str):
+                    dismissed.append(data["toolCallId"])
+            case "ask:resume-answer":
+                details = data.get("details")
+                if isinstance(details, Mapping) and isinstance(details.get("requestId"), str):
+                    resumed_delivered.add(details["requestId"])
             case _:
                 pass
     return RebuiltQueue(
@@ -260,7 +303,39 @@ def rebuild_queue(branch: Sequence[Any]) -> RebuiltQueue:
             for request_id, request in requests.items()
         ),
         panel_visible=panel_visible,
+        recovered_answers=_recovered_answers(
+            dismissed, call_requests, history_outcomes, resumed_delivered
+        ),
     )
+
+
+def _recovered_answers(
+    dismissed: Sequence[str],
+    call_requests: Mapping[str, Mapping[str, Any]],
+    outcomes: Mapping[str, Mapping[str, Any]],
+    delivered: set[str],
+) -> tuple[RecoveredAnswer, ...]:
+    """Reopened forms answered (``ask:pending-dismissed`` with a submitted completion) whose
+    ``ask:resume-answer`` message is not on the branch: recorded, never delivered."""
+    from pi_agent_ask.form.validate import params_from_saved
+
+    found = []
+    for call_id in dict.fromkeys(dismissed):
+        request = call_requests.get(call_id)
+        if request is None:
+            continue
+        request_id = request["requestId"]
+        completion = outcomes.get(request_id)
+        if request_id in delivered or completion is None:
+            continue
+        outcome = outcome_from_entry(completion, None)
+        if outcome is None or outcome.result is None or outcome.result.cancelled:
+            continue
+        params = params_from_saved(request.get("params"))
+        if params is None:
+            continue
+        found.append(RecoveredAnswer(call_id, request_id, params, outcome))
+    return tuple(found)
 
 
 # --------------------------------------------------------------------------------------------
