@@ -57,12 +57,19 @@ from pi_agent_ask.actors.runtime import (
     Runtime,
 )
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.persistence.journal import RESUME_ANSWER
 from pi_agent_ask.persistence.session_file import Entry, SessionFile
 
 from .runtime_support import RecordingSurface, answer, payload, settings_file, submit
 
 DRAFT_DELAY = 0.25
 """The queue's draft coalescing delay (``QueueActor.draft_delay``); ``Elapse`` jumps past it."""
+
+TOLERATE_EARLY_HERDR = True
+"""Open runtime bug: Herdr taken by a form recovered at open is emitted before the body runs
+(``test_runtime_regressions.py``,
+``test_handlers_at_the_top_of_the_block_see_herdr_of_recovered_forms``, xfail); the restart
+then counts the panel's blocked state from the queue's owners. Remove once fixed."""
 
 DEADLOCK_SECONDS = 5.0
 """Real seconds with every task blocked before the clock jumps: only a deadlock does that,
@@ -236,12 +243,22 @@ OPERATIONS: st.SearchStrategy[Operation] = st.sampled_from(
     [strategy for weight, strategy in _WEIGHTED for _ in range(weight)]
 ).flatmap(lambda strategy: strategy)
 
+
+@attrs.frozen
+class Program:
+    steps: tuple[Step, ...]
+    abandon: bool
+    """End by aborting every running call and disposing the runtime with forms still open,
+    instead of answering everything first."""
+
+
 # Half the programs start with a busy agent, where answers wait for a boundary or a wait
 # instead of waking the agent at once.
 PROGRAMS = st.builds(
-    lambda busy, steps: [Step(AgentBusy(), True)] * busy + steps,
+    lambda busy, steps, abandon: Program((Step(AgentBusy(), True),) * busy + steps, abandon),
     st.booleans(),
-    st.lists(st.builds(Step, OPERATIONS, st.booleans()), min_size=6, max_size=24),
+    st.lists(st.builds(Step, OPERATIONS, st.booleans()), min_size=6, max_size=24).map(tuple),
+    st.booleans(),
 )
 
 
@@ -319,9 +336,13 @@ class World:
     herdr: list[bool] = attrs.field(factory=list)
     flows: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     background: list[tuple[str, str]] = attrs.field(factory=list)  # (flow id, request id)
+    fifo: list[str] = attrs.field(factory=list)
+    """The background flows in the order this runtime must first show them."""
     foreground: list[Call] = attrs.field(factory=list)
     waits: list[Call] = attrs.field(factory=list)
     deliveries: dict[str, list[Delivery]] = attrs.field(factory=dict)
+    follow_ups: dict[str, list[Delivery]] = attrs.field(factory=dict)
+    """Answers of recovered foreground forms, by request id."""
     problems: list[str] = attrs.field(factory=list)
     idle: bool = True
     woken: bool = False
@@ -366,6 +387,7 @@ class World:
                 assert content["status"] == "queued", receipt
                 self.flows[f"tool:{call_id}"] = _qids(n)
                 self.background.append((f"tool:{call_id}", content["requestId"]))
+                self.fifo.append(f"tool:{call_id}")
             case AnswerVisible(option=option):
                 flow = self.surface.visible
                 if flow is not None:
@@ -387,7 +409,7 @@ class World:
                     self.trusted = False
                     await rt.send_command(flow, command)
             case Defer():
-                self._expect_reshow()
+                self.expect_reshow()
                 self.panel_visible, self.panel_known = False, not self.escape_pending
                 await rt.defer_queue()
             case Reopen():
@@ -406,7 +428,7 @@ class World:
                 if running:
                     running[index % len(running)].scope.cancel()
             case UserMessage():
-                self._expect_reshow()
+                self.expect_reshow()
                 self.panel_visible, self.panel_known = False, not self.escape_pending
                 await rt.user_message("something else")
             case TurnBoundary():
@@ -422,7 +444,7 @@ class World:
                 self.woken = False
                 rt.agent_settled()
             case Reload():
-                self._expect_reshow()
+                self.expect_reshow()
                 self.reloads += 1
                 self.woken = False
                 self.period = "ambiguous"
@@ -446,10 +468,11 @@ class World:
         if not self.trusted:
             self.surface.expected.pop(flow, None)
         elif self.surface.states[flow].editor is None:
-            self._expect_reshow()
+            self.expect_reshow()
 
-    def _expect_reshow(self) -> None:
-        """A background form about to be hidden must come back with its current draft."""
+    def expect_reshow(self) -> None:
+        """A background form about to be hidden (or disposed with the runtime) must come back
+        with its current draft."""
         flow = self.surface.visible
         if flow is None or not flow.startswith("tool:b"):
             return
@@ -459,13 +482,15 @@ class World:
             self.surface.expected.pop(flow, None)
 
     async def _run_call(self, call: Call, name: str, arguments: dict[str, Any]) -> None:
-        with call.scope:
-            try:
+        try:
+            with call.scope:
                 call.result = await self.rt.call_tool(name, arguments, tool_call_id=call.call_id)
-            except Exception as error:
-                call.error = error
-        call.done = True
-        call.reloads_at_end = self.reloads
+        except Exception as error:
+            call.error = error
+        finally:
+            # Also when the whole program is abandoned (its nursery cancelled).
+            call.done = True
+            call.reloads_at_end = self.reloads
         if name == "wait_for_answers" and call.result is not None:
             details = call.result.get("details")
             if details is not None:
@@ -492,7 +517,10 @@ class World:
     def _delivered(self, channel: str, message: dict[str, Any]) -> None:
         details = message.get("details", message)
         request_id = details["requestId"]
-        self.deliveries.setdefault(request_id, []).append(Delivery(channel, message))
+        if message.get("customType") == RESUME_ANSWER:
+            self.follow_ups.setdefault(request_id, []).append(Delivery(channel, message))
+        else:
+            self.deliveries.setdefault(request_id, []).append(Delivery(channel, message))
         completed = {
             e.data["requestId"]
             for e in read_branch(self.session)
@@ -585,12 +613,14 @@ class World:
             assert len(deliveries) == 1, (
                 f"{request_id} delivered more than once: {[d.channel for d in deliveries]}"
             )
+        for request_id, deliveries in self.follow_ups.items():
+            assert len(deliveries) == 1, f"recovered answer {request_id} delivered twice"
         if final:
             missing = background - set(self.deliveries)
             assert not missing, f"never delivered: {missing}"
 
     def check_fifo(self) -> None:
-        order = [flow for flow, _request_id in self.background]
+        order = self.fifo
         first_shown: list[str] = []
         for flow in self.surface.shown:
             if flow in order and flow not in first_shown:
@@ -647,8 +677,9 @@ def journal_outcomes(branch: tuple[Entry, ...]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
-def check_journal(world: World, branch: tuple[Entry, ...]) -> None:
-    """Exactly one outcome per request; completion before delivery; every delivery marked."""
+def check_journal(world: World, branch: tuple[Entry, ...], *, drained: bool) -> None:
+    """Exactly one outcome per request (at most one for background requests left pending);
+    completion before delivery; every delivery marked, once."""
     requests = {e.data["requestId"]: e.data for e in branch if e.type == "ask:history-request"}
     completions = Counter(e.data["requestId"] for e in branch if e.type == "ask:history-completed")
     queue_completions = Counter(
@@ -666,9 +697,23 @@ def check_journal(world: World, branch: tuple[Entry, ...]) -> None:
         and (call.result is None or _is_interrupted(call.result))
     }
     for request_id, data in requests.items():
-        if completions[request_id] == 1:
+        if completions[request_id] == 1 or (data["background"] and not drained):
             continue
         assert data.get("toolCallId") in interrupted, f"{request_id} has no outcome: {data}"
+    # A recovered form (dismissed from recovery once it ended) has its outcome, and its answer
+    # reached the agent once.
+    dismissed = {e.data["toolCallId"] for e in branch if e.type == "ask:pending-dismissed"}
+    for request_id, data in requests.items():
+        if data.get("toolCallId") not in dismissed:
+            continue
+        assert completions[request_id] == 1, f"recovered {request_id} has no outcome"
+        [outcome] = [
+            e.data
+            for e in branch
+            if e.type == "ask:history-completed" and e.data["requestId"] == request_id
+        ]
+        if drained and not outcome["result"]["cancelled"]:
+            assert len(world.follow_ups.get(request_id, ())) == 1, f"recovered {request_id}"
     # The foreground results the agent got are the journaled ones.
     for call in world.foreground:
         if call.result is not None and "details" in call.result:
@@ -682,6 +727,7 @@ def check_journal(world: World, branch: tuple[Entry, ...]) -> None:
     # Completion precedes delivery; each request is marked delivered once.
     completed: set[str] = set()
     marked: Counter[str] = Counter()
+    followed: Counter[str] = Counter()
     for entry in branch:
         if entry.type == "ask:history-completed":
             completed.add(entry.data["requestId"])
@@ -689,6 +735,10 @@ def check_journal(world: World, branch: tuple[Entry, ...]) -> None:
             request_id = entry.data["details"]["requestId"]
             assert request_id in completed, f"{request_id} delivered before it was recorded"
             marked[request_id] += 1
+        elif entry.type == RESUME_ANSWER:
+            request_id = entry.data["details"]["requestId"]
+            assert request_id in completed, f"{request_id} followed up before it was recorded"
+            followed[request_id] += 1
         elif entry.type == "tool-result" and entry.data["name"] == "wait_for_answers":
             details = entry.data["result"].get("details")
             for item in details["results"] if details else ():
@@ -697,6 +747,8 @@ def check_journal(world: World, branch: tuple[Entry, ...]) -> None:
     assert all(n == 1 for n in marked.values()), f"marked delivered twice: {marked}"
     unmarked = set(world.deliveries) - set(marked)
     assert not unmarked, f"delivered without a delivery mark in the journal: {unmarked}"
+    assert all(n == 1 for n in followed.values()), f"followed up twice: {followed}"
+    assert set(world.follow_ups) <= set(followed), "a follow-up without its journal entry"
 
 
 def _is_interrupted(result: dict[str, Any]) -> bool:
@@ -719,46 +771,96 @@ def check_calls(world: World) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-async def run_program(program: list[Step], directory: Path, clock: trio.testing.MockClock) -> World:
+async def run_program(program: Program, directory: Path, clock: trio.testing.MockClock) -> World:
     root = trio.lowlevel.current_root_task()
     before = count_tasks(root)
     session = directory / "session.pas"
-    surface = CheckingSurface()
     settings_path = settings_file(directory)
     with trio.fail_after(PROGRAM_DEADLINE):
-        world = await run_in_runtime(program, session, settings_path, surface, clock)
+        world = await run_in_runtime(program, session, settings_path, clock)
+        await trio.testing.wait_all_tasks_blocked()
+        assert count_tasks(root) == before, "disposal left tasks running"
+        world = await restart(world, settings_path)
     await trio.testing.wait_all_tasks_blocked()
     assert count_tasks(root) == before, "disposal left tasks running"
     return world
 
 
 async def run_in_runtime(
-    program: list[Step],
-    session: Path,
-    settings_path: Path,
-    surface: CheckingSurface,
-    clock: trio.testing.MockClock,
+    program: Program, session: Path, settings_path: Path, clock: trio.testing.MockClock
 ) -> World:
+    """The program in one runtime, then either draining or abandoning it, then disposal."""
+    surface = CheckingSurface()
     async with open_runtime(
         session=session, settings=settings_path, surface=surface, cwd=session.parent
     ) as rt:
         async with trio.open_nursery() as nursery:
             world = World(rt, surface, nursery, clock, session)
             rt.events.on(ev.HERDR_BLOCKED, lambda p: world.herdr.append(p["active"]))
-            for step in program:
+            for step in program.steps:
                 await world.perform(step.operation)
                 if step.settle:
                     await trio.testing.wait_all_tasks_blocked()
                     await world.check_quiescent()
-            await world.drain()
+            if program.abandon:
+                # The host aborts its calls and disposes the runtime: the visible background
+                # form must come back with its draft after the restart.
+                world.expect_reshow()
+                nursery.cancel_scope.cancel()
+            else:
+                await world.drain()
         check_calls(world)
+    # Wakes sent just before disposal stay readable: the host takes them after the block.
+    world.collect_wakeups()
     world.check_herdr_sequence()
     assert not world.herdr or world.herdr[-1] is False
-    check_journal(world, read_branch(session))
+    check_journal(world, read_branch(session), drained=not program.abandon)
     return world
 
 
-def run(program: list[Step]) -> World:
+async def restart(old: World, settings_path: Path) -> World:
+    """Open the session file again (``startup``) and drain what it holds.
+
+    Pending background forms come back in FIFO order with their drafts, undelivered answers
+    are delivered (never the delivered ones again), the newest interrupted foreground call is
+    reopened and its answer reaches the agent once.
+    """
+    outcomes = journal_outcomes(read_branch(old.session))
+    surface = CheckingSurface(expected=dict(old.surface.expected))
+    async with (
+        open_runtime(
+            session=old.session, settings=settings_path, surface=surface, cwd=old.session.parent
+        ) as rt,
+        trio.open_nursery() as nursery,
+    ):
+        world = World(
+            rt,
+            surface,
+            nursery,
+            old.clock,
+            old.session,
+            flows=old.flows,
+            background=old.background,
+            fifo=[flow for flow, rid in old.background if rid not in outcomes],
+            foreground=old.foreground,
+            waits=old.waits,
+            deliveries=old.deliveries,
+            follow_ups=old.follow_ups,
+            reloads=old.reloads,
+            panel_visible=old.panel_visible,
+            panel_known=old.panel_known,
+        )
+        rt.events.on(ev.HERDR_BLOCKED, lambda p: world.herdr.append(p["active"]))
+        if TOLERATE_EARLY_HERDR and (await rt.statistics()).herdr_owners and not world.herdr:
+            world.herdr.append(True)
+        await world.drain()
+    world.check_herdr_sequence()
+    assert not world.herdr or world.herdr[-1] is False
+    check_journal(world, read_branch(old.session), drained=True)
+    return world
+
+
+def run(program: Program) -> World:
     with tempfile.TemporaryDirectory() as directory:
         clock = trio.testing.MockClock(autojump_threshold=DEADLOCK_SECONDS)
         return trio.run(
@@ -767,12 +869,12 @@ def run(program: list[Step]) -> World:
 
 
 @settings(
-    max_examples=500,
+    max_examples=400,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(program=PROGRAMS)
-def test_random_programs_keep_the_runtime_invariants(program: list[Step]) -> None:
+def test_random_programs_keep_the_runtime_invariants(program: Program) -> None:
     world = run(program)
     # What the examples exercised (pytest --hypothesis-show-statistics).
     channels = Counter(d.channel.split(":")[0] for ds in world.deliveries.values() for d in ds)
@@ -785,6 +887,9 @@ def test_random_programs_keep_the_runtime_invariants(program: list[Step]) -> Non
         event("a wait ended with an error")
     if any(call.result is None for call in world.foreground):
         event("a foreground call was aborted")
+    if world.follow_ups:
+        event("a recovered form was answered")
+    event("abandoned" if program.abandon else "drained")
 
 
 def _bucket(n: int) -> str:

@@ -18,8 +18,10 @@ import trio.testing
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
 from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors.records import AskRequest
 from pi_agent_ask.actors.runtime import FORM_INTERRUPTED_TEXT
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence.session_file import Entry, SessionFile
 
 from .runtime_support import EventLog, RecordingSurface, answer, payload, settings_file, submit
@@ -317,3 +319,68 @@ async def test_a_recovered_answer_survives_a_reload_before_delivery(
             messages = await rt.turn_boundary()
     assert [m["customType"] for m in messages] == ["ask:resume-answer"]
     assert messages[0]["details"]["result"]["answers"]["a"]["values"] == ["a2"]
+
+
+async def test_a_queue_waiting_for_its_surface_shows_nothing_until_it_is_ready() -> None:
+    # The queue side of "handlers registered at the top of the block see every event": a
+    # recovered form is neither shown nor holds Herdr before SurfaceReady.
+    events = ev.EventBus()
+    log = EventLog()
+    log.attach(events)
+    shown: list[str] = []
+    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
+    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+
+    async def show(request: AskRequest, *_args: Any) -> None:
+        shown.append(request.request_id)
+        await trio.sleep_forever()
+
+    actor = q.QueueActor(
+        journal=_Journal(),
+        events=events,
+        wakeups=wake_tx,
+        run_background_form=show,
+        background_message=lambda outcome, params: {},
+        draft_to_json=fs.state_to_json,
+        surface_ready=False,
+    )
+    params = validate_ask_params(payload("a", background=True)).params
+    assert params is not None
+    request = AskRequest("r1", params, background=True, created_at="2026-01-01T00:00:00Z")
+    item = q.RestoredItem(request, fs.new_form(params), outcome=None, delivered=False)
+    with trio.fail_after(GUARD), wake_rx:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run, queue_rx, queue_tx.clone())
+            restored_tx, restored_rx = trio.open_memory_channel[None](1)
+            await queue_tx.send(q.Restore(1, (item,), True, _Journal(), restored_tx))
+            await restored_rx.receive()
+            await settle()
+            assert (shown, log.herdr(), (await _inspect(queue_tx)).visible) == ([], [], None)
+            await queue_tx.send(q.SurfaceReady())
+            await settle()
+            assert (shown, log.herdr()) == (["r1"], [True])
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "runtime: a form recovered at open takes Herdr (herdr:blocked true) while open_runtime "
+        "restores the queue, before the body runs, so handlers registered at the top of the "
+        "block miss it (API.md: nothing is emitted before the body's first checkpoint). Fix: "
+        "start the QueueActor with surface_ready=False and send q.SurfaceReady() from the "
+        "task that sets _opened (the queue side is in place)"
+    ),
+)
+async def test_handlers_at_the_top_of_the_block_see_herdr_of_recovered_forms(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        await rt.call_tool("ask_user", payload("a", background=True), "b1")
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        await settle()
+        assert (await rt.statistics()).herdr_owners == frozenset({"panel"})
+        assert log.herdr() == [True]

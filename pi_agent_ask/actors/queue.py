@@ -7,7 +7,8 @@ The queue owns, and is the only task that changes:
   call) is visible now. Claimants are served strictly in arrival order; a background request is
   eligible only while the panel is visible. A foreground claim that is withdrawn (its call was
   cancelled) never lets a later claimant overtake the one that is active;
-- panel visibility (defer / reopen), persisted so it follows the branch;
+- panel visibility (defer / reopen), persisted so it follows the branch. Nothing is shown
+  before the host's surface is ready (``SurfaceReady``);
 - delivery bookkeeping: each outcome reaches the agent exactly once, through a turn boundary, an
   idle wake, or a ``wait_for_answers`` result, and only after it was journaled;
 - the active wait, if any;
@@ -193,6 +194,16 @@ class Quiesce:
 
 
 @attrs.frozen
+class SurfaceReady:
+    """The host's input surface is up: forms, recovered ones first, may be shown now.
+
+    A queue started with ``surface_ready=False`` shows nothing, and so emits no Herdr event,
+    until this arrives; the runtime sends it once the ``async with`` body runs, so handlers
+    registered at the top of the body see every event.
+    """
+
+
+@attrs.frozen
 class FollowUp:
     """A message for the agent that is not a background answer (a recovered form's answer).
 
@@ -224,6 +235,7 @@ QueueMessage = (
     | Inspect
     | FollowUp
     | Quiesce
+    | SurfaceReady
 )
 
 
@@ -421,6 +433,9 @@ class QueueActor:
             case FollowUp():
                 self.follow_ups.append(message)
                 await self._try_wake()
+            case SurfaceReady():
+                self.surface_ready = True
+                self._schedule()
             case Quiesce(reply=reply):
                 self.held = True
                 self._quiesce_replies.append(reply)
@@ -517,7 +532,7 @@ class QueueActor:
 
     def _schedule(self) -> None:
         """Give the surface to the next claimant when nobody holds it."""
-        if self.active is not None or self._nursery is None or self.held:
+        if self.active is not None or self._nursery is None or self.held or not self.surface_ready:
             return
         nxt = self._next_claimant()
         if nxt is None:
