@@ -362,16 +362,6 @@ async def test_a_queue_waiting_for_its_surface_shows_nothing_until_it_is_ready()
             nursery.cancel_scope.cancel()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "runtime: a form recovered at open takes Herdr (herdr:blocked true) while open_runtime "
-        "restores the queue, before the body runs, so handlers registered at the top of the "
-        "block miss it (API.md: nothing is emitted before the body's first checkpoint). Fix: "
-        "start the QueueActor with surface_ready=False and send q.SurfaceReady() from the "
-        "task that sets _opened (the queue side is in place)"
-    ),
-)
 async def test_handlers_at_the_top_of_the_block_see_herdr_of_recovered_forms(
     settings: Path, tmp_path: Path
 ) -> None:

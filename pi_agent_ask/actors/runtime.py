@@ -861,6 +861,7 @@ class Runtime:
             parent_tool_call_id=call.parent_tool_call_id,
             source="ask:resume",
         )
+        await self._opened.wait()  # nothing, not even Herdr, before the body runs
         count = len(call.params.questions)
         self.notice(f"Reopening unanswered ask_user form: {count} question(s).")
         try:
@@ -1018,6 +1019,7 @@ async def open_runtime(
                 background_message=runtime.background_message,
                 draft_to_json=fs.state_to_json,
                 tui=mode == "tui",
+                surface_ready=False,
             )
             await nursery.start(actor.run, queue_rx, queue_tx.clone())
             nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
@@ -1032,7 +1034,7 @@ async def open_runtime(
                 runtime.notice(report.describe())
             await runtime._rebuild("startup")
             # Shown forms wait for this: nothing is emitted before the first checkpoint
-            nursery.start_soon(_set_event, opened)
+            nursery.start_soon(_open_surface, opened, queue_tx.clone())
             yield runtime
         finally:
             # Orderly disposal: drafts reach the session file before the actors go, and the
@@ -1099,5 +1101,10 @@ def _discard(_text: str) -> None:
     pass
 
 
-async def _set_event(event: trio.Event) -> None:
-    event.set()
+async def _open_surface(opened: trio.Event, queue: trio.MemorySendChannel[q.QueueMessage]) -> None:
+    """Runs once the ``async with`` body reached its first checkpoint: only now may forms
+    (recovered ones first) be shown and take Herdr, so handlers registered at the top of the
+    body see every event."""
+    opened.set()
+    async with queue:
+        await queue.send(q.SurfaceReady())
