@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import functools
 import tempfile
+import typing
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import trio
@@ -244,21 +245,24 @@ OPERATIONS: st.SearchStrategy[Operation] = st.sampled_from(
 ).flatmap(lambda strategy: strategy)
 
 
+Ending = Literal["drain", "abort calls, then drain", "dispose"]
+"""How a program ends: answer everything left; abort every running call (the agent gave up)
+and then answer everything; or abort every call and dispose the runtime with forms open."""
+
+
 @attrs.frozen
 class Program:
     steps: tuple[Step, ...]
-    abandon: bool
-    """End by aborting every running call and disposing the runtime with forms still open,
-    instead of answering everything first."""
+    ending: Ending
 
 
 # Half the programs start with a busy agent, where answers wait for a boundary or a wait
 # instead of waking the agent at once.
 PROGRAMS = st.builds(
-    lambda busy, steps, abandon: Program((Step(AgentBusy(), True),) * busy + steps, abandon),
+    lambda busy, steps, ending: Program((Step(AgentBusy(), True),) * busy + steps, ending),
     st.booleans(),
     st.lists(st.builds(Step, OPERATIONS, st.booleans()), min_size=6, max_size=24).map(tuple),
-    st.booleans(),
+    st.sampled_from(typing.get_args(Ending)),
 )
 
 
@@ -488,7 +492,7 @@ class World:
         except Exception as error:
             call.error = error
         finally:
-            # Also when the whole program is abandoned (its nursery cancelled).
+            # Also when the runtime is disposed with the call running (its nursery cancelled).
             call.done = True
             call.reloads_at_end = self.reloads
         if name == "wait_for_answers" and call.result is not None:
@@ -789,7 +793,7 @@ async def run_program(program: Program, directory: Path, clock: trio.testing.Moc
 async def run_in_runtime(
     program: Program, session: Path, settings_path: Path, clock: trio.testing.MockClock
 ) -> World:
-    """The program in one runtime, then either draining or abandoning it, then disposal."""
+    """The program in one runtime, its ending, then disposal."""
     surface = CheckingSurface()
     async with open_runtime(
         session=session, settings=settings_path, surface=surface, cwd=session.parent
@@ -802,19 +806,23 @@ async def run_in_runtime(
                 if step.settle:
                     await trio.testing.wait_all_tasks_blocked()
                     await world.check_quiescent()
-            if program.abandon:
+            if program.ending == "dispose":
                 # The host aborts its calls and disposes the runtime: the visible background
                 # form must come back with its draft after the restart.
                 world.expect_reshow()
                 nursery.cancel_scope.cancel()
             else:
+                if program.ending == "abort calls, then drain":
+                    # What aborted waits held goes back to delivery; queued forms stay.
+                    for call in world.foreground + world.waits:
+                        call.scope.cancel()
                 await world.drain()
         check_calls(world)
     # Wakes sent just before disposal stay readable: the host takes them after the block.
     world.collect_wakeups()
     world.check_herdr_sequence()
     assert not world.herdr or world.herdr[-1] is False
-    check_journal(world, read_branch(session), drained=not program.abandon)
+    check_journal(world, read_branch(session), drained=program.ending != "dispose")
     return world
 
 
@@ -889,7 +897,7 @@ def test_random_programs_keep_the_runtime_invariants(program: Program) -> None:
         event("a foreground call was aborted")
     if world.follow_ups:
         event("a recovered form was answered")
-    event("abandoned" if program.abandon else "drained")
+    event(f"ending: {program.ending}")
 
 
 def _bucket(n: int) -> str:
