@@ -66,12 +66,6 @@ from .runtime_support import RecordingSurface, answer, payload, settings_file, s
 DRAFT_DELAY = 0.25
 """The queue's draft coalescing delay (``QueueActor.draft_delay``); ``Elapse`` jumps past it."""
 
-TOLERATE_EARLY_HERDR = True
-"""Open runtime bug: Herdr taken by a form recovered at open is emitted before the body runs
-(``test_runtime_regressions.py``,
-``test_handlers_at_the_top_of_the_block_see_herdr_of_recovered_forms``, xfail); the restart
-then counts the panel's blocked state from the queue's owners. Remove once fixed."""
-
 DEADLOCK_SECONDS = 5.0
 """Real seconds with every task blocked before the clock jumps: only a deadlock does that,
 and the jump then reaches the program's ``fail_after`` deadline, which reports it."""
@@ -859,8 +853,6 @@ async def restart(old: World, settings_path: Path) -> World:
             panel_known=old.panel_known,
         )
         rt.events.on(ev.HERDR_BLOCKED, lambda p: world.herdr.append(p["active"]))
-        if TOLERATE_EARLY_HERDR and (await rt.statistics()).herdr_owners and not world.herdr:
-            world.herdr.append(True)
         await world.drain()
     world.check_herdr_sequence()
     assert not world.herdr or world.herdr[-1] is False
