@@ -869,7 +869,7 @@ def run(program: Program) -> World:
 
 
 @settings(
-    max_examples=400,
+    max_examples=300,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
