@@ -17,7 +17,7 @@ The queue owns, and is the only task that changes:
 Rules stated once:
 
 1. An outcome is journaled before anything can see it (the form task journals before it
-   reports ``FormFinished``; the queue journals the delivery mark before handing a message out).
+   reports ``FormStopped``; the queue journals the delivery mark before handing a message out).
 2. A completed outcome is *routed* to the active wait when it is in the wait's set; routed
    outcomes never go to boundaries or wakes. A wait that ends without acknowledging (aborted)
    gives its routed outcomes back.
