@@ -1,7 +1,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
+import pytest
+import trio
+import trio.lowlevel
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -9,3 +15,69 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+TRIO_TEST_DEADLINE = float(os.environ.get("PI_AGENT_ASK_TEST_DEADLINE", "120"))
+"""Real seconds a Trio test may run. A test that is still running then is cancelled and fails
+with the place every task was blocked at, instead of stalling the run. (Tests on a mock clock
+keep their virtual time to themselves: the deadline would be virtual too, so they have none;
+pytest-timeout, configured in pyproject.toml, is the backstop for every test.)"""
+
+
+TRIO_SOURCES = str(Path(trio.__file__).parent)
+
+
+class TrioTestTimeout(AssertionError):
+    """A Trio test outlived ``TRIO_TEST_DEADLINE``."""
+
+
+def _task_tree(task: trio.lowlevel.Task, depth: int = 0) -> Iterator[str]:
+    pad = "  " * depth
+    frames = [
+        f"{frame.f_code.co_filename}:{lineno} in {frame.f_code.co_name}"
+        for frame, lineno in task.iter_await_frames()
+        if TRIO_SOURCES not in frame.f_code.co_filename
+    ]
+    yield f"{pad}- {task.name}"
+    for line in frames[-4:]:
+        yield f"{pad}    {line}"
+    for nursery in task.child_nurseries:
+        for child in nursery.child_tasks:
+            yield from _task_tree(child, depth + 1)
+
+
+def run_with_deadline(
+    fn: Callable[[], Any], *, clock: trio.abc.Clock | None = None, instruments: Any = ()
+) -> Any:
+    """``trio.run`` with a real-time deadline around the test (see ``TRIO_TEST_DEADLINE``)."""
+    if clock is not None:
+        return trio.run(fn, clock=clock, instruments=instruments)
+
+    async def guarded() -> Any:
+        tree: list[str] = []
+        with trio.move_on_after(TRIO_TEST_DEADLINE) as scope:
+            async with trio.open_nursery() as nursery:
+
+                async def watch() -> None:
+                    await trio.sleep(TRIO_TEST_DEADLINE - 0.5)
+                    tree.extend(_task_tree(trio.lowlevel.current_root_task()))
+
+                nursery.start_soon(watch)
+                result = await fn()
+                nursery.cancel_scope.cancel()
+                return result
+        if scope.cancelled_caught:
+            raise TrioTestTimeout(
+                f"the test ran longer than {TRIO_TEST_DEADLINE:g} s; its tasks were at:\n"
+                + "\n".join(tree)
+            )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    return trio.run(guarded, instruments=instruments)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # pytest-trio (trio_mode) marks every async test; a marker added in front names the runner.
+    for item in items:
+        if item.get_closest_marker("trio") is not None:
+            item.add_marker(pytest.mark.trio(run=run_with_deadline), append=False)
