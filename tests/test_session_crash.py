@@ -110,10 +110,12 @@ def test_sigkill_never_loses_an_acknowledged_entry(tmp_path: Path) -> None:
                 launcher.stdin.flush()
                 lines = []
                 while not (line := launcher.stdout.readline()).startswith("pid "):
+                    assert line, f"the launcher died: {lines}"
                     lines.append(line)
                 writer = int(line.split()[1])
                 if big:
                     while (line := launcher.stdout.readline()) != "big\n":
+                        assert line, f"the launcher died: {lines}"
                         assert line.split()[0] not in ("error", "done"), (line, lines)
                         lines.append(line)
                     time.sleep(rng.uniform(0.0, 0.06))
