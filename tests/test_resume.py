@@ -218,3 +218,86 @@ async def test_a_session_change_closes_the_recovered_form_without_dismissing_it(
         assert surface.visible is None
     types = [e.type for e in SessionFile.open(session, readonly=True).branch()]
     assert "ask:pending-dismissed" not in types
+
+
+async def recorded_completion(tmp_path: Path, response: dict[str, Any]) -> dict[str, Any]:
+    """The ``ask:history-completed`` data of a real foreground ask ended with ``response``,
+    re-keyed to ``req-original``: what the journal holds when the person answered and the
+    interruption came before the tool result was written."""
+    scratch = tmp_path / "scratch.pas"
+    async with (
+        open_runtime(
+            session=scratch, settings=settings_file(tmp_path), surface=RecordingSurface()
+        ) as rt,
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(rt.call_tool, "ask_user", payload("scope", "tone", title="Plan"), "x")
+        await settle()
+        submit(rt.events, "tool:x", response)
+    [entry] = [
+        e
+        for e in SessionFile.open(scratch, readonly=True).branch()
+        if e.type == jr.HISTORY_COMPLETED
+    ]
+    return {**entry.data, "requestId": "req-original"}
+
+
+async def test_an_answer_recorded_before_the_interruption_is_delivered_not_asked_again(
+    tmp_path: Path,
+) -> None:
+    session = tmp_path / "s.pas"
+    completion = await recorded_completion(
+        tmp_path, answer({"scope": ["scope2"], "tone": ["tone1"]})
+    )
+    interrupted_session(session, extra=[(jr.HISTORY_COMPLETED, completion)])
+    surface = RecordingSurface()
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=surface
+    ) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        await settle()
+        assert log.of(ev.STARTED) == []  # no form: the person already answered
+        assert surface.states == {}
+        assert notices(rt) == [
+            "Delivering an ask_user answer recorded before the interruption: 2 question(s)."
+        ]
+        message = rt.wakeups.receive_nowait()
+    assert message["customType"] == "ask:resume-answer"
+    assert message["details"]["requestId"] == "req-original"
+    assert message["details"]["result"]["answers"]["scope"]["values"] == ["scope2"]
+    entries = SessionFile.open(session, readonly=True).branch()
+    types = [e.type for e in entries]
+    assert types.count(jr.HISTORY_REQUEST) == 1  # the original key, no second request
+    assert types.count(jr.HISTORY_COMPLETED) == 1
+    assert types[-2:] == ["ask:pending-dismissed", "ask:resume-answer"]
+    # Delivered once: a second startup neither reopens nor delivers again.
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        await settle()
+        assert log.of(ev.STARTED) == []
+        with pytest.raises(trio.WouldBlock):
+            rt.wakeups.receive_nowait()
+        assert await rt.turn_boundary() == []
+
+
+async def test_a_form_dismissed_before_the_interruption_stays_dismissed(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    completion = await recorded_completion(tmp_path, {"kind": "cancel"})
+    interrupted_session(session, extra=[(jr.HISTORY_COMPLETED, completion)])
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        await settle()
+        assert log.of(ev.STARTED) == []
+        assert notices(rt) == ["Unanswered ask_user form dismissed."]
+        with pytest.raises(trio.WouldBlock):
+            rt.wakeups.receive_nowait()
+        assert await rt.turn_boundary() == []
+    types = [e.type for e in SessionFile.open(session, readonly=True).branch()]
+    assert types[-1] == "ask:pending-dismissed"

@@ -863,6 +863,9 @@ class Runtime:
         )
         await self._opened.wait()  # nothing, not even Herdr, before the body runs
         count = len(call.params.questions)
+        if call.recorded is not None:
+            await self._deliver_recorded(writer, call, request, call.recorded)
+            return
         self.notice(f"Reopening unanswered ask_user form: {count} question(s).")
         try:
             if call.request_id is None:
@@ -881,6 +884,31 @@ class Runtime:
             return
         message = resume_answer_message(
             call.tool_call_id, request.request_id, request.params, result
+        )
+        await self.tell_queue(q.FollowUp(jr.RESUME_ANSWER, message, wake=True))
+
+    async def _deliver_recorded(
+        self, writer: BranchWriter, call: jr.InterruptedCall, request: AskRequest, outcome: Outcome
+    ) -> None:
+        """The interrupted call's form was already answered (or dismissed) and the answer
+        journaled; only its tool result was lost. Deliver that answer instead of asking again.
+
+        Dismissed first, then delivered: a crash between the two leaves a dismissed call with
+        an undelivered answer, which the next rebuild delivers (``recovered_answers``)."""
+        assert outcome.result is not None
+        try:
+            await writer.append(jr.PENDING_DISMISSED, {"toolCallId": call.tool_call_id})
+        except (StaleBranch, PersistenceClosedError):
+            return  # the session changed or the runtime closed: recovery runs again later
+        if outcome.result.cancelled:
+            self.notice("Unanswered ask_user form dismissed.")
+            return
+        count = len(call.params.questions)
+        self.notice(
+            f"Delivering an ask_user answer recorded before the interruption: {count} question(s)."
+        )
+        message = resume_answer_message(
+            call.tool_call_id, request.request_id, request.params, outcome.result
         )
         await self.tell_queue(q.FollowUp(jr.RESUME_ANSWER, message, wake=True))
 

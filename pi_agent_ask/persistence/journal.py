@@ -349,13 +349,18 @@ RESUME_ANSWER = "ask:resume-answer"
 class InterruptedCall:
     """The newest ``ask_user`` call on a branch that never got a result (000 §Interrupted ask
     resume). ``params`` are ready to show; ``request_id`` is the journal key to complete, when
-    the call got as far as recording one."""
+    the call got as far as recording one.
+
+    ``recorded`` is the outcome already journaled for that key: the person answered (or
+    dismissed) the form, and the interruption (a reload, a crash) came before the tool result
+    was written. That answer is delivered as it is; the form is not asked again."""
 
     tool_call_id: str
     params: AskParams
     request_id: str | None
     parent_tool_call_id: str | None
     created_at: str | None
+    recorded: Outcome | None = None
 
 
 def find_interrupted_call(
@@ -378,7 +383,7 @@ def find_interrupted_call(
     resolved: set[str] = set()
     payloads: dict[str, list[Any]] = {}
     requests: dict[str, Mapping[str, Any]] = {}
-    completed: set[str] = set()
+    completed: dict[str, Mapping[str, Any]] = {}
     for entry in branch:
         data = entry.data
         match entry.type:
@@ -402,7 +407,7 @@ def find_interrupted_call(
                     requests[call_id] = data
             case "ask:history-completed":
                 if isinstance(data.get("requestId"), str):
-                    completed.add(data["requestId"])
+                    completed[data["requestId"]] = data
             case _:
                 pass
     for call_id, call in reversed(calls):
@@ -419,7 +424,14 @@ def find_interrupted_call(
             continue
         request = requests.get(call_id)
         request_id = request.get("requestId") if request is not None else None
-        if not isinstance(request_id, str) or request_id in completed:
+        recorded = None
+        if isinstance(request_id, str) and request_id in completed:
+            recorded = outcome_from_entry(completed[request_id], None)
+            if recorded is None or recorded.result is None:
+                # Completed without an answer (a UI failure): the form is asked again, under a
+                # new journal key.
+                request_id, recorded = None, None
+        if not isinstance(request_id, str):
             request_id = None
         parent = call.get("parentToolCallId")
         created = request.get("createdAt") if request is not None else None
@@ -429,5 +441,6 @@ def find_interrupted_call(
             request_id=request_id,
             parent_tool_call_id=parent if isinstance(parent, str) else None,
             created_at=created if isinstance(created, str) else None,
+            recorded=recorded,
         )
     return None
