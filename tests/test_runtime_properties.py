@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
+import pytest
 import trio
 import trio.lowlevel
 import trio.testing
@@ -868,6 +869,8 @@ def run(program: Program) -> World:
         )
 
 
+# Generation takes about a minute at most; a failure adds up to five minutes of shrinking.
+@pytest.mark.timeout(900)
 @settings(
     max_examples=300,
     deadline=None,
