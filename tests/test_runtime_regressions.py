@@ -374,3 +374,105 @@ async def test_handlers_at_the_top_of_the_block_see_herdr_of_recovered_forms(
         await settle()
         assert (await rt.statistics()).herdr_owners == frozenset({"panel"})
         assert log.herdr() == [True]
+
+
+# -- a delivery mark on the branch means the message went out ---------------------------------
+
+
+@attrs.define(eq=False)
+class _SlowJournal:
+    """A journal whose writes reach the file at once but whose acknowledgement waits for
+    ``acknowledge``: the moment a cancellation can fall between the two."""
+
+    acknowledge: trio.Event = attrs.field(factory=trio.Event)
+    written: trio.Event = attrs.field(factory=trio.Event)
+    entries: list[tuple[str, Any]] = attrs.field(factory=list)
+
+    async def append(self, type_: str, data: Any) -> None:
+        await self.append_many([(type_, data)])
+
+    async def append_many(self, entries: Any) -> None:
+        self.entries.extend(entries)
+        self.written.set()
+        await self.acknowledge.wait()
+
+
+async def test_a_wake_marked_delivered_goes_out_even_when_disposal_cancels_the_write() -> None:
+    # Found as: [AgentBusy, StartWait, AskBackground, AnswerVisible, AgentBusy, CancelVisible,
+    # AgentIdle] then disposal. The queue was cancelled while journaling the wake's delivery
+    # mark: the mark reached the file, the wake never reached the host, and the rebuild
+    # trusted the mark. The answer was lost.
+    events = ev.EventBus()
+    journal = _SlowJournal()
+    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
+    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+
+    async def no_forms(*_args: Any) -> None:
+        raise AssertionError("no form is shown")
+
+    actor = q.QueueActor(
+        journal=_Journal(),
+        events=events,
+        wakeups=wake_tx,
+        run_background_form=no_forms,
+        background_message=lambda outcome, params: {},
+        draft_to_json=fs.state_to_json,
+    )
+    message = {"customType": "ask:resume-answer", "content": "Q1: Yes", "details": {}}
+    follow_up = q.FollowUp("ask:resume-answer", message, wake=True)
+    restored_tx, _restored_rx = trio.open_memory_channel[None](1)
+    with trio.fail_after(GUARD), wake_rx:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run, queue_rx, queue_tx.clone())
+            # Idle: the restored follow-up wakes the agent; its mark is being written.
+            await queue_tx.send(
+                q.Restore(1, (), True, journal, restored_tx, follow_ups=(follow_up,))
+            )
+            await journal.written.wait()
+            nursery.cancel_scope.cancel()  # disposal, while the write is unacknowledged
+            journal.acknowledge.set()
+        assert journal.entries == [("ask:resume-answer", message)]
+        assert wake_rx.receive_nowait() == message
+
+
+class _CancelOnceMarked(trio.abc.Instrument):
+    """Cancels ``scope`` right after an ``ask:background-answer`` reached the session file."""
+
+    def __init__(self, path: Path, scope: trio.CancelScope) -> None:
+        self.path = path
+        self.scope = scope
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        if not self.scope.cancel_called and any(
+            entry.type == "ask:background-answer" for entry in branch(self.path)
+        ):
+            self.scope.cancel()
+
+
+async def test_a_boundary_cancelled_after_marking_still_returns_its_messages(
+    settings: Path, tmp_path: Path
+) -> None:
+    # The host's turn_boundary call cancelled once the queue had journaled the delivery marks:
+    # the reply was dropped, the messages were marked delivered and lost.
+    session = tmp_path / "s.pas"
+    with trio.fail_after(GUARD):
+        async with open_runtime(
+            session=session, settings=settings, surface=RecordingSurface()
+        ) as rt:
+            rt.agent_started()  # busy: the answer waits for the boundary
+            receipt = await rt.call_tool("ask_user", payload("a", background=True), "b1")
+            await settle()
+            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+            await settle()
+            scope = trio.CancelScope()
+            instrument = _CancelOnceMarked(session, scope)
+            messages: list[dict[str, Any]] | None = None
+            trio.lowlevel.add_instrument(instrument)
+            try:
+                with scope:
+                    messages = await rt.turn_boundary()
+            finally:
+                trio.lowlevel.remove_instrument(instrument)
+            assert scope.cancel_called
+    assert messages is not None, "the boundary's messages were marked delivered, then dropped"
+    assert [m["details"]["requestId"] for m in messages] == [receipt["details"]["requestId"]]

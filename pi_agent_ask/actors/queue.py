@@ -660,9 +660,7 @@ class QueueActor:
             assert item.outcome is not None
             messages.append(self.background_message(item.outcome, item.request.params))
         if messages:
-            await self.journal.append_many(
-                [("ask:background-answer", message) for message in messages]
-            )
+            await self._mark_delivered([("ask:background-answer", m) for m in messages])
             for item in items:
                 item.delivered = True
                 self._reindex(item)
@@ -679,8 +677,18 @@ class QueueActor:
         for follow_up in taken:
             self.follow_ups.remove(follow_up)
         if taken:
-            await self.journal.append_many([(f.entry_type, f.message) for f in taken])
+            await self._mark_delivered([(f.entry_type, f.message) for f in taken])
         return [f.message for f in taken]
+
+    async def _mark_delivered(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
+        """Journal delivery marks, shielded: once a mark may be on the branch, the message must
+        go out. A cancellation during the write (disposal, say) would otherwise leave a mark
+        for a message nobody received, and the rebuild trusts the mark: the answer would be
+        lost. Not bounded: the persistence actor replies to every request it takes or closes
+        the reply channel when it ends. The callers hand the messages out right after, with
+        no checkpoint in between (``send_nowait``, or the reply to ``TurnBoundary``)."""
+        with trio.CancelScope(shield=True):
+            await self.journal.append_many(entries)
 
     async def _try_wake(self) -> None:
         if not (self.tui and self.idle) or self.woken:

@@ -178,8 +178,16 @@ class Runtime:
         self._activity_tx.send_nowait(True)
 
     async def turn_boundary(self) -> list[dict[str, Any]]:
-        """The background-answer messages to add to the context now (each exactly once, ever)."""
-        return await self._ask_queue(lambda reply: q.TurnBoundary(reply))
+        """The background-answer messages to add to the context now (each exactly once, ever).
+
+        Once the request is with the queue, the reply is taken even if this call is cancelled:
+        the queue journals the messages as delivered before replying, and a reply dropped on
+        the floor would be an answer marked delivered that the agent never saw. (Shielded but
+        not stuck: the queue replies to every request it takes, or its channel closes.)"""
+        send, receive = trio.open_memory_channel[list[dict[str, Any]]](1)
+        await self._queue_tx.send(q.TurnBoundary(send))
+        with receive, trio.CancelScope(shield=True):
+            return await receive.receive()
 
     async def user_message(self, text: str) -> None:
         """Ordinary input: releases an active wait as ``deferred`` and hides the panel."""
