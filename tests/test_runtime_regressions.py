@@ -18,7 +18,7 @@ import trio.testing
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
 from pi_agent_ask.actors import queue as q
-from pi_agent_ask.actors.records import AskRequest
+from pi_agent_ask.actors.records import AskRequest, StaleBranch
 from pi_agent_ask.actors.runtime import FORM_INTERRUPTED_TEXT
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
@@ -476,3 +476,87 @@ async def test_a_boundary_cancelled_after_marking_still_returns_its_messages(
             assert scope.cancel_called
     assert messages is not None, "the boundary's messages were marked delivered, then dropped"
     assert [m["details"]["requestId"] for m in messages] == [receipt["details"]["requestId"]]
+
+
+# -- the queue outlives callers that left and writes that cannot be recorded -------------------
+
+
+class _RevokedJournal:
+    """The journal view of a branch revoked by a session change: every write is refused."""
+
+    async def append(self, type_: str, data: Any) -> None:
+        raise StaleBranch(type_)
+
+    async def append_many(self, entries: Any) -> None:
+        raise StaleBranch(entries[0][0])
+
+
+def _bare_queue(wake_tx: trio.MemorySendChannel[dict[str, Any]]) -> q.QueueActor:
+    async def no_forms(*_args: Any) -> None:
+        raise AssertionError("no form is shown")
+
+    return q.QueueActor(
+        journal=_Journal(),
+        events=ev.EventBus(),
+        wakeups=wake_tx,
+        run_background_form=no_forms,
+        background_message=lambda outcome, params: {},
+        draft_to_json=fs.state_to_json,
+    )
+
+
+async def test_a_boundary_in_the_revoked_window_delivers_nothing_and_the_queue_lives() -> None:
+    # Found in review: a TurnBoundary handled between the revocation of the old branch and the
+    # Restore of the new one raised StaleBranch out of the queue actor (the runtime died), and
+    # the boundary's caller, waiting under a shield, waited forever.
+    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
+    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+    actor = _bare_queue(wake_tx)
+    message = {"customType": "ask:resume-answer", "content": "Q1: Yes", "details": {}}
+    follow_up = q.FollowUp("ask:resume-answer", message, wake=False)
+    with trio.fail_after(GUARD), wake_rx:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run, queue_rx, queue_tx.clone())
+            restored_tx, restored_rx = trio.open_memory_channel[None](1)
+            await queue_tx.send(
+                q.Restore(1, (), True, _RevokedJournal(), restored_tx, follow_ups=(follow_up,))
+            )
+            await restored_rx.receive()
+            boundary_tx, boundary_rx = trio.open_memory_channel[list[dict[str, Any]]](1)
+            await queue_tx.send(q.TurnBoundary(boundary_tx))
+            assert await boundary_rx.receive() == []  # nothing recorded, nothing delivered
+            stats = await _inspect(queue_tx)  # the queue is still there
+            assert stats.epoch == 1
+            # The next branch's Restore hands the follow-up over again; it goes out once.
+            journal = _Journal()
+            restored_tx, restored_rx = trio.open_memory_channel[None](1)
+            await queue_tx.send(
+                q.Restore(2, (), True, journal, restored_tx, follow_ups=(follow_up,))
+            )
+            await restored_rx.receive()
+            boundary_tx, boundary_rx = trio.open_memory_channel[list[dict[str, Any]]](1)
+            await queue_tx.send(q.TurnBoundary(boundary_tx))
+            assert await boundary_rx.receive() == [message]
+            assert journal.entries == [("ask:resume-answer", message)]
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_caller_that_left_before_its_reply_does_not_end_the_queue() -> None:
+    # Found in review: a host call cancelled after its request reached the queue (statistics()
+    # during a shutdown, say) closed its reply channel; the queue's reply raised
+    # BrokenResourceError and the queue actor died with it.
+    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
+    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+    actor = _bare_queue(wake_tx)
+    with trio.fail_after(GUARD), wake_rx:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run, queue_rx, queue_tx.clone())
+            gone_tx, gone_rx = trio.open_memory_channel[q.QueueStats](1)
+            gone_rx.close()
+            await queue_tx.send(q.Inspect(gone_tx))
+            defer_tx, defer_rx = trio.open_memory_channel[None](1)
+            defer_rx.close()
+            await queue_tx.send(q.Defer("hidden", defer_tx))
+            stats = await _inspect(queue_tx)
+            assert stats.panel_visible is False
+            nursery.cancel_scope.cancel()

@@ -40,13 +40,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import attrs
 import trio
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.records import AskRequest, Outcome
+from pi_agent_ask.actors.persistence import PersistenceClosedError
+from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 
 WaitReason = Literal["hidden", "user_message", "mode_changed"]
@@ -377,7 +378,20 @@ class QueueActor:
             try:
                 async with rx:
                     async for message in rx:
-                        await self._handle(message)
+                        try:
+                            await self._handle(message)
+                        except (StaleBranch, PersistenceClosedError):
+                            # The write belonged to a revoked branch (a session change is under
+                            # way: the coming Restore rebuilds everything from the new branch)
+                            # or the journal has ended (disposal). Nothing of this message can
+                            # be recorded, so none of it happened; its caller hears so.
+                            _answer_unrecorded(message)
+                        except BaseException:
+                            # The queue is ending (a bug, or cancellation): a caller waiting
+                            # for this message's reply (shielded, for TurnBoundary) must not
+                            # wait forever.
+                            _close_reply(message)
+                            raise
             finally:
                 self._release_all_herdr()
                 nursery.cancel_scope.cancel()
@@ -398,12 +412,12 @@ class QueueActor:
                 await self._form_stopped(message)
             case Defer(reason=reason, reply=reply):
                 await self._defer(reason)
-                reply.send_nowait(None)
+                _reply(reply, None)
             case Show(reply=reply):
                 await self._show()
-                reply.send_nowait(None)
+                _reply(reply, None)
             case TurnBoundary(reply=reply):
-                reply.send_nowait(await self._turn_boundary())
+                _reply(reply, await self._turn_boundary())
             case AgentActivity(idle=idle):
                 self.idle = idle
                 self.woken = False
@@ -418,7 +432,7 @@ class QueueActor:
                     if self.active is not None and self.active.flow_id == flow_id
                     else None
                 )
-                reply.send_nowait(found.commands.clone() if found and found.commands else None)
+                _reply(reply, found.commands.clone() if found and found.commands else None)
             case ModeChanged(background_only=background_only):
                 if background_only and self.wait is not None:
                     self._finish_wait(deferred="mode_changed")
@@ -427,9 +441,9 @@ class QueueActor:
                 await self._flush_drafts()
             case Restore():
                 await self._restore(message)
-                message.reply.send_nowait(None)
+                _reply(message.reply, None)
             case Inspect(reply=reply):
-                reply.send_nowait(self.stats())
+                _reply(reply, self.stats())
             case FollowUp():
                 self.follow_ups.append(message)
                 await self._try_wake()
@@ -493,7 +507,7 @@ class QueueActor:
             self._reindex(item)
             if self.wait is not None and not self.wait.answered:
                 self.wait.members.append(request.request_id)
-        message.reply.send_nowait(self.pending_count())
+        _reply(message.reply, self.pending_count())
         self._schedule()
 
     def _acquire(self, message: AcquireSurface) -> None:
@@ -540,7 +554,7 @@ class QueueActor:
         if isinstance(nxt, _Claim):
             self.active = _Active("foreground", nxt.claim_id, nxt.flow_id, nxt.commands, nxt.scope)
             self._herdr_add(f"foreground:{nxt.claim_id}")
-            nxt.reply.send_nowait(Grant(nxt.claim_id, self.epoch))
+            _reply(nxt.reply, Grant(nxt.claim_id, self.epoch))
             return
         scope = trio.CancelScope()
         send, receive = trio.open_memory_channel[Any](64)  # 64: key handlers send without awaiting
@@ -594,7 +608,7 @@ class QueueActor:
         await self._flush_drafts()
         for reply in self._quiesce_replies:
             with suppress(trio.BrokenResourceError):  # a caller that gave up waiting
-                reply.send_nowait(None)
+                _reply(reply, None)
         self._quiesce_replies = []
 
     async def _form_stopped(self, message: FormStopped) -> None:
@@ -667,17 +681,33 @@ class QueueActor:
         return messages
 
     async def _turn_boundary(self) -> list[dict[str, Any]]:
+        """Follow-ups first, then ready answers in FIFO order, all marked in one write: either
+        every message is recorded as delivered and goes out, or none is."""
         if not self.tui:
             return []
-        follow_ups = await self._deliver_follow_ups(self.follow_ups)
-        return follow_ups + await self._deliver(self._ready())
+        follow_ups = list(self.follow_ups)
+        items = self._ready()
+        answers = []
+        for item in items:
+            assert item.outcome is not None
+            answers.append(self.background_message(item.outcome, item.request.params))
+        entries = [(f.entry_type, f.message) for f in follow_ups]
+        entries += [("ask:background-answer", message) for message in answers]
+        if entries:
+            await self._mark_delivered(entries)
+        for follow_up in follow_ups:
+            self.follow_ups.remove(follow_up)
+        for item in items:
+            item.delivered = True
+            self._reindex(item)
+        return [f.message for f in follow_ups] + answers
 
     async def _deliver_follow_ups(self, follow_ups: list[FollowUp]) -> list[dict[str, Any]]:
         taken = list(follow_ups)
-        for follow_up in taken:
-            self.follow_ups.remove(follow_up)
         if taken:
             await self._mark_delivered([(f.entry_type, f.message) for f in taken])
+        for follow_up in taken:
+            self.follow_ups.remove(follow_up)
         return [f.message for f in taken]
 
     async def _mark_delivered(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
@@ -721,7 +751,7 @@ class QueueActor:
 
     async def _start_wait(self, message: StartWait) -> None:
         if self.wait is not None:
-            message.reply.send_nowait(WaitEnd("busy"))
+            _reply(message.reply, WaitEnd("busy"))
             return
         members = [
             item.request.request_id
@@ -754,7 +784,7 @@ class QueueActor:
             reason=deferred,
         )
         wait.answered = True
-        wait.reply.send_nowait(end)
+        _reply(wait.reply, end)
 
     async def _end_wait(self, wait_id: int, acknowledged: bool) -> None:
         wait = self.wait
@@ -788,12 +818,12 @@ class QueueActor:
             if claim.claim_id != granted:
                 # A claim still waiting for the surface is granted its cancelled scope, so
                 # its call ends as interrupted instead of waiting for a grant forever.
-                claim.reply.send_nowait(Grant(claim.claim_id, self.epoch))
+                _reply(claim.reply, Grant(claim.claim_id, self.epoch))
         self.claims = []
         if self.wait is not None:
             if not self.wait.answered:
                 # An answered wait already holds its result (the reply's one slot is full).
-                self.wait.reply.send_nowait(WaitEnd("aborted"))
+                _reply(self.wait.reply, WaitEnd("aborted"))
             self.wait = None
         self.held = False
         self.epoch = message.epoch
@@ -831,3 +861,33 @@ class QueueActor:
             waiting=self.wait is not None,
             params=tuple((i.request.request_id, i.request.params) for i in ordered),
         )
+
+
+T = TypeVar("T")
+
+
+def _reply(channel: trio.MemorySendChannel[T], value: T) -> None:
+    """Answer a one-shot reply channel (buffer one: never blocks). A caller cancelled meanwhile
+    has closed its end; the queue's state already holds what the answer would have told it (a
+    grant it no longer wants is released by its ReleaseSurface, a wait it abandoned gives its
+    results back with EndWait), so the queue goes on."""
+    with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        channel.send_nowait(value)
+
+
+_UNRECORDED_ANSWERS: dict[type, Any] = {Defer: None, Show: None, TurnBoundary: []}
+
+
+def _answer_unrecorded(message: QueueMessage) -> None:
+    """The reply to a message whose journal write failed: nothing was shown, hidden or
+    delivered. Callers of other messages see their reply channel closed."""
+    reply = getattr(message, "reply", None)
+    if isinstance(reply, trio.MemorySendChannel) and type(message) in _UNRECORDED_ANSWERS:
+        _reply(reply, _UNRECORDED_ANSWERS[type(message)])
+    _close_reply(message)
+
+
+def _close_reply(message: QueueMessage) -> None:
+    reply = getattr(message, "reply", None)
+    if isinstance(reply, trio.MemorySendChannel):
+        reply.close()

@@ -36,3 +36,8 @@ class AskRequest:
 
 Outcome = BackgroundOutcome
 """The single terminal outcome of a request: a result or an error, never both."""
+
+
+class StaleBranch(Exception):
+    """A write for a branch whose journal view was revoked (a session change is under way or
+    done): a surface, call or queue message of the old branch tried to record something."""

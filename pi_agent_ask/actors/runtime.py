@@ -44,7 +44,7 @@ from pi_agent_ask.actors.form import (
 )
 from pi_agent_ask.actors.notifications import Notify, channels_from_json, run_notifications
 from pi_agent_ask.actors.persistence import PersistenceClosedError
-from pi_agent_ask.actors.records import AskRequest, Outcome
+from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AskResult, build_result, fallback_result, invalid_result
@@ -71,10 +71,6 @@ INTERRUPTED_TEXTS = {"ask_user": FORM_INTERRUPTED_TEXT, "wait_for_answers": WAIT
 
 class ToolError(Exception):
     """A tool call failed; the result is ``{"content": [text], "isError": True}``."""
-
-
-class StaleBranch(Exception):
-    """A surface of an older branch tried to write after a session change."""
 
 
 def now_iso() -> str:
