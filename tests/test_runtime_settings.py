@@ -127,3 +127,16 @@ async def test_applied_settings_reach_the_visible_form_at_once(tmp_path: Path) -
         assert surface.states["tool:c1"].settings.double_press_review_shortcuts is False
         # Forms created later get them too.
         assert rt.config.form_settings.double_press_review_shortcuts is False
+
+
+async def test_settings_saved_after_disposal_are_kept_without_error(tmp_path: Path) -> None:
+    # The overlay saves in a worker thread; a save that finishes after the runtime closed (the
+    # surface outlives it in `pi-agent-ask ask` and the shell) called start_soon on the closed
+    # nursery: "Nursery is closed to new arrivals".
+    settings = settings_file(tmp_path)
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        pass
+    loaded = load_settings(settings)
+    behaviour = attrs.evolve(loaded.config.behaviour, double_press_review_shortcuts=False)
+    rt.apply_settings(loaded.with_global_config(attrs.evolve(loaded.config, behaviour=behaviour)))
+    assert rt.config.form_settings.double_press_review_shortcuts is False

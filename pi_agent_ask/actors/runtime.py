@@ -161,6 +161,9 @@ class Runtime:
     """The history records of the last branch state listed (``persistence.history``)."""
     _epoch: int = 0
     _model_requested: bool = False
+    _disposed: bool = False
+    """Set when ``open_runtime`` leaves: a surface may outlive the runtime (the overlay's save
+    finishing late), and nothing may start in the runtime's closed nursery then."""
 
     # -- host hooks ----------------------------------------------------------------------
 
@@ -265,7 +268,8 @@ class Runtime:
             history_tools=self.config.history_tools,
         )
         self.settings = loaded
-        self._nursery.start_soon(self._push_form_settings, self.config.form_settings)
+        if not self._disposed:  # disposed: no form is open any more to push them to
+            self._nursery.start_soon(self._push_form_settings, self.config.form_settings)
 
     async def surface_failed(self, message: str) -> None:
         """The terminal surface broke: the visible form and every later one end with an error.
@@ -1075,6 +1079,7 @@ async def open_runtime(
             # failed, so a failed open never leaves it running.
             if runtime is not None:
                 await runtime.quiesce()
+                runtime._disposed = True
             nursery.cancel_scope.cancel()
             journal.close()
 
