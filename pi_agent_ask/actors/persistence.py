@@ -57,7 +57,9 @@ __all__ = [
     "Reply",
     "Request",
     "SessionInfo",
+    "open_persistence",
     "run_persistence",
+    "serve_persistence",
 ]
 
 T = TypeVar("T")
@@ -273,6 +275,30 @@ class PersistenceHandle:
 # ---- the actor -----------------------------------------------------------------------------
 
 
+def open_persistence() -> tuple[PersistenceHandle, trio.MemoryReceiveChannel[Request]]:
+    """A handle and the request channel an actor (``serve_persistence``) will serve.
+
+    For an owner that must hold the handle before the actor task exists, whatever happens to
+    the task's start (see ``serve_persistence``)."""
+    send, receive = trio.open_memory_channel[Request](0)
+    return PersistenceHandle(send), receive
+
+
+async def serve_persistence(
+    session: SessionFile, requests: trio.MemoryReceiveChannel[Request]
+) -> None:
+    """Own ``session`` and serve ``requests`` until every handle is closed or the task is
+    cancelled. The session is closed when this returns or raises, in every case (also when
+    the task is cancelled before it serves anything)."""
+    current = session
+    try:
+        with requests:
+            async for request in requests:
+                current = await _serve(current, request)
+    finally:
+        await _teardown(current)
+
+
 async def run_persistence(
     session: SessionFile,
     *,
@@ -281,17 +307,19 @@ async def run_persistence(
     """Own ``session`` and serve requests until every handle is closed or the task is cancelled.
 
     Start with ``handle = await nursery.start(run_persistence, session)``. The session is
-    closed when the actor ends, in every case.
+    closed when the actor ends, in every case. Do not run this inside a shielded scope: Trio
+    ignores ``started()`` when the starter is already cancelled, and a shielded actor would
+    then never end, so ``start`` would never return; use ``open_persistence`` and
+    ``serve_persistence`` with ``start_soon`` instead.
     """
-    send, receive = trio.open_memory_channel[Request](0)
-    current = session
+    handle, requests = open_persistence()
     try:
-        with receive:
-            task_status.started(PersistenceHandle(send))
-            async for request in receive:
-                current = await _serve(current, request)
-    finally:
-        await _teardown(current)
+        task_status.started(handle)
+    except BaseException:
+        requests.close()
+        await _teardown(session)
+        raise
+    await serve_persistence(session, requests)
 
 
 async def _serve(session: SessionFile, request: Request) -> SessionFile:

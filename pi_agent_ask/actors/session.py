@@ -11,6 +11,13 @@ the session the runtime is on. ``switch`` performs the file side of a session ch
 
 Opening a damaged file keeps every whole entry and reports what was cut; those reports are
 kept in ``reports`` so the host can show them.
+
+The persistence actor runs shielded (cancelled calls must still be able to record their
+outcomes; the runtime closes the journal last), so its start must never depend on the
+caller's cancellation: the handle is made by the caller and the actor is started with
+``start_soon``, with no checkpoint between a file being opened and its actor being owned. A
+cancellation at any moment of a start or a switch therefore leaves either a running actor
+the journal owns (``close`` ends it: flush and close) or no actor and the file closed.
 """
 
 from __future__ import annotations
@@ -22,7 +29,11 @@ from typing import Any
 import attrs
 import trio
 
-from pi_agent_ask.actors.persistence import PersistenceHandle, run_persistence
+from pi_agent_ask.actors.persistence import (
+    PersistenceHandle,
+    open_persistence,
+    serve_persistence,
+)
 from pi_agent_ask.persistence.session_file import Entry, OpenReport, SessionFile
 
 
@@ -44,8 +55,11 @@ class SessionJournal:
 
     @classmethod
     async def start(cls, nursery: trio.Nursery, session: SessionFile) -> SessionJournal:
-        """Serve an opened session file (``open_session_file``) from a persistence actor."""
-        handle, scope = await _start_actor(nursery, session)
+        """Serve an opened session file (``open_session_file``) from a persistence actor.
+
+        Never a checkpoint: the journal is returned even when the caller is already cancelled,
+        and the caller must ``close`` it (which also closes the file)."""
+        handle, scope = _start_actor(nursery, session)
         journal = cls(nursery, handle, scope)
         if session.report is not None and not session.report.ok:
             journal.reports.append(session.report)
@@ -81,15 +95,20 @@ class SessionJournal:
                 # Resuming the file we already have open is re-reading it.
                 self._keep(await self._handle.reload())
             case _:
+                # A cancellation during the open does not abandon the thread: the file comes
+                # back and is handed to its actor with no checkpoint in between, so it is
+                # either served (and closed with the journal) or was never opened.
                 fresh = await trio.to_thread.run_sync(open_session_file, session)
-                handle, scope = await _start_actor(self._nursery, fresh)
+                handle, scope = _start_actor(self._nursery, fresh)
                 old, old_scope = self._handle, self._scope
                 self._handle, self._scope = handle, scope
                 self._keep(fresh.report)
-                with trio.CancelScope(shield=True):
-                    await old.flush()
-                    await old.aclose()
-                old_scope.cancel()
+                try:
+                    with trio.CancelScope(shield=True):
+                        await old.flush()
+                        await old.aclose()
+                finally:
+                    old_scope.cancel()
 
     async def _is_current(self, path: str | os.PathLike[str]) -> bool:
         current = (await self._handle.info()).path
@@ -106,18 +125,36 @@ class SessionJournal:
             self.reports.append(report)
 
 
-async def _start_actor(
+def _start_actor(
     nursery: trio.Nursery, session: SessionFile
 ) -> tuple[PersistenceHandle, trio.CancelScope]:
+    """Start a persistence actor for ``session``; the caller owns the handle and the scope.
+
+    Invariant: once this returns, the caller holds the handle and the actor's scope, whatever
+    cancellation is pending (``close`` then ends the actor, which flushes and closes the
+    file); if it raises, no actor exists and ``session`` is closed. Hence no checkpoint here,
+    and no ``nursery.start``: Trio ignores ``started()`` when the starter is already cancelled,
+    and the shielded actor would then wait for requests nobody can send, holding ``start``
+    (and the runtime) forever.
+    """
     # Shielded: an outer cancellation of the runtime must not stop the journal before the
     # cancelled calls have recorded their outcomes; the runtime closes it last (``close``).
+    # A scope cancelled before the task enters it is cancelled on entry: closing the journal
+    # before the actor ran still ends it, through its teardown.
     scope = trio.CancelScope(shield=True)
+    handle, requests = open_persistence()
 
-    async def actor(
-        task_status: trio.TaskStatus[PersistenceHandle] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
+    async def actor() -> None:
+        # The first statement, before any checkpoint: nothing can cancel the task outside the
+        # shield, so the teardown in ``serve_persistence`` always runs.
         with scope:
-            await run_persistence(session, task_status=task_status)
+            await serve_persistence(session, requests)
 
-    handle: PersistenceHandle = await nursery.start(actor)
+    try:
+        nursery.start_soon(actor, name=f"persistence {session.path}")
+    except BaseException:
+        # The nursery no longer takes tasks: no actor will own the file, release it here.
+        requests.close()
+        session.close(flush=False)
+        raise
     return handle, scope
