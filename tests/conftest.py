@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,11 @@ def _task_tree(task: trio.lowlevel.Task, depth: int = 0) -> Iterator[str]:
 
 
 def run_with_deadline(
-    fn: Callable[[], Any], *, clock: trio.abc.Clock | None = None, instruments: Any = ()
+    fn: Callable[[], Any],
+    *,
+    clock: trio.abc.Clock | None = None,
+    instruments: Any = (),
+    config: pytest.Config | None = None,
 ) -> Any:
     """``trio.run`` with a real-time deadline around the test (see ``TRIO_TEST_DEADLINE``)."""
     if clock is not None:
@@ -69,6 +75,16 @@ def run_with_deadline(
                 async def watch() -> None:
                     await trio.sleep(TRIO_TEST_DEADLINE - 0.5)
                     tree.extend(_task_tree(trio.lowlevel.current_root_task()))
+                    # Also at once, past pytest's capture: a hang that cancellation cannot
+                    # break (a shielded wait) never raises, and pytest-timeout ends the worker
+                    # later, taking the captured output with it.
+                    report = "\n".join(["a Trio test is past its deadline; its tasks:", *tree])
+                    capture = config.pluginmanager.getplugin("capturemanager") if config else None
+                    if capture is None:
+                        print(report, file=sys.stderr)
+                    else:
+                        with capture.global_and_fixture_disabled():
+                            print(report, file=sys.stderr)
 
                 nursery.start_soon(watch)
                 result = await fn()
@@ -89,4 +105,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # pytest-trio (trio_mode) marks every async test; a marker added in front names the runner.
     for item in items:
         if item.get_closest_marker("trio") is not None:
-            item.add_marker(pytest.mark.trio(run=run_with_deadline), append=False)
+            run = functools.partial(run_with_deadline, config=item.config)
+            item.add_marker(pytest.mark.trio(run=run), append=False)
