@@ -22,9 +22,11 @@ import attrs
 import pytest
 import trio
 import trio.lowlevel
+import trio.testing
 
 from pi_agent_ask import open_runtime
 from pi_agent_ask.actors import session as session_mod
+from pi_agent_ask.actors.persistence import CLOSE_TIMEOUT, run_persistence
 from pi_agent_ask.actors.session import SessionJournal
 from pi_agent_ask.persistence.session_file import SessionFile
 
@@ -189,3 +191,47 @@ async def test_journal_closed_before_its_actor_ran_still_closes_the_file(
             journal.close()
     assert session.closed
     assert_writable(path)
+
+
+async def test_teardown_never_closes_the_file_under_a_running_flush(
+    tmp_path: Path, mock_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pas"
+    session = SessionFile.open(path)
+    flushing, release, closed = threading.Event(), threading.Event(), threading.Event()
+    closed_under_flush: list[bool] = []
+    real_flush, real_close = session.flush, session.close
+
+    def stuck_flush() -> None:
+        # A disk that does not answer until the test says so.
+        flushing.set()
+        release.wait(TIMEOUT)
+        closed_under_flush.append(session.closed)
+        real_flush()
+
+    def close(*, flush: bool = True) -> None:
+        real_close(flush=flush)
+        closed.set()
+
+    async def expire_while_flushing() -> None:
+        # The teardown's bound runs out while its flush is certainly under way.
+        assert await trio.to_thread.run_sync(flushing.wait, TIMEOUT)
+        mock_clock.jump(CLOSE_TIMEOUT)
+
+    monkeypatch.setattr(session, "flush", stuck_flush)
+    monkeypatch.setattr(session, "close", close)
+    async with trio.open_nursery() as outer:
+        async with trio.open_nursery() as nursery:
+            journal = await nursery.start(run_persistence, session)
+            entry = await journal.append("m", {})
+            outer.start_soon(expire_while_flushing)
+            nursery.cancel_scope.cancel()
+        # Teardown returned at its bound with the flush still running: the file stays open
+        # until the flush is done, and the flush's thread closes it then.
+        assert not closed.is_set()
+        release.set()
+    assert await trio.to_thread.run_sync(closed.wait, TIMEOUT)
+    assert closed_under_flush == [False]
+    assert session.closed
+    with SessionFile.open(path) as again:
+        assert again.branch() == (entry,)

@@ -220,6 +220,15 @@ async def test_teardown_is_bounded_when_the_disk_hangs(
     session = SessionFile.open(tmp_path / "s.pias")
     release = threading.Event()
     monkeypatch.setattr(session, "flush", release.wait)  # a flush that does not finish
+    closed = threading.Event()
+    real_close = session.close
+
+    def close(*, flush: bool = True) -> None:
+        real_close(flush=flush)
+        closed.set()
+
+    # The abandoned flush thread closes the file once its flush returns.
+    monkeypatch.setattr(session, "close", close)
     # Should the teardown wait for the flush after all, this ends the wait in real time, and
     # the virtual clock (which jumps only to deadlines) shows that no bound was applied.
     backstop = threading.Timer(5.0, release.set)
@@ -231,9 +240,10 @@ async def test_teardown_is_bounded_when_the_disk_hangs(
             start = trio.current_time()
             nursery.cancel_scope.cancel()
         assert trio.current_time() - start >= CLOSE_TIMEOUT
-        assert session.closed
     finally:
         release.set()
         backstop.cancel()
+    assert await trio.to_thread.run_sync(closed.wait, TIMEOUT)
+    assert session.closed
     with SessionFile.open(tmp_path / "s.pias") as again:
         assert again.branch() == (entry,)

@@ -16,7 +16,9 @@ threads at once, and those threads are never abandoned (a write always finishes 
 
 A caller cancelled after its request was received does not undo the write; it only misses the
 reply. Teardown (the handle closed, or the actor cancelled) flushes and closes the file under a
-shielded scope bounded by ``CLOSE_TIMEOUT``.
+shielded scope bounded by ``CLOSE_TIMEOUT``; flush and close share one worker thread, so the
+descriptor is never closed under a running flush. When the bound is reached the thread is
+abandoned and closes the file (releasing its write lock) as soon as its flush returns.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Generic, TypeVar
@@ -394,13 +397,31 @@ def _reply(channel: trio.MemorySendChannel[Reply[T]], reply: Reply[T]) -> None:
 async def _teardown(session: SessionFile) -> None:
     """Flush then close, shielded from cancellation and bounded by ``CLOSE_TIMEOUT``.
 
-    The flush runs in a thread that may be abandoned at the deadline (a stuck disk must not
-    hold the runtime's exit); the frames already reached the OS, so only the disk flush is
-    skipped. The close itself is immediate and releases the write lock.
+    Flush and close run in one worker thread, one after the other, so the file descriptor is
+    never closed while a flush may still use it. At the deadline teardown stops waiting (a
+    stuck disk must not hold the runtime's exit) and abandons the thread, which closes the file
+    (releasing the write lock) once its flush returns; the frames already reached the OS, so
+    only the wait for the disk is given up. Without frames to flush the close is immediate.
     """
     with trio.CancelScope(shield=True):
-        if session.needs_flush:
-            # An OSError must not skip the close below; the frames are in the OS already.
-            with trio.move_on_after(CLOSE_TIMEOUT), contextlib.suppress(OSError):
-                await trio.to_thread.run_sync(session.flush, abandon_on_cancel=True)
-        session.close(flush=False)
+        if not session.needs_flush:
+            session.close(flush=False)
+            return
+        # Exactly one closer: the thread, or this task if the deadline came before the thread
+        # ran at all (then nobody else will ever close the file).
+        claim = threading.Lock()
+
+        def flush_and_close() -> None:
+            if not claim.acquire(blocking=False):
+                return
+            try:
+                # An OSError must not skip the close; the frames are in the OS already.
+                with contextlib.suppress(OSError):
+                    session.flush()
+            finally:
+                session.close(flush=False)
+
+        with trio.move_on_after(CLOSE_TIMEOUT):
+            await trio.to_thread.run_sync(flush_and_close, abandon_on_cancel=True)
+        if claim.acquire(blocking=False):
+            session.close(flush=False)
