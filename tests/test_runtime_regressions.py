@@ -22,7 +22,7 @@ from pi_agent_ask.actors.records import AskRequest, StaleBranch
 from pi_agent_ask.actors.runtime import FORM_INTERRUPTED_TEXT
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
-from pi_agent_ask.persistence.session_file import Entry, SessionFile
+from pi_agent_ask.persistence.session_file import Entry, SessionFile, SessionFileError
 
 from .runtime_support import EventLog, RecordingSurface, answer, payload, settings_file, submit
 
@@ -560,3 +560,35 @@ async def test_a_caller_that_left_before_its_reply_does_not_end_the_queue() -> N
             stats = await _inspect(queue_tx)
             assert stats.panel_visible is False
             nursery.cancel_scope.cancel()
+
+
+# -- a session change that does not finish leaves a working runtime ---------------------------
+
+
+async def test_resuming_a_file_that_is_not_a_session_keeps_the_runtime_writing(
+    settings: Path, tmp_path: Path
+) -> None:
+    # Found in review: the old branch's writer was revoked before the switch, and a switch that
+    # raised (or was cancelled) never replaced it: every later write was refused as stale.
+    session = tmp_path / "s.pas"
+    not_a_session = tmp_path / "notes.txt"
+    not_a_session.write_text("these are notes\n")
+    surface = RecordingSurface()
+    with trio.fail_after(GUARD):
+        async with open_runtime(session=session, settings=settings, surface=surface) as rt:
+            first = await rt.call_tool("ask_user", payload("a", background=True), "b1")
+            await settle()
+            with pytest.raises(SessionFileError):
+                await rt.change_session("resume", not_a_session)
+            await settle()
+            assert surface.visible == "tool:b1"  # the queue came back on the same branch
+            second = await rt.call_tool("ask_user", payload("a", background=True), "b2")
+            assert second.get("isError") is not True, second
+            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+            await settle()
+            stats = await rt.statistics()
+            assert stats.completed == (first["details"]["requestId"],)
+            assert stats.pending == (second["details"]["requestId"],)
+    assert not_a_session.read_text() == "these are notes\n"
+    types = [e.type for e in branch(session)]
+    assert types.count("ask:queued") == 2 and "ask:history-completed" in types

@@ -787,11 +787,21 @@ class Runtime:
         await self.quiesce()
         self._writer.revoked = True
         seen = len(self._journal.reports)
-        await self._journal.switch(reason, session)
-        for report in self._journal.reports[seen:]:
-            self.notice(report.describe())
-        self._writer = BranchWriter(self._journal)
-        await self._rebuild(reason)
+        switched = False
+        try:
+            await self._journal.switch(reason, session)
+            switched = True
+        finally:
+            # Whatever the switch did (done, refused: not a session file, cancelled half-way),
+            # the runtime follows the branch the journal is on now: a fresh writer and a
+            # rebuild, shielded so a cancellation cannot leave the revoked writer in place
+            # (every later write would be refused). A switch that did not finish recovers no
+            # interrupted call: the next startup or resume does.
+            for report in self._journal.reports[seen:]:
+                self.notice(report.describe())
+            self._writer = BranchWriter(self._journal)
+            with trio.CancelScope(shield=True), suppress(PersistenceClosedError):
+                await self._rebuild(reason if switched else "reload")
 
     async def _rebuild(self, reason: str) -> None:
         self._epoch += 1
