@@ -157,15 +157,16 @@ async def test_a_call_overlapping_a_reload_returns_a_result(settings: Path, tmp_
 
 
 class _CancelOnceJournaled(trio.abc.Instrument):
-    """Aborts a call right after its ``ask:history-request`` reached the session file."""
+    """Cancels ``scope`` right after an entry of ``entry_type`` reached the session file."""
 
-    def __init__(self, path: Path, scope: trio.CancelScope) -> None:
+    def __init__(self, path: Path, scope: trio.CancelScope, entry_type: str) -> None:
         self.path = path
         self.scope = scope
+        self.entry_type = entry_type
 
     def after_task_step(self, task: trio.lowlevel.Task) -> None:
         if not self.scope.cancel_called and any(
-            entry.type == "ask:history-request" for entry in branch(self.path)
+            entry.type == self.entry_type for entry in branch(self.path)
         ):
             self.scope.cancel()
 
@@ -180,7 +181,7 @@ async def test_a_call_aborted_after_its_request_was_journaled_records_an_outcome
             session=session, settings=settings, surface=RecordingSurface()
         ) as rt:
             scope = trio.CancelScope()
-            instrument = _CancelOnceJournaled(session, scope)
+            instrument = _CancelOnceJournaled(session, scope, "ask:history-request")
             trio.lowlevel.add_instrument(instrument)
             try:
                 with scope:
@@ -435,20 +436,6 @@ async def test_a_wake_marked_delivered_goes_out_even_when_disposal_cancels_the_w
         assert wake_rx.receive_nowait() == message
 
 
-class _CancelOnceMarked(trio.abc.Instrument):
-    """Cancels ``scope`` right after an ``ask:background-answer`` reached the session file."""
-
-    def __init__(self, path: Path, scope: trio.CancelScope) -> None:
-        self.path = path
-        self.scope = scope
-
-    def after_task_step(self, task: trio.lowlevel.Task) -> None:
-        if not self.scope.cancel_called and any(
-            entry.type == "ask:background-answer" for entry in branch(self.path)
-        ):
-            self.scope.cancel()
-
-
 async def test_a_boundary_cancelled_after_marking_still_returns_its_messages(
     settings: Path, tmp_path: Path
 ) -> None:
@@ -465,7 +452,7 @@ async def test_a_boundary_cancelled_after_marking_still_returns_its_messages(
             submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
             await settle()
             scope = trio.CancelScope()
-            instrument = _CancelOnceMarked(session, scope)
+            instrument = _CancelOnceJournaled(session, scope, "ask:background-answer")
             messages: list[dict[str, Any]] | None = None
             trio.lowlevel.add_instrument(instrument)
             try:
