@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import trio
+import trio.testing
 from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.clipboard import ClipboardEmpty, ClipboardImage, ClipboardResult
+from pi_agent_ask.persistence import settings_list
 from pi_agent_ask.persistence.settings import (
     Behaviour,
     Config,
@@ -534,3 +537,39 @@ async def test_tab_completes_an_at_file_path_in_the_editor(tmp_path: Path) -> No
             status, result = await ask.finished()
     assert status == 0
     assert answers(result)["goal"]["customText"] == "see @docs/design.md"
+
+
+async def test_closing_settings_waits_for_the_save_so_the_form_follows_what_it_showed(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # The overlay shows a toggled value at once and saves it in a worker thread. Closed while
+    # that save was still on its way to the disk, it let the form go on with the old value:
+    # one press of 1 on Review only armed the submit the person had just made single-press.
+    disk = threading.Event()
+    real_save = settings_list.save_command
+
+    def slow_save(*args: Any) -> Any:
+        disk.wait(10)  # a worker thread: this is the slow disk
+        return real_save(*args)
+
+    monkeypatch.setattr(settings_list, "save_command", slow_save)
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("1")
+        await ask.wait("Review your answers")
+        ask.send("?")
+        await ask.wait("Live settings")
+        ask.send(DOWN, DOWN)
+        await ask.term.wait_for(lambda term: "› Double-press review shortcuts" in term.text())
+        ask.send(" ")
+        await ask.term.wait_for(
+            lambda term: "[off]" in term.rows()[term.find("Double-press review")[0]]
+        )
+        ask.send("?")  # close (no escape-key delay), while the save waits for the disk
+        await trio.testing.wait_all_tasks_blocked()
+        assert "Live settings" in ask.term.text()  # still open: the save is not done
+        disk.set()
+        await ask.wait_gone("Live settings")
+        ask.send("1")  # one press is enough now
+        status, _result = await ask.finished()
+    assert status == 0

@@ -126,6 +126,8 @@ class TerminalSurface:
     _nursery: trio.Nursery | None = None
     _wanted: trio.Event = attrs.field(factory=trio.Event)
     _exit_when_idle: bool = False
+    _saves_in_flight: int = 0
+    _close_when_saved: bool = False
 
     def __attrs_post_init__(self) -> None:
         self.controller = FormController(
@@ -193,14 +195,24 @@ class TerminalSurface:
             ),
             save=self._start_save,
             saved=self.apply_config,
-            close=self._drop_overlay,
+            close=self._close_overlay,
             invalidate=self.invalidate,
             call_later=self._call_later,
         )
         self._wanted.set()
         self.invalidate()
 
+    def _close_overlay(self) -> None:
+        """The person closed the overlay. A save still in flight is waited for (a few
+        milliseconds, two fsyncs): once the overlay is gone, the form behaves as the settings
+        it showed, and a failed save is still reported in it."""
+        if self._saves_in_flight:
+            self._close_when_saved = True
+            return
+        self._drop_overlay()
+
     def _drop_overlay(self) -> None:
+        self._close_when_saved = False
         self.overlay = None
         self.settings_closed.set()
         self.invalidate()
@@ -223,8 +235,14 @@ class TerminalSurface:
         self._nursery.start_soon(self._save, overlay, effect)
 
     async def _save(self, overlay: SettingsOverlay, effect: sl.SaveConfig) -> None:
-        outcome = await trio.to_thread.run_sync(sl.save_command, self.settings.path, effect)
-        overlay.report(outcome)
+        self._saves_in_flight += 1
+        try:
+            outcome = await trio.to_thread.run_sync(sl.save_command, self.settings.path, effect)
+            overlay.report(outcome)
+        finally:
+            self._saves_in_flight -= 1
+            if self._close_when_saved and not self._saves_in_flight and self.overlay is overlay:
+                self._drop_overlay()
 
     # -- clipboard images ---------------------------------------------------------------------
 
