@@ -205,7 +205,7 @@ class TerminalSurface:
     def _close_overlay(self) -> None:
         """The person closed the overlay. A save still in flight is waited for (a few
         milliseconds, two fsyncs): once the overlay is gone, the form behaves as the settings
-        it showed, and a failed save is still reported in it."""
+        it showed, and a failed save is reverted before it closes."""
         if self._saves_in_flight:
             self._close_when_saved = True
             return
