@@ -411,13 +411,17 @@ async def test_empty_editor_arrows_navigate_and_a_non_empty_one_keeps_them(tmp_p
 async def run_settings_command(
     settings: Path, steps: list[tuple[str | Callable[[VirtualTerminal], bool], str]]
 ) -> tuple[int, VirtualTerminal]:
+    """Run `pi-agent-ask settings`, sending each step's keys once its condition holds. Time
+    stands still for the overlay: a slow machine never outlasts the reset confirmation."""
     term = VirtualTerminal(100, 40)
     with create_pipe_input() as pipe, trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             outcome: list[int] = []
 
             async def run() -> None:
-                outcome.append(await run_settings(settings, input=pipe, output=term.output))
+                outcome.append(
+                    await run_settings(settings, input=pipe, output=term.output, clock=lambda: 0.0)
+                )
 
             nursery.start_soon(run)
             for condition, keys in steps:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -116,13 +117,15 @@ async def run_settings(
     settings: Path | None,
     input: Input | None = None,
     output: Output | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> int:
-    """Show the settings overlay alone until it is closed; returns ``0``."""
+    """Show the settings overlay alone until it is closed; returns ``0``. ``clock`` times the
+    reset confirmation window."""
     path = _settings_file(settings)
     loaded = await trio.to_thread.run_sync(
         functools.partial(load_settings, path, project_dir=Path.cwd())
     )
-    surface = TerminalSurface(loaded)
+    surface = TerminalSurface(loaded, clock=clock)
     async with trio.open_nursery() as nursery:
         await nursery.start(
             functools.partial(run_terminal_surface, surface, input=input, output=output)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -124,6 +125,8 @@ class TerminalSurface:
     settings_closed: trio.Event = attrs.field(factory=trio.Event)
     _app: Application[Any] | None = None
     _nursery: trio.Nursery | None = None
+    clock: Callable[[], float] = time.monotonic
+    """Monotonic seconds for the overlay's reset confirmation window (tests freeze it)."""
     _wanted: trio.Event = attrs.field(factory=trio.Event)
     _exit_when_idle: bool = False
     _saves_in_flight: int = 0
@@ -198,6 +201,7 @@ class TerminalSurface:
             close=self._close_overlay,
             invalidate=self.invalidate,
             call_later=self._call_later,
+            clock=self.clock,
         )
         self._wanted.set()
         self.invalidate()
