@@ -607,8 +607,7 @@ class QueueActor:
             return
         await self._flush_drafts()
         for reply in self._quiesce_replies:
-            with suppress(trio.BrokenResourceError):  # a caller that gave up waiting
-                _reply(reply, None)
+            _reply(reply, None)  # a caller that gave up waiting is fine
         self._quiesce_replies = []
 
     async def _form_stopped(self, message: FormStopped) -> None:
