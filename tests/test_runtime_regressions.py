@@ -93,25 +93,30 @@ class _Journal:
         await trio.lowlevel.checkpoint()
 
 
-async def test_a_restore_never_overfills_the_reply_of_an_answered_wait() -> None:
-    # A wait answered at once (empty queue) whose waiter has not read its reply yet, then a
-    # session change: the queue sent a second reply into the one-slot channel and died with
-    # WouldBlock. The waiter keeps its answer; nothing else is sent.
-    events = ev.EventBus()
-    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+def _bare_queue(wake_tx: trio.MemorySendChannel[dict[str, Any]]) -> q.QueueActor:
+    """A queue actor alone: no forms are ever shown, background messages are empty."""
 
     async def no_forms(*_args: Any) -> None:
         raise AssertionError("no form is shown")
 
-    actor = q.QueueActor(
+    return q.QueueActor(
         journal=_Journal(),
-        events=events,
+        events=ev.EventBus(),
         wakeups=wake_tx,
         run_background_form=no_forms,
         background_message=lambda outcome, params: {},
         draft_to_json=fs.state_to_json,
     )
+
+
+async def test_a_restore_never_overfills_the_reply_of_an_answered_wait() -> None:
+    # A wait answered at once (empty queue) whose waiter has not read its reply yet, then a
+    # session change: the queue sent a second reply into the one-slot channel and died with
+    # WouldBlock. The waiter keeps its answer; nothing else is sent.
+    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
+    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+
+    actor = _bare_queue(wake_tx)
     with trio.fail_after(GUARD), wake_rx:
         async with trio.open_nursery() as nursery:
             await nursery.start(actor.run, queue_rx, queue_tx.clone())
@@ -262,22 +267,11 @@ async def test_herdr_is_released_when_the_session_reloads(settings: Path, tmp_pa
 async def test_restored_follow_ups_go_out_once(settings: Path) -> None:
     # The queue side of recovered answers surviving a session change: follow-ups handed over
     # by ``Restore`` are sent like new ones (a wake while idle), journaled once.
-    events = ev.EventBus()
     journal = _Journal()
     wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
     queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
 
-    async def no_forms(*_args: Any) -> None:
-        raise AssertionError("no form is shown")
-
-    actor = q.QueueActor(
-        journal=journal,
-        events=events,
-        wakeups=wake_tx,
-        run_background_form=no_forms,
-        background_message=lambda outcome, params: {},
-        draft_to_json=fs.state_to_json,
-    )
+    actor = _bare_queue(wake_tx)
     message = {"customType": "ask:resume-answer", "content": "Q1: Yes", "details": {}}
     with trio.fail_after(GUARD), wake_rx:
         async with trio.open_nursery() as nursery:
@@ -403,22 +397,11 @@ async def test_a_wake_marked_delivered_goes_out_even_when_disposal_cancels_the_w
     # AgentIdle] then disposal. The queue was cancelled while journaling the wake's delivery
     # mark: the mark reached the file, the wake never reached the host, and the rebuild
     # trusted the mark. The answer was lost.
-    events = ev.EventBus()
     journal = _SlowJournal()
     wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
     queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
 
-    async def no_forms(*_args: Any) -> None:
-        raise AssertionError("no form is shown")
-
-    actor = q.QueueActor(
-        journal=_Journal(),
-        events=events,
-        wakeups=wake_tx,
-        run_background_form=no_forms,
-        background_message=lambda outcome, params: {},
-        draft_to_json=fs.state_to_json,
-    )
+    actor = _bare_queue(wake_tx)
     message = {"customType": "ask:resume-answer", "content": "Q1: Yes", "details": {}}
     follow_up = q.FollowUp("ask:resume-answer", message, wake=True)
     restored_tx, _restored_rx = trio.open_memory_channel[None](1)
@@ -476,20 +459,6 @@ class _RevokedJournal:
 
     async def append_many(self, entries: Any) -> None:
         raise StaleBranch(entries[0][0])
-
-
-def _bare_queue(wake_tx: trio.MemorySendChannel[dict[str, Any]]) -> q.QueueActor:
-    async def no_forms(*_args: Any) -> None:
-        raise AssertionError("no form is shown")
-
-    return q.QueueActor(
-        journal=_Journal(),
-        events=ev.EventBus(),
-        wakeups=wake_tx,
-        run_background_form=no_forms,
-        background_message=lambda outcome, params: {},
-        draft_to_json=fs.state_to_json,
-    )
 
 
 async def test_a_boundary_in_the_revoked_window_delivers_nothing_and_the_queue_lives() -> None:
