@@ -667,25 +667,11 @@ class QueueActor:
         ready = [item for item in self._undelivered.values() if item.routed_to is None]
         return sorted(ready, key=lambda i: i.seq)
 
-    async def _deliver(self, items: list[_Item]) -> list[dict[str, Any]]:
-        messages = []
-        for item in items:
-            assert item.outcome is not None
-            messages.append(self.background_message(item.outcome, item.request.params))
-        if messages:
-            await self._mark_delivered([("ask:background-answer", m) for m in messages])
-            for item in items:
-                item.delivered = True
-                self._reindex(item)
-        return messages
-
-    async def _turn_boundary(self) -> list[dict[str, Any]]:
-        """Follow-ups first, then ready answers in FIFO order, all marked in one write: either
-        every message is recorded as delivered and goes out, or none is."""
-        if not self.tui:
-            return []
-        follow_ups = list(self.follow_ups)
-        items = self._ready()
+    async def _deliver(
+        self, follow_ups: list[FollowUp], items: list[_Item]
+    ) -> list[dict[str, Any]]:
+        """Hand out ``follow_ups`` then the answers of ``items``, all marked in one write:
+        either every message is recorded as delivered and goes out, or none is."""
         answers = []
         for item in items:
             assert item.outcome is not None
@@ -701,13 +687,11 @@ class QueueActor:
             self._reindex(item)
         return [f.message for f in follow_ups] + answers
 
-    async def _deliver_follow_ups(self, follow_ups: list[FollowUp]) -> list[dict[str, Any]]:
-        taken = list(follow_ups)
-        if taken:
-            await self._mark_delivered([(f.entry_type, f.message) for f in taken])
-        for follow_up in taken:
-            self.follow_ups.remove(follow_up)
-        return [f.message for f in taken]
+    async def _turn_boundary(self) -> list[dict[str, Any]]:
+        """Follow-ups first, then ready answers in FIFO order."""
+        if not self.tui:
+            return []
+        return await self._deliver(list(self.follow_ups), self._ready())
 
     async def _mark_delivered(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
         """Journal delivery marks, shielded: once a mark may be on the branch, the message must
@@ -724,7 +708,7 @@ class QueueActor:
             return
         waking = [f for f in self.follow_ups if f.wake][:1]
         if waking:
-            [message] = await self._deliver_follow_ups(waking)
+            [message] = await self._deliver(waking, [])
             self.woken = True
             self.wakeups.send_nowait(message)
             return
@@ -734,7 +718,7 @@ class QueueActor:
                 and item.outcome.result is not None
                 and not item.outcome.result.cancelled
             ):
-                [message] = await self._deliver([item])
+                [message] = await self._deliver([], [item])
                 self.woken = True
                 self.wakeups.send_nowait(message)
                 return
