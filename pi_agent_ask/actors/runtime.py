@@ -869,7 +869,8 @@ class Runtime:
         self._notices_tx.send_nowait(text)
 
     async def _resume_interrupted(self, writer: BranchWriter, call: jr.InterruptedCall) -> None:
-        """Reopen an interrupted foreground form; its answer goes to the agent as a follow-up."""
+        """Reopen an interrupted foreground form (or take the answer it already has); the answer
+        goes to the agent as a follow-up."""
         request = AskRequest(
             request_id=call.request_id or str(uuid.uuid4()),
             params=call.params,
@@ -882,51 +883,40 @@ class Runtime:
         await self._opened.wait()  # nothing, not even Herdr, before the body runs
         count = len(call.params.questions)
         if call.recorded is not None:
-            await self._deliver_recorded(writer, call, request, call.recorded)
-            return
-        self.notice(f"Reopening unanswered ask_user form: {count} question(s).")
-        try:
-            if call.request_id is None:
-                await writer.append(jr.HISTORY_REQUEST, jr.history_request_entry(request))
-            dismissed = (jr.PENDING_DISMISSED, {"toolCallId": call.tool_call_id})
-            result = await self._run_foreground(
-                writer, request, record_interruption=False, extra_entries=[dismissed]
-            )
-        except (ToolError, StaleBranch, PersistenceClosedError) as error:
-            if isinstance(error, ToolError) and str(error) == FORM_INTERRUPTED_TEXT:
+            # Already answered (or dismissed) and journaled; only the tool result was lost.
+            # That answer is delivered, not asked again. Dismissed first, then delivered: a
+            # crash in between leaves a dismissed call with an undelivered answer, which the
+            # next rebuild delivers (``recovered_answers``).
+            assert call.recorded.result is not None
+            try:
+                await writer.append(jr.PENDING_DISMISSED, {"toolCallId": call.tool_call_id})
+            except (StaleBranch, PersistenceClosedError):
                 return  # the session changed or the runtime closed: recovery runs again later
-            self.notice(f"Could not reopen unanswered ask_user form: {error}")
-            return
+            result = call.recorded.result
+            if not result.cancelled:
+                self.notice(
+                    "Delivering an ask_user answer recorded before the interruption: "
+                    f"{count} question(s)."
+                )
+        else:
+            self.notice(f"Reopening unanswered ask_user form: {count} question(s).")
+            try:
+                if call.request_id is None:
+                    await writer.append(jr.HISTORY_REQUEST, jr.history_request_entry(request))
+                dismissed = (jr.PENDING_DISMISSED, {"toolCallId": call.tool_call_id})
+                result = await self._run_foreground(
+                    writer, request, record_interruption=False, extra_entries=[dismissed]
+                )
+            except (ToolError, StaleBranch, PersistenceClosedError) as error:
+                if isinstance(error, ToolError) and str(error) == FORM_INTERRUPTED_TEXT:
+                    return  # the session changed or the runtime closed: recovery runs later
+                self.notice(f"Could not reopen unanswered ask_user form: {error}")
+                return
         if result.cancelled:
             self.notice("Unanswered ask_user form dismissed.")
             return
         message = resume_answer_message(
             call.tool_call_id, request.request_id, request.params, result
-        )
-        await self.tell_queue(q.FollowUp(jr.RESUME_ANSWER, message, wake=True))
-
-    async def _deliver_recorded(
-        self, writer: BranchWriter, call: jr.InterruptedCall, request: AskRequest, outcome: Outcome
-    ) -> None:
-        """The interrupted call's form was already answered (or dismissed) and the answer
-        journaled; only its tool result was lost. Deliver that answer instead of asking again.
-
-        Dismissed first, then delivered: a crash between the two leaves a dismissed call with
-        an undelivered answer, which the next rebuild delivers (``recovered_answers``)."""
-        assert outcome.result is not None
-        try:
-            await writer.append(jr.PENDING_DISMISSED, {"toolCallId": call.tool_call_id})
-        except (StaleBranch, PersistenceClosedError):
-            return  # the session changed or the runtime closed: recovery runs again later
-        if outcome.result.cancelled:
-            self.notice("Unanswered ask_user form dismissed.")
-            return
-        count = len(call.params.questions)
-        self.notice(
-            f"Delivering an ask_user answer recorded before the interruption: {count} question(s)."
-        )
-        message = resume_answer_message(
-            call.tool_call_id, request.request_id, request.params, outcome.result
         )
         await self.tell_queue(q.FollowUp(jr.RESUME_ANSWER, message, wake=True))
 
