@@ -5,6 +5,8 @@ Each pins a bug the property suite found, in the queue actor or the runtime.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -109,28 +111,55 @@ def _bare_queue(wake_tx: trio.MemorySendChannel[dict[str, Any]]) -> q.QueueActor
     )
 
 
+@attrs.frozen
+class _RunningQueue:
+    """A running queue actor: its inbox, the wakes it sent, and the scope that ends it."""
+
+    inbox: trio.MemorySendChannel[q.QueueMessage]
+    wakes: trio.MemoryReceiveChannel[dict[str, Any]]
+    scope: trio.CancelScope
+
+    async def restore(
+        self, epoch: int, journal: Any, follow_ups: tuple[q.FollowUp, ...] = ()
+    ) -> None:
+        """A session change's Restore onto ``journal``, waited for."""
+        reply_tx, reply_rx = trio.open_memory_channel[None](1)
+        await self.inbox.send(q.Restore(epoch, (), True, journal, reply_tx, follow_ups=follow_ups))
+        await reply_rx.receive()
+
+    async def boundary(self) -> list[dict[str, Any]]:
+        reply_tx, reply_rx = trio.open_memory_channel[list[dict[str, Any]]](1)
+        await self.inbox.send(q.TurnBoundary(reply_tx))
+        return await reply_rx.receive()
+
+
+@asynccontextmanager
+async def running_queue() -> AsyncIterator[_RunningQueue]:
+    """A queue actor alone (``_bare_queue``), running until the block ends or its scope is
+    cancelled; a test that hangs fails after ``GUARD`` seconds."""
+    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
+    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+    actor = _bare_queue(wake_tx)
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run, queue_rx, queue_tx.clone())
+            yield _RunningQueue(queue_tx, wake_rx, nursery.cancel_scope)
+            nursery.cancel_scope.cancel()
+
+
 async def test_a_restore_never_overfills_the_reply_of_an_answered_wait() -> None:
     # A wait answered at once (empty queue) whose waiter has not read its reply yet, then a
     # session change: the queue sent a second reply into the one-slot channel and died with
     # WouldBlock. The waiter keeps its answer; nothing else is sent.
-    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-
-    actor = _bare_queue(wake_tx)
-    with trio.fail_after(GUARD), wake_rx:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run, queue_rx, queue_tx.clone())
-            wait_tx, wait_rx = trio.open_memory_channel[q.WaitEnd](1)
-            await queue_tx.send(q.StartWait(1, wait_tx))
-            restored_tx, restored_rx = trio.open_memory_channel[None](1)
-            await queue_tx.send(q.Restore(1, (), True, _Journal(), restored_tx))
-            await restored_rx.receive()
-            assert wait_rx.receive_nowait() == q.WaitEnd("complete")
-            with pytest.raises(trio.WouldBlock):
-                wait_rx.receive_nowait()
-            stats = await _inspect(queue_tx)
-            assert (stats.epoch, stats.waiting, stats.herdr_owners) == (1, False, frozenset())
-            nursery.cancel_scope.cancel()
+    async with running_queue() as queue:
+        wait_tx, wait_rx = trio.open_memory_channel[q.WaitEnd](1)
+        await queue.inbox.send(q.StartWait(1, wait_tx))
+        await queue.restore(1, _Journal())
+        assert wait_rx.receive_nowait() == q.WaitEnd("complete")
+        with pytest.raises(trio.WouldBlock):
+            wait_rx.receive_nowait()
+        stats = await _inspect(queue.inbox)
+        assert (stats.epoch, stats.waiting, stats.herdr_owners) == (1, False, frozenset())
 
 
 async def _inspect(queue_tx: trio.MemorySendChannel[q.QueueMessage]) -> q.QueueStats:
@@ -268,25 +297,12 @@ async def test_restored_follow_ups_go_out_once(settings: Path) -> None:
     # The queue side of recovered answers surviving a session change: follow-ups handed over
     # by ``Restore`` are sent like new ones (a wake while idle), journaled once.
     journal = _Journal()
-    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-
-    actor = _bare_queue(wake_tx)
     message = {"customType": "ask:resume-answer", "content": "Q1: Yes", "details": {}}
-    with trio.fail_after(GUARD), wake_rx:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run, queue_rx, queue_tx.clone())
-            restored_tx, restored_rx = trio.open_memory_channel[None](1)
-            follow_up = q.FollowUp("ask:resume-answer", message, wake=True)
-            await queue_tx.send(
-                q.Restore(1, (), True, journal, restored_tx, follow_ups=(follow_up,))
-            )
-            await restored_rx.receive()
-            assert wake_rx.receive_nowait() == message
-            boundary_tx, boundary_rx = trio.open_memory_channel[list[dict[str, Any]]](1)
-            await queue_tx.send(q.TurnBoundary(boundary_tx))
-            assert await boundary_rx.receive() == []
-            nursery.cancel_scope.cancel()
+    async with running_queue() as queue:
+        follow_up = q.FollowUp("ask:resume-answer", message, wake=True)
+        await queue.restore(1, journal, (follow_up,))
+        assert queue.wakes.receive_nowait() == message
+        assert await queue.boundary() == []
     assert journal.entries == [("ask:resume-answer", message)]
 
 
@@ -398,25 +414,19 @@ async def test_a_wake_marked_delivered_goes_out_even_when_disposal_cancels_the_w
     # mark: the mark reached the file, the wake never reached the host, and the rebuild
     # trusted the mark. The answer was lost.
     journal = _SlowJournal()
-    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-
-    actor = _bare_queue(wake_tx)
     message = {"customType": "ask:resume-answer", "content": "Q1: Yes", "details": {}}
     follow_up = q.FollowUp("ask:resume-answer", message, wake=True)
     restored_tx, _restored_rx = trio.open_memory_channel[None](1)
-    with trio.fail_after(GUARD), wake_rx:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run, queue_rx, queue_tx.clone())
-            # Idle: the restored follow-up wakes the agent; its mark is being written.
-            await queue_tx.send(
-                q.Restore(1, (), True, journal, restored_tx, follow_ups=(follow_up,))
-            )
-            await journal.written.wait()
-            nursery.cancel_scope.cancel()  # disposal, while the write is unacknowledged
-            journal.acknowledge.set()
-        assert journal.entries == [("ask:resume-answer", message)]
-        assert wake_rx.receive_nowait() == message
+    async with running_queue() as queue:
+        # Idle: the restored follow-up wakes the agent; its mark is being written.
+        await queue.inbox.send(
+            q.Restore(1, (), True, journal, restored_tx, follow_ups=(follow_up,))
+        )
+        await journal.written.wait()
+        queue.scope.cancel()  # disposal, while the write is unacknowledged
+        journal.acknowledge.set()
+    assert journal.entries == [("ask:resume-answer", message)]
+    assert queue.wakes.receive_nowait() == message
 
 
 async def test_a_boundary_cancelled_after_marking_still_returns_its_messages(
@@ -465,57 +475,33 @@ async def test_a_boundary_in_the_revoked_window_delivers_nothing_and_the_queue_l
     # Found in review: a TurnBoundary handled between the revocation of the old branch and the
     # Restore of the new one raised StaleBranch out of the queue actor (the runtime died), and
     # the boundary's caller, waiting under a shield, waited forever.
-    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-    actor = _bare_queue(wake_tx)
     message = {"customType": "ask:resume-answer", "content": "Q1: Yes", "details": {}}
     follow_up = q.FollowUp("ask:resume-answer", message, wake=False)
-    with trio.fail_after(GUARD), wake_rx:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run, queue_rx, queue_tx.clone())
-            restored_tx, restored_rx = trio.open_memory_channel[None](1)
-            await queue_tx.send(
-                q.Restore(1, (), True, _RevokedJournal(), restored_tx, follow_ups=(follow_up,))
-            )
-            await restored_rx.receive()
-            boundary_tx, boundary_rx = trio.open_memory_channel[list[dict[str, Any]]](1)
-            await queue_tx.send(q.TurnBoundary(boundary_tx))
-            assert await boundary_rx.receive() == []  # nothing recorded, nothing delivered
-            stats = await _inspect(queue_tx)  # the queue is still there
-            assert stats.epoch == 1
-            # The next branch's Restore hands the follow-up over again; it goes out once.
-            journal = _Journal()
-            restored_tx, restored_rx = trio.open_memory_channel[None](1)
-            await queue_tx.send(
-                q.Restore(2, (), True, journal, restored_tx, follow_ups=(follow_up,))
-            )
-            await restored_rx.receive()
-            boundary_tx, boundary_rx = trio.open_memory_channel[list[dict[str, Any]]](1)
-            await queue_tx.send(q.TurnBoundary(boundary_tx))
-            assert await boundary_rx.receive() == [message]
-            assert journal.entries == [("ask:resume-answer", message)]
-            nursery.cancel_scope.cancel()
+    async with running_queue() as queue:
+        await queue.restore(1, _RevokedJournal(), (follow_up,))
+        assert await queue.boundary() == []  # nothing recorded, nothing delivered
+        stats = await _inspect(queue.inbox)  # the queue is still there
+        assert stats.epoch == 1
+        # The next branch's Restore hands the follow-up over again; it goes out once.
+        journal = _Journal()
+        await queue.restore(2, journal, (follow_up,))
+        assert await queue.boundary() == [message]
+        assert journal.entries == [("ask:resume-answer", message)]
 
 
 async def test_a_caller_that_left_before_its_reply_does_not_end_the_queue() -> None:
     # Found in review: a host call cancelled after its request reached the queue (statistics()
     # during a shutdown, say) closed its reply channel; the queue's reply raised
     # BrokenResourceError and the queue actor died with it.
-    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-    actor = _bare_queue(wake_tx)
-    with trio.fail_after(GUARD), wake_rx:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run, queue_rx, queue_tx.clone())
-            gone_tx, gone_rx = trio.open_memory_channel[q.QueueStats](1)
-            gone_rx.close()
-            await queue_tx.send(q.Inspect(gone_tx))
-            defer_tx, defer_rx = trio.open_memory_channel[None](1)
-            defer_rx.close()
-            await queue_tx.send(q.Defer("hidden", defer_tx))
-            stats = await _inspect(queue_tx)
-            assert stats.panel_visible is False
-            nursery.cancel_scope.cancel()
+    async with running_queue() as queue:
+        gone_tx, gone_rx = trio.open_memory_channel[q.QueueStats](1)
+        gone_rx.close()
+        await queue.inbox.send(q.Inspect(gone_tx))
+        defer_tx, defer_rx = trio.open_memory_channel[None](1)
+        defer_rx.close()
+        await queue.inbox.send(q.Defer("hidden", defer_tx))
+        stats = await _inspect(queue.inbox)
+        assert stats.panel_visible is False
 
 
 # -- a session change that does not finish leaves a working runtime ---------------------------

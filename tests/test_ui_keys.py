@@ -329,19 +329,25 @@ async def test_settings_save_failure_reverts_and_shows_the_error(tmp_path: Path)
         await ask.finished()
 
 
+async def turn_off_double_press_on_review(ask: Asking) -> None:
+    """Answer GOAL, then on Review open the settings and turn double-press off (the overlay
+    shows ``[off]``; it stays open)."""
+    await ask.wait("What should I optimize for?")
+    ask.send("1")
+    await ask.wait("Review your answers")
+    ask.send("?")
+    await ask.wait("Live settings")
+    ask.send(DOWN, DOWN)
+    await ask.term.wait_for(lambda term: "› Double-press review shortcuts" in term.text())
+    ask.send(" ")
+    await ask.term.wait_for(
+        lambda term: "[off]" in term.rows()[term.find("Double-press review")[0]]
+    )
+
+
 async def test_live_double_press_setting_applies_to_the_open_form(tmp_path: Path) -> None:
     async with asking(tmp_path, GOAL) as ask:
-        await ask.wait("What should I optimize for?")
-        ask.send("1")
-        await ask.wait("Review your answers")
-        ask.send("?")
-        await ask.wait("Live settings")
-        ask.send(DOWN, DOWN)
-        await ask.term.wait_for(lambda term: "› Double-press review shortcuts" in term.text())
-        ask.send(" ")
-        await ask.term.wait_for(
-            lambda term: "[off]" in term.rows()[term.find("Double-press review")[0]]
-        )
+        await turn_off_double_press_on_review(ask)
         ask.send(ESC)
         await ask.wait_gone("Live settings")
         ask.send("1")  # one press is enough now
@@ -558,17 +564,7 @@ async def test_closing_settings_waits_for_the_save_so_the_form_follows_what_it_s
 
     monkeypatch.setattr(settings_list, "save_command", slow_save)
     async with asking(tmp_path, GOAL) as ask:
-        await ask.wait("What should I optimize for?")
-        ask.send("1")
-        await ask.wait("Review your answers")
-        ask.send("?")
-        await ask.wait("Live settings")
-        ask.send(DOWN, DOWN)
-        await ask.term.wait_for(lambda term: "› Double-press review shortcuts" in term.text())
-        ask.send(" ")
-        await ask.term.wait_for(
-            lambda term: "[off]" in term.rows()[term.find("Double-press review")[0]]
-        )
+        await turn_off_double_press_on_review(ask)
         ask.send("?")  # close (no escape-key delay), while the save waits for the disk
         await trio.testing.wait_all_tasks_blocked()
         assert "Live settings" in ask.term.text()  # still open: the save is not done
