@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,16 +59,29 @@ def notices(rt: Any) -> list[str]:
             return out
 
 
-async def test_an_interrupted_form_reopens_and_its_answer_follows_up(tmp_path: Path) -> None:
-    session = tmp_path / "s.pas"
-    interrupted_session(session)
-    surface = RecordingSurface()
+@asynccontextmanager
+async def starting_up(
+    session: Path, tmp_path: Path, *, surface: RecordingSurface | None = None, **options: Any
+) -> AsyncIterator[tuple[Any, EventLog]]:
+    """The runtime started on ``session`` with an event log attached from the start (before
+    the recovered form's events), once it settled."""
     async with open_runtime(
-        session=session, settings=settings_file(tmp_path), surface=surface
+        session=session,
+        settings=settings_file(tmp_path),
+        surface=surface or RecordingSurface(),
+        **options,
     ) as rt:
         log = EventLog()
         log.attach(rt.events)
         await settle()
+        yield rt, log
+
+
+async def test_an_interrupted_form_reopens_and_its_answer_follows_up(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    interrupted_session(session)
+    surface = RecordingSurface()
+    async with starting_up(session, tmp_path, surface=surface) as (rt, log):
         [started] = log.of(ev.STARTED)
         assert started["source"] == "ask:resume"
         assert started["toolCallId"] == "call-7"
@@ -85,12 +100,7 @@ async def test_an_interrupted_form_reopens_and_its_answer_follows_up(tmp_path: P
     completed = entries[types.index("ask:history-completed")]
     assert completed.data["requestId"] == "req-original"
     # A second startup does not reopen it.
-    async with open_runtime(
-        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
-    ) as rt:
-        log = EventLog()
-        log.attach(rt.events)
-        await settle()
+    async with starting_up(session, tmp_path) as (rt, log):
         assert log.of(ev.STARTED) == []
 
 
@@ -131,12 +141,7 @@ async def test_cancelling_a_recovered_form_dismisses_it_without_a_message(tmp_pa
 async def test_without_a_payload_the_original_arguments_are_used(tmp_path: Path) -> None:
     session = tmp_path / "s.pas"
     interrupted_session(session, with_payload=False, arguments=payload("only"))
-    async with open_runtime(
-        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
-    ) as rt:
-        log = EventLog()
-        log.attach(rt.events)
-        await settle()
+    async with starting_up(session, tmp_path) as (_rt, log):
         [started] = log.of(ev.STARTED)
         assert [q["id"] for q in started["questions"]] == ["only"]
 
@@ -193,12 +198,7 @@ async def test_recovery_runs_only_on_startup_resume_and_fork(tmp_path: Path, rea
 async def test_non_tui_sessions_do_not_reopen(tmp_path: Path) -> None:
     session = tmp_path / "s.pas"
     interrupted_session(session)
-    async with open_runtime(
-        session=session, mode="print", settings=settings_file(tmp_path), surface=RecordingSurface()
-    ) as rt:
-        log = EventLog()
-        log.attach(rt.events)
-        await settle()
+    async with starting_up(session, tmp_path, mode="print") as (_rt, log):
         assert log.of(ev.STARTED) == []
 
 
@@ -251,12 +251,7 @@ async def test_an_answer_recorded_before_the_interruption_is_delivered_not_asked
     )
     interrupted_session(session, extra=[(jr.HISTORY_COMPLETED, completion)])
     surface = RecordingSurface()
-    async with open_runtime(
-        session=session, settings=settings_file(tmp_path), surface=surface
-    ) as rt:
-        log = EventLog()
-        log.attach(rt.events)
-        await settle()
+    async with starting_up(session, tmp_path, surface=surface) as (rt, log):
         assert log.of(ev.STARTED) == []  # no form: the person already answered
         assert surface.states == {}
         assert notices(rt) == [
@@ -272,12 +267,7 @@ async def test_an_answer_recorded_before_the_interruption_is_delivered_not_asked
     assert types.count(jr.HISTORY_COMPLETED) == 1
     assert types[-2:] == ["ask:pending-dismissed", "ask:resume-answer"]
     # Delivered once: a second startup neither reopens nor delivers again.
-    async with open_runtime(
-        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
-    ) as rt:
-        log = EventLog()
-        log.attach(rt.events)
-        await settle()
+    async with starting_up(session, tmp_path) as (rt, log):
         assert log.of(ev.STARTED) == []
         with pytest.raises(trio.WouldBlock):
             rt.wakeups.receive_nowait()
@@ -288,12 +278,7 @@ async def test_a_form_dismissed_before_the_interruption_stays_dismissed(tmp_path
     session = tmp_path / "s.pas"
     completion = await recorded_completion(tmp_path, {"kind": "cancel"})
     interrupted_session(session, extra=[(jr.HISTORY_COMPLETED, completion)])
-    async with open_runtime(
-        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
-    ) as rt:
-        log = EventLog()
-        log.attach(rt.events)
-        await settle()
+    async with starting_up(session, tmp_path) as (rt, log):
         assert log.of(ev.STARTED) == []
         assert notices(rt) == ["Unanswered ask_user form dismissed."]
         with pytest.raises(trio.WouldBlock):
