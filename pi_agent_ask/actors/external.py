@@ -30,6 +30,7 @@ from pi_agent_ask.actors.form import FormInput, RemoteResponse, remote_apply
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
+from pi_agent_ask.form import untrusted
 from pi_agent_ask.persistence import journal as jr
 
 if TYPE_CHECKING:
@@ -51,6 +52,9 @@ def _acceptable(provider: Any) -> bool:
 def _response_problem(response: Any) -> str | None:
     if not isinstance(response, Mapping):
         return "Submit response must be an object."
+    refusal = untrusted.check(response)
+    if refusal is not None:  # the boundary: see form/untrusted.py
+        return f"response {refusal.describe()}." if refusal.path else f"response {refusal.message}."
     if response.get("kind") not in ("answer", "cancel"):
         return 'Submit response kind must be "answer" or "cancel".'
     return None

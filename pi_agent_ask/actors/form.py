@@ -22,6 +22,7 @@ import trio
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import answers_from_remote
+from pi_agent_ask.form.untrusted import scrub_text
 
 
 @attrs.frozen
@@ -147,6 +148,9 @@ async def run_form(
         async for message in inbox:
             match message:
                 case UserCommand(command=command):
+                    if isinstance(command, fs.EditorChanged):
+                        # Terminal bytes that are not UTF-8 arrive as lone surrogates.
+                        command = fs.EditorChanged(scrub_text(command.text))
                     state, effects = fs.reduce(state, command)
                     if on_defer is not None and fs.DeferRequested() in effects:
                         # Hiding the panel cancels this form's scope; the owner keeps its draft.

@@ -60,6 +60,7 @@ __all__ = [
     "Reply",
     "Request",
     "SessionInfo",
+    "WriteRefused",
     "open_persistence",
     "run_persistence",
     "serve_persistence",
@@ -77,6 +78,20 @@ INLINE_BRANCH_LIMIT: Final = 2_000
 class PersistenceClosedError(Exception):
     """The persistence actor is gone (closed or cancelled): the request was not performed,
     or its reply was lost with the actor."""
+
+
+class WriteRefused(Exception):
+    """An append was refused before a byte was written: an entry cannot be stored (text that
+    is not valid Unicode, nesting too deep to encode, a value CBOR cannot hold) or its frame
+    is over ``MAX_FRAME_BYTES``. The session and the actor go on as if it was never asked.
+
+    The defence behind ``form/untrusted.py``: whatever slips past the boundary comes back to
+    the caller as this error, never as an exception through the actor or its nursery."""
+
+    def __init__(self, entry_type: str, cause: Exception) -> None:
+        super().__init__(f"{entry_type!r} entry not written: {type(cause).__name__}: {cause}")
+        self.entry_type = entry_type
+        self.cause = cause
 
 
 @attrs.frozen
@@ -334,11 +349,16 @@ async def _serve(session: SessionFile, request: Request) -> SessionFile:
                 reply = await _run(
                     session,
                     session.fsync,
-                    lambda: session.append(entry_type, data, parent_id=parent_id),
+                    _refusing(
+                        entry_type, lambda: session.append(entry_type, data, parent_id=parent_id)
+                    ),
                 )
             case AppendMany(items=items, parent_id=parent_id):
+                first = items[0][0] if items else ""
                 reply = await _run(
-                    session, session.fsync, lambda: session.append_many(items, parent_id=parent_id)
+                    session,
+                    session.fsync,
+                    _refusing(first, lambda: session.append_many(items, parent_id=parent_id)),
                 )
             case Branch(leaf_id=leaf_id):
                 long_branch = _branch_length(session, leaf_id) > INLINE_BRANCH_LIMIT
@@ -365,6 +385,22 @@ async def _serve(session: SessionFile, request: Request) -> SessionFile:
                 )
         _reply(request.reply, reply)
     return session
+
+
+def _refusing(entry_type: str, append: Callable[[], T]) -> Callable[[], T]:
+    """``append`` with the failures of building and encoding entries turned into
+    ``WriteRefused``. The session raises them before it writes anything: ``ValueError`` (a
+    frame over the limit; ``UnicodeEncodeError`` for a lone surrogate), ``TypeError`` (a value
+    CBOR cannot hold), ``RecursionError`` (nesting too deep). ``OSError`` (the disk) and
+    ``KeyError`` (an unknown parent) stay what they are."""
+
+    def run() -> T:
+        try:
+            return append()
+        except (ValueError, TypeError, RecursionError) as error:
+            raise WriteRefused(str(entry_type), error) from error
+
+    return run
 
 
 def _branch_length(session: SessionFile, leaf_id: LeafRef) -> int:

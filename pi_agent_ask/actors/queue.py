@@ -46,7 +46,7 @@ import attrs
 import trio
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.persistence import PersistenceClosedError
+from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 
@@ -380,8 +380,9 @@ class QueueActor:
                     async for message in rx:
                         try:
                             await self._handle(message)
-                        except (StaleBranch, PersistenceClosedError):
-                            # The write belonged to a revoked branch (a session change is under
+                        except (StaleBranch, PersistenceClosedError, WriteRefused):
+                            # The write was refused (an entry that cannot be stored), or it
+                            # belonged to a revoked branch (a session change is under
                             # way: the coming Restore rebuilds everything from the new branch)
                             # or the journal has ended (disposal). Nothing of this message can
                             # be recorded, so none of it happened; its caller hears so.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import itertools
+import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -43,10 +44,11 @@ from pi_agent_ask.actors.form import (
     run_form,
 )
 from pi_agent_ask.actors.notifications import Notify, channels_from_json, run_notifications
-from pi_agent_ask.actors.persistence import PersistenceClosedError
+from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
+from pi_agent_ask.form import untrusted
 from pi_agent_ask.form.result import AskResult, build_result, fallback_result, invalid_result
 from pi_agent_ask.form.tools import tool_definitions_for
 from pi_agent_ask.form.types import AskParams
@@ -71,6 +73,41 @@ INTERRUPTED_TEXTS = {"ask_user": FORM_INTERRUPTED_TEXT, "wait_for_answers": WAIT
 
 class ToolError(Exception):
     """A tool call failed; the result is ``{"content": [text], "isError": True}``."""
+
+
+CALL_FAILURES: tuple[type[Exception], ...] = (
+    WriteRefused,
+    PersistenceClosedError,
+    OSError,
+    ValueError,
+    RecursionError,
+)
+"""What a tool call turns into a tool error besides ``ToolError``: a write the journal refused
+(an entry too large or not storable), the runtime closing, the disk or a path failing (``OSError``;
+``ValueError`` for a NUL byte in a path), and deep recursion in a library. Everything else
+(``trio.Cancelled``, ``KeyboardInterrupt``, and exceptions that mean a bug here, such as
+``TypeError``, ``AttributeError``, ``KeyError``, ``AssertionError``) propagates."""
+
+
+def _refusal_text(name: object, refusal: untrusted.Refusal | None) -> str:
+    shown = name if isinstance(name, str) and untrusted.check(name) is None else "?"
+    if refusal is None:
+        refusal = untrusted.Refusal("name", "must be a string")
+    path = refusal.path
+    if path.startswith("arguments"):
+        path = path.removeprefix("arguments").removeprefix(".") or "root"
+    return f"Validation failed for tool {json.dumps(shown)}:\n  - {path}: {refusal.message}"
+
+
+def _failure_text(name: str, error: Exception) -> str:
+    match error:
+        case WriteRefused():
+            return f"{name} failed: the session file refused the entry: {error}"
+        case PersistenceClosedError():
+            return f"{name} failed: the runtime is closing ({error})"
+        case _:
+            detail = str(error) or type(error).__name__
+            return untrusted.scrub_text(f"{name} failed: {detail}")
 
 
 def now_iso() -> str:
@@ -190,7 +227,7 @@ class Runtime:
 
     async def user_message(self, text: str) -> None:
         """Ordinary input: releases an active wait as ``deferred`` and hides the panel."""
-        await self._writer.append(jr.USER_MESSAGE, {"text": text})
+        await self._writer.append(jr.USER_MESSAGE, {"text": untrusted.scrub_text(text)})
         await self._ask_queue(lambda reply: q.Defer("user_message", reply))
 
     async def defer_queue(self) -> None:
@@ -361,7 +398,35 @@ class Runtime:
         tool_call_id: str | None = None,
         parent_tool_call_id: str | None = None,
     ) -> dict[str, Any]:
-        """Run one tool call and return its result dict (see ``API.md``)."""
+        """Run one tool call and return its result dict (see ``API.md``).
+
+        Every call ends as a result or a tool error (``isError: true``): arguments that are not
+        bounded, valid JSON text (``form/untrusted.py``) are refused before anything is
+        journaled; a refused write, a disk failure or a bad path is a tool error. Only
+        cancellation and bugs propagate (``docs/errors.md``)."""
+        refusal = untrusted.check(
+            {
+                "name": name,
+                "toolCallId": tool_call_id,
+                "parentToolCallId": parent_tool_call_id,
+                "arguments": arguments,
+            }
+        )
+        if refusal is not None or not isinstance(name, str):
+            # Nothing of the call can be stored: refused whole, and not journaled.
+            return tool_error(_refusal_text(name, refusal))
+        try:
+            return await self._call_tool(name, arguments, tool_call_id, parent_tool_call_id)
+        except CALL_FAILURES as error:
+            return tool_error(_failure_text(name, error))
+
+    async def _call_tool(
+        self,
+        name: str,
+        arguments: Any,
+        tool_call_id: str | None,
+        parent_tool_call_id: str | None,
+    ) -> dict[str, Any]:
         call: dict[str, Any] = {"toolCallId": tool_call_id, "name": name, "arguments": arguments}
         if parent_tool_call_id is not None:
             call["parentToolCallId"] = parent_tool_call_id
@@ -387,6 +452,9 @@ class Runtime:
                     result = await history.call_history_tool(self, writer, name, arguments)
             except ToolError as error:
                 result = tool_error(str(error))
+            except CALL_FAILURES as error:
+                # After the call was journaled: its result (this error) is journaled too.
+                result = tool_error(_failure_text(name, error))
         except StaleBranch:
             # The session changed under the call: its branch is gone for it, and it says so.
             result = tool_error(INTERRUPTED_TEXTS.get(name, CALL_INTERRUPTED_TEXT))
@@ -399,7 +467,7 @@ class Runtime:
                 with (
                     trio.CancelScope(shield=True),
                     trio.move_on_after(TEARDOWN_TIMEOUT),
-                    suppress(StaleBranch, PersistenceClosedError),
+                    suppress(StaleBranch, PersistenceClosedError, WriteRefused, OSError),
                 ):
                     await writer.append(
                         jr.TOOL_RESULT,
@@ -677,9 +745,20 @@ class Runtime:
                     candidate = Outcome(
                         request.request_id, request.parent_tool_call_id, result=result
                     )
-                    await self._record_outcome(writer, request, candidate)
+                    try:
+                        await self._record_outcome(writer, request, candidate)
+                    except WriteRefused as error:
+                        # Behind the boundary checks this means a bug; the form ends with an
+                        # error the agent hears of, and the queue goes on.
+                        failed = Outcome(
+                            request.request_id,
+                            request.parent_tool_call_id,
+                            error=f"The answer could not be recorded: {error}",
+                        )
+                        await self._record_outcome(writer, request, failed)
+                        candidate = failed
                     outcome = candidate
-        except StaleBranch:
+        except (StaleBranch, PersistenceClosedError, WriteRefused):
             outcome = None
         finally:
             await self.tell_queue(q.FormStopped(request.request_id, epoch, latest, outcome))
@@ -693,6 +772,8 @@ class Runtime:
         problem = _submit_envelope_problem(payload)
         request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
         flow_id = payload.get("flowId") if isinstance(payload, Mapping) else None
+        if problem is None:
+            problem = _submit_content_problem(payload)
         if problem is not None:
             self._submit_result(request_id, flow_id, problem)
             return
@@ -890,7 +971,7 @@ class Runtime:
             assert call.recorded.result is not None
             try:
                 await writer.append(jr.PENDING_DISMISSED, {"toolCallId": call.tool_call_id})
-            except (StaleBranch, PersistenceClosedError):
+            except (StaleBranch, PersistenceClosedError, WriteRefused):
                 return  # the session changed or the runtime closed: recovery runs again later
             result = call.recorded.result
             if not result.cancelled:
@@ -907,7 +988,7 @@ class Runtime:
                 result = await self._run_foreground(
                     writer, request, record_interruption=False, extra_entries=[dismissed]
                 )
-            except (ToolError, StaleBranch, PersistenceClosedError) as error:
+            except (ToolError, StaleBranch, *CALL_FAILURES) as error:
                 if isinstance(error, ToolError) and str(error) == FORM_INTERRUPTED_TEXT:
                     return  # the session changed or the runtime closed: recovery runs later
                 self.notice(f"Could not reopen unanswered ask_user form: {error}")
@@ -944,6 +1025,19 @@ def _submit_envelope_problem(payload: Any) -> tuple[str, str] | None:
         return ("invalid_request", "Submit response must be an object.")
     if response.get("kind") not in ("answer", "cancel"):
         return ("invalid_request", 'Submit response kind must be "answer" or "cancel".')
+    return None
+
+
+def _submit_content_problem(payload: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The boundary check of a submission (``form/untrusted.py``): ids that are not valid text
+    are an ``invalid_request``; a response that is not a bounded JSON value of valid text is an
+    ``invalid_answer`` (the flow stays open)."""
+    ids = untrusted.check({"requestId": payload["requestId"], "flowId": payload["flowId"]})
+    if ids is not None:
+        return ("invalid_request", f"Submit event {ids.describe()}.")
+    refusal = untrusted.check(payload["response"])
+    if refusal is not None:
+        return ("invalid_answer", f"Submit {refusal.within('response').describe()}.")
     return None
 
 

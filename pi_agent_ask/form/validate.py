@@ -39,7 +39,7 @@ import attrs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from pi_agent_ask.form import schemas
+from pi_agent_ask.form import schemas, untrusted
 from pi_agent_ask.form.tools import (
     ASK_USER,
     EXPORT_ASK_HISTORY,
@@ -240,6 +240,11 @@ def _validate(
     present_single_as_multi: bool,
     background_only: bool,
 ) -> Validation:
+    # The boundary first: anything below may assume bounded JSON of valid text.
+    refusal = untrusted.check(arguments)
+    if refusal is not None:
+        issue = Issue(refusal.path or "root", _schema_prefix(ASK_USER) + refusal.message)
+        return Validation(params=None, issues=(issue,), schema_error=True)
     if not isinstance(arguments, dict) and isinstance(arguments, Mapping):
         arguments = dict(arguments)
     arguments, legacy = _convert_legacy(arguments)
