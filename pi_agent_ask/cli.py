@@ -1,7 +1,11 @@
 """The ``pi-agent-ask`` command line: ask, validate, demo, settings, history.
 
 Exit statuses of ``ask``: 0 submitted, 1 cancelled or dismissed, 2 invalid input, 3 no
-terminal (the non-TUI fallback result was printed), 4 internal error (message on stderr).
+terminal (the non-TUI fallback result was printed), 4 internal error (message on stderr), 5 the
+session file was refused (locked by another process, not a session file, a newer format, not a
+regular file; ``ask``, ``demo`` and ``history``, message on stderr). ``docs/errors.md``.
+
+Printed JSON escapes every character a terminal could act on (``_dump``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ EXIT_CANCELLED = 1
 EXIT_INVALID = 2
 EXIT_NO_TERMINAL = 3
 EXIT_INTERNAL = 4
+EXIT_SESSION = 5
 
 
 class PayloadError(Exception):
@@ -37,9 +42,32 @@ def read_payload(source: str | None, stdin: TextIO) -> Any:
         raise PayloadError(f"Payload is not valid JSON: {error}") from error
 
 
+def terminal_safe_json(obj: Any, *, indent: int | None = 2) -> str:
+    """``obj`` as JSON that is safe to print on a terminal: readable text stays as it is,
+    every character a terminal could act on is a ``\\uXXXX`` escape (same JSON value)."""
+    from pi_agent_ask.form.sanitize import escape_for_json
+
+    return escape_for_json(json.dumps(obj, ensure_ascii=False, indent=indent))
+
+
 def _dump(obj: Any, out: TextIO) -> None:
-    out.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+    out.write(terminal_safe_json(obj) + "\n")
     out.flush()
+
+
+def _session_refusal(error: BaseException) -> Any:
+    """The ``SessionFileError`` behind ``error`` (also inside exception groups), or ``None``."""
+    from pi_agent_ask.persistence.session_file import SessionFileError
+
+    for cause in _leaves(error):
+        if isinstance(cause, SessionFileError):
+            return cause
+    return None
+
+
+def _report_session_refusal(refusal: Any, stderr: TextIO) -> int:
+    stderr.write(f"pi-agent-ask: session file refused ({refusal.reason}): {refusal}\n")
+    return EXIT_SESSION
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,6 +193,9 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
             _dump(result, out)
         return code
     except Exception as error:  # the documented exit 4: an internal error, said on stderr
+        refusal = _session_refusal(error)
+        if refusal is not None:
+            return _report_session_refusal(refusal, stderr)
         for cause in _leaves(error):
             stderr.write(f"pi-agent-ask: internal error: {type(cause).__name__}: {cause}\n")
         return EXIT_INTERNAL
@@ -190,7 +221,17 @@ async def _ask_without_terminal(arguments: Any, args: argparse.Namespace) -> tup
 # -- demo and settings ----------------------------------------------------------------------
 
 
-def cmd_demo(args: argparse.Namespace, stdout: TextIO) -> int:
+def cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO = sys.stderr) -> int:
+    try:
+        return _run_demo(args)
+    except Exception as error:
+        refusal = _session_refusal(error)
+        if refusal is None:
+            raise
+        return _report_session_refusal(refusal, stderr)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
     import trio
 
     from pi_agent_ask.host.demo import run_demo
@@ -221,7 +262,9 @@ def cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 
     try:
         session = SessionFile.open(args.session, readonly=True, create=False)
-    except (OSError, SessionFileError) as error:
+    except SessionFileError as error:
+        return _report_session_refusal(error, stderr)
+    except OSError as error:
         stderr.write(f"pi-agent-ask: cannot open session {str(args.session)!r}: {error}\n")
         return EXIT_INVALID
     with session:
@@ -263,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         case "ask":
             return cmd_ask(args, stdin, stdout, stderr)
         case "demo":
-            return cmd_demo(args, stdout)
+            return cmd_demo(args, stdout, stderr)
         case "settings":
             return cmd_settings(args)
         case "history":

@@ -112,7 +112,7 @@ def test_history_of_a_missing_session_is_an_error(tmp_path: Path) -> None:
     assert not (tmp_path / "missing.pas").exists()
 
 
-def test_ask_reports_an_internal_error_with_exit_4(tmp_path: Path) -> None:
+def test_ask_reports_a_refused_session_file_with_exit_5(tmp_path: Path) -> None:
     not_a_session = tmp_path / "plain.txt"
     not_a_session.write_text("this is not a session file\n")
     done = subprocess.run(
@@ -134,8 +134,9 @@ def test_ask_reports_an_internal_error_with_exit_4(tmp_path: Path) -> None:
         start_new_session=True,
         check=False,
     )
-    assert done.returncode == 4
+    assert done.returncode == 5
     assert done.stdout == ""
-    assert "pi-agent-ask: internal error:" in done.stderr
-    assert "session" in done.stderr.lower()
+    assert done.stderr.startswith(
+        f"pi-agent-ask: session file refused (not-a-session-file): {not_a_session}: "
+    )
     assert not_a_session.read_text() == "this is not a session file\n"  # left untouched

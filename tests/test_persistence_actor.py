@@ -15,6 +15,7 @@ from pi_agent_ask.actors.persistence import (
     INLINE_BRANCH_LIMIT,
     PersistenceClosedError,
     PersistenceHandle,
+    WriteRefused,
     run_persistence,
 )
 from pi_agent_ask.persistence.session_file import SessionFile
@@ -81,10 +82,13 @@ async def test_errors_reach_the_caller_and_the_actor_carries_on(
             await journal.move_leaf("nobody")
         with pytest.raises(KeyError):
             await journal.branch("nobody")
-        with pytest.raises(TypeError):
+        # Entries that cannot be built or stored are refused writes (the cause is kept).
+        with pytest.raises(WriteRefused) as refused:
             await journal.append("message", {"bad": object()})
-        with pytest.raises(ValueError):
+        assert isinstance(refused.value.cause, TypeError)
+        with pytest.raises(WriteRefused) as refused:
             await journal.append("", {})
+        assert isinstance(refused.value.cause, ValueError)
         entry = await journal.append("message", {})
         assert await journal.branch() == (entry,)
 

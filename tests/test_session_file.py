@@ -556,6 +556,7 @@ def test_a_file_shrinking_while_it_is_read_is_a_torn_tail(
     class Stat:
         def __init__(self, fd: int) -> None:
             self.st_size = real_fstat(fd).st_size + 50
+            self.st_mode = real_fstat(fd).st_mode
 
     monkeypatch.setattr(sf.os, "fstat", Stat)
     with SessionFile.open(path, readonly=True) as reader:

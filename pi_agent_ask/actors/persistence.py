@@ -197,7 +197,8 @@ class PersistenceHandle:
 
     Every method raises ``PersistenceClosedError`` when the actor is gone, and re-raises in
     the caller what the session raised for this request (``KeyError`` for an unknown entry id,
-    ``ValueError`` for bad arguments, ``OSError`` when the disk failed); the actor keeps going.
+    ``WriteRefused`` for an entry that cannot be stored, ``ValueError`` for other bad arguments,
+    ``OSError`` when the disk failed); the actor keeps going.
     """
 
     _send: trio.MemorySendChannel[Request]

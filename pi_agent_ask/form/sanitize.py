@@ -46,7 +46,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MARKER", "TAB_SIZE", "sanitize_line", "sanitize_text"]
+__all__ = [
+    "MARKER",
+    "TAB_SIZE",
+    "escape_for_json",
+    "escape_visibly",
+    "sanitize_line",
+    "sanitize_text",
+]
 
 MARKER = "\ufffd"
 """Shown once in place of each run of removed sequences and characters."""
@@ -136,3 +143,30 @@ def sanitize_text(text: str, *, keep_newlines: bool = True) -> str:
 def sanitize_line(text: str) -> str:
     """Like :func:`sanitize_text`, for single-line places (labels, titles): newlines -> spaces."""
     return sanitize_text(text, keep_newlines=False)
+
+
+# -- keeping the text, escaped (printed JSON, Markdown exports) ------------------------------
+
+_ACTIVE = re.compile(_char_class(((0x2028, 0x2029), *_REMOVED_RANGES)))
+
+
+def escape_visibly(text: str) -> str:
+    """``text`` with every character :func:`sanitize_text` would remove written as
+    ``<U+XXXX>`` instead (and ``U+2028``/``U+2029``), so nothing in it is live on a terminal
+    yet a reader sees what was there. Newlines and tabs stay. Used for Markdown exports."""
+    return _ACTIVE.sub(lambda match: f"<U+{ord(match.group()):04X}>", text)
+
+
+def escape_for_json(encoded: str) -> str:
+    """``encoded`` JSON (from ``json.dumps(..., ensure_ascii=False)``, which escapes C0 itself)
+    with every other character :func:`escape_visibly` names as a ``\\uXXXX`` escape: the
+    same JSON value, safe to print on a terminal."""
+    return _ACTIVE.sub(_json_escape, encoded)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # outside the BMP: a UTF-16 surrogate pair, as JSON spells it
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"

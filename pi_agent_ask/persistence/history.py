@@ -39,6 +39,7 @@ import attrs
 
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AnswerResult, AskResult, QuestionMeta
+from pi_agent_ask.form.sanitize import escape_visibly
 from pi_agent_ask.form.schemas import HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT
 from pi_agent_ask.form.types import JSON, QUESTION_TYPES, AskParams, Image, Option, Question
 from pi_agent_ask.persistence import journal as jr
@@ -571,7 +572,10 @@ def _write_new_file(target: Path, content: bytes) -> None:
 
 def _literal(text: str) -> str:
     """A fenced ``text`` block holding ``text`` verbatim: the fence is one backtick longer than
-    the longest backtick run inside (at least three), so nothing inside can close it."""
+    the longest backtick run inside (at least three), so nothing inside can close it. Controls
+    and invisible format characters are written as ``<U+XXXX>``: ``cat`` on an export never
+    runs an escape sequence (``docs/history.md``)."""
+    text = escape_visibly(text)
     longest = max((len(run) for run in _BACKTICKS_RE.findall(text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"

@@ -41,6 +41,7 @@ import fcntl
 import logging
 import os
 import secrets
+import stat
 import struct
 import time
 import zlib
@@ -88,7 +89,12 @@ _NO_PARENT: Final = -1
 
 DamageReason = Literal["torn", "length", "checksum", "undecodable", "invalid"]
 SessionFileErrorReason = Literal[
-    "not-a-session-file", "damaged-header", "future-version", "locked", "unreadable"
+    "not-a-session-file",
+    "damaged-header",
+    "future-version",
+    "locked",
+    "unreadable",
+    "not-a-regular-file",
 ]
 
 _REASON_TEXT: Final[Mapping[str, str]] = {
@@ -105,8 +111,10 @@ class SessionFileError(Exception):
 
     ``reason`` is one of ``"not-a-session-file"`` (no session header), ``"damaged-header"``
     (the header frame is there but unreadable), ``"future-version"`` (written by a newer format
-    version: ``version`` holds it), ``"locked"`` (another process has it open for writing) or
-    ``"unreadable"`` (the file changed under a reader in a way the index cannot follow).
+    version: ``version`` holds it), ``"locked"`` (another process has it open for writing),
+    ``"unreadable"`` (the file changed under a reader in a way the index cannot follow) or
+    ``"not-a-regular-file"`` (a FIFO, a device, a directory, a socket: never opened for writing
+    and never read).
     """
 
     def __init__(
@@ -544,11 +552,16 @@ class SessionFile:
         """
         file_path = Path(path)
         created = False
+        _refuse_odd_file(file_path)  # before a byte is written: only a regular file or nothing
         if not readonly and create and not file_path.exists():
             created = _create_file(file_path, Header.new(clock=clock).to_cbor(), ())
         flags = (os.O_RDONLY if readonly else os.O_RDWR | os.O_APPEND) | os.O_CLOEXEC
-        fd = os.open(file_path, flags)
+        # Non-blocking and checked through the descriptor: a FIFO swapped in after the check
+        # above neither blocks the open nor gets written to.
+        fd = os.open(file_path, flags | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
         try:
+            _refuse_odd_file(file_path, fd)
+            os.set_blocking(fd, True)
             if not readonly:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -1049,6 +1062,19 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _refuse_odd_file(path: Path, fd: int | None = None) -> None:
+    """``SessionFileError("not-a-regular-file")`` unless ``path`` (or the open ``fd``) is a
+    regular file; a missing path passes (it may be created)."""
+    try:
+        mode = os.fstat(fd).st_mode if fd is not None else path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not stat.S_ISREG(mode):
+        raise SessionFileError(
+            path, "not-a-regular-file", "not a regular file (a FIFO, device or directory)"
+        )
 
 
 def _create_file(path: Path, header: bytes, payloads: Iterable[bytes]) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import json
 import os
 import secrets
@@ -999,9 +1000,43 @@ def _realpath(path: str) -> str | None:
         return None
 
 
+SETTINGS_MAX_BYTES = 1024 * 1024
+"""Largest settings file read (1 MiB; the defaults take about 4 KiB)."""
+
+
+class SettingsFileRefused(OSError):
+    """A settings path that is not a regular file (a FIFO, a device, a directory) or is over
+    ``SETTINGS_MAX_BYTES``: refused without blocking and without reading it whole."""
+
+
 def _read_text(path: Path) -> str:
+    """The text of a regular settings file of at most ``SETTINGS_MAX_BYTES``.
+
+    Opened non-blocking (a FIFO opens at once instead of waiting for a writer) and checked
+    through its descriptor before a byte is read, so a FIFO or a link to ``/dev/zero`` is a
+    ``SettingsFileRefused``, never a hang or a read without end."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):  # what reading a directory has always said
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise SettingsFileRefused("not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= SETTINGS_MAX_BYTES:  # one byte past the cap tells a larger file
+            chunk = os.read(fd, SETTINGS_MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > SETTINGS_MAX_BYTES:
+            raise SettingsFileRefused(f"larger than {SETTINGS_MAX_BYTES} bytes")
+    finally:
+        os.close(fd)
     # utf-8-sig: editors on some systems write a byte order mark; it is not part of the JSON.
-    return path.read_bytes().decode("utf-8-sig")
+    return b"".join(chunks).decode("utf-8-sig")
 
 
 def _load_global(path: Path, *, migrations: Sequence[Migration]) -> tuple[Config, list[str]]:
@@ -1040,18 +1075,22 @@ def _load_project(
     project_dir: Path, global_config: Config, global_path: Path
 ) -> tuple[QuestionMode | None, list[str]]:
     path = project_settings_path(project_dir)
+    # Trust first: an untrusted project's file is never opened, only noticed (``lexists``
+    # neither blocks on a FIFO nor follows a link to a device).
+    if not _is_trusted(project_dir, global_config.trusted_projects):
+        if not os.path.lexists(path):
+            return None, []
+        return None, [
+            f"Ignored project ask config at {path}: the project {project_dir} is not listed in "
+            f"trustedProjects in {global_path}. Add its absolute path there to let it set "
+            f"{_PROJECT_ALLOWED}."
+        ]
     try:
         text = _read_text(path)
     except (FileNotFoundError, NotADirectoryError):
         return None, []
     except (OSError, UnicodeDecodeError) as error:
         return None, [f"Ignored project ask config at {path}: it could not be read ({error})."]
-    if not _is_trusted(project_dir, global_config.trusted_projects):
-        return None, [
-            f"Ignored project ask config at {path}: the project {project_dir} is not listed in "
-            f"trustedProjects in {global_path}. Add its absolute path there to let it set "
-            f"{_PROJECT_ALLOWED}."
-        ]
     try:
         data = _parse_json(text)
     except (ValueError, RecursionError):
