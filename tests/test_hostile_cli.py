@@ -164,7 +164,8 @@ async def answered_session(tmp_path: Path) -> tuple[Path, str]:
 async def test_history_read_and_list_escape_terminal_controls(tmp_path: Path) -> None:
     session, request_id = await answered_session(tmp_path)
     for args in (["read", request_id, "a"], ["list"]):
-        done = await trio.to_thread.run_sync(lambda: run("history", *args, "--session", str(session)))
+        command = ["history", *args, "--session", str(session)]
+        done = await trio.to_thread.run_sync(lambda command=command: run(*command))
         assert done.returncode == 0, done.stderr
         for char in LIVE:
             assert char not in done.stdout
