@@ -11,10 +11,11 @@ Printed JSON escapes every character a terminal could act on (``_dump``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -140,6 +141,52 @@ def cmd_validate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int
     return EXIT_OK if validation.ok else EXIT_INVALID
 
 
+# -- the terminal on SIGTERM and SIGHUP -------------------------------------------------------
+
+_TERMINAL_RESET = (
+    "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l"  # mouse reporting off
+    "\x1b[?2004l"  # bracketed paste off
+    "\x1b[?1049l"  # back to the normal screen
+    "\x1b[?25h"  # cursor shown
+    "\x1b[0m\r\n"
+)
+
+
+@contextlib.contextmanager
+def terminal_restored_on_signals(tty: Any) -> Iterator[None]:
+    """While a form may hold the terminal ``tty`` (a file on ``/dev/tty``): on ``SIGTERM`` or
+    ``SIGHUP`` put the terminal back as it was (modes, screen, cursor, mouse) and exit at once
+    with ``128 + signal``, as the default action would, but with a usable terminal.
+
+    Exiting at once leaves the session file as a kill does: every acknowledged entry is in the
+    file, an open form is recorded as waiting and reopens on the next start (nothing is
+    journaled as aborted)."""
+    import signal
+    import termios
+
+    fd = tty.fileno()
+    try:
+        saved = termios.tcgetattr(fd)
+    except (OSError, termios.error):
+        saved = None
+
+    def restore_and_exit(signum: int, _frame: Any) -> None:
+        with contextlib.suppress(OSError, termios.error):  # SIGHUP: the terminal may be gone
+            if saved is not None:
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
+            os.write(fd, _TERMINAL_RESET.encode())
+        os._exit(128 + signum)
+
+    previous = {
+        sig: signal.signal(sig, restore_and_exit) for sig in (signal.SIGTERM, signal.SIGHUP)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 # -- ask ----------------------------------------------------------------------------------
 
 
@@ -174,15 +221,16 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
 
             tty_input, tty_output, files = terminal
             try:
-                code, result = trio.run(
-                    lambda: run_ask(
-                        arguments,
-                        settings=args.settings,
-                        session=args.session,
-                        input=tty_input,
-                        output=tty_output,
+                with terminal_restored_on_signals(files[1]):
+                    code, result = trio.run(
+                        lambda: run_ask(
+                            arguments,
+                            settings=args.settings,
+                            session=args.session,
+                            input=tty_input,
+                            output=tty_output,
+                        )
                     )
-                )
             finally:
                 for file in files:
                     file.close()
@@ -242,7 +290,15 @@ def _run_demo(args: argparse.Namespace) -> int:
         )
     from pi_agent_ask.host.shell import run_interactive_demo
 
-    return trio.run(lambda: run_interactive_demo(session=args.session, settings=args.settings))
+    with _standard_terminal_restored():
+        return trio.run(lambda: run_interactive_demo(session=args.session, settings=args.settings))
+
+
+def _standard_terminal_restored() -> contextlib.AbstractContextManager[None]:
+    """``terminal_restored_on_signals`` for commands that run on standard input's terminal."""
+    if sys.stdin.isatty():
+        return terminal_restored_on_signals(sys.stdin)
+    return contextlib.nullcontext()
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
@@ -250,7 +306,8 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
     from pi_agent_ask.ui.commands import run_settings
 
-    return trio.run(lambda: run_settings(args.settings))
+    with _standard_terminal_restored():
+        return trio.run(lambda: run_settings(args.settings))
 
 
 # -- history --------------------------------------------------------------------------------
