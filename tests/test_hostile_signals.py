@@ -73,7 +73,7 @@ def test_a_signal_while_a_form_is_open_restores_the_terminal(
         stdout=subprocess.DEVNULL,
         stderr=errors,
         cwd=ROOT,
-        preexec_fn=controlling_terminal,  # noqa: PLW1509 - a pty test needs its own session
+        preexec_fn=controlling_terminal,  # the pty becomes its controlling terminal
         env={**os.environ, "TERM": "xterm-256color"},
     )
     try:
