@@ -8,6 +8,7 @@ import attrs
 import pytest
 
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import EMPTY_DRAFT, AskParams, Draft, Image, Option, Question
 
 IMG_A = Image(id="img-a", mime_type="image/png", data="iVBORw0KGgo=")
@@ -582,9 +583,19 @@ def test_multi_to_single_with_two_choices_needs_second_press() -> None:
     assert state.pending_type_change is None
     draft = state.drafts[0]
     assert draft.selected == ()
-    assert not draft.custom_selected
+    assert draft.custom_selected  # the saved custom answer stays the answer (issue 10, item 10)
     assert draft.custom_text == "mine"
     assert draft.note == "n"
+    result = build_result(state.params, state.drafts, presented_types=state.types)
+    assert result.answers["a"].custom_text == "mine"
+    assert result.answers["a"].values == ("mine",)  # the custom answer, no option
+
+
+def test_multi_to_single_without_a_custom_answer_clears_every_choice() -> None:
+    state = run(form(question("a", "multi", options=3)), fs.Number(1), fs.Number(2))
+    state = run(state, fs.ChangeQuestionType(), fs.ChangeQuestionType())
+    assert state.types == ("single",)
+    assert state.drafts[0].selected == () and not state.drafts[0].custom_selected
 
 
 def test_pending_type_change_is_cleared_by_any_other_command() -> None:

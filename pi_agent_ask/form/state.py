@@ -892,8 +892,11 @@ def _change_type(state: FormState) -> FormState:
         return _set_type(state, q, "single")
     if state.pending_type_change != q:
         return attrs.evolve(state, pending_type_change=q)
+    # The options are cleared; a saved custom answer stays selected as the one answer (000).
     state = _update_draft(
-        state, q, lambda draft: attrs.evolve(draft, selected=(), custom_selected=False)
+        state,
+        q,
+        lambda draft: attrs.evolve(draft, selected=(), custom_selected=draft.has_custom_answer),
     )
     return attrs.evolve(_set_type(state, q, "single"), pending_type_change=None)
 
