@@ -12,7 +12,8 @@ With a provider, the call holds the input surface like any form. It ends at the 
   a malformed one is a tool error ``External ask UI returned an invalid response: …``);
 - ``open`` raising (disconnection, rejection): a tool error with its message;
 - a valid ``pi-agent-ask:submit`` for the flow (an invalid one leaves the flow open);
-- the call being cancelled (operation abort): ``open`` is cancelled, late responses are ignored.
+- the call being cancelled (operation abort): ``open`` is cancelled, late responses are ignored,
+  and ``pi-agent-ask:completed`` carries the cancelled result.
 
 Every terminal path cancels ``open`` (the provider's abort signal) and removes the flow.
 """
@@ -157,7 +158,9 @@ async def negotiate_and_run(
             # Aborted (the call was cancelled, the session changed): the provider's ``open``
             # was cancelled with the nursery; the request ends as cancelled, on its branch.
             with trio.CancelScope(shield=True):
-                await runtime._record_interrupted(writer, request, form)
+                cancelled = await runtime._record_interrupted(writer, request, form)
+            # A bridge learns the flow ended (and how), as for every other ending.
+            runtime.announce_completed(request, cancelled)
     if failure is not None:
         await writer.append_many(
             jr.completion_entries(Outcome(request.request_id, error=failure), background=False)

@@ -14,6 +14,7 @@ with its owner through ``on_change``; nothing the person typed is lost.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -61,6 +62,14 @@ FormInput = UserCommand | RemoteResponse | SettingsUpdate | SurfaceFailed
 class FormFailed(Exception):
     """A form could not go on (its surface failed). Its owner records an error outcome: a
     UI failure is reported as an error, never turned into an answer or a cancellation."""
+
+
+def failure_text(error: BaseException) -> str:
+    """What a UI failure says: the message of its real cause (``UI failed``), never the
+    exception group a nursery wrapped it in; the cause's type name when it has no message."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return str(error) or type(error).__name__
 
 
 class Surface(Protocol):
@@ -143,7 +152,7 @@ async def run_form(
 
     The surface is shown before the first message is read and hidden on every exit path.
     """
-    surface.show(flow_id, state, commands)
+    _on_surface(surface.show, flow_id, state, commands)
     try:
         async for message in inbox:
             match message:
@@ -167,8 +176,17 @@ async def run_form(
             await on_change(state)
             if state.outcome is not None:
                 return state
-            surface.update(flow_id, state)
+            _on_surface(surface.update, flow_id, state)
         # The inbox closed without an outcome: the owner is tearing the form down.
         return state
     finally:
-        surface.hide(flow_id)
+        with contextlib.suppress(Exception):  # a broken surface already failed the form
+            surface.hide(flow_id)
+
+
+def _on_surface(call: Callable[..., None], *args: object) -> None:
+    """Call the surface; a surface that raises fails the form with the cause's message."""
+    try:
+        call(*args)
+    except Exception as error:
+        raise FormFailed(failure_text(error)) from error

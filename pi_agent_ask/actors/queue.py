@@ -746,9 +746,12 @@ class QueueActor:
         for rid in members:
             if self.items[rid].outcome is not None:
                 self.items[rid].routed_to = message.wait_id
-        self._herdr_add(f"wait:{message.wait_id}")
         if all(self.items[rid].outcome is not None for rid in members):
+            # Nothing left to wait for (no member, or all answered): it returns at once and
+            # never blocks on the person, so Herdr hears nothing.
             self._finish_wait()
+        else:
+            self._herdr_add(f"wait:{message.wait_id}")
 
     def _finish_wait(self, deferred: WaitReason | None = None) -> None:
         wait = self.wait

@@ -41,6 +41,7 @@ from pi_agent_ask.actors.form import (
     Surface,
     SurfaceFailed,
     UserCommand,
+    failure_text,
     run_form,
 )
 from pi_agent_ask.actors.notifications import Notify, channels_from_json, run_notifications
@@ -606,8 +607,9 @@ class Runtime:
 
     async def _record_interrupted(
         self, writer: BranchWriter, request: AskRequest, form: fs.FormState
-    ) -> None:
-        """A foreground call that was aborted ends as cancelled, on its own branch only."""
+    ) -> AskResult:
+        """A foreground call that was aborted ends as cancelled, on its own branch only;
+        returns that cancelled result."""
         result = build_result(
             request.params,
             form.drafts,
@@ -619,6 +621,7 @@ class Runtime:
             await writer.append_many(
                 jr.completion_entries(Outcome(request.request_id, result=result), background=False)
             )
+        return result
 
     def _result_of(self, request: AskRequest, final: fs.FormState) -> AskResult:
         assert final.outcome is not None
@@ -644,18 +647,22 @@ class Runtime:
         entries = [*jr.completion_entries(outcome, background=request.background), *extra]
         with trio.CancelScope(shield=True):
             await writer.append_many(entries)
+        if outcome.result is not None:
+            self.announce_completed(request, outcome.result)
+
+    def announce_completed(self, request: AskRequest, result: AskResult) -> None:
+        """Emit ``pi-agent-ask:completed`` for a flow that ended with ``result``."""
         payload: dict[str, Any] = {
             "version": 1,
             "flowId": request.flow_id,
             "askRequestId": request.request_id,
             "source": request.source,
-            "result": outcome.result.to_details() if outcome.result else None,
+            "result": result.to_details(),
             "completedAt": now_iso(),
         }
         if request.tool_call_id is not None:
             payload["toolCallId"] = request.tool_call_id
-        if outcome.result is not None:
-            self.events.emit(ev.COMPLETED, payload)
+        self.events.emit(ev.COMPLETED, payload)
 
     async def _host_form(
         self,
@@ -1194,7 +1201,7 @@ async def _supervise_terminal(
         await run_terminal_surface(terminal, input=input, output=output, task_status=status)
     except Exception as error:  # any UI failure: reported, and the runtime goes on
         status.started()
-        await runtime.surface_failed(f"{type(error).__name__}: {error}")
+        await runtime.surface_failed(failure_text(error))
 
 
 @attrs.define(eq=False)
