@@ -27,7 +27,7 @@ import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
-from pi_agent_ask.actors.form import FormInput, RemoteResponse, remote_apply
+from pi_agent_ask.actors.form import FormInput, RemoteResponse, close_inbox, remote_apply
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
@@ -153,6 +153,7 @@ async def negotiate_and_run(
                 nursery.start_soon(from_provider)
                 nursery.start_soon(from_submit)
     finally:
+        close_inbox(inbox)
         await runtime.tell_queue(q.ReleaseSurface(claim_id))
         if final is None and failure is None:
             # Aborted (the call was cancelled, the session changed): the provider's ``open``

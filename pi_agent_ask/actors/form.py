@@ -64,6 +64,23 @@ class FormFailed(Exception):
     UI failure is reported as an error, never turned into an answer or a cancellation."""
 
 
+FLOW_NOT_ACTIVE: tuple[str, str] = ("flow_not_found", "Ask flow is not active.")
+
+
+def close_inbox(inbox: trio.MemoryReceiveChannel[FormInput]) -> None:
+    """The owner of a form that ended closes its inbox: a remote answer already in it, or
+    sent later, is told ``flow_not_found`` instead of waiting for a reply that never comes."""
+    while True:
+        try:
+            message = inbox.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            break
+        if isinstance(message, RemoteResponse):
+            with message.reply, contextlib.suppress(trio.BrokenResourceError):
+                message.reply.send_nowait(FLOW_NOT_ACTIVE)
+    inbox.close()
+
+
 def failure_text(error: BaseException) -> str:
     """What a UI failure says: the message of its real cause (``UI failed``), never the
     exception group a nursery wrapped it in; the cause's type name when it has no message."""

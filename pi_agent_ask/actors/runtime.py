@@ -32,6 +32,7 @@ import trio
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.form import (
+    FLOW_NOT_ACTIVE,
     FailedSurface,
     FormFailed,
     FormInput,
@@ -41,6 +42,7 @@ from pi_agent_ask.actors.form import (
     Surface,
     SurfaceFailed,
     UserCommand,
+    close_inbox,
     failure_text,
     run_form,
 )
@@ -588,6 +590,7 @@ class Runtime:
                 except FormFailed as error:
                     failure = str(error)
         finally:
+            close_inbox(inbox)
             await self.tell_queue(q.ReleaseSurface(claim_id))
             interrupted = final is None or final.outcome is None
             if record_interruption and interrupted and failure is None:
@@ -768,6 +771,7 @@ class Runtime:
         except (StaleBranch, PersistenceClosedError, WriteRefused):
             outcome = None
         finally:
+            close_inbox(inbox)
             await self.tell_queue(q.FormStopped(request.request_id, epoch, latest, outcome))
 
     # -- remote submissions ---------------------------------------------------------------
@@ -795,7 +799,7 @@ class Runtime:
             async with reply:
                 answer = await reply.receive()
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
-            answer = ("flow_not_found", "Ask flow is not active.")
+            answer = FLOW_NOT_ACTIVE
         self._submit_result(request_id, flow_id, answer)
 
     def _submit_result(
