@@ -234,3 +234,35 @@ async def test_the_persistence_actor_refuses_an_unencodable_entry_and_goes_on(
                 await handle.append_many([("ok", {}), ("bad", {"text": SURROGATE})])
             await handle.append("ok", {"n": 1})
     assert entry_types(tmp_path / "s.pas") == ["ok"]
+
+
+async def test_a_submit_racing_the_end_of_a_flow_still_gets_its_submit_result(
+    settings: Path,
+) -> None:
+    # The provider answers first; the submission sent when the flow started reached the flow's
+    # inbox, which nobody reads any more. It is told flow_not_found instead of hanging.
+    provider = Provider({"kind": "cancel"})
+    async with open_runtime(mode="rpc", settings=settings) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        rt.events.on(ev.EXTERNAL_UI, lambda offer: offer["connect"](provider))
+        rt.events.on(
+            ev.STARTED, lambda started: submit(rt.events, started["flowId"], answer({"a": ["a1"]}))
+        )
+        result = await rt.call_tool("ask_user", payload("a"), "c1")
+        assert result["details"]["cancelled"] is True
+        await trio.testing.wait_all_tasks_blocked()
+        [late] = log.of(ev.SUBMIT_RESULT)
+    assert late["ok"] is False and late["error"] == "flow_not_found"
+
+
+async def test_a_tool_call_too_large_to_record_leaves_no_entry(
+    settings: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", 4096)
+    session = tmp_path / "s.pas"
+    async with open_runtime(session=session, settings=settings, surface=NullSurface()) as rt:
+        result = await rt.call_tool("ask_user", payload("a") | {"title": "t" * 5000}, "c1")
+        assert result["isError"] is True
+        assert "'tool-call' entry not written" in result["content"][0]["text"]
+    assert entry_types(session) == []

@@ -437,7 +437,11 @@ class Runtime:
         result: dict[str, Any] | None = None
         recorded = False
         try:
-            await writer.append(jr.TOOL_CALL, call)
+            try:
+                await writer.append(jr.TOOL_CALL, call)
+            except WriteRefused:
+                recorded = True  # the call is not on the branch: no result goes after it
+                raise
             try:
                 if name not in self.tool_names():
                     result = tool_error(f"Tool {name!r} is not available.")
