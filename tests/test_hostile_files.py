@@ -15,6 +15,7 @@ import pytest
 
 from .runtime_support import settings_file
 
+ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 30.0
 MEMORY_LIMIT = 1024 * 1024 * 1024  # the child may not grow past 1 GiB
 
@@ -34,7 +35,8 @@ def run_child(code: str, *, cwd: Path, env: dict[str, str] | None = None) -> dic
             capture_output=True,
             text=True,
             timeout=TIMEOUT,
-            env={**os.environ, **(env or {})},
+            # This checkout's package, whatever the child's working directory is.
+            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"hung for {TIMEOUT} s")

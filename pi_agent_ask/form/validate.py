@@ -93,6 +93,12 @@ def validate_ask_params(
     Never raises on JSON-like input; anything that is not an object is a schema issue.
     """
     del cwd  # see docstring: relative paths are text (context) or an issue (previewFile)
+    # The boundary first (untrusted arguments only; saved parameters were checked when they
+    # came in, and their loaded contexts may exceed the bound for arguments).
+    refusal = untrusted.check(arguments)
+    if refusal is not None:
+        issue = Issue(refusal.path or "root", _schema_prefix(ASK_USER) + refusal.message)
+        return Validation(params=None, issues=(issue,), schema_error=True)
     return _validate(
         arguments,
         load_files=True,
@@ -240,11 +246,6 @@ def _validate(
     present_single_as_multi: bool,
     background_only: bool,
 ) -> Validation:
-    # The boundary first: anything below may assume bounded JSON of valid text.
-    refusal = untrusted.check(arguments)
-    if refusal is not None:
-        issue = Issue(refusal.path or "root", _schema_prefix(ASK_USER) + refusal.message)
-        return Validation(params=None, issues=(issue,), schema_error=True)
     if not isinstance(arguments, dict) and isinstance(arguments, Mapping):
         arguments = dict(arguments)
     arguments, legacy = _convert_legacy(arguments)
