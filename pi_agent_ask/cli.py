@@ -31,16 +31,29 @@ class PayloadError(Exception):
     """The payload could not be read or is not JSON."""
 
 
+PAYLOAD_MAX_CHARS = 64 * 1024 * 1024
+"""Largest payload read (characters): far past what the argument bound accepts (8 MiB of text,
+``form/untrusted.py``), so only endless or absurd inputs (``/dev/zero``) are cut off here."""
+
+
 def read_payload(source: str | None, stdin: TextIO) -> Any:
     """The JSON arguments from a file, or from standard input for ``-`` / no argument."""
     try:
-        text = stdin.read() if source in (None, "-") else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        if source in (None, "-"):
+            text = stdin.read(PAYLOAD_MAX_CHARS + 1)
+        else:
+            with open(source, encoding="utf-8") as file:
+                text = file.read(PAYLOAD_MAX_CHARS + 1)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
         raise PayloadError(f"Cannot read payload {source!r}: {error}") from error
+    if len(text) > PAYLOAD_MAX_CHARS:
+        raise PayloadError(f"Payload is larger than {PAYLOAD_MAX_CHARS} characters")
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise PayloadError(f"Payload is not valid JSON: {error}") from error
+    except RecursionError:
+        raise PayloadError("Payload is nested too deeply to read") from None
 
 
 def terminal_safe_json(obj: Any, *, indent: int | None = 2) -> str:

@@ -64,6 +64,25 @@ def test_ask_with_a_surrogate_exits_2_with_a_tool_error(tmp_path: Path) -> None:
     assert "questions[0].prompt: is not valid Unicode" in result["content"][0]["text"]
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("deep", "Payload is nested too deeply to read"),
+        ("/dev/zero", "Payload is larger than 67108864 characters"),
+    ],
+)
+def test_an_unreadable_payload_is_an_issue_not_a_traceback(
+    tmp_path: Path, source: str, message: str
+) -> None:
+    if source == "deep":
+        deep = tmp_path / "deep.json"
+        deep.write_text("[" * 100_000 + "]" * 100_000)
+        source = str(deep)
+    done = run("validate", source)
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["issues"] == [{"path": "", "message": message}]
+
+
 # -- 5. odd session paths ----------------------------------------------------------------------
 
 
