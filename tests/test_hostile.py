@@ -266,3 +266,28 @@ async def test_a_tool_call_too_large_to_record_leaves_no_entry(
         assert result["isError"] is True
         assert "'tool-call' entry not written" in result["content"][0]["text"]
     assert entry_types(session) == []
+
+
+async def test_typed_bytes_that_are_not_utf8_are_stored_as_replacement_characters(
+    settings: Path, tmp_path: Path
+) -> None:
+    # prompt_toolkit decodes such bytes as lone surrogates (surrogateescape).
+    from pi_agent_ask.form import state as fs
+
+    session = tmp_path / "s.pas"
+    async with open_runtime(session=session, settings=settings, surface=NullSurface()) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        rt.agent_started()
+        await rt.call_tool("ask_user", payload("a", background=True), "c1")
+        await trio.testing.wait_all_tasks_blocked()
+        flow = log.of(ev.STARTED)[0]["flowId"]
+        for command in (fs.OpenQuestionNote(), fs.EditorChanged("caf\udcc3"), fs.EditorSubmit()):
+            assert await rt.send_command(flow, command)
+        await rt.user_message("hello \udcff")  # hides the panel: the draft is saved
+        await trio.testing.wait_all_tasks_blocked()
+    with SessionFile.open(session, readonly=True) as opened:
+        branch = opened.branch()
+    assert [e.data["text"] for e in branch if e.type == "user-message"] == ["hello \ufffd"]
+    [*_, draft] = [e for e in branch if e.type == "ask:draft"]
+    assert draft.data["form"]["drafts"][0]["note"] == "caf\ufffd"
