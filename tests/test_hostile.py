@@ -291,3 +291,13 @@ async def test_typed_bytes_that_are_not_utf8_are_stored_as_replacement_character
     assert [e.data["text"] for e in branch if e.type == "user-message"] == ["hello \ufffd"]
     [*_, draft] = [e for e in branch if e.type == "ask:draft"]
     assert draft.data["form"]["drafts"][0]["note"] == "caf\ufffd"
+
+
+async def test_the_nesting_bound_is_the_same_for_call_tool_and_validate(settings: Path) -> None:
+    # 64 levels in the arguments themselves: within the bound, so a schema error, as validate says.
+    arguments = {"questions": [{"id": nested(60, [])}]}
+    assert untrusted.check(arguments) is None
+    async with open_runtime(settings=settings, surface=NullSurface()) as rt:
+        result = await rt.call_tool("ask_user", arguments, "c1")
+    assert "nested deeper" not in result["content"][0]["text"]
+    assert "questions[0].id: must be string" in result["content"][0]["text"]

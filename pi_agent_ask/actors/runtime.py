@@ -408,13 +408,12 @@ class Runtime:
         journaled; a refused write, a disk failure or a bad path is a tool error. Only
         cancellation and bugs propagate (``docs/errors.md``)."""
         refusal = untrusted.check(
-            {
-                "name": name,
-                "toolCallId": tool_call_id,
-                "parentToolCallId": parent_tool_call_id,
-                "arguments": arguments,
-            }
+            {"name": name, "toolCallId": tool_call_id, "parentToolCallId": parent_tool_call_id}
         )
+        if refusal is None:
+            # The arguments on their own: the bounds are the same as for ``validate``.
+            inner = untrusted.check(arguments)
+            refusal = inner.within("arguments") if inner is not None else None
         if refusal is not None or not isinstance(name, str):
             # Nothing of the call can be stored: refused whole, and not journaled.
             return tool_error(_refusal_text(name, refusal))
