@@ -161,7 +161,7 @@ async def negotiate_and_run(
             with trio.CancelScope(shield=True):
                 cancelled = await runtime._record_interrupted(writer, request, form)
             # A bridge learns the flow ended (and how), as for every other ending.
-            runtime.announce_completed(request, cancelled)
+            runtime._announce_completed(request, cancelled)
     if failure is not None:
         await writer.append_many(
             jr.completion_entries(Outcome(request.request_id, error=failure), background=False)

@@ -654,9 +654,9 @@ class Runtime:
         with trio.CancelScope(shield=True):
             await writer.append_many(entries)
         if outcome.result is not None:
-            self.announce_completed(request, outcome.result)
+            self._announce_completed(request, outcome.result)
 
-    def announce_completed(self, request: AskRequest, result: AskResult) -> None:
+    def _announce_completed(self, request: AskRequest, result: AskResult) -> None:
         """Emit ``pi-agent-ask:completed`` for a flow that ended with ``result``."""
         payload: dict[str, Any] = {
             "version": 1,
