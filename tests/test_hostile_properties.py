@@ -206,6 +206,7 @@ async def scenario(example: Example, directory: Path) -> None:
     results: list[tuple[str, str, Any, Any]] = []
     submitted: list[Any] = []
     answered: list[Any] = []
+    requests: dict[str, str] = {}
     with trio.fail_after(EXAMPLE_DEADLINE):
         async with open_runtime(
             session=session,
@@ -220,6 +221,7 @@ async def scenario(example: Example, directory: Path) -> None:
 
             def on_started(started: dict[str, Any]) -> None:
                 event(f"a {example.mode} form opened")
+                requests[started["flowId"]] = started["askRequestId"]
                 # The generated submissions first, then one valid cancel: every form ends.
                 for raw in example.submits:
                     payload = raw
@@ -249,11 +251,13 @@ async def scenario(example: Example, directory: Path) -> None:
     assert len(answered) == len(submitted)
     with SessionFile.open(session, readonly=True) as reopened:
         assert reopened.report.ok, reopened.report.describe()
-        journaled = {
-            entry.data["toolCallId"]: entry.data["result"]
-            for entry in reopened.branch()
-            if entry.type == "tool-result"
-        }
+        branch = reopened.branch()
+    journaled = {e.data["toolCallId"]: e.data["result"] for e in branch if e.type == "tool-result"}
+    completed = {e.data["requestId"] for e in branch if e.type == "ask:history-completed"}
+    # Every acknowledged submission ended its form, and that outcome is in the file.
+    for ack in answered:
+        if ack["ok"]:
+            assert requests[ack["flowId"]] in completed
     for call_id, name, arguments, result in results:
         refused = untrusted.check(arguments) is not None
         event(f"refused at the boundary: {refused}")
