@@ -6,7 +6,6 @@ form to draw, signals the process, and reads the terminal modes afterwards."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import select
@@ -25,6 +24,14 @@ from .runtime_support import payload, settings_file
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 30.0
+# Run in a new session: opening the pty makes it the controlling terminal (/dev/tty), then
+# the command replaces this process (no preexec_fn: the test process may have threads).
+ACQUIRE_TERMINAL = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.dup2(fd, 0)
+os.execv(sys.executable, [sys.executable, "-m", "pi_agent_ask", *sys.argv[2:]])
+"""
 
 
 def read_until(master: int, marker: bytes, deadline: float) -> bytes:
@@ -52,16 +59,13 @@ def test_a_signal_while_a_form_is_open_restores_the_terminal(
     body = tmp_path / "payload.json"
     body.write_text(json.dumps(payload("a", title="Signal test")))
 
-    def controlling_terminal() -> None:
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
     errors = (tmp_path / "stderr.txt").open("wb")
     child = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "pi_agent_ask",
+            "-c",
+            ACQUIRE_TERMINAL,
+            os.ttyname(slave),
             "ask",
             "--settings",
             str(settings_file(tmp_path)),
@@ -69,11 +73,11 @@ def test_a_signal_while_a_form_is_open_restores_the_terminal(
             str(session),
             str(body),
         ],
-        stdin=slave,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=errors,
         cwd=ROOT,
-        preexec_fn=controlling_terminal,  # the pty becomes its controlling terminal
+        start_new_session=True,
         env={**os.environ, "TERM": "xterm-256color"},
     )
     try:
