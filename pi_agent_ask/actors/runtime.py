@@ -105,12 +105,12 @@ def _refusal_text(name: object, refusal: untrusted.Refusal | None) -> str:
 def _failure_text(name: str, error: Exception) -> str:
     match error:
         case WriteRefused():
-            return f"{name} failed: the session file refused the entry: {error}"
+            text = f"{name} failed: the session file refused the entry: {error}"
         case PersistenceClosedError():
-            return f"{name} failed: the runtime is closing ({error})"
+            text = f"{name} failed: the runtime is closing ({error})"
         case _:
-            detail = str(error) or type(error).__name__
-            return untrusted.scrub_text(f"{name} failed: {detail}")
+            text = f"{name} failed: {str(error) or type(error).__name__}"
+    return untrusted.scrub_text(text)  # the text is journaled: it must be storable itself
 
 
 def now_iso() -> str:
