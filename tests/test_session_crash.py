@@ -44,7 +44,7 @@ LAUNCHER = textwrap.dedent(
 
     def say(*words):
         # One write per line, at most PIPE_BUF (4096) bytes: atomic on the shared pipe.
-        os.write(1, (" ".join(map(str, words))[:1000] + "\n").encode())
+        os.write(1, (" ".join(map(str, words))[:1000] + "\\n").encode())
 
     async def write(path, seed, big):
         rng = random.Random(seed)
