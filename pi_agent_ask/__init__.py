@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pi_agent_ask.actors.runtime import Runtime, open_runtime
     from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.actors.runtime import Runtime, open_runtime
     from pi_agent_ask.events import EventBus
     from pi_agent_ask.form.types import AskParams, Issue, Option, Question, Validation
     from pi_agent_ask.form.validate import validate_ask_params

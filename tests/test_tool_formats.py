@@ -98,7 +98,7 @@ def test_background_only_mode_offers_no_wait_in_any_format(tmp_path: Path) -> No
 
 
 def test_an_unknown_format_names_the_valid_ones(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="'gemini'.*'generic', 'anthropic', 'openai'"):
+    with pytest.raises(ValueError, match=r"'gemini'.*'generic', 'anthropic', 'openai'"):
         pi_agent_ask.tool_definitions(_settings(tmp_path), format="gemini")
     with pytest.raises(ValueError, match="'mcp'"):
         in_format(tool_definitions_for(), "MCP")

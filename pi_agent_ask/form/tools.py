@@ -76,7 +76,7 @@ _ANNOTATIONS: dict[str, dict[str, Any]] = {
 
 
 def exposure_of(name: str) -> Exposure:
-    """``"model-only"`` for a tool only the model may call (``wait_for_answers``), else ``"any"``."""
+    """``"model-only"`` for a tool only the model calls (``wait_for_answers``), else ``"any"``."""
     return _EXPOSURE.get(name, "any")
 
 
