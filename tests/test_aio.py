@@ -439,3 +439,87 @@ def test_a_form_answered_by_key_presses_under_asyncio(tmp_path: Path, loop: str)
     result, _loop = run(main, loop)
     answers = result["structuredContent"]["answers"]
     assert answers["a"]["values"] == ["a2"] and answers["b"]["values"] == ["b1"]
+
+
+# -- the idle-wake loop ----------------------------------------------------------------------------
+
+
+def test_run_on_wakeups_runs_the_agent_again_on_each_answer(tmp_path: Path) -> None:
+    async def main() -> list[str]:
+        turns: list[str] = []
+        async with opened(tmp_path) as rt:
+            flows = Flows(rt.events)
+            second = asyncio.Event()
+
+            async def agent(message: dict[str, Any]) -> None:
+                turns.append(aio.wake_text(message))
+                if len(turns) == 1:  # the first turn asks again, in the background
+                    await rt.call_tool("ask_user", payload("b", background=True), "c2")
+                else:
+                    second.set()
+
+            loop = asyncio.create_task(aio.run_on_wakeups(rt, agent))
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await flows.answer_next(a=["a1"])
+            await flows.answer_next(b=["b2"])
+            await second.wait()
+        # The loop ends by itself when the runtime closes.
+        assert await loop is None
+        return turns
+
+    first, second = run(main)
+    assert "Question a?" in first and "Option a1" in first
+    assert "Question b?" in second and "Option b2" in second
+
+
+def test_wake_text_reads_text_and_block_contents() -> None:
+    assert aio.wake_text({"content": "plain"}) == "plain"
+    blocks = [
+        {"type": "text", "text": "one"},
+        {"type": "image", "data": "x"},
+        {"type": "text", "text": "two"},
+    ]
+    assert aio.wake_text({"content": blocks}) == "one\n\ntwo"
+    assert aio.wake_text({}) == ""
+
+
+def test_a_result_the_trio_side_kept_is_returned_and_the_cancel_lands_next(
+    tmp_path: Path,
+) -> None:
+    """What ``turn_boundary`` relies on: a Trio call that finishes despite the cancellation
+    (shielded) hands its value over; the asyncio task is cancelled at its next await."""
+
+    async def main() -> list[str]:
+        got: list[str] = []
+        async with opened(tmp_path) as rt:
+            release = trio.Event()
+
+            async def stubborn() -> str:
+                with trio.CancelScope(shield=True):
+                    await release.wait()
+                return "kept"
+
+            async def caller() -> None:
+                got.append(await rt.run_trio(stubborn))
+                await asyncio.sleep(0)  # the cancellation lands here
+                got.append("not reached")
+
+            task = asyncio.create_task(caller())
+            await settle(rt)
+            task.cancel()
+            await asyncio.sleep(0)
+            release.set()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+            # Under asyncio.timeout the same cancellation still becomes a TimeoutError.
+            release = trio.Event()
+            asyncio.get_running_loop().call_later(0.05, release.set)
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.01):
+                    got.append(await rt.run_trio(stubborn))
+                    await asyncio.sleep(0)
+                    got.append("not reached either")
+        return got
+
+    assert run(main) == ["kept", "kept"]
