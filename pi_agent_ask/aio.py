@@ -103,8 +103,12 @@ class _Bridge:
         if self.closed or self._requests is None:
             raise RuntimeClosedError("the pi-agent-ask runtime is closed")
         call = _Call(fn, args, self.loop.create_future())
+        try:
+            self._requests.send_nowait(call)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The Trio side is ending (a crash is reported when the block exits).
+            raise RuntimeClosedError("the pi-agent-ask runtime is closed") from None
         self._pending.add(call)
-        self._requests.send_nowait(call)
         cancelled: asyncio.CancelledError | None = None
         while True:
             try:
