@@ -346,7 +346,8 @@ def test_leaving_the_block_with_forms_open_disposes_everything(tmp_path: Path) -
     assert sorted(run(again)) == ["bg", "queued"]  # both background forms are still queued
 
 
-def test_handlers_registered_at_the_top_see_recovered_forms(tmp_path: Path) -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_handlers_registered_at_the_top_see_recovered_forms(tmp_path: Path, loop: str) -> None:
     session = tmp_path / "s.pas"
     interrupted_session(session)
 
@@ -360,7 +361,7 @@ def test_handlers_registered_at_the_top_see_recovered_forms(tmp_path: Path) -> N
             assert message["customType"] == "ask:resume-answer"
             return [started]
 
-    assert len(run(main)) == 1
+    assert len(run(main, loop)) == 1
 
 
 # -- errors ---------------------------------------------------------------------------------------
