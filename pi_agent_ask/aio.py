@@ -273,13 +273,13 @@ class Runtime:
         return self._trio.settings
 
     @property
-    def trio_runtime(self) -> trio_runtime.Runtime:
-        """The Trio runtime underneath (its methods must be called from the Trio side)."""
+    def trio_side(self) -> trio_runtime.Runtime:
+        """The Trio runtime underneath: call its coroutines through ``run_trio``."""
         return self._trio
 
     async def run_trio(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run a Trio async function on the runtime's Trio side, with the hooks' cancellation
-        rules (``trio_runtime``'s other methods, ``trio.testing.wait_all_tasks_blocked``)."""
+        rules (``trio_side``'s other methods, ``trio.testing.wait_all_tasks_blocked``)."""
         return await self._bridge.call(fn, *args)
 
     def _check_open(self) -> None:
