@@ -187,34 +187,55 @@ def test_an_openai_agent_asks_works_on_and_waits(tmp_path: Path) -> None:
     assert answered == {"tone": ["tone1"], "scope": ["scope1"]}
 
 
-def test_delivered_answers_keep_their_place_in_a_later_run(tmp_path: Path) -> None:
-    async def main() -> list[list[Any]]:
+def test_delivered_answers_keep_their_place_in_later_runs(tmp_path: Path) -> None:
+    async def main() -> tuple[list[list[Any]], list[dict[str, Any]]]:
         async with aio.open_runtime(
             settings=settings_file(tmp_path), surface=pi_agent_ask.NullSurface()
         ) as rt:
             flows = Flows(rt.events)
+            completed = asyncio.Event()
+            rt.events.on(pi_agent_ask.events.COMPLETED, lambda _p: completed.set())
+
+            @function_tool
+            async def run_checks() -> str:
+                """Run the project's checks."""
+                await flows.answer_next(a=["a1"])
+                await completed.wait()
+                return "checks passed"
 
             def decide(step: int, items: list[Any], tools: list[Any]) -> list[Any]:
                 if step == 0:
                     return [call("ask_user", payload("a", background=True), "c1")]
+                if step == 1:
+                    return [call("run_checks", {}, "c2")]
+                if step == 4:  # in the third run: a question answered while idle
+                    return [call("ask_user", payload("b", background=True), "c3")]
                 return [say(f"reply {step}")]
 
             model = OfflineModel(decide)
-            agent = Agent(name="helper", model=model, tools=ask_tools(rt))
+            agent = Agent(name="helper", model=model, tools=[*ask_tools(rt), run_checks])
             boundary = BoundaryFilter(rt)
             first = await run_turn(agent, rt, "one", boundary=boundary, run_config=OFFLINE)
-            await flows.answer_next(a=["a1"])
-            wake = await rt.wakeups.receive()  # idle: the answer wakes the agent
-            second_input = [*first.to_input_list(), message_to_input_item(wake)]
+            second_input = [*first.to_input_list(), {"role": "user", "content": "two"}]
             second = await run_turn(agent, rt, second_input, boundary=boundary, run_config=OFFLINE)
             third_input = [*second.to_input_list(), {"role": "user", "content": "three"}]
-            await run_turn(agent, rt, third_input, boundary=boundary, run_config=OFFLINE)
-            return model.inputs
+            third = await run_turn(agent, rt, third_input, boundary=boundary, run_config=OFFLINE)
+            await flows.answer_next(b=["b2"])
+            wake = await rt.wakeups.receive()  # idle: the answer wakes the agent
+            fourth_input = [*third.to_input_list(), message_to_input_item(wake)]
+            await run_turn(agent, rt, fourth_input, boundary=boundary, run_config=OFFLINE)
+            return model.inputs, boundary.delivered
 
-    inputs = run(main)
+    inputs, delivered = run(main)
+    [answer] = [item["content"] for item in delivered]
+    assert "Question a?" in answer
+    for later in inputs[2:]:
+        texts = user_texts(later)
+        assert texts[:2] == ["one", answer]  # at its place, after the first prompt, once
+        assert texts.count(answer) == 1
     last = user_texts(inputs[-1])
-    assert last[0] == "one" and last[-1] == "three"
-    assert len(last) == 3 and "Question a?" in last[1]  # the woken answer, once
+    assert last[2:4] == ["two", "three"] and "Question b?" in last[-1]
+    assert len(last) == 5
 
 
 def test_a_tool_error_is_the_tool_output(tmp_path: Path) -> None:

@@ -194,3 +194,47 @@ def test_images_in_a_boundary_message_become_binary_content() -> None:
     text, image = part.content
     assert text == "answer"
     assert image.data == b"hello" and image.media_type == "image/png"
+
+
+def test_an_answer_given_while_idle_runs_the_agent_again(tmp_path: Path) -> None:
+    """The idle-wake loop with pydantic-ai: the answer is the new prompt, the conversation
+    goes on from the first run's messages."""
+
+    async def main() -> list[list[str]]:
+        async with aio.open_runtime(
+            settings=settings_file(tmp_path), surface=pi_agent_ask.NullSurface()
+        ) as rt:
+            flows = Flows(rt.events)
+            seen: list[list[str]] = []
+
+            def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+                seen.append([text for message in messages for text in prompts(message)])
+                if len(messages) == 1:
+                    ask = payload("later", background=True)
+                    return ModelResponse(parts=[ToolCallPart("ask_user", ask, "call-1")])
+                return ModelResponse(parts=[TextPart(f"turn {len(seen)}")])
+
+            agent = Agent(
+                FunctionModel(model),
+                toolsets=[AskToolset(rt)],
+                capabilities=[boundary_capability(rt)],
+            )
+            first = await run_turn(agent, rt, "Start.")
+            history = first.all_messages()
+            woken = asyncio.Event()
+
+            async def run_again(message: dict[str, Any]) -> None:
+                nonlocal history
+                again = await run_turn(agent, rt, aio.wake_text(message), message_history=history)
+                history = again.all_messages()
+                woken.set()
+
+            waking = asyncio.create_task(aio.run_on_wakeups(rt, run_again))
+            await flows.answer_next(later=["later2"])
+            await woken.wait()
+            waking.cancel()
+            return seen
+
+    seen = run(main)
+    *_, last = seen
+    assert last[0] == "Start." and "Option later2" in last[-1] and len(last) == 2
