@@ -1,7 +1,8 @@
 """pi-agent-ask: structured questions from an AI agent to its human, with structured answers.
 
 The public surface is described in ``docs/`` (and bound by ``API.md``): ``tool_definitions``,
-``validate_ask_params`` and ``open_runtime``.
+``validate_ask_params``, ``open_runtime`` and ``NullSurface``; ``pi_agent_ask.aio`` is the
+runtime for asyncio programs, ``pi_agent_ask.integrations`` the framework tools.
 
 Names are imported on first use, so ``import pi_agent_ask.persistence.session_file`` (or the
 ``validate`` command) does not pay for the Trio runtime and the terminal UI.
