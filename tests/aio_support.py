@@ -102,3 +102,8 @@ class AsyncTerminal(VirtualTerminal):
         while text not in self.text():
             self.changed.clear()
             await self.changed.wait()
+
+    async def wait_gone(self, text: str) -> None:
+        while text in self.text():
+            self.changed.clear()
+            await self.changed.wait()

@@ -524,3 +524,35 @@ def test_a_result_the_trio_side_kept_is_returned_and_the_cancel_lands_next(
         return got
 
     assert run(main) == ["kept", "kept"]
+
+
+def test_a_background_form_on_the_terminal_defers_and_comes_back(tmp_path: Path) -> None:
+    async def main() -> dict[str, Any]:
+        term = AsyncTerminal(100, 30)
+        with create_pipe_input() as keys:
+            async with aio.open_runtime(
+                settings=settings_file(tmp_path), input=keys, output=term.output, cwd=tmp_path
+            ) as rt:
+                rt.agent_started()
+                await rt.call_tool("ask_user", payload("a", "b", background=True), "c1")
+                await term.wait_text("Question a?")
+                keys.send_text("2")  # answer a, move on to b
+                await term.wait_text("Question b?")
+                keys.send_text("\x1b")  # Esc: defer all, the panel hides
+                await term.wait_gone("Question b?")
+                await settle(rt)
+                stats = await rt.statistics()
+                assert not stats.panel_visible and len(stats.pending) == 1
+                await rt.show_queue()  # /ask-queue: back, with the draft
+                await term.wait_text("Question b?")
+                keys.send_text("1")
+                await term.wait_text("Review your answers")
+                keys.send_text("11")
+                completed = asyncio.Event()
+                rt.events.on(pi_agent_ask.events.COMPLETED, lambda _p: completed.set())
+                await completed.wait()
+                [message] = await rt.turn_boundary()
+            return message["details"]["result"]["answers"]
+
+    answers = run(main)
+    assert answers["a"]["values"] == ["a2"] and answers["b"]["values"] == ["b1"]
