@@ -1,7 +1,8 @@
 """pi-agent-ask: structured questions from an AI agent to its human, with structured answers.
 
 The public surface is described in ``docs/`` (and bound by ``API.md``): ``tool_definitions``,
-``validate_ask_params`` and ``open_runtime``.
+``validate_ask_params``, ``open_runtime`` and ``NullSurface``; ``pi_agent_ask.aio`` is the
+runtime for asyncio programs, ``pi_agent_ask.integrations`` the framework tools.
 
 Names are imported on first use, so ``import pi_agent_ask.persistence.session_file`` (or the
 ``validate`` command) does not pay for the Trio runtime and the terminal UI.
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.actors.runtime import Runtime, open_runtime
     from pi_agent_ask.events import EventBus
     from pi_agent_ask.form.types import AskParams, Issue, Option, Question, Validation
@@ -24,6 +26,7 @@ _LAZY = {
     "Runtime": "pi_agent_ask.actors.runtime",
     "open_runtime": "pi_agent_ask.actors.runtime",
     "EventBus": "pi_agent_ask.events",
+    "NullSurface": "pi_agent_ask.actors.form",
     "AskParams": "pi_agent_ask.form.types",
     "Issue": "pi_agent_ask.form.types",
     "Option": "pi_agent_ask.form.types",
@@ -40,13 +43,15 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def tool_definitions(settings: Any = None) -> list[dict[str, Any]]:
-    """The tool definitions the current settings expose.
+def tool_definitions(settings: Any = None, format: str = "generic") -> list[dict[str, Any]]:
+    """The tool definitions the current settings expose, in the shape ``format`` names.
 
     ``settings`` is a settings file path, a loaded ``Config`` / ``LoadedSettings``, or ``None``
     for the default settings file (``$PI_CODING_AGENT_DIR/extensions/pi-agent-ask.json``).
+    ``format`` is ``"generic"``, ``"anthropic"``, ``"openai"``, ``"openai-chat"`` or ``"mcp"``
+    (``docs/tools.md``); another value raises ``ValueError`` before the settings are read.
     """
-    from pi_agent_ask.form.tools import tool_definitions_for
+    from pi_agent_ask.form.tools import FORMATS, in_format, tool_definitions_for
     from pi_agent_ask.persistence.settings import (
         Config,
         LoadedSettings,
@@ -54,6 +59,8 @@ def tool_definitions(settings: Any = None) -> list[dict[str, Any]]:
         settings_path,
     )
 
+    if format not in FORMATS:
+        in_format([], format)  # raises the ValueError naming the formats
     if isinstance(settings, LoadedSettings):
         config = settings.config
     elif isinstance(settings, Config):
@@ -61,16 +68,18 @@ def tool_definitions(settings: Any = None) -> list[dict[str, Any]]:
     else:
         path = Path(settings) if settings is not None else settings_path(os.environ)
         config = load_settings(path, project_dir=Path.cwd()).config
-    return tool_definitions_for(
+    tools = tool_definitions_for(
         question_mode=config.behaviour.question_mode,
         history_tools=config.behaviour.history_tools,
     )
+    return in_format(tools, format)
 
 
 __all__ = [
     "AskParams",
     "EventBus",
     "Issue",
+    "NullSurface",
     "Option",
     "Question",
     "Runtime",

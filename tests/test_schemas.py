@@ -346,7 +346,7 @@ def test_history_tools_only_when_enabled(mode: str, expected: list[str]) -> None
     tools = tool_definitions_for(question_mode=mode, history_tools=True)
     assert _names(tools) == expected + history
     for tool in tools[len(expected) :]:
-        assert set(tool) == {"name", "description", "inputSchema"}
+        assert set(tool) == {"name", "description", "inputSchema", "annotations", "x-pi-agent-ask"}
     by_name = {tool["name"]: tool for tool in tools}
     assert by_name["export_ask_history"]["inputSchema"]["properties"]["keys"]["minItems"] == 1
 

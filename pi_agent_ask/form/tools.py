@@ -25,6 +25,68 @@ QUESTION_MODES: tuple[QuestionMode, ...] = ("standard", "background-only")
 
 ToolDefinition = dict[str, Any]
 
+Format = Literal["generic", "anthropic", "openai", "openai-chat", "mcp"]
+FORMATS: tuple[Format, ...] = ("generic", "anthropic", "openai", "openai-chat", "mcp")
+
+Exposure = Literal["any", "model-only"]
+EXPOSURE_KEY = "x-pi-agent-ask"
+"""The project's own field on a generic definition: ``{"exposure": "any" | "model-only"}``."""
+MCP_EXPOSURE_KEY = "pi-agent-ask/exposure"
+"""The same marking on an MCP definition, as a ``_meta`` key."""
+
+# The contract marks wait_for_answers model-only: only the model calls it, a host never offers
+# it as a command of its own. Every other tool may also be called on the person's behalf.
+_EXPOSURE: dict[str, Exposure] = {WAIT_FOR_ANSWERS: "model-only"}
+
+# MCP tool annotations (hints for clients; none of them is a promise). No tool reaches outside
+# the session and its person; only the export writes a file, and it never replaces one.
+_ANNOTATIONS: dict[str, dict[str, Any]] = {
+    ASK_USER: {
+        "title": "Ask the user",
+        "readOnlyHint": True,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
+    WAIT_FOR_ANSWERS: {
+        "title": "Wait for answers",
+        "readOnlyHint": True,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
+    LIST_ASK_HISTORY: {
+        "title": "List asked questions",
+        "readOnlyHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+    READ_ASK_HISTORY: {
+        "title": "Read an asked question",
+        "readOnlyHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+    EXPORT_ASK_HISTORY: {
+        "title": "Export asked questions",
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
+}
+
+
+def exposure_of(name: str) -> Exposure:
+    """``"model-only"`` for a tool only the model calls (``wait_for_answers``), else ``"any"``."""
+    return _EXPOSURE.get(name, "any")
+
+
+def _decorated(tool: ToolDefinition) -> ToolDefinition:
+    name = tool["name"]
+    return tool | {
+        "annotations": dict(_ANNOTATIONS[name]),
+        EXPOSURE_KEY: {"exposure": exposure_of(name)},
+    }
+
 
 def _ask_user_description(background_only: bool) -> str:
     index = "Ask the user structured questions in a form and get their answers."
@@ -67,8 +129,9 @@ _DESCRIPTIONS = {
 def tool_definitions_for(
     *, question_mode: str = "standard", history_tools: bool = False
 ) -> list[ToolDefinition]:
-    """One dict per exposed tool: ``name``, ``description``, ``inputSchema`` and, for
-    ``ask_user`` and ``wait_for_answers``, ``outputSchema``.
+    """One dict per exposed tool: ``name``, ``description``, ``inputSchema``, for ``ask_user``
+    and ``wait_for_answers`` ``outputSchema``, MCP-style ``annotations`` and the project's
+    ``"x-pi-agent-ask": {"exposure": "any" | "model-only"}``.
 
     ``question_mode`` is ``"standard"`` or ``"background-only"`` (no ``background`` input, no
     ``wait_for_answers``); ``history_tools`` adds the three history tools. Every call returns
@@ -110,4 +173,76 @@ def tool_definitions_for(
             }
             for name in HISTORY_TOOLS
         )
-    return tools
+    return [_decorated(tool) for tool in tools]
+
+
+def _bare_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    # The model APIs take the schema itself; the dialect is 2020-12 either way.
+    return {key: value for key, value in schema.items() if key != "$schema"}
+
+
+def in_format(tools: list[ToolDefinition], format: str) -> list[ToolDefinition]:
+    """Generic definitions (``tool_definitions_for``) in the shape an API takes.
+
+    - ``"generic"``: unchanged;
+    - ``"anthropic"``: the Messages API's ``{name, description, input_schema}``;
+    - ``"openai"``: the Responses API's function tools
+      ``{type: "function", name, description, parameters, strict: false}``;
+    - ``"openai-chat"``: the Chat Completions nesting
+      ``{type: "function", function: {name, description, parameters, strict: false}}``;
+    - ``"mcp"``: an MCP ``Tool``: ``{name, title, description, inputSchema, outputSchema?,
+      annotations, _meta: {"pi-agent-ask/exposure": ...}}``.
+
+    The model APIs refuse unknown keys, so only ``generic`` and ``mcp`` carry the exposure.
+    ``strict`` is off because the schemas have optional properties and allow unknown keys.
+    Raises ``ValueError`` for an unknown format.
+    """
+    if format not in FORMATS:
+        raise ValueError(
+            f"unknown tool definition format {format!r}; expected one of "
+            + ", ".join(repr(name) for name in FORMATS)
+        )
+    out: list[ToolDefinition] = []
+    for tool in tools:
+        name, description = tool["name"], tool["description"]
+        if format == "generic":
+            out.append(tool)
+        elif format == "anthropic":
+            out.append(
+                {
+                    "name": name,
+                    "description": description,
+                    "input_schema": _bare_schema(tool["inputSchema"]),
+                }
+            )
+        elif format == "openai":
+            out.append(
+                {
+                    "type": "function",
+                    "name": name,
+                    "description": description,
+                    "parameters": _bare_schema(tool["inputSchema"]),
+                    "strict": False,
+                }
+            )
+        elif format == "openai-chat":
+            function = {
+                "name": name,
+                "description": description,
+                "parameters": _bare_schema(tool["inputSchema"]),
+                "strict": False,
+            }
+            out.append({"type": "function", "function": function})
+        else:
+            mcp: ToolDefinition = {
+                "name": name,
+                "title": tool["annotations"]["title"],
+                "description": description,
+                "inputSchema": tool["inputSchema"],
+            }
+            if "outputSchema" in tool:
+                mcp["outputSchema"] = tool["outputSchema"]
+            mcp["annotations"] = tool["annotations"]
+            mcp["_meta"] = {MCP_EXPOSURE_KEY: tool[EXPOSURE_KEY]["exposure"]}
+            out.append(mcp)
+    return out

@@ -21,6 +21,7 @@ form itself as a ``SettingsUpdate``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -343,6 +344,10 @@ async def _system_clipboard() -> ClipboardResult:
     return await read_clipboard_image(env=dict(os.environ), proc_version=await read_proc_version())
 
 
+async def _run_on_trio_asyncio(start: Callable[[], Awaitable[Any]]) -> Any:
+    return await trio_asyncio.aio_as_trio(start)()
+
+
 async def _later(delay: float, callback: Callable[[], None]) -> None:
     await trio.sleep(delay)
     callback()
@@ -357,6 +362,7 @@ async def run_terminal_surface(
     mouse_support: bool | None = None,
     exit_when_idle: bool = False,
     on_idle: Callable[[], None] | None = None,
+    run_asyncio: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run ``surface``'s terminal application until cancelled.
@@ -370,10 +376,20 @@ async def run_terminal_surface(
     With ``exit_when_idle`` the application leaves the terminal whenever nothing is shown any
     more (``on_idle`` is called then, e.g. to print what waited) and starts again with the next
     form; without it, it stays until cancelled.
+
+    ``run_asyncio(start)`` runs ``start()`` (the application's ``run_async``) on an asyncio
+    loop that is already running and returns its result; cancelling it cancels that task. By
+    default the application runs on a trio-asyncio loop opened here; ``pi_agent_ask.aio``
+    passes its host loop instead (``docs/asyncio.md``).
     """
-    rebind_event_loop_lookup()
+    if run_asyncio is None:
+        rebind_event_loop_lookup()
+        loop: Any = trio_asyncio.open_loop()
+        run_asyncio = _run_on_trio_asyncio
+    else:
+        loop = contextlib.nullcontext()
     surface._exit_when_idle = exit_when_idle
-    async with trio_asyncio.open_loop(), trio.open_nursery() as nursery:
+    async with loop, trio.open_nursery() as nursery:
         surface._nursery = nursery
         task_status.started()
         try:
@@ -391,7 +407,7 @@ async def run_terminal_surface(
                 run = functools.partial(
                     app.run_async, set_exception_handler=False, handle_sigint=False
                 )
-                await trio_asyncio.aio_as_trio(run)()
+                await run_asyncio(run)
                 surface._app = None
                 if on_idle is not None:
                     on_idle()
