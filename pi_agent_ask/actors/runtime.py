@@ -251,7 +251,11 @@ class Runtime:
         if target is None:
             return False
         with target:
-            await target.send(UserCommand(command))
+            try:
+                await target.send(UserCommand(command))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # The form ended between the lookup and the send: its owner closed its inbox.
+                return False
         return True
 
     async def quiesce(self) -> None:
