@@ -14,6 +14,17 @@ flight, the bindings therefore park every key (:meth:`FormController.park`) and
 sends one snapshot per message it processes (or hides the form), so every command in flight is
 answered and parked keys never wait for anything but the runtime itself.
 
+Replay is one key at a time: a replayed key that sends a command stops the replay, and the keys
+after it stay parked, untouched, until that command's snapshot arrives. Each key therefore
+goes through the key processor at most twice (parked, then processed), whatever the length of
+a burst.
+
+Text typed into an open editor does not park keys: an ``EditorChanged`` snapshot changes
+nothing the bindings read (the editor stays open; "is it empty" is read from the live buffer).
+At most one text update is in flight; text typed meanwhile is sent, whole, when it is answered
+or right before the next command, so the runtime always sees the text before a command that
+follows it and a fast typist never fills the form's inbox.
+
 :class:`FormControl` renders the controller's snapshot with ``render.render_form`` at the real
 width and height of its window: the header (title, tabs) and footer (key hints) stay, the rows
 between scroll so the focused row stays visible, and the wheel scrolls them. Clicks are mapped
@@ -27,6 +38,7 @@ anywhere in it only takes focus; that click neither selects nor counts for a dou
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -61,13 +73,13 @@ class FormController:
 
     ``keymaps`` and ``show_footer_hints`` are read on every render, so settings saved while the
     form is open apply at once. ``invalidate`` asks for a redraw; ``replay`` feeds parked keys
-    back to the key processor (both set by the surface that runs the application).
+    processes one parked key (both set by the surface that runs the application).
     """
 
     keymaps: Callable[[], Keymaps]
     show_footer_hints: Callable[[], bool]
     invalidate: Callable[[], None] = lambda: None
-    replay: Callable[[list[KeyPress]], None] | None = None
+    replay: Callable[[KeyPress], None] | None = None
     blocked: Callable[[], bool] = lambda: False
     """True while something modal (the settings overlay) is above the form: clicks on the form
     do nothing then (the wheel still scrolls)."""
@@ -76,7 +88,12 @@ class FormController:
     state: fs.FormState | None = None
     commands: trio.MemorySendChannel[FormInput] | None = None
     in_flight: int = 0
-    parked: list[KeyPress] = attrs.field(factory=list)
+    """Commands sent whose snapshot has not arrived and that park keys (see the docstring)."""
+    parked: deque[KeyPress] = attrs.field(factory=deque)
+    _sent: deque[bool] = attrs.field(factory=deque)
+    """Per message in flight, in order: whether it parks keys (False: a text update)."""
+    _text_stale: bool = False
+    """The buffer changed while a text update was in flight; send it when that one returns."""
     buffer_serial: int | None = None
     scroll: int = 0
     follow_focus: bool = True
@@ -99,8 +116,7 @@ class FormController:
         """Show a new form (``Surface.show``)."""
         self.flow_id = flow_id
         self.commands = commands
-        self.in_flight = 0
-        self.parked.clear()
+        self._reset_flight()
         self.scroll = 0
         self.follow_focus = True
         self.pressed = None
@@ -115,13 +131,19 @@ class FormController:
         if flow_id != self.flow_id:
             return
         self.state = state
-        self.in_flight = max(0, self.in_flight - 1)
+        if self._sent and self._sent.popleft():
+            self.in_flight -= 1
         self.follow_focus = True
         self._sync_buffer()
         self.invalidate()
-        if self.in_flight == 0 and self.parked and self.replay is not None:
-            keys, self.parked = self.parked, []
-            self.replay(keys)
+        if self._text_stale and not self._text_in_flight:
+            self._send_text()
+        self._replay_parked()
+
+    def _replay_parked(self) -> None:
+        """Process parked keys in order until one sends a command (see the docstring)."""
+        while self.in_flight == 0 and self.parked and self.replay is not None:
+            self.replay(self.parked.popleft())
 
     def detach(self, flow_id: str) -> None:
         """The form is gone (``Surface.hide``); parked keys belonged to it and are dropped."""
@@ -130,8 +152,7 @@ class FormController:
         self.flow_id = None
         self.state = None
         self.commands = None
-        self.in_flight = 0
-        self.parked.clear()
+        self._reset_flight()
         self.pressed = None
         self.buffer_serial = None
         self._set_buffer("")
@@ -144,14 +165,31 @@ class FormController:
     # -- commands to the runtime --------------------------------------------------------------
 
     def send(self, command: fs.Command) -> None:
-        """Send one command to the visible form; it is in flight until the next snapshot."""
-        self._send(UserCommand(command))
+        """Send one command to the visible form; it is in flight until the next snapshot.
+        Editor text not yet sent goes first, so the command sees what is on screen."""
+        if self._text_stale:
+            self._send_text()
+        self._send(UserCommand(command), parks=True)
 
     def send_settings(self, settings: fs.FormSettings) -> None:
         """Live behaviour settings changed (the settings overlay saved them)."""
-        self._send(SettingsUpdate(settings))
+        self._send(SettingsUpdate(settings), parks=True)
 
-    def _send(self, message: FormInput) -> None:
+    def _reset_flight(self) -> None:
+        self.in_flight = 0
+        self._sent.clear()
+        self._text_stale = False
+        self.parked.clear()
+
+    @property
+    def _text_in_flight(self) -> bool:
+        return not all(self._sent)
+
+    def _send_text(self) -> None:
+        self._text_stale = False
+        self._send(UserCommand(fs.EditorChanged(self.buffer.text)), parks=False)
+
+    def _send(self, message: FormInput, *, parks: bool) -> None:
         if self.commands is None:
             return
         try:
@@ -159,9 +197,13 @@ class FormController:
         except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
             # The form is ending (its inbox closed) or hopelessly behind: nothing to wait for.
             return
-        self.in_flight += 1
+        self._sent.append(parks)
+        if parks:
+            self.in_flight += 1
         self.follow_focus = True
-        if isinstance(message, UserCommand) and not isinstance(message.command, fs.AttachImage):
+        if isinstance(message, UserCommand) and not isinstance(
+            message.command, fs.AttachImage | fs.EditorChanged
+        ):
             self.notice = None
 
     def park(self, key: KeyPress) -> None:
@@ -192,7 +234,12 @@ class FormController:
     def _buffer_changed(self, _buffer: Buffer) -> None:
         if self._syncing or self.buffer_serial is None:
             return
-        self.send(fs.EditorChanged(self.buffer.text))
+        self.notice = None  # typing dismisses the editor's notice (path candidates, ...)
+        self.follow_focus = True
+        if self._text_in_flight:
+            self._text_stale = True
+            return
+        self._send_text()
 
     @property
     def editor_open(self) -> bool:

@@ -285,12 +285,13 @@ class TerminalSurface:
         if self._nursery is not None:
             self._nursery.start_soon(_later, delay, callback)
 
-    def _replay(self, keys: list[KeyPress]) -> None:
+    def _replay(self, key: KeyPress) -> None:
+        """Process one parked key now (the controller replays them one by one)."""
         app = self._app
         if app is None or not app.is_running:
             return
         with set_app(app):
-            app.key_processor.feed_multiple(keys, first=True)
+            app.key_processor.feed(key, first=True)
             app.key_processor.process_keys()
 
     def build_application(
