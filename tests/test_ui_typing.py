@@ -78,3 +78,32 @@ async def test_typed_keys_are_processed_a_bounded_number_of_times(
     assert status == 0
     assert result["details"]["answers"]["goal"]["customText"] == text
     assert typed <= 3 * count, f"{typed} handler calls for {count} keys"
+
+
+@pytest.mark.parametrize(
+    ("typed", "cells"),
+    [("hello", 5), ("日本語", 6), ("a日b本", 6), ("🙂 ok", 5)],
+)
+async def test_the_cursor_stands_right_after_the_typed_text(
+    tmp_path: Path, typed: str, cells: int
+) -> None:
+    """At the end of the text the cursor is the next cell (not the top-left corner); wide
+    characters move it two cells each."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        row, col = ask.term.find("> Type answer...")
+        ask.send(typed)
+        await ask.wait_gone("Type answer...")
+        await ask.term.wait_for(lambda term: term.cursor() == (row, col + 2 + cells))
+        assert ask.term.cursor() == (row, col + 2 + cells)
+        ask.send("\x1b[D")  # Left: before the last character
+        last = 2 if typed[-1] in "日本語" else 1
+        await ask.term.wait_for(lambda term: term.cursor() == (row, col + 2 + cells - last))
+        ask.send(ENTER)
+        await ask.wait("Review your answers")
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["goal"]["customText"] == typed

@@ -58,6 +58,7 @@ from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
 from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.text import cell_width
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
 
@@ -321,7 +322,9 @@ class FormControl(UIControl):
         self._viewport = _Viewport(frame, rows)
         cursor: Point | None = None
         if frame.cursor is not None and frame.cursor[0] in rows:
-            cursor = Point(x=frame.cursor[1], y=rows.index(frame.cursor[0]))
+            y = rows.index(frame.cursor[0])
+            lines[y], x = _cursor_index(lines[y], frame.cursor[1])
+            cursor = Point(x=x, y=y)
         elif frame.focus_row in rows:
             cursor = Point(x=0, y=rows.index(frame.focus_row))
 
@@ -415,6 +418,28 @@ class FormControl(UIControl):
         if row is None:
             return None
         return viewport.frame.target_at(row, position.x)
+
+
+def _cursor_index(
+    line: tuple[tuple[str, str], ...], column: int
+) -> tuple[tuple[tuple[str, str], ...], int]:
+    """The line and the character index prompt_toolkit needs for a cursor at cell ``column``.
+
+    A frame's cursor is a cell column; a ``UIContent`` cursor is an index into the line's
+    characters (a wide character is one index and two cells). prompt_toolkit places the cursor
+    only on a character that exists, so a cursor past the line's end gets spaces to stand on.
+    """
+    cells = 0
+    index = 0
+    for _style, text in line:
+        for char in text:
+            if cells >= column:
+                return line, index
+            cells += cell_width(char)
+            index += 1
+    if cells >= column:
+        return (*line, ("", " ")), index
+    return (*line, ("", " " * (column - cells + 1))), index + column - cells
 
 
 def form_container(controller: FormController, control: FormControl | None = None) -> Container:
