@@ -279,8 +279,7 @@ class _PanelRule(UIControl):
         self.focused = focused
 
     def create_content(self, width: int, height: int) -> UIContent:
-        style = "class:ask.accent" if self.focused() else "class:ask.rule"
-        line: StyleAndTextTuples = [(style, "─" * width)]
+        line = _rule_line(self.focused(), width)
         return UIContent(get_line=lambda _i: line, line_count=1, show_cursor=False)
 
     def mouse_handler(self, mouse_event: MouseEvent) -> object:
@@ -288,6 +287,27 @@ class _PanelRule(UIControl):
             self.focus_panel()
             return None
         return NotImplemented
+
+
+PANEL_FOCUSED_LABEL = " Questions · keys answer here "
+PANEL_UNFOCUSED_LABEL = " Questions · Alt+Q to answer "
+
+
+def _rule_line(focused: bool, width: int) -> StyleAndTextTuples:
+    """The panel's top rule: heavy and bright with "keys answer here" while the panel has the
+    keyboard, thin and muted with the key that takes it otherwise (focus is never told by
+    colour alone)."""
+    if focused:
+        char, style, label = "━", "class:ask.focus", PANEL_FOCUSED_LABEL
+    else:
+        char, style, label = "─", "class:ask.rule", PANEL_UNFOCUSED_LABEL
+    if cell_width(label) + 4 > width:
+        return [(style, char * width)]
+    return [
+        (style, char * 2),
+        (style if focused else "class:ask.muted", label),
+        (style, char * (width - 2 - cell_width(label))),
+    ]
 
 
 class _Placeholder(Processor):
@@ -358,8 +378,15 @@ class ShellSurface(TerminalSurface):
             height=Dimension(min=1, max=EDITOR_MAX_ROWS),
             dont_extend_height=True,
             wrap_lines=True,
-            get_line_prefix=lambda line, wrap: "> " if line == 0 and wrap == 0 else "  ",
+            get_line_prefix=self._editor_prefix,
         )
+
+    def _editor_prefix(self, line: int, wrap: int) -> StyleAndTextTuples:
+        """``> `` in the focus style while the editor has the keyboard, muted otherwise."""
+        if line != 0 or wrap != 0:
+            return [("", "  ")]
+        focused = self._app is not None and self._app.layout.has_focus(self.editor)
+        return [("class:ask.focus" if focused else "class:ask.muted", "> ")]
 
     # -- the Surface protocol -----------------------------------------------------------------
 
@@ -522,7 +549,11 @@ class ShellSurface(TerminalSurface):
 
     def _status_fragments(self) -> StyleAndTextTuples:
         _rows, width = self._rows_and_columns()
-        focus = "Alt+Q: editor" if self.panel_focused else "Alt+Q: questions"
+        focus = (
+            "keys: questions · Alt+Q: editor"
+            if self.panel_focused
+            else "keys: editor · Alt+Q: questions"
+        )
         left = f" {self.status} " if self.status else " "
         parts: StyleAndTextTuples = [("class:ask.rule", "─"), ("class:ask.accent", left)]
         if self.notice_text:

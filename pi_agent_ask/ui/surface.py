@@ -86,6 +86,7 @@ STYLE = Style.from_dict(
         "ask.setting.on": "ansigreen bold",
         "ask.setting.off": "ansibrightblack",
         "ask.overlay": "",
+        "ask.focus": "ansicyan bold",
     }
 )
 
