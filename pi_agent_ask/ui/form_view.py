@@ -260,8 +260,9 @@ class FormController:
 
     # -- rendering ----------------------------------------------------------------------------
 
-    def render(self, width: int) -> Frame | None:
-        """The frame of the current snapshot at ``width`` (None when no form is shown)."""
+    def render(self, width: int, height: int | None = None) -> Frame | None:
+        """The frame of the current snapshot at ``width`` (None when no form is shown);
+        ``height``: the rows it will be shown in, when known."""
         state = self.state
         if state is None:
             return None
@@ -272,6 +273,7 @@ class FormController:
             editor_text=self.buffer.text if live else None,
             editor_cursor=self.buffer.cursor_position if live else None,
             notice=self.notice,
+            height=height,
         )
         return render_form(state, width, options)
 
@@ -314,7 +316,7 @@ class FormControl(UIControl):
         return min(max_available_height, len(frame.lines)) if frame is not None else 0
 
     def create_content(self, width: int, height: int) -> UIContent:
-        frame = self.controller.render(width)
+        frame = self.controller.render(width, height)
         if frame is None or height <= 0:
             self._viewport = None
             return UIContent(line_count=0, show_cursor=False)
@@ -355,6 +357,9 @@ class FormControl(UIControl):
             wanted = [frame.focus_row]
             if frame.cursor is not None:
                 wanted.append(frame.cursor[0])
+            # Warnings last: when they and the focus cannot both fit, the warning the person
+            # just caused is what they need to read.
+            wanted.extend(frame.alert_rows)
             margin = 1 if room >= 3 else 0  # one row of context around the focus when possible
             for row in wanted:
                 offset = row - body_first

@@ -120,6 +120,12 @@ class RenderOptions:
     editor_cursor: int | None = None
     notice: str | None = None
     """A short notice shown under the open editor (clipboard reads)."""
+    height: int | None = None
+    """Rows the frame will be shown in, when known. At :data:`SHORT_SCREEN_ROWS` or fewer the
+    key hints take one row (the most used keys first), so prompt and options keep the room."""
+
+
+SHORT_SCREEN_ROWS = 18
 
 
 @attrs.frozen
@@ -164,6 +170,9 @@ class Frame:
     targets: tuple[Target, ...]
     focus_row: int
     cursor: tuple[int, int] | None = None
+    alert_rows: tuple[int, ...] = ()
+    """Rows of a warning the person must see now (a dirty-dismiss warning, an armed Review
+    action): the surface keeps them on screen with the focus row."""
 
     def target_at(self, row: int, col: int) -> Target | None:
         """The click target covering frame cell ``(row, col)``, if any."""
@@ -194,6 +203,7 @@ class _Block:
     targets: list[Target] = attrs.field(factory=list)
     focus: int | None = None
     cursor: tuple[int, int] | None = None
+    alerts: list[int] = attrs.field(factory=list)
 
     def add(self, line: Line) -> None:
         self.lines.append(line)
@@ -212,6 +222,13 @@ class _Block:
             self.focus = other.focus + offset
         if other.cursor is not None:
             self.cursor = (other.cursor[0] + offset, other.cursor[1])
+        self.alerts.extend(row + offset for row in other.alerts)
+
+    def alert(self, lines: Iterable[Line]) -> None:
+        """Add warning rows that must stay visible."""
+        for line in lines:
+            self.alerts.append(len(self.lines))
+            self.lines.append(line)
 
 
 def wrap_fragments(fragments: Sequence[Fragment], width: int, indent: int = 0) -> list[Line]:
@@ -675,6 +692,23 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
 
 
 def _notices(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
+    """Informational notices of the question tab (under its prompt)."""
+    rows: list[Line] = []
+    q = state.tab
+    notice = state.type_notice
+    if notice is not None and notice.question == q:
+        rows.extend(
+            wrap_fragments(
+                [(ACCENT, f"Question type changed: {notice.old}-select → {notice.new}-select.")],
+                width,
+            )
+        )
+    return rows
+
+
+def _question_alerts(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
+    """Warnings that ask for a second press on a question tab. They are shown in the sticky
+    footer, so they are on screen however the body is scrolled."""
     rows: list[Line] = []
     q = state.tab
     type_keys = keymaps.main.change_question_type
@@ -688,14 +722,6 @@ def _notices(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
                         "selected choices will be cleared (custom text and notes stay).",
                     )
                 ],
-                width,
-            )
-        )
-    notice = state.type_notice
-    if notice is not None and notice.question == q:
-        rows.extend(
-            wrap_fragments(
-                [(ACCENT, f"Question type changed: {notice.old}-select → {notice.new}-select.")],
                 width,
             )
         )
@@ -728,7 +754,6 @@ REVIEW_LABELS = {"submit": "Submit", "cancel": "Cancel"}
 def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Block:
     block = _Block()
     block.extend(wrap_fragments([(PROMPT, "Review your answers")], width))
-    block.extend(_notices(state, options.keymaps, width))
     for q, question in enumerate(state.params.questions):
         block.blank()
         block.extend(_review_question(state, q, question, width))
@@ -764,23 +789,58 @@ def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Bl
         )
         if active:
             block.focus = row
-    if state.pending_review is not None:
-        kind = state.pending_review
-        number = fs.REVIEW_ACTIONS.index(kind) + 1
-        verb = "submit the answers" if kind == "submit" else "cancel the questions"
-        block.blank()
-        block.extend(
-            wrap_fragments(
-                [
-                    (
-                        WARNING,
-                        f"Press {number} again (or click {REVIEW_LABELS[kind]} again) to {verb}.",
-                    )
-                ],
-                width,
-            )
-        )
+    block.extend(_review_slot(state, options.keymaps, width, block))
     return block
+
+
+def _review_hint(kind: fs.ReviewKind, width: int) -> list[Line]:
+    number = fs.REVIEW_ACTIONS.index(kind) + 1
+    verb = "submit the answers" if kind == "submit" else "cancel the questions"
+    text = f"Press {number} again (or click {REVIEW_LABELS[kind]} again) to {verb}."
+    return wrap_fragments([(WARNING, text)], width)
+
+
+def _review_dismiss_warning(
+    state: fs.FormState, action: fs.DismissAction, keymaps: Keymaps, width: int
+) -> list[Line]:
+    if action == "cancel":
+        text = "Unsaved answers will be lost. Choose Cancel again (Enter, 2 or Esc) to cancel."
+        return wrap_fragments([(WARNING, text)], width)
+    return _dismiss_warning(attrs.evolve(state, pending_dismiss=action), keymaps, width)
+
+
+def _review_slot(state: fs.FormState, keymaps: Keymaps, width: int, block: _Block) -> list[Line]:
+    """The rows under Review's actions for its warnings (an armed action, a dirty cancel).
+
+    They are reserved whenever a warning can appear, so arming one never moves the actions:
+    a second click lands where the first did, whichever edge the form is anchored to. Rows
+    that hold a warning are alert rows.
+    """
+    settings = state.settings
+    parts: list[tuple[list[Line], list[Line]]] = []
+    if settings.double_press_review_shortcuts:
+        shown = _review_hint(state.pending_review, width) if state.pending_review else []
+        tallest = max(len(_review_hint(kind, width)) for kind in fs.REVIEW_ACTIONS)
+        parts.append((shown, [()] * (tallest - len(shown))))
+    if settings.confirm_dismiss_when_dirty and fs.is_dirty(state):
+        pending = state.pending_dismiss
+        shown = _review_dismiss_warning(state, pending, keymaps, width) if pending else []
+        tallest = max(
+            len(_review_dismiss_warning(state, action, keymaps, width))
+            for action in ("cancel", "dismiss")
+        )
+        parts.append((shown, [()] * (tallest - len(shown))))
+    elif state.pending_dismiss is not None:
+        parts.append((_review_dismiss_warning(state, state.pending_dismiss, keymaps, width), []))
+    if not parts:
+        return []
+    rows: list[Line] = [()]
+    for shown, padding in parts:
+        start = len(block.lines) + len(rows)
+        block.alerts.extend(range(start, start + len(shown)))
+        rows.extend(shown)
+        rows.extend(padding)
+    return rows
 
 
 def _review_question(state: fs.FormState, q: int, question: Question, width: int) -> list[Line]:
@@ -950,23 +1010,55 @@ def _hints(
 
 
 def _footer(state: fs.FormState, options: RenderOptions, width: int) -> list[Line]:
-    if not options.show_footer_hints:
+    alerts = [] if state.on_review else _question_alerts(state, options.keymaps, width)
+    short = options.height is not None and options.height <= SHORT_SCREEN_ROWS
+    hints: tuple[Line, ...] = ()
+    if options.show_footer_hints:
+        hints = _footer_lines(options.keymaps, _hint_context(state), width, state.background, short)
+    if not alerts and not hints:
         return []
-    return list(_footer_lines(options.keymaps, _hint_context(state), width, state.background))
+    return [*([] if short and not alerts else [()]), *alerts, *hints]
 
 
-@functools.lru_cache(maxsize=32)
+COMPACT_FIRST = ("select", "next", "choose", "submit", "save note", "cancel", "defer all")
+"""On a short screen the one hint row starts with these actions (then the others in order)."""
+
+
+@functools.lru_cache(maxsize=64)
 def _footer_lines(
-    keymaps: Keymaps, context: HintContext, width: int, background: bool = False
+    keymaps: Keymaps,
+    context: HintContext,
+    width: int,
+    background: bool = False,
+    compact: bool = False,
 ) -> tuple[Line, ...]:
-    """The footer rows; the same for every frame of one context, keymap and width."""
-    fragments: list[Fragment] = []
-    for index, (keys, action) in enumerate(_hints(keymaps, context, background)):
-        if index:
-            fragments.append((MUTED, " · "))
-        fragments.append((HINT, keys))
-        fragments.append((MUTED, f" {action}"))
-    return ((), *wrap_fragments(fragments, width, 0))
+    """The hint rows; the same for every frame of one context, keymap and width. Hints wrap
+    whole (a key never leaves its label); ``compact`` keeps only the hints that fit one row."""
+    hints = _hints(keymaps, context, background)
+    if compact:
+        first = [hint for hint in hints if hint[1] in COMPACT_FIRST]
+        hints = (*first, *(hint for hint in hints if hint not in first))
+    rows: list[list[Fragment]] = [[]]
+    used = 0
+    for keys, action in hints:
+        hint = [(HINT, keys), (MUTED, f" {action}")]
+        size = cell_width(keys) + 1 + cell_width(action)
+        if rows[-1] and used + 3 + size <= width:
+            rows[-1].extend([(MUTED, " · "), *hint])
+            used += 3 + size
+        elif not rows[-1] and size <= width:
+            rows[-1].extend(hint)
+            used = size
+        elif compact:
+            continue
+        elif size > width:
+            rows.append([])
+            rows.extend([*row] for row in wrap_fragments(hint, width, 0))
+            used = width
+        else:
+            rows.append(hint)
+            used = size
+    return tuple(merge_segments(row) for row in rows if row)
 
 
 # --------------------------------------------------------------------------------------------
@@ -998,4 +1090,5 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
         targets=tuple(frame.targets),
         focus_row=focus,
         cursor=frame.cursor,
+        alert_rows=tuple(frame.alerts),
     )
