@@ -58,3 +58,23 @@ async def test_the_dirty_warning_is_visible_on_a_short_screen(tmp_path: Path) ->
         ask.send(ESC)
         status, _result = await ask.finished()
     assert status == 1
+
+
+async def test_a_second_click_on_an_armed_review_action_hits_it_in_the_panel(
+    tmp_path: Path,
+) -> None:
+    """The panel is anchored above the editor: arming Submit must not move it (the hint's rows
+    are reserved), so the second click at the same cell submits."""
+    from pi_agent_ask.ui.testing import sgr_click
+    from tests.test_shell import REGION_PROMPT, demo
+
+    async with demo(tmp_path) as sh:
+        await sh.wait(REGION_PROMPT)
+        sh.send("1")
+        await sh.wait("Review your answers")
+        row, column = sh.term.find("1. Submit")
+        sh.send(sgr_click(column + 4, row))
+        await sh.wait("Press 1 again")
+        assert sh.term.find("1. Submit") == (row, column)
+        sh.send(sgr_click(column + 4, row))
+        await sh.wait("Deployment plan · ✓ Answers received")
