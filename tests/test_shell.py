@@ -93,7 +93,7 @@ async def shell(tmp_path: Path, *, columns: int = 100, lines: int = 34) -> Async
             settings=settings, input=pipe, output=term.output, cwd=tmp_path
         ) as host:
             handle = Shell(term, pipe, host, settings)
-            await handle.wait(EDITOR_PLACEHOLDER)
+            await handle.wait(EDITOR_PLACEHOLDER[:14])
             yield handle
 
 

@@ -189,6 +189,13 @@ def keymap_key_bindings(
     empty = Condition(lambda: controller.editor_empty)
     kb = KeyBindings()
 
+    # Scrolling (fixed keys): PageUp/PageDown wherever a form is shown, Home/End in navigation
+    # (in an editor they move its cursor).
+    kb.add("pageup", filter=shown)(_call(lambda: controller.page(-1)))
+    kb.add("pagedown", filter=shown)(_call(lambda: controller.page(1)))
+    kb.add("home", filter=navigation)(_call(lambda: controller.scroll_to_end(False)))
+    kb.add("end", filter=navigation)(_call(lambda: controller.scroll_to_end(True)))
+
     for digit in range(1, 10):
         kb.add(str(digit), filter=navigation)(_send(controller, fs.Number(digit)))
     kb.add(FIXED_SKIP_KEY, filter=navigation)(_send(controller, fs.Skip()))

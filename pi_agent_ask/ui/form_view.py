@@ -104,6 +104,8 @@ class FormController:
     path candidates)."""
     cwd: Path | None = None
     """Where relative ``@`` paths start (the runtime's working directory)."""
+    page_rows: int = 10
+    """Body rows the control showed last (one page for PageUp/PageDown)."""
     _syncing: bool = False
 
     def __attrs_post_init__(self) -> None:
@@ -282,6 +284,16 @@ class FormController:
         self.follow_focus = False
         self.invalidate()
 
+    def page(self, pages: int) -> None:
+        """PageUp/PageDown: scroll the body by its visible height less one row."""
+        self.scroll_by(pages * max(1, self.page_rows - 1))
+
+    def scroll_to_end(self, end: bool) -> None:
+        """Home/End in navigation: the body's first or last rows."""
+        self.scroll = 1 << 30 if end else 0
+        self.follow_focus = False
+        self.invalidate()
+
 
 @attrs.define(eq=False)
 class _Viewport:
@@ -312,7 +324,7 @@ class FormControl(UIControl):
         wrap_lines: bool,
         get_line_prefix: object,
     ) -> int | None:
-        frame = self.controller.render(width)
+        frame = self.controller.render(width, max_available_height)
         return min(max_available_height, len(frame.lines)) if frame is not None else 0
 
     def create_content(self, width: int, height: int) -> UIContent:
@@ -349,10 +361,17 @@ class FormControl(UIControl):
         header, footer = frame.header_rows, frame.footer_rows
         if header + footer + 1 > height:
             header = footer = 0  # too small for sticky parts: everything scrolls
+        elif total > height and header + frame.lead_rows + footer + 3 <= height:
+            header += frame.lead_rows  # the prompt stays with the header while options scroll
         body_first, body_end = header, total - footer
         body_rows = body_end - body_first
         room = height - header - footer
+        # A body taller than its room gets a marker row saying where it is and how to scroll.
+        marked = body_rows > room >= 2
+        if marked:
+            room -= 1
         controller = self.controller
+        controller.page_rows = max(1, room)
         if controller.follow_focus:
             wanted = [frame.focus_row]
             if frame.cursor is not None:
@@ -371,10 +390,16 @@ class FormControl(UIControl):
         rows: list[int | None] = list(range(header))
         visible_body = list(range(body_first + controller.scroll, body_end))[:room]
         rows.extend(visible_body)
-        if footer:
-            rows.extend([None] * (room - len(visible_body)))
-            rows.extend(range(body_end, total))
         lines = [frame.lines[row] if row is not None else () for row in rows]
+        if marked:
+            rows.append(None)
+            lines.append(_scroll_marker(controller.scroll, room, body_rows, frame.width))
+        if footer:
+            blank = room - len(visible_body)
+            rows.extend([None] * blank)
+            lines.extend([()] * blank)
+            rows.extend(range(body_end, total))
+            lines.extend(frame.lines[body_end:total])
         return lines, rows
 
     def mouse_handler(self, mouse_event: MouseEvent) -> object:
@@ -423,6 +448,31 @@ class FormControl(UIControl):
         if row is None:
             return None
         return viewport.frame.target_at(row, position.x)
+
+
+def _scroll_marker(
+    scroll: int, room: int, body_rows: int, width: int
+) -> tuple[tuple[str, str], ...]:
+    """``↑ 3 more · rows 4-9 of 20 · PgUp/PgDn · ↓ 11 more``, shortened to fit ``width``."""
+    above = scroll
+    below = max(0, body_rows - scroll - room)
+    last = min(body_rows, scroll + room)
+    parts = [
+        *([f"↑ {above} more"] if above else []),
+        f"rows {scroll + 1}-{last} of {body_rows}",
+        "PgUp/PgDn",
+        *([f"↓ {below} more"] if below else []),
+    ]
+    text = " · ".join(parts)
+    if cell_width(text) > width:
+        text = " · ".join(
+            [
+                *([f"↑{above}"] if above else []),
+                f"{last}/{body_rows}",
+                *([f"↓{below}"] if below else []),
+            ]
+        )
+    return (("class:ask.muted", text[:width]),)
 
 
 def _cursor_index(

@@ -173,6 +173,9 @@ class Frame:
     alert_rows: tuple[int, ...] = ()
     """Rows of a warning the person must see now (a dirty-dismiss warning, an armed Review
     action): the surface keeps them on screen with the focus row."""
+    lead_rows: int = 0
+    """Rows right after the header (the question's prompt) that the surface keeps on screen
+    with it while the body scrolls, when the height leaves room for them."""
 
     def target_at(self, row: int, col: int) -> Target | None:
         """The click target covering frame cell ``(row, col)``, if any."""
@@ -204,6 +207,9 @@ class _Block:
     focus: int | None = None
     cursor: tuple[int, int] | None = None
     alerts: list[int] = attrs.field(factory=list)
+    lead: int = 0
+    """Rows at the block's start that stay on screen with the header when there is room (the
+    question's prompt)."""
 
     def add(self, line: Line) -> None:
         self.lines.append(line)
@@ -365,14 +371,19 @@ def _tab_window(widths: Sequence[int], current: int, width: int) -> tuple[int, i
             return first, last
 
 
-def _header(state: fs.FormState, width: int) -> _Block:
+def _header(state: fs.FormState, width: int, short: bool = False) -> _Block:
     block = _Block()
     title = state.params.title
     if title:
         block.extend(wrap_fragments([(TITLE, sanitize_line(title))], width))
     block.append_block(_tab_bar(state, width))
-    block.blank()
+    if not short:
+        block.blank()
     return block
+
+
+def _short(options: RenderOptions) -> bool:
+    return options.height is not None and options.height <= SHORT_SCREEN_ROWS
 
 
 # --------------------------------------------------------------------------------------------
@@ -651,6 +662,7 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
     keymaps = options.keymaps
     block = _Block()
     block.extend(_paragraphs([], question.prompt, PROMPT, width, 0))
+    block.lead = len(block.lines)
     block.extend(wrap_fragments(_type_hint(state, q), width))
     block.extend(_notices(state, keymaps, width))
     if state.drafts[q].skipped:
@@ -659,7 +671,8 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
                 [(WARNING, "Skipped."), (MUTED, " Answering or adding a note un-skips it.")], width
             )
         )
-    block.blank()
+    if not _short(options):
+        block.blank()
     context = question.context
     beside = bool(context) and width >= CONTEXT_BESIDE_MIN_WIDTH
     if beside:
@@ -1070,7 +1083,7 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
     """Render ``state`` at ``width`` terminal cells. Pure; see the module docstring."""
     options = options if options is not None else RenderOptions()
     width = max(10, width)
-    header = _header(state, width)
+    header = _header(state, width, _short(options))
     body = (
         _review_body(state, options, width)
         if state.on_review
@@ -1091,4 +1104,5 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
         focus_row=focus,
         cursor=frame.cursor,
         alert_rows=tuple(frame.alerts),
+        lead_rows=body.lead,
     )

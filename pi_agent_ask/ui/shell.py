@@ -313,13 +313,17 @@ def _rule_line(focused: bool, width: int) -> StyleAndTextTuples:
 class _Placeholder(Processor):
     """Shows a muted hint in the empty editor."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, columns: Callable[[], int] = lambda: 1 << 16) -> None:
         self.text = text
+        self.columns = columns
 
     def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
         ti = transformation_input
         if ti.lineno == 0 and not ti.buffer_control.buffer.text:
-            return Transformation([*ti.fragments, ("class:ask.placeholder", self.text)])
+            # One row: on a narrow screen the hint is cut short rather than take two rows.
+            room = max(1, self.columns() - 3)
+            text = self.text if cell_width(self.text) <= room else self.text[: room - 1] + "…"
+            return Transformation([*ti.fragments, ("class:ask.placeholder", text)])
         return Transformation(ti.fragments)
 
 
@@ -372,7 +376,9 @@ class ShellSurface(TerminalSurface):
         self._editor_window = Window(
             BufferControl(
                 self.editor,
-                input_processors=[_Placeholder(EDITOR_PLACEHOLDER)],
+                input_processors=[
+                    _Placeholder(EDITOR_PLACEHOLDER, lambda: self._rows_and_columns()[1])
+                ],
                 focus_on_click=True,
             ),
             height=Dimension(min=1, max=EDITOR_MAX_ROWS),
@@ -545,7 +551,8 @@ class ShellSurface(TerminalSurface):
         rows, _columns = self._rows_and_columns()
         # The panel's rule, the status line, the editor, one row for a yes/no question.
         used = 1 + 1 + min(EDITOR_MAX_ROWS, self.editor.document.line_count) + 1
-        return Dimension(max=max(4, rows - used - TRANSCRIPT_MIN_ROWS))
+        keep = TRANSCRIPT_MIN_ROWS if rows >= 16 else 1  # a short screen gives the panel more
+        return Dimension(max=max(4, rows - used - keep))
 
     def _status_fragments(self) -> StyleAndTextTuples:
         _rows, width = self._rows_and_columns()
@@ -741,11 +748,14 @@ class ShellSurface(TerminalSurface):
         def _focus(_event: KeyPressEvent) -> None:
             self.toggle_focus()
 
-        @kb.add("pageup", filter=active)
+        # With the panel focused, PageUp/PageDown scroll the form instead.
+        transcript_keys = active & ~Condition(lambda: self.panel_focused)
+
+        @kb.add("pageup", filter=transcript_keys)
         def _page_up(_event: KeyPressEvent) -> None:
             self.transcript.scroll(TRANSCRIPT_PAGE)
 
-        @kb.add("pagedown", filter=active)
+        @kb.add("pagedown", filter=transcript_keys)
         def _page_down(_event: KeyPressEvent) -> None:
             self.transcript.scroll(-TRANSCRIPT_PAGE)
 
