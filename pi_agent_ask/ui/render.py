@@ -33,6 +33,7 @@ notes and custom text stay under their rows whether or not the row is highlighte
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -68,6 +69,8 @@ CUSTOM_LABEL = "Type your own"
 CUSTOM_PLACEHOLDER = "Type answer..."
 ADD_NOTE_PLACEHOLDER = "Add a note..."
 RECOMMENDED = "(recommended)"
+OPTION_TEXT_INDENT = 10
+"""Cells before an option's text (pointer, number, mark), a little more than most rows use."""
 NOT_SELECTED = "(not selected)"
 
 CONTEXT_BESIDE_MIN_WIDTH = 100
@@ -644,11 +647,26 @@ def _question_note_rows(
         )
 
 
+_LIST_MARKER = re.compile(r"^(\s*(?:[-*•+]|\d+[.)])\s+|\s+)")
+
+
+def _hanging_indent(line: str) -> int:
+    """Cells a wrapped context line's continuation rows are indented by: the width of its list
+    marker (``- ``, ``* ``, ``1. ``) or leading blanks, so bullets keep their shape."""
+    match = _LIST_MARKER.match(line)
+    return cell_width(match.group(1)) if match else 0
+
+
 def _context_rows(context: str, width: int) -> list[Line]:
     rows: list[Line] = []
     for part in sanitize_text(context).split("\n"):
-        rows.extend(wrap_fragments([(CONTEXT, part)], width))
+        indent = _hanging_indent(part)
+        rows.extend(wrap_fragments([(CONTEXT, part)], width, indent if indent < width // 2 else 0))
     return rows
+
+
+def _longest_word(texts: Iterable[str]) -> int:
+    return max((cell_width(word) for text in texts for word in text.split()), default=0)
 
 
 def _type_hint(state: fs.FormState, q: int) -> list[Fragment]:
@@ -674,10 +692,18 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
     if not _short(options):
         block.blank()
     context = question.context
-    beside = bool(context) and width >= CONTEXT_BESIDE_MIN_WIDTH
+    left = max(20, int(width * OPTION_COLUMN_SHARE))
+    # Beside only when every word of the option column fits its width (no word is broken).
+    beside = (
+        bool(context)
+        and width >= CONTEXT_BESIDE_MIN_WIDTH
+        and _longest_word(
+            [RECOMMENDED, *(f"{o.label} {o.description or ''}" for o in question.options)]
+        )
+        <= left - OPTION_TEXT_INDENT
+    )
     if beside:
         assert context is not None
-        left = max(20, int(width * OPTION_COLUMN_SHARE))
         right = max(1, width - left - cell_width(SEPARATOR))
         options_block, _ = _option_rows(state, options, q, left)
         _question_note_rows(state, options, q, left, options_block)

@@ -580,6 +580,16 @@ class ShellSurface(TerminalSurface):
         question = self.confirming
         if question is None:
             return []
+        # Wrapped here at word boundaries (prompt_toolkit's own wrapping splits words).
+        _rows, width = self._rows_and_columns()
+        out: StyleAndTextTuples = []
+        for index, row in enumerate(wrap_line(self._confirm_line(question), width)):  # type: ignore[arg-type]
+            if index:
+                out.append(("", "\n"))
+            out.extend(row)
+        return out
+
+    def _confirm_line(self, question: _Confirm) -> StyleAndTextTuples:
         return [
             ("class:ask.warning", question.message),
             ("", "  "),
@@ -649,7 +659,7 @@ class ShellSurface(TerminalSurface):
         confirm = ConditionalContainer(
             Window(
                 FormattedTextControl(self._confirm_fragments),
-                wrap_lines=True,
+                wrap_lines=False,
                 dont_extend_height=True,
             ),
             filter=confirm_open,
