@@ -223,6 +223,7 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
                         session=args.session,
                         input=tty_input,
                         output=tty_output,
+                        on_notices=lambda notices: _print_notices(notices, stderr),
                     )
                 )
             finally:
@@ -238,6 +239,14 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
         for cause in _leaves(error):
             stderr.write(f"pi-agent-ask: internal error: {type(cause).__name__}: {cause}\n")
         return EXIT_INTERNAL
+
+
+def _print_notices(notices: Sequence[str], stderr: TextIO) -> None:
+    """Settings problems, on standard error before the form takes the terminal (they are
+    in the scrollback when it leaves)."""
+    for notice in notices:
+        stderr.write(f"pi-agent-ask: settings: {notice}\n")
+    stderr.flush()
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

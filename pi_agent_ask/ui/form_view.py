@@ -104,6 +104,8 @@ class FormController:
     path candidates)."""
     cwd: Path | None = None
     """Where relative ``@`` paths start (the runtime's working directory)."""
+    config_notices: tuple[str, ...] = ()
+    """Settings problems shown on the form until the person's first command."""
     page_rows: int = 10
     """Body rows the control showed last (one page for PageUp/PageDown)."""
     _syncing: bool = False
@@ -172,6 +174,7 @@ class FormController:
         Editor text not yet sent goes first, so the command sees what is on screen."""
         if self._text_stale:
             self._send_text()
+        self.config_notices = ()
         self._send(UserCommand(command), parks=True)
 
     def send_settings(self, settings: fs.FormSettings) -> None:
@@ -275,6 +278,7 @@ class FormController:
             editor_text=self.buffer.text if live else None,
             editor_cursor=self.buffer.cursor_position if live else None,
             notice=self.notice,
+            config_notices=self.config_notices,
             height=height,
         )
         return render_form(state, width, options)

@@ -123,6 +123,8 @@ class RenderOptions:
     editor_cursor: int | None = None
     notice: str | None = None
     """A short notice shown under the open editor (clipboard reads)."""
+    config_notices: tuple[str, ...] = ()
+    """Problems with the settings file (shown above the key hints until the first key)."""
     height: int | None = None
     """Rows the frame will be shown in, when known. At :data:`SHORT_SCREEN_ROWS` or fewer the
     key hints take one row (the most used keys first), so prompt and options keep the room."""
@@ -1049,7 +1051,14 @@ def _hints(
 
 
 def _footer(state: fs.FormState, options: RenderOptions, width: int) -> list[Line]:
-    alerts = [] if state.on_review else _question_alerts(state, options.keymaps, width)
+    alerts = [
+        row
+        for notice in options.config_notices
+        for part in sanitize_text(notice).split("\n")
+        for row in wrap_fragments([(WARNING, part)], width)
+    ]
+    if not state.on_review:
+        alerts.extend(_question_alerts(state, options.keymaps, width))
     short = options.height is not None and options.height <= SHORT_SCREEN_ROWS
     hints: tuple[Line, ...] = ()
     if options.show_footer_hints:

@@ -132,6 +132,7 @@ class TerminalSurface:
     _exit_when_idle: bool = False
     _saves_in_flight: int = 0
     _close_when_saved: bool = False
+    _notices_shown: bool = False
 
     def __attrs_post_init__(self) -> None:
         self.controller = FormController(
@@ -148,8 +149,12 @@ class TerminalSurface:
     def show(
         self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
     ) -> None:
-        """Make a form visible and focused."""
+        """Make a form visible and focused. The first form shown also shows what was wrong
+        with the settings file, if anything."""
         self.controller.attach(flow_id, state, commands)
+        if not self._notices_shown:
+            self._notices_shown = True
+            self.controller.config_notices = self.settings.notices
         if self._app is not None:
             self._app.layout.focus(self.control)
         self._wanted.set()

@@ -162,6 +162,7 @@ async def asking(
     session: Path | None = None,
     clipboard: Any = None,
     cwd: Path | None = None,
+    on_notices: Any = None,
 ) -> AsyncIterator[Asking]:
     """Run ``run_ask(arguments)`` on a virtual terminal fed by a pipe input; leaving the block
     waits for the command to return."""
@@ -181,6 +182,7 @@ async def asking(
                     output=term.output,
                     clipboard=clipboard,
                     cwd=cwd,
+                    on_notices=on_notices,
                 )
                 handle.done.set()
 
