@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -133,6 +134,8 @@ class TerminalSurface:
     _saves_in_flight: int = 0
     _close_when_saved: bool = False
     _notices_shown: bool = False
+    _save_queue: deque[tuple[SettingsOverlay, sl.SaveConfig]] = attrs.field(factory=deque)
+    _saving: bool = False
 
     def __attrs_post_init__(self) -> None:
         self.controller = FormController(
@@ -239,20 +242,37 @@ class TerminalSurface:
         self.invalidate()
 
     def _start_save(self, effect: sl.SaveConfig) -> None:
+        """Queue a save. Saves run one at a time, in the order they were made, so the file,
+        the overlay and the form end with the last toggle (concurrent worker threads finished
+        out of order and left an older config on disk)."""
         overlay = self.overlay
         if self._nursery is None or overlay is None:
             return
-        self._nursery.start_soon(self._save, overlay, effect)
-
-    async def _save(self, overlay: SettingsOverlay, effect: sl.SaveConfig) -> None:
+        self._save_queue.append((overlay, effect))
         self._saves_in_flight += 1
+        if not self._saving:
+            self._saving = True
+            self._nursery.start_soon(self._save_all)
+
+    async def _save_all(self) -> None:
         try:
-            outcome = await trio.to_thread.run_sync(sl.save_command, self.settings.path, effect)
-            overlay.report(outcome)
+            while self._save_queue:
+                overlay, effect = self._save_queue.popleft()
+                try:
+                    outcome = await trio.to_thread.run_sync(
+                        sl.save_command, self.settings.path, effect
+                    )
+                    overlay.report(outcome)
+                finally:
+                    self._saves_in_flight -= 1
+                    if (
+                        self._close_when_saved
+                        and not self._saves_in_flight
+                        and self.overlay is overlay
+                    ):
+                        self._drop_overlay()
         finally:
-            self._saves_in_flight -= 1
-            if self._close_when_saved and not self._saves_in_flight and self.overlay is overlay:
-                self._drop_overlay()
+            self._saving = False
 
     # -- clipboard images ---------------------------------------------------------------------
 
