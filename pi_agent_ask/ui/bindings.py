@@ -42,6 +42,7 @@ from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_view import FormController
 from pi_agent_ask.ui.paths import complete_at_path
+from pi_agent_ask.ui.render import NEXT_UNANSWERED_KEY
 
 __all__ = ["FIXED_SKIP_KEY", "editing_key_bindings", "form_key_bindings", "keymap_key_bindings"]
 
@@ -198,7 +199,13 @@ def keymap_key_bindings(
 
     for digit in range(1, 10):
         kb.add(str(digit), filter=navigation)(_send(controller, fs.Number(digit)))
+    # Options 10 and up: two digits typed in a row ("1", "2" picks 12). The pair is bound
+    # only on a question that has that row, so elsewhere a digit acts at once.
+    for number in range(10, 100):
+        has_row = Condition(lambda number=number: controller.option_rows() >= number)
+        kb.add(*str(number), filter=navigation & has_row)(_send(controller, fs.Number(number)))
     kb.add(FIXED_SKIP_KEY, filter=navigation)(_send(controller, fs.Skip()))
+    kb.add(NEXT_UNANSWERED_KEY, filter=navigation)(_call(controller.next_unanswered))
 
     main = keymaps.main
     for keys, command in (

@@ -288,6 +288,30 @@ class FormController:
         self.follow_focus = False
         self.invalidate()
 
+    def option_rows(self) -> int:
+        """Numbered rows of the current question (its options and ``Type your own``); 0 on
+        Review or without a form."""
+        state = self.state
+        if state is None or state.on_review:
+            return 0
+        return fs.custom_row(state, state.tab) + 1
+
+    def next_unanswered(self) -> None:
+        """``U``: the next question (after the current one, wrapping) without an answer;
+        Review when every question has one."""
+        state = self.state
+        if state is None:
+            return
+        count = len(state.params.questions)
+        start = state.tab + 1 if not state.on_review else 0
+        for step in range(count):
+            q = (start + step) % count
+            if not state.drafts[q].is_answered and not state.drafts[q].skipped:
+                if q != state.tab:
+                    self.send(fs.SelectTab(q))
+                return
+        self.send(fs.SelectTab(state.review_tab))
+
     def page(self, pages: int) -> None:
         """PageUp/PageDown: scroll the body by its visible height less one row."""
         self.scroll_by(pages * max(1, self.page_rows - 1))

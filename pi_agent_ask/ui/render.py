@@ -376,12 +376,35 @@ def _tab_window(widths: Sequence[int], current: int, width: int) -> tuple[int, i
             return first, last
 
 
+NEXT_UNANSWERED_KEY = "U"
+"""``shift+u``: the next unanswered question (navigation; a fixed key like ``D``)."""
+
+
+def progress_text(state: fs.FormState) -> str | None:
+    """``3/12 answered · U next unanswered`` for a form of several questions."""
+    count = len(state.params.questions)
+    if count < 2:
+        return None
+    answered = sum(1 for draft in state.drafts if draft.is_answered)
+    if answered == count:
+        return f"{answered}/{count} answered"
+    return f"{answered}/{count} answered · {NEXT_UNANSWERED_KEY} next unanswered"
+
+
 def _header(state: fs.FormState, width: int, short: bool = False) -> _Block:
     block = _Block()
     title = state.params.title
+    progress = progress_text(state)
     if title:
-        block.extend(wrap_fragments([(TITLE, sanitize_line(title))], width))
-    block.append_block(_tab_bar(state, width))
+        rows = wrap_fragments([(TITLE, sanitize_line(title))], width)
+        if progress and line_width(rows[-1]) + 3 + cell_width(progress) <= width:
+            rows[-1] = merge_segments([*rows[-1], (MUTED, f" · {progress}")])
+            progress = None
+        block.extend(rows)
+    tabs = _tab_bar(state, width)
+    if progress and line_width(tabs.lines[0]) + 3 + cell_width(progress) <= width:
+        tabs.lines[0] = merge_segments([*tabs.lines[0], (MUTED, f"   {progress}")])
+    block.append_block(tabs)
     if not short:
         block.blank()
     return block
@@ -795,6 +818,7 @@ REVIEW_LABELS = {"submit": "Submit", "cancel": "Cancel"}
 def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Block:
     block = _Block()
     block.extend(wrap_fragments([(PROMPT, "Review your answers")], width))
+    block.lead = len(block.lines)
     for q, question in enumerate(state.params.questions):
         block.blank()
         block.extend(_review_question(state, q, question, width))

@@ -86,7 +86,7 @@ from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui import rebind_event_loop_lookup
 from pi_agent_ask.ui.bindings import form_key_bindings
 from pi_agent_ask.ui.settings_overlay import settings_container, settings_key_bindings
-from pi_agent_ask.ui.surface import ESCAPE_TIMEOUT, SEQUENCE_TIMEOUT, STYLE, TerminalSurface
+from pi_agent_ask.ui.surface import ESCAPE_TIMEOUT, STYLE, TerminalSurface, tune_timeouts
 
 __all__ = [
     "EDITOR_PLACEHOLDER",
@@ -695,7 +695,7 @@ class ShellSurface(TerminalSurface):
             output=output,
         )
         app.ttimeoutlen = ESCAPE_TIMEOUT
-        app.timeoutlen = SEQUENCE_TIMEOUT
+        tune_timeouts(app, self.controller)
         return app
 
     def _width_changed(self, width: int) -> None:

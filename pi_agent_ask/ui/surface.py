@@ -362,8 +362,23 @@ class TerminalSurface:
             output=output,
         )
         app.ttimeoutlen = ESCAPE_TIMEOUT
-        app.timeoutlen = SEQUENCE_TIMEOUT
+        tune_timeouts(app, self.controller)
         return app
+
+
+JUMP_TIMEOUT = 0.6
+"""Seconds a digit waits for a second one on a question with ten or more rows."""
+
+
+def tune_timeouts(app: Application[Any], controller: FormController) -> None:
+    """Keep ``timeoutlen`` short, except on a question with 10+ numbered rows, where a digit
+    may be the first of two (``1`` ``2`` picks 12) and a person needs time for the second."""
+
+    def tune(_app: object) -> None:
+        app.timeoutlen = JUMP_TIMEOUT if controller.option_rows() >= 10 else SEQUENCE_TIMEOUT
+
+    tune(app)
+    app.before_render += tune
 
 
 async def _system_clipboard() -> ClipboardResult:

@@ -41,7 +41,10 @@ async def asking(
     path.write_text(json.dumps(payload if payload is not None else PAYLOAD))
     out = tmp_path / "out.json"
     settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
-    command = f"{COMMAND} ask {path} --settings {settings} > {out}"
+    command = (
+        f"{COMMAND} ask {path} --settings {settings} --no-session > {out}; "
+        f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished; sleep 60"
+    )
     with trio.fail_after(60):
         async with pane(tmp_path, command, columns, lines) as term:
             yield term
@@ -63,3 +66,77 @@ async def test_the_terminal_cursor_follows_typed_text(
         await wait_cursor(term, (col + 2 + cells, row))
         await term.keys("Left")
         await wait_cursor(term, (col + cells, row) if cells > 5 else (col + 1 + cells, row))
+
+
+def click(column: int, row: int) -> str:
+    return f"\x1b[<0;{column + 1};{row + 1}M\x1b[<0;{column + 1};{row + 1}m"
+
+
+def row_of(screen: str, needle: str) -> tuple[int, int]:
+    for y, line in enumerate(screen.splitlines()):
+        if needle in line:
+            return y, line.index(needle)
+    raise AssertionError(f"{needle!r} not on screen:\n{screen}")
+
+
+async def test_a_second_click_on_review_submit_lands_on_it(tmp_path: Path) -> None:
+    async with asking(tmp_path) as term:
+        await term.wait_for("What should I optimize for?")
+        await term.keys("1")
+        await term.wait_for("Which tones fit?")
+        await term.keys("Space", "Enter")
+        screen = await term.wait_for("Review your answers")
+        row, col = row_of(screen, "1. Submit")
+        await term.literal(click(col + 4, row))
+        screen = await term.wait_for("Press 1 again")
+        assert row_of(screen, "1. Submit") == (row, col)
+        await term.literal(click(col + 4, row))
+        await term.tmux("wait-for", "finished")  # the command has returned
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["details"]["cancelled"] is False
+
+
+async def test_a_40x12_screen_keeps_prompt_options_and_scrolls(tmp_path: Path) -> None:
+    payload = {
+        "questions": [
+            {
+                "id": "goal",
+                "prompt": "What should I optimize for?",
+                "context": "\n".join(f"- Fact {i}: the build takes {i * 7} s" for i in range(12)),
+                "options": [
+                    {"value": f"o{i}", "label": f"Option {i}", "description": "what it means"}
+                    for i in range(4)
+                ],
+            }
+        ]
+    }
+    async with asking(tmp_path, 40, 12, payload) as term:
+        screen = await term.wait_for("Option 0")
+        assert "What should I optimize for?" in screen
+        assert "› 1. ( ) Option 0" in screen and "PgUp/PgDn" in screen
+        assert all(len(line) <= 40 for line in screen.splitlines())
+        await term.keys("End")
+        await term.wait_for("Fact 11")
+        await term.keys("PageUp")
+        await term.wait_for(lambda text: "Fact 11" not in text)
+        await term.keys("Home")
+        screen = await term.wait_for("rows 1-")
+        assert "What should I optimize for?" in screen
+        await term.keys("C-c", "C-c")
+        await term.wait_for(lambda text: "Option 0" not in text)
+
+
+async def test_focus_is_shown_in_the_demo(tmp_path: Path) -> None:
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    command = f"{COMMAND} demo --settings {settings}"
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 100, 30) as term:
+            screen = await term.wait_for("keys answer here")
+            assert "keys: questions" in screen
+            await term.keys("M-q")
+            screen = await term.wait_for("Alt+Q to answer")
+            assert "keys: editor" in screen
+            await term.literal("2")  # goes to the editor, not to the questions
+            screen = await term.wait_for("> 2")
+            assert "Review your answers" not in screen
+            await term.keys("C-u", "C-d")

@@ -1,0 +1,57 @@
+"""Reaching everything from the keyboard: options past 9 by two digits, the progress marker
+and the key to the next unanswered question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.test_ui_typing import GOAL, asking
+
+TWELVE = {
+    "id": "pick",
+    "label": "Pick",
+    "prompt": "Which of the twelve?",
+    "options": [{"value": f"v{i}", "label": f"Choice {i}"} for i in range(1, 13)],
+}
+TONE = {
+    "id": "tone",
+    "label": "Tone",
+    "prompt": "Which tone?",
+    "options": [{"value": "dry", "label": "Dry"}, {"value": "warm", "label": "Warm"}],
+}
+
+
+async def test_two_digits_pick_an_option_past_nine(tmp_path: Path) -> None:
+    async with asking(tmp_path, TWELVE, lines=40) as ask:
+        await ask.wait("Which of the twelve?")
+        ask.send("1", "2")
+        await ask.wait("Review your answers")
+        assert "→ Choice 12" in ask.term.text()
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["pick"]["values"] == ["v12"]
+
+
+async def test_a_single_digit_still_picks_on_a_long_question(tmp_path: Path) -> None:
+    async with asking(tmp_path, TWELVE, lines=40) as ask:
+        await ask.wait("Which of the twelve?")
+        ask.send("3")  # no second digit follows: after the pause, option 3
+        await ask.wait("Review your answers")
+        assert "→ Choice 3" in ask.term.text()
+        ask.send("1", "1")
+        await ask.finished()
+
+
+async def test_progress_marker_and_next_unanswered_key(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL, TONE, TWELVE, lines=40) as ask:
+        await ask.wait("0/3 answered · U next unanswered")
+        ask.send("U")  # from Goal: the next unanswered is Tone
+        await ask.wait("Which tone?")
+        ask.send("1")  # answers Tone and moves on to the third question
+        await ask.wait("1/3 answered")
+        await ask.wait("Which of the twelve?")
+        ask.send("U")  # from there it wraps round to Goal, skipping the answered Tone
+        await ask.wait("What should I optimize for?")
+        ask.send("\x03", "\x03")
+        await ask.finished()
