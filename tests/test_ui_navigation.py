@@ -55,3 +55,39 @@ async def test_progress_marker_and_next_unanswered_key(tmp_path: Path) -> None:
         await ask.wait("What should I optimize for?")
         ask.send("\x03", "\x03")
         await ask.finished()
+
+
+async def test_at_completion_is_a_list_to_move_through(tmp_path: Path) -> None:
+    import trio
+
+    from pi_agent_ask.ui.testing import asking as run_asking
+
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    for name in ("alpha.md", "beta.md", "gamma.md"):
+        (project / "docs" / name).write_text("")
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    with trio.fail_after(20):
+        async with run_asking({"questions": [GOAL]}, settings, cwd=project) as ask:
+            await ask.wait("What should I optimize for?")
+            ask.send("3")
+            await ask.wait("> Type answer...")
+            assert "Tab complete @path" in ask.term.text()  # the footer says it exists
+            ask.send("see @docs/", "\t")
+            await ask.wait("3 matches")
+            ask.send("\t")  # the first candidate goes into the text and is highlighted
+            await ask.wait("> see @docs/alpha.md")
+            assert "› alpha.md" in ask.term.text()
+            ask.send("\x1b[B", "\x1b[B")  # Down twice: gamma
+            await ask.wait("> see @docs/gamma.md")
+            ask.send("\x1b[A")  # Up: beta
+            await ask.wait("> see @docs/beta.md")
+            assert "› beta.md" in ask.term.text()
+            ask.send(" ok")  # typing closes the list
+            await ask.wait_gone("3 matches")
+            ask.send("\r")
+            await ask.wait("Review your answers")
+            ask.send("1", "1")
+            status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["goal"]["customText"] == "see @docs/beta.md ok"

@@ -41,7 +41,7 @@ from pi_agent_ask.form.sanitize import sanitize_text
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_view import FormController
-from pi_agent_ask.ui.paths import complete_at_path
+from pi_agent_ask.ui.paths import CompletionMenu, complete_at_path
 from pi_agent_ask.ui.render import NEXT_UNANSWERED_KEY
 
 __all__ = ["FIXED_SKIP_KEY", "editing_key_bindings", "form_key_bindings", "keymap_key_bindings"]
@@ -152,8 +152,23 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
 
     # With text in the editor, Tab stays in the editor: it completes an ``@`` file path before
     # the cursor (candidates show as the editor's notice), and otherwise does nothing.
+    # With several candidates they show as a list under the editor; Tab/Shift+Tab (and
+    # Down/Up while the list is open) put the next/previous one into the text.
+    menu_open = in_editor & Condition(lambda: controller.menu is not None)
+
+    def choose(delta: int) -> None:
+        menu = controller.menu
+        assert menu is not None
+        menu, text, cursor = menu.moved(buffer.text, delta)
+        buffer.set_document(Document(text, cursor))  # closes the menu (a text change) ...
+        controller.menu = menu  # ... which stays open on its new choice
+        controller.invalidate()
+
     @kb.add("c-i", filter=has_text)
     def _tab(_event: KeyPressEvent) -> None:
+        if controller.menu is not None:
+            choose(1)
+            return
         completion = complete_at_path(
             buffer.text, buffer.cursor_position, controller.cwd or Path.cwd()
         )
@@ -161,12 +176,24 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
             return
         if completion.text != buffer.text:
             buffer.set_document(Document(completion.text, completion.cursor))
-        controller.notice = "  ".join(completion.candidates) if completion.candidates else None
+        if completion.candidates:
+            controller.menu = CompletionMenu(
+                completion.start, completion.base, completion.candidates
+            )
         controller.invalidate()
 
     @kb.add("s-tab", filter=has_text)
     def _back_tab(_event: KeyPressEvent) -> None:
-        return
+        if controller.menu is not None:
+            choose(-1)
+
+    @kb.add("down", filter=menu_open)
+    def _menu_down(_event: KeyPressEvent) -> None:
+        choose(1)
+
+    @kb.add("up", filter=menu_open)
+    def _menu_up(_event: KeyPressEvent) -> None:
+        choose(-1)
 
     return kb
 

@@ -60,6 +60,7 @@ from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.text import cell_width
 from pi_agent_ask.persistence.settings import Keymaps
+from pi_agent_ask.ui.paths import CompletionMenu
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
 
 __all__ = ["WHEEL_ROWS", "FormControl", "FormController", "form_container"]
@@ -106,6 +107,8 @@ class FormController:
     """Where relative ``@`` paths start (the runtime's working directory)."""
     config_notices: tuple[str, ...] = ()
     """Settings problems shown on the form until the person's first command."""
+    menu: CompletionMenu | None = None
+    """``@`` path candidates listed under the open editor (closed by any other edit)."""
     page_rows: int = 10
     """Body rows the control showed last (one page for PageUp/PageDown)."""
     _syncing: bool = False
@@ -241,6 +244,7 @@ class FormController:
         if self._syncing or self.buffer_serial is None:
             return
         self.notice = None  # typing dismisses the editor's notice (path candidates, ...)
+        self.menu = None
         self.follow_focus = True
         if self._text_in_flight:
             self._text_stale = True
@@ -279,6 +283,14 @@ class FormController:
             editor_cursor=self.buffer.cursor_position if live else None,
             notice=self.notice,
             config_notices=self.config_notices,
+            menu=(
+                tuple(
+                    (candidate, index == self.menu.index)
+                    for index, candidate in enumerate(self.menu.candidates)
+                )
+                if self.menu is not None and live
+                else ()
+            ),
             height=height,
         )
         return render_form(state, width, options)

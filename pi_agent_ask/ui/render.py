@@ -125,6 +125,8 @@ class RenderOptions:
     """A short notice shown under the open editor (clipboard reads)."""
     config_notices: tuple[str, ...] = ()
     """Problems with the settings file (shown above the key hints until the first key)."""
+    menu: tuple[tuple[str, bool], ...] = ()
+    """``@`` path candidates under the open editor, each with whether it is the chosen one."""
     height: int | None = None
     """Rows the frame will be shown in, when known. At :data:`SHORT_SCREEN_ROWS` or fewer the
     key hints take one row (the most used keys first), so prompt and options keep the room."""
@@ -513,6 +515,35 @@ def _add_editor(
         block.extend(
             wrap_fragments([(TEXT, pad), (WARNING, sanitize_line(options.notice))], width, len(pad))
         )
+    if options.menu:
+        block.extend(_menu_rows(options.menu, pad, width))
+
+
+MENU_ROWS = 6
+"""Candidates the ``@`` list shows at once (a window around the chosen one)."""
+
+
+def _menu_rows(menu: Sequence[tuple[str, bool]], pad: str, width: int) -> list[Line]:
+    chosen = next((i for i, (_, on) in enumerate(menu) if on), 0)
+    first = max(0, min(chosen - MENU_ROWS // 2, len(menu) - MENU_ROWS))
+    rows: list[Line] = []
+    room = max(4, width - len(pad) - 2)
+    for name, on in menu[first : first + MENU_ROWS]:
+        rows.append(
+            merge_segments(
+                [
+                    (TEXT, pad),
+                    (POINTER, POINTER_TEXT if on else NO_POINTER),
+                    (ACTIVE if on else MUTED, _truncate(sanitize_line(name), room)),
+                ]
+            )
+        )
+    more = len(menu) - MENU_ROWS
+    hint = f"{len(menu)} matches · Tab/Shift+Tab or Down/Up choose · type to narrow"
+    if more > 0:
+        hint = f"{hint} · {first} above, {max(0, len(menu) - first - MENU_ROWS)} below"
+    rows.extend(wrap_fragments([(TEXT, pad), (MUTED, hint)], width, len(pad)))
+    return rows
 
 
 def _with_images(text: str, count: int) -> str:
@@ -1030,6 +1061,7 @@ def _hints(
         pairs = [
             ((save,), "submit" if custom else "save note"),
             ((ed.close,), "save and close"),
+            ("Tab", "complete @path"),
             ((ed.previous_option_when_empty, ed.next_option_when_empty), "move when empty"),
             (paste, "attach image"),
         ]
