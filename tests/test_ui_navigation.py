@@ -91,3 +91,37 @@ async def test_at_completion_is_a_list_to_move_through(tmp_path: Path) -> None:
             status, result = await ask.finished()
     assert status == 0
     assert result["details"]["answers"]["goal"]["customText"] == "see @docs/beta.md ok"
+
+
+async def test_new_line_key_and_external_editor(tmp_path: Path, monkeypatch: object) -> None:
+    import os
+    import stat
+
+    import trio
+
+    from pi_agent_ask.ui.testing import asking as run_asking
+
+    script = tmp_path / "fake-editor"
+    # The "editor": appends a line to the file it is given, as a person would type it.
+    script.write_text('#!/bin/sh\nprintf "%s\\nfrom the editor\\n" "$(cat "$1")" > "$1"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("VISUAL", str(script))  # type: ignore[attr-defined]
+    monkeypatch.setenv("EDITOR", str(script))  # type: ignore[attr-defined]
+    assert os.environ["VISUAL"] == str(script)
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    with trio.fail_after(20):
+        async with run_asking({"questions": [GOAL]}, settings, lines=40) as ask:
+            await ask.wait("What should I optimize for?")
+            ask.send("3")
+            await ask.wait("> Type answer...")
+            assert "Alt+Enter new line" in ask.term.text()
+            ask.send("first", "\x1b\r", "second")  # Alt+Enter breaks the line
+            await ask.wait("second")
+            ask.send("\x07")  # Ctrl+G: the external editor
+            await ask.wait("from the editor")
+            ask.send("\r")
+            await ask.wait("Review your answers")
+            ask.send("1", "1")
+            status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["goal"]["customText"] == "first\nsecond\nfrom the editor"

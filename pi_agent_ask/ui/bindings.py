@@ -22,7 +22,7 @@ it is eager, so it wins over every other binding, and its filter is false the re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from prompt_toolkit.document import Document
@@ -48,6 +48,8 @@ __all__ = ["FIXED_SKIP_KEY", "editing_key_bindings", "form_key_bindings", "keyma
 
 FIXED_SKIP_KEY = "D"
 """``shift+d``: skip the current question (navigation only; text in editors)."""
+EXTERNAL_EDITOR_KEY = "c-g"
+"""``ctrl+g`` in an editor: edit its text in ``$VISUAL`` / ``$EDITOR``."""
 
 
 def _add(
@@ -97,6 +99,19 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
     @kb.add("c-m", filter=in_editor)
     def _newline(_event: KeyPressEvent) -> None:
         buffer.insert_text("\n")  # reached only when Enter is not the submit/save key
+
+    # A new line whatever Enter does: Alt+Enter, or Ctrl+J (what many terminals send for
+    # Shift+Enter or Ctrl+Enter).
+    @kb.add("escape", "c-m", filter=in_editor)
+    @kb.add("c-j", filter=in_editor)
+    def _break_line(_event: KeyPressEvent) -> None:
+        buffer.insert_text("\n")
+
+    @kb.add(EXTERNAL_EDITOR_KEY, filter=in_editor)
+    def _external_editor(event: KeyPressEvent) -> None:
+        from pi_agent_ask.ui.external_editor import edit_in_external_editor
+
+        event.app.create_background_task(_edit(edit_in_external_editor(buffer), controller))
 
     @kb.add("c-h", filter=in_editor)
     def _backspace(_event: KeyPressEvent) -> None:
@@ -196,6 +211,12 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
         choose(-1)
 
     return kb
+
+
+async def _edit(editing: Awaitable[bool], controller: FormController) -> None:
+    if not await editing:
+        controller.notice = "No external editor: set $VISUAL or $EDITOR."
+        controller.invalidate()
 
 
 def keymap_key_bindings(

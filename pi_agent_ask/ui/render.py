@@ -1062,6 +1062,8 @@ def _hints(
             ((save,), "submit" if custom else "save note"),
             ((ed.close,), "save and close"),
             ("Tab", "complete @path"),
+            ("Alt+Enter", "new line"),
+            ("Ctrl+G", "$EDITOR"),
             ((ed.previous_option_when_empty, ed.next_option_when_empty), "move when empty"),
             (paste, "attach image"),
         ]
