@@ -52,8 +52,9 @@ async def _typing_seconds(settings: Path) -> float:
         ask.send("3")
         await ask.wait("Type answer...")
         start = time.perf_counter()
+        since = len(ask.term.chunks)
         ask.send(text)
-        await ask.wait("END!")
+        await ask.term.wait_written("!", since)  # the last character typed
         elapsed = time.perf_counter() - start
         ask.send("\r")
         await ask.wait("Review your answers")
@@ -87,10 +88,12 @@ async def keystroke_seconds(settings: Path) -> list[float]:
                     )
                 await term.wait_for("› 1.")
                 for n in range(KEYSTROKES):
-                    key, pointer = ("\x1b[B", "› 2.") if n % 2 == 0 else ("\x1b[A", "› 1.")
+                    key = "\x1b[B" if n % 2 == 0 else "\x1b[A"
+                    since = len(term.chunks)
                     start = time.perf_counter()
                     pipe.send_text(key)
-                    await term.wait_for(pointer)
+                    # The redraw after the key writes the pointer at its new row.
+                    await term.wait_written("›", since)
                     samples.append(time.perf_counter() - start)
                 nursery.cancel_scope.cancel()
     return samples

@@ -695,6 +695,10 @@ class ShellSurface(TerminalSurface):
             output=output,
         )
         app.ttimeoutlen = ESCAPE_TIMEOUT
+        # Redraw at once: prompt_toolkit would postpone a redraw up to 10 ms while "other work
+        # is scheduled", which under trio-asyncio is always, so every key waited the full
+        # 10 ms. Invalidations are still coalesced into one redraw.
+        app.max_render_postpone_time = None
         tune_timeouts(app, self.controller)
         return app
 

@@ -111,6 +111,12 @@ class VirtualTerminal:
         """Wait until ``text`` is no longer on the screen."""
         await self.wait_for(lambda term: text not in term.text())
 
+    async def wait_written(self, needle: str, since: int) -> None:
+        """Wait until a chunk written after the first ``since`` chunks contains ``needle``
+        (cheaper than reading the screen: benchmarks time redraws with it)."""
+        while not any(needle in chunk for chunk in self.chunks[since:]):
+            await self._flushed.wait()
+
 
 def sgr_mouse(button: int, column: int, row: int, *, release: bool = False) -> str:
     """An xterm SGR mouse report for a 0-based screen cell (``button`` 0 = left, 32 = left drag,
