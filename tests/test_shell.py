@@ -418,7 +418,13 @@ async def test_notices_reach_the_transcript_and_the_status_line(tmp_path: Path) 
     async with shell(tmp_path) as sh:
         sh.host.runtime.notice("Session file was cut after a torn frame.")
         await sh.wait("! Session file was cut after a torn frame.")
-        assert "Session file was cut" in status_row(sh.term)
+        # The status line's own text arrives from the host a moment later; the notice is in it.
+        await sh.wait(
+            lambda term: any(
+                row.startswith("─ Questions pending") and "Session file was cut" in row
+                for row in term.rows()
+            )
+        )
 
 
 async def test_enter_sends_alt_enter_breaks_the_line(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ settings overlay floating above it.
 
 Live settings: the surface keeps the loaded settings. When the overlay saves a config, the
 surface takes it at once (keymaps, footer hints). The behaviour settings reach the open form
-through ``on_settings_saved`` when the owner set it (``Runtime.apply_settings`` pushes them to
-the visible form and to every later one); without an owner the surface sends them to the open
-form itself as a ``SettingsUpdate``.
+through the surface itself (a ``SettingsUpdate`` into its inbox, in order with the person's
+keys) and through ``on_settings_saved`` when the owner set it (``Runtime.apply_settings``
+pushes them to the visible form too and to every later one).
 """
 
 from __future__ import annotations
@@ -235,10 +235,13 @@ class TerminalSurface:
         """A config was saved: apply it to this surface and to the open form at once."""
         old = self.settings.config
         self.settings = self.settings.with_global_config(config)
+        # The open form gets its behaviour settings from here, in order with the keys: the
+        # owner's push below travels through the runtime and could arrive after a key typed
+        # right after the overlay closed (which then acted under the old settings).
+        if form_settings_of(old) != form_settings_of(self.settings.config):
+            self.controller.send_settings(form_settings_of(self.settings.config))
         if self.on_settings_saved is not None:
             self.on_settings_saved(self.settings)
-        elif form_settings_of(old) != form_settings_of(self.settings.config):
-            self.controller.send_settings(form_settings_of(self.settings.config))
         self.invalidate()
 
     def _start_save(self, effect: sl.SaveConfig) -> None:
