@@ -315,10 +315,18 @@ async def test_an_answer_given_during_a_turn_arrives_at_its_boundary(tmp_path: P
             await answered.wait()
             h.say("● last step of the turn")
 
+        from pi_agent_ask import events as ev
+
+        completed = trio.Event()
+        off = sh.host.runtime.events.on(ev.COMPLETED, lambda _payload: completed.set())
         nursery.start_soon(sh.local.turn, body)
         await sh.wait(REGION_PROMPT)
         sh.send("1", "1", "1")
         await sh.wait_gone(REGION_PROMPT)
+        # The panel closes as soon as the form has its outcome; the turn goes on until the
+        # runtime has recorded it (the screen alone can get there first).
+        await completed.wait()
+        off()
         assert "Answers received" not in sh.term.text()  # not before the boundary
         answered.set()
         await sh.wait("Deployment plan · ✓ Answers received")
