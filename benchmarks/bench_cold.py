@@ -45,7 +45,7 @@ def first_frame_seconds(payload: Path, settings: Path) -> float:
     start = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:  # the child: the pty is its controlling terminal
-        os.execv(sys.executable, command)
+        os.execve(sys.executable, command, _child_env())
     seen = b""
     try:
         while PROMPT.encode() not in seen:
@@ -60,9 +60,18 @@ def first_frame_seconds(payload: Path, settings: Path) -> float:
         os.close(fd)
 
 
-def import_seconds() -> float:
+def _child_env() -> dict[str, str]:
+    """The environment of an installed command: byte code is cached, as ``pip install`` and a
+    first run leave it (a development shell may set ``PYTHONDONTWRITEBYTECODE``, which makes
+    every start compile the package from source and measures the compiler, not the start)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def import_seconds(module: str = "pi_agent_ask") -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import pi_agent_ask"], check=True)
+    subprocess.run([sys.executable, "-c", f"import {module}"], check=True, env=_child_env())
     return time.perf_counter() - start
 
 
@@ -71,11 +80,16 @@ def main() -> None:
         payload = Path(tmp) / "payload.json"
         payload.write_text(json.dumps(PAYLOAD))
         settings = Path(tmp) / "settings.json"
+        first_frame_seconds(payload, settings)  # warm-up: writes the byte-code cache
         frames = [first_frame_seconds(payload, settings) for _ in range(ROUNDS)]
         imports = [import_seconds() for _ in range(ROUNDS)]
+        ui = [import_seconds("pi_agent_ask.ui.commands") for _ in range(ROUNDS)]
     print(f"process start -> first frame of `ask`: median {statistics.median(frames) * 1e3:.0f} ms")
     print(
         f"python -c 'import pi_agent_ask':        median {statistics.median(imports) * 1e3:.0f} ms"
+    )
+    print(
+        f"python -c 'import pi_agent_ask.ui.commands': median {statistics.median(ui) * 1e3:.0f} ms"
     )
 
 

@@ -84,16 +84,60 @@ def _report_session_refusal(refusal: Any, stderr: TextIO) -> int:
     return EXIT_SESSION
 
 
+EXIT_INTERRUPTED = 130
+"""Ctrl+C before the form was on screen (or while the command shut down): nothing printed on
+standard output, one line on standard error."""
+INTERRUPTED_TEXT = "pi-agent-ask: interrupted\n"
+SETTINGS_NO_TERMINAL_TEXT = (
+    "pi-agent-ask settings requires interactive TUI mode: there is no terminal to show it on "
+    "(edit {path} instead).\n"
+)
+
+
+def default_session_path(env: Any = None) -> Path:
+    """The per-user session file ``ask`` journals into and ``history`` reads by default:
+    ``<agent dir>/pi-agent-ask/history.pias``."""
+    from pi_agent_ask.persistence.settings import agent_dir
+
+    return agent_dir(os.environ if env is None else env) / "pi-agent-ask" / "history.pias"
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version (looked up only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kwargs: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("pi-agent-ask")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            number = "unknown"
+        sys.stdout.write(f"pi-agent-ask {number}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pi-agent-ask",
         description="Ask a person structured questions and get structured answers.",
     )
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ask = commands.add_parser("ask", help="open the form for one ask_user call, print the result")
     ask.add_argument("payload", nargs="?", help="JSON file with the ask_user arguments (- : stdin)")
-    ask.add_argument("--session", type=Path, help="journal the request into this session file")
+    ask.add_argument(
+        "--session",
+        type=Path,
+        help="journal the request into this session file "
+        "(default: <agent dir>/pi-agent-ask/history.pias)",
+    )
+    ask.add_argument(
+        "--no-session", action="store_true", help="journal nothing (no history of this ask)"
+    )
     ask.add_argument("--settings", type=Path, help="settings file instead of the default")
     ask.add_argument("--output", type=Path, help="write the JSON result there")
 
@@ -112,18 +156,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     history = commands.add_parser("history", help="list, read or export the question history")
     history_commands = history.add_subparsers(dest="history_command", required=True)
+    session_help = "session file (default: <agent dir>/pi-agent-ask/history.pias)"
     listing = history_commands.add_parser("list", help="list recorded questions")
-    listing.add_argument("--session", type=Path, required=True)
+    listing.add_argument("--session", type=Path, help=session_help)
+    listing.add_argument(
+        "--json", action="store_true", help="print JSON even on a terminal (always when piped)"
+    )
     listing.add_argument("--query")
     listing.add_argument("--answered-only", action="store_true")
     listing.add_argument("--offset", type=int, default=0)
     listing.add_argument("--limit", type=int, default=50)
     read = history_commands.add_parser("read", help="read one question's record")
-    read.add_argument("--session", type=Path, required=True)
+    read.add_argument("--session", type=Path, help=session_help)
     read.add_argument("request_id")
     read.add_argument("question_id")
     export = history_commands.add_parser("export", help="export records to a Markdown file")
-    export.add_argument("--session", type=Path, required=True)
+    export.add_argument("--session", type=Path, help=session_help)
     export.add_argument("path")
     export.add_argument("keys", nargs="*", metavar="REQUEST_ID:QUESTION_ID")
     return parser
@@ -216,7 +264,28 @@ def _open_terminal() -> tuple[Any, Any, list[Any]] | None:
     return create_input(stdin=tty_in), create_output(stdout=tty_out), [tty_in, tty_out]
 
 
+def _ask_session(args: argparse.Namespace) -> Path | None:
+    """The session ``ask`` journals into: ``--session``, none with ``--no-session``, else the
+    default per-user file (its directory is created)."""
+    if getattr(args, "no_session", False):
+        return None
+    if args.session is not None:
+        return Path(args.session)
+    path = default_session_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    try:
+        return _cmd_ask(args, stdin, stdout, stderr)
+    except KeyboardInterrupt:
+        # Ctrl+C before the form took the terminal (while starting): no traceback.
+        stderr.write(INTERRUPTED_TEXT)
+        return EXIT_INTERRUPTED
+
+
+def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     import trio
 
     try:
@@ -226,6 +295,7 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
         return EXIT_INVALID
     out = stdout
     try:
+        args.session = _ask_session(args)
         terminal = _open_terminal()
         if terminal is None:
             code, result = trio.run(_ask_without_terminal, arguments, args)
@@ -242,6 +312,7 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
                             session=args.session,
                             input=tty_input,
                             output=tty_output,
+                            on_notices=lambda notices: _print_notices(notices, stderr),
                         )
                     )
             finally:
@@ -260,6 +331,14 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
         for cause in _leaves(error):
             stderr.write(f"pi-agent-ask: internal error: {type(cause).__name__}: {cause}\n")
         return EXIT_INTERNAL
+
+
+def _print_notices(notices: Sequence[str], stderr: TextIO) -> None:
+    """Settings problems, on standard error before the form takes the terminal (they are
+    in the scrollback when it leaves)."""
+    for notice in notices:
+        stderr.write(f"pi-agent-ask: settings: {notice}\n")
+    stderr.flush()
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
@@ -285,6 +364,9 @@ async def _ask_without_terminal(arguments: Any, args: argparse.Namespace) -> tup
 def cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO = sys.stderr) -> int:
     try:
         return _run_demo(args)
+    except KeyboardInterrupt:
+        stderr.write(INTERRUPTED_TEXT)
+        return EXIT_INTERRUPTED
     except Exception as error:
         refusal = _session_refusal(error)
         if refusal is None:
@@ -314,13 +396,32 @@ def _standard_terminal_restored() -> contextlib.AbstractContextManager[None]:
     return contextlib.nullcontext()
 
 
-def cmd_settings(args: argparse.Namespace) -> int:
-    import trio
+def cmd_settings(args: argparse.Namespace, stderr: TextIO | None = None) -> int:
+    """The settings overlay on the controlling terminal; without one, the contract's "requires
+    interactive TUI mode" message and exit ``3``."""
+    stderr = stderr if stderr is not None else sys.stderr
+    try:
+        terminal = _open_terminal()
+        if terminal is None:
+            from pi_agent_ask.persistence.settings import settings_path
 
-    from pi_agent_ask.ui.commands import run_settings
+            path = args.settings if args.settings is not None else settings_path(os.environ)
+            stderr.write(SETTINGS_NO_TERMINAL_TEXT.format(path=path))
+            return EXIT_NO_TERMINAL
+        import trio
 
-    with _standard_terminal_restored():
-        return trio.run(lambda: run_settings(args.settings))
+        from pi_agent_ask.ui.commands import run_settings
+
+        tty_input, tty_output, files = terminal
+        try:
+            with terminal_restored_on_signals(files[1]):
+                return trio.run(lambda: run_settings(args.settings, tty_input, tty_output))
+        finally:
+            for file in files:
+                file.close()
+    except KeyboardInterrupt:
+        stderr.write(INTERRUPTED_TEXT)
+        return EXIT_INTERRUPTED
 
 
 # -- history --------------------------------------------------------------------------------
@@ -330,15 +431,19 @@ def cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     from pi_agent_ask.persistence import history
     from pi_agent_ask.persistence.session_file import SessionFile, SessionFileError
 
-    try:
-        session = SessionFile.open(args.session, readonly=True, create=False)
-    except SessionFileError as error:
-        return _report_session_refusal(error, stderr)
-    except OSError as error:
-        stderr.write(f"pi-agent-ask: cannot open session {str(args.session)!r}: {error}\n")
-        return EXIT_INVALID
-    with session:
-        entries = session.branch()
+    path = args.session if args.session is not None else default_session_path()
+    entries: list[Any] = []
+    if args.session is not None or path.exists():
+        try:
+            session = SessionFile.open(path, readonly=True, create=False)
+        except SessionFileError as error:
+            return _report_session_refusal(error, stderr)
+        except OSError as error:
+            stderr.write(f"pi-agent-ask: cannot open session {str(path)!r}: {error}\n")
+            return EXIT_INVALID
+        with session:
+            entries = list(session.branch())
+    # else: the default file does not exist yet: nothing was asked, the history is empty.
     try:
         if args.history_command == "list":
             data = history.list_history(
@@ -356,8 +461,65 @@ def cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     except (history.HistoryError, ValueError) as error:
         stderr.write(f"pi-agent-ask: {error}\n")
         return EXIT_INVALID
+    if args.history_command == "list" and not args.json and _isatty(stdout):
+        stdout.write(history_table(data, path))
+        stdout.flush()
+        return EXIT_OK
     _dump(data, stdout)
     return EXIT_OK
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def history_table(data: Any, path: Path, width: int | None = None) -> str:
+    """``history list`` for a person: one row per question (status, when, request:question,
+    label and prompt), then where the file is and how to see more."""
+    import shutil
+
+    from pi_agent_ask.form.text import cell_width
+
+    columns = width if width is not None else shutil.get_terminal_size().columns
+    records = data.get("records", []) if isinstance(data, dict) else []
+    if not records:
+        return f"No questions recorded in {path}.\n"
+    rows = []
+    for record in records:
+        when = str(record.get("createdAt", ""))[:16].replace("T", " ")
+        key = f"{record.get('requestId', '')} {record.get('questionId', '')}"
+        status = str(record.get("status", ""))
+        text = " ".join(f"{record.get('label', '')}: {record.get('prompt', '')}".split())
+        rows.append((status, when, text, key))
+    header = ("STATUS", "WHEN", "QUESTION", "REQUEST QUESTION-ID")
+    widths = [max(cell_width(row[i]) for row in [header, *rows]) for i in range(4)]
+    # The question column gives way first; the key stays whole (``history read`` takes it).
+    room = columns - widths[0] - widths[1] - widths[3] - 6
+    widths[2] = max(12, min(widths[2], room))
+    out = []
+    for row in [header, *rows]:
+        cells = list(row)
+        if cell_width(cells[2]) > widths[2]:
+            cells[2] = cells[2][: widths[2] - 1] + "…"
+        out.append(
+            "  ".join(
+                cell + " " * (width - cell_width(cell))
+                for cell, width in zip(cells[:3], widths[:3], strict=True)
+            )
+            + "  "
+            + cells[3]
+        )
+    total = data.get("total", len(records))
+    out.append("")
+    more = f" · more: --offset {data['nextOffset']}" if "nextOffset" in data else ""
+    out.append(
+        f"{len(records)} of {total} from {path}{more}"
+        " · read one: history read REQUEST QUESTION · --json for JSON"
+    )
+    return "\n".join(out) + "\n"
 
 
 def _parse_key(text: str) -> dict[str, str]:
@@ -378,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         case "demo":
             return cmd_demo(args, stdout, stderr)
         case "settings":
-            return cmd_settings(args)
+            return cmd_settings(args, stderr)
         case "history":
             return cmd_history(args, stdout, stderr)
     return EXIT_INTERNAL  # pragma: no cover - argparse rejects other commands

@@ -107,3 +107,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("trio") is not None:
             run = functools.partial(run_with_deadline, config=item.config)
             item.add_marker(pytest.mark.trio(run=run), append=False)
+
+
+@pytest.fixture(autouse=True)
+def _private_agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any) -> None:
+    """Commands started by tests keep their default files (settings, the default history
+    session) in a directory of the test run, never in the person's ``~/.pi/agent``."""
+    if "PI_CODING_AGENT_DIR" not in os.environ:
+        monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path_factory.getbasetemp() / "agent"))

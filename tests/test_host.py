@@ -65,6 +65,8 @@ async def test_wait_answers_show_their_card_at_the_call_that_asked(
     assert window_call < card < wait_row
     assert texts[card - 2].endswith("form(s) pending")
     assert not any("Answers received" in t for t in texts[wait_row:])
+    # ... and where the person is looking, a line says where the card went.
+    assert texts[wait_row + 1] == "  ↑ Rollout window: answer card added at its question above"
 
 
 async def test_history_tools_have_empty_transcript_rows(tmp_path: Path) -> None:

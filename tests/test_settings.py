@@ -34,12 +34,10 @@ from pi_agent_ask.persistence.settings import (
     settings_path,
 )
 
-KEYMAPS_SUFFIX = (
-    " Using default ask keymaps for this session. Edit the config and restart pi or run /reload."
-)
+KEYMAPS_SUFFIX = " Using default ask keymaps for this session. Fix the config; pi-agent-ask reads it again at its next start."
 SAVE_ERROR_PREFIX = (
     "Unable to save ask config at {path}. The file may be read-only or managed outside "
-    "pi-agent-ask; edit it manually and run /reload. "
+    "pi-agent-ask; edit it by hand (read again at the next start). "
 )
 
 # The defaults, written out by hand: the catalog's version 5 file plus what version 6 adds.
@@ -301,7 +299,7 @@ def test_invalid_or_unsupported_file_loads_defaults_and_is_left_alone(
     assert loaded.notices == (INVALID_CONFIG_NOTICE,)
     assert INVALID_CONFIG_NOTICE == (
         "Config was invalid or unsupported. Loaded defaults for this session and left the "
-        "config file unchanged. Edit the config file or run /reload after fixing it."
+        "config file unchanged. Fix the config file; pi-agent-ask reads it again at its next start."
     )
     assert snapshot(path.parent) == before  # no rewrite, no .bak, no temp file
 
@@ -343,8 +341,8 @@ def test_unreadable_path_loads_defaults_with_a_notice(path: Path) -> None:
     assert loaded.config == Config()
     assert loaded.notices == (
         f"Unable to read ask config at {path}: [Errno 21] Is a directory: '{path}'. Loaded "
-        "defaults for this session and left the config file unchanged. Edit the config file "
-        "or run /reload after fixing it.",
+        "defaults for this session and left the config file unchanged. Fix the config file; "
+        "pi-agent-ask reads it again at its next start.",
     )
     assert path.is_dir()
 
@@ -574,7 +572,7 @@ def test_a_failing_migration_loads_defaults_with_the_migration_notice(path: Path
     assert loaded.notices == (MIGRATION_FAILED_NOTICE,)
     assert MIGRATION_FAILED_NOTICE == (
         "Config migration failed. Loaded defaults for this session and left the config file "
-        "unchanged. Edit the config file or run /reload after fixing it."
+        "unchanged. Fix the config file; pi-agent-ask reads it again at its next start."
     )
     assert path.read_text(encoding="utf-8") == text
 
@@ -808,7 +806,7 @@ def test_invalid_notification_channels_are_dropped(path: Path) -> None:
     assert loaded.notices == (
         "Ignored invalid notification channels: notifications.channels[1], "
         "notifications.channels[2], notifications.channels[4], notifications.channels[5]. "
-        "Edit the config and run /reload.",
+        "Fix the config; pi-agent-ask reads it again at its next start.",
     )
 
 
@@ -818,7 +816,7 @@ def test_no_valid_channel_leaves_the_bell(path: Path) -> None:
     assert loaded.config.notifications.channels == ("bell",)
     assert loaded.notices == (
         "Ignored invalid notification channels: notifications.channels[0]. "
-        "Edit the config and run /reload.",
+        "Fix the config; pi-agent-ask reads it again at its next start.",
     )
 
 
@@ -834,7 +832,8 @@ def test_channels_that_are_not_a_list_mean_the_bell(path: Path) -> None:
     loaded = load_settings(path)
     assert loaded.config.notifications == Notifications(enabled=False, channels=("bell",))
     assert loaded.notices == (
-        "notifications.channels must be a list; using the bell. Edit the config and run /reload.",
+        "notifications.channels must be a list; using the bell. "
+        "Fix the config; pi-agent-ask reads it again at its next start.",
     )
 
 
@@ -844,7 +843,7 @@ def test_relative_trusted_projects_are_ignored(path: Path) -> None:
     assert loaded.config.trusted_projects == ("/work/a", "/work/c/")
     assert loaded.notices == (
         'Ignored trustedProjects entries that are not absolute paths: "work/b", "". '
-        "Edit the config and run /reload.",
+        "Fix the config; pi-agent-ask reads it again at its next start.",
     )
 
 
@@ -1103,7 +1102,7 @@ def test_save_failure_under_a_regular_file(tmp_path: Path) -> None:
     assert str(error) == SAVE_ERROR_PREFIX.format(path=path) + error.detail
     assert str(error) == (
         f"Unable to save ask config at {path}. The file may be read-only or managed outside "
-        f"pi-agent-ask; edit it manually and run /reload. {error.detail}"
+        f"pi-agent-ask; edit it by hand (read again at the next start). {error.detail}"
     )
     assert blocker.read_text(encoding="utf-8") == "x"
 

@@ -205,7 +205,7 @@ def test_failed_save_reverts_and_shows_the_error(tmp_path: Path) -> None:
     assert view.error == outcome.message
     assert view.error.startswith(
         f"Unable to save ask config at {path}. The file may be read-only or managed outside "
-        "pi-agent-ask; edit it manually and run /reload. "
+        "pi-agent-ask; edit it by hand (read again at the next start). "
     )
     # The next attempt clears the error.
     state, _ = reduce(state, Activate(), 0.0)

@@ -536,7 +536,8 @@ async def test_tab_completes_an_at_file_path_in_the_editor(tmp_path: Path) -> No
             ask.send("3")
             await ask.wait("> Type answer...")
             ask.send("see @d", TAB)
-            await ask.wait("data.csv  docs/")  # two candidates, shown under the editor
+            await ask.wait("2 matches")  # two candidates, listed under the editor
+            assert "data.csv" in ask.term.text() and "docs/" in ask.term.text()
             ask.send("o", TAB)
             await ask.wait("> see @docs/")
             ask.send(TAB)

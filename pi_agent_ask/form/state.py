@@ -71,8 +71,10 @@ Review. Number(1) = Submit, Number(2) = Cancel, other digits do nothing. With
 ``double_press_review_shortcuts`` a digit or a ReviewAction (click) arms ``pending_review`` (the
 review screen shows a hint) and the same action again -- by key or click -- fires it. Confirm
 (Enter) fires the highlighted action at once: it is not guarded, because reaching it already
-takes a deliberate move, while digits and clicks are what slip. Review Cancel is the person's
-explicit choice on the screen that lists everything, so it is not a dirty-dismiss either.
+takes a deliberate move, while digits and clicks are what slip. Review Cancel that fires
+without a double press (Enter on it, or a digit or click with double press off) on a dirty form
+with ``confirm_dismiss_when_dirty`` first arms ``pending_dismiss = "cancel"`` and the warning;
+Cancel again (Enter, 2, a click, Esc) completes. A double press already is that confirmation.
 Submit is never blocked by unanswered or skipped questions.
 Pending confirmations. ``pending_type_change`` and ``pending_review`` are disarmed by every
 command except the one that fires them (and SettingsChanged, which is not the person's doing).
@@ -910,12 +912,27 @@ def _set_type(state: FormState, q: int, new: QuestionType) -> FormState:
 
 
 def _review_press(state: FormState, kind: ReviewKind) -> FormState:
-    if not state.settings.double_press_review_shortcuts or state.pending_review == kind:
+    if not state.settings.double_press_review_shortcuts:
         return _fire_review(state, kind)
+    if state.pending_review == kind:
+        return _fire_review(state, kind, confirmed=True)
     return attrs.evolve(state, pending_review=kind, review_cursor=REVIEW_ACTIONS.index(kind))
 
 
-def _fire_review(state: FormState, kind: ReviewKind) -> FormState:
+def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False) -> FormState:
+    if (
+        kind == "cancel"
+        and not confirmed
+        and state.settings.confirm_dismiss_when_dirty
+        and state.pending_dismiss != "cancel"
+        and is_dirty(state)
+    ):
+        return attrs.evolve(
+            state,
+            pending_dismiss="cancel",
+            pending_review=None,
+            review_cursor=REVIEW_ACTIONS.index("cancel"),
+        )
     outcome = Outcome("submitted" if kind == "submit" else "cancelled")
     return attrs.evolve(state, outcome=outcome, pending_review=None)
 

@@ -720,11 +720,13 @@ def _note_rows(
     indent: str,
     *,
     selected_notes: bool = True,
+    question_note: bool = True,
 ) -> list[tuple[Line, int]]:
     """Question note and option notes of an answer, as ``note:`` rows. With
-    ``selected_notes=False`` notes of selected options are left to the caller."""
+    ``selected_notes=False`` notes of selected options are left to the caller, with
+    ``question_note=False`` the question's own note."""
     rows: list[tuple[Line, int]] = []
-    if answer.note is not None or answer.note_images:
+    if question_note and (answer.note is not None or answer.note_images):
         text = _with_marker(answer.note or "", len(answer.note_images))
         rows.extend(_text_rows([("muted", f"{indent}note: ")], text, "text", indent))
     for value in _noted_values(answer, options):
@@ -792,10 +794,17 @@ def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, 
             rows.append((merge_segments([("muted", "→ skipped")]), 2))
             continue
         answer = result.answers.get(meta.id)
+        if answer is not None and (answer.note is not None or answer.note_images):
+            # The question's note sits under its prompt, before the answer lines: indented
+            # under the last answer it read as that answer's note.
+            text = _with_marker(answer.note or "", len(answer.note_images))
+            rows.extend(_text_rows([("muted", "Question note: ")], text, "text", "  "))
         if answer is None or not answer.has_answer:
             rows.append((merge_segments([("warning", "→ unanswered")]), 2))
             if answer is not None:
-                rows.extend(_note_rows(answer, _options_of(index, meta.id), "  "))
+                rows.extend(
+                    _note_rows(answer, _options_of(index, meta.id), "  ", question_note=False)
+                )
             continue
         for value, label in zip(answer.selected_values, answer.selected_labels, strict=True):
             rows.extend(_text_rows([("accent", "→ ")], label, "text", ""))
@@ -807,7 +816,15 @@ def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, 
         if answer.custom_text is not None or answer.custom_images:
             text = _with_marker(answer.custom_text or "", len(answer.custom_images))
             rows.extend(_text_rows([("accent", "→ ")], text, "text", ""))
-        rows.extend(_note_rows(answer, _options_of(index, meta.id), "  ", selected_notes=False))
+        rows.extend(
+            _note_rows(
+                answer,
+                _options_of(index, meta.id),
+                "  ",
+                selected_notes=False,
+                question_note=False,
+            )
+        )
     note = presentation_note(result)
     if note:
         rows.append(((), 0))

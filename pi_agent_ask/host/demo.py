@@ -24,6 +24,7 @@ import trio
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import NullSurface, Surface
 from pi_agent_ask.actors.runtime import open_runtime
+from pi_agent_ask.form.result import BackgroundOutcome
 from pi_agent_ask.form.text import line_text
 from pi_agent_ask.host.local import Line, LocalHost
 
@@ -113,22 +114,79 @@ async def scripted_agent(host: LocalHost, pace: float = 1.0) -> None:
             )
             return
         h.say("● Done: every answer is in. Summary of what I received:", "accent")
-        for item in h.context:
-            if isinstance(item, dict) and item.get("customType") == "ask:background-answer":
-                h.say("  " + _first_line_of_answer(item), "muted")
+        for outcome in received_outcomes(h.context):
+            h.say("  " + outcome_summary(outcome), "muted")
 
     await host.turn(follow_up)
+
+
+RESUMED_TEXT = (
+    "● Resumed the session: {count} form(s) from the earlier run are still pending; "
+    "the script is not run again."
+)
+
+
+async def resume_agent(host: LocalHost, pending: int) -> None:
+    """A rerun on a session with forms still pending: wait for those answers instead of
+    asking everything again on top of them."""
+    host.say(RESUMED_TEXT.format(count=pending), "accent")
+
+    async def collect(h: LocalHost) -> None:
+        await h.call("wait_for_answers", {})
+        h.say("● Summary of what I received:", "accent")
+        for outcome in received_outcomes(h.context):
+            h.say("  " + outcome_summary(outcome), "muted")
+
+    await host.turn(collect)
+
+
+def received_outcomes(context: list[Any]) -> list[BackgroundOutcome]:
+    """Every finished request the agent was told about, once each, in the order it learnt of
+    them: background-answer messages and the results a ``wait_for_answers`` returned."""
+    seen: dict[str, BackgroundOutcome] = {}
+    for item in context:
+        if not isinstance(item, dict):
+            continue
+        details = item.get("details")
+        if not isinstance(details, dict):
+            continue
+        found: list[Any] = []
+        if item.get("customType") == "ask:background-answer":
+            found = [details]
+        elif isinstance(details.get("results"), list):
+            found = details["results"]
+        for data in found:
+            try:
+                outcome = BackgroundOutcome.from_json(data)
+            except ValueError:
+                continue
+            seen.setdefault(outcome.request_id, outcome)
+    return list(seen.values())
+
+
+def outcome_summary(outcome: BackgroundOutcome) -> str:
+    """One line: the form's title and each question's answer."""
+    result = outcome.result
+    if result is None:
+        return f"{outcome.request_id}: failed ({outcome.error or 'no result'})"
+    title = result.title or "Questions"
+    if result.cancelled:
+        return f"{title}: cancelled"
+    parts = []
+    for meta in result.questions:
+        answer = result.answers.get(meta.id)
+        if meta.id in result.skipped_question_ids:
+            parts.append(f"{meta.label}: skipped")
+        elif answer is None or not answer.labels:
+            parts.append(f"{meta.label}: unanswered")
+        else:
+            parts.append(f"{meta.label}: {', '.join(answer.labels)}")
+    return f"{title} · " + "; ".join(parts)
 
 
 def _answered_all(host: LocalHost, count: int) -> bool:
     delivered = [i for i in host.context if isinstance(i, dict) and "customType" in i]
     return len(delivered) >= count
-
-
-def _first_line_of_answer(message: dict[str, Any]) -> str:
-    content = message["content"]
-    text = content if isinstance(content, str) else content[0]["text"]
-    return text.splitlines()[-1]
 
 
 def scripted_answerer(runtime_events: ev.EventBus, nursery: trio.Nursery, pace: float) -> None:
@@ -178,7 +236,11 @@ async def run_demo(
         async with trio.open_nursery() as nursery:
             if headless:
                 scripted_answerer(runtime.events, nursery, pace)
-            await scripted_agent(host, pace)
+            pending = (await runtime.statistics()).pending
+            if pending:
+                await resume_agent(host, len(pending))
+            else:
+                await scripted_agent(host, pace)
             nursery.cancel_scope.cancel()
     return 0
 

@@ -89,6 +89,11 @@ class LocalHost:
                 call_id = self._calls.get(outcome.request_id)
                 card = texts.background_card(outcome, width=self.width)
                 if self.place is not None and call_id is not None and self.place(call_id, card):
+                    # The card went up to the call that asked; say so here, where the person
+                    # is looking.
+                    title = outcome.result.title if outcome.result is not None else None
+                    where = f"{title}: " if title else ""
+                    self.emit((("muted", f"  ↑ {where}answer card added at its question above"),))
                     continue
                 for line in card:
                     self.emit(line)

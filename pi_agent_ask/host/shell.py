@@ -57,6 +57,23 @@ FALLBACK_TEXT = (
     "(a scripted answerer plays the person)."
 )
 FINISHED_TEXT = "The demo agent is done. Press Ctrl+D or type /quit to exit."
+COMMANDS_TEXT = "Commands: /ask-settings /ask-defer /ask-queue /ask-mode /quit."
+RESUMED_TEXT = (
+    "Resumed the session: {count} form(s) from the earlier run are still pending; the script "
+    "is not run again. Answer them in the panel (/ask-queue shows them)."
+)
+BUSY_REPLY = "● I read your message; I will take it into account after this step."
+
+
+def _is_command(text: str) -> bool:
+    """``/word``: a slash command (a path such as ``/tmp/x`` typed as chat has a second
+    slash and is chat)."""
+    if not text.startswith("/") or len(text) < 2:
+        return False
+    name = text.split()[0]
+    return "/" not in name[1:]
+
+
 MODE_TEXT = {
     "standard": "Question mode: standard (ask_user with background, wait_for_answers).",
     "background-only": "Question mode: background-only (ask_user always queues; "
@@ -142,6 +159,10 @@ class ShellHost:
                 await self.toggle_mode()
             case "/quit" | "/exit":
                 self.quit.set()
+            case command if _is_command(command):
+                # Not chat: a mistyped command must not reach the agent or hide the panel.
+                name = command.split()[0]
+                self.view.notice(f"Unknown command {name}. {COMMANDS_TEXT}")
             case _:
                 await self.host.user_says(text)
                 if self.on_message is not None:
@@ -297,7 +318,21 @@ async def run_demo_agent(shell: ShellHost, pace: float = 1.0) -> None:
     and a message from the person gets a short reply; each in its own turn, one at a time.
     """
     host = shell.host
-    await scripted_agent(host, pace)
+
+    async def busy_reply(_text: str) -> None:
+        # A message while the script runs: the agent says it read it (it is in its context
+        # through ``user_says`` already); the script goes on.
+        host.say(BUSY_REPLY, "accent")
+
+    stats = await shell.runtime.statistics()
+    if stats.pending:
+        host.say(RESUMED_TEXT.format(count=len(stats.pending)), "accent")
+    else:
+        shell.on_message = busy_reply
+        try:
+            await scripted_agent(host, pace)
+        finally:
+            shell.on_message = None
     host.say(FINISHED_TEXT, "muted")
     shell.host.finished = True
     shell.host.on_activity("idle")

@@ -83,18 +83,19 @@ QUESTION_MODES: tuple[QuestionMode, ...] = ("standard", "background-only")
 
 INVALID_CONFIG_NOTICE = (
     "Config was invalid or unsupported. Loaded defaults for this session and left the config "
-    "file unchanged. Edit the config file or run /reload after fixing it."
+    "file unchanged. Fix the config file; pi-agent-ask reads it again at its next start."
 )
 MIGRATION_FAILED_NOTICE = (
     "Config migration failed. Loaded defaults for this session and left the config file "
-    "unchanged. Edit the config file or run /reload after fixing it."
+    "unchanged. Fix the config file; pi-agent-ask reads it again at its next start."
 )
 _KEYMAPS_NOTICE_SUFFIX = (
-    "Using default ask keymaps for this session. Edit the config and restart pi or run /reload."
+    "Using default ask keymaps for this session. Fix the config; pi-agent-ask reads it again "
+    "at its next start."
 )
 _SAVE_ERROR_TEMPLATE = (
     "Unable to save ask config at {path}. The file may be read-only or managed outside "
-    "pi-agent-ask; edit it manually and run /reload. {detail}"
+    "pi-agent-ask; edit it by hand (read again at the next start). {detail}"
 )
 
 SETTINGS_FILE_NAME = "pi-agent-ask.json"
@@ -790,7 +791,7 @@ def decode_config_file(
         if not isinstance(channels, list):
             notices.append(
                 "notifications.channels must be a list; using the bell. "
-                "Edit the config and run /reload."
+                "Fix the config; pi-agent-ask reads it again at its next start."
             )
         else:
             dropped = normalize_channels(channels)[1]
@@ -798,7 +799,7 @@ def decode_config_file(
                 where = ", ".join(f"notifications.channels[{index}]" for index in dropped)
                 notices.append(
                     f"Ignored invalid notification channels: {where}. "
-                    "Edit the config and run /reload."
+                    "Fix the config; pi-agent-ask reads it again at its next start."
                 )
 
     relative = [entry for entry in config.trusted_projects if not Path(entry).is_absolute()]
@@ -810,7 +811,7 @@ def decode_config_file(
         listed = ", ".join(json.dumps(entry) for entry in relative)
         notices.append(
             f"Ignored trustedProjects entries that are not absolute paths: {listed}. "
-            "Edit the config and run /reload."
+            "Fix the config; pi-agent-ask reads it again at its next start."
         )
     return DecodedConfig(config, tuple(notices), migrated_from=origin)
 
@@ -1056,8 +1057,8 @@ def _load_global(path: Path, *, migrations: Sequence[Migration]) -> tuple[Config
         except OSError as error:
             return Config(), [
                 f"Unable to read ask config at {path}: {error}. Loaded defaults for this "
-                "session and left the config file unchanged. Edit the config file or run "
-                "/reload after fixing it."
+                "session and left the config file unchanged. Fix the config file; "
+                "pi-agent-ask reads it again at its next start."
             ]
         try:
             data = _parse_json(text)

@@ -22,7 +22,7 @@ it is eager, so it wins over every other binding, and its filter is false the re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from prompt_toolkit.document import Document
@@ -41,12 +41,15 @@ from pi_agent_ask.form.sanitize import sanitize_text
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_view import FormController
-from pi_agent_ask.ui.paths import complete_at_path
+from pi_agent_ask.ui.paths import CompletionMenu, complete_at_path
+from pi_agent_ask.ui.render import NEXT_UNANSWERED_KEY
 
 __all__ = ["FIXED_SKIP_KEY", "editing_key_bindings", "form_key_bindings", "keymap_key_bindings"]
 
 FIXED_SKIP_KEY = "D"
 """``shift+d``: skip the current question (navigation only; text in editors)."""
+EXTERNAL_EDITOR_KEY = "c-g"
+"""``ctrl+g`` in an editor: edit its text in ``$VISUAL`` / ``$EDITOR``."""
 
 
 def _add(
@@ -96,6 +99,19 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
     @kb.add("c-m", filter=in_editor)
     def _newline(_event: KeyPressEvent) -> None:
         buffer.insert_text("\n")  # reached only when Enter is not the submit/save key
+
+    # A new line whatever Enter does: Alt+Enter, or Ctrl+J (what many terminals send for
+    # Shift+Enter or Ctrl+Enter).
+    @kb.add("escape", "c-m", filter=in_editor)
+    @kb.add("c-j", filter=in_editor)
+    def _break_line(_event: KeyPressEvent) -> None:
+        buffer.insert_text("\n")
+
+    @kb.add(EXTERNAL_EDITOR_KEY, filter=in_editor)
+    def _external_editor(event: KeyPressEvent) -> None:
+        from pi_agent_ask.ui.external_editor import edit_in_external_editor
+
+        event.app.create_background_task(_edit(edit_in_external_editor(buffer), controller))
 
     @kb.add("c-h", filter=in_editor)
     def _backspace(_event: KeyPressEvent) -> None:
@@ -151,8 +167,23 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
 
     # With text in the editor, Tab stays in the editor: it completes an ``@`` file path before
     # the cursor (candidates show as the editor's notice), and otherwise does nothing.
+    # With several candidates they show as a list under the editor; Tab/Shift+Tab (and
+    # Down/Up while the list is open) put the next/previous one into the text.
+    menu_open = in_editor & Condition(lambda: controller.menu is not None)
+
+    def choose(delta: int) -> None:
+        menu = controller.menu
+        assert menu is not None
+        menu, text, cursor = menu.moved(buffer.text, delta)
+        buffer.set_document(Document(text, cursor))  # closes the menu (a text change) ...
+        controller.menu = menu  # ... which stays open on its new choice
+        controller.invalidate()
+
     @kb.add("c-i", filter=has_text)
     def _tab(_event: KeyPressEvent) -> None:
+        if controller.menu is not None:
+            choose(1)
+            return
         completion = complete_at_path(
             buffer.text, buffer.cursor_position, controller.cwd or Path.cwd()
         )
@@ -160,14 +191,32 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
             return
         if completion.text != buffer.text:
             buffer.set_document(Document(completion.text, completion.cursor))
-        controller.notice = "  ".join(completion.candidates) if completion.candidates else None
+        if completion.candidates:
+            controller.menu = CompletionMenu(
+                completion.start, completion.base, completion.candidates
+            )
         controller.invalidate()
 
     @kb.add("s-tab", filter=has_text)
     def _back_tab(_event: KeyPressEvent) -> None:
-        return
+        if controller.menu is not None:
+            choose(-1)
+
+    @kb.add("down", filter=menu_open)
+    def _menu_down(_event: KeyPressEvent) -> None:
+        choose(1)
+
+    @kb.add("up", filter=menu_open)
+    def _menu_up(_event: KeyPressEvent) -> None:
+        choose(-1)
 
     return kb
+
+
+async def _edit(editing: Awaitable[bool], controller: FormController) -> None:
+    if not await editing:
+        controller.notice = "No external editor: set $VISUAL or $EDITOR."
+        controller.invalidate()
 
 
 def keymap_key_bindings(
@@ -189,9 +238,22 @@ def keymap_key_bindings(
     empty = Condition(lambda: controller.editor_empty)
     kb = KeyBindings()
 
+    # Scrolling (fixed keys): PageUp/PageDown wherever a form is shown, Home/End in navigation
+    # (in an editor they move its cursor).
+    kb.add("pageup", filter=shown)(_call(lambda: controller.page(-1)))
+    kb.add("pagedown", filter=shown)(_call(lambda: controller.page(1)))
+    kb.add("home", filter=navigation)(_call(lambda: controller.scroll_to_end(False)))
+    kb.add("end", filter=navigation)(_call(lambda: controller.scroll_to_end(True)))
+
     for digit in range(1, 10):
         kb.add(str(digit), filter=navigation)(_send(controller, fs.Number(digit)))
+    # Options 10 and up: two digits typed in a row ("1", "2" picks 12). The pair is bound
+    # only on a question that has that row, so elsewhere a digit acts at once.
+    for number in range(10, 100):
+        has_row = Condition(lambda number=number: controller.option_rows() >= number)
+        kb.add(*str(number), filter=navigation & has_row)(_send(controller, fs.Number(number)))
     kb.add(FIXED_SKIP_KEY, filter=navigation)(_send(controller, fs.Skip()))
+    kb.add(NEXT_UNANSWERED_KEY, filter=navigation)(_call(controller.next_unanswered))
 
     main = keymaps.main
     for keys, command in (

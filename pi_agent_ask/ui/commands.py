@@ -76,19 +76,24 @@ async def run_ask(
     output: Output | None = None,
     cwd: Path | None = None,
     clipboard: Callable[[], Awaitable[ClipboardResult]] | None = None,
+    on_notices: Callable[[tuple[str, ...]], None] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """Ask one ``ask_user`` call on the terminal; return ``(exit status, tool result)``.
 
     ``input``/``output`` are the terminal's prompt_toolkit objects (``None``: the process's
     own terminal). ``session`` journals the call into that session file. The form appears only
     once the call is valid; an invalid call returns at once with status ``2``. ``clipboard``
-    replaces the system clipboard for the editors' paste-image key.
+    replaces the system clipboard for the editors' paste-image key. ``on_notices`` receives the
+    settings file's problems, if any, before the form opens (the command prints them on
+    standard error; the form shows them too).
     """
     path = _settings_file(settings)
     work_dir = Path(cwd) if cwd is not None else Path.cwd()
     loaded = await trio.to_thread.run_sync(
         functools.partial(load_settings, path, project_dir=work_dir)
     )
+    if loaded.notices and on_notices is not None:
+        on_notices(loaded.notices)
     surface = TerminalSurface(loaded, clipboard=clipboard)
     async with trio.open_nursery() as nursery:
         await nursery.start(

@@ -14,6 +14,17 @@ flight, the bindings therefore park every key (:meth:`FormController.park`) and
 sends one snapshot per message it processes (or hides the form), so every command in flight is
 answered and parked keys never wait for anything but the runtime itself.
 
+Replay is one key at a time: a replayed key that sends a command stops the replay, and the keys
+after it stay parked, untouched, until that command's snapshot arrives. Each key therefore
+goes through the key processor at most twice (parked, then processed), whatever the length of
+a burst.
+
+Text typed into an open editor does not park keys: an ``EditorChanged`` snapshot changes
+nothing the bindings read (the editor stays open; "is it empty" is read from the live buffer).
+At most one text update is in flight; text typed meanwhile is sent, whole, when it is answered
+or right before the next command, so the runtime always sees the text before a command that
+follows it and a fast typist never fills the form's inbox.
+
 :class:`FormControl` renders the controller's snapshot with ``render.render_form`` at the real
 width and height of its window: the header (title, tabs) and footer (key hints) stay, the rows
 between scroll so the focused row stays visible, and the wheel scrolls them. Clicks are mapped
@@ -27,6 +38,7 @@ anywhere in it only takes focus; that click neither selects nor counts for a dou
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -46,7 +58,9 @@ from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
 from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.text import cell_width
 from pi_agent_ask.persistence.settings import Keymaps
+from pi_agent_ask.ui.paths import CompletionMenu
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
 
 __all__ = ["WHEEL_ROWS", "FormControl", "FormController", "form_container"]
@@ -61,13 +75,13 @@ class FormController:
 
     ``keymaps`` and ``show_footer_hints`` are read on every render, so settings saved while the
     form is open apply at once. ``invalidate`` asks for a redraw; ``replay`` feeds parked keys
-    back to the key processor (both set by the surface that runs the application).
+    processes one parked key (both set by the surface that runs the application).
     """
 
     keymaps: Callable[[], Keymaps]
     show_footer_hints: Callable[[], bool]
     invalidate: Callable[[], None] = lambda: None
-    replay: Callable[[list[KeyPress]], None] | None = None
+    replay: Callable[[KeyPress], None] | None = None
     blocked: Callable[[], bool] = lambda: False
     """True while something modal (the settings overlay) is above the form: clicks on the form
     do nothing then (the wheel still scrolls)."""
@@ -76,7 +90,12 @@ class FormController:
     state: fs.FormState | None = None
     commands: trio.MemorySendChannel[FormInput] | None = None
     in_flight: int = 0
-    parked: list[KeyPress] = attrs.field(factory=list)
+    """Commands sent whose snapshot has not arrived and that park keys (see the docstring)."""
+    parked: deque[KeyPress] = attrs.field(factory=deque)
+    _sent: deque[bool] = attrs.field(factory=deque)
+    """Per message in flight, in order: whether it parks keys (False: a text update)."""
+    _text_stale: bool = False
+    """The buffer changed while a text update was in flight; send it when that one returns."""
     buffer_serial: int | None = None
     scroll: int = 0
     follow_focus: bool = True
@@ -86,6 +105,12 @@ class FormController:
     path candidates)."""
     cwd: Path | None = None
     """Where relative ``@`` paths start (the runtime's working directory)."""
+    config_notices: tuple[str, ...] = ()
+    """Settings problems shown on the form until the person's first command."""
+    menu: CompletionMenu | None = None
+    """``@`` path candidates listed under the open editor (closed by any other edit)."""
+    page_rows: int = 10
+    """Body rows the control showed last (one page for PageUp/PageDown)."""
     _syncing: bool = False
 
     def __attrs_post_init__(self) -> None:
@@ -99,8 +124,7 @@ class FormController:
         """Show a new form (``Surface.show``)."""
         self.flow_id = flow_id
         self.commands = commands
-        self.in_flight = 0
-        self.parked.clear()
+        self._reset_flight()
         self.scroll = 0
         self.follow_focus = True
         self.pressed = None
@@ -115,13 +139,19 @@ class FormController:
         if flow_id != self.flow_id:
             return
         self.state = state
-        self.in_flight = max(0, self.in_flight - 1)
+        if self._sent and self._sent.popleft():
+            self.in_flight -= 1
         self.follow_focus = True
         self._sync_buffer()
         self.invalidate()
-        if self.in_flight == 0 and self.parked and self.replay is not None:
-            keys, self.parked = self.parked, []
-            self.replay(keys)
+        if self._text_stale and not self._text_in_flight:
+            self._send_text()
+        self._replay_parked()
+
+    def _replay_parked(self) -> None:
+        """Process parked keys in order until one sends a command (see the docstring)."""
+        while self.in_flight == 0 and self.parked and self.replay is not None:
+            self.replay(self.parked.popleft())
 
     def detach(self, flow_id: str) -> None:
         """The form is gone (``Surface.hide``); parked keys belonged to it and are dropped."""
@@ -130,8 +160,7 @@ class FormController:
         self.flow_id = None
         self.state = None
         self.commands = None
-        self.in_flight = 0
-        self.parked.clear()
+        self._reset_flight()
         self.pressed = None
         self.buffer_serial = None
         self._set_buffer("")
@@ -144,14 +173,32 @@ class FormController:
     # -- commands to the runtime --------------------------------------------------------------
 
     def send(self, command: fs.Command) -> None:
-        """Send one command to the visible form; it is in flight until the next snapshot."""
-        self._send(UserCommand(command))
+        """Send one command to the visible form; it is in flight until the next snapshot.
+        Editor text not yet sent goes first, so the command sees what is on screen."""
+        if self._text_stale:
+            self._send_text()
+        self.config_notices = ()
+        self._send(UserCommand(command), parks=True)
 
     def send_settings(self, settings: fs.FormSettings) -> None:
         """Live behaviour settings changed (the settings overlay saved them)."""
-        self._send(SettingsUpdate(settings))
+        self._send(SettingsUpdate(settings), parks=True)
 
-    def _send(self, message: FormInput) -> None:
+    def _reset_flight(self) -> None:
+        self.in_flight = 0
+        self._sent.clear()
+        self._text_stale = False
+        self.parked.clear()
+
+    @property
+    def _text_in_flight(self) -> bool:
+        return not all(self._sent)
+
+    def _send_text(self) -> None:
+        self._text_stale = False
+        self._send(UserCommand(fs.EditorChanged(self.buffer.text)), parks=False)
+
+    def _send(self, message: FormInput, *, parks: bool) -> None:
         if self.commands is None:
             return
         try:
@@ -159,9 +206,13 @@ class FormController:
         except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
             # The form is ending (its inbox closed) or hopelessly behind: nothing to wait for.
             return
-        self.in_flight += 1
+        self._sent.append(parks)
+        if parks:
+            self.in_flight += 1
         self.follow_focus = True
-        if isinstance(message, UserCommand) and not isinstance(message.command, fs.AttachImage):
+        if isinstance(message, UserCommand) and not isinstance(
+            message.command, fs.AttachImage | fs.EditorChanged
+        ):
             self.notice = None
 
     def park(self, key: KeyPress) -> None:
@@ -192,7 +243,13 @@ class FormController:
     def _buffer_changed(self, _buffer: Buffer) -> None:
         if self._syncing or self.buffer_serial is None:
             return
-        self.send(fs.EditorChanged(self.buffer.text))
+        self.notice = None  # typing dismisses the editor's notice (path candidates, ...)
+        self.menu = None
+        self.follow_focus = True
+        if self._text_in_flight:
+            self._text_stale = True
+            return
+        self._send_text()
 
     @property
     def editor_open(self) -> bool:
@@ -212,8 +269,9 @@ class FormController:
 
     # -- rendering ----------------------------------------------------------------------------
 
-    def render(self, width: int) -> Frame | None:
-        """The frame of the current snapshot at ``width`` (None when no form is shown)."""
+    def render(self, width: int, height: int | None = None) -> Frame | None:
+        """The frame of the current snapshot at ``width`` (None when no form is shown);
+        ``height``: the rows it will be shown in, when known."""
         state = self.state
         if state is None:
             return None
@@ -224,11 +282,55 @@ class FormController:
             editor_text=self.buffer.text if live else None,
             editor_cursor=self.buffer.cursor_position if live else None,
             notice=self.notice,
+            config_notices=self.config_notices,
+            menu=(
+                tuple(
+                    (candidate, index == self.menu.index)
+                    for index, candidate in enumerate(self.menu.candidates)
+                )
+                if self.menu is not None and live
+                else ()
+            ),
+            height=height,
         )
         return render_form(state, width, options)
 
     def scroll_by(self, rows: int) -> None:
         self.scroll = max(0, self.scroll + rows)
+        self.follow_focus = False
+        self.invalidate()
+
+    def option_rows(self) -> int:
+        """Numbered rows of the current question (its options and ``Type your own``); 0 on
+        Review or without a form."""
+        state = self.state
+        if state is None or state.on_review:
+            return 0
+        return fs.custom_row(state, state.tab) + 1
+
+    def next_unanswered(self) -> None:
+        """``U``: the next question (after the current one, wrapping) without an answer;
+        Review when every question has one."""
+        state = self.state
+        if state is None:
+            return
+        count = len(state.params.questions)
+        start = state.tab + 1 if not state.on_review else 0
+        for step in range(count):
+            q = (start + step) % count
+            if not state.drafts[q].is_answered and not state.drafts[q].skipped:
+                if q != state.tab:
+                    self.send(fs.SelectTab(q))
+                return
+        self.send(fs.SelectTab(state.review_tab))
+
+    def page(self, pages: int) -> None:
+        """PageUp/PageDown: scroll the body by its visible height less one row."""
+        self.scroll_by(pages * max(1, self.page_rows - 1))
+
+    def scroll_to_end(self, end: bool) -> None:
+        """Home/End in navigation: the body's first or last rows."""
+        self.scroll = 1 << 30 if end else 0
         self.follow_focus = False
         self.invalidate()
 
@@ -262,11 +364,11 @@ class FormControl(UIControl):
         wrap_lines: bool,
         get_line_prefix: object,
     ) -> int | None:
-        frame = self.controller.render(width)
+        frame = self.controller.render(width, max_available_height)
         return min(max_available_height, len(frame.lines)) if frame is not None else 0
 
     def create_content(self, width: int, height: int) -> UIContent:
-        frame = self.controller.render(width)
+        frame = self.controller.render(width, height)
         if frame is None or height <= 0:
             self._viewport = None
             return UIContent(line_count=0, show_cursor=False)
@@ -274,7 +376,9 @@ class FormControl(UIControl):
         self._viewport = _Viewport(frame, rows)
         cursor: Point | None = None
         if frame.cursor is not None and frame.cursor[0] in rows:
-            cursor = Point(x=frame.cursor[1], y=rows.index(frame.cursor[0]))
+            y = rows.index(frame.cursor[0])
+            lines[y], x = _cursor_index(lines[y], frame.cursor[1])
+            cursor = Point(x=x, y=y)
         elif frame.focus_row in rows:
             cursor = Point(x=0, y=rows.index(frame.focus_row))
 
@@ -297,14 +401,24 @@ class FormControl(UIControl):
         header, footer = frame.header_rows, frame.footer_rows
         if header + footer + 1 > height:
             header = footer = 0  # too small for sticky parts: everything scrolls
+        elif total > height and header + frame.lead_rows + footer + 3 <= height:
+            header += frame.lead_rows  # the prompt stays with the header while options scroll
         body_first, body_end = header, total - footer
         body_rows = body_end - body_first
         room = height - header - footer
+        # A body taller than its room gets a marker row saying where it is and how to scroll.
+        marked = body_rows > room >= 2
+        if marked:
+            room -= 1
         controller = self.controller
+        controller.page_rows = max(1, room)
         if controller.follow_focus:
             wanted = [frame.focus_row]
             if frame.cursor is not None:
                 wanted.append(frame.cursor[0])
+            # Warnings last: when they and the focus cannot both fit, the warning the person
+            # just caused is what they need to read.
+            wanted.extend(frame.alert_rows)
             margin = 1 if room >= 3 else 0  # one row of context around the focus when possible
             for row in wanted:
                 offset = row - body_first
@@ -316,10 +430,16 @@ class FormControl(UIControl):
         rows: list[int | None] = list(range(header))
         visible_body = list(range(body_first + controller.scroll, body_end))[:room]
         rows.extend(visible_body)
-        if footer:
-            rows.extend([None] * (room - len(visible_body)))
-            rows.extend(range(body_end, total))
         lines = [frame.lines[row] if row is not None else () for row in rows]
+        if marked:
+            rows.append(None)
+            lines.append(_scroll_marker(controller.scroll, room, body_rows, frame.width))
+        if footer:
+            blank = room - len(visible_body)
+            rows.extend([None] * blank)
+            lines.extend([()] * blank)
+            rows.extend(range(body_end, total))
+            lines.extend(frame.lines[body_end:total])
         return lines, rows
 
     def mouse_handler(self, mouse_event: MouseEvent) -> object:
@@ -368,6 +488,53 @@ class FormControl(UIControl):
         if row is None:
             return None
         return viewport.frame.target_at(row, position.x)
+
+
+def _scroll_marker(
+    scroll: int, room: int, body_rows: int, width: int
+) -> tuple[tuple[str, str], ...]:
+    """``↑ 3 more · rows 4-9 of 20 · PgUp/PgDn · ↓ 11 more``, shortened to fit ``width``."""
+    above = scroll
+    below = max(0, body_rows - scroll - room)
+    last = min(body_rows, scroll + room)
+    parts = [
+        *([f"↑ {above} more"] if above else []),
+        f"rows {scroll + 1}-{last} of {body_rows}",
+        "PgUp/PgDn",
+        *([f"↓ {below} more"] if below else []),
+    ]
+    text = " · ".join(parts)
+    if cell_width(text) > width:
+        text = " · ".join(
+            [
+                *([f"↑{above}"] if above else []),
+                f"{last}/{body_rows}",
+                *([f"↓{below}"] if below else []),
+            ]
+        )
+    return (("class:ask.muted", text[:width]),)
+
+
+def _cursor_index(
+    line: tuple[tuple[str, str], ...], column: int
+) -> tuple[tuple[tuple[str, str], ...], int]:
+    """The line and the character index prompt_toolkit needs for a cursor at cell ``column``.
+
+    A frame's cursor is a cell column; a ``UIContent`` cursor is an index into the line's
+    characters (a wide character is one index and two cells). prompt_toolkit places the cursor
+    only on a character that exists, so a cursor past the line's end gets spaces to stand on.
+    """
+    cells = 0
+    index = 0
+    for _style, text in line:
+        for char in text:
+            if cells >= column:
+                return line, index
+            cells += cell_width(char)
+            index += 1
+    if cells >= column:
+        return (*line, ("", " ")), index
+    return (*line, ("", " " * (column - cells + 1))), index + column - cells
 
 
 def form_container(controller: FormController, control: FormControl | None = None) -> Container:

@@ -22,6 +22,33 @@ class PathCompletion:
     text: str
     cursor: int
     candidates: tuple[str, ...] = ()
+    start: int = attrs.field(default=0, eq=False)
+    """Where the completed ``@`` token starts in ``text``."""
+    base: str = attrs.field(default="", eq=False)
+    """``@`` and the directory part every candidate follows (``@docs/``)."""
+
+
+@attrs.frozen
+class CompletionMenu:
+    """Candidates of an ``@`` path shown as a list under the editor; ``index`` is the one
+    put into the text (-1: none yet, the common prefix is there)."""
+
+    start: int
+    base: str
+    candidates: tuple[str, ...]
+    index: int = -1
+
+    def moved(self, text: str, delta: int) -> tuple[CompletionMenu, str, int]:
+        """The menu with the next (``delta`` 1) or previous candidate chosen, and the text
+        and cursor with that candidate in place of the token."""
+        count = len(self.candidates)
+        index = (self.index + delta) % count if self.index >= 0 or delta > 0 else count - 1
+        end = self.start
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        replacement = self.base + self.candidates[index]
+        new_text = text[: self.start] + replacement + text[end:]
+        return attrs.evolve(self, index=index), new_text, self.start + len(replacement)
 
 
 def at_token(text: str, cursor: int) -> tuple[int, str] | None:
@@ -66,5 +93,9 @@ def complete_at_path(text: str, cursor: int, cwd: Path) -> PathCompletion | None
     replacement = "@" + base + completed
     new_text = text[:start] + replacement + text[cursor:]
     return PathCompletion(
-        new_text, start + len(replacement), tuple(names) if len(names) > 1 else ()
+        new_text,
+        start + len(replacement),
+        tuple(names) if len(names) > 1 else (),
+        start=start,
+        base="@" + base,
     )

@@ -33,6 +33,7 @@ notes and custom text stay under their rows whether or not the row is highlighte
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -68,6 +69,8 @@ CUSTOM_LABEL = "Type your own"
 CUSTOM_PLACEHOLDER = "Type answer..."
 ADD_NOTE_PLACEHOLDER = "Add a note..."
 RECOMMENDED = "(recommended)"
+OPTION_TEXT_INDENT = 10
+"""Cells before an option's text (pointer, number, mark), a little more than most rows use."""
 NOT_SELECTED = "(not selected)"
 
 CONTEXT_BESIDE_MIN_WIDTH = 100
@@ -120,6 +123,16 @@ class RenderOptions:
     editor_cursor: int | None = None
     notice: str | None = None
     """A short notice shown under the open editor (clipboard reads)."""
+    config_notices: tuple[str, ...] = ()
+    """Problems with the settings file (shown above the key hints until the first key)."""
+    menu: tuple[tuple[str, bool], ...] = ()
+    """``@`` path candidates under the open editor, each with whether it is the chosen one."""
+    height: int | None = None
+    """Rows the frame will be shown in, when known. At :data:`SHORT_SCREEN_ROWS` or fewer the
+    key hints take one row (the most used keys first), so prompt and options keep the room."""
+
+
+SHORT_SCREEN_ROWS = 18
 
 
 @attrs.frozen
@@ -164,6 +177,12 @@ class Frame:
     targets: tuple[Target, ...]
     focus_row: int
     cursor: tuple[int, int] | None = None
+    alert_rows: tuple[int, ...] = ()
+    """Rows of a warning the person must see now (a dirty-dismiss warning, an armed Review
+    action): the surface keeps them on screen with the focus row."""
+    lead_rows: int = 0
+    """Rows right after the header (the question's prompt) that the surface keeps on screen
+    with it while the body scrolls, when the height leaves room for them."""
 
     def target_at(self, row: int, col: int) -> Target | None:
         """The click target covering frame cell ``(row, col)``, if any."""
@@ -194,6 +213,10 @@ class _Block:
     targets: list[Target] = attrs.field(factory=list)
     focus: int | None = None
     cursor: tuple[int, int] | None = None
+    alerts: list[int] = attrs.field(factory=list)
+    lead: int = 0
+    """Rows at the block's start that stay on screen with the header when there is room (the
+    question's prompt)."""
 
     def add(self, line: Line) -> None:
         self.lines.append(line)
@@ -212,6 +235,13 @@ class _Block:
             self.focus = other.focus + offset
         if other.cursor is not None:
             self.cursor = (other.cursor[0] + offset, other.cursor[1])
+        self.alerts.extend(row + offset for row in other.alerts)
+
+    def alert(self, lines: Iterable[Line]) -> None:
+        """Add warning rows that must stay visible."""
+        for line in lines:
+            self.alerts.append(len(self.lines))
+            self.lines.append(line)
 
 
 def wrap_fragments(fragments: Sequence[Fragment], width: int, indent: int = 0) -> list[Line]:
@@ -348,14 +378,42 @@ def _tab_window(widths: Sequence[int], current: int, width: int) -> tuple[int, i
             return first, last
 
 
-def _header(state: fs.FormState, width: int) -> _Block:
+NEXT_UNANSWERED_KEY = "U"
+"""``shift+u``: the next unanswered question (navigation; a fixed key like ``D``)."""
+
+
+def progress_text(state: fs.FormState) -> str | None:
+    """``3/12 answered · U next unanswered`` for a form of several questions."""
+    count = len(state.params.questions)
+    if count < 2:
+        return None
+    answered = sum(1 for draft in state.drafts if draft.is_answered)
+    if answered == count:
+        return f"{answered}/{count} answered"
+    return f"{answered}/{count} answered · {NEXT_UNANSWERED_KEY} next unanswered"
+
+
+def _header(state: fs.FormState, width: int, short: bool = False) -> _Block:
     block = _Block()
     title = state.params.title
+    progress = progress_text(state)
     if title:
-        block.extend(wrap_fragments([(TITLE, sanitize_line(title))], width))
-    block.append_block(_tab_bar(state, width))
-    block.blank()
+        rows = wrap_fragments([(TITLE, sanitize_line(title))], width)
+        if progress and line_width(rows[-1]) + 3 + cell_width(progress) <= width:
+            rows[-1] = merge_segments([*rows[-1], (MUTED, f" · {progress}")])
+            progress = None
+        block.extend(rows)
+    tabs = _tab_bar(state, width)
+    if progress and line_width(tabs.lines[0]) + 3 + cell_width(progress) <= width:
+        tabs.lines[0] = merge_segments([*tabs.lines[0], (MUTED, f"   {progress}")])
+    block.append_block(tabs)
+    if not short:
+        block.blank()
     return block
+
+
+def _short(options: RenderOptions) -> bool:
+    return options.height is not None and options.height <= SHORT_SCREEN_ROWS
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,6 +515,35 @@ def _add_editor(
         block.extend(
             wrap_fragments([(TEXT, pad), (WARNING, sanitize_line(options.notice))], width, len(pad))
         )
+    if options.menu:
+        block.extend(_menu_rows(options.menu, pad, width))
+
+
+MENU_ROWS = 6
+"""Candidates the ``@`` list shows at once (a window around the chosen one)."""
+
+
+def _menu_rows(menu: Sequence[tuple[str, bool]], pad: str, width: int) -> list[Line]:
+    chosen = next((i for i, (_, on) in enumerate(menu) if on), 0)
+    first = max(0, min(chosen - MENU_ROWS // 2, len(menu) - MENU_ROWS))
+    rows: list[Line] = []
+    room = max(4, width - len(pad) - 2)
+    for name, on in menu[first : first + MENU_ROWS]:
+        rows.append(
+            merge_segments(
+                [
+                    (TEXT, pad),
+                    (POINTER, POINTER_TEXT if on else NO_POINTER),
+                    (ACTIVE if on else MUTED, _truncate(sanitize_line(name), room)),
+                ]
+            )
+        )
+    more = len(menu) - MENU_ROWS
+    hint = f"{len(menu)} matches · Tab/Shift+Tab or Down/Up choose · type to narrow"
+    if more > 0:
+        hint = f"{hint} · {first} above, {max(0, len(menu) - first - MENU_ROWS)} below"
+    rows.extend(wrap_fragments([(TEXT, pad), (MUTED, hint)], width, len(pad)))
+    return rows
 
 
 def _with_images(text: str, count: int) -> str:
@@ -616,11 +703,26 @@ def _question_note_rows(
         )
 
 
+_LIST_MARKER = re.compile(r"^(\s*(?:[-*•+]|\d+[.)])\s+|\s+)")
+
+
+def _hanging_indent(line: str) -> int:
+    """Cells a wrapped context line's continuation rows are indented by: the width of its list
+    marker (``- ``, ``* ``, ``1. ``) or leading blanks, so bullets keep their shape."""
+    match = _LIST_MARKER.match(line)
+    return cell_width(match.group(1)) if match else 0
+
+
 def _context_rows(context: str, width: int) -> list[Line]:
     rows: list[Line] = []
     for part in sanitize_text(context).split("\n"):
-        rows.extend(wrap_fragments([(CONTEXT, part)], width))
+        indent = _hanging_indent(part)
+        rows.extend(wrap_fragments([(CONTEXT, part)], width, indent if indent < width // 2 else 0))
     return rows
+
+
+def _longest_word(texts: Iterable[str]) -> int:
+    return max((cell_width(word) for text in texts for word in text.split()), default=0)
 
 
 def _type_hint(state: fs.FormState, q: int) -> list[Fragment]:
@@ -634,6 +736,7 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
     keymaps = options.keymaps
     block = _Block()
     block.extend(_paragraphs([], question.prompt, PROMPT, width, 0))
+    block.lead = len(block.lines)
     block.extend(wrap_fragments(_type_hint(state, q), width))
     block.extend(_notices(state, keymaps, width))
     if state.drafts[q].skipped:
@@ -642,12 +745,21 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
                 [(WARNING, "Skipped."), (MUTED, " Answering or adding a note un-skips it.")], width
             )
         )
-    block.blank()
+    if not _short(options):
+        block.blank()
     context = question.context
-    beside = bool(context) and width >= CONTEXT_BESIDE_MIN_WIDTH
+    left = max(20, int(width * OPTION_COLUMN_SHARE))
+    # Beside only when every word of the option column fits its width (no word is broken).
+    beside = (
+        bool(context)
+        and width >= CONTEXT_BESIDE_MIN_WIDTH
+        and _longest_word(
+            [RECOMMENDED, *(f"{o.label} {o.description or ''}" for o in question.options)]
+        )
+        <= left - OPTION_TEXT_INDENT
+    )
     if beside:
         assert context is not None
-        left = max(20, int(width * OPTION_COLUMN_SHARE))
         right = max(1, width - left - cell_width(SEPARATOR))
         options_block, _ = _option_rows(state, options, q, left)
         _question_note_rows(state, options, q, left, options_block)
@@ -675,6 +787,23 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
 
 
 def _notices(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
+    """Informational notices of the question tab (under its prompt)."""
+    rows: list[Line] = []
+    q = state.tab
+    notice = state.type_notice
+    if notice is not None and notice.question == q:
+        rows.extend(
+            wrap_fragments(
+                [(ACCENT, f"Question type changed: {notice.old}-select → {notice.new}-select.")],
+                width,
+            )
+        )
+    return rows
+
+
+def _question_alerts(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
+    """Warnings that ask for a second press on a question tab. They are shown in the sticky
+    footer, so they are on screen however the body is scrolled."""
     rows: list[Line] = []
     q = state.tab
     type_keys = keymaps.main.change_question_type
@@ -688,14 +817,6 @@ def _notices(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
                         "selected choices will be cleared (custom text and notes stay).",
                     )
                 ],
-                width,
-            )
-        )
-    notice = state.type_notice
-    if notice is not None and notice.question == q:
-        rows.extend(
-            wrap_fragments(
-                [(ACCENT, f"Question type changed: {notice.old}-select → {notice.new}-select.")],
                 width,
             )
         )
@@ -728,7 +849,7 @@ REVIEW_LABELS = {"submit": "Submit", "cancel": "Cancel"}
 def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Block:
     block = _Block()
     block.extend(wrap_fragments([(PROMPT, "Review your answers")], width))
-    block.extend(_notices(state, options.keymaps, width))
+    block.lead = len(block.lines)
     for q, question in enumerate(state.params.questions):
         block.blank()
         block.extend(_review_question(state, q, question, width))
@@ -764,23 +885,58 @@ def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Bl
         )
         if active:
             block.focus = row
-    if state.pending_review is not None:
-        kind = state.pending_review
-        number = fs.REVIEW_ACTIONS.index(kind) + 1
-        verb = "submit the answers" if kind == "submit" else "cancel the questions"
-        block.blank()
-        block.extend(
-            wrap_fragments(
-                [
-                    (
-                        WARNING,
-                        f"Press {number} again (or click {REVIEW_LABELS[kind]} again) to {verb}.",
-                    )
-                ],
-                width,
-            )
-        )
+    block.extend(_review_slot(state, options.keymaps, width, block))
     return block
+
+
+def _review_hint(kind: fs.ReviewKind, width: int) -> list[Line]:
+    number = fs.REVIEW_ACTIONS.index(kind) + 1
+    verb = "submit the answers" if kind == "submit" else "cancel the questions"
+    text = f"Press {number} again (or click {REVIEW_LABELS[kind]} again) to {verb}."
+    return wrap_fragments([(WARNING, text)], width)
+
+
+def _review_dismiss_warning(
+    state: fs.FormState, action: fs.DismissAction, keymaps: Keymaps, width: int
+) -> list[Line]:
+    if action == "cancel":
+        text = "Unsaved answers will be lost. Choose Cancel again (Enter, 2 or Esc) to cancel."
+        return wrap_fragments([(WARNING, text)], width)
+    return _dismiss_warning(attrs.evolve(state, pending_dismiss=action), keymaps, width)
+
+
+def _review_slot(state: fs.FormState, keymaps: Keymaps, width: int, block: _Block) -> list[Line]:
+    """The rows under Review's actions for its warnings (an armed action, a dirty cancel).
+
+    They are reserved whenever a warning can appear, so arming one never moves the actions:
+    a second click lands where the first did, whichever edge the form is anchored to. Rows
+    that hold a warning are alert rows.
+    """
+    settings = state.settings
+    parts: list[tuple[list[Line], list[Line]]] = []
+    if settings.double_press_review_shortcuts:
+        shown = _review_hint(state.pending_review, width) if state.pending_review else []
+        tallest = max(len(_review_hint(kind, width)) for kind in fs.REVIEW_ACTIONS)
+        parts.append((shown, [()] * (tallest - len(shown))))
+    if settings.confirm_dismiss_when_dirty and fs.is_dirty(state):
+        pending = state.pending_dismiss
+        shown = _review_dismiss_warning(state, pending, keymaps, width) if pending else []
+        tallest = max(
+            len(_review_dismiss_warning(state, action, keymaps, width))
+            for action in ("cancel", "dismiss")
+        )
+        parts.append((shown, [()] * (tallest - len(shown))))
+    elif state.pending_dismiss is not None:
+        parts.append((_review_dismiss_warning(state, state.pending_dismiss, keymaps, width), []))
+    if not parts:
+        return []
+    rows: list[Line] = [()]
+    for shown, padding in parts:
+        start = len(block.lines) + len(rows)
+        block.alerts.extend(range(start, start + len(shown)))
+        rows.extend(shown)
+        rows.extend(padding)
+    return rows
 
 
 def _review_question(state: fs.FormState, q: int, question: Question, width: int) -> list[Line]:
@@ -905,6 +1061,9 @@ def _hints(
         pairs = [
             ((save,), "submit" if custom else "save note"),
             ((ed.close,), "save and close"),
+            ("Tab", "complete @path"),
+            ("Alt+Enter", "new line"),
+            ("Ctrl+G", "$EDITOR"),
             ((ed.previous_option_when_empty, ed.next_option_when_empty), "move when empty"),
             (paste, "attach image"),
         ]
@@ -950,23 +1109,62 @@ def _hints(
 
 
 def _footer(state: fs.FormState, options: RenderOptions, width: int) -> list[Line]:
-    if not options.show_footer_hints:
+    alerts = [
+        row
+        for notice in options.config_notices
+        for part in sanitize_text(notice).split("\n")
+        for row in wrap_fragments([(WARNING, part)], width)
+    ]
+    if not state.on_review:
+        alerts.extend(_question_alerts(state, options.keymaps, width))
+    short = options.height is not None and options.height <= SHORT_SCREEN_ROWS
+    hints: tuple[Line, ...] = ()
+    if options.show_footer_hints:
+        hints = _footer_lines(options.keymaps, _hint_context(state), width, state.background, short)
+    if not alerts and not hints:
         return []
-    return list(_footer_lines(options.keymaps, _hint_context(state), width, state.background))
+    return [*([] if short and not alerts else [()]), *alerts, *hints]
 
 
-@functools.lru_cache(maxsize=32)
+COMPACT_FIRST = ("select", "next", "choose", "submit", "save note", "cancel", "defer all")
+"""On a short screen the one hint row starts with these actions (then the others in order)."""
+
+
+@functools.lru_cache(maxsize=64)
 def _footer_lines(
-    keymaps: Keymaps, context: HintContext, width: int, background: bool = False
+    keymaps: Keymaps,
+    context: HintContext,
+    width: int,
+    background: bool = False,
+    compact: bool = False,
 ) -> tuple[Line, ...]:
-    """The footer rows; the same for every frame of one context, keymap and width."""
-    fragments: list[Fragment] = []
-    for index, (keys, action) in enumerate(_hints(keymaps, context, background)):
-        if index:
-            fragments.append((MUTED, " · "))
-        fragments.append((HINT, keys))
-        fragments.append((MUTED, f" {action}"))
-    return ((), *wrap_fragments(fragments, width, 0))
+    """The hint rows; the same for every frame of one context, keymap and width. Hints wrap
+    whole (a key never leaves its label); ``compact`` keeps only the hints that fit one row."""
+    hints = _hints(keymaps, context, background)
+    if compact:
+        first = [hint for hint in hints if hint[1] in COMPACT_FIRST]
+        hints = (*first, *(hint for hint in hints if hint not in first))
+    rows: list[list[Fragment]] = [[]]
+    used = 0
+    for keys, action in hints:
+        hint = [(HINT, keys), (MUTED, f" {action}")]
+        size = cell_width(keys) + 1 + cell_width(action)
+        if rows[-1] and used + 3 + size <= width:
+            rows[-1].extend([(MUTED, " · "), *hint])
+            used += 3 + size
+        elif not rows[-1] and size <= width:
+            rows[-1].extend(hint)
+            used = size
+        elif compact:
+            continue
+        elif size > width:
+            rows.append([])
+            rows.extend([*row] for row in wrap_fragments(hint, width, 0))
+            used = width
+        else:
+            rows.append(hint)
+            used = size
+    return tuple(merge_segments(row) for row in rows if row)
 
 
 # --------------------------------------------------------------------------------------------
@@ -978,7 +1176,7 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
     """Render ``state`` at ``width`` terminal cells. Pure; see the module docstring."""
     options = options if options is not None else RenderOptions()
     width = max(10, width)
-    header = _header(state, width)
+    header = _header(state, width, _short(options))
     body = (
         _review_body(state, options, width)
         if state.on_review
@@ -998,4 +1196,6 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
         targets=tuple(frame.targets),
         focus_row=focus,
         cursor=frame.cursor,
+        alert_rows=tuple(frame.alerts),
+        lead_rows=body.lead,
     )

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 import attrs
+from prompt_toolkit.data_structures import Point
 from prompt_toolkit.filters import Condition, Filter
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -22,11 +23,12 @@ from prompt_toolkit.layout import (
     ConditionalContainer,
     Container,
     Dimension,
-    FormattedTextControl,
     HSplit,
+    ScrollOffsets,
     VSplit,
     Window,
 )
+from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.widgets import Frame
 
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
@@ -157,26 +159,53 @@ def render_settings(view: sl.SettingsView, width: int) -> list[Line]:
     return lines
 
 
+class _SettingsControl(UIControl):
+    """The overlay's rows rendered at the width the box really gets (it narrows with the
+    screen, down to 40 columns), with the selected row as the cursor so a short box scrolls to
+    keep it in view."""
+
+    def __init__(self, overlay: Callable[[], SettingsOverlay | None], inner: int) -> None:
+        self.overlay = overlay
+        self.inner = inner
+
+    def _lines(self, width: int) -> list[Line]:
+        current = self.overlay()
+        return render_settings(current.view(), width) if current is not None else []
+
+    def preferred_width(self, max_available_width: int) -> int | None:
+        return min(self.inner, max_available_width)
+
+    def preferred_height(
+        self, width: int, max_available_height: int, wrap_lines: bool, get_line_prefix: object
+    ) -> int | None:
+        return len(self._lines(width))
+
+    def create_content(self, width: int, height: int) -> UIContent:
+        lines = self._lines(width)
+        selected = next(
+            (i for i, line in enumerate(lines) if line and line[0] == (POINTER, "› ")), 0
+        )
+
+        def get_line(index: int) -> StyleAndTextTuples:
+            return list(lines[index]) if 0 <= index < len(lines) else []
+
+        return UIContent(
+            get_line=get_line,
+            line_count=len(lines),
+            cursor_position=Point(x=0, y=selected),
+            show_cursor=False,
+        )
+
+
 def settings_container(overlay: Callable[[], SettingsOverlay | None]) -> Container:
     """The overlay box, shown while ``overlay()`` returns an open overlay."""
     inner = OVERLAY_WIDTH - 4  # borders and one cell of padding on each side
-
-    def fragments() -> StyleAndTextTuples:
-        current = overlay()
-        if current is None:
-            return []
-        out: StyleAndTextTuples = []
-        for index, line in enumerate(render_settings(current.view(), inner)):
-            if index:
-                out.append((TEXT, "\n"))
-            out.extend(line)
-        return out
-
     body = Window(
-        FormattedTextControl(fragments),
-        width=Dimension(preferred=inner, max=inner),
+        _SettingsControl(overlay, inner),
+        width=Dimension(min=10, preferred=inner, max=inner),
         wrap_lines=False,
         always_hide_cursor=True,
+        scroll_offsets=ScrollOffsets(top=1, bottom=1),
     )
     padded = VSplit([Window(width=1), body, Window(width=1)])
     framed = Frame(HSplit([padded]), style="class:ask.overlay")

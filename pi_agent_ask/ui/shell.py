@@ -86,7 +86,7 @@ from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui import rebind_event_loop_lookup
 from pi_agent_ask.ui.bindings import form_key_bindings
 from pi_agent_ask.ui.settings_overlay import settings_container, settings_key_bindings
-from pi_agent_ask.ui.surface import ESCAPE_TIMEOUT, SEQUENCE_TIMEOUT, STYLE, TerminalSurface
+from pi_agent_ask.ui.surface import ESCAPE_TIMEOUT, STYLE, TerminalSurface, tune_timeouts
 
 __all__ = [
     "EDITOR_PLACEHOLDER",
@@ -279,8 +279,7 @@ class _PanelRule(UIControl):
         self.focused = focused
 
     def create_content(self, width: int, height: int) -> UIContent:
-        style = "class:ask.accent" if self.focused() else "class:ask.rule"
-        line: StyleAndTextTuples = [(style, "─" * width)]
+        line = _rule_line(self.focused(), width)
         return UIContent(get_line=lambda _i: line, line_count=1, show_cursor=False)
 
     def mouse_handler(self, mouse_event: MouseEvent) -> object:
@@ -290,16 +289,41 @@ class _PanelRule(UIControl):
         return NotImplemented
 
 
+PANEL_FOCUSED_LABEL = " Questions · keys answer here "
+PANEL_UNFOCUSED_LABEL = " Questions · Alt+Q to answer "
+
+
+def _rule_line(focused: bool, width: int) -> StyleAndTextTuples:
+    """The panel's top rule: heavy and bright with "keys answer here" while the panel has the
+    keyboard, thin and muted with the key that takes it otherwise (focus is never told by
+    colour alone)."""
+    if focused:
+        char, style, label = "━", "class:ask.focus", PANEL_FOCUSED_LABEL
+    else:
+        char, style, label = "─", "class:ask.rule", PANEL_UNFOCUSED_LABEL
+    if cell_width(label) + 4 > width:
+        return [(style, char * width)]
+    return [
+        (style, char * 2),
+        (style if focused else "class:ask.muted", label),
+        (style, char * (width - 2 - cell_width(label))),
+    ]
+
+
 class _Placeholder(Processor):
     """Shows a muted hint in the empty editor."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, columns: Callable[[], int] = lambda: 1 << 16) -> None:
         self.text = text
+        self.columns = columns
 
     def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
         ti = transformation_input
         if ti.lineno == 0 and not ti.buffer_control.buffer.text:
-            return Transformation([*ti.fragments, ("class:ask.placeholder", self.text)])
+            # One row: on a narrow screen the hint is cut short rather than take two rows.
+            room = max(1, self.columns() - 3)
+            text = self.text if cell_width(self.text) <= room else self.text[: room - 1] + "…"
+            return Transformation([*ti.fragments, ("class:ask.placeholder", text)])
         return Transformation(ti.fragments)
 
 
@@ -352,14 +376,23 @@ class ShellSurface(TerminalSurface):
         self._editor_window = Window(
             BufferControl(
                 self.editor,
-                input_processors=[_Placeholder(EDITOR_PLACEHOLDER)],
+                input_processors=[
+                    _Placeholder(EDITOR_PLACEHOLDER, lambda: self._rows_and_columns()[1])
+                ],
                 focus_on_click=True,
             ),
             height=Dimension(min=1, max=EDITOR_MAX_ROWS),
             dont_extend_height=True,
             wrap_lines=True,
-            get_line_prefix=lambda line, wrap: "> " if line == 0 and wrap == 0 else "  ",
+            get_line_prefix=self._editor_prefix,
         )
+
+    def _editor_prefix(self, line: int, wrap: int) -> StyleAndTextTuples:
+        """``> `` in the focus style while the editor has the keyboard, muted otherwise."""
+        if line != 0 or wrap != 0:
+            return [("", "  ")]
+        focused = self._app is not None and self._app.layout.has_focus(self.editor)
+        return [("class:ask.focus" if focused else "class:ask.muted", "> ")]
 
     # -- the Surface protocol -----------------------------------------------------------------
 
@@ -518,11 +551,16 @@ class ShellSurface(TerminalSurface):
         rows, _columns = self._rows_and_columns()
         # The panel's rule, the status line, the editor, one row for a yes/no question.
         used = 1 + 1 + min(EDITOR_MAX_ROWS, self.editor.document.line_count) + 1
-        return Dimension(max=max(4, rows - used - TRANSCRIPT_MIN_ROWS))
+        keep = TRANSCRIPT_MIN_ROWS if rows >= 16 else 1  # a short screen gives the panel more
+        return Dimension(max=max(4, rows - used - keep))
 
     def _status_fragments(self) -> StyleAndTextTuples:
         _rows, width = self._rows_and_columns()
-        focus = "Alt+Q: editor" if self.panel_focused else "Alt+Q: questions"
+        focus = (
+            "keys: questions · Alt+Q: editor"
+            if self.panel_focused
+            else "keys: editor · Alt+Q: questions"
+        )
         left = f" {self.status} " if self.status else " "
         parts: StyleAndTextTuples = [("class:ask.rule", "─"), ("class:ask.accent", left)]
         if self.notice_text:
@@ -542,6 +580,16 @@ class ShellSurface(TerminalSurface):
         question = self.confirming
         if question is None:
             return []
+        # Wrapped here at word boundaries (prompt_toolkit's own wrapping splits words).
+        _rows, width = self._rows_and_columns()
+        out: StyleAndTextTuples = []
+        for index, row in enumerate(wrap_line(self._confirm_line(question), width)):  # type: ignore[arg-type]
+            if index:
+                out.append(("", "\n"))
+            out.extend(row)
+        return out
+
+    def _confirm_line(self, question: _Confirm) -> StyleAndTextTuples:
         return [
             ("class:ask.warning", question.message),
             ("", "  "),
@@ -611,7 +659,7 @@ class ShellSurface(TerminalSurface):
         confirm = ConditionalContainer(
             Window(
                 FormattedTextControl(self._confirm_fragments),
-                wrap_lines=True,
+                wrap_lines=False,
                 dont_extend_height=True,
             ),
             filter=confirm_open,
@@ -647,7 +695,11 @@ class ShellSurface(TerminalSurface):
             output=output,
         )
         app.ttimeoutlen = ESCAPE_TIMEOUT
-        app.timeoutlen = SEQUENCE_TIMEOUT
+        # Redraw at once: prompt_toolkit would postpone a redraw up to 10 ms while "other work
+        # is scheduled", which under trio-asyncio is always, so every key waited the full
+        # 10 ms. Invalidations are still coalesced into one redraw.
+        app.max_render_postpone_time = None
+        tune_timeouts(app, self.controller)
         return app
 
     def _width_changed(self, width: int) -> None:
@@ -710,11 +762,14 @@ class ShellSurface(TerminalSurface):
         def _focus(_event: KeyPressEvent) -> None:
             self.toggle_focus()
 
-        @kb.add("pageup", filter=active)
+        # With the panel focused, PageUp/PageDown scroll the form instead.
+        transcript_keys = active & ~Condition(lambda: self.panel_focused)
+
+        @kb.add("pageup", filter=transcript_keys)
         def _page_up(_event: KeyPressEvent) -> None:
             self.transcript.scroll(TRANSCRIPT_PAGE)
 
-        @kb.add("pagedown", filter=active)
+        @kb.add("pagedown", filter=transcript_keys)
         def _page_down(_event: KeyPressEvent) -> None:
             self.transcript.scroll(-TRANSCRIPT_PAGE)
 

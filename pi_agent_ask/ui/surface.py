@@ -14,9 +14,9 @@ settings overlay floating above it.
 
 Live settings: the surface keeps the loaded settings. When the overlay saves a config, the
 surface takes it at once (keymaps, footer hints). The behaviour settings reach the open form
-through ``on_settings_saved`` when the owner set it (``Runtime.apply_settings`` pushes them to
-the visible form and to every later one); without an owner the surface sends them to the open
-form itself as a ``SettingsUpdate``.
+through the surface itself (a ``SettingsUpdate`` into its inbox, in order with the person's
+keys) and through ``on_settings_saved`` when the owner set it (``Runtime.apply_settings``
+pushes them to the visible form too and to every later one).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import contextlib
 import functools
 import os
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -87,6 +88,7 @@ STYLE = Style.from_dict(
         "ask.setting.on": "ansigreen bold",
         "ask.setting.off": "ansibrightblack",
         "ask.overlay": "",
+        "ask.focus": "ansicyan bold",
     }
 )
 
@@ -132,6 +134,9 @@ class TerminalSurface:
     _exit_when_idle: bool = False
     _saves_in_flight: int = 0
     _close_when_saved: bool = False
+    _notices_shown: bool = False
+    _save_queue: deque[tuple[SettingsOverlay, sl.SaveConfig]] = attrs.field(factory=deque)
+    _saving: bool = False
 
     def __attrs_post_init__(self) -> None:
         self.controller = FormController(
@@ -148,8 +153,12 @@ class TerminalSurface:
     def show(
         self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
     ) -> None:
-        """Make a form visible and focused."""
+        """Make a form visible and focused. The first form shown also shows what was wrong
+        with the settings file, if anything."""
         self.controller.attach(flow_id, state, commands)
+        if not self._notices_shown:
+            self._notices_shown = True
+            self.controller.config_notices = self.settings.notices
         if self._app is not None:
             self._app.layout.focus(self.control)
         self._wanted.set()
@@ -227,27 +236,47 @@ class TerminalSurface:
         """A config was saved: apply it to this surface and to the open form at once."""
         old = self.settings.config
         self.settings = self.settings.with_global_config(config)
+        # The open form gets its behaviour settings from here, in order with the keys: the
+        # owner's push below travels through the runtime and could arrive after a key typed
+        # right after the overlay closed (which then acted under the old settings).
+        if form_settings_of(old) != form_settings_of(self.settings.config):
+            self.controller.send_settings(form_settings_of(self.settings.config))
         if self.on_settings_saved is not None:
             self.on_settings_saved(self.settings)
-        elif form_settings_of(old) != form_settings_of(self.settings.config):
-            self.controller.send_settings(form_settings_of(self.settings.config))
         self.invalidate()
 
     def _start_save(self, effect: sl.SaveConfig) -> None:
+        """Queue a save. Saves run one at a time, in the order they were made, so the file,
+        the overlay and the form end with the last toggle (concurrent worker threads finished
+        out of order and left an older config on disk)."""
         overlay = self.overlay
         if self._nursery is None or overlay is None:
             return
-        self._nursery.start_soon(self._save, overlay, effect)
-
-    async def _save(self, overlay: SettingsOverlay, effect: sl.SaveConfig) -> None:
+        self._save_queue.append((overlay, effect))
         self._saves_in_flight += 1
+        if not self._saving:
+            self._saving = True
+            self._nursery.start_soon(self._save_all)
+
+    async def _save_all(self) -> None:
         try:
-            outcome = await trio.to_thread.run_sync(sl.save_command, self.settings.path, effect)
-            overlay.report(outcome)
+            while self._save_queue:
+                overlay, effect = self._save_queue.popleft()
+                try:
+                    outcome = await trio.to_thread.run_sync(
+                        sl.save_command, self.settings.path, effect
+                    )
+                    overlay.report(outcome)
+                finally:
+                    self._saves_in_flight -= 1
+                    if (
+                        self._close_when_saved
+                        and not self._saves_in_flight
+                        and self.overlay is overlay
+                    ):
+                        self._drop_overlay()
         finally:
-            self._saves_in_flight -= 1
-            if self._close_when_saved and not self._saves_in_flight and self.overlay is overlay:
-                self._drop_overlay()
+            self._saving = False
 
     # -- clipboard images ---------------------------------------------------------------------
 
@@ -286,12 +315,13 @@ class TerminalSurface:
         if self._nursery is not None:
             self._nursery.start_soon(_later, delay, callback)
 
-    def _replay(self, keys: list[KeyPress]) -> None:
+    def _replay(self, key: KeyPress) -> None:
+        """Process one parked key now (the controller replays them one by one)."""
         app = self._app
         if app is None or not app.is_running:
             return
         with set_app(app):
-            app.key_processor.feed_multiple(keys, first=True)
+            app.key_processor.feed(key, first=True)
             app.key_processor.process_keys()
 
     def build_application(
@@ -336,8 +366,27 @@ class TerminalSurface:
             output=output,
         )
         app.ttimeoutlen = ESCAPE_TIMEOUT
-        app.timeoutlen = SEQUENCE_TIMEOUT
+        # Redraw at once: prompt_toolkit would postpone a redraw up to 10 ms while "other work
+        # is scheduled", which under trio-asyncio is always, so every key waited the full
+        # 10 ms. Invalidations are still coalesced into one redraw.
+        app.max_render_postpone_time = None
+        tune_timeouts(app, self.controller)
         return app
+
+
+JUMP_TIMEOUT = 0.6
+"""Seconds a digit waits for a second one on a question with ten or more rows."""
+
+
+def tune_timeouts(app: Application[Any], controller: FormController) -> None:
+    """Keep ``timeoutlen`` short, except on a question with 10+ numbered rows, where a digit
+    may be the first of two (``1`` ``2`` picks 12) and a person needs time for the second."""
+
+    def tune(_app: object) -> None:
+        app.timeoutlen = JUMP_TIMEOUT if controller.option_rows() >= 10 else SEQUENCE_TIMEOUT
+
+    tune(app)
+    app.before_render += tune
 
 
 async def _system_clipboard() -> ClipboardResult:

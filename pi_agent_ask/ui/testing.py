@@ -111,6 +111,12 @@ class VirtualTerminal:
         """Wait until ``text`` is no longer on the screen."""
         await self.wait_for(lambda term: text not in term.text())
 
+    async def wait_written(self, needle: str, since: int) -> None:
+        """Wait until a chunk written after the first ``since`` chunks contains ``needle``
+        (cheaper than reading the screen: benchmarks time redraws with it)."""
+        while not any(needle in chunk for chunk in self.chunks[since:]):
+            await self._flushed.wait()
+
 
 def sgr_mouse(button: int, column: int, row: int, *, release: bool = False) -> str:
     """An xterm SGR mouse report for a 0-based screen cell (``button`` 0 = left, 32 = left drag,
@@ -162,6 +168,7 @@ async def asking(
     session: Path | None = None,
     clipboard: Any = None,
     cwd: Path | None = None,
+    on_notices: Any = None,
 ) -> AsyncIterator[Asking]:
     """Run ``run_ask(arguments)`` on a virtual terminal fed by a pipe input; leaving the block
     waits for the command to return."""
@@ -181,6 +188,7 @@ async def asking(
                     output=term.output,
                     clipboard=clipboard,
                     cwd=cwd,
+                    on_notices=on_notices,
                 )
                 handle.done.set()
 

@@ -1,0 +1,142 @@
+"""End to end in tmux: where the cursor is, what a click hits, where focus is, small screens.
+
+Uses the pane helpers of ``test_e2e_ask``: a private tmux server, waits driven by the pane's
+output.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.e2e.test_e2e_ask import COMMAND, PAYLOAD, Pane, pane
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+
+async def cursor(term: Pane) -> tuple[int, int]:
+    x, y = (await term.tmux("display", "-p", "-t", term.target, "#{cursor_x} #{cursor_y}")).split()
+    return int(x), int(y)
+
+
+async def wait_cursor(term: Pane, expected: tuple[int, int]) -> None:
+    while await cursor(term) != expected:
+        await term.output.receive_some(65536)
+
+
+@asynccontextmanager
+async def asking(
+    tmp_path: Path, columns: int = 100, lines: int = 30, payload: dict | None = None
+) -> AsyncIterator[Pane]:
+    path = tmp_path / "payload.json"
+    path.write_text(json.dumps(payload if payload is not None else PAYLOAD))
+    out = tmp_path / "out.json"
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    command = (
+        f"{COMMAND} ask {path} --settings {settings} --no-session > {out}; "
+        f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished; sleep 60"
+    )
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, columns, lines) as term:
+            yield term
+
+
+@pytest.mark.parametrize(("typed", "cells"), [("hello", 5), ("日本語です", 10)])
+async def test_the_terminal_cursor_follows_typed_text(
+    tmp_path: Path, typed: str, cells: int
+) -> None:
+    async with asking(tmp_path) as term:
+        await term.wait_for("What should I optimize for?")
+        await term.keys("3")
+        screen = await term.wait_for("> Type answer...")
+        row = next(i for i, line in enumerate(screen.splitlines()) if "> Type answer" in line)
+        col = screen.splitlines()[row].index("> Type answer")
+        await wait_cursor(term, (col + 2, row))
+        await term.literal(typed)
+        await term.wait_for(typed)
+        await wait_cursor(term, (col + 2 + cells, row))
+        await term.keys("Left")
+        await wait_cursor(term, (col + cells, row) if cells > 5 else (col + 1 + cells, row))
+
+
+def click(column: int, row: int) -> str:
+    return f"\x1b[<0;{column + 1};{row + 1}M\x1b[<0;{column + 1};{row + 1}m"
+
+
+def row_of(screen: str, needle: str) -> tuple[int, int]:
+    for y, line in enumerate(screen.splitlines()):
+        if needle in line:
+            return y, line.index(needle)
+    raise AssertionError(f"{needle!r} not on screen:\n{screen}")
+
+
+async def test_a_second_click_on_review_submit_lands_on_it(tmp_path: Path) -> None:
+    async with asking(tmp_path) as term:
+        await term.wait_for("What should I optimize for?")
+        await term.keys("1")
+        await term.wait_for("Which tones fit?")
+        await term.keys("Space", "Enter")
+        screen = await term.wait_for("Review your answers")
+        row, col = row_of(screen, "1. Submit")
+        await term.literal(click(col + 4, row))
+        screen = await term.wait_for("Press 1 again")
+        assert row_of(screen, "1. Submit") == (row, col)
+        await term.literal(click(col + 4, row))
+        await term.tmux("wait-for", "finished")  # the command has returned
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["details"]["cancelled"] is False
+
+
+async def test_a_40x12_screen_keeps_prompt_options_and_scrolls(tmp_path: Path) -> None:
+    payload = {
+        "questions": [
+            {
+                "id": "goal",
+                "prompt": "What should I optimize for?",
+                "context": "\n".join(f"- Fact {i}: the build takes {i * 7} s" for i in range(12)),
+                "options": [
+                    {"value": f"o{i}", "label": f"Option {i}", "description": "what it means"}
+                    for i in range(4)
+                ],
+            }
+        ]
+    }
+    async with asking(tmp_path, 40, 12, payload) as term:
+        screen = await term.wait_for("Option 0")
+        assert "What should I optimize for?" in screen
+        assert "› 1. ( ) Option 0" in screen and "PgUp/PgDn" in screen
+        assert all(len(line) <= 40 for line in screen.splitlines())
+        await term.keys("End")
+        await term.wait_for("Fact 11")
+        await term.keys("PageUp")
+        await term.wait_for(lambda text: "Fact 11" not in text)
+        await term.keys("Home")
+        screen = await term.wait_for("rows 1-")
+        assert "What should I optimize for?" in screen
+        await term.keys("C-c", "C-c")
+        await term.wait_for(lambda text: "Option 0" not in text)
+
+
+async def test_focus_is_shown_in_the_demo(tmp_path: Path) -> None:
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    command = f"{COMMAND} demo --settings {settings}"
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 100, 30) as term:
+            screen = await term.wait_for("keys answer here")
+            assert "keys: questions" in screen
+            await term.keys("M-q")
+            screen = await term.wait_for("Alt+Q to answer")
+            assert "keys: editor" in screen
+            await term.literal("2")  # goes to the editor, not to the questions
+            screen = await term.wait_for("> 2")
+            assert "Review your answers" not in screen
+            await term.keys("C-u", "C-d")

@@ -1,0 +1,48 @@
+"""Where keys go, seen on the screen: the panel's rule, the editor prompt and the status line.
+
+The host shell with the real runtime and a LocalHost; keys through a pipe input, the screen
+through pyte.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from pi_agent_ask.ui.shell import PANEL_FOCUSED_LABEL, PANEL_UNFOCUSED_LABEL
+from tests.test_shell import ALT_Q, REGION_PROMPT, demo, status_row
+
+
+def editor_prompt_style(term: object) -> tuple[str, bool]:
+    rows = term.rows()  # type: ignore[attr-defined]
+    row = max(i for i, text in enumerate(rows) if text.startswith("> "))
+    char = term.style_at(row, 0)  # type: ignore[attr-defined]
+    return char.fg, char.bold
+
+
+async def test_focus_is_shown_by_the_rule_the_prompt_and_the_status_line(tmp_path: Path) -> None:
+    async with demo(tmp_path) as sh:
+        await sh.wait(REGION_PROMPT)
+        await sh.wait(PANEL_FOCUSED_LABEL.strip())
+        rule_row = sh.row_of(PANEL_FOCUSED_LABEL.strip())
+        assert sh.term.rows()[rule_row].startswith("━━")
+        assert "keys: questions" in status_row(sh.term)
+        assert editor_prompt_style(sh.term) == ("brightblack", False)
+
+        sh.send(ALT_Q)
+        await sh.wait(PANEL_UNFOCUSED_LABEL.strip())
+        assert sh.term.rows()[sh.row_of(PANEL_UNFOCUSED_LABEL.strip())].startswith("──")
+        assert "keys: editor" in status_row(sh.term)
+        assert editor_prompt_style(sh.term) == ("cyan", True)
+
+        # Text typed now goes to the editor, not to the questions.
+        sh.send("2")
+        await sh.wait(lambda term: any(row.startswith("> 2") for row in term.rows()))
+        assert "2. ( ) " in sh.term.text()  # nothing selected on the form
+
+        sh.send(ALT_Q)
+        await sh.wait(PANEL_FOCUSED_LABEL.strip())
+        await sh.wait(lambda term: "keys: questions" in status_row(term))
+        with trio.fail_after(5):
+            await sh.wait(lambda term: editor_prompt_style(term) == ("brightblack", False))

@@ -1,0 +1,127 @@
+"""Reaching everything from the keyboard: options past 9 by two digits, the progress marker
+and the key to the next unanswered question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.test_ui_typing import GOAL, asking
+
+TWELVE = {
+    "id": "pick",
+    "label": "Pick",
+    "prompt": "Which of the twelve?",
+    "options": [{"value": f"v{i}", "label": f"Choice {i}"} for i in range(1, 13)],
+}
+TONE = {
+    "id": "tone",
+    "label": "Tone",
+    "prompt": "Which tone?",
+    "options": [{"value": "dry", "label": "Dry"}, {"value": "warm", "label": "Warm"}],
+}
+
+
+async def test_two_digits_pick_an_option_past_nine(tmp_path: Path) -> None:
+    async with asking(tmp_path, TWELVE, lines=40) as ask:
+        await ask.wait("Which of the twelve?")
+        ask.send("1", "2")
+        await ask.wait("Review your answers")
+        assert "→ Choice 12" in ask.term.text()
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["pick"]["values"] == ["v12"]
+
+
+async def test_a_single_digit_still_picks_on_a_long_question(tmp_path: Path) -> None:
+    async with asking(tmp_path, TWELVE, lines=40) as ask:
+        await ask.wait("Which of the twelve?")
+        ask.send("3")  # no second digit follows: after the pause, option 3
+        await ask.wait("Review your answers")
+        assert "→ Choice 3" in ask.term.text()
+        ask.send("1", "1")
+        await ask.finished()
+
+
+async def test_progress_marker_and_next_unanswered_key(tmp_path: Path) -> None:
+    async with asking(tmp_path, GOAL, TONE, TWELVE, lines=40) as ask:
+        await ask.wait("0/3 answered · U next unanswered")
+        ask.send("U")  # from Goal: the next unanswered is Tone
+        await ask.wait("Which tone?")
+        ask.send("1")  # answers Tone and moves on to the third question
+        await ask.wait("1/3 answered")
+        await ask.wait("Which of the twelve?")
+        ask.send("U")  # from there it wraps round to Goal, skipping the answered Tone
+        await ask.wait("What should I optimize for?")
+        ask.send("\x03", "\x03")
+        await ask.finished()
+
+
+async def test_at_completion_is_a_list_to_move_through(tmp_path: Path) -> None:
+    import trio
+
+    from pi_agent_ask.ui.testing import asking as run_asking
+
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    for name in ("alpha.md", "beta.md", "gamma.md"):
+        (project / "docs" / name).write_text("")
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    with trio.fail_after(20):
+        async with run_asking({"questions": [GOAL]}, settings, cwd=project) as ask:
+            await ask.wait("What should I optimize for?")
+            ask.send("3")
+            await ask.wait("> Type answer...")
+            assert "Tab complete @path" in ask.term.text()  # the footer says it exists
+            ask.send("see @docs/", "\t")
+            await ask.wait("3 matches")
+            ask.send("\t")  # the first candidate goes into the text and is highlighted
+            await ask.wait("> see @docs/alpha.md")
+            assert "› alpha.md" in ask.term.text()
+            ask.send("\x1b[B", "\x1b[B")  # Down twice: gamma
+            await ask.wait("> see @docs/gamma.md")
+            ask.send("\x1b[A")  # Up: beta
+            await ask.wait("> see @docs/beta.md")
+            assert "› beta.md" in ask.term.text()
+            ask.send(" ok")  # typing closes the list
+            await ask.wait_gone("3 matches")
+            ask.send("\r")
+            await ask.wait("Review your answers")
+            ask.send("1", "1")
+            status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["goal"]["customText"] == "see @docs/beta.md ok"
+
+
+async def test_new_line_key_and_external_editor(tmp_path: Path, monkeypatch: object) -> None:
+    import os
+    import stat
+
+    import trio
+
+    from pi_agent_ask.ui.testing import asking as run_asking
+
+    script = tmp_path / "fake-editor"
+    # The "editor": appends a line to the file it is given, as a person would type it.
+    script.write_text('#!/bin/sh\nprintf "%s\\nfrom the editor\\n" "$(cat "$1")" > "$1"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("VISUAL", str(script))  # type: ignore[attr-defined]
+    monkeypatch.setenv("EDITOR", str(script))  # type: ignore[attr-defined]
+    assert os.environ["VISUAL"] == str(script)
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    with trio.fail_after(20):
+        async with run_asking({"questions": [GOAL]}, settings, lines=40) as ask:
+            await ask.wait("What should I optimize for?")
+            ask.send("3")
+            await ask.wait("> Type answer...")
+            assert "Alt+Enter new line" in ask.term.text()
+            ask.send("first", "\x1b\r", "second")  # Alt+Enter breaks the line
+            await ask.wait("second")
+            ask.send("\x07")  # Ctrl+G: the external editor
+            await ask.wait("from the editor")
+            ask.send("\r")
+            await ask.wait("Review your answers")
+            ask.send("1", "1")
+            status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["goal"]["customText"] == "first\nsecond\nfrom the editor"

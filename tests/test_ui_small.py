@@ -1,0 +1,89 @@
+"""Small screens, down to 40x12: prompt, options and the focused row stay visible, the body
+scrolls from the keyboard with a marker saying where it is, the settings overlay fits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+from prompt_toolkit.input import create_pipe_input
+
+from pi_agent_ask.ui.commands import run_settings
+from pi_agent_ask.ui.testing import VirtualTerminal
+from tests.test_ui_typing import asking
+
+PAGE_DOWN = "\x1b[6~"
+PAGE_UP = "\x1b[5~"
+HOME = "\x1b[H"
+END = "\x1b[F"
+DOWN = "\x1b[B"
+
+LONG = {
+    "id": "goal",
+    "label": "Goal",
+    "prompt": "What should I optimize for?",
+    "context": "\n".join(f"- Fact {i}: the cold build takes {i * 7} seconds" for i in range(10)),
+    "options": [
+        {"value": f"o{i}", "label": f"Option {i}", "description": "what this option means"}
+        for i in range(4)
+    ],
+}
+
+
+async def test_a_40x12_form_keeps_prompt_and_options_and_scrolls_by_keys(tmp_path: Path) -> None:
+    async with asking(tmp_path, LONG, columns=40, lines=12) as ask:
+        await ask.wait("Option 0")
+        text = ask.term.text()
+        assert "What should I optimize for?" in text
+        assert "› 1. ( ) Option 0" in text and "Option 1" in text
+        assert "PgUp/PgDn" in text and "↓" in text  # the scroll marker
+        assert all(len(row) <= 40 for row in ask.term.rows())
+        ask.send(END)
+        await ask.wait("Fact 9")
+        assert "↑" in ask.term.text()
+        assert "What should I optimize for?" in ask.term.text()  # the prompt stays
+        ask.send(HOME)
+        await ask.wait_gone("Fact 9")
+        await ask.wait("rows 1-")
+        ask.send(PAGE_DOWN)
+        await ask.wait("↑")
+        assert "› 1." not in ask.term.text()
+        ask.send(PAGE_UP)
+        await ask.wait("› 1. ( ) Option 0")
+        # A key that moves the focus brings the focused row back into view.
+        ask.send(END, DOWN, DOWN, DOWN)
+        await ask.wait("› 4. ( ) Option 3")
+        ask.send("\x03", "\x03")
+        status, _result = await ask.finished()
+    assert status == 1
+
+
+async def test_the_demo_panel_at_60x16_shows_the_prompt_and_options(tmp_path: Path) -> None:
+    from tests.test_shell import REGION_PROMPT, demo
+
+    async with demo(tmp_path, columns=60, lines=16) as sh:
+        await sh.wait(REGION_PROMPT)
+        await sh.wait("EU West")
+        text = sh.term.text()
+        assert "US East" in text  # two options at least
+        assert sh.term.rows()[-1].startswith("> ")
+
+
+async def test_the_settings_overlay_fits_40_columns_and_follows_the_selection(
+    tmp_path: Path,
+) -> None:
+    term = VirtualTerminal(40, 12)
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    with trio.fail_after(20), create_pipe_input() as pipe:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_settings, settings, pipe, term.output)
+            await term.wait_for("Live settings")
+            rows = term.rows()
+            top = next(i for i, row in enumerate(rows) if "┌" in row)
+            assert rows[top].startswith("┌") and rows[top].endswith("┐")
+            assert len(rows[top]) == 40
+            pipe.send_text(DOWN * 6)  # to the reset action at the bottom
+            await term.wait_for(lambda t: any("› Reset config" in row for row in t.rows()))
+            pipe.send_text("\x1b")
+            await term.wait_gone("Live settings")
+            nursery.cancel_scope.cancel()
