@@ -1,0 +1,194 @@
+"""The desk's agents: one runtime, one journal and one set of tools per agent key.
+
+The registry opens an agent's runtime the first time its key calls (``open_runtime`` on the
+key's journal under the state directory, ``mode="tui"``, on an :class:`AgentSurface` of the
+board), and at desk start for every journal already there, so queued forms, drafts and
+undelivered answers come back after a restart before any agent reconnects. Isolation is
+structural: a key reaches only its own runtime, whose journal holds only its own requests and
+history; nothing here takes a request id from one agent to another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from pi_agent_ask.actors.runtime import open_runtime
+from pi_agent_ask.desk.board import AgentSurface, Board
+from pi_agent_ask.desk.journals import check_key, known_keys, record_key
+from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.mcp_server.tools import AgentTools, ReportProgress
+
+__all__ = ["Agent", "AgentRegistry", "AgentUnavailable"]
+
+
+class AgentUnavailable(Exception):
+    """An agent's journal could not be opened (damaged, not a session file, unwritable)."""
+
+
+@attrs.define(eq=False)
+class Agent:
+    """One agent on the desk: its runtime and its tools."""
+
+    key: str
+    runtime: Any
+    tools: AgentTools
+    board: Board
+    journal: Path
+    _dirty: trio.Event = attrs.field(factory=trio.Event)
+
+    def list_tools(self) -> list[Any]:
+        return self.tools.list_tools()
+
+    async def call_tool(
+        self, name: str, arguments: Any, *, report_progress: ReportProgress | None = None
+    ) -> Any:
+        """One tool call of this agent (``AgentTools.call_tool``); while it waits for the person
+        (a foreground ``ask_user``, ``wait_for_answers``) the board marks the agent blocked."""
+        blocking = self._blocks(name, arguments)
+        if blocking:
+            self.board.wait_started(self.key)
+        try:
+            return await self.tools.call_tool(name, arguments, report_progress=report_progress)
+        finally:
+            if blocking:
+                self.board.wait_ended(self.key)
+            self.changed()
+
+    def _blocks(self, name: str, arguments: Any) -> bool:
+        if name == tool_names.WAIT_FOR_ANSWERS:
+            return True
+        return (
+            name == tool_names.ASK_USER
+            and isinstance(arguments, Mapping)
+            and arguments.get("background") is not True
+            and not self.runtime.config.background_only
+        )
+
+    def changed(self) -> None:
+        """Something may have changed the agent's pending count: refresh it soon."""
+        self._dirty.set()
+
+    async def keep_count(self) -> None:
+        """Keep the board's pending count of this agent current (woken by :meth:`changed`).
+
+        A deferred queue (Esc on a background form) is reopened at once: on the desk, Esc
+        means "later", and the agent's next form takes its turn behind every other agent's."""
+        while True:
+            await self._dirty.wait()
+            self._dirty = trio.Event()
+            stats = await self.runtime.statistics()
+            self.board.set_pending(self.key, len(stats.pending))
+            if not stats.panel_visible and stats.pending:
+                await self.runtime.show_queue()
+
+
+@attrs.define(eq=False)
+class AgentRegistry:
+    """Every agent the desk serves, keyed by agent key. Run it with ``nursery.start(run)``."""
+
+    state_dir: Path
+    board: Board
+    settings: Path | None = None
+    cwd: Path | None = None
+    notice: Callable[[str], None] = lambda _text: None
+    _agents: dict[str, Agent] = attrs.field(factory=dict)
+    _opening: dict[str, trio.Event] = attrs.field(factory=dict)
+    _failures: dict[str, str] = attrs.field(factory=dict)
+    _nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Reopen every agent with state in ``state_dir``, then serve until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            keys = await trio.to_thread.run_sync(known_keys, self.state_dir)
+            for key in keys:
+                with suppress(AgentUnavailable):  # reported as a notice; the desk goes on
+                    await self.agent(key)
+            task_status.started()
+            await trio.sleep_forever()
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self._agents)
+
+    def get(self, key: str) -> Agent | None:
+        """The agent with ``key`` if it is open."""
+        return self._agents.get(key)
+
+    async def agent(self, key: str) -> Agent:
+        """The agent with ``key``, opening its runtime on first use.
+
+        Raises ``InvalidKey`` for an unacceptable key and :class:`AgentUnavailable` when its
+        journal cannot be opened."""
+        check_key(key)
+        while True:
+            agent = self._agents.get(key)
+            if agent is not None:
+                return agent
+            opening = self._opening.get(key)
+            if opening is None:
+                break
+            await opening.wait()
+            if key in self._failures:
+                raise AgentUnavailable(self._failures[key])
+        assert self._nursery is not None, "AgentRegistry.run is not running"
+        self._opening[key] = opening = trio.Event()
+        self._failures.pop(key, None)
+        try:
+            return await self._nursery.start(self._serve, key)
+        except Exception as error:
+            message = f"The desk cannot open the journal of agent {key!r}: {error}"
+            self._failures[key] = message
+            self.notice(message)
+            raise AgentUnavailable(message) from error
+        finally:
+            del self._opening[key]
+            opening.set()
+
+    def apply_settings(self, loaded: Any) -> None:
+        """The desk's settings changed (the overlay saved them): every runtime follows."""
+        for agent in self._agents.values():
+            agent.runtime.apply_settings(loaded)
+
+    async def _serve(self, key: str, *, task_status: trio.TaskStatus[Agent]) -> None:
+        journal = await trio.to_thread.run_sync(record_key, self.state_dir, key)
+        self.board.add_agent(key)
+        surface = AgentSurface(self.board, key)
+        async with (
+            open_runtime(
+                session=journal, mode="tui", settings=self.settings, cwd=self.cwd, surface=surface
+            ) as runtime,
+            trio.open_nursery() as nursery,
+        ):
+            with AgentTools(runtime) as tools:
+                agent = Agent(
+                    key=key, runtime=runtime, tools=tools, board=self.board, journal=journal
+                )
+                surface.on_show_or_hide = agent.changed
+                nursery.start_soon(agent.keep_count)
+                nursery.start_soon(self._relay_notices, key, runtime)
+                nursery.start_soon(_drain, runtime.aborts)
+                agent.changed()
+                self._agents[key] = agent
+                try:
+                    task_status.started(agent)
+                    await trio.sleep_forever()
+                finally:
+                    self._agents.pop(key, None)
+
+    async def _relay_notices(self, key: str, runtime: Any) -> None:
+        async for text in runtime.notices:
+            self.notice(f"{key}: {text}")
+
+
+async def _drain(channel: trio.MemoryReceiveChannel[Any]) -> None:
+    """Aborts ask the host to stop the agent's current operation; over MCP the cancelled call's
+    own result says so, so there is nothing more to do with them."""
+    async for _item in channel:
+        pass
