@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     settings = commands.add_parser("settings", help="open the ask settings overlay")
     settings.add_argument("--settings", type=Path, help="settings file instead of the default")
 
+    from pi_agent_ask.desk.command import add_desk_parser
+
+    add_desk_parser(commands)
+
     history = commands.add_parser("history", help="list, read or export the question history")
     history_commands = history.add_subparsers(dest="history_command", required=True)
     listing = history_commands.add_parser("list", help="list recorded questions")
@@ -268,6 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_settings(args)
         case "history":
             return cmd_history(args, stdout, stderr)
+        case "desk":
+            from pi_agent_ask.desk.command import cmd_desk
+
+            return cmd_desk(args, stderr)
     return EXIT_INTERNAL  # pragma: no cover - argparse rejects other commands
 
 
