@@ -97,6 +97,8 @@ class AgentRegistry:
     settings: Path | None = None
     cwd: Path | None = None
     notice: Callable[[str], None] = lambda _text: None
+    progress_interval: float | None = None
+    """Seconds between progress notifications of long waits (``None``: AgentTools' default)."""
     _agents: dict[str, Agent] = attrs.field(factory=dict)
     _opening: dict[str, trio.Event] = attrs.field(factory=dict)
     _failures: dict[str, str] = attrs.field(factory=dict)
@@ -166,7 +168,12 @@ class AgentRegistry:
             ) as runtime,
             trio.open_nursery() as nursery,
         ):
-            with AgentTools(runtime) as tools:
+            extra = (
+                {}
+                if self.progress_interval is None
+                else {"progress_interval": self.progress_interval}
+            )
+            with AgentTools(runtime, **extra) as tools:
                 agent = Agent(
                     key=key, runtime=runtime, tools=tools, board=self.board, journal=journal
                 )

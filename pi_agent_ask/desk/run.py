@@ -78,6 +78,7 @@ async def run_desk(
     input: Any = None,
     output: Any = None,
     warn: Callable[[str], None] = lambda _text: None,
+    progress_interval: float | None = None,
     task_status: trio.TaskStatus[Desk] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the desk until cancelled or until the person quits (Ctrl-Q).
@@ -85,7 +86,8 @@ async def run_desk(
     ``headless``: no terminal; forms are answered through ``pi-agent-ask:submit`` events on
     each agent's runtime only (tests, benchmarks, scripted answerers). ``input``/``output``
     are prompt_toolkit objects for the terminal (``None``: the process's terminal). ``warn``
-    receives the non-loopback warning. Raises ``ListenError`` and :class:`DeskAlreadyRunning`.
+    receives the non-loopback warning; ``progress_interval`` overrides the seconds between
+    progress notifications of long waits. Raises ``ListenError`` and :class:`DeskAlreadyRunning`.
     """
     where = parse_listen(listen)
     if not is_loopback(where.host) and not allow_remote:
@@ -122,7 +124,12 @@ async def run_desk(
             notice = display.notice
         board = Board(display=display)
         registry = AgentRegistry(
-            state_dir=state, board=board, settings=settings_file, cwd=Path.cwd(), notice=notice
+            state_dir=state,
+            board=board,
+            settings=settings_file,
+            cwd=Path.cwd(),
+            notice=notice,
+            progress_interval=progress_interval,
         )
         if not headless:
             from pi_agent_ask.ui.surface import run_terminal_surface
@@ -158,6 +165,7 @@ async def run_desk(
             )
             if not headless:
                 display.url = address.url
+                display.invalidate()
             await trio.to_thread.run_sync(write_desk_file, file, address)
             try:
                 task_status.started(

@@ -8,9 +8,11 @@ answerer would, and returns which agent's form it was.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -22,9 +24,9 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.desk.board import Shown
 from pi_agent_ask.desk.connection import DeskAddress
 from pi_agent_ask.desk.http import KEY_HEADER
-from pi_agent_ask.desk.run import Desk
+from pi_agent_ask.desk.run import Desk, run_desk
 
-__all__ = ["answer_displayed", "desk_client", "submit"]
+__all__ = ["answer_displayed", "desk_client", "open_desk", "submit"]
 
 _ids = itertools.count(1)
 
@@ -95,3 +97,19 @@ async def answer_displayed(desk: Desk, answers: Mapping[str, Any] | None = None)
     outcome = await submit(agent.runtime, shown.flow_id, {"kind": "answer", "answers": answers})
     assert outcome.get("ok") is True, outcome
     return shown
+
+
+@asynccontextmanager
+async def open_desk(base: Path, **options: Any) -> AsyncIterator[Desk]:
+    """A desk for a test or a benchmark: state, settings and connection file under ``base``,
+    headless unless ``headless=False`` is passed; cancelled when the block ends."""
+    options.setdefault("headless", True)
+    options.setdefault("state_dir", base / "state")
+    options.setdefault("settings", base / "settings.json")
+    options.setdefault("desk_file", base / "desk.json")
+    async with trio.open_nursery() as nursery:
+        desk: Desk = await nursery.start(functools.partial(run_desk, **options))
+        try:
+            yield desk
+        finally:
+            desk.cancel()
