@@ -26,7 +26,7 @@ from pi_agent_ask.desk.connection import DeskAddress
 from pi_agent_ask.desk.http import KEY_HEADER
 from pi_agent_ask.desk.run import Desk, run_desk
 
-__all__ = ["answer_displayed", "desk_client", "open_desk", "submit"]
+__all__ = ["SDK_CLIENT_WARNINGS", "answer_displayed", "desk_client", "open_desk", "submit"]
 
 _ids = itertools.count(1)
 
@@ -113,3 +113,14 @@ async def open_desk(base: Path, **options: Any) -> AsyncIterator[Desk]:
             yield desk
         finally:
             desk.cancel()
+
+
+SDK_CLIENT_WARNINGS = (
+    "ignore:Async generator 'httpx2:ResourceWarning",
+    "ignore:Async generator 'httpcore2:ResourceWarning",
+    "ignore:Exception ignored in.*async_generator object "
+    "(EventSource|Response|PoolByteStream):pytest.PytestUnraisableExceptionWarning",
+)
+"""Warning filters for tests using the SDK's HTTP client under Trio: when a client session
+closes, the SDK abandons the async generators of its open SSE streams (httpx2), and Trio's
+finaliser reports each one as a ResourceWarning. Nothing of ours is left open."""
