@@ -64,27 +64,36 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
+
+            async def serve(task_status: trio.TaskStatus[Any]) -> None:
+                await run_desk(
+                    listen=args.listen,
+                    state_dir=args.state,
+                    settings=args.settings,
+                    allow_remote=args.allow_remote,
+                    headless=args.headless,
+                    warn=warn,
+                    task_status=task_status,
+                )
+                nursery.cancel_scope.cancel()  # the person quit
+
             nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
-            await run_desk(
-                listen=args.listen,
-                state_dir=args.state,
-                settings=args.settings,
-                allow_remote=args.allow_remote,
-                headless=args.headless,
-                warn=warn,
-            )
-            nursery.cancel_scope.cancel()
+            desk = await nursery.start(serve)
+            if args.headless:
+                # Headless, the desk has no screen to show where it listens: say it once.
+                sys.stdout.write(f"pi-agent-ask desk: listening at {desk.address.url}\n")
+                sys.stdout.flush()
 
     try:
         trio.run(main)
-    except (ListenError, DeskAlreadyRunning) as error:
-        stderr.write(f"pi-agent-ask: {error}\n")
-        return EXIT_INVALID
-    except OSError as error:
-        stderr.write(f"pi-agent-ask: cannot start the desk: {error}\n")
-        return EXIT_INVALID
     except Exception as error:
-        for cause in _leaves(error):
+        causes = _leaves(error)
+        if all(isinstance(cause, ListenError | DeskAlreadyRunning | OSError) for cause in causes):
+            for cause in causes:
+                prefix = "cannot start the desk: " if isinstance(cause, OSError) else ""
+                stderr.write(f"pi-agent-ask: {prefix}{cause}\n")
+            return EXIT_INVALID
+        for cause in causes:
             stderr.write(f"pi-agent-ask: internal error: {type(cause).__name__}: {cause}\n")
         return EXIT_INTERNAL
     return EXIT_OK
