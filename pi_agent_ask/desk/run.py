@@ -65,6 +65,8 @@ class Desk:
     registry: AgentRegistry
     board: Board
     cancel: Callable[[], None]
+    stopped: trio.Event
+    """Set once the desk stopped (its connection file is gone)."""
 
 
 async def run_desk(
@@ -112,6 +114,7 @@ async def run_desk(
     loaded = await trio.to_thread.run_sync(
         lambda: load_settings(settings_file, project_dir=Path.cwd())
     )
+    stopped = trio.Event()
     async with trio.open_nursery() as nursery:
         display: Any
         if headless:
@@ -175,12 +178,14 @@ async def run_desk(
                         registry=registry,
                         board=board,
                         cancel=nursery.cancel_scope.cancel,
+                        stopped=stopped,
                     )
                 )
                 await trio.sleep_forever()
             finally:
                 with suppress(OSError):
                     remove_desk_file(file, address)
+                stopped.set()
                 nursery.cancel_scope.cancel()
 
 

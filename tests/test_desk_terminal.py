@@ -1,0 +1,88 @@
+"""The desk's terminal: real prompt_toolkit input (a pipe) and output (a pyte screen).
+
+The person answers two agents' forms with key presses and a mouse click, one form at a time,
+each labelled with its agent; Ctrl-Q leaves the desk and removes its connection file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from prompt_toolkit.input import create_pipe_input
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
+from pi_agent_ask.ui.testing import VirtualTerminal, sgr_click
+
+pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+
+def ask(label: str, *, background: bool = True) -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"Question {label}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+        "background": background,
+    }
+
+
+async def test_the_person_answers_two_agents_on_the_desk_by_keys_and_mouse(
+    tmp_path: Path,
+) -> None:
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+        ):
+            await term.wait_for("pi-agent-ask desk")
+            await term.wait_for(desk.address.url)
+            receipt = await alpha.call_tool("ask_user", ask("Deploy"))
+            await term.wait_for("Question Deploy?")
+            assert "From alpha" in term.text()
+            assert "background question" in term.text()
+
+            results: list[Any] = []
+            async with trio.open_nursery() as nursery:
+
+                async def blocked_call() -> None:
+                    results.append(await beta.call_tool("ask_user", ask("Merge", background=False)))
+
+                nursery.start_soon(blocked_call)
+                await term.wait_for(lambda t: "beta" in t.text() and "1 more waiting" in t.text())
+                # Alpha's form came first, so it stays on display: answer it with keys.
+                pipe.send_text("1")
+                await term.wait_for("Review your answers")
+                pipe.send_text("1")
+                await term.wait_for("again")
+                pipe.send_text("1")
+                # Beta's form takes its turn, marked: beta is blocked on it.
+                await term.wait_for("Question Merge?")
+                assert "From beta" in term.text()
+                assert "blocked until you answer" in term.text()
+                row, column = term.find("No")
+                pipe.send_text(sgr_click(column, row))
+                await term.wait_for("Review your answers")
+                pipe.send_text("1")
+                await term.wait_for("again")
+                pipe.send_text("1")
+            (merged,) = results
+            assert merged.structured_content["answers"]["q"]["values"] == ["no"]
+            await term.wait_for("No questions waiting")
+
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["requestId"] == receipt.structured_content["requestId"]
+            assert entry["result"]["answers"]["q"]["values"] == ["yes"]
+
+            pipe.send_text("\x11")  # Ctrl-Q
+            await desk.stopped.wait()
+        assert not (tmp_path / "desk.json").exists()
