@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.desk.connection import DeskAddress, find_desk
+from pi_agent_ask.desk.connection import find_desk
 from pi_agent_ask.desk.http import KEY_HEADER
 
 __all__ = [
@@ -149,8 +149,3 @@ async def serve_stdio_via_desk(
         async with stdio_server(stdin, stdout) as (read, write):
             await server.run(read, write, server.create_initialization_options())
         nursery.cancel_scope.cancel()
-
-
-def address_of(address: DeskAddress) -> tuple[str, str]:
-    """``(url, token)`` of a found desk, the arguments :func:`serve_stdio_via_desk` takes."""
-    return address.url, address.token

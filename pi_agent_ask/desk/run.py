@@ -166,10 +166,10 @@ async def run_desk(
                 token=token,
                 pid=os.getpid(),
             )
-            if not headless:
+            await trio.to_thread.run_sync(write_desk_file, file, address)
+            if not headless:  # shown once the file is written: a client can read it then
                 display.url = address.url
                 display.invalidate()
-            await trio.to_thread.run_sync(write_desk_file, file, address)
             try:
                 task_status.started(
                     Desk(
