@@ -72,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_desk_parser(commands)
 
+    from pi_agent_ask.mcp_server.command import add_mcp_parsers
+
+    add_mcp_parsers(commands)
+
     history = commands.add_parser("history", help="list, read or export the question history")
     history_commands = history.add_subparsers(dest="history_command", required=True)
     listing = history_commands.add_parser("list", help="list recorded questions")
@@ -276,6 +280,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pi_agent_ask.desk.command import cmd_desk
 
             return cmd_desk(args, stderr)
+        case "mcp":
+            from pi_agent_ask.mcp_server.command import cmd_mcp
+
+            return cmd_mcp(args, stderr)
+        case "hook":
+            from pi_agent_ask.mcp_server.command import cmd_hook
+
+            return cmd_hook(args, stdin, stdout)
     return EXIT_INTERNAL  # pragma: no cover - argparse rejects other commands
 
 

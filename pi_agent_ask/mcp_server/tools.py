@@ -15,8 +15,11 @@
   ``progressToken``); a failing callback stops the ticks, never the call. Malformed arguments
   and unexpected failures are tool errors (``isError``), never exceptions.
 - ``await take_background_answers() -> list[dict]``: the waiting background answers, marked
-  delivered (what the Claude Code hook fetches); each is ``{"customType", "text",
-  "details"}`` (``details``: ``{requestId, parentToolCallId?, result?, error?}``).
+  delivered; each is ``{"customType", "text", "details"}`` (``details``: ``{requestId,
+  parentToolCallId?, result?, error?}``). ``await take_background_messages()`` gives the
+  turn-boundary messages themselves (what the Claude Code hook fetches), and
+  ``give_back(messages)`` returns taken messages that could not be handed on (they come
+  first in the next result or take).
 - ``close()``: unsubscribe from the runtime's events (also ``with AgentTools(...) as tools``).
 
 Background answers: MCP cannot push into a model's context, so every answer the runtime's turn
@@ -54,11 +57,10 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.form.result import BackgroundOutcome
+from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
 
 BACKGROUND_ANSWERS = "backgroundAnswers"
 """The ``structuredContent`` key of the background answers appended to a tool result."""
-PROGRESS_INTERVAL = 10.0
-"""Seconds between progress notifications while a call waits for the person."""
 PROGRESS_MESSAGE = "Waiting for the user's answer"
 ELSEWHERE_TEXT = (
     "The answer to ask_user [{request_id}] was already delivered with another tool result "
@@ -100,13 +102,21 @@ _ANNOTATIONS = {
 }
 
 
+def _object_root(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    # MCP requires ``"type": "object"`` at a tool schema's root; the contract's output schemas
+    # are an ``anyOf`` of objects there, so saying it once more changes nothing they accept.
+    if schema is None:
+        return None
+    return dict(schema) if "type" in schema else {"type": "object", **schema}
+
+
 def mcp_tool(definition: Mapping[str, Any]) -> types.Tool:
     """An MCP ``Tool`` from one of the runtime's tool definitions."""
     return types.Tool(
         name=definition["name"],
         description=definition["description"],
-        input_schema=definition["inputSchema"],
-        output_schema=definition.get("outputSchema"),
+        input_schema=_object_root(definition["inputSchema"]),
+        output_schema=_object_root(definition.get("outputSchema")),
         annotations=_ANNOTATIONS.get(definition["name"]),
     )
 
@@ -238,6 +248,15 @@ class AgentTools:
 
     async def take_background_answers(self) -> list[dict[str, Any]]:
         return [answer_entry(message) for message in await self._handed_out()]
+
+    async def take_background_messages(self) -> list[dict[str, Any]]:
+        """The waiting turn-boundary messages themselves, marked delivered."""
+        return await self._handed_out()
+
+    def give_back(self, messages: list[dict[str, Any]]) -> None:
+        """Messages taken but not handed on (the hook's connection broke): the next tool result
+        or take returns them first."""
+        self._carry = [*messages, *self._carry]
 
     async def _handed_out(self) -> list[dict[str, Any]]:
         """The boundary's messages, for a caller that returns them with no checkpoint after.
