@@ -58,7 +58,7 @@ def runtime_dir(env: Mapping[str, str] | None = None) -> Path:
 
 def slug(key: str) -> str:
     """A file-name-safe, bounded, collision-resistant name for an agent key."""
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-")[:40]
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-")[:24]
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     return f"{readable}-{digest}" if readable else digest
 

@@ -29,6 +29,7 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -233,24 +234,59 @@ async def serve(
         await serve_stdio_via_desk(found[0], found[1], agent_key, stdin=replay, stdout=stdout)
         return
 
+    async with (
+        open_local(
+            hello,
+            key=agent_key,
+            session=session,
+            settings=settings,
+            cwd=work_dir,
+            progress_interval=progress_interval,
+            hook_dir=hook_dir,
+        ) as local,
+        stdio_server(replay, stdout) as (read, write),
+    ):  # type: ignore[arg-type]
+        await local.server.run(read, write, local.server.create_initialization_options())
+
+
+@attrs.frozen
+class LocalServer:
+    """A local (desk-less) server: its runtime, the agent's tools, the MCP server object and
+    the hook socket (``None`` when it could not be made)."""
+
+    runtime: Any
+    tools: AgentTools
+    server: Any
+    hook_path: Path | None
+
+
+@asynccontextmanager
+async def open_local(
+    hello: ClientHello,
+    *,
+    key: str,
+    session: Path | None = None,
+    settings: Path | None = None,
+    cwd: Path,
+    progress_interval: float = PROGRESS_INTERVAL,
+    hook_dir: Path | None = None,
+) -> AsyncIterator[LocalServer]:
+    """The runtime, tools, hook endpoint and MCP server for one client, until the block ends
+    (run ``server.run(read, write, ...)`` on any transport inside it)."""
     from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.actors.runtime import open_runtime
     from pi_agent_ask.persistence.session_file import SessionFileError
 
     surface = ElicitationSurface() if hello.elicitation else None
-    journal = session if session is not None else default_session(agent_key)
-    journal.parent.mkdir(parents=True, exist_ok=True)
     runtime_surface = surface if surface is not None else NullSurface()
     mode = "tui" if hello.elicitation else "json"
+    journal = session if session is not None else default_session(key)
+    journal.parent.mkdir(parents=True, exist_ok=True)
     async with contextlib.AsyncExitStack() as stack:
         try:
             runtime = await stack.enter_async_context(
                 open_runtime(
-                    session=journal,
-                    mode=mode,
-                    settings=settings,
-                    cwd=work_dir,
-                    surface=runtime_surface,
+                    session=journal, mode=mode, settings=settings, cwd=cwd, surface=runtime_surface
                 )
             )
         except SessionFileError as error:
@@ -262,16 +298,17 @@ async def serve(
                 file=sys.stderr,
             )
             runtime = await stack.enter_async_context(
-                open_runtime(mode=mode, settings=settings, cwd=work_dir, surface=runtime_surface)
+                open_runtime(mode=mode, settings=settings, cwd=cwd, surface=runtime_surface)
             )
         tools = stack.enter_context(AgentTools(runtime, progress_interval=progress_interval))
         async with trio.open_nursery() as nursery:
-            await nursery.start(
+            hook_path = await nursery.start(
                 functools.partial(
-                    serve_hook_endpoint, tools, agent_key, hello.name, work_dir, directory=hook_dir
+                    serve_hook_endpoint, tools, key, hello.name, cwd, directory=hook_dir
                 )
             )
             server = mcp_server(tools, surface, nursery)
-            async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
-                await server.run(read, write, server.create_initialization_options())
-            nursery.cancel_scope.cancel()
+            try:
+                yield LocalServer(runtime, tools, server, hook_path)
+            finally:
+                nursery.cancel_scope.cancel()

@@ -281,7 +281,7 @@ class AgentTools:
             and self.runtime.mode == "tui"
             and not self.runtime.config.background_only
             and isinstance(arguments, Mapping)
-            and arguments.get("background") is not True
+            and arguments.get("background", False) is False
             and name in self.runtime.tool_names()
         )
 
