@@ -86,3 +86,32 @@ async def test_the_person_answers_two_agents_on_the_desk_by_keys_and_mouse(
             pipe.send_text("\x11")  # Ctrl-Q
             await desk.stopped.wait()
         assert not (tmp_path / "desk.json").exists()
+
+
+async def test_escape_sends_a_form_to_the_back_of_the_line(tmp_path: Path) -> None:
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+        ):
+            await alpha.call_tool("ask_user", ask("First"))
+            await term.wait_for("Question First?")
+            await beta.call_tool("ask_user", ask("Second"))
+            await alpha.call_tool("ask_user", ask("Third"))
+            await term.wait_for("2 more waiting")
+            pipe.send_text("n")  # a note: a draft to keep
+            await term.wait_for("Note:")
+            pipe.send_text("keep me\r")
+            await term.wait_for("Note: keep me")
+            pipe.send_text("\x1b")  # Esc: later
+            await term.wait_for("Question Second?")
+            assert "From beta" in term.text()
+            pipe.send_text("1")
+            await term.wait_for("Review your answers")
+            pipe.send_text("11")
+            # Alpha's deferred form is back, its draft kept, still before alpha's next one.
+            await term.wait_for("Question First?")
+            assert "Note: keep me" in term.text()
+            assert {row.key: row.pending for row in desk.board.agents()}["alpha"] == 2

@@ -81,7 +81,8 @@ def form_header(board: Board) -> StyleAndTextTuples:
         parts.append(("class:ask.warning", "  ⏸ the agent is blocked until you answer"))
     else:
         parts.append(("class:ask.muted", "  (background question: the agent goes on working)"))
-    behind = board.waiting_forms
+    # Every agent's pending questions, not only the forms shown: what is left after this one.
+    behind = max(board.waiting_forms, sum(agent.pending for agent in board.agents()) - 1)
     if behind:
         parts.append(("class:ask.muted", f"  · {behind} more waiting"))
     return parts
