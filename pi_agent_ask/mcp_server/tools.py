@@ -58,6 +58,7 @@ from pi_agent_ask.form import text as texts
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.form.result import BackgroundOutcome
 from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_server.answers import answer_entry
 
 BACKGROUND_ANSWERS = "backgroundAnswers"
 """The ``structuredContent`` key of the background answers appended to a tool result."""
@@ -132,24 +133,6 @@ def call_tool_result(result: Mapping[str, Any]) -> types.CallToolResult:
 
 def error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
-def answer_entry(message: Mapping[str, Any]) -> dict[str, Any]:
-    """One ``backgroundAnswers`` entry from a turn-boundary message."""
-    content = message.get("content")
-    if isinstance(content, str):
-        text = content
-    else:
-        text = "\n".join(
-            block.get("text", "")
-            for block in content or ()
-            if isinstance(block, Mapping) and block.get("type") == "text"
-        )
-    return {
-        "customType": message.get("customType"),
-        "text": text,
-        "details": dict(message.get("details") or {}),
-    }
 
 
 def _image_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
