@@ -86,6 +86,9 @@ async def test_stdio_server_lists_tools_and_answers_through_elicitation(home: Ho
     async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return accept({"db": "pg", "db.note": "ok"})
 
+    # A connection file left by a desk that is gone: --desk auto goes on locally.
+    stale = {"url": "http://127.0.0.1:9/mcp", "token": "t", "pid": 2**22 + 1}
+    (home.root / "no-desk.json").write_text(json.dumps(stale))
     with trio.fail_after(60):
         async with server(home, elicit=elicit) as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
