@@ -14,8 +14,10 @@ import pytest
 import trio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from pi_agent_ask.desk.connection import find_desk, read_desk_file
+from pi_agent_ask.desk.run import run_desk
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
@@ -164,3 +166,51 @@ async def test_the_forwarder_reports_a_desk_that_is_gone_as_a_tool_error(tmp_pat
             result = await session.call_tool("ask_user", ask("Nobody"))
             assert result.is_error
             assert "did not answer" in result.content[0].text
+
+
+async def test_the_forwarder_follows_a_restarted_desk(tmp_path: Path) -> None:
+    file, state = tmp_path / "desk.json", tmp_path / "state"
+    env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(file)}
+    options = {
+        "headless": True,
+        "state_dir": state,
+        "desk_file": file,
+        "settings": tmp_path / "s.json",
+    }
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            gone = trio.Event()
+
+            async def first_desk(task_status: trio.TaskStatus[Any]) -> None:
+                try:
+                    await run_desk(**options, task_status=task_status)
+                finally:
+                    gone.set()
+
+            first = await nursery.start(first_desk)
+            server = StdioServerParameters(
+                command=sys.executable,
+                args=["-c", FORWARDER, first.address.url, first.address.token, "fwd"],
+                env=env,
+            )
+            async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                receipt = await session.call_tool("ask_user", ask("Before"))
+                request_id = receipt.structured_content["requestId"]
+                first.cancel()
+                await gone.wait()
+                async with open_desk(tmp_path, state_dir=state) as desk:
+                    assert desk.address.url != first.address.url
+                    # The connection broke with the old desk: this call says so (not retried).
+                    try:
+                        broken = await session.call_tool("wait_for_answers", {})
+                        assert broken.is_error
+                    except MCPError:
+                        pass
+                    shown = await answer_displayed(desk)
+                    assert shown.key == "fwd"
+                    # The next call goes to the new desk, found through the connection file.
+                    waited = await session.call_tool("wait_for_answers", {})
+                    assert not waited.is_error
+                    ids = [entry["requestId"] for entry in waited.structured_content["results"]]
+                    assert ids == [request_id]

@@ -8,13 +8,17 @@ desk keeps a cut foreground form queued and delivers its answer later). The desk
 validation: this side adds nothing and drops nothing.
 
 The desk connection is made on first use and made again after it broke (the desk restarted):
-``tools/list`` is retried once on a fresh connection; a ``tools/call`` is never retried, since
-it may have reached the desk already (a question asked twice), and fails as a tool error that
-says so. :func:`find_desk` (``connection.py``) finds the running desk for ``--desk auto``.
+a new connection goes to the desk the connection file names then, if one answers (a restarted
+desk has a new port and token), else to the same URL again. ``tools/list`` is retried once on
+a fresh connection; a ``tools/call`` is never retried, since it may have reached the desk
+already (a question asked twice; the desk's journal keeps it across its restart), and fails
+as a tool error that says so. :func:`find_desk` (``connection.py``) finds the running desk for
+``--desk auto``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -25,8 +29,9 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
-from pi_agent_ask.desk.connection import find_desk
+from pi_agent_ask.desk.connection import desk_file_path, find_desk
 from pi_agent_ask.desk.http import KEY_HEADER
 
 __all__ = [
@@ -42,6 +47,11 @@ DESK_GONE_TEXT = (
     "stays queued there and its answer arrives through wait_for_answers or a later tool result."
 )
 CONNECT_TIMEOUT = 30.0
+BROKEN_CODES = frozenset({CONNECTION_CLOSED, INVALID_REQUEST, INTERNAL_ERROR})
+"""The SDK client's codes for a closed connection, an unknown session (404) and an HTTP error
+response: the connection is what failed, so the next call opens a new one. (The desk's own
+refusals, such as an unusable journal, are ``INVALID_PARAMS`` and keep the connection, so
+calls in flight on it go on.)"""
 
 
 @attrs.define(eq=False)
@@ -52,14 +62,22 @@ class DeskUpstream:
     token: str
     key: str
     _nursery: trio.Nursery
+    desk_file: Path | None = None
+    """The connection file to follow after a break (``None``: the default path)."""
     _session: ClientSession | None = None
     _close: trio.Event | None = None
+    _broke: bool = False
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
 
     async def session(self) -> ClientSession:
         async with self._lock:
             if self._session is None:
+                if self._broke:
+                    found = await find_desk(path=self.desk_file or desk_file_path())
+                    if found is not None:
+                        self.url, self.token = found.url, found.token
                 self._session, self._close = await self._nursery.start(self._hold)
+                self._broke = False
             return self._session
 
     def reset(self) -> None:
@@ -68,6 +86,7 @@ class DeskUpstream:
             self._close.set()
         self._session = None
         self._close = None
+        self._broke = True
 
     async def _hold(
         self, *, task_status: trio.TaskStatus[tuple[ClientSession, trio.Event]]
@@ -104,12 +123,14 @@ def forwarding_server(upstream: DeskUpstream) -> Server[Any]:
             try:
                 session = await upstream.session()
                 return await session.list_tools()
-            except MCPError:
-                raise
+            except MCPError as error:
+                if error.error.code not in BROKEN_CODES or attempt:
+                    raise
+                upstream.reset()
             except Exception as error:
                 upstream.reset()
                 if attempt:
-                    raise MCPError(-32603, _gone(upstream, error)) from None
+                    raise MCPError(INTERNAL_ERROR, _gone(upstream, error)) from None
         raise AssertionError("unreachable")
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -119,7 +140,9 @@ def forwarding_server(upstream: DeskUpstream) -> Server[Any]:
         try:
             session = await upstream.session()
             return await session.call_tool(params.name, params.arguments, progress_callback=relay)
-        except MCPError:
+        except MCPError as error:
+            if error.error.code in BROKEN_CODES:  # the desk restarted or refused the session
+                upstream.reset()
             raise
         except Exception as error:
             upstream.reset()
