@@ -331,3 +331,21 @@ def test_listen_addresses_parse(text: str, host: str, port: int) -> None:
 def test_bad_listen_addresses_are_refused(text: str) -> None:
     with pytest.raises(ListenError):
         parse_listen(text)
+
+
+async def test_an_agent_with_a_damaged_journal_is_refused_and_the_others_go_on(
+    tmp_path: Path,
+) -> None:
+    from pi_agent_ask.desk.journals import record_key
+
+    journal = record_key(tmp_path / "state", "broken")
+    journal.write_bytes(b"this is not a session file")
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.registry.get("broken") is None
+            async with desk_client(desk.address, "broken") as client:
+                with pytest.raises(MCPError, match="cannot open the journal"):
+                    await client.list_tools()
+            async with desk_client(desk.address, "fine") as client:
+                assert (await client.list_tools()).tools
+    assert journal.read_bytes() == b"this is not a session file"  # left untouched

@@ -159,35 +159,49 @@ class AgentRegistry:
             agent.runtime.apply_settings(loaded)
 
     async def _serve(self, key: str, *, task_status: trio.TaskStatus[Agent]) -> None:
-        journal = await trio.to_thread.run_sync(record_key, self.state_dir, key)
-        self.board.add_agent(key)
-        surface = AgentSurface(self.board, key)
-        async with (
-            open_runtime(
-                session=journal, mode="tui", settings=self.settings, cwd=self.cwd, surface=surface
-            ) as runtime,
-            trio.open_nursery() as nursery,
-        ):
-            extra = (
-                {}
-                if self.progress_interval is None
-                else {"progress_interval": self.progress_interval}
-            )
-            with AgentTools(runtime, **extra) as tools:
-                agent = Agent(
-                    key=key, runtime=runtime, tools=tools, board=self.board, journal=journal
+        """One agent's runtime, from its open until the desk stops. A failure after the open is
+        that agent's alone: it is reported, the agent is forgotten, and its next call opens
+        its journal again (the journal has everything)."""
+        started = False
+        try:
+            journal = await trio.to_thread.run_sync(record_key, self.state_dir, key)
+            self.board.add_agent(key)
+            surface = AgentSurface(self.board, key)
+            async with (
+                open_runtime(
+                    session=journal,
+                    mode="tui",
+                    settings=self.settings,
+                    cwd=self.cwd,
+                    surface=surface,
+                ) as runtime,
+                trio.open_nursery() as nursery,
+            ):
+                extra = (
+                    {}
+                    if self.progress_interval is None
+                    else {"progress_interval": self.progress_interval}
                 )
-                surface.on_show_or_hide = agent.changed
-                nursery.start_soon(agent.keep_count)
-                nursery.start_soon(self._relay_notices, key, runtime)
-                nursery.start_soon(_drain, runtime.aborts)
-                agent.changed()
-                self._agents[key] = agent
-                try:
-                    task_status.started(agent)
-                    await trio.sleep_forever()
-                finally:
-                    self._agents.pop(key, None)
+                with AgentTools(runtime, **extra) as tools:
+                    agent = Agent(
+                        key=key, runtime=runtime, tools=tools, board=self.board, journal=journal
+                    )
+                    surface.on_show_or_hide = agent.changed
+                    nursery.start_soon(agent.keep_count)
+                    nursery.start_soon(self._relay_notices, key, runtime)
+                    nursery.start_soon(_drain, runtime.aborts)
+                    agent.changed()
+                    self._agents[key] = agent
+                    try:
+                        task_status.started(agent)
+                        started = True
+                        await trio.sleep_forever()
+                    finally:
+                        self._agents.pop(key, None)
+        except Exception as error:
+            if not started:
+                raise
+            self.notice(f"Agent {key!r} stopped: {type(error).__name__}: {error}")
 
     async def _relay_notices(self, key: str, runtime: Any) -> None:
         async for text in runtime.notices:
