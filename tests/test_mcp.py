@@ -552,3 +552,60 @@ def test_elicitation_mapping_round_trips_single_multi_custom_and_notes() -> None
     assert empty == {"kind": "answer", "answers": {}}
     cancel = types.ElicitResult(action="cancel")
     assert response_from_elicitation(params, presented, cancel) == {"kind": "cancel"}
+
+
+async def test_an_answer_taken_by_another_boundary_goes_to_its_waiting_call(
+    tmp_path: Path,
+) -> None:
+    """A hook (or another call) that takes the boundary while a foreground ask waits for its
+    answer hands that answer to the ask: the ask still returns it as its own result."""
+    from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.actors.runtime import open_runtime
+    from pi_agent_ask.mcp_server.tools import AgentTools
+
+    with trio.fail_after(30):
+        async with open_runtime(
+            mode="tui", surface=NullSurface(), settings=tmp_path / "settings.json"
+        ) as runtime:
+            started: list[dict[str, Any]] = []
+            completed: list[dict[str, Any]] = []
+            runtime.events.on(ev.STARTED, started.append)
+            runtime.events.on(ev.COMPLETED, completed.append)
+            with AgentTools(runtime) as tools:
+                results: list[types.CallToolResult] = []
+                taken: list[list[dict[str, Any]]] = []
+                async with trio.open_nursery() as nursery:
+
+                    async def ask() -> None:
+                        results.append(await tools.call_tool("ask_user", ASK))
+
+                    async def take() -> None:
+                        taken.append(await tools.take_background_messages())
+
+                    nursery.start_soon(ask)
+                    while not started:
+                        await trio.testing.wait_all_tasks_blocked()
+                    # Another boundary is under way: the hook queues behind it, first.
+                    async with tools._boundary_lock:
+                        nursery.start_soon(take)
+                        await trio.testing.wait_all_tasks_blocked()
+                        runtime.events.emit(
+                            ev.SUBMIT,
+                            {
+                                "version": 1,
+                                "requestId": "r1",
+                                "flowId": started[0]["flowId"],
+                                "response": {
+                                    "kind": "answer",
+                                    "answers": {"db": {"values": ["pg"]}},
+                                },
+                            },
+                        )
+                        while not completed:
+                            await trio.testing.wait_all_tasks_blocked()
+                        await trio.testing.wait_all_tasks_blocked()
+    assert taken == [[]]
+    [result] = results
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    assert result.structured_content["answers"]["db"]["values"] == ["pg"]

@@ -171,8 +171,10 @@ class AgentTools:
     runtime: Any
     """The ``Runtime`` (``pi_agent_ask.actors.runtime``) this agent's calls run on."""
     progress_interval: float = attrs.field(default=PROGRESS_INTERVAL, kw_only=True)
-    _completions: dict[str, trio.Event] = attrs.field(factory=dict, init=False)
-    """Tool-call ids of foreground asks in flight → set when their request completes."""
+    _by_call: dict[str, _Waiter] = attrs.field(factory=dict, init=False)
+    """Foreground asks in flight by tool-call id (their completion event names it)."""
+    _by_request: dict[str, _Waiter] = attrs.field(factory=dict, init=False)
+    """The same asks by request id (a boundary taken elsewhere routes their answer here)."""
     _boundary_lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
     _unsubscribe: Callable[[], None] | None = attrs.field(default=None, init=False)
     _carry: list[dict[str, Any]] = attrs.field(factory=list, init=False)
@@ -196,9 +198,9 @@ class AgentTools:
 
     def _on_completed(self, payload: Any) -> None:
         if isinstance(payload, Mapping):
-            event = self._completions.get(payload.get("toolCallId"))  # type: ignore[arg-type]
-            if event is not None:
-                event.set()
+            waiter = self._by_call.get(payload.get("toolCallId"))  # type: ignore[arg-type]
+            if waiter is not None:
+                waiter.ready.set()
 
     # -- listing -------------------------------------------------------------------------
 
@@ -241,22 +243,33 @@ class AgentTools:
         or take returns them first."""
         self._carry = [*messages, *self._carry]
 
-    async def _handed_out(self) -> list[dict[str, Any]]:
+    async def _handed_out(self, own: str | None = None) -> list[dict[str, Any]]:
         """The boundary's messages, for a caller that returns them with no checkpoint after.
 
-        The boundary marks them delivered. A call cut at the one checkpoint here keeps them
-        for the next call (``_carry``) instead of dropping them with its result; after it, the
-        caller returns straight to the transport, which writes the result unless the client
-        cancelled in between (a window of no checkpoints)."""
+        The boundary marks them delivered. An answer another foreground ask in flight waits
+        for goes to that ask instead (``own``: the caller's own request, kept). A call cut at
+        the one checkpoint here keeps what it took for the next call (``_carry``) instead of
+        dropping it with its result; after it, the caller returns straight to the transport,
+        which writes the result unless the client cancelled in between (a window of no
+        checkpoints)."""
         async with self._boundary_lock:
-            messages = [*self._carry, *await self.runtime.turn_boundary()]
+            taken = [*self._carry, *await self.runtime.turn_boundary()]
             self._carry = []
+        kept = []
+        for message in taken:
+            request_id = _request_id(message)
+            waiter = self._by_request.get(request_id)
+            if waiter is not None and request_id != own and waiter.message is None:
+                waiter.message = message
+                waiter.ready.set()
+            else:
+                kept.append(message)
         try:
             await trio.lowlevel.checkpoint()
         except trio.Cancelled:
-            self._carry = [*messages, *self._carry]
+            self._carry = [*kept, *self._carry]
             raise
-        return messages
+        return kept
 
     def _runs_as_background(self, name: str, arguments: Any) -> bool:
         return (
@@ -271,7 +284,8 @@ class AgentTools:
     async def _foreground_ask(
         self, call_id: str, arguments: Mapping[str, Any], report_progress: ReportProgress | None
     ) -> types.CallToolResult:
-        completed = self._completions[call_id] = trio.Event()
+        waiter = self._by_call[call_id] = _Waiter()
+        request_id: str | None = None
         try:
             queued = await self.runtime.call_tool(
                 tool_names.ASK_USER, {**arguments, "background": True}, tool_call_id=call_id
@@ -282,31 +296,51 @@ class AgentTools:
             ):
                 # A schema or semantic failure: nothing was queued; the result says why.
                 return with_background_answers(call_tool_result(queued), await self._handed_out())
-            request_id = receipt["requestId"]
+            request_id = str(receipt["requestId"])
+            self._by_request[request_id] = waiter
+            params = dict((await self.runtime.statistics()).params).get(request_id)
             async with self._progress(report_progress):
-                await completed.wait()
+                await waiter.ready.wait()
+            # Two tries: the completion event fires just before the queue records the
+            # outcome; the second boundary is a round trip behind that record.
+            messages: list[dict[str, Any]] = []
+            for _attempt in range(2):
+                if waiter.message is None:
+                    messages = await self._handed_out(own=request_id)
+                if waiter.message is not None:
+                    # Another call's boundary took this answer and routed it here.
+                    own, waiter.message = waiter.message, None
+                    return with_background_answers(_as_foreground(own, params), messages)
+                mine = [m for m in messages if _request_id(m) == request_id]
+                if mine:
+                    others = [m for m in messages if _request_id(m) != request_id]
+                    return with_background_answers(_as_foreground(mine[0], params), others)
+                if messages:
+                    break
+            return with_background_answers(
+                error_result(ELSEWHERE_TEXT.format(request_id=request_id)), messages
+            )
         finally:
             # From here on (and when the call is cut before this) the answer is an ordinary
-            # background answer: it stays queued for the next boundary or wait.
-            del self._completions[call_id]
-        stats = await self.runtime.statistics()
-        params = dict(stats.params).get(request_id)
-        # Two tries: the completion event fires just before the queue records the outcome;
-        # the second boundary is a round trip behind that record.
-        for _attempt in range(2):
-            messages = await self._handed_out()
-            own = [m for m in messages if _request_id(m) == request_id]
-            if own:
-                others = [m for m in messages if _request_id(m) != request_id]
-                return with_background_answers(_as_foreground(own[0], params), others)
-            if messages:
-                break
-        return with_background_answers(
-            error_result(ELSEWHERE_TEXT.format(request_id=request_id)), messages
-        )
+            # background answer: it stays queued for the next boundary or wait; one already
+            # routed here goes back to the next call.
+            del self._by_call[call_id]
+            if request_id is not None:
+                self._by_request.pop(request_id, None)
+            if waiter.message is not None:
+                self._carry.append(waiter.message)
 
     def _progress(self, report_progress: ReportProgress | None) -> Any:
         return _progress(report_progress, self.progress_interval)
+
+
+@attrs.define(eq=False)
+class _Waiter:
+    """A foreground ask in flight: ``ready`` is set when its request completed, or when another
+    call's boundary took its answer (then in ``message``)."""
+
+    ready: trio.Event = attrs.field(factory=trio.Event)
+    message: dict[str, Any] | None = None
 
 
 def _as_foreground(message: Mapping[str, Any], params: Any) -> types.CallToolResult:
