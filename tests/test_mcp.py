@@ -20,11 +20,15 @@ import mcp.types as types
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.client.session import ClientSession
 from mcp.shared.memory import create_client_server_memory_streams
 
 from pi_agent_ask import events as ev
+from pi_agent_ask.actors.form import remote_apply
 from pi_agent_ask.form import schemas
+from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import AskParams, Option, Question
 from pi_agent_ask.mcp_server.elicitation import (
     elicitation_schema,
@@ -609,3 +613,101 @@ async def test_an_answer_taken_by_another_boundary_goes_to_its_waiting_call(
     assert not result.is_error, result.content
     assert result.structured_content is not None
     assert result.structured_content["answers"]["db"]["values"] == ["pg"]
+
+
+# -- elicitation answers against the form's own checks (property) ------------------------
+
+
+_values = st.text(alphabet="abcxyz", min_size=1, max_size=3)
+
+
+@st.composite
+def _params(draw: st.DrawFn) -> AskParams:
+    count = draw(st.integers(1, 3))
+    questions = []
+    for index in range(count):
+        values = draw(st.lists(_values, min_size=1, max_size=4, unique=True))
+        questions.append(
+            Question(
+                id=f"q{index}",
+                label=f"Q{index}",
+                prompt="?",
+                type=draw(st.sampled_from(["single", "multi"])),
+                options=tuple(Option(v, v.upper()) for v in values),
+            )
+        )
+    return AskParams(questions=tuple(questions))
+
+
+_field_value = st.one_of(
+    st.none(), st.text(max_size=5), st.integers(), st.booleans(), st.lists(_values, max_size=4)
+)
+
+
+@given(params=_params(), data=st.data())
+def test_any_elicitation_content_is_an_answer_or_a_clear_refusal(
+    params: AskParams, data: st.DataObject
+) -> None:
+    keys = [q.id + suffix for q in params.questions for suffix in ("", ".custom", ".note")]
+    content = data.draw(st.dictionaries(st.sampled_from([*keys, "junk"]), _field_value, max_size=6))
+    form = fs.new_form(params, fs.FormSettings())
+    presented = tuple(form.types)
+    assert set(elicitation_schema(params, presented)["properties"]) == set(keys)
+    response = response_from_elicitation(params, presented, accept(content))
+    state, problem = remote_apply(form, response)
+    if problem is None:
+        assert state.outcome is not None and not state.outcome.cancelled
+    else:
+        assert problem[0] == "invalid_answer" and problem[1]
+        assert state.outcome is None
+
+
+@given(params=_params(), data=st.data())
+def test_choices_made_in_the_elicitation_form_are_the_answers(
+    params: AskParams, data: st.DataObject
+) -> None:
+    form = fs.new_form(params, fs.FormSettings())
+    presented = tuple(form.types)
+    content: dict[str, Any] = {}
+    for question, kind in zip(params.questions, presented, strict=True):
+        values = [option.value for option in question.options]
+        if kind == "multi":
+            content[question.id] = data.draw(st.lists(st.sampled_from(values), unique=True))
+        else:
+            content[question.id] = data.draw(st.sampled_from(values))
+        content[question.id + ".note"] = data.draw(st.text(alphabet="nope ", max_size=4))
+    response = response_from_elicitation(params, presented, accept(content))
+    state, problem = remote_apply(form, response)
+    assert problem is None
+    assert state.outcome is not None
+
+
+async def test_hook_endpoint_refuses_junk_and_goes_on(tmp_path: Path) -> None:
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return accept({"db": "pg"})
+
+    async def exchange(path: Path, data: bytes) -> bytes:
+        stream = await trio.open_unix_socket(str(path))
+        received = b""
+        async with stream:
+            try:
+                await stream.send_all(data)
+                while chunk := await stream.receive_some(65536):
+                    received += chunk
+            except trio.BrokenResourceError:
+                pass  # the server hung up on an oversized request (reset with unread data)
+        return received
+
+    with trio.fail_after(30):
+        async with connected(tmp_path, elicit=elicit) as h:
+            path = h.local.hook_path
+            assert path is not None
+            await h.call("ask_user", {**ASK, "background": True})
+            await h.wait_completed(1)
+            assert b"unknown request" in await exchange(path, b"not json\n")
+            assert b"unknown request" in await exchange(path, b'{"op": "give"}\n')
+            assert b"unknown request" in await exchange(path, b"[1]\n")
+            assert await exchange(path, b"x" * 200_000) == b""  # too long: closed unanswered
+            taken = await take_from(path)  # the answer waited through all of it
+    [message] = taken
+    assert message["details"]["result"]["answers"]["db"]["values"] == ["pg"]
