@@ -47,6 +47,7 @@ async def test_the_person_answers_two_agents_on_the_desk_by_keys_and_mouse(
             await term.wait_for(desk.address.url)
             receipt = await alpha.call_tool("ask_user", ask("Deploy"))
             await term.wait_for("Question Deploy?")
+            await term.wait_for(lambda t: "\x07" in t.raw)  # the agent's runtime rang the bell
             assert "From alpha" in term.text()
             assert "background question" in term.text()
 

@@ -99,6 +99,8 @@ class AgentRegistry:
     notice: Callable[[str], None] = lambda _text: None
     progress_interval: float | None = None
     """Seconds between progress notifications of long waits (``None``: AgentTools' default)."""
+    write_terminal: Callable[[str], None] | None = None
+    """Where the runtimes' notification bytes go (``None``: nowhere)."""
     _agents: dict[str, Agent] = attrs.field(factory=dict)
     _opening: dict[str, trio.Event] = attrs.field(factory=dict)
     _failures: dict[str, str] = attrs.field(factory=dict)
@@ -174,6 +176,7 @@ class AgentRegistry:
                     settings=self.settings,
                     cwd=self.cwd,
                     surface=surface,
+                    write_terminal=self.write_terminal,
                 ) as runtime,
                 trio.open_nursery() as nursery,
             ):

@@ -133,6 +133,7 @@ async def run_desk(
             cwd=Path.cwd(),
             notice=notice,
             progress_interval=progress_interval,
+            write_terminal=None if headless else display.write_terminal,
         )
         if not headless:
             from pi_agent_ask.ui.surface import run_terminal_surface

@@ -109,6 +109,14 @@ class DeskSurface(TerminalSurface):
         del self.notices[:-MAX_NOTICES]
         self.invalidate()
 
+    def write_terminal(self, text: str) -> None:
+        """Notification bytes (bell, OSC 9/777) of the agents' runtimes, to the desk's
+        terminal while it is on screen (dropped otherwise)."""
+        app = self._app
+        if app is not None and app.is_running:
+            app.output.write_raw(text)
+            app.output.flush()
+
     def _title(self) -> StyleAndTextTuples:
         board = self.board
         count = len(board.agents()) if board is not None else 0
