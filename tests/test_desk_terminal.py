@@ -116,3 +116,38 @@ async def test_escape_sends_a_form_to_the_back_of_the_line(tmp_path: Path) -> No
             await term.wait_for("Question First?")
             assert "Note: keep me" in term.text()
             assert {row.key: row.pending for row in desk.board.agents()}["alpha"] == 2
+
+
+async def test_settings_saved_on_the_desk_apply_to_every_agent(tmp_path: Path) -> None:
+    term = VirtualTerminal(110, 32)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+        ):
+            await alpha.call_tool("ask_user", ask("One"))
+            await term.wait_for("Question One?")
+            await beta.call_tool("ask_user", ask("Two"))
+            await term.wait_for("1 more waiting")
+            pipe.send_text("?")
+            await term.wait_for("Live settings")
+            pipe.send_text("\r")  # the first row: auto-submit when answered without notes
+            await term.wait_for(
+                lambda t: "[on]" in t.rows()[t.find("Auto-submit when answered")[0]]
+            )
+            pipe.send_text("\x1b")
+            await term.wait_gone("Live settings")
+            # Both agents' forms now submit on the answer itself, without Review.
+            pipe.send_text("1")
+            await term.wait_for("Question Two?")
+            pipe.send_text("2")
+            await term.wait_for("No questions waiting")
+            for agent in (alpha, beta):
+                (entry,) = (await agent.call_tool("wait_for_answers", {})).structured_content[
+                    "results"
+                ]
+                assert entry["result"]["cancelled"] is False
+            for key in ("alpha", "beta"):
+                runtime = desk.registry.get(key).runtime  # type: ignore[union-attr]
+                assert runtime.config.form_settings.auto_submit_when_answered_without_notes
