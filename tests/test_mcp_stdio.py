@@ -243,3 +243,20 @@ async def test_explicit_desk_without_a_token_is_refused(home: Home) -> None:
     assert done.returncode == 2
     assert b"no token" in done.stderr
     assert done.stdout == b""
+
+
+async def test_desk_auto_forwards_to_a_running_desk_with_the_default_key(home: Home) -> None:
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    desk_file = home.root / "no-desk.json"  # the file the server's environment names
+    with trio.fail_after(90):
+        async with (
+            open_desk(home.root / "desk", desk_file=desk_file) as desk,
+            server(home, name="tester") as client,
+        ):
+            receipt = await call(client, "ask_user", {**ASK, "background": True})
+            shown = await answer_displayed(desk)
+            waited = await call(client, "wait_for_answers", {})
+    assert shown.key == f"tester@{home.work}"
+    [item] = waited.structured_content["results"]
+    assert item["requestId"] == receipt.structured_content["requestId"]
