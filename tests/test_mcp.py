@@ -221,6 +221,23 @@ async def test_declined_elicitation_dismisses_the_form(tmp_path: Path) -> None:
     assert result.structured_content["answers"] == {}
 
 
+async def test_an_elicitation_the_client_refuses_dismisses_the_form(tmp_path: Path) -> None:
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> Any:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="no forms here")
+
+    with trio.fail_after(30):
+        async with connected(tmp_path, elicit=elicit) as h:
+            result = await h.call("ask_user", ASK)
+            later = await h.call("ask_user", {**ASK, "background": True})
+            waited = await h.call("wait_for_answers", {})
+    # A cancellation, never an invented answer, and the server goes on.
+    assert result.structured_content is not None
+    assert result.structured_content["cancelled"] is True
+    assert later.structured_content is not None
+    [item] = waited.structured_content["results"]  # type: ignore[index]
+    assert item["result"]["cancelled"] is True
+
+
 async def test_an_answer_the_form_refuses_is_asked_again_with_the_reason(tmp_path: Path) -> None:
     messages: list[str] = []
 
