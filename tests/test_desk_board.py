@@ -121,3 +121,22 @@ def test_known_keys_come_back_and_tampered_ones_do_not(tmp_path: Path) -> None:
 def test_bad_keys_are_refused(key: str) -> None:
     with pytest.raises(InvalidKey):
         check_key(key)
+
+
+def test_the_desk_package_names_resolve_lazily() -> None:
+    import subprocess
+    import sys
+
+    import pi_agent_ask.desk as desk
+
+    for name in desk.__all__:
+        assert getattr(desk, name) is not None
+    with pytest.raises(AttributeError):
+        _ = desk.no_such_name  # type: ignore[attr-defined]
+    # Building the command line parser (every command does) loads neither server nor SDK.
+    probe = (
+        "import sys; from pi_agent_ask.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('hypercorn', 'mcp', 'starlette') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
