@@ -3,10 +3,14 @@
 ``AgentTools(runtime, *, progress_interval=PROGRESS_INTERVAL)`` serves the tools of one agent
 (one MCP connection on the stdio server, one agent key on the desk) on one ``Runtime`` from
 ``open_runtime``. It is transport-free: the stdio server and the desk both put it behind their
-``tools/list`` and ``tools/call`` handlers.
+``tools/list`` and ``tools/call`` handlers. Use one ``AgentTools`` per runtime (it owns the
+runtime's turn boundary). Forms need a ``tui``-mode runtime with a surface that shows them
+(a terminal, ``NullSurface`` plus submit events, or ``elicitation.ElicitationSurface``).
 
 - ``list_tools() -> list[mcp.types.Tool]``: the tools the settings expose now, with the
-  contract's ``inputSchema`` and ``outputSchema`` and MCP ``annotations``.
+  contract's ``inputSchema`` and ``outputSchema`` and MCP ``annotations`` (a schema root
+  without ``type`` gets ``"type": "object"``, which MCP requires; the contract's output
+  schemas are an ``anyOf`` of objects, so nothing else changes).
 - ``await call_tool(name, arguments, *, report_progress=None, tool_call_id=None)
   -> mcp.types.CallToolResult``: content, ``structuredContent`` and ``isError`` as the
   runtime's result dict has them. ``report_progress(progress, total, message)`` is awaited
@@ -37,9 +41,16 @@ event, then takes the turn boundary: the answer becomes this call's result (``co
 ``details``-free ``structuredContent`` as a foreground result has it) and any other waiting
 answers are appended. When the client cuts the call (cancellation, connection gone) the form
 stays queued and its answer arrives later like any background answer: through
-``wait_for_answers`` or the next tool result, never lost and never twice. In the journal such
-a form is a background request. Outside ``tui`` mode (``json``/``rpc``: the non-TUI fallback,
-or an external UI) calls go to the runtime unchanged.
+``wait_for_answers``, the next tool result or a hook, never lost and never twice. A boundary
+taken by someone else meanwhile (a hook, a concurrent call) hands that answer to the waiting
+call; a concurrent ``wait_for_answers`` takes it into its own result, and the waiting call
+then says so (an ``isError`` result naming the request). In the journal such a form is a
+background request. Outside ``tui`` mode (``json``/``rpc``: the non-TUI fallback, or an
+external UI) calls go to the runtime unchanged.
+
+Limit: a form that ends with an *error* outcome (its surface broke: ``Runtime.surface_failed``)
+emits no ``pi-agent-ask:completed`` event, so a foreground call waiting for it goes on waiting
+until the client cuts it; the error then arrives like a background answer.
 """
 
 from __future__ import annotations
