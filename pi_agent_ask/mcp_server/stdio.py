@@ -186,7 +186,11 @@ async def _find_desk(desk: str) -> tuple[str, str] | None:
             return None
         raise DeskUnavailable("this installation has no desk support") from None
     if desk == "auto":
-        address = await find_desk()
+        try:
+            address = await find_desk()
+        except Exception as error:  # a desk that cannot be asked is a desk that is not there
+            print(f"pi-agent-ask: not using the desk: {error}", file=sys.stderr)
+            return None
         return (address.url, address.token) if address is not None else None
     token = os.environ.get(DESK_TOKEN_ENV)
     if not token:
