@@ -52,6 +52,13 @@ REMOTE_WARNING = (
 )
 
 
+SESSION_IDLE_TIMEOUT = 4 * 3600.0
+"""Seconds an MCP session may sit with no request in flight and no open stream before the desk
+forgets it (a client that died without closing it). A call waiting for the person is in
+flight, so a long wait never counts as idle; a client that comes back later opens a new
+session, and its agent key (not the session) finds its questions."""
+
+
 class DeskAlreadyRunning(Exception):
     """Another desk is running and answers at the connection file's URL."""
 
@@ -149,14 +156,16 @@ async def run_desk(
                 )
             )
         await nursery.start(registry.run)
-        manager = StreamableHTTPSessionManager(mcp_server(registry), session_idle_timeout=None)
+        manager = StreamableHTTPSessionManager(
+            mcp_server(registry), session_idle_timeout=SESSION_IDLE_TIMEOUT
+        )
         token = new_token()
         app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid())
         config = HypercornConfig()
         config.bind = [where.bind]
         config.errorlog = None
         config.accesslog = None
-        # The SSE streams of long waits stay open: no keep-alive cut-off on them.
+        # Idle client connections stay open between calls for an hour (clients reuse them).
         config.keep_alive_timeout = 3600
         async with manager.run():
             binds: list[str] = await nursery.start(serve, app, config)
