@@ -349,3 +349,53 @@ async def test_an_agent_with_a_damaged_journal_is_refused_and_the_others_go_on(
             async with desk_client(desk.address, "fine") as client:
                 assert (await client.list_tools()).tools
     assert journal.read_bytes() == b"this is not a session file"  # left untouched
+
+
+async def test_a_foreground_call_whose_client_drops_the_connection_is_answered_later(
+    tmp_path: Path,
+) -> None:
+    """No courtesy cancel (a killed client): the desk sees the connection close and ends the
+    call there, so the answer is not sent into a dead stream but kept for the agent."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "X-Pi-Agent-Ask-Key": "alpha",
+    }
+    version = "2025-06-18"
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "ask_user", "arguments": ask("Dropped", background=False)},
+    }
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            headers["Authorization"] = f"Bearer {desk.address.token}"
+            url = desk.address.url
+            async with httpx2.AsyncClient(headers=headers) as http:
+                opened = await http.post(url, json=initialize)
+                session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+                session["mcp-protocol-version"] = version
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await http.post(url, json=initialized, headers=session)
+                async with http.stream("POST", url, json=call, headers=session) as response:
+                    assert response.status_code == 200
+                    await desk.board.wait_for(lambda board: board.current is not None)
+            # The connection is gone: the call ends on the desk, the form stays.
+            await desk.board.wait_for(lambda board: not board.agents()[0].waiting)
+            shown = await answer_displayed(desk)
+            assert shown.key == "alpha"
+            async with desk_client(desk.address, "alpha") as alpha:
+                waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["questions"][0]["label"] == "Dropped"

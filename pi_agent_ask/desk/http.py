@@ -26,10 +26,12 @@ from typing import Any
 
 import attrs
 import mcp.types as types
+import trio
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 
 from pi_agent_ask.desk.agents import AgentRegistry, AgentUnavailable
 from pi_agent_ask.desk.connection import SERVICE, STATUS_PATH
@@ -47,6 +49,8 @@ __all__ = [
 ]
 
 KEY_HEADER = "x-pi-agent-ask-key"
+DISCONNECTED = "pi_agent_ask.disconnected"
+"""The ASGI scope key of the event set when the request's client went away."""
 MCP_PATH = "/mcp"
 INVALID_PARAMS = -32602
 
@@ -178,11 +182,30 @@ class DeskApp:
             return
         path = scope.get("path", "")
         if path in (MCP_PATH, MCP_PATH + "/"):
-            await self.manager.handle_request(scope, receive, send)
+            await self.manager.handle_request(scope, _watch_disconnect(scope, receive), send)
         elif path == STATUS_PATH and scope.get("method") == "GET":
             await _respond(send, 200, {"service": SERVICE, "pid": self.pid})
         else:
             await _respond(send, 404, {"error": "Not found."})
+
+
+def _watch_disconnect(scope: Scope, receive: Receive) -> Receive:
+    """``receive``, noting in the request's scope when its client goes away.
+
+    A client that drops its connection in the middle of a call (killed, or cut without the
+    courtesy ``notifications/cancelled``) leaves the SDK's handler running, and the result it
+    returns later has nowhere to go. The event in the scope lets the tool handler end the
+    call instead, so a foreground form stays queued and its answer is delivered later."""
+    disconnected = trio.Event()
+    scope[DISCONNECTED] = disconnected
+
+    async def watched() -> dict[str, Any]:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            disconnected.set()
+        return message
+
+    return watched
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
@@ -227,7 +250,12 @@ def mcp_server(registry: AgentRegistry, *, version: str = "") -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         agent = await _agent(registry, ctx)
         report = ctx.session.report_progress if _has_progress_token(ctx) else None
-        return await agent.call_tool(params.name, params.arguments, report_progress=report)
+        call = agent.call_tool(params.name, params.arguments, report_progress=report)
+        scope = getattr(ctx.request, "scope", None)
+        disconnected = scope.get(DISCONNECTED) if isinstance(scope, dict) else None
+        if disconnected is None:
+            return await call
+        return await _unless_gone(call, disconnected)
 
     return Server(
         "pi-agent-ask-desk",
@@ -239,6 +267,27 @@ def mcp_server(registry: AgentRegistry, *, version: str = "") -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+async def _unless_gone(call: Any, disconnected: trio.Event) -> types.CallToolResult:
+    """Await ``call`` unless the client's connection closes first: then the call is cancelled
+    (a foreground form stays queued, its answer delivered later) and nothing is answered."""
+    results: list[types.CallToolResult] = []
+    async with trio.open_nursery() as nursery:
+
+        async def run() -> None:
+            results.append(await call)
+            nursery.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await disconnected.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(run)
+        nursery.start_soon(watch)
+    if not results:
+        raise MCPError(CONNECTION_CLOSED, "The client went away; its question stays queued.")
+    return results[0]
 
 
 def _has_progress_token(ctx: Any) -> bool:
