@@ -728,3 +728,39 @@ async def test_hook_endpoint_refuses_junk_and_goes_on(tmp_path: Path) -> None:
             taken = await take_from(path)  # the answer waited through all of it
     [message] = taken
     assert message["details"]["result"]["answers"]["db"]["values"] == ["pg"]
+
+
+async def test_hook_endpoint_leaves_answers_with_images_for_a_tool_result() -> None:
+    from pi_agent_ask.mcp_server import hook
+
+    text_only = {"customType": "ask:background-answer", "content": "A", "details": {}}
+    with_image = {
+        "customType": "ask:background-answer",
+        "content": [
+            {"type": "text", "text": "B"},
+            {"type": "image", "mimeType": "image/png", "data": "aGk="},
+        ],
+        "details": {},
+    }
+
+    @attrs.define
+    class Taken:
+        given_back: list[list[dict[str, Any]]] = attrs.field(factory=list)
+
+        async def take_background_messages(self) -> list[dict[str, Any]]:
+            return [text_only, with_image]
+
+        def give_back(self, messages: list[dict[str, Any]]) -> None:
+            self.given_back.append(messages)
+
+    tools = Taken()
+    client, server = trio.testing.memory_stream_pair()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hook._serve_one, tools, server)
+            await client.send_all(b'{"op": "take"}\n')
+            reply = b""
+            while chunk := await client.receive_some(65536):
+                reply += chunk
+    assert json.loads(reply) == {"messages": [text_only]}
+    assert tools.given_back == [[with_image]]

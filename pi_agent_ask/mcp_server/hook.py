@@ -7,7 +7,8 @@ is ``$XDG_RUNTIME_DIR``, else the agent directory), with ``<slug>.json`` beside 
 hook sends ``{"op": "take"}``, the server answers ``{"messages": [...]}`` (the turn-boundary
 messages, marked delivered in the server by the runtime's boundary) and closes. Delivery stays
 exactly once because it happens in the server process; a reply that cannot be written is
-given back to the server's next tool result.
+given back to the server's next tool result, and so are answers with images (a hook adds
+text only; a tool result carries the images).
 
 ``pi-agent-ask hook claude-code`` reads the hook's JSON on standard input
 (``UserPromptSubmit`` or ``PostToolUse``), finds the server of this Claude Code session, takes
@@ -138,7 +139,7 @@ async def serve_hook_endpoint(
                 leftover.unlink()
 
 
-async def _serve_one(tools: Any, stream: trio.SocketStream) -> None:
+async def _serve_one(tools: Any, stream: trio.abc.Stream) -> None:
     async with stream:
         with trio.move_on_after(REQUEST_TIMEOUT):
             request = await _read_line(stream, MAX_LINE)
@@ -152,7 +153,10 @@ async def _serve_one(tools: Any, stream: trio.SocketStream) -> None:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await stream.send_all(b'{"error": "unknown request"}\n')
             return
-        messages = await tools.take_background_messages()
+        taken = await tools.take_background_messages()
+        # A hook adds text only: answers with images wait for the next tool result instead.
+        messages = [m for m in taken if not _has_images(m)]
+        tools.give_back([m for m in taken if _has_images(m)])
         reply = json.dumps({"messages": messages}, ensure_ascii=False).encode("utf-8") + b"\n"
         try:
             with trio.CancelScope(shield=True), trio.fail_after(REQUEST_TIMEOUT):
@@ -161,7 +165,14 @@ async def _serve_one(tools: Any, stream: trio.SocketStream) -> None:
             tools.give_back(messages)
 
 
-async def _read_line(stream: trio.SocketStream, limit: int) -> bytes | None:
+def _has_images(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and block.get("type") == "image" for block in content
+    )
+
+
+async def _read_line(stream: trio.abc.Stream, limit: int) -> bytes | None:
     data = b""
     while b"\n" not in data:
         chunk = await stream.receive_some(65536)
