@@ -42,9 +42,13 @@ CUSTOM_SUFFIX = ".custom"
 NOTE_SUFFIX = ".note"
 MAX_ATTEMPTS = 3
 """Elicitations per form before an answer the form keeps refusing dismisses it."""
-CONNECTION_CLOSED = -32000
 
 Elicit = Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]]
+
+
+def _refused(error: Exception) -> dict[str, Any]:
+    print(f"pi-agent-ask: the client could not show a form: {error}", file=sys.stderr)
+    return {"kind": "cancel"}
 
 
 def _option_title(option: Any) -> str:
@@ -189,13 +193,14 @@ class ElicitationSurface:
                 schema = elicitation_schema(state.params, presented)
                 try:
                     result = await self._elicit(elicitation_message(state.params, problem), schema)
-                except MCPError as error:
-                    if error.error.code == CONNECTION_CLOSED:
-                        return  # the client is gone: the form stays pending for the next start
-                    print(f"pi-agent-ask: elicitation failed: {error}", file=sys.stderr)
-                    response: dict[str, Any] = {"kind": "cancel"}
                 except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
-                    return
+                    return  # the client is gone: the form stays pending for the next start
+                except MCPError as error:
+                    if error.error.code == types.CONNECTION_CLOSED:
+                        return
+                    response = _refused(error)
+                except Exception as error:  # a malformed reply: the client cannot ask here
+                    response = _refused(error)
                 else:
                     response = response_from_elicitation(state.params, presented, result)
                 replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
