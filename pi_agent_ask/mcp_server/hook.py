@@ -140,6 +140,13 @@ async def serve_hook_endpoint(
 
 
 async def _serve_one(tools: Any, stream: trio.abc.Stream) -> None:
+    try:
+        await _answer_one(tools, stream)
+    except Exception as error:  # one hook connection's trouble never ends the server
+        print(f"pi-agent-ask: hook request failed: {error!r}", file=sys.stderr)
+
+
+async def _answer_one(tools: Any, stream: trio.abc.Stream) -> None:
     async with stream:
         with trio.move_on_after(REQUEST_TIMEOUT):
             request = await _read_line(stream, MAX_LINE)
@@ -157,12 +164,13 @@ async def _serve_one(tools: Any, stream: trio.abc.Stream) -> None:
         # A hook adds text only: answers with images wait for the next tool result instead.
         messages = [m for m in taken if not _has_images(m)]
         tools.give_back([m for m in taken if _has_images(m)])
-        reply = json.dumps({"messages": messages}, ensure_ascii=False).encode("utf-8") + b"\n"
         try:
+            reply = json.dumps({"messages": messages}, ensure_ascii=False).encode() + b"\n"
             with trio.CancelScope(shield=True), trio.fail_after(REQUEST_TIMEOUT):
                 await stream.send_all(reply)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+        except BaseException:
             tools.give_back(messages)
+            raise
 
 
 def _has_images(message: Mapping[str, Any]) -> bool:
