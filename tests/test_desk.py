@@ -399,3 +399,14 @@ async def test_a_foreground_call_whose_client_drops_the_connection_is_answered_l
                 waited = await alpha.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["questions"][0]["label"] == "Dropped"
+
+
+async def test_an_answer_left_undelivered_at_a_restart_reaches_its_agent(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            receipt = await alpha.call_tool("ask_user", ask("Before"))
+            await answer_displayed(desk)
+        # The desk stopped with the answer journaled and not yet delivered.
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            waited = await alpha.call_tool("wait_for_answers", {})
+            assert waited_ids(waited) == [request_id(receipt)]

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import trio
 
+from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.desk.board import AgentSurface, Board
 from pi_agent_ask.desk.journals import check_key, known_keys, record_key
@@ -41,6 +42,9 @@ class Agent:
     board: Board
     journal: Path
     _dirty: trio.Event = attrs.field(factory=trio.Event)
+    _completed: set[str] = attrs.field(factory=set)
+    """Requests announced completed (``pi-agent-ask:completed``, sent once the outcome is
+    journaled) that the last statistics may still count as pending."""
 
     def list_tools(self) -> list[Any]:
         return self.tools.list_tools()
@@ -74,6 +78,13 @@ class Agent:
         """Something may have changed the agent's pending count: refresh it soon."""
         self._dirty.set()
 
+    def on_completed(self, payload: Any) -> None:
+        """A request completed: it is no longer pending, whatever the queue's statistics say
+        until the queue has taken the outcome in (the form hides before that)."""
+        if isinstance(payload, Mapping) and isinstance(payload.get("askRequestId"), str):
+            self._completed.add(payload["askRequestId"])
+            self.changed()
+
     async def keep_count(self) -> None:
         """Keep the board's pending count of this agent current (woken by :meth:`changed`).
 
@@ -83,7 +94,9 @@ class Agent:
             await self._dirty.wait()
             self._dirty = trio.Event()
             stats = await self.runtime.statistics()
-            self.board.set_pending(self.key, len(stats.pending))
+            pending = set(stats.pending)
+            self._completed &= pending  # the queue knows about the others by now
+            self.board.set_pending(self.key, len(pending - self._completed))
             if not stats.panel_visible and stats.pending:
                 await self.runtime.show_queue()
 
@@ -177,6 +190,9 @@ class AgentRegistry:
                     cwd=self.cwd,
                     surface=surface,
                     write_terminal=self.write_terminal,
+                    # Never idle: an idle wake would hand a recovered answer to ``wakeups``,
+                    # which nothing reads over MCP (the agent takes it with its next call).
+                    agent_idle=False,
                 ) as runtime,
                 trio.open_nursery() as nursery,
             ):
@@ -190,6 +206,7 @@ class AgentRegistry:
                         key=key, runtime=runtime, tools=tools, board=self.board, journal=journal
                     )
                     surface.on_show_or_hide = agent.changed
+                    nursery.start_soon(_watch_completions, runtime, agent)
                     nursery.start_soon(agent.keep_count)
                     nursery.start_soon(self._relay_notices, key, runtime)
                     nursery.start_soon(_drain, runtime.aborts)
@@ -209,6 +226,15 @@ class AgentRegistry:
     async def _relay_notices(self, key: str, runtime: Any) -> None:
         async for text in runtime.notices:
             self.notice(f"{key}: {text}")
+
+
+async def _watch_completions(runtime: Any, agent: Agent) -> None:
+    """Subscribe ``agent`` to its runtime's completions for as long as it runs."""
+    unsubscribe = runtime.events.on(ev.COMPLETED, agent.on_completed)
+    try:
+        await trio.sleep_forever()
+    finally:
+        unsubscribe()
 
 
 async def _drain(channel: trio.MemoryReceiveChannel[Any]) -> None:
