@@ -102,11 +102,16 @@ async def test_stdio_server_lists_tools_and_answers_through_elicitation(home: Ho
 
 
 async def test_stdio_without_elicitation_falls_back(home: Home) -> None:
+    settings = home.root / "agent" / "extensions" / "pi-agent-ask.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text("{ not json")  # a damaged settings file: defaults, and a notice
     with trio.fail_after(60):
         async with server(home, "--desk", "off") as client:
             result = await call(client, "ask_user", ASK)
     assert result.structured_content["cancelled"] is True
     assert "Postgres [pg]" in result.content[0].text
+    log = (home.root / "server.log").read_text()
+    assert "pi-agent-ask: Config was invalid" in log  # the notice reached standard error
 
 
 async def test_queued_forms_and_answers_outlive_a_server_restart(home: Home) -> None:

@@ -167,6 +167,13 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
     )
 
 
+async def _print_notices(runtime: Any) -> None:
+    """The runtime's messages for the person (settings problems, a damaged journal, a form
+    reopened) go to standard error: the client usually shows or logs it."""
+    async for text in runtime.notices:
+        print(f"pi-agent-ask: {text}", file=sys.stderr, flush=True)
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -306,6 +313,7 @@ async def open_local(
             )
         tools = stack.enter_context(AgentTools(runtime, progress_interval=progress_interval))
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(_print_notices, runtime)
             hook_path = await nursery.start(
                 functools.partial(
                     serve_hook_endpoint, tools, key, hello.name, cwd, directory=hook_dir
