@@ -764,3 +764,34 @@ async def test_hook_endpoint_leaves_answers_with_images_for_a_tool_result() -> N
                 reply += chunk
     assert json.loads(reply) == {"messages": [text_only]}
     assert tools.given_back == [[with_image]]
+
+
+def test_hook_command_is_silent_without_a_server_or_with_junk(tmp_path: Path) -> None:
+    import io
+
+    from pi_agent_ask.mcp_server.hook import run_claude_code_hook
+
+    env = {"XDG_RUNTIME_DIR": str(tmp_path)}
+    for stdin in ("", "not json", "[1, 2]", '{"hook_event_name": "PostToolUse", "cwd": 5}'):
+        out = io.StringIO()
+        assert run_claude_code_hook(io.StringIO(stdin), out, env=env) == 0
+        assert out.getvalue() == ""
+
+
+def test_hook_finds_servers_by_key_else_by_claude_in_the_same_directory(tmp_path: Path) -> None:
+    from pi_agent_ask.mcp_server.hook import _candidates
+
+    def server(name: str, **info: Any) -> None:
+        (tmp_path / f"{name}.json").write_text(json.dumps(info))
+
+    server("a", key="claude-code@/p", client="claude-code", cwd="/p")
+    server("b", key="mine", client="other", cwd="/p")
+    server("c", key="codex@/p", client="codex", cwd="/p")
+    server("d", key="Claude Desktop@/q", client="Claude Desktop", cwd="/q")
+    (tmp_path / "e.json").write_text("{broken")
+    names = lambda found: sorted(path.stem for path, _info in found)  # noqa: E731
+    assert names(_candidates(tmp_path, "mine", "/p")) == ["b"]
+    assert names(_candidates(tmp_path, "claude-code@/p", "/p")) == ["a"]
+    # No key matches: a Claude client in the hook's directory, never another client's.
+    assert names(_candidates(tmp_path, "claude-code@/q", "/q")) == ["d"]
+    assert names(_candidates(tmp_path, "claude-code@/r", "/r")) == []
