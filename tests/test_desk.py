@@ -410,3 +410,13 @@ async def test_an_answer_left_undelivered_at_a_restart_reaches_its_agent(tmp_pat
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
             waited = await alpha.call_tool("wait_for_answers", {})
             assert waited_ids(waited) == [request_id(receipt)]
+
+
+async def test_a_desk_on_localhost_answers_at_its_url(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with (
+            open_desk(tmp_path, listen="localhost:0") as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            assert desk.address.url.startswith("http://localhost:")
+            assert (await alpha.list_tools()).tools
