@@ -606,6 +606,7 @@ async def test_an_answer_taken_by_another_boundary_goes_to_its_waiting_call(
                     nursery.start_soon(ask)
                     while not started:
                         await trio.testing.wait_all_tasks_blocked()
+                    assert tools.awaited_requests == {started[0]["askRequestId"]}
                     # Another boundary is under way: the hook queues behind it, first.
                     async with tools._boundary_lock:
                         nursery.start_soon(take)
@@ -626,6 +627,7 @@ async def test_an_answer_taken_by_another_boundary_goes_to_its_waiting_call(
                             await trio.testing.wait_all_tasks_blocked()
                         await trio.testing.wait_all_tasks_blocked()
     assert taken == [[]]
+    assert tools.awaited_requests == frozenset()
     [result] = results
     assert not result.is_error, result.content
     assert result.structured_content is not None

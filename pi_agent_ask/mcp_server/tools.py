@@ -24,6 +24,8 @@ runtime's turn boundary). Forms need a ``tui``-mode runtime with a surface that 
   turn-boundary messages themselves (what the Claude Code hook fetches), and
   ``give_back(messages)`` returns taken messages that could not be handed on (they come
   first in the next result or take).
+- ``awaited_requests``: the request ids of the foreground asks waiting now (a desk can mark
+  exactly the forms its agent is blocked on).
 - ``close()``: unsubscribe from the runtime's events (also ``with AgentTools(...) as tools``).
 
 Background answers: MCP cannot push into a model's context, so every answer the runtime's turn
@@ -212,6 +214,11 @@ class AgentTools:
             waiter = self._by_call.get(payload.get("toolCallId"))  # type: ignore[arg-type]
             if waiter is not None:
                 waiter.ready.set()
+
+    @property
+    def awaited_requests(self) -> frozenset[str]:
+        """Request ids of the foreground asks waiting now (the agent is blocked on these)."""
+        return frozenset(self._by_request)
 
     # -- listing -------------------------------------------------------------------------
 
