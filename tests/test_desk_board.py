@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.board import SEP, AgentSurface, Board
@@ -140,3 +142,36 @@ def test_the_desk_package_names_resolve_lazily() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@given(
+    origin=st.one_of(st.none(), st.text(max_size=40), st.sampled_from(["http://evil.example"])),
+    host=st.one_of(st.none(), st.text(max_size=30), st.just("127.0.0.1:4000")),
+    authorization=st.one_of(
+        st.none(), st.text(max_size=60), st.just("Bearer tok"), st.just("bearer  tok ")
+    ),
+)
+def test_a_request_passes_only_with_the_token_an_own_origin_and_a_loopback_host(
+    origin: str | None, host: str | None, authorization: str | None
+) -> None:
+    from pi_agent_ask.desk.http import DeskApp, Listen
+
+    app = DeskApp(manager=None, token="tok", listen=Listen("127.0.0.1", 0), pid=1, port=4000)  # type: ignore[arg-type]
+    headers = [
+        (name, value.encode("latin-1", "replace"))
+        for name, value in ((b"origin", origin), (b"host", host), (b"authorization", authorization))
+        if value is not None
+    ]
+    refusal = app.refusal({"type": "http", "headers": headers})
+    own_origins = {"http://127.0.0.1:4000", "http://localhost:4000", "http://[::1]:4000"}
+    passes = (
+        (origin is None or origin.encode("latin-1", "replace").decode("latin-1") in own_origins)
+        and host == "127.0.0.1:4000"
+        and authorization is not None
+        and authorization.split(" ", 1)[0].lower() == "bearer"
+        and authorization.split(" ", 1)[1:] != []
+        and authorization.split(" ", 1)[1].strip() == "tok"
+    )
+    assert (refusal is None) == passes
+    if origin is not None and origin not in own_origins:
+        assert refusal is not None and refusal[0] == 403
