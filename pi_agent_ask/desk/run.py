@@ -176,11 +176,12 @@ async def run_desk(
                 token=token,
                 pid=os.getpid(),
             )
-            await trio.to_thread.run_sync(write_desk_file, file, address)
-            if not headless:  # shown once the file is written: a client can read it then
-                display.url = address.url
-                display.invalidate()
             try:
+                # Inside the try: a cancellation while the file is written still removes it.
+                await trio.to_thread.run_sync(write_desk_file, file, address)
+                if not headless:  # shown once the file is written: a client can read it then
+                    display.url = address.url
+                    display.invalidate()
                 task_status.started(
                     Desk(
                         address=address,
