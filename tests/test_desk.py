@@ -420,3 +420,48 @@ async def test_a_desk_on_localhost_answers_at_its_url(tmp_path: Path) -> None:
         ):
             assert desk.address.url.startswith("http://localhost:")
             assert (await alpha.list_tools()).tools
+
+
+async def test_the_blocked_mark_is_on_the_form_a_foreground_ask_waits_for(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with (
+            open_desk(tmp_path, progress_interval=0.05) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await alpha.call_tool("ask_user", ask("Earlier"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            ticked = trio.Event()
+
+            async def on_progress(progress: float, total: float | None, message: str | None):
+                ticked.set()
+
+            results: list[Any] = []
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    results.append(
+                        await alpha.call_tool(
+                            "ask_user", ask("Now", background=False), progress_callback=on_progress
+                        )
+                    )
+
+                nursery.start_soon(call)
+                await ticked.wait()
+                # Alpha waits, but not on its earlier background form on display.
+                earlier = desk.board.current
+                assert earlier is not None and earlier.state.params.questions[0].label == "Earlier"
+                assert not desk.board.is_blocked(earlier)
+                (row,) = desk.board.agents()
+                assert row.waiting and not row.blocked
+                await answer_displayed(desk)
+                await desk.board.wait_for(
+                    lambda board: (
+                        board.current is not None
+                        and board.current.state.params.questions[0].label == "Now"
+                    )
+                )
+                assert desk.board.is_blocked(desk.board.current)  # type: ignore[arg-type]
+                assert desk.board.agents()[0].blocked
+                await answer_displayed(desk)
+            (result,) = results
+            assert result.structured_content["answers"]["q"]["values"] == ["yes"]

@@ -20,7 +20,7 @@ import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import open_runtime
-from pi_agent_ask.desk.board import AgentSurface, Board
+from pi_agent_ask.desk.board import AgentSurface, Board, Shown
 from pi_agent_ask.desk.journals import check_key, known_keys, record_key
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.mcp_server.tools import AgentTools, ReportProgress
@@ -42,6 +42,10 @@ class Agent:
     board: Board
     journal: Path
     _dirty: trio.Event = attrs.field(factory=trio.Event)
+    _waits: int = 0
+    """``wait_for_answers`` calls in progress (they wait for every pending form)."""
+    _requests: dict[str, str] = attrs.field(factory=dict)
+    """Flow id -> request id of the forms started and not completed (from the events)."""
     _completed: set[str] = attrs.field(factory=set)
     """Requests announced completed (``pi-agent-ask:completed``, sent once the outcome is
     journaled) that the last statistics may still count as pending."""
@@ -55,14 +59,43 @@ class Agent:
         """One tool call of this agent (``AgentTools.call_tool``); while it waits for the person
         (a foreground ``ask_user``, ``wait_for_answers``) the board marks the agent blocked."""
         blocking = self._blocks(name, arguments)
+        waits = name == tool_names.WAIT_FOR_ANSWERS
         if blocking:
+            self._waits += waits
             self.board.wait_started(self.key)
+        report = report_progress
+        if blocking:
+
+            async def report(progress: float, total: float | None, message: str | None) -> None:
+                # Each tick redraws the desk: by the first, a foreground ask's request is
+                # known, and the blocked mark moves to exactly the form it waits for.
+                self.board.touch()
+                if report_progress is not None:
+                    await report_progress(progress, total, message)
+
         try:
-            return await self.tools.call_tool(name, arguments, report_progress=report_progress)
+            return await self.tools.call_tool(name, arguments, report_progress=report)
         finally:
             if blocking:
+                self._waits -= waits
                 self.board.wait_ended(self.key)
             self.changed()
+
+    def blocked_on(self, flow_id: str) -> bool:
+        """Whether this agent, while it waits, waits on the form ``flow_id``: a
+        ``wait_for_answers`` waits on every form; a foreground ask on its own request (until
+        its request is known, on any)."""
+        if self._waits:
+            return True
+        awaited = self.tools.awaited_requests
+        request = self._requests.get(flow_id)
+        return not awaited or request is None or request in awaited
+
+    def on_started(self, payload: Any) -> None:
+        if isinstance(payload, Mapping):
+            flow, request = payload.get("flowId"), payload.get("askRequestId")
+            if isinstance(flow, str) and isinstance(request, str):
+                self._requests[flow] = request
 
     def _blocks(self, name: str, arguments: Any) -> bool:
         if name == tool_names.WAIT_FOR_ANSWERS:
@@ -83,6 +116,7 @@ class Agent:
         until the queue has taken the outcome in (the form hides before that)."""
         if isinstance(payload, Mapping) and isinstance(payload.get("askRequestId"), str):
             self._completed.add(payload["askRequestId"])
+            self._requests.pop(payload.get("flowId"), None)  # type: ignore[arg-type]
             self.changed()
 
     async def keep_count(self) -> None:
@@ -168,6 +202,11 @@ class AgentRegistry:
             del self._opening[key]
             opening.set()
 
+    def blocked_on(self, shown: Shown) -> bool:
+        """The board's ``blocked_on``: whether ``shown``'s agent waits on that form now."""
+        agent = self._agents.get(shown.key)
+        return agent is None or agent.blocked_on(shown.flow_id)
+
     def apply_settings(self, loaded: Any) -> None:
         """The desk's settings changed (the overlay saved them): every runtime follows."""
         for agent in self._agents.values():
@@ -182,42 +221,49 @@ class AgentRegistry:
             journal = await trio.to_thread.run_sync(record_key, self.state_dir, key)
             self.board.add_agent(key)
             surface = AgentSurface(self.board, key)
-            async with (
-                open_runtime(
-                    session=journal,
-                    mode="tui",
-                    settings=self.settings,
-                    cwd=self.cwd,
-                    surface=surface,
-                    write_terminal=self.write_terminal,
-                    # Never idle: an idle wake would hand a recovered answer to ``wakeups``,
-                    # which nothing reads over MCP (the agent takes it with its next call).
-                    agent_idle=False,
-                ) as runtime,
-                trio.open_nursery() as nursery,
-            ):
+            async with open_runtime(
+                session=journal,
+                mode="tui",
+                settings=self.settings,
+                cwd=self.cwd,
+                surface=surface,
+                write_terminal=self.write_terminal,
+                # Never idle: an idle wake would hand a recovered answer to ``wakeups``, which
+                # nothing reads over MCP (the agent takes it with its next call).
+                agent_idle=False,
+            ) as runtime:
                 extra = (
                     {}
                     if self.progress_interval is None
                     else {"progress_interval": self.progress_interval}
                 )
+                # Everything that listens to the runtime's events subscribes before the first
+                # checkpoint, so the events of forms recovered at open are seen too.
                 with AgentTools(runtime, **extra) as tools:
                     agent = Agent(
                         key=key, runtime=runtime, tools=tools, board=self.board, journal=journal
                     )
+                    unsubscribes = [
+                        runtime.events.on(ev.STARTED, agent.on_started),
+                        runtime.events.on(ev.COMPLETED, agent.on_completed),
+                    ]
                     surface.on_show_or_hide = agent.changed
-                    nursery.start_soon(_watch_completions, runtime, agent)
-                    nursery.start_soon(agent.keep_count)
-                    nursery.start_soon(self._relay_notices, key, runtime)
-                    nursery.start_soon(_drain, runtime.aborts)
-                    agent.changed()
-                    self._agents[key] = agent
                     try:
-                        task_status.started(agent)
-                        started = True
-                        await trio.sleep_forever()
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(agent.keep_count)
+                            nursery.start_soon(self._relay_notices, key, runtime)
+                            nursery.start_soon(_drain, runtime.aborts)
+                            agent.changed()
+                            self._agents[key] = agent
+                            try:
+                                task_status.started(agent)
+                                started = True
+                                await trio.sleep_forever()
+                            finally:
+                                self._agents.pop(key, None)
                     finally:
-                        self._agents.pop(key, None)
+                        for unsubscribe in unsubscribes:
+                            unsubscribe()
         except Exception as error:
             if not started:
                 raise
@@ -226,15 +272,6 @@ class AgentRegistry:
     async def _relay_notices(self, key: str, runtime: Any) -> None:
         async for text in runtime.notices:
             self.notice(f"{key}: {text}")
-
-
-async def _watch_completions(runtime: Any, agent: Agent) -> None:
-    """Subscribe ``agent`` to its runtime's completions for as long as it runs."""
-    unsubscribe = runtime.events.on(ev.COMPLETED, agent.on_completed)
-    try:
-        await trio.sleep_forever()
-    finally:
-        unsubscribe()
 
 
 async def _drain(channel: trio.MemoryReceiveChannel[Any]) -> None:

@@ -14,8 +14,9 @@ once:
 3. **Snapshots only.** A waiting form's updates replace its stored snapshot; commands travel
    only through the channel its runtime handed over, so a key press can reach only the form on
    the display and only that form's own runtime.
-4. **Blocked** means the agent waits on the form now: a foreground form (an ``ask_user`` call
-   in progress) or any form of an agent with a ``wait_for_answers`` call in progress.
+4. **Blocked** means the agent waits on the form now: a foreground form, any form of an agent
+   with a ``wait_for_answers`` call in progress, or the form a foreground ``ask_user`` call
+   of the agent waits for (``blocked_on`` tells which).
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ class Board:
     display: Surface
     on_change: Callable[[], None] = lambda: None
     """Called after anything the desk shows changed (the terminal redraws)."""
+    blocked_on: Callable[[Shown], bool] | None = None
+    """While an agent waits, whether it waits on this form of its own (``None``: on every
+    one). The desk asks the agent's tools which requests its foreground asks wait for."""
     _shown: list[Shown] = attrs.field(factory=list)
     _agents: dict[str, _Agent] = attrs.field(factory=dict)
     _displayed: Shown | None = None
@@ -134,6 +138,10 @@ class Board:
             agent.waits -= 1
             self._changed()
 
+    def touch(self) -> None:
+        """Something the board reads through ``blocked_on`` may have changed: redraw."""
+        self._changed()
+
     # -- what the terminal reads ----------------------------------------------------------------
 
     @property
@@ -147,7 +155,11 @@ class Board:
 
     def is_blocked(self, shown: Shown) -> bool:
         agent = self._agents.get(shown.key)
-        return not shown.state.background or (agent is not None and agent.waits > 0)
+        if not shown.state.background:
+            return True
+        if agent is None or agent.waits == 0:
+            return False
+        return self.blocked_on is None or self.blocked_on(shown)
 
     def agents(self) -> list[AgentSnapshot]:
         shown_by = {shown.key: shown for shown in self._shown}

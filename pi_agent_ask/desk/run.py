@@ -142,6 +142,7 @@ async def run_desk(
             progress_interval=progress_interval,
             write_terminal=None if headless else display.write_terminal,
         )
+        board.blocked_on = registry.blocked_on
         if not headless:
             from pi_agent_ask.ui.surface import run_terminal_surface
 
