@@ -113,6 +113,7 @@ class DeskUpstream:
             if self._close is close:
                 self._session = None
                 self._close = None
+                self._broke = True
 
 
 def forwarding_server(upstream: DeskUpstream) -> Server[Any]:
