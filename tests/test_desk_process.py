@@ -112,7 +112,7 @@ async def test_the_stdio_forwarder_carries_calls_and_progress_to_the_desk(tmp_pa
             server = StdioServerParameters(
                 command=sys.executable,
                 args=["-c", FORWARDER, desk.address.url, desk.address.token, "forwarded"],
-                env=dict(os.environ),
+                env={**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")},
             )
             async with (
                 stdio_client(server) as (read, write),
@@ -158,7 +158,7 @@ async def test_the_forwarder_reports_a_desk_that_is_gone_as_a_tool_error(tmp_pat
     server = StdioServerParameters(
         command=sys.executable,
         args=["-c", FORWARDER, "http://127.0.0.1:9/mcp", "token", "lost"],
-        env=dict(os.environ),
+        env={**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")},
     )
     with trio.fail_after(60):
         async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
