@@ -154,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     settings = commands.add_parser("settings", help="open the ask settings overlay")
     settings.add_argument("--settings", type=Path, help="settings file instead of the default")
 
+    from pi_agent_ask.desk.command import add_desk_parser
+
+    add_desk_parser(commands)
+
+    from pi_agent_ask.mcp_server.command import add_mcp_parsers
+
+    add_mcp_parsers(commands)
+
     history = commands.add_parser("history", help="list, read or export the question history")
     history_commands = history.add_subparsers(dest="history_command", required=True)
     session_help = "session file (default: <agent dir>/pi-agent-ask/history.pias)"
@@ -543,6 +551,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_settings(args, stderr)
         case "history":
             return cmd_history(args, stdout, stderr)
+        case "desk":
+            from pi_agent_ask.desk.command import cmd_desk
+
+            return cmd_desk(args, stderr)
+        case "mcp":
+            from pi_agent_ask.mcp_server.command import cmd_mcp
+
+            return cmd_mcp(args, stderr)
+        case "hook":
+            from pi_agent_ask.mcp_server.command import cmd_hook
+
+            return cmd_hook(args, stdin, stdout)
     return EXIT_INTERNAL  # pragma: no cover - argparse rejects other commands
 
 

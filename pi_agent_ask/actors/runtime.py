@@ -1088,11 +1088,14 @@ async def open_runtime(
     *,
     surface: Surface | None = None,
     write_terminal: Any = None,
+    agent_idle: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open a runtime; see ``API.md``. Leaving the block disposes every actor.
 
     ``surface`` replaces the terminal UI (tests and headless hosts pass ``NullSurface()``);
     ``write_terminal`` receives notification bytes (bell, OSC) instead of the terminal.
+    ``agent_idle=False`` opens with the agent busy: a host that never reads ``wakeups`` (an
+    MCP server) passes it, so an answer recovered at open is not handed to an idle wake.
     """
     import os
 
@@ -1168,6 +1171,7 @@ async def open_runtime(
                 draft_to_json=fs.state_to_json,
                 tui=mode == "tui",
                 surface_ready=False,
+                idle=agent_idle,
             )
             await nursery.start(actor.run, queue_rx, queue_tx.clone())
             nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())

@@ -1,0 +1,196 @@
+"""The desk under load: 20 agents, each with 100 background forms, over HTTP (the SDK client).
+
+Prints, for a headless desk on loopback (real hypercorn, the SDK's session manager, one
+session journal per agent on disk):
+
+- queueing: forms/s for 20 agents queueing 100 background forms each at once;
+- answering: forms/s for the desk answering all 2000 through ``pi-agent-ask:submit`` events,
+  one form on display at a time, FIFO across agents;
+- round trips: 20 agents each asking one form and waiting for it (``wait_for_answers``), 100
+  times; the p50/p99 latency from the submit event of an answer to the agent's
+  ``wait_for_answers`` result;
+- memory: the resident size a desk process (``pi-agent-ask desk --headless``) grows by per
+  pending form, 2000 forms queued.
+
+Assert nothing: machines here are shared and noisy.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from pi_agent_ask.desk.connection import DeskAddress, read_desk_file
+from pi_agent_ask.desk.testing import answer_displayed, desk_client, open_desk
+
+AGENTS = 20
+FORMS = 100
+
+
+def form(label: str) -> dict[str, Any]:
+    return {
+        "background": True,
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"{label}?",
+                "options": [{"value": "a", "label": "A"}, {"value": "b", "label": "B"}],
+            }
+        ],
+    }
+
+
+async def queue_all(address: DeskAddress, agents: int, forms: int) -> float:
+    """Seconds for ``agents`` clients queueing ``forms`` background forms each, at once."""
+    async with trio.open_nursery() as nursery:
+        ready = trio.Event()
+        started = 0
+        clocks: list[float] = []
+
+        async def agent(index: int) -> None:
+            nonlocal started
+            async with desk_client(address, f"agent-{index:02d}") as client:
+                await client.list_tools()
+                started += 1
+                if started == agents:
+                    clocks.append(time.perf_counter())
+                    ready.set()
+                await ready.wait()
+                for n in range(forms):
+                    await client.call_tool("ask_user", form(f"{index}-{n}"))
+
+        for index in range(agents):
+            nursery.start_soon(agent, index)
+    return time.perf_counter() - clocks[0]
+
+
+async def bulk(base: Path) -> None:
+    async with open_desk(base) as desk:
+        seconds = await queue_all(desk.address, AGENTS, FORMS)
+        total = AGENTS * FORMS
+        print(
+            f"queueing: {total} forms from {AGENTS} agents in {seconds:.2f}s = "
+            f"{total / seconds:.0f} forms/s"
+        )
+        started = time.perf_counter()
+        for _ in range(total):
+            await answer_displayed(desk)
+        seconds = time.perf_counter() - started
+        print(
+            f"answering: {total} forms through submit events in {seconds:.2f}s = "
+            f"{total / seconds:.0f} forms/s"
+        )
+
+
+async def round_trips(base: Path) -> None:
+    async with open_desk(base) as desk:
+        submitted: dict[str, float] = {}
+        latencies: list[float] = []
+        remaining = AGENTS * FORMS
+
+        async def answerer() -> None:
+            nonlocal remaining
+            while remaining:
+                await desk.board.wait_for(lambda board: board.current is not None)
+                key = desk.board.current.key  # type: ignore[union-attr]
+                submitted[key] = time.perf_counter()
+                await answer_displayed(desk)
+                remaining -= 1
+
+        async def agent(index: int) -> None:
+            key = f"agent-{index:02d}"
+            async with desk_client(desk.address, key) as client:
+                for n in range(FORMS):
+                    await client.call_tool("ask_user", form(f"{index}-{n}"))
+                    result = await client.call_tool("wait_for_answers", {})
+                    latencies.append(time.perf_counter() - submitted[key])
+                    assert len(result.structured_content["results"]) == 1
+
+        started = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(answerer)
+            for index in range(AGENTS):
+                nursery.start_soon(agent, index)
+        seconds = time.perf_counter() - started
+        ordered = sorted(latencies)
+        p50 = statistics.median(ordered)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        print(
+            f"round trips: {len(ordered)} ask+answer+wait in {seconds:.2f}s = "
+            f"{len(ordered) / seconds:.0f} forms/s; answer -> wait_for_answers result "
+            f"p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
+        )
+
+
+def resident_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+async def memory(base: Path) -> None:
+    file = base / "desk.json"
+    command = [
+        sys.executable,
+        "-m",
+        "pi_agent_ask",
+        "desk",
+        "--headless",
+        "--state",
+        str(base / "state"),
+        "--settings",
+        str(base / "settings.json"),
+    ]
+    env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(file)}
+    process = await trio.lowlevel.open_process(command, env=env, stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        line = b""
+        while not line.endswith(b"\n"):
+            line += await process.stdout.receive_some(1)
+        address = read_desk_file(file)
+        assert address is not None
+        # Every agent open with one form: the runtimes are there; what grows is the queue.
+        await queue_all(address, AGENTS, 1)
+        before = resident_kib(process.pid)
+        await queue_all(address, AGENTS, FORMS - 1)
+        after = resident_kib(process.pid)
+        pending = AGENTS * (FORMS - 1)
+        print(
+            f"memory: desk RSS {before / 1024:.1f} MiB with {AGENTS} agents, "
+            f"{after / 1024:.1f} MiB with {AGENTS * FORMS} pending forms: "
+            f"{(after - before) * 1024 / pending / 1024:.1f} KiB per pending form"
+        )
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def run() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        await bulk(base / "bulk")
+        await round_trips(base / "trips")
+        await memory(base / "memory")
+
+
+def main() -> None:
+    import logging
+
+    logging.getLogger("mcp").addHandler(logging.NullHandler())
+    logging.getLogger("mcp").propagate = False
+    trio.run(run)
+
+
+if __name__ == "__main__":
+    main()

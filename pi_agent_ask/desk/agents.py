@@ -1,0 +1,281 @@
+"""The desk's agents: one runtime, one journal and one set of tools per agent key.
+
+The registry opens an agent's runtime the first time its key calls (``open_runtime`` on the
+key's journal under the state directory, ``mode="tui"``, on an :class:`AgentSurface` of the
+board), and at desk start for every journal already there, so queued forms, drafts and
+undelivered answers come back after a restart before any agent reconnects. Isolation is
+structural: a key reaches only its own runtime, whose journal holds only its own requests and
+history; nothing here takes a request id from one agent to another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from pi_agent_ask import events as ev
+from pi_agent_ask.actors.runtime import open_runtime
+from pi_agent_ask.desk.board import AgentSurface, Board, Shown
+from pi_agent_ask.desk.journals import check_key, known_keys, record_key
+from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.mcp_server.tools import AgentTools, ReportProgress
+
+__all__ = ["Agent", "AgentRegistry", "AgentUnavailable"]
+
+
+class AgentUnavailable(Exception):
+    """An agent's journal could not be opened (damaged, not a session file, unwritable)."""
+
+
+@attrs.define(eq=False)
+class Agent:
+    """One agent on the desk: its runtime and its tools."""
+
+    key: str
+    runtime: Any
+    tools: AgentTools
+    board: Board
+    journal: Path
+    _dirty: trio.Event = attrs.field(factory=trio.Event)
+    _waits: int = 0
+    """``wait_for_answers`` calls in progress (they wait for every pending form)."""
+    _requests: dict[str, str] = attrs.field(factory=dict)
+    """Flow id -> request id of the forms started and not completed (from the events)."""
+    _completed: set[str] = attrs.field(factory=set)
+    """Requests announced completed (``pi-agent-ask:completed``, sent once the outcome is
+    journaled) that the last statistics may still count as pending."""
+
+    def list_tools(self) -> list[Any]:
+        return self.tools.list_tools()
+
+    async def call_tool(
+        self, name: str, arguments: Any, *, report_progress: ReportProgress | None = None
+    ) -> Any:
+        """One tool call of this agent (``AgentTools.call_tool``); while it waits for the person
+        (a foreground ``ask_user``, ``wait_for_answers``) the board marks the agent blocked."""
+        blocking = self._blocks(name, arguments)
+        waits = name == tool_names.WAIT_FOR_ANSWERS
+        if blocking:
+            self._waits += waits
+            self.board.wait_started(self.key)
+        report = report_progress
+        if blocking:
+
+            async def report(progress: float, total: float | None, message: str | None) -> None:
+                # Each tick redraws the desk: by the first, a foreground ask's request is
+                # known, and the blocked mark moves to exactly the form it waits for.
+                self.board.touch()
+                if report_progress is not None:
+                    await report_progress(progress, total, message)
+
+        try:
+            return await self.tools.call_tool(name, arguments, report_progress=report)
+        finally:
+            if blocking:
+                self._waits -= waits
+                self.board.wait_ended(self.key)
+            self.changed()
+
+    def blocked_on(self, flow_id: str) -> bool:
+        """Whether this agent, while it waits, waits on the form ``flow_id``: a
+        ``wait_for_answers`` waits on every form; a foreground ask on its own request (until
+        its request is known, on any)."""
+        if self._waits:
+            return True
+        awaited = self.tools.awaited_requests
+        request = self._requests.get(flow_id)
+        return not awaited or request is None or request in awaited
+
+    def on_started(self, payload: Any) -> None:
+        if isinstance(payload, Mapping):
+            flow, request = payload.get("flowId"), payload.get("askRequestId")
+            if isinstance(flow, str) and isinstance(request, str):
+                self._requests[flow] = request
+
+    def _blocks(self, name: str, arguments: Any) -> bool:
+        if name == tool_names.WAIT_FOR_ANSWERS:
+            return True
+        return (
+            name == tool_names.ASK_USER
+            and isinstance(arguments, Mapping)
+            and arguments.get("background") is not True
+            and not self.runtime.config.background_only
+        )
+
+    def changed(self) -> None:
+        """Something may have changed the agent's pending count: refresh it soon."""
+        self._dirty.set()
+
+    def on_completed(self, payload: Any) -> None:
+        """A request completed: it is no longer pending, whatever the queue's statistics say
+        until the queue has taken the outcome in (the form hides before that)."""
+        if isinstance(payload, Mapping) and isinstance(payload.get("askRequestId"), str):
+            self._completed.add(payload["askRequestId"])
+            self._requests.pop(payload.get("flowId"), None)  # type: ignore[arg-type]
+            self.changed()
+
+    async def keep_count(self) -> None:
+        """Keep the board's pending count of this agent current (woken by :meth:`changed`).
+
+        A deferred queue (Esc on a background form) is reopened at once: on the desk, Esc
+        means "later", and the agent's next form takes its turn behind every other agent's."""
+        while True:
+            await self._dirty.wait()
+            self._dirty = trio.Event()
+            stats = await self.runtime.statistics()
+            pending = set(stats.pending)
+            self._completed &= pending  # the queue knows about the others by now
+            self.board.set_pending(self.key, len(pending - self._completed))
+            if not stats.panel_visible and stats.pending:
+                await self.runtime.show_queue()
+
+
+@attrs.define(eq=False)
+class AgentRegistry:
+    """Every agent the desk serves, keyed by agent key. Run it with ``nursery.start(run)``."""
+
+    state_dir: Path
+    board: Board
+    settings: Path | None = None
+    cwd: Path | None = None
+    notice: Callable[[str], None] = lambda _text: None
+    progress_interval: float | None = None
+    """Seconds between progress notifications of long waits (``None``: AgentTools' default)."""
+    write_terminal: Callable[[str], None] | None = None
+    """Where the runtimes' notification bytes go (``None``: nowhere)."""
+    _agents: dict[str, Agent] = attrs.field(factory=dict)
+    _opening: dict[str, trio.Event] = attrs.field(factory=dict)
+    _failures: dict[str, str] = attrs.field(factory=dict)
+    _nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Reopen every agent with state in ``state_dir``, then serve until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            keys = await trio.to_thread.run_sync(known_keys, self.state_dir)
+            for key in keys:
+                with suppress(AgentUnavailable):  # reported as a notice; the desk goes on
+                    await self.agent(key)
+            task_status.started()
+            await trio.sleep_forever()
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self._agents)
+
+    def get(self, key: str) -> Agent | None:
+        """The agent with ``key`` if it is open."""
+        return self._agents.get(key)
+
+    async def agent(self, key: str) -> Agent:
+        """The agent with ``key``, opening its runtime on first use.
+
+        Raises ``InvalidKey`` for an unacceptable key and :class:`AgentUnavailable` when its
+        journal cannot be opened."""
+        check_key(key)
+        while True:
+            agent = self._agents.get(key)
+            if agent is not None:
+                return agent
+            opening = self._opening.get(key)
+            if opening is None:
+                break
+            await opening.wait()
+            if key in self._failures:
+                raise AgentUnavailable(self._failures[key])
+        assert self._nursery is not None, "AgentRegistry.run is not running"
+        self._opening[key] = opening = trio.Event()
+        self._failures.pop(key, None)
+        try:
+            return await self._nursery.start(self._serve, key)
+        except Exception as error:
+            message = f"The desk cannot open the journal of agent {key!r}: {error}"
+            self._failures[key] = message
+            self.notice(message)
+            raise AgentUnavailable(message) from error
+        finally:
+            del self._opening[key]
+            opening.set()
+
+    def blocked_on(self, shown: Shown) -> bool:
+        """The board's ``blocked_on``: whether ``shown``'s agent waits on that form now."""
+        agent = self._agents.get(shown.key)
+        return agent is None or agent.blocked_on(shown.flow_id)
+
+    def apply_settings(self, loaded: Any) -> None:
+        """The desk's settings changed (the overlay saved them): every runtime follows."""
+        for agent in self._agents.values():
+            agent.runtime.apply_settings(loaded)
+
+    async def _serve(self, key: str, *, task_status: trio.TaskStatus[Agent]) -> None:
+        """One agent's runtime, from its open until the desk stops. A failure after the open is
+        that agent's alone: it is reported, the agent is forgotten, and its next call opens
+        its journal again (the journal has everything)."""
+        started = False
+        try:
+            journal = await trio.to_thread.run_sync(record_key, self.state_dir, key)
+            self.board.add_agent(key)
+            surface = AgentSurface(self.board, key)
+            async with open_runtime(
+                session=journal,
+                mode="tui",
+                settings=self.settings,
+                cwd=self.cwd,
+                surface=surface,
+                write_terminal=self.write_terminal,
+                # Never idle: an idle wake would hand a recovered answer to ``wakeups``, which
+                # nothing reads over MCP (the agent takes it with its next call).
+                agent_idle=False,
+            ) as runtime:
+                extra = (
+                    {}
+                    if self.progress_interval is None
+                    else {"progress_interval": self.progress_interval}
+                )
+                # Everything that listens to the runtime's events subscribes before the first
+                # checkpoint, so the events of forms recovered at open are seen too.
+                with AgentTools(runtime, **extra) as tools:
+                    agent = Agent(
+                        key=key, runtime=runtime, tools=tools, board=self.board, journal=journal
+                    )
+                    unsubscribes = [
+                        runtime.events.on(ev.STARTED, agent.on_started),
+                        runtime.events.on(ev.COMPLETED, agent.on_completed),
+                    ]
+                    surface.on_show_or_hide = agent.changed
+                    try:
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(agent.keep_count)
+                            nursery.start_soon(self._relay_notices, key, runtime)
+                            nursery.start_soon(_drain, runtime.aborts)
+                            agent.changed()
+                            self._agents[key] = agent
+                            try:
+                                task_status.started(agent)
+                                started = True
+                                await trio.sleep_forever()
+                            finally:
+                                self._agents.pop(key, None)
+                    finally:
+                        for unsubscribe in unsubscribes:
+                            unsubscribe()
+        except Exception as error:
+            if not started:
+                raise
+            self.notice(f"Agent {key!r} stopped: {type(error).__name__}: {error}")
+
+    async def _relay_notices(self, key: str, runtime: Any) -> None:
+        async for text in runtime.notices:
+            self.notice(f"{key}: {text}")
+
+
+async def _drain(channel: trio.MemoryReceiveChannel[Any]) -> None:
+    """Aborts ask the host to stop the agent's current operation; over MCP the cancelled call's
+    own result says so, so there is nothing more to do with them."""
+    async for _item in channel:
+        pass

@@ -1,0 +1,244 @@
+"""The desk's board: every agent's shown form, and the one on the display.
+
+Each agent's runtime shows its forms on its own :class:`AgentSurface` (the runtime's
+``Surface`` protocol, synchronous and non-blocking). The board collects the forms shown across
+agents and puts exactly one of them on the display (the desk's terminal surface). Rules stated
+once:
+
+1. **FIFO by show time.** The displayed form is the one shown earliest among those still shown;
+   a form shown later waits, whichever agent it belongs to. A runtime shows at most one form
+   at a time (its queue owns its surface), so the board holds at most one form per agent and
+   an agent with many queued forms takes its turn behind the others after each answer.
+2. **Names never collide.** The display sees ``key + SEP + flow_id``: two agents' flows are
+   different display flows even if their ids are equal.
+3. **Snapshots only.** A waiting form's updates replace its stored snapshot; commands travel
+   only through the channel its runtime handed over, so a key press can reach only the form on
+   the display and only that form's own runtime.
+4. **Blocked** means the agent waits on the form now: a foreground form, any form of an agent
+   with a ``wait_for_answers`` call in progress, or the form a foreground ``ask_user`` call
+   of the agent waits for (``blocked_on`` tells which).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import attrs
+import trio
+
+from pi_agent_ask.actors.form import FormInput, Surface
+from pi_agent_ask.form import state as fs
+
+__all__ = ["SEP", "AgentSnapshot", "AgentSurface", "Board", "Shown"]
+
+SEP = "\x1f"
+
+
+@attrs.define(eq=False)
+class Shown:
+    key: str
+    flow_id: str
+    state: fs.FormState
+    commands: trio.MemorySendChannel[FormInput]
+    seq: int
+
+    @property
+    def display_id(self) -> str:
+        return self.key + SEP + self.flow_id
+
+
+@attrs.frozen
+class AgentSnapshot:
+    """One row of the agents pane."""
+
+    key: str
+    pending: int
+    waiting: bool
+    """A ``wait_for_answers`` call of this agent is in progress."""
+    blocked: bool
+    """The agent waits on a form now (foreground ask or active wait with a form pending)."""
+    displayed: bool
+    """This agent's form is the one on the display."""
+
+
+@attrs.define(eq=False)
+class _Agent:
+    key: str
+    order: int
+    pending: int = 0
+    waits: int = 0
+
+
+@attrs.define(eq=False)
+class Board:
+    """The arbiter between the agents' runtimes and the one display."""
+
+    display: Surface
+    on_change: Callable[[], None] = lambda: None
+    """Called after anything the desk shows changed (the terminal redraws)."""
+    blocked_on: Callable[[Shown], bool] | None = None
+    """While an agent waits, whether it waits on this form of its own (``None``: on every
+    one). The desk asks the agent's tools which requests its foreground asks wait for."""
+    _shown: list[Shown] = attrs.field(factory=list)
+    _agents: dict[str, _Agent] = attrs.field(factory=dict)
+    _displayed: Shown | None = None
+    _seq: itertools.count[int] = attrs.field(factory=itertools.count)
+    _watchers: list[trio.Event] = attrs.field(factory=list)
+
+    # -- what the runtimes call (through their AgentSurface) -----------------------------------
+
+    def show(
+        self,
+        key: str,
+        flow_id: str,
+        state: fs.FormState,
+        commands: trio.MemorySendChannel[FormInput],
+    ) -> None:
+        self.add_agent(key)
+        self._drop(key, flow_id)
+        self._shown.append(Shown(key, flow_id, state, commands, next(self._seq)))
+        self._refresh()
+
+    def update(self, key: str, flow_id: str, state: fs.FormState) -> None:
+        shown = self._find(key, flow_id)
+        if shown is None:
+            return
+        shown.state = state
+        if shown is self._displayed:
+            self.display.update(shown.display_id, state)
+        self._changed()
+
+    def hide(self, key: str, flow_id: str) -> None:
+        if self._drop(key, flow_id):
+            self._refresh()
+
+    # -- what the desk's tool handling reports ------------------------------------------------
+
+    def add_agent(self, key: str) -> None:
+        if key not in self._agents:
+            self._agents[key] = _Agent(key, len(self._agents))
+            self._changed()
+
+    def set_pending(self, key: str, pending: int) -> None:
+        self.add_agent(key)
+        agent = self._agents[key]
+        if agent.pending != pending:
+            agent.pending = pending
+            self._changed()
+
+    def wait_started(self, key: str) -> None:
+        self.add_agent(key)
+        self._agents[key].waits += 1
+        self._changed()
+
+    def wait_ended(self, key: str) -> None:
+        agent = self._agents.get(key)
+        if agent is not None and agent.waits > 0:
+            agent.waits -= 1
+            self._changed()
+
+    def touch(self) -> None:
+        """Something the board reads through ``blocked_on`` may have changed: redraw."""
+        self._changed()
+
+    # -- what the terminal reads ----------------------------------------------------------------
+
+    @property
+    def current(self) -> Shown | None:
+        return self._displayed
+
+    @property
+    def waiting_forms(self) -> int:
+        """Forms shown by their runtimes but not on the display (their turn comes)."""
+        return len(self._shown) - (1 if self._displayed is not None else 0)
+
+    def is_blocked(self, shown: Shown) -> bool:
+        agent = self._agents.get(shown.key)
+        if not shown.state.background:
+            return True
+        if agent is None or agent.waits == 0:
+            return False
+        return self.blocked_on is None or self.blocked_on(shown)
+
+    def agents(self) -> list[AgentSnapshot]:
+        shown_by = {shown.key: shown for shown in self._shown}
+        rows = []
+        for agent in sorted(self._agents.values(), key=lambda a: a.order):
+            shown = shown_by.get(agent.key)
+            foreground = shown is not None and not shown.state.background
+            rows.append(
+                AgentSnapshot(
+                    key=agent.key,
+                    pending=agent.pending + (1 if foreground else 0),
+                    waiting=agent.waits > 0,
+                    blocked=shown is not None and self.is_blocked(shown),
+                    displayed=self._displayed is not None and self._displayed.key == agent.key,
+                )
+            )
+        return rows
+
+    def shown_forms(self) -> list[Shown]:
+        """Every shown form in display order (the first is on the display)."""
+        return list(self._shown)
+
+    async def wait_for(self, predicate: Callable[[Board], bool]) -> None:
+        """Return once ``predicate(board)`` holds (checked after every change)."""
+        while not predicate(self):
+            event = trio.Event()
+            self._watchers.append(event)
+            await event.wait()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        self.on_change()
+        watchers, self._watchers = self._watchers, []
+        for event in watchers:
+            event.set()
+
+    def _find(self, key: str, flow_id: str) -> Shown | None:
+        for shown in self._shown:
+            if shown.key == key and shown.flow_id == flow_id:
+                return shown
+        return None
+
+    def _drop(self, key: str, flow_id: str) -> bool:
+        shown = self._find(key, flow_id)
+        if shown is None:
+            return False
+        self._shown.remove(shown)
+        return True
+
+    def _refresh(self) -> None:
+        front = self._shown[0] if self._shown else None
+        if front is not self._displayed:
+            if self._displayed is not None:
+                self.display.hide(self._displayed.display_id)
+            self._displayed = front
+            if front is not None:
+                self.display.show(front.display_id, front.state, front.commands)
+        self._changed()
+
+
+@attrs.define(eq=False)
+class AgentSurface:
+    """The ``Surface`` one agent's runtime shows its forms on: a window onto the board."""
+
+    board: Board
+    key: str
+    on_show_or_hide: Callable[[], None] = lambda: None
+    """Called when the agent's shown form changes (its pending count is refreshed)."""
+
+    def show(
+        self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
+    ) -> None:
+        self.board.show(self.key, flow_id, state, commands)
+        self.on_show_or_hide()
+
+    def update(self, flow_id: str, state: fs.FormState) -> None:
+        self.board.update(self.key, flow_id, state)
+
+    def hide(self, flow_id: str) -> None:
+        self.board.hide(self.key, flow_id)
+        self.on_show_or_hide()

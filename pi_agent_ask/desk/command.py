@@ -1,0 +1,114 @@
+"""The ``pi-agent-ask desk`` command (its parser and its body; ``cli.py`` wires them in)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["add_desk_parser", "cmd_desk"]
+
+EXIT_OK = 0
+EXIT_INVALID = 2
+EXIT_INTERNAL = 4
+
+
+def add_desk_parser(commands: Any) -> None:
+    desk = commands.add_parser(
+        "desk",
+        help="answer every agent's questions in one terminal (an MCP server over HTTP)",
+        description=(
+            "The question desk: a full-screen terminal app and an MCP server over Streamable "
+            "HTTP at http://HOST:PORT/mcp. Agents connect to it directly or through "
+            "'pi-agent-ask mcp'; see docs/desk.md."
+        ),
+    )
+    desk.add_argument(
+        "--listen", metavar="HOST:PORT", help="address to listen on (default 127.0.0.1, free port)"
+    )
+    desk.add_argument("--state", type=Path, help="directory of the agents' session journals")
+    desk.add_argument("--settings", type=Path, help="settings file instead of the default")
+    desk.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --listen address (the token is still required)",
+    )
+    desk.add_argument(
+        "--headless",
+        action="store_true",
+        help="no terminal: keep and journal the agents' questions for a later desk",
+    )
+
+
+def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
+    import trio
+
+    from pi_agent_ask.desk.http import ListenError
+    from pi_agent_ask.desk.run import DeskAlreadyRunning, run_desk
+
+    if not args.headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        stderr.write("pi-agent-ask: the desk needs a terminal (or --headless)\n")
+        return EXIT_INVALID
+    # The SDK and the server log to stderr, which is the desk's screen: keep them off it.
+    for name in ("mcp", "hypercorn", "httpx2", "sse_starlette"):
+        logger = logging.getLogger(name)
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+    def warn(text: str) -> None:
+        stderr.write(text + "\n")
+        stderr.flush()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+
+            async def serve(task_status: trio.TaskStatus[Any]) -> None:
+                await run_desk(
+                    listen=args.listen,
+                    state_dir=args.state,
+                    settings=args.settings,
+                    allow_remote=args.allow_remote,
+                    headless=args.headless,
+                    warn=warn,
+                    task_status=task_status,
+                )
+                nursery.cancel_scope.cancel()  # the person quit
+
+            nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+            desk = await nursery.start(serve)
+            if args.headless:
+                # Headless, the desk has no screen to show where it listens: say it once.
+                sys.stdout.write(f"pi-agent-ask desk: listening at {desk.address.url}\n")
+                sys.stdout.flush()
+
+    try:
+        trio.run(main)
+    except Exception as error:
+        causes = _leaves(error)
+        if all(isinstance(cause, ListenError | DeskAlreadyRunning | OSError) for cause in causes):
+            for cause in causes:
+                prefix = "cannot start the desk: " if isinstance(cause, OSError) else ""
+                stderr.write(f"pi-agent-ask: {prefix}{cause}\n")
+            return EXIT_INVALID
+        for cause in causes:
+            stderr.write(f"pi-agent-ask: internal error: {type(cause).__name__}: {cause}\n")
+        return EXIT_INTERNAL
+    return EXIT_OK
+
+
+async def _stop_on_signal(scope: Any) -> None:
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for _signum in signals:
+            scope.cancel()
+            return
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]

@@ -1,0 +1,297 @@
+"""The desk's HTTP side: the MCP Streamable HTTP endpoint at ``/mcp``, and who may use it.
+
+:class:`DeskApp` is the ASGI application hypercorn serves (on Trio). Every request passes
+three checks, in this order, before the SDK's session manager sees it:
+
+1. ``Origin``: absent (command-line clients send none) or one of the desk's own origins
+   (``http://127.0.0.1:PORT``, ``http://localhost:PORT``, ``http://[::1]:PORT``, and the
+   listen address). Anything else is a web page trying to reach the desk: 403.
+2. ``Host``: on a loopback listen, one of the loopback names with the desk's port (a DNS
+   rebinding attack arrives with the attacker's host name): 421. A non-loopback listen
+   (``--allow-remote``) accepts any host name; the token still guards it.
+3. ``Authorization: Bearer <token>``, compared in constant time: 401 otherwise.
+
+The agent key of a request is its ``X-Pi-Agent-Ask-Key`` header, else its MCP session id.
+``GET /desk`` (authenticated too) answers the desk's pid, so a finder can tell a live desk
+from a stale connection file.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import mcp.types as types
+import trio
+from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
+
+from pi_agent_ask.desk.agents import AgentRegistry, AgentUnavailable
+from pi_agent_ask.desk.connection import SERVICE, STATUS_PATH
+from pi_agent_ask.desk.journals import InvalidKey
+
+__all__ = [
+    "KEY_HEADER",
+    "MCP_PATH",
+    "DeskApp",
+    "Listen",
+    "ListenError",
+    "is_loopback",
+    "mcp_server",
+    "parse_listen",
+]
+
+KEY_HEADER = "x-pi-agent-ask-key"
+DISCONNECTED = "pi_agent_ask.disconnected"
+"""The ASGI scope key of the event set when the request's client went away."""
+MCP_PATH = "/mcp"
+INVALID_PARAMS = -32602
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ListenError(ValueError):
+    """A ``--listen`` value that is not ``HOST:PORT``, or a non-loopback one without
+    ``--allow-remote``."""
+
+
+@attrs.frozen
+class Listen:
+    host: str
+    port: int
+
+    @property
+    def bind(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_listen(text: str | None) -> Listen:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6; port 0: a free one); ``None``: loopback, free."""
+    if text is None:
+        return Listen("127.0.0.1", 0)
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host:
+        raise ListenError(f"--listen wants HOST:PORT, not {text!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ListenError(f"--listen port must be a number, not {port_text!r}") from None
+    if not 0 <= port <= 65535:
+        raise ListenError(f"--listen port must be 0..65535, not {port}")
+    return Listen(host, port)
+
+
+def _header(scope: Scope, name: str) -> str | None:
+    raw = name.encode("ascii")
+    for key, value in scope.get("headers", ()):
+        if key.lower() == raw:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+async def _respond(
+    send: Send, status: int, body: object, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    payload = json.dumps(body).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode("ascii")),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+@attrs.define(eq=False)
+class DeskApp:
+    """The ASGI application: checks, then ``/mcp`` to the SDK, ``/desk`` to the status."""
+
+    manager: StreamableHTTPSessionManager
+    token: str
+    listen: Listen
+    pid: int
+    port: int | None = None
+    """The bound port (known once hypercorn listens; requests before that get 503)."""
+
+    def allowed_origins(self) -> set[str]:
+        names = {"127.0.0.1", "localhost", "[::1]"}
+        names.add(f"[{self.listen.host}]" if ":" in self.listen.host else self.listen.host)
+        return {f"http://{name}:{self.port}" for name in names}
+
+    def host_allowed(self, host: str | None) -> bool:
+        if not is_loopback(self.listen.host):
+            return True
+        if host is None:
+            return False
+        return host in {f"{name}:{self.port}" for name in ("127.0.0.1", "localhost", "[::1]")}
+
+    def refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """Why a request is refused (status, message), or ``None`` when it may pass."""
+        if self.port is None:
+            return 503, "The desk is starting."
+        origin = _header(scope, "origin")
+        if origin is not None and origin not in self.allowed_origins():
+            return 403, "Origin not allowed."
+        if not self.host_allowed(_header(scope, "host")):
+            return 421, "Host not allowed."
+        authorization = _header(scope, "authorization") or ""
+        scheme, _, credential = authorization.partition(" ")
+        expected = self.token.encode("utf-8")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            credential.strip().encode("utf-8", "replace"), expected
+        ):
+            return 401, "Missing or wrong bearer token (see the desk's connection file)."
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        refusal = self.refusal(scope)
+        if refusal is not None:
+            status, message = refusal
+            extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
+            await _respond(send, status, {"error": message}, extra)
+            return
+        path = scope.get("path", "")
+        if path in (MCP_PATH, MCP_PATH + "/"):
+            await self.manager.handle_request(scope, _watch_disconnect(scope, receive), send)
+        elif path == STATUS_PATH and scope.get("method") == "GET":
+            await _respond(send, 200, {"service": SERVICE, "pid": self.pid})
+        else:
+            await _respond(send, 404, {"error": "Not found."})
+
+
+def _watch_disconnect(scope: Scope, receive: Receive) -> Receive:
+    """``receive``, noting in the request's scope when its client goes away.
+
+    A client that drops its connection in the middle of a call (killed, or cut without the
+    courtesy ``notifications/cancelled``) leaves the SDK's handler running, and the result it
+    returns later has nowhere to go. The event in the scope lets the tool handler end the
+    call instead, so a foreground form stays queued and its answer is delivered later."""
+    disconnected = trio.Event()
+    scope[DISCONNECTED] = disconnected
+
+    async def watched() -> dict[str, Any]:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            disconnected.set()
+        return message
+
+    return watched
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """The desk runs the session manager itself; the lifespan protocol is only acknowledged."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def agent_key(ctx: Any) -> str:
+    """A request's agent key: ``X-Pi-Agent-Ask-Key``, else its MCP session id."""
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    key = headers.get(KEY_HEADER) if headers is not None else None
+    if key is None and headers is not None:
+        key = headers.get(MCP_SESSION_ID_HEADER)
+    if key is None:
+        raise MCPError(INVALID_PARAMS, "No agent key: send the X-Pi-Agent-Ask-Key header.")
+    return key
+
+
+async def _agent(registry: AgentRegistry, ctx: Any) -> Any:
+    try:
+        return await registry.agent(agent_key(ctx))
+    except InvalidKey as error:
+        raise MCPError(INVALID_PARAMS, f"Invalid X-Pi-Agent-Ask-Key: {error}") from None
+    except AgentUnavailable as error:
+        raise MCPError(INVALID_PARAMS, str(error)) from None
+
+
+def mcp_server(registry: AgentRegistry, *, version: str = "") -> Server[Any]:
+    """The desk's MCP server: ``tools/list`` and ``tools/call`` on the caller's own agent."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        agent = await _agent(registry, ctx)
+        return types.ListToolsResult(tools=agent.list_tools())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        agent = await _agent(registry, ctx)
+        report = ctx.session.report_progress if _has_progress_token(ctx) else None
+        call = agent.call_tool(params.name, params.arguments, report_progress=report)
+        scope = getattr(ctx.request, "scope", None)
+        disconnected = scope.get(DISCONNECTED) if isinstance(scope, dict) else None
+        if disconnected is None:
+            return await call
+        return await _unless_gone(call, disconnected)
+
+    return Server(
+        "pi-agent-ask-desk",
+        version=version,
+        instructions=(
+            "pi-agent-ask desk: ask the user structured questions with ask_user; background "
+            "answers arrive through wait_for_answers and with the next tool result."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def _unless_gone(call: Any, disconnected: trio.Event) -> types.CallToolResult:
+    """Await ``call`` unless the client's connection closes first: then the call is cancelled
+    (a foreground form stays queued, its answer delivered later) and nothing is answered."""
+    results: list[types.CallToolResult] = []
+    async with trio.open_nursery() as nursery:
+
+        async def run() -> None:
+            results.append(await call)
+            nursery.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await disconnected.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(run)
+        nursery.start_soon(watch)
+    if not results:
+        raise MCPError(CONNECTION_CLOSED, "The client went away; its question stays queued.")
+    return results[0]
+
+
+def _has_progress_token(ctx: Any) -> bool:
+    meta = ctx.meta
+    if not isinstance(meta, dict):
+        return False
+    return meta.get("progressToken", meta.get("progress_token")) is not None

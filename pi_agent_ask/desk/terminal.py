@@ -1,0 +1,188 @@
+"""The desk's terminal: the agents pane beside the one-agent form view.
+
+:class:`DeskSurface` is the one-agent ``TerminalSurface`` (the same form view, key and mouse
+bindings, notes, tabs and settings overlay) with a desk layout around it: a title line, the
+agents pane (each agent's key, its pending count, whether it is blocked), a line saying which
+agent the form on display comes from and whether that agent waits on it, and a status line
+with the latest notice. The board (``board.py``) decides which form is on display; this module
+only renders the board's state. It runs with ``ui.surface.run_terminal_surface``: the desk is
+always on screen (``has_content`` is always true), so the application starts at once and
+stays until the desk stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from prompt_toolkit.application import Application
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
+from prompt_toolkit.layout import (
+    ConditionalContainer,
+    Dimension,
+    FormattedTextControl,
+    HSplit,
+    Layout,
+    VSplit,
+    Window,
+)
+from prompt_toolkit.output import Output
+
+from pi_agent_ask.desk.board import Board
+from pi_agent_ask.form.sanitize import sanitize_line
+from pi_agent_ask.ui.surface import TerminalSurface
+
+__all__ = ["AGENTS_WIDTH", "QUIT_KEY", "DeskSurface", "agent_rows", "form_header"]
+
+AGENTS_WIDTH = 30
+QUIT_KEY = "c-q"
+EMPTY_TEXT = "No questions waiting. Agents connected to this desk ask here."
+MAX_NOTICES = 20
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def agent_rows(board: Board, width: int = AGENTS_WIDTH) -> StyleAndTextTuples:
+    """The agents pane: a heading and one row per agent (pending count, blocked mark)."""
+    rows: StyleAndTextTuples = [("class:ask.title", " Agents\n")]
+    agents = board.agents()
+    if not agents:
+        rows.append(("class:ask.muted", " none yet\n"))
+    for agent in agents:
+        pointer = "▶" if agent.displayed else " "
+        mark = " ⏸" if agent.blocked else ("  " if not agent.waiting else " …")
+        count = f"{agent.pending:>3}"
+        name = _clip(sanitize_line(agent.key), width - len(count) - len(mark) - 4)
+        style = "class:ask.option.active" if agent.displayed else ""
+        rows.append(("class:ask.pointer", pointer + " "))
+        rows.append((style, name.ljust(width - len(count) - len(mark) - 4) + " "))
+        rows.append(("class:ask.accent" if agent.pending else "class:ask.muted", count))
+        rows.append(("class:ask.warning", mark + "\n"))
+    rows.append(("class:ask.muted", "\n ⏸ blocked on you\n … waiting for answers\n"))
+    return rows
+
+
+def form_header(board: Board) -> StyleAndTextTuples:
+    """Which agent the form on display comes from, and whether that agent waits on it."""
+    current = board.current
+    if current is None:
+        return [("class:ask.muted", " " + EMPTY_TEXT)]
+    parts: StyleAndTextTuples = [
+        ("class:ask.muted", " From "),
+        ("class:ask.title", sanitize_line(current.key)),
+    ]
+    if board.is_blocked(current):
+        parts.append(("class:ask.warning", "  ⏸ the agent is blocked until you answer"))
+    else:
+        parts.append(("class:ask.muted", "  (background question: the agent goes on working)"))
+    # Every agent's pending questions, not only the forms shown: what is left after this one.
+    behind = max(board.waiting_forms, sum(agent.pending for agent in board.agents()) - 1)
+    if behind:
+        parts.append(("class:ask.muted", f"  · {behind} more waiting"))
+    return parts
+
+
+@attrs.define(eq=False)
+class DeskSurface(TerminalSurface):
+    """The desk's display: a ``TerminalSurface`` in the desk layout (see the module docstring).
+
+    Set ``board`` before the first form is shown; ``quit`` is called on Ctrl-Q."""
+
+    board: Board | None = None
+    url: str = ""
+    quit: Callable[[], None] = lambda: None
+    notices: list[str] = attrs.field(factory=list)
+
+    @property
+    def has_content(self) -> bool:
+        return True
+
+    def notice(self, text: str) -> None:
+        """Show a message for the person in the status line (the latest one wins)."""
+        self.notices.append(text)
+        del self.notices[:-MAX_NOTICES]
+        self.invalidate()
+
+    def write_terminal(self, text: str) -> None:
+        """Notification bytes (bell, OSC 9/777) of the agents' runtimes, to the desk's
+        terminal while it is on screen (dropped otherwise)."""
+        app = self._app
+        if app is not None and app.is_running:
+            app.output.write_raw(text)
+            app.output.flush()
+
+    def _title(self) -> StyleAndTextTuples:
+        board = self.board
+        count = len(board.agents()) if board is not None else 0
+        return [
+            ("class:ask.title", " pi-agent-ask desk"),
+            ("class:ask.muted", f"  {self.url}  ·  {count} agent{'s' if count != 1 else ''}"),
+            ("class:ask.muted", "  ·  Ctrl-Q quits"),
+        ]
+
+    def _status(self) -> StyleAndTextTuples:
+        if not self.notices:
+            return [("class:ask.muted", "")]
+        return [("class:ask.warning", " " + sanitize_line(self.notices[-1]))]
+
+    def build_application(
+        self,
+        *,
+        input: Input | None = None,
+        output: Output | None = None,
+        full_screen: bool = True,
+        mouse_support: bool | None = None,
+    ) -> Application[Any]:
+        app = super().build_application(
+            input=input, output=output, full_screen=full_screen, mouse_support=mouse_support
+        )
+        form = app.layout.container
+        empty = Condition(lambda: self.board is None or self.board.current is None)
+
+        def agents() -> StyleAndTextTuples:
+            return agent_rows(self.board) if self.board is not None else []
+
+        def header() -> StyleAndTextTuples:
+            return form_header(self.board) if self.board is not None else []
+
+        body = VSplit(
+            [
+                Window(FormattedTextControl(agents), width=AGENTS_WIDTH, wrap_lines=False),
+                Window(width=1, char="│", style="class:ask.rule"),
+                HSplit(
+                    [
+                        Window(FormattedTextControl(header), height=1, wrap_lines=False),
+                        Window(height=1, char="─", style="class:ask.rule"),
+                        ConditionalContainer(Window(), filter=empty),
+                        form,
+                    ]
+                ),
+            ]
+        )
+        root = HSplit(
+            [
+                Window(FormattedTextControl(self._title), height=1, wrap_lines=False),
+                Window(height=1, char="─", style="class:ask.rule"),
+                body,
+                Window(
+                    FormattedTextControl(self._status),
+                    height=Dimension.exact(1),
+                    wrap_lines=False,
+                ),
+            ]
+        )
+        app.layout = Layout(root, focused_element=self.control)
+        desk_keys = KeyBindings()
+
+        @desk_keys.add(QUIT_KEY, eager=True)
+        def _quit(event: KeyPressEvent) -> None:
+            self.quit()
+
+        app.key_bindings = merge_key_bindings([desk_keys, app.key_bindings])
+        return app

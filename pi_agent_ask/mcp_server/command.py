@@ -1,0 +1,79 @@
+"""The ``mcp`` and ``hook`` subcommands of ``pi-agent-ask`` (``docs/mcp.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, TextIO
+
+from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_INTERNAL = 4
+
+
+def add_mcp_parsers(commands: Any) -> None:
+    mcp = commands.add_parser("mcp", help="serve the tools to an MCP client over stdio")
+    mcp.add_argument("--session", type=Path, help="session journal (default: one per agent key)")
+    mcp.add_argument("--settings", type=Path, help="settings file instead of the default")
+    mcp.add_argument(
+        "--desk",
+        default="auto",
+        metavar="auto|off|URL",
+        help="show forms on a running desk (auto: when one answers; default auto)",
+    )
+    mcp.add_argument("--key", help="the agent's name on the desk (default: client@cwd)")
+    mcp.add_argument(
+        "--progress-interval",
+        type=float,
+        default=PROGRESS_INTERVAL,
+        metavar="SECONDS",
+        help="seconds between progress notifications while a call waits (default %(default)s)",
+    )
+    hook = commands.add_parser("hook", help="agent hooks that deliver waiting answers")
+    clients = hook.add_subparsers(dest="hook_client", required=True, metavar="CLIENT")
+    claude = clients.add_parser("claude-code", help="Claude Code (UserPromptSubmit, PostToolUse)")
+    claude.add_argument("--key", help="the server's agent key (default: claude-code@<cwd>)")
+
+
+def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
+    import trio
+
+    from pi_agent_ask.mcp_server.stdio import DeskUnavailable, serve
+
+    if args.progress_interval <= 0:
+        stderr.write("pi-agent-ask mcp: --progress-interval must be positive\n")
+        return EXIT_USAGE
+    try:
+        trio.run(
+            lambda: serve(
+                session=args.session,
+                settings=args.settings,
+                desk=args.desk,
+                key=args.key,
+                progress_interval=args.progress_interval,
+            )
+        )
+    except DeskUnavailable as error:
+        stderr.write(f"pi-agent-ask mcp: {error}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_OK
+    except Exception:
+        stderr.write("pi-agent-ask mcp: internal error\n")
+        traceback.print_exc(file=stderr)
+        return EXIT_INTERNAL
+    return EXIT_OK
+
+
+def cmd_hook(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    from pi_agent_ask.mcp_server.hook import run_claude_code_hook
+
+    try:
+        return run_claude_code_hook(stdin, stdout, key=args.key)
+    except Exception as error:  # a hook never blocks the session: report and go on
+        print(f"pi-agent-ask hook: {type(error).__name__}: {error}", file=sys.stderr)
+        return EXIT_OK

@@ -1,0 +1,223 @@
+"""Forms shown through the MCP client's form elicitation.
+
+The mapping (a pure core, no I/O):
+
+- a single-select question is a string property whose ``oneOf`` lists each option as
+  ``{"const": value, "title": label}`` (recommended options say so in their title);
+- a multi-select question is an array property whose ``items.anyOf`` lists the options the
+  same way;
+- every question also gets ``<id>.custom`` (a string: "type your own answer") and
+  ``<id>.note`` (a string: a note on the answer); nothing is required, so a question can be
+  left unanswered.
+
+What elicitation cannot carry (``docs/mcp.md``): per-option notes, images and pasted
+attachments, the ``skipped`` mark, option descriptions as separate text (they go into the
+property description), the form's tabs and review screen, and drafts (an elicitation is
+answered whole or not at all). A single-select question answered with both an option and
+custom text is refused by the form's validation; the person is asked again with the reason.
+
+``ElicitationSurface`` is a runtime ``Surface``: each shown form becomes one elicitation
+request; the answer goes into the form's inbox as a remote response. ``accept`` answers,
+``decline`` and ``cancel`` dismiss the form (a cancellation, never an invented answer). A
+client that answers the elicitation with an error dismisses it too (the person could not be
+asked here); a connection that closed leaves the form pending (the next start shows it).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import attrs
+import mcp.types as types
+import trio
+from mcp.shared.exceptions import MCPError
+
+from pi_agent_ask.actors.form import FormInput, RemoteResponse
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.types import AskParams
+
+CUSTOM_SUFFIX = ".custom"
+NOTE_SUFFIX = ".note"
+MAX_ATTEMPTS = 3
+"""Elicitations per form before an answer the form keeps refusing dismisses it."""
+
+Elicit = Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]]
+
+
+def _refused(error: Exception) -> dict[str, Any]:
+    print(f"pi-agent-ask: the client could not show a form: {error}", file=sys.stderr)
+    return {"kind": "cancel"}
+
+
+def _option_title(option: Any) -> str:
+    return f"{option.label} (recommended)" if option.recommended else option.label
+
+
+def _describe(question: Any) -> str:
+    parts = [question.prompt]
+    described = [f"{o.label}: {o.description}" for o in question.options if o.description]
+    if described:
+        parts.append("; ".join(described))
+    if question.context:
+        parts.append(question.context)
+    return "\n".join(parts)
+
+
+def elicitation_schema(params: AskParams, presented: tuple[str, ...]) -> dict[str, Any]:
+    """The ``requestedSchema`` of one form (``presented``: each question's presented type)."""
+    properties: dict[str, Any] = {}
+    for question, kind in zip(params.questions, presented, strict=True):
+        choices = [{"const": o.value, "title": _option_title(o)} for o in question.options]
+        if kind == "multi":
+            properties[question.id] = {
+                "type": "array",
+                "title": question.label,
+                "description": _describe(question),
+                "items": {"anyOf": choices},
+                "uniqueItems": True,
+            }
+        else:
+            properties[question.id] = {
+                "type": "string",
+                "title": question.label,
+                "description": _describe(question),
+                "oneOf": choices,
+            }
+        properties[question.id + CUSTOM_SUFFIX] = {
+            "type": "string",
+            "title": f"{question.label}: type your own answer",
+            "description": "Optional; instead of (or, for several answers, besides) a choice.",
+        }
+        properties[question.id + NOTE_SUFFIX] = {
+            "type": "string",
+            "title": f"{question.label}: note",
+            "description": "Optional note on your answer.",
+        }
+    return {"type": "object", "properties": properties}
+
+
+def elicitation_message(params: AskParams, problem: str | None = None) -> str:
+    lines = []
+    if problem:
+        lines.append(f"That answer could not be used: {problem} Please answer again.")
+    if params.title:
+        lines.append(params.title)
+    for number, question in enumerate(params.questions, start=1):
+        lines.append(f"{number}. {question.label}: {question.prompt}")
+    return "\n".join(lines)
+
+
+def response_from_elicitation(
+    params: AskParams, presented: tuple[str, ...], result: types.ElicitResult
+) -> dict[str, Any]:
+    """The remote response (``submit`` event shape) of an elicitation result.
+
+    Values of the wrong type are passed on as they are: the form's own validation refuses them
+    (``answers_from_remote``), exactly as for any remote answer."""
+    if result.action != "accept":
+        return {"kind": "cancel"}
+    content: Mapping[str, Any] = result.content or {}
+    answers: dict[str, Any] = {}
+    for question, kind in zip(params.questions, presented, strict=True):
+        entry: dict[str, Any] = {}
+        chosen = content.get(question.id)
+        if chosen not in (None, "", []):
+            entry["values"] = chosen if kind == "multi" else [chosen]
+        custom = content.get(question.id + CUSTOM_SUFFIX)
+        if custom not in (None, ""):
+            entry["customText"] = custom
+        note = content.get(question.id + NOTE_SUFFIX)
+        if note not in (None, ""):
+            entry["note"] = note
+        if entry:
+            answers[question.id] = entry
+    return {"kind": "answer", "answers": answers}
+
+
+@attrs.define(eq=False)
+class ElicitationSurface:
+    """A runtime ``Surface`` that shows each form as one form elicitation on the client.
+
+    ``attach(nursery, elicit)`` makes it live (the server calls it once the client's session
+    is known); forms shown before that wait for it.
+    """
+
+    _nursery: trio.Nursery | None = None
+    _elicit: Elicit | None = None
+    _ready: trio.Event = attrs.field(factory=trio.Event)
+    _scopes: dict[str, trio.CancelScope] = attrs.field(factory=dict)
+    _early: list[tuple[str, fs.FormState, trio.MemorySendChannel[FormInput]]] = attrs.field(
+        factory=list
+    )
+
+    def attach(self, nursery: trio.Nursery, elicit: Elicit) -> None:
+        self._nursery = nursery
+        self._elicit = elicit
+        self._ready.set()
+        for flow_id, state, commands in self._early:
+            if flow_id in self._scopes:
+                nursery.start_soon(self._run, flow_id, state, commands, self._scopes[flow_id])
+        self._early = []
+
+    def show(
+        self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
+    ) -> None:
+        scope = self._scopes[flow_id] = trio.CancelScope()
+        if self._nursery is None:
+            self._early.append((flow_id, state, commands.clone()))
+            return
+        self._nursery.start_soon(self._run, flow_id, state, commands.clone(), scope)
+
+    def update(self, flow_id: str, state: fs.FormState) -> None:
+        pass
+
+    def hide(self, flow_id: str) -> None:
+        scope = self._scopes.pop(flow_id, None)
+        if scope is not None:
+            scope.cancel()
+
+    async def _run(
+        self,
+        flow_id: str,
+        state: fs.FormState,
+        commands: trio.MemorySendChannel[FormInput],
+        scope: trio.CancelScope,
+    ) -> None:
+        assert self._elicit is not None
+        presented = tuple(state.types)
+        problem: str | None = None
+        with scope, commands:
+            for _attempt in range(MAX_ATTEMPTS):
+                schema = elicitation_schema(state.params, presented)
+                try:
+                    result = await self._elicit(elicitation_message(state.params, problem), schema)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
+                    return  # the client is gone: the form stays pending for the next start
+                except MCPError as error:
+                    if error.error.code == types.CONNECTION_CLOSED:
+                        return
+                    response = _refused(error)
+                except Exception as error:  # a malformed reply: the client cannot ask here
+                    response = _refused(error)
+                else:
+                    response = response_from_elicitation(state.params, presented, result)
+                replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
+                try:
+                    await commands.send(RemoteResponse(response, replies))
+                    async with reply:
+                        answer = await reply.receive()
+                except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
+                    return  # the form ended meanwhile
+                if answer is None:
+                    return
+                problem = answer[1]
+            # The person's answers kept failing the form's checks: dismiss, never guess.
+            replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
+            try:
+                await commands.send(RemoteResponse({"kind": "cancel"}, replies))
+                async with reply:
+                    await reply.receive()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
+                return

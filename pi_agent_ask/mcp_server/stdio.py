@@ -1,0 +1,335 @@
+"""``pi-agent-ask mcp``: the stdio MCP server.
+
+Start-up reads the client's first message (``initialize``) before anything else, to learn the
+client's name (the default agent key is ``<client name>@<working directory>``) and whether it
+declared form elicitation; the message is then replayed to the MCP server unchanged. Where the
+forms are shown, in order (``--desk auto``):
+
+1. a running desk, found through its connection file and answering: the whole stdio session
+   is forwarded to it (``pi_agent_ask.desk.forward.serve_stdio_via_desk``);
+2. the client's form elicitation, when declared (``elicitation.py``): the runtime runs in
+   ``tui`` mode on an ``ElicitationSurface``, so background forms queue, ``wait_for_answers``
+   works, and a cut call's form stays queued;
+3. otherwise the contract's non-TUI fallback: the runtime in ``json`` mode (``ask_user``
+   returns the fallback text, ``wait_for_answers`` is refused).
+
+``--desk off`` skips the desk; ``--desk URL`` requires it (the token comes from
+``$PI_AGENT_ASK_DESK_TOKEN`` or the connection file naming that URL). The session journal is
+``--session FILE``, by default ``<agent dir>/pi-agent-ask/mcp/<key slug>.pias``, so queued
+forms and undelivered answers outlive a restart of the client (a second server with the same
+key finds the file locked and keeps its journal in memory, saying so on standard error). While
+it runs the server also serves Claude Code's hook (``hook.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+import mcp.types as types
+import trio
+from mcp.server.lowlevel.server import Server
+
+from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
+from pi_agent_ask.mcp_server.hook import serve_hook_endpoint, slug
+from pi_agent_ask.mcp_server.tools import PROGRESS_INTERVAL, AgentTools
+
+SERVER_NAME = "pi-agent-ask"
+DESK_TOKEN_ENV = "PI_AGENT_ASK_DESK_TOKEN"
+UNKNOWN_CLIENT = "mcp-client"
+
+
+class DeskUnavailable(Exception):
+    """``--desk URL`` was given but that desk cannot be used."""
+
+
+@attrs.frozen
+class ClientHello:
+    """What the client's first message says about it."""
+
+    name: str = UNKNOWN_CLIENT
+    elicitation: bool = False
+
+
+def parse_hello(line: str | None) -> ClientHello:
+    """The client's name and form-elicitation capability from its first message."""
+    try:
+        message = json.loads(line) if line else None
+    except ValueError:
+        return ClientHello()
+    params = message.get("params") if isinstance(message, dict) else None
+    if not isinstance(params, dict):
+        return ClientHello()
+    if message.get("method") == "initialize":
+        info = params.get("clientInfo")
+        capabilities = params.get("capabilities")
+    else:
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        info = meta.get(types.CLIENT_INFO_META_KEY)
+        capabilities = None  # 2026 per-request era: no standalone elicitation requests
+    name = info.get("name") if isinstance(info, dict) else None
+    elicitation = isinstance(capabilities, dict) and _declares_form(capabilities)
+    return ClientHello(
+        name if isinstance(name, str) and name.strip() else UNKNOWN_CLIENT, elicitation
+    )
+
+
+def _declares_form(capabilities: dict[str, Any]) -> bool:
+    elicitation = capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return False
+    # ``{}`` is form support (the spec's backwards-compatible spelling); else ``form`` must be in.
+    return not elicitation or "form" in elicitation
+
+
+def default_key(client: str, cwd: Path) -> str:
+    return f"{client}@{cwd}"
+
+
+def default_session(key: str, env: Any = None) -> Path:
+    from pi_agent_ask.persistence.settings import agent_dir
+
+    return (
+        agent_dir(os.environ if env is None else env)
+        / "pi-agent-ask"
+        / "mcp"
+        / (f"{slug(key)}.pias")
+    )
+
+
+@attrs.define(eq=False)
+class ReplayedStdin:
+    """Standard input as the SDK's stdio transport reads it, with the peeked first line put
+    back in front."""
+
+    first: str | None
+    rest: Any
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        if self.first:
+            yield self.first
+        async for line in self.rest:
+            yield line
+
+
+def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: trio.Nursery) -> Any:
+    """The low-level MCP server over one agent's tools."""
+    attached = False
+
+    def attach(ctx: Any) -> None:
+        nonlocal attached
+        if attached or surface is None:
+            return
+        attached = True
+        session = ctx.session
+
+        async def elicit(message: str, schema: dict[str, Any]) -> types.ElicitResult:
+            return await session.elicit_form(message, schema)
+
+        surface.attach(nursery, elicit)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        attach(ctx)
+        return types.ListToolsResult(tools=tools.list_tools())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        attach(ctx)
+        meta = ctx.meta or {}
+        report = None
+        if meta.get("progress_token", meta.get("progressToken")) is not None:
+
+            async def report(progress: float, total: float | None, message: str | None) -> None:
+                await ctx.session.report_progress(progress, total, message)
+
+        return await tools.call_tool(params.name, params.arguments, report_progress=report)
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        instructions=(
+            "Ask the user structured questions with ask_user. Background answers arrive with "
+            "wait_for_answers and appended to later results of these tools (backgroundAnswers)."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def _print_notices(runtime: Any) -> None:
+    """The runtime's messages for the person (settings problems, a damaged journal, a form
+    reopened) go to standard error: the client usually shows or logs it."""
+    async for text in runtime.notices:
+        print(f"pi-agent-ask: {text}", file=sys.stderr, flush=True)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pi-agent-ask")
+    except PackageNotFoundError:
+        return "0"
+
+
+async def _find_desk(desk: str) -> tuple[str, str] | None:
+    if desk == "off":
+        return None
+    try:
+        from pi_agent_ask.desk.connection import desk_file_path, find_desk, read_desk_file
+    except ImportError:
+        if desk == "auto":
+            return None
+        raise DeskUnavailable("this installation has no desk support") from None
+    if desk == "auto":
+        try:
+            address = await find_desk()
+        except Exception as error:  # a desk that cannot be asked is a desk that is not there
+            print(f"pi-agent-ask: not using the desk: {error}", file=sys.stderr)
+            return None
+        return (address.url, address.token) if address is not None else None
+    token = os.environ.get(DESK_TOKEN_ENV)
+    if not token:
+        try:
+            address = read_desk_file(desk_file_path())
+        except Exception as error:
+            raise DeskUnavailable(f"cannot read the desk connection file: {error}") from error
+        if address is None or address.url != desk:
+            raise DeskUnavailable(
+                f"no token for {desk}: set {DESK_TOKEN_ENV} or run the desk that wrote "
+                "the connection file"
+            )
+        token = address.token
+    return desk, token
+
+
+async def serve(
+    *,
+    session: Path | None = None,
+    settings: Path | None = None,
+    desk: str = "auto",
+    key: str | None = None,
+    progress_interval: float = PROGRESS_INTERVAL,
+    cwd: Path | None = None,
+    stdin: Any = None,
+    stdout: Any = None,
+    hook_dir: Path | None = None,
+) -> None:
+    """Serve MCP on standard input and output until the client closes its side."""
+    from mcp.server.stdio import stdio_server
+
+    work_dir = cwd if cwd is not None else Path.cwd()
+    source = stdin if stdin is not None else anyio.wrap_file(sys.stdin)
+    first = await source.readline()
+    if not first:
+        return  # the client closed before saying anything
+    hello = parse_hello(first)
+    agent_key = key or default_key(hello.name, work_dir)
+    replay = ReplayedStdin(first, source)
+
+    found = await _find_desk(desk)
+    if found is not None:
+        from pi_agent_ask.desk.forward import serve_stdio_via_desk
+
+        await serve_stdio_via_desk(found[0], found[1], agent_key, stdin=replay, stdout=stdout)
+        return
+
+    async with (
+        open_local(
+            hello,
+            key=agent_key,
+            session=session,
+            settings=settings,
+            cwd=work_dir,
+            progress_interval=progress_interval,
+            hook_dir=hook_dir,
+        ) as local,
+        stdio_server(replay, stdout) as (read, write),
+    ):  # type: ignore[arg-type]
+        await local.server.run(read, write, local.server.create_initialization_options())
+
+
+@attrs.frozen
+class LocalServer:
+    """A local (desk-less) server: its runtime, the agent's tools, the MCP server object and
+    the hook socket (``None`` when it could not be made)."""
+
+    runtime: Any
+    tools: AgentTools
+    server: Any
+    hook_path: Path | None
+
+
+@asynccontextmanager
+async def open_local(
+    hello: ClientHello,
+    *,
+    key: str,
+    session: Path | None = None,
+    settings: Path | None = None,
+    cwd: Path,
+    progress_interval: float = PROGRESS_INTERVAL,
+    hook_dir: Path | None = None,
+) -> AsyncIterator[LocalServer]:
+    """The runtime, tools, hook endpoint and MCP server for one client, until the block ends
+    (run ``server.run(read, write, ...)`` on any transport inside it)."""
+    from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.actors.runtime import open_runtime
+    from pi_agent_ask.persistence.session_file import SessionFileError
+
+    surface = ElicitationSurface() if hello.elicitation else None
+    runtime_surface = surface if surface is not None else NullSurface()
+    mode = "tui" if hello.elicitation else "json"
+    journal = session if session is not None else default_session(key)
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            runtime = await stack.enter_async_context(
+                open_runtime(
+                    session=journal,
+                    mode=mode,
+                    settings=settings,
+                    cwd=cwd,
+                    surface=runtime_surface,
+                    # Nothing reads wakeups over MCP: an answer recovered at open waits for the
+                    # agent's next call instead of going to an idle wake nobody receives.
+                    agent_idle=False,
+                )
+            )
+        except SessionFileError as error:
+            if session is not None or error.reason != "locked":
+                raise
+            print(
+                f"pi-agent-ask: {journal} is in use by another server; this one keeps its "
+                "questions in memory only.",
+                file=sys.stderr,
+            )
+            runtime = await stack.enter_async_context(
+                open_runtime(
+                    mode=mode, settings=settings, cwd=cwd, surface=runtime_surface, agent_idle=False
+                )
+            )
+        tools = stack.enter_context(AgentTools(runtime, progress_interval=progress_interval))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_print_notices, runtime)
+            hook_path = await nursery.start(
+                functools.partial(
+                    serve_hook_endpoint, tools, key, hello.name, cwd, directory=hook_dir
+                )
+            )
+            server = mcp_server(tools, surface, nursery)
+            try:
+                yield LocalServer(runtime, tools, server, hook_path)
+            finally:
+                nursery.cancel_scope.cancel()

@@ -1,0 +1,153 @@
+"""The desk's terminal: real prompt_toolkit input (a pipe) and output (a pyte screen).
+
+The person answers two agents' forms with key presses and a mouse click, one form at a time,
+each labelled with its agent; Ctrl-Q leaves the desk and removes its connection file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from prompt_toolkit.input import create_pipe_input
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
+from pi_agent_ask.ui.testing import VirtualTerminal, sgr_click
+
+pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+
+def ask(label: str, *, background: bool = True) -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"Question {label}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+        "background": background,
+    }
+
+
+async def test_the_person_answers_two_agents_on_the_desk_by_keys_and_mouse(
+    tmp_path: Path,
+) -> None:
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+        ):
+            await term.wait_for("pi-agent-ask desk")
+            await term.wait_for(desk.address.url)
+            receipt = await alpha.call_tool("ask_user", ask("Deploy"))
+            await term.wait_for("Question Deploy?")
+            await term.wait_for(lambda t: "\x07" in t.raw)  # the agent's runtime rang the bell
+            assert "From alpha" in term.text()
+            assert "background question" in term.text()
+
+            results: list[Any] = []
+            async with trio.open_nursery() as nursery:
+
+                async def blocked_call() -> None:
+                    results.append(await beta.call_tool("ask_user", ask("Merge", background=False)))
+
+                nursery.start_soon(blocked_call)
+                await term.wait_for(lambda t: "beta" in t.text() and "1 more waiting" in t.text())
+                # Alpha's form came first, so it stays on display: answer it with keys.
+                pipe.send_text("1")
+                await term.wait_for("Review your answers")
+                pipe.send_text("1")
+                await term.wait_for("again")
+                pipe.send_text("1")
+                # Beta's form takes its turn, marked: beta is blocked on it.
+                await term.wait_for("Question Merge?")
+                assert "From beta" in term.text()
+                assert "blocked until you answer" in term.text()
+                row, column = term.find("No")
+                pipe.send_text(sgr_click(column, row))
+                await term.wait_for("Review your answers")
+                pipe.send_text("1")
+                await term.wait_for("again")
+                pipe.send_text("1")
+            (merged,) = results
+            assert merged.structured_content["answers"]["q"]["values"] == ["no"]
+            await term.wait_for("No questions waiting")
+
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["requestId"] == receipt.structured_content["requestId"]
+            assert entry["result"]["answers"]["q"]["values"] == ["yes"]
+
+            pipe.send_text("\x11")  # Ctrl-Q
+            await desk.stopped.wait()
+        assert not (tmp_path / "desk.json").exists()
+
+
+async def test_escape_sends_a_form_to_the_back_of_the_line(tmp_path: Path) -> None:
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+        ):
+            await alpha.call_tool("ask_user", ask("First"))
+            await term.wait_for("Question First?")
+            await beta.call_tool("ask_user", ask("Second"))
+            await alpha.call_tool("ask_user", ask("Third"))
+            await term.wait_for("2 more waiting")
+            pipe.send_text("n")  # a note: a draft to keep
+            await term.wait_for("Note:")
+            pipe.send_text("keep me\r")
+            await term.wait_for("Note: keep me")
+            pipe.send_text("\x1b")  # Esc: later
+            await term.wait_for("Question Second?")
+            assert "From beta" in term.text()
+            pipe.send_text("1")
+            await term.wait_for("Review your answers")
+            pipe.send_text("11")
+            # Alpha's deferred form is back, its draft kept, still before alpha's next one.
+            await term.wait_for("Question First?")
+            assert "Note: keep me" in term.text()
+            assert {row.key: row.pending for row in desk.board.agents()}["alpha"] == 2
+
+
+async def test_settings_saved_on_the_desk_apply_to_every_agent(tmp_path: Path) -> None:
+    term = VirtualTerminal(110, 32)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+        ):
+            await alpha.call_tool("ask_user", ask("One"))
+            await term.wait_for("Question One?")
+            await beta.call_tool("ask_user", ask("Two"))
+            await term.wait_for("1 more waiting")
+            pipe.send_text("?")
+            await term.wait_for("Live settings")
+            pipe.send_text("\r")  # the first row: auto-submit when answered without notes
+            await term.wait_for(
+                lambda t: "[on]" in t.rows()[t.find("Auto-submit when answered")[0]]
+            )
+            pipe.send_text("\x1b")
+            await term.wait_gone("Live settings")
+            # Both agents' forms now submit on the answer itself, without Review.
+            pipe.send_text("1")
+            await term.wait_for("Question Two?")
+            pipe.send_text("2")
+            await term.wait_for("No questions waiting")
+            for agent in (alpha, beta):
+                (entry,) = (await agent.call_tool("wait_for_answers", {})).structured_content[
+                    "results"
+                ]
+                assert entry["result"]["cancelled"] is False
+            for key in ("alpha", "beta"):
+                runtime = desk.registry.get(key).runtime  # type: ignore[union-attr]
+                assert runtime.config.form_settings.auto_submit_when_answered_without_notes

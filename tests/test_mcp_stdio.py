@@ -1,0 +1,267 @@
+"""``pi-agent-ask mcp`` as a process, driven by the SDK's own stdio client, and the hook.
+
+Each test launches ``python -m pi_agent_ask mcp`` with ``mcp.client.stdio.stdio_client`` in a
+private home (agent directory, runtime directory, no desk connection file), so the default
+session file, the default key and the hook socket are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import mcp.types as types
+import pytest
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from pi_agent_ask.mcp_server.hook import slug
+from pi_agent_ask.mcp_server.tools import BACKGROUND_ANSWERS
+from tests.test_mcp import ASK, accept, background_of
+
+
+@attrs.frozen
+class Home:
+    root: Path
+    work: Path
+    runtime: Path
+
+    def env(self) -> dict[str, str]:
+        return {
+            "HOME": str(self.root),
+            "PI_CODING_AGENT_DIR": str(self.root / "agent"),
+            "XDG_RUNTIME_DIR": str(self.runtime),
+            "PI_AGENT_ASK_DESK_FILE": str(self.root / "no-desk.json"),
+        }
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Home]:
+    work = tmp_path / "project"
+    work.mkdir()
+    # A short runtime directory: unix socket paths are limited to about 100 bytes.
+    with tempfile.TemporaryDirectory(prefix="pia-") as runtime:
+        yield Home(tmp_path, work.resolve(), Path(runtime))
+
+
+@asynccontextmanager
+async def server(
+    home: Home, *args: str, elicit: Any = None, name: str = "test-client"
+) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pi_agent_ask", "mcp", *args],
+        env=home.env(),
+        cwd=home.work,
+    )
+    with (home.root / "server.log").open("a") as log:
+        async with (
+            stdio_client(params, errlog=log) as (read, write),
+            ClientSession(
+                read,
+                write,
+                elicitation_callback=elicit,
+                client_info=types.Implementation(name=name, version="1"),
+            ) as client,
+        ):
+            await client.initialize()
+            yield client
+
+
+async def call(client: ClientSession, name: str, arguments: dict[str, Any], **kw: Any) -> Any:
+    result = await client.call_tool(name, arguments, **kw)
+    assert isinstance(result, types.CallToolResult)
+    return result
+
+
+async def test_stdio_server_lists_tools_and_answers_through_elicitation(home: Home) -> None:
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return accept({"db": "pg", "db.note": "ok"})
+
+    # A connection file left by a desk that is gone: --desk auto goes on locally.
+    stale = {"url": "http://127.0.0.1:9/mcp", "token": "t", "pid": 2**22 + 1}
+    (home.root / "no-desk.json").write_text(json.dumps(stale))
+    with trio.fail_after(60):
+        async with server(home, elicit=elicit) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            result = await call(client, "ask_user", ASK)
+    assert names == ["ask_user", "wait_for_answers"]
+    assert result.structured_content["answers"]["db"]["values"] == ["pg"]
+    # The default journal: one per agent key (client name @ working directory).
+    key = f"test-client@{home.work}"
+    journal = home.root / "agent" / "pi-agent-ask" / "mcp" / f"{slug(key)}.pias"
+    assert journal.is_file()
+
+
+async def test_stdio_without_elicitation_falls_back(home: Home) -> None:
+    settings = home.root / "agent" / "extensions" / "pi-agent-ask.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text("{ not json")  # a damaged settings file: defaults, and a notice
+    with trio.fail_after(60):
+        async with server(home, "--desk", "off") as client:
+            result = await call(client, "ask_user", ASK)
+    assert result.structured_content["cancelled"] is True
+    assert "Postgres [pg]" in result.content[0].text
+    log = (home.root / "server.log").read_text()
+    assert "pi-agent-ask: Config was invalid" in log  # the notice reached standard error
+
+
+async def test_queued_forms_and_answers_outlive_a_server_restart(home: Home) -> None:
+    async def never(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await trio.sleep_forever()
+        raise AssertionError
+
+    answered: list[str] = []
+
+    async def answer(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        answered.append(params.message)
+        return accept({"db": "lite"})
+
+    with trio.fail_after(90):
+        async with server(home, elicit=never) as client:
+            receipt = await call(client, "ask_user", {**ASK, "background": True})
+        request_id = receipt.structured_content["requestId"]
+        # The client restarts: the same key finds the same journal and shows the form again.
+        async with server(home, elicit=answer) as client:
+            waited = await call(client, "wait_for_answers", {})
+    assert answered
+    [item] = waited.structured_content["results"]
+    assert item["requestId"] == request_id
+    assert item["result"]["answers"]["db"]["values"] == ["lite"]
+
+
+async def test_call_cut_by_the_client_timeout_still_delivers_later(home: Home) -> None:
+    release = trio.Event()
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await release.wait()
+        return accept({"db": "pg"})
+
+    with trio.fail_after(60):
+        async with server(home, elicit=elicit) as client:
+            with pytest.raises(MCPError):
+                # The client's own tool timeout cuts the call (it sends a cancellation).
+                await client.call_tool("ask_user", ASK, read_timeout_seconds=0.2)
+            await client.send_ping()
+            release.set()
+            waited = await call(client, "wait_for_answers", {})
+            after = await call(client, "wait_for_answers", {})
+    [item] = waited.structured_content["results"]
+    assert item["result"]["answers"]["db"]["values"] == ["pg"]
+    assert after.structured_content["results"] == []
+
+
+async def run_hook(home: Home, payload: dict[str, Any], *extra: str) -> tuple[int, str]:
+    done = await trio.run_process(
+        [sys.executable, "-m", "pi_agent_ask", "hook", "claude-code", *extra],
+        stdin=json.dumps(payload).encode(),
+        capture_stdout=True,
+        capture_stderr=True,
+        env={**home.env(), "PATH": "/usr/bin:/bin"},
+        cwd=home.work,
+        check=False,
+    )
+    return done.returncode, done.stdout.decode()
+
+
+async def test_claude_code_hook_adds_waiting_answers_once(home: Home) -> None:
+    second_shown = trio.Event()
+    release = trio.Event()
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if "Second" in params.message:
+            second_shown.set()
+            await release.wait()
+            return accept({"q": "y"})
+        return accept({"db": "pg"})
+
+    second = {
+        "questions": [
+            {
+                "id": "q",
+                "label": "Second",
+                "prompt": "Again?",
+                "options": [{"label": "Yes", "value": "y"}, {"label": "No", "value": "n"}],
+            }
+        ]
+    }
+    payload = {"hook_event_name": "UserPromptSubmit", "cwd": str(home.work), "prompt": "hi"}
+    with trio.fail_after(90):
+        status, nothing = await run_hook(home, payload)
+        assert (status, nothing) == (0, "")  # no server: silent
+        async with server(home, elicit=elicit, name="claude-code") as client:
+            status, empty = await run_hook(home, payload)
+            await call(client, "ask_user", {**ASK, "background": True})
+            async with trio.open_nursery() as nursery:
+                results: list[Any] = []
+
+                async def ask_second() -> None:
+                    results.append(await call(client, "ask_user", second))
+
+                nursery.start_soon(ask_second)
+                # Forms are shown one at a time: the first one is answered and recorded.
+                await second_shown.wait()
+                status_1, first = await run_hook(home, payload)
+                status_2, repeat = await run_hook(
+                    home, {**payload, "hook_event_name": "PostToolUse"}
+                )
+                release.set()
+    assert (status, empty) == (0, "")
+    assert (status_1, status_2, repeat) == (0, 0, "")
+    output = json.loads(first)
+    assert output["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "Postgres" in output["hookSpecificOutput"]["additionalContext"]
+    [second_result] = results
+    assert second_result.structured_content["answers"]["q"]["values"] == ["y"]
+    assert BACKGROUND_ANSWERS not in second_result.structured_content
+    assert background_of(second_result) == []
+
+
+async def test_explicit_desk_without_a_token_is_refused(home: Home) -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "x", "version": "1"},
+        },
+    }
+    done = await trio.run_process(
+        [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", "http://127.0.0.1:9/mcp"],
+        stdin=(json.dumps(init) + "\n").encode(),
+        capture_stdout=True,
+        capture_stderr=True,
+        env={**home.env(), "PATH": "/usr/bin:/bin"},
+        cwd=home.work,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert b"no token" in done.stderr
+    assert done.stdout == b""
+
+
+async def test_desk_auto_forwards_to_a_running_desk_with_the_default_key(home: Home) -> None:
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    desk_file = home.root / "no-desk.json"  # the file the server's environment names
+    with trio.fail_after(90):
+        async with (
+            open_desk(home.root / "desk", desk_file=desk_file) as desk,
+            server(home, name="tester") as client,
+        ):
+            receipt = await call(client, "ask_user", {**ASK, "background": True})
+            shown = await answer_displayed(desk)
+            waited = await call(client, "wait_for_answers", {})
+    assert shown.key == f"tester@{home.work}"
+    [item] = waited.structured_content["results"]
+    assert item["requestId"] == receipt.structured_content["requestId"]
