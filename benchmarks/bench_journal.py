@@ -9,7 +9,7 @@ The session is what the runtime writes for background forms asked and answered t
 real entry builders (``persistence.journal``): per form a ``tool-call``, the request batch
 (``ask:payload``, ``ask:history-request``, ``ask:queued``), the receipt ``tool-result``, the
 completion batch (``ask:history-completed``, ``ask:queue-completed``) and the delivered
-``ask:background-answer``: seven entries in five frames. The last ten forms stay pending.
+``ask:background-answer``: eight entries in five frames. The last ten forms stay pending.
 
 Rows:
 
@@ -48,7 +48,7 @@ from pi_agent_ask.persistence import journal as jr
 
 SIZES = (1_000, 10_000, 100_000)
 BIG = 1_000_000
-ENTRIES_PER_FORM = 7
+ENTRIES_PER_FORM = 8
 PENDING = 10
 
 ISSUE_NOW = {
