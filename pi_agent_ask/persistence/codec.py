@@ -220,16 +220,25 @@ def decode_entries(payload: bytes | memoryview) -> list[EntryFields]:
         if type(item) is not list or len(item) != 5:
             raise CodecError("an entry is not a five-element array")
         entry_id, parent, kind, timestamp, data = item
-        entry_id = decode_id(entry_id)
-        if not entry_id:
+        # Inlined id decoding: this loop runs for every entry read.
+        if type(entry_id) is bytes and len(entry_id) == 8:
+            entry_id = entry_id.hex()
+        elif type(entry_id) is not str or not entry_id:
             raise CodecError("an entry has no id")
+        if parent is not None:
+            if type(parent) is bytes and len(parent) == 8:
+                parent = parent.hex()
+            elif type(parent) is not str:
+                raise CodecError("an entry parent is neither text, 8 bytes nor null")
         if type(kind) is not str or not kind:
             raise CodecError("an entry type is not a non-empty string")
-        if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
-            raise CodecError("an entry timestamp is not a number")
-        if not isinstance(data, dict):
+        if type(timestamp) is not float:
+            if type(timestamp) is not int:
+                raise CodecError("an entry timestamp is not a number")
+            timestamp = float(timestamp)
+        if type(data) is not dict:
             raise CodecError("entry data is not a map")
-        out.append((entry_id, decode_id(parent), kind, float(timestamp), data))
+        out.append((entry_id, parent, kind, timestamp, data))
     return out
 
 
