@@ -119,10 +119,10 @@ def _form_entries(n: int, *, answered: bool) -> list[list[tuple[str, dict[str, A
 def write_session(path: Path, entries: int) -> int:
     """A session of about ``entries`` entries written as the runtime writes them; returns the
     number of forms."""
-    from pi_agent_ask.persistence.session_file import SessionFile
+    from pi_agent_ask.actors.session import open_session_file
 
     forms = max(entries // ENTRIES_PER_FORM, PENDING + 1)
-    with SessionFile.open(path) as session:
+    with open_session_file(path) as session:  # as the runtime opens it (checkpoints and all)
         for n in range(forms):
             for frame in _form_entries(n, answered=n < forms - PENDING):
                 session.append_many(frame)

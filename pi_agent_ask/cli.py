@@ -217,32 +217,35 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from pi_agent_ask.persistence import history
+    from pi_agent_ask.persistence.projection import JOURNAL
     from pi_agent_ask.persistence.session_file import SessionFile, SessionFileError
 
     try:
-        session = SessionFile.open(args.session, readonly=True, create=False)
+        session = SessionFile.open(args.session, readonly=True, create=False, projection=JOURNAL)
     except (OSError, SessionFileError) as error:
         stderr.write(f"pi-agent-ask: cannot open session {str(args.session)!r}: {error}\n")
         return EXIT_INVALID
     with session:
-        entries = session.branch()
-    try:
-        if args.history_command == "list":
-            data = history.list_history(
-                entries,
-                query=args.query,
-                answered_only=args.answered_only,
-                offset=args.offset,
-                limit=args.limit,
-            )
-        elif args.history_command == "read":
-            data = history.read_history(entries, args.request_id, args.question_id)
-        else:
-            keys = [_parse_key(key) for key in args.keys] or None
-            data = history.export_history(entries, args.path, keys, cwd=Path.cwd())
-    except (history.HistoryError, ValueError) as error:
-        stderr.write(f"pi-agent-ask: {error}\n")
-        return EXIT_INVALID
+        # The history index comes from the journal's checkpoints: a page or a read decodes
+        # only its own requests' entries.
+        source = history.source_of_session(session)
+        try:
+            if args.history_command == "list":
+                data = history.list_history(
+                    source,
+                    query=args.query,
+                    answered_only=args.answered_only,
+                    offset=args.offset,
+                    limit=args.limit,
+                )
+            elif args.history_command == "read":
+                data = history.read_history(source, args.request_id, args.question_id)
+            else:
+                keys = [_parse_key(key) for key in args.keys] or None
+                data = history.export_history(source, args.path, keys, cwd=Path.cwd())
+        except (history.HistoryError, ValueError) as error:
+            stderr.write(f"pi-agent-ask: {error}\n")
+            return EXIT_INVALID
     _dump(data, stdout)
     return EXIT_OK
 

@@ -737,7 +737,7 @@ class SessionFile:
             len(session),
             damage=damage,
             checkpoint=session._start.offset if session._start is not None else None,
-            notes=tuple(notes),
+            notes=tuple(dict.fromkeys(notes)),  # the skim and the scan may both see one
         )
         if projection is not None:
             session._refold()
@@ -850,6 +850,12 @@ class SessionFile:
 
     def __len__(self) -> int:
         return self._base + len(self._index)
+
+    @property
+    def indexed(self) -> int:
+        """Entries the in-memory index holds: after an open from a checkpoint only those after
+        it, until something needs an older one (then the whole file)."""
+        return len(self._index)
 
     def __contains__(self, entry_id: object) -> bool:
         return self._position(entry_id) is not None
