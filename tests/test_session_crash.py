@@ -22,11 +22,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from pi_agent_ask.persistence.projection import JOURNAL
 from pi_agent_ask.persistence.session_file import SessionFile
 
 LAUNCHER = textwrap.dedent(
@@ -34,14 +30,11 @@ LAUNCHER = textwrap.dedent(
     import os, random, sys
     import trio
     from pi_agent_ask.actors.persistence import run_persistence
-    from pi_agent_ask.persistence.projection import JOURNAL
     from pi_agent_ask.persistence.session_file import SessionFile
-
-    OPTIONS = {"projection": JOURNAL, "checkpoint_every": 3} if sys.argv[2] == "on" else {}
 
     async def write(path, seed, big):
         rng = random.Random(seed)
-        session = SessionFile.open(path, **OPTIONS)
+        session = SessionFile.open(path)
         damage = session.report.damage
         print("open", len(session), damage.reason if damage else "-", flush=True)
         known = list(session.branch_ids())
@@ -58,9 +51,7 @@ LAUNCHER = textwrap.dedent(
                     print("big", flush=True)
                     pad = "x" * 8_000_000
                 if roll < 0.6:
-                    # Queue entries make the journal fold (and so each checkpoint) grow.
-                    request = {"requestId": f"r{seed}-{n}", "params": {"pad": pad}}
-                    entries = [await journal.append("ask:queued", request)]
+                    entries = [await journal.append("message", {"n": n, "pad": pad})]
                 elif roll < 0.85:
                     items = [("part", {"n": n, "i": i, "pad": pad}) for i in range(3)]
                     entries = list(await journal.append_many(items))
@@ -94,24 +85,17 @@ LAUNCHER = textwrap.dedent(
 ROUNDS = 36
 
 
-@pytest.mark.parametrize("checkpoints", ["off", "on"])
-def test_sigkill_never_loses_an_acknowledged_entry(tmp_path: Path, checkpoints: str) -> None:
-    """With ``checkpoints`` on, the writer uses the journal projection and writes a checkpoint
-    every three entries, so kills also land in checkpoint writes (and reopenings start from
-    the newest whole checkpoint)."""
+def test_sigkill_never_loses_an_acknowledged_entry(tmp_path: Path) -> None:
     path = tmp_path / "crash.pias"
     script = tmp_path / "launcher.py"
     script.write_text(LAUNCHER)
-    options: dict[str, Any] = (
-        {"projection": JOURNAL, "checkpoint_every": 3} if checkpoints == "on" else {}
-    )
     SessionFile.open(path).close()
     rng = random.Random(20261130)
     acknowledged: list[str] = []
     recovered: list[str] = []
     reader_opens = 0
     with subprocess.Popen(
-        [sys.executable, str(script), str(path), checkpoints],
+        [sys.executable, str(script), str(path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -138,7 +122,7 @@ def test_sigkill_never_loses_an_acknowledged_entry(tmp_path: Path, checkpoints: 
                 # Read concurrently until a random moment, then kill the writer.
                 deadline = time.monotonic() + (0.0 if big else rng.uniform(0.0, 0.3))
                 while time.monotonic() < deadline:
-                    with SessionFile.open(path, readonly=True, **options) as reader:
+                    with SessionFile.open(path, readonly=True) as reader:
                         reader_opens += 1
                         damage = reader.report.damage
                         # A reader racing the writer may see the frame being written, nothing else.
@@ -169,15 +153,13 @@ def test_sigkill_never_loses_an_acknowledged_entry(tmp_path: Path, checkpoints: 
                     os.kill(writer, signal.SIGKILL)
             launcher.kill()
 
-    with SessionFile.open(path, **options) as final:
+    with SessionFile.open(path) as final:
         ids = final.ids()
         # Acknowledged entries are in the file, in the order they were acknowledged.
         position = {entry_id: n for n, entry_id in enumerate(ids)}
         assert [position[a] for a in acknowledged] == sorted(position[a] for a in acknowledged)
         assert final.branch() == final.branch(final.leaf_id)
         assert final.report.damage is None or final.report.damage.reason == "torn"
-        if checkpoints == "on":
-            assert final.report.checkpoint is not None  # the open started from one
     assert len(acknowledged) > ROUNDS
     assert reader_opens > ROUNDS
     assert all(reason == "torn" for reason in recovered)

@@ -965,7 +965,11 @@ class SessionFile:
         else:
             self._write_frame(cbor2.dumps({"leaf": entry_id}))
         self._index.leaf = target
-        self._fold = None  # another branch: folded again when next needed
+        if self._projection is not None:
+            # Another branch: fold it now, so checkpoints (and bounded opens) go on.
+            self._fold = None
+            self._refold()
+            self._maybe_checkpoint()
 
     def compact(self, summary: str, data: Mapping[str, Any] | None = None) -> Entry:
         """Append a ``compaction`` entry ``{"summary": summary, **data}``; nothing is removed."""
