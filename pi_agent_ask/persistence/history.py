@@ -418,7 +418,7 @@ class HistorySource:
 
     requests: tuple[tuple[str, Loc, int], ...]
     positions: Mapping[str, int]
-    completions: Mapping[str, tuple[Loc, ...]]
+    completions: Mapping[str, Sequence[Loc]]
     load: Callable[[Loc], Entry]
     total: int
     key: tuple[int, int]
@@ -430,23 +430,21 @@ def source_from_log(log: Iterable[Any], load: Callable[[Loc], Entry]) -> History
     positions: dict[str, int] = {}
     completions: dict[str, list[Loc]] = {}
     total = completed = 0
-    for item in log:
-        if item[0] == "q":
-            request_id = item[1]
+    for kind, request_id, offset, slot, *rest in log:  # one pass, no per-item calls
+        if kind == "q":
             if request_id not in positions:
                 positions[request_id] = len(requests)
-                requests.append((request_id, (item[2], item[3]), item[4]))
-                total += item[4]
+                requests.append((request_id, (offset, slot), rest[0]))
+                total += rest[0]
         else:
-            completions.setdefault(item[1], []).append((item[2], item[3]))
+            found = completions.get(request_id)
+            if found is None:
+                completions[request_id] = [(offset, slot)]
+            else:
+                found.append((offset, slot))
             completed += 1
     return HistorySource(
-        tuple(requests),
-        positions,
-        {rid: tuple(locs) for rid, locs in completions.items()},
-        load,
-        total,
-        (len(requests), completed),
+        tuple(requests), positions, completions, load, total, (len(requests), completed)
     )
 
 

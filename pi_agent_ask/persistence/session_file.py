@@ -108,6 +108,8 @@ _FRAME_HEAD = struct.Struct(">II")
 _HEAD_SIZE: Final = _FRAME_HEAD.size
 _READ_WINDOW: Final = 1 << 20
 _NO_PARENT: Final = -1
+_CHECKPOINT_TRIES: Final = 3
+"""Checkpoints an open tries, newest first, before it reads the whole file instead."""
 _BEFORE: Final = -3
 """Parent of the stub an index starts with when it starts at a checkpoint: indexed lazily."""
 
@@ -816,12 +818,10 @@ class SessionFile:
             return self._memory[offset]
         if self._fd is None:
             raise ValueError("session file is closed")
-        reader = _Reader(self._fd, self._size)
-        try:
-            (length, _crc) = _FRAME_HEAD.unpack(reader.read(offset, _HEAD_SIZE))
-        except _BadFrame as exc:
-            raise SessionFileError(self._path, "unreadable", f"no frame at {offset}") from exc
-        return self._decode_entry(reader.payload(offset, length), offset, slot)
+        payload = _read_frame(self._fd, offset, self._size)
+        if payload is None:
+            raise SessionFileError(self._path, "unreadable", f"no frame at {offset}")
+        return self._decode_entry(payload, offset, slot)
 
     @property
     def leaf_id(self) -> str | None:
@@ -1245,11 +1245,9 @@ class SessionFile:
         """The checked map of the checkpoint frame at ``offset``; ``ValueError`` (or
         ``_BadFrame``) when it is not a usable checkpoint of this projection."""
         assert self._fd is not None and self._projection is not None
-        reader = _Reader(self._fd, self._size)
-        length, crc = _FRAME_HEAD.unpack(reader.read(offset, _HEAD_SIZE))
-        payload = reader.read(offset + _HEAD_SIZE, length)
-        if zlib.crc32(payload) != crc:
-            raise ValueError("checksum mismatch")
+        payload = _read_frame(self._fd, offset, self._size, check=True)
+        if payload is None:
+            raise ValueError("no whole frame there, or its checksum fails")
         value = codec.decode_checkpoint(payload, CHECKPOINT_MAGIC)
         at, entries, prev = value.get("at"), value.get("entries"), value.get("prev")
         if value.get("projection") != self._projection.name:
@@ -1275,8 +1273,12 @@ class SessionFile:
         if leaf_id is None:
             raise ValueError("malformed checkpoint leaf")
         frame_off, frame_len, slot = value["at"]
-        reader = _Reader(self._fd, self._size)  # type: ignore[arg-type]
-        if self._decode_entry(reader.payload(frame_off, frame_len), frame_off, slot).id != leaf_id:
+        payload = _read_frame(self._fd, frame_off, self._size)  # type: ignore[arg-type]
+        if (
+            payload is None
+            or len(payload) != frame_len
+            or self._decode_entry(payload, frame_off, slot).id != leaf_id
+        ):
             raise ValueError("the entry it names is not there")
         self._projection.restore(value.get("live"))  # fits, or ValueError
         return _Checkpoint(
@@ -1294,10 +1296,17 @@ class SessionFile:
         projection, else every frame. Returns the damaged tail, if any."""
         start = reader.header_end
         self._header_end = start
+        self._size = size  # checkpoints are read through it (the open sets it again)
         if self._projection is None or self._header.version < 2:
             return _reach(self._scan(reader, start, size, notes), size)
-        stop, damage, checkpoints = _skim(reader, start, size, notes)
-        for offset, end in reversed(checkpoints):
+        tried = 0
+        for offset, end, whole in _checkpoints_backwards(reader, start, size):
+            if tried == _CHECKPOINT_TRIES:
+                break  # something is wrong with all of them: read everything
+            tried += 1
+            if not whole:
+                notes.append(f"checkpoint at byte {offset} is damaged (checksum); skipped")
+                continue
             try:
                 checkpoint = self._read_checkpoint(offset, end)
             except (ValueError, _BadFrame, SessionFileError) as exc:
@@ -1308,15 +1317,13 @@ class SessionFile:
             self._index.leaf = 0
             self._start, self._base = checkpoint, checkpoint.entries - 1
             try:
-                tail = self._scan(reader, checkpoint.end, stop, notes)
+                return _reach(self._scan(reader, checkpoint.end, size, notes), size)
             except _NeedFullIndex:
                 break  # the tail reaches back before the checkpoint: index everything
-            return _reach(tail, size) or damage
-        else:
-            if checkpoints:
-                notes.append("no usable checkpoint: the whole file was read")
+        if tried and self._start is None:
+            notes.append("no usable checkpoint: the whole file was read")
         self._index, self._start, self._base = _Index(), None, 0
-        return _reach(self._scan(reader, start, stop, notes), size) or damage
+        return _reach(self._scan(reader, start, size, notes), size)
 
     def _full(self) -> None:
         """Index the part of the file before the checkpoint the index starts at."""
@@ -1532,6 +1539,21 @@ class SessionFile:
         return saved
 
 
+def _read_frame(fd: int, offset: int, size: int, *, check: bool = False) -> bytes | None:
+    """The payload of the frame at ``offset`` read on its own (two exact reads), or ``None``
+    when no whole frame (with ``check``: no frame whose checksum holds) is there."""
+    head = os.pread(fd, _HEAD_SIZE, offset)
+    if len(head) < _HEAD_SIZE:
+        return None
+    length, crc = _FRAME_HEAD.unpack(head)
+    if not 0 < length <= MAX_FRAME_BYTES or offset + _HEAD_SIZE + length > size:
+        return None
+    payload = os.pread(fd, length, offset + _HEAD_SIZE)
+    if len(payload) < length or (check and zlib.crc32(payload) != crc):
+        return None
+    return payload
+
+
 def _reach(damage: Damage | None, size: int) -> Damage | None:
     """A damaged tail found before ``size`` runs to ``size`` (the end of the file)."""
     return damage if damage is None or damage.end == size else attrs.evolve(damage, end=size)
@@ -1543,51 +1565,32 @@ def _is_checkpoint(payload: memoryview | bytes) -> bool:
     )
 
 
-def _skim(
-    reader: _Reader, start: int, size: int, notes: list[str]
-) -> tuple[int, Damage | None, list[tuple[int, int]]]:
-    """Walk the frames from ``start`` checking lengths and checksums only (nothing is
-    decoded). Returns where the well-formed frames end, the damage found there, and the
-    ``(offset, end)`` of every checkpoint frame. A damaged checkpoint is skipped (noted)."""
-    unpack_from = _FRAME_HEAD.unpack_from
-    crc32 = zlib.crc32
-    magic = bytes([codec.KIND_CHECKPOINT]) + CHECKPOINT_MAGIC
-    checkpoints: list[tuple[int, int]] = []
+def _checkpoints_backwards(
+    reader: _Reader, start: int, size: int
+) -> Iterator[tuple[int, int, bool]]:
+    """The checkpoint frames of the file, newest first, found from the end of the file by
+    their magic (nothing before the newest usable one is read): ``(offset, end, whole)``,
+    ``whole`` false when the frame's checksum fails. A frame running past the end (a torn
+    tail) is not one."""
+    needle = bytes([codec.KIND_CHECKPOINT]) + CHECKPOINT_MAGIC
     fd = reader.fd
-    buf = b""
-    base = 0
-    pos = start
-    while pos < size:
-        rel = pos - base
-        if rel + _HEAD_SIZE > len(buf):
-            if size - pos < _HEAD_SIZE:
-                return pos, Damage(pos, size, "torn", "frame header incomplete"), checkpoints
-            buf = os.pread(fd, min(_READ_WINDOW, size - pos), pos)
-            base, rel = pos, 0
-            if len(buf) < _HEAD_SIZE:
-                return pos, Damage(pos, size, "torn", "file ended early"), checkpoints
-        length, crc = unpack_from(buf, rel)
-        if length == 0 or length > MAX_FRAME_BYTES:
-            return pos, Damage(pos, size, "length", f"frame declares {length} bytes"), checkpoints
-        end = pos + _HEAD_SIZE + length
-        if end > size:
-            detail = f"frame declares {length} bytes, {size - pos - _HEAD_SIZE} present"
-            return pos, Damage(pos, size, "torn", detail), checkpoints
-        if rel + _HEAD_SIZE + length > len(buf):
-            buf = os.pread(fd, min(max(_READ_WINDOW, _HEAD_SIZE + length), size - pos), pos)
-            base, rel = pos, 0
-            if len(buf) < _HEAD_SIZE + length:
-                return pos, Damage(pos, size, "torn", "file ended early"), checkpoints
-        first = rel + _HEAD_SIZE
-        is_checkpoint = buf.startswith(magic, first)
-        if crc32(memoryview(buf)[first : first + length]) != crc:
-            if not is_checkpoint:
-                return pos, Damage(pos, size, "checksum", f"frame at {pos}"), checkpoints
-            notes.append(f"checkpoint at byte {pos} is damaged (checksum); skipped")
-        elif is_checkpoint:
-            checkpoints.append((pos, end))
-        pos = end
-    return size, None, checkpoints
+    hi = size  # search the bytes before ``hi``
+    while hi - start >= _HEAD_SIZE + len(needle):
+        lo = max(start, hi - _READ_WINDOW)
+        window = os.pread(fd, hi - lo, lo)
+        at = window.rfind(needle)
+        while at >= 0:
+            offset = lo + at - _HEAD_SIZE
+            if offset >= start:
+                length, crc = _FRAME_HEAD.unpack(os.pread(fd, _HEAD_SIZE, offset))
+                end = offset + _HEAD_SIZE + length
+                if length <= MAX_FRAME_BYTES and end <= size:
+                    payload = os.pread(fd, length, offset + _HEAD_SIZE)
+                    yield offset, end, zlib.crc32(payload) == crc
+            at = window.rfind(needle, 0, at)
+        if lo == start:
+            return
+        hi = lo + len(needle) - 1  # a needle across the window edge is found next time
 
 
 class _Reader:
