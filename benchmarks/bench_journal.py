@@ -152,13 +152,16 @@ def _open_runtime_seconds(path: Path, settings: Path) -> float:
 
 
 def _child_peak_rss(path: Path, settings: Path) -> int:
-    """Peak RSS in bytes of a fresh process that only opens the runtime on ``path``."""
+    """Peak RSS in bytes of a fresh process that only opens the runtime on ``path`` (Linux)."""
+    # VmHWM, not ru_maxrss: a forked child's ru_maxrss starts at its parent's (which holds the
+    # session just written), VmHWM starts afresh with the new program.
     code = (
-        "import resource, sys\n"
+        "import sys\n"
         "from pathlib import Path\n"
         "from benchmarks.bench_journal import _open_runtime_seconds\n"
         "_open_runtime_seconds(Path(sys.argv[1]), Path(sys.argv[2]))\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "status = Path('/proc/self/status').read_text().split('VmHWM:')[1]\n"
+        "print(int(status.split()[0]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(path), str(settings)],

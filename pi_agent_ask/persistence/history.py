@@ -3,9 +3,11 @@ history tools (``list_ask_history``, ``read_ask_history``, ``export_ask_history`
 Markdown export.
 
 Everything except ``export_history`` (which writes one new file) and ``call_history_tool``
-(which reads the branch through the runtime) is pure: records are rebuilt from the branch
-entries on every call, so there is no index to keep in step with branch switches, compaction,
-reload or resume.
+(which runs in the persistence actor) is pure. The index of a branch is the journal fold's log
+(``projection``): where each request and completion is stored, read from the session's
+checkpoint chain, so it follows branch switches, reload and resume by construction; a page or a
+read decodes only its own requests' entries (``HistorySource``). A branch held in memory gives
+the same source (``source_of_branch``).
 
 Rules (contract 000 §Session question history; catalog §5 where 000 is silent):
 
