@@ -1,4 +1,5 @@
-"""Run every benchmark (``just bench``) or the ones named: ``python -m benchmarks form state``.
+"""Run every benchmark (``just bench``) or the ones named: ``python -m benchmarks form state``;
+``--big`` adds the 1M-entry sizes where a benchmark has them.
 
 Benchmarks print figures and assert nothing; machines here are shared and noisy.
 """
@@ -6,12 +7,15 @@ Benchmarks print figures and assert nothing; machines here are shared and noisy.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 from pathlib import Path
 
 
-def main(names: list[str]) -> int:
+def main(argv: list[str]) -> int:
+    big = "--big" in argv  # the 1M-entry sizes, for the benchmarks that have them (slow)
+    names = [name for name in argv if name != "--big"]
     here = Path(__file__).parent
     available = sorted(
         info.name.removeprefix("bench_")
@@ -24,7 +28,11 @@ def main(names: list[str]) -> int:
             print(f"unknown benchmark {name!r}; available: {', '.join(available)}")
             return 2
         print(f"== {name} ==", flush=True)
-        importlib.import_module(f"benchmarks.bench_{name}").main()
+        run = importlib.import_module(f"benchmarks.bench_{name}").main
+        if "big" in inspect.signature(run).parameters:
+            run(big=big)
+        else:
+            run()
     return 0
 
 

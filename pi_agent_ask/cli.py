@@ -437,38 +437,42 @@ def cmd_settings(args: argparse.Namespace, stderr: TextIO | None = None) -> int:
 
 def cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from pi_agent_ask.persistence import history
+    from pi_agent_ask.persistence.projection import JOURNAL
     from pi_agent_ask.persistence.session_file import SessionFile, SessionFileError
 
     path = args.session if args.session is not None else default_session_path()
-    entries: list[Any] = []
-    if args.session is not None or path.exists():
+    with contextlib.ExitStack() as stack:
+        source: Any = []
+        if args.session is not None or path.exists():
+            try:
+                session = SessionFile.open(path, readonly=True, create=False, projection=JOURNAL)
+            except SessionFileError as error:
+                return _report_session_refusal(error, stderr)
+            except OSError as error:
+                stderr.write(f"pi-agent-ask: cannot open session {str(path)!r}: {error}\n")
+                return EXIT_INVALID
+            stack.enter_context(session)
+            # The history index comes from the journal's checkpoints: a page or a read decodes
+            # only its own requests' entries.
+            source = history.source_of_session(session)
+        # else: the default file does not exist yet: nothing was asked, the history is empty.
         try:
-            session = SessionFile.open(path, readonly=True, create=False)
-        except SessionFileError as error:
-            return _report_session_refusal(error, stderr)
-        except OSError as error:
-            stderr.write(f"pi-agent-ask: cannot open session {str(path)!r}: {error}\n")
+            if args.history_command == "list":
+                data = history.list_history(
+                    source,
+                    query=args.query,
+                    answered_only=args.answered_only,
+                    offset=args.offset,
+                    limit=args.limit,
+                )
+            elif args.history_command == "read":
+                data = history.read_history(source, args.request_id, args.question_id)
+            else:
+                keys = [_parse_key(key) for key in args.keys] or None
+                data = history.export_history(source, args.path, keys, cwd=Path.cwd())
+        except (history.HistoryError, ValueError) as error:
+            stderr.write(f"pi-agent-ask: {error}\n")
             return EXIT_INVALID
-        with session:
-            entries = list(session.branch())
-    # else: the default file does not exist yet: nothing was asked, the history is empty.
-    try:
-        if args.history_command == "list":
-            data = history.list_history(
-                entries,
-                query=args.query,
-                answered_only=args.answered_only,
-                offset=args.offset,
-                limit=args.limit,
-            )
-        elif args.history_command == "read":
-            data = history.read_history(entries, args.request_id, args.question_id)
-        else:
-            keys = [_parse_key(key) for key in args.keys] or None
-            data = history.export_history(entries, args.path, keys, cwd=Path.cwd())
-    except (history.HistoryError, ValueError) as error:
-        stderr.write(f"pi-agent-ask: {error}\n")
-        return EXIT_INVALID
     if args.history_command == "list" and not args.json and _isatty(stdout):
         stdout.write(history_table(data, path))
         stdout.flush()

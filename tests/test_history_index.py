@@ -1,4 +1,5 @@
-"""Paging through the history reuses one index of the branch, and a new entry refreshes it."""
+"""Paging through a filtered history reuses one index of the records, and a new entry refreshes
+it; an unfiltered page reads only its own requests and builds none."""
 
 from __future__ import annotations
 
@@ -17,11 +18,15 @@ async def test_pages_share_an_index_until_the_branch_changes(tmp_path: Path) -> 
     async with open_runtime(settings=settings, surface=NullSurface()) as rt:
         for call in ("c1", "c2", "c3"):
             await rt.call_tool("ask_user", payload("a", background=True), call)
-        first = await rt.call_tool("list_ask_history", {"limit": 2})
+        unfiltered = await rt.call_tool("list_ask_history", {"limit": 2})
+        assert unfiltered["details"]["total"] == 3 and unfiltered["details"]["nextOffset"] == 2
+        assert rt.history_index is None
+        first = await rt.call_tool("list_ask_history", {"query": "question", "limit": 2})
         index = rt.history_index
         assert first["details"]["total"] == 3 and first["details"]["nextOffset"] == 2
         # The next page reuses the index (the list calls in between changed no record).
-        second = await rt.call_tool("list_ask_history", {"offset": 2, "limit": 2})
+        query = {"query": "question", "offset": 2, "limit": 2}
+        second = await rt.call_tool("list_ask_history", query)
         assert second["details"]["total"] == 3 and "nextOffset" not in second["details"]
         assert rt.history_index is index
         await rt.call_tool("ask_user", payload("b", background=True), "c4")

@@ -35,6 +35,7 @@ from hypothesis.stateful import (
 )
 
 from pi_agent_ask.persistence.session_file import Entry, SessionFile, SessionFileError
+from tests.session_frames import decode_payload
 
 # ---- real files and their frames -----------------------------------------------------------
 
@@ -81,7 +82,7 @@ def parse(content: bytes) -> Sample:
         length, crc = struct.unpack(">II", content[pos : pos + 8])
         payload = content[pos + 8 : pos + 8 + length]
         assert zlib.crc32(payload) == crc
-        value = cbor2.loads(payload)
+        value = decode_payload(payload)
         end = pos + 8 + length
         if "magic" in value:
             header_end = end

@@ -25,6 +25,7 @@ from pi_agent_ask.persistence.session_file import (
     SessionFileError,
     encode_frame,
 )
+from tests.session_frames import decode_payload
 
 
 def frames(path: Path) -> list[tuple[int, object]]:
@@ -37,7 +38,7 @@ def frames(path: Path) -> list[tuple[int, object]]:
         payload = data[pos + 8 : pos + 8 + length]
         assert len(payload) == length
         assert zlib.crc32(payload) == crc
-        out.append((pos, cbor2.loads(payload)))
+        out.append((pos, decode_payload(payload)))
         pos += 8 + length
     assert pos == len(data)
     return out

@@ -56,6 +56,7 @@ __all__ = [
     "MoveLeaf",
     "PersistenceClosedError",
     "PersistenceHandle",
+    "Read",
     "Reload",
     "Reply",
     "Request",
@@ -185,7 +186,17 @@ class Info:
     reply: trio.MemorySendChannel[Reply[SessionInfo]]
 
 
-Request = Append | AppendMany | Branch | MoveLeaf | Fork | Reload | Flush | Info
+@attrs.frozen
+class Read:
+    """Run a reading function on the session where it lives (the journal's fold, the
+    history index): ``read(session)`` returns a value that no longer needs the session."""
+
+    request_id: int
+    read: Callable[[SessionFile], Any]
+    reply: trio.MemorySendChannel[Reply[Any]]
+
+
+Request = Append | AppendMany | Branch | MoveLeaf | Fork | Reload | Flush | Info | Read
 
 
 # ---- the handle ----------------------------------------------------------------------------
@@ -234,6 +245,12 @@ class PersistenceHandle:
         """The entries root → ``leaf_id`` (default: the current leaf)."""
         entries: tuple[Entry, ...] = await self._call(Branch, leaf_id)
         return entries
+
+    async def read(self, read: Callable[[SessionFile], T]) -> T:
+        """``read(session)``, run by the actor (in a worker thread for a file): for reading
+        functions that take what they need from the session and keep nothing of it."""
+        value: T = await self._call(Read, read)
+        return value
 
     async def move_leaf(self, entry_id: str | None) -> None:
         """Move the leaf (tree navigation); durable once this returns."""
@@ -378,6 +395,8 @@ async def _serve(session: SessionFile, request: Request) -> SessionFile:
                 reply = await _run(session, True, session.reload)
             case Flush():
                 reply = await _run(session, True, session.flush)
+            case Read(read=read):
+                reply = await _run(session, True, lambda: read(session))
             case Info():
                 reply = Reply(
                     SessionInfo(

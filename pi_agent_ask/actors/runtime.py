@@ -158,6 +158,9 @@ class BranchWriter:
     async def branch(self) -> Any:
         return await self.journal.branch()
 
+    async def read(self, read: Any) -> Any:
+        return await self.journal.read(read)
+
 
 @attrs.frozen
 class RuntimeConfig:
@@ -904,17 +907,18 @@ class Runtime:
 
     async def _rebuild(self, reason: str) -> None:
         self._epoch += 1
-        branch = await self._writer.branch()
-        if reason in RESUME_REASONS and self.mode == "tui":
-            interrupted = jr.find_interrupted_call(
-                branch,
+        # Read from the session's fold: bounded by what is pending, not by the history.
+        rebuilt, interrupted = await self._writer.read(
+            functools.partial(
+                jr.recover,
                 revalidate=self._revalidate,
                 present_single_as_multi=self.config.present_single_as_multi,
+                interrupted=reason in RESUME_REASONS and self.mode == "tui",
             )
-            if interrupted is not None:
-                # Detached: an open recovered form never blocks the session lifecycle.
-                self._nursery.start_soon(self._resume_interrupted, self._writer, interrupted)
-        rebuilt = jr.rebuild_queue(branch)
+        )
+        if interrupted is not None:
+            # Detached: an open recovered form never blocks the session lifecycle.
+            self._nursery.start_soon(self._resume_interrupted, self._writer, interrupted)
         items = []
         for restored in rebuilt.requests:
             form = fs.new_form(restored.request.params, self.config.form_settings, background=True)

@@ -23,8 +23,8 @@ the journal owns (``close`` ends it: flush and close) or no actor and the file c
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -34,14 +34,20 @@ from pi_agent_ask.actors.persistence import (
     open_persistence,
     serve_persistence,
 )
+from pi_agent_ask.persistence.projection import JOURNAL
 from pi_agent_ask.persistence.session_file import Entry, OpenReport, SessionFile
+
+T = TypeVar("T")
 
 
 def open_session_file(path: str | os.PathLike[str] | None) -> SessionFile:
     """Open (or create) the session file at ``path``; ``None``: a fresh in-memory session.
 
-    Raises ``SessionFileError`` for a file that is not a session file (left untouched)."""
-    return SessionFile.in_memory() if path is None else SessionFile.open(path)
+    Raises ``SessionFileError`` for a file that is not a session file (left untouched). The
+    session keeps the journal's fold (``persistence.projection``) and its checkpoints."""
+    if path is None:
+        return SessionFile.in_memory(projection=JOURNAL)
+    return SessionFile.open(path, projection=JOURNAL)
 
 
 @attrs.define(eq=False)
@@ -61,7 +67,7 @@ class SessionJournal:
         and the caller must ``close`` it (which also closes the file)."""
         handle, scope = _start_actor(nursery, session)
         journal = cls(nursery, handle, scope)
-        if session.report is not None and not session.report.ok:
+        if session.report is not None and (not session.report.ok or session.report.notes):
             journal.reports.append(session.report)
         return journal
 
@@ -75,6 +81,9 @@ class SessionJournal:
 
     async def branch(self) -> tuple[Entry, ...]:
         return await self._handle.branch()
+
+    async def read(self, read: Callable[[SessionFile], T]) -> T:
+        return await self._handle.read(read)
 
     async def info(self) -> Any:
         return await self._handle.info()
@@ -121,7 +130,7 @@ class SessionJournal:
         self._scope.cancel()
 
     def _keep(self, report: OpenReport | None) -> None:
-        if report is not None and not report.ok:
+        if report is not None and (not report.ok or report.notes):
             self.reports.append(report)
 
 

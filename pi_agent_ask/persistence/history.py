@@ -3,9 +3,11 @@ history tools (``list_ask_history``, ``read_ask_history``, ``export_ask_history`
 Markdown export.
 
 Everything except ``export_history`` (which writes one new file) and ``call_history_tool``
-(which reads the branch through the runtime) is pure: records are rebuilt from the branch
-entries on every call, so there is no index to keep in step with branch switches, compaction,
-reload or resume.
+(which runs in the persistence actor) is pure. The index of a branch is the journal fold's log
+(``projection``): where each request and completion is stored, read from the session's
+checkpoint chain, so it follows branch switches, reload and resume by construction; a page or a
+read decodes only its own requests' entries (``HistorySource``). A branch held in memory gives
+the same source (``source_of_branch``).
 
 Rules (contract 000 §Session question history; catalog §5 where 000 is silent):
 
@@ -27,11 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import functools
 import json
 import os
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -42,10 +43,11 @@ from pi_agent_ask.form.result import AnswerResult, AskResult, QuestionMeta
 from pi_agent_ask.form.sanitize import escape_visibly
 from pi_agent_ask.form.schemas import HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT
 from pi_agent_ask.form.types import JSON, QUESTION_TYPES, AskParams, Image, Option, Question
+from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence import journal as jr
 
 if TYPE_CHECKING:
-    from pi_agent_ask.persistence.session_file import Entry
+    from pi_agent_ask.persistence.session_file import Entry, Loc, SessionFile
 
 __all__ = [
     "EMPTY_SELECTION_TEXT",
@@ -205,22 +207,25 @@ def build_records(
     """All history records of a branch (its entries root → leaf), in journal order; with
     ``only``, just those of these request ids (the others are not even parsed)."""
     requests: dict[str, _Request] = {}
-    completions: dict[str, list[Mapping[str, Any]]] = {}
+    completions: dict[str, list[je.HistoryCompleted]] = {}
     for entry in entries:
-        if (
-            only is not None
-            and entry.type in _JOURNAL_TYPES
-            and entry.data.get("requestId") not in only
-        ):
+        if entry.type not in _JOURNAL_TYPES:
             continue
-        if entry.type == jr.HISTORY_REQUEST:
-            request = _request_of(entry)
+        record = je.parse(entry)
+        if only is not None and record.request_id not in only:  # type: ignore[union-attr]
+            continue
+        if isinstance(record, je.HistoryRequest):
+            request = _request_of(record, entry.timestamp)
             if request is not None and request.request_id not in requests:
                 requests[request.request_id] = request
-        elif entry.type == jr.HISTORY_COMPLETED:
-            request_id = entry.data.get("requestId")
-            if isinstance(request_id, str):
-                completions.setdefault(request_id, []).append(entry.data)
+        elif isinstance(record, je.HistoryCompleted) and record.request_id is not None:
+            completions.setdefault(record.request_id, []).append(record)
+    return _records(requests, completions)
+
+
+def _records(
+    requests: Mapping[str, _Request], completions: Mapping[str, Sequence[je.HistoryCompleted]]
+) -> list[HistoryRecord]:
     records: list[HistoryRecord] = []
     for request_id, request in requests.items():
         completion = _latest_completion(completions.get(request_id, ()))
@@ -228,11 +233,11 @@ def build_records(
     return records
 
 
-def _latest_completion(candidates: Sequence[Mapping[str, Any]]) -> _Completion | None:
+def _latest_completion(candidates: Sequence[je.HistoryCompleted]) -> _Completion | None:
     """The latest well-formed completion; parsing (the costly part) stops at the first found,
     so superseded completions and those of requests off the branch are never parsed."""
-    for data in reversed(candidates):
-        completion = _completion_of(data)
+    for record in reversed(candidates):
+        completion = _completion_of(record)
         if completion is not None:
             return completion
     return None
@@ -287,10 +292,16 @@ def _committed(answer: AnswerResult) -> bool:
     )
 
 
-def _request_of(entry: Entry) -> _Request | None:
-    data = entry.data
-    request_id = data.get("requestId")
-    raw_questions = data.get("questions")
+def request_questions(record: je.HistoryRequest) -> int | None:
+    """How many records a history request makes: its question count, ``None`` when it is not
+    well-formed (and makes none)."""
+    request = _request_of(record, 0.0)
+    return len(request.questions) if request is not None else None
+
+
+def _request_of(record: je.HistoryRequest, timestamp: float) -> _Request | None:
+    request_id = record.request_id
+    raw_questions = record.questions
     if not isinstance(request_id, str) or not request_id:
         return None
     if not isinstance(raw_questions, list | tuple) or not raw_questions:
@@ -301,12 +312,12 @@ def _request_of(entry: Entry) -> _Request | None:
         if question is None:
             return None
         questions.append(question)
-    created_at = data.get("createdAt")
-    title = data.get("title")
+    created_at = record.created_at
+    title = record.title
     return _Request(
         request_id=request_id,
-        created_at=created_at if isinstance(created_at, str) else _iso(entry.timestamp),
-        background=data.get("background") is True,
+        created_at=created_at if isinstance(created_at, str) else _iso(timestamp),
+        background=record.background is True,
         title=title if isinstance(title, str) and title.strip() else None,
         questions=tuple(questions),
     )
@@ -367,9 +378,9 @@ def _option_of(raw: object) -> Option | None:
     )
 
 
-def _completion_of(data: Mapping[str, Any]) -> _Completion | None:
-    error = data.get("error")
-    raw_result = data.get("result")
+def _completion_of(record: je.HistoryCompleted) -> _Completion | None:
+    error = record.error
+    raw_result = record.result
     result: AskResult | None = None
     if isinstance(raw_result, Mapping):
         try:
@@ -398,39 +409,115 @@ def _find(records: Sequence[HistoryRecord], request_id: str, question_id: str) -
 # --------------------------------------------------------------------------------------------
 
 
+@attrs.frozen(eq=False)
+class HistorySource:
+    """The history of one branch: which requests it recorded, where, and a reader for them.
+
+    Built from the journal's log (``projection``): ``requests`` holds ``(requestId, location,
+    questions)`` of each request's first well-formed ``ask:history-request`` in journal order,
+    ``completions`` the locations of each request's ``ask:history-completed`` entries, oldest
+    first. A page or a read decodes only the entries of its own requests.
+    """
+
+    requests: tuple[tuple[str, Loc, int], ...]
+    positions: Mapping[str, int]
+    completions: Mapping[str, Sequence[Loc]]
+    load: Callable[[Loc], Entry]
+    total: int
+    key: tuple[int, int]
+    """Changes whenever a record may have: (requests, completions) recorded."""
+
+
+def source_from_log(log: Iterable[Any], load: Callable[[Loc], Entry]) -> HistorySource:
+    requests: list[tuple[str, Loc, int]] = []
+    positions: dict[str, int] = {}
+    completions: dict[str, list[Loc]] = {}
+    total = completed = 0
+    for kind, request_id, offset, slot, *rest in log:  # one pass, no per-item calls
+        if kind == "q":
+            if request_id not in positions:
+                positions[request_id] = len(requests)
+                requests.append((request_id, (offset, slot), rest[0]))
+                total += rest[0]
+        else:
+            found = completions.get(request_id)
+            if found is None:
+                completions[request_id] = [(offset, slot)]
+            else:
+                found.append((offset, slot))
+            completed += 1
+    return HistorySource(
+        tuple(requests), positions, completions, load, total, (len(requests), completed)
+    )
+
+
+def source_of_branch(entries: Iterable[Entry]) -> HistorySource:
+    """The history source of a branch held in memory (root first)."""
+    fold, load = jr.fold_branch(list(entries))
+    return source_from_log(fold.log, load)
+
+
+def source_of_session(session: SessionFile) -> HistorySource:
+    """The history source of a session's active branch: from its journal log when it has the
+    journal projection (the checkpoint chain, nothing decoded), else from its branch."""
+    from pi_agent_ask.persistence.projection import JOURNAL
+
+    if session.projection == JOURNAL:
+        return source_from_log(session.log(), session.entry_at)
+    return source_of_branch(session.branch())
+
+
+def _source(entries: Iterable[Entry] | HistorySource) -> HistorySource:
+    return entries if isinstance(entries, HistorySource) else source_of_branch(entries)
+
+
+def source_records(
+    source: HistorySource, only: Collection[str] | None = None
+) -> list[HistoryRecord]:
+    """The records of ``source`` (with ``only``: of these request ids), in journal order."""
+    requests: dict[str, _Request] = {}
+    completions: dict[str, list[je.HistoryCompleted]] = {}
+    if only is None:
+        chosen: Iterable[tuple[str, Loc, int]] = source.requests
+    else:
+        chosen = [source.requests[source.positions[r]] for r in only if r in source.positions]
+        chosen = sorted(chosen, key=lambda item: source.positions[item[0]])
+    for request_id, loc, _count in chosen:
+        entry = source.load(loc)
+        record = je.parse(entry)
+        request = (
+            _request_of(record, entry.timestamp) if isinstance(record, je.HistoryRequest) else None
+        )
+        if request is None:
+            continue
+        requests[request_id] = request
+        found = [je.parse(source.load(at)) for at in source.completions.get(request_id, ())]
+        completions[request_id] = [c for c in found if isinstance(c, je.HistoryCompleted)]
+    return _records(requests, completions)
+
+
 @attrs.frozen
 class RecordIndex:
     """Every record of one branch state, with its search text, built once.
 
-    ``key`` names the journal's state on the branch (``branch_key``): paging through a long
-    history with ``nextOffset`` reuses one index instead of rebuilding it on every call.
+    ``key`` names the journal's state on the branch (``HistorySource.key``): paging through a
+    long history with ``nextOffset`` reuses one index instead of rebuilding it on every call.
     """
 
-    key: tuple[int, str | None]
+    key: tuple[int, int]
     records: tuple[HistoryRecord, ...]
     texts: tuple[str, ...]
 
 
-def branch_key(entries: Sequence[Entry]) -> tuple[int, str | None]:
-    """The journal's state on a branch: how many history entries, and the last one's id.
-
-    Other entries (tool calls and results, messages) do not change the records, so paging
-    with ``list_ask_history`` calls in between keeps the same key."""
-    count, last = 0, None
-    for entry in entries:
-        if entry.type in _JOURNAL_TYPES:
-            count, last = count + 1, entry.id
-    return count, last
-
-
-def index_records(entries: Sequence[Entry]) -> RecordIndex:
-    """Build the records of ``entries`` and their search texts (the slow part of a list)."""
-    records = tuple(build_records(entries))
-    return RecordIndex(branch_key(entries), records, tuple(r.search_text() for r in records))
+def index_records(entries: Iterable[Entry] | HistorySource) -> RecordIndex:
+    """Build the records and their search texts (the slow part of a filtered list)."""
+    source = _source(entries)
+    records = tuple(source_records(source))
+    return RecordIndex(source.key, records, tuple(r.search_text() for r in records))
 
 
 def list_history(
-    entries: Iterable[Entry],
+    entries: Iterable[Entry] | HistorySource,
     query: str | None = None,
     answered_only: bool = False,
     offset: int = 0,
@@ -442,39 +529,65 @@ def list_history(
 
     ``query`` is trimmed and matched case-insensitively as a substring of each record's JSON;
     ``total`` counts the filtered records; ``nextOffset`` is present only when more remain.
+    Without a filter only the page's own requests are read; a filter reads every record
+    (``index``, when given and current, holds them already).
     """
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise HistoryError("offset must be a non-negative integer.")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= HISTORY_MAX_LIMIT:
         raise HistoryError(f"limit must be an integer from 1 to {HISTORY_MAX_LIMIT}.")
+    source = _source(entries)
     needle = query.strip().lower() if isinstance(query, str) else ""
-    if index is None:
-        matches = [
-            record
-            for record in build_records(entries)
-            if (not answered_only or record.has_answer)
-            and (not needle or needle in record.search_text())
-        ]
-    else:
-        matches = [
-            record
-            for record, text in zip(index.records, index.texts, strict=True)
-            if (not answered_only or record.has_answer) and (not needle or needle in text)
-        ]
-    page = matches[offset : offset + limit]
-    out: dict[str, JSON] = {"total": len(matches), "offset": offset}
+    if not needle and not answered_only:
+        return _page(source, offset, limit)
+    if index is None or index.key != source.key:
+        index = index_records(source)
+    matches = [
+        record
+        for record, text in zip(index.records, index.texts, strict=True)
+        if (not answered_only or record.has_answer) and (not needle or needle in text)
+    ]
+    return _listing(matches[offset : offset + limit], offset, len(matches))
+
+
+def _page(source: HistorySource, offset: int, limit: int) -> dict[str, JSON]:
+    """An unfiltered page: the records ``offset`` .. ``offset + limit`` of the requests that
+    hold them, counted from the index's question counts."""
+    wanted: list[str] = []
+    first = seen = 0
+    for request_id, _loc, count in source.requests:
+        if seen + count > offset and seen < offset + limit:
+            if not wanted:
+                first = seen
+            wanted.append(request_id)
+        seen += count
+        if seen >= offset + limit:
+            break
+    records = source_records(source, only=wanted)
+    page = records[offset - first : offset - first + limit]
+    return _listing(page, offset, source.total)
+
+
+def _listing(page: Sequence[HistoryRecord], offset: int, total: int) -> dict[str, JSON]:
+    out: dict[str, JSON] = {"total": total, "offset": offset}
     following = offset + len(page)
-    if following < len(matches):
+    if following < total:
         out["nextOffset"] = following
     out["records"] = [record.summary() for record in page]
     return out
 
 
-def read_history(entries: Iterable[Entry], request_id: str, question_id: str) -> dict[str, JSON]:
+def read_history(
+    entries: Iterable[Entry] | HistorySource, request_id: str, question_id: str
+) -> dict[str, JSON]:
     """``read_ask_history``: ``{record}``, the full record; ``HistoryError`` for a key that is
     not on the current branch."""
-    records = build_records(entries, only={request_id})
-    return {"record": _find(records, request_id, question_id).to_json()}
+    return {"record": read_record(_source(entries), request_id, question_id).to_json()}
+
+
+def read_record(source: HistorySource, request_id: str, question_id: str) -> HistoryRecord:
+    """The record of one key, reading only its own request's entries."""
+    return _find(source_records(source, only={request_id}), request_id, question_id)
 
 
 def _select(
@@ -506,7 +619,7 @@ def _requested_ids(keys: object) -> set[str] | None:
 
 
 def export_history(
-    entries: Iterable[Entry],
+    entries: Iterable[Entry] | HistorySource,
     path: str,
     keys: Sequence[Mapping[str, Any]] | None,
     cwd: str | os.PathLike[str],
@@ -519,7 +632,7 @@ def export_history(
     parent directory must already exist. A failed write removes the partial file.
     """
     wanted = _requested_ids(keys)
-    selected = _select(build_records(entries, only=wanted), keys)
+    selected = _select(source_records(_source(entries), only=wanted), keys)
     if not isinstance(path, str) or not path.strip():
         raise HistoryError(PATH_REQUIRED_TEXT)
     # Lexical normalisation only: resolving symlinks here would follow one at the destination.
@@ -736,8 +849,6 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
     ``writer.branch()`` gives the current branch (root → leaf); ``runtime.cwd`` anchors
     relative export paths. Schema failures and history errors raise ``ToolError``.
     """
-    import trio
-
     from pi_agent_ask.actors.runtime import ToolError
     from pi_agent_ask.form.validate import schema_error_text, schema_issues
 
@@ -755,33 +866,41 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
     issues = schema_issues(name, arguments)
     if issues:
         raise ToolError(schema_error_text(name, issues))
-    entries = await writer.branch()
     try:
-        # Building records is CPU work proportional to the history: it runs in a worker
-        # thread so forms and the terminal stay responsive meanwhile.
+        # The work runs where the session is (the persistence actor, in a worker thread for
+        # a file): a page or a read decodes only its own requests' entries.
         if name == LIST_ASK_HISTORY:
-            index = runtime.history_index
-            if index is None or index.key != branch_key(entries):
-                index = await trio.to_thread.run_sync(index_records, entries)
-                runtime.history_index = index
-            data = list_history(
-                entries,
-                query=arguments.get("query"),
-                answered_only=bool(arguments.get("answeredOnly", False)),
-                offset=arguments.get("offset", 0),
-                limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
-                index=index,
-            )
+            cached = runtime.history_index
+
+            def listing(session: SessionFile) -> tuple[dict[str, JSON], RecordIndex | None]:
+                source = source_of_session(session)
+                query = arguments.get("query")
+                answered_only = bool(arguments.get("answeredOnly", False))
+                index = cached
+                filtered = answered_only or (isinstance(query, str) and query.strip())
+                if filtered and (index is None or index.key != source.key):
+                    index = index_records(source)
+                data = list_history(
+                    source,
+                    query=query,
+                    answered_only=answered_only,
+                    offset=arguments.get("offset", 0),
+                    limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
+                    index=index,
+                )
+                return data, index
+
+            data, runtime.history_index = await writer.read(listing)
             return _response(data)
         if name == READ_ASK_HISTORY:
-            request_id = arguments["requestId"]
-            records = await trio.to_thread.run_sync(
-                functools.partial(build_records, entries, only={request_id})
+            request_id, question_id = arguments["requestId"], arguments["questionId"]
+            record = await writer.read(
+                lambda session: read_record(source_of_session(session), request_id, question_id)
             )
-            record = _find(records, request_id, arguments["questionId"])
             return _response({"record": record.to_json()}, read_result_content(record))
-        data = await trio.to_thread.run_sync(
-            export_history, entries, arguments["path"], arguments.get("keys"), runtime.cwd
+        path, keys, cwd = arguments["path"], arguments.get("keys"), runtime.cwd
+        data = await writer.read(
+            lambda session: export_history(source_of_session(session), path, keys, cwd)
         )
         return _response(data)
     except HistoryError as error:

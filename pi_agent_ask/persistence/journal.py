@@ -24,13 +24,16 @@ Every writer goes through the persistence actor; these functions only build the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form.types import AskParams, QuestionType
+from pi_agent_ask.persistence import entries as je
+from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
+from pi_agent_ask.persistence.session_file import Entry, Loc, SessionFile
 
 TOOL_CALL = "tool-call"
 TOOL_RESULT = "tool-result"
@@ -160,22 +163,6 @@ def apply_presented_types(params: AskParams, types: Sequence[Any] | None) -> Ask
 # --------------------------------------------------------------------------------------------
 
 
-_QUEUE_TYPES = frozenset(
-    {
-        QUEUED,
-        QUEUE_COMPLETED,
-        BACKGROUND_ANSWER,
-        TOOL_RESULT,
-        DRAFT,
-        PANEL,
-        HISTORY_REQUEST,
-        HISTORY_COMPLETED,
-        PENDING_DISMISSED,
-        "ask:resume-answer",
-    }
-)
-
-
 @attrs.frozen
 class RebuiltRequest:
     request: AskRequest
@@ -203,138 +190,106 @@ class RebuiltQueue:
     recovered_answers: tuple[RecoveredAnswer, ...] = ()
 
 
-def rebuild_queue(branch: Sequence[Any]) -> RebuiltQueue:
-    """Read queue state from the entries of one branch, root first.
+Load = Callable[[Loc], Entry]
+"""Reads the entry at a location (``SessionFile.entry_at``, or a branch held in memory)."""
 
-    - requests: ``ask:queued`` entries whose params re-validate; the first per request id wins;
+
+def fold_branch(branch: Sequence[Entry]) -> tuple[JournalFold, Load]:
+    """The journal fold of a branch held in memory, and the loader for its locations."""
+    fold = JOURNAL.empty()
+    for n, entry in enumerate(branch):
+        fold.step(entry, (n, -2))
+    return fold, lambda loc: branch[loc[0]]
+
+
+def rebuild_queue(branch: Sequence[Any]) -> RebuiltQueue:
+    """Read queue state from the entries of one branch, root first (``rebuilt_queue``)."""
+    return rebuilt_queue(*fold_branch(branch))
+
+
+def rebuilt_queue(fold: JournalFold, load: Load) -> RebuiltQueue:
+    """The queue a branch's fold describes.
+
+    - requests: ``ask:queued`` entries whose params re-validate, unless settled (completed and
+      delivered); the first per request id wins;
     - a completion attaches only when it comes after its request; a later one overwrites;
-    - delivered: request ids named by ``ask:background-answer`` entries, or by the results of a
-      successful ``wait_for_answers`` tool result;
+    - delivered: named by ``ask:background-answer`` entries, or by the results of a successful
+      ``wait_for_answers`` tool result;
     - drafts: the newest ``ask:draft`` per request; the panel: the newest ``ask:panel``.
     """
     from pi_agent_ask.form.validate import params_from_saved
 
-    requests: dict[str, AskRequest] = {}
-    outcomes: dict[str, Outcome] = {}
-    delivered: set[str] = set()
-    drafts: dict[str, Mapping[str, Any]] = {}
-    panel_visible = True
-    call_requests: dict[str, Mapping[str, Any]] = {}
-    history_outcomes: dict[str, Mapping[str, Any]] = {}
-    dismissed: list[str] = []
-    resumed_delivered: set[str] = set()
-    for entry in branch:
-        if entry.type not in _QUEUE_TYPES:
+    rebuilt: list[RebuiltRequest] = []
+    for request_id, pending in fold.requests.items():
+        entry = load(pending.queued)
+        queued = je.parse(entry)
+        assert isinstance(queued, je.Queued)
+        params = params_from_saved(thaw(queued.params))
+        if params is None:
             continue
-        data = thaw(entry.data)
-        match entry.type:
-            case "ask:queued":
-                request_id = data.get("requestId")
-                if not isinstance(request_id, str) or request_id in requests:
-                    continue
-                params = params_from_saved(data.get("params"))
-                if params is None:
-                    continue
-                params = apply_presented_types(params, data.get("presentedTypes"))
-                tool_call_id = data.get("toolCallId")
-                parent = data.get("parentToolCallId")
-                requests[request_id] = AskRequest(
-                    request_id=request_id,
-                    params=attrs.evolve(params, background=True),
-                    background=True,
-                    created_at=str(data.get("createdAt", entry.timestamp)),
-                    tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
-                    parent_tool_call_id=parent if isinstance(parent, str) else None,
-                    source="background",
-                )
-            case "ask:queue-completed":
-                request_id = data.get("requestId")
-                request = requests.get(request_id) if isinstance(request_id, str) else None
-                if request is None:
-                    continue
-                outcome = outcome_from_entry(data, request.parent_tool_call_id)
-                if outcome is not None:
-                    outcomes[request.request_id] = outcome
-            case "ask:background-answer":
-                details = data.get("details")
-                if isinstance(details, Mapping) and isinstance(details.get("requestId"), str):
-                    delivered.add(details["requestId"])
-            case "tool-result":
-                result = data.get("result")
-                if data.get("name") == "wait_for_answers" and isinstance(result, Mapping):
-                    if result.get("isError"):
-                        continue
-                    details = result.get("details")
-                    if isinstance(details, Mapping):
-                        for item in details.get("results", ()) or ():
-                            if isinstance(item, Mapping) and isinstance(item.get("requestId"), str):
-                                delivered.add(item["requestId"])
-            case "ask:draft":
-                request_id = data.get("requestId")
-                if isinstance(request_id, str) and isinstance(data.get("form"), Mapping):
-                    drafts[request_id] = data["form"]
-            case "ask:panel":
-                panel_visible = bool(data.get("visible", True))
-            case "ask:history-request":
-                call_id = data.get("toolCallId")
-                if isinstance(call_id, str) and isinstance(data.get("requestId"), str):
-                    # The newest request of a call is the one a reopened form completes.
-                    call_requests[call_id] = data
-            case "ask:history-completed":
-                if isinstance(data.get("requestId"), str):
-                    history_outcomes[data["requestId"]] = data
-            case "ask:pending-dismissed":
-                if isinstance(data.get("toolCallId"), str):
-                    dismissed.append(data["toolCallId"])
-            case "ask:resume-answer":
-                details = data.get("details")
-                if isinstance(details, Mapping) and isinstance(details.get("requestId"), str):
-                    resumed_delivered.add(details["requestId"])
-            case _:
-                pass
+        params = apply_presented_types(params, thaw(queued.presented_types))
+        request = AskRequest(
+            request_id=request_id,
+            params=attrs.evolve(params, background=True),
+            background=True,
+            created_at=str(queued.created_at if queued.created_at is not None else entry.timestamp),
+            tool_call_id=queued.tool_call_id,
+            parent_tool_call_id=queued.parent_tool_call_id,
+            source="background",
+        )
+        draft = None
+        if pending.draft is not None:
+            record = je.parse(load(pending.draft))
+            assert isinstance(record, je.Draft)
+            draft = thaw(record.form)
+        outcome = None
+        if pending.outcome is not None:
+            completed = je.parse(load(pending.outcome))
+            outcome = outcome_from_entry(completed.to_data(), request.parent_tool_call_id)
+        rebuilt.append(RebuiltRequest(request, draft, outcome, pending.delivered))
     return RebuiltQueue(
-        requests=tuple(
-            RebuiltRequest(
-                request=request,
-                draft=drafts.get(request_id),
-                outcome=outcomes.get(request_id),
-                delivered=request_id in delivered,
-            )
-            for request_id, request in requests.items()
-        ),
-        panel_visible=panel_visible,
-        recovered_answers=_recovered_answers(
-            dismissed, call_requests, history_outcomes, resumed_delivered
-        ),
+        requests=tuple(rebuilt),
+        panel_visible=fold.panel_visible,
+        recovered_answers=_recovered_answers(fold, load),
     )
 
 
-def _recovered_answers(
-    dismissed: Sequence[str],
-    call_requests: Mapping[str, Mapping[str, Any]],
-    outcomes: Mapping[str, Mapping[str, Any]],
-    delivered: set[str],
-) -> tuple[RecoveredAnswer, ...]:
+def _history_request(fold: JournalFold, load: Load, call_id: str) -> je.HistoryRequest | None:
+    found = fold.call_requests.get(call_id)
+    if found is None:
+        return None
+    record = je.parse(load(found[1]))
+    return record if isinstance(record, je.HistoryRequest) else None
+
+
+def _completion(fold: JournalFold, load: Load, request_id: str) -> je.HistoryCompleted | None:
+    loc = fold.completions.get(request_id)
+    if loc is None:
+        return None
+    record = je.parse(load(loc))
+    return record if isinstance(record, je.HistoryCompleted) else None
+
+
+def _recovered_answers(fold: JournalFold, load: Load) -> tuple[RecoveredAnswer, ...]:
     """Reopened forms answered (``ask:pending-dismissed`` with a submitted completion) whose
     ``ask:resume-answer`` message is not on the branch: recorded, never delivered."""
     from pi_agent_ask.form.validate import params_from_saved
 
     found = []
-    for call_id in dict.fromkeys(dismissed):
-        request = call_requests.get(call_id)
-        if request is None:
+    for call_id in fold.dismissed:
+        request = _history_request(fold, load, call_id)
+        if request is None or request.request_id is None:
             continue
-        request_id = request["requestId"]
-        completion = outcomes.get(request_id)
-        if request_id in delivered or completion is None:
+        completion = _completion(fold, load, request.request_id)
+        if completion is None:
             continue
-        outcome = outcome_from_entry(completion, None)
+        outcome = outcome_from_entry(completion.to_data(), None)
         if outcome is None or outcome.result is None or outcome.result.cancelled:
             continue
-        params = params_from_saved(request.get("params"))
+        params = params_from_saved(thaw(request.params))
         if params is None:
             continue
-        found.append(RecoveredAnswer(call_id, request_id, params, outcome))
+        found.append(RecoveredAnswer(call_id, request.request_id, params, outcome))
     return tuple(found)
 
 
@@ -369,7 +324,21 @@ def find_interrupted_call(
     revalidate: Any,
     present_single_as_multi: bool = False,
 ) -> InterruptedCall | None:
-    """The newest unresolved foreground ``ask_user`` call on ``branch``, or ``None``.
+    """The newest unresolved foreground ``ask_user`` call on ``branch`` (``interrupted_call``)."""
+    fold, load = fold_branch(branch)
+    return interrupted_call(
+        fold, load, revalidate=revalidate, present_single_as_multi=present_single_as_multi
+    )
+
+
+def interrupted_call(
+    fold: JournalFold,
+    load: Load,
+    *,
+    revalidate: Any,
+    present_single_as_multi: bool = False,
+) -> InterruptedCall | None:
+    """The newest unresolved foreground ``ask_user`` call of a branch's fold, or ``None``.
 
     Unresolved: a ``tool-call`` entry without a ``tool-result`` for its id, without an
     ``ask:pending-dismissed`` entry, and not a queued background call. Its form comes from the
@@ -379,68 +348,62 @@ def find_interrupted_call(
     """
     from pi_agent_ask.form.validate import params_from_saved
 
-    calls: list[tuple[str, Mapping[str, Any]]] = []
-    resolved: set[str] = set()
-    payloads: dict[str, list[Any]] = {}
-    requests: dict[str, Mapping[str, Any]] = {}
-    completed: dict[str, Mapping[str, Any]] = {}
-    for entry in branch:
-        data = entry.data
-        match entry.type:
-            case "tool-call":
-                call_id = data.get("toolCallId")
-                if data.get("name") == "ask_user" and isinstance(call_id, str):
-                    calls.append((call_id, data))
-            case "tool-result" | "ask:pending-dismissed":
-                if isinstance(data.get("toolCallId"), str):
-                    resolved.add(data["toolCallId"])
-            case "ask:queued":
-                if isinstance(data.get("toolCallId"), str):
-                    resolved.add(data["toolCallId"])
-            case "ask:payload":
-                source = data.get("sourceEntryId")
-                if isinstance(source, str) and data.get("version") == 1:
-                    payloads.setdefault(source, []).append(data.get("params"))
-            case "ask:history-request":
-                call_id = data.get("toolCallId")
-                if isinstance(call_id, str):
-                    requests[call_id] = data
-            case "ask:history-completed":
-                if isinstance(data.get("requestId"), str):
-                    completed[data["requestId"]] = data
-            case _:
-                pass
-    for call_id, call in reversed(calls):
-        if call_id in resolved:
-            continue
+    for call_id, call_loc in reversed(fold.calls):
+        call = je.parse(load(call_loc))
+        assert isinstance(call, je.ToolCall)
         params = None
-        for saved in reversed(payloads.get(call_id, [])):
-            params = params_from_saved(thaw(saved), present_single_as_multi=present_single_as_multi)
+        for payload_loc in reversed(fold.payloads.get(call_id, [])):
+            payload = je.parse(load(payload_loc))
+            assert isinstance(payload, je.Payload)
+            params = params_from_saved(
+                thaw(payload.params), present_single_as_multi=present_single_as_multi
+            )
             if params is not None:
                 break
         if params is None:
-            params = revalidate(thaw(call.get("arguments")))
+            params = revalidate(thaw(call.arguments))
         if params is None:
             continue
-        request = requests.get(call_id)
-        request_id = request.get("requestId") if request is not None else None
+        request = _history_request(fold, load, call_id)
+        request_id = request.request_id if request is not None else None
         recorded = None
-        if isinstance(request_id, str) and request_id in completed:
-            recorded = outcome_from_entry(completed[request_id], None)
+        completion = _completion(fold, load, request_id) if request_id is not None else None
+        if completion is not None:
+            recorded = outcome_from_entry(completion.to_data(), None)
             if recorded is None or recorded.result is None:
                 # Completed without an answer (a UI failure): the form is asked again, under a
                 # new journal key.
                 request_id, recorded = None, None
-        if not isinstance(request_id, str):
-            request_id = None
-        parent = call.get("parentToolCallId")
-        created = request.get("createdAt") if request is not None else None
+        created = request.created_at if request is not None else None
         return InterruptedCall(
             tool_call_id=call_id,
             params=attrs.evolve(params, background=False),
             request_id=request_id,
-            parent_tool_call_id=parent if isinstance(parent, str) else None,
+            parent_tool_call_id=call.parent_tool_call_id,
             created_at=created if isinstance(created, str) else None,
             recorded=recorded,
         )
     return None
+
+
+def recover(
+    session: SessionFile,
+    *,
+    revalidate: Any,
+    present_single_as_multi: bool = False,
+    interrupted: bool = True,
+) -> tuple[RebuiltQueue, InterruptedCall | None]:
+    """What a runtime rebuilds from a session's active branch: the queue and (when
+    ``interrupted``) the interrupted call. Reads the session's fold when it has the journal
+    projection (bounded by what is pending), else the whole branch."""
+    if session.projection == JOURNAL:
+        fold: JournalFold = session.fold()  # type: ignore[assignment]
+        load: Load = session.entry_at
+    else:
+        fold, load = fold_branch(session.branch())
+    call = None
+    if interrupted:
+        call = interrupted_call(
+            fold, load, revalidate=revalidate, present_single_as_multi=present_single_as_multi
+        )
+    return rebuilt_queue(fold, load), call

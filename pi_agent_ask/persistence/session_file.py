@@ -3,19 +3,32 @@
 Synchronous and free of Trio; the persistence actor (``pi_agent_ask.actors.persistence``) is its
 only writer at run time. ``docs/session-file.md`` is the user-facing description.
 
-Format (version 1)::
+Format (versions 1 and 2; ``docs/session-file.md`` is the specification)::
 
-    frame   = length:u32be | crc32:u32be | payload (``length`` bytes of CBOR)
+    frame   = length:u32be | crc32:u32be | payload (``length`` bytes)
     file    = header-frame frame*
 
-``crc32`` is ``zlib.crc32`` of the payload. Every payload is a CBOR map, told apart by its keys:
+``crc32`` is ``zlib.crc32`` of the payload. The header is a CBOR map (``{"magic":
+"pi-agent-ask/session", "version": 1 | 2, "created": float, "sessionId": str, "forkedFrom"?:
+str}``). Version 1 payloads are CBOR maps told apart by their keys:
 
-* header (first frame only): ``{"magic": "pi-agent-ask/session", "version": 1, "created": float,
-  "sessionId": str, "forkedFrom"?: str}``
 * entry: ``{"id": str, "parentId": str | null, "type": str, "timestamp": float, "data": map}``
 * batch: ``{"batch": [entry, ...]}`` — entries appended together; a frame is whole or cut, so a
   batch is atomic
 * leaf move: ``{"leaf": str | null}``
+
+Version 2 payloads start with a kind byte (``codec``): compressed entries (one or a batch), a
+leaf move, or a **checkpoint**. A reader reads both; a writer writes its file's version, so a
+version 1 file stays readable by older releases (a fork writes the current version).
+
+Checkpoints (sessions opened with a ``Projection``, version 2 files only): every
+``checkpoint_every`` entries the writer appends a checkpoint frame holding the projection's
+fold of the active branch at the leaf (its live part whole, its log since the previous
+checkpoint, which it names). Open skims the file (lengths and checksums, nothing decoded), takes
+the newest usable checkpoint, and decodes only the frames after it: the index then starts at the
+checkpoint's leaf (a stub) and the older part is indexed the first time something needs it.
+A checkpoint holds no entries: a damaged or unusable one is skipped (and reported), the previous
+one (or a full scan) serves instead, so a checkpoint can never cost an entry.
 
 Invariants the code keeps:
 
@@ -38,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
+import gc
 import logging
 import os
 import secrets
@@ -48,12 +62,15 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import attrs
 import cbor2
 
+from pi_agent_ask.persistence import codec
+
 __all__ = [
+    "CHECKPOINT_EVERY",
     "COMPACTION_TYPE",
     "CURRENT_LEAF",
     "FORMAT_VERSION",
@@ -66,7 +83,9 @@ __all__ = [
     "FrozenMap",
     "Header",
     "LeafRef",
+    "Loc",
     "OpenReport",
+    "Projection",
     "SessionFile",
     "SessionFileError",
     "SessionFileErrorReason",
@@ -77,7 +96,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 MAGIC: Final = "pi-agent-ask/session"
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
+CHECKPOINT_EVERY: Final = 512
+"""Entries between two checkpoints (sessions opened with a projection, version 2 files)."""
+CHECKPOINT_MAGIC: Final = b"pi-agent-ask/checkpoint"
+"""Follows a checkpoint's kind byte, so a damaged checkpoint is told from damaged entries."""
 COMPACTION_TYPE: Final = "compaction"
 MAX_FRAME_BYTES: Final = 256 * 1024 * 1024
 """Largest payload a frame may declare; a larger length field is damage, not a huge entry."""
@@ -86,6 +109,10 @@ _FRAME_HEAD = struct.Struct(">II")
 _HEAD_SIZE: Final = _FRAME_HEAD.size
 _READ_WINDOW: Final = 1 << 20
 _NO_PARENT: Final = -1
+_CHECKPOINT_TRIES: Final = 3
+"""Checkpoints an open tries, newest first, before it reads the whole file instead."""
+_BEFORE: Final = -3
+"""Parent of the stub an index starts with when it starts at a checkpoint: indexed lazily."""
 
 DamageReason = Literal["torn", "length", "checksum", "undecodable", "invalid"]
 SessionFileErrorReason = Literal[
@@ -313,6 +340,10 @@ class OpenReport:
     damage: Damage | None = None
     cut: bool = False
     saved_to: Path | None = None
+    checkpoint: int | None = None
+    """File offset of the checkpoint the open started from (``None``: a full scan)."""
+    notes: tuple[str, ...] = ()
+    """Checkpoints that could not be used, and what served instead; no entry is lost by them."""
 
     @property
     def ok(self) -> bool:
@@ -321,9 +352,10 @@ class OpenReport:
     def describe(self) -> str:
         """One line for people: what was kept and what was cut, and why."""
         where = str(self.path) if self.path is not None else "in-memory session"
+        notes = "".join(f"; {note}" for note in self.notes)
         if self.damage is None:
             state = "created" if self.created else "opened"
-            return f"{where}: {state}, {self.entries} entries"
+            return f"{where}: {state}, {self.entries} entries{notes}"
         d = self.damage
         action = "cut" if self.cut else "ignored (file not modified)"
         text = (
@@ -332,7 +364,67 @@ class OpenReport:
         )
         if self.saved_to is not None:
             text += f"; a copy of the cut bytes is in {self.saved_to}"
-        return text
+        return text + notes
+
+
+Loc = tuple[int, int]
+"""Where an entry is stored: ``(frame offset, place in the frame)`` (``SessionFile.entry_at``)."""
+
+
+class Fold(Protocol):
+    """A projection's running state for one branch: fed every entry root → leaf, in order.
+
+    ``live()`` is what is still open (bounded by what is pending, stored whole in every
+    checkpoint); ``log`` is what the fold recorded since the last checkpoint (append-only, each
+    checkpoint stores its part and names the previous one: ``SessionFile.log``).
+    """
+
+    log: list[Any]
+
+    def step(self, entry: Entry, loc: Loc) -> None: ...
+
+    def live(self) -> Any: ...
+
+
+class Projection(Protocol):
+    """What a session keeps folded for its active branch, and restores from checkpoints."""
+
+    name: str
+
+    def empty(self) -> Fold: ...
+
+    def restore(self, live: Any) -> Fold:
+        """The fold a checkpoint's live part describes; ``ValueError`` when it does not fit."""
+        ...
+
+
+class _NeedFullIndex(Exception):
+    """A frame after the checkpoint names an entry from before it: index the whole file."""
+
+
+@attrs.frozen
+class _Checkpoint:
+    offset: int
+    end: int
+    leaf_id: str
+    leaf_at: tuple[int, int, int]  # frame offset, payload length, slot
+    entries: int
+    live: Any
+    prev: int | None
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Decoding many entries allocates many containers and frees none: with the cyclic
+    collector on, each allocation burst walks the growing graph (superlinear); pause it."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 # --------------------------------------------------------------------------------------------
@@ -449,8 +541,11 @@ class _Index:
         self.frame_len.append(frame_len)
         self.slot.append(slot)
 
-    def check_links(self, links: Sequence[tuple[str, str | None]]) -> list[int]:
-        """Parent indices for entries ``(id, parent_id)`` appended in order, or ``_BadFrame``."""
+    def check_links(
+        self, links: Sequence[tuple[str, str | None]], *, partial: bool = False
+    ) -> list[int]:
+        """Parent indices for entries ``(id, parent_id)`` appended in order, or ``_BadFrame``
+        (``_NeedFullIndex`` for an unknown parent when the index starts at a checkpoint)."""
         parents: list[int] = []
         batch: dict[str, int] = {}
         for n, (entry_id, parent_id) in enumerate(links):
@@ -462,6 +557,8 @@ class _Index:
                 parents.append(self.pos[parent_id])
             elif parent_id in batch:
                 parents.append(len(self.ids) + batch[parent_id])
+            elif partial:
+                raise _NeedFullIndex
             else:
                 raise _BadFrame("invalid", f"entry {entry_id!r} has unknown parent")
             batch[entry_id] = n
@@ -471,6 +568,8 @@ class _Index:
         out: list[int] = []
         parent = self.parent
         while leaf != _NO_PARENT:
+            if leaf == _BEFORE:
+                raise _NeedFullIndex
             out.append(leaf)
             leaf = parent[leaf]
         out.reverse()
@@ -498,6 +597,8 @@ class SessionFile:
         readonly: bool,
         fsync: bool,
         clock: Callable[[], float],
+        projection: Projection | None = None,
+        checkpoint_every: int = CHECKPOINT_EVERY,
     ) -> None:
         # Use the constructors (open / in_memory / fork); this one only sets fields.
         self._path = path
@@ -513,12 +614,29 @@ class SessionFile:
         self._index = _Index()
         self._memory: list[Entry] | None = [] if path is None else None
         self._report = OpenReport(path, 0)
+        self._projection = projection
+        self._checkpoint_every = checkpoint_every
+        # The projection's fold of the active branch (``None``: recomputed when next needed),
+        # the checkpoint its log continues (``None``: its log holds the whole branch) and the
+        # entries it took in since then.
+        self._fold: Fold | None = None
+        self._fold_prev: int | None = None
+        self._since_checkpoint = 0
+        # When the index starts at a checkpoint: that checkpoint, and how many entries of the
+        # file come before its stub (``_base``). ``None``: the whole file is indexed.
+        self._start: _Checkpoint | None = None
+        self._base = 0
+        self._header_end = 0
 
     # ---- constructors ------------------------------------------------------------------------
 
     @classmethod
     def in_memory(
-        cls, *, clock: Callable[[], float] = time.time, forked_from: str | None = None
+        cls,
+        *,
+        clock: Callable[[], float] = time.time,
+        forked_from: str | None = None,
+        projection: Projection | None = None,
     ) -> SessionFile:
         """A session without a file; it behaves like a file-backed one and is lost on close."""
         session = cls(
@@ -527,8 +645,11 @@ class SessionFile:
             readonly=False,
             fsync=False,
             clock=clock,
+            projection=projection,
         )
         session._report = OpenReport(None, 0, created=True)
+        if projection is not None:
+            session._fold = projection.empty()
         return session
 
     @classmethod
@@ -540,8 +661,14 @@ class SessionFile:
         create: bool = True,
         fsync: bool = False,
         clock: Callable[[], float] = time.time,
+        projection: Projection | None = None,
+        checkpoint_every: int = CHECKPOINT_EVERY,
     ) -> SessionFile:
         """Open (or create) the session file at ``path``.
+
+        With a ``projection`` the session keeps its fold of the active branch (``fold()``),
+        writes a checkpoint every ``checkpoint_every`` entries (version 2 files, writable opens)
+        and opens from the newest usable checkpoint: only the frames after it are decoded.
 
         A missing file is created when ``create`` and not ``readonly`` (an existing empty file
         is initialised too); otherwise ``FileNotFoundError``. A file that is not a session file,
@@ -574,12 +701,21 @@ class SessionFile:
                 _write_all(fd, encode_frame(Header.new(clock=clock).to_cbor()))
                 os.fsync(fd)
                 created = True
-            session = cls._load(fd, file_path, readonly=readonly, fsync=fsync, clock=clock)
+            session = cls._load(
+                fd,
+                file_path,
+                readonly=readonly,
+                fsync=fsync,
+                clock=clock,
+                projection=projection,
+                checkpoint_every=checkpoint_every,
+            )
         except BaseException:
             os.close(fd)
             raise
         if created:
             session._report = attrs.evolve(session._report, created=True)
+        session._maybe_checkpoint()
         return session
 
     @classmethod
@@ -591,17 +727,37 @@ class SessionFile:
         readonly: bool,
         fsync: bool,
         clock: Callable[[], float],
+        projection: Projection | None,
+        checkpoint_every: int,
     ) -> SessionFile:
         size = os.fstat(fd).st_size
         reader = _Reader(fd, size)
         header = _read_header(reader, path)
-        session = cls(path=path, header=header, readonly=readonly, fsync=fsync, clock=clock)
+        session = cls(
+            path=path,
+            header=header,
+            readonly=readonly,
+            fsync=fsync,
+            clock=clock,
+            projection=projection,
+            checkpoint_every=checkpoint_every,
+        )
         session._fd = fd
-        damage = session._scan(reader, reader.header_end, size)
+        notes: list[str] = []
+        with _gc_paused():
+            damage = session._index_file(reader, size, notes)
         session._size = damage.start if damage is not None else size
-        report = OpenReport(path, len(session._index), damage=damage)
-        if damage is not None:
-            if not readonly:
+        report = OpenReport(
+            path,
+            len(session),
+            damage=damage,
+            checkpoint=session._start.offset if session._start is not None else None,
+            notes=tuple(dict.fromkeys(notes)),  # the skim and the scan may both see one
+        )
+        if projection is not None:
+            session._refold()
+        if damage is not None or notes:
+            if not readonly and damage is not None:
                 saved = session._cut_tail(reader, damage)
                 report = attrs.evolve(report, cut=True, saved_to=saved)
             logger.warning("%s", report.describe())
@@ -632,6 +788,55 @@ class SessionFile:
         return self._closed
 
     @property
+    def projection(self) -> Projection | None:
+        return self._projection
+
+    def fold(self) -> Fold:
+        """The projection's fold of the active branch (decodes only what the newest
+        checkpoint does not cover). ``ValueError`` for a session without a projection."""
+        self._check_open()
+        if self._projection is None:
+            raise ValueError("session has no projection")
+        if self._fold is None:
+            self._refold()
+            self._maybe_checkpoint()
+        assert self._fold is not None
+        return self._fold
+
+    def log(self) -> list[Any]:
+        """Every log item the fold of the active branch recorded, oldest first: the logs of
+        the chain of checkpoints it continues, then its own."""
+        fold = self.fold()
+        parts = [fold.log]
+        prev = self._fold_prev
+        try:
+            while prev is not None:
+                value = self._checkpoint_value(prev)
+                parts.append(value["log"])
+                prev = value["prev"]
+        except (ValueError, _BadFrame, SessionFileError) as exc:
+            # A checkpoint of the chain became unreadable: fold the whole branch instead.
+            logger.warning("%s: checkpoint log unreadable (%s); reading the branch", self, exc)
+            self._full()
+            self._refold(whole=True)
+            assert self._fold is not None
+            return list(self._fold.log)
+        return [item for part in reversed(parts) for item in part]
+
+    def entry_at(self, loc: Loc) -> Entry:
+        """The entry stored at ``loc`` (as a fold's ``step`` was given it), read on its own."""
+        self._check_open()
+        offset, slot = loc
+        if self._memory is not None:
+            return self._memory[offset]
+        if self._fd is None:
+            raise ValueError("session file is closed")
+        payload = _read_frame(self._fd, offset, self._size)
+        if payload is None:
+            raise SessionFileError(self._path, "unreadable", f"no frame at {offset}")
+        return self._decode_entry(payload, offset, slot)
+
+    @property
     def leaf_id(self) -> str | None:
         """The current leaf: the end of the active branch (``None``: before the first root)."""
         leaf = self._index.leaf
@@ -641,42 +846,66 @@ class SessionFile:
     def entries(self) -> tuple[Entry, ...]:
         """Every entry in file order (decodes the whole file: prefer ``branch()``)."""
         self._check_open()
-        return tuple(self._load_entries(range(len(self._index))))
+        self._full()
+        with _gc_paused():
+            return tuple(self._load_entries(range(len(self._index))))
 
     def iter_entries(self) -> Iterator[Entry]:
         """Every entry in file order, decoded as it is consumed."""
         self._check_open()
+        self._full()
         return self._load_entries(range(len(self._index)))
 
     def ids(self) -> tuple[str, ...]:
         """Every entry id in file order, without decoding anything."""
+        self._full()
         return tuple(self._index.ids)
 
     def __len__(self) -> int:
+        return self._base + len(self._index)
+
+    @property
+    def indexed(self) -> int:
+        """Entries the in-memory index holds: after an open from a checkpoint only those after
+        it, until something needs an older one (then the whole file)."""
         return len(self._index)
 
     def __contains__(self, entry_id: object) -> bool:
-        return entry_id in self._index.pos
+        return self._position(entry_id) is not None
 
     def get(self, entry_id: str) -> Entry:
         """The entry with this id; ``KeyError`` when there is none."""
         self._check_open()
-        return next(self._load_entries([self._index.pos[entry_id]]))
+        position = self._position(entry_id)
+        if position is None:
+            raise KeyError(entry_id)
+        return next(self._load_entries([position]))
 
     def parent_id(self, entry_id: str) -> str | None:
         """The parent of an entry without decoding it; ``KeyError`` when unknown."""
-        parent = self._index.parent[self._index.pos[entry_id]]
+        position = self._position(entry_id)
+        if position is None:
+            raise KeyError(entry_id)
+        if self._index.parent[position] == _BEFORE:
+            self._full()
+            position = self._index.pos[entry_id]
+        parent = self._index.parent[position]
         return None if parent == _NO_PARENT else self._index.ids[parent]
 
     def branch_ids(self, leaf_id: LeafRef = CURRENT_LEAF) -> tuple[str, ...]:
         """Ids of the path root → ``leaf_id`` (default: the current leaf), without decoding."""
+        path = self._path_to(leaf_id)
         ids = self._index.ids
-        return tuple(ids[i] for i in self._index.path_to(self._leaf_index(leaf_id)))
+        return tuple(ids[i] for i in path)
 
     def branch(self, leaf_id: LeafRef = CURRENT_LEAF) -> tuple[Entry, ...]:
-        """The entries on the path root → ``leaf_id`` (default: the current leaf)."""
+        """The entries on the path root → ``leaf_id`` (default: the current leaf).
+
+        Decodes the whole branch: a session with a projection reads ``fold()`` instead."""
         self._check_open()
-        return tuple(self._load_entries(self._index.path_to(self._leaf_index(leaf_id))))
+        path = self._path_to(leaf_id)
+        with _gc_paused():
+            return tuple(self._load_entries(path))
 
     # ---- writing -----------------------------------------------------------------------------
 
@@ -699,8 +928,9 @@ class SessionFile:
         """
         self._check_writable()
         parent = self.leaf_id if parent_id is CURRENT_LEAF else parent_id
-        if parent is not None and parent not in self._index.pos:
+        if parent is not None and self._position(parent) is None:
             raise KeyError(parent)
+        under_leaf = parent == self.leaf_id
         now = self._clock()
         entries: list[Entry] = []
         taken: set[str] = set()
@@ -713,17 +943,28 @@ class SessionFile:
             parent = entry_id
         if not entries:
             return ()
-        payload = entries[0].to_cbor() if len(entries) == 1 else _batch_payload(entries)
-        if len(payload) > MAX_FRAME_BYTES:
-            raise ValueError(f"entry too large: {len(payload)} bytes (at most {MAX_FRAME_BYTES})")
+        if self._header.version >= 2:
+            payload, plain = codec.encode_entries(
+                [(e.id, e.parent_id, e.type, e.timestamp, e.data) for e in entries]
+            )
+            slots: Sequence[int] = range(len(entries))
+        else:
+            payload = entries[0].to_cbor() if len(entries) == 1 else _batch_payload(entries)
+            plain = len(payload)
+            slots = [-1] if len(entries) == 1 else range(len(entries))
+        if max(plain, len(payload)) > MAX_FRAME_BYTES:
+            size = max(plain, len(payload))
+            raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
         parents = self._index.check_links([(e.id, e.parent_id) for e in entries])
         offset = self._write_frame(payload)
-        slots = [-1] if len(entries) == 1 else range(len(entries))
+        first = len(self._index)
         for entry, parent_index, slot in zip(entries, parents, slots, strict=True):
             self._index.add(entry.id, parent_index, offset, len(payload), slot)
         if self._memory is not None:
             self._memory.extend(entries)
         self._index.leaf = len(self._index) - 1
+        self._follow(entries, first, under_leaf)
+        self._maybe_checkpoint()
         return tuple(entries)
 
     def move_leaf(self, entry_id: str | None) -> None:
@@ -732,8 +973,16 @@ class SessionFile:
         target = self._leaf_index(entry_id)
         if target == self._index.leaf:
             return
-        self._write_frame(cbor2.dumps({"leaf": entry_id}))
+        if self._header.version >= 2:
+            self._write_frame(codec.encode_leaf(entry_id))
+        else:
+            self._write_frame(cbor2.dumps({"leaf": entry_id}))
         self._index.leaf = target
+        if self._projection is not None:
+            # Another branch: fold it now, so checkpoints (and bounded opens) go on.
+            self._fold = None
+            self._refold()
+            self._maybe_checkpoint()
 
     def compact(self, summary: str, data: Mapping[str, Any] | None = None) -> Entry:
         """Append a ``compaction`` entry ``{"summary": summary, **data}``; nothing is removed."""
@@ -750,14 +999,30 @@ class SessionFile:
         branch = self.branch()
         source = str(self._path.resolve()) if self._path is not None else None
         if path is None:
-            forked = SessionFile.in_memory(clock=self._clock, forked_from=source)
+            forked = SessionFile.in_memory(
+                clock=self._clock, forked_from=source, projection=self._projection
+            )
             forked._adopt(branch)
             return forked
         target = Path(path)
         header = Header.new(forked_from=source, clock=self._clock)
-        if not _create_file(target, header.to_cbor(), [e.to_cbor() for e in branch]):
+        # The branch is one chain: it goes out in batches of consecutive entries.
+        payloads = (
+            codec.encode_entries(
+                [(e.id, e.parent_id, e.type, e.timestamp, e.data) for e in branch[n : n + 256]]
+            )[0]
+            for n in range(0, len(branch), 256)
+        )
+        if not _create_file(target, header.to_cbor(), payloads):
             raise FileExistsError(target)
-        return SessionFile.open(target, create=False, fsync=self._fsync, clock=self._clock)
+        return SessionFile.open(
+            target,
+            create=False,
+            fsync=self._fsync,
+            clock=self._clock,
+            projection=self._projection,
+            checkpoint_every=self._checkpoint_every,
+        )
 
     def reload(self) -> OpenReport:
         """Re-read the file from disk (as a new open would) and return the new report."""
@@ -767,7 +1032,13 @@ class SessionFile:
         path, readonly = self._path, self._readonly
         self.close()
         fresh = SessionFile.open(
-            path, readonly=readonly, create=False, fsync=self._fsync, clock=self._clock
+            path,
+            readonly=readonly,
+            create=False,
+            fsync=self._fsync,
+            clock=self._clock,
+            projection=self._projection,
+            checkpoint_every=self._checkpoint_every,
         )
         # Take over the fresh object's state; the fresh object is dropped without closing.
         self.__dict__.update(fresh.__dict__)
@@ -839,7 +1110,28 @@ class SessionFile:
             return self._index.leaf
         if leaf_id is None:
             return _NO_PARENT
-        return self._index.pos[leaf_id]
+        position = self._position(leaf_id)
+        if position is None:
+            raise KeyError(leaf_id)
+        return position
+
+    def _position(self, entry_id: object) -> int | None:
+        """The index position of an entry; indexes the whole file when the id may lie before
+        the checkpoint the index starts at."""
+        position = self._index.pos.get(entry_id)  # type: ignore[call-overload]
+        if position is None and self._start is not None and isinstance(entry_id, str):
+            self._full()
+            position = self._index.pos.get(entry_id)
+        return position
+
+    def _path_to(self, leaf_id: LeafRef) -> list[int]:
+        leaf = self._leaf_index(leaf_id)
+        try:
+            return self._index.path_to(leaf)
+        except _NeedFullIndex:
+            target = self._index.ids[leaf]
+            self._full()
+            return self._index.path_to(self._index.pos[target])
 
     def _write_frame(self, payload: bytes) -> int:
         """Write one frame; return its offset. Rolls back a partial write."""
@@ -872,6 +1164,224 @@ class SessionFile:
         self._memory.extend(entries)
         self._index.leaf = len(entries) - 1
         self._report = attrs.evolve(self._report, entries=len(entries))
+        self._fold = None
+
+    # ---- checkpoints and the fold ------------------------------------------------------------
+
+    def _loc(self, i: int) -> Loc:
+        if self._memory is not None:
+            return (i, -2)
+        return (self._index.frame_off[i], self._index.slot[i])
+
+    def _follow(self, entries: Sequence[Entry], first: int, under_leaf: bool) -> None:
+        """Feed appended entries to the fold when they continue its branch."""
+        if self._fold is None:
+            return
+        if not under_leaf:
+            self._fold = None
+            return
+        try:
+            for n, entry in enumerate(entries):
+                self._fold.step(entry, self._loc(first + n))
+        except Exception:
+            # The entries are written; a fold that cannot take them is rebuilt when needed.
+            logger.exception("%s: the projection refused an entry", self)
+            self._fold = None
+            return
+        self._since_checkpoint += len(entries)
+
+    def _refold(self, *, whole: bool = False) -> None:
+        """Fold the active branch: from the checkpoint the index starts at when the leaf
+        descends from it (and not ``whole``), else from the root."""
+        projection = self._projection
+        assert projection is not None
+        index = self._index
+        leaf = index.leaf
+        path: list[int] = []
+        fold: Fold | None = None
+        prev: int | None = None
+        if self._start is not None and not whole:
+            parent = index.parent
+            i = leaf
+            while i != _NO_PARENT and i != 0:
+                path.append(i)
+                i = parent[i]
+            path.reverse()
+            if i == 0:
+                fold, prev = projection.restore(self._start.live), self._start.offset
+            else:
+                fold = projection.empty()
+        else:
+            path = index.path_to(leaf)
+            fold = projection.empty()
+        with _gc_paused():
+            for i, entry in zip(path, self._load_entries(path), strict=True):
+                fold.step(entry, self._loc(i))
+        self._fold, self._fold_prev, self._since_checkpoint = fold, prev, len(path)
+
+    def _maybe_checkpoint(self) -> None:
+        """Append a checkpoint when enough entries were folded since the last one."""
+        fold = self._fold
+        if (
+            fold is None
+            or self._projection is None
+            or self._readonly
+            or self._closed
+            or self._fd is None
+            or self._broken is not None
+            or self._header.version < 2
+            or self._since_checkpoint < self._checkpoint_every
+            or self._index.leaf == _NO_PARENT
+        ):
+            return
+        index, leaf = self._index, self._index.leaf
+        value = {
+            "projection": self._projection.name,
+            "leaf": codec.encode_id(index.ids[leaf]),
+            "at": [index.frame_off[leaf], index.frame_len[leaf], index.slot[leaf]],
+            "entries": len(self),
+            "live": fold.live(),
+            "log": fold.log,
+            "prev": self._fold_prev,
+        }
+        try:
+            payload = codec.encode_checkpoint(value, CHECKPOINT_MAGIC)
+            offset = self._write_frame(payload)
+        except Exception:
+            # Derived data only: the entries are all written, the next checkpoint will do.
+            logger.exception("%s: a checkpoint could not be written", self)
+            return
+        fold.log = []
+        self._fold_prev, self._since_checkpoint = offset, 0
+
+    def _checkpoint_value(self, offset: int) -> dict[str, Any]:
+        """The checked map of the checkpoint frame at ``offset``; ``ValueError`` (or
+        ``_BadFrame``) when it is not a usable checkpoint of this projection."""
+        assert self._fd is not None and self._projection is not None
+        payload = _read_frame(self._fd, offset, self._size, check=True)
+        if payload is None:
+            raise ValueError("no whole frame there, or its checksum fails")
+        value = codec.decode_checkpoint(payload, CHECKPOINT_MAGIC)
+        at, entries, prev = value.get("at"), value.get("entries"), value.get("prev")
+        if value.get("projection") != self._projection.name:
+            raise ValueError(f"written for another projection ({value.get('projection')!r})")
+        if not (
+            isinstance(at, list)
+            and len(at) == 3
+            and all(type(n) is int for n in at)
+            and 0 < at[0] < offset
+            and type(entries) is int
+            and entries > 0
+            and (prev is None or (type(prev) is int and 0 < prev < offset))
+            and isinstance(value.get("log"), list)
+        ):
+            raise ValueError("malformed checkpoint")
+        return value
+
+    def _read_checkpoint(self, offset: int, end: int) -> _Checkpoint:
+        """The checkpoint at ``offset``, checked against the entry it names as the leaf."""
+        assert self._projection is not None
+        value = self._checkpoint_value(offset)
+        leaf_id = codec.decode_id(value.get("leaf"))
+        if leaf_id is None:
+            raise ValueError("malformed checkpoint leaf")
+        frame_off, frame_len, slot = value["at"]
+        payload = _read_frame(self._fd, frame_off, self._size)  # type: ignore[arg-type]
+        if (
+            payload is None
+            or len(payload) != frame_len
+            or self._decode_entry(payload, frame_off, slot).id != leaf_id
+        ):
+            raise ValueError("the entry it names is not there")
+        self._projection.restore(value.get("live"))  # fits, or ValueError
+        return _Checkpoint(
+            offset,
+            end,
+            leaf_id,
+            (frame_off, frame_len, slot),
+            value["entries"],
+            value.get("live"),
+            value["prev"],
+        )
+
+    def _index_file(self, reader: _Reader, size: int, notes: list[str]) -> Damage | None:
+        """Index the file: from the newest usable checkpoint when the session has a
+        projection, else every frame. Returns the damaged tail, if any."""
+        start = reader.header_end
+        self._header_end = start
+        self._size = size  # checkpoints are read through it (the open sets it again)
+        if self._projection is None or self._header.version < 2:
+            return _reach(self._scan(reader, start, size, notes), size)
+        tried = 0
+        for offset, end, whole in _checkpoints_backwards(reader, start, size):
+            if tried == _CHECKPOINT_TRIES:
+                break  # something is wrong with all of them: read everything
+            tried += 1
+            if not whole:
+                notes.append(f"checkpoint at byte {offset} is damaged (checksum); skipped")
+                continue
+            try:
+                checkpoint = self._read_checkpoint(offset, end)
+            except (ValueError, _BadFrame, SessionFileError) as exc:
+                notes.append(f"checkpoint at byte {offset} is unusable ({exc}); skipped")
+                continue
+            self._index = _Index()
+            self._index.add(checkpoint.leaf_id, _BEFORE, *checkpoint.leaf_at)
+            self._index.leaf = 0
+            self._start, self._base = checkpoint, checkpoint.entries - 1
+            try:
+                return _reach(self._scan(reader, checkpoint.end, size, notes), size)
+            except _NeedFullIndex:
+                break  # the tail reaches back before the checkpoint: index everything
+        if tried and self._start is None:
+            notes.append("no usable checkpoint: the whole file was read")
+        self._index, self._start, self._base = _Index(), None, 0
+        return _reach(self._scan(reader, start, size, notes), size)
+
+    def _full(self) -> None:
+        """Index the part of the file before the checkpoint the index starts at."""
+        start = self._start
+        if start is None:
+            return
+        assert self._fd is not None
+        tail = self._index
+        self._index, self._start, self._base = _Index(), None, 0
+        reader = _Reader(self._fd, self._size)
+        with _gc_paused():
+            damage = self._scan(reader, self._header_end, start.offset, [])
+        full = self._index
+        stub = full.pos.get(start.leaf_id)
+        if damage is not None or stub is None:
+            self._index, self._start, self._base = tail, start, start.entries - 1
+            detail = damage.detail if damage is not None else "checkpoint leaf not found"
+            raise SessionFileError(
+                self._path, "unreadable", f"frames before byte {start.offset}: {detail}"
+            )
+        shift = len(full) - 1
+
+        def mapped(i: int) -> int:
+            return stub if i == 0 else (i if i == _NO_PARENT else shift + i)
+
+        for j in range(1, len(tail)):
+            full.add(
+                tail.ids[j],
+                mapped(tail.parent[j]),
+                tail.frame_off[j],
+                tail.frame_len[j],
+                tail.slot[j],
+            )
+        full.leaf = mapped(tail.leaf)
+
+    def _decode_entry(self, payload: memoryview | bytes, offset: int, slot: int) -> Entry:
+        try:
+            if payload[0] == codec.KIND_ENTRIES:
+                return Entry(*codec.decode_entries(payload)[slot])
+            value = _decode(payload)
+            return Entry._from_map(value if slot < 0 else value["batch"][slot])
+        except (ValueError, _BadFrame, LookupError, TypeError) as exc:
+            raise SessionFileError(
+                self._path, "unreadable", f"frame at {offset} changed on disk"
+            ) from exc
 
     def _load_entries(self, indices: Iterable[int]) -> Iterator[Entry]:
         if self._memory is not None:
@@ -885,31 +1395,40 @@ class SessionFile:
         index = self._index
         last_offset = -1
         decoded: Any = None
+        compact = False
         for i in indices:
             offset = index.frame_off[i]
             if offset != last_offset:
                 payload = reader.payload(offset, index.frame_len[i])
                 try:
-                    decoded = _decode(payload)
-                except _BadFrame as exc:
+                    compact = payload[0] == codec.KIND_ENTRIES
+                    decoded = codec.decode_entries(payload) if compact else _decode(payload)
+                except (_BadFrame, codec.CodecError) as exc:
                     raise SessionFileError(
                         self._path, "unreadable", f"frame at {offset} changed on disk"
                     ) from exc
                 last_offset = offset
             slot = index.slot[i]
-            value = decoded if slot < 0 else decoded["batch"][slot]
-            yield Entry._from_map(value)
+            if compact:
+                yield Entry(*decoded[slot])
+            else:
+                yield Entry._from_map(decoded if slot < 0 else decoded["batch"][slot])
 
-    def _scan(self, reader: _Reader, start: int, size: int) -> Damage | None:
-        """Index every whole frame from ``start``; return the damaged tail, if any.
+    def _scan(self, reader: _Reader, start: int, size: int, notes: list[str]) -> Damage | None:
+        """Index every whole frame from ``start`` to ``size``; return the damaged tail (ending
+        at ``size``), if any.
 
         This loop runs once per frame of the file, so it keeps to local names and a fast path
-        for the common frame (one entry); ``_index_frame`` takes every other kind.
+        for the common frames (compact entries, one version 1 entry); ``_index_frame`` takes
+        every other kind. When the index starts at a checkpoint, a frame naming an entry that
+        is not indexed raises ``_NeedFullIndex`` (it may lie before the checkpoint).
         """
         index = self._index
+        partial = self._start is not None
         unpack_from = _FRAME_HEAD.unpack_from
         crc32 = zlib.crc32
         loads = cbor2.loads
+        decode_entries = codec.decode_entries
         pos_of = index.pos
         fd = reader.fd
         buf = b""
@@ -939,25 +1458,56 @@ class SessionFile:
                 if len(buf) < _HEAD_SIZE + length:
                     return Damage(pos, size, "torn", "file ended early")
             payload = view[rel + _HEAD_SIZE : rel + _HEAD_SIZE + length]
+            kind = payload[0]
             if crc32(payload) != crc:
+                if _is_checkpoint(payload):
+                    notes.append(f"checkpoint at byte {pos} is damaged (checksum); skipped")
+                    pos = end
+                    continue
                 return Damage(pos, size, "checksum", f"frame at {pos}")
             try:
-                value = loads(payload)
-            except Exception as exc:  # any decoder failure is damage, whatever its type
-                return Damage(pos, size, "undecodable", type(exc).__name__)
-            try:
-                if type(value) is dict and "id" in value:
-                    entry_id, parent_id, *_ = _entry_fields(value)
-                    if entry_id in pos_of:
-                        raise _BadFrame("invalid", f"duplicate entry id {entry_id!r}")
-                    if parent_id is None:
-                        parent = _NO_PARENT
-                    elif (parent := pos_of.get(parent_id, -2)) == -2:
-                        raise _BadFrame("invalid", f"entry {entry_id!r} has unknown parent")
-                    index.add(entry_id, parent, pos, length, -1)
+                if kind == codec.KIND_ENTRIES:
+                    fields = decode_entries(payload)
+                    links = [(f[0], f[1]) for f in fields]
+                    parents = index.check_links(links, partial=partial)
+                    for slot, ((entry_id, _), parent) in enumerate(
+                        zip(links, parents, strict=True)
+                    ):
+                        index.add(entry_id, parent, pos, length, slot)
                     index.leaf = len(index.ids) - 1
+                elif kind == codec.KIND_CHECKPOINT:
+                    pass  # derived data: nothing to index
+                elif kind == codec.KIND_LEAF:
+                    target = codec.decode_leaf(payload)
+                    if target is None:
+                        index.leaf = _NO_PARENT
+                    elif target in pos_of:
+                        index.leaf = pos_of[target]
+                    elif partial:
+                        raise _NeedFullIndex
+                    else:
+                        raise _BadFrame("invalid", "leaf move to an unknown entry")
                 else:
-                    self._index_frame(value, pos, length)
+                    try:
+                        value = loads(payload)
+                    except Exception as exc:  # any decoder failure is damage, whatever its type
+                        return Damage(pos, size, "undecodable", type(exc).__name__)
+                    if type(value) is dict and "id" in value:
+                        entry_id, parent_id, *_ = _entry_fields(value)
+                        if entry_id in pos_of:
+                            raise _BadFrame("invalid", f"duplicate entry id {entry_id!r}")
+                        if parent_id is None:
+                            parent = _NO_PARENT
+                        elif (parent := pos_of.get(parent_id, -2)) == -2:
+                            if partial:
+                                raise _NeedFullIndex
+                            raise _BadFrame("invalid", f"entry {entry_id!r} has unknown parent")
+                        index.add(entry_id, parent, pos, length, -1)
+                        index.leaf = len(index.ids) - 1
+                    else:
+                        self._index_frame(value, pos, length, partial)
+            except codec.CodecError as exc:
+                return Damage(pos, size, "undecodable", str(exc))
             except ValueError as exc:
                 return Damage(pos, size, "invalid", str(exc))
             except _BadFrame as bad:
@@ -965,8 +1515,9 @@ class SessionFile:
             pos = end
         return None
 
-    def _index_frame(self, value: Any, pos: int, length: int) -> None:
-        """Index a batch or leaf frame; ``_BadFrame`` or ``ValueError`` when it does not fit."""
+    def _index_frame(self, value: Any, pos: int, length: int, partial: bool) -> None:
+        """Index a version 1 batch or leaf frame; ``_BadFrame`` or ``ValueError`` when it does
+        not fit."""
         index = self._index
         if not isinstance(value, dict):
             raise _BadFrame("invalid", "frame is not a map")
@@ -975,7 +1526,7 @@ class SessionFile:
             if not isinstance(items, list) or not items:
                 raise _BadFrame("invalid", "batch is not a non-empty array")
             links = [_entry_fields(item)[:2] for item in items]
-            parents = index.check_links(links)
+            parents = index.check_links(links, partial=partial)
             for slot, ((entry_id, _), parent) in enumerate(zip(links, parents, strict=True)):
                 index.add(entry_id, parent, pos, length, slot)
             index.leaf = len(index) - 1
@@ -985,6 +1536,8 @@ class SessionFile:
                 index.leaf = _NO_PARENT
             elif isinstance(target, str) and target in index.pos:
                 index.leaf = index.pos[target]
+            elif partial and isinstance(target, str):
+                raise _NeedFullIndex
             else:
                 raise _BadFrame("invalid", "leaf move to an unknown entry")
         else:
@@ -997,6 +1550,60 @@ class SessionFile:
         os.ftruncate(self._fd, damage.start)
         os.fsync(self._fd)
         return saved
+
+
+def _read_frame(fd: int, offset: int, size: int, *, check: bool = False) -> bytes | None:
+    """The payload of the frame at ``offset`` read on its own (two exact reads), or ``None``
+    when no whole frame (with ``check``: no frame whose checksum holds) is there."""
+    head = os.pread(fd, _HEAD_SIZE, offset)
+    if len(head) < _HEAD_SIZE:
+        return None
+    length, crc = _FRAME_HEAD.unpack(head)
+    if not 0 < length <= MAX_FRAME_BYTES or offset + _HEAD_SIZE + length > size:
+        return None
+    payload = os.pread(fd, length, offset + _HEAD_SIZE)
+    if len(payload) < length or (check and zlib.crc32(payload) != crc):
+        return None
+    return payload
+
+
+def _reach(damage: Damage | None, size: int) -> Damage | None:
+    """A damaged tail found before ``size`` runs to ``size`` (the end of the file)."""
+    return damage if damage is None or damage.end == size else attrs.evolve(damage, end=size)
+
+
+def _is_checkpoint(payload: memoryview | bytes) -> bool:
+    return bytes(payload[1 : 1 + len(CHECKPOINT_MAGIC)]) == CHECKPOINT_MAGIC and (
+        payload[0] == codec.KIND_CHECKPOINT
+    )
+
+
+def _checkpoints_backwards(
+    reader: _Reader, start: int, size: int
+) -> Iterator[tuple[int, int, bool]]:
+    """The checkpoint frames of the file, newest first, found from the end of the file by
+    their magic (nothing before the newest usable one is read): ``(offset, end, whole)``,
+    ``whole`` false when the frame's checksum fails. A frame running past the end (a torn
+    tail) is not one."""
+    needle = bytes([codec.KIND_CHECKPOINT]) + CHECKPOINT_MAGIC
+    fd = reader.fd
+    hi = size  # search the bytes before ``hi``
+    while hi - start >= _HEAD_SIZE + len(needle):
+        lo = max(start, hi - _READ_WINDOW)
+        window = os.pread(fd, hi - lo, lo)
+        at = window.rfind(needle)
+        while at >= 0:
+            offset = lo + at - _HEAD_SIZE
+            if offset >= start:
+                length, crc = _FRAME_HEAD.unpack(os.pread(fd, _HEAD_SIZE, offset))
+                end = offset + _HEAD_SIZE + length
+                if length <= MAX_FRAME_BYTES and end <= size:
+                    payload = os.pread(fd, length, offset + _HEAD_SIZE)
+                    yield offset, end, zlib.crc32(payload) == crc
+            at = window.rfind(needle, 0, at)
+        if lo == start:
+            return
+        hi = lo + len(needle) - 1  # a needle across the window edge is found next time
 
 
 class _Reader:

@@ -1,0 +1,265 @@
+"""Frame payloads of session format version 2: compact entries, leaf moves and checkpoints.
+
+Pure functions over bytes; ``session_file`` frames them and ``docs/session-file.md`` is the
+specification. Every version 2 payload starts with one kind byte, which a version 1 payload
+(always a CBOR map, first byte ``0xa0``-``0xbf``) can never start with, so a reader tells the
+two apart by that byte alone:
+
+* ``0x01`` entries: ``deflate(CBOR [entry, ...])``, each entry
+  ``[id, parentId, type, timestamp, data]``; a one-element array is a single entry, a longer one
+  a chain appended together (a batch);
+* ``0x02`` leaf move: ``CBOR id`` (``null``: before the first root);
+* ``0x03`` checkpoint: ``magic | deflate(CBOR map)`` (see ``session_file``).
+
+``deflate`` is raw DEFLATE (RFC 1951, no zlib header or checksum: the frame has a CRC-32) with
+the preset dictionary ``DICTIONARY``: the vocabulary every journal repeats (keys, entry types,
+fixed texts), so a single small entry compresses as well as a long file would. An id of 16
+lower-case hex digits (what ``SessionFile`` generates) is stored as its 8 bytes; any other id
+as text.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from typing import Any, Final
+
+import cbor2
+
+__all__ = [
+    "DICTIONARY",
+    "KIND_CHECKPOINT",
+    "KIND_ENTRIES",
+    "KIND_LEAF",
+    "VOCABULARY",
+    "CodecError",
+    "decode_checkpoint",
+    "decode_entries",
+    "decode_id",
+    "decode_leaf",
+    "encode_checkpoint",
+    "encode_entries",
+    "encode_id",
+    "encode_leaf",
+]
+
+KIND_ENTRIES: Final = 0x01
+KIND_LEAF: Final = 0x02
+KIND_CHECKPOINT: Final = 0x03
+
+MAX_PLAIN_BYTES: Final = 256 * 1024 * 1024
+"""Largest decompressed payload a reader accepts (a bigger one is damage, not data)."""
+
+# Fixed forever for format version 2: a reader needs exactly these bytes to inflate a frame.
+# Least frequent first: DEFLATE reaches the end of the dictionary with the shortest distances.
+VOCABULARY: Final[tuple[str, ...]] = (
+    "mimeType",
+    "optionNoteImages",
+    "noteImages",
+    "customImages",
+    "images",
+    "recommended",
+    "editorsOpened",
+    "reviewCursor",
+    "optionValue",
+    "cursors",
+    "drafts",
+    "editor",
+    "serial",
+    "tab",
+    "kind",
+    "types",
+    "form",
+    "visible",
+    "ask:panel",
+    "ask:draft",
+    "ask:pending-dismissed",
+    "ask:resume-answer",
+    "user-message",
+    "compaction",
+    "summary",
+    "issues",
+    "skippedQuestionIds",
+    "customText",
+    "optionNotes",
+    "wait_for_answers",
+    "sourceEntryId",
+    "presentSingleAsMulti",
+    "parentToolCallId",
+    "presentedType",
+    "context",
+    "This is not an answer. Continue independent work; call wait_for_answers when answers "
+    "are needed.",
+    " form(s) pending. ",
+    "Queued ask_user [",
+    "pendingRequests",
+    "questionIds",
+    "queued",
+    "status",
+    "structuredContent",
+    "text",
+    "Background answer [",
+    "Questions:\n- [",
+    "Response:\n",
+    "] note: ",
+    "details",
+    "content",
+    "customType",
+    "ask:background-answer",
+    "ask:queue-completed",
+    "ask:history-completed",
+    "note",
+    "indices",
+    "labels",
+    "values",
+    "answers",
+    "cancelled",
+    "result",
+    "tool-result",
+    "ask:queued",
+    "ask:history-request",
+    "ask:payload",
+    "tool-call",
+    "arguments",
+    "ask_user",
+    "name",
+    "description",
+    "options",
+    "multi",
+    "single",
+    "type",
+    "prompt",
+    "label",
+    "value",
+    "id",
+    "presentedTypes",
+    "params",
+    "questions",
+    "createdAt",
+    "background",
+    "title",
+    "toolCallId",
+    "requestId",
+    "source",
+    "tool",
+    "version",
+    "timestamp",
+)
+DICTIONARY: Final = b"".join(cbor2.dumps(word) for word in VOCABULARY)
+
+
+class CodecError(ValueError):
+    """A payload that does not decode as what its kind byte says."""
+
+
+def encode_id(entry_id: str | None) -> bytes | str | None:
+    if entry_id is not None and len(entry_id) == 16 and entry_id == entry_id.lower():
+        try:
+            return bytes.fromhex(entry_id)
+        except ValueError:
+            pass
+    return entry_id
+
+
+def decode_id(value: Any) -> str | None:
+    if value is None or type(value) is str:
+        return value
+    if type(value) is bytes and len(value) == 8:
+        return value.hex()
+    raise CodecError("an entry id is neither text, 8 bytes nor null")
+
+
+def _deflate(plain: bytes) -> bytes:
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
+    return packer.compress(plain) + packer.flush()
+
+
+def _inflate(packed: bytes | memoryview) -> bytes:
+    unpacker = zlib.decompressobj(-15, DICTIONARY)
+    try:
+        plain = unpacker.decompress(packed, MAX_PLAIN_BYTES)
+    except zlib.error as exc:
+        raise CodecError(f"not deflate data: {exc}") from exc
+    if unpacker.unconsumed_tail or not unpacker.eof:
+        raise CodecError("deflate data is incomplete or too large")
+    return plain
+
+
+def _loads(plain: bytes) -> Any:
+    try:
+        return cbor2.loads(plain)
+    except Exception as exc:  # cbor2 raises several unrelated types on bad input
+        raise CodecError(f"not CBOR: {type(exc).__name__}") from exc
+
+
+EntryFields = tuple[str, str | None, str, float, Any]
+"""``(id, parent_id, type, timestamp, data)`` of one entry, data not yet frozen."""
+
+
+def encode_entries(entries: Sequence[EntryFields]) -> tuple[bytes, int]:
+    """The payload of an entries frame, and the size of its plain CBOR (the size limit
+    applies to that). ``TypeError`` when the data holds something CBOR cannot encode."""
+    items = [
+        [encode_id(entry_id), encode_id(parent), kind, timestamp, data]
+        for entry_id, parent, kind, timestamp, data in entries
+    ]
+    try:
+        plain = cbor2.dumps(items)
+    except cbor2.CBOREncodeError as exc:
+        raise TypeError(f"entry data cannot be stored: {exc}") from exc
+    return bytes([KIND_ENTRIES]) + _deflate(plain), len(plain)
+
+
+def decode_entries(payload: bytes | memoryview) -> list[EntryFields]:
+    """The entries of an entries frame; ``CodecError`` when malformed."""
+    items = _loads(_inflate(payload[1:]))
+    if type(items) is not list or not items:
+        raise CodecError("an entries frame holds no entries")
+    out: list[EntryFields] = []
+    for item in items:
+        if type(item) is not list or len(item) != 5:
+            raise CodecError("an entry is not a five-element array")
+        entry_id, parent, kind, timestamp, data = item
+        # Inlined id decoding: this loop runs for every entry read.
+        if type(entry_id) is bytes and len(entry_id) == 8:
+            entry_id = entry_id.hex()
+        elif type(entry_id) is not str or not entry_id:
+            raise CodecError("an entry has no id")
+        if parent is not None:
+            if type(parent) is bytes and len(parent) == 8:
+                parent = parent.hex()
+            elif type(parent) is not str:
+                raise CodecError("an entry parent is neither text, 8 bytes nor null")
+        if type(kind) is not str or not kind:
+            raise CodecError("an entry type is not a non-empty string")
+        if type(timestamp) is not float:
+            if type(timestamp) is not int:
+                raise CodecError("an entry timestamp is not a number")
+            timestamp = float(timestamp)
+        if type(data) is not dict:
+            raise CodecError("entry data is not a map")
+        out.append((entry_id, parent, kind, timestamp, data))
+    return out
+
+
+def encode_leaf(entry_id: str | None) -> bytes:
+    return bytes([KIND_LEAF]) + cbor2.dumps(encode_id(entry_id))
+
+
+def decode_leaf(payload: bytes | memoryview) -> str | None:
+    return decode_id(_loads(bytes(payload[1:])))
+
+
+def encode_checkpoint(value: dict[str, Any], magic: bytes) -> bytes:
+    """``kind | magic | deflate(CBOR value)``: the magic tells a damaged checkpoint (whose
+    checksum fails) from damaged entries."""
+    return bytes([KIND_CHECKPOINT]) + magic + _deflate(cbor2.dumps(value))
+
+
+def decode_checkpoint(payload: bytes | memoryview, magic: bytes) -> dict[str, Any]:
+    if bytes(payload[1 : 1 + len(magic)]) != magic:
+        raise CodecError("not a checkpoint")
+    value = _loads(_inflate(payload[1 + len(magic) :]))
+    if not isinstance(value, dict):
+        raise CodecError("a checkpoint is not a map")
+    return value
