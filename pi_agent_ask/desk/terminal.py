@@ -40,7 +40,7 @@ __all__ = ["AGENTS_WIDTH", "QUIT_KEY", "DeskSurface", "agent_rows", "form_header
 
 AGENTS_WIDTH = 30
 QUIT_KEY = "c-q"
-EMPTY_TEXT = "No questions waiting. Agents connected to this desk ask here."
+EMPTY_TEXT = "No questions waiting."
 MAX_NOTICES = 20
 
 
