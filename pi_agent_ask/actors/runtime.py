@@ -768,9 +768,6 @@ class Runtime:
         stats = await self._ask_queue(lambda reply: q.Inspect(reply))
         return dict(stats.params)
 
-    def background_message(self, outcome: Outcome, params: AskParams | None) -> dict[str, Any]:
-        return texts.background_answer_message(outcome, params=params)
-
     # -- session lifecycle ----------------------------------------------------------------
 
     async def change_session(self, reason: str, session: Any = None) -> None:
@@ -1052,8 +1049,6 @@ async def open_runtime(
                 events=events,
                 wakeups=wake_tx,
                 run_background_form=runtime.run_background_form,
-                background_message=runtime.background_message,
-                draft_to_json=fs.state_to_json,
                 tui=mode == "tui",
                 surface_ready=False,
             )
