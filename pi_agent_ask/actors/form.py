@@ -15,7 +15,8 @@ with its owner through ``on_change``; nothing the person typed is lost.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -75,6 +76,24 @@ class Surface(Protocol):
     def update(self, flow_id: str, state: fs.FormState) -> None: ...
 
     def hide(self, flow_id: str) -> None: ...
+
+
+class Terminal(Protocol):
+    """A surface that runs its own full-screen application (the UI layer makes it: the
+    actors never import the UI). ``attach`` hands it the settings callback and the working
+    directory; ``run`` runs it until the runtime ends, marking ``task_status`` started once
+    it shows forms."""
+
+    @property
+    def surface(self) -> Surface: ...
+
+    def attach(self, apply_settings: Callable[[Any], object], cwd: Path) -> None: ...
+
+    async def run(self, input: Any, output: Any, *, task_status: Any) -> None: ...
+
+
+TerminalFactory = Callable[[Any], Terminal]
+"""Makes the terminal for the loaded settings (``persistence.settings.LoadedSettings``)."""
 
 
 @attrs.define(eq=False)

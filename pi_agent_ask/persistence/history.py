@@ -730,15 +730,15 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
     """Run one history tool call for the runtime.
 
     ``writer.branch()`` gives the current branch (root → leaf); ``runtime.cwd`` anchors
-    relative export paths. Schema failures and history errors raise ``ToolError``.
+    relative export paths. Schema failures and history errors raise ``HistoryError`` (the
+    runtime turns it into the tool's error result).
     """
     import trio
 
-    from pi_agent_ask.actors.runtime import ToolError
     from pi_agent_ask.form.validate import schema_error_text, schema_issues
 
     if name not in HISTORY_TOOLS:
-        raise ToolError(f"Tool {name!r} is not available.")
+        raise HistoryError(f"Tool {name!r} is not available.")
     if (
         name == EXPORT_ASK_HISTORY
         and isinstance(arguments, Mapping)
@@ -747,38 +747,35 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
     ):
         # The schema's minItems would say "keys: must NOT have fewer than 1 items"; the
         # history's own sentence tells the agent what to do instead.
-        raise ToolError(EMPTY_SELECTION_TEXT)
+        raise HistoryError(EMPTY_SELECTION_TEXT)
     issues = schema_issues(name, arguments)
     if issues:
-        raise ToolError(schema_error_text(name, issues))
+        raise HistoryError(schema_error_text(name, issues))
     entries = await writer.branch()
-    try:
-        # Building records is CPU work proportional to the history: it runs in a worker
-        # thread so forms and the terminal stay responsive meanwhile.
-        if name == LIST_ASK_HISTORY:
-            index = runtime.history_index
-            if index is None or index.key != branch_key(entries):
-                index = await trio.to_thread.run_sync(index_records, entries)
-                runtime.history_index = index
-            data = list_history(
-                entries,
-                query=arguments.get("query"),
-                answered_only=bool(arguments.get("answeredOnly", False)),
-                offset=arguments.get("offset", 0),
-                limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
-                index=index,
-            )
-            return _response(data)
-        if name == READ_ASK_HISTORY:
-            request_id = arguments["requestId"]
-            records = await trio.to_thread.run_sync(
-                functools.partial(build_records, entries, only={request_id})
-            )
-            record = _find(records, request_id, arguments["questionId"])
-            return _response({"record": record.to_json()}, read_result_content(record))
-        data = await trio.to_thread.run_sync(
-            export_history, entries, arguments["path"], arguments.get("keys"), runtime.cwd
+    # Building records is CPU work proportional to the history: it runs in a worker
+    # thread so forms and the terminal stay responsive meanwhile.
+    if name == LIST_ASK_HISTORY:
+        index = runtime.history_index
+        if index is None or index.key != branch_key(entries):
+            index = await trio.to_thread.run_sync(index_records, entries)
+            runtime.history_index = index
+        data = list_history(
+            entries,
+            query=arguments.get("query"),
+            answered_only=bool(arguments.get("answeredOnly", False)),
+            offset=arguments.get("offset", 0),
+            limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
+            index=index,
         )
         return _response(data)
-    except HistoryError as error:
-        raise ToolError(str(error)) from None
+    if name == READ_ASK_HISTORY:
+        request_id = arguments["requestId"]
+        records = await trio.to_thread.run_sync(
+            functools.partial(build_records, entries, only={request_id})
+        )
+        record = _find(records, request_id, arguments["questionId"])
+        return _response({"record": record.to_json()}, read_result_content(record))
+    data = await trio.to_thread.run_sync(
+        export_history, entries, arguments["path"], arguments.get("keys"), runtime.cwd
+    )
+    return _response(data)

@@ -29,8 +29,8 @@ from typing import Any
 
 import attrs
 
-from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form.types import AskParams, QuestionType
+from pi_agent_ask.persistence.records import AskRequest, Outcome
 
 TOOL_CALL = "tool-call"
 TOOL_RESULT = "tool-result"
