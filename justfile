@@ -18,3 +18,7 @@ lint:
 # Benchmarks; print medians, assert nothing.
 bench *ARGS:
     {{python}} -m benchmarks {{ARGS}}
+
+# Model-check the queue's delivery protocol (models/queue.pml) with spin; prints state counts.
+model *ARGS:
+    ./scripts/model {{ARGS}}
