@@ -87,7 +87,7 @@ class Terminal(Protocol):
     @property
     def surface(self) -> Surface: ...
 
-    def attach(self, apply_settings: Callable[[Any], object], cwd: Path) -> None: ...
+    def attach(self, apply_settings: Callable[[Any], None], cwd: Path) -> None: ...
 
     async def run(self, input: Any, output: Any, *, task_status: Any) -> None: ...
 
@@ -177,8 +177,8 @@ async def run_form(
                     state, problem = remote_apply(state, response)
                     with reply:
                         reply.send_nowait(problem)
-                case SurfaceFailed(message=message):
-                    raise FormFailed(message)
+                case SurfaceFailed(message=text):
+                    raise FormFailed(text)
             await on_change(state)
             if state.outcome is not None:
                 return state

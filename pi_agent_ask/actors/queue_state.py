@@ -1181,9 +1181,9 @@ def _unrecorded(step: _Step, message: QueueMessage) -> None:
                 step.emit(CloseReply(quiesced))
             step.set(quiesce_replies=())
         case _:
-            reply = reply_of(message)
-            if reply is not None:
-                step.emit(CloseReply(reply))
+            other = reply_of(message)
+            if other is not None:
+                step.emit(CloseReply(other))
 
 
 def reply_of(message: QueueMessage) -> ReplyTo[Any] | None:

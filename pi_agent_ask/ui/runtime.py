@@ -23,7 +23,7 @@ class _Screen:
 
     surface: TerminalSurface
 
-    def attach(self, apply_settings: Callable[[Any], object], cwd: Path) -> None:
+    def attach(self, apply_settings: Callable[[Any], None], cwd: Path) -> None:
         self.surface.on_settings_saved = apply_settings
         self.surface.controller.cwd = cwd
 
