@@ -226,6 +226,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.seq = 0
         self.counter = 0
         self.quiesce_boxes: list[Box] = []
+        self.stale_waits: list[int] = []
         self.panel_owner = False
 
     # -- model helpers ----------------------------------------------------------------------
@@ -445,10 +446,17 @@ class QueueMachine(RuleBasedStateMachine):
     def defer(self, reason: str, fail: bool) -> None:
         self._arm(fail)
         box = Box()
+        cancelled = len(self.h.cancelled_forms)
         self.h.send(qs.Defer(reason, box))  # type: ignore[arg-type]
         assert box.values == [None]
         if self.panel and not self._write():
+            assert len(self.h.cancelled_forms) == cancelled  # nothing happened
             return
+        if self.panel:
+            assert self.h.journal[-1] == ("ask:panel", {"visible": False})
+        if self._visible_bg():
+            assert self.active is not None
+            assert self.h.cancelled_forms[cancelled:] == [self.active[1]]
         self.panel = False
         self.panel_owner = False  # the form is being cancelled; the panel no longer blocks
         self._finish_wait(deferred=reason)
@@ -462,6 +470,7 @@ class QueueMachine(RuleBasedStateMachine):
         assert box.values == [None]
         if not self.panel and not self._write():
             return
+        assert self.h.journal[-1] == ("ask:panel", {"visible": True})
         self.panel = True
         self._schedule()
 
@@ -537,6 +546,12 @@ class QueueMachine(RuleBasedStateMachine):
         self.wait = None
         self._try_wake()
 
+    @precondition(lambda self: self.stale_waits)
+    @rule(data=st.data(), acknowledged=st.booleans())
+    def stale_end_wait(self, data: st.DataObject, acknowledged: bool) -> None:
+        """The waiter of a wait a session change aborted ends it late: nothing changes."""
+        self.h.send(qs.EndWait(data.draw(st.sampled_from(self.stale_waits)), acknowledged))
+
     @precondition(lambda self: self.wait is not None)
     @rule(background_only=st.booleans())
     def mode_changed(self, background_only: bool) -> None:
@@ -588,12 +603,18 @@ class QueueMachine(RuleBasedStateMachine):
         )
         waiting = [c for c in self.claims if self.active != ("fg", c.claim_id)]
         old_wait = self.wait
+        if old_wait is not None:
+            self.stale_waits.append(old_wait.wait_id)
+        visible = self.active[1] if self._visible_bg() and self.active is not None else None
+        cancelled = len(self.h.cancelled_forms)
         self.epoch += 1
         self._arm(fail)
         box = Box()
         self.h.send(qs.Restore(self.epoch, restored, panel, FakeJournal(), box, follow_ups))
         for claim in self.claims:
             assert claim.scope.cancelled
+        if visible is not None:
+            assert self.h.cancelled_forms[cancelled:] == [visible]
         for claim in waiting:
             assert claim.reply.values == [qs.Grant(claim.claim_id, self.epoch - 1)]
         if old_wait is not None and not old_wait.answered:
@@ -622,6 +643,11 @@ class QueueMachine(RuleBasedStateMachine):
             # An armed failure no write consumed is disarmed: each rule decides afresh.
             self.armed = False
             self.h.fail_armed = False
+
+    def teardown(self) -> None:
+        # The queue ends (disposal): whoever holds Herdr is released with one event.
+        expected = [qs.HerdrChanged(False)] if self.h.state.herdr else []
+        assert qs.release_all_herdr(self.h.state) == expected
 
     # -- invariants --------------------------------------------------------------------------
 
@@ -751,3 +777,10 @@ def test_foreground_claims_are_served_oldest_first() -> None:
         ("enqueue", {}),
         ("release_oldest", {}),
     )
+
+
+def test_reply_of_finds_the_reply_channel_or_none() -> None:
+    box = Box()
+    assert qs.reply_of(qs.Show(box)) is box
+    assert qs.reply_of(qs.SurfaceReady()) is None
+    assert qs.reply_of(qs.TryWake()) is None
