@@ -227,6 +227,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.counter = 0
         self.quiesce_boxes: list[Box] = []
         self.stale_waits: list[int] = []
+        self.gone: set[str] = set()  # requests of a branch left behind
         self.panel_owner = False
 
     # -- model helpers ----------------------------------------------------------------------
@@ -559,8 +560,8 @@ class QueueMachine(RuleBasedStateMachine):
         if background_only:
             self._finish_wait(deferred="mode_changed")
 
-    @rule(panel=st.booleans(), fail=st.booleans(), quiesce=st.booleans())
-    def session_change(self, panel: bool, fail: bool, quiesce: bool) -> None:
+    @rule(panel=st.booleans(), fail=st.booleans(), quiesce=st.booleans(), keep=st.booleans())
+    def session_change(self, panel: bool, fail: bool, quiesce: bool, keep: bool) -> None:
         """``Quiesce`` (the visible form closes, drafts are saved; not before a crash), then a
         rebuild onto the same branch from what the journal holds."""
         if quiesce:
@@ -601,7 +602,15 @@ class QueueMachine(RuleBasedStateMachine):
             )
             for f in self.follow_ups
         )
+        if not keep:
+            # Onto another branch ("new"): nothing of this one comes along.
+            restored = ()
+            follow_ups = ()
+            self.gone |= {i.rid for i in self.items} | {f.key for f in self.follow_ups}
+            self.items = []
+            self.follow_ups = []
         waiting = [c for c in self.claims if self.active != ("fg", c.claim_id)]
+        granted = [c for c in self.claims if self.active == ("fg", c.claim_id)]
         old_wait = self.wait
         if old_wait is not None:
             self.stale_waits.append(old_wait.wait_id)
@@ -617,6 +626,8 @@ class QueueMachine(RuleBasedStateMachine):
             assert self.h.cancelled_forms[cancelled:] == [visible]
         for claim in waiting:
             assert claim.reply.values == [qs.Grant(claim.claim_id, self.epoch - 1)]
+        for claim in granted:  # granted once, when it got the surface; never again
+            assert len(claim.reply.values) == 1
         if old_wait is not None and not old_wait.answered:
             assert old_wait.reply.values == [qs.WaitEnd("aborted")]
         self.claims = []
@@ -688,7 +699,7 @@ class QueueMachine(RuleBasedStateMachine):
     def deliveries_match(self) -> None:
         for item in self.items:
             assert item.delivered == (self.h.deliveries.get(item.rid, 0) == 1), item
-        assert set(self.h.deliveries) <= {i.rid for i in self.items} | {
+        assert set(self.h.deliveries) <= self.gone | {i.rid for i in self.items} | {
             _rid_of(m) for t, m in self.h.journal if t == "ask:resume-answer"
         }
 

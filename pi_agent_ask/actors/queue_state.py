@@ -898,7 +898,7 @@ def _save_drafts(step: _Step) -> None:
     """Write the dirty drafts (one write); answer ``Quiesce`` once nothing is open."""
     s = step.s
     entries = []
-    for rid in sorted(s.dirty, key=lambda r: _seq_of(s, r)):
+    for rid in sorted(s.dirty):  # sorted: the journal's order never depends on hashing
         item = s.items.get(rid)
         if item is not None and item.outcome is None:
             entries.append(("ask:draft", {"requestId": rid, "form": fs.state_to_json(item.form)}))
@@ -910,11 +910,6 @@ def _save_drafts(step: _Step) -> None:
         for reply in step.s.quiesce_replies:
             step.emit(Reply(reply, None))
         step.set(quiesce_replies=())
-
-
-def _seq_of(state: QueueState, rid: str) -> int:
-    item = state.items.get(rid)
-    return item.seq if item is not None else -1
 
 
 def _form_stopped(step: _Step, message: FormStopped) -> None:
