@@ -10,11 +10,21 @@ demo *ARGS:
 test *ARGS:
     {{python}} -m pytest -n 2 {{ARGS}}
 
-# ruff lint and format check.
+# ruff lint and format check; mypy (strict) over the modules pyproject's [tool.mypy] lists.
 lint:
     {{python}} -m ruff check .
     {{python}} -m ruff format --check .
+    {{python}} -m mypy
 
 # Benchmarks; print medians, assert nothing.
 bench *ARGS:
     {{python}} -m benchmarks {{ARGS}}
+
+# Mutation testing (mutmut) of actors/ and persistence/ against the fast suites; slow. Pass
+# mutant names to narrow it: just mutate 'pi_agent_ask.actors.queue*'. Then: mutmut results.
+mutate *ARGS:
+    {{python}} -m mutmut run {{ARGS}}
+
+# Model-check the queue's delivery protocol (models/queue.pml) with spin; prints state counts.
+model *ARGS:
+    ./scripts/model {{ARGS}}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import NullSurface
@@ -79,6 +80,29 @@ async def throughput(count: int, settings: Path, *, trace: bool = False) -> tupl
     return count / elapsed, queued_memory / count
 
 
+async def wait_over(count: int, settings: Path) -> float:
+    """Forms/s for one ``wait_for_answers`` over ``count`` queued forms, answered one by one:
+    every completion is routed to the wait (linear if each routing is O(1))."""
+    async with open_runtime(settings=settings, surface=NullSurface()) as rt:
+        rt.agent_started()
+        for i in range(count):
+            await rt.call_tool("ask_user", FORM, tool_call_id=f"w{i}")
+        result: dict[str, Any] = {}
+        start = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+
+            async def wait() -> None:
+                result["wait"] = await rt.call_tool("wait_for_answers", {})
+
+            nursery.start_soon(wait)
+            await trio.testing.wait_all_tasks_blocked()
+            rt.events.on(ev.STARTED, lambda p: _answer(rt.events, p["flowId"]))
+            _answer(rt.events, "tool:w0")
+        elapsed = time.perf_counter() - start
+        assert result["wait"]["details"]["status"] == "complete"
+    return count / elapsed
+
+
 async def latency(rounds: int, settings: Path) -> float:
     samples = []
     async with open_runtime(settings=settings, surface=NullSurface()) as rt:
@@ -100,8 +124,7 @@ async def latency(rounds: int, settings: Path) -> float:
     return statistics.median(samples)
 
 
-def main() -> None:
-    import trio.testing
+def main(waits: tuple[int, ...] = (10_000, 50_000)) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Path(tmp) / "settings.json"
@@ -112,6 +135,9 @@ def main() -> None:
                 f"enqueue+answer {count:>6} forms: {rate:8.0f} forms/s, "
                 f"{per_form / 1024:6.1f} KiB per queued form"
             )
+        for count in waits:
+            rate = trio.run(wait_over, count, settings)
+            print(f"wait_for_answers over {count:>6} forms: {rate:8.0f} forms/s")
         median = trio.run(latency, 200, settings)
         print(f"submit -> wait result latency: median {median * 1e3:.3f} ms")
 

@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pi_agent_ask.actors.form import NullSurface
-    from pi_agent_ask.actors.runtime import Runtime, open_runtime
+    from pi_agent_ask.actors.runtime import Runtime
     from pi_agent_ask.events import EventBus
     from pi_agent_ask.form.types import AskParams, Issue, Option, Question, Validation
     from pi_agent_ask.form.validate import validate_ask_params
+    from pi_agent_ask.ui.runtime import open_runtime
 
 _LAZY = {
     "Runtime": "pi_agent_ask.actors.runtime",
-    "open_runtime": "pi_agent_ask.actors.runtime",
+    "open_runtime": "pi_agent_ask.ui.runtime",
     "EventBus": "pi_agent_ask.events",
     "NullSurface": "pi_agent_ask.actors.form",
     "AskParams": "pi_agent_ask.form.types",

@@ -96,7 +96,7 @@ class _Journal:
 
 
 def _bare_queue(wake_tx: trio.MemorySendChannel[dict[str, Any]]) -> q.QueueActor:
-    """A queue actor alone: no forms are ever shown, background messages are empty."""
+    """A queue actor alone: no forms are ever shown."""
 
     async def no_forms(*_args: Any) -> None:
         raise AssertionError("no form is shown")
@@ -106,8 +106,6 @@ def _bare_queue(wake_tx: trio.MemorySendChannel[dict[str, Any]]) -> q.QueueActor
         events=ev.EventBus(),
         wakeups=wake_tx,
         run_background_form=no_forms,
-        background_message=lambda outcome, params: {},
-        draft_to_json=fs.state_to_json,
     )
 
 
@@ -351,8 +349,6 @@ async def test_a_queue_waiting_for_its_surface_shows_nothing_until_it_is_ready()
         events=events,
         wakeups=wake_tx,
         run_background_form=show,
-        background_message=lambda outcome, params: {},
-        draft_to_json=fs.state_to_json,
         surface_ready=False,
     )
     params = validate_ask_params(payload("a", background=True)).params

@@ -20,22 +20,46 @@ Every terminal path cancels ``open`` (the provider's abort signal) and removes t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
 
 import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors.errors import ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.form import FormInput, RemoteResponse, close_inbox, remote_apply
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form import untrusted
+from pi_agent_ask.form.result import AskResult
 from pi_agent_ask.persistence import journal as jr
 
-if TYPE_CHECKING:
-    from pi_agent_ask.actors.runtime import BranchWriter, Runtime
+
+class ExternalHost(Protocol):
+    """What the bridge needs of the runtime (which passes itself): its events, mode and
+    settings, the surface FIFO, and the runtime's way of recording an outcome."""
+
+    events: ev.EventBus
+    mode: str
+    config: Any
+    _ids: Iterator[int]
+    _queue_tx: trio.MemorySendChannel[q.QueueMessage]
+    _aborts_tx: trio.MemorySendChannel[str]
+
+    async def tell_queue(self, message: q.QueueMessage) -> None: ...
+
+    async def _record_interrupted(
+        self, writer: Any, request: AskRequest, form: fs.FormState
+    ) -> AskResult: ...
+
+    def _announce_completed(self, request: AskRequest, result: AskResult) -> None: ...
+
+    def _result_of(self, request: AskRequest, final: fs.FormState) -> AskResult: ...
+
+    async def _record_outcome(self, writer: Any, request: AskRequest, outcome: Outcome) -> None: ...
+
 
 INVALID_RESPONSE = "External ask UI returned an invalid response: "
 
@@ -62,11 +86,9 @@ def _response_problem(response: Any) -> str | None:
 
 
 async def negotiate_and_run(
-    runtime: Runtime, writer: BranchWriter, request: AskRequest
+    runtime: ExternalHost, writer: Any, request: AskRequest
 ) -> dict[str, Any] | None:
     """Offer the call to an external UI; ``None`` when no provider connected."""
-    from pi_agent_ask.actors.runtime import ToolError
-
     chosen: list[Any] = []
     open_for_offers = True
 
@@ -166,9 +188,9 @@ async def negotiate_and_run(
         await writer.append_many(
             jr.completion_entries(Outcome(request.request_id, error=failure), background=False)
         )
-        raise ToolError(failure)
+        raise ToolFailed(failure)
     if final is None:
-        raise ToolError("Question form interrupted")
+        raise ToolInterrupted("Question form interrupted")
     result = runtime._result_of(request, final)
     await runtime._record_outcome(writer, request, Outcome(request.request_id, result=result))
     if result.cancelled:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -104,6 +105,24 @@ class Surface(Protocol):
     def hide(self, flow_id: str) -> None: ...
 
 
+class Terminal(Protocol):
+    """A surface that runs its own full-screen application (the UI layer makes it: the
+    actors never import the UI). ``attach`` hands it the settings callback and the working
+    directory; ``run`` runs it until the runtime ends, marking ``task_status`` started once
+    it shows forms."""
+
+    @property
+    def surface(self) -> Surface: ...
+
+    def attach(self, apply_settings: Callable[[Any], None], cwd: Path) -> None: ...
+
+    async def run(self, input: Any, output: Any, *, task_status: Any) -> None: ...
+
+
+TerminalFactory = Callable[[Any], Terminal]
+"""Makes the terminal for the loaded settings (``persistence.settings.LoadedSettings``)."""
+
+
 @attrs.define(eq=False)
 class FailedSurface:
     """Stands in for a surface that broke: every form shown on it fails at once."""
@@ -188,8 +207,8 @@ async def run_form(
                     state, problem = remote_apply(state, response)
                     with reply:
                         reply.send_nowait(problem)
-                case SurfaceFailed(message=message):
-                    raise FormFailed(message)
+                case SurfaceFailed(message=text):
+                    raise FormFailed(text)
             await on_change(state)
             if state.outcome is not None:
                 return state

@@ -31,6 +31,8 @@ import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
+from pi_agent_ask.actors.external import negotiate_and_run
 from pi_agent_ask.actors.form import (
     FLOW_NOT_ACTIVE,
     FailedSurface,
@@ -41,6 +43,8 @@ from pi_agent_ask.actors.form import (
     SettingsUpdate,
     Surface,
     SurfaceFailed,
+    Terminal,
+    TerminalFactory,
     UserCommand,
     close_inbox,
     failure_text,
@@ -72,10 +76,6 @@ TEARDOWN_TIMEOUT = 5.0
 WAIT_HIDDEN_TEXT = "wait_for_answers is not available in background-only mode."
 CALL_INTERRUPTED_TEXT = "Tool call interrupted: the session changed."
 INTERRUPTED_TEXTS = {"ask_user": FORM_INTERRUPTED_TEXT, "wait_for_answers": WAIT_INTERRUPTED_TEXT}
-
-
-class ToolError(Exception):
-    """A tool call failed; the result is ``{"content": [text], "isError": True}``."""
 
 
 CALL_FAILURES: tuple[type[Exception], ...] = (
@@ -462,7 +462,10 @@ class Runtime:
                 else:
                     from pi_agent_ask.persistence import history
 
-                    result = await history.call_history_tool(self, writer, name, arguments)
+                    try:
+                        result = await history.call_history_tool(self, writer, name, arguments)
+                    except history.HistoryError as error:
+                        raise ToolError(str(error)) from None
             except ToolError as error:
                 result = tool_error(str(error))
             except CALL_FAILURES as error:
@@ -609,9 +612,9 @@ class Runtime:
         if failure is not None:
             failed = Outcome(request.request_id, error=failure)
             await self._record_outcome(writer, request, failed, extra=extra_entries)
-            raise ToolError(f"Question form failed: {failure}")
+            raise ToolFailed(f"Question form failed: {failure}")
         if final is None or final.outcome is None:
-            raise ToolError(FORM_INTERRUPTED_TEXT)
+            raise ToolInterrupted(FORM_INTERRUPTED_TEXT)
         result = self._result_of(request, final)
         await self._record_outcome(
             writer, request, Outcome(request.request_id, result=result), extra=extra_entries
@@ -845,7 +848,7 @@ class Runtime:
             if end.status == "busy":
                 raise ToolError(WAIT_BUSY_TEXT)
             if end.status == "aborted":
-                raise ToolError(WAIT_INTERRUPTED_TEXT)
+                raise ToolInterrupted(WAIT_INTERRUPTED_TEXT)
             params = await self._params_lookup(end)
             if end.status == "complete":
                 result = texts.wait_complete_result(end.request_ids, end.results, params=params)
@@ -859,7 +862,7 @@ class Runtime:
                 with trio.CancelScope(shield=True):
                     await writer.append(jr.TOOL_RESULT, entry)
             except StaleBranch:
-                raise ToolError(WAIT_INTERRUPTED_TEXT) from None
+                raise ToolInterrupted(WAIT_INTERRUPTED_TEXT) from None
             acknowledged = True
             return result
         finally:
@@ -869,9 +872,6 @@ class Runtime:
     async def _params_lookup(self, end: q.WaitEnd) -> dict[str, AskParams]:
         stats = await self._ask_queue(lambda reply: q.Inspect(reply))
         return dict(stats.params)
-
-    def background_message(self, outcome: Outcome, params: AskParams | None) -> dict[str, Any]:
-        return texts.background_answer_message(outcome, params=params)
 
     # -- session lifecycle ----------------------------------------------------------------
 
@@ -1011,7 +1011,7 @@ class Runtime:
                     writer, request, record_interruption=False, extra_entries=[dismissed]
                 )
             except (ToolError, StaleBranch, *CALL_FAILURES) as error:
-                if isinstance(error, ToolError) and str(error) == FORM_INTERRUPTED_TEXT:
+                if isinstance(error, ToolInterrupted):
                     return  # the session changed or the runtime closed: recovery runs later
                 self.notice(f"Could not reopen unanswered ask_user form: {error}")
                 return
@@ -1028,8 +1028,6 @@ class Runtime:
     async def _external_ui(
         self, writer: BranchWriter, request: AskRequest
     ) -> dict[str, Any] | None:
-        from pi_agent_ask.actors.external import negotiate_and_run
-
         return await negotiate_and_run(self, writer, request)
 
 
@@ -1093,6 +1091,7 @@ async def open_runtime(
     surface: Surface | None = None,
     write_terminal: Any = None,
     agent_idle: bool = True,
+    terminal: TerminalFactory | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open a runtime; see ``API.md``. Leaving the block disposes every actor.
 
@@ -1100,6 +1099,8 @@ async def open_runtime(
     ``write_terminal`` receives notification bytes (bell, OSC) instead of the terminal.
     ``agent_idle=False`` opens with the agent busy: a host that never reads ``wakeups`` (an
     MCP server) passes it, so an answer recovered at open is not handed to an idle wake.
+    ``terminal`` makes the terminal surface of a ``tui`` runtime without ``surface`` (the UI
+    layer passes it: ``pi_agent_ask.open_runtime``); without it such a runtime is headless.
     """
     import os
 
@@ -1113,15 +1114,13 @@ async def open_runtime(
     loaded = load_settings(settings_file, project_dir=work_dir)
     config = config_from_settings(loaded)
     events = ev.EventBus()
-    terminal = None
-    if surface is None and mode == "tui":
-        from pi_agent_ask.ui.surface import TerminalSurface
-
-        terminal = TerminalSurface(loaded)
-        surface = terminal
+    screen: Terminal | None = None
+    if surface is None and mode == "tui" and terminal is not None:
+        screen = terminal(loaded)
+        surface = screen.surface
     elif surface is None:
         surface = NullSurface()
-    if write_terminal is None and terminal is not None and output is not None:
+    if write_terminal is None and screen is not None and output is not None:
         write_terminal = _writer_to(output)
     if write_terminal is None:
         write_terminal = _discard
@@ -1171,8 +1170,6 @@ async def open_runtime(
                 events=events,
                 wakeups=wake_tx,
                 run_background_form=runtime.run_background_form,
-                background_message=runtime.background_message,
-                draft_to_json=fs.state_to_json,
                 tui=mode == "tui",
                 surface_ready=False,
                 idle=agent_idle,
@@ -1180,10 +1177,9 @@ async def open_runtime(
             await nursery.start(actor.run, queue_rx, queue_tx.clone())
             nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
             events.on(ev.SUBMIT, runtime._on_submit)
-            if terminal is not None:
-                terminal.on_settings_saved = runtime.apply_settings
-                terminal.controller.cwd = work_dir
-                await nursery.start(_supervise_terminal, runtime, terminal, input, output)
+            if screen is not None:
+                screen.attach(runtime.apply_settings, work_dir)
+                await nursery.start(_supervise_terminal, runtime, screen, input, output)
             for text in loaded.notices:
                 runtime.notice(text)
             for report in journal.reports:
@@ -1206,18 +1202,16 @@ async def open_runtime(
 
 async def _supervise_terminal(
     runtime: Runtime,
-    terminal: Any,
+    terminal: Terminal,
     input: Any,
     output: Any,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the terminal surface; if it breaks, its forms end with an error (never an answer)."""
-    from pi_agent_ask.ui.surface import run_terminal_surface
-
     status = _StartOnce(task_status)
     try:
-        await run_terminal_surface(terminal, input=input, output=output, task_status=status)
+        await terminal.run(input, output, task_status=status)
     except Exception as error:  # any UI failure: reported, and the runtime goes on
         status.started()
         await runtime.surface_failed(failure_text(error))

@@ -23,10 +23,10 @@ import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import NullSurface, Surface
-from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.form.result import BackgroundOutcome
 from pi_agent_ask.form.text import line_text
 from pi_agent_ask.host.local import Line, LocalHost
+from pi_agent_ask.ui.runtime import open_runtime
 
 REGION = {
     "title": "Deployment plan",

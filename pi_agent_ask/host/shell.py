@@ -36,11 +36,12 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.runtime import Runtime, open_runtime
+from pi_agent_ask.actors.runtime import Runtime
 from pi_agent_ask.form.text import line_text
 from pi_agent_ask.host.demo import run_demo, scripted_agent
 from pi_agent_ask.host.local import LocalHost
 from pi_agent_ask.persistence.settings import load_settings, settings_path
+from pi_agent_ask.ui.runtime import open_runtime
 from pi_agent_ask.ui.shell import DeferAll, EditorInput, Quit, ShellCommand, ShellSurface, run_shell
 
 __all__ = [

@@ -42,9 +42,10 @@ from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AnswerResult, AskResult, QuestionMeta
 from pi_agent_ask.form.sanitize import escape_visibly
 from pi_agent_ask.form.schemas import HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT
-from pi_agent_ask.form.types import JSON, QUESTION_TYPES, AskParams, Image, Option, Question
+from pi_agent_ask.form.types import JSON, AskParams, Image, Option, Question
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.stored_questions import stored_questions
 
 if TYPE_CHECKING:
     from pi_agent_ask.persistence.session_file import Entry, Loc, SessionFile
@@ -292,26 +293,12 @@ def _committed(answer: AnswerResult) -> bool:
     )
 
 
-def request_questions(record: je.HistoryRequest) -> int | None:
-    """How many records a history request makes: its question count, ``None`` when it is not
-    well-formed (and makes none)."""
-    request = _request_of(record, 0.0)
-    return len(request.questions) if request is not None else None
-
-
 def _request_of(record: je.HistoryRequest, timestamp: float) -> _Request | None:
     request_id = record.request_id
-    raw_questions = record.questions
-    if not isinstance(request_id, str) or not request_id:
+    questions = stored_questions(request_id, record.questions)
+    if questions is None:
         return None
-    if not isinstance(raw_questions, list | tuple) or not raw_questions:
-        return None
-    questions: list[Question] = []
-    for raw in raw_questions:
-        question = _question_of(raw)
-        if question is None:
-            return None
-        questions.append(question)
+    assert isinstance(request_id, str)
     created_at = record.created_at
     title = record.title
     return _Request(
@@ -319,62 +306,7 @@ def _request_of(record: je.HistoryRequest, timestamp: float) -> _Request | None:
         created_at=created_at if isinstance(created_at, str) else _iso(timestamp),
         background=record.background is True,
         title=title if isinstance(title, str) and title.strip() else None,
-        questions=tuple(questions),
-    )
-
-
-def _question_of(raw: object) -> Question | None:
-    if not isinstance(raw, Mapping):
-        return None
-    qid, label, prompt = raw.get("id"), raw.get("label"), raw.get("prompt")
-    if not (isinstance(qid, str) and isinstance(label, str) and isinstance(prompt, str)):
-        return None
-    kind = _question_type(raw.get("type", "single"))
-    if kind is None:
-        return None
-    presented = raw.get("presentedType")
-    presented_type = _question_type(presented) if presented is not None else None
-    context = raw.get("context")
-    raw_options = raw.get("options")
-    if not isinstance(raw_options, list | tuple):
-        return None
-    options: list[Option] = []
-    for raw_option in raw_options:
-        option = _option_of(raw_option)
-        if option is None:
-            return None
-        options.append(option)
-    return Question(
-        id=qid,
-        label=label,
-        prompt=prompt,
-        type=kind,
-        options=tuple(options),
-        context=context if isinstance(context, str) else None,
-        presented_type=presented_type if presented_type != kind else None,
-    )
-
-
-def _question_type(value: object) -> Any:
-    if value in QUESTION_TYPES:
-        return value
-    # Saved forms of older releases: a preview question is a single-select one (000).
-    return "single" if value == "preview" else None
-
-
-def _option_of(raw: object) -> Option | None:
-    if not isinstance(raw, Mapping):
-        return None
-    value, label = raw.get("value"), raw.get("label")
-    if not isinstance(value, str) or not isinstance(label, str):
-        return None
-    description = raw.get("description")
-    recommended = raw.get("recommended")
-    return Option(
-        value=value,
-        label=label,
-        description=description if isinstance(description, str) else None,
-        recommended=recommended if isinstance(recommended, bool) else None,
+        questions=questions,
     )
 
 
@@ -847,13 +779,13 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
     """Run one history tool call for the runtime.
 
     ``writer.branch()`` gives the current branch (root → leaf); ``runtime.cwd`` anchors
-    relative export paths. Schema failures and history errors raise ``ToolError``.
+    relative export paths. Schema failures and history errors raise ``HistoryError`` (the
+    runtime turns it into the tool's error result).
     """
-    from pi_agent_ask.actors.runtime import ToolError
     from pi_agent_ask.form.validate import schema_error_text, schema_issues
 
     if name not in HISTORY_TOOLS:
-        raise ToolError(f"Tool {name!r} is not available.")
+        raise HistoryError(f"Tool {name!r} is not available.")
     if (
         name == EXPORT_ASK_HISTORY
         and isinstance(arguments, Mapping)
@@ -862,46 +794,43 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
     ):
         # The schema's minItems would say "keys: must NOT have fewer than 1 items"; the
         # history's own sentence tells the agent what to do instead.
-        raise ToolError(EMPTY_SELECTION_TEXT)
+        raise HistoryError(EMPTY_SELECTION_TEXT)
     issues = schema_issues(name, arguments)
     if issues:
-        raise ToolError(schema_error_text(name, issues))
-    try:
-        # The work runs where the session is (the persistence actor, in a worker thread for
-        # a file): a page or a read decodes only its own requests' entries.
-        if name == LIST_ASK_HISTORY:
-            cached = runtime.history_index
+        raise HistoryError(schema_error_text(name, issues))
+    # The work runs where the session is (the persistence actor, in a worker thread for
+    # a file): a page or a read decodes only its own requests' entries.
+    if name == LIST_ASK_HISTORY:
+        cached = runtime.history_index
 
-            def listing(session: SessionFile) -> tuple[dict[str, JSON], RecordIndex | None]:
-                source = source_of_session(session)
-                query = arguments.get("query")
-                answered_only = bool(arguments.get("answeredOnly", False))
-                index = cached
-                filtered = answered_only or (isinstance(query, str) and query.strip())
-                if filtered and (index is None or index.key != source.key):
-                    index = index_records(source)
-                data = list_history(
-                    source,
-                    query=query,
-                    answered_only=answered_only,
-                    offset=arguments.get("offset", 0),
-                    limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
-                    index=index,
-                )
-                return data, index
-
-            data, runtime.history_index = await writer.read(listing)
-            return _response(data)
-        if name == READ_ASK_HISTORY:
-            request_id, question_id = arguments["requestId"], arguments["questionId"]
-            record = await writer.read(
-                lambda session: read_record(source_of_session(session), request_id, question_id)
+        def listing(session: SessionFile) -> tuple[dict[str, JSON], RecordIndex | None]:
+            source = source_of_session(session)
+            query = arguments.get("query")
+            answered_only = bool(arguments.get("answeredOnly", False))
+            index = cached
+            filtered = answered_only or (isinstance(query, str) and query.strip())
+            if filtered and (index is None or index.key != source.key):
+                index = index_records(source)
+            data = list_history(
+                source,
+                query=query,
+                answered_only=answered_only,
+                offset=arguments.get("offset", 0),
+                limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
+                index=index,
             )
-            return _response({"record": record.to_json()}, read_result_content(record))
-        path, keys, cwd = arguments["path"], arguments.get("keys"), runtime.cwd
-        data = await writer.read(
-            lambda session: export_history(source_of_session(session), path, keys, cwd)
-        )
+            return data, index
+
+        data, runtime.history_index = await writer.read(listing)
         return _response(data)
-    except HistoryError as error:
-        raise ToolError(str(error)) from None
+    if name == READ_ASK_HISTORY:
+        request_id, question_id = arguments["requestId"], arguments["questionId"]
+        record = await writer.read(
+            lambda session: read_record(source_of_session(session), request_id, question_id)
+        )
+        return _response({"record": record.to_json()}, read_result_content(record))
+    path, keys, cwd = arguments["path"], arguments.get("keys"), runtime.cwd
+    data = await writer.read(
+        lambda session: export_history(source_of_session(session), path, keys, cwd)
+    )
+    return _response(data)

@@ -29,10 +29,10 @@ from typing import Any
 
 import attrs
 
-from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form.types import AskParams, QuestionType
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
+from pi_agent_ask.persistence.records import AskRequest, Outcome
 from pi_agent_ask.persistence.session_file import Entry, Loc, SessionFile
 
 TOOL_CALL = "tool-call"

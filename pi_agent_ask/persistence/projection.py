@@ -31,6 +31,7 @@ import attrs
 
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.session_file import Entry, Loc
+from pi_agent_ask.persistence.stored_questions import stored_questions
 
 __all__ = ["JOURNAL", "JournalFold", "JournalProjection", "PendingRequest"]
 
@@ -131,14 +132,12 @@ class JournalFold:
                 pass
 
     def _history_request(self, request: je.HistoryRequest, loc: Loc) -> None:
-        from pi_agent_ask.persistence.history import request_questions
-
         request_id = request.request_id
         if request_id is None:
             return
-        questions = request_questions(request)
+        questions = stored_questions(request_id, request.questions)
         if questions is not None:
-            self.log.append(["q", request_id, loc[0], loc[1], questions])
+            self.log.append(["q", request_id, loc[0], loc[1], len(questions)])
         call_id = request.tool_call_id
         if call_id is not None and (
             call_id in self.dismissed or any(c == call_id for c, _ in self.calls)

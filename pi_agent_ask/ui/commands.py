@@ -19,9 +19,9 @@ import trio
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 
-from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.clipboard import ClipboardResult
 from pi_agent_ask.persistence.settings import load_settings, settings_path
+from pi_agent_ask.ui.runtime import open_runtime
 from pi_agent_ask.ui.surface import TerminalSurface, run_terminal_surface
 
 __all__ = [

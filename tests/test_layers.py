@@ -1,0 +1,174 @@
+"""The import graph of ``pi_agent_ask``: layers only point down, and nothing imports in a cycle.
+
+The rule (``docs/architecture.md``)::
+
+    form (and events)  <-  persistence  <-  actors  <-  ui (and clipboard)  <-  host / cli
+
+A module may import its own layer and the layers below it, never one above. Every import
+counts: top-level ones, those inside functions (lazy imports only defer the cost, not the
+dependency) and those under ``TYPE_CHECKING``. Host-level modules (the package's
+``__init__``, ``cli``, ``host``, ``aio``, ``integrations``, ``mcp_server``, ``desk``) may
+import anything below them. A new top-level module or package fails here until it is given a
+layer.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pi_agent_ask"
+
+LAYERS = {
+    "form": 0,
+    "events": 0,
+    "persistence": 1,
+    "actors": 2,
+    "ui": 3,
+    "clipboard": 3,
+    "host": 4,
+    "cli": 4,
+    "__main__": 4,
+    "aio": 4,
+    "integrations": 4,
+    "mcp_server": 4,
+    "desk": 4,
+    "": 4,  # the package's own __init__ (lazy re-exports of the public names)
+}
+NAMES = {0: "form", 1: "persistence", 2: "actors", 3: "ui", 4: "host"}
+
+EXCEPTIONS: dict[tuple[str, str], str] = {}
+"""(importer, imported) pairs allowed against the rule, each with its reason. Empty."""
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
+    """Every ``pi_agent_ask`` module ``name`` imports, with the line, resolved to a module of
+    the package (``from pkg import name`` names a module when there is one)."""
+    is_package = path.name == "__init__.py"
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "pi_agent_ask":
+                    yield _known(alias.name), node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                if not is_package:
+                    base = base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            if source.split(".")[0] != "pi_agent_ask":
+                continue
+            for alias in node.names:
+                candidate = f"{source}.{alias.name}"
+                yield (candidate if candidate in MODULES else _known(source)), node.lineno
+
+
+def _known(module: str) -> str:
+    while module not in MODULES and "." in module:
+        module = module.rsplit(".", 1)[0]
+    return module
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    if top not in LAYERS:
+        pytest.fail(f"{module}: a new top-level module; give it a layer in tests/test_layers.py")
+    return LAYERS[top]
+
+
+GRAPH = {
+    name: sorted({(target, line) for target, line in _imports(name, path) if target != name})
+    for name, path in MODULES.items()
+}
+
+
+def test_every_module_has_a_layer() -> None:
+    for name in MODULES:
+        _layer(name)
+
+
+def test_imports_only_point_down() -> None:
+    upward = []
+    for name, targets in GRAPH.items():
+        for target, line in targets:
+            if _layer(target) > _layer(name) and (name, target) not in EXCEPTIONS:
+                upward.append(
+                    f"{MODULES[name].relative_to(PACKAGE.parent)}:{line}: {name} "
+                    f"({NAMES[_layer(name)]}) imports {target} ({NAMES[_layer(target)]})"
+                )
+    assert upward == [], "imports against the layers:\n" + "\n".join(upward)
+
+
+def test_no_import_cycles() -> None:
+    cycles = _cycles({name: {t for t, _ in targets} for name, targets in GRAPH.items()})
+    assert cycles == [], "modules importing each other (in a cycle):\n" + "\n".join(
+        ", ".join(c) for c in cycles
+    )
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_checks_see_upward_imports_and_cycles() -> None:
+    # The checks themselves: a synthetic upward edge and cycle are reported.
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _layer("pi_agent_ask.ui.surface") > _layer("pi_agent_ask.actors.runtime")
+    # Lazy imports count: the runtime imports the history tools inside ``call_tool``.
+    assert any(
+        t == "pi_agent_ask.persistence.history" for t, _ in GRAPH["pi_agent_ask.actors.runtime"]
+    )
+    assert any(
+        t == "pi_agent_ask.actors.queue_state" for t, _ in GRAPH["pi_agent_ask.actors.queue"]
+    )
