@@ -484,13 +484,25 @@ _COMPILED_KEYWORDS = frozenset(
 
 
 def _object_check(required: tuple[str, ...], properties: tuple[tuple[str, _Check], ...]) -> _Check:
+    # Plain string properties (most of them) are checked inline, the others by their closure;
+    # loops, not all() over generators: this runs for every object of every payload.
+    is_string = _TYPE_CHECKS["string"]
+    strings = tuple(name for name, sub in properties if sub is is_string)
+    others = tuple((name, sub) for name, sub in properties if sub is not is_string)
+
     def check(value: object) -> bool:
         if not isinstance(value, dict):
             return False
         for name in required:
             if name not in value:
                 return False
-        return all(name not in value or sub(value[name]) for name, sub in properties)
+        for name in strings:
+            if name in value and not isinstance(value[name], str):
+                return False
+        for name, sub in others:  # noqa: SIM110 (a loop: see above)
+            if name in value and not sub(value[name]):
+                return False
+        return True
 
     return check
 
@@ -506,6 +518,9 @@ def _array_check(item: _Check | None, min_items: int) -> _Check:
 
 def _generic_check(schema: Mapping[str, Any], type_check: _Check | None) -> _Check:
     """Keyword by keyword, for the rare schemas that mix keywords of different types."""
+    if set(schema) - _ANNOTATIONS == {"type", "enum"} and schema["type"] == "string":
+        only = frozenset(schema["enum"])
+        return lambda value: isinstance(value, str) and value in only
     checks: list[_Check] = [] if type_check is None else [type_check]
     if "enum" in schema:
         allowed = frozenset(schema["enum"])
@@ -682,21 +697,24 @@ def _semantic_issues(questions: list[dict[str, Any]], legacy: _LegacyTable) -> t
         seen_values: set[str] = set()
         previews = legacy.get(q_index, {})
         for o_index, option in enumerate(options):
-            where = f"{at}.options[{o_index}]"
-            who = f"Question {number}, option {o_index + 1}"
+            # The issue texts are only built for an option that has an issue.
             value = option["value"].strip()
-            if not value:
-                issues.append(Issue(f"{where}.value", f"{who}: value is required"))
-            elif value in seen_values:
-                issues.append(
-                    Issue(f"{where}.value", f"{who}: duplicate option value {_js_json(value)}")
-                )
+            if not value or value in seen_values:
+                where, who = _option_at(at, number, o_index)
+                if not value:
+                    issues.append(Issue(f"{where}.value", f"{who}: value is required"))
+                else:
+                    issues.append(
+                        Issue(f"{where}.value", f"{who}: duplicate option value {_js_json(value)}")
+                    )
             else:
                 seen_values.add(value)
             if not option["label"].strip():
+                where, who = _option_at(at, number, o_index)
                 issues.append(Issue(f"{where}.label", f"{who}: label is required"))
-            preview = previews.get(o_index)
+            preview = previews.get(o_index) if previews else None
             if preview is not None and preview.file is not None:
+                where, who = _option_at(at, number, o_index)
                 if preview.text is not None:
                     issues.append(
                         Issue(
@@ -713,6 +731,11 @@ def _semantic_issues(questions: list[dict[str, Any]], legacy: _LegacyTable) -> t
                         )
                     )
     return tuple(issues)
+
+
+def _option_at(at: str, number: int, o_index: int) -> tuple[str, str]:
+    """An option's issue path and its name in issue messages."""
+    return f"{at}.options[{o_index}]", f"Question {number}, option {o_index + 1}"
 
 
 def _js_json(value: object) -> str:
