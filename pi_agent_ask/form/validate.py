@@ -898,15 +898,19 @@ def _normalise_question(
         type=requested,
         presented_type=presented,
         context=context,
-        options=tuple(_normalise_option(option) for option in question["options"]),
+        options=tuple([_normalise_option(option) for option in question["options"]]),
     )
 
 
 def _normalise_option(option: Mapping[str, Any]) -> Option:
+    # Positional, and the optional fields tested inline: this runs once per option.
+    description = option.get("description")
+    if description is not None:
+        description = _optional_text(description)
     recommended = option.get("recommended")
     return Option(
-        value=option["value"].strip(),
-        label=option["label"].strip(),
-        description=_optional_text(option.get("description")),
-        recommended=recommended if isinstance(recommended, bool) else None,
+        option["value"].strip(),
+        option["label"].strip(),
+        description,
+        recommended if recommended is None or isinstance(recommended, bool) else None,
     )
