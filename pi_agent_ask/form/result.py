@@ -424,7 +424,8 @@ def _answer_of(question: Question, draft: Draft) -> AnswerResult:
         custom_images = draft.custom_images
     option_notes: dict[str, str] = {}
     option_note_images: dict[str, tuple[Image, ...]] = {}
-    for option in question.options:
+    # Most drafts have no option notes: then the walk over the options is skipped.
+    for option in question.options if draft.option_notes or draft.option_note_images else ():
         note = draft.option_notes.get(option.value, "").strip()
         if note:
             option_notes[option.value] = note

@@ -122,19 +122,38 @@ def _option_label(
     return value, False
 
 
-OptionIndex = Mapping[str, Mapping[str, str]] | None
+class _OptionIndex:
+    """Option labels by question id and option value, when the form's params are known.
+
+    Built once per rendering call, so a form of n questions renders in O(n), not O(n²); and
+    only when an answer has option notes (the only use), so a form without any costs nothing.
+    """
+
+    __slots__ = ("_labels", "_params")
+
+    def __init__(self, params: AskParams) -> None:
+        self._params = params
+        self._labels: dict[str, dict[str, str]] | None = None
+
+    def of(self, question_id: str) -> Mapping[str, str] | None:
+        if self._labels is None:
+            self._labels = {
+                q.id: {option.value: option.label for option in q.options}
+                for q in self._params.questions
+            }
+        return self._labels.get(question_id)
+
+
+OptionIndex = _OptionIndex | None
 """Option labels by question id and option value, when the form's params are known."""
 
 
 def _option_index(params: AskParams | None) -> OptionIndex:
-    # Built once per rendering call, so a form of n questions renders in O(n), not O(n²).
-    if params is None:
-        return None
-    return {q.id: {option.value: option.label for option in q.options} for q in params.questions}
+    return None if params is None else _OptionIndex(params)
 
 
 def _options_of(index: OptionIndex, question_id: str) -> Mapping[str, str] | None:
-    return None if index is None else index.get(question_id)
+    return None if index is None else index.of(question_id)
 
 
 def _noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
@@ -202,6 +221,8 @@ def summary_lines(
             continue
         if answer.note is not None or answer.note_images:
             lines.append(f"{name} note: {_with_marker(answer.note or '', len(answer.note_images))}")
+        if not (answer.option_notes or answer.option_note_images):
+            continue
         options = _options_of(index, meta.id)
         for value in _noted_values(answer, options):
             label, selected = _option_label(answer, value, options)
@@ -259,6 +280,8 @@ def _image_blocks(result: AskResult, params: AskParams | None, seen: set[str]) -
             continue
         add(meta, "custom answer", answer.custom_images)
         add(meta, "question note", answer.note_images)
+        if not answer.option_note_images:
+            continue
         options = _options_of(index, meta.id)
         for value in _noted_values(answer, options):
             label, _ = _option_label(answer, value, options)
