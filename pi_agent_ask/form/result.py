@@ -116,7 +116,18 @@ class AnswerResult:
 
     @property
     def is_empty(self) -> bool:
-        return self == AnswerResult()
+        """Equal to ``AnswerResult()`` (field by field, without building one)."""
+        return not (
+            self.values
+            or self.labels
+            or self.indices
+            or self.custom_text is not None
+            or self.note is not None
+            or self.option_notes
+            or self.custom_images
+            or self.note_images
+            or self.option_note_images
+        )
 
     def images(self) -> tuple[Image, ...]:
         """All images of this answer, custom first, then question note, then option notes;
@@ -424,14 +435,19 @@ def _answer_of(question: Question, draft: Draft) -> AnswerResult:
         custom_images = draft.custom_images
     option_notes: dict[str, str] = {}
     option_note_images: dict[str, tuple[Image, ...]] = {}
+    given_notes = draft.option_notes
+    given_images = draft.option_note_images
     # Most drafts have no option notes: then the walk over the options is skipped.
-    for option in question.options if draft.option_notes or draft.option_note_images else ():
-        note = draft.option_notes.get(option.value, "").strip()
-        if note:
-            option_notes[option.value] = note
-        images = tuple(draft.option_note_images.get(option.value, ()))
-        if images:
-            option_note_images[option.value] = images
+    for option in question.options if given_notes or given_images else ():
+        value = option.value
+        if value in given_notes:
+            note = given_notes[value].strip()
+            if note:
+                option_notes[value] = note
+        if value in given_images:
+            images = tuple(given_images[value])
+            if images:
+                option_note_images[value] = images
     note = draft.note.strip()
     return AnswerResult(
         values=values,
