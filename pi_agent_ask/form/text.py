@@ -114,9 +114,13 @@ def _option_label(
     answer: AnswerResult, value: str, options: Mapping[str, str] | None
 ) -> tuple[str, bool]:
     """The label of option ``value`` and whether it is selected in ``answer``."""
-    selected = dict(zip(answer.selected_values, answer.selected_labels, strict=True))
-    if value in selected:
-        return selected[value], True
+    values = answer.selected_values
+    labels = answer.selected_labels
+    if len(values) != len(labels):
+        list(zip(values, labels, strict=True))  # the ValueError it always raised
+    if value in values:
+        # The last match, as a dict of the pairs would keep it.
+        return labels[len(values) - 1 - values[::-1].index(value)], True
     if options is not None and value in options:
         return options[value], False
     return value, False
@@ -159,7 +163,7 @@ def _options_of(index: OptionIndex, question_id: str) -> Mapping[str, str] | Non
 def _noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
     """Option values with a note or note images, in option order when it is known."""
     noted = list(dict.fromkeys([*answer.option_notes, *answer.option_note_images]))
-    if options is None:
+    if options is None or len(noted) <= 1:
         return noted
     order = {value: i for i, value in enumerate(options)}
     return sorted(noted, key=lambda v: order.get(v, len(order)))
