@@ -632,7 +632,31 @@ def _should_auto_submit(state: FormState) -> bool:
     )
 
 
+# The commands ``_navigate`` handles once no editor is open: with none open, they go there
+# directly instead of past every editor and form-level case first (most keys are these).
+_NAVIGATION = frozenset(
+    {
+        NextTab,
+        PreviousTab,
+        SelectTab,
+        NextOption,
+        PreviousOption,
+        Confirm,
+        Cancel,
+        Toggle,
+        Number,
+        ChangeQuestionType,
+        OpenOptionNote,
+        OpenQuestionNote,
+        Skip,
+        ReviewAction,
+    }
+)
+
+
 def _dispatch(state: FormState, command: Command) -> FormState:
+    if state.editor is None and type(command) in _NAVIGATION:
+        return _navigate(state, command)
     match command:
         case EditorChanged(text=text):
             editor = state.editor
