@@ -777,19 +777,34 @@ def _update_draft(
     A skipped draft starts over from empty and stays skipped unless the change leaves
     something in it.
     """
+    drafts, cursors = _changed_draft(state, q, change, cursor)
+    if drafts is state.drafts and cursors is state.cursors:
+        return state
+    return _with(state, drafts=drafts, cursors=cursors)
+
+
+def _answer_and_advance(
+    state: FormState, q: int, change: Callable[[Draft], Draft], *, cursor: int | None = None
+) -> FormState:
+    """``_advance(_update_draft(state, q, change, cursor=cursor))`` in one copy; ``q`` is
+    the current tab."""
+    drafts, cursors = _changed_draft(state, q, change, cursor)
+    tab = min(q + 1, state.review_tab)
+    review_cursor = 0 if tab == state.review_tab else state.review_cursor
+    return _land(_with(state, drafts=drafts, cursors=cursors, tab=tab, review_cursor=review_cursor))
+
+
+def _changed_draft(
+    state: FormState, q: int, change: Callable[[Draft], Draft], cursor: int | None
+) -> tuple[tuple[Draft, ...], tuple[int, ...]]:
+    """The drafts and cursors after ``_update_draft``; unchanged ones are the same tuples."""
     old = state.drafts[q]
     base = EMPTY_DRAFT if old.skipped else old
     new = change(base)
+    drafts = state.drafts if new == base else _replace(state.drafts, q, new)
     moved = cursor is not None and cursor != state.cursors[q]
-    if new == base:
-        return _set_cursor(state, q, cursor) if moved and cursor is not None else state
-    if moved and cursor is not None:
-        return _with(
-            state,
-            drafts=_replace(state.drafts, q, new),
-            cursors=_replace(state.cursors, q, cursor),
-        )
-    return _with(state, drafts=_replace(state.drafts, q, new))
+    cursors = _replace(state.cursors, q, cursor) if moved else state.cursors
+    return drafts, cursors
 
 
 def _move_tab(state: FormState, tab: int) -> FormState:
@@ -946,7 +961,7 @@ def _confirm(state: FormState) -> FormState:
         return _advance(state)
     if row == custom_row(state, q):
         return _open_editor(state, "custom", q, None)
-    return _advance(_update_draft(state, q, _select_single(row)))
+    return _answer_and_advance(state, q, _select_single(row))
 
 
 def _toggle(state: FormState) -> FormState:
@@ -982,7 +997,7 @@ def _number(state: FormState, number: int) -> FormState:
             return _update_draft(state, q, _toggle_custom(single), cursor=row)
         return _open_editor(_set_cursor(state, q, row), "custom", q, None)
     if single:
-        return _advance(_update_draft(state, q, _select_single(row), cursor=row))
+        return _answer_and_advance(state, q, _select_single(row), cursor=row)
     return _update_draft(state, q, _toggle_multi(row), cursor=row)
 
 
