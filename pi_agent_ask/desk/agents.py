@@ -192,7 +192,8 @@ class AgentRegistry:
         self._opening[key] = opening = trio.Event()
         self._failures.pop(key, None)
         try:
-            return await self._nursery.start(self._serve, key)
+            started: Agent = await self._nursery.start(self._serve, key)
+            return started
         except Exception as error:
             message = f"The desk cannot open the journal of agent {key!r}: {error}"
             self._failures[key] = message
