@@ -389,7 +389,8 @@ class Fold(Protocol):
 class Projection(Protocol):
     """What a session keeps folded for its active branch, and restores from checkpoints."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def empty(self) -> Fold: ...
 
