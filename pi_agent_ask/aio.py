@@ -102,7 +102,8 @@ class _Bridge:
         """Run ``await fn(*args)`` on the Trio side; see the module docstring for cancelling."""
         if self.closed or self._requests is None:
             raise RuntimeClosedError("the pi-agent-ask runtime is closed")
-        call = _Call(fn, args, self.loop.create_future())
+        future: asyncio.Future[outcome.Outcome[T] | None] = self.loop.create_future()
+        call = _Call(fn, args, future)
         try:
             self._requests.send_nowait(call)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -112,7 +113,7 @@ class _Bridge:
         cancelled: asyncio.CancelledError | None = None
         while True:
             try:
-                result = await asyncio.shield(call.future)
+                result = await asyncio.shield(future)
                 break
             except asyncio.CancelledError as error:
                 # Abort the Trio task and wait for it: its cleanup (a form journaled as

@@ -42,9 +42,14 @@ class ExternalHost(Protocol):
     settings, the surface FIFO, and the runtime's way of recording an outcome."""
 
     events: ev.EventBus
-    mode: str
     config: Any
-    _ids: Iterator[int]
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def _ids(self) -> Iterator[int]: ...
+
     _queue_tx: trio.MemorySendChannel[q.QueueMessage]
     _aborts_tx: trio.MemorySendChannel[str]
 

@@ -244,13 +244,17 @@ class Attempt:
     detail: str | None = None
 
 
+def _attempts(items: Iterable[Attempt]) -> tuple[Attempt, ...]:
+    return tuple(items)
+
+
 @attrs.frozen
 class Notified:
     """The outcome of one :class:`Notify`: its message and one attempt per channel, in order."""
 
     flow_id: str
     message: str
-    attempts: tuple[Attempt, ...] = attrs.field(converter=tuple)
+    attempts: tuple[Attempt, ...] = attrs.field(converter=_attempts)
 
 
 # --------------------------------------------------------------------------------------------

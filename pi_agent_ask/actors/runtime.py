@@ -24,7 +24,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import attrs
 import trio
@@ -52,6 +52,7 @@ from pi_agent_ask.actors.form import (
 )
 from pi_agent_ask.actors.notifications import Notify, channels_from_json, run_notifications
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
+from pi_agent_ask.actors.queue_state import CommandSink, ReplyTo
 from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
@@ -61,6 +62,8 @@ from pi_agent_ask.form.tools import tool_definitions_for
 from pi_agent_ask.form.types import AskParams
 from pi_agent_ask.form.validate import schema_error_text, validate_ask_params
 from pi_agent_ask.persistence import journal as jr
+
+_R = TypeVar("_R")
 
 Mode = Literal["tui", "print", "json", "rpc"]
 MODES: tuple[Mode, ...] = ("tui", "print", "json", "rpc")
@@ -90,6 +93,9 @@ CALL_FAILURES: tuple[type[Exception], ...] = (
 ``ValueError`` for a NUL byte in a path), and deep recursion in a library. Everything else
 (``trio.Cancelled``, ``KeyboardInterrupt``, and exceptions that mean a bug here, such as
 ``TypeError``, ``AttributeError``, ``KeyError``, ``AssertionError``) propagates."""
+
+_REOPEN_FAILURES: tuple[type[Exception], ...] = (ToolError, StaleBranch, *CALL_FAILURES)
+"""What reopening an interrupted form reports as a notice (or, interrupted, leaves for later)."""
 
 
 def _refusal_text(name: object, refusal: untrusted.Refusal | None) -> str:
@@ -230,19 +236,21 @@ class Runtime:
         await self._queue_tx.send(q.TurnBoundary(send))
         with receive, trio.CancelScope(shield=True):
             return await receive.receive()
+        # A cancel scope's exit swallows only its own cancellation, and nothing cancels this one.
+        raise AssertionError("unreachable")
 
     async def user_message(self, text: str) -> None:
         """Ordinary input: releases an active wait as ``deferred`` and hides the panel."""
         await self._writer.append(jr.USER_MESSAGE, {"text": untrusted.scrub_text(text)})
-        await self._ask_queue(lambda reply: q.Defer("user_message", reply))
+        await self._ask_queue_done(lambda reply: q.Defer("user_message", reply))
 
     async def defer_queue(self) -> None:
         """Hide the panel and defer every question; queue and drafts are kept."""
-        await self._ask_queue(lambda reply: q.Defer("hidden", reply))
+        await self._ask_queue_done(lambda reply: q.Defer("hidden", reply))
 
     async def show_queue(self) -> None:
         """Reopen the panel on the pending questionnaire (``/ask-queue``)."""
-        await self._ask_queue(lambda reply: q.Show(reply))
+        await self._ask_queue_done(lambda reply: q.Show(reply))
 
     async def statistics(self) -> q.QueueStats:
         """A snapshot of the queue: pending, completed, delivered, visible flow, Herdr owners."""
@@ -250,7 +258,7 @@ class Runtime:
 
     async def send_command(self, flow_id: str, command: fs.Command) -> bool:
         """Send a form command (what a key press or click means) to a visible flow."""
-        target = await self._ask_queue(lambda reply: q.FindFlow(flow_id, reply))
+        target = await self._find_flow(flow_id)
         if target is None:
             return False
         with target:
@@ -268,7 +276,7 @@ class Runtime:
             trio.move_on_after(TEARDOWN_TIMEOUT),
             suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel),
         ):
-            await self._ask_queue(lambda reply: q.Quiesce(reply))
+            await self._ask_queue_done(lambda reply: q.Quiesce(reply))
 
     async def tell_queue(self, message: q.QueueMessage) -> None:
         """Send a message that must reach the queue even from a cancelled task (teardown).
@@ -283,11 +291,25 @@ class Runtime:
         ):
             await self._queue_tx.send(message)
 
-    async def _ask_queue(self, make: Any) -> Any:
-        send, receive = trio.open_memory_channel[Any](1)
+    async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
+        send, receive = trio.open_memory_channel[_R](1)
         await self._queue_tx.send(make(send))
         async with receive:
             return await receive.receive()
+
+    async def _ask_queue_done(self, make: Callable[[ReplyTo[None]], q.QueueMessage]) -> None:
+        """Ask the queue for something it only acknowledges (``None``)."""
+        send, receive = trio.open_memory_channel[None](1)
+        await self._queue_tx.send(make(send))
+        async with receive:
+            await receive.receive()
+
+    async def _find_flow(self, flow_id: str) -> trio.MemorySendChannel[FormInput] | None:
+        """A clone of the command channel of the visible flow ``flow_id`` (``None``: not active)."""
+        sink: CommandSink | None = await self._ask_queue(lambda reply: q.FindFlow(flow_id, reply))
+        # The queue holds the sinks this runtime enqueued: form command channels.
+        assert sink is None or isinstance(sink, trio.MemorySendChannel)
+        return sink
 
     # -- tools -----------------------------------------------------------------------------
 
@@ -327,18 +349,20 @@ class Runtime:
         self._surface = FailedSurface(message)
         self.notice(f"The question form could not be shown: {message}")
         stats = await self.statistics()
-        if stats.visible is None:
+        visible = stats.visible
+        if visible is None:
             return
-        target = await self._ask_queue(lambda reply: q.FindFlow(stats.visible, reply))
+        target = await self._find_flow(visible)
         if target is not None:
             with target, suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await target.send(SurfaceFailed(message))
 
     async def _push_form_settings(self, settings: fs.FormSettings) -> None:
         stats = await self.statistics()
-        if stats.visible is None:
+        visible = stats.visible
+        if visible is None:
             return
-        target = await self._ask_queue(lambda reply: q.FindFlow(stats.visible, reply))
+        target = await self._find_flow(visible)
         if target is not None:
             with target, suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await target.send(SettingsUpdate(settings))
@@ -548,7 +572,7 @@ class Runtime:
             form = fs.new_form(params, self.config.form_settings, background=True)
             with trio.CancelScope(shield=True):
                 await writer.append_many(entries)
-                pending = await self._ask_queue(lambda reply: q.Enqueue(request, form, reply))
+                pending: int = await self._ask_queue(lambda reply: q.Enqueue(request, form, reply))
             return texts.receipt_tool_result(
                 request.request_id,
                 [question.id for question in params.questions],
@@ -801,7 +825,8 @@ class Runtime:
         if problem is not None:
             self._submit_result(request_id, flow_id, problem)
             return
-        target = await self._ask_queue(lambda reply: q.FindFlow(flow_id, reply))
+        assert isinstance(flow_id, str)  # the envelope check requires a flowId string
+        target = await self._find_flow(flow_id)
         if target is None:
             self._submit_result(request_id, flow_id, ("flow_not_found", "Ask flow is not active."))
             return
@@ -870,7 +895,7 @@ class Runtime:
             await self.tell_queue(q.EndWait(wait_id, acknowledged))
 
     async def _params_lookup(self, end: q.WaitEnd) -> dict[str, AskParams]:
-        stats = await self._ask_queue(lambda reply: q.Inspect(reply))
+        stats: q.QueueStats = await self._ask_queue(lambda reply: q.Inspect(reply))
         return dict(stats.params)
 
     # -- session lifecycle ----------------------------------------------------------------
@@ -948,7 +973,7 @@ class Runtime:
             for r in rebuilt.recovered_answers
             if r.outcome.result is not None
         )
-        await self._ask_queue(
+        await self._ask_queue_done(
             lambda reply: q.Restore(
                 self._epoch,
                 tuple(items),
@@ -1010,7 +1035,7 @@ class Runtime:
                 result = await self._run_foreground(
                     writer, request, record_interruption=False, extra_entries=[dismissed]
                 )
-            except (ToolError, StaleBranch, *CALL_FAILURES) as error:
+            except _REOPEN_FAILURES as error:
                 if isinstance(error, ToolInterrupted):
                     return  # the session changed or the runtime closed: recovery runs later
                 self.notice(f"Could not reopen unanswered ask_user form: {error}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import mcp.types as types
 import trio
 
 from pi_agent_ask import events as ev
@@ -50,12 +51,12 @@ class Agent:
     """Requests announced completed (``pi-agent-ask:completed``, sent once the outcome is
     journaled) that the last statistics may still count as pending."""
 
-    def list_tools(self) -> list[Any]:
+    def list_tools(self) -> list[types.Tool]:
         return self.tools.list_tools()
 
     async def call_tool(
         self, name: str, arguments: Any, *, report_progress: ReportProgress | None = None
-    ) -> Any:
+    ) -> types.CallToolResult:
         """One tool call of this agent (``AgentTools.call_tool``); while it waits for the person
         (a foreground ``ask_user``, ``wait_for_answers``) the board marks the agent blocked."""
         blocking = self._blocks(name, arguments)
@@ -192,7 +193,8 @@ class AgentRegistry:
         self._opening[key] = opening = trio.Event()
         self._failures.pop(key, None)
         try:
-            return await self._nursery.start(self._serve, key)
+            started: Agent = await self._nursery.start(self._serve, key)
+            return started
         except Exception as error:
             message = f"The desk cannot open the journal of agent {key!r}: {error}"
             self._failures[key] = message

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import attrs
@@ -33,7 +33,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-from pi_agent_ask.desk.agents import AgentRegistry, AgentUnavailable
+from pi_agent_ask.desk.agents import Agent, AgentRegistry, AgentUnavailable
 from pi_agent_ask.desk.connection import SERVICE, STATUS_PATH
 from pi_agent_ask.desk.journals import InvalidKey
 
@@ -56,7 +56,7 @@ INVALID_PARAMS = -32602
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 class ListenError(ValueError):
@@ -223,7 +223,7 @@ def agent_key(ctx: Any) -> str:
     """A request's agent key: ``X-Pi-Agent-Ask-Key``, else its MCP session id."""
     request = ctx.request
     headers = getattr(request, "headers", None)
-    key = headers.get(KEY_HEADER) if headers is not None else None
+    key: str | None = headers.get(KEY_HEADER) if headers is not None else None
     if key is None and headers is not None:
         key = headers.get(MCP_SESSION_ID_HEADER)
     if key is None:
@@ -231,7 +231,7 @@ def agent_key(ctx: Any) -> str:
     return key
 
 
-async def _agent(registry: AgentRegistry, ctx: Any) -> Any:
+async def _agent(registry: AgentRegistry, ctx: Any) -> Agent:
     try:
         return await registry.agent(agent_key(ctx))
     except InvalidKey as error:
@@ -269,7 +269,9 @@ def mcp_server(registry: AgentRegistry, *, version: str = "") -> Server[Any]:
     )
 
 
-async def _unless_gone(call: Any, disconnected: trio.Event) -> types.CallToolResult:
+async def _unless_gone(
+    call: Awaitable[types.CallToolResult], disconnected: trio.Event
+) -> types.CallToolResult:
     """Await ``call`` unless the client's connection closes first: then the call is cancelled
     (a foreground form stays queued, its answer delivered later) and nothing is answered."""
     results: list[types.CallToolResult] = []

@@ -184,5 +184,7 @@ class DeskSurface(TerminalSurface):
         def _quit(event: KeyPressEvent) -> None:
             self.quit()
 
-        app.key_bindings = merge_key_bindings([desk_keys, app.key_bindings])
+        form_keys = app.key_bindings
+        assert form_keys is not None, "the form application always has its key bindings"
+        app.key_bindings = merge_key_bindings([desk_keys, form_keys])
         return app

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 
 def require(module: str, extra: str, framework: str) -> ModuleType:
@@ -41,13 +41,17 @@ def structured(result: dict[str, Any]) -> Any:
     return result_text(result)
 
 
-def message_parts(message: dict[str, Any]) -> list[tuple[str, str] | tuple[str, str, str]]:
+MessagePart = tuple[Literal["text"], str] | tuple[Literal["image"], str, str]
+"""One part of a message: ``("text", text)`` or ``("image", mime_type, base64_data)``."""
+
+
+def message_parts(message: dict[str, Any]) -> list[MessagePart]:
     """A boundary or wake message's content as ``("text", text)`` and
     ``("image", mime_type, base64_data)`` parts, in order."""
     content = message.get("content")
     if isinstance(content, str):
         return [("text", content)]
-    parts: list[tuple[str, str] | tuple[str, str, str]] = []
+    parts: list[MessagePart] = []
     for block in content or ():
         if not isinstance(block, dict):
             continue

@@ -132,7 +132,11 @@ async def serve_hook_endpoint(
     task_status.started(path)
     try:
         async with listener:
-            await trio.serve_listeners(lambda stream: _serve_one(tools, stream), [listener])
+
+            async def serve(stream: trio.SocketStream) -> None:
+                await _serve_one(tools, stream)
+
+            await trio.serve_listeners(serve, [listener])
     finally:
         for leftover in (path, meta):
             with contextlib.suppress(OSError):
@@ -283,7 +287,8 @@ def run_claude_code_hook(
     event = payload.get("hook_event_name")
     if event not in HOOK_EVENTS:
         event = "UserPromptSubmit" if "prompt" in payload else "PostToolUse"
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else str(Path.cwd())
+    given_cwd = payload.get("cwd")
+    cwd = given_cwd if isinstance(given_cwd, str) else str(Path.cwd())
     wanted = key if key is not None else f"claude-code@{cwd}"
     candidates = _candidates(runtime_dir(env), wanted, cwd)
     server = choose_server(candidates, ancestors())

@@ -31,7 +31,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -39,9 +39,13 @@ import mcp.types as types
 import trio
 from mcp.server.lowlevel.server import Server
 
+from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
 from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
 from pi_agent_ask.mcp_server.hook import serve_hook_endpoint, slug
-from pi_agent_ask.mcp_server.tools import PROGRESS_INTERVAL, AgentTools
+from pi_agent_ask.mcp_server.tools import AgentTools
+
+if TYPE_CHECKING:
+    from pi_agent_ask.actors.runtime import Mode
 
 SERVER_NAME = "pi-agent-ask"
 DESK_TOKEN_ENV = "PI_AGENT_ASK_DESK_TOKEN"
@@ -66,14 +70,17 @@ def parse_hello(line: str | None) -> ClientHello:
         message = json.loads(line) if line else None
     except ValueError:
         return ClientHello()
-    params = message.get("params") if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        return ClientHello()
+    params = message.get("params")
     if not isinstance(params, dict):
         return ClientHello()
     if message.get("method") == "initialize":
         info = params.get("clientInfo")
         capabilities = params.get("capabilities")
     else:
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        given_meta = params.get("_meta")
+        meta = given_meta if isinstance(given_meta, dict) else {}
         info = meta.get(types.CLIENT_INFO_META_KEY)
         capabilities = None  # 2026 per-request era: no standalone elicitation requests
     name = info.get("name") if isinstance(info, dict) else None
@@ -136,7 +143,8 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
         session = ctx.session
 
         async def elicit(message: str, schema: dict[str, Any]) -> types.ElicitResult:
-            return await session.elicit_form(message, schema)
+            result: types.ElicitResult = await session.elicit_form(message, schema)
+            return result
 
         surface.attach(nursery, elicit)
 
@@ -255,8 +263,9 @@ async def serve(
             progress_interval=progress_interval,
             hook_dir=hook_dir,
         ) as local,
-        stdio_server(replay, stdout) as (read, write),
-    ):  # type: ignore[arg-type]
+        # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that concrete type.
+        stdio_server(replay, stdout) as (read, write),  # type: ignore[arg-type]
+    ):
         await local.server.run(read, write, local.server.create_initialization_options())
 
 
@@ -290,7 +299,7 @@ async def open_local(
 
     surface = ElicitationSurface() if hello.elicitation else None
     runtime_surface = surface if surface is not None else NullSurface()
-    mode = "tui" if hello.elicitation else "json"
+    mode: Mode = "tui" if hello.elicitation else "json"
     journal = session if session is not None else default_session(key)
     journal.parent.mkdir(parents=True, exist_ok=True)
     async with contextlib.AsyncExitStack() as stack:

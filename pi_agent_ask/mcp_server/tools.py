@@ -116,12 +116,14 @@ _ANNOTATIONS = {
 }
 
 
-def _object_root(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _object_root(schema: Mapping[str, Any]) -> dict[str, Any]:
     # MCP requires ``"type": "object"`` at a tool schema's root; the contract's output schemas
     # are an ``anyOf`` of objects there, so saying it once more changes nothing they accept.
-    if schema is None:
-        return None
     return dict(schema) if "type" in schema else {"type": "object", **schema}
+
+
+def _optional_object_root(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if schema is None else _object_root(schema)
 
 
 def mcp_tool(definition: Mapping[str, Any]) -> types.Tool:
@@ -130,7 +132,7 @@ def mcp_tool(definition: Mapping[str, Any]) -> types.Tool:
         name=definition["name"],
         description=definition["description"],
         input_schema=_object_root(definition["inputSchema"]),
-        output_schema=_object_root(definition.get("outputSchema")),
+        output_schema=_optional_object_root(definition.get("outputSchema")),
         annotations=_ANNOTATIONS.get(definition["name"]),
     )
 

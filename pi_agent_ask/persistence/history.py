@@ -213,7 +213,9 @@ def build_records(
         if entry.type not in _JOURNAL_TYPES:
             continue
         record = je.parse(entry)
-        if only is not None and record.request_id not in only:  # type: ignore[union-attr]
+        if not isinstance(record, je.HistoryRequest | je.HistoryCompleted):
+            continue  # not reached: these two entry types parse to these two records
+        if only is not None and (record.request_id is None or record.request_id not in only):
             continue
         if isinstance(record, je.HistoryRequest):
             request = _request_of(record, entry.timestamp)
@@ -522,9 +524,7 @@ def read_record(source: HistorySource, request_id: str, question_id: str) -> His
     return _find(source_records(source, only={request_id}), request_id, question_id)
 
 
-def _select(
-    records: Sequence[HistoryRecord], keys: Sequence[Mapping[str, Any]] | None
-) -> list[HistoryRecord]:
+def _select(records: Sequence[HistoryRecord], keys: object) -> list[HistoryRecord]:
     """The selected records in journal order; every key must exist (one bad key fails all)."""
     if keys is None:
         return list(records)

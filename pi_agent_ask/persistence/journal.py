@@ -97,7 +97,7 @@ def history_request_entry(request: AskRequest) -> dict[str, Any]:
 
 
 def _question_record(question: Any) -> dict[str, Any]:
-    record = question.to_json()
+    record: dict[str, Any] = question.to_json()
     if question.presented_type is not None and question.presented_type != question.type:
         record["presentedType"] = question.presented_type
     return record

@@ -389,7 +389,8 @@ class Fold(Protocol):
 class Projection(Protocol):
     """What a session keeps folded for its active branch, and restores from checkpoints."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def empty(self) -> Fold: ...
 
@@ -1118,8 +1119,11 @@ class SessionFile:
     def _position(self, entry_id: object) -> int | None:
         """The index position of an entry; indexes the whole file when the id may lie before
         the checkpoint the index starts at."""
-        position = self._index.pos.get(entry_id)  # type: ignore[call-overload]
-        if position is None and self._start is not None and isinstance(entry_id, str):
+        if not isinstance(entry_id, str):
+            hash(entry_id)  # an unhashable id raises TypeError, as the dict lookup would
+            return None
+        position = self._index.pos.get(entry_id)
+        if position is None and self._start is not None:
             self._full()
             position = self._index.pos.get(entry_id)
         return position

@@ -32,7 +32,7 @@ import secrets
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal, TypeGuard, cast
 
 import attrs
 
@@ -175,7 +175,7 @@ def _is_bool(value: object) -> bool:
     return isinstance(value, bool)
 
 
-def _is_object(value: object) -> bool:
+def _is_object(value: object) -> TypeGuard[dict[str, JSON]]:
     return isinstance(value, dict)
 
 
@@ -520,6 +520,10 @@ def _trusted_projects(value: JSON) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _paths(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
 @attrs.frozen
 class Config:
     """The whole settings file (current schema version)."""
@@ -529,7 +533,7 @@ class Config:
     behaviour: Behaviour = attrs.field(factory=Behaviour)
     keymaps: Keymaps = attrs.field(factory=Keymaps)
     notifications: Notifications = attrs.field(factory=Notifications)
-    trusted_projects: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    trusted_projects: tuple[str, ...] = attrs.field(default=(), converter=_paths)
 
     @property
     def schema_version(self) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -168,7 +168,9 @@ def with_setting(config: Config, key: SettingKey, value: bool) -> Config:
     if key == "notifications.enabled":
         return attrs.evolve(config, notifications=attrs.evolve(config.notifications, enabled=value))
     field = _BEHAVIOUR_FIELDS[key]
-    return attrs.evolve(config, behaviour=attrs.evolve(config.behaviour, **{field: value}))
+    # The field name is looked up at run time, so evolve cannot check this keyword statically.
+    changes: dict[str, Any] = {field: value}
+    return attrs.evolve(config, behaviour=attrs.evolve(config.behaviour, **changes))
 
 
 def reset_config(config: Config) -> Config:
@@ -335,7 +337,8 @@ def reduce(state: SettingsListState, command: SettingsCommand, now: float) -> Tr
                 state.config, item.key, not setting_value(state.config, item.key)
             )
             return _save(state, toggled)
-    return state, ()
+    # A command outside SettingsCommand (only possible untyped) changes nothing.
+    return state, ()  # type: ignore[unreachable]
 
 
 def command_for_key(keymaps: Keymaps, key: str) -> SettingsCommand | None:

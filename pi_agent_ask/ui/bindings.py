@@ -69,6 +69,11 @@ def _send(controller: FormController, command: fs.Command) -> Callable[[KeyPress
     return handler
 
 
+def _has_rows(controller: FormController, rows: int) -> Filter:
+    """True while the current question has at least ``rows`` option rows."""
+    return Condition(lambda: controller.option_rows() >= rows)
+
+
 def _call(action: Callable[[], None]) -> Callable[[KeyPressEvent], None]:
     def handler(_event: KeyPressEvent) -> None:
         action()
@@ -250,7 +255,7 @@ def keymap_key_bindings(
     # Options 10 and up: two digits typed in a row ("1", "2" picks 12). The pair is bound
     # only on a question that has that row, so elsewhere a digit acts at once.
     for number in range(10, 100):
-        has_row = Condition(lambda number=number: controller.option_rows() >= number)
+        has_row = _has_rows(controller, number)
         kb.add(*str(number), filter=navigation & has_row)(_send(controller, fs.Number(number)))
     kb.add(FIXED_SKIP_KEY, filter=navigation)(_send(controller, fs.Skip()))
     kb.add(NEXT_UNANSWERED_KEY, filter=navigation)(_call(controller.next_unanswered))

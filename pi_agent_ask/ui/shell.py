@@ -569,7 +569,7 @@ class ShellSurface(TerminalSurface):
             note for note in (self.agent_note, focus if self.controller.visible else "") if note
         ]
         right = f" {' · '.join(notes)} ─" if notes else " "
-        used = sum(cell_width(text) for _, text in parts) + cell_width(right)
+        used = sum(cell_width(part[1]) for part in parts) + cell_width(right)
         if used > width:
             return _clip(parts, width)
         parts.append(("class:ask.rule", "─" * (width - used)))
