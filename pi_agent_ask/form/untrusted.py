@@ -88,55 +88,71 @@ def check(
     """The first reason ``value`` may not go on, or ``None`` when it is a bounded JSON value.
 
     Never raises and never recurses, whatever ``value`` is."""
-    stack: list[tuple[Any, tuple[str | int, ...], int]] = [(value, (), 0)]
+    # Each entry links to its parent's (``_Where``): the path is spelled out only for a value
+    # that is refused, never built for the values that pass.
+    stack: list[tuple[Any, _Where, int]] = [(value, None, 0)]
     chars = 0
     values = 0
     while stack:
-        item, path, depth = stack.pop()
+        item, where, depth = stack.pop()
         values += 1
         if values > max_values:
-            return Refusal(_path(path), f"holds more than {max_values} values")
+            return Refusal(_path_of(where), f"holds more than {max_values} values")
         kind = type(item)
         if item is None or kind is bool or kind is int or kind is float:
             continue
-        if isinstance(item, str):
+        if kind is str or isinstance(item, str):
             chars += len(item)
             if chars > max_text_chars:
-                return Refusal(_path(path), f"holds more than {max_text_chars} characters of text")
+                return Refusal(
+                    _path_of(where), f"holds more than {max_text_chars} characters of text"
+                )
             problem = _text_problem(item)
             if problem is not None:
-                return Refusal(_path(path), problem)
+                return Refusal(_path_of(where), problem)
             continue
-        if isinstance(item, list | tuple):
+        if kind is list or kind is tuple or isinstance(item, list | tuple):
             if depth >= max_depth:
-                return Refusal(_path(path), f"is nested deeper than {max_depth} levels")
+                return Refusal(_path_of(where), f"is nested deeper than {max_depth} levels")
             # Reversed: the stack pops the first child first, so problems come in document order.
             stack.extend(
-                (item[index], (*path, index), depth + 1) for index in range(len(item) - 1, -1, -1)
+                (item[index], (where, index), depth + 1) for index in range(len(item) - 1, -1, -1)
             )
             continue
-        if isinstance(item, Mapping):
+        if kind is dict or isinstance(item, Mapping):
             if depth >= max_depth:
-                return Refusal(_path(path), f"is nested deeper than {max_depth} levels")
-            children: list[tuple[Any, tuple[str | int, ...], int]] = []
+                return Refusal(_path_of(where), f"is nested deeper than {max_depth} levels")
+            children: list[tuple[Any, _Where, int]] = []
             for key, child in item.items():
                 if type(key) is not str:
-                    return Refusal(_path(path), "has a key that is not a string")
+                    return Refusal(_path_of(where), "has a key that is not a string")
                 chars += len(key)
                 if chars > max_text_chars:
                     return Refusal(
-                        _path(path), f"holds more than {max_text_chars} characters of text"
+                        _path_of(where), f"holds more than {max_text_chars} characters of text"
                     )
                 problem = _text_problem(key)
                 if problem is not None:
-                    return Refusal(_path(path), f"has a key that {problem}")
-                children.append((child, (*path, key), depth + 1))
+                    return Refusal(_path_of(where), f"has a key that {problem}")
+                children.append((child, (where, key), depth + 1))
             stack.extend(reversed(children))
             continue
         if isinstance(item, int | float):  # subclasses of the JSON scalars (IntEnum, ...)
             continue
-        return Refusal(_path(path), f"is not a JSON value ({kind.__name__})")
+        return Refusal(_path_of(where), f"is not a JSON value ({kind.__name__})")
     return None
+
+
+_Where = tuple[Any, str | int] | None
+"""Where a value sits: ``(parent's _Where, key or index)``, ``None`` for the root."""
+
+
+def _path_of(where: _Where) -> str:
+    parts: list[str | int] = []
+    while where is not None:
+        where, part = where
+        parts.append(part)
+    return _path(tuple(reversed(parts)))
 
 
 def _text_problem(text: str) -> str | None:
