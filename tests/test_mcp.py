@@ -29,6 +29,7 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import remote_apply
 from pi_agent_ask.form import schemas
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.tools import in_format, tool_definitions_for
 from pi_agent_ask.form.types import AskParams, Option, Question
 from pi_agent_ask.mcp_server.elicitation import (
     elicitation_schema,
@@ -168,6 +169,17 @@ async def test_tools_list_carries_the_contract_schemas(tmp_path: Path) -> None:
     assert wait.annotations is not None and wait.annotations.read_only_hint is True
     assert listed["export_ask_history"].annotations.read_only_hint is False  # type: ignore[union-attr]
     assert listed["list_ask_history"].output_schema is None
+    # Titles, hints and exposure are the ones tool_definitions(format="mcp") gives, one table.
+    for shape in tool_definitions_for(history_tools=True, question_mode="standard"):
+        [mcp_shape] = in_format([shape], "mcp")
+        tool = listed[mcp_shape["name"]]
+        assert tool.title == mcp_shape["title"]
+        assert tool.annotations is not None
+        assert (
+            tool.annotations.model_dump(by_alias=True, exclude_none=True)
+            == (mcp_shape["annotations"])
+        )
+        assert tool.meta == mcp_shape["_meta"]
 
 
 async def test_background_only_mode_lists_no_wait(tmp_path: Path) -> None:

@@ -85,36 +85,6 @@ BACKGROUND_HEAD = "Background answers that arrived meanwhile:"
 
 ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
 
-_ANNOTATIONS = {
-    tool_names.ASK_USER: types.ToolAnnotations(
-        title="Ask the user",
-        read_only_hint=True,
-        destructive_hint=False,
-        idempotent_hint=False,
-        open_world_hint=False,
-    ),
-    tool_names.WAIT_FOR_ANSWERS: types.ToolAnnotations(
-        title="Wait for answers",
-        read_only_hint=True,
-        destructive_hint=False,
-        idempotent_hint=False,
-        open_world_hint=False,
-    ),
-    tool_names.LIST_ASK_HISTORY: types.ToolAnnotations(
-        title="List ask history", read_only_hint=True, idempotent_hint=True, open_world_hint=False
-    ),
-    tool_names.READ_ASK_HISTORY: types.ToolAnnotations(
-        title="Read ask history", read_only_hint=True, idempotent_hint=True, open_world_hint=False
-    ),
-    tool_names.EXPORT_ASK_HISTORY: types.ToolAnnotations(
-        title="Export ask history",
-        read_only_hint=False,
-        destructive_hint=False,
-        idempotent_hint=False,
-        open_world_hint=False,
-    ),
-}
-
 
 def _object_root(schema: Mapping[str, Any]) -> dict[str, Any]:
     # MCP requires ``"type": "object"`` at a tool schema's root; the contract's output schemas
@@ -127,13 +97,17 @@ def _optional_object_root(schema: Mapping[str, Any] | None) -> dict[str, Any] | 
 
 
 def mcp_tool(definition: Mapping[str, Any]) -> types.Tool:
-    """An MCP ``Tool`` from one of the runtime's tool definitions."""
+    """An MCP ``Tool`` from one of the runtime's tool definitions: the shape
+    ``tool_definitions(format="mcp")`` gives (title, annotations, exposure), as the SDK's type."""
+    [shape] = tool_names.in_format([dict(definition)], "mcp")
     return types.Tool(
-        name=definition["name"],
-        description=definition["description"],
-        input_schema=_object_root(definition["inputSchema"]),
-        output_schema=_optional_object_root(definition.get("outputSchema")),
-        annotations=_ANNOTATIONS.get(definition["name"]),
+        name=shape["name"],
+        title=shape["title"],
+        description=shape["description"],
+        input_schema=_object_root(shape["inputSchema"]),
+        output_schema=_optional_object_root(shape.get("outputSchema")),
+        annotations=types.ToolAnnotations.model_validate(shape["annotations"]),
+        _meta=shape["_meta"],
     )
 
 
