@@ -60,7 +60,11 @@ from pi_agent_ask.form import untrusted
 from pi_agent_ask.form.result import AskResult, build_result, fallback_result, invalid_result
 from pi_agent_ask.form.tools import tool_definitions_for
 from pi_agent_ask.form.types import AskParams
-from pi_agent_ask.form.validate import schema_error_text, validate_ask_params
+from pi_agent_ask.form.validate import (
+    schema_error_text,
+    validate_ask_params,
+    validate_bounded_params,
+)
 from pi_agent_ask.persistence import journal as jr
 
 _R = TypeVar("_R")
@@ -524,9 +528,9 @@ class Runtime:
         tool_call_id: str | None,
         parent_tool_call_id: str | None,
     ) -> dict[str, Any]:
-        validation = validate_ask_params(
+        # ``call_tool`` checked the arguments at the boundary already.
+        validation = validate_bounded_params(
             arguments,
-            cwd=self.cwd,
             present_single_as_multi=self.config.present_single_as_multi,
             background_only=self.config.background_only,
         )

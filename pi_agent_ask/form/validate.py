@@ -107,6 +107,23 @@ def validate_ask_params(
     )
 
 
+def validate_bounded_params(
+    arguments: object,
+    *,
+    present_single_as_multi: bool = False,
+    background_only: bool = False,
+) -> Validation:
+    """``validate_ask_params`` for arguments that already passed the boundary
+    (``untrusted.check``, as ``Runtime.call_tool`` checks every call's arguments first): the
+    same stages after it, without walking the arguments a second time."""
+    return _validate(
+        arguments,
+        load_files=True,
+        present_single_as_multi=present_single_as_multi,
+        background_only=background_only,
+    )
+
+
 def params_from_saved(data: object, *, present_single_as_multi: bool = False) -> AskParams | None:
     """Re-validate normalised parameters saved in the journal; ``None`` when they are invalid.
 
