@@ -22,7 +22,8 @@ callbacks, which makes Trio's synchronous operations — ``send_nowait``, ``Even
   cancelled) is returned, and the asyncio task is cancelled again at its next ``await``, as
   Trio delivers a cancellation at the next checkpoint: an answer handed out is never dropped;
 - the terminal form (``mode="tui"``) runs its prompt_toolkit application on the host loop
-  itself (``docs/asyncio.md`` says why), started from the Trio side through ``_run_on_host``.
+  itself (``docs/asyncio.md`` says why): the Trio runtime runs it as its terminal
+  (``open_runtime(terminal=...)``, the ``Terminal`` of ``actors/form.py``: ``_HostScreen``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -429,19 +429,31 @@ async def _wait_uncancellable(future: asyncio.Future[T]) -> T:
     return future.result()
 
 
-async def _supervise_host_terminal(
-    bridge: _Bridge, runtime: trio_runtime.Runtime, terminal: Any, input: Any, output: Any
-) -> None:
-    """The terminal surface with its application on the host loop; a failure ends the forms
-    with an error (never an answer), as the Trio runtime's own terminal does."""
-    from pi_agent_ask.ui.surface import run_terminal_surface
+@attrs.define(eq=False)
+class _HostScreen:
+    """The runtime's ``Terminal`` (``actors/form.py``) for asyncio hosts: the terminal surface
+    with its application on the host loop itself. The Trio runtime attaches, runs and
+    supervises it as it does its own terminal (a failure ends the forms with an error, never
+    an answer)."""
 
-    try:
+    surface: Any
+    """The ``ui.surface.TerminalSurface``."""
+    bridge: _Bridge
+
+    def attach(self, apply_settings: Callable[[Any], None], cwd: Path) -> None:
+        self.surface.on_settings_saved = apply_settings
+        self.surface.controller.cwd = cwd
+
+    async def run(self, input: Any, output: Any, *, task_status: Any) -> None:
+        from pi_agent_ask.ui.surface import run_terminal_surface
+
         await run_terminal_surface(
-            terminal, input=input, output=output, run_asyncio=bridge.run_on_host
+            self.surface,
+            input=input,
+            output=output,
+            run_asyncio=self.bridge.run_on_host,
+            task_status=task_status,
         )
-    except Exception as error:
-        await runtime.surface_failed(f"{type(error).__name__}: {error}")
 
 
 @asynccontextmanager
@@ -479,45 +491,36 @@ async def open_runtime(
     }
 
     async def main() -> None:
-        terminal = None
         if surface is None and mode == "tui":
-            from pi_agent_ask.persistence.settings import load_settings, settings_path
             from pi_agent_ask.ui.surface import TerminalSurface
 
-            work_dir = Path(cwd) if cwd is not None else Path.cwd()
-            settings_file = Path(settings) if settings is not None else settings_path(os.environ)
-            terminal = TerminalSurface(load_settings(settings_file, project_dir=work_dir))
-            keywords["surface"] = terminal
-            if write_terminal is None and output is not None:
-                keywords["write_terminal"] = trio_runtime._writer_to(output)
+            def screen(loaded: Any) -> _HostScreen:
+                return _HostScreen(TerminalSurface(loaded), bridge)
+
+            keywords["terminal"] = screen
         try:
-            async with trio_runtime.open_runtime(**keywords) as rt:
-                if terminal is not None:
-                    terminal.settings = rt.settings
-                    terminal.on_settings_saved = rt.apply_settings
-                    terminal.controller.cwd = rt.cwd
-                    rt._nursery.start_soon(
-                        _supervise_host_terminal, bridge, rt, terminal, input, output
-                    )
-                async with trio.open_nursery() as calls:
-                    calls.start_soon(bridge.serve, bridge.open_requests(), calls)
-                    if not ready.done():  # done: the opener was cancelled, and closes at once
-                        ready.set_result(
-                            Runtime(
-                                rt,
-                                bridge,
-                                wakeups=Channel(bridge, rt.wakeups),
-                                notices=Channel(bridge, rt.notices),
-                                aborts=Channel(bridge, rt.aborts),
-                            )
+            async with (
+                trio_runtime.open_runtime(**keywords) as rt,
+                trio.open_nursery() as calls,
+            ):
+                calls.start_soon(bridge.serve, bridge.open_requests(), calls)
+                if not ready.done():  # done: the opener was cancelled, and closes at once
+                    ready.set_result(
+                        Runtime(
+                            rt,
+                            bridge,
+                            wakeups=Channel(bridge, rt.wakeups),
+                            notices=Channel(bridge, rt.notices),
+                            aborts=Channel(bridge, rt.aborts),
                         )
-                    # The first checkpoint of this body: the asyncio body resumes (its wakeup
-                    # was queued on the loop before the next Trio tick) before forms recovered
-                    # at open are shown, so handlers it registers at once see every event.
-                    await bridge.closing.wait()
-                    # Calls still running are aborted while the runtime is still there to
-                    # record them, exactly as a cancelled Trio caller's would be.
-                    calls.cancel_scope.cancel()
+                    )
+                # The first checkpoint of this body: the asyncio body resumes (its wakeup
+                # was queued on the loop before the next Trio tick) before forms recovered
+                # at open are shown, so handlers it registers at once see every event.
+                await bridge.closing.wait()
+                # Calls still running are aborted while the runtime is still there to
+                # record them, exactly as a cancelled Trio caller's would be.
+                calls.cancel_scope.cancel()
         except Exception as error:
             if not ready.done():
                 ready.set_exception(error)  # the open failed: its error, unchanged

@@ -165,9 +165,9 @@ def test_the_checks_see_upward_imports_and_cycles() -> None:
     # The checks themselves: a synthetic upward edge and cycle are reported.
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _layer("pi_agent_ask.ui.surface") > _layer("pi_agent_ask.actors.runtime")
-    # Lazy imports count: the runtime imports the history tools inside ``call_tool``.
+    # Lazy imports count: the dispatch imports the history tools inside ``call_tool``.
     assert any(
-        t == "pi_agent_ask.persistence.history" for t, _ in GRAPH["pi_agent_ask.actors.runtime"]
+        t == "pi_agent_ask.persistence.history" for t, _ in GRAPH["pi_agent_ask.actors.dispatch"]
     )
     assert any(
         t == "pi_agent_ask.actors.queue_state" for t, _ in GRAPH["pi_agent_ask.actors.queue"]

@@ -20,51 +20,22 @@ Every terminal path cancels ``open`` (the provider's abort signal) and removes t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
 import trio
 
 from pi_agent_ask import events as ev
+from pi_agent_ask.actors import outcomes
 from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors.core import BranchWriter, RuntimeCore
 from pi_agent_ask.actors.errors import ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.form import FormInput, RemoteResponse, close_inbox, remote_apply
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form import untrusted
-from pi_agent_ask.form.result import AskResult
 from pi_agent_ask.persistence import journal as jr
-
-
-class ExternalHost(Protocol):
-    """What the bridge needs of the runtime (which passes itself): its events, mode and
-    settings, the surface FIFO, and the runtime's way of recording an outcome."""
-
-    events: ev.EventBus
-    config: Any
-
-    @property
-    def mode(self) -> str: ...
-
-    @property
-    def _ids(self) -> Iterator[int]: ...
-
-    _queue_tx: trio.MemorySendChannel[q.QueueMessage]
-    _aborts_tx: trio.MemorySendChannel[str]
-
-    async def tell_queue(self, message: q.QueueMessage) -> None: ...
-
-    async def _record_interrupted(
-        self, writer: Any, request: AskRequest, form: fs.FormState
-    ) -> AskResult: ...
-
-    def _announce_completed(self, request: AskRequest, result: AskResult) -> None: ...
-
-    def _result_of(self, request: AskRequest, final: fs.FormState) -> AskResult: ...
-
-    async def _record_outcome(self, writer: Any, request: AskRequest, outcome: Outcome) -> None: ...
-
 
 INVALID_RESPONSE = "External ask UI returned an invalid response: "
 
@@ -91,7 +62,7 @@ def _response_problem(response: Any) -> str | None:
 
 
 async def negotiate_and_run(
-    runtime: ExternalHost, writer: Any, request: AskRequest
+    runtime: RuntimeCore, writer: BranchWriter, request: AskRequest
 ) -> dict[str, Any] | None:
     """Offer the call to an external UI; ``None`` when no provider connected."""
     chosen: list[Any] = []
@@ -186,18 +157,20 @@ async def negotiate_and_run(
             # Aborted (the call was cancelled, the session changed): the provider's ``open``
             # was cancelled with the nursery; the request ends as cancelled, on its branch.
             with trio.CancelScope(shield=True):
-                cancelled = await runtime._record_interrupted(writer, request, form)
+                cancelled = await outcomes.record_interrupted(writer, request, form)
             # A bridge learns the flow ended (and how), as for every other ending.
-            runtime._announce_completed(request, cancelled)
+            outcomes.announce_completed(runtime, request, cancelled)
     if failure is not None:
         await writer.append_many(
             jr.completion_entries(Outcome(request.request_id, error=failure), background=False)
         )
         raise ToolFailed(failure)
     if final is None:
-        raise ToolInterrupted("Question form interrupted")
-    result = runtime._result_of(request, final)
-    await runtime._record_outcome(writer, request, Outcome(request.request_id, result=result))
+        raise ToolInterrupted(outcomes.FORM_INTERRUPTED_TEXT)
+    result = outcomes.result_of(request, final)
+    await outcomes.record_outcome(
+        runtime, writer, request, Outcome(request.request_id, result=result)
+    )
     if result.cancelled:
         runtime._aborts_tx.send_nowait(request.request_id)
     return texts.tool_result(result, params=request.params)

@@ -1,0 +1,301 @@
+"""``ask_user``: its three paths, and the forms they run.
+
+- **foreground** (``tui``, not background): the form runs in the tool call's task once it holds
+  the surface (FIFO with every other claimant); the call returns its answer;
+- **background** (``tui``, ``background: true`` or background-only mode): the request is
+  journaled and queued, the call returns a receipt; the queue shows the form later in its
+  nursery (``run_background_form``) and delivers the answer at a boundary, a wake or a wait;
+- **host form** (not ``tui``): an external UI, if one connects (``external.py``), answers a
+  foreground call; otherwise (and for background calls) the non-TUI fallback result.
+
+Every path journals the request before anything waits on it, and its outcome before it is
+announced or returned (``outcomes.py``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import trio
+
+from pi_agent_ask import events as ev
+from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors.core import BranchWriter, RuntimeCore, now_iso
+from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
+from pi_agent_ask.actors.external import negotiate_and_run
+from pi_agent_ask.actors.form import FormFailed, FormInput, close_inbox, run_form
+from pi_agent_ask.actors.notifications import Notify
+from pi_agent_ask.actors.outcomes import (
+    FORM_INTERRUPTED_TEXT,
+    record_interrupted,
+    record_outcome,
+    result_of,
+)
+from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
+from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form import text as texts
+from pi_agent_ask.form.result import AskResult, fallback_result, invalid_result
+from pi_agent_ask.form.validate import schema_error_text, validate_bounded_params
+from pi_agent_ask.persistence import journal as jr
+
+OnChange = Callable[[fs.FormState], Awaitable[None]]
+
+
+async def ask_user(
+    rt: RuntimeCore,
+    writer: BranchWriter,
+    arguments: Any,
+    tool_call_id: str | None,
+    parent_tool_call_id: str | None,
+) -> dict[str, Any]:
+    """One ``ask_user`` call, after ``call_tool`` checked its arguments at the boundary."""
+    validation = validate_bounded_params(
+        arguments,
+        present_single_as_multi=rt.config.present_single_as_multi,
+        background_only=rt.config.background_only,
+    )
+    if validation.schema_error:
+        raise ToolError(schema_error_text("ask_user", validation.issues))
+    if validation.params is None or validation.issues:
+        raw_title = arguments.get("title") if isinstance(arguments, Mapping) else None
+        return texts.tool_result(invalid_result(raw_title, validation.issues))
+    params = validation.params
+    background = params.background or rt.config.background_only
+    request = AskRequest(
+        request_id=str(uuid.uuid4()),
+        params=params,
+        background=background,
+        created_at=now_iso(),
+        tool_call_id=tool_call_id,
+        parent_tool_call_id=parent_tool_call_id,
+        source="background" if background and rt.mode == "tui" else "tool",
+    )
+    entries: list[tuple[str, Mapping[str, Any]]] = [
+        (jr.PAYLOAD, jr.payload_entry(params, tool_call_id, request.created_at)),
+        (jr.HISTORY_REQUEST, jr.history_request_entry(request)),
+    ]
+    # Recording a request is shielded: once its entries may be on the branch, the call
+    # goes on to record an outcome (or to enqueue it), whatever cancels the caller.
+    if rt.mode != "tui":
+        return await _host_form(rt, writer, request, entries)
+    if background:
+        return await _background(rt, writer, request, entries)
+    with trio.CancelScope(shield=True):
+        await writer.append_many(entries)
+    return await _foreground(rt, writer, request)
+
+
+async def _host_form(
+    rt: RuntimeCore,
+    writer: BranchWriter,
+    request: AskRequest,
+    entries: Sequence[tuple[str, Mapping[str, Any]]],
+) -> dict[str, Any]:
+    """Outside ``tui``: an external UI answers a foreground call, else the fallback result."""
+    with trio.CancelScope(shield=True):
+        await writer.append_many(entries)
+    if not request.background:
+        external = await negotiate_and_run(rt, writer, request)
+        if external is not None:
+            return external
+    outcome_result = fallback_result(request.params, request.request_id)
+    with trio.CancelScope(shield=True):
+        await writer.append_many(
+            jr.completion_entries(
+                Outcome(request.request_id, result=outcome_result), background=False
+            )
+        )
+    return texts.fallback_tool_result(request.params, request.request_id)
+
+
+async def _background(
+    rt: RuntimeCore,
+    writer: BranchWriter,
+    request: AskRequest,
+    entries: list[tuple[str, Mapping[str, Any]]],
+) -> dict[str, Any]:
+    """Journal and queue the request; the receipt says how many are pending."""
+    entries.append((jr.QUEUED, jr.queued_entry(request)))
+    form = fs.new_form(request.params, rt.config.form_settings, background=True)
+    with trio.CancelScope(shield=True):
+        await writer.append_many(entries)
+        pending: int = await rt._ask_queue(lambda reply: q.Enqueue(request, form, reply))
+    return texts.receipt_tool_result(
+        request.request_id,
+        [question.id for question in request.params.questions],
+        pending,
+        background_only=rt.config.background_only,
+    )
+
+
+async def _foreground(rt: RuntimeCore, writer: BranchWriter, request: AskRequest) -> dict[str, Any]:
+    result = await run_foreground(rt, writer, request, record_interruption=True)
+    if result.cancelled:
+        rt._aborts_tx.send_nowait(request.request_id)
+    return texts.tool_result(result, params=request.params)
+
+
+async def run_foreground(
+    rt: RuntimeCore,
+    writer: BranchWriter,
+    request: AskRequest,
+    *,
+    record_interruption: bool,
+    extra_entries: Sequence[tuple[str, Mapping[str, Any]]] = (),
+) -> AskResult:
+    """Run a foreground form in this task: wait for the surface (FIFO), answer, record.
+
+    An interrupted form (the call was cancelled, the session changed) raises
+    ``ToolInterrupted``; with ``record_interruption`` it is first journaled as cancelled with
+    its drafts. A broken surface records an error outcome and raises ``ToolFailed``.
+    """
+    claim_id = next(rt._ids)
+    scope = trio.CancelScope()
+    commands, inbox = trio.open_memory_channel[FormInput](64)  # 64: key handlers never await
+    grants, granted = trio.open_memory_channel[q.Grant](1)
+    latest = fs.new_form(request.params, rt.config.form_settings)
+    final: fs.FormState | None = None
+
+    async def on_change(state: fs.FormState) -> None:
+        nonlocal latest
+        latest = state
+
+    failure: str | None = None
+    try:
+        # Inside the try: the request is journaled already, so an abort from here on must
+        # still record its outcome (the finally below).
+        await rt._queue_tx.send(
+            q.AcquireSurface(claim_id, request.flow_id, commands, scope, grants)
+        )
+        await granted.receive()
+        with scope:
+            try:
+                final = await host_form(rt, request, latest, commands, inbox, on_change)
+            except FormFailed as error:
+                failure = str(error)
+    finally:
+        close_inbox(inbox)
+        await rt.tell_queue(q.ReleaseSurface(claim_id))
+        interrupted = final is None or final.outcome is None
+        if record_interruption and interrupted and failure is None:
+            with trio.CancelScope(shield=True):
+                await record_interrupted(writer, request, latest)
+    if failure is not None:
+        failed = Outcome(request.request_id, error=failure)
+        await record_outcome(rt, writer, request, failed, extra=extra_entries)
+        raise ToolFailed(f"Question form failed: {failure}")
+    if final is None or final.outcome is None:
+        raise ToolInterrupted(FORM_INTERRUPTED_TEXT)
+    result = result_of(request, final)
+    await record_outcome(
+        rt, writer, request, Outcome(request.request_id, result=result), extra=extra_entries
+    )
+    return result
+
+
+async def host_form(
+    rt: RuntimeCore,
+    request: AskRequest,
+    form: fs.FormState,
+    commands: trio.MemorySendChannel[FormInput],
+    inbox: trio.MemoryReceiveChannel[FormInput],
+    on_change: OnChange | None,
+) -> fs.FormState:
+    """Open a form: announce it, notify once, and run it until it has an outcome."""
+    await rt._opened.wait()
+    started: dict[str, Any] = {
+        "version": 1,
+        "flowId": request.flow_id,
+        "askRequestId": request.request_id,
+        "source": request.source,
+        "questions": [
+            question.to_json() | {"type": question.effective_type}
+            for question in request.params.questions
+        ],
+        "createdAt": request.created_at,
+    }
+    if request.tool_call_id is not None:
+        started["toolCallId"] = request.tool_call_id
+    if request.params.title is not None:
+        started["title"] = request.params.title
+    rt.events.emit(ev.STARTED, started)
+    first = request.params.questions[0]
+    await rt._notify_tx.send(
+        Notify(
+            request.flow_id,
+            first.label,
+            first.prompt,
+            rt.config.notifications_enabled,
+            rt.config.notification_channels,
+        )
+    )
+
+    async def changed(state: fs.FormState) -> None:
+        if on_change is not None:
+            await on_change(state)
+
+    return await run_form(
+        flow_id=request.flow_id,
+        state=form,
+        inbox=inbox,
+        commands=commands,
+        surface=rt._surface,
+        on_change=changed,
+        on_defer=rt.defer_queue if request.background else None,
+    )
+
+
+async def run_background_form(
+    rt: RuntimeCore,
+    request: AskRequest,
+    form: fs.FormState,
+    epoch: int,
+    scope: trio.CancelScope,
+    commands: trio.MemorySendChannel[FormInput],
+    inbox: trio.MemoryReceiveChannel[FormInput],
+) -> None:
+    """The body of a visible background form, run in the queue's nursery."""
+    latest = form
+    outcome: Outcome | None = None
+    writer = rt._writer
+
+    async def on_change(state: fs.FormState) -> None:
+        nonlocal latest
+        latest = state
+        await rt._queue_tx.send(q.DraftChanged(request.request_id, epoch, state))
+
+    try:
+        with scope:
+            try:
+                final = await host_form(rt, request, form, commands, inbox, on_change)
+            except FormFailed as error:
+                # The surface broke: an error outcome, never an invented answer.
+                failed = Outcome(request.request_id, request.parent_tool_call_id, error=str(error))
+                await record_outcome(rt, writer, request, failed)
+                outcome = failed
+                return
+            latest = final
+            if final.outcome is not None:
+                result = result_of(request, final)
+                candidate = Outcome(request.request_id, request.parent_tool_call_id, result=result)
+                try:
+                    await record_outcome(rt, writer, request, candidate)
+                except WriteRefused as error:
+                    # Behind the boundary checks this means a bug; the form ends with an
+                    # error the agent hears of, and the queue goes on.
+                    failed = Outcome(
+                        request.request_id,
+                        request.parent_tool_call_id,
+                        error=f"The answer could not be recorded: {error}",
+                    )
+                    await record_outcome(rt, writer, request, failed)
+                    candidate = failed
+                outcome = candidate
+    except (StaleBranch, PersistenceClosedError, WriteRefused):
+        outcome = None
+    finally:
+        close_inbox(inbox)
+        await rt.tell_queue(q.FormStopped(request.request_id, epoch, latest, outcome))

@@ -1,0 +1,181 @@
+"""The runtime's state and its conversation with the queue: what every part of the runtime uses.
+
+``RuntimeCore`` holds only channel ends, configuration read at open, and the revocable journal
+view of the current branch (``BranchWriter``): after a session change, writes from surfaces of
+the old branch are refused (``StaleBranch``) instead of landing on the new one. The parts of the
+runtime (``hooks``, ``dispatch``, ``ask``, ``wait``, ``remote``, ``recovery``, ``config``)
+are functions over it; ``runtime.Runtime`` is the facade that offers them as the methods of
+``API.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import attrs
+import trio
+
+from pi_agent_ask import events as ev
+from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors.form import FormInput, Surface
+from pi_agent_ask.actors.notifications import Notify
+from pi_agent_ask.actors.queue_state import CommandSink, ReplyTo
+from pi_agent_ask.actors.records import StaleBranch
+from pi_agent_ask.form import state as fs
+
+_R = TypeVar("_R")
+
+Mode = Literal["tui", "print", "json", "rpc"]
+MODES: tuple[Mode, ...] = ("tui", "print", "json", "rpc")
+
+TEARDOWN_TIMEOUT = 5.0
+"""Seconds a cancelled task may spend telling the queue or the journal that it ended."""
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def tool_error(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+@attrs.define(eq=False)
+class BranchWriter:
+    """The journal as one branch's surfaces see it: revoked when the session changes."""
+
+    journal: Any
+    revoked: bool = False
+
+    async def append(self, type_: str, data: Mapping[str, Any]) -> Any:
+        if self.revoked:
+            raise StaleBranch(type_)
+        return await self.journal.append(type_, data)
+
+    async def append_many(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
+        if self.revoked:
+            raise StaleBranch(entries[0][0] if entries else "")
+        return await self.journal.append_many(entries)
+
+    async def branch(self) -> Any:
+        return await self.journal.branch()
+
+    async def read(self, read: Any) -> Any:
+        return await self.journal.read(read)
+
+
+@attrs.frozen
+class RuntimeConfig:
+    """What the runtime reads from the settings at open (and on explicit changes)."""
+
+    form_settings: fs.FormSettings = attrs.field(factory=fs.FormSettings)
+    present_single_as_multi: bool = False
+    background_only: bool = False
+    history_tools: bool = False
+    notifications_enabled: bool = True
+    notification_channels: tuple[Any, ...] = ()
+
+
+@attrs.define(eq=False)
+class RuntimeCore:
+    """The state of a running runtime, and the ways its parts talk to the queue."""
+
+    mode: Mode
+    events: ev.EventBus
+    config: RuntimeConfig
+    cwd: Path
+    settings: Any
+    """The loaded settings (``persistence.settings.LoadedSettings``) the runtime follows."""
+    wakeups: trio.MemoryReceiveChannel[dict[str, Any]]
+    _nursery: trio.Nursery
+    _queue_tx: trio.MemorySendChannel[q.QueueMessage]
+    _writer: BranchWriter
+    _journal: Any
+    _surface: Surface
+    _notify_tx: trio.MemorySendChannel[Notify]
+    _opened: trio.Event
+    _aborts_tx: trio.MemorySendChannel[str]
+    aborts: trio.MemoryReceiveChannel[str]
+    _activity_tx: trio.MemorySendChannel[bool]
+    """Agent busy/idle, forwarded to the queue by one task, so they arrive in call order."""
+    _notices_tx: trio.MemorySendChannel[str]
+    notices: trio.MemoryReceiveChannel[str]
+    """Messages for the person: settings problems, damaged session files, recovery."""
+    _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+    history_index: Any = None
+    """The history records of the last branch state listed (``persistence.history``)."""
+    _epoch: int = 0
+    _model_requested: bool = False
+    _disposed: bool = False
+    """Set when ``open_runtime`` leaves: a surface may outlive the runtime (the overlay's save
+    finishing late), and nothing may start in the runtime's closed nursery then."""
+
+    def notice(self, text: str) -> None:
+        """A message for the person (the host shows ``notices``); never blocks."""
+        self._notices_tx.send_nowait(text)
+
+    async def statistics(self) -> q.QueueStats:
+        """A snapshot of the queue: pending, completed, delivered, visible flow, Herdr owners."""
+        return await self._ask_queue(lambda reply: q.Inspect(reply))
+
+    async def defer_queue(self) -> None:
+        """Hide the panel and defer every question; queue and drafts are kept."""
+        await self._ask_queue_done(lambda reply: q.Defer("hidden", reply))
+
+    async def quiesce(self) -> None:
+        """Close the visible background form and save every draft (bounded, shielded)."""
+        with (
+            trio.CancelScope(shield=True),
+            trio.move_on_after(TEARDOWN_TIMEOUT),
+            suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel),
+        ):
+            await self._ask_queue_done(lambda reply: q.Quiesce(reply))
+
+    async def tell_queue(self, message: q.QueueMessage) -> None:
+        """Send a message that must reach the queue even from a cancelled task (teardown).
+
+        Shielded and bounded; once the runtime is being disposed the queue is gone and the
+        message has nothing left to do, so a closed channel is not an error.
+        """
+        with (
+            trio.CancelScope(shield=True),
+            trio.move_on_after(TEARDOWN_TIMEOUT),
+            suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+        ):
+            await self._queue_tx.send(message)
+
+    async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
+        send, receive = trio.open_memory_channel[_R](1)
+        await self._queue_tx.send(make(send))
+        async with receive:
+            return await receive.receive()
+
+    async def _ask_queue_done(self, make: Callable[[ReplyTo[None]], q.QueueMessage]) -> None:
+        """Ask the queue for something it only acknowledges (``None``)."""
+        send, receive = trio.open_memory_channel[None](1)
+        await self._queue_tx.send(make(send))
+        async with receive:
+            await receive.receive()
+
+    async def _find_flow(self, flow_id: str) -> trio.MemorySendChannel[FormInput] | None:
+        """A clone of the command channel of the visible flow ``flow_id`` (``None``: not active)."""
+        sink: CommandSink | None = await self._ask_queue(lambda reply: q.FindFlow(flow_id, reply))
+        # The queue holds the sinks this runtime enqueued: form command channels.
+        assert sink is None or isinstance(sink, trio.MemorySendChannel)
+        return sink
+
+    async def _tell_visible(self, message: FormInput) -> None:
+        """Send ``message`` to the visible form, if there is one (it may end meanwhile)."""
+        stats = await self.statistics()
+        visible = stats.visible
+        if visible is None:
+            return
+        target = await self._find_flow(visible)
+        if target is not None:
+            with target, suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await target.send(message)

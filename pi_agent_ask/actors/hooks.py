@@ -1,0 +1,68 @@
+"""The host hooks: what an agent loop and its UI tell the runtime (``API.md``, host hooks).
+
+Plain hooks (``agent_started``, ``agent_settled``) never block: they go through an unbounded
+channel that one task forwards to the queue, so they arrive in call order. The others are
+conversations with the queue (``core.RuntimeCore``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors.core import RuntimeCore
+from pi_agent_ask.actors.form import FailedSurface, SurfaceFailed, UserCommand
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form import untrusted
+from pi_agent_ask.persistence import journal as jr
+
+
+def agent_started(rt: RuntimeCore) -> None:
+    rt._model_requested = True
+    rt._activity_tx.send_nowait(False)
+
+
+def agent_settled(rt: RuntimeCore) -> None:
+    rt._activity_tx.send_nowait(True)
+
+
+async def turn_boundary(rt: RuntimeCore) -> list[dict[str, Any]]:
+    """The background-answer messages to add to the context now; the reply is taken even if
+    the caller is cancelled once the request is with the queue (``Runtime.turn_boundary``)."""
+    send, receive = trio.open_memory_channel[list[dict[str, Any]]](1)
+    await rt._queue_tx.send(q.TurnBoundary(send))
+    with receive, trio.CancelScope(shield=True):
+        return await receive.receive()
+    # A cancel scope's exit swallows only its own cancellation, and nothing cancels this one.
+    raise AssertionError("unreachable")
+
+
+async def user_message(rt: RuntimeCore, text: str) -> None:
+    await rt._writer.append(jr.USER_MESSAGE, {"text": untrusted.scrub_text(text)})
+    await rt._ask_queue_done(lambda reply: q.Defer("user_message", reply))
+
+
+async def show_queue(rt: RuntimeCore) -> None:
+    await rt._ask_queue_done(lambda reply: q.Show(reply))
+
+
+async def send_command(rt: RuntimeCore, flow_id: str, command: fs.Command) -> bool:
+    target = await rt._find_flow(flow_id)
+    if target is None:
+        return False
+    with target:
+        try:
+            await target.send(UserCommand(command))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The form ended between the lookup and the send: its owner closed its inbox.
+            return False
+    return True
+
+
+async def surface_failed(rt: RuntimeCore, message: str) -> None:
+    """The surface breaks: the visible form and every later one end with an error."""
+    rt._surface = FailedSurface(message)
+    rt.notice(f"The question form could not be shown: {message}")
+    await rt._tell_visible(SurfaceFailed(message))
