@@ -172,3 +172,18 @@ def test_the_checks_see_upward_imports_and_cycles() -> None:
     assert any(
         t == "pi_agent_ask.actors.queue_state" for t, _ in GRAPH["pi_agent_ask.actors.queue"]
     )
+
+
+def test_the_runtime_facade_is_imported_from_above_only() -> None:
+    # The runtime's parts build on ``actors/core.py``; below the host only the UI's assembly
+    # imports the facade ``actors/runtime.py`` (a part importing it would close a cycle).
+    facade = "pi_agent_ask.actors.runtime"
+    importers = sorted(
+        name
+        for name, targets in GRAPH.items()
+        if any(target == facade for target, _ in targets)
+        and _layer(name) < LAYERS["host"]
+        and name != "pi_agent_ask.ui.runtime"
+    )
+    assert importers == []
+    assert any(t == "pi_agent_ask.actors.core" for t, _ in GRAPH["pi_agent_ask.actors.ask"])

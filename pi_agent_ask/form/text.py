@@ -534,7 +534,7 @@ def _split(text: str) -> list[str]:
     return _clean(text).split("\n")
 
 
-def line_text(line: Line) -> str:
+def line_text(line: Iterable[tuple[str, str]]) -> str:
     """The plain text of a styled line."""
     return "".join(text for _, text in line)
 

@@ -10,7 +10,7 @@ item, rendered with the contract's transcript rows (``form/text.py``).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
@@ -36,7 +36,7 @@ class LocalHost:
     mark: Callable[[str], None] | None = None
     """Names the block of transcript lines that ends now (a call's rows), when the transcript
     can add late lines to earlier blocks."""
-    place: Callable[[str, list[Line]], bool] | None = None
+    place: Callable[[str, Sequence[Line]], bool] | None = None
     """Adds late lines to a named block; False when the block is gone. With ``mark`` and
     ``place``, answers taken by ``wait_for_answers`` show their card at the call that asked,
     and the wait row shows only the confirmation (000: no second card in Wait)."""
