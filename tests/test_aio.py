@@ -442,6 +442,38 @@ def test_a_form_answered_by_key_presses_under_asyncio(tmp_path: Path, loop: str)
     assert answers["a"]["values"] == ["a2"] and answers["b"]["values"] == ["b1"]
 
 
+class BrokenTerminal(AsyncTerminal):
+    """A terminal whose writes fail once the form is drawn."""
+
+    def flush(self) -> None:
+        raise OSError("the terminal went away")
+
+
+def test_a_broken_terminal_under_asyncio_ends_forms_with_an_error(tmp_path: Path) -> None:
+    # The application runs on the host loop, but the Trio runtime supervises it as its own
+    # terminal (``open_runtime(terminal=...)``): its failure is an error outcome and a notice.
+    async def main() -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+        term = BrokenTerminal(100, 30)
+        with create_pipe_input() as keys:
+            async with aio.open_runtime(
+                settings=settings_file(tmp_path), input=keys, output=term.output, cwd=tmp_path
+            ) as rt:
+                rt.agent_started()
+                foreground = await rt.call_tool("ask_user", payload("a"), "c1")
+                await rt.call_tool("ask_user", payload("b", background=True), "c2")
+                await settle(rt)
+                messages = await rt.turn_boundary()
+                notices = [rt.notices.receive_nowait()]
+            nothing_left_running()
+        return foreground, messages, notices
+
+    foreground, [message], notices = run(main)
+    assert foreground["isError"] is True
+    assert foreground["content"][0]["text"] == "Question form failed: the terminal went away"
+    assert "error" in message["details"] and "result" not in message["details"]
+    assert notices == ["The question form could not be shown: the terminal went away"]
+
+
 # -- the idle-wake loop ----------------------------------------------------------------------------
 
 
