@@ -243,7 +243,10 @@ async def open_runtime(
     ``agent_idle=False`` opens with the agent busy: a host that never reads ``wakeups`` (an
     MCP server) passes it, so an answer recovered at open is not handed to an idle wake.
     ``terminal`` makes the terminal surface of a ``tui`` runtime without ``surface`` (the UI
-    layer passes it: ``pi_agent_ask.open_runtime``); without it such a runtime is headless.
+    layer passes it: ``pi_agent_ask.open_runtime``; ``pi_agent_ask.aio`` passes one whose
+    application runs on the host loop); without it such a runtime is headless. The runtime
+    attaches it (settings saves, working directory), sends notification bytes to ``output``
+    and supervises it: a failure ends the forms with an error.
     """
     import os
 
@@ -264,7 +267,7 @@ async def open_runtime(
     elif surface is None:
         surface = NullSurface()
     if write_terminal is None and screen is not None and output is not None:
-        write_terminal = terminal_writer(output)
+        write_terminal = _terminal_writer(output)
     if write_terminal is None:
         write_terminal = _discard
 
@@ -381,7 +384,7 @@ async def _forward_activity(
             await queue.send(q.AgentActivity(idle=idle))
 
 
-def terminal_writer(output: Any) -> Callable[[str], None]:
+def _terminal_writer(output: Any) -> Callable[[str], None]:
     """Notification bytes (bell, OSC) go to the form's terminal output (a prompt_toolkit
     ``Output``)."""
 
