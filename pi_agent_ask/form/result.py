@@ -27,8 +27,9 @@ Rules of ``build_result`` (000 wins over the older catalog where they differ):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import attrgetter
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -40,6 +41,7 @@ from pi_agent_ask.form.types import (
     Draft,
     Image,
     Issue,
+    Option,
     Question,
     QuestionType,
     frozen_mapping,
@@ -155,11 +157,16 @@ class AnswerResult:
 
     def to_details(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {
-            "values": list(self.values),
-            "labels": list(self.labels),
-            "indices": list(self.indices),
+            "values": [*self.values],
+            "labels": [*self.labels],
+            "indices": [*self.indices],
         }
-        self._add_texts(out)
+        if self.custom_text is not None:
+            out["customText"] = self.custom_text
+        if self.note is not None:
+            out["note"] = self.note
+        if self.option_notes:
+            out["optionNotes"] = dict(self.option_notes)
         if self.custom_images:
             out["customImages"] = [image.to_json() for image in self.custom_images]
         if self.note_images:
@@ -172,20 +179,20 @@ class AnswerResult:
         return out
 
     def to_structured(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {"values": list(self.values), "labels": list(self.labels)}
-        self._add_texts(out)
-        images = self.images()
-        if images:
-            out["images"] = [{"mimeType": image.mime_type, "data": image.data} for image in images]
-        return out
-
-    def _add_texts(self, out: dict[str, JSON]) -> None:
+        out: dict[str, JSON] = {"values": [*self.values], "labels": [*self.labels]}
         if self.custom_text is not None:
             out["customText"] = self.custom_text
         if self.note is not None:
             out["note"] = self.note
         if self.option_notes:
             out["optionNotes"] = dict(self.option_notes)
+        if self.custom_images or self.note_images or self.option_note_images:
+            images = self.images()
+            if images:
+                out["images"] = [
+                    {"mimeType": image.mime_type, "data": image.data} for image in images
+                ]
+        return out
 
     @classmethod
     def from_details(cls, data: Mapping[str, Any]) -> AnswerResult:
@@ -257,6 +264,22 @@ class QuestionMeta:
         )
 
 
+T = TypeVar("T")
+
+
+class _Memo:
+    """Values derived from one result (its texts, built by ``form/text.py``), kept with it once
+    built. The result is immutable, so they cannot go stale through it; they also depend on the
+    params they were built with (option labels), so the memo remembers those, by identity, and
+    starts over when it is asked with other params."""
+
+    __slots__ = ("params", "values")
+
+    def __init__(self) -> None:
+        self.params: object = None
+        self.values: dict[str, object] = {}
+
+
 @attrs.frozen
 class AskResult:
     """The outcome of one ``ask_user`` flow (submitted, cancelled, or invalid input).
@@ -272,10 +295,25 @@ class AskResult:
     skipped_question_ids: tuple[str, ...] = attrs.field(converter=_tuple, default=())
     issues: tuple[Issue, ...] | None = attrs.field(default=None, converter=_issues)
     request_id: str | None = None
+    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, repr=False)
+    """Derived values (see ``_derived``); not part of the result's value."""
 
     @property
     def is_error(self) -> bool:
         return self.issues is not None
+
+    def _derived(self, key: str, params: object, build: Callable[[], T]) -> T:
+        """The value ``build()`` made for ``key`` with these ``params``, built on first use.
+        For ``form/text.py``: ``build`` must depend only on this result and ``params``."""
+        memo = self._memo
+        if memo.params is not params:
+            memo.params = params
+            memo.values = {}
+        values = memo.values
+        if key in values:
+            return cast("T", values[key])
+        value = values[key] = build()
+        return value
 
     def question(self, question_id: str) -> QuestionMeta | None:
         for meta in self.questions:
@@ -402,11 +440,15 @@ class BackgroundOutcome:
 
 def _drafts_in_order(
     params: AskParams, drafts: Sequence[Draft] | Mapping[str, Draft]
-) -> list[Draft]:
+) -> Sequence[Draft]:
+    questions = params.questions
     if isinstance(drafts, Mapping):
-        return [drafts.get(q.id, EMPTY_DRAFT) for q in params.questions]
-    listed = list(drafts)
-    return [listed[i] if i < len(listed) else EMPTY_DRAFT for i in range(len(params.questions))]
+        return [drafts.get(q.id, EMPTY_DRAFT) for q in questions]
+    listed = drafts if isinstance(drafts, list | tuple) else list(drafts)
+    missing = len(questions) - len(listed)
+    if missing > 0:
+        return [*listed, *(EMPTY_DRAFT,) * missing]
+    return listed
 
 
 def _presented_in_order(
@@ -419,13 +461,41 @@ def _presented_in_order(
     ]
 
 
-def _answer_of(question: Question, draft: Draft) -> AnswerResult:
-    """The submitted answer of one non-skipped draft (possibly empty)."""
-    count = len(question.options)
-    # Option order, not selection order (000); out-of-range indices are stale and ignored.
-    selected = sorted({i for i in draft.selected if 0 <= i < count})
-    values = [question.options[i].value for i in selected]
-    labels = [question.options[i].label for i in selected]
+# The builders below construct results from values already in their final types (tuples,
+# frozen mappings), without the converters of the public constructors: a result is built for
+# every finished form, so this is the hot path. ``tests/test_result_build.py`` holds them equal,
+# field by field and type by type, to results built through the constructors.
+_new = object.__new__
+
+
+def _setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot setters of ``cls``'s fields ``names`` (they bypass the frozen ``__setattr__``)."""
+    return tuple(getattr(cls, name).__set__ for name in names)
+
+
+_NO_NOTES: Mapping[str, Any] = frozen_mapping()
+_VALUE = attrgetter("value")
+_LABEL = attrgetter("label")
+_PLUS_ONE = (1).__add__
+
+
+def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResult | None:
+    """The submitted answer of one non-skipped draft, or ``None`` when it is empty (images
+    are dropped when ``cancelled``)."""
+    options = question.options
+    chosen = draft.selected
+    if chosen:
+        # Option order, not selection order (000); out-of-range indices are stale and ignored.
+        selected = sorted(set(chosen))
+        count = len(options)
+        if selected[0] < 0 or selected[-1] >= count:
+            selected = [i for i in selected if 0 <= i < count]
+        picked = [options[i] for i in selected]
+        values = list(map(_VALUE, picked))
+        labels = list(map(_LABEL, picked))
+        indices = tuple(map(_PLUS_ONE, selected))
+    else:
+        values, labels, indices = [], [], ()
     custom_text: str | None = None
     custom_images: tuple[Image, ...] = ()
     if draft.custom_selected:
@@ -434,34 +504,122 @@ def _answer_of(question: Question, draft: Draft) -> AnswerResult:
             custom_text = text
             values.append(text)
             labels.append(text)
-        custom_images = draft.custom_images
-    option_notes: dict[str, str] = {}
-    option_note_images: dict[str, tuple[Image, ...]] = {}
+        if not cancelled:
+            custom_images = draft.custom_images
+    option_notes: Mapping[str, str] = _NO_NOTES
+    option_note_images: Mapping[str, tuple[Image, ...]] = _NO_NOTES
     given_notes = draft.option_notes
-    given_images = draft.option_note_images
-    # Most drafts have no option notes: then the walk over the options is skipped.
-    for option in question.options if given_notes or given_images else ():
+    given_images = draft.option_note_images if not cancelled else _NO_NOTES
+    if given_notes or given_images:
+        option_notes, option_note_images = _option_notes_of(options, given_notes, given_images)
+    note = draft.note.strip() or None
+    note_images = draft.note_images if not cancelled else ()
+    if not (
+        values
+        or indices
+        or custom_text is not None
+        or note is not None
+        or option_notes
+        or custom_images
+        or note_images
+        or option_note_images
+    ):
+        return None
+    answer: AnswerResult = _new(AnswerResult)
+    (
+        set_values,
+        set_labels,
+        set_indices,
+        set_custom_text,
+        set_note,
+        set_option_notes,
+        set_custom_images,
+        set_note_images,
+        set_option_note_images,
+    ) = _ANSWER_SETTERS
+    set_values(answer, tuple(values))
+    set_labels(answer, tuple(labels))
+    set_indices(answer, indices)
+    set_custom_text(answer, custom_text)
+    set_note(answer, note)
+    set_option_notes(answer, option_notes)
+    set_custom_images(answer, custom_images)
+    set_note_images(answer, note_images)
+    set_option_note_images(answer, option_note_images)
+    return answer
+
+
+def _option_notes_of(
+    options: Sequence[Option],
+    given_notes: Mapping[str, str],
+    given_images: Mapping[str, Iterable[Image]],
+) -> tuple[Mapping[str, str], Mapping[str, tuple[Image, ...]]]:
+    """The non-blank option notes and non-empty option note images of the real options, in
+    option order (keys that name no option are stale and dropped)."""
+    notes: dict[str, str] = {}
+    images: dict[str, tuple[Image, ...]] = {}
+    # The walk over the options stops once every given key was met: most drafts note one or
+    # two options, often the first ones.
+    keys = given_notes.keys() | given_images.keys() if given_images else given_notes.keys()
+    remaining = len(keys)
+    met: set[str] = set()
+    for option in options:
         value = option.value
+        if value not in keys or value in met:
+            continue
+        met.add(value)
         if value in given_notes:
-            note = given_notes[value].strip()
-            if note:
-                option_notes[value] = note
+            text = given_notes[value].strip()
+            if text:
+                notes[value] = text
         if value in given_images:
-            images = tuple(given_images[value])
-            if images:
-                option_note_images[value] = images
-    note = draft.note.strip()
-    return AnswerResult(
-        values=values,
-        labels=labels,
-        indices=[i + 1 for i in selected],
-        custom_text=custom_text,
-        note=note or None,
-        option_notes=option_notes,
-        custom_images=custom_images,
-        note_images=draft.note_images,
-        option_note_images=option_note_images,
+            shown = tuple(given_images[value])
+            if shown:
+                images[value] = shown
+        remaining -= 1
+        if not remaining:
+            break
+    return (
+        frozen_mapping(notes) if notes else _NO_NOTES,
+        frozen_mapping(images) if images else _NO_NOTES,
     )
+
+
+def _meta_of(question: Question, shown: QuestionType) -> QuestionMeta:
+    meta: QuestionMeta = _new(QuestionMeta)
+    set_id, set_label, set_prompt, set_type, set_presented = _META_SETTERS
+    set_id(meta, question.id)
+    set_label(meta, question.label)
+    set_prompt(meta, question.prompt)
+    set_type(meta, question.type)
+    set_presented(meta, None if shown == question.type else shown)
+    return meta
+
+
+_ANSWER_SETTERS = _setters(
+    AnswerResult,
+    "values",
+    "labels",
+    "indices",
+    "custom_text",
+    "note",
+    "option_notes",
+    "custom_images",
+    "note_images",
+    "option_note_images",
+)
+_META_SETTERS = _setters(QuestionMeta, "id", "label", "prompt", "type", "presented_type")
+_RESULT_SETTERS = _setters(
+    AskResult,
+    "cancelled",
+    "questions",
+    "answers",
+    "title",
+    "skipped_question_ids",
+    "issues",
+    "request_id",
+    "_memo",
+)
 
 
 def build_result(
@@ -479,30 +637,46 @@ def build_result(
     presented, aligned with the questions; missing entries fall back to
     ``Question.effective_type``. Never raises for any drafts.
     """
+    questions = params.questions
     ordered = _drafts_in_order(params, drafts)
-    presented = _presented_in_order(params, presented_types)
-    answers: dict[str, AnswerResult] = {}
+    given = (
+        presented_types if isinstance(presented_types, list | tuple) else [*(presented_types or ())]
+    )
+    answers: list[tuple[str, AnswerResult]] = []
     skipped: list[str] = []
-    for question, draft in zip(params.questions, ordered, strict=True):
+    metas: list[QuestionMeta] = []
+    for i, question in enumerate(questions):
+        shown = given[i] if i < len(given) else None
+        if shown not in QUESTION_TYPES:
+            shown = question.presented_type or question.type
+        metas.append(_meta_of(question, shown))
+        draft = ordered[i]
         if draft.skipped:
             skipped.append(question.id)
             continue
-        answer = _answer_of(question, draft)
-        if cancelled:
-            answer = answer.strip_images()
-        if not answer.is_empty:
-            answers[question.id] = answer
-    return AskResult(
-        title=params.title,
-        cancelled=cancelled,
-        questions=[
-            QuestionMeta.of(question, shown)
-            for question, shown in zip(params.questions, presented, strict=True)
-        ],
-        answers=answers,
-        skipped_question_ids=skipped,
-        request_id=request_id,
-    )
+        answer = _answer_of(question, draft, cancelled)
+        if answer is not None:
+            answers.append((question.id, answer))
+    result: AskResult = _new(AskResult)
+    (
+        set_cancelled,
+        set_questions,
+        set_answers,
+        set_title,
+        set_skipped,
+        set_issues,
+        set_request_id,
+        set_memo,
+    ) = _RESULT_SETTERS
+    set_cancelled(result, cancelled)
+    set_questions(result, tuple(metas))
+    set_answers(result, frozen_mapping(dict(answers)))
+    set_title(result, params.title)
+    set_skipped(result, tuple(skipped))
+    set_issues(result, None)
+    set_request_id(result, request_id)
+    set_memo(result, _Memo())
+    return result
 
 
 def invalid_result(raw_title: object, issues: Iterable[Issue]) -> AskResult:

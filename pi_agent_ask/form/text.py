@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from pi_agent_ask.form.result import (
@@ -32,7 +32,7 @@ from pi_agent_ask.form.result import (
     fallback_result,
 )
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.types import JSON, AskParams, Image, Issue
+from pi_agent_ask.form.types import JSON, AskParams, Image, Issue, Question
 
 __all__ = [
     "BACKGROUND_ANSWER_TYPE",
@@ -133,23 +133,28 @@ def _option_label(
 class _OptionIndex:
     """Option labels by question id and option value, when the form's params are known.
 
-    Built once per rendering call, so a form of n questions renders in O(n), not O(n²); and
-    only when an answer has option notes (the only use), so a form without any costs nothing.
+    Built once per rendering call, so a form of n questions renders in O(n), not O(n²); each
+    question's labels only when they are first asked for (the only use is notes on options),
+    so a form without option notes costs nothing.
     """
 
-    __slots__ = ("_labels", "_params")
+    __slots__ = ("_labels", "_params", "_questions")
 
     def __init__(self, params: AskParams) -> None:
         self._params = params
-        self._labels: dict[str, dict[str, str]] | None = None
+        self._questions: dict[str, Question] | None = None
+        self._labels: dict[str, dict[str, str] | None] = {}
 
     def of(self, question_id: str) -> Mapping[str, str] | None:
-        if self._labels is None:
-            self._labels = {
-                q.id: {option.value: option.label for option in q.options}
-                for q in self._params.questions
-            }
-        return self._labels.get(question_id)
+        labels = self._labels
+        if question_id in labels:
+            return labels[question_id]
+        if self._questions is None:
+            self._questions = {q.id: q for q in self._params.questions}
+        question = self._questions.get(question_id)
+        found = None if question is None else {o.value: o.label for o in question.options}
+        labels[question_id] = found
+        return found
 
 
 OptionIndex = _OptionIndex | None
@@ -166,7 +171,17 @@ def _options_of(index: OptionIndex, question_id: str) -> Mapping[str, str] | Non
 
 def _noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
     """Option values with a note or note images, in option order when it is known."""
-    noted = list(dict.fromkeys([*answer.option_notes, *answer.option_note_images]))
+    return _in_option_order(_noted_keys(answer), options)
+
+
+def _noted_keys(answer: AnswerResult) -> list[str]:
+    """Option values with a note or note images, notes first."""
+    if not answer.option_note_images:
+        return list(answer.option_notes)
+    return list(dict.fromkeys([*answer.option_notes, *answer.option_note_images]))
+
+
+def _in_option_order(noted: list[str], options: Mapping[str, str] | None) -> list[str]:
     if options is None or len(noted) <= 1:
         return noted
     order = {value: i for i, value in enumerate(options)}
@@ -212,37 +227,104 @@ def summary_lines(
     """
     if result.cancelled:
         return [CANCELLED_TEXT]
-    index = _option_index(params)
-    lines: list[str] = []
-    skipped = set(result.skipped_question_ids)
-    for meta in result.questions:
-        name = f"{meta.label} [{meta.id}]" if with_ids else meta.label
-        if meta.id in skipped:
-            lines.append(f"{name}: (skipped)")
-            continue
-        answer = result.answers.get(meta.id)
-        if answer is None or not answer.has_answer:
-            lines.append(f"{name}: (no answer)")
-        else:
-            lines.append(f"{name}: {_answer_text(answer)}")
-        if answer is None:
-            continue
-        if answer.note is not None or answer.note_images:
-            lines.append(f"{name} note: {_with_marker(answer.note or '', len(answer.note_images))}")
-        if not (answer.option_notes or answer.option_note_images):
-            continue
-        options = _options_of(index, meta.id)
-        for value in _noted_values(answer, options):
-            label, selected = _option_label(answer, value, options)
-            which = label if selected else f"{label} (not selected)"
-            note = _with_marker(
-                answer.option_notes.get(value, ""), len(answer.option_note_images.get(value, ()))
-            )
-            lines.append(f"{name} / {which} note: {note}")
-    presented = presentation_note(result)
+    facts, presented = _summary(result, params)
+    lines = [
+        _name(meta, with_ids) + fact for meta, question_facts in facts for fact in question_facts
+    ]
     if presented:
         lines.append(presented)
     return lines or [SUBMITTED_TEXT]
+
+
+_Facts = tuple[tuple[tuple[QuestionMeta, tuple[str, ...]], ...], str | None]
+"""The summary of a result without its question names: per question, the text after the name
+on each of its lines (``": (skipped)"``, ``" note: ..."``); then the presentation note."""
+
+
+def _name(meta: QuestionMeta, with_ids: bool) -> str:
+    return f"{meta.label} [{meta.id}]" if with_ids else meta.label
+
+
+def _summary(result: AskResult, params: AskParams | None) -> _Facts:
+    """The summary facts of a submitted result, built once per result and params: the
+    foreground text, the background answer and the waits all read them."""
+    return result._derived("summary", params, lambda: _summary_facts(result, params))
+
+
+def _summary_facts(result: AskResult, params: AskParams | None) -> _Facts:
+    index: OptionIndex = None
+    facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
+    skipped: Container[str] = result.skipped_question_ids
+    if len(result.skipped_question_ids) > 8:
+        skipped = frozenset(result.skipped_question_ids)
+    answers = result.answers
+    for meta in result.questions:
+        qid = meta.id
+        if qid in skipped:
+            facts.append((meta, (": (skipped)",)))
+            continue
+        answer = answers.get(qid)
+        if answer is None:
+            facts.append((meta, (": (no answer)",)))
+            continue
+        custom_images = answer.custom_images
+        if custom_images:
+            head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
+        elif answer.values or answer.custom_text is not None:
+            head = ": " + ", ".join(answer.labels)
+        else:
+            head = ": (no answer)"
+        note = answer.note
+        note_images = answer.note_images
+        option_notes = answer.option_notes
+        option_note_images = answer.option_note_images
+        if note is None and not (note_images or option_notes or option_note_images):
+            facts.append((meta, (head,)))
+            continue
+        lines = [head]
+        if note_images:
+            lines.append(" note: " + _with_marker(note or "", len(note_images)))
+        elif note is not None:
+            lines.append(" note: " + note)
+        if option_notes or option_note_images:
+            if index is None:
+                index = _option_index(params)
+            _add_option_note_lines(lines, answer, index, qid)
+        facts.append((meta, tuple(lines)))
+    return tuple(facts), presentation_note(result)
+
+
+def _add_option_note_lines(
+    lines: list[str], answer: AnswerResult, index: OptionIndex, qid: str
+) -> None:
+    """``" / <label> note: <note>"`` for each noted option, in option order when known."""
+    notes = answer.option_notes
+    images = answer.option_note_images
+    noted = list(dict.fromkeys([*notes, *images])) if images else list(notes)
+    count = len(answer.indices)
+    values = answer.values[:count]
+    labels = answer.labels[:count]
+    if len(values) != len(labels):
+        list(zip(values, labels, strict=True))  # the ValueError it always raised
+    # Option labels are needed to order several notes, and to name an unselected option.
+    looked_up = len(noted) > 1
+    options = _options_of(index, qid) if looked_up else None
+    if looked_up:
+        noted = _in_option_order(noted, options)
+    for value in noted:
+        if value in values:
+            # The last match, as a dict of the pairs would keep it.
+            which = labels[len(values) - 1 - values[::-1].index(value)]
+        else:
+            if not looked_up:
+                options = _options_of(index, qid)
+                looked_up = True
+            label = options[value] if options is not None and value in options else value
+            which = f"{label} (not selected)"
+        text = notes.get(value, "")
+        if images:
+            text = _with_marker(text, len(images.get(value, ())))
+        lines.append(f" / {which} note: {text}")
 
 
 def invalid_text(issues: Iterable[Issue]) -> str:
@@ -254,10 +336,31 @@ def result_text(result: AskResult, *, params: AskParams | None = None) -> str:
     """The text block of a normal (foreground) tool result."""
     if result.issues is not None:
         return invalid_text(result.issues)
-    body = "\n".join(summary_lines(result, params=params))
+    return result._derived("text", params, lambda: _result_text(result, params))
+
+
+def _result_text(result: AskResult, params: AskParams | None) -> str:
+    body = _summary_text(result, params, with_ids=False)
     if result.request_id is None:
         return body
     return f"ask_user [{result.request_id}]\n{body}"
+
+
+def _summary_text(result: AskResult, params: AskParams | None, *, with_ids: bool) -> str:
+    """``"\n".join(summary_lines(...))``, joined a question at a time."""
+    if result.cancelled:
+        return CANCELLED_TEXT
+    facts, presented = _summary(result, params)
+    parts = []
+    for meta, lines in facts:
+        name = f"{meta.label} [{meta.id}]" if with_ids else meta.label
+        if len(lines) == 1:
+            parts.append(name + lines[0])
+        else:
+            parts.append(name + ("\n" + name).join(lines))
+    if presented:
+        parts.append(presented)
+    return "\n".join(parts) if parts else SUBMITTED_TEXT
 
 
 def image_blocks(result: AskResult, *, params: AskParams | None = None) -> list[TextBlock]:
@@ -269,32 +372,53 @@ def image_blocks(result: AskResult, *, params: AskParams | None = None) -> list[
 def _image_blocks(result: AskResult, params: AskParams | None, seen: set[str]) -> list[TextBlock]:
     if result.cancelled or result.issues is not None:
         return []
-    index = _option_index(params)
     blocks: list[TextBlock] = []
+    for image_id, caption, mime_type, data in result._derived(
+        "images", params, lambda: _images_of(result, params)
+    ):
+        if image_id in seen:
+            continue
+        seen.add(image_id)
+        blocks.append({"type": "text", "text": caption})
+        blocks.append({"type": "image", "mimeType": mime_type, "data": data})
+    return blocks
+
+
+_Captioned = tuple[str, str, str, str]
+
+
+def _images_of(result: AskResult, params: AskParams | None) -> tuple[_Captioned, ...]:
+    """``(id, caption, mime type, data)`` of each image of a submitted result, once by id."""
+    index: OptionIndex = None
+    seen: set[str] = set()
+    out: list[_Captioned] = []
 
     def add(meta: QuestionMeta, what: str, images: Iterable[Image]) -> None:
         for image in images:
             if image.id in seen:
                 continue
             seen.add(image.id)
-            blocks.append(
-                {"type": "text", "text": f"Image for [{meta.id}] {meta.prompt} — {what}:"}
-            )
-            blocks.append({"type": "image", "mimeType": image.mime_type, "data": image.data})
+            caption = f"Image for [{meta.id}] {meta.prompt} — {what}:"
+            out.append((image.id, caption, image.mime_type, image.data))
 
+    answers = result.answers
     for meta in result.questions:
-        answer = result.answers.get(meta.id)
+        answer = answers.get(meta.id)
         if answer is None:
             continue
-        add(meta, "custom answer", answer.custom_images)
-        add(meta, "question note", answer.note_images)
+        if answer.custom_images:
+            add(meta, "custom answer", answer.custom_images)
+        if answer.note_images:
+            add(meta, "question note", answer.note_images)
         if not answer.option_note_images:
             continue
+        if index is None:
+            index = _option_index(params)
         options = _options_of(index, meta.id)
         for value in _noted_values(answer, options):
             label, _ = _option_label(answer, value, options)
             add(meta, f"option note for {label}", answer.option_note_images.get(value, ()))
-    return blocks
+    return tuple(out)
 
 
 def _text_block(text: str) -> TextBlock:
@@ -382,11 +506,15 @@ def background_answer_text(outcome: BackgroundOutcome, *, params: AskParams | No
             error = invalid_text(result.issues or ()) if result else "No form result available."
         return f"Background answer [{outcome.request_id}]:\nQuestion form failed: {error}"
     title = f" — {result.title}" if result.title else ""
-    lines = [f"Background answer [{outcome.request_id}]{title}:", "Questions:"]
-    lines.extend(f"- [{meta.id}] {meta.label}: {meta.prompt}" for meta in result.questions)
-    lines.append("Response:")
-    lines.extend(summary_lines(result, params=params, with_ids=True))
-    return "\n".join(lines)
+    body = result._derived("background", params, lambda: _background_body(result, params))
+    return f"Background answer [{outcome.request_id}]{title}:\n{body}"
+
+
+def _background_body(result: AskResult, params: AskParams | None) -> str:
+    """A background answer's text after its first line: the questions, then the response."""
+    questions = "".join(f"- [{meta.id}] {meta.label}: {meta.prompt}\n" for meta in result.questions)
+    response = _summary_text(result, params, with_ids=True)
+    return f"Questions:\n{questions}Response:\n{response}"
 
 
 def background_answer_message(
