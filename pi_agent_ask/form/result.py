@@ -28,7 +28,6 @@ Rules of ``build_result`` (000 wins over the older catalog where they differ):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from operator import attrgetter
 from typing import Any, TypeVar, cast
 
 import attrs
@@ -265,19 +264,21 @@ class QuestionMeta:
 
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 
 class _Memo:
-    """Values derived from one result (its texts, built by ``form/text.py``), kept with it once
-    built. The result is immutable, so they cannot go stale through it; they also depend on the
-    params they were built with (option labels), so the memo remembers those, by identity, and
-    starts over when it is asked with other params."""
+    """A value derived from one result (its texts, built by ``form/text.py``), kept with it
+    once built. The result is immutable, so it cannot go stale through it; it also depends on
+    the params it was built with (option labels), so the memo remembers those, by identity,
+    and what built it, and starts over when asked with others."""
 
-    __slots__ = ("params", "values")
+    __slots__ = ("build", "params", "value")
 
     def __init__(self) -> None:
         self.params: object = None
-        self.values: dict[str, object] = {}
+        self.build: object = None
+        self.value: object = None
 
 
 @attrs.frozen
@@ -302,18 +303,15 @@ class AskResult:
     def is_error(self) -> bool:
         return self.issues is not None
 
-    def _derived(self, key: str, params: object, build: Callable[[], T]) -> T:
-        """The value ``build()`` made for ``key`` with these ``params``, built on first use.
-        For ``form/text.py``: ``build`` must depend only on this result and ``params``."""
+    def _derived(self, params: P, build: Callable[[AskResult, P], T]) -> T:
+        """``build(self, params)``, built on first use and kept. For ``form/text.py``:
+        ``build`` must depend only on this result and ``params``."""
         memo = self._memo
-        if memo.params is not params:
+        if memo.params is not params or memo.build is not build or memo.value is None:
+            memo.value = build(self, params)
             memo.params = params
-            memo.values = {}
-        values = memo.values
-        if key in values:
-            return cast("T", values[key])
-        value = values[key] = build()
-        return value
+            memo.build = build
+        return cast("T", memo.value)
 
     def question(self, question_id: str) -> QuestionMeta | None:
         for meta in self.questions:
@@ -474,9 +472,6 @@ def _setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
 
 
 _NO_NOTES: Mapping[str, Any] = frozen_mapping()
-_VALUE = attrgetter("value")
-_LABEL = attrgetter("label")
-_PLUS_ONE = (1).__add__
 
 
 def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResult | None:
@@ -490,10 +485,14 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
         count = len(options)
         if selected[0] < 0 or selected[-1] >= count:
             selected = [i for i in selected if 0 <= i < count]
-        picked = [options[i] for i in selected]
-        values = list(map(_VALUE, picked))
-        labels = list(map(_LABEL, picked))
-        indices = tuple(map(_PLUS_ONE, selected))
+        if len(selected) == 1:
+            first = selected[0]
+            option = options[first]
+            values, labels, indices = [option.value], [option.label], (first + 1,)
+        else:
+            values = [options[i].value for i in selected]
+            labels = [options[i].label for i in selected]
+            indices = tuple([i + 1 for i in selected])
     else:
         values, labels, indices = [], [], ()
     custom_text: str | None = None
@@ -510,8 +509,15 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
     option_note_images: Mapping[str, tuple[Image, ...]] = _NO_NOTES
     given_notes = draft.option_notes
     given_images = draft.option_note_images if not cancelled else _NO_NOTES
-    if given_notes or given_images:
+    if given_images or len(given_notes) > 1:
         option_notes, option_note_images = _option_notes_of(options, given_notes, given_images)
+    elif given_notes:
+        # One option note, the common case: kept as the draft has it when it is trimmed
+        # already (both are frozen), dropped when blank or stale.
+        for value, given in given_notes.items():
+            text = given.strip()
+            if text and any(option.value == value for option in options):
+                option_notes = given_notes if text == given else frozen_mapping({value: text})
     note = draft.note.strip() or None
     note_images = draft.note_images if not cancelled else ()
     if not (

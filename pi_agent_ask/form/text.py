@@ -156,6 +156,20 @@ class _OptionIndex:
         labels[question_id] = found
         return found
 
+    def label(self, question_id: str, value: str) -> str | None:
+        """``of(question_id).get(value)``, without building the question's labels."""
+        labels = self._labels.get(question_id)
+        if labels is not None:
+            return labels.get(value)
+        if self._questions is None:
+            self._questions = {q.id: q for q in self._params.questions}
+        question = self._questions.get(question_id)
+        found = None
+        for option in question.options if question is not None else ():
+            if option.value == value:
+                found = option.label  # the last one, as ``of`` keeps it
+        return found
+
 
 OptionIndex = _OptionIndex | None
 """Option labels by question id and option value, when the form's params are known."""
@@ -227,104 +241,172 @@ def summary_lines(
     """
     if result.cancelled:
         return [CANCELLED_TEXT]
-    facts, presented = _summary(result, params)
-    lines = [
-        _name(meta, with_ids) + fact for meta, question_facts in facts for fact in question_facts
-    ]
-    if presented:
-        lines.append(presented)
+    found = _texts(result, params)
+    lines = [_name(meta, with_ids) + fact for meta, facts in found.facts for fact in facts]
+    if found.presented:
+        lines.append(found.presented)
     return lines or [SUBMITTED_TEXT]
-
-
-_Facts = tuple[tuple[tuple[QuestionMeta, tuple[str, ...]], ...], str | None]
-"""The summary of a result without its question names: per question, the text after the name
-on each of its lines (``": (skipped)"``, ``" note: ..."``); then the presentation note."""
 
 
 def _name(meta: QuestionMeta, with_ids: bool) -> str:
     return f"{meta.label} [{meta.id}]" if with_ids else meta.label
 
 
-def _summary(result: AskResult, params: AskParams | None) -> _Facts:
-    """The summary facts of a submitted result, built once per result and params: the
-    foreground text, the background answer and the waits all read them."""
-    return result._derived("summary", params, lambda: _summary_facts(result, params))
+_Captioned = tuple[str, str, str, str]
+"""An image of a result: ``(id, caption, mime type, data)``."""
 
 
-def _summary_facts(result: AskResult, params: AskParams | None) -> _Facts:
-    index: OptionIndex = None
-    facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
-    skipped: Container[str] = result.skipped_question_ids
-    if len(result.skipped_question_ids) > 8:
-        skipped = frozenset(result.skipped_question_ids)
-    answers = result.answers
-    for meta in result.questions:
-        qid = meta.id
-        if qid in skipped:
-            facts.append((meta, (": (skipped)",)))
-            continue
-        answer = answers.get(qid)
-        if answer is None:
-            facts.append((meta, (": (no answer)",)))
-            continue
-        custom_images = answer.custom_images
-        if custom_images:
-            head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
-        elif answer.values or answer.custom_text is not None:
-            head = ": " + ", ".join(answer.labels)
-        else:
-            head = ": (no answer)"
-        note = answer.note
-        note_images = answer.note_images
-        option_notes = answer.option_notes
-        option_note_images = answer.option_note_images
-        if note is None and not (note_images or option_notes or option_note_images):
-            facts.append((meta, (head,)))
-            continue
-        lines = [head]
-        if note_images:
-            lines.append(" note: " + _with_marker(note or "", len(note_images)))
-        elif note is not None:
-            lines.append(" note: " + note)
-        if option_notes or option_note_images:
-            if index is None:
-                index = _option_index(params)
-            _add_option_note_lines(lines, answer, index, qid)
-        facts.append((meta, tuple(lines)))
-    return tuple(facts), presentation_note(result)
+class _Texts:
+    """What the agent-facing texts of one result read, for one params (option labels come from
+    them): built once, kept with the result (``AskResult._derived``), so the tool result, the
+    background answer and the waits share one build.
+
+    ``facts`` is the summary without its question names: per question, the text after the name
+    on each of its lines (``": (skipped)"``, ``" note: ..."``); ``presented`` the presentation
+    note; ``images`` each image once by id. ``text`` and ``background`` are the joined texts,
+    kept as first asked for.
+    """
+
+    __slots__ = ("background", "facts", "images", "presented", "text")
+
+    def __init__(self, result: AskResult, params: AskParams | None) -> None:
+        self.text: str | None = None
+        self.background: str | None = None
+        self.facts: tuple[tuple[QuestionMeta, tuple[str, ...]], ...] = ()
+        self.images: tuple[_Captioned, ...] = ()
+        self.presented: str | None = None
+        if not result.cancelled:
+            self._build(result, params)
+
+    def _build(self, result: AskResult, params: AskParams | None) -> None:
+        index: OptionIndex = None
+        facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
+        images: list[_Captioned] | None = [] if result.issues is None else None
+        seen: set[str] = set()
+        skipped: Container[str] = result.skipped_question_ids
+        if len(result.skipped_question_ids) > 8:
+            skipped = frozenset(result.skipped_question_ids)
+        answers = result.answers
+        for meta in result.questions:
+            qid = meta.id
+            answer = answers.get(qid)
+            if qid in skipped:
+                facts.append((meta, (": (skipped)",)))
+                if answer is not None and images is not None and answer.images():
+                    index = index or _option_index(params)
+                    _add_images(images, seen, meta, answer, None, index)
+                continue
+            if answer is None:
+                facts.append((meta, (": (no answer)",)))
+                continue
+            custom_images = answer.custom_images
+            if custom_images:
+                head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
+            elif answer.values or answer.custom_text is not None:
+                head = ": " + ", ".join(answer.labels)
+            else:
+                head = ": (no answer)"
+            note = answer.note
+            note_images = answer.note_images
+            option_notes = answer.option_notes
+            option_note_images = answer.option_note_images
+            if note is None and not (note_images or option_notes or option_note_images):
+                facts.append((meta, (head,)))
+                if custom_images and images is not None:
+                    _add_images(images, seen, meta, answer, [], index)
+                continue
+            lines = [head]
+            if note_images:
+                lines.append(" note: " + _with_marker(note or "", len(note_images)))
+            elif note is not None:
+                lines.append(" note: " + note)
+            noted: list[tuple[str, str, bool]] = []
+            if option_notes or option_note_images:
+                index = index or _option_index(params)
+                noted = _noted_options(answer, index, qid)
+                for value, label, selected in noted:
+                    which = label if selected else f"{label} (not selected)"
+                    text = option_notes.get(value, "")
+                    if option_note_images:
+                        text = _with_marker(text, len(option_note_images.get(value, ())))
+                    lines.append(f" / {which} note: {text}")
+            facts.append((meta, tuple(lines)))
+            if images is not None and (custom_images or note_images or option_note_images):
+                _add_images(images, seen, meta, answer, noted, index)
+        self.facts = tuple(facts)
+        self.images = tuple(images or ())
+        self.presented = presentation_note(result)
 
 
-def _add_option_note_lines(
-    lines: list[str], answer: AnswerResult, index: OptionIndex, qid: str
-) -> None:
-    """``" / <label> note: <note>"`` for each noted option, in option order when known."""
+def _texts(result: AskResult, params: AskParams | None) -> _Texts:
+    return result._derived(params, _Texts)
+
+
+def _noted_options(
+    answer: AnswerResult, index: OptionIndex, qid: str
+) -> list[tuple[str, str, bool]]:
+    """``(value, label, selected)`` of each option with a note or note images, in option order
+    when it is known."""
     notes = answer.option_notes
     images = answer.option_note_images
-    noted = list(dict.fromkeys([*notes, *images])) if images else list(notes)
     count = len(answer.indices)
     values = answer.values[:count]
     labels = answer.labels[:count]
     if len(values) != len(labels):
         list(zip(values, labels, strict=True))  # the ValueError it always raised
+    if not images and len(notes) == 1:
+        for value in notes:
+            if value in values:
+                return [(value, labels[len(values) - 1 - values[::-1].index(value)], True)]
+            label = None if index is None else index.label(qid, value)
+            return [(value, value if label is None else label, False)]
+    noted = list(dict.fromkeys([*notes, *images])) if images else list(notes)
     # Option labels are needed to order several notes, and to name an unselected option.
     looked_up = len(noted) > 1
     options = _options_of(index, qid) if looked_up else None
     if looked_up:
         noted = _in_option_order(noted, options)
+    out = []
     for value in noted:
         if value in values:
             # The last match, as a dict of the pairs would keep it.
-            which = labels[len(values) - 1 - values[::-1].index(value)]
-        else:
-            if not looked_up:
-                options = _options_of(index, qid)
-                looked_up = True
-            label = options[value] if options is not None and value in options else value
-            which = f"{label} (not selected)"
-        text = notes.get(value, "")
-        if images:
-            text = _with_marker(text, len(images.get(value, ())))
-        lines.append(f" / {which} note: {text}")
+            out.append((value, labels[len(values) - 1 - values[::-1].index(value)], True))
+            continue
+        if not looked_up:
+            options = _options_of(index, qid)
+            looked_up = True
+        label = options[value] if options is not None and value in options else value
+        out.append((value, label, False))
+    return out
+
+
+def _add_images(
+    out: list[_Captioned],
+    seen: set[str],
+    meta: QuestionMeta,
+    answer: AnswerResult,
+    noted: list[tuple[str, str, bool]] | None,
+    index: OptionIndex,
+) -> None:
+    """The images of one answer: custom, question note, then option notes (``noted``, or
+    looked up when ``None``)."""
+
+    def add(what: str, images: Iterable[Image]) -> None:
+        for image in images:
+            if image.id not in seen:
+                seen.add(image.id)
+                caption = f"Image for [{meta.id}] {meta.prompt} — {what}:"
+                out.append((image.id, caption, image.mime_type, image.data))
+
+    add("custom answer", answer.custom_images)
+    add("question note", answer.note_images)
+    option_images = answer.option_note_images
+    if not option_images:
+        return
+    if noted is None:
+        noted = _noted_options(answer, index, meta.id)
+    for value, label, _ in noted:
+        add(f"option note for {label}", option_images.get(value, ()))
 
 
 def invalid_text(issues: Iterable[Issue]) -> str:
@@ -336,89 +418,58 @@ def result_text(result: AskResult, *, params: AskParams | None = None) -> str:
     """The text block of a normal (foreground) tool result."""
     if result.issues is not None:
         return invalid_text(result.issues)
-    return result._derived("text", params, lambda: _result_text(result, params))
+    return _result_text(result, _texts(result, params))
 
 
-def _result_text(result: AskResult, params: AskParams | None) -> str:
-    body = _summary_text(result, params, with_ids=False)
-    if result.request_id is None:
-        return body
-    return f"ask_user [{result.request_id}]\n{body}"
+def _result_text(result: AskResult, found: _Texts) -> str:
+    text = found.text
+    if text is None:
+        body = _summary_text(result, found, with_ids=False)
+        text = body if result.request_id is None else f"ask_user [{result.request_id}]\n{body}"
+        found.text = text
+    return text
 
 
-def _summary_text(result: AskResult, params: AskParams | None, *, with_ids: bool) -> str:
+def _summary_text(result: AskResult, found: _Texts, *, with_ids: bool) -> str:
     """``"\n".join(summary_lines(...))``, joined a question at a time."""
     if result.cancelled:
         return CANCELLED_TEXT
-    facts, presented = _summary(result, params)
     parts = []
-    for meta, lines in facts:
+    for meta, lines in found.facts:
         name = f"{meta.label} [{meta.id}]" if with_ids else meta.label
         if len(lines) == 1:
             parts.append(name + lines[0])
         else:
             parts.append(name + ("\n" + name).join(lines))
-    if presented:
-        parts.append(presented)
+    if found.presented:
+        parts.append(found.presented)
     return "\n".join(parts) if parts else SUBMITTED_TEXT
 
 
 def image_blocks(result: AskResult, *, params: AskParams | None = None) -> list[TextBlock]:
     """The image content blocks of a result, each preceded by a text block naming its question
     and answer or note. Each image appears once (by id). None for cancelled or error results."""
-    return _image_blocks(result, params, set())
+    if result.cancelled or result.issues is not None:
+        return []
+    return _blocks(_texts(result, params).images, set())
 
 
 def _image_blocks(result: AskResult, params: AskParams | None, seen: set[str]) -> list[TextBlock]:
     if result.cancelled or result.issues is not None:
         return []
+    return _blocks(_texts(result, params).images, seen)
+
+
+def _blocks(images: Iterable[_Captioned], seen: set[str]) -> list[TextBlock]:
+    """A caption block and an image block for each image not ``seen`` yet."""
     blocks: list[TextBlock] = []
-    for image_id, caption, mime_type, data in result._derived(
-        "images", params, lambda: _images_of(result, params)
-    ):
+    for image_id, caption, mime_type, data in images:
         if image_id in seen:
             continue
         seen.add(image_id)
         blocks.append({"type": "text", "text": caption})
         blocks.append({"type": "image", "mimeType": mime_type, "data": data})
     return blocks
-
-
-_Captioned = tuple[str, str, str, str]
-
-
-def _images_of(result: AskResult, params: AskParams | None) -> tuple[_Captioned, ...]:
-    """``(id, caption, mime type, data)`` of each image of a submitted result, once by id."""
-    index: OptionIndex = None
-    seen: set[str] = set()
-    out: list[_Captioned] = []
-
-    def add(meta: QuestionMeta, what: str, images: Iterable[Image]) -> None:
-        for image in images:
-            if image.id in seen:
-                continue
-            seen.add(image.id)
-            caption = f"Image for [{meta.id}] {meta.prompt} — {what}:"
-            out.append((image.id, caption, image.mime_type, image.data))
-
-    answers = result.answers
-    for meta in result.questions:
-        answer = answers.get(meta.id)
-        if answer is None:
-            continue
-        if answer.custom_images:
-            add(meta, "custom answer", answer.custom_images)
-        if answer.note_images:
-            add(meta, "question note", answer.note_images)
-        if not answer.option_note_images:
-            continue
-        if index is None:
-            index = _option_index(params)
-        options = _options_of(index, meta.id)
-        for value in _noted_values(answer, options):
-            label, _ = _option_label(answer, value, options)
-            add(meta, f"option note for {label}", answer.option_note_images.get(value, ()))
-    return tuple(out)
 
 
 def _text_block(text: str) -> TextBlock:
@@ -428,11 +479,15 @@ def _text_block(text: str) -> TextBlock:
 def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[str, JSON]:
     """The whole ``ask_user`` tool result: ``content`` (text, then image blocks),
     ``details`` (full) and ``structuredContent`` (compact)."""
+    if result.issues is not None:
+        content = [_text_block(invalid_text(result.issues))]
+    else:
+        found = _texts(result, params)
+        content = [{"type": "text", "text": _result_text(result, found)}]
+        if found.images:
+            content.extend(_blocks(found.images, set()))
     return {
-        "content": [
-            _text_block(result_text(result, params=params)),
-            *image_blocks(result, params=params),
-        ],
+        "content": content,
         "details": result.to_details(),
         "structuredContent": result.to_structured(),
     }
@@ -505,16 +560,20 @@ def background_answer_text(outcome: BackgroundOutcome, *, params: AskParams | No
         if error is None:
             error = invalid_text(result.issues or ()) if result else "No form result available."
         return f"Background answer [{outcome.request_id}]:\nQuestion form failed: {error}"
+    return _background_text(outcome.request_id, result, _texts(result, params))
+
+
+def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
+    body = found.background
+    if body is None:
+        # The text after the first line: the questions, then the response.
+        questions = "".join(
+            f"- [{meta.id}] {meta.label}: {meta.prompt}\n" for meta in result.questions
+        )
+        response = _summary_text(result, found, with_ids=True)
+        body = found.background = f"Questions:\n{questions}Response:\n{response}"
     title = f" — {result.title}" if result.title else ""
-    body = result._derived("background", params, lambda: _background_body(result, params))
-    return f"Background answer [{outcome.request_id}]{title}:\n{body}"
-
-
-def _background_body(result: AskResult, params: AskParams | None) -> str:
-    """A background answer's text after its first line: the questions, then the response."""
-    questions = "".join(f"- [{meta.id}] {meta.label}: {meta.prompt}\n" for meta in result.questions)
-    response = _summary_text(result, params, with_ids=True)
-    return f"Questions:\n{questions}Response:\n{response}"
+    return f"Background answer [{request_id}]{title}:\n{body}"
 
 
 def background_answer_message(
@@ -522,9 +581,15 @@ def background_answer_message(
 ) -> dict[str, JSON]:
     """The ``ask:background-answer`` custom message: ``content`` is the text, or a list of the
     text block and the image blocks when the answer has images."""
-    text = background_answer_text(outcome, params=params)
-    images = image_blocks(outcome.result, params=params) if outcome.result else []
-    content: JSON = [_text_block(text), *images] if images else text
+    result = outcome.result
+    content: JSON
+    if result is None or result.issues is not None:
+        content = background_answer_text(outcome, params=params)
+    else:
+        found = _texts(result, params)
+        content = _background_text(outcome.request_id, result, found)
+        if found.images and not result.cancelled:
+            content = [_text_block(content), *_blocks(found.images, set())]
     return {"customType": BACKGROUND_ANSWER_TYPE, "content": content, "details": outcome.to_json()}
 
 
