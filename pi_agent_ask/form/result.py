@@ -479,6 +479,9 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
     are dropped when ``cancelled``)."""
     options = question.options
     chosen = draft.selected
+    values: list[str]
+    labels: list[str]
+    indices: tuple[int, ...]
     if chosen:
         # Option order, not selection order (000); out-of-range indices are stale and ignored.
         selected = sorted(set(chosen))
