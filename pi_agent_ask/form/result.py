@@ -519,8 +519,12 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
         # already (both are frozen), dropped when blank or stale.
         for value, given in given_notes.items():
             text = given.strip()
-            if text and any(option.value == value for option in options):
-                option_notes = given_notes if text == given else frozen_mapping({value: text})
+            if not text:
+                break
+            for option in options:
+                if option.value == value:
+                    option_notes = given_notes if text == given else frozen_mapping({value: text})
+                    break
     note = draft.note.strip() or None
     note_images = draft.note_images if not cancelled else ()
     if not (

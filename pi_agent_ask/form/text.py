@@ -325,11 +325,13 @@ class _Texts:
                 index = index or _option_index(params)
                 noted = _noted_options(answer, index, qid)
                 for value, label, selected in noted:
-                    which = label if selected else f"{label} (not selected)"
                     text = option_notes.get(value, "")
                     if option_note_images:
                         text = _with_marker(text, len(option_note_images.get(value, ())))
-                    lines.append(f" / {which} note: {text}")
+                    if selected:
+                        lines.append(f" / {label} note: {text}")
+                    else:
+                        lines.append(f" / {label} (not selected) note: {text}")
             facts.append((meta, tuple(lines)))
             if images is not None and (custom_images or note_images or option_note_images):
                 _add_images(images, seen, meta, answer, noted, index)
