@@ -440,9 +440,12 @@ def _drafts_in_order(
     params: AskParams, drafts: Sequence[Draft] | Mapping[str, Draft]
 ) -> Sequence[Draft]:
     questions = params.questions
-    if isinstance(drafts, Mapping):
+    if type(drafts) is list or type(drafts) is tuple:
+        listed: Sequence[Draft] = drafts
+    elif isinstance(drafts, Mapping):
         return [drafts.get(q.id, EMPTY_DRAFT) for q in questions]
-    listed = drafts if isinstance(drafts, list | tuple) else list(drafts)
+    else:
+        listed = list(drafts)
     missing = len(questions) - len(listed)
     if missing > 0:
         return [*listed, *(EMPTY_DRAFT,) * missing]
@@ -484,10 +487,13 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
     indices: tuple[int, ...]
     if chosen:
         # Option order, not selection order (000); out-of-range indices are stale and ignored.
-        selected = sorted(set(chosen))
         count = len(options)
-        if selected[0] < 0 or selected[-1] >= count:
-            selected = [i for i in selected if 0 <= i < count]
+        if len(chosen) == 1:
+            selected = [chosen[0]] if 0 <= chosen[0] < count else []
+        else:
+            selected = sorted(set(chosen))
+            if selected[0] < 0 or selected[-1] >= count:
+                selected = [i for i in selected if 0 <= i < count]
         if len(selected) == 1:
             first = selected[0]
             option = options[first]
@@ -598,17 +604,6 @@ def _option_notes_of(
     )
 
 
-def _meta_of(question: Question, shown: QuestionType) -> QuestionMeta:
-    meta: QuestionMeta = _new(QuestionMeta)
-    set_id, set_label, set_prompt, set_type, set_presented = _META_SETTERS
-    set_id(meta, question.id)
-    set_label(meta, question.label)
-    set_prompt(meta, question.prompt)
-    set_type(meta, question.type)
-    set_presented(meta, None if shown == question.type else shown)
-    return meta
-
-
 _ANSWER_SETTERS = _setters(
     AnswerResult,
     "values",
@@ -655,21 +650,28 @@ def build_result(
     given = (
         presented_types if isinstance(presented_types, list | tuple) else [*(presented_types or ())]
     )
-    answers: list[tuple[str, AnswerResult]] = []
+    answers: dict[str, AnswerResult] = {}
     skipped: list[str] = []
     metas: list[QuestionMeta] = []
+    set_id, set_label, set_prompt, set_type, set_presented = _META_SETTERS
     for i, question in enumerate(questions):
         shown = given[i] if i < len(given) else None
         if shown not in QUESTION_TYPES:
             shown = question.presented_type or question.type
-        metas.append(_meta_of(question, shown))
+        meta: QuestionMeta = _new(QuestionMeta)
+        set_id(meta, question.id)
+        set_label(meta, question.label)
+        set_prompt(meta, question.prompt)
+        set_type(meta, question.type)
+        set_presented(meta, None if shown == question.type else shown)
+        metas.append(meta)
         draft = ordered[i]
         if draft.skipped:
             skipped.append(question.id)
             continue
         answer = _answer_of(question, draft, cancelled)
         if answer is not None:
-            answers.append((question.id, answer))
+            answers[question.id] = answer
     result: AskResult = _new(AskResult)
     (
         set_cancelled,
@@ -683,7 +685,7 @@ def build_result(
     ) = _RESULT_SETTERS
     set_cancelled(result, cancelled)
     set_questions(result, tuple(metas))
-    set_answers(result, frozen_mapping(dict(answers)))
+    set_answers(result, frozen_mapping(answers))
     set_title(result, params.title)
     set_skipped(result, tuple(skipped))
     set_issues(result, None)

@@ -321,7 +321,12 @@ class _Texts:
             elif note is not None:
                 lines.append(" note: " + note)
             noted: list[tuple[str, str, bool]] = []
-            if option_notes or option_note_images:
+            if option_notes and not option_note_images and len(option_notes) == 1:
+                # One option note without images, the common case, without the general walk.
+                index = index or _option_index(params)
+                for value, text in option_notes.items():
+                    lines.append(_single_note_line(answer, value, text, index, qid))
+            elif option_notes or option_note_images:
                 index = index or _option_index(params)
                 noted = _noted_options(answer, index, qid)
                 for value, label, selected in noted:
@@ -338,6 +343,22 @@ class _Texts:
         self.facts = tuple(facts)
         self.images = tuple(images or ())
         self.presented = presentation_note(result)
+
+
+def _single_note_line(
+    answer: AnswerResult, value: str, text: str, index: OptionIndex, qid: str
+) -> str:
+    """The line of an answer's only option note (and no option note images)."""
+    count = len(answer.indices)
+    if min(len(answer.values), count) != min(len(answer.labels), count):
+        list(zip(answer.values[:count], answer.labels[:count], strict=True))  # its ValueError
+    values = answer.values[:count]
+    if value in values:
+        # The last match, as a dict of the pairs would keep it.
+        label = answer.labels[len(values) - 1 - values[::-1].index(value)]
+        return f" / {label} note: {text}"
+    found = None if index is None else index.label(qid, value)
+    return f" / {value if found is None else found} (not selected) note: {text}"
 
 
 def _texts(result: AskResult, params: AskParams | None) -> _Texts:
