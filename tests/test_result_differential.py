@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -527,11 +528,19 @@ def test_duplicate_option_values_and_question_ids_read_as_the_model_says() -> No
             type="single",
             options=[Option("x", "X3"), Option("z", "Z2")],
         ),
+        Question(
+            id="b",
+            label="B",
+            prompt="Third?",
+            type="single",
+            options=[Option("x", "X4"), Option("y", "Y2"), Option("x", "X5")],
+        ),
     ]
     params = AskParams(questions=questions)
     drafts = [
         Draft(selected=[3, 0], option_notes={"x": "n1", "z": " n2 ", "y": "n3", "w": "stale"}),
         Draft(option_notes={"z": "n4", "x": "n5"}),
+        Draft(option_notes={"x": "n6"}),
     ]
     ours = build_result(params, drafts, request_id="d")
     model = model_build(params, drafts, request_id="d")
@@ -542,3 +551,36 @@ def test_duplicate_option_values_and_question_ids_read_as_the_model_says() -> No
         texts.background_answer_message(outcome, params=params),
         model_background_message(BackgroundOutcome("d", result=model), params),
     )
+
+
+@pytest.mark.parametrize("notes", [{"a": "n"}, {"b": "n"}, {"a": "n", "b": "m"}])
+def test_malformed_answers_fail_as_the_model_does(notes: dict[str, str]) -> None:
+    """An answer whose selected values and labels differ in length (only a hand-built one can)
+    makes the summary raise ``ValueError`` as it always did; one whose extra value lies past
+    the selected options does not."""
+    question = QuestionMeta(id="q", label="Q", prompt="P?", type="multi")
+    params = AskParams(
+        questions=[
+            Question(
+                id="q",
+                label="Q",
+                prompt="P?",
+                type="multi",
+                options=[Option("a", "A"), Option("b", "B")],
+            )
+        ]
+    )
+    for indices, fails in (((1, 2), True), ((1,), False)):
+        answer = AnswerResult(values=("a", "b"), labels=("A",), indices=indices, option_notes=notes)
+        result = AskResult(cancelled=False, questions=[question], answers={"q": answer})
+        for with_params in (params, None):
+            try:
+                expected: object = model_summary(result, with_params, with_ids=False)
+            except ValueError:
+                expected = ValueError
+            assert (expected is ValueError) is fails
+            try:
+                ours: object = texts.summary_lines(result, params=with_params)
+            except ValueError:
+                ours = ValueError
+            assert ours == expected

@@ -350,7 +350,9 @@ def _single_note_line(
 ) -> str:
     """The line of an answer's only option note (and no option note images)."""
     count = len(answer.indices)
-    if min(len(answer.values), count) != min(len(answer.labels), count):
+    if len(answer.values) != len(answer.labels) and min(len(answer.values), count) != min(
+        len(answer.labels), count
+    ):
         list(zip(answer.values[:count], answer.labels[:count], strict=True))  # its ValueError
     values = answer.values[:count]
     if value in values:
