@@ -464,8 +464,8 @@ def _presented_in_order(
 
 # The builders below construct results from values already in their final types (tuples,
 # frozen mappings), without the converters of the public constructors: a result is built for
-# every finished form, so this is the hot path. ``tests/test_result_build.py`` holds them equal,
-# field by field and type by type, to results built through the constructors.
+# every finished form, so this is the hot path. ``tests/test_result_differential.py`` holds them
+# equal, field by field and type by type, to results built through the constructors.
 _new = object.__new__
 
 
