@@ -27,8 +27,8 @@ Rules of ``build_result`` (000 wins over the older catalog where they differ):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -40,6 +40,7 @@ from pi_agent_ask.form.types import (
     Draft,
     Image,
     Issue,
+    Option,
     Question,
     QuestionType,
     frozen_mapping,
@@ -63,6 +64,10 @@ def _tuple(items: Iterable[Any]) -> tuple[Any, ...]:
 
 def _str_mapping(value: Mapping[str, str] | None) -> Mapping[str, str]:
     return frozen_mapping(dict(value or {}))
+
+
+def _issues(value: Iterable[Issue] | None) -> tuple[Issue, ...] | None:
+    return None if value is None else tuple(value)
 
 
 def _images_mapping(
@@ -151,11 +156,16 @@ class AnswerResult:
 
     def to_details(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {
-            "values": list(self.values),
-            "labels": list(self.labels),
-            "indices": list(self.indices),
+            "values": [*self.values],
+            "labels": [*self.labels],
+            "indices": [*self.indices],
         }
-        self._add_texts(out)
+        if self.custom_text is not None:
+            out["customText"] = self.custom_text
+        if self.note is not None:
+            out["note"] = self.note
+        if self.option_notes:
+            out["optionNotes"] = dict(self.option_notes)
         if self.custom_images:
             out["customImages"] = [image.to_json() for image in self.custom_images]
         if self.note_images:
@@ -168,20 +178,20 @@ class AnswerResult:
         return out
 
     def to_structured(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {"values": list(self.values), "labels": list(self.labels)}
-        self._add_texts(out)
-        images = self.images()
-        if images:
-            out["images"] = [{"mimeType": image.mime_type, "data": image.data} for image in images]
-        return out
-
-    def _add_texts(self, out: dict[str, JSON]) -> None:
+        out: dict[str, JSON] = {"values": [*self.values], "labels": [*self.labels]}
         if self.custom_text is not None:
             out["customText"] = self.custom_text
         if self.note is not None:
             out["note"] = self.note
         if self.option_notes:
             out["optionNotes"] = dict(self.option_notes)
+        if self.custom_images or self.note_images or self.option_note_images:
+            images = self.images()
+            if images:
+                out["images"] = [
+                    {"mimeType": image.mime_type, "data": image.data} for image in images
+                ]
+        return out
 
     @classmethod
     def from_details(cls, data: Mapping[str, Any]) -> AnswerResult:
@@ -253,6 +263,24 @@ class QuestionMeta:
         )
 
 
+T = TypeVar("T")
+P = TypeVar("P")
+
+
+class _Memo:
+    """A value derived from one result (its texts, built by ``form/text.py``), kept with it
+    once built. The result is immutable, so it cannot go stale through it; it also depends on
+    the params it was built with (option labels), so the memo remembers those, by identity,
+    and what built it, and starts over when asked with others."""
+
+    __slots__ = ("build", "params", "value")
+
+    def __init__(self) -> None:
+        self.params: object = None
+        self.build: object = None
+        self.value: object = None
+
+
 @attrs.frozen
 class AskResult:
     """The outcome of one ``ask_user`` flow (submitted, cancelled, or invalid input).
@@ -266,14 +294,24 @@ class AskResult:
     answers: Mapping[str, AnswerResult] = attrs.field(converter=_answers_mapping, factory=dict)
     title: str | None = None
     skipped_question_ids: tuple[str, ...] = attrs.field(converter=_tuple, default=())
-    issues: tuple[Issue, ...] | None = attrs.field(
-        default=None, converter=lambda v: None if v is None else tuple(v)
-    )
+    issues: tuple[Issue, ...] | None = attrs.field(default=None, converter=_issues)
     request_id: str | None = None
+    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, repr=False)
+    """Derived values (see ``_derived``); not part of the result's value."""
 
     @property
     def is_error(self) -> bool:
         return self.issues is not None
+
+    def _derived(self, params: P, build: Callable[[AskResult, P], T]) -> T:
+        """``build(self, params)``, built on first use and kept. For ``form/text.py``:
+        ``build`` must depend only on this result and ``params``."""
+        memo = self._memo
+        if memo.params is not params or memo.build is not build or memo.value is None:
+            memo.value = build(self, params)
+            memo.params = params
+            memo.build = build
+        return cast("T", memo.value)
 
     def question(self, question_id: str) -> QuestionMeta | None:
         for meta in self.questions:
@@ -400,11 +438,18 @@ class BackgroundOutcome:
 
 def _drafts_in_order(
     params: AskParams, drafts: Sequence[Draft] | Mapping[str, Draft]
-) -> list[Draft]:
-    if isinstance(drafts, Mapping):
-        return [drafts.get(q.id, EMPTY_DRAFT) for q in params.questions]
-    listed = list(drafts)
-    return [listed[i] if i < len(listed) else EMPTY_DRAFT for i in range(len(params.questions))]
+) -> Sequence[Draft]:
+    questions = params.questions
+    if type(drafts) is list or type(drafts) is tuple:
+        listed: Sequence[Draft] = drafts
+    elif isinstance(drafts, Mapping):
+        return [drafts.get(q.id, EMPTY_DRAFT) for q in questions]
+    else:
+        listed = list(drafts)
+    missing = len(questions) - len(listed)
+    if missing > 0:
+        return [*listed, *(EMPTY_DRAFT,) * missing]
+    return listed
 
 
 def _presented_in_order(
@@ -417,13 +462,48 @@ def _presented_in_order(
     ]
 
 
-def _answer_of(question: Question, draft: Draft) -> AnswerResult:
-    """The submitted answer of one non-skipped draft (possibly empty)."""
-    count = len(question.options)
-    # Option order, not selection order (000); out-of-range indices are stale and ignored.
-    selected = sorted({i for i in draft.selected if 0 <= i < count})
-    values = [question.options[i].value for i in selected]
-    labels = [question.options[i].label for i in selected]
+# The builders below construct results from values already in their final types (tuples,
+# frozen mappings), without the converters of the public constructors: a result is built for
+# every finished form, so this is the hot path. ``tests/test_result_differential.py`` holds them
+# equal, field by field and type by type, to results built through the constructors.
+_new = object.__new__
+
+
+def _setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot setters of ``cls``'s fields ``names`` (they bypass the frozen ``__setattr__``)."""
+    return tuple(getattr(cls, name).__set__ for name in names)
+
+
+_NO_NOTES: Mapping[str, Any] = frozen_mapping()
+
+
+def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResult | None:
+    """The submitted answer of one non-skipped draft, or ``None`` when it is empty (images
+    are dropped when ``cancelled``)."""
+    options = question.options
+    chosen = draft.selected
+    values: list[str]
+    labels: list[str]
+    indices: tuple[int, ...]
+    if chosen:
+        # Option order, not selection order (000); out-of-range indices are stale and ignored.
+        count = len(options)
+        if len(chosen) == 1:
+            selected = [chosen[0]] if 0 <= chosen[0] < count else []
+        else:
+            selected = sorted(set(chosen))
+            if selected[0] < 0 or selected[-1] >= count:
+                selected = [i for i in selected if 0 <= i < count]
+        if len(selected) == 1:
+            first = selected[0]
+            option = options[first]
+            values, labels, indices = [option.value], [option.label], (first + 1,)
+        else:
+            values = [options[i].value for i in selected]
+            labels = [options[i].label for i in selected]
+            indices = tuple([i + 1 for i in selected])
+    else:
+        values, labels, indices = [], [], ()
     custom_text: str | None = None
     custom_images: tuple[Image, ...] = ()
     if draft.custom_selected:
@@ -432,34 +512,122 @@ def _answer_of(question: Question, draft: Draft) -> AnswerResult:
             custom_text = text
             values.append(text)
             labels.append(text)
-        custom_images = draft.custom_images
-    option_notes: dict[str, str] = {}
-    option_note_images: dict[str, tuple[Image, ...]] = {}
+        if not cancelled:
+            custom_images = draft.custom_images
+    option_notes: Mapping[str, str] = _NO_NOTES
+    option_note_images: Mapping[str, tuple[Image, ...]] = _NO_NOTES
     given_notes = draft.option_notes
-    given_images = draft.option_note_images
-    # Most drafts have no option notes: then the walk over the options is skipped.
-    for option in question.options if given_notes or given_images else ():
+    given_images = draft.option_note_images if not cancelled else _NO_NOTES
+    if given_images or len(given_notes) > 1:
+        option_notes, option_note_images = _option_notes_of(options, given_notes, given_images)
+    elif given_notes:
+        # One option note, the common case: kept as the draft has it when it is trimmed
+        # already (both are frozen), dropped when blank or stale.
+        for value, given in given_notes.items():
+            text = given.strip()
+            if not text:
+                break
+            for option in options:
+                if option.value == value:
+                    option_notes = given_notes if text == given else frozen_mapping({value: text})
+                    break
+    note = draft.note.strip() or None
+    note_images = draft.note_images if not cancelled else ()
+    if not (
+        values
+        or indices
+        or custom_text is not None
+        or note is not None
+        or option_notes
+        or custom_images
+        or note_images
+        or option_note_images
+    ):
+        return None
+    answer: AnswerResult = _new(AnswerResult)
+    (
+        set_values,
+        set_labels,
+        set_indices,
+        set_custom_text,
+        set_note,
+        set_option_notes,
+        set_custom_images,
+        set_note_images,
+        set_option_note_images,
+    ) = _ANSWER_SETTERS
+    set_values(answer, tuple(values))
+    set_labels(answer, tuple(labels))
+    set_indices(answer, indices)
+    set_custom_text(answer, custom_text)
+    set_note(answer, note)
+    set_option_notes(answer, option_notes)
+    set_custom_images(answer, custom_images)
+    set_note_images(answer, note_images)
+    set_option_note_images(answer, option_note_images)
+    return answer
+
+
+def _option_notes_of(
+    options: Sequence[Option],
+    given_notes: Mapping[str, str],
+    given_images: Mapping[str, Iterable[Image]],
+) -> tuple[Mapping[str, str], Mapping[str, tuple[Image, ...]]]:
+    """The non-blank option notes and non-empty option note images of the real options, in
+    option order (keys that name no option are stale and dropped)."""
+    notes: dict[str, str] = {}
+    images: dict[str, tuple[Image, ...]] = {}
+    # The walk over the options stops once every given key was met: most drafts note one or
+    # two options, often the first ones.
+    keys = given_notes.keys() | given_images.keys() if given_images else given_notes.keys()
+    remaining = len(keys)
+    met: set[str] = set()
+    for option in options:
         value = option.value
+        if value not in keys or value in met:
+            continue
+        met.add(value)
         if value in given_notes:
-            note = given_notes[value].strip()
-            if note:
-                option_notes[value] = note
+            text = given_notes[value].strip()
+            if text:
+                notes[value] = text
         if value in given_images:
-            images = tuple(given_images[value])
-            if images:
-                option_note_images[value] = images
-    note = draft.note.strip()
-    return AnswerResult(
-        values=values,
-        labels=labels,
-        indices=[i + 1 for i in selected],
-        custom_text=custom_text,
-        note=note or None,
-        option_notes=option_notes,
-        custom_images=custom_images,
-        note_images=draft.note_images,
-        option_note_images=option_note_images,
+            shown = tuple(given_images[value])
+            if shown:
+                images[value] = shown
+        remaining -= 1
+        if not remaining:
+            break
+    return (
+        frozen_mapping(notes) if notes else _NO_NOTES,
+        frozen_mapping(images) if images else _NO_NOTES,
     )
+
+
+_ANSWER_SETTERS = _setters(
+    AnswerResult,
+    "values",
+    "labels",
+    "indices",
+    "custom_text",
+    "note",
+    "option_notes",
+    "custom_images",
+    "note_images",
+    "option_note_images",
+)
+_META_SETTERS = _setters(QuestionMeta, "id", "label", "prompt", "type", "presented_type")
+_RESULT_SETTERS = _setters(
+    AskResult,
+    "cancelled",
+    "questions",
+    "answers",
+    "title",
+    "skipped_question_ids",
+    "issues",
+    "request_id",
+    "_memo",
+)
 
 
 def build_result(
@@ -477,30 +645,53 @@ def build_result(
     presented, aligned with the questions; missing entries fall back to
     ``Question.effective_type``. Never raises for any drafts.
     """
+    questions = params.questions
     ordered = _drafts_in_order(params, drafts)
-    presented = _presented_in_order(params, presented_types)
+    given = (
+        presented_types if isinstance(presented_types, list | tuple) else [*(presented_types or ())]
+    )
     answers: dict[str, AnswerResult] = {}
     skipped: list[str] = []
-    for question, draft in zip(params.questions, ordered, strict=True):
+    metas: list[QuestionMeta] = []
+    set_id, set_label, set_prompt, set_type, set_presented = _META_SETTERS
+    for i, question in enumerate(questions):
+        shown = given[i] if i < len(given) else None
+        if shown not in QUESTION_TYPES:
+            shown = question.presented_type or question.type
+        meta: QuestionMeta = _new(QuestionMeta)
+        set_id(meta, question.id)
+        set_label(meta, question.label)
+        set_prompt(meta, question.prompt)
+        set_type(meta, question.type)
+        set_presented(meta, None if shown == question.type else shown)
+        metas.append(meta)
+        draft = ordered[i]
         if draft.skipped:
             skipped.append(question.id)
             continue
-        answer = _answer_of(question, draft)
-        if cancelled:
-            answer = answer.strip_images()
-        if not answer.is_empty:
+        answer = _answer_of(question, draft, cancelled)
+        if answer is not None:
             answers[question.id] = answer
-    return AskResult(
-        title=params.title,
-        cancelled=cancelled,
-        questions=[
-            QuestionMeta.of(question, shown)
-            for question, shown in zip(params.questions, presented, strict=True)
-        ],
-        answers=answers,
-        skipped_question_ids=skipped,
-        request_id=request_id,
-    )
+    result: AskResult = _new(AskResult)
+    (
+        set_cancelled,
+        set_questions,
+        set_answers,
+        set_title,
+        set_skipped,
+        set_issues,
+        set_request_id,
+        set_memo,
+    ) = _RESULT_SETTERS
+    set_cancelled(result, cancelled)
+    set_questions(result, tuple(metas))
+    set_answers(result, frozen_mapping(answers))
+    set_title(result, params.title)
+    set_skipped(result, tuple(skipped))
+    set_issues(result, None)
+    set_request_id(result, request_id)
+    set_memo(result, _Memo())
+    return result
 
 
 def invalid_result(raw_title: object, issues: Iterable[Issue]) -> AskResult:
@@ -670,7 +861,7 @@ def _str_list(value: object, what: str) -> tuple[str, ...]:
 def _question_type(value: object) -> QuestionType:
     if value not in QUESTION_TYPES:
         raise ValueError(f"unknown question type {value!r}")
-    return cast("QuestionType", value)
+    return value
 
 
 def _images(value: object) -> tuple[Image, ...]:

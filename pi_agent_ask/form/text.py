@@ -21,8 +21,8 @@ from __future__ import annotations
 import copy
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from pi_agent_ask.form.result import (
     AnswerResult,
@@ -32,7 +32,7 @@ from pi_agent_ask.form.result import (
     fallback_result,
 )
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.types import JSON, AskParams, Image, Issue
+from pi_agent_ask.form.types import JSON, AskParams, Image, Issue, Question
 
 __all__ = [
     "BACKGROUND_ANSWER_TYPE",
@@ -87,6 +87,10 @@ Style = Literal["text", "accent", "warning", "muted", "success", "error"]
 Segment = tuple[Style, str]
 Line = tuple[Segment, ...]
 
+_S = TypeVar("_S", bound=str)
+"""A style name. The line helpers (``line_text``, ``merge_segments``, ``wrap_line``) work over
+any style names, not only ``Style``: the UI passes its own (prompt_toolkit class names)."""
+
 TextBlock = dict[str, JSON]
 """A content block: ``{"type": "text", "text": ...}`` or ``{"type": "image", ...}``."""
 
@@ -129,23 +133,42 @@ def _option_label(
 class _OptionIndex:
     """Option labels by question id and option value, when the form's params are known.
 
-    Built once per rendering call, so a form of n questions renders in O(n), not O(n²); and
-    only when an answer has option notes (the only use), so a form without any costs nothing.
+    Built once per rendering call, so a form of n questions renders in O(n), not O(n²); each
+    question's labels only when they are first asked for (the only use is notes on options),
+    so a form without option notes costs nothing.
     """
 
-    __slots__ = ("_labels", "_params")
+    __slots__ = ("_labels", "_params", "_questions")
 
     def __init__(self, params: AskParams) -> None:
         self._params = params
-        self._labels: dict[str, dict[str, str]] | None = None
+        self._questions: dict[str, Question] | None = None
+        self._labels: dict[str, dict[str, str] | None] = {}
 
     def of(self, question_id: str) -> Mapping[str, str] | None:
-        if self._labels is None:
-            self._labels = {
-                q.id: {option.value: option.label for option in q.options}
-                for q in self._params.questions
-            }
-        return self._labels.get(question_id)
+        labels = self._labels
+        if question_id in labels:
+            return labels[question_id]
+        if self._questions is None:
+            self._questions = {q.id: q for q in self._params.questions}
+        question = self._questions.get(question_id)
+        found = None if question is None else {o.value: o.label for o in question.options}
+        labels[question_id] = found
+        return found
+
+    def label(self, question_id: str, value: str) -> str | None:
+        """``of(question_id).get(value)``, without building the question's labels."""
+        labels = self._labels.get(question_id)
+        if labels is not None:
+            return labels.get(value)
+        if self._questions is None:
+            self._questions = {q.id: q for q in self._params.questions}
+        question = self._questions.get(question_id)
+        found = None
+        for option in question.options if question is not None else ():
+            if option.value == value:
+                found = option.label  # the last one, as ``of`` keeps it
+        return found
 
 
 OptionIndex = _OptionIndex | None
@@ -162,7 +185,17 @@ def _options_of(index: OptionIndex, question_id: str) -> Mapping[str, str] | Non
 
 def _noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
     """Option values with a note or note images, in option order when it is known."""
-    noted = list(dict.fromkeys([*answer.option_notes, *answer.option_note_images]))
+    return _in_option_order(_noted_keys(answer), options)
+
+
+def _noted_keys(answer: AnswerResult) -> list[str]:
+    """Option values with a note or note images, notes first."""
+    if not answer.option_note_images:
+        return list(answer.option_notes)
+    return list(dict.fromkeys([*answer.option_notes, *answer.option_note_images]))
+
+
+def _in_option_order(noted: list[str], options: Mapping[str, str] | None) -> list[str]:
     if options is None or len(noted) <= 1:
         return noted
     order = {value: i for i, value in enumerate(options)}
@@ -208,37 +241,197 @@ def summary_lines(
     """
     if result.cancelled:
         return [CANCELLED_TEXT]
-    index = _option_index(params)
-    lines: list[str] = []
-    skipped = set(result.skipped_question_ids)
-    for meta in result.questions:
-        name = f"{meta.label} [{meta.id}]" if with_ids else meta.label
-        if meta.id in skipped:
-            lines.append(f"{name}: (skipped)")
-            continue
-        answer = result.answers.get(meta.id)
-        if answer is None or not answer.has_answer:
-            lines.append(f"{name}: (no answer)")
-        else:
-            lines.append(f"{name}: {_answer_text(answer)}")
-        if answer is None:
-            continue
-        if answer.note is not None or answer.note_images:
-            lines.append(f"{name} note: {_with_marker(answer.note or '', len(answer.note_images))}")
-        if not (answer.option_notes or answer.option_note_images):
-            continue
-        options = _options_of(index, meta.id)
-        for value in _noted_values(answer, options):
-            label, selected = _option_label(answer, value, options)
-            which = label if selected else f"{label} (not selected)"
-            note = _with_marker(
-                answer.option_notes.get(value, ""), len(answer.option_note_images.get(value, ()))
-            )
-            lines.append(f"{name} / {which} note: {note}")
-    note = presentation_note(result)
-    if note:
-        lines.append(note)
+    found = _texts(result, params)
+    lines = [_name(meta, with_ids) + fact for meta, facts in found.facts for fact in facts]
+    if found.presented:
+        lines.append(found.presented)
     return lines or [SUBMITTED_TEXT]
+
+
+def _name(meta: QuestionMeta, with_ids: bool) -> str:
+    return f"{meta.label} [{meta.id}]" if with_ids else meta.label
+
+
+_Captioned = tuple[str, str, str, str]
+"""An image of a result: ``(id, caption, mime type, data)``."""
+
+
+class _Texts:
+    """What the agent-facing texts of one result read, for one params (option labels come from
+    them): built once, kept with the result (``AskResult._derived``), so the tool result, the
+    background answer and the waits share one build.
+
+    ``facts`` is the summary without its question names: per question, the text after the name
+    on each of its lines (``": (skipped)"``, ``" note: ..."``); ``presented`` the presentation
+    note; ``images`` each image once by id. ``text`` and ``background`` are the joined texts,
+    kept as first asked for.
+    """
+
+    __slots__ = ("background", "facts", "images", "presented", "text")
+
+    def __init__(self, result: AskResult, params: AskParams | None) -> None:
+        self.text: str | None = None
+        self.background: str | None = None
+        self.facts: tuple[tuple[QuestionMeta, tuple[str, ...]], ...] = ()
+        self.images: tuple[_Captioned, ...] = ()
+        self.presented: str | None = None
+        if not result.cancelled:
+            self._build(result, params)
+
+    def _build(self, result: AskResult, params: AskParams | None) -> None:
+        index: OptionIndex = None
+        facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
+        images: list[_Captioned] | None = [] if result.issues is None else None
+        seen: set[str] = set()
+        skipped: Container[str] = result.skipped_question_ids
+        if len(result.skipped_question_ids) > 8:
+            skipped = frozenset(result.skipped_question_ids)
+        answers = result.answers
+        for meta in result.questions:
+            qid = meta.id
+            answer = answers.get(qid)
+            if qid in skipped:
+                facts.append((meta, (": (skipped)",)))
+                if answer is not None and images is not None and answer.images():
+                    index = index or _option_index(params)
+                    _add_images(images, seen, meta, answer, None, index)
+                continue
+            if answer is None:
+                facts.append((meta, (": (no answer)",)))
+                continue
+            custom_images = answer.custom_images
+            if custom_images:
+                head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
+            elif answer.values or answer.custom_text is not None:
+                head = ": " + ", ".join(answer.labels)
+            else:
+                head = ": (no answer)"
+            note = answer.note
+            note_images = answer.note_images
+            option_notes = answer.option_notes
+            option_note_images = answer.option_note_images
+            if note is None and not (note_images or option_notes or option_note_images):
+                facts.append((meta, (head,)))
+                if custom_images and images is not None:
+                    _add_images(images, seen, meta, answer, [], index)
+                continue
+            lines = [head]
+            if note_images:
+                lines.append(" note: " + _with_marker(note or "", len(note_images)))
+            elif note is not None:
+                lines.append(" note: " + note)
+            noted: list[tuple[str, str, bool]] = []
+            if option_notes and not option_note_images and len(option_notes) == 1:
+                # One option note without images, the common case, without the general walk.
+                index = index or _option_index(params)
+                for value, text in option_notes.items():
+                    lines.append(_single_note_line(answer, value, text, index, qid))
+            elif option_notes or option_note_images:
+                index = index or _option_index(params)
+                noted = _noted_options(answer, index, qid)
+                for value, label, selected in noted:
+                    text = option_notes.get(value, "")
+                    if option_note_images:
+                        text = _with_marker(text, len(option_note_images.get(value, ())))
+                    if selected:
+                        lines.append(f" / {label} note: {text}")
+                    else:
+                        lines.append(f" / {label} (not selected) note: {text}")
+            facts.append((meta, tuple(lines)))
+            if images is not None and (custom_images or note_images or option_note_images):
+                _add_images(images, seen, meta, answer, noted, index)
+        self.facts = tuple(facts)
+        self.images = tuple(images or ())
+        self.presented = presentation_note(result)
+
+
+def _single_note_line(
+    answer: AnswerResult, value: str, text: str, index: OptionIndex, qid: str
+) -> str:
+    """The line of an answer's only option note (and no option note images)."""
+    count = len(answer.indices)
+    if len(answer.values) != len(answer.labels) and min(len(answer.values), count) != min(
+        len(answer.labels), count
+    ):
+        list(zip(answer.values[:count], answer.labels[:count], strict=True))  # its ValueError
+    values = answer.values[:count]
+    if value in values:
+        # The last match, as a dict of the pairs would keep it.
+        label = answer.labels[len(values) - 1 - values[::-1].index(value)]
+        return f" / {label} note: {text}"
+    found = None if index is None else index.label(qid, value)
+    return f" / {value if found is None else found} (not selected) note: {text}"
+
+
+def _texts(result: AskResult, params: AskParams | None) -> _Texts:
+    return result._derived(params, _Texts)
+
+
+def _noted_options(
+    answer: AnswerResult, index: OptionIndex, qid: str
+) -> list[tuple[str, str, bool]]:
+    """``(value, label, selected)`` of each option with a note or note images, in option order
+    when it is known."""
+    notes = answer.option_notes
+    images = answer.option_note_images
+    count = len(answer.indices)
+    values = answer.values[:count]
+    labels = answer.labels[:count]
+    if len(values) != len(labels):
+        list(zip(values, labels, strict=True))  # the ValueError it always raised
+    if not images and len(notes) == 1:
+        for value in notes:
+            if value in values:
+                return [(value, labels[len(values) - 1 - values[::-1].index(value)], True)]
+            label = None if index is None else index.label(qid, value)
+            return [(value, value if label is None else label, False)]
+    noted = list(dict.fromkeys([*notes, *images])) if images else list(notes)
+    # Option labels are needed to order several notes, and to name an unselected option.
+    looked_up = len(noted) > 1
+    options = _options_of(index, qid) if looked_up else None
+    if looked_up:
+        noted = _in_option_order(noted, options)
+    out = []
+    for value in noted:
+        if value in values:
+            # The last match, as a dict of the pairs would keep it.
+            out.append((value, labels[len(values) - 1 - values[::-1].index(value)], True))
+            continue
+        if not looked_up:
+            options = _options_of(index, qid)
+            looked_up = True
+        label = options[value] if options is not None and value in options else value
+        out.append((value, label, False))
+    return out
+
+
+def _add_images(
+    out: list[_Captioned],
+    seen: set[str],
+    meta: QuestionMeta,
+    answer: AnswerResult,
+    noted: list[tuple[str, str, bool]] | None,
+    index: OptionIndex,
+) -> None:
+    """The images of one answer: custom, question note, then option notes (``noted``, or
+    looked up when ``None``)."""
+
+    def add(what: str, images: Iterable[Image]) -> None:
+        for image in images:
+            if image.id not in seen:
+                seen.add(image.id)
+                caption = f"Image for [{meta.id}] {meta.prompt} — {what}:"
+                out.append((image.id, caption, image.mime_type, image.data))
+
+    add("custom answer", answer.custom_images)
+    add("question note", answer.note_images)
+    option_images = answer.option_note_images
+    if not option_images:
+        return
+    if noted is None:
+        noted = _noted_options(answer, index, meta.id)
+    for value, label, _ in noted:
+        add(f"option note for {label}", option_images.get(value, ()))
 
 
 def invalid_text(issues: Iterable[Issue]) -> str:
@@ -250,46 +443,57 @@ def result_text(result: AskResult, *, params: AskParams | None = None) -> str:
     """The text block of a normal (foreground) tool result."""
     if result.issues is not None:
         return invalid_text(result.issues)
-    body = "\n".join(summary_lines(result, params=params))
-    if result.request_id is None:
-        return body
-    return f"ask_user [{result.request_id}]\n{body}"
+    return _result_text(result, _texts(result, params))
+
+
+def _result_text(result: AskResult, found: _Texts) -> str:
+    text = found.text
+    if text is None:
+        body = _summary_text(result, found, with_ids=False)
+        text = body if result.request_id is None else f"ask_user [{result.request_id}]\n{body}"
+        found.text = text
+    return text
+
+
+def _summary_text(result: AskResult, found: _Texts, *, with_ids: bool) -> str:
+    """``"\n".join(summary_lines(...))``, joined a question at a time."""
+    if result.cancelled:
+        return CANCELLED_TEXT
+    parts = []
+    for meta, lines in found.facts:
+        name = f"{meta.label} [{meta.id}]" if with_ids else meta.label
+        if len(lines) == 1:
+            parts.append(name + lines[0])
+        else:
+            parts.append(name + ("\n" + name).join(lines))
+    if found.presented:
+        parts.append(found.presented)
+    return "\n".join(parts) if parts else SUBMITTED_TEXT
 
 
 def image_blocks(result: AskResult, *, params: AskParams | None = None) -> list[TextBlock]:
     """The image content blocks of a result, each preceded by a text block naming its question
     and answer or note. Each image appears once (by id). None for cancelled or error results."""
-    return _image_blocks(result, params, set())
+    if result.cancelled or result.issues is not None:
+        return []
+    return _blocks(_texts(result, params).images, set())
 
 
 def _image_blocks(result: AskResult, params: AskParams | None, seen: set[str]) -> list[TextBlock]:
     if result.cancelled or result.issues is not None:
         return []
-    index = _option_index(params)
+    return _blocks(_texts(result, params).images, seen)
+
+
+def _blocks(images: Iterable[_Captioned], seen: set[str]) -> list[TextBlock]:
+    """A caption block and an image block for each image not ``seen`` yet."""
     blocks: list[TextBlock] = []
-
-    def add(meta: QuestionMeta, what: str, images: Iterable[Image]) -> None:
-        for image in images:
-            if image.id in seen:
-                continue
-            seen.add(image.id)
-            blocks.append(
-                {"type": "text", "text": f"Image for [{meta.id}] {meta.prompt} — {what}:"}
-            )
-            blocks.append({"type": "image", "mimeType": image.mime_type, "data": image.data})
-
-    for meta in result.questions:
-        answer = result.answers.get(meta.id)
-        if answer is None:
+    for image_id, caption, mime_type, data in images:
+        if image_id in seen:
             continue
-        add(meta, "custom answer", answer.custom_images)
-        add(meta, "question note", answer.note_images)
-        if not answer.option_note_images:
-            continue
-        options = _options_of(index, meta.id)
-        for value in _noted_values(answer, options):
-            label, _ = _option_label(answer, value, options)
-            add(meta, f"option note for {label}", answer.option_note_images.get(value, ()))
+        seen.add(image_id)
+        blocks.append({"type": "text", "text": caption})
+        blocks.append({"type": "image", "mimeType": mime_type, "data": data})
     return blocks
 
 
@@ -300,11 +504,15 @@ def _text_block(text: str) -> TextBlock:
 def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[str, JSON]:
     """The whole ``ask_user`` tool result: ``content`` (text, then image blocks),
     ``details`` (full) and ``structuredContent`` (compact)."""
+    if result.issues is not None:
+        content = [_text_block(invalid_text(result.issues))]
+    else:
+        found = _texts(result, params)
+        content = [{"type": "text", "text": _result_text(result, found)}]
+        if found.images:
+            content.extend(_blocks(found.images, set()))
     return {
-        "content": [
-            _text_block(result_text(result, params=params)),
-            *image_blocks(result, params=params),
-        ],
+        "content": content,
         "details": result.to_details(),
         "structuredContent": result.to_structured(),
     }
@@ -377,12 +585,20 @@ def background_answer_text(outcome: BackgroundOutcome, *, params: AskParams | No
         if error is None:
             error = invalid_text(result.issues or ()) if result else "No form result available."
         return f"Background answer [{outcome.request_id}]:\nQuestion form failed: {error}"
+    return _background_text(outcome.request_id, result, _texts(result, params))
+
+
+def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
+    body = found.background
+    if body is None:
+        # The text after the first line: the questions, then the response.
+        questions = "".join(
+            f"- [{meta.id}] {meta.label}: {meta.prompt}\n" for meta in result.questions
+        )
+        response = _summary_text(result, found, with_ids=True)
+        body = found.background = f"Questions:\n{questions}Response:\n{response}"
     title = f" — {result.title}" if result.title else ""
-    lines = [f"Background answer [{outcome.request_id}]{title}:", "Questions:"]
-    lines.extend(f"- [{meta.id}] {meta.label}: {meta.prompt}" for meta in result.questions)
-    lines.append("Response:")
-    lines.extend(summary_lines(result, params=params, with_ids=True))
-    return "\n".join(lines)
+    return f"Background answer [{request_id}]{title}:\n{body}"
 
 
 def background_answer_message(
@@ -390,9 +606,15 @@ def background_answer_message(
 ) -> dict[str, JSON]:
     """The ``ask:background-answer`` custom message: ``content`` is the text, or a list of the
     text block and the image blocks when the answer has images."""
-    text = background_answer_text(outcome, params=params)
-    images = image_blocks(outcome.result, params=params) if outcome.result else []
-    content: JSON = [_text_block(text), *images] if images else text
+    result = outcome.result
+    content: JSON
+    if result is None or result.issues is not None:
+        content = background_answer_text(outcome, params=params)
+    else:
+        found = _texts(result, params)
+        content = _background_text(outcome.request_id, result, found)
+        if found.images and not result.cancelled:
+            content = [_text_block(content), *_blocks(found.images, set())]
     return {"customType": BACKGROUND_ANSWER_TYPE, "content": content, "details": outcome.to_json()}
 
 
@@ -539,9 +761,9 @@ def line_text(line: Iterable[tuple[str, str]]) -> str:
     return "".join(text for _, text in line)
 
 
-def merge_segments(segments: Iterable[Segment]) -> Line:
+def merge_segments(segments: Iterable[tuple[_S, str]]) -> tuple[tuple[_S, str], ...]:
     """Drop empty segments and join neighbours of the same style."""
-    out: list[Segment] = []
+    out: list[tuple[_S, str]] = []
     for style, text in segments:
         if not text:
             continue
@@ -566,15 +788,18 @@ def cell_width(text: str) -> int:
     return sum(_char_width(char) for char in text)
 
 
-def wrap_line(line: Line, width: int, indent: int = 0) -> list[Line]:
+def wrap_line(
+    line: Iterable[tuple[_S, str]], width: int, indent: int = 0
+) -> list[tuple[tuple[_S | Literal["text"], str], ...]]:
     """Word-wrap a styled line to ``width`` cells; continuation lines start with ``indent``
-    spaces. Words longer than a line are split. Every returned line fits ``width``, except that
-    a character wider than ``width`` (a wide character at width 1) gets a line of its own."""
+    spaces (styled ``"text"``). Words longer than a line are split. Every returned line fits
+    ``width``, except that a character wider than ``width`` (a wide character at width 1) gets a
+    line of its own."""
     width = max(1, width)
     indent = max(0, min(indent, width - 1))
     tokens = [(style, piece) for style, text in line for piece in re.findall(r"\s+|\S+", text)]
-    lines: list[Line] = []
-    current: list[Segment] = []
+    lines: list[tuple[tuple[_S | Literal["text"], str], ...]] = []
+    current: list[tuple[_S | Literal["text"], str]] = []
     used = 0
     start = 0  # cells at the start of the current line that are indentation
 
@@ -852,10 +1077,10 @@ def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, 
                 question_note=False,
             )
         )
-    note = presentation_note(result)
-    if note:
+    presented = presentation_note(result)
+    if presented:
         rows.append(((), 0))
-        rows.append((merge_segments([("muted", note)]), 0))
+        rows.append((merge_segments([("muted", presented)]), 0))
     return rows
 
 
