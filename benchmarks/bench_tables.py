@@ -159,9 +159,9 @@ class Sizes:
 def _seconds(value: float) -> str:
     """Three significant figures, in µs, ms or s."""
     for unit, scale in (("µs", 1e-6), ("ms", 1e-3), ("s", 1.0)):
-        if value < 1000 * scale or unit == "s":
-            number = value / scale
-            digits = 2 if number < 10 else 1 if number < 100 else 0
+        number = value / scale
+        digits = 2 if number < 10 else 1 if number < 100 else 0
+        if round(number, digits) < 1000 or unit == "s":
             return f"{number:.{digits}f} {unit}"
     raise AssertionError("unreachable")
 
@@ -182,7 +182,7 @@ def _count(n: int) -> str:
 
 
 def _growth(sizes: Sequence[int], costs: Sequence[float]) -> str:
-    """``1k->10k: x10 -> x9.8`` per step: the size factor, then the cost factor."""
+    """``1k->10k size x10 cost x9.8`` per step: how much the size grew, then the cost."""
     steps = [
         f"{_count(a)}->{_count(b)} size x{b / a:g} cost x{cb / ca:.1f}"
         for (a, ca), (b, cb) in itertools.pairwise(zip(sizes, costs, strict=True))
