@@ -134,6 +134,10 @@ PEER = {
 }
 """Seconds per case, for CORE_SIZES (the cold import: one figure)."""
 
+COLD_SIDE_BY_SIDE = (1.00, 2.08)
+"""Ours and the peer's cold import in the same alternating run (seconds): a process start
+depends on the load more than a loop does, so this ratio is the one to compare."""
+
 
 @attrs.frozen
 class Sizes:
@@ -382,6 +386,11 @@ def second_table(sizes: Sizes) -> None:
         f"      now {_seconds(ours_cold)} (python -c 'import pi_agent_ask.ui.commands')  "
         f"ratio {ours_cold / peer_cold:.2f}  peer {_seconds(peer_cold)}  "
         f"before [ratio {RATIO_BEFORE[name][0]}]  target -"
+    )
+    ours_then, peer_then = COLD_SIDE_BY_SIDE
+    print(
+        f"      side by side (2026-12-01, alternating): ours {_seconds(ours_then)}, "
+        f"peer {_seconds(peer_then)}, ratio {ours_then / peer_then:.2f}"
     )
 
 
