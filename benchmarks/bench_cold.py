@@ -1,8 +1,18 @@
 """Cold start: from process start to the first frame of ``pi-agent-ask ask``, and the import.
 
 The command runs on a pseudo-terminal of its own (``pty.fork``), as a person would start it;
-the clock stops when the question's prompt first appears in what it wrote. Each figure is the
-median of several runs.
+the clock stops when the question's prompt first appears in what it wrote. Each run journals
+into a fresh session file in a temporary directory (what a person's first ``ask`` does; the
+per-user history file is left alone). Each figure is the median of several runs.
+
+Byte code: the main figure is an installed command's start, with byte code cached (``pip
+install`` compiles it, and a first run writes it); the benchmark removes
+``PYTHONDONTWRITEBYTECODE`` from the child's environment and runs once first to write the
+cache. The second figure has no byte-code cache at all (``PYTHONDONTWRITEBYTECODE=1`` and an
+empty ``-X pycache_prefix``, so every module, the standard library's included, is compiled from
+source on every start): what a checkout run from a shell that sets that variable pays.
+
+Run: ``.venv/bin/python -m benchmarks cold``. Prints; asserts nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 PROMPT = "Which region first?"
@@ -32,20 +43,35 @@ PAYLOAD = {
 ROUNDS = 5
 
 
-def first_frame_seconds(payload: Path, settings: Path) -> float:
+def first_frame_seconds(
+    payload: Path, settings: Path, *, session: Path | None = None, byte_code: bool = True
+) -> float:
+    """Seconds from process start to the first frame of ``ask`` on ``payload``; ``session``
+    is the file it journals into (``None``: a fresh one next to ``payload``); ``byte_code``
+    False compiles every module from source (see the module's docstring)."""
+    if session is None:
+        session = payload.with_name(f"history-{uuid.uuid4().hex}.pias")
+    env = _child_env()
+    options: list[str] = []
+    if not byte_code:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        options = ["-X", f"pycache_prefix={payload.with_name('no-byte-code-cache')}"]
     command = [
         sys.executable,
+        *options,
         "-m",
         "pi_agent_ask",
         "ask",
         str(payload),
         "--settings",
         str(settings),
+        "--session",
+        str(session),
     ]
     start = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:  # the child: the pty is its controlling terminal
-        os.execve(sys.executable, command, _child_env())
+        os.execve(sys.executable, command, env)
     seen = b""
     try:
         while PROMPT.encode() not in seen:
@@ -82,9 +108,14 @@ def main() -> None:
         settings = Path(tmp) / "settings.json"
         first_frame_seconds(payload, settings)  # warm-up: writes the byte-code cache
         frames = [first_frame_seconds(payload, settings) for _ in range(ROUNDS)]
+        uncached = [first_frame_seconds(payload, settings, byte_code=False) for _ in range(3)]
         imports = [import_seconds() for _ in range(ROUNDS)]
         ui = [import_seconds("pi_agent_ask.ui.commands") for _ in range(ROUNDS)]
     print(f"process start -> first frame of `ask`: median {statistics.median(frames) * 1e3:.0f} ms")
+    print(
+        "  the same with no byte-code cache (every module compiled from source): "
+        f"median {statistics.median(uncached) * 1e3:.0f} ms"
+    )
     print(
         f"python -c 'import pi_agent_ask':        median {statistics.median(imports) * 1e3:.0f} ms"
     )

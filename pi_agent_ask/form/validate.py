@@ -33,11 +33,9 @@ import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 
 from pi_agent_ask.form import schemas, untrusted
 from pi_agent_ask.form.tools import (
@@ -56,6 +54,10 @@ from pi_agent_ask.form.types import (
     QuestionType,
     Validation,
 )
+
+if TYPE_CHECKING:  # jsonschema is imported when arguments fail the compiled check (cold start)
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 CONTEXT_FILE_MAX_BYTES = 1024 * 1024
 """Largest context file accepted (1 MiB).
@@ -415,6 +417,8 @@ def _validator(tool_name: str, *, background: bool) -> Draft202012Validator:
     Cached because building one prepares the schema; the key space is five tools times two
     modes, and the validator is never handed out, so its schema dict cannot be changed.
     """
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(_input_schema(tool_name, background=background))
 
 

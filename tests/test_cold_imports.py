@@ -1,0 +1,112 @@
+"""What ``pi-agent-ask ask`` imports before its first form waits for a key (cold start).
+
+The command runs on a pseudo-terminal of its own with ``-X importtime`` (its standard error
+goes to a file, so the import log is not mixed with the frame). Once the question's prompt is on
+the screen the form is drawn and waiting; the log then names every module imported so far (and
+perhaps a few imported just after, which only makes the check stricter). Counting modules, not
+timing them: ``just bench cold`` has the figures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pty
+import re
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPT = "Which region first?"
+PAYLOAD = {
+    "questions": [
+        {
+            "id": "region",
+            "prompt": PROMPT,
+            "options": [{"value": "eu", "label": "EU"}, {"value": "us", "label": "US"}],
+        }
+    ]
+}
+
+NOT_BEFORE_THE_FIRST_FRAME = (
+    # Schema errors only: valid arguments pass the compiled check (form/validate.py).
+    "jsonschema",
+    "referencing",
+    # Other commands: the MCP server, the desk, the demo host, asyncio hosts, frameworks.
+    "mcp",
+    "hypercorn",
+    "pi_agent_ask.mcp_server.tools",
+    "pi_agent_ask.mcp_server.stdio",
+    "pi_agent_ask.desk.run",
+    "pi_agent_ask.desk.http",
+    "pi_agent_ask.host.demo",
+    "pi_agent_ask.aio",
+    "pi_agent_ask.integrations",
+    # Read by the history tools and the history command, not by a form.
+    "pi_agent_ask.persistence.history",
+)
+NEEDED = ("trio", "prompt_toolkit", "pi_agent_ask.ui.render", "pi_agent_ask.form.validate")
+
+
+def imports_before_first_frame(tmp_path: Path) -> set[str]:
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(PAYLOAD))
+    log = tmp_path / "importtime.log"
+    command = [
+        sys.executable,
+        "-X",
+        "importtime",
+        "-m",
+        "pi_agent_ask",
+        "ask",
+        str(payload),
+        "--settings",
+        str(tmp_path / "settings.json"),
+        "--session",
+        str(tmp_path / "history.pias"),
+    ]
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the pty is its controlling terminal, the log its stderr
+        try:
+            os.chdir(ROOT)
+            err = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(err, 2)
+            os.execve(sys.executable, command, env)
+        finally:
+            os._exit(127)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while PROMPT.encode() not in seen:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(left, 0))
+            assert ready, f"no first frame within 60 s; screen so far: {seen[-500:]!r}"
+            try:
+                seen += os.read(fd, 65536)
+            except OSError:  # the child closed the pty (it exited): say what it logged
+                raise AssertionError(log.read_text()[-2000:]) from None
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    text = log.read_text()
+    return set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", text, re.MULTILINE))
+
+
+def test_ask_imports_only_what_the_form_needs_before_its_first_frame(tmp_path: Path) -> None:
+    for name in NOT_BEFORE_THE_FIRST_FRAME:  # each one exists, so its absence means something
+        assert importlib.util.find_spec(name) is not None, name
+    imported = imports_before_first_frame(tmp_path)
+    assert set(NEEDED) <= imported, sorted(set(NEEDED) - imported)
+    early = sorted(
+        module
+        for module in imported
+        for name in NOT_BEFORE_THE_FIRST_FRAME
+        if module == name or module.startswith(name + ".")
+    )
+    assert early == []
