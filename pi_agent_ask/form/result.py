@@ -65,6 +65,10 @@ def _str_mapping(value: Mapping[str, str] | None) -> Mapping[str, str]:
     return frozen_mapping(dict(value or {}))
 
 
+def _issues(value: Iterable[Issue] | None) -> tuple[Issue, ...] | None:
+    return None if value is None else tuple(value)
+
+
 def _images_mapping(
     value: Mapping[str, Iterable[Image]] | None,
 ) -> Mapping[str, tuple[Image, ...]]:
@@ -266,9 +270,7 @@ class AskResult:
     answers: Mapping[str, AnswerResult] = attrs.field(converter=_answers_mapping, factory=dict)
     title: str | None = None
     skipped_question_ids: tuple[str, ...] = attrs.field(converter=_tuple, default=())
-    issues: tuple[Issue, ...] | None = attrs.field(
-        default=None, converter=lambda v: None if v is None else tuple(v)
-    )
+    issues: tuple[Issue, ...] | None = attrs.field(default=None, converter=_issues)
     request_id: str | None = None
 
     @property
@@ -670,7 +672,7 @@ def _str_list(value: object, what: str) -> tuple[str, ...]:
 def _question_type(value: object) -> QuestionType:
     if value not in QUESTION_TYPES:
         raise ValueError(f"unknown question type {value!r}")
-    return cast("QuestionType", value)
+    return value
 
 
 def _images(value: object) -> tuple[Image, ...]:

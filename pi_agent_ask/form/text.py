@@ -22,7 +22,7 @@ import copy
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pi_agent_ask.form.result import (
     AnswerResult,
@@ -86,6 +86,10 @@ FALLBACK_TAIL = (
 Style = Literal["text", "accent", "warning", "muted", "success", "error"]
 Segment = tuple[Style, str]
 Line = tuple[Segment, ...]
+
+_S = TypeVar("_S", bound=str)
+"""A style name. The line helpers (``line_text``, ``merge_segments``, ``wrap_line``) work over
+any style names, not only ``Style``: the UI passes its own (prompt_toolkit class names)."""
 
 TextBlock = dict[str, JSON]
 """A content block: ``{"type": "text", "text": ...}`` or ``{"type": "image", ...}``."""
@@ -235,9 +239,9 @@ def summary_lines(
                 answer.option_notes.get(value, ""), len(answer.option_note_images.get(value, ()))
             )
             lines.append(f"{name} / {which} note: {note}")
-    note = presentation_note(result)
-    if note:
-        lines.append(note)
+    presented = presentation_note(result)
+    if presented:
+        lines.append(presented)
     return lines or [SUBMITTED_TEXT]
 
 
@@ -534,14 +538,14 @@ def _split(text: str) -> list[str]:
     return _clean(text).split("\n")
 
 
-def line_text(line: Line) -> str:
+def line_text(line: Iterable[tuple[str, str]]) -> str:
     """The plain text of a styled line."""
     return "".join(text for _, text in line)
 
 
-def merge_segments(segments: Iterable[Segment]) -> Line:
+def merge_segments(segments: Iterable[tuple[_S, str]]) -> tuple[tuple[_S, str], ...]:
     """Drop empty segments and join neighbours of the same style."""
-    out: list[Segment] = []
+    out: list[tuple[_S, str]] = []
     for style, text in segments:
         if not text:
             continue
@@ -566,15 +570,18 @@ def cell_width(text: str) -> int:
     return sum(_char_width(char) for char in text)
 
 
-def wrap_line(line: Line, width: int, indent: int = 0) -> list[Line]:
+def wrap_line(
+    line: Iterable[tuple[_S, str]], width: int, indent: int = 0
+) -> list[tuple[tuple[_S | Literal["text"], str], ...]]:
     """Word-wrap a styled line to ``width`` cells; continuation lines start with ``indent``
-    spaces. Words longer than a line are split. Every returned line fits ``width``, except that
-    a character wider than ``width`` (a wide character at width 1) gets a line of its own."""
+    spaces (styled ``"text"``). Words longer than a line are split. Every returned line fits
+    ``width``, except that a character wider than ``width`` (a wide character at width 1) gets a
+    line of its own."""
     width = max(1, width)
     indent = max(0, min(indent, width - 1))
     tokens = [(style, piece) for style, text in line for piece in re.findall(r"\s+|\S+", text)]
-    lines: list[Line] = []
-    current: list[Segment] = []
+    lines: list[tuple[tuple[_S | Literal["text"], str], ...]] = []
+    current: list[tuple[_S | Literal["text"], str]] = []
     used = 0
     start = 0  # cells at the start of the current line that are indentation
 
@@ -852,10 +859,10 @@ def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, 
                 question_note=False,
             )
         )
-    note = presentation_note(result)
-    if note:
+    presented = presentation_note(result)
+    if presented:
         rows.append(((), 0))
-        rows.append((merge_segments([("muted", note)]), 0))
+        rows.append((merge_segments([("muted", presented)]), 0))
     return rows
 
 
