@@ -253,7 +253,7 @@ def wrap_fragments(fragments: Sequence[Fragment], width: int, indent: int = 0) -
     # wrap_line marks the indentation it adds with its own plain style name.
     return [
         tuple((TEXT if style == "text" else style, text) for style, text in row)
-        for row in wrap_line(line, width, indent)  # type: ignore[arg-type]
+        for row in wrap_line(line, width, indent)
     ]
 
 
@@ -574,7 +574,7 @@ def _option_rows(
     rows). Returns the block and whether the custom row is the highlighted one."""
     question = state.params.questions[q]
     draft = state.drafts[q]
-    live = fs.Draft() if draft.skipped else draft
+    live = Draft() if draft.skipped else draft
     multi = state.types[q] == "multi"
     cursor = state.cursors[q]
     editor = state.editor if state.editor is not None and state.editor.question == q else None
@@ -583,7 +583,7 @@ def _option_rows(
     for row, option in enumerate(question.options):
         active = row == cursor
         first = len(block.lines)
-        prefix = _row_prefix(row, count, active, live.selected and row in live.selected, multi)
+        prefix = _row_prefix(row, count, active, row in live.selected, multi)
         indent = line_width(prefix)
         block.extend(_option_label_rows(prefix, option, active, width, indent))
         block.targets.append(
@@ -1023,13 +1023,13 @@ HintContext = Literal["custom", "note", "custom-images", "note-images", "review"
 
 def _hint_context(state: fs.FormState) -> HintContext:
     if state.editor is not None:
-        kind = "custom" if state.editor.kind == "custom" else "note"
+        custom = state.editor.kind == "custom"
         if state.editor.images:
-            return "custom-images" if kind == "custom" else "note-images"
-        return kind
+            return "custom-images" if custom else "note-images"
+        return "custom" if custom else "note"
     if state.on_review:
         return "review"
-    return state.types[state.tab]
+    return "multi" if state.types[state.tab] == "multi" else "single"
 
 
 def footer_hints(state: fs.FormState, keymaps: Keymaps) -> list[tuple[str, str]]:
