@@ -197,7 +197,39 @@ class Frame:
 
 
 def line_width(line: Line) -> int:
-    return sum(cell_width(text) for _, text in line)
+    total = 0
+    for _, text in line:
+        total += len(text) if text.isascii() else cell_width(text)
+    return total
+
+
+# Agent strings (labels, prompts, descriptions) are the same on every frame of a form: their
+# neutralised forms are remembered, keyed by the string itself. Pure functions of a string, so
+# an entry never goes stale; long strings are not kept (they would pin memory after the form).
+CACHED_TEXT_MAX = 2048
+"""Characters up to which a string's neutralised form is remembered."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_line(text: str) -> str:
+    return sanitize_line(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_parts(text: str) -> tuple[str, ...]:
+    return tuple(sanitize_text(text).split("\n"))
+
+
+def _clean_line(text: str) -> str:
+    """``sanitize_line(text)``, remembered for short strings."""
+    return _remembered_line(text) if len(text) <= CACHED_TEXT_MAX else sanitize_line(text)
+
+
+def _clean_parts(text: str) -> tuple[str, ...]:
+    """``sanitize_text(text)`` split at its line breaks, remembered for short strings."""
+    if len(text) <= CACHED_TEXT_MAX:
+        return _remembered_parts(text)
+    return tuple(sanitize_text(text).split("\n"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,7 +262,10 @@ class _Block:
     def append_block(self, other: _Block) -> None:
         offset = len(self.lines)
         self.lines.extend(other.lines)
-        self.targets.extend(target.shifted(offset) for target in other.targets)
+        if offset:
+            self.targets.extend(target.shifted(offset) for target in other.targets)
+        else:
+            self.targets.extend(other.targets)
         if other.focus is not None:
             self.focus = other.focus + offset
         if other.cursor is not None:
@@ -262,7 +297,7 @@ def _paragraphs(
 ) -> list[Line]:
     """``prefix`` + sanitised ``text`` wrapped to ``width``; the text's own line breaks start
     new rows indented by ``indent`` cells."""
-    parts = sanitize_text(text).split("\n")
+    parts = _clean_parts(text)
     rows = wrap_fragments([*prefix, (style, parts[0])], width, indent)
     for part in parts[1:]:
         rows.extend(wrap_fragments([(TEXT, " " * indent), (style, part)], width, indent))
@@ -292,6 +327,10 @@ def _pad(line: Line, width: int) -> Line:
 # --------------------------------------------------------------------------------------------
 
 
+TAB_MARK_CELLS = 1
+"""Cells of every tab mark (``✓``, ``□``, ``–``): a tab's width does not depend on its mark."""
+
+
 def _tab_mark(state: fs.FormState, index: int) -> tuple[str, str]:
     draft = state.drafts[index]
     if draft.skipped:
@@ -301,34 +340,24 @@ def _tab_mark(state: fs.FormState, index: int) -> tuple[str, str]:
     return "□", MUTED
 
 
-def _tab_bar(state: fs.FormState, width: int) -> _Block:
+@functools.lru_cache(maxsize=4096)
+def _tab_label(label: str) -> tuple[str, int]:
+    """`` <label> `` as a tab shows it (neutralised, truncated) and its cells after the mark."""
+    text = f" {_truncate(sanitize_line(label), TAB_LABEL_MAX)} "
+    return text, cell_width(text)
+
+
+def _tab_bar(state: fs.FormState, width: int, all_answered: bool) -> _Block:
     """One row of tabs. When they do not fit, a window of tabs around the current one is shown,
-    with ``‹ +k`` / ``+k ›`` counting the hidden tabs on each side."""
-    tabs: list[tuple[Line, fs.Command]] = []
-    for index, question in enumerate(state.params.questions):
-        mark, mark_style = _tab_mark(state, index)
-        label = _truncate(sanitize_line(question.label), TAB_LABEL_MAX)
-        active = index == state.tab
-        style = TAB_ACTIVE if active else TAB
-        tabs.append(
-            (
-                merge_segments(
-                    [(style, " "), (style if active else mark_style, mark), (style, f" {label} ")]
-                ),
-                fs.SelectTab(index),
-            )
-        )
-    review_style = TAB_ACTIVE if state.on_review else TAB
-    review_mark = "✓" if all(d.is_answered for d in state.drafts) else "→"
-    tabs.append(
-        (
-            merge_segments([(review_style, f" {review_mark} Review ")]),
-            fs.SelectTab(state.review_tab),
-        )
-    )
-    widths = [line_width(line) for line, _ in tabs]
-    total = sum(widths) + len(tabs) - 1
-    first, last = 0, len(tabs)
+    with ``‹ +k`` / ``+k ›`` counting the hidden tabs on each side. Only the tabs shown are
+    built: the cost of a frame does not grow with the tabs out of view."""
+    questions = state.params.questions
+    labels = [_tab_label(question.label) for question in questions]
+    review_text = f" {'✓' if all_answered else '→'} Review "
+    widths = [1 + TAB_MARK_CELLS + cells for _, cells in labels]
+    widths.append(cell_width(review_text))
+    total = sum(widths) + len(widths) - 1
+    first, last = 0, len(widths)
     if total > width:
         first, last = _tab_window(widths, state.tab, width)
     fragments: list[Fragment] = []
@@ -338,16 +367,26 @@ def _tab_bar(state: fs.FormState, width: int) -> _Block:
         more = f"‹ +{first} "
         fragments.append((MUTED, more))
         col += cell_width(more)
+    review = len(questions)
     for index in range(first, last):
-        line, command = tabs[index]
         if index > first:
             fragments.append((TEXT, " "))
             col += 1
+        active = index == state.tab
+        style = TAB_ACTIVE if active else TAB
+        if index == review:
+            fragments.append((style, review_text))
+            command: fs.Command = fs.SelectTab(state.review_tab)
+        else:
+            mark, mark_style = _tab_mark(state, index)
+            fragments.extend(
+                [(style, " "), (style if active else mark_style, mark), (style, labels[index][0])]
+            )
+            command = fs.SelectTab(index)
         targets.append(Target("tab", ("tab", index, 0), 0, 1, col, col + widths[index], command))
-        fragments.extend(line)
         col += widths[index]
-    if last < len(tabs):
-        fragments.append((MUTED, f" +{len(tabs) - last} ›"))
+    if last < len(widths):
+        fragments.append((MUTED, f" +{len(widths) - last} ›"))
     return _Block(lines=[merge_segments(fragments)], targets=targets)
 
 
@@ -382,12 +421,14 @@ NEXT_UNANSWERED_KEY = "U"
 """``shift+u``: the next unanswered question (navigation; a fixed key like ``D``)."""
 
 
-def progress_text(state: fs.FormState) -> str | None:
-    """``3/12 answered · U next unanswered`` for a form of several questions."""
+def progress_text(state: fs.FormState, answered: int | None = None) -> str | None:
+    """``3/12 answered · U next unanswered`` for a form of several questions (``answered``:
+    the count, when the caller has it)."""
     count = len(state.params.questions)
     if count < 2:
         return None
-    answered = sum(1 for draft in state.drafts if draft.is_answered)
+    if answered is None:
+        answered = sum(1 for draft in state.drafts if draft.is_answered)
     if answered == count:
         return f"{answered}/{count} answered"
     return f"{answered}/{count} answered · {NEXT_UNANSWERED_KEY} next unanswered"
@@ -396,14 +437,15 @@ def progress_text(state: fs.FormState) -> str | None:
 def _header(state: fs.FormState, width: int, short: bool = False) -> _Block:
     block = _Block()
     title = state.params.title
-    progress = progress_text(state)
+    answered = sum(1 for draft in state.drafts if draft.is_answered)
+    progress = progress_text(state, answered)
     if title:
-        rows = wrap_fragments([(TITLE, sanitize_line(title))], width)
+        rows = wrap_fragments([(TITLE, _clean_line(title))], width)
         if progress and line_width(rows[-1]) + 3 + cell_width(progress) <= width:
             rows[-1] = merge_segments([*rows[-1], (MUTED, f" · {progress}")])
             progress = None
         block.extend(rows)
-    tabs = _tab_bar(state, width)
+    tabs = _tab_bar(state, width, answered == len(state.drafts))
     if progress and line_width(tabs.lines[0]) + 3 + cell_width(progress) <= width:
         tabs.lines[0] = merge_segments([*tabs.lines[0], (MUTED, f"   {progress}")])
     block.append_block(tabs)
@@ -663,8 +705,8 @@ def _option_label_rows(
     prefix: Line, option: Option, active: bool, width: int, indent: int
 ) -> list[Line]:
     label_style = ACTIVE if active else TEXT
-    label = sanitize_line(option.label)
-    description = sanitize_line(option.description) if option.description else None
+    label = _clean_line(option.label)
+    description = _clean_line(option.description) if option.description else None
     if option.recommended:
         fragments: list[Fragment] = [
             *prefix,
@@ -715,14 +757,27 @@ def _hanging_indent(line: str) -> int:
 
 def _context_rows(context: str, width: int) -> list[Line]:
     rows: list[Line] = []
-    for part in sanitize_text(context).split("\n"):
+    for part in _clean_parts(context):
         indent = _hanging_indent(part)
         rows.extend(wrap_fragments([(CONTEXT, part)], width, indent if indent < width // 2 else 0))
     return rows
 
 
+@functools.lru_cache(maxsize=4096)
+def _remembered_longest_word(text: str) -> int:
+    return max((cell_width(word) for word in text.split()), default=0)
+
+
 def _longest_word(texts: Iterable[str]) -> int:
-    return max((cell_width(word) for text in texts for word in text.split()), default=0)
+    return max(
+        (
+            _remembered_longest_word(text)
+            if len(text) <= CACHED_TEXT_MAX
+            else max((cell_width(word) for word in text.split()), default=0)
+            for text in texts
+        ),
+        default=0,
+    )
 
 
 def _type_hint(state: fs.FormState, q: int) -> list[Fragment]:
@@ -754,7 +809,8 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
         bool(context)
         and width >= CONTEXT_BESIDE_MIN_WIDTH
         and _longest_word(
-            [RECOMMENDED, *(f"{o.label} {o.description or ''}" for o in question.options)]
+            [RECOMMENDED, *(o.label for o in question.options)]
+            + [o.description for o in question.options if o.description]
         )
         <= left - OPTION_TEXT_INDENT
     )
@@ -773,7 +829,10 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
             merged.add(merge_segments([*_pad(left_line, left), (RULE, SEPARATOR), *right_line]))
         # A target covers only the option column.
         merged.targets = [
-            attrs.evolve(target, end_col=min(target.end_col, left)) for target in merged.targets
+            Target(
+                t.kind, t.key, t.first_row, t.last_row, t.start_col, min(t.end_col, left), t.command
+            )
+            for t in merged.targets
         ]
         block.append_block(merged)
     else:
@@ -941,7 +1000,7 @@ def _review_slot(state: fs.FormState, keymaps: Keymaps, width: int, block: _Bloc
 
 def _review_question(state: fs.FormState, q: int, question: Question, width: int) -> list[Line]:
     draft = state.drafts[q]
-    label = sanitize_line(question.label)
+    label = _clean_line(question.label)
     rows: list[Line] = []
     if draft.skipped:
         head: list[Fragment] = [(MUTED, "– ")]
@@ -949,7 +1008,7 @@ def _review_question(state: fs.FormState, q: int, question: Question, width: int
         head = [(SUCCESS, "✓ ")]
     else:
         head = [(WARNING, "? ")]
-    prompt = sanitize_text(question.prompt).split("\n")
+    prompt = _clean_parts(question.prompt)
     rows.extend(wrap_fragments([*head, (TEXT, label), (MUTED, ": "), (MUTED, prompt[0])], width, 2))
     for part in prompt[1:]:
         rows.extend(wrap_fragments([(TEXT, "  "), (MUTED, part)], width, 2))
@@ -972,7 +1031,7 @@ def _review_question(state: fs.FormState, q: int, question: Question, width: int
         images = len(draft.option_note_images.get(option.value, ()))
         if not note.strip() and not images:
             continue
-        which = sanitize_line(option.label)
+        which = _clean_line(option.label)
         if index not in draft.selected:
             which += f" {NOT_SELECTED}"
         rows.extend(
@@ -995,7 +1054,7 @@ def _review_answers(
         option = question.options[index]
         rows.extend(
             wrap_fragments(
-                [(TEXT, "  "), (ACCENT, "→ "), (TEXT, sanitize_line(option.label))], width, 4
+                [(TEXT, "  "), (ACCENT, "→ "), (TEXT, _clean_line(option.label))], width, 4
             )
         )
     if draft.custom_selected and fs.has_custom_content(draft):
