@@ -112,6 +112,8 @@ class FormController:
     page_rows: int = 10
     """Body rows the control showed last (one page for PageUp/PageDown)."""
     _syncing: bool = False
+    _last_frame: tuple[fs.FormState, RenderOptions, int, Frame] | None = None
+    """The latest frame with what it was rendered from (see :meth:`render`)."""
 
     def __attrs_post_init__(self) -> None:
         self.buffer.on_text_changed += self._buffer_changed
@@ -163,6 +165,7 @@ class FormController:
         self._reset_flight()
         self.pressed = None
         self.buffer_serial = None
+        self._last_frame = None
         self._set_buffer("")
         self.invalidate()
 
@@ -293,7 +296,16 @@ class FormController:
             ),
             height=height,
         )
-        return render_form(state, width, options)
+        # A redraw asks for the frame more than once (a panel's height, then its content), and
+        # the host redraws for reasons of its own (its editor, status line, transcript): the
+        # frame is rendered again only when its inputs changed. render_form is pure, so the
+        # same snapshot (by identity) with equal options at the same width is the same frame.
+        last = self._last_frame
+        if last is not None and last[0] is state and last[2] == width and last[1] == options:
+            return last[3]
+        frame = render_form(state, width, options)
+        self._last_frame = (state, options, width, frame)
+        return frame
 
     def scroll_by(self, rows: int) -> None:
         self.scroll = max(0, self.scroll + rows)
