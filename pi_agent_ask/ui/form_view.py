@@ -52,7 +52,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding.key_processor import KeyPress
-from prompt_toolkit.layout import Container, Window
+from prompt_toolkit.layout import Container
 from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
@@ -60,6 +60,7 @@ from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.text import cell_width
 from pi_agent_ask.persistence.settings import Keymaps
+from pi_agent_ask.ui.form_window import FormWindow, RowsContent
 from pi_agent_ask.ui.paths import CompletionMenu
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
 
@@ -397,7 +398,8 @@ class FormControl(UIControl):
         def get_line(index: int) -> StyleAndTextTuples:
             return list(lines[index]) if 0 <= index < len(lines) else []
 
-        return UIContent(
+        return RowsContent(
+            lines,
             get_line=get_line,
             line_count=len(lines),
             cursor_position=cursor,
@@ -553,7 +555,7 @@ def form_container(controller: FormController, control: FormControl | None = Non
     """The form view as a container a host layout can embed (full screen, or as a panel above
     an ordinary input editor). The terminal cursor is shown only while an editor is open."""
     control = control if control is not None else FormControl(controller)
-    return Window(
+    return FormWindow(
         content=control,
         always_hide_cursor=Condition(lambda: not controller.editor_open),
         wrap_lines=False,
