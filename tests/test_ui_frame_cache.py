@@ -135,3 +135,18 @@ def test_a_hidden_form_leaves_no_frame_behind() -> None:
     _frame(controller)
     controller.detach("flow")
     assert controller.render(80, 30) is None
+
+
+def test_wrapped_rows_are_remembered_by_value_and_handed_out_as_fresh_lists() -> None:
+    from pi_agent_ask.ui.render import TEXT, wrap_fragments
+
+    fragments = [(TEXT, "alpha beta gamma delta")]
+    rows = wrap_fragments(fragments, 12)
+    assert [row[-1][1].strip() for row in rows] == ["alpha beta", "gamma delta"]
+    rows[0] = ((TEXT, "changed by a caller"),)
+    rows.append(())
+    again = wrap_fragments(list(fragments), 12)
+    assert [row[-1][1].strip() for row in again] == ["alpha beta", "gamma delta"]
+    # The same text at another width or indent is its own entry.
+    assert len(wrap_fragments(fragments, 30)) == 1
+    assert wrap_fragments(fragments, 12, 2)[1][0] == (TEXT, "  ")

@@ -282,6 +282,18 @@ class _Block:
 def wrap_fragments(fragments: Sequence[Fragment], width: int, indent: int = 0) -> list[Line]:
     """Word-wrap one logical line of fragments (no newlines inside) to ``width`` cells;
     continuation rows start with ``indent`` spaces."""
+    key = tuple(fragments)
+    if sum(len(text) for _, text in key) <= CACHED_TEXT_MAX:
+        return list(_remembered_wrap(key, width, indent))
+    return _wrap(key, width, indent)
+
+
+@functools.lru_cache(maxsize=8192)
+def _remembered_wrap(fragments: tuple[Fragment, ...], width: int, indent: int) -> tuple[Line, ...]:
+    return tuple(_wrap(fragments, width, indent))
+
+
+def _wrap(fragments: Sequence[Fragment], width: int, indent: int) -> list[Line]:
     line = merge_segments(fragments)
     if line_width(line) <= width:
         return [line]
@@ -315,6 +327,12 @@ def _truncate(text: str, limit: int) -> str:
         out += char
         used += w
     return out + "…"
+
+
+@functools.lru_cache(maxsize=4096)
+def _beside(left_line: Line, right_line: Line, left: int) -> Line:
+    """A row of the option column padded to ``left`` cells, the rule, a row of context."""
+    return merge_segments([*_pad(left_line, left), (RULE, SEPARATOR), *right_line])
 
 
 def _pad(line: Line, width: int) -> Line:
@@ -690,6 +708,7 @@ def _option_rows(
     return block, active
 
 
+@functools.lru_cache(maxsize=1024)
 def _row_prefix(row: int, count: int, active: bool, selected: bool, multi: bool) -> Line:
     mark, mark_style = _mark(selected, multi)
     return merge_segments(
@@ -826,7 +845,7 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
         for index in range(rows):
             left_line = options_block.lines[index] if index < len(options_block.lines) else ()
             right_line = context_lines[index] if index < len(context_lines) else ()
-            merged.add(merge_segments([*_pad(left_line, left), (RULE, SEPARATOR), *right_line]))
+            merged.add(_beside(left_line, right_line, left))
         # A target covers only the option column.
         merged.targets = [
             Target(
