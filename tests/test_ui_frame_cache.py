@@ -150,3 +150,11 @@ def test_wrapped_rows_are_remembered_by_value_and_handed_out_as_fresh_lists() ->
     # The same text at another width or indent is its own entry.
     assert len(wrap_fragments(fragments, 30)) == 1
     assert wrap_fragments(fragments, 12, 2)[1][0] == (TEXT, "  ")
+
+
+def test_every_tab_mark_is_one_cell_wide() -> None:
+    # The tab bar measures tabs without their marks (so tabs out of view are never built).
+    from pi_agent_ask.form.text import cell_width
+    from pi_agent_ask.ui.render import TAB_MARK_CELLS
+
+    assert {cell_width(mark) for mark in ("✓", "□", "–")} == {TAB_MARK_CELLS}

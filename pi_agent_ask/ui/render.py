@@ -358,9 +358,17 @@ def _tab_mark(state: fs.FormState, index: int) -> tuple[str, str]:
     return "□", MUTED
 
 
-@functools.lru_cache(maxsize=4096)
 def _tab_label(label: str) -> tuple[str, int]:
     """`` <label> `` as a tab shows it (neutralised, truncated) and its cells after the mark."""
+    return _remembered_tab_label(label) if len(label) <= CACHED_TEXT_MAX else _tab_text(label)
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_tab_label(label: str) -> tuple[str, int]:
+    return _tab_text(label)
+
+
+def _tab_text(label: str) -> tuple[str, int]:
     text = f" {_truncate(sanitize_line(label), TAB_LABEL_MAX)} "
     return text, cell_width(text)
 
