@@ -199,8 +199,21 @@ class Frame:
 def line_width(line: Line) -> int:
     total = 0
     for _, text in line:
-        total += len(text) if text.isascii() else cell_width(text)
+        total += len(text) if text.isascii() else _cells(text)
     return total
+
+
+def _cells(text: str) -> int:
+    """``cell_width(text)``; the widths of short non-ASCII strings (pointers, marks, rules,
+    ``·`` separators) are remembered."""
+    if text.isascii():
+        return len(text)
+    return _remembered_cells(text) if len(text) <= CACHED_TEXT_MAX else cell_width(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_cells(text: str) -> int:
+    return cell_width(text)
 
 
 # Agent strings (labels, prompts, descriptions) are the same on every frame of a form: their
@@ -317,11 +330,11 @@ def _paragraphs(
 
 
 def _truncate(text: str, limit: int) -> str:
-    if cell_width(text) <= limit:
+    if _cells(text) <= limit:
         return text
     out, used = "", 0
     for char in text:
-        w = cell_width(char)
+        w = _cells(char)
         if used + w > limit - 1:
             break
         out += char
@@ -370,7 +383,7 @@ def _remembered_tab_label(label: str) -> tuple[str, int]:
 
 def _tab_text(label: str) -> tuple[str, int]:
     text = f" {_truncate(sanitize_line(label), TAB_LABEL_MAX)} "
-    return text, cell_width(text)
+    return text, _cells(text)
 
 
 def _tab_bar(state: fs.FormState, width: int, all_answered: bool) -> _Block:
@@ -381,7 +394,7 @@ def _tab_bar(state: fs.FormState, width: int, all_answered: bool) -> _Block:
     labels = [_tab_label(question.label) for question in questions]
     review_text = f" {'✓' if all_answered else '→'} Review "
     widths = [1 + TAB_MARK_CELLS + cells for _, cells in labels]
-    widths.append(cell_width(review_text))
+    widths.append(_cells(review_text))
     total = sum(widths) + len(widths) - 1
     first, last = 0, len(widths)
     if total > width:
@@ -392,7 +405,7 @@ def _tab_bar(state: fs.FormState, width: int, all_answered: bool) -> _Block:
     if first > 0:
         more = f"‹ +{first} "
         fragments.append((MUTED, more))
-        col += cell_width(more)
+        col += _cells(more)
     review = len(questions)
     for index in range(first, last):
         if index > first:
@@ -467,12 +480,12 @@ def _header(state: fs.FormState, width: int, short: bool = False) -> _Block:
     progress = progress_text(state, answered)
     if title:
         rows = wrap_fragments([(TITLE, _clean_line(title))], width)
-        if progress and line_width(rows[-1]) + 3 + cell_width(progress) <= width:
+        if progress and line_width(rows[-1]) + 3 + _cells(progress) <= width:
             rows[-1] = merge_segments([*rows[-1], (MUTED, f" · {progress}")])
             progress = None
         block.extend(rows)
     tabs = _tab_bar(state, width, answered == len(state.drafts))
-    if progress and line_width(tabs.lines[0]) + 3 + cell_width(progress) <= width:
+    if progress and line_width(tabs.lines[0]) + 3 + _cells(progress) <= width:
         tabs.lines[0] = merge_segments([*tabs.lines[0], (MUTED, f"   {progress}")])
     block.append_block(tabs)
     if not short:
@@ -534,7 +547,7 @@ def _editor_rows(
             flush()
             continue
         shown = _display_char(char)
-        w = cell_width(shown)
+        w = _cells(shown)
         if used + w > avail - 1:
             flush()
             if index == cursor:
@@ -574,7 +587,7 @@ def _add_editor(
     block.cursor = (len(block.lines) + crow, ccol)
     block.focus = len(block.lines) + crow
     block.extend(rows)
-    pad = " " * (indent + cell_width(label))
+    pad = " " * (indent + _cells(label))
     if editor.images:
         block.extend(
             wrap_fragments([(TEXT, pad), (MUTED, image_marker(len(editor.images)))], width)
@@ -779,7 +792,7 @@ def _hanging_indent(line: str) -> int:
     """Cells a wrapped context line's continuation rows are indented by: the width of its list
     marker (``- ``, ``* ``, ``1. ``) or leading blanks, so bullets keep their shape."""
     match = _LIST_MARKER.match(line)
-    return cell_width(match.group(1)) if match else 0
+    return _cells(match.group(1)) if match else 0
 
 
 def _context_rows(context: str, width: int) -> list[Line]:
@@ -792,7 +805,7 @@ def _context_rows(context: str, width: int) -> list[Line]:
 
 @functools.lru_cache(maxsize=4096)
 def _remembered_longest_word(text: str) -> int:
-    return max((cell_width(word) for word in text.split()), default=0)
+    return max((_cells(word) for word in text.split()), default=0)
 
 
 def _longest_word(texts: Iterable[str]) -> int:
@@ -800,7 +813,7 @@ def _longest_word(texts: Iterable[str]) -> int:
         (
             _remembered_longest_word(text)
             if len(text) <= CACHED_TEXT_MAX
-            else max((cell_width(word) for word in text.split()), default=0)
+            else max((_cells(word) for word in text.split()), default=0)
             for text in texts
         ),
         default=0,
@@ -843,7 +856,7 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
     )
     if beside:
         assert context is not None
-        right = max(1, width - left - cell_width(SEPARATOR))
+        right = max(1, width - left - _cells(SEPARATOR))
         options_block, _ = _option_rows(state, options, q, left)
         _question_note_rows(state, options, q, left, options_block)
         context_lines = _context_rows(context, right)
@@ -906,12 +919,11 @@ def _question_alerts(state: fs.FormState, keymaps: Keymaps, width: int) -> list[
                 width,
             )
         )
-    rows.extend(_dismiss_warning(state, keymaps, width))
+    rows.extend(_dismiss_warning(state.pending_dismiss, keymaps, width))
     return rows
 
 
-def _dismiss_warning(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
-    pending = state.pending_dismiss
+def _dismiss_warning(pending: fs.DismissAction | None, keymaps: Keymaps, width: int) -> list[Line]:
     if pending is None:
         return []
     if pending == "cancel":
@@ -957,7 +969,7 @@ def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Bl
             ]
         )
         block.add(line)
-        start = cell_width(POINTER_TEXT)
+        start = _cells(POINTER_TEXT)
         block.targets.append(
             Target(
                 "review",
@@ -988,7 +1000,7 @@ def _review_dismiss_warning(
     if action == "cancel":
         text = "Unsaved answers will be lost. Choose Cancel again (Enter, 2 or Esc) to cancel."
         return wrap_fragments([(WARNING, text)], width)
-    return _dismiss_warning(attrs.evolve(state, pending_dismiss=action), keymaps, width)
+    return _dismiss_warning(action, keymaps, width)
 
 
 def _review_slot(state: fs.FormState, keymaps: Keymaps, width: int, block: _Block) -> list[Line]:
@@ -1234,7 +1246,7 @@ def _footer_lines(
     used = 0
     for keys, action in hints:
         hint = [(HINT, keys), (MUTED, f" {action}")]
-        size = cell_width(keys) + 1 + cell_width(action)
+        size = _cells(keys) + 1 + _cells(action)
         if rows[-1] and used + 3 + size <= width:
             rows[-1].extend([(MUTED, " · "), *hint])
             used += 3 + size
