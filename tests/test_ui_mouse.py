@@ -262,3 +262,43 @@ async def test_first_click_into_an_unfocused_panel_only_takes_focus() -> None:
             pipe.send_text(sgr_click(col, row))
             assert await inbox.receive() == UserCommand(fs.Number(2))
             nursery.cancel_scope.cancel()
+
+
+async def test_a_click_on_a_blank_row_selects_nothing(tmp_path: Path) -> None:
+    # No title: the tab bar is the first row. A click on a row with no text used to reach the
+    # control as a click on cell (0, 0), the first tab, and jumped back to the first question.
+    async with asking(tmp_path, GOAL, TONE) as ask:
+        await ask.wait("2. ( ) Size")
+        click_on(ask, "Tone")
+        await ask.wait("Which tones fit?")
+        rows = ask.term.rows()
+        blank = rows.index("", rows.index("Which tones fit?"))
+        ask.send(sgr_click(3, blank), DOWN)
+        await ask.wait("› 2. [ ] Casual")
+        assert "Which tones fit?" in ask.term.text()
+        assert "What should I optimize for?" not in ask.term.text()
+        click_on(ask, "Review")
+        await ask.wait("Review your answers")
+        ask.send("11")
+        status, _result = await ask.finished()
+    assert status == 0
+
+
+async def test_a_click_is_mapped_by_cells_after_wide_characters(tmp_path: Path) -> None:
+    wide = {
+        "id": "wide",
+        "label": "Wide",
+        "prompt": "Which one?",
+        "options": [{"value": "a", "label": "日本語 A"}, {"value": "b", "label": "日本語 B"}],
+    }
+    async with asking(tmp_path, wide, TONE) as ask:
+        await ask.wait("2. ( ) 日本語 B")
+        row, col = ask.term.find("( ) 日本語 B")
+        ask.send(sgr_click(col + 9, row))  # on "B", after three wide characters
+        await ask.wait("Which tones fit?")
+        click_on(ask, "Review")
+        await ask.wait("Review your answers")
+        ask.send("11")
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["wide"]["values"] == ["b"]

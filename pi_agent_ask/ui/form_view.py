@@ -52,7 +52,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding.key_processor import KeyPress
-from prompt_toolkit.layout import Container, Window
+from prompt_toolkit.layout import Container
 from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
@@ -60,6 +60,7 @@ from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.text import cell_width
 from pi_agent_ask.persistence.settings import Keymaps
+from pi_agent_ask.ui.form_window import FormWindow, RowsContent
 from pi_agent_ask.ui.paths import CompletionMenu
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
 
@@ -112,6 +113,8 @@ class FormController:
     page_rows: int = 10
     """Body rows the control showed last (one page for PageUp/PageDown)."""
     _syncing: bool = False
+    _last_frame: tuple[fs.FormState, RenderOptions, int, Frame] | None = None
+    """The latest frame with what it was rendered from (see :meth:`render`)."""
 
     def __attrs_post_init__(self) -> None:
         self.buffer.on_text_changed += self._buffer_changed
@@ -163,6 +166,7 @@ class FormController:
         self._reset_flight()
         self.pressed = None
         self.buffer_serial = None
+        self._last_frame = None
         self._set_buffer("")
         self.invalidate()
 
@@ -293,7 +297,16 @@ class FormController:
             ),
             height=height,
         )
-        return render_form(state, width, options)
+        # A redraw asks for the frame more than once (a panel's height, then its content), and
+        # the host redraws for reasons of its own (its editor, status line, transcript): the
+        # frame is rendered again only when its inputs changed. render_form is pure, so the
+        # same snapshot (by identity) with equal options at the same width is the same frame.
+        last = self._last_frame
+        if last is not None and last[0] is state and last[2] == width and last[1] == options:
+            return last[3]
+        frame = render_form(state, width, options)
+        self._last_frame = (state, options, width, frame)
+        return frame
 
     def scroll_by(self, rows: int) -> None:
         self.scroll = max(0, self.scroll + rows)
@@ -385,7 +398,8 @@ class FormControl(UIControl):
         def get_line(index: int) -> StyleAndTextTuples:
             return list(lines[index]) if 0 <= index < len(lines) else []
 
-        return UIContent(
+        return RowsContent(
+            lines,
             get_line=get_line,
             line_count=len(lines),
             cursor_position=cursor,
@@ -541,7 +555,7 @@ def form_container(controller: FormController, control: FormControl | None = Non
     """The form view as a container a host layout can embed (full screen, or as a panel above
     an ordinary input editor). The terminal cursor is shown only while an editor is open."""
     control = control if control is not None else FormControl(controller)
-    return Window(
+    return FormWindow(
         content=control,
         always_hide_cursor=Condition(lambda: not controller.editor_open),
         wrap_lines=False,

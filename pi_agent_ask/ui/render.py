@@ -197,7 +197,52 @@ class Frame:
 
 
 def line_width(line: Line) -> int:
-    return sum(cell_width(text) for _, text in line)
+    total = 0
+    for _, text in line:
+        total += len(text) if text.isascii() else _cells(text)
+    return total
+
+
+def _cells(text: str) -> int:
+    """``cell_width(text)``; the widths of short non-ASCII strings (pointers, marks, rules,
+    ``·`` separators) are remembered."""
+    if text.isascii():
+        return len(text)
+    return _remembered_cells(text) if len(text) <= CACHED_TEXT_MAX else cell_width(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_cells(text: str) -> int:
+    return cell_width(text)
+
+
+# Agent strings (labels, prompts, descriptions) are the same on every frame of a form: their
+# neutralised forms are remembered, keyed by the string itself. Pure functions of a string, so
+# an entry never goes stale; long strings are not kept (they would pin memory after the form).
+CACHED_TEXT_MAX = 2048
+"""Characters up to which a string's neutralised form is remembered."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_line(text: str) -> str:
+    return sanitize_line(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_parts(text: str) -> tuple[str, ...]:
+    return tuple(sanitize_text(text).split("\n"))
+
+
+def _clean_line(text: str) -> str:
+    """``sanitize_line(text)``, remembered for short strings."""
+    return _remembered_line(text) if len(text) <= CACHED_TEXT_MAX else sanitize_line(text)
+
+
+def _clean_parts(text: str) -> tuple[str, ...]:
+    """``sanitize_text(text)`` split at its line breaks, remembered for short strings."""
+    if len(text) <= CACHED_TEXT_MAX:
+        return _remembered_parts(text)
+    return tuple(sanitize_text(text).split("\n"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,7 +275,10 @@ class _Block:
     def append_block(self, other: _Block) -> None:
         offset = len(self.lines)
         self.lines.extend(other.lines)
-        self.targets.extend(target.shifted(offset) for target in other.targets)
+        if offset:
+            self.targets.extend(target.shifted(offset) for target in other.targets)
+        else:
+            self.targets.extend(other.targets)
         if other.focus is not None:
             self.focus = other.focus + offset
         if other.cursor is not None:
@@ -247,13 +295,25 @@ class _Block:
 def wrap_fragments(fragments: Sequence[Fragment], width: int, indent: int = 0) -> list[Line]:
     """Word-wrap one logical line of fragments (no newlines inside) to ``width`` cells;
     continuation rows start with ``indent`` spaces."""
+    key = tuple(fragments)
+    if sum(len(text) for _, text in key) <= CACHED_TEXT_MAX:
+        return list(_remembered_wrap(key, width, indent))
+    return _wrap(key, width, indent)
+
+
+@functools.lru_cache(maxsize=8192)
+def _remembered_wrap(fragments: tuple[Fragment, ...], width: int, indent: int) -> tuple[Line, ...]:
+    return tuple(_wrap(fragments, width, indent))
+
+
+def _wrap(fragments: Sequence[Fragment], width: int, indent: int) -> list[Line]:
     line = merge_segments(fragments)
     if line_width(line) <= width:
         return [line]
     # wrap_line marks the indentation it adds with its own plain style name.
     return [
         tuple((TEXT if style == "text" else style, text) for style, text in row)
-        for row in wrap_line(line, width, indent)  # type: ignore[arg-type]
+        for row in wrap_line(line, width, indent)
     ]
 
 
@@ -262,7 +322,7 @@ def _paragraphs(
 ) -> list[Line]:
     """``prefix`` + sanitised ``text`` wrapped to ``width``; the text's own line breaks start
     new rows indented by ``indent`` cells."""
-    parts = sanitize_text(text).split("\n")
+    parts = _clean_parts(text)
     rows = wrap_fragments([*prefix, (style, parts[0])], width, indent)
     for part in parts[1:]:
         rows.extend(wrap_fragments([(TEXT, " " * indent), (style, part)], width, indent))
@@ -270,16 +330,22 @@ def _paragraphs(
 
 
 def _truncate(text: str, limit: int) -> str:
-    if cell_width(text) <= limit:
+    if _cells(text) <= limit:
         return text
     out, used = "", 0
     for char in text:
-        w = cell_width(char)
+        w = _cells(char)
         if used + w > limit - 1:
             break
         out += char
         used += w
     return out + "…"
+
+
+@functools.lru_cache(maxsize=4096)
+def _beside(left_line: Line, right_line: Line, left: int) -> Line:
+    """A row of the option column padded to ``left`` cells, the rule, a row of context."""
+    return merge_segments([*_pad(left_line, left), (RULE, SEPARATOR), *right_line])
 
 
 def _pad(line: Line, width: int) -> Line:
@@ -292,6 +358,10 @@ def _pad(line: Line, width: int) -> Line:
 # --------------------------------------------------------------------------------------------
 
 
+TAB_MARK_CELLS = 1
+"""Cells of every tab mark (``✓``, ``□``, ``–``): a tab's width does not depend on its mark."""
+
+
 def _tab_mark(state: fs.FormState, index: int) -> tuple[str, str]:
     draft = state.drafts[index]
     if draft.skipped:
@@ -301,34 +371,32 @@ def _tab_mark(state: fs.FormState, index: int) -> tuple[str, str]:
     return "□", MUTED
 
 
-def _tab_bar(state: fs.FormState, width: int) -> _Block:
+def _tab_label(label: str) -> tuple[str, int]:
+    """`` <label> `` as a tab shows it (neutralised, truncated) and its cells after the mark."""
+    return _remembered_tab_label(label) if len(label) <= CACHED_TEXT_MAX else _tab_text(label)
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_tab_label(label: str) -> tuple[str, int]:
+    return _tab_text(label)
+
+
+def _tab_text(label: str) -> tuple[str, int]:
+    text = f" {_truncate(sanitize_line(label), TAB_LABEL_MAX)} "
+    return text, _cells(text)
+
+
+def _tab_bar(state: fs.FormState, width: int, all_answered: bool) -> _Block:
     """One row of tabs. When they do not fit, a window of tabs around the current one is shown,
-    with ``‹ +k`` / ``+k ›`` counting the hidden tabs on each side."""
-    tabs: list[tuple[Line, fs.Command]] = []
-    for index, question in enumerate(state.params.questions):
-        mark, mark_style = _tab_mark(state, index)
-        label = _truncate(sanitize_line(question.label), TAB_LABEL_MAX)
-        active = index == state.tab
-        style = TAB_ACTIVE if active else TAB
-        tabs.append(
-            (
-                merge_segments(
-                    [(style, " "), (style if active else mark_style, mark), (style, f" {label} ")]
-                ),
-                fs.SelectTab(index),
-            )
-        )
-    review_style = TAB_ACTIVE if state.on_review else TAB
-    review_mark = "✓" if all(d.is_answered for d in state.drafts) else "→"
-    tabs.append(
-        (
-            merge_segments([(review_style, f" {review_mark} Review ")]),
-            fs.SelectTab(state.review_tab),
-        )
-    )
-    widths = [line_width(line) for line, _ in tabs]
-    total = sum(widths) + len(tabs) - 1
-    first, last = 0, len(tabs)
+    with ``‹ +k`` / ``+k ›`` counting the hidden tabs on each side. Only the tabs shown are
+    built: the cost of a frame does not grow with the tabs out of view."""
+    questions = state.params.questions
+    labels = [_tab_label(question.label) for question in questions]
+    review_text = f" {'✓' if all_answered else '→'} Review "
+    widths = [1 + TAB_MARK_CELLS + cells for _, cells in labels]
+    widths.append(_cells(review_text))
+    total = sum(widths) + len(widths) - 1
+    first, last = 0, len(widths)
     if total > width:
         first, last = _tab_window(widths, state.tab, width)
     fragments: list[Fragment] = []
@@ -337,17 +405,27 @@ def _tab_bar(state: fs.FormState, width: int) -> _Block:
     if first > 0:
         more = f"‹ +{first} "
         fragments.append((MUTED, more))
-        col += cell_width(more)
+        col += _cells(more)
+    review = len(questions)
     for index in range(first, last):
-        line, command = tabs[index]
         if index > first:
             fragments.append((TEXT, " "))
             col += 1
+        active = index == state.tab
+        style = TAB_ACTIVE if active else TAB
+        if index == review:
+            fragments.append((style, review_text))
+            command: fs.Command = fs.SelectTab(state.review_tab)
+        else:
+            mark, mark_style = _tab_mark(state, index)
+            fragments.extend(
+                [(style, " "), (style if active else mark_style, mark), (style, labels[index][0])]
+            )
+            command = fs.SelectTab(index)
         targets.append(Target("tab", ("tab", index, 0), 0, 1, col, col + widths[index], command))
-        fragments.extend(line)
         col += widths[index]
-    if last < len(tabs):
-        fragments.append((MUTED, f" +{len(tabs) - last} ›"))
+    if last < len(widths):
+        fragments.append((MUTED, f" +{len(widths) - last} ›"))
     return _Block(lines=[merge_segments(fragments)], targets=targets)
 
 
@@ -382,12 +460,14 @@ NEXT_UNANSWERED_KEY = "U"
 """``shift+u``: the next unanswered question (navigation; a fixed key like ``D``)."""
 
 
-def progress_text(state: fs.FormState) -> str | None:
-    """``3/12 answered · U next unanswered`` for a form of several questions."""
+def progress_text(state: fs.FormState, answered: int | None = None) -> str | None:
+    """``3/12 answered · U next unanswered`` for a form of several questions (``answered``:
+    the count, when the caller has it)."""
     count = len(state.params.questions)
     if count < 2:
         return None
-    answered = sum(1 for draft in state.drafts if draft.is_answered)
+    if answered is None:
+        answered = sum(1 for draft in state.drafts if draft.is_answered)
     if answered == count:
         return f"{answered}/{count} answered"
     return f"{answered}/{count} answered · {NEXT_UNANSWERED_KEY} next unanswered"
@@ -396,15 +476,16 @@ def progress_text(state: fs.FormState) -> str | None:
 def _header(state: fs.FormState, width: int, short: bool = False) -> _Block:
     block = _Block()
     title = state.params.title
-    progress = progress_text(state)
+    answered = sum(1 for draft in state.drafts if draft.is_answered)
+    progress = progress_text(state, answered)
     if title:
-        rows = wrap_fragments([(TITLE, sanitize_line(title))], width)
-        if progress and line_width(rows[-1]) + 3 + cell_width(progress) <= width:
+        rows = wrap_fragments([(TITLE, _clean_line(title))], width)
+        if progress and line_width(rows[-1]) + 3 + _cells(progress) <= width:
             rows[-1] = merge_segments([*rows[-1], (MUTED, f" · {progress}")])
             progress = None
         block.extend(rows)
-    tabs = _tab_bar(state, width)
-    if progress and line_width(tabs.lines[0]) + 3 + cell_width(progress) <= width:
+    tabs = _tab_bar(state, width, answered == len(state.drafts))
+    if progress and line_width(tabs.lines[0]) + 3 + _cells(progress) <= width:
         tabs.lines[0] = merge_segments([*tabs.lines[0], (MUTED, f"   {progress}")])
     block.append_block(tabs)
     if not short:
@@ -466,7 +547,7 @@ def _editor_rows(
             flush()
             continue
         shown = _display_char(char)
-        w = cell_width(shown)
+        w = _cells(shown)
         if used + w > avail - 1:
             flush()
             if index == cursor:
@@ -506,7 +587,7 @@ def _add_editor(
     block.cursor = (len(block.lines) + crow, ccol)
     block.focus = len(block.lines) + crow
     block.extend(rows)
-    pad = " " * (indent + cell_width(label))
+    pad = " " * (indent + _cells(label))
     if editor.images:
         block.extend(
             wrap_fragments([(TEXT, pad), (MUTED, image_marker(len(editor.images)))], width)
@@ -574,7 +655,7 @@ def _option_rows(
     rows). Returns the block and whether the custom row is the highlighted one."""
     question = state.params.questions[q]
     draft = state.drafts[q]
-    live = fs.Draft() if draft.skipped else draft
+    live = Draft() if draft.skipped else draft
     multi = state.types[q] == "multi"
     cursor = state.cursors[q]
     editor = state.editor if state.editor is not None and state.editor.question == q else None
@@ -583,7 +664,7 @@ def _option_rows(
     for row, option in enumerate(question.options):
         active = row == cursor
         first = len(block.lines)
-        prefix = _row_prefix(row, count, active, live.selected and row in live.selected, multi)
+        prefix = _row_prefix(row, count, active, row in live.selected, multi)
         indent = line_width(prefix)
         block.extend(_option_label_rows(prefix, option, active, width, indent))
         block.targets.append(
@@ -648,6 +729,7 @@ def _option_rows(
     return block, active
 
 
+@functools.lru_cache(maxsize=1024)
 def _row_prefix(row: int, count: int, active: bool, selected: bool, multi: bool) -> Line:
     mark, mark_style = _mark(selected, multi)
     return merge_segments(
@@ -663,8 +745,8 @@ def _option_label_rows(
     prefix: Line, option: Option, active: bool, width: int, indent: int
 ) -> list[Line]:
     label_style = ACTIVE if active else TEXT
-    label = sanitize_line(option.label)
-    description = sanitize_line(option.description) if option.description else None
+    label = _clean_line(option.label)
+    description = _clean_line(option.description) if option.description else None
     if option.recommended:
         fragments: list[Fragment] = [
             *prefix,
@@ -710,19 +792,32 @@ def _hanging_indent(line: str) -> int:
     """Cells a wrapped context line's continuation rows are indented by: the width of its list
     marker (``- ``, ``* ``, ``1. ``) or leading blanks, so bullets keep their shape."""
     match = _LIST_MARKER.match(line)
-    return cell_width(match.group(1)) if match else 0
+    return _cells(match.group(1)) if match else 0
 
 
 def _context_rows(context: str, width: int) -> list[Line]:
     rows: list[Line] = []
-    for part in sanitize_text(context).split("\n"):
+    for part in _clean_parts(context):
         indent = _hanging_indent(part)
         rows.extend(wrap_fragments([(CONTEXT, part)], width, indent if indent < width // 2 else 0))
     return rows
 
 
+@functools.lru_cache(maxsize=4096)
+def _remembered_longest_word(text: str) -> int:
+    return max((_cells(word) for word in text.split()), default=0)
+
+
 def _longest_word(texts: Iterable[str]) -> int:
-    return max((cell_width(word) for text in texts for word in text.split()), default=0)
+    return max(
+        (
+            _remembered_longest_word(text)
+            if len(text) <= CACHED_TEXT_MAX
+            else max((_cells(word) for word in text.split()), default=0)
+            for text in texts
+        ),
+        default=0,
+    )
 
 
 def _type_hint(state: fs.FormState, q: int) -> list[Fragment]:
@@ -754,13 +849,14 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
         bool(context)
         and width >= CONTEXT_BESIDE_MIN_WIDTH
         and _longest_word(
-            [RECOMMENDED, *(f"{o.label} {o.description or ''}" for o in question.options)]
+            [RECOMMENDED, *(o.label for o in question.options)]
+            + [o.description for o in question.options if o.description]
         )
         <= left - OPTION_TEXT_INDENT
     )
     if beside:
         assert context is not None
-        right = max(1, width - left - cell_width(SEPARATOR))
+        right = max(1, width - left - _cells(SEPARATOR))
         options_block, _ = _option_rows(state, options, q, left)
         _question_note_rows(state, options, q, left, options_block)
         context_lines = _context_rows(context, right)
@@ -770,10 +866,13 @@ def _question_body(state: fs.FormState, options: RenderOptions, width: int) -> _
         for index in range(rows):
             left_line = options_block.lines[index] if index < len(options_block.lines) else ()
             right_line = context_lines[index] if index < len(context_lines) else ()
-            merged.add(merge_segments([*_pad(left_line, left), (RULE, SEPARATOR), *right_line]))
+            merged.add(_beside(left_line, right_line, left))
         # A target covers only the option column.
         merged.targets = [
-            attrs.evolve(target, end_col=min(target.end_col, left)) for target in merged.targets
+            Target(
+                t.kind, t.key, t.first_row, t.last_row, t.start_col, min(t.end_col, left), t.command
+            )
+            for t in merged.targets
         ]
         block.append_block(merged)
     else:
@@ -820,12 +919,11 @@ def _question_alerts(state: fs.FormState, keymaps: Keymaps, width: int) -> list[
                 width,
             )
         )
-    rows.extend(_dismiss_warning(state, keymaps, width))
+    rows.extend(_dismiss_warning(state.pending_dismiss, keymaps, width))
     return rows
 
 
-def _dismiss_warning(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
-    pending = state.pending_dismiss
+def _dismiss_warning(pending: fs.DismissAction | None, keymaps: Keymaps, width: int) -> list[Line]:
     if pending is None:
         return []
     if pending == "cancel":
@@ -871,7 +969,7 @@ def _review_body(state: fs.FormState, options: RenderOptions, width: int) -> _Bl
             ]
         )
         block.add(line)
-        start = cell_width(POINTER_TEXT)
+        start = _cells(POINTER_TEXT)
         block.targets.append(
             Target(
                 "review",
@@ -902,7 +1000,7 @@ def _review_dismiss_warning(
     if action == "cancel":
         text = "Unsaved answers will be lost. Choose Cancel again (Enter, 2 or Esc) to cancel."
         return wrap_fragments([(WARNING, text)], width)
-    return _dismiss_warning(attrs.evolve(state, pending_dismiss=action), keymaps, width)
+    return _dismiss_warning(action, keymaps, width)
 
 
 def _review_slot(state: fs.FormState, keymaps: Keymaps, width: int, block: _Block) -> list[Line]:
@@ -941,7 +1039,7 @@ def _review_slot(state: fs.FormState, keymaps: Keymaps, width: int, block: _Bloc
 
 def _review_question(state: fs.FormState, q: int, question: Question, width: int) -> list[Line]:
     draft = state.drafts[q]
-    label = sanitize_line(question.label)
+    label = _clean_line(question.label)
     rows: list[Line] = []
     if draft.skipped:
         head: list[Fragment] = [(MUTED, "– ")]
@@ -949,7 +1047,7 @@ def _review_question(state: fs.FormState, q: int, question: Question, width: int
         head = [(SUCCESS, "✓ ")]
     else:
         head = [(WARNING, "? ")]
-    prompt = sanitize_text(question.prompt).split("\n")
+    prompt = _clean_parts(question.prompt)
     rows.extend(wrap_fragments([*head, (TEXT, label), (MUTED, ": "), (MUTED, prompt[0])], width, 2))
     for part in prompt[1:]:
         rows.extend(wrap_fragments([(TEXT, "  "), (MUTED, part)], width, 2))
@@ -972,7 +1070,7 @@ def _review_question(state: fs.FormState, q: int, question: Question, width: int
         images = len(draft.option_note_images.get(option.value, ()))
         if not note.strip() and not images:
             continue
-        which = sanitize_line(option.label)
+        which = _clean_line(option.label)
         if index not in draft.selected:
             which += f" {NOT_SELECTED}"
         rows.extend(
@@ -995,7 +1093,7 @@ def _review_answers(
         option = question.options[index]
         rows.extend(
             wrap_fragments(
-                [(TEXT, "  "), (ACCENT, "→ "), (TEXT, sanitize_line(option.label))], width, 4
+                [(TEXT, "  "), (ACCENT, "→ "), (TEXT, _clean_line(option.label))], width, 4
             )
         )
     if draft.custom_selected and fs.has_custom_content(draft):
@@ -1023,13 +1121,13 @@ HintContext = Literal["custom", "note", "custom-images", "note-images", "review"
 
 def _hint_context(state: fs.FormState) -> HintContext:
     if state.editor is not None:
-        kind = "custom" if state.editor.kind == "custom" else "note"
+        custom = state.editor.kind == "custom"
         if state.editor.images:
-            return "custom-images" if kind == "custom" else "note-images"
-        return kind
+            return "custom-images" if custom else "note-images"
+        return "custom" if custom else "note"
     if state.on_review:
         return "review"
-    return state.types[state.tab]
+    return "multi" if state.types[state.tab] == "multi" else "single"
 
 
 def footer_hints(state: fs.FormState, keymaps: Keymaps) -> list[tuple[str, str]]:
@@ -1148,7 +1246,7 @@ def _footer_lines(
     used = 0
     for keys, action in hints:
         hint = [(HINT, keys), (MUTED, f" {action}")]
-        size = cell_width(keys) + 1 + cell_width(action)
+        size = _cells(keys) + 1 + _cells(action)
         if rows[-1] and used + 3 + size <= width:
             rows[-1].extend([(MUTED, " · "), *hint])
             used += 3 + size
