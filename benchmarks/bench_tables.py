@@ -346,6 +346,9 @@ def _core_round(sizes: Sizes) -> dict[str, list[float]]:
                     lambda state=state: render_form(state, bench_ui.WIDTH), budget=sizes.budget
                 )
             )
+            figures.setdefault(f"render {label} (pure frame), first frame", []).append(
+                bench_core._median(bench_ui.first_frame(state), budget=sizes.budget)
+            )
             figures.setdefault(f"render + write to a screen, {label}", []).append(
                 bench_core._median(bench_ui.screen_drawer(state), budget=sizes.budget)
             )
@@ -366,6 +369,8 @@ def second_table(sizes: Sizes) -> None:
     figures = core_figures(sizes)
     indexes = [CORE_SIZES.index(size) for size in sizes.core]
     for name, ours in figures.items():
+        if name.endswith(", first frame"):
+            continue  # printed under its case
         print(f"  {name}")
         for index, value in zip(indexes, ours, strict=True):
             questions, options = CORE_SIZES[index]
@@ -378,6 +383,13 @@ def second_table(sizes: Sizes) -> None:
                 f"ratio {value / peer:6.2f}  peer {_seconds(peer):>9}  "
                 f"before {before}[ratio {RATIO_BEFORE[name][index]}]  target {target}{met}"
             )
+            first = figures.get(f"{name}, first frame")
+            if first is not None:
+                print(
+                    f"      {'':>9}first frame of a new form (memos cleared) "
+                    f"{_seconds(first[indexes.index(index)])}  "
+                    f"ratio {first[indexes.index(index)] / peer:6.2f}"
+                )
     name = "cold import of everything a form needs"
     ours_cold = _cold_import_seconds(sizes.cold_rounds)
     peer_cold = PEER[name][0]
