@@ -33,6 +33,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, Final
 
@@ -312,6 +313,7 @@ _QUESTION_FIELDS = frozenset({"id", "label", "prompt", "context", "type", "optio
 _OPTION_FIELDS = frozenset({"value", "label", "description", "recommended"})
 _LEGACY_OPTION_FIELDS = frozenset({"preview", "previewFile"})
 _NO_FIELDS: frozenset[str] = frozenset()
+_STR = frozenset({str})
 _ROOT_KEY_CHARS = sum(map(len, _ROOT_FIELDS))
 _QUESTION_KEY_CHARS = sum(map(len, _QUESTION_FIELDS))
 _OPTION_KEY_CHARS = sum(map(len, _OPTION_FIELDS))
@@ -487,6 +489,9 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
         if checked:
             values += len(question) + len(options) + sum(map(len, options))
             option_count += len(options)
+            # The boundary wants keys of type str exactly (not a subclass such as a StrEnum).
+            if not _STR.issuperset(map(type, chain(question, chain.from_iterable(options)))):
+                return None
 
         if context is not None:
             text = context.strip()
@@ -519,7 +524,8 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
         keys = _ROOT_KEY_CHARS + _QUESTION_KEY_CHARS * len(questions)
         keys += _OPTION_KEY_CHARS * option_count
         if (
-            len(text) + keys + extra_chars > untrusted.MAX_TEXT_CHARS
+            not _STR.issuperset(map(type, arguments))
+            or len(text) + keys + extra_chars > untrusted.MAX_TEXT_CHARS
             or values > untrusted.MAX_VALUES
             or untrusted.has_surrogate(text)
         ):
