@@ -105,42 +105,29 @@ EXTRA_KEYS = st.sampled_from(
 EXTRA_VALUES = st.sampled_from([None, 1, "text", " /abs", [1, [2]], {"k": None}, _DEEP, "\ud800"])
 
 
-def perturbed(draw: st.DrawFn, obj: dict[Any, Any], fields: list[str], *, rate: int) -> Any:
-    """``obj`` with, one time in ``rate``, one field given an odd value or an extra key, or the
-    object itself replaced."""
-    roll = draw(st.integers(0, rate * 3))
-    if roll == 0:
-        obj[draw(st.sampled_from(fields))] = draw(ODD)
-    elif roll == 1:
-        obj[draw(EXTRA_KEYS)] = draw(EXTRA_VALUES)
-    elif roll == 2:
-        del_key = draw(st.sampled_from(fields))
-        obj.pop(del_key, None)
-    elif roll == 3 and draw(st.integers(0, 3)) == 0:
-        return draw(ODD)
-    return obj
+ROOT_FIELDS = ["questions", "title", "background"]
+QUESTION_FIELDS = ["id", "prompt", "options", "label", "context", "type"]
+OPTION_FIELDS = ["value", "label", "description", "recommended"]
 
 
 @st.composite
-def options(draw: st.DrawFn, *, rate: int) -> Any:
+def options(draw: st.DrawFn) -> dict[Any, Any]:
     out: dict[Any, Any] = {"value": draw(CLEAN_TEXT)}
-    if draw(st.booleans()) or (rate == 0 and derive_label(out["value"]) is None):
+    if draw(st.booleans()) or derive_label(out["value"]) is None:
         out["label"] = draw(CLEAN_TEXT)
     if draw(st.booleans()):
         out["description"] = draw(CLEAN_TEXT)
     if draw(st.booleans()):
         out["recommended"] = draw(st.booleans())
-    if rate == 0:
-        return out
-    return perturbed(draw, out, ["value", "label", "description", "recommended"], rate=rate)
+    return out
 
 
 @st.composite
-def questions(draw: st.DrawFn, paths: list[str], *, rate: int) -> Any:
+def questions(draw: st.DrawFn, paths: list[str]) -> dict[Any, Any]:
     out: dict[Any, Any] = {
         "id": draw(st.one_of(CLEAN_TEXT, CLEAN_TEXT, CLEAN_TEXT, st.sampled_from(["a", " a"]))),
         "prompt": draw(CLEAN_TEXT),
-        "options": draw(some(options(rate=rate))),
+        "options": draw(some(options())),
     }
     if draw(st.booleans()):
         out["label"] = draw(CLEAN_TEXT)
@@ -149,27 +136,61 @@ def questions(draw: st.DrawFn, paths: list[str], *, rate: int) -> Any:
         out["context"] = draw(CLEAN_TEXT | path)
     if draw(st.booleans()):
         out["type"] = draw(st.sampled_from(["single", "multi"]))
-    if rate == 0:
-        return out
-    return perturbed(draw, out, ["id", "prompt", "options", "label", "context", "type"], rate=rate)
+    return out
 
 
 @st.composite
-def arguments(draw: st.DrawFn, paths: list[str], *, rate: int) -> Any:
-    """``ask_user`` arguments of the current shape; with ``rate`` > 0, about one object in
-    ``rate`` is perturbed (odd values, extra or missing keys, legacy fields, hostile text)."""
-    out: dict[Any, Any] = {"questions": draw(some(questions(paths, rate=rate)))}
+def arguments(draw: st.DrawFn, paths: list[str], *, defects: int = 0) -> Any:
+    """``ask_user`` arguments of the current shape, half of them valid, the rest with semantic
+    issues; then up to ``defects`` defects (an odd value for a field, an extra, legacy or
+    hostile key, a missing field, an object replaced by an odd value), so that most defective
+    calls are valid but for the defect."""
+    out: dict[Any, Any] = {"questions": draw(some(questions(paths)))}
     if draw(st.booleans()):
         out["title"] = draw(CLEAN_TEXT)
     if draw(st.booleans()):
         out["background"] = draw(st.booleans())
-    if rate == 0:
-        return repaired(out, paths[0]) if draw(st.booleans()) else out
-    return perturbed(draw, out, ["questions", "title", "background"], rate=rate)
+    if draw(st.booleans()):
+        out = repaired(out, paths[0])
+    if not defects:
+        return out
+    for _ in range(draw(st.integers(1, defects))):
+        places: list[tuple[dict[Any, Any], list[str], list[Any] | None]] = [
+            (out, ROOT_FIELDS, None)
+        ]
+        for question in out["questions"] if isinstance(out.get("questions"), list) else ():
+            if not isinstance(question, dict):
+                continue
+            places.append((question, QUESTION_FIELDS, out["questions"]))
+            for option in question["options"] if isinstance(question.get("options"), list) else ():
+                if isinstance(option, dict):
+                    places.append((option, OPTION_FIELDS, question["options"]))
+        target, fields, container = draw(st.sampled_from(places))
+        kind = draw(st.sampled_from(["odd value", "extra key", "missing", "replaced", "legacy"]))
+        if kind == "legacy":
+            # The fields of older releases, which the stages convert.
+            if fields is QUESTION_FIELDS:
+                target["type"] = "preview"
+            else:
+                legacy = draw(st.sampled_from(["preview", "previewFile"]))
+                target[legacy] = draw(st.sampled_from([" text ", "", "relative", *paths]))
+        elif kind == "odd value":
+            target[draw(st.sampled_from(fields))] = draw(ODD)
+        elif kind == "extra key":
+            extra: object = draw(EXTRA_KEYS)
+            target.pop(extra, None)  # a dict keeps the first of equal keys: Key.LABEL must be new
+            target[extra] = draw(EXTRA_VALUES)
+        elif kind == "missing":
+            target.pop(draw(st.sampled_from(fields)), None)
+        elif container is None:
+            return draw(ODD)
+        else:
+            container[container.index(target)] = draw(ODD)
+    return out
 
 
 def repaired(arguments: dict[str, Any], good_path: str) -> dict[str, Any]:
-    """Clean ``arguments`` with every semantic problem mended (so they are valid): Hypothesis
+    """``arguments`` with every semantic problem mended (so they are valid): Hypothesis
     favours blank text and empty lists, which would make valid calls rare."""
     if not arguments["questions"]:
         arguments["questions"] = [{"id": "q", "prompt": "P", "options": []}]
@@ -205,7 +226,7 @@ def repaired(arguments: dict[str, Any], good_path: str) -> dict[str, Any]:
 def test_the_one_pass_gives_the_stages_outcome_or_leaves_it_to_them(
     files: list[str], data: st.DataObject, mode: Any
 ) -> None:
-    value = data.draw(arguments(files, rate=data.draw(st.sampled_from([2, 4, 8]))))
+    value = data.draw(arguments(files, defects=3))
     fast = validate_module._one_pass(value, mode)
     event("one pass decided" if fast is not None else "left to the stages")
     if fast is not None:
@@ -218,7 +239,7 @@ def test_the_one_pass_gives_the_stages_outcome_or_leaves_it_to_them(
 def test_the_one_pass_decides_every_call_of_the_current_shape(
     files: list[str], data: st.DataObject, mode: Any
 ) -> None:
-    value = data.draw(arguments(files, rate=0))
+    value = data.draw(arguments(files))
     fast = validate_module._one_pass(value, mode)
     assert fast is not None, value
     assert fast == validate_module._in_stages(value, mode)
@@ -230,7 +251,7 @@ def test_the_one_pass_decides_every_call_of_the_current_shape(
 def test_the_entry_points_give_the_stages_outcome(
     files: list[str], data: st.DataObject, as_multi: bool, background_only: bool
 ) -> None:
-    value = data.draw(arguments(files, rate=data.draw(st.sampled_from([0, 3]))))
+    value = data.draw(arguments(files, defects=data.draw(st.sampled_from([0, 2]))))
     flags = {"present_single_as_multi": as_multi, "background_only": background_only}
     assert validate_ask_params(
         value, present_single_as_multi=as_multi, background_only=background_only
