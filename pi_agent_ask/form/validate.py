@@ -391,10 +391,11 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
         if type(background) is not bool:
             return None
         read += 1
-    # The boundary's tally: the strings read (joined at the end), the values (nodes), the
-    # options, and what unread keys hold.
+    # The boundary's tally: the strings read and the objects walked (both taken in at the
+    # end), the options, and what unread keys hold.
     texts: list[str | None] = [title]
-    values = 1 + len(arguments) + len(questions)
+    objects: list[dict[Any, Any]] = [arguments]
+    values = 1
     option_count = 0
     extra_chars = 0
     if read != len(arguments):
@@ -520,11 +521,9 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
                 description = description.strip() or None
             built.append(Option(value, shown, description, recommended))
         if checked:
-            values += len(question) + len(options) + sum(map(len, options))
+            objects.append(question)
+            objects += options
             option_count += len(options)
-            # The boundary wants keys of type str exactly (not a subclass such as a StrEnum).
-            if not _STR.issuperset(map(type, chain(question, chain.from_iterable(options)))):
-                return None
 
         if context is not None:
             text = context.strip()
@@ -556,8 +555,11 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
         # within that margin of the bound is left to the stages, which count exactly.
         keys = _ROOT_KEY_CHARS + _QUESTION_KEY_CHARS * len(questions)
         keys += _OPTION_KEY_CHARS * option_count
+        # One value per node: the root, and one per item of every container.
+        values += len(questions) + option_count + sum(map(len, objects))
         if (
-            not _STR.issuperset(map(type, arguments))
+            # The boundary wants keys of type str exactly (not a subclass such as a StrEnum).
+            not _STR.issuperset(map(type, chain.from_iterable(objects)))
             or len(text) + keys + extra_chars > untrusted.MAX_TEXT_CHARS
             or values > untrusted.MAX_VALUES
             or untrusted.has_surrogate(text)
