@@ -38,6 +38,8 @@ __all__ = [
     "MAX_VALUES",
     "Refusal",
     "check",
+    "has_surrogate",
+    "measure",
     "scrub_text",
 ]
 
@@ -88,9 +90,34 @@ def check(
     """The first reason ``value`` may not go on, or ``None`` when it is a bounded JSON value.
 
     Never raises and never recurses, whatever ``value`` is."""
+    outcome = _scan(value, 0, max_depth, max_text_chars, max_values)
+    return outcome if isinstance(outcome, Refusal) else None
+
+
+def measure(value: object, *, depth: int) -> tuple[int, int] | None:
+    """``(characters of text, values)`` that ``value`` holds, for a value nested ``depth``
+    levels inside one being checked; ``None`` when ``check`` would refuse it on its own there.
+
+    For a caller that walks a value of known shape itself (``ask_user`` arguments, see
+    ``form/validate.py``) and checks only the parts it does not know this way: the caller adds
+    the counts to its own and compares the totals with the bounds. The path of a refusal is not
+    reported; the caller runs :func:`check` on the whole value for that."""
+    outcome = _scan(value, depth, MAX_DEPTH, MAX_TEXT_CHARS, MAX_VALUES)
+    return None if isinstance(outcome, Refusal) else outcome
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (the one way a ``str`` is not valid text)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def _scan(
+    value: object, depth: int, max_depth: int, max_text_chars: int, max_values: int
+) -> Refusal | tuple[int, int]:
+    """The first refusal within ``value`` (at ``depth``), or the text and values it holds."""
     # Each entry links to its parent's (``_Where``): the path is spelled out only for a value
     # that is refused, never built for the values that pass.
-    stack: list[tuple[Any, _Where, int]] = [(value, None, 0)]
+    stack: list[tuple[Any, _Where, int]] = [(value, None, depth)]
     chars = 0
     values = 0
     while stack:
@@ -140,7 +167,7 @@ def check(
         if isinstance(item, int | float):  # subclasses of the JSON scalars (IntEnum, ...)
             continue
         return Refusal(_path_of(where), f"is not a JSON value ({kind.__name__})")
-    return None
+    return chars, values
 
 
 _Where = tuple[Any, str | int] | None

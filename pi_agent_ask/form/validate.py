@@ -20,20 +20,35 @@ The pipeline, in this order (each stage runs only when the previous one found no
 6. **Normalisation** into :class:`AskParams`: text trimmed, blank optional fields omitted,
    labels ``Q1``, ``Q2``..., ``presentSingleAsMulti`` and background-only mode applied.
 
+Untrusted arguments (:func:`validate_ask_params`) first pass the boundary
+(``untrusted.check``); a refusal is a schema issue at the refused value's path.
+
+**The one pass.** Those stages, run one after the other, walk the arguments five times and
+build intermediate copies; they remain the definition (:func:`_in_stages`). Arguments of the
+current shape, which is every call a model makes, are validated instead by
+:func:`_one_pass`: one walk that applies the boundary's bounds, checks the schema's types,
+derives labels, collects the semantic issues and builds the normalised params together, and
+gives up (leaving the input to the stages) on anything whose outcome is not a semantic issue
+or valid params: a refusal, a schema error, legacy fields, unusual types. Its outcome is the
+stages' exactly (``tests/test_validate_one_pass.py`` holds the two together on generated
+calls); it is about three times faster.
+
 Nothing here raises on JSON-shaped input, and the input is never mutated.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import numbers
 import os
 import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
 
 import attrs
 
@@ -95,18 +110,11 @@ def validate_ask_params(
     Never raises on JSON-like input; anything that is not an object is a schema issue.
     """
     del cwd  # see docstring: relative paths are text (context) or an issue (previewFile)
-    # The boundary first (untrusted arguments only; saved parameters were checked when they
+    # The boundary too (untrusted arguments only; saved parameters were checked when they
     # came in, and their loaded contexts may exceed the bound for arguments).
-    refusal = untrusted.check(arguments)
-    if refusal is not None:
-        issue = Issue(refusal.path or "root", _schema_prefix(ASK_USER) + refusal.message)
-        return Validation(params=None, issues=(issue,), schema_error=True)
-    return _validate(
-        arguments,
-        load_files=True,
-        present_single_as_multi=present_single_as_multi,
-        background_only=background_only,
-    )
+    mode = _MODES[True, True, bool(present_single_as_multi), bool(background_only)]
+    done = _one_pass(arguments, mode)
+    return done if done is not None else _in_stages(arguments, mode)
 
 
 def validate_bounded_params(
@@ -118,12 +126,9 @@ def validate_bounded_params(
     """``validate_ask_params`` for arguments that already passed the boundary
     (``untrusted.check``, as ``Runtime.call_tool`` checks every call's arguments first): the
     same stages after it, without walking the arguments a second time."""
-    return _validate(
-        arguments,
-        load_files=True,
-        present_single_as_multi=present_single_as_multi,
-        background_only=background_only,
-    )
+    mode = _MODES[False, True, bool(present_single_as_multi), bool(background_only)]
+    done = _one_pass(arguments, mode)
+    return done if done is not None else _in_stages(arguments, mode)
 
 
 def params_from_saved(data: object, *, present_single_as_multi: bool = False) -> AskParams | None:
@@ -134,12 +139,10 @@ def params_from_saved(data: object, *, present_single_as_multi: bool = False) ->
     snapshot survives exactly. Saved forms of older releases are converted like calls (inline
     ``preview`` text); a saved ``previewFile`` would need a file read and makes the form invalid.
     """
-    validation = _validate(
-        data,
-        load_files=False,
-        present_single_as_multi=present_single_as_multi,
-        background_only=False,
-    )
+    mode = _MODES[False, False, bool(present_single_as_multi), False]
+    validation = _one_pass(data, mode)
+    if validation is None:
+        validation = _in_stages(data, mode)
     return validation.params if validation.ok else None
 
 
@@ -258,41 +261,373 @@ class _LegacyPreview:
 _LegacyTable = Mapping[int, Mapping[int, _LegacyPreview]]
 
 
-def _validate(
-    arguments: object,
-    *,
-    load_files: bool,
-    present_single_as_multi: bool,
-    background_only: bool,
-) -> Validation:
+class _OptionArguments(TypedDict):
+    """An option of arguments that passed the schema (after legacy conversion and labels)."""
+
+    value: str
+    label: str
+    description: NotRequired[str]
+    recommended: NotRequired[bool]
+
+
+class _QuestionArguments(TypedDict):
+    """A question of arguments that passed the schema."""
+
+    id: str
+    prompt: str
+    options: list[_OptionArguments]
+    label: NotRequired[str]
+    context: NotRequired[str]
+    type: NotRequired[str]
+
+
+@attrs.frozen
+class _Mode:
+    """How one call validates: ``checked``: apply the boundary (``untrusted.check``) first;
+    ``load_files``: read context and preview files (calls) or not (saved forms)."""
+
+    checked: bool
+    load_files: bool
+    present_single_as_multi: bool
+    background_only: bool
+
+
+_MODES: Final = {flags: _Mode(*flags) for flags in itertools.product((False, True), repeat=4)}
+"""Every mode, by its fields in order (built once: a lookup is cheaper than a constructor)."""
+
+
+def _in_stages(arguments: object, mode: _Mode) -> Validation:
+    """The reference pipeline: each stage in turn over the whole arguments (module docstring).
+
+    Every input the one pass leaves alone comes here, and its outcome is the definition the
+    one pass is tested against."""
+    if mode.checked:
+        refusal = untrusted.check(arguments)
+        if refusal is not None:
+            issue = Issue(refusal.path or "root", _schema_prefix(ASK_USER) + refusal.message)
+            return Validation(params=None, issues=(issue,), schema_error=True)
     if not isinstance(arguments, dict) and isinstance(arguments, Mapping):
         arguments = dict(arguments)
     arguments, legacy = _convert_legacy(arguments)
     arguments = _derive_labels(arguments)
-    if background_only and isinstance(arguments, dict) and "background" in arguments:
+    if mode.background_only and isinstance(arguments, dict) and "background" in arguments:
         # Background-only mode queues every call; a stale key (even `false`) is not an error.
         arguments = {key: value for key, value in arguments.items() if key != "background"}
-    issues = _schema_issues(ASK_USER, arguments, background=not background_only)
+    issues = _schema_issues(ASK_USER, arguments, background=not mode.background_only)
     if issues:
         return Validation(params=None, issues=issues, schema_error=True)
     # The schema guarantees the shapes the code below relies on.
     assert isinstance(arguments, dict)
-    questions: list[dict[str, Any]] = arguments["questions"]
+    questions: list[_QuestionArguments] = arguments["questions"]
     issues = _semantic_issues(questions, legacy)
     if issues:
         return Validation(params=None, issues=issues)
-    contexts, issues = _resolve_contexts(questions, legacy, load_files=load_files)
+    contexts, issues = _resolve_contexts(questions, legacy, load_files=mode.load_files)
     if issues:
         return Validation(params=None, issues=issues)
     params = AskParams(
         title=_optional_text(arguments.get("title")),
-        background=True if background_only else arguments.get("background") is True,
+        background=True if mode.background_only else arguments.get("background") is True,
         questions=tuple(
-            _normalise_question(index, question, contexts[index], present_single_as_multi)
+            _normalise_question(index, question, contexts[index], mode.present_single_as_multi)
             for index, question in enumerate(questions)
         ),
     )
     return Validation(params=params)
+
+
+# --------------------------------------------------------------------------------------------
+# The one pass
+# --------------------------------------------------------------------------------------------
+
+# The fields the one pass reads, per object. Every other key is ignored as the schema ignores
+# it (and measured for the boundary), except the legacy fields the stages convert.
+_ROOT_FIELDS = frozenset({"title", "background", "questions"})
+_BACKGROUND_ONLY_ROOT_FIELDS = frozenset({"title", "questions"})
+_QUESTION_FIELDS = frozenset({"id", "label", "prompt", "context", "type", "options"})
+_OPTION_FIELDS = frozenset({"value", "label", "description", "recommended"})
+_LEGACY_OPTION_FIELDS = frozenset({"preview", "previewFile"})
+_NO_FIELDS: frozenset[str] = frozenset()
+_STR = frozenset({str})
+_ROOT_KEY_CHARS = sum(map(len, _ROOT_FIELDS))
+_QUESTION_KEY_CHARS = sum(map(len, _QUESTION_FIELDS))
+_OPTION_KEY_CHARS = sum(map(len, _OPTION_FIELDS))
+
+
+def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
+    """The stages' outcome for arguments of the current shape, in one walk; ``None`` for any
+    other input, which :func:`_in_stages` then validates.
+
+    The walk reads each field once and, as it goes, checks the schema's types (exact ``dict``,
+    ``list``, ``str``, ``bool``), derives labels, collects the semantic issues in the stages'
+    order and builds the normalised questions. It gives up, leaving the input to the stages,
+    on anything a stage would report or rewrite other than a semantic issue: a schema error
+    (whose report is jsonschema's), legacy fields, a subclass of ``str`` or ``dict``, a non-dict
+    mapping, and when ``mode.checked`` a refusal at the boundary (whose path is
+    ``untrusted.check``'s). Context files are read after the walk, only when it found no
+    issue, as the stages read them after the semantic checks.
+
+    The boundary (``mode.checked``) is applied to the whole value at the end: the strings the
+    walk read are collected and joined, so one length and one search for a lone surrogate
+    cover them all; keys and values are counted per container with ``len`` (one value per
+    node, as ``untrusted.check`` counts); keys the walk does not read are measured with
+    ``untrusted.measure``.
+    """
+    if type(arguments) is not dict:
+        return None
+    checked = mode.checked
+    load_files = mode.load_files
+    as_multi = mode.present_single_as_multi
+    get = arguments.get
+    questions = get("questions")
+    title = get("title")
+    background = None if mode.background_only else get("background")
+    if type(questions) is not list:
+        return None
+    read = 1
+    if title is not None:
+        if type(title) is not str:
+            return None
+        read += 1
+    if background is not None:
+        if type(background) is not bool:
+            return None
+        read += 1
+    # The boundary's tally: the strings read and the objects walked (both taken in at the
+    # end), the options, and what unread keys hold.
+    texts: list[str | None] = [title]
+    objects: list[dict[Any, Any]] = [arguments]
+    values = 1
+    option_count = 0
+    extra_chars = 0
+    if read != len(arguments):
+        # Unknown keys, and in background-only mode the stale `background` key.
+        fields = _BACKGROUND_ONLY_ROOT_FIELDS if mode.background_only else _ROOT_FIELDS
+        extra = _extra_fields(arguments, fields, _NO_FIELDS, 1, checked)
+        if extra is None:
+            return None
+        extra_chars += extra[0]
+        values += extra[1]
+    if title is not None:
+        title = title.strip() or None
+
+    issues: list[Issue] = []
+    seen_ids: set[str] = set()
+    normalised: list[Question] = []
+    files: list[tuple[int, str]] = []  # (question index, path): contexts to read at the end
+    for q_index, question in enumerate(questions):
+        if type(question) is not dict:
+            return None
+        get = question.get
+        question_id = get("id")
+        prompt = get("prompt")
+        options = get("options")
+        label = get("label")
+        context = get("context")
+        question_type = get("type")
+        if type(question_id) is not str or type(prompt) is not str or type(options) is not list:
+            return None
+        read = 3
+        if label is not None:
+            if type(label) is not str:
+                return None
+            read += 1
+        if context is not None:
+            if type(context) is not str:
+                return None
+            read += 1
+        requested: QuestionType = "single"
+        if question_type is not None:
+            if type(question_type) is not str or question_type not in QUESTION_TYPES:
+                return None  # "preview" (legacy) or a schema error
+            if question_type == "multi":
+                requested = "multi"
+            read += 1
+        if read != len(question):
+            extra = _extra_fields(question, _QUESTION_FIELDS, _NO_FIELDS, 3, checked)
+            if extra is None:
+                return None
+            extra_chars += extra[0]
+            values += extra[1]
+        if checked:
+            texts += question_id, prompt, label, context, question_type
+
+        question_id = question_id.strip()
+        if not question_id:
+            issues.append(_question_issue(q_index, "id", "id is required"))
+        elif question_id in seen_ids:
+            what = f"duplicate question id {_js_json(question_id)}"
+            issues.append(_question_issue(q_index, "id", what))
+        else:
+            seen_ids.add(question_id)
+        prompt = prompt.strip()
+        if not prompt:
+            issues.append(_question_issue(q_index, "prompt", "prompt is required"))
+        if not options:
+            issues.append(_question_issue(q_index, "options", "at least one option is required"))
+
+        seen_values: set[str] = set()
+        built: list[Option] = []
+        for o_index, option in enumerate(options):
+            if type(option) is not dict:
+                return None
+            get = option.get
+            value = get("value")
+            option_label = get("label")
+            description = get("description")
+            recommended = get("recommended")
+            if type(value) is not str:
+                return None
+            read = 1
+            if option_label is None:
+                # Missing (or null, which the read count catches): derived from the value.
+                shown = derive_label(value)
+                if shown is None:
+                    return None  # the schema's required label
+                shown = shown.strip()
+            elif type(option_label) is not str:
+                return None
+            else:
+                read += 1
+                shown = option_label.strip()
+                if not shown:
+                    shown = (derive_label(value) or "").strip()
+            if description is not None:
+                if type(description) is not str:
+                    return None
+                read += 1
+            if recommended is not None:
+                if type(recommended) is not bool:
+                    return None
+                read += 1
+            if read != len(option):
+                extra = _extra_fields(option, _OPTION_FIELDS, _LEGACY_OPTION_FIELDS, 5, checked)
+                if extra is None:
+                    return None
+                extra_chars += extra[0]
+                values += extra[1]
+            if checked:
+                texts += value, option_label, description
+
+            value = value.strip()
+            if not value:
+                issues.append(_option_issue(q_index, o_index, "value", "value is required"))
+            elif value in seen_values:
+                what = f"duplicate option value {_js_json(value)}"
+                issues.append(_option_issue(q_index, o_index, "value", what))
+            else:
+                seen_values.add(value)
+            if not shown:
+                issues.append(_option_issue(q_index, o_index, "label", "label is required"))
+            if description is not None:
+                description = description.strip() or None
+            built.append(Option(value, shown, description, recommended))
+        if checked:
+            objects.append(question)
+            objects += options
+            option_count += len(options)
+
+        if context is not None:
+            text = context.strip()
+            if not text:
+                context = None
+            elif load_files:
+                # A single-line absolute path names a file (is_context_path), read at the end.
+                if text[0] == "/" and "\n" not in text and "\r" not in text:
+                    files.append((q_index, text))
+                context = text
+            # else: a saved context is the loaded snapshot: kept exactly, whitespace included.
+        normalised.append(
+            Question(
+                question_id,
+                (label.strip() if label is not None else "") or f"Q{q_index + 1}",
+                prompt,
+                requested,
+                tuple(built),
+                context,
+                "multi" if as_multi and requested == "single" else None,
+            )
+        )
+
+    if checked:
+        # Lone surrogates cannot arise from joining (they are code points, not halves of
+        # bytes), so searching the joined text is searching each string.
+        text = "".join(filter(None, texts))
+        # The keys the walk read are counted at their longest (every field present): a value
+        # within that margin of the bound is left to the stages, which count exactly.
+        keys = _ROOT_KEY_CHARS + _QUESTION_KEY_CHARS * len(questions)
+        keys += _OPTION_KEY_CHARS * option_count
+        # One value per node: the root, and one per item of every container.
+        values += len(questions) + option_count + sum(map(len, objects))
+        if (
+            # The boundary wants keys of type str exactly (not a subclass such as a StrEnum).
+            not _STR.issuperset(map(type, chain.from_iterable(objects)))
+            or len(text) + keys + extra_chars > untrusted.MAX_TEXT_CHARS
+            or values > untrusted.MAX_VALUES
+            or untrusted.has_surrogate(text)
+        ):
+            return None
+    if not questions:
+        return Validation(None, (Issue("questions", "At least one question is required"),))
+    if issues:
+        return Validation(None, tuple(issues))
+    for q_index, path in files:
+        try:
+            text = load_context_file(path)
+        except ContextFileError as error:
+            issues.append(
+                Issue(
+                    f"questions[{q_index}].context",
+                    f"Cannot load context file {_js_json(path)}: {error.reason}",
+                )
+            )
+            continue
+        normalised[q_index] = attrs.evolve(normalised[q_index], context=text)
+    if issues:
+        return Validation(None, tuple(issues))
+    background = mode.background_only or background is True
+    return Validation(AskParams(tuple(normalised), title, background))
+
+
+def _question_issue(q_index: int, field: str, what: str) -> Issue:
+    return Issue(f"questions[{q_index}].{field}", f"Question {q_index + 1}: {what}")
+
+
+def _option_issue(q_index: int, o_index: int, field: str, what: str) -> Issue:
+    where, who = _option_at(f"questions[{q_index}]", q_index + 1, o_index)
+    return Issue(f"{where}.{field}", f"{who}: {what}")
+
+
+def _extra_fields(
+    mapping: dict[Any, object],
+    fields: frozenset[str],
+    legacy: frozenset[str],
+    depth: int,
+    checked: bool,
+) -> tuple[int, int] | None:
+    """What the values of the keys of ``mapping`` that are not ``fields`` hold beyond one value
+    each: ``(characters of text, values)``; ``None`` when the stages must decide: a field
+    present as ``null`` (a schema error), a ``legacy`` field, or (when ``checked``) a key or
+    value the boundary refuses. ``depth`` is the nesting of the values; the keys' own lengths
+    count as text."""
+    chars = values = 0
+    for key, value in mapping.items():
+        if key in fields:
+            if value is None:
+                return None
+            continue
+        if key in legacy:
+            return None
+        if not checked:
+            continue
+        if type(key) is not str or untrusted.has_surrogate(key):
+            return None
+        tally = untrusted.measure(value, depth=depth)
+        if tally is None:
+            return None
+        chars += len(key) + tally[0]
+        values += tally[1] - 1
+    return chars, values
 
 
 # --------------------------------------------------------------------------------------------
@@ -576,10 +911,10 @@ def _jsonschema_issues(
     prefix = _schema_prefix(tool_name)
     try:
         errors = list(validator.iter_errors(arguments))
-    except (RecursionError, TypeError, ValueError) as error:
+    except (RecursionError, TypeError, ValueError) as failure:
         # Only reachable with values no JSON document holds (absurd nesting, odd objects);
         # the promise is still an issue, never an exception.
-        return (Issue("root", f"{prefix}{error}"),)
+        return (Issue("root", f"{prefix}{failure}"),)
     # A value of the wrong type also fails its enum/const; the type error says it all.
     type_errors = {tuple(error.absolute_path) for error in errors if error.validator == "type"}
     issues: list[Issue] = []
@@ -678,7 +1013,9 @@ def _format_path(path: Sequence[int | str]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _semantic_issues(questions: list[dict[str, Any]], legacy: _LegacyTable) -> tuple[Issue, ...]:
+def _semantic_issues(
+    questions: Sequence[_QuestionArguments], legacy: _LegacyTable
+) -> tuple[Issue, ...]:
     """Every semantic issue, in the catalog's order. Assumes the schema passed."""
     if not questions:
         return (Issue("questions", "At least one question is required"),)
@@ -710,7 +1047,7 @@ def _semantic_issues(questions: list[dict[str, Any]], legacy: _LegacyTable) -> t
             seen_ids.add(question_id)
         if not question["prompt"].strip():
             issues.append(Issue(f"{at}.prompt", f"Question {number}: prompt is required"))
-        options: list[dict[str, Any]] = question["options"]
+        options = question["options"]
         if not options:
             issues.append(
                 Issue(f"{at}.options", f"Question {number}: at least one option is required")
@@ -770,7 +1107,7 @@ def _js_json(value: object) -> str:
 
 
 def _resolve_contexts(
-    questions: list[dict[str, Any]], legacy: _LegacyTable, *, load_files: bool
+    questions: Sequence[_QuestionArguments], legacy: _LegacyTable, *, load_files: bool
 ) -> tuple[list[str | None], tuple[Issue, ...]]:
     """Each question's final context text, or the issues of the files that cannot be read.
 
@@ -904,7 +1241,7 @@ def _optional_text(value: object) -> str | None:
 
 def _normalise_question(
     index: int,
-    question: Mapping[str, Any],
+    question: _QuestionArguments,
     context: str | None,
     present_single_as_multi: bool,
 ) -> Question:
@@ -923,15 +1260,10 @@ def _normalise_question(
     )
 
 
-def _normalise_option(option: Mapping[str, Any]) -> Option:
-    # Positional, and the optional fields tested inline: this runs once per option.
-    description = option.get("description")
-    if description is not None:
-        description = _optional_text(description)
-    recommended = option.get("recommended")
+def _normalise_option(option: _OptionArguments) -> Option:
     return Option(
         option["value"].strip(),
         option["label"].strip(),
-        description,
-        recommended if recommended is None or isinstance(recommended, bool) else None,
+        _optional_text(option.get("description")),
+        option.get("recommended"),
     )
