@@ -115,6 +115,7 @@ from pi_agent_ask.form.types import (
     Image,
     Question,
     QuestionType,
+    frozen_mapping,
 )
 
 EditorKind = Literal["custom", "note", "option_note"]
@@ -231,15 +232,19 @@ def new_form(
     params: AskParams, settings: FormSettings | None = None, *, background: bool = False
 ) -> FormState:
     """A fresh form on the first question with empty drafts and presented types."""
-    n = len(params.questions)
+    questions = params.questions
+    n = len(questions)
     return FormState(
-        params=params,
-        types=tuple(question.effective_type for question in params.questions),
-        drafts=(EMPTY_DRAFT,) * n,
-        cursors=(0,) * n,
-        settings=settings if settings is not None else FormSettings(),
+        params,
+        tuple([question.effective_type for question in questions]),
+        (EMPTY_DRAFT,) * n,
+        (0,) * n,
+        settings=settings if settings is not None else _DEFAULT_SETTINGS,
         background=background,
     )
+
+
+_DEFAULT_SETTINGS = FormSettings()
 
 
 # --------------------------------------------------------------------------------------------
@@ -488,20 +493,17 @@ def has_custom_content(draft: Draft) -> bool:
 # The reducer
 # --------------------------------------------------------------------------------------------
 
-# --------------------------------------------------------------------------------------------
-# Structural sharing
-# --------------------------------------------------------------------------------------------
-
-# A command changes one or two fields of the state and keeps the others, and copying the state
-# is most of a command's cost. So a command rebuilds only what it touches: ``_with`` copies the
-# state with one C-level copy of its ``__dict__`` plus the changed fields (``FormState`` is a
-# frozen dict class for this; attrs's own ``__init__`` for such classes writes ``__dict__`` the
-# same way, and ``FormState`` has no converters or validators to skip); a draft change builds one
-# ``Draft`` with the positional constructor and replaces it by index in the drafts tuple; every
-# other part -- the params, the other drafts, the cursors, the editor -- is the previous state's
-# object. Nothing is ever written to an object another state can see: a copy is complete before
-# it is returned. ``_snapshot_changed`` relies on that sharing (unchanged parts are the same
-# objects), and the property tests check that outputs do not depend on it.
+# Structural sharing. A command changes one or two fields of the state and keeps the others,
+# and building objects is most of what a command costs. So a command builds only what it
+# touches: ``_with`` copies the state as one copy of its ``__dict__`` with the changed fields
+# (``FormState`` and ``Draft`` are frozen dict classes for this; attrs's own ``__init__`` for
+# such classes fills ``__dict__`` the same way, and the values given are already in the form
+# the constructor's converters would make), a draft change copies one ``Draft`` the same way
+# and replaces it by index in the drafts tuple, and every other part -- the params, the other
+# drafts, the cursors, the editor -- is the previous state's own object. A copy is complete
+# before it is returned and nothing is ever written to an object another state can see.
+# ``reduce``'s check for a changed snapshot relies on the sharing (an unchanged part is the
+# same object); the property tests check that no output depends on it.
 
 
 class _Changes(TypedDict, total=False):
@@ -522,15 +524,40 @@ class _Changes(TypedDict, total=False):
     outcome: Outcome | None
 
 
+class _DraftChanges(TypedDict, total=False):
+    """The fields an edit may change (never ``skipped``); mappings already frozen."""
+
+    selected: tuple[int, ...]
+    custom_text: str
+    custom_selected: bool
+    note: str
+    option_notes: Mapping[str, str]
+    custom_images: tuple[Image, ...]
+    note_images: tuple[Image, ...]
+    option_note_images: Mapping[str, tuple[Image, ...]]
+
+
 _new_object = object.__new__
+# Assigning a new ``__dict__`` (rather than updating the one ``object.__new__`` gives) keeps the
+# copy's attribute reads on CPython's fast path.
+_set_attribute = object.__setattr__
 
 
 def _with(state: FormState, **changes: Unpack[_Changes]) -> FormState:
     """``attrs.evolve(state, **changes)``, sharing every unchanged field, at far less cost."""
     copy: FormState = _new_object(FormState)
-    fields = copy.__dict__
-    fields.update(state.__dict__)
-    fields.update(changes)
+    _set_attribute(copy, "__dict__", {**state.__dict__, **changes})
+    return copy
+
+
+def _draft_with(draft: Draft, **changes: Unpack[_DraftChanges]) -> Draft:
+    """``attrs.evolve(draft, **changes)`` for an edit, sharing every unchanged field; ``draft``
+    itself when every change equals what it has (so ``is`` tells a change from none)."""
+    fields = draft.__dict__
+    if changes.items() <= fields.items():
+        return draft
+    copy: Draft = _new_object(Draft)
+    _set_attribute(copy, "__dict__", {**fields, **changes})
     return copy
 
 
@@ -541,75 +568,20 @@ def _replace(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
     return tuple(copy)
 
 
-def _draft_choice(draft: Draft, selected: tuple[int, ...], custom_selected: bool) -> Draft:
-    """``draft`` with another choice (selected options, custom answer selected or not)."""
-    return Draft(
-        selected,
-        draft.custom_text,
-        custom_selected,
-        draft.note,
-        draft.option_notes,
-        draft.custom_images,
-        draft.note_images,
-        draft.option_note_images,
-        draft.skipped,
-    )
-
-
-def _draft_custom(
-    draft: Draft, text: str, images: tuple[Image, ...], selected: bool, options: tuple[int, ...]
-) -> Draft:
-    """``draft`` with another custom answer and choice."""
-    return Draft(
-        options,
-        text,
-        selected,
-        draft.note,
-        draft.option_notes,
-        images,
-        draft.note_images,
-        draft.option_note_images,
-        draft.skipped,
-    )
-
-
-def _draft_notes(
-    draft: Draft,
-    note: str,
-    note_images: tuple[Image, ...],
-    option_notes: Mapping[str, str],
-    option_note_images: Mapping[str, tuple[Image, ...]],
-) -> Draft:
-    """``draft`` with other notes (the constructor freezes the note mappings)."""
-    return Draft(
-        draft.selected,
-        draft.custom_text,
-        draft.custom_selected,
-        note,
-        option_notes,
-        draft.custom_images,
-        note_images,
-        option_note_images,
-        draft.skipped,
-    )
-
-
-def _live(draft: Draft) -> Draft:
-    """What a change starts from: a skipped draft starts over from empty."""
-    return EMPTY_DRAFT if draft.skipped else draft
-
-
 def _put_draft(
     state: FormState, q: int, base: Draft, new: Draft, cursor: int | None = None
 ) -> FormState:
-    """Question ``q``'s draft becomes ``new`` (computed from ``base = _live(drafts[q])``) and,
-    when given, its cursor ``cursor``, in one copy; a draft equal to ``base`` is no change, so a
-    skipped draft stays skipped unless the change leaves something in it."""
-    drafts = state.drafts if new == base else _replace(state.drafts, q, new)
+    """Question ``q``'s draft becomes ``new`` (made by ``_draft_with`` from ``base``, its live
+    draft: a skipped draft starts over from empty) and, when given, its cursor ``cursor``, in
+    one copy. ``new is base`` is no change, so a skipped draft stays skipped unless the change
+    leaves something in it."""
+    drafts = state.drafts
+    if new is not base:
+        drafts = _replace(drafts, q, new)
     cursors = state.cursors
     if cursor is not None and cursor != cursors[q]:
         cursors = _replace(cursors, q, cursor)
-    if drafts is state.drafts and cursors is state.cursors:
+    elif drafts is state.drafts:
         return state
     return _with(state, drafts=drafts, cursors=cursors)
 
@@ -620,6 +592,7 @@ _DEFER_REQUESTED: tuple[Effect, ...] = (DeferRequested(),)
 _SUBMITTED = Outcome("submitted")
 _CANCELLED = Outcome("cancelled")
 _DISMISSED = Outcome("dismissed")
+_SKIPPED = Draft(skipped=True)
 
 # Commands that leave an armed confirmation alone; every other command disarms it.
 _KEEPS_PENDING_REVIEW = (Number, ReviewAction, SettingsChanged)
@@ -630,26 +603,42 @@ def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect,
     """Apply one command; return the new state and the effects the runtime must perform."""
     if state.outcome is not None:
         return state, _NO_EFFECTS
-    if state.editor is None and state.background and isinstance(command, Cancel):
-        return state, _DEFER_REQUESTED
     new = state
     if state.pending_review is not None or state.pending_type_change is not None:
         new = _disarm(state, command)
-    new = _dispatch(new, command)
-    if (
-        new is not state
-        and new.tab != state.tab
-        and (new.pending_dismiss is not None or new.type_notice is not None)
-    ):
+    if new.editor is None:
+        if state.background and isinstance(command, Cancel):
+            return state, _DEFER_REQUESTED
+        # Most keys are navigation with no editor open: straight to their step.
+        step = _NAVIGATION.get(type(command))
+        new = _dispatch(new, command) if step is None else step(new, command)
+    else:
+        new = _dispatch(new, command)
+    if new is state:
+        if state.settings.auto_submit_when_answered_without_notes and _should_auto_submit(state):
+            new = _with(state, outcome=_SUBMITTED)
+            return new, (Completed(_SUBMITTED),)
+        return state, _NO_EFFECTS
+    if new.tab != state.tab and (new.pending_dismiss is not None or new.type_notice is not None):
         # The dirty warning and the type notice are visible until the tab changes.
         new = _with(new, pending_dismiss=None, type_notice=None)
-    if new.outcome is None and _should_auto_submit(new):
-        new = _with(new, outcome=_SUBMITTED)
-    if new.outcome is not None:
-        return new, (Completed(new.outcome),)
-    if _snapshot_changed(state, new):
-        return new, _DRAFT_CHANGED
-    return new, _NO_EFFECTS
+    outcome = new.outcome
+    if outcome is None:
+        if new.settings.auto_submit_when_answered_without_notes and _should_auto_submit(new):
+            return _with(new, outcome=_SUBMITTED), (Completed(_SUBMITTED),)
+        # Identity checks keep this O(1): a command shares every part it did not change (see
+        # "Structural sharing"); a rebuilt-but-equal tuple only costs a spare journal write.
+        if (
+            new.drafts is not state.drafts
+            or new.tab != state.tab
+            or new.cursors is not state.cursors
+            or new.editor is not state.editor
+            or new.types is not state.types
+            or new.review_cursor != state.review_cursor
+        ):
+            return new, _DRAFT_CHANGED
+        return new, _NO_EFFECTS
+    return new, (Completed(outcome),)
 
 
 def submit_with(state: FormState, drafts: Sequence[Draft]) -> FormState:
@@ -678,19 +667,6 @@ def _disarm(state: FormState, command: Command) -> FormState:
     )
 
 
-def _snapshot_changed(old: FormState, new: FormState) -> bool:
-    # Identity checks keep this O(1): a command shares every part it did not change (see
-    # "Structural sharing"); a rebuilt-but-equal tuple only costs a spare journal write.
-    return new is not old and (
-        old.drafts is not new.drafts
-        or old.types is not new.types
-        or old.cursors is not new.cursors
-        or old.editor is not new.editor
-        or old.tab != new.tab
-        or old.review_cursor != new.review_cursor
-    )
-
-
 def _should_auto_submit(state: FormState) -> bool:
     return (
         state.settings.auto_submit_when_answered_without_notes
@@ -701,11 +677,7 @@ def _should_auto_submit(state: FormState) -> bool:
 
 
 def _dispatch(state: FormState, command: Command) -> FormState:
-    if state.editor is None:
-        # Most keys are navigation with no editor open: straight to their step.
-        step = _NAVIGATION.get(type(command))
-        if step is not None:
-            return step(state, command)
+    """Editor and form-level commands, and navigation while an editor is open."""
     match command:
         case EditorChanged(text=text):
             editor = state.editor
@@ -772,7 +744,7 @@ def _editor_with(editor: EditorState, text: str, images: tuple[Image, ...]) -> E
 
 
 # --------------------------------------------------------------------------------------------
-# Navigation steps (the editor is closed here)
+# Navigation steps (no editor is open when they run)
 # --------------------------------------------------------------------------------------------
 
 
@@ -824,9 +796,6 @@ def _skip(state: FormState, command: Skip) -> FormState:
     return _advance(state)
 
 
-_SKIPPED = Draft(skipped=True)
-
-
 def _review_action(state: FormState, command: ReviewAction) -> FormState:
     return _review_press(state, command.kind) if state.on_review else state
 
@@ -834,11 +803,11 @@ def _review_action(state: FormState, command: ReviewAction) -> FormState:
 def _move_tab(state: FormState, tab: int) -> FormState:
     if tab == state.tab:
         return state
-    if tab == len(state.params.questions):
-        state = _with(state, tab=tab, review_cursor=0)
-    else:
-        state = _with(state, tab=tab)
-    return _land(state)
+    questions = state.params.questions
+    if tab == len(questions):
+        return _with(state, tab=tab, review_cursor=0)  # Review: nothing to land on
+    state = _with(state, tab=tab)
+    return _land(state) if state.cursors[tab] == len(questions[tab].options) else state
 
 
 def _advance(state: FormState) -> FormState:
@@ -876,6 +845,11 @@ def _land(state: FormState) -> FormState:
     return state
 
 
+def _live(draft: Draft) -> Draft:
+    """What a change starts from: a skipped draft starts over from empty."""
+    return EMPTY_DRAFT if draft.skipped else draft
+
+
 def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str | None) -> FormState:
     draft = _live(state.drafts[q])
     if kind == "custom":
@@ -906,12 +880,18 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
     new = base
     if editor.kind == "custom":
         if blank:
-            new = _draft_custom(base, "", (), False, base.selected)
+            new = _draft_with(base, custom_text="", custom_images=(), custom_selected=False)
         elif submit or text != base.custom_text or images != base.custom_images:
             single = state.types[q] == "single"
-            new = _draft_custom(base, text, images, True, () if single else base.selected)
+            new = _draft_with(
+                base,
+                custom_text=text,
+                custom_images=images,
+                custom_selected=True,
+                selected=() if single else base.selected,
+            )
     elif editor.kind == "note":
-        new = _draft_notes(base, text, images, base.option_notes, base.option_note_images)
+        new = _draft_with(base, note=text, note_images=images)
     else:
         assert editor.option_value is not None
         value = editor.option_value
@@ -925,8 +905,12 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
             note_images[value] = images
         else:
             note_images.pop(value, None)
-        new = _draft_notes(base, base.note, base.note_images, notes, note_images)
-    drafts = state.drafts if new == base else _replace(state.drafts, q, new)
+        new = _draft_with(
+            base,
+            option_notes=frozen_mapping(notes),
+            option_note_images=frozen_mapping(note_images),
+        )
+    drafts = state.drafts if new is base else _replace(state.drafts, q, new)
     return _with(state, editor=None, drafts=drafts), editor.kind == "custom" and not blank
 
 
@@ -942,15 +926,15 @@ def _editor_submit(state: FormState) -> FormState:
 def _toggled(selected: tuple[int, ...], row: int) -> tuple[int, ...]:
     """A multi-select selection with ``row`` toggled (sorted, unique)."""
     if row in selected:
-        return tuple(i for i in selected if i != row)
+        return tuple([i for i in selected if i != row])
     return tuple(sorted((*selected, row)))
 
 
 def _custom_toggled(draft: Draft, single: bool) -> Draft:
     """The saved custom answer selected or deselected (selecting it clears a single option)."""
     if draft.custom_selected:
-        return _draft_choice(draft, draft.selected, False)
-    return _draft_choice(draft, () if single else draft.selected, True)
+        return _draft_with(draft, custom_selected=False)
+    return _draft_with(draft, custom_selected=True, selected=() if single else draft.selected)
 
 
 def _confirm(state: FormState, command: Confirm) -> FormState:
@@ -959,7 +943,7 @@ def _confirm(state: FormState, command: Confirm) -> FormState:
     if q == len(questions):
         return _fire_review(state, REVIEW_ACTIONS[state.review_cursor])
     if state.types[q] == "multi":
-        return _advance(state)
+        return _move_tab(state, q + 1)
     row = state.cursors[q]
     if row == len(questions[q].options):
         return _open_editor(state, "custom", q, None)
@@ -969,16 +953,19 @@ def _confirm(state: FormState, command: Confirm) -> FormState:
 def _answer_and_advance(state: FormState, q: int, row: int) -> FormState:
     """Select option ``row`` of single-select question ``q`` (the current tab), put its cursor
     there and advance, in one copy."""
-    base = _live(state.drafts[q])
-    new = _draft_choice(base, (row,), False)
-    drafts = state.drafts if new == base else _replace(state.drafts, q, new)
+    draft = state.drafts[q]
+    base = EMPTY_DRAFT if draft.skipped else draft
+    new = _draft_with(base, selected=(row,), custom_selected=False)
+    drafts = state.drafts if new is base else _replace(state.drafts, q, new)
     cursors = state.cursors
     if cursors[q] != row:
         cursors = _replace(cursors, q, row)
-    n = len(state.params.questions)
-    tab = min(q + 1, n)
-    review_cursor = 0 if tab == n else state.review_cursor
-    return _land(_with(state, drafts=drafts, cursors=cursors, tab=tab, review_cursor=review_cursor))
+    tab = q + 1
+    questions = state.params.questions
+    if tab == len(questions):
+        return _with(state, drafts=drafts, cursors=cursors, tab=tab, review_cursor=0)
+    state = _with(state, drafts=drafts, cursors=cursors, tab=tab)
+    return _land(state) if cursors[tab] == len(questions[tab].options) else state
 
 
 def _toggle(state: FormState, command: Toggle) -> FormState:
@@ -994,12 +981,10 @@ def _toggle(state: FormState, command: Toggle) -> FormState:
             return _put_draft(state, q, base, _custom_toggled(base, single))
         return _open_editor(state, "custom", q, None)
     if not single:
-        return _put_draft(
-            state, q, base, _draft_choice(base, _toggled(base.selected, row), base.custom_selected)
-        )
+        return _put_draft(state, q, base, _draft_with(base, selected=_toggled(base.selected, row)))
     if base.selected == (row,):
-        return _put_draft(state, q, base, _draft_choice(base, (), base.custom_selected))
-    return _put_draft(state, q, base, _draft_choice(base, (row,), False))
+        return _put_draft(state, q, base, _draft_with(base, selected=()))
+    return _put_draft(state, q, base, _draft_with(base, selected=(row,), custom_selected=False))
 
 
 def _number(state: FormState, command: Number) -> FormState:
@@ -1023,8 +1008,9 @@ def _number(state: FormState, command: Number) -> FormState:
         return _open_editor(_set_cursor(state, q, row), "custom", q, None)
     if single:
         return _answer_and_advance(state, q, row)
-    base = _live(state.drafts[q])
-    new = _draft_choice(base, _toggled(base.selected, row), base.custom_selected)
+    draft = state.drafts[q]
+    base = EMPTY_DRAFT if draft.skipped else draft
+    new = _draft_with(base, selected=_toggled(base.selected, row))
     return _put_draft(state, q, base, new, cursor=row)
 
 
@@ -1042,7 +1028,8 @@ def _change_type(state: FormState, command: ChangeQuestionType) -> FormState:
     if state.pending_type_change != q:
         return _with(state, pending_type_change=q)
     # The options are cleared; a saved custom answer stays selected as the one answer (000).
-    state = _put_draft(state, q, draft, _draft_choice(draft, (), draft.has_custom_answer))
+    cleared = _draft_with(draft, selected=(), custom_selected=draft.has_custom_answer)
+    state = _put_draft(state, q, draft, cleared)
     return _with(_set_type(state, q, "single"), pending_type_change=None)
 
 
@@ -1091,7 +1078,7 @@ def _exit(state: FormState, action: DismissAction) -> FormState:
     return _with(state, editor=None, outcome=outcome)
 
 
-# The step of each navigation command (the editor is closed when it runs).
+# The step of each navigation command.
 _NAVIGATION: dict[type, Callable[[FormState, Any], FormState]] = {
     NextTab: _next_tab,
     PreviousTab: _previous_tab,
