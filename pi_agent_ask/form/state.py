@@ -234,13 +234,28 @@ def new_form(
     """A fresh form on the first question with empty drafts and presented types."""
     questions = params.questions
     n = len(questions)
-    return FormState(
-        params,
-        tuple([question.effective_type for question in questions]),
-        (EMPTY_DRAFT,) * n,
-        (0,) * n,
-        settings=settings if settings is not None else _DEFAULT_SETTINGS,
-        background=background,
+    # What ``FormState(params, types, drafts, cursors, settings=..., background=...)`` builds,
+    # built the way the reducer copies states (see "Structural sharing"; a test holds the two
+    # equal, field for field).
+    return _build(
+        FormState,
+        {
+            "params": params,
+            "types": tuple([question.effective_type for question in questions]),
+            "drafts": (_EMPTY_DRAFT,) * n,
+            "cursors": (0,) * n,
+            "tab": 0,
+            "review_cursor": 0,
+            "editor": None,
+            "editors_opened": 0,
+            "pending_type_change": None,
+            "pending_review": None,
+            "pending_dismiss": None,
+            "type_notice": None,
+            "settings": settings if settings is not None else _DEFAULT_SETTINGS,
+            "outcome": None,
+            "background": background,
+        },
     )
 
 
@@ -538,9 +553,18 @@ class _DraftChanges(TypedDict, total=False):
 
 
 _new_object = object.__new__
-# Assigning a new ``__dict__`` (rather than updating the one ``object.__new__`` gives) keeps the
-# copy's attribute reads on CPython's fast path.
+# Assigning a new ``__dict__`` (rather than filling the one ``object.__new__`` gives, or the one
+# attrs's ``__init__`` fills) keeps the copy's attribute reads on CPython's fast path: a
+# materialised instance dict that shares its keys with the class is read the slow way.
 _set_attribute = object.__setattr__
+
+
+def _build(cls: type[T], fields: dict[str, Any]) -> T:
+    """An instance of the frozen dict class ``cls`` holding ``fields`` (its every field, each
+    already what the constructor's converters would make of it)."""
+    instance: T = _new_object(cls)
+    _set_attribute(instance, "__dict__", fields)
+    return instance
 
 
 def _with(state: FormState, **changes: Unpack[_Changes]) -> FormState:
@@ -559,6 +583,11 @@ def _draft_with(draft: Draft, **changes: Unpack[_DraftChanges]) -> Draft:
     copy: Draft = _new_object(Draft)
     _set_attribute(copy, "__dict__", {**fields, **changes})
     return copy
+
+
+# ``EMPTY_DRAFT``'s twin with a fast-path dict: what new forms hold and what edits of an empty or
+# skipped draft start from.
+_EMPTY_DRAFT = _build(Draft, dict(EMPTY_DRAFT.__dict__))
 
 
 def _replace(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
@@ -847,7 +876,7 @@ def _land(state: FormState) -> FormState:
 
 def _live(draft: Draft) -> Draft:
     """What a change starts from: a skipped draft starts over from empty."""
-    return EMPTY_DRAFT if draft.skipped else draft
+    return _EMPTY_DRAFT if draft.skipped else draft
 
 
 def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str | None) -> FormState:
@@ -954,7 +983,7 @@ def _answer_and_advance(state: FormState, q: int, row: int) -> FormState:
     """Select option ``row`` of single-select question ``q`` (the current tab), put its cursor
     there and advance, in one copy."""
     draft = state.drafts[q]
-    base = EMPTY_DRAFT if draft.skipped else draft
+    base = _EMPTY_DRAFT if draft.skipped else draft
     new = _draft_with(base, selected=(row,), custom_selected=False)
     drafts = state.drafts if new is base else _replace(state.drafts, q, new)
     cursors = state.cursors
@@ -1009,7 +1038,7 @@ def _number(state: FormState, command: Number) -> FormState:
     if single:
         return _answer_and_advance(state, q, row)
     draft = state.drafts[q]
-    base = EMPTY_DRAFT if draft.skipped else draft
+    base = _EMPTY_DRAFT if draft.skipped else draft
     new = _draft_with(base, selected=_toggled(base.selected, row))
     return _put_draft(state, q, base, new, cursor=row)
 
