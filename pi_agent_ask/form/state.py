@@ -1205,21 +1205,21 @@ def _from_json(params: AskParams, data: Mapping[str, Any], settings: FormSetting
     editor = None
     if data.get("editor") is not None:
         raw = data["editor"]
-        kind = raw["kind"]
-        _check(kind in EDITOR_KINDS, "editor kind")
-        question = int(raw["question"])
-        _check(question == tab < n, "editor question")
+        editor_kind = raw["kind"]
+        _check(editor_kind in EDITOR_KINDS, "editor kind")
+        editor_question = int(raw["question"])
+        _check(editor_question == tab < n, "editor question")
         option_value = raw.get("optionValue")
-        if kind == "option_note":
+        if editor_kind == "option_note":
             # An option-note editor always belongs to the highlighted real option.
-            options = questions[question].options
-            row = cursors[question]
+            options = questions[editor_question].options
+            row = cursors[editor_question]
             _check(row < len(options) and option_value == options[row].value, "editor option")
         else:
             _check(option_value is None, "editor option")
         editor = EditorState(
-            kind=kind,
-            question=question,
+            kind=editor_kind,
+            question=editor_question,
             option_value=option_value,
             text=str(raw["text"]),
             images=tuple(Image.from_json(image) for image in raw["images"]),
