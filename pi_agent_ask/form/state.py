@@ -1037,10 +1037,20 @@ def _number(state: FormState, command: Number) -> FormState:
         return _open_editor(_set_cursor(state, q, row), "custom", q, None)
     if single:
         return _answer_and_advance(state, q, row)
+    # A multi-select toggle, the commonest key: ``_toggled`` and ``_put_draft`` spelled out (a
+    # toggle always changes the draft).
     draft = state.drafts[q]
     base = _EMPTY_DRAFT if draft.skipped else draft
-    new = _draft_with(base, selected=_toggled(base.selected, row))
-    return _put_draft(state, q, base, new, cursor=row)
+    selected = base.selected
+    if row in selected:
+        selected = tuple([i for i in selected if i != row])
+    else:
+        selected = tuple(sorted((*selected, row)))
+    drafts = _replace(state.drafts, q, _draft_with(base, selected=selected))
+    cursors = state.cursors
+    if cursors[q] != row:
+        cursors = _replace(cursors, q, row)
+    return _with(state, drafts=drafts, cursors=cursors)
 
 
 def _change_type(state: FormState, command: ChangeQuestionType) -> FormState:
