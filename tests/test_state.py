@@ -53,6 +53,38 @@ def type_custom(text: str) -> tuple[fs.Command, ...]:
 # --------------------------------------------------------------------------------------------
 
 
+def test_new_form_holds_what_the_constructor_builds() -> None:
+    # new_form fills the state's fields itself (the reducer's fast copies): every field, with
+    # the constructor's values.
+    params = AskParams(questions=(question("a"), question("b", "multi", options=2)))
+    settings = fs.FormSettings(double_press_review_shortcuts=False)
+    for background in (False, True):
+        state = fs.new_form(params, settings, background=background)
+        built = fs.FormState(
+            params=params,
+            types=("single", "multi"),
+            drafts=(EMPTY_DRAFT, EMPTY_DRAFT),
+            cursors=(0, 0),
+            settings=settings,
+            background=background,
+        )
+        assert state == built
+        assert vars(state) == vars(built)
+        assert list(vars(state)) == [field.name for field in attrs.fields(fs.FormState)]
+    assert fs.new_form(params).settings == fs.FormSettings()
+
+
+def test_states_and_drafts_stay_frozen_after_a_command() -> None:
+    state = run(form(question("a", "multi")), fs.Number(1), fs.Number(2))
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        state.tab = 1  # type: ignore[misc]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        state.drafts[0].selected = ()  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        state.drafts[0].option_notes["a1"] = "x"  # type: ignore[index]
+    assert hash(state.drafts[0]) == hash(Draft(selected=(0, 1)))
+
+
 def test_new_form_uses_presented_types_and_starts_on_first_question() -> None:
     state = form(question("a"), question("b", presented="multi"), question("c", "multi"))
     assert state.types == ("single", "multi", "multi")

@@ -229,6 +229,56 @@ def test_invariants_hold_after_every_step(
                 assert effects == (fs.DraftChanged(),)
 
 
+def rebuilt(state: fs.FormState) -> fs.FormState:
+    """An equal state that shares no object with ``state`` but its params: every draft, tuple
+    and record built again by its constructor."""
+
+    def draft(d: Draft) -> Draft:
+        return Draft(**{field.name: getattr(d, field.name) for field in attrs.fields(Draft)})
+
+    editor = state.editor
+    return fs.FormState(
+        params=state.params,
+        types=(*state.types,),
+        drafts=tuple([draft(d) for d in state.drafts]),
+        cursors=(*state.cursors,),
+        tab=state.tab,
+        review_cursor=state.review_cursor,
+        editor=None if editor is None else attrs.evolve(editor, images=list(editor.images)),
+        editors_opened=state.editors_opened,
+        pending_type_change=state.pending_type_change,
+        pending_review=state.pending_review,
+        pending_dismiss=state.pending_dismiss,
+        type_notice=None if state.type_notice is None else attrs.evolve(state.type_notice),
+        settings=attrs.evolve(state.settings),
+        outcome=None if state.outcome is None else attrs.evolve(state.outcome),
+        background=state.background,
+    )
+
+
+@given(ask_params(), settings, st.lists(commands, min_size=10, max_size=60))
+def test_no_output_depends_on_what_states_share(
+    params: AskParams, initial: fs.FormSettings, steps: list[Any]
+) -> None:
+    # The reducer shares every part a command does not touch. Sharing must never show: the
+    # same command on an equal state built from fresh objects gives an equal state and the same
+    # effects, and a step never changes the state it started from.
+    state = fs.new_form(params, initial)
+    for item in flatten(steps):
+        command = resolve(state, item)
+        fresh = rebuilt(state)
+        kept = rebuilt(state)
+        assert fresh == state == kept
+        new, effects = fs.reduce(state, command)
+        assert state == kept and vars(state) == vars(kept)
+        assert all(d == k for d, k in zip(state.drafts, kept.drafts, strict=True))
+        from_fresh, fresh_effects = fs.reduce(fresh, command)
+        assert from_fresh == new
+        assert fresh_effects == effects
+        assert fs.state_to_json(from_fresh) == fs.state_to_json(new)
+        state = new
+
+
 @given(ask_params(), st.lists(commands, max_size=40))
 def test_remote_answers_always_submit_the_given_drafts(params: AskParams, steps: list[Any]) -> None:
     state = fs.new_form(params, fs.FormSettings(auto_submit_when_answered_without_notes=False))

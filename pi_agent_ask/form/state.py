@@ -101,8 +101,8 @@ range; ``custom_selected`` implies custom text or images; a skipped draft is exa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias, TypedDict, TypeVar, Unpack
 
 import attrs
 
@@ -115,6 +115,7 @@ from pi_agent_ask.form.types import (
     Image,
     Question,
     QuestionType,
+    frozen_mapping,
 )
 
 EditorKind = Literal["custom", "note", "option_note"]
@@ -125,6 +126,8 @@ DismissAction = Literal["cancel", "dismiss"]
 OutcomeKind = Literal["submitted", "cancelled", "dismissed"]
 
 SNAPSHOT_VERSION = 1
+
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,6 +144,10 @@ class FormSettings:
     double_press_review_shortcuts: bool = True
 
 
+def _images(items: Iterable[Image]) -> tuple[Image, ...]:
+    return items if type(items) is tuple else tuple(items)
+
+
 @attrs.frozen
 class EditorState:
     """The open editor: what it edits and its unsaved content.
@@ -153,7 +160,7 @@ class EditorState:
     question: int
     option_value: str | None = None
     text: str = ""
-    images: tuple[Image, ...] = attrs.field(default=(), converter=tuple)
+    images: tuple[Image, ...] = attrs.field(default=(), converter=_images)
     serial: int = 0
 
     @property
@@ -181,7 +188,8 @@ class Outcome:
         return self.kind != "submitted"
 
 
-@attrs.frozen
+# A dict class, not slotted: the reducer copies it with one dict copy (see "Structural sharing").
+@attrs.frozen(slots=False)
 class FormState:
     """Everything one open form knows. Build with ``new_form``; change only with ``reduce``."""
 
@@ -224,15 +232,34 @@ def new_form(
     params: AskParams, settings: FormSettings | None = None, *, background: bool = False
 ) -> FormState:
     """A fresh form on the first question with empty drafts and presented types."""
-    n = len(params.questions)
-    return FormState(
-        params=params,
-        types=tuple(question.effective_type for question in params.questions),
-        drafts=(EMPTY_DRAFT,) * n,
-        cursors=(0,) * n,
-        settings=settings if settings is not None else FormSettings(),
-        background=background,
+    questions = params.questions
+    n = len(questions)
+    # What ``FormState(params, types, drafts, cursors, settings=..., background=...)`` builds,
+    # built the way the reducer copies states (see "Structural sharing"; a test holds the two
+    # equal, field for field).
+    return _build(
+        FormState,
+        {
+            "params": params,
+            "types": tuple([question.effective_type for question in questions]),
+            "drafts": (_EMPTY_DRAFT,) * n,
+            "cursors": (0,) * n,
+            "tab": 0,
+            "review_cursor": 0,
+            "editor": None,
+            "editors_opened": 0,
+            "pending_type_change": None,
+            "pending_review": None,
+            "pending_dismiss": None,
+            "type_notice": None,
+            "settings": settings if settings is not None else _DEFAULT_SETTINGS,
+            "outcome": None,
+            "background": background,
+        },
     )
+
+
+_DEFAULT_SETTINGS = FormSettings()
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,11 +399,15 @@ class SettingsChanged:
     settings: FormSettings
 
 
+def _drafts(items: Iterable[Draft]) -> tuple[Draft, ...]:
+    return items if type(items) is tuple else tuple(items)
+
+
 @attrs.frozen
 class SubmitAnswers:
     """A validated remote answer: replace every draft and submit (the editor is discarded)."""
 
-    drafts: tuple[Draft, ...] = attrs.field(converter=tuple)
+    drafts: tuple[Draft, ...] = attrs.field(converter=_drafts)
 
 
 @attrs.frozen
@@ -477,88 +508,120 @@ def has_custom_content(draft: Draft) -> bool:
 # The reducer
 # --------------------------------------------------------------------------------------------
 
-# --------------------------------------------------------------------------------------------
-# Copies with changes
-# --------------------------------------------------------------------------------------------
-
-# ``attrs.evolve`` looks up every field by name on each call; the reducer copies the state
-# once or twice per command, so these two spell the copy out (about half the cost). They keep
-# ``attrs.evolve``'s meaning: the constructor (and its converters) builds the copy.
-
-
-class _Keep:
-    """The default of a field left as it is."""
-
-
-_KEEP: Any = _Keep()
+# Structural sharing. A command changes one or two fields of the state and keeps the others,
+# and building objects is most of what a command costs. So a command builds only what it
+# touches: ``_with`` copies the state as one copy of its ``__dict__`` with the changed fields
+# (``FormState`` and ``Draft`` are frozen dict classes for this; attrs's own ``__init__`` for
+# such classes fills ``__dict__`` the same way, and the values given are already in the form
+# the constructor's converters would make), a draft change copies one ``Draft`` the same way
+# and replaces it by index in the drafts tuple, and every other part -- the params, the other
+# drafts, the cursors, the editor -- is the previous state's own object. A copy is complete
+# before it is returned and nothing is ever written to an object another state can see.
+# ``reduce``'s check for a changed snapshot relies on the sharing (an unchanged part is the
+# same object); the property tests check that no output depends on it.
 
 
-def _with(
-    state: FormState,
-    *,
-    types: tuple[QuestionType, ...] = _KEEP,
-    drafts: tuple[Draft, ...] = _KEEP,
-    cursors: tuple[int, ...] = _KEEP,
-    tab: int = _KEEP,
-    review_cursor: int = _KEEP,
-    editor: EditorState | None = _KEEP,
-    editors_opened: int = _KEEP,
-    pending_type_change: int | None = _KEEP,
-    pending_review: ReviewKind | None = _KEEP,
-    pending_dismiss: DismissAction | None = _KEEP,
-    type_notice: TypeChanged | None = _KEEP,
-    settings: FormSettings = _KEEP,
-    outcome: Outcome | None = _KEEP,
+class _Changes(TypedDict, total=False):
+    """The fields a command may change (``params`` and ``background`` never change)."""
+
+    types: tuple[QuestionType, ...]
+    drafts: tuple[Draft, ...]
+    cursors: tuple[int, ...]
+    tab: int
+    review_cursor: int
+    editor: EditorState | None
+    editors_opened: int
+    pending_type_change: int | None
+    pending_review: ReviewKind | None
+    pending_dismiss: DismissAction | None
+    type_notice: TypeChanged | None
+    settings: FormSettings
+    outcome: Outcome | None
+
+
+class _DraftChanges(TypedDict, total=False):
+    """The fields an edit may change (never ``skipped``); mappings already frozen."""
+
+    selected: tuple[int, ...]
+    custom_text: str
+    custom_selected: bool
+    note: str
+    option_notes: Mapping[str, str]
+    custom_images: tuple[Image, ...]
+    note_images: tuple[Image, ...]
+    option_note_images: Mapping[str, tuple[Image, ...]]
+
+
+_new_object = object.__new__
+# Assigning a new ``__dict__`` (rather than filling the one ``object.__new__`` gives, or the one
+# attrs's ``__init__`` fills) keeps the copy's attribute reads on CPython's fast path: a
+# materialised instance dict that shares its keys with the class is read the slow way.
+_set_attribute = object.__setattr__
+
+
+def _build(cls: type[T], fields: dict[str, Any]) -> T:
+    """An instance of the frozen dict class ``cls`` holding ``fields`` (its every field, each
+    already what the constructor's converters would make of it)."""
+    instance: T = _new_object(cls)
+    _set_attribute(instance, "__dict__", fields)
+    return instance
+
+
+def _with(state: FormState, **changes: Unpack[_Changes]) -> FormState:
+    """``attrs.evolve(state, **changes)``, sharing every unchanged field, at far less cost."""
+    copy: FormState = _new_object(FormState)
+    _set_attribute(copy, "__dict__", {**state.__dict__, **changes})
+    return copy
+
+
+def _draft_with(draft: Draft, **changes: Unpack[_DraftChanges]) -> Draft:
+    """``attrs.evolve(draft, **changes)`` for an edit, sharing every unchanged field; ``draft``
+    itself when every change equals what it has (so ``is`` tells a change from none)."""
+    fields = draft.__dict__
+    if changes.items() <= fields.items():
+        return draft
+    copy: Draft = _new_object(Draft)
+    _set_attribute(copy, "__dict__", {**fields, **changes})
+    return copy
+
+
+# ``EMPTY_DRAFT``'s twin with a fast-path dict: what new forms hold and what edits of an empty or
+# skipped draft start from.
+_EMPTY_DRAFT = _build(Draft, dict(EMPTY_DRAFT.__dict__))
+
+
+def _replace(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
+    """``items`` with ``items[index]`` replaced (one list copy: cheaper than slicing twice)."""
+    copy = list(items)
+    copy[index] = value
+    return tuple(copy)
+
+
+def _put_draft(
+    state: FormState, q: int, base: Draft, new: Draft, cursor: int | None = None
 ) -> FormState:
-    """``attrs.evolve(state, ...)`` for the fields a command may change, at half its cost."""
-    return FormState(
-        params=state.params,
-        types=state.types if types is _KEEP else types,
-        drafts=state.drafts if drafts is _KEEP else drafts,
-        cursors=state.cursors if cursors is _KEEP else cursors,
-        tab=state.tab if tab is _KEEP else tab,
-        review_cursor=state.review_cursor if review_cursor is _KEEP else review_cursor,
-        editor=state.editor if editor is _KEEP else editor,
-        editors_opened=state.editors_opened if editors_opened is _KEEP else editors_opened,
-        pending_type_change=state.pending_type_change
-        if pending_type_change is _KEEP
-        else pending_type_change,
-        pending_review=state.pending_review if pending_review is _KEEP else pending_review,
-        pending_dismiss=state.pending_dismiss if pending_dismiss is _KEEP else pending_dismiss,
-        type_notice=state.type_notice if type_notice is _KEEP else type_notice,
-        settings=state.settings if settings is _KEEP else settings,
-        outcome=state.outcome if outcome is _KEEP else outcome,
-        background=state.background,
-    )
+    """Question ``q``'s draft becomes ``new`` (made by ``_draft_with`` from ``base``, its live
+    draft: a skipped draft starts over from empty) and, when given, its cursor ``cursor``, in
+    one copy. ``new is base`` is no change, so a skipped draft stays skipped unless the change
+    leaves something in it."""
+    drafts = state.drafts
+    if new is not base:
+        drafts = _replace(drafts, q, new)
+    cursors = state.cursors
+    if cursor is not None and cursor != cursors[q]:
+        cursors = _replace(cursors, q, cursor)
+    elif drafts is state.drafts:
+        return state
+    return _with(state, drafts=drafts, cursors=cursors)
 
 
-def _draft_with(
-    draft: Draft,
-    *,
-    selected: tuple[int, ...] = _KEEP,
-    custom_text: str = _KEEP,
-    custom_selected: bool = _KEEP,
-    note: str = _KEEP,
-    option_notes: Mapping[str, str] = _KEEP,
-    custom_images: tuple[Image, ...] = _KEEP,
-    note_images: tuple[Image, ...] = _KEEP,
-    option_note_images: Mapping[str, tuple[Image, ...]] = _KEEP,
-) -> Draft:
-    """``attrs.evolve(draft, ...)`` for the fields an edit may change (never ``skipped``)."""
-    return Draft(
-        selected=draft.selected if selected is _KEEP else selected,
-        custom_text=draft.custom_text if custom_text is _KEEP else custom_text,
-        custom_selected=draft.custom_selected if custom_selected is _KEEP else custom_selected,
-        note=draft.note if note is _KEEP else note,
-        option_notes=draft.option_notes if option_notes is _KEEP else option_notes,
-        custom_images=draft.custom_images if custom_images is _KEEP else custom_images,
-        note_images=draft.note_images if note_images is _KEEP else note_images,
-        option_note_images=draft.option_note_images
-        if option_note_images is _KEEP
-        else option_note_images,
-        skipped=draft.skipped,
-    )
-
+_NO_EFFECTS: tuple[Effect, ...] = ()
+_DRAFT_CHANGED: tuple[Effect, ...] = (DraftChanged(),)
+_DEFER_REQUESTED: tuple[Effect, ...] = (DeferRequested(),)
+_SUBMITTED = Outcome("submitted")
+_CANCELLED = Outcome("cancelled")
+_DISMISSED = Outcome("dismissed")
+_SKIPPED = Draft(skipped=True)
 
 # Commands that leave an armed confirmation alone; every other command disarms it.
 _KEEPS_PENDING_REVIEW = (Number, ReviewAction, SettingsChanged)
@@ -568,21 +631,43 @@ _KEEPS_PENDING_TYPE = (ChangeQuestionType, SettingsChanged)
 def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect, ...]]:
     """Apply one command; return the new state and the effects the runtime must perform."""
     if state.outcome is not None:
-        return state, ()
-    if isinstance(command, Cancel) and state.background and state.editor is None:
-        return state, (DeferRequested(),)
-    new = _disarm(state, command)
-    new = _dispatch(new, command)
+        return state, _NO_EFFECTS
+    new = state
+    if state.pending_review is not None or state.pending_type_change is not None:
+        new = _disarm(state, command)
+    if new.editor is None:
+        if state.background and isinstance(command, Cancel):
+            return state, _DEFER_REQUESTED
+        # Most keys are navigation with no editor open: straight to their step.
+        step = _NAVIGATION.get(type(command))
+        new = _dispatch(new, command) if step is None else step(new, command)
+    else:
+        new = _dispatch(new, command)
+    if new is state:
+        if state.settings.auto_submit_when_answered_without_notes and _should_auto_submit(state):
+            new = _with(state, outcome=_SUBMITTED)
+            return new, (Completed(_SUBMITTED),)
+        return state, _NO_EFFECTS
     if new.tab != state.tab and (new.pending_dismiss is not None or new.type_notice is not None):
         # The dirty warning and the type notice are visible until the tab changes.
         new = _with(new, pending_dismiss=None, type_notice=None)
-    if new.outcome is None and _should_auto_submit(new):
-        new = _with(new, outcome=Outcome("submitted"))
-    if new.outcome is not None:
-        return new, (Completed(new.outcome),)
-    if _snapshot_changed(state, new):
-        return new, (DraftChanged(),)
-    return new, ()
+    outcome = new.outcome
+    if outcome is None:
+        if new.settings.auto_submit_when_answered_without_notes and _should_auto_submit(new):
+            return _with(new, outcome=_SUBMITTED), (Completed(_SUBMITTED),)
+        # Identity checks keep this O(1): a command shares every part it did not change (see
+        # "Structural sharing"); a rebuilt-but-equal tuple only costs a spare journal write.
+        if (
+            new.drafts is not state.drafts
+            or new.tab != state.tab
+            or new.cursors is not state.cursors
+            or new.editor is not state.editor
+            or new.types is not state.types
+            or new.review_cursor != state.review_cursor
+        ):
+            return new, _DRAFT_CHANGED
+        return new, _NO_EFFECTS
+    return new, (Completed(outcome),)
 
 
 def submit_with(state: FormState, drafts: Sequence[Draft]) -> FormState:
@@ -611,18 +696,6 @@ def _disarm(state: FormState, command: Command) -> FormState:
     )
 
 
-def _snapshot_changed(old: FormState, new: FormState) -> bool:
-    # Identity checks keep this O(1); a rebuilt-but-equal tuple only costs a spare journal write.
-    return (
-        old.drafts is not new.drafts
-        or old.types is not new.types
-        or old.cursors is not new.cursors
-        or old.editor is not new.editor
-        or old.tab != new.tab
-        or old.review_cursor != new.review_cursor
-    )
-
-
 def _should_auto_submit(state: FormState) -> bool:
     return (
         state.settings.auto_submit_when_answered_without_notes
@@ -632,37 +705,14 @@ def _should_auto_submit(state: FormState) -> bool:
     )
 
 
-# The commands ``_navigate`` handles once no editor is open: with none open, they go there
-# directly instead of past every editor and form-level case first (most keys are these).
-_NAVIGATION = frozenset(
-    {
-        NextTab,
-        PreviousTab,
-        SelectTab,
-        NextOption,
-        PreviousOption,
-        Confirm,
-        Cancel,
-        Toggle,
-        Number,
-        ChangeQuestionType,
-        OpenOptionNote,
-        OpenQuestionNote,
-        Skip,
-        ReviewAction,
-    }
-)
-
-
 def _dispatch(state: FormState, command: Command) -> FormState:
-    if state.editor is None and type(command) in _NAVIGATION:
-        return _navigate(state, command)
+    """Editor and form-level commands, and navigation while an editor is open."""
     match command:
         case EditorChanged(text=text):
             editor = state.editor
             if editor is None or editor.text == text:
                 return state
-            return _with(state, editor=attrs.evolve(editor, text=text))
+            return _with(state, editor=_editor_with(editor, text, editor.images))
         case EditorSubmit():
             return _editor_submit(state) if state.editor is not None else state
         case EditorClose():
@@ -680,12 +730,12 @@ def _dispatch(state: FormState, command: Command) -> FormState:
             editor = state.editor
             if editor is None or editor.serial != serial:
                 return state
-            return _with(state, editor=attrs.evolve(editor, images=(*editor.images, image)))
+            return _with(state, editor=_editor_with(editor, editor.text, (*editor.images, image)))
         case RemoveLastImage():
             editor = state.editor
             if editor is None or not editor.images:
                 return state
-            return _with(state, editor=attrs.evolve(editor, images=editor.images[:-1]))
+            return _with(state, editor=_editor_with(editor, editor.text, editor.images[:-1]))
         case Dismiss():
             return _exit(state, "dismiss")
         case SettingsChanged(settings=settings):
@@ -704,132 +754,105 @@ def _dispatch(state: FormState, command: Command) -> FormState:
                 raise ValueError(
                     f"SubmitAnswers needs {len(state.drafts)} drafts, got {len(drafts)}"
                 )
-            return _with(state, drafts=drafts, editor=None, outcome=Outcome("submitted"))
+            return _with(state, drafts=drafts, editor=None, outcome=_SUBMITTED)
         case ExternalCancel():
-            return _with(state, editor=None, outcome=Outcome("cancelled"))
+            return _with(state, editor=None, outcome=_CANCELLED)
         case Skip() | Cancel() if state.editor is not None:
             return state
         case _:
             if state.editor is not None:
                 state = _commit_editor(state, submit=False)[0]
-            return _navigate(state, command)
+            step = _NAVIGATION.get(type(command))
+            return state if step is None else step(state, command)
 
 
-def _navigate(state: FormState, command: Command) -> FormState:
-    """Commands of question/Review navigation; the editor is closed here."""
-    match command:
-        case NextTab():
-            return _move_tab(state, (state.tab + 1) % (state.review_tab + 1))
-        case PreviousTab():
-            return _move_tab(state, (state.tab - 1) % (state.review_tab + 1))
-        case SelectTab(index=index):
-            return _move_tab(state, index) if 0 <= index <= state.review_tab else state
-        case NextOption():
-            return _move_option(state, 1)
-        case PreviousOption():
-            return _move_option(state, -1)
-        case Confirm():
-            return _confirm(state)
-        case Cancel():
-            return _exit(state, "cancel")
-        case Toggle():
-            return _toggle(state)
-        case Number(row=row):
-            return _number(state, row)
-        case ChangeQuestionType():
-            return _change_type(state)
-        case OpenOptionNote():
-            if state.on_review:
-                return state
-            q = state.tab
-            row = state.cursors[q]
-            options = state.params.questions[q].options
-            if row >= len(options):
-                return state
-            return _open_editor(state, "option_note", q, options[row].value)
-        case OpenQuestionNote():
-            return state if state.on_review else _open_editor(state, "note", state.tab, None)
-        case Skip():
-            if state.on_review:
-                return state
-            state = _with(state, drafts=_replace(state.drafts, state.tab, Draft(skipped=True)))
-            return _advance(state)
-        case ReviewAction(kind=kind):
-            return _review_press(state, kind) if state.on_review else state
-        case _:
-            return state
+def _editor_with(editor: EditorState, text: str, images: tuple[Image, ...]) -> EditorState:
+    return EditorState(
+        editor.kind, editor.question, editor.option_value, text, images, editor.serial
+    )
 
 
 # --------------------------------------------------------------------------------------------
-# Steps
+# Navigation steps (no editor is open when they run)
 # --------------------------------------------------------------------------------------------
 
 
-def _replace(items: tuple[Any, ...], index: int, value: Any) -> tuple[Any, ...]:
-    return (*items[:index], value, *items[index + 1 :])
+def _next_tab(state: FormState, command: NextTab) -> FormState:
+    return _move_tab(state, (state.tab + 1) % (len(state.params.questions) + 1))
 
 
-def _update_draft(
-    state: FormState, q: int, change: Callable[[Draft], Draft], *, cursor: int | None = None
-) -> FormState:
-    """Change one draft (and, in the same copy, question ``q``'s cursor when given).
+def _previous_tab(state: FormState, command: PreviousTab) -> FormState:
+    return _move_tab(state, (state.tab - 1) % (len(state.params.questions) + 1))
 
-    A skipped draft starts over from empty and stays skipped unless the change leaves
-    something in it.
-    """
-    drafts, cursors = _changed_draft(state, q, change, cursor)
-    if drafts is state.drafts and cursors is state.cursors:
+
+def _select_tab(state: FormState, command: SelectTab) -> FormState:
+    index = command.index
+    return _move_tab(state, index) if 0 <= index <= len(state.params.questions) else state
+
+
+def _next_option(state: FormState, command: NextOption) -> FormState:
+    return _move_option(state, 1)
+
+
+def _previous_option(state: FormState, command: PreviousOption) -> FormState:
+    return _move_option(state, -1)
+
+
+def _cancel(state: FormState, command: Cancel) -> FormState:
+    return _exit(state, "cancel")
+
+
+def _open_option_note(state: FormState, command: OpenOptionNote) -> FormState:
+    q = state.tab
+    questions = state.params.questions
+    if q == len(questions):
         return state
-    return _with(state, drafts=drafts, cursors=cursors)
+    row = state.cursors[q]
+    options = questions[q].options
+    if row >= len(options):
+        return state
+    return _open_editor(state, "option_note", q, options[row].value)
 
 
-def _answer_and_advance(
-    state: FormState, q: int, change: Callable[[Draft], Draft], *, cursor: int | None = None
-) -> FormState:
-    """``_advance(_update_draft(state, q, change, cursor=cursor))`` in one copy; ``q`` is
-    the current tab."""
-    drafts, cursors = _changed_draft(state, q, change, cursor)
-    tab = min(q + 1, state.review_tab)
-    review_cursor = 0 if tab == state.review_tab else state.review_cursor
-    return _land(_with(state, drafts=drafts, cursors=cursors, tab=tab, review_cursor=review_cursor))
+def _open_question_note(state: FormState, command: OpenQuestionNote) -> FormState:
+    return state if state.on_review else _open_editor(state, "note", state.tab, None)
 
 
-def _changed_draft(
-    state: FormState, q: int, change: Callable[[Draft], Draft], cursor: int | None
-) -> tuple[tuple[Draft, ...], tuple[int, ...]]:
-    """The drafts and cursors after ``_update_draft``; unchanged ones are the same tuples."""
-    old = state.drafts[q]
-    base = EMPTY_DRAFT if old.skipped else old
-    new = change(base)
-    drafts = state.drafts if new == base else _replace(state.drafts, q, new)
-    moved = cursor is not None and cursor != state.cursors[q]
-    cursors = _replace(state.cursors, q, cursor) if moved else state.cursors
-    return drafts, cursors
+def _skip(state: FormState, command: Skip) -> FormState:
+    if state.on_review:
+        return state
+    state = _with(state, drafts=_replace(state.drafts, state.tab, _SKIPPED))
+    return _advance(state)
+
+
+def _review_action(state: FormState, command: ReviewAction) -> FormState:
+    return _review_press(state, command.kind) if state.on_review else state
 
 
 def _move_tab(state: FormState, tab: int) -> FormState:
     if tab == state.tab:
         return state
-    if tab == state.review_tab:
-        state = _with(state, tab=tab, review_cursor=0)
-    else:
-        state = _with(state, tab=tab)
-    return _land(state)
+    questions = state.params.questions
+    if tab == len(questions):
+        return _with(state, tab=tab, review_cursor=0)  # Review: nothing to land on
+    state = _with(state, tab=tab)
+    return _land(state) if state.cursors[tab] == len(questions[tab].options) else state
 
 
 def _advance(state: FormState) -> FormState:
-    return _move_tab(state, min(state.tab + 1, state.review_tab))
+    return _move_tab(state, min(state.tab + 1, len(state.params.questions)))
 
 
 def _move_option(state: FormState, delta: int) -> FormState:
-    if state.on_review:
+    q = state.tab
+    questions = state.params.questions
+    if q == len(questions):
         cursor = min(max(state.review_cursor + delta, 0), len(REVIEW_ACTIONS) - 1)
         return _with(state, review_cursor=cursor) if cursor != state.review_cursor else state
-    q = state.tab
-    row = min(max(state.cursors[q] + delta, 0), custom_row(state, q))
+    row = min(max(state.cursors[q] + delta, 0), len(questions[q].options))
     if row == state.cursors[q]:
         return state
-    return _land(_set_cursor(state, q, row))
+    return _land(_with(state, cursors=_replace(state.cursors, q, row)))
 
 
 def _set_cursor(state: FormState, q: int, row: int) -> FormState:
@@ -840,10 +863,11 @@ def _set_cursor(state: FormState, q: int, row: int) -> FormState:
 
 def _land(state: FormState) -> FormState:
     """The cursor arrived on its row by a move: open the custom editor where the rules say."""
-    if state.editor is not None or state.on_review:
-        return state
     q = state.tab
-    if state.cursors[q] != custom_row(state, q):
+    questions = state.params.questions
+    if state.editor is not None or q == len(questions):
+        return state
+    if state.cursors[q] != len(questions[q].options):
         return state
     if state.types[q] == "multi" or not has_custom_content(_live(state.drafts[q])):
         return _open_editor(state, "custom", q, None)
@@ -851,7 +875,8 @@ def _land(state: FormState) -> FormState:
 
 
 def _live(draft: Draft) -> Draft:
-    return EMPTY_DRAFT if draft.skipped else draft
+    """What a change starts from: a skipped draft starts over from empty."""
+    return _EMPTY_DRAFT if draft.skipped else draft
 
 
 def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str | None) -> FormState:
@@ -865,14 +890,12 @@ def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str |
         text = draft.option_notes.get(option_value, "")
         images = draft.option_note_images.get(option_value, ())
     serial = state.editors_opened + 1
-    editor = EditorState(
-        kind=kind, question=q, option_value=option_value, text=text, images=images, serial=serial
-    )
+    editor = EditorState(kind, q, option_value, text, images, serial)
     return _with(state, editor=editor, editors_opened=serial)
 
 
 def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
-    """Save the open editor into its draft and close it.
+    """Save the open editor into its draft and close it, in one copy.
 
     Returns the new state and whether a non-blank custom answer was saved.
     """
@@ -882,29 +905,27 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
     images = editor.images
     blank = not text and not images
     q = editor.question
-    single = state.types[q] == "single"
-
-    def save_custom(draft: Draft) -> Draft:
+    base = _live(state.drafts[q])
+    new = base
+    if editor.kind == "custom":
         if blank:
-            return _draft_with(draft, custom_text="", custom_images=(), custom_selected=False)
-        if not submit and text == draft.custom_text and images == draft.custom_images:
-            return draft
-        return attrs.evolve(
-            draft,
-            custom_text=text,
-            custom_images=images,
-            custom_selected=True,
-            selected=() if single else draft.selected,
-        )
-
-    def save_note(draft: Draft) -> Draft:
-        return _draft_with(draft, note=text, note_images=images)
-
-    def save_option_note(draft: Draft) -> Draft:
+            new = _draft_with(base, custom_text="", custom_images=(), custom_selected=False)
+        elif submit or text != base.custom_text or images != base.custom_images:
+            single = state.types[q] == "single"
+            new = _draft_with(
+                base,
+                custom_text=text,
+                custom_images=images,
+                custom_selected=True,
+                selected=() if single else base.selected,
+            )
+    elif editor.kind == "note":
+        new = _draft_with(base, note=text, note_images=images)
+    else:
         assert editor.option_value is not None
         value = editor.option_value
-        notes = dict(draft.option_notes)
-        note_images = dict(draft.option_note_images)
+        notes = dict(base.option_notes)
+        note_images = dict(base.option_note_images)
         if text:
             notes[value] = text
         else:
@@ -913,12 +934,13 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
             note_images[value] = images
         else:
             note_images.pop(value, None)
-        return _draft_with(draft, option_notes=notes, option_note_images=note_images)
-
-    change = {"custom": save_custom, "note": save_note, "option_note": save_option_note}
-    state = _with(state, editor=None)
-    state = _update_draft(state, q, change[editor.kind])
-    return state, editor.kind == "custom" and not blank
+        new = _draft_with(
+            base,
+            option_notes=frozen_mapping(notes),
+            option_note_images=frozen_mapping(note_images),
+        )
+    drafts = state.drafts if new is base else _replace(state.drafts, q, new)
+    return _with(state, editor=None, drafts=drafts), editor.kind == "custom" and not blank
 
 
 def _editor_submit(state: FormState) -> FormState:
@@ -930,78 +952,108 @@ def _editor_submit(state: FormState) -> FormState:
     return state
 
 
-def _select_single(row: int) -> Callable[[Draft], Draft]:
-    return lambda draft: _draft_with(draft, selected=(row,), custom_selected=False)
+def _toggled(selected: tuple[int, ...], row: int) -> tuple[int, ...]:
+    """A multi-select selection with ``row`` toggled (sorted, unique)."""
+    if row in selected:
+        return tuple([i for i in selected if i != row])
+    return tuple(sorted((*selected, row)))
 
 
-def _toggle_multi(row: int) -> Callable[[Draft], Draft]:
-    def change(draft: Draft) -> Draft:
-        if row in draft.selected:
-            return _draft_with(draft, selected=tuple(i for i in draft.selected if i != row))
-        return _draft_with(draft, selected=tuple(sorted((*draft.selected, row))))
-
-    return change
+def _custom_toggled(draft: Draft, single: bool) -> Draft:
+    """The saved custom answer selected or deselected (selecting it clears a single option)."""
+    if draft.custom_selected:
+        return _draft_with(draft, custom_selected=False)
+    return _draft_with(draft, custom_selected=True, selected=() if single else draft.selected)
 
 
-def _toggle_custom(single: bool) -> Callable[[Draft], Draft]:
-    def change(draft: Draft) -> Draft:
-        if draft.custom_selected:
-            return _draft_with(draft, custom_selected=False)
-        return _draft_with(draft, custom_selected=True, selected=() if single else draft.selected)
-
-    return change
-
-
-def _confirm(state: FormState) -> FormState:
-    if state.on_review:
+def _confirm(state: FormState, command: Confirm) -> FormState:
+    q = state.tab
+    questions = state.params.questions
+    if q == len(questions):
         return _fire_review(state, REVIEW_ACTIONS[state.review_cursor])
-    q = state.tab
-    row = state.cursors[q]
     if state.types[q] == "multi":
-        return _advance(state)
-    if row == custom_row(state, q):
+        return _move_tab(state, q + 1)
+    row = state.cursors[q]
+    if row == len(questions[q].options):
         return _open_editor(state, "custom", q, None)
-    return _answer_and_advance(state, q, _select_single(row))
+    return _answer_and_advance(state, q, row)
 
 
-def _toggle(state: FormState) -> FormState:
-    if state.on_review:
-        return state
+def _answer_and_advance(state: FormState, q: int, row: int) -> FormState:
+    """Select option ``row`` of single-select question ``q`` (the current tab), put its cursor
+    there and advance, in one copy."""
+    draft = state.drafts[q]
+    base = _EMPTY_DRAFT if draft.skipped else draft
+    new = _draft_with(base, selected=(row,), custom_selected=False)
+    drafts = state.drafts if new is base else _replace(state.drafts, q, new)
+    cursors = state.cursors
+    if cursors[q] != row:
+        cursors = _replace(cursors, q, row)
+    tab = q + 1
+    questions = state.params.questions
+    if tab == len(questions):
+        return _with(state, drafts=drafts, cursors=cursors, tab=tab, review_cursor=0)
+    state = _with(state, drafts=drafts, cursors=cursors, tab=tab)
+    return _land(state) if cursors[tab] == len(questions[tab].options) else state
+
+
+def _toggle(state: FormState, command: Toggle) -> FormState:
     q = state.tab
+    questions = state.params.questions
+    if q == len(questions):
+        return state
     row = state.cursors[q]
     single = state.types[q] == "single"
-    if row == custom_row(state, q):
-        if has_custom_content(_live(state.drafts[q])):
-            return _update_draft(state, q, _toggle_custom(single))
+    base = _live(state.drafts[q])
+    if row == len(questions[q].options):
+        if has_custom_content(base):
+            return _put_draft(state, q, base, _custom_toggled(base, single))
         return _open_editor(state, "custom", q, None)
     if not single:
-        return _update_draft(state, q, _toggle_multi(row))
-    if _live(state.drafts[q]).selected == (row,):
-        return _update_draft(state, q, lambda draft: _draft_with(draft, selected=()))
-    return _update_draft(state, q, _select_single(row))
+        return _put_draft(state, q, base, _draft_with(base, selected=_toggled(base.selected, row)))
+    if base.selected == (row,):
+        return _put_draft(state, q, base, _draft_with(base, selected=()))
+    return _put_draft(state, q, base, _draft_with(base, selected=(row,), custom_selected=False))
 
 
-def _number(state: FormState, number: int) -> FormState:
-    if state.on_review:
+def _number(state: FormState, command: Number) -> FormState:
+    q = state.tab
+    questions = state.params.questions
+    number = command.row
+    if q == len(questions):
         if 1 <= number <= len(REVIEW_ACTIONS):
             return _review_press(state, REVIEW_ACTIONS[number - 1])
         # An ignored digit is still another key: it disarms a pending review action.
         return _with(state, pending_review=None) if state.pending_review else state
-    q = state.tab
     row = number - 1
-    if not 0 <= row <= custom_row(state, q):
+    custom = len(questions[q].options)
+    if not 0 <= row <= custom:
         return state
     single = state.types[q] == "single"
-    if row == custom_row(state, q):
-        if not single and has_custom_content(_live(state.drafts[q])):
-            return _update_draft(state, q, _toggle_custom(single), cursor=row)
+    if row == custom:
+        base = _live(state.drafts[q])
+        if not single and has_custom_content(base):
+            return _put_draft(state, q, base, _custom_toggled(base, single), cursor=row)
         return _open_editor(_set_cursor(state, q, row), "custom", q, None)
     if single:
-        return _answer_and_advance(state, q, _select_single(row), cursor=row)
-    return _update_draft(state, q, _toggle_multi(row), cursor=row)
+        return _answer_and_advance(state, q, row)
+    # A multi-select toggle, the commonest key: ``_toggled`` and ``_put_draft`` spelled out (a
+    # toggle always changes the draft).
+    draft = state.drafts[q]
+    base = _EMPTY_DRAFT if draft.skipped else draft
+    selected = base.selected
+    if row in selected:
+        selected = tuple([i for i in selected if i != row])
+    else:
+        selected = tuple(sorted((*selected, row)))
+    drafts = _replace(state.drafts, q, _draft_with(base, selected=selected))
+    cursors = state.cursors
+    if cursors[q] != row:
+        cursors = _replace(cursors, q, row)
+    return _with(state, drafts=drafts, cursors=cursors)
 
 
-def _change_type(state: FormState) -> FormState:
+def _change_type(state: FormState, command: ChangeQuestionType) -> FormState:
     if state.on_review:
         return state
     q = state.tab
@@ -1015,11 +1067,8 @@ def _change_type(state: FormState) -> FormState:
     if state.pending_type_change != q:
         return _with(state, pending_type_change=q)
     # The options are cleared; a saved custom answer stays selected as the one answer (000).
-    state = _update_draft(
-        state,
-        q,
-        lambda draft: _draft_with(draft, selected=(), custom_selected=draft.has_custom_answer),
-    )
+    cleared = _draft_with(draft, selected=(), custom_selected=draft.has_custom_answer)
+    state = _put_draft(state, q, draft, cleared)
     return _with(_set_type(state, q, "single"), pending_type_change=None)
 
 
@@ -1053,7 +1102,7 @@ def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False)
             pending_review=None,
             review_cursor=REVIEW_ACTIONS.index("cancel"),
         )
-    outcome = Outcome("submitted" if kind == "submit" else "cancelled")
+    outcome = _SUBMITTED if kind == "submit" else _CANCELLED
     return _with(state, outcome=outcome, pending_review=None)
 
 
@@ -1064,8 +1113,27 @@ def _exit(state: FormState, action: DismissAction) -> FormState:
         and is_dirty(state)
     ):
         return _with(state, pending_dismiss=action)
-    outcome = Outcome("cancelled" if action == "cancel" else "dismissed")
+    outcome = _CANCELLED if action == "cancel" else _DISMISSED
     return _with(state, editor=None, outcome=outcome)
+
+
+# The step of each navigation command.
+_NAVIGATION: dict[type, Callable[[FormState, Any], FormState]] = {
+    NextTab: _next_tab,
+    PreviousTab: _previous_tab,
+    SelectTab: _select_tab,
+    NextOption: _next_option,
+    PreviousOption: _previous_option,
+    Confirm: _confirm,
+    Cancel: _cancel,
+    Toggle: _toggle,
+    Number: _number,
+    ChangeQuestionType: _change_type,
+    OpenOptionNote: _open_option_note,
+    OpenQuestionNote: _open_question_note,
+    Skip: _skip,
+    ReviewAction: _review_action,
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -1147,21 +1215,21 @@ def _from_json(params: AskParams, data: Mapping[str, Any], settings: FormSetting
     editor = None
     if data.get("editor") is not None:
         raw = data["editor"]
-        kind = raw["kind"]
-        _check(kind in EDITOR_KINDS, "editor kind")
-        question = int(raw["question"])
-        _check(question == tab < n, "editor question")
+        editor_kind = raw["kind"]
+        _check(editor_kind in EDITOR_KINDS, "editor kind")
+        editor_question = int(raw["question"])
+        _check(editor_question == tab < n, "editor question")
         option_value = raw.get("optionValue")
-        if kind == "option_note":
+        if editor_kind == "option_note":
             # An option-note editor always belongs to the highlighted real option.
-            options = questions[question].options
-            row = cursors[question]
+            options = questions[editor_question].options
+            row = cursors[editor_question]
             _check(row < len(options) and option_value == options[row].value, "editor option")
         else:
             _check(option_value is None, "editor option")
         editor = EditorState(
-            kind=kind,
-            question=question,
+            kind=editor_kind,
+            question=editor_question,
             option_value=option_value,
             text=str(raw["text"]),
             images=tuple(Image.from_json(image) for image in raw["images"]),

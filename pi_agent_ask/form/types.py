@@ -176,7 +176,9 @@ def frozen_mapping(items: Mapping[str, V] | None = None) -> Mapping[str, V]:
     return _FrozenDict(items or {})
 
 
-@attrs.frozen
+# A dict class, not slotted: the form reducer copies a draft as one dict copy with the changed
+# fields (form/state.py, "Structural sharing").
+@attrs.frozen(slots=False)
 class Draft:
     """One question's draft answer.
 
