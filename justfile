@@ -10,7 +10,7 @@ demo *ARGS:
 test *ARGS:
     {{python}} -m pytest -n 2 {{ARGS}}
 
-# ruff lint and format check; mypy (strict) over the package, less pyproject's [tool.mypy] exclude.
+# ruff lint and format check; mypy (strict) over the whole package.
 lint:
     {{python}} -m ruff check .
     {{python}} -m ruff format --check .
