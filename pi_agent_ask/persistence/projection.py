@@ -25,6 +25,9 @@ request recorded before it; a request id queued again after it was settled start
 
 from __future__ import annotations
 
+import array
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -33,7 +36,18 @@ from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.session_file import Entry, Loc
 from pi_agent_ask.persistence.stored_questions import stored_questions
 
-__all__ = ["JOURNAL", "JournalFold", "JournalProjection", "PendingRequest"]
+__all__ = [
+    "JOURNAL",
+    "JournalFold",
+    "JournalProjection",
+    "LogColumns",
+    "PendingRequest",
+    "history_fields",
+    "history_log",
+]
+
+Read = Callable[[int], Mapping[str, Any]]
+"""The checked map of the checkpoint at a file offset (``ValueError`` when unusable)."""
 
 _READ: Final = frozenset(
     {
@@ -244,5 +258,182 @@ class JournalProjection:
             raise ValueError(f"checkpoint state does not fit the journal: {exc}") from exc
         return fold
 
+    def checkpoint_fields(self, log: Sequence[Any], prev: int | None, read: Read) -> dict[str, Any]:
+        """What a checkpoint holds beyond the fold: the history index (``history_fields``)."""
+        return {"history": history_fields(log, prev, read)}
+
 
 JOURNAL: Final = JournalProjection()
+
+
+# --------------------------------------------------------------------------------------------
+# The history index in checkpoints: merged runs of the log
+# --------------------------------------------------------------------------------------------
+
+MERGE: Final = 16
+"""Blocks of one level merged into one of the next level (``docs/session-file.md``)."""
+TOP_LEVEL: Final = 2
+"""Runs are merged up to this level: a run covers at most ``MERGE ** TOP_LEVEL`` segments."""
+_LEGACY: Final = -1
+"""A spine block that is a chain of checkpoints without a history index: read through ``prev``."""
+_LE: Final = sys.byteorder == "little"
+
+
+@attrs.define(eq=False)
+class LogColumns:
+    """Log items in columns: the request ids of the ``q`` items with ``(offset, slot, count)``
+    triples in ``qnum``, the ids of the ``c`` items with ``(offset, slot)`` pairs in ``cnum``;
+    each in log order (how ``q`` and ``c`` items interleave carries no meaning)."""
+
+    qids: list[str] = attrs.field(factory=list)
+    qnum: array.array[int] = attrs.field(factory=lambda: array.array("q"))
+    cids: list[str] = attrs.field(factory=list)
+    cnum: array.array[int] = attrs.field(factory=lambda: array.array("q"))
+
+    def add_items(self, items: Iterable[Any]) -> None:
+        """Append log items (``["q", id, offset, slot, count]`` / ``["c", id, offset, slot]``);
+        ``ValueError`` for anything else."""
+        qids, qnum, cids, cnum = self.qids, self.qnum, self.cids, self.cnum
+        try:
+            for kind, request_id, offset, slot, *rest in items:
+                if type(request_id) is not str:
+                    raise ValueError("a log item's request id is not text")
+                if kind == "q" and len(rest) == 1:
+                    qids.append(request_id)
+                    qnum.extend((offset, slot, rest[0]))
+                elif kind == "c" and not rest:
+                    cids.append(request_id)
+                    cnum.extend((offset, slot))
+                else:
+                    raise ValueError("unknown log item")
+        except (TypeError, OverflowError) as exc:
+            raise ValueError(f"malformed log item: {exc}") from exc
+
+    def add(self, other: LogColumns) -> None:
+        self.qids.extend(other.qids)
+        self.qnum.extend(other.qnum)
+        self.cids.extend(other.cids)
+        self.cnum.extend(other.cnum)
+
+    def pack(self) -> dict[str, Any]:
+        qnum, cnum = array.array("q", self.qnum), array.array("q", self.cnum)
+        if not _LE:
+            qnum.byteswap()
+            cnum.byteswap()
+        return {"q": self.qids, "qn": qnum.tobytes(), "c": self.cids, "cn": cnum.tobytes()}
+
+    @classmethod
+    def unpack(cls, value: Any) -> LogColumns:
+        """The columns of a packed run; ``ValueError`` when malformed."""
+        try:
+            qids, qbytes, cids, cbytes = value["q"], value["qn"], value["c"], value["cn"]
+            if not (type(qids) is list and type(cids) is list):
+                raise TypeError("ids are not arrays")
+            if not all(type(i) is str for i in qids) or not all(type(i) is str for i in cids):
+                raise TypeError("an id is not text")
+            qnum, cnum = array.array("q"), array.array("q")
+            qnum.frombytes(qbytes)
+            cnum.frombytes(cbytes)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"malformed history run: {exc}") from exc
+        if len(qnum) != 3 * len(qids) or len(cnum) != 2 * len(cids):
+            raise ValueError("malformed history run: columns of different lengths")
+        if not _LE:
+            qnum.byteswap()
+            cnum.byteswap()
+        return cls(qids, qnum, cids, cnum)
+
+
+def _spine_of(prev: int | None, read: Read) -> list[list[int]]:
+    """The blocks ``[offset, level]`` a checkpoint following ``prev`` continues."""
+    if prev is None:
+        return []
+    value = read(prev)
+    index = value.get("history")
+    if index is None:
+        return [[prev, _LEGACY]]
+    spine = _checked_spine(index, prev)
+    return [*spine, [prev, index["level"]]]
+
+
+def _checked_spine(index: Any, offset: int) -> list[list[int]]:
+    if not isinstance(index, Mapping):
+        raise ValueError("malformed history index")
+    spine, level = index.get("spine"), index.get("level")
+    if not (
+        type(level) is int
+        and 0 <= level <= TOP_LEVEL
+        and isinstance(spine, list)
+        and all(
+            isinstance(b, list)
+            and len(b) == 2
+            and type(b[0]) is int
+            and type(b[1]) is int
+            and 0 < b[0] < offset
+            and _LEGACY <= b[1] <= TOP_LEVEL
+            for b in spine
+        )
+        and (level == 0) == (index.get("run") is None)
+    ):
+        raise ValueError("malformed history index")
+    return [list(b) for b in spine]
+
+
+def _block(offset: int, level: int, read: Read) -> LogColumns:
+    """The log items of one spine block."""
+    columns = LogColumns()
+    if level == _LEGACY:
+        parts: list[Any] = []
+        prev: int | None = offset
+        while prev is not None:
+            value = read(prev)
+            parts.append(value["log"])
+            prev = value["prev"]
+        for part in reversed(parts):
+            columns.add_items(part)
+        return columns
+    value = read(offset)
+    if level == 0:
+        columns.add_items(value["log"])
+        return columns
+    index = value.get("history")
+    if not isinstance(index, Mapping) or index.get("level") != level:
+        raise ValueError("a history block names a checkpoint of another level")
+    return LogColumns.unpack(index.get("run"))
+
+
+def history_fields(log: Sequence[Any], prev: int | None, read: Read) -> dict[str, Any]:
+    """The ``history`` field of a checkpoint written after ``prev`` with ``log``: the blocks
+    of the chain before it (``spine``), and its own block: ``level`` 0 is its ``log``; a
+    higher level is a ``run`` merging ``MERGE`` blocks of the level below, its own log last.
+    ``ValueError`` when an older checkpoint of the chain cannot be read."""
+    spine = _spine_of(prev, read)
+    level = 0
+    run: LogColumns | None = None
+    while (
+        level < TOP_LEVEL
+        and len(spine) >= MERGE - 1
+        and all(b[1] == level for b in spine[-(MERGE - 1) :])
+    ):
+        merged = LogColumns()
+        for offset, lvl in spine[-(MERGE - 1) :]:
+            merged.add(_block(offset, lvl, read))
+        if run is None:
+            merged.add_items(log)
+        else:
+            merged.add(run)
+        del spine[-(MERGE - 1) :]
+        run, level = merged, level + 1
+    return {"spine": spine, "level": level, "run": None if run is None else run.pack()}
+
+
+def history_log(own: Sequence[Any], prev: int | None, read: Read) -> LogColumns:
+    """Every log item of a branch whose fold holds ``own`` after the checkpoint ``prev``:
+    the blocks of the newest checkpoint's spine, its own block, then ``own``. ``ValueError``
+    when a checkpoint of the chain cannot be read or holds no history index of this shape."""
+    columns = LogColumns()
+    if prev is not None:
+        for offset, level in _spine_of(prev, read):
+            columns.add(_block(offset, level, read))
+    columns.add_items(own)
+    return columns
