@@ -239,6 +239,7 @@ def test_a_malformed_index_is_refused() -> None:
     columns = pj.LogColumns()
     columns.add_items([["q", "r1", 10, 0, 2], ["c", "r1", 20, 1]])
     packed = columns.pack()
+    assert packed["c"] == [] and packed["cr"] == (0).to_bytes(8, "little")  # by place, not id
     again = pj.LogColumns.unpack(packed)
     assert (again.qids, list(again.qnum), again.cids, list(again.cnum)) == (
         ["r1"],
@@ -251,6 +252,7 @@ def test_a_malformed_index_is_refused() -> None:
         {**packed, "q": ["r1", "r2"]},
         {**packed, "c": [7]},
         {key: value for key, value in packed.items() if key != "cn"},
+        {**packed, "cr": (5).to_bytes(8, "little")},  # names a request the run does not hold
     ):
         with pytest.raises(ValueError, match="malformed history run"):
             pj.LogColumns.unpack(broken)

@@ -316,32 +316,72 @@ class LogColumns:
         self.cnum.extend(other.cnum)
 
     def pack(self) -> dict[str, Any]:
-        qnum, cnum = array.array("q", self.qnum), array.array("q", self.cnum)
-        if not _LE:
-            qnum.byteswap()
-            cnum.byteswap()
-        return {"q": self.qids, "qn": qnum.tobytes(), "c": self.cids, "cn": cnum.tobytes()}
+        """The columns as a run: a completion of a request asked in the same run names it by
+        its place in ``q`` (``cr``/``crn``), the others by id (``c``/``cn``)."""
+        first: dict[str, int] = {}
+        for i, request_id in enumerate(self.qids):
+            first.setdefault(request_id, i)
+        refs, ref_num, other, other_num = array.array("q"), array.array("q"), [], array.array("q")
+        cnum = self.cnum
+        for j, request_id in enumerate(self.cids):
+            k = first.get(request_id)
+            if k is None:
+                other.append(request_id)
+                other_num.extend(cnum[2 * j : 2 * j + 2])
+            else:
+                refs.append(k)
+                ref_num.extend(cnum[2 * j : 2 * j + 2])
+        return {
+            "q": self.qids,
+            "qn": _le_bytes(self.qnum),
+            "cr": _le_bytes(refs),
+            "crn": _le_bytes(ref_num),
+            "c": other,
+            "cn": _le_bytes(other_num),
+        }
 
     @classmethod
     def unpack(cls, value: Any) -> LogColumns:
         """The columns of a packed run; ``ValueError`` when malformed."""
         try:
-            qids, qbytes, cids, cbytes = value["q"], value["qn"], value["c"], value["cn"]
+            qids, cids = value["q"], value["c"]
             if not (type(qids) is list and type(cids) is list):
                 raise TypeError("ids are not arrays")
-            if not all(type(i) is str for i in qids) or not all(type(i) is str for i in cids):
+            if not set(map(type, qids)) <= {str} or not set(map(type, cids)) <= {str}:
                 raise TypeError("an id is not text")
-            qnum, cnum = array.array("q"), array.array("q")
-            qnum.frombytes(qbytes)
-            cnum.frombytes(cbytes)
+            qnum, refs, ref_num, cnum = (_from_le(value[key]) for key in ("qn", "cr", "crn", "cn"))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"malformed history run: {exc}") from exc
-        if len(qnum) != 3 * len(qids) or len(cnum) != 2 * len(cids):
-            raise ValueError("malformed history run: columns of different lengths")
-        if not _LE:
-            qnum.byteswap()
-            cnum.byteswap()
-        return cls(qids, qnum, cids, cnum)
+        if (
+            len(qnum) != 3 * len(qids)
+            or len(ref_num) != 2 * len(refs)
+            or len(cnum) != 2 * len(cids)
+            or (refs and (min(refs) < 0 or max(refs) >= len(qids)))
+        ):
+            raise ValueError("malformed history run: columns that do not fit")
+        # The completions that name a request of the run share its id's string (C-speed).
+        named = list(map(qids.__getitem__, refs))
+        named.extend(cids)
+        ref_num.extend(cnum)
+        return cls(qids, qnum, named, ref_num)
+
+
+def _le_bytes(numbers: array.array[int]) -> bytes:
+    if _LE:
+        return numbers.tobytes()
+    swapped = array.array("q", numbers)
+    swapped.byteswap()
+    return swapped.tobytes()
+
+
+def _from_le(data: Any) -> array.array[int]:
+    if type(data) is not bytes:
+        raise TypeError("a number column is not a byte string")
+    numbers = array.array("q")
+    numbers.frombytes(data)  # ValueError unless a whole number of 8-byte integers
+    if not _LE:
+        numbers.byteswap()
+    return numbers
 
 
 def _spine_of(prev: int | None, read: Read) -> list[list[int]]:
