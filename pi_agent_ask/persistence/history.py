@@ -4,10 +4,11 @@ Markdown export.
 
 Everything except ``export_history`` (which writes one new file) and ``call_history_tool``
 (which runs in the persistence actor) is pure. The index of a branch is the journal fold's log
-(``projection``): where each request and completion is stored, read from the session's
-checkpoint chain, so it follows branch switches, reload and resume by construction; a page or a
-read decodes only its own requests' entries (``HistorySource``). A branch held in memory gives
-the same source (``source_of_branch``).
+(``projection``): where each request and completion is stored, read from the history index of
+the session's newest checkpoint (a few merged runs in columns, ``projection.history_log``) and
+the fold's own log, so it follows branch switches, reload and resume by construction; a page
+bisects running record counts and decodes only its own requests' entries (``HistorySource``).
+A branch held in memory gives the same source (``source_of_branch``).
 
 Rules (contract 000 §Session question history; catalog §5 where 000 is silent):
 

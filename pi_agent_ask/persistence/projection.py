@@ -14,8 +14,11 @@ what is still open, as entry locations (``Loc``), never entry data:
   ``ask:history-completed`` carrying a result or an error.
 
 The live part goes whole into every checkpoint (``live()`` / ``JOURNAL.restore``); the log goes
-into checkpoints in parts (``SessionFile.log`` reads the chain). ``journal`` turns a fold into the
-rebuilt queue and the interrupted call; ``history`` turns the log into its index.
+into checkpoints in parts (``SessionFile.log`` reads the chain), and every checkpoint also holds
+the history index (``history_fields``: the blocks of the chain's log, merged 16 to a run, so
+``history_log`` reads the whole log from a few checkpoints; ``docs/session-file.md``).
+``journal`` turns a fold into the rebuilt queue and the interrupted call; ``history`` turns the
+log into its index.
 
 Rules that differ from reading the whole branch at once, none of which the runtime's own
 writes can meet: a resolution (``tool-result``, ``ask:queued``, ``ask:pending-dismissed``)
