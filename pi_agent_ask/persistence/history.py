@@ -394,9 +394,10 @@ def source_from_columns(columns: LogColumns, load: Callable[[Loc], Entry]) -> Hi
     loop only over duplicated request ids (which the runtime never writes)."""
     ids, nums = columns.qids, columns.qnum
     count = len(ids)
-    # The first entry of a request id wins: later keys overwrite earlier ones, so reversed.
-    positions = dict(zip(reversed(ids), range(count - 1, -1, -1), strict=True))
+    positions = dict(zip(ids, range(count), strict=True))
     if len(positions) != count:
+        # The first entry of a request id wins: later keys overwrite earlier ones, so reversed.
+        positions = dict(zip(reversed(ids), range(count - 1, -1, -1), strict=True))
         keep = sorted(positions.values())
         ids = [ids[i] for i in keep]
         nums = array.array("q", [n for i in keep for n in nums[3 * i : 3 * i + 3]])
