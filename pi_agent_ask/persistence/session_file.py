@@ -1265,7 +1265,7 @@ class SessionFile:
         }
         extend = getattr(self._projection, "checkpoint_fields", None)
         if extend is not None:  # derived data too: left out when it cannot be computed
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, OSError):
                 value.update(extend(fold.log, self._fold_prev, self.checkpoint_at))
         try:
             payload = codec.encode_checkpoint(value, CHECKPOINT_MAGIC)
