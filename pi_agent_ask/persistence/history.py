@@ -4,10 +4,11 @@ Markdown export.
 
 Everything except ``export_history`` (which writes one new file) and ``call_history_tool``
 (which runs in the persistence actor) is pure. The index of a branch is the journal fold's log
-(``projection``): where each request and completion is stored, read from the session's
-checkpoint chain, so it follows branch switches, reload and resume by construction; a page or a
-read decodes only its own requests' entries (``HistorySource``). A branch held in memory gives
-the same source (``source_of_branch``).
+(``projection``): where each request and completion is stored, read from the history index of
+the session's newest checkpoint (a few merged runs in columns, ``projection.history_log``) and
+the fold's own log, so it follows branch switches, reload and resume by construction; a page
+bisects running record counts and decodes only its own requests' entries (``HistorySource``).
+A branch held in memory gives the same source (``source_of_branch``).
 
 Rules (contract 000 §Session question history; catalog §5 where 000 is silent):
 
@@ -27,9 +28,14 @@ Rules (contract 000 §Session question history; catalog §5 where 000 is silent)
 
 from __future__ import annotations
 
+import array
+import bisect
+import collections
 import contextlib
 import datetime as dt
+import itertools
 import json
+import logging
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -45,6 +51,7 @@ from pi_agent_ask.form.schemas import HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT
 from pi_agent_ask.form.types import JSON, AskParams, Image, Option, Question
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.projection import LogColumns
 from pi_agent_ask.persistence.stored_questions import stored_questions
 
 if TYPE_CHECKING:
@@ -68,6 +75,8 @@ __all__ = [
     "render_markdown",
     "tool_text",
 ]
+
+logger = logging.getLogger(__name__)
 
 HistoryStatus = Literal["waiting", "answered", "skipped", "cancelled", "error"]
 
@@ -347,42 +356,80 @@ def _find(records: Sequence[HistoryRecord], request_id: str, question_id: str) -
 class HistorySource:
     """The history of one branch: which requests it recorded, where, and a reader for them.
 
-    Built from the journal's log (``projection``): ``requests`` holds ``(requestId, location,
-    questions)`` of each request's first well-formed ``ask:history-request`` in journal order,
-    ``completions`` the locations of each request's ``ask:history-completed`` entries, oldest
-    first. A page or a read decodes only the entries of its own requests.
+    Built from the journal's log (``projection``) in columns: ``ids`` holds each request's
+    first well-formed ``ask:history-request`` in journal order, ``nums`` its ``(offset, slot,
+    questions)``, ``ends`` the number of records up to and including it; ``cids``/``cnum`` the
+    ``ask:history-completed`` entries carrying an outcome, oldest first. Nothing is decoded
+    until a page or a read asks for its own requests.
     """
 
-    requests: tuple[tuple[str, Loc, int], ...]
+    ids: Sequence[str]
+    nums: array.array[int]
+    ends: Sequence[int]
     positions: Mapping[str, int]
-    completions: Mapping[str, Sequence[Loc]]
+    cnum: array.array[int]
+    last_completion: Mapping[str, int]
+    completion_lists: Mapping[str, Sequence[int]] | None
+    """The requests with more than one completion (``None``: none has)."""
     load: Callable[[Loc], Entry]
     total: int
     key: tuple[int, int]
     """Changes whenever a record may have: (requests, completions) recorded."""
 
+    def location(self, position: int) -> Loc:
+        return (self.nums[3 * position], self.nums[3 * position + 1])
+
+    def completions(self, request_id: str) -> list[Loc]:
+        """Where the request's completions are stored, oldest first."""
+        found = None if self.completion_lists is None else self.completion_lists.get(request_id)
+        if found is None:
+            last = self.last_completion.get(request_id)
+            found = () if last is None else (last,)
+        cnum = self.cnum
+        return [(cnum[2 * j], cnum[2 * j + 1]) for j in found]
+
+
+def source_from_columns(columns: LogColumns, load: Callable[[Loc], Entry]) -> HistorySource:
+    """The source of a branch's log in columns: C-speed passes (``dict``/``zip``), a Python
+    loop only over duplicated request ids (which the runtime never writes)."""
+    ids, nums = columns.qids, columns.qnum
+    count = len(ids)
+    positions = dict(zip(ids, range(count), strict=True))
+    if len(positions) != count:
+        # The first entry of a request id wins: later keys overwrite earlier ones, so reversed.
+        positions = dict(zip(reversed(ids), range(count - 1, -1, -1), strict=True))
+        keep = sorted(positions.values())
+        ids = [ids[i] for i in keep]
+        nums = array.array("q", [n for i in keep for n in nums[3 * i : 3 * i + 3]])
+        positions = dict(zip(ids, range(len(ids)), strict=True))
+    ends = list(itertools.accumulate(nums[2::3]))
+    cids = columns.cids
+    last = dict(zip(cids, range(len(cids)), strict=True))
+    lists: dict[str, list[int]] | None = None
+    if len(last) != len(cids):
+        many = {rid for rid, n in collections.Counter(cids).items() if n > 1}
+        lists = {}
+        for j, rid in enumerate(cids):
+            if rid in many:
+                lists.setdefault(rid, []).append(j)
+    return HistorySource(
+        ids,
+        nums,
+        ends,
+        positions,
+        columns.cnum,
+        last,
+        lists,
+        load,
+        ends[-1] if ends else 0,
+        (len(ids), len(cids)),
+    )
+
 
 def source_from_log(log: Iterable[Any], load: Callable[[Loc], Entry]) -> HistorySource:
-    requests: list[tuple[str, Loc, int]] = []
-    positions: dict[str, int] = {}
-    completions: dict[str, list[Loc]] = {}
-    total = completed = 0
-    for kind, request_id, offset, slot, *rest in log:  # one pass, no per-item calls
-        if kind == "q":
-            if request_id not in positions:
-                positions[request_id] = len(requests)
-                requests.append((request_id, (offset, slot), rest[0]))
-                total += rest[0]
-        else:
-            found = completions.get(request_id)
-            if found is None:
-                completions[request_id] = [(offset, slot)]
-            else:
-                found.append((offset, slot))
-            completed += 1
-    return HistorySource(
-        tuple(requests), positions, completions, load, total, (len(requests), completed)
-    )
+    columns = LogColumns()
+    columns.add_items(log)
+    return source_from_columns(columns, load)
 
 
 def source_of_branch(entries: Iterable[Entry]) -> HistorySource:
@@ -393,12 +440,22 @@ def source_of_branch(entries: Iterable[Entry]) -> HistorySource:
 
 def source_of_session(session: SessionFile) -> HistorySource:
     """The history source of a session's active branch: from its journal log when it has the
-    journal projection (the checkpoint chain, nothing decoded), else from its branch."""
-    from pi_agent_ask.persistence.projection import JOURNAL
+    journal projection (the history index of the newest checkpoint, then the fold's own log;
+    the checkpoint chain when an older checkpoint has no index), else from its branch."""
+    from pi_agent_ask.persistence.projection import JOURNAL, history_log
+    from pi_agent_ask.persistence.session_file import SessionFileError
 
-    if session.projection == JOURNAL:
+    if session.projection != JOURNAL:
+        return source_of_branch(session.branch())
+    own = session.fold().log
+    try:
+        columns = history_log(own, session.log_prev, session.checkpoint_at)
+    except (ValueError, SessionFileError) as exc:
+        logger.warning(
+            "%s: history index unreadable (%s); reading the checkpoint chain", session, exc
+        )
         return source_from_log(session.log(), session.entry_at)
-    return source_of_branch(session.branch())
+    return source_from_columns(columns, session.entry_at)
 
 
 def _source(entries: Iterable[Entry] | HistorySource) -> HistorySource:
@@ -412,12 +469,14 @@ def source_records(
     requests: dict[str, _Request] = {}
     completions: dict[str, list[je.HistoryCompleted]] = {}
     if only is None:
-        chosen: Iterable[tuple[str, Loc, int]] = source.requests
+        chosen: Iterable[int] = range(len(source.ids))
     else:
-        chosen = [source.requests[source.positions[r]] for r in only if r in source.positions]
-        chosen = sorted(chosen, key=lambda item: source.positions[item[0]])
-    for request_id, loc, _count in chosen:
-        entry = source.load(loc)
+        positions = source.positions
+        chosen = sorted({positions[r] for r in only if r in positions})
+    ids, load = source.ids, source.load
+    for position in chosen:
+        request_id = ids[position]
+        entry = load(source.location(position))
         record = je.parse(entry)
         request = (
             _request_of(record, entry.timestamp) if isinstance(record, je.HistoryRequest) else None
@@ -425,7 +484,7 @@ def source_records(
         if request is None:
             continue
         requests[request_id] = request
-        found = [je.parse(source.load(at)) for at in source.completions.get(request_id, ())]
+        found = [je.parse(load(at)) for at in source.completions(request_id)]
         completions[request_id] = [c for c in found if isinstance(c, je.HistoryCompleted)]
     return _records(requests, completions)
 
@@ -486,17 +545,14 @@ def list_history(
 
 def _page(source: HistorySource, offset: int, limit: int) -> dict[str, JSON]:
     """An unfiltered page: the records ``offset`` .. ``offset + limit`` of the requests that
-    hold them, counted from the index's question counts."""
+    hold them, found by bisecting the index's running record counts."""
+    ends, ids = source.ends, source.ids
+    position = bisect.bisect_right(ends, offset)
+    first = ends[position - 1] if position else 0
     wanted: list[str] = []
-    first = seen = 0
-    for request_id, _loc, count in source.requests:
-        if seen + count > offset and seen < offset + limit:
-            if not wanted:
-                first = seen
-            wanted.append(request_id)
-        seen += count
-        if seen >= offset + limit:
-            break
+    while position < len(ids) and (ends[position - 1] if position else 0) < offset + limit:
+        wanted.append(ids[position])
+        position += 1
     records = source_records(source, only=wanted)
     page = records[offset - first : offset - first + limit]
     return _listing(page, offset, source.total)

@@ -14,8 +14,11 @@ what is still open, as entry locations (``Loc``), never entry data:
   ``ask:history-completed`` carrying a result or an error.
 
 The live part goes whole into every checkpoint (``live()`` / ``JOURNAL.restore``); the log goes
-into checkpoints in parts (``SessionFile.log`` reads the chain). ``journal`` turns a fold into the
-rebuilt queue and the interrupted call; ``history`` turns the log into its index.
+into checkpoints in parts (``SessionFile.log`` reads the chain), and every checkpoint also holds
+the history index (``history_fields``: the blocks of the chain's log, merged 16 to a run, so
+``history_log`` reads the whole log from a few checkpoints; ``docs/session-file.md``).
+``journal`` turns a fold into the rebuilt queue and the interrupted call; ``history`` turns the
+log into its index.
 
 Rules that differ from reading the whole branch at once, none of which the runtime's own
 writes can meet: a resolution (``tool-result``, ``ask:queued``, ``ask:pending-dismissed``)
@@ -25,6 +28,9 @@ request recorded before it; a request id queued again after it was settled start
 
 from __future__ import annotations
 
+import array
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -33,7 +39,18 @@ from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.session_file import Entry, Loc
 from pi_agent_ask.persistence.stored_questions import stored_questions
 
-__all__ = ["JOURNAL", "JournalFold", "JournalProjection", "PendingRequest"]
+__all__ = [
+    "JOURNAL",
+    "JournalFold",
+    "JournalProjection",
+    "LogColumns",
+    "PendingRequest",
+    "history_fields",
+    "history_log",
+]
+
+Read = Callable[[int], Mapping[str, Any]]
+"""The checked map of the checkpoint at a file offset (``ValueError`` when unusable)."""
 
 _READ: Final = frozenset(
     {
@@ -244,5 +261,222 @@ class JournalProjection:
             raise ValueError(f"checkpoint state does not fit the journal: {exc}") from exc
         return fold
 
+    def checkpoint_fields(self, log: Sequence[Any], prev: int | None, read: Read) -> dict[str, Any]:
+        """What a checkpoint holds beyond the fold: the history index (``history_fields``)."""
+        return {"history": history_fields(log, prev, read)}
+
 
 JOURNAL: Final = JournalProjection()
+
+
+# --------------------------------------------------------------------------------------------
+# The history index in checkpoints: merged runs of the log
+# --------------------------------------------------------------------------------------------
+
+MERGE: Final = 16
+"""Blocks of one level merged into one of the next level (``docs/session-file.md``)."""
+TOP_LEVEL: Final = 2
+"""Runs are merged up to this level: a run covers at most ``MERGE ** TOP_LEVEL`` segments."""
+_LEGACY: Final = -1
+"""A spine block that is a chain of checkpoints without a history index: read through ``prev``."""
+_LE: Final = sys.byteorder == "little"
+
+
+@attrs.define(eq=False)
+class LogColumns:
+    """Log items in columns: the request ids of the ``q`` items with ``(offset, slot, count)``
+    triples in ``qnum``, the ids of the ``c`` items with ``(offset, slot)`` pairs in ``cnum``;
+    each in log order (how ``q`` and ``c`` items interleave carries no meaning)."""
+
+    qids: list[str] = attrs.field(factory=list)
+    qnum: array.array[int] = attrs.field(factory=lambda: array.array("q"))
+    cids: list[str] = attrs.field(factory=list)
+    cnum: array.array[int] = attrs.field(factory=lambda: array.array("q"))
+
+    def add_items(self, items: Iterable[Any]) -> None:
+        """Append log items (``["q", id, offset, slot, count]`` / ``["c", id, offset, slot]``);
+        ``ValueError`` for anything else."""
+        qids, qnum, cids, cnum = self.qids, self.qnum, self.cids, self.cnum
+        try:
+            for kind, request_id, offset, slot, *rest in items:
+                if type(request_id) is not str:
+                    raise ValueError("a log item's request id is not text")
+                if kind == "q" and len(rest) == 1:
+                    qids.append(request_id)
+                    qnum.extend((offset, slot, rest[0]))
+                elif kind == "c" and not rest:
+                    cids.append(request_id)
+                    cnum.extend((offset, slot))
+                else:
+                    raise ValueError("unknown log item")
+        except (TypeError, OverflowError) as exc:
+            raise ValueError(f"malformed log item: {exc}") from exc
+
+    def add(self, other: LogColumns) -> None:
+        self.qids.extend(other.qids)
+        self.qnum.extend(other.qnum)
+        self.cids.extend(other.cids)
+        self.cnum.extend(other.cnum)
+
+    def pack(self) -> dict[str, Any]:
+        """The columns as a run: a completion of a request asked in the same run names it by
+        its place in ``q`` (``cr``/``crn``), the others by id (``c``/``cn``)."""
+        first: dict[str, int] = {}
+        for i, request_id in enumerate(self.qids):
+            first.setdefault(request_id, i)
+        refs, ref_num, other, other_num = array.array("q"), array.array("q"), [], array.array("q")
+        cnum = self.cnum
+        for j, request_id in enumerate(self.cids):
+            k = first.get(request_id)
+            if k is None:
+                other.append(request_id)
+                other_num.extend(cnum[2 * j : 2 * j + 2])
+            else:
+                refs.append(k)
+                ref_num.extend(cnum[2 * j : 2 * j + 2])
+        return {
+            "q": self.qids,
+            "qn": _le_bytes(self.qnum),
+            "cr": _le_bytes(refs),
+            "crn": _le_bytes(ref_num),
+            "c": other,
+            "cn": _le_bytes(other_num),
+        }
+
+    @classmethod
+    def unpack(cls, value: Any) -> LogColumns:
+        """The columns of a packed run; ``ValueError`` when malformed."""
+        try:
+            qids, cids = value["q"], value["c"]
+            if not (type(qids) is list and type(cids) is list):
+                raise TypeError("ids are not arrays")
+            if not set(map(type, qids)) <= {str} or not set(map(type, cids)) <= {str}:
+                raise TypeError("an id is not text")
+            qnum, refs, ref_num, cnum = (_from_le(value[key]) for key in ("qn", "cr", "crn", "cn"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"malformed history run: {exc}") from exc
+        if (
+            len(qnum) != 3 * len(qids)
+            or len(ref_num) != 2 * len(refs)
+            or len(cnum) != 2 * len(cids)
+            or (refs and (min(refs) < 0 or max(refs) >= len(qids)))
+        ):
+            raise ValueError("malformed history run: columns that do not fit")
+        # The completions that name a request of the run share its id's string (C-speed).
+        named = list(map(qids.__getitem__, refs))
+        named.extend(cids)
+        ref_num.extend(cnum)
+        return cls(qids, qnum, named, ref_num)
+
+
+def _le_bytes(numbers: array.array[int]) -> bytes:
+    if _LE:
+        return numbers.tobytes()
+    swapped = array.array("q", numbers)
+    swapped.byteswap()
+    return swapped.tobytes()
+
+
+def _from_le(data: Any) -> array.array[int]:
+    if type(data) is not bytes:
+        raise TypeError("a number column is not a byte string")
+    numbers = array.array("q")
+    numbers.frombytes(data)  # ValueError unless a whole number of 8-byte integers
+    if not _LE:
+        numbers.byteswap()
+    return numbers
+
+
+def _spine_of(prev: int | None, read: Read) -> list[list[int]]:
+    """The blocks ``[offset, level]`` a checkpoint following ``prev`` continues."""
+    if prev is None:
+        return []
+    value = read(prev)
+    index = value.get("history")
+    if index is None:
+        return [[prev, _LEGACY]]
+    spine = _checked_spine(index, prev)
+    return [*spine, [prev, index["level"]]]
+
+
+def _checked_spine(index: Any, offset: int) -> list[list[int]]:
+    if not isinstance(index, Mapping):
+        raise ValueError("malformed history index")
+    spine, level = index.get("spine"), index.get("level")
+    if not (
+        type(level) is int
+        and 0 <= level <= TOP_LEVEL
+        and isinstance(spine, list)
+        and all(
+            isinstance(b, list)
+            and len(b) == 2
+            and type(b[0]) is int
+            and type(b[1]) is int
+            and 0 < b[0] < offset
+            and _LEGACY <= b[1] <= TOP_LEVEL
+            for b in spine
+        )
+        and (level == 0) == (index.get("run") is None)
+    ):
+        raise ValueError("malformed history index")
+    return [list(b) for b in spine]
+
+
+def _block(offset: int, level: int, read: Read) -> LogColumns:
+    """The log items of one spine block."""
+    columns = LogColumns()
+    if level == _LEGACY:
+        parts: list[Any] = []
+        prev: int | None = offset
+        while prev is not None:
+            value = read(prev)
+            parts.append(value["log"])
+            prev = value["prev"]
+        for part in reversed(parts):
+            columns.add_items(part)
+        return columns
+    value = read(offset)
+    if level == 0:
+        columns.add_items(value["log"])
+        return columns
+    index = value.get("history")
+    if not isinstance(index, Mapping) or index.get("level") != level:
+        raise ValueError("a history block names a checkpoint of another level")
+    return LogColumns.unpack(index.get("run"))
+
+
+def history_fields(log: Sequence[Any], prev: int | None, read: Read) -> dict[str, Any]:
+    """The ``history`` field of a checkpoint written after ``prev`` with ``log``: the blocks
+    of the chain before it (``spine``), and its own block: ``level`` 0 is its ``log``; a
+    higher level is a ``run`` merging ``MERGE`` blocks of the level below, its own log last.
+    ``ValueError`` when an older checkpoint of the chain cannot be read."""
+    spine = _spine_of(prev, read)
+    level = 0
+    run: LogColumns | None = None
+    while (
+        level < TOP_LEVEL
+        and len(spine) >= MERGE - 1
+        and all(b[1] == level for b in spine[-(MERGE - 1) :])
+    ):
+        merged = LogColumns()
+        for offset, lvl in spine[-(MERGE - 1) :]:
+            merged.add(_block(offset, lvl, read))
+        if run is None:
+            merged.add_items(log)
+        else:
+            merged.add(run)
+        del spine[-(MERGE - 1) :]
+        run, level = merged, level + 1
+    return {"spine": spine, "level": level, "run": None if run is None else run.pack()}
+
+
+def history_log(own: Sequence[Any], prev: int | None, read: Read) -> LogColumns:
+    """Every log item of a branch whose fold holds ``own`` after the checkpoint ``prev``:
+    the blocks of the newest checkpoint's spine, its own block, then ``own``. ``ValueError``
+    when a checkpoint of the chain cannot be read or holds no history index of this shape."""
+    columns = LogColumns()
+    if prev is not None:
+        for offset, level in _spine_of(prev, read):
+            columns.add(_block(offset, level, read))
+    columns.add_items(own)
+    return columns

@@ -824,6 +824,21 @@ class SessionFile:
             return list(self._fold.log)
         return [item for part in reversed(parts) for item in part]
 
+    @property
+    def log_prev(self) -> int | None:
+        """The checkpoint the fold of the active branch continues (``None``: its log holds
+        the whole branch)."""
+        self.fold()
+        return self._fold_prev
+
+    def checkpoint_at(self, offset: int) -> dict[str, Any]:
+        """The checked map of the checkpoint at ``offset``; ``ValueError`` when unusable."""
+        self._check_open()
+        try:
+            return self._checkpoint_value(offset)
+        except _BadFrame as exc:
+            raise ValueError(str(exc)) from exc
+
     def entry_at(self, loc: Loc) -> Entry:
         """The entry stored at ``loc`` (as a fold's ``step`` was given it), read on its own."""
         self._check_open()
@@ -1248,6 +1263,10 @@ class SessionFile:
             "log": fold.log,
             "prev": self._fold_prev,
         }
+        extend = getattr(self._projection, "checkpoint_fields", None)
+        if extend is not None:  # derived data too: left out when it cannot be computed
+            with contextlib.suppress(ValueError, OSError):
+                value.update(extend(fold.log, self._fold_prev, self.checkpoint_at))
         try:
             payload = codec.encode_checkpoint(value, CHECKPOINT_MAGIC)
             offset = self._write_frame(payload)
