@@ -117,6 +117,11 @@ from pi_agent_ask.form.types import (
     QuestionType,
 )
 
+
+def _tuple(items: Any) -> tuple[Any, ...]:
+    return tuple(items)  # a Python converter: attrs inspects a built-in's signature slowly
+
+
 EditorKind = Literal["custom", "note", "option_note"]
 EDITOR_KINDS: tuple[EditorKind, ...] = ("custom", "note", "option_note")
 ReviewKind = Literal["submit", "cancel"]
@@ -153,7 +158,7 @@ class EditorState:
     question: int
     option_value: str | None = None
     text: str = ""
-    images: tuple[Image, ...] = attrs.field(default=(), converter=tuple)
+    images: tuple[Image, ...] = attrs.field(default=(), converter=_tuple)
     serial: int = 0
 
     @property
@@ -376,7 +381,7 @@ class SettingsChanged:
 class SubmitAnswers:
     """A validated remote answer: replace every draft and submit (the editor is discarded)."""
 
-    drafts: tuple[Draft, ...] = attrs.field(converter=tuple)
+    drafts: tuple[Draft, ...] = attrs.field(converter=_tuple)
 
 
 @attrs.frozen
