@@ -49,6 +49,9 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "pi_agent_ask.integrations",
     # Read by the history tools and the history command, not by a form.
     "pi_agent_ask.persistence.history",
+    # Imported on first use: a paste of a clipboard image, the settings overlay opening.
+    "pi_agent_ask.clipboard",
+    "pi_agent_ask.persistence.settings_list",
 )
 NEEDED = ("trio", "prompt_toolkit", "pi_agent_ask.ui.render", "pi_agent_ask.form.validate")
 
