@@ -52,6 +52,9 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     # Imported on first use: a paste of a clipboard image, the settings overlay opening.
     "pi_agent_ask.clipboard",
     "pi_agent_ask.persistence.settings_list",
+    # The waiter: only a wait_for_answers call needs it.
+    "pi_agent_ask.actors.wait",
+    "pi_agent_ask.actors.wait_state",
 )
 NEEDED = ("trio", "prompt_toolkit", "pi_agent_ask.ui.render", "pi_agent_ask.form.validate")
 
