@@ -9,6 +9,7 @@ timing them: ``just bench cold`` has the figures.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import os
@@ -48,6 +49,12 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "pi_agent_ask.integrations",
     # Read by the history tools and the history command, not by a form.
     "pi_agent_ask.persistence.history",
+    # Imported on first use: a paste of a clipboard image, the settings overlay opening.
+    "pi_agent_ask.clipboard",
+    "pi_agent_ask.persistence.settings_list",
+    # The waiter: only a wait_for_answers call needs it.
+    "pi_agent_ask.actors.wait",
+    "pi_agent_ask.actors.wait_state",
 )
 NEEDED = ("trio", "prompt_toolkit", "pi_agent_ask.ui.render", "pi_agent_ask.form.validate")
 
@@ -110,3 +117,30 @@ def test_ask_imports_only_what_the_form_needs_before_its_first_frame(tmp_path: P
         if module == name or module.startswith(name + ".")
     )
     assert early == []
+
+
+def test_the_collector_is_paused_for_the_imports_and_sees_everything_again_after_ask() -> None:
+    from pi_agent_ask import cli
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with cli._frozen_start():
+        with cli._collector_paused():
+            assert not gc.isenabled()
+            made = [[] for _ in range(1000)]  # what an import leaves behind
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= len(made)  # frozen, out of the collector's way
+    assert gc.get_freeze_count() == 0  # thawed when the command ends
+    assert gc.isenabled()
+
+
+def test_a_caller_that_turned_the_collector_off_keeps_it_off() -> None:
+    from pi_agent_ask import cli
+
+    gc.disable()
+    try:
+        with cli._frozen_start(), cli._collector_paused():
+            pass
+        assert not gc.isenabled()
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.enable()

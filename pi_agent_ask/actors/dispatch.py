@@ -22,8 +22,8 @@ from pi_agent_ask.actors.errors import ToolError
 from pi_agent_ask.actors.outcomes import FORM_INTERRUPTED_TEXT
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.actors.records import StaleBranch
-from pi_agent_ask.actors.wait import WAIT_INTERRUPTED_TEXT, wait_for_answers
 from pi_agent_ask.form import untrusted
+from pi_agent_ask.form.text import WAIT_INTERRUPTED_TEXT
 from pi_agent_ask.persistence import journal as jr
 
 CALL_INTERRUPTED_TEXT = "Tool call interrupted: the session changed."
@@ -113,6 +113,8 @@ async def _call_tool(
             elif name == "ask_user":
                 result = await ask_user(rt, writer, arguments, tool_call_id, parent_tool_call_id)
             elif name == "wait_for_answers":
+                from pi_agent_ask.actors.wait import wait_for_answers  # not needed before
+
                 # The wait writes its own result first: that entry is its delivery mark.
                 result = await wait_for_answers(rt, writer, tool_call_id)
                 recorded = True

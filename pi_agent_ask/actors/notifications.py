@@ -221,6 +221,10 @@ def command_environment(*, title: str, message: str) -> dict[str, str]:
 AttemptStatus = Literal["attempted", "failed", "skipped"]
 
 
+def _channels(items: Iterable[Channel]) -> tuple[Channel, ...]:
+    return tuple(items)  # a Python converter: attrs inspects a built-in's signature slowly
+
+
 @attrs.frozen
 class Notify:
     """Send one "question waiting" notification for the form ``flow_id``.
@@ -232,7 +236,7 @@ class Notify:
     label: str
     prompt: str
     enabled: bool
-    channels: tuple[Channel, ...] = attrs.field(converter=tuple)
+    channels: tuple[Channel, ...] = attrs.field(converter=_channels)
 
 
 @attrs.frozen

@@ -59,13 +59,13 @@ from pi_agent_ask.actors.notifications import Notify, run_notifications
 from pi_agent_ask.actors.outcomes import FORM_INTERRUPTED_TEXT
 from pi_agent_ask.actors.records import AskRequest
 from pi_agent_ask.actors.recovery import RESUME_REASONS, SESSION_REASONS, resume_answer_message
-from pi_agent_ask.actors.wait import (
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.text import (
     WAIT_BUSY_TEXT,
     WAIT_HIDDEN_TEXT,
     WAIT_INTERRUPTED_TEXT,
     WAIT_NON_TUI_TEXT,
 )
-from pi_agent_ask.form import state as fs
 
 __all__ = [
     "CALL_FAILURES",

@@ -31,12 +31,13 @@ import attrs
 
 from pi_agent_ask.actors.queue_state import WaitEnd
 from pi_agent_ask.form import text as texts
+from pi_agent_ask.form.text import (  # defined with the other texts; named here as before
+    WAIT_BUSY_TEXT,
+    WAIT_HIDDEN_TEXT,
+    WAIT_INTERRUPTED_TEXT,
+    WAIT_NON_TUI_TEXT,
+)
 from pi_agent_ask.form.types import AskParams
-
-WAIT_BUSY_TEXT = "Another wait_for_answers call is already waiting."
-WAIT_NON_TUI_TEXT = "wait_for_answers requires interactive TUI mode."
-WAIT_INTERRUPTED_TEXT = "Question wait interrupted"
-WAIT_HIDDEN_TEXT = "wait_for_answers is not available in background-only mode."
 
 Phase = Literal["refused", "starting", "waiting", "looking_up", "writing", "returned", "failed"]
 

@@ -44,6 +44,7 @@ unchanged.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = [
@@ -147,21 +148,26 @@ def sanitize_line(text: str) -> str:
 
 # -- keeping the text, escaped (printed JSON, Markdown exports) ------------------------------
 
-_ACTIVE = re.compile(_char_class(((0x2028, 0x2029), *_REMOVED_RANGES)))
+
+@functools.cache
+def _active() -> re.Pattern[str]:
+    """Every character :func:`sanitize_text` removes, and U+2028/U+2029. Compiled on first
+    use: only exports and printed JSON need it, a form's start does not."""
+    return re.compile(_char_class(((0x2028, 0x2029), *_REMOVED_RANGES)))
 
 
 def escape_visibly(text: str) -> str:
     """``text`` with every character :func:`sanitize_text` would remove written as
     ``<U+XXXX>`` instead (and ``U+2028``/``U+2029``), so nothing in it is live on a terminal
     yet a reader sees what was there. Newlines and tabs stay. Used for Markdown exports."""
-    return _ACTIVE.sub(lambda match: f"<U+{ord(match.group()):04X}>", text)
+    return _active().sub(lambda match: f"<U+{ord(match.group()):04X}>", text)
 
 
 def escape_for_json(encoded: str) -> str:
     """``encoded`` JSON (from ``json.dumps(..., ensure_ascii=False)``, which escapes C0 itself)
     with every other character :func:`escape_visibly` names as a ``\\uXXXX`` escape: the
     same JSON value, safe to print on a terminal."""
-    return _ACTIVE.sub(_json_escape, encoded)
+    return _active().sub(_json_escape, encoded)
 
 
 def _json_escape(match: re.Match[str]) -> str:

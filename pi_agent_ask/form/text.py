@@ -39,6 +39,10 @@ __all__ = [
     "CANCELLED_TEXT",
     "EMPTY_WAIT_TEXT",
     "SUBMITTED_TEXT",
+    "WAIT_BUSY_TEXT",
+    "WAIT_HIDDEN_TEXT",
+    "WAIT_INTERRUPTED_TEXT",
+    "WAIT_NON_TUI_TEXT",
     "Line",
     "Segment",
     "Style",
@@ -74,6 +78,12 @@ SUBMITTED_TEXT = "User submitted the ask flow"
 EMPTY_WAIT_TEXT = (
     "No outstanding background answers. Previously delivered answers are already in context."
 )
+# wait_for_answers' refusals and interruption (``actors/wait_state.py``); here so that the
+# runtime names them without importing the waiter before a wait.
+WAIT_BUSY_TEXT = "Another wait_for_answers call is already waiting."
+WAIT_NON_TUI_TEXT = "wait_for_answers requires interactive TUI mode."
+WAIT_INTERRUPTED_TEXT = "Question wait interrupted"
+WAIT_HIDDEN_TEXT = "wait_for_answers is not available in background-only mode."
 FALLBACK_HEAD = (
     "Needs user input: ask_user requires interactive TUI mode.\n"
     "Run same tool call in interactive TUI mode, or ask user these questions manually:"

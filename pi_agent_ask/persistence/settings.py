@@ -219,6 +219,12 @@ class Behaviour:
 Binding = tuple[str, ...]
 
 
+def _keys(keys: Iterable[str]) -> Binding:
+    # A Python function, not the ``tuple`` built-in: attrs inspects a converter's signature
+    # when it builds the class, and a built-in's costs about ten times as much (at import).
+    return tuple(keys)
+
+
 class KeymapContext:
     """What the five keymap context records (attrs classes below) have in common."""
 
@@ -254,8 +260,8 @@ class GlobalKeymap(KeymapContext):
     """``keymaps.global``: active in the main flow and in both editors."""
 
     CONTEXT: ClassVar[str] = "global"
-    dismiss: Binding = attrs.field(default=("ctrl+c",), converter=tuple)
-    settings: Binding = attrs.field(default=("?",), converter=tuple)
+    dismiss: Binding = attrs.field(default=("ctrl+c",), converter=_keys)
+    settings: Binding = attrs.field(default=("?",), converter=_keys)
 
 
 @attrs.frozen
@@ -263,16 +269,16 @@ class MainKeymap(KeymapContext):
     """``keymaps.main``: question navigation and Review."""
 
     CONTEXT: ClassVar[str] = "main"
-    confirm: Binding = attrs.field(default=("enter",), converter=tuple)
-    cancel: Binding = attrs.field(default=("esc",), converter=tuple)
-    toggle: Binding = attrs.field(default=("space",), converter=tuple)
-    change_question_type: Binding = attrs.field(default=("t",), converter=tuple)
-    next_tab: Binding = attrs.field(default=("tab", "right"), converter=tuple)
-    previous_tab: Binding = attrs.field(default=("shift+tab", "left"), converter=tuple)
-    next_option: Binding = attrs.field(default=("down",), converter=tuple)
-    previous_option: Binding = attrs.field(default=("up",), converter=tuple)
-    option_note: Binding = attrs.field(default=("n",), converter=tuple)
-    question_note: Binding = attrs.field(default=("shift+n",), converter=tuple)
+    confirm: Binding = attrs.field(default=("enter",), converter=_keys)
+    cancel: Binding = attrs.field(default=("esc",), converter=_keys)
+    toggle: Binding = attrs.field(default=("space",), converter=_keys)
+    change_question_type: Binding = attrs.field(default=("t",), converter=_keys)
+    next_tab: Binding = attrs.field(default=("tab", "right"), converter=_keys)
+    previous_tab: Binding = attrs.field(default=("shift+tab", "left"), converter=_keys)
+    next_option: Binding = attrs.field(default=("down",), converter=_keys)
+    previous_option: Binding = attrs.field(default=("up",), converter=_keys)
+    option_note: Binding = attrs.field(default=("n",), converter=_keys)
+    question_note: Binding = attrs.field(default=("shift+n",), converter=_keys)
 
 
 @attrs.frozen
@@ -280,13 +286,13 @@ class EditorKeymap(KeymapContext):
     """``keymaps.editor``: the custom-answer editor."""
 
     CONTEXT: ClassVar[str] = "editor"
-    submit: Binding = attrs.field(default=("enter",), converter=tuple)
-    close: Binding = attrs.field(default=("esc",), converter=tuple)
-    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=tuple)
-    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=tuple)
-    next_option_when_empty: Binding = attrs.field(default=("down",), converter=tuple)
-    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=tuple)
-    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=tuple)
+    submit: Binding = attrs.field(default=("enter",), converter=_keys)
+    close: Binding = attrs.field(default=("esc",), converter=_keys)
+    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=_keys)
+    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=_keys)
+    next_option_when_empty: Binding = attrs.field(default=("down",), converter=_keys)
+    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=_keys)
+    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=_keys)
 
 
 @attrs.frozen
@@ -294,13 +300,13 @@ class NoteEditorKeymap(KeymapContext):
     """``keymaps.noteEditor``: question and option note editors."""
 
     CONTEXT: ClassVar[str] = "noteEditor"
-    save: Binding = attrs.field(default=("enter",), converter=tuple)
-    close: Binding = attrs.field(default=("esc",), converter=tuple)
-    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=tuple)
-    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=tuple)
-    next_option_when_empty: Binding = attrs.field(default=("down",), converter=tuple)
-    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=tuple)
-    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=tuple)
+    save: Binding = attrs.field(default=("enter",), converter=_keys)
+    close: Binding = attrs.field(default=("esc",), converter=_keys)
+    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=_keys)
+    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=_keys)
+    next_option_when_empty: Binding = attrs.field(default=("down",), converter=_keys)
+    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=_keys)
+    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=_keys)
 
 
 @attrs.frozen
@@ -308,10 +314,10 @@ class SettingsModalKeymap(KeymapContext):
     """``keymaps.settingsModal``: the settings overlay."""
 
     CONTEXT: ClassVar[str] = "settingsModal"
-    close: Binding = attrs.field(default=("esc", "ctrl+c", "?"), converter=tuple)
-    next_option: Binding = attrs.field(default=("down",), converter=tuple)
-    previous_option: Binding = attrs.field(default=("up",), converter=tuple)
-    toggle: Binding = attrs.field(default=("enter", "space"), converter=tuple)
+    close: Binding = attrs.field(default=("esc", "ctrl+c", "?"), converter=_keys)
+    next_option: Binding = attrs.field(default=("down",), converter=_keys)
+    previous_option: Binding = attrs.field(default=("up",), converter=_keys)
+    toggle: Binding = attrs.field(default=("enter", "space"), converter=_keys)
 
 
 _CONTEXT_TYPES: tuple[type[KeymapContext], ...] = (

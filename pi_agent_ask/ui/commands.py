@@ -13,16 +13,18 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 
-from pi_agent_ask.clipboard import ClipboardResult
 from pi_agent_ask.persistence.settings import load_settings, settings_path
 from pi_agent_ask.ui.runtime import open_runtime
 from pi_agent_ask.ui.surface import TerminalSurface, run_terminal_surface
+
+if TYPE_CHECKING:  # the clipboard module is imported on the first paste
+    from pi_agent_ask.clipboard import ClipboardResult
 
 __all__ = [
     "EXIT_CANCELLED",

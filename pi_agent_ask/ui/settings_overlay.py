@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 from prompt_toolkit.data_structures import Point
@@ -32,7 +33,6 @@ from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.widgets import Frame
 
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
-from pi_agent_ask.persistence import settings_list as sl
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Config, Keymaps
 from pi_agent_ask.ui.render import (
@@ -46,6 +46,9 @@ from pi_agent_ask.ui.render import (
     Line,
     wrap_fragments,
 )
+
+if TYPE_CHECKING:  # imported where used: the overlay's model is not needed before it opens
+    from pi_agent_ask.persistence import settings_list as sl
 
 __all__ = [
     "OVERLAY_WIDTH",
@@ -83,6 +86,8 @@ class SettingsOverlay:
 
     def press(self, command: sl.SettingsCommand) -> None:
         """A key press mapped to a settings-list command."""
+        from pi_agent_ask.persistence import settings_list as sl
+
         self._apply(command)
         if (
             self.state.reset_armed_until is not None
@@ -94,11 +99,15 @@ class SettingsOverlay:
 
     def report(self, outcome: sl.SaveSucceeded | sl.SaveFailed) -> None:
         """The outcome of a save this overlay asked for."""
+        from pi_agent_ask.persistence import settings_list as sl
+
         self._apply(outcome)
         if isinstance(outcome, sl.SaveSucceeded):
             self.saved(outcome.config)
 
     def _apply(self, command: sl.SettingsCommand) -> None:
+        from pi_agent_ask.persistence import settings_list as sl
+
         self.state, effects = sl.reduce(self.state, command, self.clock())
         for effect in effects:
             match effect:
@@ -113,6 +122,8 @@ class SettingsOverlay:
         return self.state.closed
 
     def view(self) -> sl.SettingsView:
+        from pi_agent_ask.persistence import settings_list as sl
+
         return sl.settings_view(self.state, self.clock())
 
 
@@ -221,6 +232,8 @@ def settings_key_bindings(
     cannot change while the overlay is open except through the overlay itself (reset), and the
     surface rebuilds these bindings whenever the keymaps object changes.
     """
+    from pi_agent_ask.persistence import settings_list as sl
+
     kb = KeyBindings()
     is_open: Filter = Condition(lambda: overlay() is not None)
     modal = keymaps().settings_modal

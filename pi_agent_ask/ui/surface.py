@@ -27,7 +27,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -43,17 +43,7 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
 from pi_agent_ask.actors.form import FormInput
-from pi_agent_ask.clipboard import (
-    READING_NOTICE,
-    ClipboardImage,
-    ClipboardResult,
-    notice_for,
-    read_clipboard_image,
-    read_proc_version,
-    to_image,
-)
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.persistence import settings_list as sl
 from pi_agent_ask.persistence.settings import Config, Keymaps, LoadedSettings
 from pi_agent_ask.ui import rebind_event_loop_lookup
 from pi_agent_ask.ui.bindings import form_key_bindings
@@ -64,6 +54,10 @@ from pi_agent_ask.ui.settings_overlay import (
     settings_container,
     settings_key_bindings,
 )
+
+if TYPE_CHECKING:  # imported where used: a paste, the settings overlay (not at the start)
+    from pi_agent_ask.clipboard import ClipboardResult
+    from pi_agent_ask.persistence import settings_list as sl
 
 __all__ = ["STYLE", "TerminalSurface", "form_settings_of", "run_terminal_surface"]
 
@@ -202,6 +196,8 @@ class TerminalSurface:
         """Open the settings overlay over whatever is shown (the form keeps its state)."""
         if self.overlay is not None:
             return
+        from pi_agent_ask.persistence import settings_list as sl
+
         self.settings_closed = trio.Event()
         self.overlay = SettingsOverlay(
             state=sl.open_settings_list(
@@ -260,6 +256,8 @@ class TerminalSurface:
             self._nursery.start_soon(self._save_all)
 
     async def _save_all(self) -> None:
+        from pi_agent_ask.persistence import settings_list as sl
+
         try:
             while self._save_queue:
                 overlay, effect = self._save_queue.popleft()
@@ -290,11 +288,15 @@ class TerminalSurface:
         state = self.controller.state
         if state is None or state.editor is None or self._nursery is None:
             return
+        from pi_agent_ask.clipboard import READING_NOTICE
+
         self.controller.notice = READING_NOTICE
         self.invalidate()
         self._nursery.start_soon(self._read_clipboard, self.controller.flow_id, state.editor.serial)
 
     async def _read_clipboard(self, flow_id: str | None, serial: int) -> None:
+        from pi_agent_ask.clipboard import ClipboardImage, notice_for, to_image
+
         read = self.clipboard if self.clipboard is not None else _system_clipboard
         result = await read()
         if self.controller.flow_id != flow_id:
@@ -343,8 +345,11 @@ class TerminalSurface:
             paste_image=self.paste_image,
         )
         cache: dict[str, tuple[Keymaps, KeyBindings]] = {}
+        closed = KeyBindings()  # the overlay's bindings are all off while it is closed
 
         def modal() -> KeyBindings:
+            if self.overlay is None:
+                return closed
             live = self.keymaps()
             cached = cache.get("modal")
             if cached is None or cached[0] is not live:
@@ -392,6 +397,8 @@ def tune_timeouts(app: Application[Any], controller: FormController) -> None:
 
 
 async def _system_clipboard() -> ClipboardResult:
+    from pi_agent_ask.clipboard import read_clipboard_image, read_proc_version
+
     return await read_clipboard_image(env=dict(os.environ), proc_version=await read_proc_version())
 
 
