@@ -118,7 +118,6 @@ from pi_agent_ask.form.types import (
     frozen_mapping,
 )
 
-
 EditorKind = Literal["custom", "note", "option_note"]
 EDITOR_KINDS: tuple[EditorKind, ...] = ("custom", "note", "option_note")
 ReviewKind = Literal["submit", "cancel"]
