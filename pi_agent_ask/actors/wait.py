@@ -19,7 +19,7 @@ from pi_agent_ask.actors import wait_state as ws
 from pi_agent_ask.actors.core import BranchWriter, RuntimeCore
 from pi_agent_ask.actors.errors import ToolError, ToolInterrupted
 from pi_agent_ask.actors.records import StaleBranch
-from pi_agent_ask.actors.wait_state import (
+from pi_agent_ask.form.text import (
     WAIT_BUSY_TEXT,
     WAIT_HIDDEN_TEXT,
     WAIT_INTERRUPTED_TEXT,
