@@ -613,7 +613,10 @@ class SessionFile:
         self._closed = False
         self._broken: BaseException | None = None
         self._index = _Index()
-        self._memory: list[Entry] | None = [] if path is None else None
+        # In memory: the payload of every entries frame, as a file would hold it (an entry's
+        # ``frame_off`` is its frame's place in this list). Encoded, not as ``Entry`` objects:
+        # a queued form costs its compressed bytes, not a tree of frozen maps.
+        self._memory: list[bytes] | None = [] if path is None else None
         self._report = OpenReport(path, 0)
         self._projection = projection
         self._checkpoint_every = checkpoint_every
@@ -829,7 +832,7 @@ class SessionFile:
         self._check_open()
         offset, slot = loc
         if self._memory is not None:
-            return self._memory[offset]
+            return self._decode_entry(self._memory[offset], offset, slot)
         if self._fd is None:
             raise ValueError("session file is closed")
         payload = _read_frame(self._fd, offset, self._size)
@@ -957,12 +960,14 @@ class SessionFile:
             size = max(plain, len(payload))
             raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
         parents = self._index.check_links([(e.id, e.parent_id) for e in entries])
-        offset = self._write_frame(payload)
+        if self._memory is not None:
+            offset = len(self._memory)
+            self._memory.append(payload)
+        else:
+            offset = self._write_frame(payload)
         first = len(self._index)
         for entry, parent_index, slot in zip(entries, parents, slots, strict=True):
             self._index.add(entry.id, parent_index, offset, len(payload), slot)
-        if self._memory is not None:
-            self._memory.extend(entries)
         self._index.leaf = len(self._index) - 1
         self._follow(entries, first, under_leaf)
         self._maybe_checkpoint()
@@ -1163,9 +1168,16 @@ class SessionFile:
         """Fill an empty in-memory session with ``entries`` (already in tree order)."""
         assert self._memory is not None and not self._memory
         parents = self._index.check_links([(e.id, e.parent_id) for e in entries])
-        for entry, parent in zip(entries, parents, strict=True):
-            self._index.add(entry.id, parent, 0, 0, -1)
-        self._memory.extend(entries)
+        # Frames of up to 256 consecutive entries, as a fork into a file writes them.
+        for start in range(0, len(entries), 256):
+            chunk = entries[start : start + 256]
+            payload = codec.encode_entries(
+                [(e.id, e.parent_id, e.type, e.timestamp, e.data) for e in chunk]
+            )[0]
+            frame = len(self._memory)
+            self._memory.append(payload)
+            for slot, entry in enumerate(chunk):
+                self._index.add(entry.id, parents[start + slot], frame, len(payload), slot)
         self._index.leaf = len(entries) - 1
         self._report = attrs.evolve(self._report, entries=len(entries))
         self._fold = None
@@ -1173,8 +1185,6 @@ class SessionFile:
     # ---- checkpoints and the fold ------------------------------------------------------------
 
     def _loc(self, i: int) -> Loc:
-        if self._memory is not None:
-            return (i, -2)
         return (self._index.frame_off[i], self._index.slot[i])
 
     def _follow(self, entries: Sequence[Entry], first: int, under_leaf: bool) -> None:
@@ -1388,14 +1398,10 @@ class SessionFile:
             ) from exc
 
     def _load_entries(self, indices: Iterable[int]) -> Iterator[Entry]:
-        if self._memory is not None:
-            memory = self._memory
-            for i in indices:
-                yield memory[i]
-            return
-        if self._fd is None:
+        memory = self._memory
+        if memory is None and self._fd is None:
             raise ValueError("session file is closed")
-        reader = _Reader(self._fd, self._size)
+        reader = _Reader(self._fd, self._size) if self._fd is not None else None
         index = self._index
         last_offset = -1
         decoded: Any = None
@@ -1403,7 +1409,11 @@ class SessionFile:
         for i in indices:
             offset = index.frame_off[i]
             if offset != last_offset:
-                payload = reader.payload(offset, index.frame_len[i])
+                if memory is not None:
+                    payload: bytes | memoryview = memory[offset]
+                else:
+                    assert reader is not None
+                    payload = reader.payload(offset, index.frame_len[i])
                 try:
                     compact = payload[0] == codec.KIND_ENTRIES
                     decoded = codec.decode_entries(payload) if compact else _decode(payload)
