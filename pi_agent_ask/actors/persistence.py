@@ -46,6 +46,7 @@ from pi_agent_ask.persistence.session_file import (
 
 __all__ = [
     "CLOSE_TIMEOUT",
+    "DRAIN_LIMIT",
     "INLINE_BRANCH_LIMIT",
     "Append",
     "AppendMany",
@@ -330,9 +331,96 @@ async def serve_persistence(
     try:
         with requests:
             async for request in requests:
-                current = await _serve(current, request)
+                appends, other = _drain(request, requests)
+                if appends:
+                    current = await _serve_appends(current, appends)
+                if other is not None:
+                    current = await _serve(current, other)
     finally:
         await _teardown(current)
+
+
+DRAIN_LIMIT: Final = 256
+"""At most this many append requests are written together."""
+
+_Appending = Append | AppendMany
+
+
+def _batchable(request: Request) -> bool:
+    return isinstance(request, Append | AppendMany) and request.parent_id is CURRENT_LEAF
+
+
+def _drain(
+    first: Request, requests: trio.MemoryReceiveChannel[Request]
+) -> tuple[list[_Appending], Request | None]:
+    """``first`` and the append requests already waiting behind it (their senders are blocked
+    in ``send`` now: nothing is awaited), up to the first request of another kind, which is
+    served after them. Only appends under the current leaf are gathered; order is kept."""
+    if not _batchable(first):
+        return [], first
+    assert isinstance(first, Append | AppendMany)
+    appends: list[_Appending] = [first]
+    while len(appends) < DRAIN_LIMIT:
+        try:
+            request = requests.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            break
+        if not _batchable(request):
+            return appends, request
+        assert isinstance(request, Append | AppendMany)
+        appends.append(request)
+    return appends, None
+
+
+async def _serve_appends(session: SessionFile, appends: list[_Appending]) -> SessionFile:
+    """Write the chains of ``appends`` together (``SessionFile.append_chains``: one frame, one
+    ``write``, one flush with ``fsync``), then reply to each, in order. Every reply comes after
+    the write of its own entries; a request refused, or in a frame whose write failed, hears
+    its own error and nothing of it is on the file."""
+    try:
+        chains = [((r.type, r.data),) if isinstance(r, Append) else r.items for r in appends]
+        outcome = await _run(session, session.fsync, lambda: session.append_chains(chains))
+        for request, result in zip(appends, _results(outcome, len(appends)), strict=True):
+            _reply(request.reply, _append_reply(request, result))
+    finally:
+        for request in appends:
+            request.reply.close()
+    return session
+
+
+def _results(
+    outcome: Reply[list[tuple[Entry, ...] | Exception]], count: int
+) -> list[tuple[Entry, ...] | Exception]:
+    if outcome.error is not None:
+        # The session refused the whole batch (closed, read-only, broken by a failed write).
+        error = outcome.error
+        assert isinstance(error, Exception)
+        return [error] * count
+    assert outcome.value is not None
+    return outcome.value
+
+
+def _append_reply(request: _Appending, result: tuple[Entry, ...] | Exception) -> Reply[Any]:
+    if isinstance(result, Exception):
+        first = request.type if isinstance(request, Append) else _first_type(request.items)
+        return Reply(error=_refused(first, result))
+    if isinstance(request, Append):
+        return Reply(result[0])
+    return Reply(result)
+
+
+def _first_type(items: tuple[tuple[str, Mapping[Any, Any] | None], ...]) -> str:
+    return items[0][0] if items else ""
+
+
+def _refused(entry_type: str, error: Exception) -> Exception:
+    """The failures of building and encoding entries are ``WriteRefused`` (see
+    ``_refusing``); ``OSError`` and ``KeyError`` stay what they are."""
+    if isinstance(error, ValueError | TypeError | RecursionError):
+        refused = WriteRefused(str(entry_type), error)
+        refused.__cause__ = error
+        return refused
+    return error
 
 
 async def run_persistence(
