@@ -1,10 +1,17 @@
 """The persistence actor: the only writer of the session file.
 
 Other actors hold a ``PersistenceHandle`` and ``await`` its methods; each call is one request
-message carrying a one-shot reply channel. The actor handles requests one at a time in arrival
-order, so the file order of entries is the order in which requests were received, and a reply
-is sent only once the frame was written to the OS (``write`` returned; with
-``SessionFile(fsync=True)`` also flushed to the disk).
+message carrying a one-shot reply channel. The actor handles requests in arrival order, so the
+file order of entries is the order in which requests were received, and a reply is sent only
+once the frame was written to the OS (``write`` returned; with ``SessionFile(fsync=True)`` also
+flushed to the disk).
+
+Appends are batched: the append requests already waiting behind the one received (blocked in
+``send``; gathered without awaiting, up to ``DRAIN_LIMIT``) are written with it as one frame
+(``SessionFile.append_chains``), and each is answered after that write, in order. A request of
+another kind, or an append under an explicit parent, ends the batch and is served after it.
+A chain that cannot be stored fails alone; a frame whose write fails fails exactly the
+requests in it and after it (nothing of them is on the file).
 
 Where the work runs: appends, leaf moves and short branches run inline in the actor task. A
 frame is a few hundred bytes written to the page cache, which takes microseconds, less than
