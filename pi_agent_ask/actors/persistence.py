@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -127,7 +128,64 @@ class SessionInfo:
     report: OpenReport
 
 
-# ---- requests: a closed set; every one carries its request id and one-shot reply channel ----
+# ---- the one-shot reply every request carries ------------------------------------------------
+
+
+class ReplySlot(Generic[T]):
+    """Where the actor puts a request's ``Reply``: once, never blocking. The caller waits on
+    it (``wait``); a caller cancelled meanwhile has left, and the reply is dropped. ``close``
+    without a reply (the actor ended first) makes ``wait`` raise ``PersistenceClosedError``.
+
+    The same promise as a memory channel with a buffer of one, without a channel pair per
+    request (and without the checkpoint its ``receive`` adds once the reply is there)."""
+
+    __slots__ = ("_closed", "_reply", "_task")
+
+    def __init__(self) -> None:
+        self._reply: Reply[T] | None = None
+        self._task: trio.lowlevel.Task | None = None
+        self._closed = False
+
+    def send_nowait(self, reply: Reply[T]) -> None:
+        if self._closed or self._reply is not None:
+            return
+        self._reply = reply
+        self._wake()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._wake()
+
+    def __enter__(self) -> ReplySlot[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _wake(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> Reply[T]:
+        """The reply; ``PersistenceClosedError`` when the actor ended without one."""
+        if self._reply is None and not self._closed:
+            self._task = trio.lowlevel.current_task()
+
+            def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
+                self._task = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        else:
+            await trio.lowlevel.checkpoint()
+        if self._reply is None:
+            raise PersistenceClosedError("the persistence actor ended before replying")
+        return self._reply
+
+
+# ---- requests: a closed set; every one carries its request id and one-shot reply slot ------
 
 
 @attrs.frozen
@@ -136,7 +194,7 @@ class Append:
     type: str
     data: Mapping[Any, Any] | None
     parent_id: LeafRef
-    reply: trio.MemorySendChannel[Reply[Entry]]
+    reply: ReplySlot[Entry]
 
 
 @attrs.frozen
@@ -146,21 +204,21 @@ class AppendMany:
     request_id: int
     items: tuple[tuple[str, Mapping[Any, Any] | None], ...]
     parent_id: LeafRef
-    reply: trio.MemorySendChannel[Reply[tuple[Entry, ...]]]
+    reply: ReplySlot[tuple[Entry, ...]]
 
 
 @attrs.frozen
 class Branch:
     request_id: int
     leaf_id: LeafRef
-    reply: trio.MemorySendChannel[Reply[tuple[Entry, ...]]]
+    reply: ReplySlot[tuple[Entry, ...]]
 
 
 @attrs.frozen
 class MoveLeaf:
     request_id: int
     entry_id: str | None
-    reply: trio.MemorySendChannel[Reply[None]]
+    reply: ReplySlot[None]
 
 
 @attrs.frozen
@@ -169,7 +227,7 @@ class Fork:
 
     request_id: int
     path: Path | None
-    reply: trio.MemorySendChannel[Reply[OpenReport]]
+    reply: ReplySlot[OpenReport]
 
 
 @attrs.frozen
@@ -177,7 +235,7 @@ class Reload:
     """Re-read the file from disk."""
 
     request_id: int
-    reply: trio.MemorySendChannel[Reply[OpenReport]]
+    reply: ReplySlot[OpenReport]
 
 
 @attrs.frozen
@@ -185,13 +243,13 @@ class Flush:
     """Force everything written so far to the disk."""
 
     request_id: int
-    reply: trio.MemorySendChannel[Reply[None]]
+    reply: ReplySlot[None]
 
 
 @attrs.frozen
 class Info:
     request_id: int
-    reply: trio.MemorySendChannel[Reply[SessionInfo]]
+    reply: ReplySlot[SessionInfo]
 
 
 @attrs.frozen
@@ -201,7 +259,7 @@ class Read:
 
     request_id: int
     read: Callable[[SessionFile], Any]
-    reply: trio.MemorySendChannel[Reply[Any]]
+    reply: ReplySlot[Any]
 
 
 Request = Append | AppendMany | Branch | MoveLeaf | Fork | Reload | Flush | Info | Read
@@ -299,20 +357,18 @@ class PersistenceHandle:
         await self.aclose()
 
     async def _call(self, request: Callable[..., Request], *args: Any) -> Any:
-        """Send ``request(request_id, *args, reply_channel)`` and wait for its reply."""
-        # Buffer 1: the actor's reply never blocks, even when this caller was cancelled.
-        reply_send, reply_receive = trio.open_memory_channel[Reply[Any]](1)
-        with reply_receive:
-            try:
-                await self._send.send(request(next(self._ids), *args, reply_send))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise PersistenceClosedError("the persistence actor is not running") from None
-            try:
-                reply = await reply_receive.receive()
-            except trio.EndOfChannel:
-                raise PersistenceClosedError(
-                    "the persistence actor ended before replying"
-                ) from None
+        """Send ``request(request_id, *args, reply_slot)`` and wait for its reply.
+
+        The send never blocks (the request channel is unbounded: each caller has at most one
+        request in it), so once this call began, its request is taken: a cancellation from
+        then on only misses the reply, as it always could once the actor had the request."""
+        slot: ReplySlot[Any] = ReplySlot()
+        try:
+            self._send.send_nowait(request(next(self._ids), *args, slot))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await trio.lowlevel.checkpoint()
+            raise PersistenceClosedError("the persistence actor is not running") from None
+        reply = await slot.wait()
         return reply.unwrap()
 
 
@@ -324,7 +380,9 @@ def open_persistence() -> tuple[PersistenceHandle, trio.MemoryReceiveChannel[Req
 
     For an owner that must hold the handle before the actor task exists, whatever happens to
     the task's start (see ``serve_persistence``)."""
-    send, receive = trio.open_memory_channel[Request](0)
+    # Unbounded: a send never waits (each caller has one request in it at a time), and the
+    # requests waiting when the actor turns to them are written together.
+    send, receive = trio.open_memory_channel[Request](math.inf)
     return PersistenceHandle(send), receive
 
 
@@ -337,12 +395,24 @@ async def serve_persistence(
     current = session
     try:
         with requests:
-            async for request in requests:
-                appends, other = _drain(request, requests)
-                if appends:
-                    current = await _serve_appends(current, appends)
-                if other is not None:
-                    current = await _serve(current, other)
+            try:
+                async for request in requests:
+                    appends, other = _drain(request, requests)
+                    try:
+                        if appends:
+                            current = await _serve_appends(current, appends)
+                    finally:
+                        if other is not None:
+                            # Served after the batch (or, if the actor is ending, told so).
+                            with other.reply:
+                                current = await _serve(current, other)
+            finally:
+                # Requests still waiting are not served: their callers hear the actor ended.
+                while True:
+                    try:
+                        requests.receive_nowait().reply.close()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
     finally:
         await _teardown(current)
 
@@ -539,7 +609,7 @@ async def _run(session: SessionFile, slow: bool, work: Callable[[], T]) -> Reply
         return Reply(error=exc)
 
 
-def _reply(channel: trio.MemorySendChannel[Reply[T]], reply: Reply[T]) -> None:
+def _reply(channel: ReplySlot[T], reply: Reply[T]) -> None:
     # The caller may have been cancelled and closed its end: the work is done, the reply moot.
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         channel.send_nowait(reply)
