@@ -170,7 +170,9 @@ def decode_id(value: Any) -> str | None:
 
 
 def _deflate(plain: bytes) -> bytes:
-    packer = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
+    # memLevel 4: a 4 KiB hash table is set up (zeroed) per frame instead of 128 KiB; frames
+    # are small, and their sizes do not change.
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15, 4, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
     return packer.compress(plain) + packer.flush()
 
 
