@@ -41,7 +41,7 @@ def frames(path: Path) -> list[Any]:
 
 
 def chain_types(frame: Any) -> list[str]:
-    items = frame["batch"] if "batch" in frame else [frame]
+    items = frame.get("batch", [frame])
     return [item["type"] for item in items]
 
 
