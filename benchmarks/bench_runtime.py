@@ -1,8 +1,10 @@
 """Runtime throughput: background forms enqueued and answered through ``submit`` events.
 
-Prints forms/s for enqueue + answer of N forms (in-memory session, headless surface), the peak
-Python memory per queued form (tracemalloc, all N queued before any is answered), and the
-median latency from a ``submit`` event to the ``wait_for_answers`` result.
+Prints forms/s for enqueue + answer of N forms (in-memory session, headless surface), with one
+agent task calling ``ask_user`` and with 16 calling at once (their journal writes are written
+together), the Python memory per queued form (tracemalloc, all N queued before any is
+answered), ``wait_for_answers`` over N forms, and the median latency from a ``submit`` event to
+the ``wait_for_answers`` result. ``figures()`` returns the same numbers.
 """
 
 from __future__ import annotations
@@ -46,9 +48,12 @@ def _answer(bus: ev.EventBus, flow_id: str) -> None:
     )
 
 
-async def throughput(count: int, settings: Path, *, trace: bool = False) -> tuple[float, float]:
+async def throughput(
+    count: int, settings: Path, *, trace: bool = False, callers: int = 1
+) -> tuple[float, float]:
     """Forms/s for enqueue + answer; with ``trace``, also the traced memory per queued form
-    (tracemalloc slows everything down, so rates and memory come from separate runs)."""
+    (tracemalloc slows everything down, so rates and memory come from separate runs).
+    ``callers`` tasks share the ``ask_user`` calls (each one call after the other)."""
     async with open_runtime(settings=settings, surface=NullSurface()) as rt:
         rt.agent_started()
         done = trio.Event()
@@ -65,15 +70,24 @@ async def throughput(count: int, settings: Path, *, trace: bool = False) -> tupl
             tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0] if trace else 0
         start = time.perf_counter()
-        for i in range(count):
-            await rt.call_tool("ask_user", FORM, tool_call_id=f"c{i}")
+
+        async def caller(first: int) -> None:
+            for i in range(first, count, callers):
+                await rt.call_tool("ask_user", FORM, tool_call_id=f"c{i}")
+
+        async with trio.open_nursery() as nursery:
+            for first in range(callers):
+                nursery.start_soon(caller, first)
         queued_memory = tracemalloc.get_traced_memory()[0] - base if trace else 0
         if trace:
             tracemalloc.stop()
         rt.events.on(ev.STARTED, lambda p: _answer(rt.events, p["flowId"]))
         await rt.show_queue()
-        # The first form was shown before the listener existed: answer it by hand.
-        _answer(rt.events, "tool:c0")
+        # The first form was shown before the listener existed: answer it by hand (with
+        # several callers, the first queued is not necessarily c0).
+        visible = (await rt.statistics()).visible
+        assert visible is not None
+        _answer(rt.events, visible)
         await done.wait()
         elapsed = time.perf_counter() - start
         await rt.turn_boundary()
@@ -124,22 +138,39 @@ async def latency(rounds: int, settings: Path) -> float:
     return statistics.median(samples)
 
 
-def main(waits: tuple[int, ...] = (10_000, 50_000)) -> None:
-
+def figures(
+    sizes: tuple[int, ...] = (1_000, 10_000), waits: tuple[int, ...] = (10_000, 50_000)
+) -> dict[str, float]:
+    """Every figure ``main`` prints, by name: ``enqueue+answer/<n>`` and
+    ``enqueue+answer/<n>/16-callers`` (forms/s), ``kib-per-form/<n>``, ``wait/<n>`` (forms/s),
+    ``latency-ms``."""
+    out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         settings = Path(tmp) / "settings.json"
-        for count in (1_000, 10_000):
-            rate, _ = trio.run(throughput, count, settings)
-            _, per_form = trio.run(functools.partial(throughput, count, settings, trace=True))
-            print(
-                f"enqueue+answer {count:>6} forms: {rate:8.0f} forms/s, "
-                f"{per_form / 1024:6.1f} KiB per queued form"
-            )
+        for count in sizes:
+            out[f"enqueue+answer/{count}"] = trio.run(throughput, count, settings)[0]
+            parallel = functools.partial(throughput, count, settings, callers=16)
+            out[f"enqueue+answer/{count}/16-callers"] = trio.run(parallel)[0]
+            traced = functools.partial(throughput, count, settings, trace=True)
+            out[f"kib-per-form/{count}"] = trio.run(traced)[1] / 1024
         for count in waits:
-            rate = trio.run(wait_over, count, settings)
-            print(f"wait_for_answers over {count:>6} forms: {rate:8.0f} forms/s")
-        median = trio.run(latency, 200, settings)
-        print(f"submit -> wait result latency: median {median * 1e3:.3f} ms")
+            out[f"wait/{count}"] = trio.run(wait_over, count, settings)
+        out["latency-ms"] = trio.run(latency, 200, settings) * 1e3
+    return out
+
+
+def main(waits: tuple[int, ...] = (10_000, 50_000)) -> None:
+    sizes = (1_000, 10_000)
+    found = figures(sizes, waits)
+    for count in sizes:
+        print(
+            f"enqueue+answer {count:>6} forms: {found[f'enqueue+answer/{count}']:8.0f} forms/s "
+            f"(16 callers: {found[f'enqueue+answer/{count}/16-callers']:6.0f}), "
+            f"{found[f'kib-per-form/{count}']:6.1f} KiB per queued form"
+        )
+    for count in waits:
+        print(f"wait_for_answers over {count:>6} forms: {found[f'wait/{count}']:8.0f} forms/s")
+    print(f"submit -> wait result latency: median {found['latency-ms']:.3f} ms")
 
 
 if __name__ == "__main__":

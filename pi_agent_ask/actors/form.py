@@ -186,6 +186,9 @@ async def run_form(
 ) -> fs.FormState:
     """Run one form until it has an outcome; returns the final state.
 
+    ``on_change`` hears every state before that one (the drafts); the final state is only
+    returned, so a background form's answer costs no draft message to the queue.
+
     The surface is shown before the first message is read and hidden on every exit path.
     """
     _on_surface(surface.show, flow_id, state, commands)
@@ -209,9 +212,10 @@ async def run_form(
                         reply.send_nowait(problem)
                 case SurfaceFailed(message=text):
                     raise FormFailed(text)
-            await on_change(state)
             if state.outcome is not None:
+                # The final state is the return value, not a draft: the owner records it.
                 return state
+            await on_change(state)
             _on_surface(surface.update, flow_id, state)
         # The inbox closed without an outcome: the owner is tearing the form down.
         return state

@@ -289,15 +289,38 @@ async def run_notifications(
     never for a channel to run. Each notification runs in its own task in the actor's nursery,
     so a hanging command (bounded by ``command_timeout``) delays only the later channels of the
     same notification. After ``rx`` closes, notifications in flight finish (each is bounded by
-    its timeouts); cancelling the actor cancels them and kills their commands.
+    its timeouts); cancelling the actor cancels them and kills their commands. A notification
+    without a command channel (disabled, or terminal writes only: they never block) is sent
+    at once by the actor itself, without a task of its own.
     """
     async with trio.open_nursery() as nursery:
         task_status.started()
         async with rx:
             async for notify in rx:
+                if not notify.enabled or not any(isinstance(c, Command) for c in notify.channels):
+                    _notify_now(notify, write_terminal, report, title)
+                    continue
                 nursery.start_soon(
                     _notify_once, notify, write_terminal, report, command_timeout, title
                 )
+
+
+def _notify_now(
+    notify: Notify,
+    write_terminal: Callable[[str], None],
+    report: Callable[[Notified], None] | None,
+    title: str,
+) -> None:
+    """``_notify_once`` for a notification without a command channel: nothing to await."""
+    message = notification_message(notify.label, notify.prompt)
+    attempts: list[Attempt] = []
+    if not notify.enabled:
+        attempts.append(Attempt("notifications", "skipped"))
+    else:
+        for channel in notify.channels:
+            attempts.append(_write(channel, title, message, write_terminal))
+    if report is not None:
+        report(Notified(notify.flow_id, message, attempts))
 
 
 async def _notify_once(
@@ -325,15 +348,22 @@ async def _send(
     write_terminal: Callable[[str], None],
     command_timeout: float,
 ) -> Attempt:
-    payload = terminal_payload(channel, title=title, message=message)
-    if payload is not None:
-        try:
-            write_terminal(payload)
-        except Exception as exc:  # a notification must never fail the form
-            return Attempt(channel.name, "failed", _describe(exc))
-        return Attempt(channel.name, "attempted")
-    assert isinstance(channel, Command)
+    if not isinstance(channel, Command):
+        return _write(channel, title, message, write_terminal)
     return await _run_command(channel.command, title, message, command_timeout)
+
+
+def _write(
+    channel: Channel, title: str, message: str, write_terminal: Callable[[str], None]
+) -> Attempt:
+    """A terminal channel: its bytes go to ``write_terminal`` (which never blocks)."""
+    payload = terminal_payload(channel, title=title, message=message)
+    assert payload is not None
+    try:
+        write_terminal(payload)
+    except Exception as exc:  # a notification must never fail the form
+        return Attempt(channel.name, "failed", _describe(exc))
+    return Attempt(channel.name, "attempted")
 
 
 async def _run_command(command: str, title: str, message: str, time_limit: float) -> Attempt:

@@ -1,10 +1,17 @@
 """The persistence actor: the only writer of the session file.
 
 Other actors hold a ``PersistenceHandle`` and ``await`` its methods; each call is one request
-message carrying a one-shot reply channel. The actor handles requests one at a time in arrival
-order, so the file order of entries is the order in which requests were received, and a reply
-is sent only once the frame was written to the OS (``write`` returned; with
-``SessionFile(fsync=True)`` also flushed to the disk).
+message carrying a one-shot reply channel. The actor handles requests in arrival order, so the
+file order of entries is the order in which requests were received, and a reply is sent only
+once the frame was written to the OS (``write`` returned; with ``SessionFile(fsync=True)`` also
+flushed to the disk).
+
+Appends are batched: the append requests already waiting behind the one received (blocked in
+``send``; gathered without awaiting, up to ``DRAIN_LIMIT``) are written with it as one frame
+(``SessionFile.append_chains``), and each is answered after that write, in order. A request of
+another kind, or an append under an explicit parent, ends the batch and is served after it.
+A chain that cannot be stored fails alone; a frame whose write fails fails exactly the
+requests in it and after it (nothing of them is on the file).
 
 Where the work runs: appends, leaf moves and short branches run inline in the actor task. A
 frame is a few hundred bytes written to the page cache, which takes microseconds, less than
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -46,6 +54,7 @@ from pi_agent_ask.persistence.session_file import (
 
 __all__ = [
     "CLOSE_TIMEOUT",
+    "DRAIN_LIMIT",
     "INLINE_BRANCH_LIMIT",
     "Append",
     "AppendMany",
@@ -119,7 +128,64 @@ class SessionInfo:
     report: OpenReport
 
 
-# ---- requests: a closed set; every one carries its request id and one-shot reply channel ----
+# ---- the one-shot reply every request carries ------------------------------------------------
+
+
+class ReplySlot(Generic[T]):
+    """Where the actor puts a request's ``Reply``: once, never blocking. The caller waits on
+    it (``wait``); a caller cancelled meanwhile has left, and the reply is dropped. ``close``
+    without a reply (the actor ended first) makes ``wait`` raise ``PersistenceClosedError``.
+
+    The same promise as a memory channel with a buffer of one, without a channel pair per
+    request (and without the checkpoint its ``receive`` adds once the reply is there)."""
+
+    __slots__ = ("_closed", "_reply", "_task")
+
+    def __init__(self) -> None:
+        self._reply: Reply[T] | None = None
+        self._task: trio.lowlevel.Task | None = None
+        self._closed = False
+
+    def send_nowait(self, reply: Reply[T]) -> None:
+        if self._closed or self._reply is not None:
+            return
+        self._reply = reply
+        self._wake()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._wake()
+
+    def __enter__(self) -> ReplySlot[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _wake(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> Reply[T]:
+        """The reply; ``PersistenceClosedError`` when the actor ended without one."""
+        if self._reply is None and not self._closed:
+            self._task = trio.lowlevel.current_task()
+
+            def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
+                self._task = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        else:
+            await trio.lowlevel.checkpoint()
+        if self._reply is None:
+            raise PersistenceClosedError("the persistence actor ended before replying")
+        return self._reply
+
+
+# ---- requests: a closed set; every one carries its request id and one-shot reply slot ------
 
 
 @attrs.frozen
@@ -128,7 +194,7 @@ class Append:
     type: str
     data: Mapping[Any, Any] | None
     parent_id: LeafRef
-    reply: trio.MemorySendChannel[Reply[Entry]]
+    reply: ReplySlot[Entry]
 
 
 @attrs.frozen
@@ -138,21 +204,21 @@ class AppendMany:
     request_id: int
     items: tuple[tuple[str, Mapping[Any, Any] | None], ...]
     parent_id: LeafRef
-    reply: trio.MemorySendChannel[Reply[tuple[Entry, ...]]]
+    reply: ReplySlot[tuple[Entry, ...]]
 
 
 @attrs.frozen
 class Branch:
     request_id: int
     leaf_id: LeafRef
-    reply: trio.MemorySendChannel[Reply[tuple[Entry, ...]]]
+    reply: ReplySlot[tuple[Entry, ...]]
 
 
 @attrs.frozen
 class MoveLeaf:
     request_id: int
     entry_id: str | None
-    reply: trio.MemorySendChannel[Reply[None]]
+    reply: ReplySlot[None]
 
 
 @attrs.frozen
@@ -161,7 +227,7 @@ class Fork:
 
     request_id: int
     path: Path | None
-    reply: trio.MemorySendChannel[Reply[OpenReport]]
+    reply: ReplySlot[OpenReport]
 
 
 @attrs.frozen
@@ -169,7 +235,7 @@ class Reload:
     """Re-read the file from disk."""
 
     request_id: int
-    reply: trio.MemorySendChannel[Reply[OpenReport]]
+    reply: ReplySlot[OpenReport]
 
 
 @attrs.frozen
@@ -177,13 +243,13 @@ class Flush:
     """Force everything written so far to the disk."""
 
     request_id: int
-    reply: trio.MemorySendChannel[Reply[None]]
+    reply: ReplySlot[None]
 
 
 @attrs.frozen
 class Info:
     request_id: int
-    reply: trio.MemorySendChannel[Reply[SessionInfo]]
+    reply: ReplySlot[SessionInfo]
 
 
 @attrs.frozen
@@ -193,7 +259,7 @@ class Read:
 
     request_id: int
     read: Callable[[SessionFile], Any]
-    reply: trio.MemorySendChannel[Reply[Any]]
+    reply: ReplySlot[Any]
 
 
 Request = Append | AppendMany | Branch | MoveLeaf | Fork | Reload | Flush | Info | Read
@@ -291,20 +357,18 @@ class PersistenceHandle:
         await self.aclose()
 
     async def _call(self, request: Callable[..., Request], *args: Any) -> Any:
-        """Send ``request(request_id, *args, reply_channel)`` and wait for its reply."""
-        # Buffer 1: the actor's reply never blocks, even when this caller was cancelled.
-        reply_send, reply_receive = trio.open_memory_channel[Reply[Any]](1)
-        with reply_receive:
-            try:
-                await self._send.send(request(next(self._ids), *args, reply_send))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise PersistenceClosedError("the persistence actor is not running") from None
-            try:
-                reply = await reply_receive.receive()
-            except trio.EndOfChannel:
-                raise PersistenceClosedError(
-                    "the persistence actor ended before replying"
-                ) from None
+        """Send ``request(request_id, *args, reply_slot)`` and wait for its reply.
+
+        The send never blocks (the request channel is unbounded: each caller has at most one
+        request in it), so once this call began, its request is taken: a cancellation from
+        then on only misses the reply, as it always could once the actor had the request."""
+        slot: ReplySlot[Any] = ReplySlot()
+        try:
+            self._send.send_nowait(request(next(self._ids), *args, slot))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await trio.lowlevel.checkpoint()
+            raise PersistenceClosedError("the persistence actor is not running") from None
+        reply = await slot.wait()
         return reply.unwrap()
 
 
@@ -316,7 +380,9 @@ def open_persistence() -> tuple[PersistenceHandle, trio.MemoryReceiveChannel[Req
 
     For an owner that must hold the handle before the actor task exists, whatever happens to
     the task's start (see ``serve_persistence``)."""
-    send, receive = trio.open_memory_channel[Request](0)
+    # Unbounded: a send never waits (each caller has one request in it at a time), and the
+    # requests waiting when the actor turns to them are written together.
+    send, receive = trio.open_memory_channel[Request](math.inf)
     return PersistenceHandle(send), receive
 
 
@@ -329,10 +395,109 @@ async def serve_persistence(
     current = session
     try:
         with requests:
-            async for request in requests:
-                current = await _serve(current, request)
+            try:
+                async for request in requests:
+                    appends, other = _drain(request, requests)
+                    try:
+                        if appends:
+                            current = await _serve_appends(current, appends)
+                    finally:
+                        if other is not None:
+                            # Served after the batch (or, if the actor is ending, told so).
+                            with other.reply:
+                                current = await _serve(current, other)
+            finally:
+                # Requests still waiting are not served: their callers hear the actor ended.
+                while True:
+                    try:
+                        requests.receive_nowait().reply.close()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
     finally:
         await _teardown(current)
+
+
+DRAIN_LIMIT: Final = 256
+"""At most this many append requests are written together."""
+
+_Appending = Append | AppendMany
+
+
+def _batchable(request: Request) -> bool:
+    return isinstance(request, Append | AppendMany) and request.parent_id is CURRENT_LEAF
+
+
+def _drain(
+    first: Request, requests: trio.MemoryReceiveChannel[Request]
+) -> tuple[list[_Appending], Request | None]:
+    """``first`` and the append requests already waiting behind it (their senders are blocked
+    in ``send`` now: nothing is awaited), up to the first request of another kind, which is
+    served after them. Only appends under the current leaf are gathered; order is kept."""
+    if not _batchable(first):
+        return [], first
+    assert isinstance(first, Append | AppendMany)
+    appends: list[_Appending] = [first]
+    while len(appends) < DRAIN_LIMIT:
+        try:
+            request = requests.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            break
+        if not _batchable(request):
+            return appends, request
+        assert isinstance(request, Append | AppendMany)
+        appends.append(request)
+    return appends, None
+
+
+async def _serve_appends(session: SessionFile, appends: list[_Appending]) -> SessionFile:
+    """Write the chains of ``appends`` together (``SessionFile.append_chains``: one frame, one
+    ``write``, one flush with ``fsync``), then reply to each, in order. Every reply comes after
+    the write of its own entries; a request refused, or in a frame whose write failed, hears
+    its own error and nothing of it is on the file."""
+    try:
+        chains = [((r.type, r.data),) if isinstance(r, Append) else r.items for r in appends]
+        outcome = await _run(session, session.fsync, lambda: session.append_chains(chains))
+        for request, result in zip(appends, _results(outcome, len(appends)), strict=True):
+            _reply(request.reply, _append_reply(request, result))
+    finally:
+        for request in appends:
+            request.reply.close()
+    return session
+
+
+def _results(
+    outcome: Reply[list[tuple[Entry, ...] | Exception]], count: int
+) -> list[tuple[Entry, ...] | Exception]:
+    if outcome.error is not None:
+        # The session refused the whole batch (closed, read-only, broken by a failed write).
+        error = outcome.error
+        assert isinstance(error, Exception)
+        return [error] * count
+    assert outcome.value is not None
+    return outcome.value
+
+
+def _append_reply(request: _Appending, result: tuple[Entry, ...] | Exception) -> Reply[Any]:
+    if isinstance(result, Exception):
+        first = request.type if isinstance(request, Append) else _first_type(request.items)
+        return Reply(error=_refused(first, result))
+    if isinstance(request, Append):
+        return Reply(result[0])
+    return Reply(result)
+
+
+def _first_type(items: tuple[tuple[str, Mapping[Any, Any] | None], ...]) -> str:
+    return items[0][0] if items else ""
+
+
+def _refused(entry_type: str, error: Exception) -> Exception:
+    """The failures of building and encoding entries are ``WriteRefused`` (see
+    ``_refusing``); ``OSError`` and ``KeyError`` stay what they are."""
+    if isinstance(error, ValueError | TypeError | RecursionError):
+        refused = WriteRefused(str(entry_type), error)
+        refused.__cause__ = error
+        return refused
+    return error
 
 
 async def run_persistence(
@@ -444,7 +609,7 @@ async def _run(session: SessionFile, slow: bool, work: Callable[[], T]) -> Reply
         return Reply(error=exc)
 
 
-def _reply(channel: trio.MemorySendChannel[Reply[T]], reply: Reply[T]) -> None:
+def _reply(channel: ReplySlot[T], reply: Reply[T]) -> None:
     # The caller may have been cancelled and closed its end: the work is done, the reply moot.
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         channel.send_nowait(reply)

@@ -170,7 +170,9 @@ def decode_id(value: Any) -> str | None:
 
 
 def _deflate(plain: bytes) -> bytes:
-    packer = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
+    # memLevel 4: a 4 KiB hash table is set up (zeroed) per frame instead of 128 KiB; frames
+    # are small, and their sizes do not change.
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15, 4, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
     return packer.compress(plain) + packer.flush()
 
 
@@ -199,15 +201,39 @@ EntryFields = tuple[str, str | None, str, float, Any]
 def encode_entries(entries: Sequence[EntryFields]) -> tuple[bytes, int]:
     """The payload of an entries frame, and the size of its plain CBOR (the size limit
     applies to that). ``TypeError`` when the data holds something CBOR cannot encode."""
-    items = [
-        [encode_id(entry_id), encode_id(parent), kind, timestamp, data]
-        for entry_id, parent, kind, timestamp, data in entries
-    ]
+    return entries_payload([encode_entry(fields) for fields in entries])
+
+
+def encode_entry(fields: EntryFields) -> bytes:
+    """The CBOR of one entry's 5-element array, as it sits in an entries frame. ``TypeError``
+    when the data holds something CBOR cannot encode."""
+    entry_id, parent, kind, timestamp, data = fields
     try:
-        plain = cbor2.dumps(items)
+        return cbor2.dumps([encode_id(entry_id), encode_id(parent), kind, timestamp, data])
     except cbor2.CBOREncodeError as exc:
         raise TypeError(f"entry data cannot be stored: {exc}") from exc
+
+
+def entries_payload(encoded: Sequence[bytes]) -> tuple[bytes, int]:
+    """The payload of an entries frame holding the entries ``encode_entry`` gave, in order,
+    and the size of its plain CBOR. A CBOR array is its length header followed by its items,
+    so entries encoded one by one (and checked one by one) make the same frame as a list
+    encoded at once."""
+    plain = _array_head(len(encoded)) + b"".join(encoded)
     return bytes([KIND_ENTRIES]) + _deflate(plain), len(plain)
+
+
+def _array_head(count: int) -> bytes:
+    """The CBOR head of a definite-length array of ``count`` items (major type 4)."""
+    if count < 24:
+        return bytes([0x80 | count])
+    if count < 0x100:
+        return bytes([0x98, count])
+    if count < 0x10000:
+        return b"\x99" + count.to_bytes(2, "big")
+    if count < 0x100000000:
+        return b"\x9a" + count.to_bytes(4, "big")
+    return b"\x9b" + count.to_bytes(8, "big")
 
 
 def decode_entries(payload: bytes | memoryview) -> list[EntryFields]:

@@ -613,7 +613,10 @@ class SessionFile:
         self._closed = False
         self._broken: BaseException | None = None
         self._index = _Index()
-        self._memory: list[Entry] | None = [] if path is None else None
+        # In memory: the payload of every entries frame, as a file would hold it (an entry's
+        # ``frame_off`` is its frame's place in this list). Encoded, not as ``Entry`` objects:
+        # a queued form costs its compressed bytes, not a tree of frozen maps.
+        self._memory: list[bytes] | None = [] if path is None else None
         self._report = OpenReport(path, 0)
         self._projection = projection
         self._checkpoint_every = checkpoint_every
@@ -844,7 +847,7 @@ class SessionFile:
         self._check_open()
         offset, slot = loc
         if self._memory is not None:
-            return self._memory[offset]
+            return self._decode_entry(self._memory[offset], offset, slot)
         if self._fd is None:
             raise ValueError("session file is closed")
         payload = _read_frame(self._fd, offset, self._size)
@@ -972,16 +975,132 @@ class SessionFile:
             size = max(plain, len(payload))
             raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
         parents = self._index.check_links([(e.id, e.parent_id) for e in entries])
-        offset = self._write_frame(payload)
+        if self._memory is not None:
+            offset = len(self._memory)
+            self._memory.append(payload)
+        else:
+            offset = self._write_frame(payload)
         first = len(self._index)
         for entry, parent_index, slot in zip(entries, parents, slots, strict=True):
             self._index.add(entry.id, parent_index, offset, len(payload), slot)
-        if self._memory is not None:
-            self._memory.extend(entries)
         self._index.leaf = len(self._index) - 1
         self._follow(entries, first, under_leaf)
         self._maybe_checkpoint()
         return tuple(entries)
+
+    def append_chains(
+        self, chains: Sequence[Iterable[tuple[str, Mapping[Any, Any] | None]]]
+    ) -> list[tuple[Entry, ...] | Exception]:
+        """Append several chains under the current leaf, one after the other, in as few
+        frames as the size limit allows (almost always one write): what ``append_many`` does
+        for each chain in turn, at the cost of one.
+
+        The result has one element per chain, in order: its entries, or the exception
+        ``append_many`` would have raised for it. A chain that cannot be stored (``ValueError``,
+        ``TypeError``, ``RecursionError``: raised before anything is written) is left out and
+        the next one goes under the chain before it; the others are unaffected. A frame whose
+        write fails (``OSError``) is rolled back, and that error is the result of every chain
+        in it and after it: each chain is written whole or not at all, and none twice. A
+        closed, read-only or broken session raises, as ``append_many`` does.
+        """
+        self._check_writable()
+        if self._header.version < 2:
+            # Version 1 frames: one per chain, as ``append_many`` writes them.
+            out: list[tuple[Entry, ...] | Exception] = []
+            failed: OSError | None = None
+            for chain in chains:
+                if failed is not None:
+                    out.append(failed)
+                    continue
+                try:
+                    out.append(self.append_many(chain))
+                except (ValueError, TypeError, RecursionError) as exc:
+                    out.append(exc)
+                except OSError as exc:
+                    failed = exc
+                    out.append(exc)
+            return out
+        results: list[tuple[Entry, ...] | Exception | None] = [None] * len(chains)
+        now = self._clock()
+        parent = self.leaf_id
+        taken: set[str] = set()
+        # Frames being built: (chain numbers, their entries, their encoded items, plain size).
+        frames: list[tuple[list[int], list[Entry], list[bytes], int]] = []
+        budget = MAX_FRAME_BYTES // 2  # room for DEFLATE's worst case on incompressible data
+        for number, chain in enumerate(chains):
+            try:
+                entries, encoded, plain = self._chain(chain, parent, now, taken)
+            except (ValueError, TypeError, RecursionError) as exc:
+                results[number] = exc
+                continue
+            if not entries:
+                results[number] = ()
+                continue
+            parent = entries[-1].id
+            if not frames or frames[-1][3] + plain > budget:
+                frames.append(([], [], [], 0))
+            numbers, frame_entries, frame_items, size = frames[-1]
+            numbers.append(number)
+            frame_entries.extend(entries)
+            frame_items.extend(encoded)
+            frames[-1] = (numbers, frame_entries, frame_items, size + plain)
+            results[number] = tuple(entries)
+        failure: OSError | ValueError | None = None
+        for numbers, frame_entries, frame_items, _size in frames:
+            if failure is None:
+                try:
+                    self._write_entries(frame_entries, frame_items)
+                except (OSError, ValueError) as exc:
+                    # Nothing of this frame was written, and the chains after it hang from it.
+                    failure = exc
+            if failure is not None:
+                for number in numbers:
+                    results[number] = failure
+        return [r if r is not None else () for r in results]
+
+    def _chain(
+        self,
+        items: Iterable[tuple[str, Mapping[Any, Any] | None]],
+        parent: str | None,
+        now: float,
+        taken: set[str],
+    ) -> tuple[list[Entry], list[bytes], int]:
+        """One chain's entries under ``parent``, each encoded; its plain CBOR size. Raises
+        what ``append_many`` raises before writing (an entry that cannot be stored)."""
+        entries: list[Entry] = []
+        encoded: list[bytes] = []
+        for entry_type, data in items:
+            if not isinstance(entry_type, str) or not entry_type:
+                raise ValueError("entry type must be a non-empty string")
+            entry_id = self._new_id(taken)  # a refused chain's ids stay taken: harmless
+            taken.add(entry_id)
+            entry = Entry(entry_id, parent, entry_type, now, data)
+            entries.append(entry)
+            encoded.append(codec.encode_entry((entry.id, parent, entry_type, now, entry.data)))
+            parent = entry_id
+        plain = sum(len(item) for item in encoded) + 9
+        if plain > MAX_FRAME_BYTES:
+            raise ValueError(f"entry too large: {plain} bytes (at most {MAX_FRAME_BYTES})")
+        return entries, encoded, plain
+
+    def _write_entries(self, entries: list[Entry], encoded: list[bytes]) -> None:
+        """Write one entries frame (a chain under the current leaf) and index it."""
+        payload, plain = codec.entries_payload(encoded)
+        if max(plain, len(payload)) > MAX_FRAME_BYTES:
+            size = max(plain, len(payload))
+            raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
+        parents = self._index.check_links([(e.id, e.parent_id) for e in entries])
+        if self._memory is not None:
+            offset = len(self._memory)
+            self._memory.append(payload)
+        else:
+            offset = self._write_frame(payload)
+        first = len(self._index)
+        for slot, (entry, parent_index) in enumerate(zip(entries, parents, strict=True)):
+            self._index.add(entry.id, parent_index, offset, len(payload), slot)
+        self._index.leaf = len(self._index) - 1
+        self._follow(entries, first, True)
+        self._maybe_checkpoint()
 
     def move_leaf(self, entry_id: str | None) -> None:
         """Make ``entry_id`` the leaf (``None``: the next append starts a new root). Durable."""
@@ -1178,9 +1297,16 @@ class SessionFile:
         """Fill an empty in-memory session with ``entries`` (already in tree order)."""
         assert self._memory is not None and not self._memory
         parents = self._index.check_links([(e.id, e.parent_id) for e in entries])
-        for entry, parent in zip(entries, parents, strict=True):
-            self._index.add(entry.id, parent, 0, 0, -1)
-        self._memory.extend(entries)
+        # Frames of up to 256 consecutive entries, as a fork into a file writes them.
+        for start in range(0, len(entries), 256):
+            chunk = entries[start : start + 256]
+            payload = codec.encode_entries(
+                [(e.id, e.parent_id, e.type, e.timestamp, e.data) for e in chunk]
+            )[0]
+            frame = len(self._memory)
+            self._memory.append(payload)
+            for slot, entry in enumerate(chunk):
+                self._index.add(entry.id, parents[start + slot], frame, len(payload), slot)
         self._index.leaf = len(entries) - 1
         self._report = attrs.evolve(self._report, entries=len(entries))
         self._fold = None
@@ -1188,8 +1314,6 @@ class SessionFile:
     # ---- checkpoints and the fold ------------------------------------------------------------
 
     def _loc(self, i: int) -> Loc:
-        if self._memory is not None:
-            return (i, -2)
         return (self._index.frame_off[i], self._index.slot[i])
 
     def _follow(self, entries: Sequence[Entry], first: int, under_leaf: bool) -> None:
@@ -1407,14 +1531,10 @@ class SessionFile:
             ) from exc
 
     def _load_entries(self, indices: Iterable[int]) -> Iterator[Entry]:
-        if self._memory is not None:
-            memory = self._memory
-            for i in indices:
-                yield memory[i]
-            return
-        if self._fd is None:
+        memory = self._memory
+        if memory is None and self._fd is None:
             raise ValueError("session file is closed")
-        reader = _Reader(self._fd, self._size)
+        reader = _Reader(self._fd, self._size) if self._fd is not None else None
         index = self._index
         last_offset = -1
         decoded: Any = None
@@ -1422,7 +1542,11 @@ class SessionFile:
         for i in indices:
             offset = index.frame_off[i]
             if offset != last_offset:
-                payload = reader.payload(offset, index.frame_len[i])
+                if memory is not None:
+                    payload: bytes | memoryview = memory[offset]
+                else:
+                    assert reader is not None
+                    payload = reader.payload(offset, index.frame_len[i])
                 try:
                     compact = payload[0] == codec.KIND_ENTRIES
                     decoded = codec.decode_entries(payload) if compact else _decode(payload)
