@@ -61,6 +61,7 @@ import trio.lowlevel
 import trio.testing
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
@@ -771,6 +772,7 @@ class World:
         visible = self.surface.visible
         task = Call(f"t{next(self._ids)}")
         started: Any = None
+        seen = len(self.gate.held_types)
         self.gate.hold(position)
         match trigger:
             case "answer" | "cancel form" if visible is not None:
@@ -798,7 +800,8 @@ class World:
             self.nursery.start_soon(self._run_trigger, task, started)
         await trio.testing.wait_all_tasks_blocked()
         if self.gate.held:
-            event(f"held a write: {self.gate.held_types[-1]}")
+            for held in sorted(set(self.gate.held_types[seen:])):
+                note(f"held a write: {held}")
             match target:
                 case "foreground":
                     running = [call for call in self.foreground if not call.done]
@@ -1228,17 +1231,26 @@ def check_calls(world: World) -> None:
 # ------------------------------------------------------------------------------------------
 
 
+def note(text: str) -> None:
+    """A statistics event (``--hypothesis-show-statistics``), also outside a Hypothesis test."""
+    if currently_in_test_context():
+        event(text)
+
+
 class Deadlock(AssertionError):
     """Every task of the example was blocked for ``DEADLOCK_SECONDS`` of real time."""
 
 
-async def watch_for_deadlock() -> None:
+async def watch_for_deadlock(clock: trio.testing.MockClock) -> None:
     """Fail the example when every other task has been blocked for ``DEADLOCK_SECONDS``.
 
     The clock never moves by itself (only ``Elapse`` jumps it), so a task waiting on a timer
     is stuck as surely as one waiting on a lost reply: the runtime's bounded waits (its
     five-second teardown bounds) must never be what ends a wait in these programs."""
     await trio.testing.wait_all_tasks_blocked(cushion=DEADLOCK_SECONDS)
+    # From here on time runs (jumps) by itself, so that the bounded, shielded waits of the
+    # teardown this failure starts can end and the example reports instead of hanging.
+    clock.autojump_threshold = 0.01
     raise Deadlock(
         f"every task was blocked for {DEADLOCK_SECONDS} s: a deadlock, or a wait that only "
         "a timeout would end"
@@ -1252,7 +1264,7 @@ async def run_program(
     session = directory / "session.pas"
     settings_path = settings_file(directory, historyTools=True)
     async with trio.open_nursery() as watch:
-        watch.start_soon(watch_for_deadlock)
+        watch.start_soon(watch_for_deadlock, clock)
         await trio.testing.wait_all_tasks_blocked()
         before = count_tasks(root)
         world = await run_in_runtime(program, session, settings_path, clock, gate, watch)
@@ -1344,7 +1356,7 @@ async def cancel_the_runtime(
         submit(world.rt.events, visible, answer({qid: [f"{qid}1"] for qid in world.flows[visible]}))
         await trio.testing.wait_all_tasks_blocked()
         if world.gate.held:
-            event("the runtime was cancelled with a write held")
+            note("the runtime was cancelled with a write held")
 
         async def open_the_gate() -> None:
             await trio.testing.wait_all_tasks_blocked()
@@ -1463,7 +1475,7 @@ def _bucket(n: int) -> str:
 
 @pytest.mark.timeout(900)
 @settings(
-    max_examples=150,
+    max_examples=250,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
