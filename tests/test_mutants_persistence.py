@@ -6,6 +6,7 @@ check behaviour through the actor's handle, not its layout.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,9 @@ from pi_agent_ask.actors.persistence import (
     PersistenceClosedError,
     PersistenceHandle,
     WriteRefused,
+    open_persistence,
     run_persistence,
+    serve_persistence,
 )
 from pi_agent_ask.persistence.session_file import SessionFile
 
@@ -66,3 +69,68 @@ async def test_a_request_after_the_actor_ended_says_it_is_not_running(tmp_path: 
         assert session.closed
         with pytest.raises(PersistenceClosedError, match=r"^the persistence actor is not running$"):
             await handle.append("message", {"text": "late"})
+
+
+class _Crash(BaseException):
+    """Not an ``Exception``: the actor does not answer it, it ends with it."""
+
+
+def _crash(_session: SessionFile) -> None:
+    raise _Crash
+
+
+async def test_a_request_whose_actor_ends_before_replying_says_so() -> None:
+    session = SessionFile.in_memory()
+    handle, requests = open_persistence()
+
+    async def actor() -> None:
+        with contextlib.suppress(_Crash):
+            await serve_persistence(session, requests)
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(actor)
+            with pytest.raises(
+                PersistenceClosedError, match=r"^the persistence actor ended before replying$"
+            ):
+                await handle.read(_crash)
+    assert session.closed
+
+
+async def test_an_fsync_session_serves_batches_leaf_moves_and_parents(tmp_path: Path) -> None:
+    """With ``fsync`` the writes run in a worker thread; the results are the same."""
+    session = SessionFile.open(tmp_path / "s.pias", fsync=True)
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle: PersistenceHandle = await nursery.start(run_persistence, session)
+            async with handle:
+                root = await handle.append("message", {"text": "root"})
+                later = await handle.append("message", {"text": "later"})
+                assert await handle.append_many([]) == ()
+                [side] = await handle.append_many(
+                    [("message", {"text": "side"})], parent_id=root.id
+                )
+                assert side.parent_id == root.id
+                assert await handle.branch() == (root, side)
+                await handle.move_leaf(later.id)
+                assert await handle.branch() == (root, later)
+                assert await handle.branch(side.id) == (root, side)
+
+
+async def test_a_failed_fork_leaves_the_actor_on_its_session(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    session = SessionFile.open(path)
+    taken = tmp_path / "taken.pias"
+    taken.write_bytes(b"not a session file")
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle: PersistenceHandle = await nursery.start(run_persistence, session)
+            async with handle:
+                first = await handle.append("message", {"text": "hi"})
+                with pytest.raises(Exception):  # noqa: B017 - whatever the file system says
+                    await handle.fork(tmp_path / "missing" / "dir" / "fork.pias")
+                info = await handle.info()
+                assert info.path == path
+                assert await handle.branch() == (first,)
+                second = await handle.append("message", {"text": "still here"})
+                assert await handle.branch() == (first, second)
