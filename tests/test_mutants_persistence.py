@@ -131,6 +131,7 @@ async def test_a_failed_fork_leaves_the_actor_on_its_session(tmp_path: Path) -> 
                     await handle.fork(tmp_path / "missing" / "dir" / "fork.pias")
                 info = await handle.info()
                 assert info.path == path
+                assert info.report.ok and info.report.path == path
                 assert await handle.branch() == (first,)
                 second = await handle.append("message", {"text": "still here"})
                 assert await handle.branch() == (first, second)
