@@ -135,3 +135,21 @@ async def test_a_failed_fork_leaves_the_actor_on_its_session(tmp_path: Path) -> 
                 assert await handle.branch() == (first,)
                 second = await handle.append("message", {"text": "still here"})
                 assert await handle.branch() == (first, second)
+
+
+async def test_teardown_closes_the_file_when_the_last_flush_fails(tmp_path: Path) -> None:
+    """The frames are in the OS already: a failing flush at teardown is not an error of the
+    actor, and the file is closed (its write lock released) all the same."""
+    session = SessionFile.open(tmp_path / "s.pias")
+
+    def failing_flush() -> None:
+        raise OSError(5, "the disk went away")
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle: PersistenceHandle = await nursery.start(run_persistence, session)
+            async with handle:
+                await handle.append("message", {"text": "hi"})
+                assert session.needs_flush
+                session.flush = failing_flush  # type: ignore[method-assign]
+    assert session.closed
