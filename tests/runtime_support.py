@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from unittest import mock
 
 import attrs
 import trio
@@ -116,3 +118,101 @@ def auto_answer(
 
     bus.on(ev.STARTED, on_started)
     return started
+
+
+# ------------------------------------------------------------------------------------------
+# A gated journal: writes that wait for the test, or fail when it says so
+# ------------------------------------------------------------------------------------------
+
+GatePosition = Literal["before", "after"]
+"""Where a held write waits: ``before`` it reaches the persistence actor (nothing written
+yet), or ``after`` the actor wrote it (on the file, its reply not yet handed back)."""
+
+
+class InjectedDiskError(OSError):
+    """The failure a gate injects into a write (the disk went away)."""
+
+
+@attrs.define(eq=False)
+class WriteGate:
+    """Sits between the runtime and its journal (``gated_journal``).
+
+    Open, it lets every write through. ``hold(position)`` makes every write from then on wait
+    at the gate, before or after the actor performs it, until ``release()``; ``fail_next``
+    makes the next write of an entry type raise instead of being performed. ``held`` counts the writes waiting
+    now, so a test knows a cancellation it sends lands while a write is in flight.
+    """
+
+    position: GatePosition | None = None
+    held: int = 0
+    held_types: list[str] = attrs.field(factory=list)
+    failures: dict[str, list[BaseException]] = attrs.field(factory=dict)
+    """Per entry type, the exceptions its next writes raise, first first."""
+    failed_types: list[str] = attrs.field(factory=list)
+    _release: trio.Event = attrs.field(factory=trio.Event)
+
+    def hold(self, position: GatePosition) -> None:
+        self.position = position
+        self._release = trio.Event()
+
+    def release(self) -> None:
+        self.position = None
+        self._release.set()
+
+    def fail_next(self, entry_type: str, error: BaseException) -> None:
+        self.failures.setdefault(entry_type, []).append(error)
+
+    async def through(self, entry_type: str, write: Callable[[], Awaitable[Any]]) -> Any:
+        if self.failures.get(entry_type):
+            self.failed_types.append(entry_type)
+            raise self.failures[entry_type].pop(0)
+        position = self.position
+        if position == "before":
+            await self._wait(entry_type)
+        result = await write()
+        if position == "after":
+            await self._wait(entry_type)
+        return result
+
+    async def _wait(self, entry_type: str) -> None:
+        release = self._release
+        self.held += 1
+        self.held_types.append(entry_type)
+        try:
+            await release.wait()
+        finally:
+            self.held -= 1
+
+
+@contextmanager
+def gated_journal(gate: WriteGate) -> Iterator[WriteGate]:
+    """Route every runtime's journal writes and session switches through ``gate``.
+
+    The runtime writes through ``SessionJournal`` (the journal of whichever session it is on);
+    its ``append``, ``append_many`` and ``switch`` go through the gate while this is active.
+    """
+    from pi_agent_ask.actors.session import SessionJournal
+
+    append, append_many, switch = (
+        SessionJournal.append,
+        SessionJournal.append_many,
+        SessionJournal.switch,
+    )
+
+    async def gated_append(self: Any, type_: str, data: Any) -> Any:
+        return await gate.through(type_, lambda: append(self, type_, data))
+
+    async def gated_append_many(self: Any, items: Any) -> Any:
+        items = list(items)
+        first = items[0][0] if items else ""
+        return await gate.through(first, lambda: append_many(self, items))
+
+    async def gated_switch(self: Any, reason: str, session: Any) -> Any:
+        return await gate.through(f"switch:{reason}", lambda: switch(self, reason, session))
+
+    with (
+        mock.patch.object(SessionJournal, "append", gated_append),
+        mock.patch.object(SessionJournal, "append_many", gated_append_many),
+        mock.patch.object(SessionJournal, "switch", gated_switch),
+    ):
+        yield gate
