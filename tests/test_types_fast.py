@@ -3,6 +3,8 @@ the objects the public constructors build: same class, equality, hash, repr, fro
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 
@@ -63,7 +65,7 @@ def test_fast_built_validation_is_the_constructed_one(multi: bool) -> None:
     fast = validate_ask_params(_payload(), present_single_as_multi=multi)
     slow = _rebuilt(fast)
     assert fast.ok
-    pairs: list[tuple[object, object]] = [(fast, slow), (fast.params, slow.params)]
+    pairs: list[tuple[Any, Any]] = [(fast, slow), (fast.params, slow.params)]
     assert fast.params is not None and slow.params is not None
     for fq, sq in zip(fast.params.questions, slow.params.questions, strict=True):
         pairs.append((fq, sq))
