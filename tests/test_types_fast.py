@@ -79,7 +79,7 @@ def test_fast_built_validation_is_the_constructed_one(multi: bool) -> None:
         for field in attrs.fields(type(built)):
             assert type(getattr(built, field.name)) is type(getattr(constructed, field.name))
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
-            built.label = "changed"  # type: ignore[attr-defined]
+            built.label = "changed"
     # The values themselves, so the rebuilt copy cannot just mirror a wrong fast build.
     assert fast.params.title == "Release" and not fast.params.background
     scope = fast.params.questions[0]
