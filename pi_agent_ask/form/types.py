@@ -265,3 +265,51 @@ class Draft:
 
 
 EMPTY_DRAFT = Draft()
+
+
+# --------------------------------------------------------------------------------------------
+# Fast construction (for hot paths inside the package)
+# --------------------------------------------------------------------------------------------
+# Validation builds an ``Option`` per option and a ``Question`` per question of every call; the
+# attrs ``__init__`` sets each field through ``object.__setattr__`` looked up by name and runs
+# the converters. The setters below are the classes' own slot descriptors (they bypass the
+# frozen ``__setattr__``), for callers whose values are already in their final types (tuples,
+# not lists). The objects they build are the same objects the public constructors build: same
+# class, equality, hash, repr, and frozen (``tests/test_types_fast.py``).
+new_instance = object.__new__
+
+
+def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
+    return tuple(getattr(cls, name).__set__ for name in names)
+
+
+OPTION_SETTERS: tuple[Any, ...] = _slot_setters(
+    Option, "value", "label", "description", "recommended"
+)
+QUESTION_SETTERS: tuple[Any, ...] = _slot_setters(
+    Question, "id", "label", "prompt", "type", "options", "context", "presented_type"
+)
+_ASK_PARAMS_SETTERS = _slot_setters(AskParams, "questions", "title", "background")
+_VALIDATION_SETTERS = _slot_setters(Validation, "params", "issues", "schema_error")
+
+
+def ask_params_of(
+    questions: tuple[Question, ...], title: str | None, background: bool
+) -> AskParams:
+    """``AskParams(questions, title, background)`` for a tuple of questions."""
+    params: AskParams = new_instance(AskParams)
+    set_questions, set_title, set_background = _ASK_PARAMS_SETTERS
+    set_questions(params, questions)
+    set_title(params, title)
+    set_background(params, background)
+    return params
+
+
+def valid(params: AskParams) -> Validation:
+    """``Validation(params)``: valid arguments, no issues."""
+    validation: Validation = new_instance(Validation)
+    set_params, set_issues, set_schema_error = _VALIDATION_SETTERS
+    set_params(validation, params)
+    set_issues(validation, ())
+    set_schema_error(validation, False)
+    return validation

@@ -61,6 +61,8 @@ from pi_agent_ask.form.tools import (
     WAIT_FOR_ANSWERS,
 )
 from pi_agent_ask.form.types import (
+    OPTION_SETTERS,
+    QUESTION_SETTERS,
     QUESTION_TYPES,
     AskParams,
     Issue,
@@ -68,6 +70,9 @@ from pi_agent_ask.form.types import (
     Question,
     QuestionType,
     Validation,
+    ask_params_of,
+    new_instance,
+    valid,
 )
 
 if TYPE_CHECKING:  # jsonschema is imported when arguments fail the compiled check (cold start)
@@ -411,6 +416,10 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     if title is not None:
         title = title.strip() or None
 
+    set_value, set_label, set_description, set_recommended = OPTION_SETTERS
+    set_id, set_question_label, set_prompt, set_type, set_options, set_context, set_presented = (
+        QUESTION_SETTERS
+    )
     issues: list[Issue] = []
     seen_ids: set[str] = set()
     normalised: list[Question] = []
@@ -521,7 +530,13 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
                 issues.append(_option_issue(q_index, o_index, "label", "label is required"))
             if description is not None:
                 description = description.strip() or None
-            built.append(Option(value, shown, description, recommended))
+            # Option(value, shown, description, recommended), through its slots (types.py).
+            built_option: Option = new_instance(Option)
+            set_value(built_option, value)
+            set_label(built_option, shown)
+            set_description(built_option, description)
+            set_recommended(built_option, recommended)
+            built.append(built_option)
         if checked:
             objects.append(question)
             objects += options
@@ -537,17 +552,18 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
                     files.append((q_index, text))
                 context = text
             # else: a saved context is the loaded snapshot: kept exactly, whitespace included.
-        normalised.append(
-            Question(
-                question_id,
-                (label.strip() if label is not None else "") or f"Q{q_index + 1}",
-                prompt,
-                requested,
-                tuple(built),
-                context,
-                "multi" if as_multi and requested == "single" else None,
-            )
+        # Question(...), through its slots (types.py).
+        built_question: Question = new_instance(Question)
+        set_id(built_question, question_id)
+        set_question_label(
+            built_question, (label.strip() if label is not None else "") or f"Q{q_index + 1}"
         )
+        set_prompt(built_question, prompt)
+        set_type(built_question, requested)
+        set_options(built_question, tuple(built))
+        set_context(built_question, context)
+        set_presented(built_question, "multi" if as_multi and requested == "single" else None)
+        normalised.append(built_question)
 
     if checked:
         # Lone surrogates cannot arise from joining (they are code points, not halves of
@@ -586,7 +602,7 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     if issues:
         return Validation(None, tuple(issues))
     background = mode.background_only or background is True
-    return Validation(AskParams(tuple(normalised), title, background))
+    return valid(ask_params_of(tuple(normalised), title, background))
 
 
 def _question_issue(q_index: int, field: str, what: str) -> Issue:

@@ -1,0 +1,99 @@
+"""The objects the hot paths build through slots (``form/types.py``, "Fast construction") are
+the objects the public constructors build: same class, equality, hash, repr, frozen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+
+from pi_agent_ask.form.types import AskParams, Option, Question, Validation
+from pi_agent_ask.form.validate import validate_ask_params
+
+
+def _payload() -> dict[str, object]:
+    return {
+        "title": "  Release  ",
+        "questions": [
+            {
+                "id": " scope ",
+                "prompt": " Which parts? ",
+                "type": "multi",
+                "context": "notes",
+                "options": [
+                    {"value": "api", "label": " API ", "description": " the surface "},
+                    {"value": "cli", "label": "CLI", "recommended": True},
+                    {"value": "docs_site"},
+                ],
+            },
+            {
+                "id": "when",
+                "label": "Date",
+                "prompt": "When?",
+                "options": [{"value": "now", "label": "Now", "description": "  "}],
+            },
+        ],
+    }
+
+
+def _rebuilt(validation: Validation) -> Validation:
+    """The same outcome through the public constructors, field by field."""
+    params = validation.params
+    assert params is not None
+    questions = [
+        Question(
+            id=q.id,
+            label=q.label,
+            prompt=q.prompt,
+            type=q.type,
+            options=[Option(o.value, o.label, o.description, o.recommended) for o in q.options],
+            context=q.context,
+            presented_type=q.presented_type,
+        )
+        for q in params.questions
+    ]
+    return Validation(
+        params=AskParams(questions=questions, title=params.title, background=params.background),
+        issues=list(validation.issues),
+        schema_error=validation.schema_error,
+    )
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_fast_built_validation_is_the_constructed_one(multi: bool) -> None:
+    fast = validate_ask_params(_payload(), present_single_as_multi=multi)
+    slow = _rebuilt(fast)
+    assert fast.ok
+    pairs: list[tuple[Any, Any]] = [(fast, slow), (fast.params, slow.params)]
+    assert fast.params is not None and slow.params is not None
+    for fq, sq in zip(fast.params.questions, slow.params.questions, strict=True):
+        pairs.append((fq, sq))
+        pairs += zip(fq.options, sq.options, strict=True)
+    for built, constructed in pairs:
+        assert type(built) is type(constructed)
+        assert built == constructed
+        assert hash(built) == hash(constructed)
+        assert repr(built) == repr(constructed)
+        # Every field in its final type (tuples, not lists), as the converters leave them.
+        for field in attrs.fields(type(built)):
+            assert type(getattr(built, field.name)) is type(getattr(constructed, field.name))
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            built.label = "changed"
+    # The values themselves, so the rebuilt copy cannot just mirror a wrong fast build.
+    assert fast.params.title == "Release" and not fast.params.background
+    scope = fast.params.questions[0]
+    assert (scope.id, scope.label, scope.prompt, scope.type) == (
+        "scope",
+        "Q1",
+        "Which parts?",
+        "multi",
+    )
+    assert scope.options == (
+        Option("api", "API", "the surface", None),
+        Option("cli", "CLI", None, True),
+        Option("docs_site", "Docs site", None, None),
+    )
+    when = fast.params.questions[1]
+    assert when.presented_type == ("multi" if multi else None)
+    assert when.options == (Option("now", "Now", None, None),)
