@@ -69,6 +69,32 @@ class BranchWriter:
         return await self.journal.read(read)
 
 
+@attrs.define(eq=False)
+class PendingCall:
+    """A tool call's ``tool-call`` entry until it is on the branch.
+
+    ``ask_user`` writes it in the same chain as the request's first entries (one write, call
+    first); a call that never writes them has it written with its result (``dispatch``).
+    """
+
+    entry: tuple[str, Mapping[str, Any]]
+    written: bool = False
+
+    def unwritten(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """The entry, if it still has to go first in the next chain of this call."""
+        return [] if self.written else [self.entry]
+
+    async def append_with(
+        self, writer: BranchWriter, entries: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> None:
+        """Write ``entries`` after the call entry (if not written yet), in one chain, shielded:
+        once the request's entries may be on the branch, the call goes on to record an
+        outcome (or to enqueue it), whatever cancels the caller."""
+        with trio.CancelScope(shield=True):
+            await writer.append_many([*self.unwritten(), *entries])
+        self.written = True
+
+
 @attrs.frozen
 class RuntimeConfig:
     """What the runtime reads from the settings at open (and on explicit changes)."""
@@ -142,12 +168,15 @@ class RuntimeCore:
         Shielded and bounded; once the runtime is being disposed the queue is gone and the
         message has nothing left to do, so a closed channel is not an error.
         """
-        with (
-            trio.CancelScope(shield=True),
-            trio.move_on_after(TEARDOWN_TIMEOUT),
-            suppress(trio.BrokenResourceError, trio.ClosedResourceError),
-        ):
-            await self._queue_tx.send(message)
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            try:
+                # The queue waits in ``receive`` between messages: handed over at once.
+                self._queue_tx.send_nowait(message)
+                return
+            except trio.WouldBlock:
+                pass
+            with trio.CancelScope(shield=True), trio.move_on_after(TEARDOWN_TIMEOUT):
+                await self._queue_tx.send(message)
 
     async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
         send, receive = trio.open_memory_channel[_R](1)
