@@ -22,7 +22,7 @@ import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
-from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, now_iso
+from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, hand_over, now_iso
 from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.external import negotiate_and_run
 from pi_agent_ask.actors.form import FormFailed, FormInput, close_inbox, run_form
@@ -255,11 +255,7 @@ async def _run_host_form(
         rt.config.notifications_enabled,
         rt.config.notification_channels,
     )
-    try:
-        # The actor waits in ``receive`` between notifications: handed over at once.
-        rt._notify_tx.send_nowait(notify)
-    except trio.WouldBlock:
-        await rt._notify_tx.send(notify)
+    await hand_over(rt._notify_tx, notify)  # the actor waits in ``receive``: taken at once
 
     async def changed(state: fs.FormState) -> None:
         if on_change is not None:

@@ -29,6 +29,7 @@ from pi_agent_ask.actors.records import StaleBranch
 from pi_agent_ask.form import state as fs
 
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 
 Mode = Literal["tui", "print", "json", "rpc"]
 MODES: tuple[Mode, ...] = ("tui", "print", "json", "rpc")
@@ -39,6 +40,17 @@ TEARDOWN_TIMEOUT = 5.0
 
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+async def hand_over(channel: trio.MemorySendChannel[_T], value: _T) -> None:
+    """``await channel.send(value)`` without its pass through the scheduler when the value is
+    taken at once (a receiver waits, or the buffer has room): the same cancellation check
+    first, the same blocking send otherwise. Nothing is skipped but the yield after it."""
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        channel.send_nowait(value)
+    except trio.WouldBlock:
+        await channel.send(value)
 
 
 def tool_error(message: str) -> dict[str, Any]:
@@ -183,14 +195,14 @@ class RuntimeCore:
 
     async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
         send, receive = trio.open_memory_channel[_R](1)
-        await self._queue_tx.send(make(send))
+        await hand_over(self._queue_tx, make(send))
         async with receive:
             return await receive.receive()
 
     async def _ask_queue_done(self, make: Callable[[ReplyTo[None]], q.QueueMessage]) -> None:
         """Ask the queue for something it only acknowledges (``None``)."""
         send, receive = trio.open_memory_channel[None](1)
-        await self._queue_tx.send(make(send))
+        await hand_over(self._queue_tx, make(send))
         async with receive:
             await receive.receive()
 

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.core import RuntimeCore
+from pi_agent_ask.actors.core import RuntimeCore, hand_over
 from pi_agent_ask.actors.form import FLOW_NOT_ACTIVE, RemoteResponse
 from pi_agent_ask.form import untrusted
 
@@ -41,10 +41,7 @@ async def handle_submit(rt: RuntimeCore, payload: Any) -> None:
         if running is not None:
             # The form runs (it is the visible one): no need to ask the queue. Were it ending,
             # its owner closes the inbox and answers what is in it ``flow_not_found``.
-            try:
-                running.send_nowait(response)
-            except trio.WouldBlock:
-                await running.send(response)
+            await hand_over(running, response)
         else:
             # Not running yet, or not at all: the queue knows (a flow it shows or a claim).
             target = await rt._find_flow(flow_id)
