@@ -183,15 +183,12 @@ class RuntimeCore:
         Shielded and bounded; once the runtime is being disposed the queue is gone and the
         message has nothing left to do, so a closed channel is not an error.
         """
-        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            try:
-                # The queue waits in ``receive`` between messages: handed over at once.
-                self._queue_tx.send_nowait(message)
-                return
-            except trio.WouldBlock:
-                pass
-            with trio.CancelScope(shield=True), trio.move_on_after(TEARDOWN_TIMEOUT):
-                await self._queue_tx.send(message)
+        with (
+            trio.CancelScope(shield=True),
+            trio.move_on_after(TEARDOWN_TIMEOUT),
+            suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+        ):
+            await self._queue_tx.send(message)
 
     async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
         send, receive = trio.open_memory_channel[_R](1)
