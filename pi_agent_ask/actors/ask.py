@@ -229,24 +229,7 @@ async def host_form(
         started["toolCallId"] = request.tool_call_id
     if request.params.title is not None:
         started["title"] = request.params.title
-    # Remote answers reach a running form's inbox through ``rt._flows`` (``remote.py``).
-    rt._flows[request.flow_id] = commands
-    try:
-        rt.events.emit(ev.STARTED, started)
-        return await _run_host_form(rt, request, form, commands, inbox, on_change)
-    finally:
-        if rt._flows.get(request.flow_id) is commands:
-            del rt._flows[request.flow_id]
-
-
-async def _run_host_form(
-    rt: RuntimeCore,
-    request: AskRequest,
-    form: fs.FormState,
-    commands: trio.MemorySendChannel[FormInput],
-    inbox: trio.MemoryReceiveChannel[FormInput],
-    on_change: OnChange | None,
-) -> fs.FormState:
+    rt.events.emit(ev.STARTED, started)
     first = request.params.questions[0]
     notify = Notify(
         request.flow_id,

@@ -145,9 +145,6 @@ class RuntimeCore:
     notices: trio.MemoryReceiveChannel[str]
     """Messages for the person: settings problems, damaged session files, recovery."""
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
-    _flows: dict[str, trio.MemorySendChannel[FormInput]] = attrs.field(factory=dict)
-    """The command channels of the forms running now, by flow id (``ask.host_form`` keeps
-    it): a remote answer for one of them goes straight to its inbox (``remote.py``)."""
     history_index: Any = None
     """The history records of the last branch state listed (``persistence.history``)."""
     _epoch: int = 0

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.core import RuntimeCore, hand_over
+from pi_agent_ask.actors.core import RuntimeCore
 from pi_agent_ask.actors.form import FLOW_NOT_ACTIVE, RemoteResponse
 from pi_agent_ask.form import untrusted
 
@@ -34,23 +34,14 @@ async def handle_submit(rt: RuntimeCore, payload: Any) -> None:
         _submit_result(rt, request_id, flow_id, problem)
         return
     assert isinstance(flow_id, str)  # the envelope check requires a flowId string
+    target = await rt._find_flow(flow_id)
+    if target is None:
+        _submit_result(rt, request_id, flow_id, ("flow_not_found", "Ask flow is not active."))
+        return
     replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
-    response = RemoteResponse(dict(payload["response"]), replies)
     try:
-        running = rt._flows.get(flow_id)
-        if running is not None:
-            # The form runs (it is the visible one): no need to ask the queue. Were it ending,
-            # its owner closes the inbox and answers what is in it ``flow_not_found``.
-            await hand_over(running, response)
-        else:
-            # Not running yet, or not at all: the queue knows (a flow it shows or a claim).
-            target = await rt._find_flow(flow_id)
-            if target is None:
-                replies.close()
-                _submit_result(rt, request_id, flow_id, FLOW_NOT_ACTIVE)
-                return
-            with target:
-                await target.send(response)
+        with target:
+            await target.send(RemoteResponse(dict(payload["response"]), replies))
         async with reply:
             answer = await reply.receive()
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
