@@ -136,6 +136,8 @@ async def test_the_wait_result_names_options_through_the_request_parameters(
     async with open_runtime(
         settings=settings_file(tmp_path), surface=NullSurface(), cwd=tmp_path
     ) as rt:
+        # Busy: an answer that comes before the wait starts is not woken, the wait returns it.
+        rt.agent_started()
         rt.events.on(ev.STARTED, lambda started: submit(rt.events, started["flowId"], response))
         receipt = await rt.call_tool("ask_user", arguments, "c1")
         result = await rt.call_tool("wait_for_answers", {}, "w1")

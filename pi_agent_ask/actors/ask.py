@@ -22,7 +22,7 @@ import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
-from pi_agent_ask.actors.core import BranchWriter, RuntimeCore, now_iso
+from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, hand_over, now_iso
 from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.external import negotiate_and_run
 from pi_agent_ask.actors.form import FormFailed, FormInput, close_inbox, run_form
@@ -50,8 +50,15 @@ async def ask_user(
     arguments: Any,
     tool_call_id: str | None,
     parent_tool_call_id: str | None,
+    call: PendingCall | None = None,
 ) -> dict[str, Any]:
-    """One ``ask_user`` call, after ``call_tool`` checked its arguments at the boundary."""
+    """One ``ask_user`` call, after ``call_tool`` checked its arguments at the boundary.
+
+    ``call`` is the call's ``tool-call`` entry when it is not written yet: it goes first in
+    the chain of the request's entries (one write instead of two).
+    """
+    if call is None:
+        call = PendingCall(("", {}), written=True)
     validation = validate_bounded_params(
         arguments,
         present_single_as_multi=rt.config.present_single_as_multi,
@@ -77,14 +84,14 @@ async def ask_user(
         (jr.PAYLOAD, jr.payload_entry(params, tool_call_id, request.created_at)),
         (jr.HISTORY_REQUEST, jr.history_request_entry(request)),
     ]
-    # Recording a request is shielded: once its entries may be on the branch, the call
-    # goes on to record an outcome (or to enqueue it), whatever cancels the caller.
+    # Recording a request is shielded (``PendingCall.append_with``): once its entries may be
+    # on the branch, the call goes on to record an outcome (or to enqueue it), whatever
+    # cancels the caller.
     if rt.mode != "tui":
-        return await _host_form(rt, writer, request, entries)
+        return await _host_form(rt, writer, request, entries, call)
     if background:
-        return await _background(rt, writer, request, entries)
-    with trio.CancelScope(shield=True):
-        await writer.append_many(entries)
+        return await _background(rt, writer, request, entries, call)
+    await call.append_with(writer, entries)
     return await _foreground(rt, writer, request)
 
 
@@ -93,10 +100,10 @@ async def _host_form(
     writer: BranchWriter,
     request: AskRequest,
     entries: Sequence[tuple[str, Mapping[str, Any]]],
+    call: PendingCall,
 ) -> dict[str, Any]:
     """Outside ``tui``: an external UI answers a foreground call, else the fallback result."""
-    with trio.CancelScope(shield=True):
-        await writer.append_many(entries)
+    await call.append_with(writer, entries)
     if not request.background:
         external = await negotiate_and_run(rt, writer, request)
         if external is not None:
@@ -116,12 +123,13 @@ async def _background(
     writer: BranchWriter,
     request: AskRequest,
     entries: list[tuple[str, Mapping[str, Any]]],
+    call: PendingCall,
 ) -> dict[str, Any]:
     """Journal and queue the request; the receipt says how many are pending."""
     entries.append((jr.QUEUED, jr.queued_entry(request)))
     form = fs.new_form(request.params, rt.config.form_settings, background=True)
     with trio.CancelScope(shield=True):
-        await writer.append_many(entries)
+        await call.append_with(writer, entries)
         pending: int = await rt._ask_queue(lambda reply: q.Enqueue(request, form, reply))
     return texts.receipt_tool_result(
         request.request_id,
@@ -223,15 +231,14 @@ async def host_form(
         started["title"] = request.params.title
     rt.events.emit(ev.STARTED, started)
     first = request.params.questions[0]
-    await rt._notify_tx.send(
-        Notify(
-            request.flow_id,
-            first.label,
-            first.prompt,
-            rt.config.notifications_enabled,
-            rt.config.notification_channels,
-        )
+    notify = Notify(
+        request.flow_id,
+        first.label,
+        first.prompt,
+        rt.config.notifications_enabled,
+        rt.config.notification_channels,
     )
+    await hand_over(rt._notify_tx, notify)  # the actor waits in ``receive``: taken at once
 
     async def changed(state: fs.FormState) -> None:
         if on_change is not None:

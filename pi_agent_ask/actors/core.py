@@ -29,6 +29,7 @@ from pi_agent_ask.actors.records import StaleBranch
 from pi_agent_ask.form import state as fs
 
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 
 Mode = Literal["tui", "print", "json", "rpc"]
 MODES: tuple[Mode, ...] = ("tui", "print", "json", "rpc")
@@ -39,6 +40,17 @@ TEARDOWN_TIMEOUT = 5.0
 
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+async def hand_over(channel: trio.MemorySendChannel[_T], value: _T) -> None:
+    """``await channel.send(value)`` without its pass through the scheduler when the value is
+    taken at once (a receiver waits, or the buffer has room): the same cancellation check
+    first, the same blocking send otherwise. Nothing is skipped but the yield after it."""
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        channel.send_nowait(value)
+    except trio.WouldBlock:
+        await channel.send(value)
 
 
 def tool_error(message: str) -> dict[str, Any]:
@@ -67,6 +79,32 @@ class BranchWriter:
 
     async def read(self, read: Any) -> Any:
         return await self.journal.read(read)
+
+
+@attrs.define(eq=False)
+class PendingCall:
+    """A tool call's ``tool-call`` entry until it is on the branch.
+
+    ``ask_user`` writes it in the same chain as the request's first entries (one write, call
+    first); a call that never writes them has it written with its result (``dispatch``).
+    """
+
+    entry: tuple[str, Mapping[str, Any]]
+    written: bool = False
+
+    def unwritten(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """The entry, if it still has to go first in the next chain of this call."""
+        return [] if self.written else [self.entry]
+
+    async def append_with(
+        self, writer: BranchWriter, entries: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> None:
+        """Write ``entries`` after the call entry (if not written yet), in one chain, shielded:
+        once the request's entries may be on the branch, the call goes on to record an
+        outcome (or to enqueue it), whatever cancels the caller."""
+        with trio.CancelScope(shield=True):
+            await writer.append_many([*self.unwritten(), *entries])
+        self.written = True
 
 
 @attrs.frozen
@@ -151,14 +189,14 @@ class RuntimeCore:
 
     async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
         send, receive = trio.open_memory_channel[_R](1)
-        await self._queue_tx.send(make(send))
+        await hand_over(self._queue_tx, make(send))
         async with receive:
             return await receive.receive()
 
     async def _ask_queue_done(self, make: Callable[[ReplyTo[None]], q.QueueMessage]) -> None:
         """Ask the queue for something it only acknowledges (``None``)."""
         send, receive = trio.open_memory_channel[None](1)
-        await self._queue_tx.send(make(send))
+        await hand_over(self._queue_tx, make(send))
         async with receive:
             await receive.receive()
 

@@ -17,7 +17,7 @@ import trio
 
 from pi_agent_ask.actors.ask import ask_user
 from pi_agent_ask.actors.config import tool_names
-from pi_agent_ask.actors.core import TEARDOWN_TIMEOUT, RuntimeCore, tool_error
+from pi_agent_ask.actors.core import TEARDOWN_TIMEOUT, PendingCall, RuntimeCore, tool_error
 from pi_agent_ask.actors.errors import ToolError
 from pi_agent_ask.actors.outcomes import FORM_INTERRUPTED_TEXT
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
@@ -99,19 +99,26 @@ async def _call_tool(
     if parent_tool_call_id is not None:
         call["parentToolCallId"] = parent_tool_call_id
     writer = rt._writer
+    pending = PendingCall((jr.TOOL_CALL, call))
     result: dict[str, Any] | None = None
     recorded = False
     try:
-        try:
-            await writer.append(jr.TOOL_CALL, call)
-        except WriteRefused:
-            recorded = True  # the call is not on the branch: no result goes after it
-            raise
+        if name != "ask_user":
+            try:
+                await writer.append(jr.TOOL_CALL, call)
+            except WriteRefused:
+                recorded = True  # the call is not on the branch: no result goes after it
+                raise
+            pending.written = True
+        # ``ask_user`` writes the call entry in one chain with its request's entries; when
+        # it returns before that (an invalid call), the call goes with its result below.
         try:
             if name not in tool_names(rt.config):
                 result = tool_error(f"Tool {name!r} is not available.")
             elif name == "ask_user":
-                result = await ask_user(rt, writer, arguments, tool_call_id, parent_tool_call_id)
+                result = await ask_user(
+                    rt, writer, arguments, tool_call_id, parent_tool_call_id, pending
+                )
             elif name == "wait_for_answers":
                 from pi_agent_ask.actors.wait import wait_for_answers  # not needed before
 
@@ -128,7 +135,7 @@ async def _call_tool(
         except ToolError as error:
             result = tool_error(str(error))
         except CALL_FAILURES as error:
-            # After the call was journaled: its result (this error) is journaled too.
+            # After the call was journaled (or with it, below): its result is journaled too.
             result = tool_error(_failure_text(name, error))
     except StaleBranch:
         # The session changed under the call: its branch is gone for it, and it says so.
@@ -136,7 +143,8 @@ async def _call_tool(
         recorded = True
     finally:
         # An aborted call is recorded as aborted, so recovery does not mistake it for an
-        # interrupted one; a crash leaves no result, and recovery reopens the form.
+        # interrupted one; a crash leaves no result, and recovery reopens the form. A call
+        # entry not written yet goes first in the same chain.
         if not recorded:
             entry = result if result is not None else tool_error("Tool call aborted")
             with (
@@ -144,8 +152,13 @@ async def _call_tool(
                 trio.move_on_after(TEARDOWN_TIMEOUT),
                 suppress(StaleBranch, PersistenceClosedError, WriteRefused, OSError),
             ):
-                await writer.append(
-                    jr.TOOL_RESULT,
-                    {"toolCallId": tool_call_id, "name": name, "result": entry},
+                await writer.append_many(
+                    [
+                        *pending.unwritten(),
+                        (
+                            jr.TOOL_RESULT,
+                            {"toolCallId": tool_call_id, "name": name, "result": entry},
+                        ),
+                    ]
                 )
     return result
