@@ -1345,10 +1345,9 @@ async def cancel_the_runtime(
     is on its way to the journal when the cancellation lands; a task outside the runtime opens
     the gate once everything waits."""
     await world.settle()
-    # KNOWN GAP: an outer cancellation ends the queue actor with the runtime's other tasks,
-    # before disposal's Quiesce can save the drafts still inside the coalescing delay, so the
-    # visible form's latest draft is not expected back (test_runtime_write_faults.py pins it).
-    world.surface.expected.clear()
+    # Disposal quiesces before the queue ends, also under this cancellation: the visible
+    # form's latest draft (inside the coalescing delay) comes back after the restart.
+    world.expect_reshow()
     if ending == "cancel the runtime mid-write" and world.surface.visible is not None:
         visible = world.surface.visible
         world.surface.expected.pop(visible, None)
