@@ -169,7 +169,7 @@ class QueueActor:
     """Whether the agent starts idle (``open_runtime(agent_idle=)``)."""
     notice: Callable[[str], None] = _no_notice
     """Tells the person of a failed disk write (the runtime's ``notice``); never blocks."""
-    _disk_failing: bool = False
+    _disk_failing: bool = attrs.field(default=False, init=False)
     state: QueueState = attrs.field(init=False)
     _live: _LiveForm | None = None
     _nursery: trio.Nursery | None = None
