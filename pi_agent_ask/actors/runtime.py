@@ -292,8 +292,8 @@ async def open_runtime(
             activity_tx, activity_rx = trio.open_memory_channel[bool](float("inf"))
             notify_tx, notify_rx = trio.open_memory_channel[Notify](0)
             queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-            await nursery.start(
-                _shielded,
+            await _start_shielded(
+                nursery,
                 actors[0],
                 functools.partial(run_notifications, notify_rx, write_terminal=write_terminal),
             )
@@ -327,8 +327,8 @@ async def open_runtime(
                 idle=agent_idle,
                 notice=runtime.notice,
             )
-            await nursery.start(
-                _shielded, actors[1], functools.partial(actor.run, queue_rx, queue_tx.clone())
+            await _start_shielded(
+                nursery, actors[1], functools.partial(actor.run, queue_rx, queue_tx.clone())
             )
             nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
             events.on(ev.SUBMIT, runtime._on_submit)
@@ -358,13 +358,25 @@ async def open_runtime(
             journal.close()
 
 
+async def _start_shielded(
+    nursery: trio.Nursery, scope: trio.CancelScope, run: Callable[..., Awaitable[None]]
+) -> None:
+    """Start an actor inside ``scope`` (shielded; disposal cancels it).
+
+    The start itself is shielded too: under a cancelled caller, ``nursery.start`` would leave
+    the started task in its temporary nursery and wait for it to end, which a shielded actor
+    never does. The actors start at once (they only open a nursery), so this is bounded."""
+    with trio.CancelScope(shield=True):
+        await nursery.start(_shielded, scope, run)
+
+
 async def _shielded(
     scope: trio.CancelScope,
     run: Callable[..., Awaitable[None]],
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run an actor inside ``scope`` (shielded; disposal cancels it)."""
+    """Run an actor inside ``scope``."""
     with scope:
         await run(task_status=task_status)
 
