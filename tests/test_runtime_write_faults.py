@@ -1,9 +1,9 @@
 """Write faults and outer cancellation at the runtime's edges (the gated journal).
 
-The first tests pin what the runtime does today when a call's own write fails. The two
-``xfail(strict=True)`` tests pin known gaps the property suite found and steers around
-(``test_runtime_properties.py``): when one is fixed it passes, the strict marker fails the
-run, and the marker and the steering can go.
+A call's own write that fails is a tool error; a disk failure (``OSError``) behind the
+boundary (a background answer's write, the queue's own writes) leaves the runtime running
+with nothing lost; an outer cancellation of the runtime still saves the latest drafts. The
+property suite (``test_runtime_properties.py``) generates these cases too.
 """
 
 from __future__ import annotations
@@ -96,35 +96,72 @@ async def test_a_held_outcome_write_survives_the_callers_cancellation(tmp_path: 
     assert branch_types(session).count("ask:history-completed") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KNOWN GAP: an OSError in a background form's outcome write ends the runtime",
-)
 async def test_a_disk_failure_recording_a_background_answer_leaves_the_runtime_running(
     tmp_path: Path,
 ) -> None:
     gate = WriteGate()
     surface = RecordingSurface()
+    session = tmp_path / "s.pas"
     with gated_journal(gate):
         async with open_runtime(
-            session=tmp_path / "s.pas",
+            session=session,
             settings=settings_file(tmp_path),
             surface=surface,
             cwd=tmp_path,
         ) as rt:
+            rt.agent_started()  # busy: the answer waits for a boundary
             await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
             await trio.testing.wait_all_tasks_blocked()
             gate.fail_next("ask:history-completed", InjectedDiskError(errno.ENOSPC, "full"))
             submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
             await trio.testing.wait_all_tasks_blocked()
+            # Nothing was recorded, so nothing happened: the person hears of it and the form
+            # is pending and shown again; no error outcome stands in for the answer.
+            assert gate.failed_types == ["ask:history-completed"]
+            assert "could not be saved" in rt.notices.receive_nowait()
+            assert surface.visible == "tool:b1"
+            stats = await rt.statistics()
+            assert len(stats.pending) == 1 and stats.completed == ()
             result = await rt.call_tool("ask_user", payload("b", background=True), "b2")
             assert result["structuredContent"]["status"] == "queued"
+            # The disk is back: the same answer, submitted again, is recorded and delivered.
+            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+            await trio.testing.wait_all_tasks_blocked()
+            assert surface.visible == "tool:b2"
+            messages = await rt.turn_boundary()
+    assert branch_types(session).count("ask:history-completed") == 1
+    assert len(messages) == 1 and "a1" in str(messages[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KNOWN GAP: an outer cancellation of the runtime drops drafts inside the delay",
-)
+async def test_a_disk_failure_marking_a_delivery_keeps_the_answer_for_the_next_boundary(
+    tmp_path: Path,
+) -> None:
+    """The queue's own write (the delivery mark) fails on the disk: the boundary gets nothing,
+    the person a notice, and the answer goes out at the next boundary, marked once."""
+    gate = WriteGate()
+    session = tmp_path / "s.pas"
+    with gated_journal(gate):
+        async with open_runtime(
+            session=session,
+            settings=settings_file(tmp_path),
+            surface=RecordingSurface(),
+            cwd=tmp_path,
+        ) as rt:
+            rt.agent_started()  # busy: the answer waits for a boundary
+            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+            await trio.testing.wait_all_tasks_blocked()
+            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+            await trio.testing.wait_all_tasks_blocked()
+            gate.fail_next("ask:background-answer", InjectedDiskError(errno.EIO, "disk"))
+            assert await rt.turn_boundary() == []
+            assert gate.failed_types == ["ask:background-answer"]
+            assert "A write to the session file failed" in rt.notices.receive_nowait()
+            messages = await rt.turn_boundary()
+            assert len(messages) == 1
+            assert await rt.turn_boundary() == []
+    assert branch_types(session).count("ask:background-answer") == 1
+
+
 async def test_an_outer_cancellation_keeps_the_latest_draft(tmp_path: Path) -> None:
     session = tmp_path / "s.pas"
     settings = settings_file(tmp_path)

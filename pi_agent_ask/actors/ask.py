@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import trio
 
 from pi_agent_ask import events as ev
@@ -40,6 +41,12 @@ from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AskResult, fallback_result, invalid_result
 from pi_agent_ask.form.validate import schema_error_text, validate_bounded_params
 from pi_agent_ask.persistence import journal as jr
+
+ANSWER_NOT_SAVED_TEXT = (
+    "The answer could not be saved to the session file ({error}); the question stays open "
+    "with what you entered: submit it again."
+)
+"""The notice of a background answer whose write failed on the disk (``OSError``)."""
 
 OnChange = Callable[[fs.FormState], Awaitable[None]]
 
@@ -303,6 +310,15 @@ async def run_background_form(
                 outcome = candidate
     except (StaleBranch, PersistenceClosedError, WriteRefused):
         outcome = None
+    except OSError as error:
+        # The disk failed: nothing of the write is on the branch (a failed frame is rolled
+        # back), so nothing happened. The form stays pending with everything the person
+        # entered (shown again, answerable), and they hear of it; no answer is invented.
+        outcome = None
+        rt.notice(ANSWER_NOT_SAVED_TEXT.format(error=error))
     finally:
         close_inbox(inbox)
+        if outcome is None and latest.outcome is not None:
+            # An answer that was not recorded did not happen: the form reopens with it.
+            latest = attrs.evolve(latest, outcome=None)
         await rt.tell_queue(q.FormStopped(request.request_id, epoch, latest, outcome))

@@ -5,8 +5,9 @@ module only receives messages, runs ``reduce``, performs the effects in order an
 new state once they succeeded:
 
 - a transition's journal write is its first effect; when it fails (``StaleBranch``: the branch
-  was revoked by a session change under way, whose ``Restore`` rebuilds everything; or
-  ``PersistenceClosedError``: disposal) the state stays as it was and ``Unrecorded`` tells
+  was revoked by a session change under way, whose ``Restore`` rebuilds everything;
+  ``PersistenceClosedError``: disposal; ``WriteRefused``; ``OSError``: the disk, which is also
+  a notice for the person) the state stays as it was and ``Unrecorded`` tells
   the caller; the transitions it continues into still run (they never depend on it);
 - delivery marks are written shielded: once a mark may be on the branch, its message must go
   out, and it does with no checkpoint in between (a wake's ``send_nowait``, the boundary's
@@ -20,6 +21,7 @@ buffer is unbounded (the host may be busy for a long time; a wake must never sta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Protocol
 
@@ -136,8 +138,20 @@ class _LiveForm:
     commands: trio.MemorySendChannel[FormInput]
 
 
-# A refused write (an entry that cannot be stored) is as unrecorded as a revoked branch's.
-_JOURNAL_ERRORS = (StaleBranch, PersistenceClosedError, WriteRefused)
+# A refused write (an entry that cannot be stored) is as unrecorded as a revoked branch's, and
+# so is a failed disk write (``OSError``: the persistence actor rolls the frame back).
+_JOURNAL_ERRORS = (StaleBranch, PersistenceClosedError, WriteRefused, OSError)
+
+WRITE_FAILED_TEXT = (
+    "A write to the session file failed ({error}); nothing the person entered is lost "
+    "(questions stay pending, answers wait for delivery) and later writes are retried."
+)
+"""The notice of the queue's first failed disk write after a success (one per failing run,
+not one per coalesced draft write)."""
+
+
+def _no_notice(_text: str) -> None:
+    pass
 
 
 @attrs.define(eq=False)
@@ -153,6 +167,9 @@ class QueueActor:
     surface_ready: bool = True
     idle: bool = True
     """Whether the agent starts idle (``open_runtime(agent_idle=)``)."""
+    notice: Callable[[str], None] = _no_notice
+    """Tells the person of a failed disk write (the runtime's ``notice``); never blocks."""
+    _disk_failing: bool = attrs.field(default=False, init=False)
     state: QueueState = attrs.field(init=False)
     _live: _LiveForm | None = None
     _nursery: trio.Nursery | None = None
@@ -189,9 +206,12 @@ class QueueActor:
             candidate, effects = reduce(self.state, message)
             try:
                 follow = await self._perform(effects)
-            except _JOURNAL_ERRORS:
+            except _JOURNAL_ERRORS as error:
                 # Nothing of this transition can be recorded, so none of it happened. The
                 # transitions still to come do not depend on it (rule 2): they go on.
+                if isinstance(error, OSError) and not self._disk_failing:
+                    self._disk_failing = True
+                    self.notice(WRITE_FAILED_TEXT.format(error=error))
                 self._commit_effects(Unrecorded(message))
                 continue
             except BaseException:
@@ -219,6 +239,7 @@ class QueueActor:
             match effect:
                 case Append(entries=entries):
                     await self.journal.append_many(list(entries))
+                    self._disk_failing = False
                 case MarkDelivered(entries=entries):
                     # Shielded: a cancellation during the write (disposal, say) would leave a
                     # mark for a message nobody received, and the rebuild trusts the mark. Not
@@ -226,6 +247,7 @@ class QueueActor:
                     # closes the reply channel when it ends.
                     with trio.CancelScope(shield=True):
                         await self.journal.append_many(list(entries))
+                    self._disk_failing = False
                 case Continue(message=message):
                     follow.append(message)
                 case _:

@@ -277,6 +277,10 @@ async def open_runtime(
     async with trio.open_nursery() as nursery:
         journal = await SessionJournal.start(nursery, session_file)
         runtime: Runtime | None = None
+        # The queue and notification actors (and the background forms in the queue's nursery)
+        # run shielded from outer cancellation until disposal has quiesced: a host that cancels
+        # the block still gets its drafts saved (bounded by the teardown timeout).
+        actors = (trio.CancelScope(shield=True), trio.CancelScope(shield=True))
         try:
             writer = BranchWriter(journal)
             opened = trio.Event()
@@ -288,8 +292,10 @@ async def open_runtime(
             activity_tx, activity_rx = trio.open_memory_channel[bool](float("inf"))
             notify_tx, notify_rx = trio.open_memory_channel[Notify](0)
             queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-            await nursery.start(
-                functools.partial(run_notifications, notify_rx, write_terminal=write_terminal)
+            await _start_shielded(
+                nursery,
+                actors[0],
+                functools.partial(run_notifications, notify_rx, write_terminal=write_terminal),
             )
             runtime = Runtime(
                 mode=mode,
@@ -319,8 +325,11 @@ async def open_runtime(
                 tui=mode == "tui",
                 surface_ready=False,
                 idle=agent_idle,
+                notice=runtime.notice,
             )
-            await nursery.start(actor.run, queue_rx, queue_tx.clone())
+            await _start_shielded(
+                nursery, actors[1], functools.partial(actor.run, queue_rx, queue_tx.clone())
+            )
             nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
             events.on(ev.SUBMIT, runtime._on_submit)
             if screen is not None:
@@ -335,15 +344,41 @@ async def open_runtime(
             nursery.start_soon(_open_surface, opened, queue_tx.clone())
             yield runtime
         finally:
-            # Orderly disposal: drafts reach the session file before the actors go, and the
+            # Orderly disposal: drafts reach the session file before the actors go (the queue
+            # is shielded until here, so also under an outer cancellation), and the
             # persistence actor (shielded from outer cancellation, so cleanups of cancelled
             # calls can still record their outcomes) is closed last: also when starting up
             # failed, so a failed open never leaves it running.
             if runtime is not None:
                 await runtime.quiesce()
                 runtime._disposed = True
+            for scope in actors:
+                scope.cancel()
             nursery.cancel_scope.cancel()
             journal.close()
+
+
+async def _start_shielded(
+    nursery: trio.Nursery, scope: trio.CancelScope, run: Callable[..., Awaitable[None]]
+) -> None:
+    """Start an actor inside ``scope`` (shielded; disposal cancels it).
+
+    The start itself is shielded too: under a cancelled caller, ``nursery.start`` would leave
+    the started task in its temporary nursery and wait for it to end, which a shielded actor
+    never does. The actors start at once (they only open a nursery), so this is bounded."""
+    with trio.CancelScope(shield=True):
+        await nursery.start(_shielded, scope, run)
+
+
+async def _shielded(
+    scope: trio.CancelScope,
+    run: Callable[..., Awaitable[None]],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run an actor inside ``scope``."""
+    with scope:
+        await run(task_status=task_status)
 
 
 async def _supervise_terminal(
