@@ -168,3 +168,21 @@ def test_a_draft_of_an_unknown_request_or_an_old_epoch_changes_nothing() -> None
         after, effects = _reduce(state, message)
         assert effects == []
         assert after.stats() == state.stats()
+
+
+def test_an_interrupted_form_writes_the_draft_it_stopped_with() -> None:
+    state, _, form = _queued()
+    typed = attrs.evolve(form, drafts=(Draft(selected=(1,), note="typed"),))
+    _, effects = _reduce(state, qs.FormStopped("r1", state.epoch, typed, None))
+    appends = [e for e in effects if isinstance(e, qs.Append)]
+    assert appends == [
+        qs.Append((("ask:draft", {"requestId": "r1", "form": fs.state_to_json(typed)}),))
+    ]
+
+
+def test_a_form_stop_of_an_old_epoch_records_nothing() -> None:
+    state, _, form = _queued()
+    outcome = Outcome("r1", error="the surface broke")
+    after, _ = _reduce(state, qs.FormStopped("r1", state.epoch - 1, form, outcome))
+    assert after.stats().completed == ()
+    assert after.stats().pending == ("r1",)
