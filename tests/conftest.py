@@ -25,6 +25,13 @@ settings.register_profile(
     print_blob=True,
 )
 settings.register_profile("dev", max_examples=50, deadline=None, phases=PHASES, print_blob=True)
+# `mutate`: for mutmut, where a failure only has to be seen, not shrunk (a shrink of a stateful
+# run can take minutes per killed mutant).
+settings.register_profile(
+    "mutate",
+    parent=settings.get_profile("ci"),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 TRIO_TEST_DEADLINE = float(os.environ.get("PI_AGENT_ASK_TEST_DEADLINE", "120"))
