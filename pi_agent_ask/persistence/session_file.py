@@ -971,21 +971,7 @@ class SessionFile:
             payload = entries[0].to_cbor() if len(entries) == 1 else _batch_payload(entries)
             plain = len(payload)
             slots = [-1] if len(entries) == 1 else range(len(entries))
-        if max(plain, len(payload)) > MAX_FRAME_BYTES:
-            size = max(plain, len(payload))
-            raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
-        parents = self._index.check_links([(e.id, e.parent_id) for e in entries])
-        if self._memory is not None:
-            offset = len(self._memory)
-            self._memory.append(payload)
-        else:
-            offset = self._write_frame(payload)
-        first = len(self._index)
-        for entry, parent_index, slot in zip(entries, parents, slots, strict=True):
-            self._index.add(entry.id, parent_index, offset, len(payload), slot)
-        self._index.leaf = len(self._index) - 1
-        self._follow(entries, first, under_leaf)
-        self._maybe_checkpoint()
+        self._store_frame(entries, payload, plain, slots, under_leaf=under_leaf)
         return tuple(entries)
 
     def append_chains(
@@ -1086,6 +1072,19 @@ class SessionFile:
     def _write_entries(self, entries: list[Entry], encoded: list[bytes]) -> None:
         """Write one entries frame (a chain under the current leaf) and index it."""
         payload, plain = codec.entries_payload(encoded)
+        self._store_frame(entries, payload, plain, range(len(entries)), under_leaf=True)
+
+    def _store_frame(
+        self,
+        entries: Sequence[Entry],
+        payload: bytes,
+        plain: int,
+        slots: Sequence[int],
+        *,
+        under_leaf: bool,
+    ) -> None:
+        """Write one frame holding ``entries`` (``slots``: each entry's place in it, -1 for a
+        frame of one bare entry), index them and make the last the leaf."""
         if max(plain, len(payload)) > MAX_FRAME_BYTES:
             size = max(plain, len(payload))
             raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
@@ -1096,10 +1095,10 @@ class SessionFile:
         else:
             offset = self._write_frame(payload)
         first = len(self._index)
-        for slot, (entry, parent_index) in enumerate(zip(entries, parents, strict=True)):
+        for entry, parent_index, slot in zip(entries, parents, slots, strict=True):
             self._index.add(entry.id, parent_index, offset, len(payload), slot)
         self._index.leaf = len(self._index) - 1
-        self._follow(entries, first, True)
+        self._follow(entries, first, under_leaf)
         self._maybe_checkpoint()
 
     def move_leaf(self, entry_id: str | None) -> None:
