@@ -19,21 +19,9 @@ from pi_agent_ask.actors import wait_state as ws
 from pi_agent_ask.actors.core import BranchWriter, RuntimeCore
 from pi_agent_ask.actors.errors import ToolError, ToolInterrupted
 from pi_agent_ask.actors.records import StaleBranch
-from pi_agent_ask.form.text import (
-    WAIT_BUSY_TEXT,
-    WAIT_HIDDEN_TEXT,
-    WAIT_INTERRUPTED_TEXT,
-    WAIT_NON_TUI_TEXT,
-)
 from pi_agent_ask.persistence import journal as jr
 
-__all__ = [
-    "WAIT_BUSY_TEXT",
-    "WAIT_HIDDEN_TEXT",
-    "WAIT_INTERRUPTED_TEXT",
-    "WAIT_NON_TUI_TEXT",
-    "wait_for_answers",
-]
+__all__ = ["wait_for_answers"]
 
 
 async def wait_for_answers(
