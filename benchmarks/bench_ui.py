@@ -17,6 +17,7 @@ Run with ``python -m benchmarks ui``. Prints; asserts nothing.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -139,12 +140,10 @@ def screen_drawer(state: fs.FormState) -> Callable[[], object]:
     app: Application[Any] = Application(
         layout=Layout(container), input=DummyInput(), output=DummyOutput()
     )
-    snapshots = (state, attrs.evolve(state))
-    turn = [0]
+    snapshots = itertools.cycle((state, attrs.evolve(state)))
 
     def draw() -> object:
-        turn[0] ^= 1
-        controller.state = snapshots[turn[0]]
+        controller.state = next(snapshots)
         with set_app(app):
             screen = Screen()
             container.write_to_screen(
