@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from pi_agent_ask.heap import collector_paused, frozen_start
+
 EXIT_OK = 0
 EXIT_CANCELLED = 1
 EXIT_INVALID = 2
@@ -259,48 +261,9 @@ def terminal_restored_on_signals(tty: Any) -> Iterator[None]:
 # -- ask ----------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while ``ask`` imports what a form needs, and what
-    the imports made frozen (``gc.freeze``) before it runs again.
-
-    Those imports create tens of thousands of objects that live as long as the process, and
-    almost no garbage. Left on, the collector ran about 135 times during them (one of them a
-    full pass over everything) and found next to nothing; merely paused, it would walk them
-    all when it runs again. Frozen, they are out of its way (until :func:`_frozen_start` thaws
-    them). A caller that had turned the collector off keeps it off, and nothing is frozen.
-    """
-    import gc
-
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
-
-
-@contextlib.contextmanager
-def _frozen_start() -> Iterator[None]:
-    """Around a whole ``ask``: the objects :func:`_collector_paused` froze are handed back to
-    the collector at the end (a program calling the command in its own process keeps a
-    collector that sees everything). Objects someone else froze first stay as they were."""
-    import gc
-
-    thaw = gc.get_freeze_count() == 0
-    try:
-        yield
-    finally:
-        if thaw:
-            gc.unfreeze()
-
-
 def _open_terminal() -> tuple[Any, Any, list[Any]] | None:
     """prompt_toolkit input/output on the controlling terminal, or None without one."""
-    with _collector_paused():  # these imports are most of prompt_toolkit
+    with collector_paused():  # these imports are most of prompt_toolkit
         from prompt_toolkit.input import create_input
         from prompt_toolkit.output import create_output
 
@@ -326,7 +289,7 @@ def _ask_session(args: argparse.Namespace) -> Path | None:
 
 def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        with _frozen_start():
+        with frozen_start():
             return _cmd_ask(args, stdin, stdout, stderr)
     except KeyboardInterrupt:
         # Ctrl+C before the form took the terminal (while starting): no traceback.
@@ -335,7 +298,7 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
 
 
 def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    with _collector_paused():
+    with collector_paused():
         import trio
 
     try:
@@ -350,7 +313,7 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
         if terminal is None:
             code, result = trio.run(_ask_without_terminal, arguments, args)
         else:
-            with _collector_paused():
+            with collector_paused():
                 from pi_agent_ask.ui.commands import run_ask
 
             tty_input, tty_output, files = terminal

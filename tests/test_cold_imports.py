@@ -125,7 +125,7 @@ def test_ask_imports_only_what_the_form_needs_before_its_first_frame(tmp_path: P
 @pytest.fixture
 def thawed() -> Iterator[None]:
     """No object frozen when the test starts: an earlier test in this worker may have drawn a
-    terminal frame, whose heap settling (``ui/heap.py``) freezes what survives it."""
+    terminal frame, whose heap settling (``pi_agent_ask/heap.py``) freezes what survives it."""
     gc.unfreeze()
     yield
     gc.unfreeze()
@@ -133,11 +133,11 @@ def thawed() -> Iterator[None]:
 
 @pytest.mark.usefixtures("thawed")
 def test_the_collector_is_paused_for_the_imports_and_sees_everything_again_after_ask() -> None:
-    from pi_agent_ask import cli
+    from pi_agent_ask import heap
 
     assert gc.isenabled() and gc.get_freeze_count() == 0
-    with cli._frozen_start():
-        with cli._collector_paused():
+    with heap.frozen_start():
+        with heap.collector_paused():
             assert not gc.isenabled()
             made = [[] for _ in range(1000)]  # what an import leaves behind
         assert gc.isenabled()
@@ -148,11 +148,11 @@ def test_the_collector_is_paused_for_the_imports_and_sees_everything_again_after
 
 @pytest.mark.usefixtures("thawed")
 def test_a_caller_that_turned_the_collector_off_keeps_it_off() -> None:
-    from pi_agent_ask import cli
+    from pi_agent_ask import heap
 
     gc.disable()
     try:
-        with cli._frozen_start(), cli._collector_paused():
+        with heap.frozen_start(), heap.collector_paused():
             pass
         assert not gc.isenabled()
         assert gc.get_freeze_count() == 0

@@ -110,7 +110,8 @@ class Harness:
             assert writes in ([], [0]), effects
             if writes and self.fail_armed:
                 self.fail_armed = False
-                undo, undo_effects = qs.reduce(self.state, qs.Unrecorded(current))
+                failure = OSError(5, "injected")
+                undo, undo_effects = qs.reduce(self.state, qs.Unrecorded(current, failure))
                 for effect in undo_effects:
                     assert not isinstance(effect, (*qs.WRITES, qs.Continue)), effect
                     self._perform(effect, [])
@@ -349,6 +350,38 @@ class QueueMachine(RuleBasedStateMachine):
         if self.wait is not None and not self.wait.answered:
             self.wait.members.append(rid)
         assert box.values == [sum(1 for i in self.items if i.outcome is None)]
+        self._schedule()
+
+    @rule(fail=st.booleans())
+    def enqueue_recorded(self, fail: bool) -> None:
+        """An enqueue that writes the request's entries and its receipt itself."""
+        rid = f"r{self._next()}"
+        request = AskRequest(rid, _PARAMS, background=True, created_at="t")
+        box = Box()
+        recording = qs.Recording(
+            (("ask:queued", {"requestId": rid}),),
+            lambda pending: ("tool-result", {"requestId": rid, "pending": pending}),
+            FakeJournal(),
+        )
+        written = len(self.h.journal)
+        self._arm(fail)
+        self.h.send(qs.Enqueue(request, _FORM, box, recording))
+        if not self._write():
+            # Nothing enqueued, nothing written; the caller hears the error.
+            assert len(box.values) == 1 and isinstance(box.values[0], OSError) and box.closed
+            assert len(self.h.journal) == written
+            assert rid not in self.h.state.items
+            return
+        self.items.append(MItem(rid, self.seq))
+        self.seq += 1
+        if self.wait is not None and not self.wait.answered:
+            self.wait.members.append(rid)
+        pending = sum(1 for i in self.items if i.outcome is None)
+        assert box.values == [pending]
+        assert self.h.journal[written : written + 2] == [
+            ("ask:queued", {"requestId": rid}),
+            ("tool-result", {"requestId": rid, "pending": pending}),
+        ]
         self._schedule()
 
     @precondition(lambda self: len(self.claims) < 2)

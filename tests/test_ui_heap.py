@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from pi_agent_ask.ui.heap import settle_heap
+from pi_agent_ask.heap import settle_heap
 from pi_agent_ask.ui.testing import asking
 
 QUESTION = {

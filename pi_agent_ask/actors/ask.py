@@ -14,6 +14,7 @@ announced or returned (``outcomes.py``).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -132,18 +133,37 @@ async def _background(
     entries: list[tuple[str, Mapping[str, Any]]],
     call: PendingCall,
 ) -> dict[str, Any]:
-    """Journal and queue the request; the receipt says how many are pending."""
+    """Journal and queue the request; the receipt says how many are pending.
+
+    The queue writes the request's entries and the call's result (the receipt) in the
+    transition that enqueues it: one write, and the receipt's pending count is the queue's.
+    """
     entries.append((jr.QUEUED, jr.queued_entry(request)))
     form = fs.new_form(request.params, rt.config.form_settings, background=True)
+    question_ids = [question.id for question in request.params.questions]
+    background_only = rt.config.background_only
+
+    @functools.cache
+    def receipt(pending: int) -> dict[str, Any]:
+        return texts.receipt_tool_result(
+            request.request_id, question_ids, pending, background_only=background_only
+        )
+
+    def result_entry(pending: int) -> tuple[str, Mapping[str, Any]]:
+        return (
+            jr.TOOL_RESULT,
+            jr.tool_result_entry(call.tool_call_id, "ask_user", receipt(pending)),
+        )
+
+    recording = q.Recording((*call.unwritten(), *entries), result_entry, writer)
     with trio.CancelScope(shield=True):
-        await call.append_with(writer, entries)
-        pending: int = await rt._ask_queue(lambda reply: q.Enqueue(request, form, reply))
-    return texts.receipt_tool_result(
-        request.request_id,
-        [question.id for question in request.params.questions],
-        pending,
-        background_only=rt.config.background_only,
-    )
+        pending: int | Exception = await rt._ask_queue(
+            lambda reply: q.Enqueue(request, form, reply, recording)
+        )
+    if isinstance(pending, Exception):
+        raise pending
+    call.written = call.result_written = True
+    return receipt(pending)
 
 
 async def _foreground(rt: RuntimeCore, writer: BranchWriter, request: AskRequest) -> dict[str, Any]:
@@ -220,7 +240,12 @@ async def host_form(
     on_change: OnChange | None,
 ) -> fs.FormState:
     """Open a form: announce it, notify once, and run it until it has an outcome."""
-    await rt._opened.wait()
+    if rt._opened.is_set():
+        # Cancelled before it started: no ``started`` event (and no pass through the scheduler
+        # per form, which ``wait`` on a set event would cost).
+        await trio.lowlevel.checkpoint_if_cancelled()
+    else:
+        await rt._opened.wait()
     started: dict[str, Any] = {
         "version": 1,
         "flowId": request.flow_id,

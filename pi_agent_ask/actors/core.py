@@ -91,6 +91,13 @@ class PendingCall:
 
     entry: tuple[str, Mapping[str, Any]]
     written: bool = False
+    result_written: bool = False
+    """Its result is on the branch too (a background ``ask_user``: the queue wrote both)."""
+
+    @property
+    def tool_call_id(self) -> str | None:
+        tool_call_id: str | None = self.entry[1].get("toolCallId")
+        return tool_call_id
 
     def unwritten(self) -> list[tuple[str, Mapping[str, Any]]]:
         """The entry, if it still has to go first in the next chain of this call."""
@@ -185,19 +192,19 @@ class RuntimeCore:
             trio.move_on_after(TEARDOWN_TIMEOUT),
             suppress(trio.BrokenResourceError, trio.ClosedResourceError),
         ):
-            await self._queue_tx.send(message)
+            await hand_over(self._queue_tx, message)
 
     async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
         send, receive = trio.open_memory_channel[_R](1)
         await hand_over(self._queue_tx, make(send))
-        async with receive:
+        with receive:  # a plain close: ``aclose`` would add a pass through the scheduler
             return await receive.receive()
 
     async def _ask_queue_done(self, make: Callable[[ReplyTo[None]], q.QueueMessage]) -> None:
         """Ask the queue for something it only acknowledges (``None``)."""
         send, receive = trio.open_memory_channel[None](1)
         await hand_over(self._queue_tx, make(send))
-        async with receive:
+        with receive:
             await receive.receive()
 
     async def _find_flow(self, flow_id: str) -> trio.MemorySendChannel[FormInput] | None:

@@ -119,6 +119,7 @@ async def _call_tool(
                 result = await ask_user(
                     rt, writer, arguments, tool_call_id, parent_tool_call_id, pending
                 )
+                recorded = pending.result_written
             elif name == "wait_for_answers":
                 from pi_agent_ask.actors.wait import wait_for_answers  # not needed before
 
@@ -155,10 +156,7 @@ async def _call_tool(
                 await writer.append_many(
                     [
                         *pending.unwritten(),
-                        (
-                            jr.TOOL_RESULT,
-                            {"toolCallId": tool_call_id, "name": name, "result": entry},
-                        ),
+                        (jr.TOOL_RESULT, jr.tool_result_entry(tool_call_id, name, entry)),
                     ]
                 )
     return result

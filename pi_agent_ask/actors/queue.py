@@ -58,6 +58,7 @@ from pi_agent_ask.actors.queue_state import (
     QueueState,
     QueueStats,
     Quiesce,
+    Recording,
     ReleaseSurface,
     Reply,
     ReplyCommands,
@@ -101,6 +102,7 @@ __all__ = [
     "QueueMessage",
     "QueueStats",
     "Quiesce",
+    "Recording",
     "ReleaseSurface",
     "Restore",
     "RestoredItem",
@@ -212,7 +214,7 @@ class QueueActor:
                 if isinstance(error, OSError) and not self._disk_failing:
                     self._disk_failing = True
                     self.notice(WRITE_FAILED_TEXT.format(error=error))
-                self._commit_effects(Unrecorded(message))
+                self._commit_effects(Unrecorded(message, error))
                 continue
             except BaseException:
                 # The queue is ending (a bug, or cancellation): a caller waiting for this
@@ -237,8 +239,8 @@ class QueueActor:
         follow: list[QueueMessage] = []
         for effect in effects:
             match effect:
-                case Append(entries=entries):
-                    await self.journal.append_many(list(entries))
+                case Append(entries=entries, through=through):
+                    await (through or self.journal).append_many(list(entries))
                     self._disk_failing = False
                 case MarkDelivered(entries=entries):
                     # Shielded: a cancellation during the write (disposal, say) would leave a

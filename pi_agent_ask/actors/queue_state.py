@@ -51,7 +51,7 @@ the shell only ever keeps its current state and one candidate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import attrs
@@ -62,7 +62,7 @@ from pi_agent_ask.form import text as texts
 
 Json = dict[str, Any]
 WaitReason = Literal["hidden", "user_message", "mode_changed"]
-Entry = tuple[str, Json]
+Entry = tuple[str, Mapping[str, Any]]
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -107,10 +107,29 @@ class JournalHandle(Protocol):
 
 
 @attrs.frozen
+class Recording:
+    """A request's entries that the queue writes itself, in the transition that enqueues it,
+    followed by the call's tool result: the receipt, which names the pending count that only
+    this transition knows. One write instead of two, and no window in which the request is on
+    the branch without its result. ``writer`` is the calling branch's (revoked when the session
+    changes: then nothing is written or enqueued)."""
+
+    entries: tuple[Entry, ...]
+    result_entry: Callable[[int], Entry]
+    """The call's tool-result entry for a pending count (pure: the caller returns the result
+    it holds for the count it is told)."""
+    writer: JournalHandle
+
+
+@attrs.frozen
 class Enqueue:
+    """Queue a background request. The reply is the pending count after it; with a
+    ``recording`` whose write failed, the error instead (nothing was enqueued)."""
+
     request: AskRequest
     form: fs.FormState
-    reply: ReplyTo[int]
+    reply: ReplyTo[int | Exception]
+    recording: Recording | None = None
 
 
 @attrs.frozen
@@ -283,6 +302,8 @@ class Unrecorded:
     ended): none of it happened. Its caller hears so."""
 
     message: QueueMessage
+    error: Exception | None = None
+    """The write's error, for a caller that hears it (``Enqueue`` with a recording)."""
 
 
 QueueMessage = (
@@ -349,9 +370,11 @@ class QueueStats:
 
 @attrs.frozen
 class Append:
-    """Journal ``entries`` (one write). Fails with the journal's errors: the transition is void."""
+    """Journal ``entries`` (one write). Fails with the journal's errors: the transition is void.
+    ``through`` a caller's branch writer when given, else the queue's own."""
 
     entries: tuple[Entry, ...]
+    through: JournalHandle | None = None
 
 
 @attrs.frozen
@@ -777,8 +800,8 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
         case SurfaceReady():
             step.set(surface_ready=True)
             _schedule(step)
-        case Unrecorded(message=failed):
-            _unrecorded(step, failed)
+        case Unrecorded(message=failed, error=error):
+            _unrecorded(step, failed, error)
         case Quiesce(reply=reply):
             step.set(held=True, quiesce_replies=(*step.s.quiesce_replies, reply))
             active = step.s.active
@@ -821,6 +844,12 @@ def _enqueue(step: _Step, message: Enqueue) -> None:
     request = message.request
     s = step.s
     rid = request.request_id
+    recording = message.recording
+    if recording is not None:
+        # The count this transition ends with: the request below joins unless already queued.
+        pending = s.pending_count + (rid not in s.items)
+        entries = (*recording.entries, recording.result_entry(pending))
+        step.emit(Append(entries, through=recording.writer))
     if rid not in s.items:
         wait = s.wait
         joins = wait is not None and not wait.answered
@@ -1164,10 +1193,13 @@ def _restore(step: _Step, message: Restore) -> None:
     step.later(TryWake(message.reply))
 
 
-def _unrecorded(step: _Step, message: QueueMessage) -> None:
-    """The reply to a message whose journal write failed: nothing was shown, hidden or
-    delivered. Other callers see their reply channel closed."""
+def _unrecorded(step: _Step, message: QueueMessage, error: Exception | None = None) -> None:
+    """The reply to a message whose journal write failed: nothing was shown, hidden,
+    delivered or enqueued. Other callers see their reply channel closed."""
     match message:
+        case Enqueue(recording=Recording(), reply=reply) if error is not None:
+            step.emit(Reply(reply, error))
+            step.emit(CloseReply(reply))
         case Defer(reply=reply) | Show(reply=reply):
             step.emit(Reply(reply, None))
             step.emit(CloseReply(reply))

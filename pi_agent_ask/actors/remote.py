@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.core import RuntimeCore
+from pi_agent_ask.actors.core import RuntimeCore, hand_over
 from pi_agent_ask.actors.form import FLOW_NOT_ACTIVE, RemoteResponse
 from pi_agent_ask.form import untrusted
 
@@ -41,8 +41,8 @@ async def handle_submit(rt: RuntimeCore, payload: Any) -> None:
     replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
     try:
         with target:
-            await target.send(RemoteResponse(dict(payload["response"]), replies))
-        async with reply:
+            await hand_over(target, RemoteResponse(dict(payload["response"]), replies))
+        with reply:
             answer = await reply.receive()
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
         answer = FLOW_NOT_ACTIVE

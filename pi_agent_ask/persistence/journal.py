@@ -66,6 +66,11 @@ def presented_types(params: AskParams) -> list[QuestionType]:
     return [question.effective_type for question in params.questions]
 
 
+def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[str, Any]:
+    """The data of a ``tool-result`` entry: the result a tool call returned."""
+    return {"toolCallId": tool_call_id, "name": name, "result": result}
+
+
 def payload_entry(params: AskParams, tool_call_id: str | None, timestamp: str) -> dict[str, Any]:
     return {
         "version": 1,
