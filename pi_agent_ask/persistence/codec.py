@@ -243,23 +243,43 @@ def encode_entries(
 
 def encode_entry(fields: EntryFields) -> bytes:
     """The CBOR of one entry's 5-element array, as it sits in an entries frame. ``TypeError``
-    when the data holds something CBOR cannot encode."""
+    when the data holds something CBOR cannot encode, ``ValueError`` when a reader could not
+    decode it (``check_readable``)."""
     entry_id, parent, kind, timestamp, data = fields
-    try:
-        return cbor2.dumps([encode_id(entry_id), encode_id(parent), kind, timestamp, data])
-    except cbor2.CBOREncodeError as exc:
-        raise TypeError(f"entry data cannot be stored: {exc}") from exc
+    return encode_stored(encode_id(entry_id), encode_id(parent), kind, timestamp, data)
 
 
 def encode_stored(
     key: bytes | str, parent: bytes | str | None, kind: str, timestamp: float, data: Any
 ) -> bytes:
-    """``encode_entry`` for ids already in their stored form (``encode_id``). ``TypeError``
-    when the data holds something CBOR cannot encode."""
+    """``encode_entry`` for ids already in their stored form (``encode_id``)."""
     try:
-        return cbor2.dumps([key, parent, kind, timestamp, data])
+        item = cbor2.dumps([key, parent, kind, timestamp, data])
     except cbor2.CBOREncodeError as exc:
         raise TypeError(f"entry data cannot be stored: {exc}") from exc
+    check_readable(item)
+    return item
+
+
+MAX_NESTING: Final = 390
+"""Containers (and tags) an entry may nest, well inside the 400 levels a CBOR reader decodes
+(cbor2's limit), with room for the frame's array around the entry."""
+# The head bytes of arrays, maps and tags: an item holding fewer of these bytes than
+# ``MAX_NESTING`` cannot nest that deep (text and byte strings may hold such bytes too, so
+# more of them only means the item is decoded to be sure).
+_NOT_NESTING: Final = bytes(b for b in range(256) if not 0x80 <= b <= 0xDB)
+
+
+def check_readable(item: bytes) -> None:
+    """``ValueError`` unless one entry's CBOR decodes as a reader decodes it: an entry nested
+    deeper than a reader follows would make its frame, and every frame after it, unreadable.
+    O(1) per byte; the item is decoded only when it holds many container heads."""
+    if len(item) < MAX_NESTING or len(item.translate(None, _NOT_NESTING)) < MAX_NESTING:
+        return
+    try:
+        cbor2.loads(b"\x81" + item)  # as the smallest frame holds it
+    except Exception as exc:  # cbor2 raises several unrelated types
+        raise ValueError(f"entry data is nested too deeply to be read back: {exc}") from exc
 
 
 def decode_entry_data(item: bytes) -> Any:

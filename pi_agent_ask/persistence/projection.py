@@ -37,7 +37,7 @@ import attrs
 
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.session_file import Entry, Loc
-from pi_agent_ask.persistence.stored_questions import stored_questions
+from pi_agent_ask.persistence.stored_questions import stored_question_count
 
 __all__ = [
     "JOURNAL",
@@ -51,23 +51,6 @@ __all__ = [
 
 Read = Callable[[int], Mapping[str, Any]]
 """The checked map of the checkpoint at a file offset (``ValueError`` when unusable)."""
-
-_READ: Final = frozenset(
-    {
-        je.ToolCall.TYPE,
-        je.ToolResult.TYPE,
-        je.Payload.TYPE,
-        je.HistoryRequest.TYPE,
-        je.HistoryCompleted.TYPE,
-        je.QueueCompleted.TYPE,
-        je.Queued.TYPE,
-        je.PendingDismissed.TYPE,
-        je.BackgroundAnswer.TYPE,
-        je.ResumeAnswer.TYPE,
-        je.Draft.TYPE,
-        je.Panel.TYPE,
-    }
-)
 
 
 @attrs.define
@@ -101,60 +84,88 @@ class JournalFold:
     # ---- folding -------------------------------------------------------------------------
 
     def step(self, entry: Entry, loc: Loc) -> None:
-        if entry.type not in _READ:
+        # One dict lookup by type, then the record and its handler (``_STEPS``); an entry
+        # type the journal does not read costs the lookup alone.
+        found = _STEPS.get(entry.type)
+        if found is not None:
+            parse, handle = found
+            handle(self, parse(entry.data), loc)
+
+    def _tool_call(self, call: je.ToolCall, loc: Loc) -> None:
+        if call.tool_call_id is not None and call.name == "ask_user":
+            self.calls.append((call.tool_call_id, loc))
+
+    def _tool_result(self, result: je.ToolResult, loc: Loc) -> None:
+        if result.tool_call_id is not None:
+            self._resolve(result.tool_call_id)
+        for request_id in result.delivered_ids():
+            self._deliver(request_id)
+
+    def _payload(self, payload: je.Payload, loc: Loc) -> None:
+        call_id = payload.source_entry_id
+        if (
+            call_id is not None
+            and payload.version == 1
+            and (call_id in self.payloads or any(c == call_id for c, _ in self.calls))
+        ):
+            self.payloads.setdefault(call_id, []).append(loc)
+
+    def _history_completed(self, completed: je.HistoryCompleted, loc: Loc) -> None:
+        request_id = completed.request_id
+        if request_id is None:
             return
-        match je.parse(entry):
-            case je.ToolCall(tool_call_id=str(call_id), name="ask_user"):
-                self.calls.append((call_id, loc))
-            case je.ToolResult() as result:
-                if result.tool_call_id is not None:
-                    self._resolve(result.tool_call_id)
-                for request_id in result.delivered_ids():
-                    self._deliver(request_id)
-            case je.Payload(source_entry_id=str(call_id), version=1):
-                if call_id in self.payloads or any(c == call_id for c, _ in self.calls):
-                    self.payloads.setdefault(call_id, []).append(loc)
-            case je.HistoryRequest() as request:
-                self._history_request(request, loc)
-            case je.HistoryCompleted(request_id=str(request_id)) as completed:
-                if completed.has_outcome:
-                    self.log.append(["c", request_id, loc[0], loc[1]])
-                if any(rid == request_id for rid, _ in self.call_requests.values()):
-                    self.completions[request_id] = loc
-            case je.Queued(request_id=request_id, tool_call_id=call_id):
-                if call_id is not None:
-                    self._resolve(call_id)
-                if request_id is not None and request_id not in self.requests:
-                    self.requests[request_id] = PendingRequest(loc)
-            case je.QueueCompleted(request_id=str(request_id)) as completed:
-                pending = self.requests.get(request_id)
-                if pending is not None and completed.has_outcome:
-                    pending.outcome = loc
-                    self._settle(request_id)
-            case je.BackgroundAnswer(request_id=str(request_id)):
-                self._deliver(request_id)
-            case je.Draft(request_id=str(request_id), form=form) if form is not None:
-                pending = self.requests.get(request_id)
-                if pending is not None:
-                    pending.draft = loc
-            case je.Panel(visible=visible):
-                self.panel_visible = visible
-            case je.PendingDismissed(tool_call_id=str(call_id)):
-                self._resolve(call_id, dismissed=True)
-            case je.ResumeAnswer(request_id=str(request_id)):
-                for call_id in [c for c in self.dismissed if self._request_of(c) == request_id]:
-                    del self.dismissed[call_id]
-                    self._forget_request(call_id)
-            case _:
-                pass
+        if completed.has_outcome:
+            self.log.append(["c", request_id, loc[0], loc[1]])
+        if any(rid == request_id for rid, _ in self.call_requests.values()):
+            self.completions[request_id] = loc
+
+    def _queued(self, queued: je.Queued, loc: Loc) -> None:
+        request_id, call_id = queued.request_id, queued.tool_call_id
+        if call_id is not None:
+            self._resolve(call_id)
+        if request_id is not None and request_id not in self.requests:
+            self.requests[request_id] = PendingRequest(loc)
+
+    def _queue_completed(self, completed: je.QueueCompleted, loc: Loc) -> None:
+        if completed.request_id is None:
+            return
+        pending = self.requests.get(completed.request_id)
+        if pending is not None and completed.has_outcome:
+            pending.outcome = loc
+            self._settle(completed.request_id)
+
+    def _background_answer(self, answer: je.BackgroundAnswer, loc: Loc) -> None:
+        if answer.request_id is not None:
+            self._deliver(answer.request_id)
+
+    def _draft(self, draft: je.Draft, loc: Loc) -> None:
+        if draft.request_id is not None and draft.form is not None:
+            pending = self.requests.get(draft.request_id)
+            if pending is not None:
+                pending.draft = loc
+
+    def _panel(self, panel: je.Panel, loc: Loc) -> None:
+        self.panel_visible = panel.visible
+
+    def _pending_dismissed(self, dismissed: je.PendingDismissed, loc: Loc) -> None:
+        if dismissed.tool_call_id is not None:
+            self._resolve(dismissed.tool_call_id, dismissed=True)
+
+    def _resume_answer(self, answer: je.ResumeAnswer, loc: Loc) -> None:
+        request_id = answer.request_id
+        if request_id is None:
+            return
+        for call_id in [c for c in self.dismissed if self._request_of(c) == request_id]:
+            del self.dismissed[call_id]
+            self._forget_request(call_id)
 
     def _history_request(self, request: je.HistoryRequest, loc: Loc) -> None:
         request_id = request.request_id
         if request_id is None:
             return
-        questions = stored_questions(request_id, request.questions)
-        if questions is not None:
-            self.log.append(["q", request_id, loc[0], loc[1], len(questions)])
+        count = stored_question_count(request_id, request.questions)
+        if count is not None:
+            self.log.append(["q", request_id, loc[0], loc[1], count])
         call_id = request.tool_call_id
         if call_id is not None and (
             call_id in self.dismissed or any(c == call_id for c, _ in self.calls)
@@ -206,6 +217,24 @@ class JournalFold:
             "completions": [[rid, list(loc)] for rid, loc in self.completions.items()],
             "dismissed": list(self.dismissed),
         }
+
+
+_STEPS: Final[dict[str, tuple[Callable[[Any], Any], Callable[[JournalFold, Any, Loc], None]]]] = {
+    je.ToolCall.TYPE: (je.ToolCall.from_data, JournalFold._tool_call),
+    je.ToolResult.TYPE: (je.ToolResult.from_data, JournalFold._tool_result),
+    je.Payload.TYPE: (je.Payload.from_data, JournalFold._payload),
+    je.HistoryRequest.TYPE: (je.HistoryRequest.from_data, JournalFold._history_request),
+    je.HistoryCompleted.TYPE: (je.HistoryCompleted.from_data, JournalFold._history_completed),
+    je.QueueCompleted.TYPE: (je.QueueCompleted.from_data, JournalFold._queue_completed),
+    je.Queued.TYPE: (je.Queued.from_data, JournalFold._queued),
+    je.PendingDismissed.TYPE: (je.PendingDismissed.from_data, JournalFold._pending_dismissed),
+    je.BackgroundAnswer.TYPE: (je.BackgroundAnswer.from_data, JournalFold._background_answer),
+    je.ResumeAnswer.TYPE: (je.ResumeAnswer.from_data, JournalFold._resume_answer),
+    je.Draft.TYPE: (je.Draft.from_data, JournalFold._draft),
+    je.Panel.TYPE: (je.Panel.from_data, JournalFold._panel),
+}
+"""The entry types the fold reads: each one's record constructor and handler (the types
+``entries.parse`` knows, less ``user-message``, which the fold does not read)."""
 
 
 def _opt(loc: Loc | None) -> list[int] | None:
