@@ -262,8 +262,9 @@ def encode_stored(
 
 
 MAX_NESTING: Final = 390
-"""Containers (and tags) an entry may nest, well inside the 400 levels a CBOR reader decodes
-(cbor2's limit), with room for the frame's array around the entry."""
+"""How deep arrays and maps may nest in an entry (its 5-element array counts as one level):
+inside the 400 levels a CBOR reader decodes (cbor2's limit) with the frame's array around it,
+and shallow enough that reading it back can freeze it (``freeze`` recurses)."""
 # The head bytes of arrays, maps and tags: an item holding fewer of these bytes than
 # ``MAX_NESTING`` cannot nest that deep (text and byte strings may hold such bytes too, so
 # more of them only means the item is decoded to be sure).
@@ -274,12 +275,31 @@ def check_readable(item: bytes) -> None:
     """``ValueError`` unless one entry's CBOR decodes as a reader decodes it: an entry nested
     deeper than a reader follows would make its frame, and every frame after it, unreadable.
     O(1) per byte; the item is decoded only when it holds many container heads."""
-    if len(item) < MAX_NESTING or len(item.translate(None, _NOT_NESTING)) < MAX_NESTING:
+    if len(item) <= MAX_NESTING or len(item.translate(None, _NOT_NESTING)) <= MAX_NESTING:
         return
     try:
-        cbor2.loads(b"\x81" + item)  # as the smallest frame holds it
+        value = cbor2.loads(b"\x81" + item)  # as the smallest frame holds it
     except Exception as exc:  # cbor2 raises several unrelated types
         raise ValueError(f"entry data is nested too deeply to be read back: {exc}") from exc
+    if _depth(value[0]) > MAX_NESTING:
+        raise ValueError(f"entry data is nested more than {MAX_NESTING} levels deep")
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and maps nest in a decoded value (iterative: any depth)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if type(item) is list:
+            children: Any = item
+        elif type(item) is dict:
+            children = [*item.keys(), *item.values()]
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def decode_entry_data(item: bytes) -> Any:

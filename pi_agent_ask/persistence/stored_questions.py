@@ -37,7 +37,8 @@ def stored_question_count(request_id: object, raw_questions: object) -> int | No
     if not isinstance(raw_questions, list | tuple) or not raw_questions:
         return None
     for raw in raw_questions:
-        if not isinstance(raw, Mapping):
+        # ``dict`` first (a FrozenMap is one): an ABC check costs a Python-level call.
+        if not isinstance(raw, (dict, Mapping)):
             return None
         qid, label, prompt = raw.get("id"), raw.get("label"), raw.get("prompt")
         if not (isinstance(qid, str) and isinstance(label, str) and isinstance(prompt, str)):
@@ -49,7 +50,7 @@ def stored_question_count(request_id: object, raw_questions: object) -> int | No
             return None
         for option in raw_options:
             if not (
-                isinstance(option, Mapping)
+                isinstance(option, (dict, Mapping))
                 and isinstance(option.get("value"), str)
                 and isinstance(option.get("label"), str)
             ):
