@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import cbor2
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pi_agent_ask.persistence import codec
@@ -255,22 +255,26 @@ class _RecordFold(JournalFold):
             self.call_requests[call_id] = (request_id, loc)
 
 
-IDS = st.sampled_from(["c1", "c2", "r1", "r2"])
+IDS = st.sampled_from(["c1", "c1", "r1", "c2"])
 ODD = st.one_of(st.none(), st.integers(-1, 2), st.booleans(), st.just(["c1"]), st.just({}))
-FIELD = st.one_of(IDS, ODD)
+FIELD = st.one_of(IDS, IDS, IDS, ODD)  # mostly well-formed, so the rules past the checks run
 OPTION = st.fixed_dictionaries({"value": FIELD, "label": FIELD})
 QUESTION = st.fixed_dictionaries(
-    {"id": FIELD, "label": FIELD, "prompt": FIELD},
+    {
+        "id": FIELD,
+        "label": FIELD,
+        "prompt": FIELD,
+        "options": st.one_of(st.lists(OPTION, max_size=2), st.lists(OPTION, max_size=2), ODD),
+    },
     optional={
         "type": st.sampled_from(["single", "multi", "preview", "bad", 3]),
-        "options": st.one_of(st.lists(OPTION, max_size=2), ODD),
         "presentedType": st.sampled_from(["single", "multi", "odd"]),
     },
 )
 RESULT = st.one_of(ODD, st.just({"answers": {}}))
 DATA_OF: dict[str, Any] = {
     je.ToolCall.TYPE: st.fixed_dictionaries(
-        {}, optional={"toolCallId": FIELD, "name": st.sampled_from(["ask_user", "other", 1])}
+        {"toolCallId": FIELD}, optional={"name": st.sampled_from(["ask_user", "ask_user", 1])}
     ),
     je.ToolResult.TYPE: st.fixed_dictionaries(
         {},
@@ -301,14 +305,14 @@ DATA_OF: dict[str, Any] = {
         },
     ),
     je.Payload.TYPE: st.fixed_dictionaries(
-        {}, optional={"sourceEntryId": FIELD, "version": st.sampled_from([1, 1.0, True, 2, "1"])}
+        {"sourceEntryId": FIELD}, optional={"version": st.sampled_from([1, 1.0, True, 2, "1"])}
     ),
     je.HistoryRequest.TYPE: st.fixed_dictionaries(
         {},
         optional={
             "requestId": FIELD,
             "toolCallId": FIELD,
-            "questions": st.one_of(ODD, st.lists(QUESTION, max_size=3)),
+            "questions": st.one_of(ODD, st.lists(QUESTION, min_size=1, max_size=2)),
         },
     ),
     je.HistoryCompleted.TYPE: st.fixed_dictionaries(
@@ -330,8 +334,8 @@ DATA_OF: dict[str, Any] = {
     "user-message": st.fixed_dictionaries({"text": FIELD}),
 }
 ENTRIES = st.lists(
-    st.sampled_from(sorted(DATA_OF)).flatmap(lambda t: st.tuples(st.just(t), DATA_OF[t])),
-    max_size=25,
+    st.one_of([st.tuples(st.just(kind), data) for kind, data in sorted(DATA_OF.items())]),
+    max_size=40,
 )
 
 
@@ -339,8 +343,42 @@ def _state(fold: JournalFold) -> Any:
     return (fold.live(), fold.log)
 
 
-@settings(max_examples=300, deadline=None)
+_CALL = ("tool-call", {"toolCallId": "c1", "name": "ask_user"})
+_QUEUED = ("ask:queued", {"requestId": "r1", "toolCallId": "c9"})
+_WAIT = {
+    "toolCallId": "c8",
+    "name": "wait_for_answers",
+    "result": {"details": {"results": [{"requestId": "r1"}]}},
+}
+
+
+@settings(max_examples=600, deadline=None)
 @given(items=ENTRIES)
+# Each rule of the fast handlers met at least once, whatever the generator draws.
+@example(items=[_CALL, ("ask:payload", {"sourceEntryId": "c1", "version": 2})])
+@example(items=[_CALL, ("ask:payload", {"sourceEntryId": "c1", "version": True})])
+@example(items=[_QUEUED, ("tool-result", _WAIT), ("ask:queue-completed", {"requestId": "r1"})])
+@example(items=[_QUEUED, ("tool-result", {**_WAIT, "name": "ask_user"})])
+@example(items=[_QUEUED, ("ask:queue-completed", {"requestId": "r1", "error": "x"})])
+@example(items=[_QUEUED, ("ask:background-answer", {"details": {"requestId": "r1"}})])
+@example(
+    items=[
+        _QUEUED,
+        ("ask:draft", {"requestId": "r1"}),
+        ("ask:draft", {"requestId": "r1", "form": {}}),
+    ]
+)
+@example(
+    items=[
+        _CALL,
+        ("ask:history-request", {"requestId": "r2", "toolCallId": "c1", "questions": []}),
+        ("ask:history-completed", {"requestId": "r2", "result": {}}),
+        ("ask:pending-dismissed", {"toolCallId": "c1"}),
+        ("ask:history-completed", {"requestId": "r2", "error": "e"}),
+        ("ask:resume-answer", {"details": {"requestId": "r2"}}),
+        ("ask:panel", {"visible": False}),
+    ]
+)
 def test_the_fast_fold_agrees_with_the_record_fold(items: list[tuple[str, Any]]) -> None:
     fast, model = JournalFold(), _RecordFold()
     for n, (entry_type, data) in enumerate(items):
@@ -350,8 +388,17 @@ def test_the_fast_fold_agrees_with_the_record_fold(items: list[tuple[str, Any]])
         assert _state(fast) == _state(model)
 
 
+_Q = {"id": "a", "label": "b", "prompt": "c", "options": [{"value": "v", "label": "l"}]}
+
+
 @settings(max_examples=300, deadline=None)
-@given(request_id=FIELD, questions=st.one_of(ODD, st.lists(QUESTION, max_size=3)))
+@example(request_id="r1", questions=[_Q])
+@example(request_id="r1", questions=[{**_Q, "options": [{"value": "v", "label": 1}]}])
+@example(request_id="r1", questions=[{**_Q, "options": [{"value": 1, "label": "l"}]}])
+@example(request_id="r1", questions=[{**_Q, "type": "preview"}, {**_Q, "type": "bad"}])
+@example(request_id="r1", questions=[{**_Q, "label": None}])
+@example(request_id="", questions=[_Q])
+@given(request_id=FIELD, questions=st.one_of(ODD, st.lists(QUESTION, min_size=1, max_size=2)))
 def test_question_count_agrees_with_the_questions(request_id: Any, questions: Any) -> None:
     stored = stored_questions(request_id, questions)
     assert stored_question_count(request_id, questions) == (None if stored is None else len(stored))
