@@ -1240,10 +1240,12 @@ class SessionFile:
             self._memory.append(payload)
         else:
             offset = self._write_frame(payload)
-        first = len(self._index)
+        index = self._index
+        first = len(index)
+        add, length = index.add, len(payload)
         for entry, parent_index, slot in zip(entries, parents, slots, strict=True):
-            self._index.add(entry.id, parent_index, offset, len(payload), slot)
-        self._index.leaf = len(self._index) - 1
+            add(entry.id, parent_index, offset, length, slot)
+        index.leaf = len(index) - 1
         self._follow(entries if views is None else views, first, under_leaf)
         self._maybe_checkpoint()
 
@@ -1473,9 +1475,10 @@ class SessionFile:
         if not under_leaf:
             self._fold = None
             return
+        step, offsets, slots = self._fold.step, self._index.frame_off, self._index.slot
         try:
-            for n, entry in enumerate(entries):
-                self._fold.step(entry, self._loc(first + n))
+            for n, entry in enumerate(entries, first):
+                step(entry, (offsets[n], slots[n]))  # ``_loc(n)``
         except Exception:
             # The entries are written; a fold that cannot take them is rebuilt when needed.
             logger.exception("%s: the projection refused an entry", self)
