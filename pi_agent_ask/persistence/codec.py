@@ -250,7 +250,7 @@ def encode_entry(fields: EntryFields) -> bytes:
 
 
 def encode_stored(
-    key: bytes | str, parent: bytes | str | None, kind: str, timestamp: float, data: Any
+    key: bytes | str | None, parent: bytes | str | None, kind: str, timestamp: float, data: Any
 ) -> bytes:
     """``encode_entry`` for ids already in their stored form (``encode_id``)."""
     try:

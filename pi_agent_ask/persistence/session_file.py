@@ -273,6 +273,7 @@ class _Written(Entry):
     it wrote, pays for no frozen copy. Compares, hashes, prints and pickles as an ``Entry``."""
 
     __slots__ = ("_cbor",)
+    _cbor: bytes
 
     @classmethod
     def made(
@@ -300,7 +301,7 @@ class _Written(Entry):
         # unpickling): the class stays frozen.
         _DATA.__set__(self, value)
 
-    data = property(_read_data, _write_data)  # type: ignore[assignment]
+    data = property(_read_data, _write_data)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Entry):
