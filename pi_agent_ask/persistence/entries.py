@@ -37,7 +37,9 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "UserMessage",
+    "map_field",
     "parse",
+    "text_field",
 ]
 
 
@@ -48,7 +50,15 @@ def _str(data: Mapping[str, Any], key: str) -> str | None:
 
 def _map(data: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
     value = data.get(key)
-    return value if isinstance(value, Mapping) else None
+    # ``dict`` (and ``FrozenMap``, a dict) first: an ABC check costs a Python-level call.
+    return value if isinstance(value, (dict, Mapping)) else None
+
+
+text_field = _str
+"""A text field of entry data, or ``None`` when it is missing or not text (how every record
+reads one)."""
+map_field = _map
+"""A mapping field of entry data, or ``None`` when it is missing or not a mapping."""
 
 
 def _drop_none(data: dict[str, Any]) -> dict[str, Any]:

@@ -36,8 +36,9 @@ from typing import Any, Final
 import attrs
 
 from pi_agent_ask.persistence import entries as je
+from pi_agent_ask.persistence.entries import map_field, text_field
 from pi_agent_ask.persistence.session_file import Entry, Loc
-from pi_agent_ask.persistence.stored_questions import stored_questions
+from pi_agent_ask.persistence.stored_questions import stored_question_count
 
 __all__ = [
     "JOURNAL",
@@ -51,23 +52,6 @@ __all__ = [
 
 Read = Callable[[int], Mapping[str, Any]]
 """The checked map of the checkpoint at a file offset (``ValueError`` when unusable)."""
-
-_READ: Final = frozenset(
-    {
-        je.ToolCall.TYPE,
-        je.ToolResult.TYPE,
-        je.Payload.TYPE,
-        je.HistoryRequest.TYPE,
-        je.HistoryCompleted.TYPE,
-        je.QueueCompleted.TYPE,
-        je.Queued.TYPE,
-        je.PendingDismissed.TYPE,
-        je.BackgroundAnswer.TYPE,
-        je.ResumeAnswer.TYPE,
-        je.Draft.TYPE,
-        je.Panel.TYPE,
-    }
-)
 
 
 @attrs.define
@@ -101,61 +85,99 @@ class JournalFold:
     # ---- folding -------------------------------------------------------------------------
 
     def step(self, entry: Entry, loc: Loc) -> None:
-        if entry.type not in _READ:
-            return
-        match je.parse(entry):
-            case je.ToolCall(tool_call_id=str(call_id), name="ask_user"):
-                self.calls.append((call_id, loc))
-            case je.ToolResult() as result:
-                if result.tool_call_id is not None:
-                    self._resolve(result.tool_call_id)
-                for request_id in result.delivered_ids():
-                    self._deliver(request_id)
-            case je.Payload(source_entry_id=str(call_id), version=1):
-                if call_id in self.payloads or any(c == call_id for c, _ in self.calls):
-                    self.payloads.setdefault(call_id, []).append(loc)
-            case je.HistoryRequest() as request:
-                self._history_request(request, loc)
-            case je.HistoryCompleted(request_id=str(request_id)) as completed:
-                if completed.has_outcome:
-                    self.log.append(["c", request_id, loc[0], loc[1]])
-                if any(rid == request_id for rid, _ in self.call_requests.values()):
-                    self.completions[request_id] = loc
-            case je.Queued(request_id=request_id, tool_call_id=call_id):
-                if call_id is not None:
-                    self._resolve(call_id)
-                if request_id is not None and request_id not in self.requests:
-                    self.requests[request_id] = PendingRequest(loc)
-            case je.QueueCompleted(request_id=str(request_id)) as completed:
-                pending = self.requests.get(request_id)
-                if pending is not None and completed.has_outcome:
-                    pending.outcome = loc
-                    self._settle(request_id)
-            case je.BackgroundAnswer(request_id=str(request_id)):
-                self._deliver(request_id)
-            case je.Draft(request_id=str(request_id), form=form) if form is not None:
-                pending = self.requests.get(request_id)
-                if pending is not None:
-                    pending.draft = loc
-            case je.Panel(visible=visible):
-                self.panel_visible = visible
-            case je.PendingDismissed(tool_call_id=str(call_id)):
-                self._resolve(call_id, dismissed=True)
-            case je.ResumeAnswer(request_id=str(request_id)):
-                for call_id in [c for c in self.dismissed if self._request_of(c) == request_id]:
-                    del self.dismissed[call_id]
-                    self._forget_request(call_id)
-            case _:
-                pass
+        # One dict lookup by type, then its handler (``_STEPS``); an entry type the journal
+        # does not read costs the lookup alone. The handlers of the entries every form writes
+        # read the few fields they need with the rules ``entries.parse`` reads them with
+        # (``text_field``, ``map_field``: a field of the wrong type is missing) instead of
+        # building the whole record; ``tests/test_append_fast.py`` holds them to the records.
+        handle = _STEPS.get(entry.type)
+        if handle is not None:
+            handle(self, entry.data, loc)
 
-    def _history_request(self, request: je.HistoryRequest, loc: Loc) -> None:
-        request_id = request.request_id
+    def _tool_call(self, data: Mapping[str, Any], loc: Loc) -> None:
+        call_id = text_field(data, "toolCallId")
+        if call_id is not None and text_field(data, "name") == "ask_user":
+            self.calls.append((call_id, loc))
+
+    def _tool_result(self, data: Mapping[str, Any], loc: Loc) -> None:
+        call_id = text_field(data, "toolCallId")
+        if call_id is not None:
+            self._resolve(call_id)
+        if text_field(data, "name") == "wait_for_answers":  # else it delivers nothing
+            for request_id in je.ToolResult.from_data(data).delivered_ids():
+                self._deliver(request_id)
+
+    def _payload(self, data: Mapping[str, Any], loc: Loc) -> None:
+        call_id = text_field(data, "sourceEntryId")
+        if (
+            call_id is not None
+            and data.get("version") == 1
+            and (call_id in self.payloads or any(c == call_id for c, _ in self.calls))
+        ):
+            self.payloads.setdefault(call_id, []).append(loc)
+
+    def _history_completed(self, data: Mapping[str, Any], loc: Loc) -> None:
+        request_id = text_field(data, "requestId")
         if request_id is None:
             return
-        questions = stored_questions(request_id, request.questions)
-        if questions is not None:
-            self.log.append(["q", request_id, loc[0], loc[1], len(questions)])
-        call_id = request.tool_call_id
+        if _has_outcome(data):
+            self.log.append(["c", request_id, loc[0], loc[1]])
+        if any(rid == request_id for rid, _ in self.call_requests.values()):
+            self.completions[request_id] = loc
+
+    def _queued(self, data: Mapping[str, Any], loc: Loc) -> None:
+        request_id, call_id = text_field(data, "requestId"), text_field(data, "toolCallId")
+        if call_id is not None:
+            self._resolve(call_id)
+        if request_id is not None and request_id not in self.requests:
+            self.requests[request_id] = PendingRequest(loc)
+
+    def _queue_completed(self, data: Mapping[str, Any], loc: Loc) -> None:
+        request_id = text_field(data, "requestId")
+        if request_id is None:
+            return
+        pending = self.requests.get(request_id)
+        if pending is not None and _has_outcome(data):
+            pending.outcome = loc
+            self._settle(request_id)
+
+    def _background_answer(self, data: Mapping[str, Any], loc: Loc) -> None:
+        details = map_field(data, "details")
+        request_id = text_field(details, "requestId") if details is not None else None
+        if request_id is not None:
+            self._deliver(request_id)
+
+    def _draft(self, data: Mapping[str, Any], loc: Loc) -> None:
+        draft = je.Draft.from_data(data)
+        if draft.request_id is not None and draft.form is not None:
+            pending = self.requests.get(draft.request_id)
+            if pending is not None:
+                pending.draft = loc
+
+    def _panel(self, data: Mapping[str, Any], loc: Loc) -> None:
+        self.panel_visible = je.Panel.from_data(data).visible
+
+    def _pending_dismissed(self, data: Mapping[str, Any], loc: Loc) -> None:
+        dismissed = je.PendingDismissed.from_data(data)
+        if dismissed.tool_call_id is not None:
+            self._resolve(dismissed.tool_call_id, dismissed=True)
+
+    def _resume_answer(self, data: Mapping[str, Any], loc: Loc) -> None:
+        request_id = je.ResumeAnswer.from_data(data).request_id
+        if request_id is None:
+            return
+        for call_id in [c for c in self.dismissed if self._request_of(c) == request_id]:
+            del self.dismissed[call_id]
+            self._forget_request(call_id)
+
+    def _history_request(self, data: Mapping[str, Any], loc: Loc) -> None:
+        request_id = text_field(data, "requestId")
+        if request_id is None:
+            return
+        count = stored_question_count(request_id, data.get("questions"))
+        if count is not None:
+            self.log.append(["q", request_id, loc[0], loc[1], count])
+        call_id = text_field(data, "toolCallId")
         if call_id is not None and (
             call_id in self.dismissed or any(c == call_id for c, _ in self.calls)
         ):
@@ -206,6 +228,29 @@ class JournalFold:
             "completions": [[rid, list(loc)] for rid, loc in self.completions.items()],
             "dismissed": list(self.dismissed),
         }
+
+
+_STEPS: Final[dict[str, Callable[[JournalFold, Mapping[str, Any], Loc], None]]] = {
+    je.ToolCall.TYPE: JournalFold._tool_call,
+    je.ToolResult.TYPE: JournalFold._tool_result,
+    je.Payload.TYPE: JournalFold._payload,
+    je.HistoryRequest.TYPE: JournalFold._history_request,
+    je.HistoryCompleted.TYPE: JournalFold._history_completed,
+    je.QueueCompleted.TYPE: JournalFold._queue_completed,
+    je.Queued.TYPE: JournalFold._queued,
+    je.PendingDismissed.TYPE: JournalFold._pending_dismissed,
+    je.BackgroundAnswer.TYPE: JournalFold._background_answer,
+    je.ResumeAnswer.TYPE: JournalFold._resume_answer,
+    je.Draft.TYPE: JournalFold._draft,
+    je.Panel.TYPE: JournalFold._panel,
+}
+"""The entry types the fold reads and their handlers (the types ``entries.parse`` knows,
+less ``user-message``, which the fold does not read)."""
+
+
+def _has_outcome(data: Mapping[str, Any]) -> bool:
+    """``_Completion.has_outcome`` of the completion this data is."""
+    return map_field(data, "result") is not None or text_field(data, "error") is not None
 
 
 def _opt(loc: Loc | None) -> list[int] | None:

@@ -262,6 +262,124 @@ class Entry:
         return cls(*_entry_fields(value))
 
 
+_DATA: Final = Entry.__dict__["data"]
+"""The slot holding an entry's data (a ``_Written`` entry fills it on first read)."""
+
+
+class _Written(Entry):
+    """An entry ``append_chains`` wrote, holding the CBOR it was stored as: its data is
+    decoded from those bytes (and frozen) the first time it is read. It equals the entry read
+    back from the file by construction, and the runtime, which never reads the data of what
+    it wrote, pays for no frozen copy. Compares, hashes, prints and pickles as an ``Entry``."""
+
+    __slots__ = ("_cbor",)
+    _cbor: bytes
+
+    @classmethod
+    def made(
+        cls, entry_id: str, parent_id: str | None, entry_type: str, timestamp: float, cbor: bytes
+    ) -> _Written:
+        entry = cls.__new__(cls)
+        put = object.__setattr__
+        put(entry, "id", entry_id)
+        put(entry, "parent_id", parent_id)
+        put(entry, "type", entry_type)
+        put(entry, "timestamp", timestamp)
+        put(entry, "_cbor", cbor)
+        return entry
+
+    def _read_data(self) -> Mapping[Any, Any]:
+        try:
+            value: Mapping[Any, Any] = _DATA.__get__(self, Entry)
+        except AttributeError:
+            value = freeze(codec.decode_entry_data(self._cbor))
+            _DATA.__set__(self, value)
+        return value
+
+    def _write_data(self, value: Mapping[Any, Any]) -> None:
+        # Reached only through ``object.__setattr__`` (attrs' ``__init__``, ``evolve``,
+        # unpickling): the class stays frozen.
+        _DATA.__set__(self, value)
+
+    data = property(_read_data, _write_data)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return (self.id, self.parent_id, self.type, self.timestamp, self.data) == (
+            other.id,
+            other.parent_id,
+            other.type,
+            other.timestamp,
+            other.data,
+        )
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = Entry.__hash__
+
+    def __repr__(self) -> str:
+        return (
+            f"Entry(id={self.id!r}, parent_id={self.parent_id!r}, type={self.type!r}, "
+            f"timestamp={self.timestamp!r}, data={self.data!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Entry, (self.id, self.parent_id, self.type, self.timestamp, self.data))
+
+
+def _entry_view(
+    entry_id: str, parent_id: str | None, entry_type: str, timestamp: float, data: Any
+) -> Entry:
+    """An entry holding ``data`` as the writer passed it, not frozen: what a projection's fold
+    steps over while the entry is appended (``Fold``). Never handed out."""
+    entry = Entry.__new__(Entry)
+    put = object.__setattr__
+    put(entry, "id", entry_id)
+    put(entry, "parent_id", parent_id)
+    put(entry, "type", entry_type)
+    put(entry, "timestamp", timestamp)
+    put(entry, "data", data)
+    return entry
+
+
+class _Ids:
+    """Entry ids for one session: 16 lower-case hex digits, the value of 8 bytes of
+    ``os.urandom`` (the source ``secrets`` uses), drawn 4 KiB at a time.
+
+    Unique across processes as ``secrets.token_hex(8)`` ids were: every pool is drawn from
+    the kernel's generator by the process that uses it, and ``fresh`` (called by every append
+    before it takes an id) throws a pool away in a process other than the one that drew it,
+    so a child forked from a writer never repeats its parent's ids; a session opened again
+    (a resume, a reload, a fork into a new file) starts with no pool. Within a file, a writer
+    also refuses an id it already holds (``SessionFile._new_id``).
+    """
+
+    __slots__ = ("_at", "_pid", "_pool")
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._at = 0
+        self._pid = -1
+
+    def fresh(self) -> None:
+        pid = os.getpid()
+        if pid != self._pid:
+            self._pool, self._at, self._pid = b"", 0, pid
+
+    def take(self) -> bytes:
+        at = self._at
+        if at + 8 > len(self._pool):
+            self._pool, at = os.urandom(_ID_POOL), 0
+        self._at = at + 8
+        return self._pool[at : at + 8]
+
+
+_ID_POOL: Final = 4096
+
+
 def _entry_fields(value: Any) -> tuple[str, str | None, str, float, dict[Any, Any]]:
     """The fields of a decoded entry map, checked; ``ValueError`` when malformed."""
     if not isinstance(value, dict):
@@ -617,6 +735,8 @@ class SessionFile:
         # ``frame_off`` is its frame's place in this list). Encoded, not as ``Entry`` objects:
         # a queued form costs its compressed bytes, not a tree of frozen maps.
         self._memory: list[bytes] | None = [] if path is None else None
+        self._packer = codec.Packer()
+        self._ids = _Ids()
         self._report = OpenReport(path, 0)
         self._projection = projection
         self._checkpoint_every = checkpoint_every
@@ -946,6 +1066,7 @@ class SessionFile:
         parent is the one before; the last becomes the leaf. An empty ``items`` writes nothing.
         """
         self._check_writable()
+        self._ids.fresh()
         parent = self.leaf_id if parent_id is CURRENT_LEAF else parent_id
         if parent is not None and self._position(parent) is None:
             raise KeyError(parent)
@@ -964,7 +1085,7 @@ class SessionFile:
             return ()
         if self._header.version >= 2:
             payload, plain = codec.encode_entries(
-                [(e.id, e.parent_id, e.type, e.timestamp, e.data) for e in entries]
+                [(e.id, e.parent_id, e.type, e.timestamp, e.data) for e in entries], self._packer
             )
             slots: Sequence[int] = range(len(entries))
         else:
@@ -1006,16 +1127,18 @@ class SessionFile:
                     failed = exc
                     out.append(exc)
             return out
+        self._ids.fresh()
         results: list[tuple[Entry, ...] | Exception | None] = [None] * len(chains)
         now = self._clock()
         parent = self.leaf_id
         taken: set[str] = set()
-        # Frames being built: (chain numbers, their entries, their encoded items, plain size).
-        frames: list[tuple[list[int], list[Entry], list[bytes], int]] = []
+        # Frames being built: (chain numbers, their entries, the fold's views of them, their
+        # encoded items, plain size).
+        frames: list[tuple[list[int], list[Entry], list[Entry], list[bytes], int]] = []
         budget = MAX_FRAME_BYTES // 2  # room for DEFLATE's worst case on incompressible data
         for number, chain in enumerate(chains):
             try:
-                entries, encoded, plain = self._chain(chain, parent, now, taken)
+                entries, views, encoded, plain = self._chain(chain, parent, now, taken)
             except (ValueError, TypeError, RecursionError) as exc:
                 results[number] = exc
                 continue
@@ -1023,19 +1146,20 @@ class SessionFile:
                 results[number] = ()
                 continue
             parent = entries[-1].id
-            if not frames or frames[-1][3] + plain > budget:
-                frames.append(([], [], [], 0))
-            numbers, frame_entries, frame_items, size = frames[-1]
+            if not frames or frames[-1][4] + plain > budget:
+                frames.append(([], [], [], [], 0))
+            numbers, frame_entries, frame_views, frame_items, size = frames[-1]
             numbers.append(number)
             frame_entries.extend(entries)
+            frame_views.extend(views)
             frame_items.extend(encoded)
-            frames[-1] = (numbers, frame_entries, frame_items, size + plain)
+            frames[-1] = (numbers, frame_entries, frame_views, frame_items, size + plain)
             results[number] = tuple(entries)
         failure: OSError | ValueError | None = None
-        for numbers, frame_entries, frame_items, _size in frames:
+        for numbers, frame_entries, frame_views, frame_items, _size in frames:
             if failure is None:
                 try:
-                    self._write_entries(frame_entries, frame_items)
+                    self._write_entries(frame_entries, frame_views, frame_items)
                 except (OSError, ValueError) as exc:
                     # Nothing of this frame was written, and the chains after it hang from it.
                     failure = exc
@@ -1050,29 +1174,50 @@ class SessionFile:
         parent: str | None,
         now: float,
         taken: set[str],
-    ) -> tuple[list[Entry], list[bytes], int]:
-        """One chain's entries under ``parent``, each encoded; its plain CBOR size. Raises
-        what ``append_many`` raises before writing (an entry that cannot be stored)."""
+    ) -> tuple[list[Entry], list[Entry], list[bytes], int]:
+        """One chain's entries under ``parent``, the fold's views of them (``_entry_view``),
+        each entry encoded; its plain CBOR size. Raises what ``append_many`` raises before
+        writing (an entry that cannot be stored).
+
+        The data is encoded as given; only data CBOR cannot encode as it is (a mapping that
+        is not a ``dict``, deep inside) is frozen first, as ``append_many`` freezes all data,
+        so both accept the same data and store the same bytes. The entries handed back decode
+        their data from those bytes when it is first read (``_Written``)."""
         entries: list[Entry] = []
+        views: list[Entry] = []
         encoded: list[bytes] = []
+        parent_key = codec.encode_id(parent)
+        made = _Written.made
+        encode = codec.encode_stored
         for entry_type, data in items:
             if not isinstance(entry_type, str) or not entry_type:
                 raise ValueError("entry type must be a non-empty string")
-            entry_id = self._new_id(taken)  # a refused chain's ids stay taken: harmless
+            if type(data) is not dict:
+                data = _frozen_data(data)  # None, or any other mapping; TypeError otherwise
+            entry_id, key = self._new_key(taken)  # a refused chain's ids stay taken: harmless
             taken.add(entry_id)
-            entry = Entry(entry_id, parent, entry_type, now, data)
-            entries.append(entry)
-            encoded.append(codec.encode_entry((entry.id, parent, entry_type, now, entry.data)))
-            parent = entry_id
+            try:
+                item = encode(key, parent_key, entry_type, now, data)
+            except TypeError:
+                data = freeze(data)
+                item = encode(key, parent_key, entry_type, now, data)
+            entries.append(made(entry_id, parent, entry_type, now, item))
+            views.append(_entry_view(entry_id, parent, entry_type, now, data))
+            encoded.append(item)
+            parent, parent_key = entry_id, key
         plain = sum(len(item) for item in encoded) + 9
         if plain > MAX_FRAME_BYTES:
             raise ValueError(f"entry too large: {plain} bytes (at most {MAX_FRAME_BYTES})")
-        return entries, encoded, plain
+        return entries, views, encoded, plain
 
-    def _write_entries(self, entries: list[Entry], encoded: list[bytes]) -> None:
+    def _write_entries(
+        self, entries: list[Entry], views: list[Entry], encoded: list[bytes]
+    ) -> None:
         """Write one entries frame (a chain under the current leaf) and index it."""
-        payload, plain = codec.entries_payload(encoded)
-        self._store_frame(entries, payload, plain, range(len(entries)), under_leaf=True)
+        payload, plain = codec.entries_payload(encoded, self._packer)
+        self._store_frame(
+            entries, payload, plain, range(len(entries)), under_leaf=True, views=views
+        )
 
     def _store_frame(
         self,
@@ -1082,9 +1227,11 @@ class SessionFile:
         slots: Sequence[int],
         *,
         under_leaf: bool,
+        views: Sequence[Entry] | None = None,
     ) -> None:
         """Write one frame holding ``entries`` (``slots``: each entry's place in it, -1 for a
-        frame of one bare entry), index them and make the last the leaf."""
+        frame of one bare entry), index them and make the last the leaf. The fold steps over
+        ``views`` when given (the same entries, their data as the writer passed it)."""
         if max(plain, len(payload)) > MAX_FRAME_BYTES:
             size = max(plain, len(payload))
             raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
@@ -1094,11 +1241,13 @@ class SessionFile:
             self._memory.append(payload)
         else:
             offset = self._write_frame(payload)
-        first = len(self._index)
+        index = self._index
+        first = len(index)
+        add, length = index.add, len(payload)
         for entry, parent_index, slot in zip(entries, parents, slots, strict=True):
-            self._index.add(entry.id, parent_index, offset, len(payload), slot)
-        self._index.leaf = len(self._index) - 1
-        self._follow(entries, first, under_leaf)
+            add(entry.id, parent_index, offset, length, slot)
+        index.leaf = len(index) - 1
+        self._follow(entries if views is None else views, first, under_leaf)
         self._maybe_checkpoint()
 
     def move_leaf(self, entry_id: str | None) -> None:
@@ -1234,10 +1383,15 @@ class SessionFile:
             raise OSError("session file is unusable after a failed write") from self._broken
 
     def _new_id(self, taken: set[str]) -> str:
+        return self._new_key(taken)[0]
+
+    def _new_key(self, taken: set[str]) -> tuple[str, bytes]:
+        """A new entry id, and the 8 bytes it is stored as (``codec.encode_id``)."""
         while True:
-            candidate = secrets.token_hex(8)
+            key = self._ids.take()
+            candidate = key.hex()
             if candidate not in self._index.pos and candidate not in taken:
-                return candidate
+                return candidate, key
 
     def _leaf_index(self, leaf_id: LeafRef) -> int:
         if leaf_id is CURRENT_LEAF:
@@ -1322,9 +1476,10 @@ class SessionFile:
         if not under_leaf:
             self._fold = None
             return
+        step, offsets, slots = self._fold.step, self._index.frame_off, self._index.slot
         try:
-            for n, entry in enumerate(entries):
-                self._fold.step(entry, self._loc(first + n))
+            for n, entry in enumerate(entries, first):
+                step(entry, (offsets[n], slots[n]))  # ``_loc(n)``
         except Exception:
             # The entries are written; a fold that cannot take them is rebuilt when needed.
             logger.exception("%s: the projection refused an entry", self)

@@ -28,6 +28,36 @@ def stored_questions(request_id: object, raw_questions: object) -> tuple[Questio
     return tuple(questions)
 
 
+def stored_question_count(request_id: object, raw_questions: object) -> int | None:
+    """``len(stored_questions(request_id, raw_questions))``, or ``None`` when that is
+    ``None``, without building the questions (the journal's fold counts them for every
+    request it folds)."""
+    if not isinstance(request_id, str) or not request_id:
+        return None
+    if not isinstance(raw_questions, list | tuple) or not raw_questions:
+        return None
+    for raw in raw_questions:
+        # ``dict`` first (a FrozenMap is one): an ABC check costs a Python-level call.
+        if not isinstance(raw, (dict, Mapping)):
+            return None
+        qid, label, prompt = raw.get("id"), raw.get("label"), raw.get("prompt")
+        if not (isinstance(qid, str) and isinstance(label, str) and isinstance(prompt, str)):
+            return None
+        if question_type(raw.get("type", "single")) is None:
+            return None
+        raw_options = raw.get("options")
+        if not isinstance(raw_options, list | tuple):
+            return None
+        for option in raw_options:
+            if not (
+                isinstance(option, (dict, Mapping))
+                and isinstance(option.get("value"), str)
+                and isinstance(option.get("label"), str)
+            ):
+                return None
+    return len(raw_questions)
+
+
 def question_of(raw: object) -> Question | None:
     if not isinstance(raw, Mapping):
         return None
