@@ -88,9 +88,10 @@ async def ask_user(
         parent_tool_call_id=parent_tool_call_id,
         source="background" if background and rt.mode == "tui" else "tool",
     )
+    shared = params.to_json()  # one copy for the request's entries
     entries: list[tuple[str, Mapping[str, Any]]] = [
-        (jr.PAYLOAD, jr.payload_entry(params, tool_call_id, request.created_at)),
-        (jr.HISTORY_REQUEST, jr.history_request_entry(request)),
+        (jr.PAYLOAD, jr.payload_entry(params, tool_call_id, request.created_at, shared=shared)),
+        (jr.HISTORY_REQUEST, jr.history_request_entry(request, shared=shared)),
     ]
     # Recording a request is shielded (``PendingCall.append_with``): once its entries may be
     # on the branch, the call goes on to record an outcome (or to enqueue it), whatever
@@ -98,7 +99,7 @@ async def ask_user(
     if rt.mode != "tui":
         return await _host_form(rt, writer, request, entries, call)
     if background:
-        return await _background(rt, writer, request, entries, call)
+        return await _background(rt, writer, request, entries, call, shared)
     await call.append_with(writer, entries)
     return await _foreground(rt, writer, request)
 
@@ -132,13 +133,14 @@ async def _background(
     request: AskRequest,
     entries: list[tuple[str, Mapping[str, Any]]],
     call: PendingCall,
+    shared: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Journal and queue the request; the receipt says how many are pending.
 
     The queue writes the request's entries and the call's result (the receipt) in the
     transition that enqueues it: one write, and the receipt's pending count is the queue's.
     """
-    entries.append((jr.QUEUED, jr.queued_entry(request)))
+    entries.append((jr.QUEUED, jr.queued_entry(request, shared=shared)))
     form = fs.new_form(request.params, rt.config.form_settings, background=True)
     question_ids = [question.id for question in request.params.questions]
     background_only = rt.config.background_only

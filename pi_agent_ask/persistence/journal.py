@@ -71,24 +71,37 @@ def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[
     return {"toolCallId": tool_call_id, "name": name, "result": result}
 
 
-def payload_entry(params: AskParams, tool_call_id: str | None, timestamp: str) -> dict[str, Any]:
+# The request builders take the request's ``params.to_json()`` when the caller has it
+# (``shared``): one call's three entries then hold one copy, which nothing changes (the
+# session file encodes entry data as given and hands back entries decoded from the file).
+
+
+def payload_entry(
+    params: AskParams,
+    tool_call_id: str | None,
+    timestamp: str,
+    *,
+    shared: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     return {
         "version": 1,
         "source": "tool",
-        "params": params.to_json(),
+        "params": params.to_json() if shared is None else shared,
         "sourceEntryId": tool_call_id,
         "timestamp": timestamp,
     }
 
 
-def history_request_entry(request: AskRequest) -> dict[str, Any]:
+def history_request_entry(
+    request: AskRequest, *, shared: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     data: dict[str, Any] = {
         "version": 1,
         "requestId": request.request_id,
         "background": request.background,
         "createdAt": request.created_at,
         "questions": [_question_record(q) for q in request.params.questions],
-        "params": request.params.to_json(),
+        "params": request.params.to_json() if shared is None else shared,
         "presentedTypes": presented_types(request.params),
         "source": request.source,
     }
@@ -108,11 +121,11 @@ def _question_record(question: Any) -> dict[str, Any]:
     return record
 
 
-def queued_entry(request: AskRequest) -> dict[str, Any]:
+def queued_entry(request: AskRequest, *, shared: Mapping[str, Any] | None = None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "version": 1,
         "requestId": request.request_id,
-        "params": request.params.to_json(),
+        "params": request.params.to_json() if shared is None else shared,
         "presentSingleAsMulti": any(
             q.presented_type == "multi" and q.type == "single" for q in request.params.questions
         ),
