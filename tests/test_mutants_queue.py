@@ -1,0 +1,189 @@
+"""Reducer tests (``actors/queue_state.py``) that kill mutants the model and the shell suites let
+live (docs/mutation-queue.md). Each drives ``reduce`` as the shell does: a message, then the
+transitions it continues into, each committed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_agent_ask.actors import queue_state as qs
+from pi_agent_ask.actors.records import AskRequest, Outcome
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.result import AskResult
+from pi_agent_ask.form.validate import validate_ask_params
+
+from .runtime_support import payload
+
+_PARAMS = validate_ask_params(payload("a", background=True)).params
+assert _PARAMS is not None
+_FORM = fs.new_form(_PARAMS)
+
+
+class Box:
+    """A one-shot reply channel that remembers what it got and whether it was closed."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.closed = False
+
+    def send_nowait(self, value: Any, /) -> None:
+        assert not self.closed, "a reply after close"
+        self.values.append(value)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeJournal:
+    async def append(self, type_: str, data: qs.Json) -> None:
+        raise AssertionError("not written here")
+
+    async def append_many(self, entries: list[qs.Entry]) -> None:
+        raise AssertionError("not written here")
+
+
+def _reduce(state: qs.QueueState, message: Any) -> tuple[qs.QueueState, list[Any]]:
+    """One message and the ``Continue`` transitions it asks for, each committed, as the shell
+    runs them (replies are sent, reply channels closed); all their effects."""
+    state, effects = qs.reduce(state, message)
+    state = state.commit()
+    done: list[Any] = []
+    for effect in effects:
+        done.append(effect)
+        if isinstance(effect, qs.Reply):
+            effect.channel.send_nowait(effect.value)
+        elif isinstance(effect, qs.CloseReply):
+            effect.channel.close()
+        elif isinstance(effect, qs.Continue):
+            state, more = _reduce(state, effect.message)
+            done += more
+    return state, done
+
+
+def _request(rid: str) -> AskRequest:
+    assert _PARAMS is not None
+    return AskRequest(rid, _PARAMS, background=True, created_at="t")
+
+
+def _answer(rid: str) -> Outcome:
+    return Outcome(rid, result=AskResult(cancelled=False))
+
+
+def _enqueue(state: qs.QueueState, rid: str) -> qs.QueueState:
+    state, _ = _reduce(state, qs.Enqueue(_request(rid), _FORM, Box()))
+    return state
+
+
+def _answered_ids(messages: list[qs.Json]) -> list[str]:
+    return [str(m["details"]["requestId"]) for m in messages]
+
+
+# -- Quiesce ----------------------------------------------------------------------------------
+
+
+def test_a_draft_flush_while_the_closing_form_is_open_does_not_answer_quiesce() -> None:
+    # Quiesce cancels the visible form; a flush that comes before the form's FormStopped
+    # writes the drafts but must not tell the Quiesce caller that all is saved: the closing
+    # form's last draft is still to come.
+    state = _enqueue(qs.initial_state(), "r1")
+    assert state.stats().visible is not None
+    state, effects = _reduce(state, qs.DraftChanged("r1", state.epoch, _FORM))
+    assert qs.ScheduleFlush() in effects
+    box = Box()
+    state, effects = _reduce(state, qs.Quiesce(box))
+    assert effects == [qs.CancelForm("r1")]
+    state, effects = _reduce(state, qs.FlushDrafts())
+    assert any(isinstance(e, qs.Append) for e in effects)
+    assert box.values == [] and len(state.quiesce_replies) == 1
+    state, effects = _reduce(state, qs.FormStopped("r1", state.epoch, _FORM, None))
+    assert qs.Reply(box, None) in effects
+    assert state.quiesce_replies == ()
+
+
+def test_a_failed_draft_write_closes_every_quiesce_reply_and_forgets_them() -> None:
+    state = _enqueue(qs.initial_state(), "r1")
+    state, _ = _reduce(state, qs.DraftChanged("r1", state.epoch, _FORM))
+    first, second = Box(), Box()
+    state, _ = _reduce(state, qs.Quiesce(first))
+    # The form stops; its draft save is the write that fails.
+    state, effects = qs.reduce(state, qs.FormStopped("r1", state.epoch, _FORM, None))
+    state = state.commit()
+    assert qs.Continue(qs.SaveDrafts()) in effects
+    state, _ = qs.reduce(state, qs.Quiesce(second))
+    state = state.commit()
+    candidate, effects = qs.reduce(state, qs.SaveDrafts())
+    assert isinstance(effects[0], qs.Append)  # the write, which fails: the shell drops it
+    state, effects = _reduce(state, qs.Unrecorded(qs.SaveDrafts()))
+    assert effects == [qs.CloseReply(first), qs.CloseReply(second)]
+    assert state.quiesce_replies == ()
+
+
+# -- Restore: the undelivered index ------------------------------------------------------------
+
+
+def _restored(rid: str, outcome: Outcome | None, delivered: bool) -> qs.RestoredItem:
+    return qs.RestoredItem(_request(rid), _FORM, outcome, delivered)
+
+
+def test_a_restore_delivers_exactly_its_undelivered_outcomes_once_in_order() -> None:
+    # The old epoch has an undelivered outcome of its own, which the new branch must not see.
+    state = _reduce(qs.initial_state(idle=False), qs.SurfaceReady())[0]
+    state = _enqueue(state, "old")
+    state, _ = _reduce(state, qs.FormStopped("old", state.epoch, _FORM, _answer("old")))
+    assert state.undelivered.get(0) == "old"
+    items = (
+        _restored("u1", _answer("u1"), delivered=False),
+        _restored("d1", _answer("d1"), delivered=True),
+        _restored("p1", None, delivered=False),
+        _restored("u2", _answer("u2"), delivered=False),
+    )
+    box = Box()
+    state, _ = _reduce(state, qs.Restore(1, items, True, FakeJournal(), box))
+    assert box.values == [None]
+    assert state.stats().completed == ("u1", "d1", "u2")
+    assert state.stats().delivered == ("d1",)
+    boundary = Box()
+    state, effects = _reduce(state, qs.TurnBoundary(boundary))
+    [messages] = boundary.values
+    assert _answered_ids(messages) == ["u1", "u2"]
+    assert [e for e in effects if isinstance(e, qs.MarkDelivered)] == [
+        qs.MarkDelivered(tuple(("ask:background-answer", m) for m in messages))
+    ]
+    assert state.stats().delivered == ("u1", "d1", "u2")
+    again = Box()
+    state, _ = _reduce(state, qs.TurnBoundary(again))
+    assert again.values == [[]]
+
+
+def test_an_idle_agent_is_woken_by_the_first_undelivered_outcome_a_restore_brings() -> None:
+    items = (
+        _restored("d1", _answer("d1"), delivered=True),
+        _restored("u1", _answer("u1"), delivered=False),
+    )
+    state, effects = _reduce(qs.initial_state(), qs.Restore(1, items, True, FakeJournal(), Box()))
+    [wake] = [e for e in effects if isinstance(e, qs.Wake)]
+    assert _answered_ids([wake.message]) == ["u1"]
+
+
+# -- waits: a late joiner ---------------------------------------------------------------------
+
+
+def test_a_request_enqueued_during_a_wait_joins_it_and_its_answer_completes_it() -> None:
+    state = _enqueue(qs.initial_state(idle=False), "r1")
+    box = Box()
+    state, _ = _reduce(state, qs.StartWait(7, box))
+    state = _enqueue(state, "r2")  # joins the running wait
+    assert state.wait is not None and state.wait.late == ("r2",)
+    state, _ = _reduce(state, qs.FormStopped("r1", state.epoch, _FORM, _answer("r1")))
+    assert box.values == []  # r2 is still outstanding
+    state, _ = _reduce(state, qs.FormStopped("r2", state.epoch, _FORM, _answer("r2")))
+    [end] = box.values
+    assert end.status == "complete"
+    assert end.request_ids == ("r1", "r2")
+    assert end.results == (_answer("r1"), _answer("r2"))
+    # Routed to the wait, so not handed to a boundary while it runs.
+    boundary = Box()
+    state, _ = _reduce(state, qs.TurnBoundary(boundary))
+    assert boundary.values == [[]]
+    state, _ = _reduce(state, qs.EndWait(7, acknowledged=True))
+    assert state.stats().delivered == ("r1", "r2")
