@@ -111,7 +111,7 @@ def test_a_failed_draft_write_closes_every_quiesce_reply_and_forgets_them() -> N
     assert qs.Continue(qs.SaveDrafts()) in effects
     state, _ = qs.reduce(state, qs.Quiesce(second))
     state = state.commit()
-    candidate, effects = qs.reduce(state, qs.SaveDrafts())
+    _, effects = qs.reduce(state, qs.SaveDrafts())
     assert isinstance(effects[0], qs.Append)  # the write, which fails: the shell drops it
     state, effects = _reduce(state, qs.Unrecorded(qs.SaveDrafts()))
     assert effects == [qs.CloseReply(first), qs.CloseReply(second)]
@@ -160,7 +160,7 @@ def test_an_idle_agent_is_woken_by_the_first_undelivered_outcome_a_restore_bring
         _restored("d1", _answer("d1"), delivered=True),
         _restored("u1", _answer("u1"), delivered=False),
     )
-    state, effects = _reduce(qs.initial_state(), qs.Restore(1, items, True, FakeJournal(), Box()))
+    _, effects = _reduce(qs.initial_state(), qs.Restore(1, items, True, FakeJournal(), Box()))
     [wake] = [e for e in effects if isinstance(e, qs.Wake)]
     assert _answered_ids([wake.message]) == ["u1"]
 
@@ -187,3 +187,90 @@ def test_a_request_enqueued_during_a_wait_joins_it_and_its_answer_completes_it()
     assert boundary.values == [[]]
     state, _ = _reduce(state, qs.EndWait(7, acknowledged=True))
     assert state.stats().delivered == ("r1", "r2")
+
+
+# -- the retry of a wake whose delivery mark failed on the disk --------------------------------
+
+
+def _ready_to_wake() -> qs.QueueState:
+    """An answer ready and the agent idle (its wake not tried yet)."""
+    state = _enqueue(qs.initial_state(idle=False), "r1")
+    state, _ = _reduce(state, qs.FormStopped("r1", state.epoch, _FORM, _answer("r1")))
+    state, _ = qs.reduce(state, qs.AgentActivity(True))
+    return state.commit()
+
+
+def _failed_wake(state: qs.QueueState, *, disk: bool = True) -> tuple[qs.QueueState, list[Any]]:
+    """Try the wake; its mark write fails: the shell drops the candidate, reduces Unrecorded."""
+    _, effects = qs.reduce(state, qs.TryWake())
+    assert isinstance(effects[0], qs.MarkDelivered)
+    return _reduce(state, qs.Unrecorded(qs.TryWake(), disk=disk))
+
+
+def test_a_wake_that_fails_on_the_disk_is_retried_with_a_doubling_bounded_wait() -> None:
+    state = _ready_to_wake()
+    delays = []
+    for _ in range(7):
+        state, effects = _failed_wake(state)
+        [timer] = effects
+        assert isinstance(timer, qs.ScheduleWakeRetry)
+        delays.append(timer.delay)
+        # The timer runs out: the wake is tried again (and fails again, next round).
+        state, effects = qs.reduce(state, qs.RetryWake())
+        assert effects == [qs.Continue(qs.TryWake())]
+        state = state.commit()
+        assert not state.wake_retry_armed
+    assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    assert qs.WAKE_RETRY_MAX == 8.0 and qs.WAKE_RETRY_FIRST == 0.5
+    # The disk is back: the wake goes out, marked, and the backoff starts over.
+    state, effects = _reduce(state, qs.TryWake())
+    assert [type(e) for e in effects] == [qs.MarkDelivered, qs.Wake]
+    assert state.wake_failures == 0 and state.stats().delivered == ("r1",)
+
+
+def test_one_wake_retry_timer_runs_at_a_time() -> None:
+    state, effects = _failed_wake(_ready_to_wake())
+    assert effects == [qs.ScheduleWakeRetry(qs.WAKE_RETRY_FIRST)]
+    # Another event tries the wake before the timer runs out, and fails too: no second timer.
+    state, effects = _failed_wake(state)
+    assert effects == []
+    assert state.wake_retry_armed and state.wake_failures == 2
+    # The timer's retry fails: the next wait counts all three failures.
+    state = qs.reduce(state, qs.RetryWake())[0].commit()
+    state, effects = _failed_wake(state)
+    assert effects == [qs.ScheduleWakeRetry(qs.wake_retry_delay(3))] == [qs.ScheduleWakeRetry(2.0)]
+
+
+def test_a_wake_that_fails_other_than_on_the_disk_is_not_retried() -> None:
+    # A revoked branch (a Restore follows and tries the wake itself), a refused entry (it
+    # would be refused again), a closed journal (disposal): no timer.
+    state, effects = _failed_wake(_ready_to_wake(), disk=False)
+    assert effects == []
+    assert not state.wake_retry_armed and state.wake_failures == 0
+
+
+def test_a_failed_restore_wake_closes_the_restore_reply_and_is_retried() -> None:
+    state = _ready_to_wake()
+    box = Box()
+    _, effects = qs.reduce(state, qs.TryWake(box))
+    assert isinstance(effects[0], qs.MarkDelivered)
+    state, effects = _reduce(state, qs.Unrecorded(qs.TryWake(box), disk=True))
+    assert effects == [qs.CloseReply(box), qs.ScheduleWakeRetry(qs.WAKE_RETRY_FIRST)]
+    assert box.closed and box.values == []
+
+
+def test_a_retry_that_finds_the_agent_busy_does_nothing() -> None:
+    state, _ = _failed_wake(_ready_to_wake())
+    state, _ = _reduce(state, qs.AgentActivity(False))
+    state, effects = _reduce(state, qs.RetryWake())
+    assert effects == []
+    assert not state.wake_retry_armed
+    # The answer is not lost: the next boundary hands it out.
+    boundary = Box()
+    state, _ = _reduce(state, qs.TurnBoundary(boundary))
+    assert _answered_ids(boundary.values[0]) == ["r1"]
+
+
+def test_the_retry_wait_stays_bounded_after_any_number_of_failures() -> None:
+    assert qs.wake_retry_delay(1) == qs.WAKE_RETRY_FIRST
+    assert qs.wake_retry_delay(10**6) == qs.WAKE_RETRY_MAX

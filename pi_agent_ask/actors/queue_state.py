@@ -36,7 +36,9 @@ Rules stated once:
    outstanding members, so routing a completion is O(1).
 5. **Waking.** An idle wake sends at most one message per idle period: a waking follow-up, else
    the first ready, non-cancelled outcome in FIFO order. Cancellations and errors never wake;
-   they go out at the next boundary.
+   they go out at the next boundary. A wake whose delivery mark failed on the disk is retried
+   by a timer (``ScheduleWakeRetry``, backoff doubling from ``WAKE_RETRY_FIRST`` up to
+   ``WAKE_RETRY_MAX``), one timer at a time, so it is not left for the next event.
 6. **Epochs.** Messages from a form of an older epoch are dropped. ``Restore`` ends everything
    of the old epoch before the new one starts: the visible form, every foreground claim (a
    claim still waiting is granted its cancelled scope), the wait (aborted unless answered).
@@ -278,11 +280,19 @@ class SaveDrafts:
 
 
 @attrs.frozen
+class RetryWake:
+    """The wake retry timer (``ScheduleWakeRetry``) ran out: try the idle wake again."""
+
+
+@attrs.frozen
 class Unrecorded:
-    """The write of ``message``'s transition failed (the branch was revoked, or the journal
-    ended): none of it happened. Its caller hears so."""
+    """The write of ``message``'s transition failed (the branch was revoked, the journal
+    ended, the entry was refused, or the disk failed): none of it happened. Its caller hears
+    so. ``disk``: the disk failed (``OSError``), which may pass, so a failed wake is retried;
+    the other failures are final for this branch."""
 
     message: QueueMessage
+    disk: bool = False
 
 
 QueueMessage = (
@@ -307,6 +317,7 @@ QueueMessage = (
     | SurfaceReady
     | TryWake
     | SaveDrafts
+    | RetryWake
     | Unrecorded
 )
 
@@ -429,6 +440,13 @@ class ScheduleFlush:
 
 
 @attrs.frozen
+class ScheduleWakeRetry:
+    """Send ``RetryWake`` after ``delay`` seconds."""
+
+    delay: float
+
+
+@attrs.frozen
 class Continue:
     """Reduce ``message`` next, as a transition of its own, before any other message."""
 
@@ -448,9 +466,20 @@ Effect = (
     | CloseReply
     | UseJournal
     | ScheduleFlush
+    | ScheduleWakeRetry
     | Continue
 )
 WRITES = (Append, MarkDelivered)
+
+WAKE_RETRY_FIRST = 0.5
+"""Seconds before the first retry of a wake whose delivery mark failed on the disk."""
+WAKE_RETRY_MAX = 8.0
+"""The longest wait between two retries: the backoff doubles up to this and stays there."""
+
+
+def wake_retry_delay(failures: int) -> float:
+    """The wait before the retry that follows the ``failures``-th failure in a row."""
+    return min(WAKE_RETRY_FIRST * 2.0 ** min(failures - 1, 16), WAKE_RETRY_MAX)
 
 
 # ------------------------------------------------------------------------------------------
@@ -601,6 +630,10 @@ class QueueState:
     """Set by ``Quiesce``: nothing new is shown until the next ``Restore``."""
     quiesce_replies: tuple[ReplyTo[None], ...] = ()
     flush_scheduled: bool = False
+    wake_failures: int = 0
+    """Disk failures of an idle wake's delivery mark since the last wake went out."""
+    wake_retry_armed: bool = False
+    """A ``RetryWake`` timer runs (at most one at a time)."""
 
     def commit(self) -> QueueState:
         """Fold this state's layer into the shared tables (older states become stale)."""
@@ -763,6 +796,9 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
             step.later(SaveDrafts())
         case SaveDrafts():
             _save_drafts(step)
+        case RetryWake():
+            step.set(wake_retry_armed=False)
+            step.later(TryWake())
         case Restore():
             _restore(step, message)
         case Inspect(reply=reply):
@@ -777,8 +813,8 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
         case SurfaceReady():
             step.set(surface_ready=True)
             _schedule(step)
-        case Unrecorded(message=failed):
-            _unrecorded(step, failed)
+        case Unrecorded(message=failed, disk=disk):
+            _unrecorded(step, failed, disk)
         case Quiesce(reply=reply):
             step.set(held=True, quiesce_replies=(*step.s.quiesce_replies, reply))
             active = step.s.active
@@ -994,7 +1030,7 @@ def _try_wake(step: _Step) -> None:
     if waking is not None:
         rest = s.follow_ups[:waking] + s.follow_ups[waking + 1 :]
         [message] = _deliver(step, (s.follow_ups[waking],), [], rest)
-        step.set(woken=True)
+        step.set(woken=True, wake_failures=0)
         step.emit(Wake(message))
         return
     for item in _ready(s):
@@ -1004,7 +1040,7 @@ def _try_wake(step: _Step) -> None:
             and not item.outcome.result.cancelled
         ):
             [message] = _deliver(step, (), [item], s.follow_ups)
-            step.set(woken=True)
+            step.set(woken=True, wake_failures=0)
             step.emit(Wake(message))
             return
 
@@ -1164,9 +1200,10 @@ def _restore(step: _Step, message: Restore) -> None:
     step.later(TryWake(message.reply))
 
 
-def _unrecorded(step: _Step, message: QueueMessage) -> None:
+def _unrecorded(step: _Step, message: QueueMessage, disk: bool) -> None:
     """The reply to a message whose journal write failed: nothing was shown, hidden or
-    delivered. Other callers see their reply channel closed."""
+    delivered. Other callers see their reply channel closed. A wake that failed on the disk
+    is tried again later (``_retry_wake``)."""
     match message:
         case Defer(reply=reply) | Show(reply=reply):
             step.emit(Reply(reply, None))
@@ -1178,10 +1215,25 @@ def _unrecorded(step: _Step, message: QueueMessage) -> None:
             for quiesced in step.s.quiesce_replies:
                 step.emit(CloseReply(quiesced))
             step.set(quiesce_replies=())
+        case TryWake(reply=reply):
+            if reply is not None:
+                step.emit(CloseReply(reply))
+            if disk:
+                _retry_wake(step)
         case _:
             other = reply_of(message)
             if other is not None:
                 step.emit(CloseReply(other))
+
+
+def _retry_wake(step: _Step) -> None:
+    """Arm the wake retry timer after a disk failure of a wake's mark, unless it runs already
+    (its ``RetryWake`` tries the wake then). Each failure in a row doubles the wait."""
+    failures = step.s.wake_failures + 1
+    step.set(wake_failures=failures)
+    if not step.s.wake_retry_armed:
+        step.set(wake_retry_armed=True)
+        step.emit(ScheduleWakeRetry(wake_retry_delay(failures)))
 
 
 def reply_of(message: QueueMessage) -> ReplyTo[Any] | None:
