@@ -1,15 +1,20 @@
-"""Reducer tests (``actors/queue_state.py``) that kill mutants the model and the shell suites let
-live (docs/mutation-queue.md). Each drives ``reduce`` as the shell does: a message, then the
-transitions it continues into, each committed."""
+"""Reducer tests (``actors/queue_state.py``, ``actors/wait_state.py``) that kill mutants the
+model and the shell suites let live (docs/mutation-queue.md). Each drives ``reduce`` as the
+shell does: a message, then the transitions it continues into, each committed."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from pi_agent_ask.actors import queue_state as qs
+from pi_agent_ask.actors import wait_state as ws
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.result import AskResult
+from pi_agent_ask.form import text as texts
+from pi_agent_ask.form.result import AskResult, build_result
+from pi_agent_ask.form.types import Draft
 from pi_agent_ask.form.validate import validate_ask_params
 
 from .runtime_support import payload
@@ -274,3 +279,65 @@ def test_a_retry_that_finds_the_agent_busy_does_nothing() -> None:
 def test_the_retry_wait_stays_bounded_after_any_number_of_failures() -> None:
     assert qs.wake_retry_delay(1) == qs.WAKE_RETRY_FIRST
     assert qs.wake_retry_delay(10**6) == qs.WAKE_RETRY_MAX
+
+
+# -- the waiter reducer (actors/wait_state.py) ------------------------------------------------
+
+
+def _waiting() -> ws.Waiter:
+    waiter, _ = ws.start(7, "call-1", tui=True, background_only=False)
+    waiter, _ = ws.reduce(waiter, ws.Sent())
+    return waiter
+
+
+def test_each_end_of_a_waiter_is_recorded_and_named_by_a_later_message() -> None:
+    refused, _ = ws.start(7, "call-1", tui=True, background_only=True)
+    busy, _ = ws.reduce(_waiting(), ws.Ended(qs.WaitEnd("busy")))
+    aborted, _ = ws.reduce(_waiting(), ws.Ended(qs.WaitEnd("aborted")))
+    writing, _ = ws.reduce(_waiting(), ws.Ended(qs.WaitEnd("complete")))
+    writing, _ = ws.reduce(writing, ws.ParamsFound({}))
+    stale, _ = ws.reduce(writing, ws.WriteStale())
+    assert (refused.phase, refused.end) == ("refused", None)
+    assert (busy.phase, busy.end) == ("failed", qs.WaitEnd("busy"))
+    assert (aborted.phase, aborted.end) == ("failed", qs.WaitEnd("aborted"))
+    assert (stale.phase, stale.end) == ("failed", qs.WaitEnd("complete"))
+    for waiter in (refused, busy, aborted, stale):
+        with pytest.raises(ws.WaiterError) as error:
+            ws.reduce(waiter, ws.Written())
+        assert str(error.value) == f"Written in phase {waiter.phase}"
+
+
+def _labelled() -> tuple[Outcome, dict[str, Any]]:
+    """An answer whose text needs its request's parameters (a note on an option not chosen)."""
+    assert _PARAMS is not None
+    draft = Draft(selected=(0,), option_notes={"a2": "not this"})
+    outcome = Outcome("r1", result=build_result(_PARAMS, [draft], request_id="r1"))
+    return outcome, {"r1": _PARAMS}
+
+
+@pytest.mark.parametrize("status", ["complete", "deferred"])
+def test_a_wait_result_names_options_through_the_request_parameters(status: str) -> None:
+    outcome, params = _labelled()
+    if status == "complete":
+        end = qs.WaitEnd("complete", request_ids=("r1",), results=(outcome,))
+        expected = texts.wait_complete_result(end.request_ids, end.results, params=params)
+        bare = texts.wait_complete_result(end.request_ids, end.results, params={})
+    else:
+        end = qs.WaitEnd(
+            "deferred",
+            request_ids=("r1", "r2"),
+            pending_request_ids=("r2",),
+            results=(outcome,),
+            reason="hidden",
+        )
+        expected = texts.wait_deferred_result(
+            "hidden", end.request_ids, end.pending_request_ids, end.results, params=params
+        )
+        bare = texts.wait_deferred_result(
+            "hidden", end.request_ids, end.pending_request_ids, end.results, params={}
+        )
+    assert expected != bare
+    waiter, _ = ws.reduce(_waiting(), ws.Ended(end))
+    _, effect = ws.reduce(waiter, ws.ParamsFound(params))
+    assert isinstance(effect, ws.WriteResult)
+    assert effect.entry["result"] == expected
