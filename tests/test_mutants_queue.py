@@ -341,3 +341,111 @@ def test_a_wait_result_names_options_through_the_request_parameters(status: str)
     _, effect = ws.reduce(waiter, ws.ParamsFound(params))
     assert isinstance(effect, ws.WriteResult)
     assert effect.entry["result"] == expected
+
+
+# -- more of the queue reducer -------------------------------------------------------------------
+
+
+class Scope:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Commands:
+    def clone(self) -> Commands:
+        return self
+
+
+def test_a_candidate_state_can_be_reduced_further_before_it_is_committed() -> None:
+    # Each derived state copies its parent's layer: the first Enqueue, never committed, is
+    # still there when the second one is committed.
+    first, _ = qs.reduce(qs.initial_state(idle=False), qs.Enqueue(_request("r1"), _FORM, Box()))
+    second, _ = qs.reduce(first, qs.Enqueue(_request("r2"), _FORM, Box()))
+    assert second.commit().stats().pending == ("r1", "r2")
+
+
+def test_a_table_shows_what_it_holds() -> None:
+    table: qs.Table[str, int] = qs.Table({"a": 1})
+    table.set("b", 2)
+    table.delete("a")
+    assert repr(table) == "Table({'b': 2})"
+
+
+def test_a_queue_starts_with_the_surface_ready_unless_told_otherwise() -> None:
+    state = _enqueue(qs.initial_state(), "r1")
+    assert state.stats().visible == "tool:r1"
+    waiting = _enqueue(qs.initial_state(surface_ready=False), "r1")
+    assert waiting.stats().visible is None
+
+
+def test_each_pending_form_is_shown_in_turn_past_every_answered_one() -> None:
+    state = qs.initial_state(idle=False)
+    for rid in ("r1", "r2", "r3", "r4"):
+        state = _enqueue(state, rid)
+    for rid, following in (("r1", "r2"), ("r2", "r3"), ("r3", "r4")):
+        state, effects = _reduce(state, qs.FormStopped(rid, state.epoch, _FORM, _answer(rid)))
+        [start] = [e for e in effects if isinstance(e, qs.StartForm)]
+        assert start.request.request_id == following
+        assert state.stats().visible == f"tool:{following}"
+
+
+def test_a_foreground_claim_is_granted_with_its_id_and_the_epoch() -> None:
+    items = (_restored("u1", _answer("u1"), delivered=True),)
+    state, _ = _reduce(qs.initial_state(), qs.Restore(3, items, True, FakeJournal(), Box()))
+    box = Box()
+    state, _ = _reduce(state, qs.AcquireSurface(11, "fg:11", Commands(), Scope(), box))
+    assert box.values == [qs.Grant(11, 3)]
+    assert state.stats().visible == "fg:11"
+
+
+def test_a_restore_cancels_the_granted_foreground_claim() -> None:
+    scope, box = Scope(), Box()
+    state, _ = _reduce(qs.initial_state(), qs.AcquireSurface(11, "fg:11", Commands(), scope, box))
+    assert box.values == [qs.Grant(11, 0)]
+    state, effects = _reduce(state, qs.Restore(1, (), True, FakeJournal(), Box()))
+    assert qs.CancelClaim(scope) in effects
+    assert box.values == [qs.Grant(11, 0)]  # granted once: no second grant
+    assert state.stats().visible is None and state.claims == ()
+
+
+def test_a_restore_forgets_the_old_branchs_unsaved_drafts() -> None:
+    # The draft write before the session change failed: the old branch's drafts stay
+    # unsaved. The new branch (with a request of the same id) must not get a draft write for
+    # a change that was never made on it.
+    state = _enqueue(qs.initial_state(), "r1")
+    state, _ = _reduce(state, qs.DraftChanged("r1", state.epoch, _FORM))
+    assert state.dirty == frozenset({"r1"})
+    items = (_restored("r1", None, delivered=False),)
+    state, _ = _reduce(state, qs.Restore(1, items, True, FakeJournal(), Box()))
+    state, effects = _reduce(state, qs.FlushDrafts())
+    assert not any(isinstance(e, qs.Append) for e in effects)
+
+
+def test_a_wake_by_an_answer_keeps_the_follow_ups_that_do_not_wake() -> None:
+    state = _enqueue(qs.initial_state(idle=False), "r1")
+    note = {"customType": "ask:resume-answer", "content": "f1", "details": {"followUp": "f1"}}
+    state, _ = _reduce(state, qs.FollowUp("ask:resume-answer", note, wake=False))
+    state, _ = _reduce(state, qs.FormStopped("r1", state.epoch, _FORM, _answer("r1")))
+    state, effects = _reduce(state, qs.AgentActivity(True))
+    [wake] = [e for e in effects if isinstance(e, qs.Wake)]
+    assert _answered_ids([wake.message]) == ["r1"]
+    state, _ = _reduce(state, qs.AgentActivity(False))
+    boundary = Box()
+    state, _ = _reduce(state, qs.TurnBoundary(boundary))
+    assert boundary.values == [[note]]
+
+
+def test_a_wait_over_two_pending_requests_answers_once_both_are_answered() -> None:
+    state = qs.initial_state(idle=False)
+    for rid in ("r1", "r2"):
+        state = _enqueue(state, rid)
+    box = Box()
+    state, _ = _reduce(state, qs.StartWait(5, box))
+    state, _ = _reduce(state, qs.FormStopped("r1", state.epoch, _FORM, _answer("r1")))
+    assert box.values == []
+    state, _ = _reduce(state, qs.FormStopped("r2", state.epoch, _FORM, _answer("r2")))
+    [end] = box.values
+    assert end.status == "complete" and end.request_ids == ("r1", "r2")
