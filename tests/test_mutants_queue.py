@@ -449,3 +449,65 @@ def test_a_wait_over_two_pending_requests_answers_once_both_are_answered() -> No
     state, _ = _reduce(state, qs.FormStopped("r2", state.epoch, _FORM, _answer("r2")))
     [end] = box.values
     assert end.status == "complete" and end.request_ids == ("r1", "r2")
+
+
+def test_each_idle_period_may_wake_the_agent_once() -> None:
+    state = _enqueue(qs.initial_state(idle=False), "r1")
+    state = _enqueue(state, "r2")
+    state, _ = _reduce(state, qs.FormStopped("r1", state.epoch, _FORM, _answer("r1")))
+    state, _ = _reduce(state, qs.FormStopped("r2", state.epoch, _FORM, _answer("r2")))
+    woken = []
+    for _ in range(2):
+        state, effects = _reduce(state, qs.AgentActivity(True))
+        woken += [e for e in effects if isinstance(e, qs.Wake)]
+        state, _ = _reduce(state, qs.AgentActivity(False))
+    assert _answered_ids([w.message for w in woken]) == ["r1", "r2"]
+
+
+def test_find_flow_names_the_visible_forms_commands_and_nothing_else() -> None:
+    box = Box()
+    _, effects = _reduce(qs.initial_state(), qs.FindFlow("tool:r1", box))
+    assert effects == [qs.Reply(box, None)] and box.values == [None]
+    state = _enqueue(qs.initial_state(), "r1")
+    box = Box()
+    _, effects = _reduce(state, qs.FindFlow("tool:r1", box))
+    assert effects == [qs.ReplyCommands(box, None, "r1")]
+    box = Box()
+    _, effects = _reduce(state, qs.FindFlow("tool:r2", box))
+    assert effects == [qs.Reply(box, None)]
+    commands = Commands()
+    state, _ = _reduce(qs.initial_state(), qs.AcquireSurface(4, "fg:4", commands, Scope(), Box()))
+    box = Box()
+    _, effects = _reduce(state, qs.FindFlow("fg:4", box))
+    assert effects == [qs.ReplyCommands(box, commands, None)]
+
+
+def test_every_run_of_draft_changes_schedules_one_flush() -> None:
+    state = _enqueue(qs.initial_state(), "r1")
+    for _ in range(2):
+        state, effects = _reduce(state, qs.DraftChanged("r1", state.epoch, _FORM))
+        assert qs.ScheduleFlush() in effects
+        state, effects = _reduce(state, qs.FlushDrafts())
+        assert any(isinstance(e, qs.Append) for e in effects)
+
+
+def test_reduce_leaves_the_tables_of_the_state_it_is_given_untouched() -> None:
+    state = _enqueue(qs.initial_state(idle=False), "r1")
+    qs.reduce(state, qs.Enqueue(_request("r2"), _FORM, Box()))
+    qs.reduce(state, qs.FormStopped("r1", state.epoch, _FORM, _answer("r1")))
+    assert sorted(state.items.keys()) == ["r1"]
+    assert sorted(state.by_seq.keys()) == [0]
+    assert list(state.undelivered.keys()) == []
+
+
+def test_a_transition_continues_only_into_work_that_does_something() -> None:
+    # A busy agent: no wake to try. Nothing dirty and no Quiesce caller: no draft save.
+    state = _enqueue(qs.initial_state(), "r1")
+    _, effects = qs.reduce(state, qs.AgentActivity(False))
+    assert effects == []
+    _, effects = qs.reduce(state, qs.FlushDrafts())
+    assert effects == []
+    # A Quiesce caller waits, but the closing form is still open: its FormStopped saves.
+    state, _ = _reduce(state, qs.Quiesce(Box()))
+    _, effects = qs.reduce(state, qs.FlushDrafts())
+    assert effects == []
