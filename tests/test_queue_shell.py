@@ -64,6 +64,7 @@ class Forms:
     started: trio.Event = attrs.field(factory=trio.Event)
     epochs: list[int] = attrs.field(factory=list)
     inboxes: list[trio.MemoryReceiveChannel[FormInput]] = attrs.field(factory=list)
+    commands: list[trio.MemorySendChannel[FormInput]] = attrs.field(factory=list)
 
     async def __call__(
         self,
@@ -77,6 +78,7 @@ class Forms:
         self.shown.append((request.request_id, scope))
         self.epochs.append(epoch)
         self.inboxes.append(inbox)
+        self.commands.append(commands)
         self.started.set()
 
 
@@ -292,6 +294,22 @@ async def test_find_flow_hands_out_the_visible_forms_command_channel() -> None:
         commands.send_nowait(key)
         assert forms.inboxes[0].receive_nowait() is key
         assert await queue.ask(lambda reply: q.FindFlow("tool:r2", reply)) is None
+        # The form itself got the send side of its inbox (its key handlers send through it).
+        forms.commands[0].send_nowait(key)
+        assert forms.inboxes[0].receive_nowait() is key
+
+
+async def test_a_restore_cancels_the_granted_foreground_claim() -> None:
+    journal = Journal()
+    async with running(journal, Forms()) as queue:
+        scope = trio.CancelScope()
+        commands_tx, _commands_rx = trio.open_memory_channel[FormInput](1)
+        grant = await queue.ask(
+            lambda reply: q.AcquireSurface(1, "fg:1", commands_tx, scope, reply)
+        )
+        assert grant == q.Grant(1, 0)
+        await queue.ask(lambda reply: q.Restore(1, (), True, journal, reply))
+        assert scope.cancel_called
 
 
 async def test_herdr_hears_when_the_first_owner_comes_and_the_last_one_goes() -> None:
