@@ -224,7 +224,7 @@ def test_a_wake_that_fails_on_the_disk_is_retried_with_a_doubling_bounded_wait()
         state, effects = qs.reduce(state, qs.RetryWake())
         assert effects == [qs.Continue(qs.TryWake())]
         state = state.commit()
-        assert not state.wake_retry_armed
+        assert state.wake_retry_armed is False
     assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
     assert qs.WAKE_RETRY_MAX == 8.0 and qs.WAKE_RETRY_FIRST == 0.5
     # The disk is back: the wake goes out, marked, and the backoff starts over.
