@@ -89,6 +89,10 @@ class Harness:
     state: qs.QueueState
     journal: list[qs.Entry] = attrs.field(factory=list)
     fail_armed: bool = False
+    disk: bool = False
+    """An armed failure is the disk's (``OSError``) rather than a revoked branch's."""
+    timers: list[float] = attrs.field(factory=list)
+    """The wake retry timers set and not fired yet (their delays)."""
     wakes: list[str] = attrs.field(factory=list)
     herdr_events: list[bool] = attrs.field(factory=list)
     started: list[tuple[str, int]] = attrs.field(factory=list)
@@ -110,8 +114,10 @@ class Harness:
             assert writes in ([], [0]), effects
             if writes and self.fail_armed:
                 self.fail_armed = False
-                failure = OSError(5, "injected")
-                undo, undo_effects = qs.reduce(self.state, qs.Unrecorded(current, failure))
+                failure = OSError(5, "injected") if self.disk else RuntimeError("refused")
+                undo, undo_effects = qs.reduce(
+                    self.state, qs.Unrecorded(current, self.disk, error=failure)
+                )
                 for effect in undo_effects:
                     assert not isinstance(effect, (*qs.WRITES, qs.Continue)), effect
                     self._perform(effect, [])
@@ -156,6 +162,8 @@ class Harness:
                 self.cancelled_forms.append(rid)
             case qs.CancelClaim(scope=scope):
                 scope.cancel()
+            case qs.ScheduleWakeRetry(delay=delay):
+                self.timers.append(delay)
             case qs.UseJournal() | qs.ScheduleFlush():
                 pass
             case _:
@@ -221,7 +229,10 @@ class QueueMachine(RuleBasedStateMachine):
         self.held = False
         self.idle = True
         self.woken = False
-        self.stalled = False  # a wake's write failed: no wake until the next trigger
+        self.stalled = False  # a wake's write failed: no wake until the next trigger or retry
+        self.disk = False  # failures are the disk's: a failed wake is retried by a timer
+        self.retry_armed = False
+        self.wake_failures = 0
         self.wait: MWait | None = None
         self.follow_ups: list[MFollowUp] = []
         self.dirty: set[str] = set()
@@ -285,7 +296,14 @@ class QueueMachine(RuleBasedStateMachine):
             return
         if not self._write():
             self.stalled = True
+            if self.disk:
+                self.wake_failures += 1
+                if not self.retry_armed:
+                    self.retry_armed = True
+                    assert self.h.timers == [qs.wake_retry_delay(self.wake_failures)]
+                assert len(self.h.timers) == 1, "one wake retry timer at a time"
             return
+        self.wake_failures = 0
         kind, what = found
         if kind == "follow":
             assert isinstance(what, MFollowUp)
@@ -368,7 +386,8 @@ class QueueMachine(RuleBasedStateMachine):
         self.h.send(qs.Enqueue(request, _FORM, box, recording))
         if not self._write():
             # Nothing enqueued, nothing written; the caller hears the error.
-            assert len(box.values) == 1 and isinstance(box.values[0], OSError) and box.closed
+            expected = OSError if self.disk else RuntimeError
+            assert len(box.values) == 1 and isinstance(box.values[0], expected) and box.closed
             assert len(self.h.journal) == written
             assert rid not in self.h.state.items
             return
@@ -541,6 +560,20 @@ class QueueMachine(RuleBasedStateMachine):
         message = {"customType": "ask:resume-answer", "content": key, "details": {"followUp": key}}
         self.h.send(qs.FollowUp("ask:resume-answer", message, wake))
         self.follow_ups.append(MFollowUp(key, wake))
+        self._try_wake()
+
+    @rule(disk=st.booleans())
+    def failures_on_the_disk(self, disk: bool) -> None:
+        self.disk = disk
+        self.h.disk = disk
+
+    @precondition(lambda self: self.h.timers)
+    @rule(fail=st.booleans())
+    def wake_retry_timer_fires(self, fail: bool) -> None:
+        self._arm(fail)
+        self.h.timers.pop()
+        self.h.send(qs.RetryWake())
+        self.retry_armed = False
         self._try_wake()
 
     @precondition(lambda self: self.wait is None)
@@ -739,6 +772,12 @@ class QueueMachine(RuleBasedStateMachine):
         }
 
     @invariant()
+    def a_wake_failed_on_the_disk_has_its_retry_timer(self) -> None:
+        assert self.h.state.wake_retry_armed == self.retry_armed
+        assert len(self.h.timers) == int(self.retry_armed)
+        assert all(0 < delay <= qs.WAKE_RETRY_MAX for delay in self.h.timers)
+
+    @invariant()
     def quiesce_replies_once_nothing_is_open(self) -> None:
         for box in self.quiesce_boxes:
             assert box.values == [] and not box.closed
@@ -787,6 +826,7 @@ _INVARIANTS = (
     "deliveries_match",
     "quiesce_replies_once_nothing_is_open",
     "only_the_visible_form_is_open",
+    "a_wake_failed_on_the_disk_has_its_retry_timer",
 )
 
 

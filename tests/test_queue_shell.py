@@ -15,6 +15,7 @@ import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
@@ -30,12 +31,14 @@ assert _PARAMS is not None
 
 @attrs.define(eq=False)
 class Journal:
-    """Records the queue's writes; ``fail`` makes every write raise ``StaleBranch``; ``stuck``
-    makes writes wait forever."""
+    """Records the queue's writes; ``fail`` makes every write raise ``StaleBranch``, ``error``
+    raise that error; ``stuck`` makes writes wait forever, ``hold`` until it is set."""
 
     entries: list[tuple[str, Any]] = attrs.field(factory=list)
     fail: bool = False
     stuck: bool = False
+    error: BaseException | None = None
+    hold: trio.Event | None = None
 
     async def append(self, type_: str, data: Any) -> None:
         await self.append_many([(type_, data)])
@@ -43,7 +46,11 @@ class Journal:
     async def append_many(self, entries: Any) -> None:
         if self.stuck:
             await trio.sleep_forever()
+        if self.hold is not None:
+            await self.hold.wait()
         await trio.lowlevel.checkpoint()
+        if self.error is not None:
+            raise self.error
         if self.fail:
             raise StaleBranch("revoked")
         self.entries.extend(entries)
@@ -55,6 +62,9 @@ class Forms:
 
     shown: list[tuple[str, trio.CancelScope]] = attrs.field(factory=list)
     started: trio.Event = attrs.field(factory=trio.Event)
+    epochs: list[int] = attrs.field(factory=list)
+    inboxes: list[trio.MemoryReceiveChannel[FormInput]] = attrs.field(factory=list)
+    commands: list[trio.MemorySendChannel[FormInput]] = attrs.field(factory=list)
 
     async def __call__(
         self,
@@ -66,6 +76,9 @@ class Forms:
         inbox: trio.MemoryReceiveChannel[FormInput],
     ) -> None:
         self.shown.append((request.request_id, scope))
+        self.epochs.append(epoch)
+        self.inboxes.append(inbox)
+        self.commands.append(commands)
         self.started.set()
 
 
@@ -86,8 +99,9 @@ class Running:
 async def running(journal: Journal, forms: Forms, **options: Any) -> AsyncIterator[Running]:
     wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
     queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
+    events = options.pop("events", None) or ev.EventBus()
     actor = q.QueueActor(
-        journal=journal, events=ev.EventBus(), wakeups=wake_tx, run_background_form=forms, **options
+        journal=journal, events=events, wakeups=wake_tx, run_background_form=forms, **options
     )
     with trio.fail_after(GUARD):
         async with trio.open_nursery() as nursery:
@@ -169,3 +183,188 @@ async def test_a_queue_without_a_terminal_shows_nothing_and_delivers_nothing() -
         assert forms.shown == []
         assert await queue.ask(q.TurnBoundary) == []
         assert queue.actor.stats().herdr_owners == frozenset()
+
+
+_ANSWER = Outcome("r1", result=AskResult(cancelled=False))
+
+
+async def _answered(queue: Running, forms: Forms) -> None:
+    """r1 enqueued, shown, and answered (its outcome journaled by the form, as the runtime's)."""
+    await _enqueue(queue, "r1")
+    await forms.started.wait()
+    assert _PARAMS is not None
+    await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(_PARAMS), _ANSWER))
+
+
+async def test_a_boundary_whose_mark_write_fails_gets_nothing_and_the_answer_waits() -> None:
+    journal = Journal()
+    forms = Forms()
+    async with running(journal, forms, idle=False) as queue:
+        await _answered(queue, forms)
+        journal.fail = True
+        reply_tx, reply_rx = trio.open_memory_channel[Any](1)
+        await queue.inbox.send(q.TurnBoundary(reply_tx))
+        assert await reply_rx.receive() == []
+        with pytest.raises(trio.EndOfChannel):
+            await reply_rx.receive()
+        journal.fail = False
+        [message] = await queue.ask(q.TurnBoundary)
+        assert message["details"]["requestId"] == "r1"
+        assert [type_ for type_, _ in journal.entries] == ["ask:background-answer"]
+
+
+async def test_the_person_hears_of_the_first_disk_failure_of_each_run_of_failures() -> None:
+    journal = Journal()
+    forms = Forms()
+    notices: list[str] = []
+    disk = OSError(5, "disk")
+    expected = q.WRITE_FAILED_TEXT.format(error=disk)
+
+    async def defer() -> None:
+        assert await queue.ask(lambda reply: q.Defer("hidden", reply)) is None
+
+    async def show() -> None:
+        assert await queue.ask(q.Show) is None
+
+    async with running(journal, forms, idle=False, notice=notices.append) as queue:
+        await _answered(queue, forms)
+        journal.error = StaleBranch("revoked")  # not the disk: no notice
+        await defer()
+        assert notices == []
+        journal.error = disk
+        await defer()
+        await defer()
+        assert notices == [expected]
+        journal.error = None
+        await defer()  # an Append that succeeds ends the run of failures
+        journal.error = disk
+        await show()
+        assert notices == [expected, expected]
+        journal.error = None
+        assert len(await queue.ask(q.TurnBoundary)) == 1  # so does a delivery mark
+        journal.error = disk
+        await show()
+        assert notices == [expected, expected, expected]
+        assert "[Errno 5] disk" in expected
+
+
+async def test_a_delivery_mark_in_flight_when_the_queue_ends_is_written_and_handed_out() -> None:
+    # The mark's write is shielded: disposal cancelling the queue mid-write neither loses
+    # the mark nor leaves a mark for a message that never went out.
+    journal = Journal()
+    forms = Forms()
+    reply_tx, reply_rx = trio.open_memory_channel[Any](1)
+    hold = trio.Event()
+
+    async def release() -> None:
+        await trio.testing.wait_all_tasks_blocked()
+        hold.set()
+
+    async with trio.open_nursery() as outer, running(journal, forms, idle=False) as queue:
+        await _answered(queue, forms)
+        journal.hold = hold
+        await queue.inbox.send(q.TurnBoundary(reply_tx))
+        await trio.testing.wait_all_tasks_blocked()
+        assert journal.entries == []
+        outer.start_soon(release)
+        queue.scope.cancel()
+    assert [type_ for type_, _ in journal.entries] == ["ask:background-answer"]
+    [message] = reply_rx.receive_nowait()
+    assert message["details"]["requestId"] == "r1"
+
+
+async def test_a_caller_that_left_before_its_reply_does_not_end_the_queue() -> None:
+    async with running(Journal(), Forms()) as queue:
+        reply_tx, reply_rx = trio.open_memory_channel[None](1)
+        reply_rx.close()
+        await queue.inbox.send(q.Show(reply_tx))
+        stats = await queue.ask(q.Inspect)
+        assert stats.panel_visible
+
+
+async def test_find_flow_hands_out_the_visible_forms_command_channel() -> None:
+    forms = Forms()
+    async with running(Journal(), forms) as queue:
+        await _enqueue(queue, "r1")
+        await forms.started.wait()
+        assert forms.epochs == [0]
+        commands = await queue.ask(lambda reply: q.FindFlow("tool:r1", reply))
+        assert commands is not None
+        key = fs.Number(1)
+        commands.send_nowait(key)
+        assert forms.inboxes[0].receive_nowait() is key
+        assert await queue.ask(lambda reply: q.FindFlow("tool:r2", reply)) is None
+        # The form itself got the send side of its inbox (its key handlers send through it).
+        forms.commands[0].send_nowait(key)
+        assert forms.inboxes[0].receive_nowait() is key
+
+
+async def test_a_restore_cancels_the_granted_foreground_claim() -> None:
+    journal = Journal()
+    async with running(journal, Forms()) as queue:
+        scope = trio.CancelScope()
+        commands_tx, _commands_rx = trio.open_memory_channel[FormInput](1)
+        grant = await queue.ask(
+            lambda reply: q.AcquireSurface(1, "fg:1", commands_tx, scope, reply)
+        )
+        assert grant == q.Grant(1, 0)
+        await queue.ask(lambda reply: q.Restore(1, (), True, journal, reply))
+        assert scope.cancel_called
+
+
+async def test_herdr_hears_when_the_first_owner_comes_and_the_last_one_goes() -> None:
+    bus = ev.EventBus()
+    heard: list[Any] = []
+    bus.on(ev.HERDR_BLOCKED, heard.append)
+    forms = Forms()
+    async with running(Journal(), forms, idle=False, events=bus) as queue:
+        await _enqueue(queue, "r1")
+        await forms.started.wait()
+        assert heard == [{"active": True, "label": "Waiting for user response"}]
+        assert _PARAMS is not None
+        await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(_PARAMS), _ANSWER))
+        assert (await queue.ask(q.Inspect)).herdr_owners == frozenset()
+        assert heard == [
+            {"active": True, "label": "Waiting for user response"},
+            {"active": False},
+        ]
+
+
+async def test_a_changed_draft_is_written_once_the_draft_delay_runs_out(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    journal = Journal()
+    forms = Forms()
+    async with running(journal, forms, draft_delay=0.25) as queue:
+        await _enqueue(queue, "r1")
+        await forms.started.wait()
+        assert _PARAMS is not None
+        await queue.inbox.send(q.DraftChanged("r1", 0, fs.new_form(_PARAMS)))
+        await trio.testing.wait_all_tasks_blocked()
+        assert journal.entries == []  # within the delay
+        mock_clock.jump(0.25)
+        await trio.testing.wait_all_tasks_blocked()
+        assert [type_ for type_, _ in journal.entries] == ["ask:draft"]
+
+
+async def test_an_idle_wake_that_failed_on_the_disk_goes_out_when_the_retry_timer_ends(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    journal = Journal()
+    forms = Forms()
+    async with running(journal, forms) as queue:
+        await _enqueue(queue, "r1")
+        await forms.started.wait()
+        journal.error = OSError(5, "disk")
+        assert _PARAMS is not None
+        await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(_PARAMS), _ANSWER))
+        await trio.testing.wait_all_tasks_blocked()
+        journal.error = None
+        with pytest.raises(trio.WouldBlock):
+            queue.wakes.receive_nowait()
+        mock_clock.jump(qs.WAKE_RETRY_FIRST)
+        await trio.testing.wait_all_tasks_blocked()
+        wake = queue.wakes.receive_nowait()
+        assert wake["details"]["requestId"] == "r1"
+        assert [type_ for type_, _ in journal.entries] == ["ask:background-answer"]
+        assert not queue.actor.state.wake_retry_armed

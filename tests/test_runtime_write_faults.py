@@ -16,6 +16,7 @@ import trio
 import trio.testing
 
 from pi_agent_ask import open_runtime
+from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors.persistence import WriteRefused
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import SessionFile
@@ -158,6 +159,47 @@ async def test_a_disk_failure_marking_a_delivery_keeps_the_answer_for_the_next_b
             assert "A write to the session file failed" in rt.notices.receive_nowait()
             messages = await rt.turn_boundary()
             assert len(messages) == 1
+            assert await rt.turn_boundary() == []
+    assert branch_types(session).count("ask:background-answer") == 1
+
+
+async def test_a_disk_failure_marking_an_idle_wake_is_retried_by_the_queues_timer(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    """The agent is idle and nothing else happens: the wake whose delivery mark failed on the
+    disk goes out when the queue's retry timer runs out, marked once. A retry that fails
+    again doubles the wait. The clock moves only when the test jumps it."""
+    gate = WriteGate()
+    session = tmp_path / "s.pas"
+    with gated_journal(gate):
+        async with open_runtime(
+            session=session,
+            settings=settings_file(tmp_path),
+            surface=RecordingSurface(),
+            cwd=tmp_path,
+        ) as rt:
+            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+            await trio.testing.wait_all_tasks_blocked()
+            for _ in range(2):
+                gate.fail_next("ask:background-answer", InjectedDiskError(errno.EIO, "disk"))
+            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+            await trio.testing.wait_all_tasks_blocked()
+            assert gate.failed_types == ["ask:background-answer"]
+            assert "A write to the session file failed" in rt.notices.receive_nowait()
+            with pytest.raises(trio.WouldBlock):
+                rt.wakeups.receive_nowait()
+            mock_clock.jump(qs.WAKE_RETRY_FIRST)
+            await trio.testing.wait_all_tasks_blocked()
+            assert gate.failed_types == ["ask:background-answer"] * 2  # the retry failed too
+            mock_clock.jump(qs.WAKE_RETRY_FIRST)  # half of the doubled wait
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(trio.WouldBlock):
+                rt.wakeups.receive_nowait()
+            mock_clock.jump(qs.WAKE_RETRY_FIRST)
+            await trio.testing.wait_all_tasks_blocked()
+            wake = rt.wakeups.receive_nowait()
+            assert "a1" in str(wake)
+            assert branch_types(session).count("ask:background-answer") == 1
             assert await rt.turn_boundary() == []
     assert branch_types(session).count("ask:background-answer") == 1
 

@@ -8,7 +8,9 @@ new state once they succeeded:
   was revoked by a session change under way, whose ``Restore`` rebuilds everything;
   ``PersistenceClosedError``: disposal; ``WriteRefused``; ``OSError``: the disk, which is also
   a notice for the person) the state stays as it was and ``Unrecorded`` tells
-  the caller; the transitions it continues into still run (they never depend on it);
+  the caller; the transitions it continues into still run (they never depend on it); a
+  wake that failed on the disk is retried after the delay the reducer names
+  (``ScheduleWakeRetry``: a task of the queue's nursery sleeps, then sends ``RetryWake``);
 - delivery marks are written shielded: once a mark may be on the branch, its message must go
   out, and it does with no checkpoint in between (a wake's ``send_nowait``, the boundary's
   reply);
@@ -65,7 +67,9 @@ from pi_agent_ask.actors.queue_state import (
     ReplyTo,
     Restore,
     RestoredItem,
+    RetryWake,
     ScheduleFlush,
+    ScheduleWakeRetry,
     Show,
     StartForm,
     StartWait,
@@ -214,7 +218,9 @@ class QueueActor:
                 if isinstance(error, OSError) and not self._disk_failing:
                     self._disk_failing = True
                     self.notice(WRITE_FAILED_TEXT.format(error=error))
-                self._commit_effects(Unrecorded(message, error))
+                self._commit_effects(
+                    Unrecorded(message, disk=isinstance(error, OSError), error=error)
+                )
                 continue
             except BaseException:
                 # The queue is ending (a bug, or cancellation): a caller waiting for this
@@ -296,15 +302,19 @@ class QueueActor:
                 self.journal = journal
             case ScheduleFlush():
                 assert self._nursery is not None
-                self._nursery.start_soon(self._flush_later)
+                self._nursery.start_soon(self._send_later, self.draft_delay, FlushDrafts())
+            case ScheduleWakeRetry(delay=delay):
+                assert self._nursery is not None
+                self._nursery.start_soon(self._send_later, delay, RetryWake())
             case _:
                 raise AssertionError(f"not an immediate effect: {effect!r}")
 
-    async def _flush_later(self) -> None:
-        # Coalesce draft writes: one journal entry per form per `draft_delay`, not per key.
-        await trio.sleep(self.draft_delay)
+    async def _send_later(self, delay: float, message: QueueMessage) -> None:
+        # The queue's timers: the draft delay (coalesce draft writes: one journal entry per
+        # form per `draft_delay`, not per key) and the retry of a wake that failed on the disk.
+        await trio.sleep(delay)
         assert self._self_tx is not None
-        await self._self_tx.send(FlushDrafts())
+        await self._self_tx.send(message)
 
     def stats(self) -> QueueStats:
         return self.state.stats()

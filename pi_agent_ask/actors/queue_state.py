@@ -36,7 +36,9 @@ Rules stated once:
    outstanding members, so routing a completion is O(1).
 5. **Waking.** An idle wake sends at most one message per idle period: a waking follow-up, else
    the first ready, non-cancelled outcome in FIFO order. Cancellations and errors never wake;
-   they go out at the next boundary.
+   they go out at the next boundary. A wake whose delivery mark failed on the disk is retried
+   by a timer (``ScheduleWakeRetry``, backoff doubling from ``WAKE_RETRY_FIRST`` up to
+   ``WAKE_RETRY_MAX``), one timer at a time, so it is not left for the next event.
 6. **Epochs.** Messages from a form of an older epoch are dropped. ``Restore`` ends everything
    of the old epoch before the new one starts: the visible form, every foreground claim (a
    claim still waiting is granted its cancelled scope), the wait (aborted unless answered).
@@ -297,11 +299,19 @@ class SaveDrafts:
 
 
 @attrs.frozen
+class RetryWake:
+    """The wake retry timer (``ScheduleWakeRetry``) ran out: try the idle wake again."""
+
+
+@attrs.frozen
 class Unrecorded:
-    """The write of ``message``'s transition failed (the branch was revoked, or the journal
-    ended): none of it happened. Its caller hears so."""
+    """The write of ``message``'s transition failed (the branch was revoked, the journal
+    ended, the entry was refused, or the disk failed): none of it happened. Its caller hears
+    so. ``disk``: the disk failed (``OSError``), which may pass, so a failed wake is retried;
+    the other failures are final for this branch."""
 
     message: QueueMessage
+    disk: bool = False
     error: Exception | None = None
     """The write's error, for a caller that hears it (``Enqueue`` with a recording)."""
 
@@ -328,6 +338,7 @@ QueueMessage = (
     | SurfaceReady
     | TryWake
     | SaveDrafts
+    | RetryWake
     | Unrecorded
 )
 
@@ -452,6 +463,13 @@ class ScheduleFlush:
 
 
 @attrs.frozen
+class ScheduleWakeRetry:
+    """Send ``RetryWake`` after ``delay`` seconds."""
+
+    delay: float
+
+
+@attrs.frozen
 class Continue:
     """Reduce ``message`` next, as a transition of its own, before any other message."""
 
@@ -471,9 +489,20 @@ Effect = (
     | CloseReply
     | UseJournal
     | ScheduleFlush
+    | ScheduleWakeRetry
     | Continue
 )
 WRITES = (Append, MarkDelivered)
+
+WAKE_RETRY_FIRST = 0.5
+"""Seconds before the first retry of a wake whose delivery mark failed on the disk."""
+WAKE_RETRY_MAX = 8.0
+"""The longest wait between two retries: the backoff doubles up to this and stays there."""
+
+
+def wake_retry_delay(failures: int) -> float:
+    """The wait before the retry that follows the ``failures``-th failure in a row."""
+    return min(WAKE_RETRY_FIRST * 2.0 ** min(failures - 1, 16), WAKE_RETRY_MAX)
 
 
 # ------------------------------------------------------------------------------------------
@@ -624,6 +653,10 @@ class QueueState:
     """Set by ``Quiesce``: nothing new is shown until the next ``Restore``."""
     quiesce_replies: tuple[ReplyTo[None], ...] = ()
     flush_scheduled: bool = False
+    wake_failures: int = 0
+    """Disk failures of an idle wake's delivery mark since the last wake went out."""
+    wake_retry_armed: bool = False
+    """A ``RetryWake`` timer runs (at most one at a time)."""
 
     def commit(self) -> QueueState:
         """Fold this state's layer into the shared tables (older states become stale)."""
@@ -786,6 +819,9 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
             step.later(SaveDrafts())
         case SaveDrafts():
             _save_drafts(step)
+        case RetryWake():
+            step.set(wake_retry_armed=False)
+            step.later(TryWake())
         case Restore():
             _restore(step, message)
         case Inspect(reply=reply):
@@ -800,8 +836,8 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
         case SurfaceReady():
             step.set(surface_ready=True)
             _schedule(step)
-        case Unrecorded(message=failed, error=error):
-            _unrecorded(step, failed, error)
+        case Unrecorded(message=failed, disk=disk, error=error):
+            _unrecorded(step, failed, disk, error)
         case Quiesce(reply=reply):
             step.set(held=True, quiesce_replies=(*step.s.quiesce_replies, reply))
             active = step.s.active
@@ -1023,7 +1059,7 @@ def _try_wake(step: _Step) -> None:
     if waking is not None:
         rest = s.follow_ups[:waking] + s.follow_ups[waking + 1 :]
         [message] = _deliver(step, (s.follow_ups[waking],), [], rest)
-        step.set(woken=True)
+        step.set(woken=True, wake_failures=0)
         step.emit(Wake(message))
         return
     for item in _ready(s):
@@ -1033,7 +1069,7 @@ def _try_wake(step: _Step) -> None:
             and not item.outcome.result.cancelled
         ):
             [message] = _deliver(step, (), [item], s.follow_ups)
-            step.set(woken=True)
+            step.set(woken=True, wake_failures=0)
             step.emit(Wake(message))
             return
 
@@ -1193,9 +1229,12 @@ def _restore(step: _Step, message: Restore) -> None:
     step.later(TryWake(message.reply))
 
 
-def _unrecorded(step: _Step, message: QueueMessage, error: Exception | None = None) -> None:
+def _unrecorded(
+    step: _Step, message: QueueMessage, disk: bool, error: Exception | None = None
+) -> None:
     """The reply to a message whose journal write failed: nothing was shown, hidden,
-    delivered or enqueued. Other callers see their reply channel closed."""
+    delivered or enqueued. Other callers see their reply channel closed. A wake that failed on
+    the disk is tried again later (``_retry_wake``)."""
     match message:
         case Enqueue(recording=Recording(), reply=reply) if error is not None:
             step.emit(Reply(reply, error))
@@ -1210,10 +1249,25 @@ def _unrecorded(step: _Step, message: QueueMessage, error: Exception | None = No
             for quiesced in step.s.quiesce_replies:
                 step.emit(CloseReply(quiesced))
             step.set(quiesce_replies=())
+        case TryWake(reply=reply):
+            if reply is not None:
+                step.emit(CloseReply(reply))
+            if disk:
+                _retry_wake(step)
         case _:
             other = reply_of(message)
             if other is not None:
                 step.emit(CloseReply(other))
+
+
+def _retry_wake(step: _Step) -> None:
+    """Arm the wake retry timer after a disk failure of a wake's mark, unless it runs already
+    (its ``RetryWake`` tries the wake then). Each failure in a row doubles the wait."""
+    failures = step.s.wake_failures + 1
+    step.set(wake_failures=failures)
+    if not step.s.wake_retry_armed:
+        step.set(wake_retry_armed=True)
+        step.emit(ScheduleWakeRetry(wake_retry_delay(failures)))
 
 
 def reply_of(message: QueueMessage) -> ReplyTo[Any] | None:
