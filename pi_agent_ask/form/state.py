@@ -587,12 +587,17 @@ def _draft_with(draft: Draft, **changes: Unpack[_DraftChanges]) -> Draft:
     return copy
 
 
-def _edited(draft: Draft, **changes: Unpack[_DraftChanges]) -> Draft:
-    """``_draft_with`` for a change known to change the draft: without the comparison, which
-    costs about a third of the copy."""
+def _edit(
+    drafts: tuple[Draft, ...], q: int, draft: Draft, **changes: Unpack[_DraftChanges]
+) -> tuple[Draft, ...]:
+    """``_replace(drafts, q, _draft_with(draft, **changes))`` for a change known to change the
+    draft, in one step: without the comparison (about a third of the copy's cost) and one call
+    fewer (a call costs about as much as a tuple copy)."""
     copy: Draft = _new_object(Draft)
     _set_attribute(copy, "__dict__", {**draft.__dict__, **changes})
-    return copy
+    items = list(drafts)
+    items[q] = copy
+    return tuple(items)
 
 
 # ``EMPTY_DRAFT``'s twin with a fast-path dict: what new forms hold and what edits of an empty or
@@ -854,7 +859,8 @@ def _open_option_note(state: FormState, command: OpenOptionNote) -> FormState:
 
 
 def _open_question_note(state: FormState, command: OpenQuestionNote) -> FormState:
-    return state if state.on_review else _open_editor(state, "note", state.tab, None)
+    q = state.tab
+    return state if q == len(state.params.questions) else _open_editor(state, "note", q, None)
 
 
 def _skip(state: FormState, command: Skip) -> FormState:
@@ -944,9 +950,12 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
     images = editor.images
     blank = not text and not images
     q = editor.question
-    base = _live(state.drafts[q])
+    drafts = state.drafts
+    draft = drafts[q]
+    base = _EMPTY_DRAFT if draft.skipped else draft  # _live(draft)
     new = base
-    if editor.kind == "custom":
+    kind = editor.kind
+    if kind == "custom":
         if blank:
             new = _draft_with(base, custom_text="", custom_images=(), custom_selected=False)
         elif submit or text != base.custom_text or images != base.custom_images:
@@ -958,8 +967,9 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
                 custom_selected=True,
                 selected=() if single else base.selected,
             )
-    elif editor.kind == "note":
-        new = _draft_with(base, note=text, note_images=images)
+    elif kind == "note":
+        if text != base.note or images != base.note_images:
+            drafts = _edit(drafts, q, base, note=text, note_images=images)
     else:
         assert editor.option_value is not None
         value = editor.option_value
@@ -978,8 +988,9 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
             option_notes=frozen_mapping(notes),
             option_note_images=frozen_mapping(note_images),
         )
-    drafts = state.drafts if new is base else _replace(state.drafts, q, new)
-    return _with(state, editor=None, drafts=drafts), editor.kind == "custom" and not blank
+    if new is not base:
+        drafts = _replace(drafts, q, new)
+    return _with(state, editor=None, drafts=drafts), kind == "custom" and not blank
 
 
 def _editor_submit(state: FormState) -> FormState:
@@ -1024,9 +1035,9 @@ def _answer_and_advance(state: FormState, q: int, row: int) -> FormState:
     draft = state.drafts[q]
     drafts = state.drafts
     if draft.skipped:
-        drafts = _replace(drafts, q, _edited(_EMPTY_DRAFT, selected=(row,)))
+        drafts = _edit(drafts, q, _EMPTY_DRAFT, selected=(row,))
     elif draft.selected != (row,) or draft.custom_selected:
-        drafts = _replace(drafts, q, _edited(draft, selected=(row,), custom_selected=False))
+        drafts = _edit(drafts, q, draft, selected=(row,), custom_selected=False)
     cursors = state.cursors
     if cursors[q] != row:
         cursors = _replace(cursors, q, row)
@@ -1085,9 +1096,11 @@ def _number(state: FormState, command: Number) -> FormState:
     selected = base.selected
     if row in selected:
         selected = tuple([i for i in selected if i != row])
+    elif not selected or row > selected[-1]:
+        selected += (row,)  # still sorted: options are mostly picked top to bottom
     else:
         selected = tuple(sorted((*selected, row)))
-    drafts = _replace(state.drafts, q, _edited(base, selected=selected))
+    drafts = _edit(state.drafts, q, base, selected=selected)
     cursors = state.cursors
     if cursors[q] != row:
         cursors = _replace(cursors, q, row)
