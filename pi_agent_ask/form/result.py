@@ -486,6 +486,7 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
     values: list[str]
     labels: list[str]
     indices: tuple[int, ...]
+    selected: Sequence[int]
     if chosen:
         # Option order, not selection order (000); out-of-range indices are stale and ignored.
         count = len(options)
