@@ -243,7 +243,7 @@ def new_form(
         FormState,
         {
             "params": params,
-            "types": tuple([question.effective_type for question in questions]),
+            "types": tuple([q.presented_type or q.type for q in questions]),  # effective_type
             "drafts": (_EMPTY_DRAFT,) * n,
             "cursors": (0,) * n,
             "tab": 0,
