@@ -1,0 +1,303 @@
+"""Session history behaviour the other history suites left unpinned, found by mutation testing
+(``docs/mutation-persistence.md``): the ``only`` filter of ``build_records``, a request without
+``createdAt``, the export's key checks and its error texts, what an export decodes, the export
+file's descriptor, images in an export, selected positions, and the tool results' blocks.
+
+Sessions are real session files written with the journal's own builders (``test_history``).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from pi_agent_ask import open_runtime
+from pi_agent_ask.actors.form import NullSurface
+from pi_agent_ask.form.types import Draft, Image
+from pi_agent_ask.persistence import history as h
+from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.session_file import Entry, SessionFile
+
+from .runtime_support import payload, settings_file
+from .test_history import PNG, ask, finish, image, params_of, simple
+
+KEYS_TEXT = "keys must be an array of {requestId, questionId} objects."
+KEY_TEXT = "Each key must have a requestId and a questionId string."
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[SessionFile]:
+    with SessionFile.open(tmp_path / "session.pias") as opened:
+        yield opened
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+
+def test_build_records_with_only_keeps_just_the_named_requests(session: SessionFile) -> None:
+    first = ask(session, simple("First?"))
+    finish(session, first, [Draft(selected=(0,))])
+    second = ask(session, simple("Second?"))
+    finish(session, second, [Draft(selected=(1,))])
+    third = ask(session, simple("Third?"))
+    entries = session.branch()
+    # The excluded first request comes before the chosen ones: the filter skips it and goes on.
+    chosen = h.build_records(entries, only={second.request_id, third.request_id})
+    assert [(r.request_id, r.status) for r in chosen] == [
+        (second.request_id, "answered"),
+        (third.request_id, "waiting"),
+    ]
+    assert chosen[0].answer is not None and chosen[0].answer.values == ("no",)
+    assert h.build_records(entries, only={first.request_id})[0].request_id == first.request_id
+    assert h.build_records(entries, only=set()) == []
+    assert h.build_records(entries, only={"missing"}) == []
+
+
+def test_a_request_without_created_at_takes_the_time_of_its_entry() -> None:
+    data = {
+        "requestId": "r1",
+        "questions": [{"id": "q", "label": "Q1", "prompt": "Why?", "options": []}],
+    }
+    # 2026-01-02T03:04:05.678Z, in seconds since the epoch.
+    entry = Entry("e1", None, jr.HISTORY_REQUEST, 1767323045.678, data)
+    [record] = h.build_records([entry])
+    assert record.created_at == "2026-01-02T03:04:05.678Z"
+    assert (record.status, record.background, record.title) == ("waiting", False, None)
+
+
+# --------------------------------------------------------------------------------------------
+# export_ask_history: keys, paths, the file
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keys", ["q", b"q", {"requestId": "r", "questionId": "q"}, 5])
+def test_export_keys_that_are_not_an_array_are_refused(
+    session: SessionFile, tmp_path: Path, keys: Any
+) -> None:
+    ask(session, simple())
+    with pytest.raises(h.HistoryError) as raised:
+        h.export_history(session.branch(), "out.md", keys, tmp_path)
+    assert str(raised.value) == KEYS_TEXT
+    assert not (tmp_path / "out.md").exists()
+
+
+def test_each_export_key_needs_both_ids_as_strings(session: SessionFile, tmp_path: Path) -> None:
+    request = ask(session, simple())
+    rid = request.request_id
+    for key in ("x", 7, None, {"requestId": rid}, {"questionId": "q"}, {"requestId": rid, "q": 1}):
+        with pytest.raises(h.HistoryError) as raised:
+            h.export_history(session.branch(), "out.md", [key], tmp_path)
+        assert str(raised.value) == KEY_TEXT, key
+    with pytest.raises(h.HistoryError) as raised:
+        h.export_history(session.branch(), "out.md", [{"requestId": 1, "questionId": 2}], tmp_path)
+    assert str(raised.value) == KEY_TEXT
+    assert not (tmp_path / "out.md").exists()
+
+
+def _counting(source: h.HistorySource) -> tuple[h.HistorySource, list[Entry]]:
+    """``source`` with a loader that records every entry it decodes."""
+    loaded: list[Entry] = []
+
+    def load(at: Any) -> Entry:
+        entry = source.load(at)
+        loaded.append(entry)
+        return entry
+
+    return attrs.evolve(source, load=load), loaded
+
+
+def test_an_export_of_selected_keys_decodes_only_their_requests(
+    session: SessionFile, tmp_path: Path
+) -> None:
+    requests = [ask(session, simple(f"Question {n}?")) for n in range(4)]
+    for request in requests:
+        finish(session, request, [Draft(selected=(0,))])
+    chosen = requests[2]
+    source, loaded = _counting(h.source_of_session(session))
+    keys = [{"requestId": chosen.request_id, "questionId": "q"}]
+    result = h.export_history(source, "one.md", keys, tmp_path)
+    assert result["keys"] == keys
+    assert {entry.data["requestId"] for entry in loaded} == {chosen.request_id}
+    assert sorted(entry.type for entry in loaded) == [jr.HISTORY_COMPLETED, jr.HISTORY_REQUEST]
+    # Without keys, every request is read.
+    source, loaded = _counting(h.source_of_session(session))
+    h.export_history(source, "all.md", None, tmp_path)
+    assert {entry.data["requestId"] for entry in loaded} == {r.request_id for r in requests}
+
+
+def test_an_export_path_naming_a_directory_is_refused(session: SessionFile, tmp_path: Path) -> None:
+    ask(session, simple())
+    (tmp_path / "out").mkdir()
+    with pytest.raises(h.HistoryError) as raised:
+        h.export_history(session.branch(), "out/", None, tmp_path)
+    assert str(raised.value) == (
+        f"The export path must name a file, not a directory: {tmp_path / 'out'}"
+    )
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_an_export_path_the_system_refuses_is_a_history_error(tmp_path: Path) -> None:
+    name = "x" * 300 + ".md"
+    with pytest.raises(h.HistoryError) as raised:
+        h.export_history((), name, None, tmp_path)
+    assert str(raised.value) == (
+        f"Could not create the export file {tmp_path / name}: {os.strerror(errno.ENAMETOOLONG)}"
+    )
+
+
+def test_the_export_file_is_closed_on_exec(
+    session: SessionFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process the runtime starts meanwhile (an editor, a hook) never inherits the file."""
+    ask(session, simple())
+    real_write = os.write
+    inherited: list[bool] = []
+
+    def write(fd: int, data: Any) -> int:
+        inherited.append(not fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC)
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    h.export_history(session.branch(), "out.md", None, tmp_path)
+    monkeypatch.undo()
+    assert inherited and not any(inherited)
+    assert (tmp_path / "out.md").read_text(encoding="utf-8").startswith("# Ask history\n")
+
+
+def test_a_failed_write_is_reported_even_when_the_partial_file_is_gone(
+    session: SessionFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ask(session, simple())
+    target = tmp_path / "gone.md"
+
+    def removed_then_full(fd: int, data: Any) -> int:
+        target.unlink()  # someone else removed the file before the write failed
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", removed_then_full)
+    with pytest.raises(h.HistoryError) as raised:
+        h.export_history(session.branch(), str(target), None, tmp_path)
+    monkeypatch.undo()
+    assert str(raised.value) == (
+        f"Could not write the export file {target}: {os.strerror(errno.ENOSPC)}"
+    )
+    assert not target.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# export_ask_history: the Markdown
+# --------------------------------------------------------------------------------------------
+
+
+def test_export_images_get_a_safe_mime_type_and_unwrapped_base64(
+    session: SessionFile, tmp_path: Path
+) -> None:
+    wrapped = Image(id="w", mime_type="image/png", data=f"{PNG[:20]}\n{PNG[20:40]} \r\n{PNG[40:]}")
+    odd = Image(id="o", mime_type='image/png"><b>', data=PNG)
+    finish(session, ask(session, simple()), [Draft(custom_selected=True, custom_images=(wrapped,))])
+    finish(session, ask(session, simple()), [Draft(note="see", note_images=(odd,))])
+    h.export_history(session.branch(), "images.md", None, tmp_path)
+    content = (tmp_path / "images.md").read_text(encoding="utf-8")
+    assert f"![Custom answer image 1](data:image/png;base64,{PNG})" in content
+    assert f"![Question note image 1](data:application/octet-stream;base64,{PNG})" in content
+    assert "<b>" not in content
+
+
+def test_export_lists_selected_positions_as_compact_json(
+    session: SessionFile, tmp_path: Path
+) -> None:
+    multi = params_of(
+        {
+            "questions": [
+                {
+                    "id": "m",
+                    "type": "multi",
+                    "prompt": "Which ones?",
+                    "options": [{"value": v, "label": v.title()} for v in ("a", "b", "c")],
+                }
+            ]
+        }
+    )
+    finish(session, ask(session, multi), [Draft(selected=(0, 2))])
+    h.export_history(session.branch(), "multi.md", None, tmp_path)
+    content = (tmp_path / "multi.md").read_text(encoding="utf-8")
+    assert "### Answer\n\nSelected positions: [1,3]\n" in content
+
+
+# --------------------------------------------------------------------------------------------
+# Tool results
+# --------------------------------------------------------------------------------------------
+
+
+def test_read_content_opens_with_the_record_as_a_text_block(session: SessionFile) -> None:
+    request = ask(session, simple())
+    finish(session, request, [Draft(selected=(0,))])
+    [record] = h.build_records(session.branch())
+    assert h.read_result_content(record) == [
+        {"type": "text", "text": h.tool_text({"record": record.to_json()})}
+    ]
+
+
+def test_read_content_of_a_cancelled_or_failed_record_carries_no_images(
+    session: SessionFile,
+) -> None:
+    pictured = Draft(selected=(0,), note="see", note_images=(image(1),))
+    cancelled, failed = ask(session, simple()), ask(session, simple())
+    result = finish(session, failed, [pictured])
+    assert result is not None
+    details = result.to_details()
+    # Stored results that keep their images: a cancelled one (the runtime drops a cancelled
+    # form's images, an older file may not have), and one with an error as well (the error
+    # wins, the answer is kept).
+    for request_id, extra in ((cancelled.request_id, {}), (failed.request_id, {"error": "x"})):
+        body = {**details, "cancelled": True} if not extra else details
+        session.append(
+            jr.HISTORY_COMPLETED, {"version": 1, "requestId": request_id, "result": body, **extra}
+        )
+    answered = ask(session, simple())
+    finish(session, answered, [pictured])
+    records = h.build_records(session.branch())
+    assert [r.status for r in records] == ["cancelled", "error", "answered"]
+    for record in records[:2]:
+        assert record.answer is not None and record.answer.note_images
+        assert h.read_result_content(record) == [
+            {"type": "text", "text": h.tool_text({"record": record.to_json()})}
+        ]
+    assert [block["type"] for block in h.read_result_content(records[2])] == [
+        "text",
+        "text",
+        "image",
+    ]
+
+
+async def test_list_and_export_results_carry_their_data_as_one_text_block(
+    tmp_path: Path,
+) -> None:
+    settings = settings_file(tmp_path, historyTools=True)
+    with trio.fail_after(20):
+        async with open_runtime(settings=settings, surface=NullSurface(), cwd=tmp_path) as rt:
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            listed = await rt.call_tool("list_ask_history", {}, "c2")
+            exported = await rt.call_tool("export_ask_history", {"path": "h.md"}, "c3")
+    for result in (listed, exported):
+        data: Mapping[str, Any] = result["structuredContent"]
+        assert result["content"] == [{"type": "text", "text": h.tool_text(data)}]
+        assert json.loads(result["content"][0]["text"]) == data == result["details"]
+    assert exported["details"]["path"] == str(tmp_path / "h.md")
+
+
+async def test_a_tool_that_is_not_a_history_tool_is_refused() -> None:
+    with pytest.raises(h.HistoryError) as raised:
+        await h.call_history_tool(None, None, "ask_user", {})
+    assert str(raised.value) == "Tool 'ask_user' is not available."
