@@ -1,7 +1,8 @@
 """Session history behaviour the other history suites left unpinned, found by mutation testing
 (``docs/mutation-persistence.md``): the ``only`` filter of ``build_records``, a request without
-``createdAt``, the export's key checks and its error texts, what an export decodes, the export
-file's descriptor, images in an export, selected positions, and the tool results' blocks.
+``createdAt``, stored custom text, what a search matches, the export's key checks and its error
+texts, what a read or an export decodes, images in an export, selected positions, and the tool
+results' blocks.
 
 Sessions are real session files written with the journal's own builders (``test_history``).
 """
@@ -9,9 +10,9 @@ Sessions are real session files written with the journal's own builders (``test_
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence.session_file import Entry, SessionFile
 
 from .runtime_support import payload, settings_file
-from .test_history import PNG, ask, finish, image, params_of, simple
+from .test_history import CREATED, PNG, ask, finish, image, params_of, simple
 
 KEYS_TEXT = "keys must be an array of {requestId, questionId} objects."
 KEY_TEXT = "Each key must have a requestId and a questionId string."
@@ -64,7 +65,29 @@ def test_build_records_with_only_keeps_just_the_named_requests(session: SessionF
     assert h.build_records(entries, only={"missing"}) == []
 
 
-def test_a_request_without_created_at_takes_the_time_of_its_entry() -> None:
+def test_a_stored_custom_text_without_values_is_a_committed_answer(
+    session: SessionFile,
+) -> None:
+    """Files written elsewhere may keep custom text outside ``values``: non-blank custom text
+    is a committed answer all the same, blank custom text is not (catalog §5.2)."""
+    for text in ("Mine", "   "):
+        request = ask(session, simple())
+        answer = {"values": [], "labels": [], "indices": [], "customText": text}
+        result = {"cancelled": False, "questions": [], "answers": {"q": answer}}
+        session.append(
+            jr.HISTORY_COMPLETED, {"version": 1, "requestId": request.request_id, "result": result}
+        )
+    records = h.build_records(session.branch())
+    assert [(r.status, r.has_answer) for r in records] == [("answered", True), ("skipped", False)]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Kolkata"])
+def test_a_request_without_created_at_takes_the_time_of_its_entry_in_utc(
+    zone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the local time zone, the time is written in UTC with a ``Z``."""
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
     data = {
         "requestId": "r1",
         "questions": [{"id": "q", "label": "Q1", "prompt": "Why?", "options": []}],
@@ -74,6 +97,57 @@ def test_a_request_without_created_at_takes_the_time_of_its_entry() -> None:
     [record] = h.build_records([entry])
     assert record.created_at == "2026-01-02T03:04:05.678Z"
     assert (record.status, record.background, record.title) == ("waiting", False, None)
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_search_matches_the_record_s_compact_json_and_its_non_ascii_text(
+    session: SessionFile,
+) -> None:
+    """The query is a substring of the record's JSON as ``JSON.stringify`` writes it: no spaces
+    after separators, non-ASCII text as it is (catalog §5.3)."""
+    answered = ask(session, simple("Welche Größe?"))
+    finish(session, answered, [Draft(selected=(0,), note="naïve café")])
+    ask(session, simple("Other?"))
+    entries = session.branch()
+    for query in (
+        '"status":"answered","hasanswer":true',
+        '"hasanswer":true',
+        "WELCHE GRÖßE",
+        "größe",
+        "naïve café",
+    ):
+        found = h.list_history(entries, query=query)
+        assert [r["requestId"] for r in found["records"]] == [answered.request_id], query
+    assert h.list_history(entries, query='"status": "answered"')["total"] == 0
+
+
+def test_image_bytes_add_nothing_to_the_search_text(session: SessionFile) -> None:
+    pictured = Draft(
+        custom_selected=True,
+        custom_images=(image(1),),
+        note="see",
+        note_images=(image(2),),
+        option_notes={"yes": "this"},
+        option_note_images={"yes": (image(3),)},
+    )
+    finish(session, ask(session, simple()), [pictured])
+    [record] = h.build_records(session.branch())
+    assert record.answer is not None
+    blank = attrs.evolve(
+        record,
+        answer=attrs.evolve(
+            record.answer,
+            custom_images=[attrs.evolve(i, data="") for i in record.answer.custom_images],
+            note_images=[attrs.evolve(i, data="") for i in record.answer.note_images],
+            option_note_images={
+                v: [attrs.evolve(i, data="") for i in images]
+                for v, images in record.answer.option_note_images.items()
+            },
+        ),
+    )
+    assert record.search_text() == blank.search_text()
+    assert '"data":""' in record.search_text()
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,6 +191,40 @@ def _counting(source: h.HistorySource) -> tuple[h.HistorySource, list[Entry]]:
     return attrs.evolve(source, load=load), loaded
 
 
+def test_a_read_of_a_failed_record_carries_its_error_and_no_presented_type(
+    session: SessionFile,
+) -> None:
+    request = ask(session, simple())
+    finish(session, request, error="UI disconnected")
+    record = h.read_history(session.branch(), request.request_id, "q")["record"]
+    assert record == {
+        "requestId": request.request_id,
+        "questionId": "q",
+        "createdAt": CREATED,
+        "background": False,
+        "question": {
+            "id": "q",
+            "label": "Q1",
+            "prompt": "Pick one?",
+            "type": "single",
+            "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+        },
+        "status": "error",
+        "hasAnswer": False,
+        "error": "UI disconnected",
+    }
+
+
+def test_a_read_decodes_only_its_own_request(session: SessionFile) -> None:
+    requests = [ask(session, simple(f"Question {n}?")) for n in range(3)]
+    for request in requests:
+        finish(session, request, [Draft(selected=(1,))])
+    source, loaded = _counting(h.source_of_session(session))
+    record = h.read_record(source, requests[1].request_id, "q")
+    assert record.request_id == requests[1].request_id and record.status == "answered"
+    assert {entry.data["requestId"] for entry in loaded} == {requests[1].request_id}
+
+
 def test_an_export_of_selected_keys_decodes_only_their_requests(
     session: SessionFile, tmp_path: Path
 ) -> None:
@@ -154,25 +262,6 @@ def test_an_export_path_the_system_refuses_is_a_history_error(tmp_path: Path) ->
     assert str(raised.value) == (
         f"Could not create the export file {tmp_path / name}: {os.strerror(errno.ENAMETOOLONG)}"
     )
-
-
-def test_the_export_file_is_closed_on_exec(
-    session: SessionFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A process the runtime starts meanwhile (an editor, a hook) never inherits the file."""
-    ask(session, simple())
-    real_write = os.write
-    inherited: list[bool] = []
-
-    def write(fd: int, data: Any) -> int:
-        inherited.append(not fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC)
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, "write", write)
-    h.export_history(session.branch(), "out.md", None, tmp_path)
-    monkeypatch.undo()
-    assert inherited and not any(inherited)
-    assert (tmp_path / "out.md").read_text(encoding="utf-8").startswith("# Ask history\n")
 
 
 def test_a_failed_write_is_reported_even_when_the_partial_file_is_gone(
@@ -295,6 +384,10 @@ async def test_list_and_export_results_carry_their_data_as_one_text_block(
         assert result["content"] == [{"type": "text", "text": h.tool_text(data)}]
         assert json.loads(result["content"][0]["text"]) == data == result["details"]
     assert exported["details"]["path"] == str(tmp_path / "h.md")
+
+
+def test_tool_text_keeps_non_ascii_text_as_it_is() -> None:
+    assert h.tool_text({"note": "naïve café — 日本"}) == '{"note":"naïve café — 日本"}'
 
 
 async def test_a_tool_that_is_not_a_history_tool_is_refused() -> None:
