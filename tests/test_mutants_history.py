@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -26,10 +27,12 @@ from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.form.types import Draft, Image
 from pi_agent_ask.persistence import history as h
 from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.projection import JOURNAL
 from pi_agent_ask.persistence.session_file import Entry, SessionFile
 
 from .runtime_support import payload, settings_file
-from .test_history import CREATED, PNG, ask, finish, image, params_of, simple
+from .test_history import CREATED, PNG, SCOPE, ask, finish, image, params_of, simple
+from .test_history_index_runs import flip_in_checkpoint, journal_file, spine
 
 KEYS_TEXT = "keys must be an array of {requestId, questionId} objects."
 KEY_TEXT = "Each key must have a requestId and a questionId string."
@@ -79,6 +82,46 @@ def test_a_stored_custom_text_without_values_is_a_committed_answer(
         )
     records = h.build_records(session.branch())
     assert [(r.status, r.has_answer) for r in records] == [("answered", True), ("skipped", False)]
+
+
+def test_a_list_names_the_form_title_of_a_titled_request(session: SessionFile) -> None:
+    titled = ask(session, SCOPE)
+    plain = ask(session, simple())
+    records = h.list_history(session.branch())["records"]
+    assert [(r["requestId"], r.get("title")) for r in records] == [
+        (titled.request_id, "Choose scope"),
+        (plain.request_id, None),
+    ]
+
+
+def test_a_completion_s_error_that_is_not_text_is_ignored(session: SessionFile) -> None:
+    request = ask(session, simple())
+    result = finish(session, request, [Draft(selected=(0,))])
+    assert result is not None
+    session.append(
+        jr.HISTORY_COMPLETED,
+        {"version": 1, "requestId": request.request_id, "result": result.to_details(), "error": 5},
+    )
+    record = h.read_history(session.branch(), request.request_id, "q")["record"]
+    assert (record["status"], record["hasAnswer"], "error" in record) == ("answered", True, False)
+
+
+def test_a_malformed_latest_completion_does_not_hide_an_earlier_one_in_a_source(
+    session: SessionFile,
+) -> None:
+    """Through the journal's index (``source_of_session``), as ``build_records`` does."""
+    request = ask(session, simple())
+    other = ask(session, simple())
+    finish(session, request, [Draft(selected=(0,))])
+    finish(session, other, [Draft(selected=(1,))])
+    session.append(jr.HISTORY_COMPLETED, {"requestId": request.request_id, "result": {"x": 1}})
+    source = h.source_of_session(session)
+    listed = h.list_history(source)["records"]
+    assert [(r["requestId"], r["status"]) for r in listed] == [
+        (request.request_id, "answered"),
+        (other.request_id, "answered"),
+    ]
+    assert h.read_record(source, request.request_id, "q").status == "answered"
 
 
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Kolkata"])
@@ -223,6 +266,63 @@ def test_a_read_decodes_only_its_own_request(session: SessionFile) -> None:
     record = h.read_record(source, requests[1].request_id, "q")
     assert record.request_id == requests[1].request_id and record.status == "answered"
     assert {entry.data["requestId"] for entry in loaded} == {requests[1].request_id}
+
+
+@pytest.mark.parametrize(("offset", "limit"), [(0, 1), (2, 2), (1, 3), (4, 5)])
+def test_an_unfiltered_page_decodes_only_its_own_requests(
+    session: SessionFile, offset: int, limit: int
+) -> None:
+    requests = [ask(session, simple(f"Question {n}?")) for n in range(5)]
+    for request in requests:
+        finish(session, request, [Draft(selected=(0,))])
+    source, loaded = _counting(h.source_of_session(session))
+    page = h.list_history(source, offset=offset, limit=limit)
+    wanted = [r.request_id for r in requests[offset : offset + limit]]
+    assert [r["requestId"] for r in page["records"]] == wanted
+    assert {entry.data["requestId"] for entry in loaded} == set(wanted)
+
+
+def test_a_session_without_the_journal_projection_reads_its_branch(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "plain.pias") as plain:
+        assert plain.projection is None
+        request = ask(plain, SCOPE)
+        finish(plain, request, [Draft(selected=(1,))])
+        source = h.source_of_session(plain)
+        assert h.list_history(source) == h.list_history(plain.branch())
+        assert h.read_record(source, request.request_id, "scope").status == "answered"
+
+
+def test_a_whole_history_index_is_read_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.pias"
+    journal_file(path, 12)
+    with SessionFile.open(path, projection=JOURNAL, readonly=True) as session:
+        assert session.log_prev is not None  # the branch has a checkpoint with an index
+        with caplog.at_level(logging.WARNING):
+            source = h.source_of_session(session)
+        assert caplog.records == []
+        assert h.list_history(source, limit=200) == h.list_history(session.branch(), limit=200)
+
+
+def test_an_unreadable_history_index_is_logged_with_the_session_and_the_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.pias"
+    journal_file(path, 40)
+    with SessionFile.open(path, projection=JOURNAL, readonly=True) as session:
+        first_run = spine(session)[0][0]
+    flip_in_checkpoint(path, first_run)
+    with SessionFile.open(path, projection=JOURNAL, readonly=True) as session:
+        with caplog.at_level(logging.WARNING):
+            source = h.source_of_session(session)
+        [logged] = [r for r in caplog.records if r.name == h.__name__]
+        head = f"{session}: history index unreadable ("
+        message = logged.getMessage()
+        assert message.startswith(head) and message.endswith("); reading the checkpoint chain")
+        reason = message[len(head) : -len("); reading the checkpoint chain")]
+        assert reason and reason != "None"
+        assert h.list_history(source, limit=200) == h.list_history(session.branch(), limit=200)
 
 
 def test_an_export_of_selected_keys_decodes_only_their_requests(
