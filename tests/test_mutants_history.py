@@ -490,6 +490,33 @@ def test_tool_text_keeps_non_ascii_text_as_it_is() -> None:
     assert h.tool_text({"note": "naïve café — 日本"}) == '{"note":"naïve café — 日本"}'
 
 
+async def test_filtered_pages_build_the_record_index_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paging a filtered list with ``nextOffset`` reuses the runtime's index: it is built for
+    the first page only, not again inside ``list_history``."""
+    built: list[h.RecordIndex] = []
+    real = h.index_records
+
+    def index_records(source: Any) -> h.RecordIndex:
+        built.append(real(source))
+        return built[-1]
+
+    monkeypatch.setattr(h, "index_records", index_records)
+    settings = settings_file(tmp_path, historyTools=True)
+    with trio.fail_after(20):
+        async with open_runtime(settings=settings, surface=NullSurface()) as rt:
+            for call in ("c1", "c2", "c3"):
+                await rt.call_tool("ask_user", payload("a", background=True), call)
+            first = await rt.call_tool("list_ask_history", {"query": "question", "limit": 2})
+            rest = {"query": "question", "offset": 2, "limit": 2}
+            second = await rt.call_tool("list_ask_history", rest)
+            only = await rt.call_tool("list_ask_history", {"answeredOnly": True})
+    assert (first["details"]["total"], first["details"]["nextOffset"]) == (3, 2)
+    assert [len(second["details"]["records"]), only["details"]["total"]] == [1, 0]
+    assert len(built) == 1
+
+
 async def test_a_tool_that_is_not_a_history_tool_is_refused() -> None:
     with pytest.raises(h.HistoryError) as raised:
         await h.call_history_tool(None, None, "ask_user", {})
