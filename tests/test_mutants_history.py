@@ -9,6 +9,7 @@ Sessions are real session files written with the journal's own builders (``test_
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import json
 import logging
@@ -82,6 +83,66 @@ def test_a_stored_custom_text_without_values_is_a_committed_answer(
         )
     records = h.build_records(session.branch())
     assert [(r.status, r.has_answer) for r in records] == [("answered", True), ("skipped", False)]
+
+
+def _complete(session: SessionFile, request_id: str, result: dict[str, Any], **extra: Any) -> None:
+    """Journal a completion whose stored result is written by hand (older or other writers)."""
+    body = {"version": 1, "requestId": request_id, "result": result, **extra}
+    session.append(jr.HISTORY_COMPLETED, body)
+
+
+def test_a_skipped_question_is_skipped_even_with_a_stored_answer(session: SessionFile) -> None:
+    request = ask(session, simple())
+    answer = {"values": ["yes"], "labels": ["Yes"], "indices": [1]}
+    result = {"cancelled": False, "skippedQuestionIds": ["q"], "answers": {"q": answer}}
+    _complete(session, request.request_id, result)
+    [record] = h.build_records(session.branch())
+    assert (record.status, record.answer, record.has_answer) == ("skipped", None, False)
+
+
+def test_the_final_result_decides_the_question_s_type(session: SessionFile) -> None:
+    request = ask(session, simple())
+    meta = {"id": "q", "label": "Q1", "prompt": "Pick one?", "type": "multi"}
+    _complete(session, request.request_id, {"cancelled": True, "questions": [meta]})
+    [record] = h.build_records(session.branch())
+    assert (record.question.type, record.question.presented_type) == ("multi", None)
+    assert record.question_json()["type"] == "multi"
+
+
+def test_a_result_with_input_issues_is_an_error_with_their_text(session: SessionFile) -> None:
+    invalid = {
+        "cancelled": True,
+        "error": {"kind": "invalid_input", "issues": [{"path": "q", "message": "is broken"}]},
+    }
+    only_issues = ask(session, simple())
+    _complete(session, only_issues.request_id, invalid)
+    both = ask(session, simple())
+    _complete(session, both.request_id, invalid, error="UI disconnected")
+    fine = ask(session, simple())
+    finish(session, fine, [Draft(selected=(0,))])
+    records = h.build_records(session.branch())
+    assert [(r.status, r.error) for r in records] == [
+        ("error", "Invalid ask_user payload:\n- q: is broken"),
+        ("error", "UI disconnected"),
+        ("answered", None),
+    ]
+
+
+def test_only_a_text_title_with_words_is_kept_and_only_a_text_time(session: SessionFile) -> None:
+    question = {"id": "q", "label": "Q1", "prompt": "Why?", "options": []}
+    for title, created in (("   ", 5), (7, None), ("Real", "2026-03-04T05:06:07.000Z")):
+        data: dict[str, Any] = {"requestId": f"r-{title}", "questions": [question]}
+        data |= {"title": title, "createdAt": created}
+        session.append(jr.HISTORY_REQUEST, data)
+    entries = session.branch()
+    records = h.build_records(entries)
+    assert [r.title for r in records] == [None, None, "Real"]
+    stamp = [
+        dt.datetime.fromtimestamp(e.timestamp, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        for e in entries
+        if e.type == jr.HISTORY_REQUEST
+    ]
+    assert [r.created_at for r in records] == [stamp[0], stamp[1], "2026-03-04T05:06:07.000Z"]
 
 
 def test_a_list_names_the_form_title_of_a_titled_request(session: SessionFile) -> None:
@@ -266,6 +327,39 @@ def test_a_read_decodes_only_its_own_request(session: SessionFile) -> None:
     record = h.read_record(source, requests[1].request_id, "q")
     assert record.request_id == requests[1].request_id and record.status == "answered"
     assert {entry.data["requestId"] for entry in loaded} == {requests[1].request_id}
+
+
+@pytest.mark.parametrize("offset", [True, "1", 1.0, -1, None])
+def test_an_offset_that_is_not_a_non_negative_integer_is_refused(offset: Any) -> None:
+    with pytest.raises(h.HistoryError) as raised:
+        h.list_history((), offset=offset)
+    assert str(raised.value) == "offset must be a non-negative integer."
+
+
+@pytest.mark.parametrize("limit", [True, "5", 5.0, 0, 201, None])
+def test_a_limit_that_is_not_an_integer_from_1_to_200_is_refused(limit: Any) -> None:
+    with pytest.raises(h.HistoryError) as raised:
+        h.list_history((), limit=limit)
+    assert str(raised.value) == "limit must be an integer from 1 to 200."
+
+
+def test_the_largest_limit_is_accepted(session: SessionFile) -> None:
+    for n in range(3):
+        ask(session, simple(f"Question {n}?"))
+    assert h.list_history(session.branch(), limit=200)["total"] == 3
+    assert h.list_history(session.branch(), query="question", limit=200)["total"] == 3
+
+
+def test_a_stale_record_index_is_rebuilt(session: SessionFile) -> None:
+    ask(session, simple("Old question?"))
+    stale = h.index_records(h.source_of_session(session))
+    ask(session, simple("New question?"))
+    source = h.source_of_session(session)
+    assert stale.key != source.key
+    found = h.list_history(source, query="new question", index=stale)
+    assert [r["prompt"] for r in found["records"]] == ["New question?"]
+    fresh = h.index_records(source)
+    assert h.list_history(source, query="question", index=fresh)["total"] == 2
 
 
 @pytest.mark.parametrize(("offset", "limit"), [(0, 1), (2, 2), (1, 3), (4, 5)])
