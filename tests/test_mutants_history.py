@@ -145,6 +145,26 @@ def test_only_a_text_title_with_words_is_kept_and_only_a_text_time(session: Sess
     assert [r.created_at for r in records] == [stamp[0], stamp[1], "2026-03-04T05:06:07.000Z"]
 
 
+def test_an_empty_history_lists_nothing_and_no_next_offset(tmp_path: Path) -> None:
+    assert h.list_history(()) == {"total": 0, "offset": 0, "records": []}
+    with SessionFile.open(tmp_path / "empty.pias", projection=JOURNAL) as empty:
+        assert h.list_history(h.source_of_session(empty)) == {
+            "total": 0,
+            "offset": 0,
+            "records": [],
+        }
+
+
+def test_a_request_with_a_malformed_question_hides_no_later_request(
+    session: SessionFile,
+) -> None:
+    session.append(jr.HISTORY_REQUEST, {"requestId": "x", "questions": [{"id": "q"}]})
+    later = ask(session, simple())
+    for source in (session.branch(), h.source_of_session(session)):
+        listed = h.list_history(source)
+        assert [r["requestId"] for r in listed["records"]] == [later.request_id]
+
+
 def test_a_list_names_the_form_title_of_a_titled_request(session: SessionFile) -> None:
     titled = ask(session, SCOPE)
     plain = ask(session, simple())
