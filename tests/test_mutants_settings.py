@@ -300,6 +300,70 @@ def test_the_notice_of_defaults_that_cannot_be_created_names_the_os_error(
     assert load_settings(path).notices == (SAVE_ERROR_PREFIX.format(path=path) + detail,)
 
 
+def _read_notice(path: Path, reason: str) -> str:
+    return (
+        f"Unable to read ask config at {path}: {reason}. Loaded defaults for this session and "
+        "left the config file unchanged. Fix the config file; pi-agent-ask reads it again at "
+        "its next start."
+    )
+
+
+def test_a_settings_path_that_is_a_device_or_a_fifo_is_refused(path: Path) -> None:
+    path.parent.mkdir(parents=True)
+    path.symlink_to("/dev/null")
+    assert load_settings(path).notices == (_read_notice(path, "not a regular file"),)
+    fifo = path.with_name("fifo.json")
+    os.mkfifo(fifo)
+    holder = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a writer: no open can block
+    try:
+        assert load_settings(fifo).notices == (_read_notice(fifo, "not a regular file"),)
+    finally:
+        os.close(holder)
+
+
+def _sized(size: int) -> str:
+    """A valid current file of exactly ``size`` bytes whose last byte matters (``}``)."""
+    body = json.dumps(default_file(trustedProjects=["/p"]))
+    return body[:-1] + " " * (size - len(body)) + "}"
+
+
+def test_a_file_of_the_largest_size_loads_whole_and_one_byte_more_is_refused(
+    path: Path,
+) -> None:
+    write(path, _sized(st.SETTINGS_MAX_BYTES))
+    assert path.stat().st_size == st.SETTINGS_MAX_BYTES
+    loaded = load_settings(path)
+    assert (loaded.notices, loaded.config.trusted_projects) == ((), ("/p",))
+    write(path, _sized(st.SETTINGS_MAX_BYTES + 1))
+    loaded = load_settings(path)
+    assert loaded.notices == (_read_notice(path, f"larger than {st.SETTINGS_MAX_BYTES} bytes"),)
+    assert loaded.config == Config()
+
+
+def test_strict_reading_names_the_section_at_fault() -> None:
+    for data, message in (
+        (default_file(notifications=5), "notifications must be an object"),
+        (default_file(trustedProjects="/p"), "trustedProjects must be a list of paths"),
+        (default_file(trustedProjects=["/p", 3]), "trustedProjects must be a list of paths"),
+    ):
+        with pytest.raises(st.InvalidConfigError) as raised:
+            Config.from_json(data)
+        assert str(raised.value) == message
+    with pytest.raises(KeyError) as missing:
+        Config().keymaps.context("sidebar")
+    assert missing.value.args == ("sidebar",)
+
+
+def test_notifications_without_enabled_are_enabled() -> None:
+    data = default_file(notifications={"channels": ["osc9"]})
+    assert Config.from_json(data).notifications == st.Notifications(True, ("osc9",))
+
+
+def test_a_load_without_a_project_has_no_project_dir(path: Path) -> None:
+    loaded = load_settings(path)
+    assert (loaded.project_dir, loaded.project_question_mode) == (None, None)
+
+
 # --------------------------------------------------------------------------------------------
 # Projects
 # --------------------------------------------------------------------------------------------
