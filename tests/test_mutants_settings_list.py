@@ -49,7 +49,9 @@ def test_the_first_of_two_saves_succeeding_keeps_the_second_shown(tmp_path: Path
 
 def test_a_save_succeeding_after_a_failed_one_shows_what_it_saved(tmp_path: Path) -> None:
     state, first = toggle(fresh(tmp_path))
-    state, second = toggle(state)
+    state, _ = reduce(state, MoveFocus(1), 0.0)
+    state, second = toggle(state)  # both settings changed: neither the old nor the first
+    assert second not in (Config(), first)
     state, _ = reduce(state, SaveFailed(first, "disk full"), 0.0)
     assert (state.config, state.error, state.saves_in_flight) == (Config(), "disk full", 1)
     state, _ = reduce(state, SaveSucceeded(second), 0.0)
