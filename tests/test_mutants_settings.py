@@ -343,6 +343,15 @@ def test_a_file_of_the_largest_size_loads_whole_and_one_byte_more_is_refused(
 def test_strict_reading_names_the_section_at_fault() -> None:
     for data, message in (
         (default_file(notifications=5), "notifications must be an object"),
+        (default_file(behaviour=[]), "behaviour must be an object"),
+        (
+            default_file(behaviour={"questionMode": "loud"}),
+            'behaviour.questionMode must be "standard" or "background-only"',
+        ),
+        (
+            default_file(behaviour={"historyTools": 1}),
+            "behaviour.historyTools must be true or false",
+        ),
         (default_file(trustedProjects="/p"), "trustedProjects must be a list of paths"),
         (default_file(trustedProjects=["/p", 3]), "trustedProjects must be a list of paths"),
     ):
