@@ -344,6 +344,12 @@ def test_strict_reading_names_the_section_at_fault() -> None:
     for data, message in (
         (default_file(notifications=5), "notifications must be an object"),
         (default_file(behaviour=[]), "behaviour must be an object"),
+        ([default_file()], "the config must be a JSON object"),
+        (default_file(schemaVersion=5), "schemaVersion must be 6"),
+        (
+            default_file(notifications={"enabled": "yes"}),
+            "notifications.enabled must be true or false",
+        ),
         (
             default_file(behaviour={"questionMode": "loud"}),
             'behaviour.questionMode must be "standard" or "background-only"',
