@@ -139,6 +139,11 @@ def test_flat_keymaps_of_one_file_never_leak_into_the_next() -> None:
     assert again["main"]["confirm"] == ["enter"] and again["editor"]["submit"] == ["enter"]
 
 
+def test_a_current_file_is_not_migrated_from_anything() -> None:
+    assert decode_config_file(default_file()).migrated_from is None
+    assert decode_config_file(default_file(schemaVersion=5)).migrated_from == 5
+
+
 def test_old_keymaps_that_are_no_object_are_a_keymaps_notice_not_a_failed_migration() -> None:
     decoded = decode_config_file({"schemaVersion": 1, "keymaps": "bad"})
     assert decoded.notices == (st.keymaps_fallback_notice("keymaps must be an object."),)
