@@ -261,8 +261,13 @@ def test_defaults_are_created_exclusively_where_hard_links_fail(
         raise OSError(errno.EPERM, os.strerror(errno.EPERM))
 
     monkeypatch.setattr(os, "link", no_links)
-    loaded = load_settings(path)
+    old = os.umask(0o022)
+    try:
+        loaded = load_settings(path)
+    finally:
+        os.umask(old)
     assert loaded.notices == ()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert json.loads(path.read_text(encoding="utf-8")) == Config().to_json()
     assert sorted(p.name for p in path.parent.iterdir()) == ["pi-agent-ask.json"]
 
@@ -405,6 +410,19 @@ def test_a_project_file_may_start_with_a_schema_version(path: Path, project: Pat
     again = loaded.with_global_config(loaded.global_config)
     assert again.project_question_mode == "background-only"
     assert again.config.behaviour.question_mode == "background-only"
+
+
+def test_a_project_behaviour_that_is_no_object_hides_no_later_key(
+    path: Path, project: Path
+) -> None:
+    write(path, default_file(trustedProjects=[str(project)]))
+    file = project_settings_path(project)
+    write(file, {"behaviour": "background-only", "theme": "dark"})
+    loaded = load_settings(path, project_dir=project)
+    assert loaded.notices == (
+        f"Project ask config at {file} may only set behaviour.questionMode; ignored: "
+        "behaviour, theme.",
+    )
 
 
 def test_a_project_s_ignored_keys_are_named_before_its_bad_mode(path: Path, project: Path) -> None:
