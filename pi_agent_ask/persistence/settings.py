@@ -854,6 +854,7 @@ def _write_file(path: Path, content: str, *, replace: bool) -> None:
     parent = path.parent
     parent.mkdir(parents=True, exist_ok=True)
     mode = 0o666
+    keep_mode = False  # a new file takes 0o666 under the umask, like any file created here
     if replace:
         try:
             existing = path.stat()
@@ -866,12 +867,13 @@ def _write_file(path: Path, content: str, *, replace: bool) -> None:
                 # Someone made the file read-only on purpose; a rename would get around that.
                 raise PermissionError(f"{path} is read-only")
             mode = stat.S_IMODE(existing.st_mode)
+            keep_mode = True
     temp = parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     data = content.encode("utf-8")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         try:
-            if replace:
+            if keep_mode:
                 # os.open applied the umask; the replacement keeps the old file's exact mode.
                 os.fchmod(fd, mode)
             view = memoryview(data)
