@@ -1,0 +1,119 @@
+"""Behaviour the runtime suites did not pin, found by mutation testing of ``actors/``.
+
+Each test names the behaviour it pins; ``docs/mutation-runtime.md`` lists the mutants each
+one kills. Everything goes through the public runtime (``open_runtime``, tool calls, events,
+host hooks, the session file), not through the modules' internals.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from pi_agent_ask import open_runtime
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.persistence.session_file import SessionFile
+
+from .runtime_support import (
+    RecordingSurface,
+    answer,
+    payload,
+    settings_file,
+    submit,
+)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Path:
+    return settings_file(tmp_path)
+
+
+async def settle() -> None:
+    await trio.testing.wait_all_tasks_blocked()
+
+
+def branch(session: Path) -> list[Any]:
+    return list(SessionFile.open(session, readonly=True).branch())
+
+
+# -- host hooks ---------------------------------------------------------------------------------
+
+
+async def test_a_command_for_a_flow_that_is_not_shown_is_not_delivered(settings: Path) -> None:
+    surface = RecordingSurface()
+    async with open_runtime(settings=settings, surface=surface) as rt:
+        assert await rt.send_command("tool:nobody", fs.NextOption()) is False
+        async with trio.open_nursery() as n:
+            n.start_soon(rt.call_tool, "ask_user", payload("a"), "c1")
+            await settle()
+            assert await rt.send_command("tool:c1", fs.NextOption()) is True
+            assert await rt.send_command("tool:c2", fs.NextOption()) is False
+            n.cancel_scope.cancel()
+
+
+async def test_a_failed_surface_ends_the_visible_form_and_every_later_one_with_an_error(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    surface = RecordingSurface()
+    out: dict[str, Any] = {}
+    async with open_runtime(session=session, settings=settings, surface=surface) as rt:
+        async with trio.open_nursery() as n:
+
+            async def ask() -> None:
+                out["first"] = await rt.call_tool("ask_user", payload("a"), "c1")
+
+            n.start_soon(ask)
+            await settle()
+            assert surface.visible == "tool:c1"
+            await rt.surface_failed("the terminal went away")
+        later = await rt.call_tool("ask_user", payload("b"), "c2")
+        notice = rt.notices.receive_nowait()
+    failed = "Question form failed: the terminal went away"
+    assert out["first"]["isError"] is True
+    assert out["first"]["content"][0]["text"] == failed
+    assert later["isError"] is True
+    assert later["content"][0]["text"] == failed
+    assert notice == "The question form could not be shown: the terminal went away"
+    completions = [e.data for e in branch(session) if e.type == "ask:history-completed"]
+    assert [c.get("error") for c in completions] == ["the terminal went away"] * 2
+
+
+# -- wait_for_answers ---------------------------------------------------------------------------
+
+
+async def test_a_refused_second_wait_leaves_the_first_one_waiting(settings: Path) -> None:
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        rt.agent_started()
+        receipt = await rt.call_tool("ask_user", payload("a", background=True), "c1")
+        out: dict[str, Any] = {}
+        async with trio.open_nursery() as n:
+
+            async def wait() -> None:
+                out["wait"] = await rt.call_tool("wait_for_answers", {}, "w1")
+
+            n.start_soon(wait)
+            await settle()
+            second = await rt.call_tool("wait_for_answers", {}, "w2")
+            assert second["isError"] is True
+            await settle()
+            stats = await rt.statistics()
+            assert stats.waiting
+            assert any(owner.startswith("wait:") for owner in stats.herdr_owners)
+            submit(rt.events, "tool:c1", answer({"a": ["a1"]}))
+    details = out["wait"]["details"]
+    assert details["status"] == "complete"
+    assert details["requestIds"] == [receipt["details"]["requestId"]]
+
+
+async def test_a_wait_result_entry_names_its_tool_call(settings: Path, tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        result = await rt.call_tool("wait_for_answers", {}, "w1")
+    [entry] = [e.data for e in branch(session) if e.type == "tool-result"]
+    assert (entry["toolCallId"], entry["name"]) == ("w1", "wait_for_answers")
+    assert entry["result"]["content"][0]["text"] == result["content"][0]["text"]
