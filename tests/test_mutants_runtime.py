@@ -14,11 +14,13 @@ import pytest
 import trio
 import trio.testing
 
+from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import SessionFile
 
 from .runtime_support import (
+    EventLog,
     RecordingSurface,
     answer,
     payload,
@@ -117,3 +119,57 @@ async def test_a_wait_result_entry_names_its_tool_call(settings: Path, tmp_path:
     [entry] = [e.data for e in branch(session) if e.type == "tool-result"]
     assert (entry["toolCallId"], entry["name"]) == ("w1", "wait_for_answers")
     assert entry["result"]["content"][0]["text"] == result["content"][0]["text"]
+
+
+# -- remote submissions -------------------------------------------------------------------------
+
+
+async def submit_results(settings: Path, *events: Any) -> list[dict[str, Any]]:
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        for event in events:
+            rt.events.emit(ev.SUBMIT, event)
+        await settle()
+    return log.of(ev.SUBMIT_RESULT)
+
+
+async def test_a_refused_submission_names_the_request_and_flow_it_answers(settings: Path) -> None:
+    [result] = await submit_results(
+        settings, {"version": 2, "requestId": "r1", "flowId": "tool:c1", "response": {}}
+    )
+    assert result == {
+        "version": 1,
+        "requestId": "r1",
+        "flowId": "tool:c1",
+        "ok": False,
+        "error": "invalid_request",
+        "message": "Submit event version must be 1.",
+    }
+
+
+@pytest.mark.parametrize(
+    ("ids", "message"),
+    [
+        ({"requestId": "r\ud800", "flowId": "tool:c1"}, "Submit event requestId: "),
+        ({"requestId": "r1", "flowId": "tool:\ud800"}, "Submit event flowId: "),
+    ],
+)
+async def test_submission_ids_that_are_not_valid_text_are_an_invalid_request(
+    settings: Path, ids: dict[str, str], message: str
+) -> None:
+    event = {"version": 1, **ids, "response": {"kind": "cancel"}}
+    [result] = await submit_results(settings, event)
+    assert result["error"] == "invalid_request"
+    assert result["message"].startswith(message)
+
+
+async def test_a_response_that_is_not_valid_text_is_an_invalid_answer_at_its_path(
+    settings: Path,
+) -> None:
+    response = {"kind": "answer", "answers": {"a": {"values": ["\ud800"]}}}
+    [result] = await submit_results(
+        settings, {"version": 1, "requestId": "r1", "flowId": "tool:c1", "response": response}
+    )
+    assert result["error"] == "invalid_answer"
+    assert result["message"].startswith("Submit response.answers.a.values[0]: ")
