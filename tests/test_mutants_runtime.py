@@ -173,3 +173,17 @@ async def test_a_response_that_is_not_valid_text_is_an_invalid_answer_at_its_pat
     )
     assert result["error"] == "invalid_answer"
     assert result["message"].startswith("Submit response.answers.a.values[0]: ")
+
+
+async def test_a_submission_for_no_active_flow_names_its_request_and_flow(settings: Path) -> None:
+    [result] = await submit_results(
+        settings, {"version": 1, "requestId": "r1", "flowId": "tool:c9", "response": answer({})}
+    )
+    assert result == {
+        "version": 1,
+        "requestId": "r1",
+        "flowId": "tool:c9",
+        "ok": False,
+        "error": "flow_not_found",
+        "message": "Ask flow is not active.",
+    }
