@@ -7,6 +7,7 @@ host hooks, the session file), not through the modules' internals.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +188,82 @@ async def test_a_submission_for_no_active_flow_names_its_request_and_flow(settin
         "error": "flow_not_found",
         "message": "Ask flow is not active.",
     }
+
+
+# -- outcomes -----------------------------------------------------------------------------------
+
+
+async def test_an_aborted_form_records_a_cancelled_result_with_its_id_and_presented_types(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    async with (
+        open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
+        trio.open_nursery() as n,
+    ):
+        n.start_soon(rt.call_tool, "ask_user", payload("a"), "c1")
+        await settle()
+        assert await rt.send_command("tool:c1", fs.ChangeQuestionType())
+        await settle()
+        n.cancel_scope.cancel()
+    entries = branch(session)
+    assert [e.type for e in entries] == [
+        "tool-call",
+        "ask:payload",
+        "ask:history-request",
+        "ask:history-completed",
+        "tool-result",
+    ]
+    request_id = entries[2].data["requestId"]
+    completed = entries[3].data
+    assert completed["requestId"] == request_id
+    assert completed["result"]["requestId"] == request_id
+    assert completed["result"]["cancelled"] is True
+    assert [q["presentedType"] for q in completed["result"]["questions"]] == ["multi"]
+
+
+async def test_an_answer_reports_the_type_the_form_presented(settings: Path) -> None:
+    out: dict[str, Any] = {}
+    async with (
+        open_runtime(settings=settings, surface=RecordingSurface()) as rt,
+        trio.open_nursery() as n,
+    ):
+
+        async def ask() -> None:
+            out["result"] = await rt.call_tool("ask_user", payload("a"), "c1")
+
+        n.start_soon(ask)
+        await settle()
+        assert await rt.send_command("tool:c1", fs.ChangeQuestionType())
+        await settle()
+        submit(rt.events, "tool:c1", answer({"a": ["a1", "a2"]}))
+    details = out["result"]["details"]
+    assert [q["presentedType"] for q in details["questions"]] == ["multi"]
+    assert details["answers"]["a"]["values"] == ["a1", "a2"]
+
+
+@pytest.mark.parametrize("tool_call_id", ["c1", None])
+async def test_the_completed_event_names_the_flow_request_call_and_source(
+    settings: Path, tool_call_id: str | None
+) -> None:
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        rt.events.on(
+            ev.STARTED, lambda started: submit(rt.events, started["flowId"], answer({"a": ["a1"]}))
+        )
+        result = await rt.call_tool("ask_user", payload("a"), tool_call_id)
+    [started] = log.of(ev.STARTED)
+    [completed] = log.of(ev.COMPLETED)
+    expected = {
+        "version": 1,
+        "flowId": started["flowId"],
+        "askRequestId": result["details"]["requestId"],
+        "source": "tool",
+        "result": result["details"],
+        "completedAt": completed["completedAt"],
+    }
+    if tool_call_id is not None:
+        expected["toolCallId"] = tool_call_id
+    assert completed == expected
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", completed["completedAt"])
