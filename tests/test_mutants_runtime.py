@@ -267,3 +267,77 @@ async def test_the_completed_event_names_the_flow_request_call_and_source(
         expected["toolCallId"] = tool_call_id
     assert completed == expected
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", completed["completedAt"])
+
+
+class HangingProvider:
+    """An external UI whose ``open`` waits until it is cancelled."""
+
+    id = "test-ui"
+    version = 1
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    async def open(self, request: dict[str, Any]) -> Any:
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            self.cancelled = True
+            raise
+
+
+async def test_an_external_call_cut_off_by_a_session_change_is_announced_cancelled(
+    settings: Path,
+) -> None:
+    provider = HangingProvider()
+    out: dict[str, Any] = {}
+    async with open_runtime(mode="rpc", settings=settings, surface=RecordingSurface()) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        rt.events.on(ev.EXTERNAL_UI, lambda c: c["connect"](provider))
+        async with trio.open_nursery() as n:
+
+            async def ask() -> None:
+                out["result"] = await rt.call_tool("ask_user", payload("a"), "c1")
+
+            n.start_soon(ask)
+            await settle()
+            await rt.change_session("new")
+    assert provider.cancelled
+    assert out["result"]["isError"] is True
+    assert out["result"]["content"][0]["text"] == "Question form interrupted"
+    [completed] = log.of(ev.COMPLETED)
+    assert completed["flowId"] == "tool:c1"
+    assert completed["result"]["cancelled"] is True
+
+
+async def test_an_external_call_that_outlives_its_runtime_still_ends_as_cancelled(
+    settings: Path,
+) -> None:
+    # The call runs in a task of the host's, not inside the runtime's block: when it is
+    # cancelled after the runtime closed, its journal is gone, and the call still ends as
+    # cancelled (and says so) instead of failing on the closed journal.
+    provider = HangingProvider()
+    out: dict[str, Any] = {}
+    async with trio.open_nursery() as host:
+        async with open_runtime(mode="rpc", settings=settings, surface=RecordingSurface()) as rt:
+            log = EventLog()
+            log.attach(rt.events)
+            rt.events.on(ev.EXTERNAL_UI, lambda c: c["connect"](provider))
+
+            async def ask() -> None:
+                try:
+                    out["result"] = await rt.call_tool("ask_user", payload("a"), "c1")
+                except BaseException as error:
+                    # Only cancellation, maybe wrapped by a nursery of the call's.
+                    group = BaseExceptionGroup("", [error])
+                    out["cancelled"] = group.split(trio.Cancelled)[1] is None
+                    raise
+
+            host.start_soon(ask)
+            await settle()
+        host.cancel_scope.cancel()
+    assert provider.cancelled
+    assert out == {"cancelled": True}
+    [completed] = log.of(ev.COMPLETED)
+    assert completed["result"]["cancelled"] is True
