@@ -8,6 +8,7 @@ host hooks, the session file), not through the modules' internals.
 from __future__ import annotations
 
 import re
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,22 @@ import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
+from pi_agent_ask.actors.persistence import WriteRefused
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import SessionFile
 
 from .runtime_support import (
     EventLog,
+    InjectedDiskError,
     RecordingSurface,
+    WriteGate,
     answer,
+    gated_journal,
     payload,
     settings_file,
     submit,
 )
+from .session_frames import decode_payload
 
 
 @pytest.fixture
@@ -113,13 +119,21 @@ async def test_a_refused_second_wait_leaves_the_first_one_waiting(settings: Path
     assert details["requestIds"] == [receipt["details"]["requestId"]]
 
 
-async def test_a_wait_result_entry_names_its_tool_call(settings: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("parent", [None, "p1"])
+async def test_a_wait_is_journaled_as_its_call_then_its_result(
+    settings: Path, tmp_path: Path, parent: str | None
+) -> None:
     session = tmp_path / "s.pas"
     async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
-        result = await rt.call_tool("wait_for_answers", {}, "w1")
-    [entry] = [e.data for e in branch(session) if e.type == "tool-result"]
-    assert (entry["toolCallId"], entry["name"]) == ("w1", "wait_for_answers")
-    assert entry["result"]["content"][0]["text"] == result["content"][0]["text"]
+        result = await rt.call_tool("wait_for_answers", {}, "w1", parent)
+    call, done = branch(session)
+    expected = {"toolCallId": "w1", "name": "wait_for_answers", "arguments": {}}
+    if parent is not None:
+        expected["parentToolCallId"] = parent
+    assert (call.type, call.data) == ("tool-call", expected)
+    assert done.type == "tool-result"
+    assert (done.data["toolCallId"], done.data["name"]) == ("w1", "wait_for_answers")
+    assert done.data["result"]["content"][0]["text"] == result["content"][0]["text"]
 
 
 # -- remote submissions -------------------------------------------------------------------------
@@ -341,3 +355,101 @@ async def test_an_external_call_that_outlives_its_runtime_still_ends_as_cancelle
     assert out == {"cancelled": True}
     [completed] = log.of(ev.COMPLETED)
     assert completed["result"]["cancelled"] is True
+
+
+# -- tool dispatch ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "text"),
+    [
+        (5, {}, 'Validation failed for tool "?":\n  - name: must be a string'),
+        ("a\ud800", {}, 'Validation failed for tool "?":\n  - name: '),
+        ("ask_user", "\ud800", 'Validation failed for tool "ask_user":\n  - root: '),
+    ],
+)
+async def test_a_call_that_cannot_be_stored_is_refused_and_says_where(
+    settings: Path, tmp_path: Path, name: Any, arguments: Any, text: str
+) -> None:
+    session = tmp_path / "s.pas"
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        result = await rt.call_tool(name, arguments, "c1")
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith(text)
+    assert branch(session) == []
+
+
+async def test_a_call_after_the_runtime_closed_says_the_runtime_is_closing(
+    settings: Path,
+) -> None:
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        pass
+    result = await rt.call_tool("wait_for_answers", {}, "w1")
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith(
+        "wait_for_answers failed: the runtime is closing ("
+    )
+
+
+async def test_a_disk_failure_without_a_message_is_named_by_its_type(
+    settings: Path, tmp_path: Path
+) -> None:
+    gate = WriteGate()
+    gate.fail_next("tool-call", InjectedDiskError())
+    with gated_journal(gate):
+        async with open_runtime(
+            session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+        ) as rt:
+            result = await rt.call_tool("wait_for_answers", {}, "w1")
+    assert result == {
+        "content": [{"type": "text", "text": "wait_for_answers failed: InjectedDiskError"}],
+        "isError": True,
+    }
+
+
+async def test_a_refused_call_entry_leaves_nothing_on_the_branch(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    gate = WriteGate()
+    gate.fail_next("tool-call", WriteRefused("tool-call", ValueError("too large")))
+    with gated_journal(gate):
+        async with open_runtime(
+            session=session, settings=settings, surface=RecordingSurface()
+        ) as rt:
+            result = await rt.call_tool("wait_for_answers", {}, "w1")
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == (
+        "wait_for_answers failed: the session file refused the entry: "
+        "'tool-call' entry not written: ValueError: too large"
+    )
+    assert branch(session) == []
+
+
+async def test_an_ask_is_journaled_with_its_call_in_one_frame(
+    settings: Path, tmp_path: Path
+) -> None:
+    # One frame: a crash leaves the call with its request, or neither.
+    session = tmp_path / "s.pas"
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        await rt.call_tool("ask_user", payload("a", background=True), "c1")
+    data = session.read_bytes()
+    chains = []
+    offset = 0
+    while offset < len(data):
+        length, _crc = struct.unpack_from(">II", data, offset)
+        frame = decode_payload(data[offset + 8 : offset + 8 + length])
+        offset += 8 + length
+        if isinstance(frame, dict) and ("batch" in frame or "type" in frame):
+            chains.append([item["type"] for item in frame.get("batch", [frame])])
+    assert chains[0][:3] == ["tool-call", "ask:payload", "ask:history-request"]
+
+
+async def test_a_background_answer_keeps_the_parent_call_of_its_ask(settings: Path) -> None:
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        rt.agent_started()
+        rt.events.on(ev.STARTED, lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]})))
+        await rt.call_tool("ask_user", payload("a", background=True), "c1", "parent-1")
+        await settle()
+        [message] = await rt.turn_boundary()
+    assert message["details"]["parentToolCallId"] == "parent-1"
