@@ -18,7 +18,7 @@ import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
-from pi_agent_ask.actors.persistence import WriteRefused
+from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import SessionFile
 
@@ -453,3 +453,98 @@ async def test_a_background_answer_keeps_the_parent_call_of_its_ask(settings: Pa
         await settle()
         [message] = await rt.turn_boundary()
     assert message["details"]["parentToolCallId"] == "parent-1"
+
+
+@pytest.mark.parametrize("name", ["nope", "wait_for_answers"])
+async def test_a_call_made_while_the_session_changes_says_it_was_interrupted(
+    settings: Path, tmp_path: Path, name: str
+) -> None:
+    texts = {
+        "nope": "Tool call interrupted: the session changed.",
+        "wait_for_answers": "Question wait interrupted",
+    }
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with (
+            open_runtime(
+                session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+            ) as rt,
+            trio.open_nursery() as n,
+        ):
+            gate.hold("before")
+            n.start_soon(rt.change_session, "reload")
+            await settle()
+            # The switch waits at the gate: the old branch's journal is revoked already.
+            assert gate.held_types == ["switch:reload"]
+            result = await rt.call_tool(name, {}, "c1")
+            gate.release()
+    assert result == {"content": [{"type": "text", "text": texts[name]}], "isError": True}
+
+
+async def test_the_journaled_result_of_a_call_is_the_result_it_returned(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        result = await rt.call_tool("nope", {}, "c1")
+    assert result["content"][0]["text"] == "Tool 'nope' is not available."
+    _call, done = branch(session)
+    assert done.type == "tool-result"
+    assert done.data["result"]["content"][0]["text"] == "Tool 'nope' is not available."
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        InjectedDiskError("disk gone"),
+        WriteRefused("tool-result", ValueError("too large")),
+        PersistenceClosedError("closing"),
+    ],
+)
+async def test_a_result_that_cannot_be_journaled_is_still_returned(
+    settings: Path, tmp_path: Path, error: Exception
+) -> None:
+    gate = WriteGate()
+    gate.fail_next("tool-result", error)
+    with gated_journal(gate):
+        async with open_runtime(
+            session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+        ) as rt:
+            result = await rt.call_tool("nope", {}, "c1")
+    assert gate.failed_types == ["tool-result"]
+    assert result == {
+        "content": [{"type": "text", "text": "Tool 'nope' is not available."}],
+        "isError": True,
+    }
+
+
+async def test_a_call_cancelled_while_its_result_is_written_still_records_it(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    gate = WriteGate()
+    out: dict[str, Any] = {}
+    with gated_journal(gate):
+        async with open_runtime(
+            session=session, settings=settings, surface=RecordingSurface()
+        ) as rt:
+            gate.hold("before")
+            async with trio.open_nursery() as n:
+                scope = trio.CancelScope()
+
+                async def call() -> None:
+                    with scope:
+                        out["result"] = await rt.call_tool("nope", {}, "c1")
+
+                n.start_soon(call)
+                await settle()
+                assert gate.held_types == ["tool-call"]
+                gate.release()  # the call entry goes on; the result's write is held
+                gate.hold("before")
+                await settle()
+                assert gate.held_types == ["tool-call", "tool-result"]
+                scope.cancel()
+                await settle()
+                gate.release()
+    assert out["result"]["content"][0]["text"] == "Tool 'nope' is not available."
+    assert [e.type for e in branch(session)] == ["tool-call", "tool-result"]
