@@ -379,6 +379,24 @@ async def test_a_call_that_cannot_be_stored_is_refused_and_says_where(
     assert branch(session) == []
 
 
+@pytest.mark.parametrize(
+    ("ids", "text"),
+    [
+        (("c\ud800", None), 'Validation failed for tool "ask_user":\n  - toolCallId: '),
+        (("c1", "p\ud800"), 'Validation failed for tool "ask_user":\n  - parentToolCallId: '),
+    ],
+)
+async def test_call_ids_that_cannot_be_stored_are_refused_by_name(
+    settings: Path, tmp_path: Path, ids: tuple[str, str | None], text: str
+) -> None:
+    session = tmp_path / "s.pas"
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        result = await rt.call_tool("ask_user", payload("a"), *ids)
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith(text)
+    assert branch(session) == []
+
+
 async def test_a_call_after_the_runtime_closed_says_the_runtime_is_closing(
     settings: Path,
 ) -> None:
