@@ -7,6 +7,7 @@ host hooks, the session file), not through the modules' internals.
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 from pathlib import Path
@@ -21,6 +22,7 @@ from pi_agent_ask import open_runtime
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import SessionFile
+from pi_agent_ask.persistence.settings import load_settings
 
 from .runtime_support import (
     EventLog,
@@ -566,3 +568,102 @@ async def test_a_call_cancelled_while_its_result_is_written_still_records_it(
                 gate.release()
     assert out["result"]["content"][0]["text"] == "Tool 'nope' is not available."
     assert [e.type for e in branch(session)] == ["tool-call", "tool-result"]
+
+
+# -- settings and the question mode -------------------------------------------------------------
+
+
+async def test_behaviour_settings_read_at_open_reach_the_form(tmp_path: Path) -> None:
+    settings = settings_file(
+        tmp_path,
+        autoSubmitWhenAnsweredWithoutNotes=True,
+        confirmDismissWhenDirty=False,
+        presentSingleAsMulti=True,
+    )
+    surface = RecordingSurface()
+    async with open_runtime(settings=settings, surface=surface) as rt:
+        await rt.call_tool("ask_user", payload("a", background=True), "c1")
+        await settle()
+        form = surface.states["tool:c1"]
+    assert form.settings.auto_submit_when_answered_without_notes is True
+    assert form.settings.confirm_dismiss_when_dirty is False
+    assert form.types == ("multi",)
+
+
+async def test_applied_settings_keep_the_question_mode_and_the_history_tools(
+    tmp_path: Path,
+) -> None:
+    settings = settings_file(tmp_path, questionMode="background-only", historyTools=True)
+    (tmp_path / "other").mkdir()
+    other = settings_file(tmp_path / "other")  # standard, no history tools
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        names = rt.tool_names()
+        assert "wait_for_answers" not in names and "list_ask_history" in names
+        rt.apply_settings(load_settings(other))
+        assert rt.tool_names() == names
+        # The mode is saved to the settings file applied last.
+        assert await rt.set_question_mode("standard")
+    assert json.loads(other.read_text())["behaviour"]["questionMode"] == "standard"
+    assert json.loads(settings.read_text())["behaviour"]["questionMode"] == "background-only"
+
+
+async def test_the_question_mode_switches_both_ways_and_refuses_other_modes(
+    tmp_path: Path,
+) -> None:
+    asked: list[str] = []
+
+    async def confirm(message: str) -> bool:
+        asked.append(message)
+        return True
+
+    async with open_runtime(settings=settings_file(tmp_path), surface=RecordingSurface()) as rt:
+        rt.agent_started()
+        with pytest.raises(
+            ValueError,
+            match=r"^question mode must be 'standard' or 'background-only', not 'other'$",
+        ):
+            await rt.set_question_mode("other")
+        assert await rt.set_question_mode("background-only", confirm=confirm)
+        assert "wait_for_answers" not in rt.tool_names()
+        assert await rt.set_question_mode("standard", confirm=confirm)
+        assert "wait_for_answers" in rt.tool_names()
+    tail = (
+        " mode changes the agent's tools, so the next model request cannot reuse the cached "
+        "prompt. Switch anyway?"
+    )
+    assert asked == ["Switching to background-only" + tail, "Switching to standard" + tail]
+
+
+async def test_a_failed_mode_save_is_a_notice_that_says_why(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    async with open_runtime(settings=blocker / "settings.json", surface=RecordingSurface()) as rt:
+        assert not await rt.set_question_mode("background-only")
+        notices = []
+        with pytest.raises(trio.WouldBlock):
+            while True:
+                notices.append(rt.notices.receive_nowait())
+    assert notices[-1].startswith("Unable to save ask config at")
+    assert str(blocker / "settings.json") in notices[-1]
+
+
+async def test_a_trusted_project_that_keeps_its_mode_is_named_in_a_notice(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    override = project / ".pi" / "extensions" / "pi-agent-ask.json"
+    override.parent.mkdir(parents=True)
+    override.write_text(json.dumps({"behaviour": {"questionMode": "background-only"}}))
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"schemaVersion": 6, "trustedProjects": [str(project)]}))
+    async with open_runtime(settings=settings, surface=RecordingSurface(), cwd=project) as rt:
+        assert "wait_for_answers" not in rt.tool_names()
+        assert await rt.set_question_mode("standard")
+        assert "wait_for_answers" not in rt.tool_names()
+        assert rt.notices.receive_nowait() == (
+            "Saved question mode standard; this project's trusted settings keep "
+            "background-only in effect here."
+        )
+        assert await rt.set_question_mode("background-only")
+        with pytest.raises(trio.WouldBlock):
+            rt.notices.receive_nowait()
