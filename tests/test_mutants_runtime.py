@@ -667,3 +667,51 @@ async def test_a_trusted_project_that_keeps_its_mode_is_named_in_a_notice(
         assert await rt.set_question_mode("background-only")
         with pytest.raises(trio.WouldBlock):
             rt.notices.receive_nowait()
+
+
+# -- the runtime core ---------------------------------------------------------------------------
+
+
+async def test_a_foreground_ask_cancelled_while_its_request_is_written_ends_as_cancelled(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with (
+            open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
+            trio.open_nursery() as n,
+        ):
+            gate.hold("before")
+            scope = trio.CancelScope()
+
+            async def ask() -> None:
+                with scope:
+                    await rt.call_tool("ask_user", payload("a"), "c1")
+
+            n.start_soon(ask)
+            await settle()
+            assert gate.held_types == ["tool-call"]
+            scope.cancel()
+            await settle()
+            gate.release()
+    entries = branch(session)
+    assert [e.type for e in entries] == [
+        "tool-call",
+        "ask:payload",
+        "ask:history-request",
+        "ask:history-completed",
+        "tool-result",
+    ]
+    assert entries[3].data["result"]["cancelled"] is True
+
+
+async def test_a_session_change_after_the_runtime_closed_is_a_closed_runtime_error(
+    settings: Path, tmp_path: Path
+) -> None:
+    async with open_runtime(
+        session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+    ) as rt:
+        pass
+    with pytest.raises(PersistenceClosedError):
+        await rt.change_session("reload")
