@@ -715,3 +715,19 @@ async def test_a_session_change_after_the_runtime_closed_is_a_closed_runtime_err
         pass
     with pytest.raises(PersistenceClosedError):
         await rt.change_session("reload")
+
+
+# -- ask_user -----------------------------------------------------------------------------------
+
+
+async def test_a_foreground_answer_names_a_noted_option_that_was_not_chosen(
+    settings: Path,
+) -> None:
+    response = {
+        "kind": "answer",
+        "answers": {"a": {"values": ["a1"], "optionNotes": {"a2": "too slow"}}},
+    }
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        rt.events.on(ev.STARTED, lambda p: submit(rt.events, p["flowId"], response))
+        result = await rt.call_tool("ask_user", payload("a"), "c1")
+    assert "Option a2" in result["content"][0]["text"]
