@@ -731,3 +731,33 @@ async def test_a_foreground_answer_names_a_noted_option_that_was_not_chosen(
         rt.events.on(ev.STARTED, lambda p: submit(rt.events, p["flowId"], response))
         result = await rt.call_tool("ask_user", payload("a"), "c1")
     assert "Option a2" in result["content"][0]["text"]
+
+
+async def test_a_background_ask_cancelled_while_its_request_is_written_is_still_queued(
+    settings: Path, tmp_path: Path
+) -> None:
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with (
+            open_runtime(
+                session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+            ) as rt,
+            trio.open_nursery() as n,
+        ):
+            gate.hold("before")
+            scope = trio.CancelScope()
+
+            async def ask() -> None:
+                with scope:
+                    await rt.call_tool("ask_user", payload("a", background=True), "c1")
+
+            n.start_soon(ask)
+            await settle()
+            assert gate.held_types == ["tool-call"]
+            scope.cancel()
+            await settle()
+            gate.release()
+            await settle()
+            stats = await rt.statistics()
+            assert len(stats.pending) == 1
+            assert stats.visible == "tool:c1"
