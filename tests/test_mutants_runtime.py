@@ -90,8 +90,11 @@ async def test_a_failed_surface_ends_the_visible_form_and_every_later_one_with_a
     assert later["isError"] is True
     assert later["content"][0]["text"] == failed
     assert notice == "The question form could not be shown: the terminal went away"
-    completions = [e.data for e in branch(session) if e.type == "ask:history-completed"]
+    entries = branch(session)
+    requests = [e.data["requestId"] for e in entries if e.type == "ask:history-request"]
+    completions = [e.data for e in entries if e.type == "ask:history-completed"]
     assert [c.get("error") for c in completions] == ["the terminal went away"] * 2
+    assert [c["requestId"] for c in completions] == requests
 
 
 # -- wait_for_answers ---------------------------------------------------------------------------
@@ -761,3 +764,30 @@ async def test_a_background_ask_cancelled_while_its_request_is_written_is_still_
             stats = await rt.statistics()
             assert len(stats.pending) == 1
             assert stats.visible == "tool:c1"
+
+
+async def test_a_foreground_form_cancelled_while_open_records_its_cancellation(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with (
+            open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
+            trio.open_nursery() as n,
+        ):
+            scope = trio.CancelScope()
+
+            async def ask() -> None:
+                with scope:
+                    await rt.call_tool("ask_user", payload("a"), "c1")
+
+            n.start_soon(ask)
+            await settle()
+            gate.hold("before")
+            scope.cancel()
+            await settle()
+            assert gate.held_types == ["ask:history-completed"]
+            gate.release()
+    completed = [e.data for e in branch(session) if e.type == "ask:history-completed"]
+    assert [c["result"]["cancelled"] for c in completed] == [True]
