@@ -511,3 +511,68 @@ def test_a_transition_continues_only_into_work_that_does_something() -> None:
     state, _ = _reduce(state, qs.Quiesce(Box()))
     _, effects = qs.reduce(state, qs.FlushDrafts())
     assert effects == []
+
+
+# -- drafts whose write failed on the disk ------------------------------------------------------
+
+
+def _dirty(rid: str = "r1") -> qs.QueueState:
+    state = _enqueue(qs.initial_state(surface_ready=False), rid)
+    state, _ = _reduce(state, qs.DraftChanged(rid, state.epoch, _FORM))
+    return state
+
+
+def _failed_save(state: qs.QueueState, *, disk: bool = True) -> tuple[qs.QueueState, list[Any]]:
+    """A ``SaveDrafts`` whose write failed: the shell keeps the old state, reduces Unrecorded."""
+    _, effects = qs.reduce(state, qs.SaveDrafts())
+    assert isinstance(effects[0], qs.Append)
+    return _reduce(state, qs.Unrecorded(qs.SaveDrafts(), disk=disk))
+
+
+def test_a_draft_write_failed_on_the_disk_stays_dirty_and_is_retried_with_backoff() -> None:
+    state = _dirty()
+    state, effects = _failed_save(state)
+    assert effects == [qs.ScheduleDraftRetry(qs.DRAFT_RETRY_FIRST)]
+    assert state.dirty == frozenset({"r1"}) and state.draft_retry_armed
+    # Another failure while the timer runs sets no second timer.
+    state, effects = _failed_save(state)
+    assert effects == [] and state.draft_failures == 2
+    # The timer runs out: the drafts are written again; a success forgets the failures.
+    state, effects = _reduce(state, qs.RetryDrafts())
+    assert not state.draft_retry_armed
+    write = next(e for e in effects if isinstance(e, qs.Append))
+    assert [t for t, _ in write.entries] == ["ask:draft"]
+    assert state.draft_failures == 0 and state.dirty == frozenset()
+
+
+def test_the_draft_retry_backoff_doubles_up_to_its_bound() -> None:
+    delays = [qs.draft_retry_delay(n) for n in range(1, 10)]
+    assert delays[:4] == [qs.DRAFT_RETRY_FIRST * 2**k for k in range(4)]
+    assert max(delays) == qs.WAKE_RETRY_MAX == delays[-1]
+
+
+def test_quiesce_callers_wait_through_a_few_immediate_retries_then_hear_the_failure() -> None:
+    state = _dirty()
+    box = Box()
+    state, _ = qs.reduce(state, qs.Quiesce(box))  # its SaveDrafts is the failing write
+    state = state.commit()
+    for failure in range(1, qs.DRAFT_QUIESCE_RETRIES + 1):
+        state, effects = _failed_save(state)
+        # Retried at once (no timer to wait for); the caller still waits.
+        assert effects == [qs.ScheduleDraftRetry(0.0)], failure
+        assert not box.closed and state.quiesce_replies == (box,)
+    state, effects = _failed_save(state)
+    assert box.closed and box.values == [] and state.quiesce_replies == ()
+    # The drafts are still dirty, and the timed retries go on.
+    assert qs.ScheduleDraftRetry(qs.draft_retry_delay(qs.DRAFT_QUIESCE_RETRIES + 1)) in effects
+    assert state.dirty == frozenset({"r1"})
+
+
+def test_a_draft_write_refused_or_stale_is_not_retried() -> None:
+    state = _dirty()
+    box = Box()
+    state, _ = qs.reduce(state, qs.Quiesce(box))
+    state = state.commit()
+    state, effects = _failed_save(state, disk=False)
+    assert effects == [qs.CloseReply(box)]
+    assert not state.draft_retry_armed and state.draft_failures == 0

@@ -93,6 +93,8 @@ class Harness:
     """An armed failure is the disk's (``OSError``) rather than a revoked branch's."""
     timers: list[float] = attrs.field(factory=list)
     """The wake retry timers set and not fired yet (their delays)."""
+    draft_timers: list[float] = attrs.field(factory=list)
+    """The draft retry timers set and not fired yet (their delays)."""
     wakes: list[str] = attrs.field(factory=list)
     herdr_events: list[bool] = attrs.field(factory=list)
     started: list[tuple[str, int]] = attrs.field(factory=list)
@@ -164,6 +166,8 @@ class Harness:
                 scope.cancel()
             case qs.ScheduleWakeRetry(delay=delay):
                 self.timers.append(delay)
+            case qs.ScheduleDraftRetry(delay=delay):
+                self.draft_timers.append(delay)
             case qs.UseJournal() | qs.ScheduleFlush():
                 pass
             case _:
@@ -233,6 +237,8 @@ class QueueMachine(RuleBasedStateMachine):
         self.disk = False  # failures are the disk's: a failed wake is retried by a timer
         self.retry_armed = False
         self.wake_failures = 0
+        self.draft_failures = 0
+        self.draft_retry_armed = False
         self.wait: MWait | None = None
         self.follow_ups: list[MFollowUp] = []
         self.dirty: set[str] = set()
@@ -319,11 +325,27 @@ class QueueMachine(RuleBasedStateMachine):
         self.h.seen = len(self.h.journal)
         assert sorted(drafts) == (sorted(live) if not self.armed else []), (drafts, live)
         if live and not self._write():
-            # Unrecorded: the Quiesce callers hear that their drafts were not saved.
-            for box in self.quiesce_boxes:
-                assert box.values == [] and box.closed
-            self.quiesce_boxes = []
+            # Unrecorded: nothing was written, the drafts stay dirty. A disk failure is
+            # retried: at once while Quiesce callers wait (a few times), else by a timer.
+            failures = self.draft_failures + 1 if self.disk else 0
+            waiting = (
+                self.disk and bool(self.quiesce_boxes) and failures <= qs.DRAFT_QUIESCE_RETRIES
+            )
+            if self.disk:
+                self.draft_failures = failures
+                if waiting:
+                    assert self.h.draft_timers[-1] == 0.0
+                elif not self.draft_retry_armed:
+                    self.draft_retry_armed = True
+                    assert self.h.draft_timers[-1] == qs.draft_retry_delay(failures)
+            if not waiting:
+                # The Quiesce callers hear that their drafts were not saved.
+                for box in self.quiesce_boxes:
+                    assert box.values == [] and box.closed
+                self.quiesce_boxes = []
             return
+        if live:
+            self.draft_failures = 0
         self.dirty = set()
         if self.quiesce_boxes and (self.active is None or self.active[0] != "bg"):
             for box in self.quiesce_boxes:
@@ -575,6 +597,17 @@ class QueueMachine(RuleBasedStateMachine):
         self.h.send(qs.RetryWake())
         self.retry_armed = False
         self._try_wake()
+
+    @precondition(lambda self: self.h.draft_timers)
+    @rule(fail=st.booleans())
+    def draft_retry_timer_fires(self, fail: bool) -> None:
+        delay = self.h.draft_timers.pop(0)
+        if delay > 0:
+            self.draft_retry_armed = False
+        self._arm(fail)
+        self.h.send(qs.RetryDrafts())
+        if self.dirty or self.quiesce_boxes:
+            self._save_drafts()
 
     @precondition(lambda self: self.wait is None)
     @rule()

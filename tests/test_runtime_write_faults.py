@@ -222,3 +222,62 @@ async def test_an_outer_cancellation_keeps_the_latest_draft(tmp_path: Path) -> N
         await trio.testing.wait_all_tasks_blocked()
         assert surface.visible == "tool:b1"
         assert fs.state_to_json(surface.states["tool:b1"])["drafts"] == [{"selected": [0]}]
+
+
+async def test_a_draft_write_that_fails_on_the_disk_at_disposal_is_tried_again(
+    tmp_path: Path,
+) -> None:
+    """The runtime closes while a draft is unsaved and the disk fails once: disposal writes
+    it again at once (no timer), and the draft comes back after the restart."""
+    gate = WriteGate()
+    session = tmp_path / "s.pas"
+    settings = settings_file(tmp_path)
+    with gated_journal(gate):
+        async with open_runtime(
+            session=session, settings=settings, surface=RecordingSurface(), cwd=tmp_path
+        ) as rt:
+            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+            await trio.testing.wait_all_tasks_blocked()
+            assert await rt.send_command("tool:b1", fs.Number(1))
+            await trio.testing.wait_all_tasks_blocked()
+            gate.fail_next("ask:draft", InjectedDiskError(errno.EIO, "disk"))
+    assert gate.failed_types == ["ask:draft"]
+    surface = RecordingSurface()
+    async with open_runtime(session=session, settings=settings, surface=surface, cwd=tmp_path):
+        await trio.testing.wait_all_tasks_blocked()
+        assert fs.state_to_json(surface.states["tool:b1"])["drafts"] == [{"selected": [0]}]
+
+
+async def test_a_draft_write_that_fails_on_the_disk_is_retried_by_the_queues_timer(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    """A draft flush fails on the disk while nothing else happens: the drafts stay dirty and
+    the queue's retry timer writes them (the backoff doubles while the disk keeps failing)."""
+    gate = WriteGate()
+    session = tmp_path / "s.pas"
+    with gated_journal(gate):
+        async with open_runtime(
+            session=session,
+            settings=settings_file(tmp_path),
+            surface=RecordingSurface(),
+            cwd=tmp_path,
+        ) as rt:
+            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+            await trio.testing.wait_all_tasks_blocked()
+            for _ in range(2):
+                gate.fail_next("ask:draft", InjectedDiskError(errno.EIO, "disk"))
+            assert await rt.send_command("tool:b1", fs.Number(1))
+            await trio.testing.wait_all_tasks_blocked()
+            mock_clock.jump(0.25)  # the draft delay: the flush fails
+            await trio.testing.wait_all_tasks_blocked()
+            assert gate.failed_types == ["ask:draft"]
+            mock_clock.jump(qs.DRAFT_RETRY_FIRST)  # the retry fails too
+            await trio.testing.wait_all_tasks_blocked()
+            assert gate.failed_types == ["ask:draft"] * 2
+            assert branch_types(session).count("ask:draft") == 0
+            mock_clock.jump(qs.DRAFT_RETRY_FIRST)  # half of the doubled wait: nothing yet
+            await trio.testing.wait_all_tasks_blocked()
+            assert branch_types(session).count("ask:draft") == 0
+            mock_clock.jump(qs.DRAFT_RETRY_FIRST * 1.5)  # past the doubled wait
+            await trio.testing.wait_all_tasks_blocked()
+            assert branch_types(session).count("ask:draft") == 1

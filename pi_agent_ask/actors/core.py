@@ -192,7 +192,9 @@ class RuntimeCore:
             trio.move_on_after(TEARDOWN_TIMEOUT),
             suppress(trio.BrokenResourceError, trio.ClosedResourceError),
         ):
-            await hand_over(self._queue_tx, message)
+            # ``send``, not ``hand_over``: its yield lets the queue handle the message before
+            # the sender goes on (a wait's ``EndWait`` releases Herdr before the call returns).
+            await self._queue_tx.send(message)
 
     async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
         send, receive = trio.open_memory_channel[_R](1)

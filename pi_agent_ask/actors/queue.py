@@ -67,7 +67,9 @@ from pi_agent_ask.actors.queue_state import (
     ReplyTo,
     Restore,
     RestoredItem,
+    RetryDrafts,
     RetryWake,
+    ScheduleDraftRetry,
     ScheduleFlush,
     ScheduleWakeRetry,
     Show,
@@ -306,6 +308,9 @@ class QueueActor:
             case ScheduleWakeRetry(delay=delay):
                 assert self._nursery is not None
                 self._nursery.start_soon(self._send_later, delay, RetryWake())
+            case ScheduleDraftRetry(delay=delay):
+                assert self._nursery is not None
+                self._nursery.start_soon(self._send_later, delay, RetryDrafts())
             case _:
                 raise AssertionError(f"not an immediate effect: {effect!r}")
 

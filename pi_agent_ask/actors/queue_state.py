@@ -39,6 +39,10 @@ Rules stated once:
    they go out at the next boundary. A wake whose delivery mark failed on the disk is retried
    by a timer (``ScheduleWakeRetry``, backoff doubling from ``WAKE_RETRY_FIRST`` up to
    ``WAKE_RETRY_MAX``), one timer at a time, so it is not left for the next event.
+   Drafts whose write failed on the disk stay dirty and are written again by a timer of their
+   own (``ScheduleDraftRetry``, backoff from ``DRAFT_RETRY_FIRST``); while ``Quiesce`` callers
+   wait, a failure is retried at once, up to ``DRAFT_QUIESCE_RETRIES`` failures in a row, after
+   which they hear that their drafts were not saved (the timed retries go on).
 6. **Epochs.** Messages from a form of an older epoch are dropped. ``Restore`` ends everything
    of the old epoch before the new one starts: the visible form, every foreground claim (a
    claim still waiting is granted its cancelled scope), the wait (aborted unless answered).
@@ -304,6 +308,11 @@ class RetryWake:
 
 
 @attrs.frozen
+class RetryDrafts:
+    """The draft retry timer (``ScheduleDraftRetry``) ran out: write the dirty drafts again."""
+
+
+@attrs.frozen
 class Unrecorded:
     """The write of ``message``'s transition failed (the branch was revoked, the journal
     ended, the entry was refused, or the disk failed): none of it happened. Its caller hears
@@ -339,6 +348,7 @@ QueueMessage = (
     | TryWake
     | SaveDrafts
     | RetryWake
+    | RetryDrafts
     | Unrecorded
 )
 
@@ -470,6 +480,13 @@ class ScheduleWakeRetry:
 
 
 @attrs.frozen
+class ScheduleDraftRetry:
+    """Send ``RetryDrafts`` after ``delay`` seconds."""
+
+    delay: float
+
+
+@attrs.frozen
 class Continue:
     """Reduce ``message`` next, as a transition of its own, before any other message."""
 
@@ -490,6 +507,7 @@ Effect = (
     | UseJournal
     | ScheduleFlush
     | ScheduleWakeRetry
+    | ScheduleDraftRetry
     | Continue
 )
 WRITES = (Append, MarkDelivered)
@@ -503,6 +521,19 @@ WAKE_RETRY_MAX = 8.0
 def wake_retry_delay(failures: int) -> float:
     """The wait before the retry that follows the ``failures``-th failure in a row."""
     return min(WAKE_RETRY_FIRST * 2.0 ** min(failures - 1, 16), WAKE_RETRY_MAX)
+
+
+DRAFT_RETRY_FIRST = 0.1
+"""Seconds before the first retry of drafts whose write failed on the disk."""
+DRAFT_QUIESCE_RETRIES = 4
+"""Disk failures in a row of the draft write that ``Quiesce`` callers wait through: while they
+wait, each failure is retried at once (the teardown that waits is bounded and a person may be
+waiting for it); after that they hear that their drafts were not saved."""
+
+
+def draft_retry_delay(failures: int) -> float:
+    """The wait before the draft retry that follows the ``failures``-th failure in a row."""
+    return min(DRAFT_RETRY_FIRST * 2.0 ** min(failures - 1, 16), WAKE_RETRY_MAX)
 
 
 # ------------------------------------------------------------------------------------------
@@ -657,6 +688,10 @@ class QueueState:
     """Disk failures of an idle wake's delivery mark since the last wake went out."""
     wake_retry_armed: bool = False
     """A ``RetryWake`` timer runs (at most one at a time)."""
+    draft_failures: int = 0
+    """Disk failures in a row of the draft write (reset when drafts are written)."""
+    draft_retry_armed: bool = False
+    """A ``RetryDrafts`` timer runs (at most one at a time)."""
 
     def commit(self) -> QueueState:
         """Fold this state's layer into the shared tables (older states become stale)."""
@@ -822,6 +857,9 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
         case RetryWake():
             step.set(wake_retry_armed=False)
             step.later(TryWake())
+        case RetryDrafts():
+            step.set(draft_retry_armed=False)
+            step.later(SaveDrafts())
         case Restore():
             _restore(step, message)
         case Inspect(reply=reply):
@@ -969,6 +1007,7 @@ def _save_drafts(step: _Step) -> None:
             entries.append(("ask:draft", {"requestId": rid, "form": fs.state_to_json(item.form)}))
     if entries:
         step.emit(Append(tuple(entries)))
+        step.set(draft_failures=0)  # committed only once the write succeeded
     step.set(dirty=frozenset())
     active = step.s.active
     if step.s.quiesce_replies and (active is None or active.request_id is None):
@@ -1246,9 +1285,23 @@ def _unrecorded(
             step.emit(Reply(reply, []))
             step.emit(CloseReply(reply))
         case SaveDrafts():
-            for quiesced in step.s.quiesce_replies:
-                step.emit(CloseReply(quiesced))
-            step.set(quiesce_replies=())
+            # The drafts stay dirty (none of the transition happened). A disk failure may pass:
+            # the write is tried again by a timer, and Quiesce callers wait for a few retries.
+            failures = step.s.draft_failures + 1 if disk else 0
+            waiting = disk and bool(step.s.quiesce_replies) and failures <= DRAFT_QUIESCE_RETRIES
+            if disk:
+                step.set(draft_failures=failures)
+                if waiting:
+                    # Someone is closing or leaving the branch: try again at once (a pass
+                    # through the scheduler, no timer), a few times.
+                    step.emit(ScheduleDraftRetry(0.0))
+                elif not step.s.draft_retry_armed:
+                    step.set(draft_retry_armed=True)
+                    step.emit(ScheduleDraftRetry(draft_retry_delay(failures)))
+            if not waiting:
+                for quiesced in step.s.quiesce_replies:
+                    step.emit(CloseReply(quiesced))
+                step.set(quiesce_replies=())
         case TryWake(reply=reply):
             if reply is not None:
                 step.emit(CloseReply(reply))
