@@ -242,12 +242,10 @@ async def host_form(
     on_change: OnChange | None,
 ) -> fs.FormState:
     """Open a form: announce it, notify once, and run it until it has an outcome."""
-    if rt._opened.is_set():
-        # Cancelled before it started: no ``started`` event (and no pass through the scheduler
-        # per form, which ``wait`` on a set event would cost).
-        await trio.lowlevel.checkpoint_if_cancelled()
-    else:
-        await rt._opened.wait()
+    # Also a pass through the scheduler when the runtime is open: a form the queue cancelled
+    # to make room for this one (a session change, say) hides itself in that pass, before
+    # this one is shown.
+    await rt._opened.wait()
     started: dict[str, Any] = {
         "version": 1,
         "flowId": request.flow_id,
