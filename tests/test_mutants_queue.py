@@ -576,19 +576,3 @@ def test_a_draft_write_refused_or_stale_is_not_retried() -> None:
     state, effects = _failed_save(state, disk=False)
     assert effects == [qs.CloseReply(box)]
     assert not state.draft_retry_armed and state.draft_failures == 0
-
-
-def test_settling_again_while_idle_is_the_same_idle_period_with_its_one_wake() -> None:
-    """The agent is idle and was woken; a late or repeated "settled" does not start a new idle
-    period, so the next answer waits for the agent's next turn instead of waking it again."""
-    state = _enqueue(_enqueue(qs.initial_state(idle=True), "r1"), "r2")
-    state, effects = _reduce(state, qs.FormStopped("r1", state.epoch, _FORM, _answer("r1")))
-    assert [e for e in effects if isinstance(e, qs.Wake)]
-    state, effects = _reduce(state, qs.AgentActivity(True))
-    state, more = _reduce(state, qs.FormStopped("r2", state.epoch, _FORM, _answer("r2")))
-    assert not [e for e in effects + more if isinstance(e, qs.Wake)]
-    # A turn and a new idle period: the next wake goes out.
-    state, _ = _reduce(state, qs.AgentActivity(False))
-    state, effects = _reduce(state, qs.AgentActivity(True))
-    [wake] = [e for e in effects if isinstance(e, qs.Wake)]
-    assert _answered_ids([wake.message]) == ["r2"]

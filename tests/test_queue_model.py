@@ -571,9 +571,8 @@ class QueueMachine(RuleBasedStateMachine):
     def agent_activity(self, idle: bool, fail: bool) -> None:
         self._arm(fail)
         self.h.send(qs.AgentActivity(idle))
-        if idle != self.idle:  # settled again while idle: the same idle period
-            self.idle = idle
-            self.woken = False
+        self.idle = idle
+        self.woken = False
         self._try_wake()
 
     @rule(wake=st.booleans(), fail=st.booleans())

@@ -833,10 +833,7 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
                 messages = _deliver(step, step.s.follow_ups, _ready(step.s))
             step.emit(Reply(reply, messages))
         case AgentActivity(idle=idle):
-            if idle != step.s.idle:
-                # A new idle (or busy) period; "settled" again while idle is the same period,
-                # which has had its one wake if it was woken.
-                step.set(idle=idle, woken=False)
+            step.set(idle=idle, woken=False)
             step.later(TryWake())
         case StartWait():
             _start_wait(step, message)
