@@ -546,7 +546,7 @@ class World:
             case AnswerVisible(option=option):
                 flow = self.surface.visible
                 if flow is not None:
-                    self.trusted = False
+                    self.changing(flow)
                     submit(
                         rt.events,
                         flow,
@@ -554,14 +554,14 @@ class World:
                     )
             case CancelVisible():
                 if self.surface.visible is not None:
-                    self.trusted = False
+                    self.changing(self.surface.visible)
                     submit(rt.events, self.surface.visible, {"kind": "cancel"})
             case Command(command=command):
                 flow = self.surface.visible
                 if flow is not None:
                     if isinstance(command, fs.Cancel) and flow.startswith("tool:b"):
                         self._escape_in_panel(flow)
-                    self.trusted = False
+                    self.changing(flow)
                     await rt.send_command(flow, command)
             case Defer():
                 self.expect_reshow()
@@ -765,6 +765,14 @@ class World:
         elif self.surface.states[flow].editor is None:
             self.expect_reshow()
 
+    def changing(self, flow: str) -> None:
+        """An answer, cancel or command is on its way to ``flow``: until the next quiescence the
+        surface's states are not the forms' states, and an expectation recorded for it before
+        (a hide that did not happen, say a user message whose write was refused) is stale:
+        the form may come back with the change (an answer whose write failed reopens with it)."""
+        self.trusted = False
+        self.surface.expected.pop(flow, None)
+
     def expect_reshow(self) -> None:
         """A background form about to be hidden (or disposed with the runtime) must come back
         with its current draft."""
@@ -786,7 +794,7 @@ class World:
         self.gate.hold(position)
         match trigger:
             case "answer" | "cancel form" if visible is not None:
-                self.trusted = False
+                self.changing(visible)
                 response = (
                     answer({qid: [f"{qid}1"] for qid in self.flows[visible]})
                     if trigger == "answer"
@@ -1088,7 +1096,7 @@ class World:
             await self.check_quiescent()
             if self.surface.visible is not None:
                 flow = self.surface.visible
-                self.trusted = False
+                self.changing(flow)
                 submit(self.rt.events, flow, answer({qid: [f"{qid}1"] for qid in self.flows[flow]}))
                 continue
             stats = await self.rt.statistics()
