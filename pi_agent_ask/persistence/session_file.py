@@ -62,7 +62,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 import attrs
 import cbor2
@@ -279,13 +279,8 @@ class _Written(Entry):
     def made(
         cls, entry_id: str, parent_id: str | None, entry_type: str, timestamp: float, cbor: bytes
     ) -> _Written:
-        entry = cls.__new__(cls)
-        put = object.__setattr__
-        put(entry, "id", entry_id)
-        put(entry, "parent_id", parent_id)
-        put(entry, "type", entry_type)
-        put(entry, "timestamp", timestamp)
-        put(entry, "_cbor", cbor)
+        entry = _bare(cls, entry_id, parent_id, entry_type, timestamp)
+        object.__setattr__(entry, "_cbor", cbor)
         return entry
 
     def _read_data(self) -> Mapping[Any, Any]:
@@ -335,13 +330,25 @@ def _entry_view(
 ) -> Entry:
     """An entry holding ``data`` as the writer passed it, not frozen: what a projection's fold
     steps over while the entry is appended (``Fold``). Never handed out."""
-    entry = Entry.__new__(Entry)
+    entry = _bare(Entry, entry_id, parent_id, entry_type, timestamp)
+    object.__setattr__(entry, "data", data)
+    return entry
+
+
+_E = TypeVar("_E", bound=Entry)
+
+
+def _bare(
+    cls: type[_E], entry_id: str, parent_id: str | None, entry_type: str, timestamp: float
+) -> _E:
+    """An entry of ``cls`` with its four plain fields set through its slots (no converter
+    runs); the caller sets how it holds its data."""
+    entry = cls.__new__(cls)
     put = object.__setattr__
     put(entry, "id", entry_id)
     put(entry, "parent_id", parent_id)
     put(entry, "type", entry_type)
     put(entry, "timestamp", timestamp)
-    put(entry, "data", data)
     return entry
 
 
