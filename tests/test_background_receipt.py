@@ -156,7 +156,7 @@ def test_an_enqueue_whose_write_failed_tells_its_caller_the_error_and_queues_not
     message = qs.Enqueue(request, form, box, _recording(writer, "r1"))
     state = qs.initial_state()
     error = OSError(5, "disk")
-    after, effects = qs.reduce(state, qs.Unrecorded(message, disk=True, error=error))
+    after, effects = qs.reduce(state, qs.Unrecorded(message, error))
     assert effects == [qs.Reply(box, error), qs.CloseReply(box)]
     after = after.commit()
     assert after.pending_count == 0

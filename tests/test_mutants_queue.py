@@ -4,13 +4,14 @@ shell does: a message, then the transitions it continues into, each committed.""
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 import pytest
 
 from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors import wait_state as ws
-from pi_agent_ask.actors.records import AskRequest, Outcome
+from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AskResult, build_result
@@ -45,6 +46,11 @@ class FakeJournal:
 
     async def append_many(self, entries: list[qs.Entry]) -> None:
         raise AssertionError("not written here")
+
+
+def _failure(disk: bool) -> Exception:
+    """A write's error: the disk's (``OSError``, retried) or a revoked branch's."""
+    return OSError(errno.EIO, "disk") if disk else StaleBranch("ask:draft")
 
 
 def _reduce(state: qs.QueueState, message: Any) -> tuple[qs.QueueState, list[Any]]:
@@ -209,7 +215,7 @@ def _failed_wake(state: qs.QueueState, *, disk: bool = True) -> tuple[qs.QueueSt
     """Try the wake; its mark write fails: the shell drops the candidate, reduces Unrecorded."""
     _, effects = qs.reduce(state, qs.TryWake())
     assert isinstance(effects[0], qs.MarkDelivered)
-    return _reduce(state, qs.Unrecorded(qs.TryWake(), disk=disk))
+    return _reduce(state, qs.Unrecorded(qs.TryWake(), _failure(disk)))
 
 
 def test_a_wake_that_fails_on_the_disk_is_retried_with_a_doubling_bounded_wait() -> None:
@@ -259,7 +265,7 @@ def test_a_failed_restore_wake_closes_the_restore_reply_and_is_retried() -> None
     box = Box()
     _, effects = qs.reduce(state, qs.TryWake(box))
     assert isinstance(effects[0], qs.MarkDelivered)
-    state, effects = _reduce(state, qs.Unrecorded(qs.TryWake(box), disk=True))
+    state, effects = _reduce(state, qs.Unrecorded(qs.TryWake(box), _failure(True)))
     assert effects == [qs.CloseReply(box), qs.ScheduleWakeRetry(qs.WAKE_RETRY_FIRST)]
     assert box.closed and box.values == []
 
@@ -526,7 +532,7 @@ def _failed_save(state: qs.QueueState, *, disk: bool = True) -> tuple[qs.QueueSt
     """A ``SaveDrafts`` whose write failed: the shell keeps the old state, reduces Unrecorded."""
     _, effects = qs.reduce(state, qs.SaveDrafts())
     assert isinstance(effects[0], qs.Append)
-    return _reduce(state, qs.Unrecorded(qs.SaveDrafts(), disk=disk))
+    return _reduce(state, qs.Unrecorded(qs.SaveDrafts(), _failure(disk)))
 
 
 def test_a_draft_write_failed_on_the_disk_stays_dirty_and_is_retried_with_backoff() -> None:

@@ -117,9 +117,7 @@ class Harness:
             if writes and self.fail_armed:
                 self.fail_armed = False
                 failure = OSError(5, "injected") if self.disk else RuntimeError("refused")
-                undo, undo_effects = qs.reduce(
-                    self.state, qs.Unrecorded(current, self.disk, error=failure)
-                )
+                undo, undo_effects = qs.reduce(self.state, qs.Unrecorded(current, failure))
                 for effect in undo_effects:
                     assert not isinstance(effect, (*qs.WRITES, qs.Continue)), effect
                     self._perform(effect, [])

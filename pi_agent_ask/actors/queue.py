@@ -220,9 +220,7 @@ class QueueActor:
                 if isinstance(error, OSError) and not self._disk_failing:
                     self._disk_failing = True
                     self.notice(WRITE_FAILED_TEXT.format(error=error))
-                self._commit_effects(
-                    Unrecorded(message, disk=isinstance(error, OSError), error=error)
-                )
+                self._commit_effects(Unrecorded(message, error))
                 continue
             except BaseException:
                 # The queue is ending (a bug, or cancellation): a caller waiting for this

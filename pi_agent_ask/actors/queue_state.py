@@ -316,13 +316,11 @@ class RetryDrafts:
 class Unrecorded:
     """The write of ``message``'s transition failed (the branch was revoked, the journal
     ended, the entry was refused, or the disk failed): none of it happened. Its caller hears
-    so. ``disk``: the disk failed (``OSError``), which may pass, so a failed wake is retried;
-    the other failures are final for this branch."""
+    so (``Enqueue`` with a recording: ``error`` itself). A disk failure (``OSError``) may pass,
+    so a failed wake or draft write is retried; the other failures are final for this branch."""
 
     message: QueueMessage
-    disk: bool = False
     error: Exception | None = None
-    """The write's error, for a caller that hears it (``Enqueue`` with a recording)."""
 
 
 QueueMessage = (
@@ -518,9 +516,14 @@ WAKE_RETRY_MAX = 8.0
 """The longest wait between two retries: the backoff doubles up to this and stays there."""
 
 
+def _backoff(first: float, failures: int) -> float:
+    """``first`` doubled for each failure in a row after the first, at most ``WAKE_RETRY_MAX``."""
+    return min(first * 2.0 ** min(failures - 1, 16), WAKE_RETRY_MAX)
+
+
 def wake_retry_delay(failures: int) -> float:
     """The wait before the retry that follows the ``failures``-th failure in a row."""
-    return min(WAKE_RETRY_FIRST * 2.0 ** min(failures - 1, 16), WAKE_RETRY_MAX)
+    return _backoff(WAKE_RETRY_FIRST, failures)
 
 
 DRAFT_RETRY_FIRST = 0.1
@@ -533,7 +536,7 @@ waiting for it); after that they hear that their drafts were not saved."""
 
 def draft_retry_delay(failures: int) -> float:
     """The wait before the draft retry that follows the ``failures``-th failure in a row."""
-    return min(DRAFT_RETRY_FIRST * 2.0 ** min(failures - 1, 16), WAKE_RETRY_MAX)
+    return _backoff(DRAFT_RETRY_FIRST, failures)
 
 
 # ------------------------------------------------------------------------------------------
@@ -874,8 +877,8 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
         case SurfaceReady():
             step.set(surface_ready=True)
             _schedule(step)
-        case Unrecorded(message=failed, disk=disk, error=error):
-            _unrecorded(step, failed, disk, error)
+        case Unrecorded(message=failed, error=error):
+            _unrecorded(step, failed, error)
         case Quiesce(reply=reply):
             step.set(held=True, quiesce_replies=(*step.s.quiesce_replies, reply))
             active = step.s.active
@@ -1268,12 +1271,11 @@ def _restore(step: _Step, message: Restore) -> None:
     step.later(TryWake(message.reply))
 
 
-def _unrecorded(
-    step: _Step, message: QueueMessage, disk: bool, error: Exception | None = None
-) -> None:
+def _unrecorded(step: _Step, message: QueueMessage, error: Exception | None) -> None:
     """The reply to a message whose journal write failed: nothing was shown, hidden,
     delivered or enqueued. Other callers see their reply channel closed. A wake that failed on
     the disk is tried again later (``_retry_wake``)."""
+    disk = isinstance(error, OSError)
     match message:
         case Enqueue(recording=Recording(), reply=reply) if error is not None:
             step.emit(Reply(reply, error))
