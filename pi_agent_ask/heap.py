@@ -32,13 +32,14 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-__all__ = ["collector_paused", "frozen_start", "settle_heap"]
+__all__ = ["collector_off", "collector_paused", "frozen_start", "settle_heap"]
 
 
 @contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The collector off inside, and what was made inside frozen before it runs again
-    (moment 1 of the module docstring). Nothing changes when it was off already."""
+def collector_off(*, freeze: bool = False) -> Iterator[None]:
+    """The collector off inside (work that allocates much and frees nothing, such as decoding
+    a session file); with ``freeze``, what was made inside is frozen before it runs again.
+    Nothing changes when it was off already."""
     if not gc.isenabled():
         yield
         return
@@ -46,8 +47,15 @@ def collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.freeze()
+        if freeze:
+            gc.freeze()
         gc.enable()
+
+
+def collector_paused() -> contextlib.AbstractContextManager[None]:
+    """The collector off while ``ask`` imports what it needs, and what the imports made frozen
+    (moment 1 of the module docstring)."""
+    return collector_off(freeze=True)
 
 
 @contextlib.contextmanager

@@ -312,12 +312,12 @@ def entries_payload(encoded: Sequence[bytes], packer: Packer | None = None) -> t
     and the size of its plain CBOR. A CBOR array is its length header followed by its items,
     so entries encoded one by one (and checked one by one) make the same frame as a list
     encoded at once. A writer of many frames passes its ``Packer``."""
-    plain = _array_head(len(encoded)) + b"".join(encoded)
+    plain = array_head(len(encoded)) + b"".join(encoded)
     packed = _deflate(plain) if packer is None else packer.deflate(plain)
     return _ENTRIES_BYTE + packed, len(plain)
 
 
-def _array_head(count: int) -> bytes:
+def array_head(count: int) -> bytes:
     """The CBOR head of a definite-length array of ``count`` items (major type 4)."""
     if count < 24:
         return bytes([0x80 | count])

@@ -51,7 +51,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
-import gc
 import logging
 import os
 import secrets
@@ -67,6 +66,9 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 import attrs
 import cbor2
 
+# Decoding many entries allocates many containers and frees none: with the cyclic collector on,
+# each allocation burst walks the growing graph (superlinear), so reads run with it off.
+from pi_agent_ask.heap import collector_off
 from pi_agent_ask.persistence import codec
 
 __all__ = [
@@ -539,20 +541,6 @@ class _Checkpoint:
     prev: int | None
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Decoding many entries allocates many containers and frees none: with the cyclic
-    collector on, each allocation burst walks the growing graph (superlinear); pause it."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 # --------------------------------------------------------------------------------------------
 # Frames
 # --------------------------------------------------------------------------------------------
@@ -568,20 +556,10 @@ def _batch_payload(entries: Sequence[Entry]) -> bytes:
     # so the entries are encoded only by Entry.to_cbor.
     out = bytearray(cbor2.dumps({"batch": []}))
     del out[-1]  # drop the empty array head
-    out += _array_head(len(entries))
+    out += codec.array_head(len(entries))
     for entry in entries:
         out += entry.to_cbor()
     return bytes(out)
-
-
-def _array_head(count: int) -> bytes:
-    if count < 24:
-        return bytes([0x80 | count])
-    if count < 0x100:
-        return bytes([0x98, count])
-    if count < 0x10000:
-        return b"\x99" + count.to_bytes(2, "big")
-    return b"\x9a" + count.to_bytes(4, "big")
 
 
 class _BadFrame(Exception):
@@ -875,7 +853,7 @@ class SessionFile:
         )
         session._fd = fd
         notes: list[str] = []
-        with _gc_paused():
+        with collector_off():
             damage = session._index_file(reader, size, notes)
         session._size = damage.start if damage is not None else size
         report = OpenReport(
@@ -993,7 +971,7 @@ class SessionFile:
         """Every entry in file order (decodes the whole file: prefer ``branch()``)."""
         self._check_open()
         self._full()
-        with _gc_paused():
+        with collector_off():
             return tuple(self._load_entries(range(len(self._index))))
 
     def iter_entries(self) -> Iterator[Entry]:
@@ -1050,7 +1028,7 @@ class SessionFile:
         Decodes the whole branch: a session with a projection reads ``fold()`` instead."""
         self._check_open()
         path = self._path_to(leaf_id)
-        with _gc_paused():
+        with collector_off():
             return tuple(self._load_entries(path))
 
     # ---- writing -----------------------------------------------------------------------------
@@ -1518,7 +1496,7 @@ class SessionFile:
         else:
             path = index.path_to(leaf)
             fold = projection.empty()
-        with _gc_paused():
+        with collector_off():
             for i, entry in zip(path, self._load_entries(path), strict=True):
                 fold.step(entry, self._loc(i))
         self._fold, self._fold_prev, self._since_checkpoint = fold, prev, len(path)
@@ -1655,7 +1633,7 @@ class SessionFile:
         tail = self._index
         self._index, self._start, self._base = _Index(), None, 0
         reader = _Reader(self._fd, self._size)
-        with _gc_paused():
+        with collector_off():
             damage = self._scan(reader, self._header_end, start.offset, [])
         full = self._index
         stub = full.pos.get(start.leaf_id)
