@@ -565,12 +565,14 @@ class QueueMachine(RuleBasedStateMachine):
         for item in ready:
             item.delivered = True
 
-    @rule(idle=st.booleans(), fail=st.booleans())
-    def agent_activity(self, idle: bool, fail: bool) -> None:
+    @rule(idle=st.booleans(), woken_after=st.booleans(), fail=st.booleans())
+    def agent_activity(self, idle: bool, woken_after: bool, fail: bool) -> None:
+        # ``woken_after``: a wake went out after the host's call (it reached the queue late);
+        # a settle then starts the period that wake belongs to, which may not wake again.
         self._arm(fail)
-        self.h.send(qs.AgentActivity(idle))
+        self.h.send(qs.AgentActivity(idle, woken_after=woken_after))
         self.idle = idle
-        self.woken = False
+        self.woken = idle and woken_after
         self._try_wake()
 
     @rule(wake=st.booleans(), fail=st.booleans())

@@ -281,3 +281,55 @@ async def test_a_draft_write_that_fails_on_the_disk_is_retried_by_the_queues_tim
             mock_clock.jump(qs.DRAFT_RETRY_FIRST * 1.5)  # past the doubled wait
             await trio.testing.wait_all_tasks_blocked()
             assert branch_types(session).count("ask:draft") == 1
+
+
+async def _hold_until(gate: WriteGate, entry_type: str) -> None:
+    """Let writes through one at a time until one of ``entry_type`` waits at the gate."""
+    while True:
+        await trio.testing.wait_all_tasks_blocked()
+        if gate.held and gate.held_types[-1] == entry_type:
+            return
+        gate.release()
+        gate.hold("before")
+
+
+@pytest.mark.parametrize("settle_again", [True, False])
+async def test_a_settle_while_a_wake_is_being_marked_is_the_period_that_wake_belongs_to(
+    tmp_path: Path, settle_again: bool
+) -> None:
+    """The agent settles again while an idle wake's delivery mark is being written. The wake
+    goes out after that call, so it is the wake of the new idle period: a later answer waits
+    for the boundary instead of waking the agent a second time in one period. Without the
+    second settle, a settle after the wake starts a period that may wake again."""
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with open_runtime(
+            session=tmp_path / "s.pas",
+            settings=settings_file(tmp_path),
+            surface=RecordingSurface(),
+            cwd=tmp_path,
+        ) as rt:
+            rt.agent_settled()
+            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+            await rt.call_tool("ask_user", payload("b", background=True), tool_call_id="b2")
+            await trio.testing.wait_all_tasks_blocked()
+            gate.hold("before")
+            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+            await _hold_until(gate, "ask:background-answer")
+            if settle_again:
+                rt.agent_settled()
+            gate.release()
+            await trio.testing.wait_all_tasks_blocked()
+            assert "a1" in str(rt.wakeups.receive_nowait())
+            if not settle_again:
+                rt.agent_settled()
+            submit(rt.events, "tool:b2", answer({"b": ["b1"]}))
+            await trio.testing.wait_all_tasks_blocked()
+            if settle_again:
+                with pytest.raises(trio.WouldBlock):
+                    rt.wakeups.receive_nowait()
+                rt.agent_started()
+                [message] = await rt.turn_boundary()
+                assert "b1" in str(message)
+            else:
+                assert "b1" in str(rt.wakeups.receive_nowait())

@@ -146,8 +146,9 @@ class RuntimeCore:
     _opened: trio.Event
     _aborts_tx: trio.MemorySendChannel[str]
     aborts: trio.MemoryReceiveChannel[str]
-    _activity_tx: trio.MemorySendChannel[bool]
+    _activity_tx: trio.MemorySendChannel[q.AgentActivity]
     """Agent busy/idle, forwarded to the queue by one task, so they arrive in call order."""
+    _hook_calls: q.HookCalls
     _notices_tx: trio.MemorySendChannel[str]
     notices: trio.MemoryReceiveChannel[str]
     """Messages for the person: settings problems, damaged session files, recovery."""

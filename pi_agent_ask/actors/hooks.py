@@ -1,7 +1,9 @@
 """The host hooks: what an agent loop and its UI tell the runtime (``API.md``, host hooks).
 
 Plain hooks (``agent_started``, ``agent_settled``) never block: they go through an unbounded
-channel that one task forwards to the queue, so they arrive in call order. The others are
+channel that one task forwards to the queue, so they arrive in call order; each is numbered
+(``queue.HookCalls``), so the queue can tell a settle made before a wake went out from one
+made after it. The others are
 conversations with the queue (``core.RuntimeCore``).
 """
 
@@ -21,11 +23,11 @@ from pi_agent_ask.persistence import journal as jr
 
 def agent_started(rt: RuntimeCore) -> None:
     rt._model_requested = True
-    rt._activity_tx.send_nowait(False)
+    rt._activity_tx.send_nowait(q.AgentActivity(idle=False, call=rt._hook_calls.next()))
 
 
 def agent_settled(rt: RuntimeCore) -> None:
-    rt._activity_tx.send_nowait(True)
+    rt._activity_tx.send_nowait(q.AgentActivity(idle=True, call=rt._hook_calls.next()))
 
 
 async def turn_boundary(rt: RuntimeCore) -> list[dict[str, Any]]:

@@ -102,6 +102,7 @@ __all__ = [
     "FollowUp",
     "FormStopped",
     "Grant",
+    "HookCalls",
     "Inspect",
     "ModeChanged",
     "QueueActor",
@@ -163,6 +164,23 @@ def _no_notice(_text: str) -> None:
 
 
 @attrs.define(eq=False)
+class HookCalls:
+    """How many times the host called ``agent_started`` or ``agent_settled``.
+
+    The one number the hooks and the queue share: the hooks count up (plain calls, they never
+    block), and the queue reads it when it hands out a wake. A hook call reaches the queue
+    through a forwarding task, so one made while a wake's delivery mark was being written
+    arrives after that wake; its number says which came first (``AgentActivity.woken_after``).
+    """
+
+    count: int = 0
+
+    def next(self) -> int:
+        self.count += 1
+        return self.count
+
+
+@attrs.define(eq=False)
 class QueueActor:
     """The queue's one task (``run``) and the live objects its effects need."""
 
@@ -177,6 +195,9 @@ class QueueActor:
     """Whether the agent starts idle (``open_runtime(agent_idle=)``)."""
     notice: Callable[[str], None] = _no_notice
     """Tells the person of a failed disk write (the runtime's ``notice``); never blocks."""
+    hook_calls: HookCalls = attrs.field(factory=HookCalls)
+    _woken_at: int = attrs.field(default=0, init=False)
+    """``hook_calls.count`` when the last wake went out."""
     _disk_failing: bool = attrs.field(default=False, init=False)
     state: QueueState = attrs.field(init=False)
     _live: _LiveForm | None = None
@@ -200,6 +221,9 @@ class QueueActor:
             try:
                 async with rx:
                     async for message in rx:
+                        if isinstance(message, AgentActivity):
+                            woken_after = 0 < message.call <= self._woken_at
+                            message = attrs.evolve(message, woken_after=woken_after)
                         await self._handle(message)
             finally:
                 for effect in release_all_herdr(self.state):
@@ -278,6 +302,7 @@ class QueueActor:
                     _reply(channel, None)
             case Wake(message=message):
                 self.wakeups.send_nowait(message)
+                self._woken_at = self.hook_calls.count
             case HerdrChanged(active=True):
                 self.events.emit(
                     ev.HERDR_BLOCKED, {"active": True, "label": "Waiting for user response"}

@@ -195,7 +195,15 @@ class TurnBoundary:
 
 @attrs.frozen
 class AgentActivity:
+    """The host called ``agent_started`` (``idle=False``) or ``agent_settled``."""
+
     idle: bool
+    call: int = 0
+    """The call's number among the host's hook calls (``queue.HookCalls``)."""
+    woken_after: bool = False
+    """A wake went out after the host made this call (the shell knows, ``queue.HookCalls``): a
+    settle that reached the queue late, while a wake's delivery mark was being written, starts
+    the idle period that wake belongs to, so the period has had its one wake."""
 
 
 @attrs.frozen
@@ -835,8 +843,8 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
             if step.s.tui:
                 messages = _deliver(step, step.s.follow_ups, _ready(step.s))
             step.emit(Reply(reply, messages))
-        case AgentActivity(idle=idle):
-            step.set(idle=idle, woken=False)
+        case AgentActivity(idle=idle, woken_after=woken_after):
+            step.set(idle=idle, woken=idle and woken_after)
             step.later(TryWake())
         case StartWait():
             _start_wait(step, message)

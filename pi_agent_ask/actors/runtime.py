@@ -289,7 +289,8 @@ async def open_runtime(
             # Unbounded: notices are few, and a host that never reads them must not stall anything.
             notice_tx, notice_rx = trio.open_memory_channel[str](float("inf"))
             # Unbounded: the hooks are plain calls that must not block; one task forwards them.
-            activity_tx, activity_rx = trio.open_memory_channel[bool](float("inf"))
+            activity_tx, activity_rx = trio.open_memory_channel[q.AgentActivity](float("inf"))
+            hook_calls = q.HookCalls()
             notify_tx, notify_rx = trio.open_memory_channel[Notify](0)
             queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
             await _start_shielded(
@@ -316,6 +317,7 @@ async def open_runtime(
                 notices_tx=notice_tx,
                 notices=notice_rx,
                 activity_tx=activity_tx,
+                hook_calls=hook_calls,
             )
             actor = q.QueueActor(
                 journal=writer,
@@ -326,6 +328,7 @@ async def open_runtime(
                 surface_ready=False,
                 idle=agent_idle,
                 notice=runtime.notice,
+                hook_calls=hook_calls,
             )
             await _start_shielded(
                 nursery, actors[1], functools.partial(actor.run, queue_rx, queue_tx.clone())
@@ -412,11 +415,12 @@ class _StartOnce:
 
 
 async def _forward_activity(
-    activity: trio.MemoryReceiveChannel[bool], queue: trio.MemorySendChannel[q.QueueMessage]
+    activity: trio.MemoryReceiveChannel[q.AgentActivity],
+    queue: trio.MemorySendChannel[q.QueueMessage],
 ) -> None:
     async with activity, queue:
-        async for idle in activity:
-            await queue.send(q.AgentActivity(idle=idle))
+        async for message in activity:
+            await queue.send(message)
 
 
 def _terminal_writer(output: Any) -> Callable[[str], None]:
