@@ -126,11 +126,15 @@ def test_ctrl_c_while_starting_prints_no_traceback(env: dict[str, str], tmp_path
         start_new_session=True,
     )
     # Opening the FIFO's write end returns once ``ask`` opened it to read its payload: it is
-    # starting up. Interrupt it there, as a person pressing Ctrl+C during start-up does.
+    # starting up. Interrupt it there, as a person pressing Ctrl+C during start-up does. The
+    # write end stays open until it exited: closing it at once would race the signal with an
+    # empty payload (which rightly exits 2) on a loaded machine.
     writer = os.open(fifo, os.O_WRONLY)
-    process.send_signal(signal.SIGINT)
-    os.close(writer)
-    out, err = process.communicate(timeout=60)
+    try:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(writer)
     assert process.returncode == cli.EXIT_INTERRUPTED
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert out == ""
