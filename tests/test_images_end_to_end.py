@@ -406,6 +406,23 @@ async def test_background_answers_carry_image_blocks(tmp_path: Path) -> None:
     assert answer["customText"] == "like this"
 
 
+async def test_a_text_only_boundary_leaves_image_answers_for_a_later_one(tmp_path: Path) -> None:
+    """What a hook takes (text only): an answer with images waits, also once given back."""
+    async with running(tmp_path) as setup:
+        setup.rt.agent_started()
+        form = await setup.background(ask())
+        await form.send(fs.Number(CUSTOM_ROW), fs.EditorChanged("like this"))
+        await form.paste(image(1))
+        await form.send(fs.EditorSubmit())
+        await form.review_and(1)
+        assert await setup.rt.turn_boundary(text_only=True) == []
+        [message] = await setup.rt.turn_boundary()
+        assert image_blocks(message["content"])
+        await setup.rt.give_back([message])
+        assert await setup.rt.turn_boundary(text_only=True) == []
+        assert await setup.rt.turn_boundary() == [message]
+
+
 async def test_idle_wake_messages_carry_image_blocks(tmp_path: Path) -> None:
     async with running(tmp_path) as setup:
         setup.rt.agent_settled()

@@ -747,7 +747,7 @@ async def test_hook_endpoint_refuses_junk_and_goes_on(tmp_path: Path) -> None:
 async def test_hook_endpoint_leaves_answers_with_images_for_a_tool_result() -> None:
     from pi_agent_ask.mcp_server import hook
 
-    text_only = {"customType": "ask:background-answer", "content": "A", "details": {}}
+    plain = {"customType": "ask:background-answer", "content": "A", "details": {}}
     with_image = {
         "customType": "ask:background-answer",
         "content": [
@@ -760,11 +760,13 @@ async def test_hook_endpoint_leaves_answers_with_images_for_a_tool_result() -> N
     @attrs.define
     class Taken:
         given_back: list[list[dict[str, Any]]] = attrs.field(factory=list)
+        asked_text_only: list[bool] = attrs.field(factory=list)
 
-        async def take_background_messages(self) -> list[dict[str, Any]]:
-            return [text_only, with_image]
+        async def take_background_messages(self, *, text_only: bool) -> list[dict[str, Any]]:
+            self.asked_text_only.append(text_only)
+            return [plain] if text_only else [plain, with_image]
 
-        def give_back(self, messages: list[dict[str, Any]]) -> None:
+        async def give_back(self, messages: list[dict[str, Any]]) -> None:
             self.given_back.append(messages)
 
     tools = Taken()
@@ -776,8 +778,9 @@ async def test_hook_endpoint_leaves_answers_with_images_for_a_tool_result() -> N
             reply = b""
             while chunk := await client.receive_some(65536):
                 reply += chunk
-    assert json.loads(reply) == {"messages": [text_only]}
-    assert tools.given_back == [[with_image]]
+    assert json.loads(reply) == {"messages": [plain]}
+    assert tools.asked_text_only == [True]  # the image answer stays queued, untaken
+    assert tools.given_back == []
 
 
 def test_hook_command_is_silent_without_a_server_or_with_junk(tmp_path: Path) -> None:

@@ -582,3 +582,50 @@ def test_a_draft_write_refused_or_stale_is_not_retried() -> None:
     state, effects = _failed_save(state, disk=False)
     assert effects == [qs.CloseReply(box)]
     assert not state.draft_retry_armed and state.draft_failures == 0
+
+
+def test_given_back_messages_go_out_before_follow_ups_waiting_already() -> None:
+    state = qs.initial_state(idle=False)
+    note = {"customType": "ask:resume-answer", "content": "f1", "details": {"followUp": "f1"}}
+    state, _ = _reduce(state, qs.FollowUp("ask:resume-answer", note, wake=False))
+    back = {"customType": "ask:background-answer", "content": "r0", "details": {"requestId": "r0"}}
+    reply = Box()
+    state, effects = _reduce(
+        state, qs.GiveBack((qs.FollowUp("ask:background-answer", back, True),), reply)
+    )
+    assert effects[0] == qs.Append((("ask:returned", {"version": 1, "messages": [back]}),))
+    assert reply.values == [None]
+    boundary = Box()
+    state, effects = _reduce(state, qs.TurnBoundary(boundary))
+    assert boundary.values == [[back, note]]
+    marks = [e for e in effects if isinstance(e, qs.MarkDelivered)]
+    assert marks == [
+        qs.MarkDelivered((("ask:background-answer", back), ("ask:resume-answer", note)))
+    ]
+
+
+def test_an_empty_give_back_writes_nothing() -> None:
+    reply = Box()
+    state, effects = _reduce(qs.initial_state(idle=False), qs.GiveBack((), reply))
+    assert [e for e in effects if isinstance(e, qs.Append)] == []
+    assert reply.values == [None]
+    assert state.follow_ups == ()
+
+
+def test_a_text_only_boundary_keeps_messages_with_images_in_order() -> None:
+    state = qs.initial_state(idle=False)
+    image = {"type": "image", "mimeType": "image/png", "data": "aGk="}
+    pictured = {
+        "customType": "ask:resume-answer",
+        "content": [{"type": "text", "text": "f1"}, image],
+        "details": {"followUp": "f1"},
+    }
+    plain = {"customType": "ask:resume-answer", "content": "f2", "details": {"followUp": "f2"}}
+    for message in (pictured, plain):
+        state, _ = _reduce(state, qs.FollowUp("ask:resume-answer", message, wake=False))
+    boundary = Box()
+    state, _ = _reduce(state, qs.TurnBoundary(boundary, text_only=True))
+    assert boundary.values == [[plain]]
+    boundary = Box()
+    state, _ = _reduce(state, qs.TurnBoundary(boundary))
+    assert boundary.values == [[pictured]]

@@ -136,6 +136,10 @@ class Harness:
         match effect:
             case qs.Append(entries=entries):
                 self.journal.extend(entries)
+                for entry_type, data in entries:
+                    if entry_type == "ask:returned":  # a give-back undoes its marks
+                        for message in data["messages"]:
+                            self.deliveries[_rid_of(message)] -= 1
             case qs.MarkDelivered(entries=entries):
                 self.journal.extend(entries)
                 marked.extend(entries)
@@ -584,6 +588,36 @@ class QueueMachine(RuleBasedStateMachine):
         self.follow_ups.append(MFollowUp(key, wake))
         self._try_wake()
 
+    def _given_back(self) -> list[str]:
+        """Delivered answers that could be given back (not given back already)."""
+        pending = {f.key for f in self.follow_ups}
+        return [i.rid for i in self.items if i.delivered and i.rid not in pending]
+
+    @precondition(lambda self: self._given_back())
+    @rule(data=st.data(), fail=st.booleans())
+    def give_back(self, data: st.DataObject, fail: bool) -> None:
+        # The host took the answer (a boundary or a wake) and could not pass it on.
+        self._arm(fail)
+        rid = data.draw(st.sampled_from(self._given_back()))
+        message = {
+            "customType": "ask:background-answer",
+            "content": rid,
+            "details": {"requestId": rid},
+        }
+        box = Box()
+        before = len(self.h.journal)
+        self.h.send(qs.GiveBack((qs.FollowUp("ask:background-answer", message, True),), box))
+        if not self._write():
+            assert len(box.values) == 1 and isinstance(box.values[0], Exception)
+            assert box.closed
+            return
+        assert box.values == [None]
+        # First the give-back; a wake it allows may follow at once.
+        returned = ("ask:returned", {"version": 1, "messages": [message]})
+        assert self.h.journal[before] == returned
+        self.follow_ups.insert(0, MFollowUp(rid, True))
+        self._try_wake()
+
     @rule(disk=st.booleans())
     def failures_on_the_disk(self, disk: bool) -> None:
         self.disk = disk
@@ -798,8 +832,11 @@ class QueueMachine(RuleBasedStateMachine):
 
     @invariant()
     def deliveries_match(self) -> None:
+        given_back = {f.key for f in self.follow_ups}
         for item in self.items:
-            assert item.delivered == (self.h.deliveries.get(item.rid, 0) == 1), item
+            # A given-back answer waiting to go out again counts as delivered once.
+            net = self.h.deliveries.get(item.rid, 0) + (item.rid in given_back)
+            assert item.delivered == (net == 1), item
         assert set(self.h.deliveries) <= self.gone | {i.rid for i in self.items} | {
             _rid_of(m) for t, m in self.h.journal if t == "ask:resume-answer"
         }

@@ -9,6 +9,7 @@ conversations with the queue (``core.RuntimeCore``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import trio
@@ -16,6 +17,7 @@ import trio
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.core import RuntimeCore
 from pi_agent_ask.actors.form import FailedSurface, SurfaceFailed, UserCommand
+from pi_agent_ask.actors.persistence import PersistenceClosedError
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import untrusted
 from pi_agent_ask.persistence import journal as jr
@@ -30,15 +32,51 @@ def agent_settled(rt: RuntimeCore) -> None:
     rt._activity_tx.send_nowait(q.AgentActivity(idle=True, call=rt._hook_calls.next()))
 
 
-async def turn_boundary(rt: RuntimeCore) -> list[dict[str, Any]]:
+async def turn_boundary(rt: RuntimeCore, *, text_only: bool = False) -> list[dict[str, Any]]:
     """The background-answer messages to add to the context now; the reply is taken even if
     the caller is cancelled once the request is with the queue (``Runtime.turn_boundary``)."""
     send, receive = trio.open_memory_channel[list[dict[str, Any]]](1)
-    await rt._queue_tx.send(q.TurnBoundary(send))
+    await rt._queue_tx.send(q.TurnBoundary(send, text_only))
     with receive, trio.CancelScope(shield=True):
         return await receive.receive()
     # A cancel scope's exit swallows only its own cancellation, and nothing cancels this one.
     raise AssertionError("unreachable")
+
+
+GIVE_BACK_TYPES = (jr.BACKGROUND_ANSWER, jr.RESUME_ANSWER)
+"""The messages a turn boundary hands out (by ``customType``), the ones that can come back."""
+
+
+async def give_back(rt: RuntimeCore, messages: Sequence[Mapping[str, Any]]) -> None:
+    """Journal ``messages`` (from ``turn_boundary``) as given back and queue them to go out
+    again first (``Runtime.give_back``). ``ValueError`` names a message that is not one a
+    boundary hands out; the write's error (the disk, a revoked branch, the runtime closing)
+    propagates, and then nothing was given back. Once the request is with the queue, its
+    reply is taken even if the caller is cancelled, like ``turn_boundary``."""
+    follow_ups = tuple(_follow_up(n, message) for n, message in enumerate(messages))
+    if not follow_ups:
+        return
+    send, receive = trio.open_memory_channel[Exception | None](1)
+    await rt._queue_tx.send(q.GiveBack(follow_ups, send))
+    with receive, trio.CancelScope(shield=True):
+        try:
+            error = await receive.receive()
+        except trio.EndOfChannel:
+            error = PersistenceClosedError("the runtime is closing")
+    if error is not None:
+        raise error
+
+
+def _follow_up(n: int, message: Mapping[str, Any]) -> q.FollowUp:
+    kind = message.get("customType") if isinstance(message, Mapping) else None
+    details = message.get("details") if isinstance(message, Mapping) else None
+    request_id = details.get("requestId") if isinstance(details, Mapping) else None
+    if kind not in GIVE_BACK_TYPES or not isinstance(request_id, str):
+        raise ValueError(
+            f"give_back: message {n} is not one a turn boundary hands out (a mapping with "
+            f"customType {' or '.join(GIVE_BACK_TYPES)} and details.requestId)"
+        )
+    return q.FollowUp(str(kind), jr.thaw(message), wake=True)
 
 
 async def user_message(rt: RuntimeCore, text: str) -> None:

@@ -191,6 +191,9 @@ class Show:
 @attrs.frozen
 class TurnBoundary:
     reply: ReplyTo[list[Json]]
+    text_only: bool = False
+    """Hand out only messages without image blocks; the others stay for a later boundary
+    (a caller that can pass on text only, such as a hook)."""
 
 
 @attrs.frozen
@@ -255,6 +258,17 @@ class FollowUp:
     entry_type: str
     message: Json
     wake: bool
+
+
+@attrs.frozen
+class GiveBack:
+    """Messages a turn boundary handed out that never reached the agent (the call that took
+    them was cut): journaled as given back (``ask:returned``), then they go out again first,
+    each marked again when it does. ``reply`` hears ``None``, or the write's error (nothing
+    was given back)."""
+
+    follow_ups: tuple[FollowUp, ...]
+    reply: ReplyTo[Exception | None]
 
 
 @attrs.frozen
@@ -349,6 +363,7 @@ QueueMessage = (
     | Restore
     | Inspect
     | FollowUp
+    | GiveBack
     | Quiesce
     | SurfaceReady
     | TryWake
@@ -838,9 +853,14 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
                 step.set(panel_visible=True)
             _schedule(step)
             step.emit(Reply(reply, None))
-        case TurnBoundary(reply=reply):
+        case TurnBoundary(reply=reply, text_only=text_only):
             messages: list[Json] = []
-            if step.s.tui:
+            if step.s.tui and text_only:
+                follow_ups = tuple(f for f in step.s.follow_ups if not _has_images(f.message))
+                kept = tuple(f for f in step.s.follow_ups if _has_images(f.message))
+                items = [i for i in _ready(step.s) if not _has_images(_answer_message(i))]
+                messages = _deliver(step, follow_ups, items, kept)
+            elif step.s.tui:
                 messages = _deliver(step, step.s.follow_ups, _ready(step.s))
             step.emit(Reply(reply, messages))
         case AgentActivity(idle=idle, woken_after=woken_after):
@@ -878,6 +898,13 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
         case FollowUp():
             step.set(follow_ups=(*step.s.follow_ups, message))
             step.later(TryWake())
+        case GiveBack(follow_ups=given, reply=reply):
+            if given:
+                returned = {"version": 1, "messages": [f.message for f in given]}
+                step.emit(Append((("ask:returned", returned),)))
+                step.set(follow_ups=(*given, *step.s.follow_ups))
+                step.later(TryWake())
+            step.emit(Reply(reply, None))
         case TryWake(reply=reply):
             _try_wake(step)
             if reply is not None:
@@ -1087,10 +1114,7 @@ def _deliver(
     """Hand out ``follow_ups`` then the answers of ``items``, all marked in one write: either
     every message is recorded as delivered and goes out, or none is. ``remaining`` are the
     follow-ups left for later."""
-    answers = []
-    for item in items:
-        assert item.outcome is not None
-        answers.append(texts.background_answer_message(item.outcome, params=item.request.params))
+    answers = [_answer_message(item) for item in items]
     entries = [(f.entry_type, f.message) for f in follow_ups]
     entries += [("ask:background-answer", message) for message in answers]
     if entries:
@@ -1099,6 +1123,19 @@ def _deliver(
     for item in items:
         step.put(attrs.evolve(item, delivered=True))
     return [f.message for f in follow_ups] + answers
+
+
+def _answer_message(item: Item) -> Json:
+    """The message that delivers a completed item's outcome."""
+    assert item.outcome is not None
+    return texts.background_answer_message(item.outcome, params=item.request.params)
+
+
+def _has_images(message: Json) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and block.get("type") == "image" for block in content
+    )
 
 
 def _try_wake(step: _Step) -> None:
@@ -1286,6 +1323,9 @@ def _unrecorded(step: _Step, message: QueueMessage, error: Exception | None) -> 
     disk = isinstance(error, OSError)
     match message:
         case Enqueue(recording=Recording(), reply=reply) if error is not None:
+            step.emit(Reply(reply, error))
+            step.emit(CloseReply(reply))
+        case GiveBack(reply=reply) if error is not None:
             step.emit(Reply(reply, error))
             step.emit(CloseReply(reply))
         case Defer(reply=reply) | Show(reply=reply):

@@ -117,7 +117,10 @@ async def rebuild(rt: RuntimeCore, reason: str) -> None:
                     f"{restored.request.request_id}"
                 )
         items.append(q.RestoredItem(restored.request, form, restored.outcome, restored.delivered))
-    follow_ups = tuple(
+    # Messages given back (``ask:returned``) go out first: they were handed out before
+    # anything else now waiting.
+    given_back = tuple(q.FollowUp(kind, message, wake=True) for kind, message in rebuilt.returned)
+    follow_ups = given_back + tuple(
         q.FollowUp(
             jr.RESUME_ANSWER,
             resume_answer_message(r.tool_call_id, r.request_id, r.params, r.outcome.result),

@@ -22,7 +22,7 @@ re-exported from their owners.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -112,14 +112,25 @@ class Runtime(RuntimeCore):
         """The agent is idle: a ready answer may now wake it (``wakeups``)."""
         hooks.agent_settled(self)
 
-    async def turn_boundary(self) -> list[dict[str, Any]]:
+    async def turn_boundary(self, *, text_only: bool = False) -> list[dict[str, Any]]:
         """The background-answer messages to add to the context now (each exactly once, ever).
+
+        ``text_only``: hand out only messages without image blocks (for a caller that can
+        pass on text only); the others wait for a later boundary.
 
         Once the request is with the queue, the reply is taken even if this call is cancelled:
         the queue journals the messages as delivered before replying, and a reply dropped on
         the floor would be an answer marked delivered that the agent never saw. (Shielded but
         not stuck: the queue replies to every request it takes, or its channel closes.)"""
-        return await hooks.turn_boundary(self)
+        return await hooks.turn_boundary(self, text_only=text_only)
+
+    async def give_back(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Messages ``turn_boundary`` handed out that never reached the agent (the call that
+        took them was cut, a connection broke): they are journaled as given back and go out
+        again, first, at the next boundary (or wake), also after a restart. ``ValueError``
+        for a message no boundary hands out; a failed write raises, and then nothing was
+        given back."""
+        await hooks.give_back(self, messages)
 
     async def user_message(self, text: str) -> None:
         """Ordinary input: releases an active wait as ``deferred`` and hides the panel."""

@@ -164,24 +164,15 @@ async def _answer_one(tools: Any, stream: trio.abc.Stream) -> None:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await stream.send_all(b'{"error": "unknown request"}\n')
             return
-        taken = await tools.take_background_messages()
         # A hook adds text only: answers with images wait for the next tool result instead.
-        messages = [m for m in taken if not _has_images(m)]
-        tools.give_back([m for m in taken if _has_images(m)])
+        messages = await tools.take_background_messages(text_only=True)
         try:
             reply = json.dumps({"messages": messages}, ensure_ascii=False).encode() + b"\n"
             with trio.CancelScope(shield=True), trio.fail_after(REQUEST_TIMEOUT):
                 await stream.send_all(reply)
         except BaseException:
-            tools.give_back(messages)
+            await tools.give_back(messages)
             raise
-
-
-def _has_images(message: Mapping[str, Any]) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(block, Mapping) and block.get("type") == "image" for block in content
-    )
 
 
 async def _read_line(stream: trio.abc.Stream, limit: int) -> bytes | None:

@@ -20,10 +20,12 @@ runtime's turn boundary). Forms need a ``tui``-mode runtime with a surface that 
   and unexpected failures are tool errors (``isError``), never exceptions.
 - ``await take_background_answers() -> list[dict]``: the waiting background answers, marked
   delivered; each is ``{"customType", "text", "details"}`` (``details``: ``{requestId,
-  parentToolCallId?, result?, error?}``). ``await take_background_messages()`` gives the
-  turn-boundary messages themselves (what the Claude Code hook fetches), and
-  ``give_back(messages)`` returns taken messages that could not be handed on (they come
-  first in the next result or take).
+  parentToolCallId?, result?, error?}``). ``await take_background_messages(text_only=False)``
+  gives the turn-boundary messages themselves (what the Claude Code hook fetches; with
+  ``text_only`` the ones with image blocks stay for a tool result), and
+  ``await give_back(messages)`` returns taken messages that could not be handed on: they are
+  journaled as given back (``Runtime.give_back``) and come first in the next result or take,
+  also after a restart (kept in memory only when that write fails).
 - ``awaited_requests``: the request ids of the foreground asks waiting now (a desk can mark
   exactly the forms its agent is blocked on).
 - ``close()``: unsubscribe from the runtime's events (also ``with AgentTools(...) as tools``).
@@ -167,7 +169,8 @@ class AgentTools:
     _boundary_lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
     _unsubscribe: Callable[[], None] | None = attrs.field(default=None, init=False)
     _carry: list[dict[str, Any]] = attrs.field(factory=list, init=False)
-    """Messages marked delivered whose call was cut before it could return them."""
+    """Messages marked delivered whose call was cut before it could return them, and whose
+    give-back could not be journaled (``give_back``); normally empty."""
 
     def __attrs_post_init__(self) -> None:
         # Never idle: an idle runtime hands answers to ``wakeups``, which MCP cannot deliver.
@@ -228,27 +231,41 @@ class AgentTools:
     async def take_background_answers(self) -> list[dict[str, Any]]:
         return [answer_entry(message) for message in await self._handed_out()]
 
-    async def take_background_messages(self) -> list[dict[str, Any]]:
-        """The waiting turn-boundary messages themselves, marked delivered."""
-        return await self._handed_out()
+    async def take_background_messages(self, *, text_only: bool = False) -> list[dict[str, Any]]:
+        """The waiting turn-boundary messages themselves, marked delivered (``text_only``:
+        those without image blocks; the others wait for a tool result)."""
+        return await self._handed_out(text_only=text_only)
 
-    def give_back(self, messages: list[dict[str, Any]]) -> None:
-        """Messages taken but not handed on (the hook's connection broke): the next tool result
-        or take returns them first."""
+    async def give_back(self, messages: list[dict[str, Any]]) -> None:
+        """Messages taken but not handed on (a cut call, a hook's broken connection): the next
+        tool result or take returns them first. They are journaled as given back, so they
+        survive a restart; when that write fails they are kept here instead. Shielded: it
+        runs in cleanups of cancelled calls."""
+        if not messages:
+            return
+        with trio.CancelScope(shield=True):
+            try:
+                await self.runtime.give_back(messages)
+                return
+            except Exception:  # the write failed (the disk, the runtime closing): keep them
+                pass
         self._carry = [*messages, *self._carry]
 
-    async def _handed_out(self, own: str | None = None) -> list[dict[str, Any]]:
+    async def _handed_out(
+        self, own: str | None = None, *, text_only: bool = False
+    ) -> list[dict[str, Any]]:
         """The boundary's messages, for a caller that returns them with no checkpoint after.
 
         The boundary marks them delivered. An answer another foreground ask in flight waits
         for goes to that ask instead (``own``: the caller's own request, kept). A call cut at
-        the one checkpoint here keeps what it took for the next call (``_carry``) instead of
-        dropping it with its result; after it, the caller returns straight to the transport,
-        which writes the result unless the client cancelled in between (a window of no
+        the one checkpoint here gives back what it took (``give_back``) instead of dropping
+        it with its result; after it, the caller returns straight to the transport, which
+        writes the result unless the client cancelled in between (a window of no
         checkpoints)."""
         async with self._boundary_lock:
-            taken = [*self._carry, *await self.runtime.turn_boundary()]
-            self._carry = []
+            carried = [m for m in self._carry if not (text_only and _has_images(m))]
+            self._carry = [m for m in self._carry if text_only and _has_images(m)]
+            taken = [*carried, *await self.runtime.turn_boundary(text_only=text_only)]
         kept = []
         for message in taken:
             request_id = _request_id(message)
@@ -261,7 +278,7 @@ class AgentTools:
         try:
             await trio.lowlevel.checkpoint()
         except trio.Cancelled:
-            self._carry = [*kept, *self._carry]
+            await self.give_back(kept)
             raise
         return kept
 
@@ -322,7 +339,7 @@ class AgentTools:
             if request_id is not None:
                 self._by_request.pop(request_id, None)
             if waiter.message is not None:
-                self._carry.append(waiter.message)
+                await self.give_back([waiter.message])
 
     def _progress(self, report_progress: ReportProgress | None) -> Any:
         return _progress(report_progress, self.progress_interval)
@@ -374,3 +391,10 @@ async def _progress(report: ReportProgress | None, interval: float) -> AsyncIter
             yield
         finally:
             nursery.cancel_scope.cancel()
+
+
+def _has_images(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and block.get("type") == "image" for block in content
+    )

@@ -34,6 +34,7 @@ __all__ = [
     "QueueCompleted",
     "Queued",
     "ResumeAnswer",
+    "Returned",
     "ToolCall",
     "ToolResult",
     "UserMessage",
@@ -338,6 +339,39 @@ class ResumeAnswer(_Message):
 
 
 @attrs.frozen
+class Returned(_Record):
+    """Delivered messages given back undelivered (``Runtime.give_back``): the agent never got
+    them (the call that took them was cut, a connection broke). Each goes out again, and is
+    marked again when it does; until then it undoes its earlier mark."""
+
+    TYPE: ClassVar[str] = "ask:returned"
+    messages: tuple[Mapping[str, Any], ...]
+    """The messages as they were handed out; items that are not mappings read as absent."""
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Returned:
+        items = data.get("messages")
+        if not isinstance(items, (list, tuple)):
+            return cls(())
+        return cls(tuple(item for item in items if isinstance(item, (dict, Mapping))))
+
+    def to_data(self) -> dict[str, Any]:
+        return {"version": 1, "messages": [dict(message) for message in self.messages]}
+
+    def marks(self) -> tuple[tuple[int, str, str], ...]:
+        """Each given-back message that names its mark: ``(index, entry type, request id)``;
+        the entry type is the message's ``customType``, a delivery mark's own type."""
+        found = []
+        for index, message in enumerate(self.messages):
+            kind = _str(message, "customType")
+            details = _map(message, "details")
+            request_id = _str(details, "requestId") if details is not None else None
+            if kind in _MARKS and request_id is not None:
+                found.append((index, kind, request_id))
+        return tuple(found)
+
+
+@attrs.frozen
 class Draft(_Record):
     TYPE: ClassVar[str] = "ask:draft"
     request_id: str | None
@@ -391,6 +425,7 @@ JournalEntry = (
     | PendingDismissed
     | BackgroundAnswer
     | ResumeAnswer
+    | Returned
     | Draft
     | Panel
     | Other
@@ -410,10 +445,15 @@ _TYPES: Final[dict[str, Any]] = {
         PendingDismissed,
         BackgroundAnswer,
         ResumeAnswer,
+        Returned,
         Draft,
         Panel,
     )
 }
+
+
+_MARKS: Final = frozenset({BackgroundAnswer.TYPE, ResumeAnswer.TYPE})
+"""The delivery marks a message can be given back from (``Returned``)."""
 
 
 def parse(entry: Entry) -> JournalEntry:

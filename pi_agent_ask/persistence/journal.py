@@ -47,6 +47,7 @@ PENDING_DISMISSED = "ask:pending-dismissed"
 BACKGROUND_ANSWER = "ask:background-answer"
 DRAFT = "ask:draft"
 PANEL = "ask:panel"
+RETURNED = "ask:returned"
 
 
 def thaw(value: Any) -> Any:
@@ -206,6 +207,9 @@ class RebuiltQueue:
     requests: tuple[RebuiltRequest, ...]
     panel_visible: bool
     recovered_answers: tuple[RecoveredAnswer, ...] = ()
+    returned: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    """Messages given back (``ask:returned``) and not delivered again since, oldest first:
+    ``(mark entry type, message)``; they go out again before anything else."""
 
 
 Load = Callable[[Loc], Entry]
@@ -269,7 +273,17 @@ def rebuilt_queue(fold: JournalFold, load: Load) -> RebuiltQueue:
         requests=tuple(rebuilt),
         panel_visible=fold.panel_visible,
         recovered_answers=_recovered_answers(fold, load),
+        returned=_returned(fold, load),
     )
+
+
+def _returned(fold: JournalFold, load: Load) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+    found = []
+    for (kind, _request_id), (loc, index) in sorted(fold.returned.items(), key=lambda i: i[1]):
+        record = je.parse(load(loc))
+        assert isinstance(record, je.Returned)
+        found.append((kind, thaw(record.messages[index])))
+    return tuple(found)
 
 
 def _history_request(fold: JournalFold, load: Load, call_id: str) -> je.HistoryRequest | None:

@@ -80,6 +80,9 @@ class JournalFold:
     """Request id → its newest ``ask:history-completed``, for the requests above."""
     dismissed: dict[str, None] = attrs.field(factory=dict)
     """Dismissed calls whose answer was not delivered yet, in order."""
+    returned: dict[tuple[str, str], tuple[Loc, int]] = attrs.field(factory=dict)
+    """Given-back messages not delivered again (``ask:returned``): (mark type, request id) →
+    the entry's location and the message's index in it."""
     log: list[Any] = attrs.field(factory=list)
 
     # ---- folding -------------------------------------------------------------------------
@@ -145,7 +148,12 @@ class JournalFold:
         details = map_field(data, "details")
         request_id = text_field(details, "requestId") if details is not None else None
         if request_id is not None:
+            self.returned.pop((je.BackgroundAnswer.TYPE, request_id), None)
             self._deliver(request_id)
+
+    def _returned(self, data: Mapping[str, Any], loc: Loc) -> None:
+        for index, kind, request_id in je.Returned.from_data(data).marks():
+            self.returned[(kind, request_id)] = (loc, index)
 
     def _draft(self, data: Mapping[str, Any], loc: Loc) -> None:
         draft = je.Draft.from_data(data)
@@ -166,6 +174,7 @@ class JournalFold:
         request_id = je.ResumeAnswer.from_data(data).request_id
         if request_id is None:
             return
+        self.returned.pop((je.ResumeAnswer.TYPE, request_id), None)
         for call_id in [c for c in self.dismissed if self._request_of(c) == request_id]:
             del self.dismissed[call_id]
             self._forget_request(call_id)
@@ -227,6 +236,9 @@ class JournalFold:
             "callRequests": [[c, rid, list(loc)] for c, (rid, loc) in self.call_requests.items()],
             "completions": [[rid, list(loc)] for rid, loc in self.completions.items()],
             "dismissed": list(self.dismissed),
+            "returned": [
+                [kind, rid, list(loc), index] for (kind, rid), (loc, index) in self.returned.items()
+            ],
         }
 
 
@@ -243,6 +255,7 @@ _STEPS: Final[dict[str, Callable[[JournalFold, Mapping[str, Any], Loc], None]]] 
     je.ResumeAnswer.TYPE: JournalFold._resume_answer,
     je.Draft.TYPE: JournalFold._draft,
     je.Panel.TYPE: JournalFold._panel,
+    je.Returned.TYPE: JournalFold._returned,
 }
 """The entry types the fold reads and their handlers (the types ``entries.parse`` knows,
 less ``user-message``, which the fold does not read)."""
@@ -270,6 +283,12 @@ def _loc(value: Any) -> Loc:
 
 def _optional_loc(value: Any) -> Loc | None:
     return None if value is None else _loc(value)
+
+
+def _index(value: Any) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError("malformed message index")
+    return value
 
 
 def _text(value: Any) -> str:
@@ -302,6 +321,11 @@ class JournalProjection:
             }
             fold.completions = {_text(rid): _loc(loc) for rid, loc in live["completions"]}
             fold.dismissed = {_text(c): None for c in live["dismissed"]}
+            # Checkpoints written before give-backs existed have no ``returned``.
+            fold.returned = {
+                (_text(kind), _text(rid)): (_loc(loc), _index(index))
+                for kind, rid, loc, index in live.get("returned", ())
+            }
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"checkpoint state does not fit the journal: {exc}") from exc
         return fold
