@@ -368,3 +368,23 @@ async def test_an_idle_wake_that_failed_on_the_disk_goes_out_when_the_retry_time
         assert wake["details"]["requestId"] == "r1"
         assert [type_ for type_, _ in journal.entries] == ["ask:background-answer"]
         assert not queue.actor.state.wake_retry_armed
+
+
+async def test_a_settle_the_hooks_did_not_number_starts_a_period_that_may_wake() -> None:
+    """Only a numbered hook call (``HookCalls``) can say a wake came after it: an activity
+    message without a number after a wake starts an idle period of its own."""
+    forms = Forms()
+    async with running(Journal(), forms) as queue:
+        for rid in ("r1", "r2"):
+            await _enqueue(queue, rid)
+        await forms.started.wait()
+        assert _PARAMS is not None
+        await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(_PARAMS), _ANSWER))
+        await trio.testing.wait_all_tasks_blocked()
+        assert queue.wakes.receive_nowait()["details"]["requestId"] == "r1"
+        await queue.inbox.send(q.AgentActivity(idle=True))
+        await trio.testing.wait_all_tasks_blocked()
+        second = Outcome("r2", result=AskResult(cancelled=False))
+        await queue.inbox.send(q.FormStopped("r2", 0, fs.new_form(_PARAMS), second))
+        await trio.testing.wait_all_tasks_blocked()
+        assert queue.wakes.receive_nowait()["details"]["requestId"] == "r2"

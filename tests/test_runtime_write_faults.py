@@ -309,7 +309,7 @@ async def test_a_settle_while_a_wake_is_being_marked_is_the_period_that_wake_bel
             surface=RecordingSurface(),
             cwd=tmp_path,
         ) as rt:
-            rt.agent_settled()
+            # A runtime starts with the agent idle: the settles below are its first hook calls.
             await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
             await rt.call_tool("ask_user", payload("b", background=True), tool_call_id="b2")
             await trio.testing.wait_all_tasks_blocked()
