@@ -70,9 +70,7 @@ from pi_agent_ask.form.types import (
     Question,
     QuestionType,
     Validation,
-    ask_params_of,
     new_instance,
-    valid,
 )
 
 if TYPE_CHECKING:  # jsonschema is imported when arguments fail the compiled check (cold start)
@@ -117,7 +115,10 @@ def validate_ask_params(
     del cwd  # see docstring: relative paths are text (context) or an issue (previewFile)
     # The boundary too (untrusted arguments only; saved parameters were checked when they
     # came in, and their loaded contexts may exceed the bound for arguments).
-    mode = _MODES[True, True, bool(present_single_as_multi), bool(background_only)]
+    if present_single_as_multi is False and background_only is False:
+        mode = _CALL_MODE  # the defaults: no bool() calls, no key to build
+    else:
+        mode = _MODES[True, True, bool(present_single_as_multi), bool(background_only)]
     done = _one_pass(arguments, mode)
     return done if done is not None else _in_stages(arguments, mode)
 
@@ -131,7 +132,10 @@ def validate_bounded_params(
     """``validate_ask_params`` for arguments that already passed the boundary
     (``untrusted.check``, as ``Runtime.call_tool`` checks every call's arguments first): the
     same stages after it, without walking the arguments a second time."""
-    mode = _MODES[False, True, bool(present_single_as_multi), bool(background_only)]
+    if present_single_as_multi is False and background_only is False:
+        mode = _BOUNDED_MODE
+    else:
+        mode = _MODES[False, True, bool(present_single_as_multi), bool(background_only)]
     done = _one_pass(arguments, mode)
     return done if done is not None else _in_stages(arguments, mode)
 
@@ -299,6 +303,8 @@ class _Mode:
 
 _MODES: Final = {flags: _Mode(*flags) for flags in itertools.product((False, True), repeat=4)}
 """Every mode, by its fields in order (built once: a lookup is cheaper than a constructor)."""
+_CALL_MODE: Final = _MODES[True, True, False, False]
+_BOUNDED_MODE: Final = _MODES[False, True, False, False]
 
 
 def _in_stages(arguments: object, mode: _Mode) -> Validation:
@@ -402,6 +408,7 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     # end), the options, and what unread keys hold.
     texts: list[str | None] = [title]
     objects: list[dict[Any, Any]] = [arguments]
+    keys_seen = len(arguments)  # the keys of every object walked (one value each)
     values = 1
     option_count = 0
     extra_chars = 0
@@ -452,7 +459,9 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
             if question_type == "multi":
                 requested = "multi"
             read += 1
-        if read != len(question):
+        size = len(question)
+        keys_seen += size
+        if read != size:
             extra = _extra_fields(question, _QUESTION_FIELDS, _NO_FIELDS, 3, checked)
             if extra is None:
                 return None
@@ -509,7 +518,9 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
                 if type(recommended) is not bool:
                     return None
                 read += 1
-            if read != len(option):
+            size = len(option)
+            keys_seen += size
+            if read != size:
                 extra = _extra_fields(option, _OPTION_FIELDS, _LEGACY_OPTION_FIELDS, 5, checked)
                 if extra is None:
                     return None
@@ -574,7 +585,7 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
         keys = _ROOT_KEY_CHARS + _QUESTION_KEY_CHARS * len(questions)
         keys += _OPTION_KEY_CHARS * option_count
         # One value per node: the root, and one per item of every container.
-        values += len(questions) + option_count + sum(map(len, objects))
+        values += len(questions) + option_count + keys_seen
         if (
             # The boundary wants keys of type str exactly (not a subclass such as a StrEnum).
             not _STR.issuperset(map(type, chain.from_iterable(objects)))
@@ -601,8 +612,26 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
         normalised[q_index] = attrs.evolve(normalised[q_index], context=text)
     if issues:
         return Validation(None, tuple(issues))
-    background = mode.background_only or background is True
-    return valid(ask_params_of(tuple(normalised), title, background))
+    # valid(ask_params_of(tuple(normalised), title, background)), without the two calls.
+    params: AskParams = new_instance(AskParams)
+    set_questions, set_title, set_background = _PARAMS_SETTERS
+    set_questions(params, tuple(normalised))
+    set_title(params, title)
+    set_background(params, mode.background_only or background is True)
+    validation: Validation = new_instance(Validation)
+    set_params, set_issues, set_schema_error = _VALIDATION_SETTERS
+    set_params(validation, params)
+    set_issues(validation, ())
+    set_schema_error(validation, False)
+    return validation
+
+
+_PARAMS_SETTERS: Final = tuple(
+    getattr(AskParams, name).__set__ for name in ("questions", "title", "background")
+)
+_VALIDATION_SETTERS: Final = tuple(
+    getattr(Validation, name).__set__ for name in ("params", "issues", "schema_error")
+)
 
 
 def _question_issue(q_index: int, field: str, what: str) -> Issue:
