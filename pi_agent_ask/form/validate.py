@@ -61,8 +61,6 @@ from pi_agent_ask.form.tools import (
     WAIT_FOR_ANSWERS,
 )
 from pi_agent_ask.form.types import (
-    OPTION_SETTERS,
-    QUESTION_SETTERS,
     QUESTION_TYPES,
     AskParams,
     Issue,
@@ -71,6 +69,7 @@ from pi_agent_ask.form.types import (
     QuestionType,
     Validation,
     new_instance,
+    slot_builder,
 )
 
 if TYPE_CHECKING:  # jsonschema is imported when arguments fail the compiled check (cold start)
@@ -423,10 +422,6 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     if title is not None:
         title = title.strip() or None
 
-    set_value, set_label, set_description, set_recommended = OPTION_SETTERS
-    set_id, set_question_label, set_prompt, set_type, set_options, set_context, set_presented = (
-        QUESTION_SETTERS
-    )
     issues: list[Issue] = []
     seen_ids: set[str] = set()
     normalised: list[Question] = []
@@ -541,12 +536,14 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
                 issues.append(_option_issue(q_index, o_index, "label", "label is required"))
             if description is not None:
                 description = description.strip() or None
-            # Option(value, shown, description, recommended), through its slots (types.py).
-            built_option: Option = new_instance(Option)
-            set_value(built_option, value)
-            set_label(built_option, shown)
-            set_description(built_option, description)
-            set_recommended(built_option, recommended)
+            # Option(value, shown, description, recommended), as a plain object that then
+            # becomes an Option (types.slot_builder).
+            built_option = new_instance(_OPTION_BUILDER)
+            built_option.value = value
+            built_option.label = shown
+            built_option.description = description
+            built_option.recommended = recommended
+            built_option.__class__ = Option
             built.append(built_option)
         if checked:
             objects.append(question)
@@ -563,17 +560,16 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
                     files.append((q_index, text))
                 context = text
             # else: a saved context is the loaded snapshot: kept exactly, whitespace included.
-        # Question(...), through its slots (types.py).
-        built_question: Question = new_instance(Question)
-        set_id(built_question, question_id)
-        set_question_label(
-            built_question, (label.strip() if label is not None else "") or f"Q{q_index + 1}"
-        )
-        set_prompt(built_question, prompt)
-        set_type(built_question, requested)
-        set_options(built_question, tuple(built))
-        set_context(built_question, context)
-        set_presented(built_question, "multi" if as_multi and requested == "single" else None)
+        # Question(...), the same way (types.slot_builder).
+        built_question = new_instance(_QUESTION_BUILDER)
+        built_question.id = question_id
+        built_question.label = (label.strip() if label is not None else "") or f"Q{q_index + 1}"
+        built_question.prompt = prompt
+        built_question.type = requested
+        built_question.options = tuple(built)
+        built_question.context = context
+        built_question.presented_type = "multi" if as_multi and requested == "single" else None
+        built_question.__class__ = Question
         normalised.append(built_question)
 
     if checked:
@@ -613,25 +609,23 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     if issues:
         return Validation(None, tuple(issues))
     # valid(ask_params_of(tuple(normalised), title, background)), without the two calls.
-    params: AskParams = new_instance(AskParams)
-    set_questions, set_title, set_background = _PARAMS_SETTERS
-    set_questions(params, tuple(normalised))
-    set_title(params, title)
-    set_background(params, mode.background_only or background is True)
-    validation: Validation = new_instance(Validation)
-    set_params, set_issues, set_schema_error = _VALIDATION_SETTERS
-    set_params(validation, params)
-    set_issues(validation, ())
-    set_schema_error(validation, False)
-    return validation
+    params = new_instance(_PARAMS_BUILDER)
+    params.questions = tuple(normalised)
+    params.title = title
+    params.background = mode.background_only or background is True
+    params.__class__ = AskParams
+    validation = new_instance(_VALIDATION_BUILDER)
+    validation.params = params
+    validation.issues = ()
+    validation.schema_error = False
+    validation.__class__ = Validation
+    return validation  # type: ignore[no-any-return]
 
 
-_PARAMS_SETTERS: Final = tuple(
-    getattr(AskParams, name).__set__ for name in ("questions", "title", "background")
-)
-_VALIDATION_SETTERS: Final = tuple(
-    getattr(Validation, name).__set__ for name in ("params", "issues", "schema_error")
-)
+_OPTION_BUILDER: Final = slot_builder(Option)
+_QUESTION_BUILDER: Final = slot_builder(Question)
+_PARAMS_BUILDER: Final = slot_builder(AskParams)
+_VALIDATION_BUILDER: Final = slot_builder(Validation)
 
 
 def _question_issue(q_index: int, field: str, what: str) -> Issue:
