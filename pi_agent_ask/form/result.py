@@ -28,7 +28,7 @@ Rules of ``build_result`` (000 wins over the older catalog where they differ):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 import attrs
 
@@ -44,6 +44,7 @@ from pi_agent_ask.form.types import (
     Question,
     QuestionType,
     frozen_mapping,
+    slot_builder,
 )
 
 __all__ = [
@@ -490,12 +491,9 @@ def _presented_in_order(
 # frozen mappings), without the converters of the public constructors: a result is built for
 # every finished form, so this is the hot path. ``tests/test_result_differential.py`` holds them
 # equal, field by field and type by type, to results built through the constructors.
+# Each is filled as a plain object of its class's builder, then given its class
+# (``types.slot_builder``).
 _new = object.__new__
-
-
-def _setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
-    """The slot setters of ``cls``'s fields ``names`` (they bypass the frozen ``__setattr__``)."""
-    return tuple(getattr(cls, name).__set__ for name in names)
 
 
 _NO_NOTES: Mapping[str, Any] = frozen_mapping()
@@ -565,28 +563,18 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
         or option_note_images
     ):
         return None
-    answer: AnswerResult = _new(AnswerResult)
-    (
-        set_values,
-        set_labels,
-        set_indices,
-        set_custom_text,
-        set_note,
-        set_option_notes,
-        set_custom_images,
-        set_note_images,
-        set_option_note_images,
-    ) = _ANSWER_SETTERS
-    set_values(answer, tuple(values))
-    set_labels(answer, tuple(labels))
-    set_indices(answer, tuple(indices))
-    set_custom_text(answer, custom_text)
-    set_note(answer, note)
-    set_option_notes(answer, option_notes)
-    set_custom_images(answer, custom_images)
-    set_note_images(answer, note_images)
-    set_option_note_images(answer, option_note_images)
-    return answer
+    answer = _new(_ANSWER_BUILDER)  # becomes an AnswerResult below (types.slot_builder)
+    answer.values = tuple(values)
+    answer.labels = tuple(labels)
+    answer.indices = tuple(indices)
+    answer.custom_text = custom_text
+    answer.note = note
+    answer.option_notes = option_notes
+    answer.custom_images = custom_images
+    answer.note_images = note_images
+    answer.option_note_images = option_note_images
+    answer.__class__ = AnswerResult
+    return answer  # type: ignore[no-any-return]
 
 
 def _selection(
@@ -639,30 +627,9 @@ def _option_notes_of(
     )
 
 
-_ANSWER_SETTERS = _setters(
-    AnswerResult,
-    "values",
-    "labels",
-    "indices",
-    "custom_text",
-    "note",
-    "option_notes",
-    "custom_images",
-    "note_images",
-    "option_note_images",
-)
-_META_SETTERS = _setters(QuestionMeta, "id", "label", "prompt", "type", "presented_type")
-_RESULT_SETTERS = _setters(
-    AskResult,
-    "cancelled",
-    "questions",
-    "answers",
-    "title",
-    "skipped_question_ids",
-    "issues",
-    "request_id",
-    "_memo",
-)
+_ANSWER_BUILDER: Final = slot_builder(AnswerResult)
+_META_BUILDER: Final = slot_builder(QuestionMeta)
+_RESULT_BUILDER: Final = slot_builder(AskResult)
 
 
 def build_result(
@@ -695,7 +662,6 @@ def build_result(
     answers: dict[str, AnswerResult] = {}
     skipped: list[str] = []
     metas: list[QuestionMeta] = []
-    set_id, set_label, set_prompt, set_type, set_presented = _META_SETTERS
     for i, question in enumerate(questions):
         requested = question.type
         shown: object
@@ -703,12 +669,13 @@ def build_result(
             pass
         else:
             shown = question.presented_type or requested
-        meta: QuestionMeta = _new(QuestionMeta)
-        set_id(meta, question.id)
-        set_label(meta, question.label)
-        set_prompt(meta, question.prompt)
-        set_type(meta, requested)
-        set_presented(meta, None if shown == requested else shown)
+        meta = _new(_META_BUILDER)  # becomes a QuestionMeta (types.slot_builder)
+        meta.id = question.id
+        meta.label = question.label
+        meta.prompt = question.prompt
+        meta.type = requested
+        meta.presented_type = None if shown == requested else shown
+        meta.__class__ = QuestionMeta
         metas.append(meta)
         draft = ordered[i]
         if draft.skipped:
@@ -717,26 +684,17 @@ def build_result(
         answer = _answer_of(question, draft, cancelled)
         if answer is not None:
             answers[question.id] = answer
-    result: AskResult = _new(AskResult)
-    (
-        set_cancelled,
-        set_questions,
-        set_answers,
-        set_title,
-        set_skipped,
-        set_issues,
-        set_request_id,
-        set_memo,
-    ) = _RESULT_SETTERS
-    set_cancelled(result, cancelled)
-    set_questions(result, tuple(metas))
-    set_answers(result, frozen_mapping(answers))
-    set_title(result, params.title)
-    set_skipped(result, tuple(skipped))
-    set_issues(result, None)
-    set_request_id(result, request_id)
-    set_memo(result, _new(_Memo))  # filled on first use (_derived)
-    return result
+    result = _new(_RESULT_BUILDER)  # becomes an AskResult (types.slot_builder)
+    result.cancelled = cancelled
+    result.questions = tuple(metas)
+    result.answers = frozen_mapping(answers)
+    result.title = params.title
+    result.skipped_question_ids = tuple(skipped)
+    result.issues = None
+    result.request_id = request_id
+    result._memo = _new(_Memo)  # filled on first use (_derived)
+    result.__class__ = AskResult
+    return result  # type: ignore[no-any-return]
 
 
 def invalid_result(raw_title: object, issues: Iterable[Issue]) -> AskResult:
