@@ -3,12 +3,20 @@ the objects the public constructors build: same class, equality, hash, repr, fro
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import attrs
 import pytest
 
-from pi_agent_ask.form.types import AskParams, Option, Question, Validation
+from pi_agent_ask.form.types import (
+    AskParams,
+    Option,
+    Question,
+    Validation,
+    new_instance,
+    slot_builder,
+)
 from pi_agent_ask.form.validate import validate_ask_params
 
 
@@ -97,3 +105,43 @@ def test_fast_built_validation_is_the_constructed_one(multi: bool) -> None:
     when = fast.params.questions[1]
     assert when.presented_type == ("multi" if multi else None)
     assert when.options == (Option("now", "Now", None, None),)
+
+
+@pytest.mark.parametrize("cls", [Option, Question, AskParams, Validation])
+def test_a_slot_builder_instance_becomes_exactly_a_constructed_one(cls: type[Any]) -> None:
+    """``slot_builder``: filled by plain stores, then given the class, an object is the
+    constructor's object (class, fields, equality, hash, repr, frozen, weak-referenceable),
+    and the builder neither adds a slot nor leaves a way to change the object."""
+    values: dict[type[Any], dict[str, Any]] = {
+        Option: {"value": "a", "label": "A", "description": "d", "recommended": True},
+        Question: {
+            "id": "q",
+            "label": "Q1",
+            "prompt": "Which?",
+            "type": "single",
+            "options": (Option("a", "A"),),
+            "context": None,
+            "presented_type": "multi",
+        },
+        AskParams: {"questions": (), "title": "T", "background": True},
+        Validation: {"params": None, "issues": (), "schema_error": True},
+    }
+    fields = values[cls]
+    assert [field.name for field in attrs.fields(cls)] == list(fields)
+    builder = slot_builder(cls)
+    assert builder.__slots__ == () and issubclass(builder, cls)
+    built = new_instance(builder)
+    for name, value in fields.items():
+        setattr(built, name, value)
+    built.__class__ = cls
+    constructed = cls(**fields)
+    assert type(built) is cls
+    assert built == constructed and hash(built) == hash(constructed)
+    assert repr(built) == repr(constructed)
+    assert weakref.ref(built)() is built
+    name = next(iter(fields))
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        setattr(built, name, "changed")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        delattr(built, name)
+    assert getattr(built, name) == fields[name]

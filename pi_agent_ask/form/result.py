@@ -28,8 +28,7 @@ Rules of ``build_result`` (000 wins over the older catalog where they differ):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from operator import lt
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 import attrs
 
@@ -45,6 +44,7 @@ from pi_agent_ask.form.types import (
     Question,
     QuestionType,
     frozen_mapping,
+    slot_builder,
 )
 
 __all__ = [
@@ -308,11 +308,16 @@ class AskResult:
         """``build(self, params)``, built on first use and kept. For ``form/text.py``:
         ``build`` must depend only on this result and ``params``."""
         memo = self._memo
-        if memo.params is not params or memo.build is not build or memo.value is None:
-            memo.value = build(self, params)
-            memo.params = params
-            memo.build = build
-        return cast("T", memo.value)
+        try:
+            if memo.params is params and memo.build is build and memo.value is not None:
+                return cast("T", memo.value)
+        except AttributeError:  # a memo build_result made, not filled yet
+            pass
+        value = build(self, params)
+        memo.value = value
+        memo.params = params
+        memo.build = build
+        return value
 
     def question(self, question_id: str) -> QuestionMeta | None:
         for meta in self.questions:
@@ -331,10 +336,26 @@ class AskResult:
                 "kind": "invalid_input",
                 "issues": [issue.to_json() for issue in self.issues],
             }
-        out["questions"] = [meta.to_json() for meta in self.questions]
+        # Loops, not comprehensions (each costs a function call on CPython 3.11), and each
+        # question's entry written out: ``QuestionMeta.to_json`` without the call.
+        questions: list[JSON] = []
+        for meta in self.questions:
+            entry: dict[str, JSON] = {
+                "id": meta.id,
+                "label": meta.label,
+                "prompt": meta.prompt,
+                "type": meta.type,
+            }
+            if meta.presented_type is not None:
+                entry["presentedType"] = meta.presented_type
+            questions.append(entry)
+        out["questions"] = questions
         if self.skipped_question_ids:
             out["skippedQuestionIds"] = list(self.skipped_question_ids)
-        out["answers"] = {qid: answer.to_details() for qid, answer in self.answers.items()}
+        answers: dict[str, JSON] = {}
+        for qid, answer in self.answers.items():
+            answers[qid] = answer.to_details()
+        out["answers"] = answers
         if self.request_id is not None:
             out["requestId"] = self.request_id
         return out
@@ -345,7 +366,10 @@ class AskResult:
         if self.request_id is not None:
             out["requestId"] = self.request_id
         out["cancelled"] = self.cancelled
-        out["answers"] = {qid: answer.to_structured() for qid, answer in self.answers.items()}
+        answers: dict[str, JSON] = {}
+        for qid, answer in self.answers.items():
+            answers[qid] = answer.to_structured()
+        out["answers"] = answers
         if self.skipped_question_ids:
             out["skippedQuestionIds"] = list(self.skipped_question_ids)
         if self.issues is not None:
@@ -467,12 +491,9 @@ def _presented_in_order(
 # frozen mappings), without the converters of the public constructors: a result is built for
 # every finished form, so this is the hot path. ``tests/test_result_differential.py`` holds them
 # equal, field by field and type by type, to results built through the constructors.
+# Each is filled as a plain object of its class's builder, then given its class
+# (``types.slot_builder``).
 _new = object.__new__
-
-
-def _setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
-    """The slot setters of ``cls``'s fields ``names`` (they bypass the frozen ``__setattr__``)."""
-    return tuple(getattr(cls, name).__set__ for name in names)
 
 
 _NO_NOTES: Mapping[str, Any] = frozen_mapping()
@@ -483,31 +504,25 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
     are dropped when ``cancelled``)."""
     options = question.options
     chosen = draft.selected
-    values: list[str]
-    labels: list[str]
-    indices: tuple[int, ...]
-    selected: Sequence[int]
+    values: list[str] = []
+    labels: list[str] = []
+    indices: list[int] = []
     if chosen:
         # Option order, not selection order (000); out-of-range indices are stale and ignored.
+        # Every draft the form or a remote answer makes is sorted, unique and in range: taken
+        # as it comes, checked on the way (one loop, no sorting); anything else is sorted and
+        # filtered first.
         count = len(options)
-        if len(chosen) == 1:
-            selected = [chosen[0]] if 0 <= chosen[0] < count else []
-        else:
-            # Already sorted and unique, as every draft the form or a remote answer makes is,
-            # when each is less than the next: the check costs half of sorting a set of them.
-            selected = chosen if all(map(lt, chosen, chosen[1:])) else sorted(set(chosen))
-            if selected[0] < 0 or selected[-1] >= count:
-                selected = [i for i in selected if 0 <= i < count]
-        if len(selected) == 1:
-            first = selected[0]
-            option = options[first]
-            values, labels, indices = [option.value], [option.label], (first + 1,)
-        else:
-            values = [options[i].value for i in selected]
-            labels = [options[i].label for i in selected]
-            indices = tuple([i + 1 for i in selected])
-    else:
-        values, labels, indices = [], [], ()
+        last = -1
+        for i in chosen:
+            if i <= last or i >= count:
+                values, labels, indices = _selection(options, chosen)
+                break
+            last = i
+            option = options[i]
+            values.append(option.value)
+            labels.append(option.label)
+            indices.append(i + 1)
     custom_text: str | None = None
     custom_images: tuple[Image, ...] = ()
     if draft.custom_selected:
@@ -548,28 +563,32 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
         or option_note_images
     ):
         return None
-    answer: AnswerResult = _new(AnswerResult)
-    (
-        set_values,
-        set_labels,
-        set_indices,
-        set_custom_text,
-        set_note,
-        set_option_notes,
-        set_custom_images,
-        set_note_images,
-        set_option_note_images,
-    ) = _ANSWER_SETTERS
-    set_values(answer, tuple(values))
-    set_labels(answer, tuple(labels))
-    set_indices(answer, indices)
-    set_custom_text(answer, custom_text)
-    set_note(answer, note)
-    set_option_notes(answer, option_notes)
-    set_custom_images(answer, custom_images)
-    set_note_images(answer, note_images)
-    set_option_note_images(answer, option_note_images)
-    return answer
+    answer = _new(_ANSWER_BUILDER)  # becomes an AnswerResult below (types.slot_builder)
+    answer.values = tuple(values)
+    answer.labels = tuple(labels)
+    answer.indices = tuple(indices)
+    answer.custom_text = custom_text
+    answer.note = note
+    answer.option_notes = option_notes
+    answer.custom_images = custom_images
+    answer.note_images = note_images
+    answer.option_note_images = option_note_images
+    answer.__class__ = AnswerResult
+    return answer  # type: ignore[no-any-return]
+
+
+def _selection(
+    options: Sequence[Option], chosen: Sequence[int]
+) -> tuple[list[str], list[str], list[int]]:
+    """``(values, labels, 1-based indices)`` of the options ``chosen`` names, in option order,
+    each once; indices out of range are stale and ignored."""
+    count = len(options)
+    selected = [i for i in sorted(set(chosen)) if 0 <= i < count]
+    return (
+        [options[i].value for i in selected],
+        [options[i].label for i in selected],
+        [i + 1 for i in selected],
+    )
 
 
 def _option_notes_of(
@@ -608,30 +627,9 @@ def _option_notes_of(
     )
 
 
-_ANSWER_SETTERS = _setters(
-    AnswerResult,
-    "values",
-    "labels",
-    "indices",
-    "custom_text",
-    "note",
-    "option_notes",
-    "custom_images",
-    "note_images",
-    "option_note_images",
-)
-_META_SETTERS = _setters(QuestionMeta, "id", "label", "prompt", "type", "presented_type")
-_RESULT_SETTERS = _setters(
-    AskResult,
-    "cancelled",
-    "questions",
-    "answers",
-    "title",
-    "skipped_question_ids",
-    "issues",
-    "request_id",
-    "_memo",
-)
+_ANSWER_BUILDER: Final = slot_builder(AnswerResult)
+_META_BUILDER: Final = slot_builder(QuestionMeta)
+_RESULT_BUILDER: Final = slot_builder(AskResult)
 
 
 def build_result(
@@ -650,24 +648,34 @@ def build_result(
     ``Question.effective_type``. Never raises for any drafts.
     """
     questions = params.questions
-    ordered = _drafts_in_order(params, drafts)
-    given = (
-        presented_types if isinstance(presented_types, list | tuple) else [*(presented_types or ())]
-    )
+    if (type(drafts) is list or type(drafts) is tuple) and len(drafts) >= len(questions):
+        ordered: Sequence[Draft] = drafts  # what _drafts_in_order returns for them
+    else:
+        ordered = _drafts_in_order(params, drafts)
+    if presented_types is None:
+        given: Sequence[object] = ()
+    elif type(presented_types) is list or type(presented_types) is tuple:
+        given = presented_types
+    else:
+        given = [*(presented_types or ())]
+    count = len(given)
     answers: dict[str, AnswerResult] = {}
     skipped: list[str] = []
     metas: list[QuestionMeta] = []
-    set_id, set_label, set_prompt, set_type, set_presented = _META_SETTERS
     for i, question in enumerate(questions):
-        shown = given[i] if i < len(given) else None
-        if shown not in QUESTION_TYPES:
-            shown = question.presented_type or question.type
-        meta: QuestionMeta = _new(QuestionMeta)
-        set_id(meta, question.id)
-        set_label(meta, question.label)
-        set_prompt(meta, question.prompt)
-        set_type(meta, question.type)
-        set_presented(meta, None if shown == question.type else shown)
+        requested = question.type
+        shown: object
+        if i < count and (shown := given[i]) in QUESTION_TYPES:
+            pass
+        else:
+            shown = question.presented_type or requested
+        meta = _new(_META_BUILDER)  # becomes a QuestionMeta (types.slot_builder)
+        meta.id = question.id
+        meta.label = question.label
+        meta.prompt = question.prompt
+        meta.type = requested
+        meta.presented_type = None if shown == requested else shown
+        meta.__class__ = QuestionMeta
         metas.append(meta)
         draft = ordered[i]
         if draft.skipped:
@@ -676,26 +684,17 @@ def build_result(
         answer = _answer_of(question, draft, cancelled)
         if answer is not None:
             answers[question.id] = answer
-    result: AskResult = _new(AskResult)
-    (
-        set_cancelled,
-        set_questions,
-        set_answers,
-        set_title,
-        set_skipped,
-        set_issues,
-        set_request_id,
-        set_memo,
-    ) = _RESULT_SETTERS
-    set_cancelled(result, cancelled)
-    set_questions(result, tuple(metas))
-    set_answers(result, frozen_mapping(answers))
-    set_title(result, params.title)
-    set_skipped(result, tuple(skipped))
-    set_issues(result, None)
-    set_request_id(result, request_id)
-    set_memo(result, _Memo())
-    return result
+    result = _new(_RESULT_BUILDER)  # becomes an AskResult (types.slot_builder)
+    result.cancelled = cancelled
+    result.questions = tuple(metas)
+    result.answers = frozen_mapping(answers)
+    result.title = params.title
+    result.skipped_question_ids = tuple(skipped)
+    result.issues = None
+    result.request_id = request_id
+    result._memo = _new(_Memo)  # filled on first use (_derived)
+    result.__class__ = AskResult
+    return result  # type: ignore[no-any-return]
 
 
 def invalid_result(raw_title: object, issues: Iterable[Issue]) -> AskResult:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import re
 import unicodedata
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from pi_agent_ask.form.result import (
@@ -32,7 +32,7 @@ from pi_agent_ask.form.result import (
     fallback_result,
 )
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.types import JSON, AskParams, Image, Issue, Question
+from pi_agent_ask.form.types import JSON, AskParams, Image, Issue, Question, QuestionType
 
 __all__ = [
     "BACKGROUND_ANSWER_TYPE",
@@ -226,8 +226,11 @@ def presentation_note(result: AskResult) -> str | None:
         and (answer := result.answers.get(meta.id)) is not None
         and answer.has_answer
     }
-    if not shown:
-        return None
+    return _presentation_text(shown) if shown else None
+
+
+def _presentation_text(shown: Collection[str]) -> str:
+    """The presentation note for the presented types ``shown`` (not empty)."""
     if shown == {"multi"}:
         kind = "as multi-select"
     elif shown == {"single"}:
@@ -285,11 +288,12 @@ class _Texts:
         self.facts: tuple[tuple[QuestionMeta, tuple[str, ...]], ...] = ()
         self.images: tuple[_Captioned, ...] = ()
         self.presented: str | None = None
-        if not result.cancelled:
-            self._build(result, params)
-
-    def _build(self, result: AskResult, params: AskParams | None) -> None:
+        if result.cancelled:
+            return
+        # One walk (no second call or walk for the presentation note: ``shown`` collects
+        # what presentation_note does, as the walk meets the answers).
         index: OptionIndex = None
+        shown: set[QuestionType] = set()
         facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
         images: list[_Captioned] | None = [] if result.issues is None else None
         seen: set[str] = set()
@@ -300,6 +304,14 @@ class _Texts:
         for meta in result.questions:
             qid = meta.id
             answer = answers.get(qid)
+            presented = meta.presented_type
+            if (
+                presented is not None
+                and presented != meta.type
+                and answer is not None
+                and answer.has_answer
+            ):
+                shown.add(presented)
             if qid in skipped:
                 facts.append((meta, (": (skipped)",)))
                 if answer is not None and images is not None and answer.images():
@@ -352,7 +364,8 @@ class _Texts:
                 _add_images(images, seen, meta, answer, noted, index)
         self.facts = tuple(facts)
         self.images = tuple(images or ())
-        self.presented = presentation_note(result)
+        if shown:
+            self.presented = _presentation_text(shown)
 
 
 def _single_note_line(
@@ -602,9 +615,10 @@ def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
     body = found.background
     if body is None:
         # The text after the first line: the questions, then the response.
-        questions = "".join(
-            f"- [{meta.id}] {meta.label}: {meta.prompt}\n" for meta in result.questions
-        )
+        lines = []
+        for meta in result.questions:
+            lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
+        questions = "".join(lines)
         response = _summary_text(result, found, with_ids=True)
         body = found.background = f"Questions:\n{questions}Response:\n{response}"
     title = f" — {result.title}" if result.title else ""

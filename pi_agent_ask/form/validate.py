@@ -61,8 +61,6 @@ from pi_agent_ask.form.tools import (
     WAIT_FOR_ANSWERS,
 )
 from pi_agent_ask.form.types import (
-    OPTION_SETTERS,
-    QUESTION_SETTERS,
     QUESTION_TYPES,
     AskParams,
     Issue,
@@ -70,9 +68,8 @@ from pi_agent_ask.form.types import (
     Question,
     QuestionType,
     Validation,
-    ask_params_of,
     new_instance,
-    valid,
+    slot_builder,
 )
 
 if TYPE_CHECKING:  # jsonschema is imported when arguments fail the compiled check (cold start)
@@ -117,7 +114,10 @@ def validate_ask_params(
     del cwd  # see docstring: relative paths are text (context) or an issue (previewFile)
     # The boundary too (untrusted arguments only; saved parameters were checked when they
     # came in, and their loaded contexts may exceed the bound for arguments).
-    mode = _MODES[True, True, bool(present_single_as_multi), bool(background_only)]
+    if present_single_as_multi is False and background_only is False:
+        mode = _CALL_MODE  # the defaults: no bool() calls, no key to build
+    else:
+        mode = _MODES[True, True, bool(present_single_as_multi), bool(background_only)]
     done = _one_pass(arguments, mode)
     return done if done is not None else _in_stages(arguments, mode)
 
@@ -131,7 +131,10 @@ def validate_bounded_params(
     """``validate_ask_params`` for arguments that already passed the boundary
     (``untrusted.check``, as ``Runtime.call_tool`` checks every call's arguments first): the
     same stages after it, without walking the arguments a second time."""
-    mode = _MODES[False, True, bool(present_single_as_multi), bool(background_only)]
+    if present_single_as_multi is False and background_only is False:
+        mode = _BOUNDED_MODE
+    else:
+        mode = _MODES[False, True, bool(present_single_as_multi), bool(background_only)]
     done = _one_pass(arguments, mode)
     return done if done is not None else _in_stages(arguments, mode)
 
@@ -299,6 +302,8 @@ class _Mode:
 
 _MODES: Final = {flags: _Mode(*flags) for flags in itertools.product((False, True), repeat=4)}
 """Every mode, by its fields in order (built once: a lookup is cheaper than a constructor)."""
+_CALL_MODE: Final = _MODES[True, True, False, False]
+_BOUNDED_MODE: Final = _MODES[False, True, False, False]
 
 
 def _in_stages(arguments: object, mode: _Mode) -> Validation:
@@ -402,6 +407,7 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     # end), the options, and what unread keys hold.
     texts: list[str | None] = [title]
     objects: list[dict[Any, Any]] = [arguments]
+    keys_seen = len(arguments)  # the keys of every object walked (one value each)
     values = 1
     option_count = 0
     extra_chars = 0
@@ -416,10 +422,6 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     if title is not None:
         title = title.strip() or None
 
-    set_value, set_label, set_description, set_recommended = OPTION_SETTERS
-    set_id, set_question_label, set_prompt, set_type, set_options, set_context, set_presented = (
-        QUESTION_SETTERS
-    )
     issues: list[Issue] = []
     seen_ids: set[str] = set()
     normalised: list[Question] = []
@@ -452,7 +454,9 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
             if question_type == "multi":
                 requested = "multi"
             read += 1
-        if read != len(question):
+        size = len(question)
+        keys_seen += size
+        if read != size:
             extra = _extra_fields(question, _QUESTION_FIELDS, _NO_FIELDS, 3, checked)
             if extra is None:
                 return None
@@ -509,7 +513,9 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
                 if type(recommended) is not bool:
                     return None
                 read += 1
-            if read != len(option):
+            size = len(option)
+            keys_seen += size
+            if read != size:
                 extra = _extra_fields(option, _OPTION_FIELDS, _LEGACY_OPTION_FIELDS, 5, checked)
                 if extra is None:
                     return None
@@ -530,12 +536,14 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
                 issues.append(_option_issue(q_index, o_index, "label", "label is required"))
             if description is not None:
                 description = description.strip() or None
-            # Option(value, shown, description, recommended), through its slots (types.py).
-            built_option: Option = new_instance(Option)
-            set_value(built_option, value)
-            set_label(built_option, shown)
-            set_description(built_option, description)
-            set_recommended(built_option, recommended)
+            # Option(value, shown, description, recommended), as a plain object that then
+            # becomes an Option (types.slot_builder).
+            built_option = new_instance(_OPTION_BUILDER)
+            built_option.value = value
+            built_option.label = shown
+            built_option.description = description
+            built_option.recommended = recommended
+            built_option.__class__ = Option
             built.append(built_option)
         if checked:
             objects.append(question)
@@ -552,17 +560,16 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
                     files.append((q_index, text))
                 context = text
             # else: a saved context is the loaded snapshot: kept exactly, whitespace included.
-        # Question(...), through its slots (types.py).
-        built_question: Question = new_instance(Question)
-        set_id(built_question, question_id)
-        set_question_label(
-            built_question, (label.strip() if label is not None else "") or f"Q{q_index + 1}"
-        )
-        set_prompt(built_question, prompt)
-        set_type(built_question, requested)
-        set_options(built_question, tuple(built))
-        set_context(built_question, context)
-        set_presented(built_question, "multi" if as_multi and requested == "single" else None)
+        # Question(...), the same way (types.slot_builder).
+        built_question = new_instance(_QUESTION_BUILDER)
+        built_question.id = question_id
+        built_question.label = (label.strip() if label is not None else "") or f"Q{q_index + 1}"
+        built_question.prompt = prompt
+        built_question.type = requested
+        built_question.options = tuple(built)
+        built_question.context = context
+        built_question.presented_type = "multi" if as_multi and requested == "single" else None
+        built_question.__class__ = Question
         normalised.append(built_question)
 
     if checked:
@@ -574,7 +581,7 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
         keys = _ROOT_KEY_CHARS + _QUESTION_KEY_CHARS * len(questions)
         keys += _OPTION_KEY_CHARS * option_count
         # One value per node: the root, and one per item of every container.
-        values += len(questions) + option_count + sum(map(len, objects))
+        values += len(questions) + option_count + keys_seen
         if (
             # The boundary wants keys of type str exactly (not a subclass such as a StrEnum).
             not _STR.issuperset(map(type, chain.from_iterable(objects)))
@@ -601,8 +608,24 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
         normalised[q_index] = attrs.evolve(normalised[q_index], context=text)
     if issues:
         return Validation(None, tuple(issues))
-    background = mode.background_only or background is True
-    return valid(ask_params_of(tuple(normalised), title, background))
+    # valid(ask_params_of(tuple(normalised), title, background)), without the two calls.
+    params = new_instance(_PARAMS_BUILDER)
+    params.questions = tuple(normalised)
+    params.title = title
+    params.background = mode.background_only or background is True
+    params.__class__ = AskParams
+    validation = new_instance(_VALIDATION_BUILDER)
+    validation.params = params
+    validation.issues = ()
+    validation.schema_error = False
+    validation.__class__ = Validation
+    return validation  # type: ignore[no-any-return]
+
+
+_OPTION_BUILDER: Final = slot_builder(Option)
+_QUESTION_BUILDER: Final = slot_builder(Question)
+_PARAMS_BUILDER: Final = slot_builder(AskParams)
+_VALIDATION_BUILDER: Final = slot_builder(Validation)
 
 
 def _question_issue(q_index: int, field: str, what: str) -> Issue:
