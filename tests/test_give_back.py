@@ -282,3 +282,68 @@ async def test_an_mcp_give_back_whose_write_fails_is_kept_in_memory(tmp_path: Pa
                 assert tools._carry == [message]
                 assert await tools.take_background_messages(text_only=True) == [message]
                 assert await tools.take_background_messages() == []
+
+
+async def test_a_give_back_cancelled_once_with_the_queue_still_takes_its_reply(
+    tmp_path: Path,
+) -> None:
+    """Like ``turn_boundary``: once the request is with the queue, the caller hears how it
+    went even if it is cancelled meanwhile (here: it returns, the give-back done)."""
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with open_runtime(
+            session=tmp_path / "s.pas", settings=settings_file(tmp_path), surface=NullSurface()
+        ) as rt:
+            rt.agent_started()
+            message = await answered_and_taken(rt, "c1", "a1")
+            gate.hold("before")
+            returned: list[bool] = []
+            async with trio.open_nursery() as nursery:
+                scope = trio.CancelScope()
+
+                async def give() -> None:
+                    with scope:
+                        await rt.give_back([message])
+                        returned.append(True)
+
+                nursery.start_soon(give)
+                await trio.testing.wait_all_tasks_blocked()
+                assert gate.held_types[-1:] == [jr.RETURNED]
+                scope.cancel()
+                gate.release()
+            assert returned == [True]
+            assert await rt.turn_boundary() == [message]
+
+
+async def test_a_give_back_the_queue_drops_says_the_runtime_is_closing() -> None:
+    """The queue closes a reply it cannot give (it is ending): the caller hears so, never a
+    silent success."""
+    from types import SimpleNamespace
+
+    from pi_agent_ask.actors import hooks
+    from pi_agent_ask.actors import queue as q
+    from pi_agent_ask.actors.persistence import PersistenceClosedError
+
+    send, receive = trio.open_memory_channel[Any](0)
+    message = {"customType": jr.BACKGROUND_ANSWER, "content": "x", "details": {"requestId": "r"}}
+    async with trio.open_nursery() as nursery:
+
+        async def ending_queue() -> None:
+            taken = await receive.receive()
+            assert isinstance(taken, q.GiveBack)
+            assert taken.follow_ups == (q.FollowUp(jr.BACKGROUND_ANSWER, message, wake=True),)
+            taken.reply.close()
+
+        nursery.start_soon(ending_queue)
+        with pytest.raises(PersistenceClosedError, match=r"^the runtime is closing$"):
+            await hooks.give_back(SimpleNamespace(_queue_tx=send), [message])  # type: ignore[arg-type]
+
+
+async def test_a_refused_give_back_names_what_a_boundary_hands_out(tmp_path: Path) -> None:
+    async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+        with pytest.raises(ValueError) as refused:
+            await rt.give_back([{"customType": "x"}])
+    assert str(refused.value) == (
+        "give_back: message 0 is not one a turn boundary hands out (a mapping with customType "
+        "ask:background-answer or ask:resume-answer and details.requestId)"
+    )
