@@ -34,6 +34,7 @@ from .runtime_support import (
     settings_file,
     submit,
 )
+from .test_resume import interrupted_session
 
 ASK_CHAIN = [
     "tool-call",
@@ -304,3 +305,27 @@ async def test_a_background_answer_lost_to_the_disk_reopens_with_what_was_entere
             assert log.of(ev.COMPLETED) == []
             assert await rt.turn_boundary() == []
     assert completions(session) == []
+
+
+# -- a reopened form -----------------------------------------------------------------------------
+
+
+async def test_a_reopened_form_whose_surface_fails_is_dismissed_and_not_reopened_again(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    interrupted_session(session)
+    surface = RecordingSurface()
+    async with open_runtime(session=session, settings=settings, surface=surface) as rt:
+        await settle()
+        assert surface.visible == "tool:call-7"
+        await rt.surface_failed("gone")
+        await settle()
+    entries = branch(session)
+    assert [e.type for e in entries][-2:] == ["ask:history-completed", "ask:pending-dismissed"]
+    assert plain(entries[-2].data) == {"version": 1, "requestId": "req-original", "error": "gone"}
+    assert plain(entries[-1].data) == {"toolCallId": "call-7"}
+    surface = RecordingSurface()
+    async with open_runtime(session=session, settings=settings, surface=surface) as rt:
+        await settle()
+    assert surface.shown == []
