@@ -329,3 +329,20 @@ async def test_a_reopened_form_whose_surface_fails_is_dismissed_and_not_reopened
     async with open_runtime(session=session, settings=settings, surface=surface) as rt:
         await settle()
     assert surface.shown == []
+
+
+# -- a foreground form ---------------------------------------------------------------------------
+
+
+async def test_behaviour_settings_read_at_open_reach_a_foreground_form(tmp_path: Path) -> None:
+    settings = settings_file(
+        tmp_path, autoSubmitWhenAnsweredWithoutNotes=True, confirmDismissWhenDirty=False
+    )
+    surface = RecordingSurface()
+    async with open_runtime(settings=settings, surface=surface) as rt, trio.open_nursery() as n:
+        n.start_soon(rt.call_tool, "ask_user", payload("a"), "c1")
+        await settle()
+        form = surface.states["tool:c1"]
+        n.cancel_scope.cancel()
+    assert form.settings.auto_submit_when_answered_without_notes is True
+    assert form.settings.confirm_dismiss_when_dirty is False
