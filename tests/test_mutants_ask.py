@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import errno
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import trio
@@ -346,3 +349,123 @@ async def test_behaviour_settings_read_at_open_reach_a_foreground_form(tmp_path:
         n.cancel_scope.cancel()
     assert form.settings.auto_submit_when_answered_without_notes is True
     assert form.settings.confirm_dismiss_when_dirty is False
+
+
+# -- the background request's one write ----------------------------------------------------------
+
+QUEUED_CHAIN = ["tool-call", "ask:payload", "ask:history-request", "ask:queued", "tool-result"]
+
+
+async def test_a_background_ask_cancelled_while_it_is_queued_is_recorded_once_with_its_receipt(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with open_runtime(
+            session=session, settings=settings, surface=RecordingSurface()
+        ) as rt:
+            async with trio.open_nursery() as n:
+                scope = trio.CancelScope()
+                out: dict[str, Any] = {}
+
+                async def ask() -> None:
+                    with scope:
+                        out["receipt"] = await rt.call_tool(
+                            "ask_user", payload("a", background=True), "c1"
+                        )
+
+                gate.hold("before")
+                n.start_soon(ask)
+                await settle()
+                assert gate.held_types == ["tool-call"]
+                scope.cancel()
+                await settle()
+                gate.release()
+            stats = await rt.statistics()
+            assert len(stats.pending) == 1
+    entries = [e for e in branch(session) if e.type != "ask:draft"]  # the draft at disposal
+    assert [e.type for e in entries] == QUEUED_CHAIN
+    assert plain(entries[-1].data["result"]) == out["receipt"]
+
+
+async def test_a_background_ask_made_while_the_session_changes_is_not_queued(
+    settings: Path, tmp_path: Path
+) -> None:
+    session = tmp_path / "s.pas"
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with (
+            open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
+            trio.open_nursery() as n,
+        ):
+            gate.hold("before")
+            n.start_soon(rt.change_session, "new")
+            await settle()
+            # The switch waits at the gate: the old branch's writer is revoked already.
+            assert gate.held_types == ["switch:new"]
+            result = await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            gate.release()
+            await settle()
+            stats = await rt.statistics()
+    assert result == {
+        "content": [{"type": "text", "text": "Question form interrupted"}],
+        "isError": True,
+    }
+    assert stats.pending == ()
+    assert branch(session) == []
+
+
+@contextmanager
+def held_reads() -> Iterator[dict[str, Any]]:
+    """Once armed, the next journal read, when performed, sets ``state["reached"]`` and waits
+    until ``state["release"]`` is set: a session change's rebuild then sits between its read
+    and the queue's restore."""
+    from pi_agent_ask.actors.session import SessionJournal
+
+    read = SessionJournal.read
+    state: dict[str, Any] = {"armed": False, "reached": trio.Event(), "release": trio.Event()}
+
+    async def held_read(self: Any, reader: Any) -> Any:
+        out = await read(self, reader)
+        if state["armed"]:
+            state["armed"] = False
+            state["reached"].set()
+            await state["release"].wait()
+        return out
+
+    with mock.patch.object(SessionJournal, "read", held_read):
+        yield state
+
+
+async def test_a_background_ask_made_while_the_queue_is_rebuilt_is_never_a_lost_receipt(
+    settings: Path, tmp_path: Path
+) -> None:
+    # Found by mutation testing (``_background`` 28): the call used to meet the new branch's
+    # writer while the rebuild's read was done and the queue not yet restored. It was written,
+    # enqueued and given a receipt ("1 form(s) pending"), then the restore (which holds only
+    # what the read found) dropped it: never shown, until the next start. Now the call meets
+    # the revoked writer until the queue is restored, as during the switch: interrupted, and
+    # nothing is written.
+    session = tmp_path / "s.pas"
+    with held_reads() as reads:
+        async with open_runtime(
+            session=session, settings=settings, surface=RecordingSurface()
+        ) as rt:
+            async with trio.open_nursery() as n:
+                reads["armed"] = True
+                n.start_soon(rt.change_session, "reload")
+                await reads["reached"].wait()  # the rebuild's read is done; the restore waits
+                result = await rt.call_tool("ask_user", payload("a", background=True), "c1")
+                reads["release"].set()
+            await settle()
+            stats = await rt.statistics()
+            later = await rt.call_tool("ask_user", payload("b", background=True), "c2")
+    assert result == {
+        "content": [{"type": "text", "text": "Question form interrupted"}],
+        "isError": True,
+    }
+    assert stats.pending == ()
+    assert later["details"]["pendingRequests"] == 1
+    requests = [e.data for e in branch(session) if e.type == "ask:history-request"]
+    assert [r["requestId"] for r in requests] == [later["details"]["requestId"]]
