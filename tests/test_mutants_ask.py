@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -469,3 +470,76 @@ async def test_a_background_ask_made_while_the_queue_is_rebuilt_is_never_a_lost_
     assert later["details"]["pendingRequests"] == 1
     requests = [e.data for e in branch(session) if e.type == "ask:history-request"]
     assert [r["requestId"] for r in requests] == [later["details"]["requestId"]]
+
+
+# -- the call's checks and the request's entries -------------------------------------------------
+
+ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+
+
+@pytest.mark.parametrize(("title", "named"), [("Plan", "Plan"), ("  ", None)])
+async def test_an_invalid_ask_names_its_title_when_it_is_text(
+    settings: Path, title: Any, named: str | None
+) -> None:
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        result = await rt.call_tool("ask_user", {"title": title, "questions": []}, "c1")
+    assert result["content"][0]["text"] == (
+        "Invalid ask_user payload:\n- questions: At least one question is required"
+    )
+    assert result["details"].get("title") == named
+    assert result["details"]["error"]["kind"] == "invalid_input"
+
+
+async def test_background_only_mode_drops_a_stale_background_key_and_queues_the_call(
+    tmp_path: Path,
+) -> None:
+    session = tmp_path / "s.pas"
+    settings = settings_file(tmp_path, questionMode="background-only")
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        result = await rt.call_tool("ask_user", {**payload("a"), "background": "later"}, "c1")
+    assert result["details"]["status"] == "queued"
+    [entry] = [e for e in branch(session) if e.type == "ask:payload"]
+    assert entry.data["params"]["background"] is True
+
+
+@pytest.mark.parametrize(
+    ("mode", "background", "source"),
+    [
+        ("tui", True, "background"),
+        ("tui", False, "tool"),
+        ("print", True, "tool"),
+    ],
+)
+async def test_a_requests_entries_name_its_call_time_and_source(
+    settings: Path, tmp_path: Path, mode: str, background: bool, source: str
+) -> None:
+    session = tmp_path / "s.pas"
+    async with open_runtime(
+        mode=mode, session=session, settings=settings, surface=RecordingSurface()
+    ) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        if not background:
+            rt.events.on(
+                ev.STARTED, lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]}))
+            )
+        result = await rt.call_tool("ask_user", payload("a", background=background), "c1", "p1")
+        if background and mode == "tui":
+            await settle()
+            submit(rt.events, "tool:c1", answer({"a": ["a1"]}))
+            await settle()
+    entries = {e.type: plain(e.data) for e in branch(session)}
+    request_id = result["details"]["requestId"]
+    stored = entries["ask:payload"]
+    assert stored["sourceEntryId"] == "c1"
+    assert re.fullmatch(ISO, stored["timestamp"])
+    assert stored["params"]["questions"][0]["id"] == "a"
+    request = entries["ask:history-request"]
+    assert (request["requestId"], request["createdAt"]) == (request_id, stored["timestamp"])
+    assert (request["source"], request["background"]) == (source, background)
+    assert (request["toolCallId"], request["parentToolCallId"]) == ("c1", "p1")
+    if mode == "tui":
+        [started] = log.of(ev.STARTED)
+        assert (started["source"], started["createdAt"]) == (source, stored["timestamp"])
+        [completed] = log.of(ev.COMPLETED)
+        assert completed["source"] == source
