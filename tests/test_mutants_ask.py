@@ -25,6 +25,7 @@ import trio.testing
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
 from pi_agent_ask.actors.persistence import WriteRefused
+from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import SessionFile
 
 from .runtime_support import (
@@ -543,3 +544,27 @@ async def test_a_requests_entries_name_its_call_time_and_source(
         assert (started["source"], started["createdAt"]) == (source, stored["timestamp"])
         [completed] = log.of(ev.COMPLETED)
         assert completed["source"] == source
+
+
+async def test_esc_on_a_foreground_form_cancels_it_and_never_defers_the_queue(
+    settings: Path,
+) -> None:
+    out: dict[str, Any] = {}
+    surface = RecordingSurface()
+    async with open_runtime(settings=settings, surface=surface) as rt:
+        rt.agent_started()
+        async with trio.open_nursery() as n:
+
+            async def ask() -> None:
+                out["result"] = await rt.call_tool("ask_user", payload("a"), "c1")
+
+            n.start_soon(ask)
+            await settle()
+            assert surface.visible == "tool:c1"
+            await rt.call_tool("ask_user", payload("b", background=True), "b1")
+            assert await rt.send_command("tool:c1", fs.Cancel())
+        await settle()
+        stats = await rt.statistics()
+        assert stats.panel_visible is True
+        assert surface.visible == "tool:b1"  # the queue goes on at once
+    assert out["result"]["details"]["cancelled"] is True
