@@ -25,7 +25,6 @@ import trio.testing
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
 from pi_agent_ask.actors.persistence import WriteRefused
-from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import SessionFile
 
 from .runtime_support import (
@@ -546,25 +545,34 @@ async def test_a_requests_entries_name_its_call_time_and_source(
         assert completed["source"] == source
 
 
-async def test_esc_on_a_foreground_form_cancels_it_and_never_defers_the_queue(
-    settings: Path,
+async def test_a_background_answer_whose_error_outcome_is_refused_too_reopens_with_it(
+    settings: Path, tmp_path: Path
 ) -> None:
-    out: dict[str, Any] = {}
+    session = tmp_path / "s.pas"
     surface = RecordingSurface()
-    async with open_runtime(settings=settings, surface=surface) as rt:
-        rt.agent_started()
-        async with trio.open_nursery() as n:
-
-            async def ask() -> None:
-                out["result"] = await rt.call_tool("ask_user", payload("a"), "c1")
-
-            n.start_soon(ask)
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with open_runtime(session=session, settings=settings, surface=surface) as rt:
+            rt.agent_started()
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
             await settle()
-            assert surface.visible == "tool:c1"
-            await rt.call_tool("ask_user", payload("b", background=True), "b1")
-            assert await rt.send_command("tool:c1", fs.Cancel())
-        await settle()
-        stats = await rt.statistics()
-        assert stats.panel_visible is True
-        assert surface.visible == "tool:b1"  # the queue goes on at once
-    assert out["result"]["details"]["cancelled"] is True
+            for _ in range(2):  # the answer, then the error outcome standing in for it
+                gate.fail_next(
+                    "ask:history-completed",
+                    WriteRefused("ask:history-completed", ValueError("too large")),
+                )
+            submit(rt.events, "tool:c1", answer({"a": ["a2"]}))
+            await settle()
+            assert gate.failed_types == ["ask:history-completed"] * 2
+            assert surface.shown == ["tool:c1", "tool:c1"]
+            reopened = surface.states["tool:c1"]
+            assert reopened.outcome is None
+            assert [d.selected for d in reopened.drafts] == [(1,)]
+            stats = await rt.statistics()
+            assert len(stats.pending) == 1 and stats.completed == ()
+            # Answered again, with the file taking it now: recorded and delivered.
+            submit(rt.events, "tool:c1", answer({"a": ["a2"]}))
+            await settle()
+            [message] = await rt.turn_boundary()
+    assert "Option a2" in message["content"]
+    assert [t for t, _ in completions(session)] == ["ask:history-completed", "ask:queue-completed"]
