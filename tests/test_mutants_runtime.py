@@ -791,3 +791,20 @@ async def test_a_foreground_form_cancelled_while_open_records_its_cancellation(
             gate.release()
     completed = [e.data for e in branch(session) if e.type == "ask:history-completed"]
     assert [c["result"]["cancelled"] for c in completed] == [True]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [("nope", {}), ("ask_user", {"questions": []})],  # not available; an invalid ask
+)
+async def test_a_journaled_result_names_the_tool_it_answers(
+    settings: Path, tmp_path: Path, name: str, arguments: dict[str, Any]
+) -> None:
+    session = tmp_path / "s.pas"
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        result = await rt.call_tool(name, arguments, "c1")
+    call, done = branch(session)
+    assert (call.type, call.data["name"]) == ("tool-call", name)
+    assert done.type == "tool-result"
+    assert (done.data["toolCallId"], done.data["name"]) == ("c1", name)
+    assert json.loads(json.dumps(done.data["result"])) == result

@@ -79,16 +79,21 @@ async def change_session(rt: RuntimeCore, reason: str, session: Any = None) -> N
         # interrupted call: the next startup or resume does.
         for report in rt._journal.reports[seen:]:
             rt.notice(report.describe())
-        rt._writer = BranchWriter(rt._journal)
-        with trio.CancelScope(shield=True), suppress(PersistenceClosedError):
-            await rebuild(rt, reason if switched else "reload")
+        writer = BranchWriter(rt._journal)
+        try:
+            with trio.CancelScope(shield=True), suppress(PersistenceClosedError):
+                await rebuild(rt, reason if switched else "reload", writer)
+        finally:
+            rt._writer = writer  # ``rebuild`` installs it; here also when the rebuild failed
 
 
-async def rebuild(rt: RuntimeCore, reason: str) -> None:
-    """Restore the queue from the current branch, in a new epoch."""
+async def rebuild(rt: RuntimeCore, reason: str, writer: BranchWriter | None = None) -> None:
+    """Restore the queue from the current branch, in a new epoch, through ``writer`` (the
+    runtime's by default)."""
+    writer = rt._writer if writer is None else writer
     rt._epoch += 1
     # Read from the session's fold: bounded by what is pending, not by the history.
-    rebuilt, interrupted = await rt._writer.read(
+    rebuilt, interrupted = await writer.read(
         functools.partial(
             jr.recover,
             revalidate=functools.partial(_revalidate, rt),
@@ -98,7 +103,7 @@ async def rebuild(rt: RuntimeCore, reason: str) -> None:
     )
     if interrupted is not None:
         # Detached: an open recovered form never blocks the session lifecycle.
-        rt._nursery.start_soon(resume_interrupted, rt, rt._writer, interrupted)
+        rt._nursery.start_soon(resume_interrupted, rt, writer, interrupted)
     items = []
     for restored in rebuilt.requests:
         form = fs.new_form(restored.request.params, rt.config.form_settings, background=True)
@@ -129,7 +134,14 @@ async def rebuild(rt: RuntimeCore, reason: str) -> None:
         for r in rebuilt.recovered_answers
         if r.outcome.result is not None
     )
-    epoch, writer = rt._epoch, rt._writer
+    epoch = rt._epoch
+    # Calls meet ``writer`` only from here (a session change's calls until now met the revoked
+    # one: interrupted, as during the switch). With no checkpoint before it, the restore is the
+    # queue's next message before any of theirs; a background request written after the read
+    # above and enqueued before the restore would be dropped by it (it holds what the read
+    # found), after its call was told it was queued. The forms the restore shows write through
+    # ``writer``.
+    rt._writer = writer
     await rt._ask_queue_done(
         lambda reply: q.Restore(
             epoch,
