@@ -621,11 +621,16 @@ def test_a_text_only_boundary_keeps_messages_with_images_in_order() -> None:
         "details": {"followUp": "f1"},
     }
     plain = {"customType": "ask:resume-answer", "content": "f2", "details": {"followUp": "f2"}}
-    for message in (pictured, plain):
+    blocks = {
+        "customType": "ask:resume-answer",
+        "content": [{"type": "text", "text": "f3"}, "not a block"],
+        "details": {"followUp": "f3"},
+    }
+    for message in (pictured, plain, blocks):
         state, _ = _reduce(state, qs.FollowUp("ask:resume-answer", message, wake=False))
     boundary = Box()
     state, _ = _reduce(state, qs.TurnBoundary(boundary, text_only=True))
-    assert boundary.values == [[plain]]
+    assert boundary.values == [[plain, blocks]]  # text blocks only: text
     boundary = Box()
     state, _ = _reduce(state, qs.TurnBoundary(boundary))
     assert boundary.values == [[pictured]]
