@@ -20,6 +20,7 @@ from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
 from pi_agent_ask.actors.records import AskRequest
 from pi_agent_ask.actors.session import open_session_file
+from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence.projection import JOURNAL
@@ -36,6 +37,7 @@ from .runtime_support import (
     settings_file,
     submit,
 )
+from .test_resume import interrupted_session, recorded_completion
 
 GUARD = 30  # seconds; only stops a hang
 CREATED = "2026-11-30T00:00:00.000Z"
@@ -369,3 +371,107 @@ def test_a_session_file_keeps_the_journal_fold(tmp_path: Path) -> None:
     with open_session_file(None) as in_memory:
         assert in_memory.projection is JOURNAL
         in_memory.fold()
+
+
+# -- the queue rebuilt from the branch ---------------------------------------------------------
+
+
+async def test_a_restored_form_keeps_the_settings_the_background_flag_and_its_draft(
+    tmp_path: Path,
+) -> None:
+    session = tmp_path / "s.pas"
+    settings = settings_file(tmp_path, confirmDismissWhenDirty=False)
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        await rt.call_tool("ask_user", payload("a", background=True), "b1")
+        await rt.call_tool("ask_user", payload("b", background=True), "b2")
+        await settle()
+        assert await rt.send_command("tool:b1", fs.NextOption())
+        await settle()
+    surface = RecordingSurface()
+    async with open_runtime(session=session, settings=settings, surface=surface) as rt:
+        await settle()
+        with_draft = surface.states["tool:b1"]
+        assert with_draft.cursors[0] == 1  # the draft came back
+        assert with_draft.background is True
+        assert with_draft.settings.confirm_dismiss_when_dirty is False
+        submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+        await settle()
+        fresh = surface.states["tool:b2"]  # no draft: a new form
+        assert fresh.background is True
+        assert fresh.settings.confirm_dismiss_when_dirty is False
+
+
+async def test_a_draft_that_no_longer_fits_is_dropped_with_a_notice(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        receipt = await rt.call_tool("ask_user", payload("a", background=True), "b1")
+    request_id = receipt["details"]["requestId"]
+    with SessionFile.open(session) as file:
+        file.append(jr.DRAFT, {"requestId": request_id, "form": {"version": 999}})
+    surface = RecordingSurface()
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=surface
+    ) as rt:
+        await settle()
+        assert notices(rt) == [
+            f"A saved draft could not be restored; the form reopens empty: {request_id}"
+        ]
+        assert surface.states["tool:b1"].background is True
+
+
+async def test_a_delivered_answer_is_not_delivered_again_after_a_reload(tmp_path: Path) -> None:
+    async with open_runtime(settings=settings_file(tmp_path), surface=RecordingSurface()) as rt:
+        await rt.call_tool("ask_user", payload("a", background=True), "b1")
+        await settle()
+        submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+        await settle()
+        assert rt.wakeups.receive_nowait()["customType"] == "ask:background-answer"
+        await rt.change_session("reload")
+        await settle()
+        with pytest.raises(trio.WouldBlock):
+            rt.wakeups.receive_nowait()
+        assert await rt.turn_boundary() == []
+
+
+async def test_an_answer_recovered_but_not_delivered_wakes_the_agent(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    completion = await recorded_completion(
+        tmp_path,
+        {
+            "kind": "answer",
+            "answers": {"scope": {"values": ["scope1"], "optionNotes": {"scope2": "later"}}},
+        },
+    )
+    # Dismissed, then the crash: the answer never reached the agent.
+    interrupted_session(
+        session,
+        extra=[
+            (jr.HISTORY_COMPLETED, completion),
+            (jr.PENDING_DISMISSED, {"toolCallId": "call-7"}),
+        ],
+    )
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ) as rt:
+        await settle()
+        message = rt.wakeups.receive_nowait()  # idle: a wake, not a wait for the boundary
+    assert message["customType"] == jr.RESUME_ANSWER
+    assert message["details"]["toolCallId"] == "call-7"
+    assert message["details"]["requestId"] == "req-original"
+    assert " / Option scope2 (not selected) note: later" in message["content"]
+
+
+async def test_a_recovered_form_left_open_at_exit_reopens_next_time(tmp_path: Path) -> None:
+    session = tmp_path / "s.pas"
+    interrupted(session)
+    async with open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=RecordingSurface()
+    ):
+        await settle()
+    assert jr.HISTORY_COMPLETED not in types(session)  # no cancellation recorded for it
+    surface = RecordingSurface()
+    async with open_runtime(session=session, settings=settings_file(tmp_path), surface=surface):
+        await settle()
+        assert surface.visible == "tool:call-7"
