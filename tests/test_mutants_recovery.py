@@ -19,7 +19,7 @@ import trio.testing
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
 from pi_agent_ask.actors.records import AskRequest
-from pi_agent_ask.actors.session import open_session_file
+from pi_agent_ask.actors.session import SessionJournal, open_session_file
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence import journal as jr
@@ -297,6 +297,13 @@ async def test_a_file_damaged_under_the_runtime_is_reported_on_reload(tmp_path: 
         [report] = notices(rt)
         assert report.startswith(f"{session}: kept ")
         assert " cut: " in report
+        # Resuming the file the runtime is on re-reads it the same way.
+        with session.open("ab") as file:
+            file.write(b"\x93torn again")
+        await rt.change_session("resume", session)
+        [report] = notices(rt)
+        assert report.startswith(f"{session}: kept ")
+        assert " cut: " in report
 
 
 async def test_a_fork_continues_the_branch_in_the_new_file(tmp_path: Path) -> None:
@@ -475,3 +482,15 @@ async def test_a_recovered_form_left_open_at_exit_reopens_next_time(tmp_path: Pa
     async with open_runtime(session=session, settings=settings_file(tmp_path), surface=surface):
         await settle()
         assert surface.visible == "tool:call-7"
+
+
+async def test_the_journal_appends_a_compaction_summary(tmp_path: Path) -> None:
+    path = tmp_path / "s.pas"
+    async with trio.open_nursery() as nursery:
+        journal = await SessionJournal.start(nursery, open_session_file(path))
+        entry = await journal.compact("the story so far")
+        assert entry.data["summary"] == "the story so far"
+        assert [e.data for e in await journal.branch()] == [entry.data]
+        journal.close()
+    [stored] = SessionFile.open(path, readonly=True).branch()
+    assert stored.data["summary"] == "the story so far"
