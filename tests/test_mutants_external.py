@@ -17,6 +17,8 @@ import trio.testing
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.session_file import SessionFile
 from pi_agent_ask.persistence.settings import load_settings
 
 from .runtime_support import EventLog, RecordingSurface, answer, payload, settings_file, submit
@@ -219,3 +221,90 @@ async def test_an_external_flow_ignores_commands_and_settings_and_takes_a_valid_
     assert bad["message"] == 'Unknown option value "zz" for question "a".'
     assert good["ok"] is True and good["requestId"] == "good"
     assert out["result"]["details"]["answers"]["a"]["values"] == ["a2"]
+
+
+# -- what the host and the journal see -------------------------------------------------------
+
+
+async def journaled(tmp_path: Path, provider: Provider, **settings: Any) -> dict[str, Any]:
+    """The call's result, its started event, its aborts and its session file's entries."""
+    session = tmp_path / "s.pas"
+    with trio.fail_after(GUARD):
+        async with open_runtime(
+            session=session,
+            mode="rpc",
+            settings=settings_file(tmp_path, **settings),
+            surface=RecordingSurface(),
+        ) as rt:
+            log = EventLog()
+            log.attach(rt.events)
+            rt.events.on(ev.EXTERNAL_UI, lambda offer: offer["connect"](provider))
+            result = await rt.call_tool("ask_user", payload("a", "b", title="Plan"), "c1")
+            aborts = []
+            while True:
+                try:
+                    aborts.append(rt.aborts.receive_nowait())
+                except trio.WouldBlock:
+                    break
+    branch = SessionFile.open(session, readonly=True).branch()
+    return {
+        "result": result,
+        "started": log.of(ev.STARTED),
+        "aborts": aborts,
+        "types": [e.type for e in branch],
+        "completed": [e.data for e in branch if e.type == jr.HISTORY_COMPLETED],
+    }
+
+
+async def test_the_started_event_of_an_external_flow(tmp_path: Path) -> None:
+    seen = await journaled(tmp_path, Provider({"kind": "cancel"}))
+    [started] = seen["started"]
+    request_id = seen["result"]["details"]["requestId"]
+    created = started.pop("createdAt")
+    assert isinstance(created, str) and created.endswith("Z")
+    assert started == {
+        "version": 1,
+        "flowId": "tool:c1",
+        "askRequestId": request_id,
+        "source": "tool",
+        "questions": started["questions"],
+        "toolCallId": "c1",
+        "title": "Plan",
+    }
+    assert [q["id"] for q in started["questions"]] == ["a", "b"]
+
+
+async def test_the_provider_sees_the_presented_types(tmp_path: Path) -> None:
+    provider = Provider({"kind": "cancel"})
+    await journaled(tmp_path, provider, presentSingleAsMulti=True)
+    [request] = provider.requests
+    assert [q["type"] for q in request["questions"]] == ["multi", "multi"]
+
+
+async def test_a_provider_failure_is_journaled_as_a_foreground_error(tmp_path: Path) -> None:
+    seen = await journaled(tmp_path, Provider(error=ConnectionError("disconnected")))
+    [completed] = seen["completed"]
+    assert completed["error"] == "disconnected"
+    assert "result" not in completed
+    assert jr.QUEUE_COMPLETED not in seen["types"]
+
+
+async def test_an_external_answer_is_journaled_and_names_an_unselected_noted_option(
+    tmp_path: Path,
+) -> None:
+    response = {
+        "kind": "answer",
+        "answers": {"a": {"values": ["a1"], "optionNotes": {"a2": "close second"}}},
+    }
+    seen = await journaled(tmp_path, Provider(response))
+    [completed] = seen["completed"]
+    assert list(completed["result"]["answers"]["a"]["values"]) == ["a1"]
+    assert " / Option a2 (not selected) note: close second" in seen["result"]["content"][0]["text"]
+    assert seen["aborts"] == []
+
+
+async def test_an_external_cancel_is_reported_as_an_abort(tmp_path: Path) -> None:
+    seen = await journaled(tmp_path, Provider({"kind": "cancel"}))
+    assert seen["aborts"] == [seen["result"]["details"]["requestId"]]
+    [completed] = seen["completed"]
+    assert completed["result"]["cancelled"] is True
