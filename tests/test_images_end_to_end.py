@@ -438,6 +438,23 @@ async def test_idle_wake_messages_carry_image_blocks(tmp_path: Path) -> None:
     ]
 
 
+async def test_background_answers_name_a_noted_option_by_its_label(tmp_path: Path) -> None:
+    """The option's label comes from the request's params (the result holds values only)."""
+    async with running(tmp_path) as setup:
+        setup.rt.agent_started()
+        form = await setup.background(ask())
+        await form.send(fs.NextOption(), fs.OpenOptionNote())
+        await form.paste(image(1))
+        await form.send(fs.EditorSubmit(), fs.Number(1))
+        await form.review_and(1)
+        await settle()
+        [message] = await setup.rt.turn_boundary()
+    assert image_blocks(message["content"]) == [
+        ("text", f"Image for [layout] {PROMPT} — option note for List:"),
+        ("image/png", image(1).data),
+    ]
+
+
 async def test_wait_results_carry_image_blocks(tmp_path: Path) -> None:
     async with running(tmp_path) as setup:
         setup.rt.agent_started()
