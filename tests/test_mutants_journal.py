@@ -1,0 +1,163 @@
+"""Tests that kill mutants of ``persistence/journal.py`` that the other suites let live
+(docs/mutation-persistence.md, "journal.py"): saved presentation types applied again on
+recovery, and the request a rebuilt queue holds. Each drives the module with real entries on a
+real session file (``tests/test_mutants_core.py`` has the earlier ones)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from pi_agent_ask.form.result import build_result
+from pi_agent_ask.form.types import Draft
+from pi_agent_ask.form.validate import validate_ask_params
+from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.records import AskRequest, Outcome
+from pi_agent_ask.persistence.session_file import SessionFile
+
+from .runtime_support import question
+
+CREATED = "2026-12-01T00:00:00.000Z"
+
+
+def _params(*, background: bool = False, present_single_as_multi: bool = False) -> Any:
+    arguments: dict[str, Any] = {
+        "title": "Plan",
+        "questions": [question("a"), question("b", "multi")],
+        "background": background,
+    }
+    validation = validate_ask_params(
+        arguments, present_single_as_multi=present_single_as_multi, background_only=background
+    )
+    assert validation.params is not None
+    return validation.params
+
+
+def _types(params: Any) -> list[tuple[str, str | None]]:
+    return [(q.type, q.presented_type) for q in params.questions]
+
+
+# ---- apply_presented_types ------------------------------------------------------------------
+
+
+def test_saved_presentation_types_are_applied_again() -> None:
+    params = _params()
+    assert _types(params) == [("single", None), ("multi", None)]
+    swapped = jr.apply_presented_types(params, ["multi", "single"])
+    assert _types(swapped) == [("single", "multi"), ("multi", "single")]
+    assert [q.effective_type for q in swapped.questions] == ["multi", "single"]
+    assert [q.id for q in swapped.questions] == ["a", "b"] and swapped.title == "Plan"
+    one = jr.apply_presented_types(params, ["multi", "multi"])
+    assert _types(one) == [("single", "multi"), ("multi", None)]
+    assert one.questions[1] is params.questions[1]
+
+
+def test_presentation_types_that_do_not_fit_change_nothing() -> None:
+    params = _params()
+    for types in (None, [], ["multi"], ["multi", "single", "multi"]):
+        assert jr.apply_presented_types(params, types) is params
+    for types in (["single", "multi"], ["bogus", None], ["preview", 1]):
+        assert _types(jr.apply_presented_types(params, types)) == _types(params)
+
+
+# ---- the request a rebuilt queue holds ------------------------------------------------------
+
+
+def test_a_rebuilt_request_is_the_background_request_that_was_queued(tmp_path: Path) -> None:
+    params = _params(background=True, present_single_as_multi=True)
+    assert _types(params) == [("single", "multi"), ("multi", None)]
+    request = AskRequest("r2", params, True, CREATED, "c2", "p2", source="background")
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        # A queued request whose params no longer validate is skipped, not the end of the queue.
+        session.append(jr.QUEUED, {"version": 1, "requestId": "r1", "params": {"questions": []}})
+        session.append(jr.QUEUED, jr.queued_entry(request))
+        without_time = {k: v for k, v in jr.queued_entry(request).items() if k != "createdAt"}
+        session.append(jr.QUEUED, {**without_time, "requestId": "r3"})
+        branch = session.branch()
+    rebuilt = jr.rebuild_queue(branch).requests
+    assert [r.request.request_id for r in rebuilt] == ["r2", "r3"]
+    first, second = rebuilt[0].request, rebuilt[1].request
+    assert first == request
+    assert (first.background, first.params.background, first.source) == (True, True, "background")
+    assert (first.tool_call_id, first.parent_tool_call_id, first.created_at) == (
+        "c2",
+        "p2",
+        CREATED,
+    )
+    assert [q.effective_type for q in first.params.questions] == ["multi", "multi"]
+    # Without ``createdAt`` the request takes its entry's time.
+    assert second.created_at == str(branch[2].timestamp)
+
+
+def test_a_queued_request_saved_without_the_background_flag_rebuilds_as_background(
+    tmp_path: Path,
+) -> None:
+    foreground = _params()
+    assert "background" not in foreground.to_json()
+    request = AskRequest("r1", foreground, True, CREATED, "c1")
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        session.append(jr.QUEUED, jr.queued_entry(request))
+        branch = session.branch()
+    [rebuilt] = jr.rebuild_queue(branch).requests
+    assert rebuilt.request.params.background is True and rebuilt.request.background is True
+
+
+def test_a_rebuilt_outcome_carries_its_request_s_parent_call(tmp_path: Path) -> None:
+    params = _params(background=True)
+    request = AskRequest("r1", params, True, CREATED, "c1", "p1", source="background")
+    outcome = Outcome("r1", error="ui failed")
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        session.append(jr.QUEUED, jr.queued_entry(request))
+        for entry_type, data in jr.completion_entries(outcome, background=True):
+            session.append(entry_type, data)
+        branch = session.branch()
+    [rebuilt] = jr.rebuild_queue(branch).requests
+    assert rebuilt.outcome == attrs.evolve(outcome, parent_tool_call_id="p1")
+
+
+# ---- answers of reopened forms that were recorded, never delivered --------------------------
+
+
+def _dismissed_call(
+    session: SessionFile, call_id: str, request_id: str | None, result: Any | None
+) -> None:
+    """A foreground call whose form was reopened and dismissed, with its history request
+    (when ``request_id``) and completion (when ``result``)."""
+    params = _params()
+    session.append(
+        jr.TOOL_CALL, {"toolCallId": call_id, "name": "ask_user", "arguments": params.to_json()}
+    )
+    if request_id is not None:
+        request = AskRequest(request_id, params, False, CREATED, call_id)
+        session.append(jr.HISTORY_REQUEST, jr.history_request_entry(request))
+    session.append(jr.PENDING_DISMISSED, {"toolCallId": call_id})
+    if request_id is not None and result is not None:
+        [(entry_type, data), *_] = jr.completion_entries(
+            Outcome(request_id, result=result), background=False
+        )
+        session.append(entry_type, data)
+
+
+def _answered(request_id: str, *, cancelled: bool = False) -> Any:
+    return build_result(
+        _params(),
+        [Draft(selected=(0,)), Draft(selected=(1,))],
+        cancelled=cancelled,
+        request_id=request_id,
+    )
+
+
+def test_an_answer_recorded_for_a_dismissed_call_is_recovered(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        _dismissed_call(session, "c0", None, None)  # no history request: nothing to recover
+        _dismissed_call(session, "c1", "r1", _answered("r1"))
+        _dismissed_call(session, "c2", "r2", _answered("r2", cancelled=True))
+        _dismissed_call(session, "c3", "r3", None)  # never completed
+        _dismissed_call(session, "c4", "r4", _answered("r4"))
+        branch = session.branch()
+    recovered = jr.rebuild_queue(branch).recovered_answers
+    assert [(a.tool_call_id, a.request_id) for a in recovered] == [("c1", "r1"), ("c4", "r4")]
+    first = recovered[0]
+    assert first == jr.RecoveredAnswer("c1", "r1", _params(), Outcome("r1", result=_answered("r1")))
