@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import pytest
 
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
@@ -155,9 +156,116 @@ def test_an_answer_recorded_for_a_dismissed_call_is_recovered(tmp_path: Path) ->
         _dismissed_call(session, "c1", "r1", _answered("r1"))
         _dismissed_call(session, "c2", "r2", _answered("r2", cancelled=True))
         _dismissed_call(session, "c3", "r3", None)  # never completed
+        # Completed without an answer: no outcome at all, or an error.
+        _dismissed_call(session, "c5", "r5", None)
+        session.append(jr.HISTORY_COMPLETED, {"version": 1, "requestId": "r5"})
+        _dismissed_call(session, "c6", "r6", None)
+        session.append(jr.HISTORY_COMPLETED, {"version": 1, "requestId": "r6", "error": "x"})
+        # A request whose params no longer validate.
+        _call(session, "c7", _params().to_json())
+        session.append(
+            jr.HISTORY_REQUEST,
+            {"version": 1, "requestId": "r7", "toolCallId": "c7", "params": {"questions": []}},
+        )
+        session.append(jr.PENDING_DISMISSED, {"toolCallId": "c7"})
+        [(entry_type, data), *_] = jr.completion_entries(
+            Outcome("r7", result=_answered("r7")), background=False
+        )
+        session.append(entry_type, data)
         _dismissed_call(session, "c4", "r4", _answered("r4"))
         branch = session.branch()
     recovered = jr.rebuild_queue(branch).recovered_answers
     assert [(a.tool_call_id, a.request_id) for a in recovered] == [("c1", "r1"), ("c4", "r4")]
     first = recovered[0]
     assert first == jr.RecoveredAnswer("c1", "r1", _params(), Outcome("r1", result=_answered("r1")))
+
+
+# ---- interrupted foreground calls -----------------------------------------------------------
+
+
+def _revalidate(arguments: Any) -> Any:
+    return validate_ask_params(arguments).params
+
+
+def _call(session: SessionFile, call_id: str, arguments: Any) -> None:
+    session.append(
+        jr.TOOL_CALL, {"toolCallId": call_id, "name": "ask_user", "arguments": arguments}
+    )
+
+
+def test_the_newest_valid_payload_of_a_call_gives_its_form(tmp_path: Path) -> None:
+    params = _params()
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        _call(session, "c1", {**params.to_json(), "title": "From the arguments"})
+        session.append(jr.PAYLOAD, jr.payload_entry(params, "c1", CREATED))
+        broken = {**jr.payload_entry(params, "c1", CREATED), "params": {"questions": []}}
+        session.append(jr.PAYLOAD, broken)
+        branch = session.branch()
+    call = jr.find_interrupted_call(branch, revalidate=_revalidate)
+    assert call is not None and call.params.title == "Plan"
+
+
+def test_a_call_that_cannot_be_shown_again_gives_way_to_an_older_one(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        _call(session, "c1", _params().to_json())
+        _call(session, "c2", {"questions": "not a list"})
+        branch = session.branch()
+    call = jr.find_interrupted_call(branch, revalidate=_revalidate)
+    assert call is not None and call.tool_call_id == "c1"
+
+
+def test_an_interrupted_call_is_shown_in_the_foreground_as_it_was_asked(tmp_path: Path) -> None:
+    background = _params(background=True)
+    assert background.background is True
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        _call(session, "c1", background.to_json())
+        session.append(jr.PAYLOAD, jr.payload_entry(background, "c1", CREATED))
+        branch = session.branch()
+    fold, load = jr.fold_branch(branch)
+    call = jr.interrupted_call(fold, load, revalidate=_revalidate)
+    assert call is not None and call.params.background is False
+    # The keyword's default presents each question as it was asked.
+    assert [q.effective_type for q in call.params.questions] == ["single", "multi"]
+    multi = jr.interrupted_call(fold, load, revalidate=_revalidate, present_single_as_multi=True)
+    assert multi is not None
+    assert [q.effective_type for q in multi.params.questions] == ["multi", "multi"]
+
+
+def test_an_interrupted_call_keeps_its_request_key_and_time(tmp_path: Path) -> None:
+    params = _params()
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        _call(session, "c1", params.to_json())
+        session.append(
+            jr.HISTORY_REQUEST,
+            jr.history_request_entry(AskRequest("r1", params, False, CREATED, "c1")),
+        )
+        branch = session.branch()
+    call = jr.find_interrupted_call(branch, revalidate=_revalidate)
+    assert call is not None
+    assert (call.request_id, call.created_at, call.recorded) == ("r1", CREATED, None)
+    with SessionFile.open(tmp_path / "odd.pias") as session:
+        _call(session, "c1", params.to_json())
+        data = jr.history_request_entry(AskRequest("r1", params, False, CREATED, "c1"))
+        session.append(jr.HISTORY_REQUEST, {**data, "createdAt": 17})
+        odd = session.branch()
+    call = jr.find_interrupted_call(odd, revalidate=_revalidate)
+    assert call is not None and (call.request_id, call.created_at) == ("r1", None)
+
+
+@pytest.mark.parametrize("completion", [{}, {"error": "ui failed"}])
+def test_a_call_completed_without_an_answer_is_asked_again_under_a_new_key(
+    tmp_path: Path, completion: dict[str, Any]
+) -> None:
+    params = _params()
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        _call(session, "c1", params.to_json())
+        session.append(
+            jr.HISTORY_REQUEST,
+            jr.history_request_entry(AskRequest("r1", params, False, CREATED, "c1")),
+        )
+        session.append(jr.HISTORY_COMPLETED, {"version": 1, "requestId": "r1", **completion})
+        branch = session.branch()
+    call = jr.find_interrupted_call(branch, revalidate=_revalidate)
+    assert call is not None
+    assert (call.tool_call_id, call.request_id, call.recorded) == ("c1", None, None)
+    assert call.created_at == CREATED
