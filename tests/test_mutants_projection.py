@@ -5,14 +5,18 @@ another open call still needs. Each folds real entries through ``journal.fold_br
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.projection import JOURNAL, LogColumns
 from pi_agent_ask.persistence.records import AskRequest, Outcome
-from pi_agent_ask.persistence.session_file import Entry
+from pi_agent_ask.persistence.session_file import Entry, SessionFile
 
 from .runtime_support import payload
 
@@ -130,3 +134,46 @@ def test_forgetting_one_call_keeps_the_completion_another_call_still_names() -> 
     )
     assert call is not None and (call.tool_call_id, call.request_id) == ("c2", "r1")
     assert call.recorded is not None and call.recorded.result is not None
+
+
+# ---- reading a checkpoint back --------------------------------------------------------------
+
+
+def test_the_live_part_of_a_session_file_s_fold_restores_to_the_same_fold(
+    tmp_path: Path,
+) -> None:
+    with SessionFile.open(tmp_path / "s.pias", projection=JOURNAL) as session:
+        for entry_type, data in (_call("c1"), _request("r1", "c1"), _answered("r1")):
+            session.append(entry_type, data)
+        session.append_chains([[_call("c2"), _request("r2", "c2")]])
+        live = session.fold().live()
+    assert [c for c, _ in live["calls"]] == ["c1", "c2"]
+    assert JOURNAL.restore(live).live() == live
+
+
+@pytest.mark.parametrize("loc", [[1, 2, 3], (5, -1), [5], ["5", -1], [-5, -1], [5, True]])
+def test_a_checkpoint_with_a_malformed_location_is_refused(loc: Any) -> None:
+    live = {**EMPTY, "calls": [["c1", loc]]}
+    with pytest.raises(ValueError, match=r"^checkpoint state does not fit the journal: "):
+        JOURNAL.restore(live)
+    # Place -1: the one entry of a version 1 frame.
+    assert JOURNAL.restore({**EMPTY, "calls": [["c1", [5, -1]]]}).calls == [("c1", (5, -1))]
+
+
+def _run() -> dict[str, Any]:
+    columns = LogColumns()
+    columns.add_items([["q", "r1", 10, -1, 2], ["c", "r1", 20, -1], ["c", "r0", 30, 0]])
+    return columns.pack()
+
+
+def test_a_history_run_with_ids_that_are_not_arrays_of_text_is_refused_with_its_reason() -> None:
+    whole = LogColumns.unpack(_run())
+    assert (whole.qids, whole.cids) == (["r1"], ["r1", "r0"])
+    for field, value, reason in (
+        ("c", (), "ids are not arrays"),
+        ("q", ("r1",), "ids are not arrays"),
+        ("q", [1], "an id is not text"),
+        ("c", ["r0", 2], "an id is not text"),
+    ):
+        with pytest.raises(ValueError, match=f"^malformed history run: {reason}$"):
+            LogColumns.unpack({**_run(), field: value})
