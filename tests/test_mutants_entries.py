@@ -231,3 +231,13 @@ def test_an_error_only_queue_completion_rebuilds_as_that_error(tmp_path: Path) -
         branch = session.branch()
     [rebuilt] = jr.rebuild_queue(branch).requests
     assert rebuilt.outcome == Outcome("r1", error="ui failed")
+
+
+def test_only_a_successful_wait_result_delivers_and_only_the_ids_it_names() -> None:
+    details = {"results": [{"requestId": "r1"}, {"requestId": 5}, {"other": 1}, "r9", None]}
+    ok = je.ToolResult("c1", "wait_for_answers", {"details": details})
+    assert ok.delivered_ids() == ("r1",)
+    failed = je.ToolResult("c1", "wait_for_answers", {"isError": True, "details": details})
+    assert failed.delivered_ids() == ()
+    assert je.ToolResult("c1", "ask_user", {"details": details}).delivered_ids() == ()
+    assert je.ToolResult("c1", "wait_for_answers", {"details": {}}).delivered_ids() == ()
