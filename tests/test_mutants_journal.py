@@ -269,3 +269,17 @@ def test_a_call_completed_without_an_answer_is_asked_again_under_a_new_key(
     assert call is not None
     assert (call.tool_call_id, call.request_id, call.recorded) == ("c1", None, None)
     assert call.created_at == CREATED
+
+
+# ---- what the writers record ----------------------------------------------------------------
+
+
+def test_a_history_request_records_each_question_s_presentation_only_when_it_differs() -> None:
+    params = _params(present_single_as_multi=True)
+    request = AskRequest("r1", params, False, CREATED, "c1")
+    data = jr.history_request_entry(request, shared=params.to_json())
+    first, second = data["questions"]
+    assert first == {**params.questions[0].to_json(), "presentedType": "multi"}
+    assert second == params.questions[1].to_json() and "presentedType" not in second
+    assert data["presentedTypes"] == ["multi", "multi"]
+    assert data["params"] == params.to_json() and data["source"] == "tool"
