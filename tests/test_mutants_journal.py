@@ -15,6 +15,7 @@ from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.projection import JOURNAL
 from pi_agent_ask.persistence.records import AskRequest, Outcome
 from pi_agent_ask.persistence.session_file import SessionFile
 
@@ -283,3 +284,16 @@ def test_a_history_request_records_each_question_s_presentation_only_when_it_dif
     assert second == params.questions[1].to_json() and "presentedType" not in second
     assert data["presentedTypes"] == ["multi", "multi"]
     assert data["params"] == params.to_json() and data["source"] == "tool"
+
+
+def test_recovery_presents_the_interrupted_call_as_the_runtime_asks(tmp_path: Path) -> None:
+    params = _params()
+    with SessionFile.open(tmp_path / "s.pias", projection=JOURNAL) as session:
+        _call(session, "c1", params.to_json())
+        session.append(jr.PAYLOAD, jr.payload_entry(params, "c1", CREATED))
+        for multi, expected in ((False, ["single", "multi"]), (True, ["multi", "multi"])):
+            _, call = jr.recover(session, revalidate=_revalidate, present_single_as_multi=multi)
+            assert call is not None
+            assert [q.effective_type for q in call.params.questions] == expected
+        _, none = jr.recover(session, revalidate=_revalidate, interrupted=False)
+        assert none is None
