@@ -58,9 +58,11 @@ def test_saved_presentation_types_are_applied_again() -> None:
 
 def test_presentation_types_that_do_not_fit_change_nothing() -> None:
     params = _params()
-    for types in (None, [], ["multi"], ["multi", "single", "multi"]):
+    unfit: list[list[Any] | None] = [None, [], ["multi"], ["multi", "single", "multi"]]
+    for types in unfit:
         assert jr.apply_presented_types(params, types) is params
-    for types in (["single", "multi"], ["bogus", None], ["preview", 1]):
+    odd: list[list[Any]] = [["single", "multi"], ["bogus", None], ["preview", 1]]
+    for types in odd:
         assert _types(jr.apply_presented_types(params, types)) == _types(params)
 
 

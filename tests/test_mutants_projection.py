@@ -21,8 +21,9 @@ from pi_agent_ask.persistence.session_file import Entry, SessionFile
 from .runtime_support import payload
 
 CREATED = "2026-12-01T00:00:00.000Z"
-PARAMS = validate_ask_params(payload("a")).params
-assert PARAMS is not None
+_VALID = validate_ask_params(payload("a")).params
+assert _VALID is not None
+PARAMS = _VALID
 
 EMPTY = {
     "requests": [],
