@@ -299,3 +299,18 @@ def test_recovery_presents_the_interrupted_call_as_the_runtime_asks(tmp_path: Pa
             assert [q.effective_type for q in call.params.questions] == expected
         _, none = jr.recover(session, revalidate=_revalidate, interrupted=False)
         assert none is None
+
+
+def test_a_queued_entry_says_whether_a_single_question_is_shown_as_multi() -> None:
+    plain, multi = _params(), _params(present_single_as_multi=True)
+    assert jr.queued_entry(AskRequest("r1", plain, True, CREATED))["presentSingleAsMulti"] is False
+    data = jr.queued_entry(AskRequest("r1", multi, True, CREATED))
+    assert data["presentSingleAsMulti"] is True
+    assert data["presentedTypes"] == ["multi", "multi"]
+    # A multi question shown as multi is not a single one shown as multi.
+    only_multi = validate_ask_params({"questions": [question("b", "multi")]}).params
+    assert only_multi is not None
+    assert (
+        jr.queued_entry(AskRequest("r1", only_multi, True, CREATED))["presentSingleAsMulti"]
+        is False
+    )
