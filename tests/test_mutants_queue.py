@@ -634,3 +634,11 @@ def test_a_text_only_boundary_keeps_messages_with_images_in_order() -> None:
     boundary = Box()
     state, _ = _reduce(state, qs.TurnBoundary(boundary))
     assert boundary.values == [[pictured]]
+
+
+def test_a_text_only_boundary_hands_out_a_ready_text_answer() -> None:
+    state = _enqueue(qs.initial_state(idle=False), "r1")
+    state, _ = _reduce(state, qs.FormStopped("r1", state.epoch, _FORM, _answer("r1")))
+    boundary = Box()
+    state, _ = _reduce(state, qs.TurnBoundary(boundary, text_only=True))
+    assert _answered_ids(boundary.values[0]) == ["r1"]
