@@ -1,0 +1,241 @@
+"""Session format version 2 payloads, pinned where mutation testing found them unpinned
+(``docs/mutation-persistence.md``, ``codec.py``): text ids in leaf moves and checkpoints, the
+error texts a damaged frame is reported with, an empty entries frame, data nested too deeply
+behind a plain value, what the dictionary buys a small entry.
+
+Every damaged frame is written into a real session file as bytes, with a checksum that holds:
+only the decoding can refuse it, and the open reports what it refused.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Any
+
+import cbor2
+import pytest
+
+from pi_agent_ask.persistence import codec
+from pi_agent_ask.persistence.projection import JOURNAL
+from pi_agent_ask.persistence.session_file import (
+    CHECKPOINT_MAGIC,
+    Entry,
+    Header,
+    SessionFile,
+    encode_frame,
+)
+
+
+def deflate(plain: bytes) -> bytes:
+    """Raw DEFLATE with the format's dictionary, written independently of ``codec``."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, codec.DICTIONARY)
+    return packer.compress(plain) + packer.flush()
+
+
+def session_with(path: Path, payload: bytes) -> int:
+    """A version 2 session of two entries, then one frame holding ``payload``; returns the
+    frame's offset."""
+    with SessionFile.open(path) as session:
+        session.append("message", {"text": "one"})
+        session.append("message", {"text": "two"})
+    offset = path.stat().st_size
+    with path.open("ab") as file:
+        file.write(encode_frame(payload))
+    return offset
+
+
+def opened_damage(path: Path) -> tuple[str, str, int]:
+    """What a read-only open reports about the tail: reason, detail, entries kept."""
+    with SessionFile.open(path, readonly=True) as session:
+        damage = session.report.damage
+        assert damage is not None
+        assert damage.end == path.stat().st_size
+        return damage.reason, damage.detail, session.report.entries
+
+
+def v1_file(path: Path, entries: list[Entry]) -> None:
+    frames = [encode_frame(Header(1, 1.0e9, "old").to_cbor())]
+    frames += [encode_frame(entry.to_cbor()) for entry in entries]
+    path.write_bytes(b"".join(frames))
+
+
+# ---- ids that are not 16 hex digits ---------------------------------------------------------
+
+
+def test_a_leaf_move_to_a_text_id_reads_back(tmp_path: Path) -> None:
+    """Ids written by another program (a version 1 file's) stay text in version 2 frames: a
+    fork keeps them, and a leaf move to one reads back."""
+    old = tmp_path / "old.pias"
+    v1_file(
+        old,
+        [
+            Entry("root", None, "message", 1.0, {"text": "a"}),
+            Entry("child", "root", "message", 2.0, {"text": "b"}),
+        ],
+    )
+    with SessionFile.open(old, readonly=True) as source:
+        forked = source.fork(tmp_path / "new.pias")
+    with forked:
+        assert forked.header.version == 2
+        forked.move_leaf("root")
+        forked.move_leaf(None)
+        forked.move_leaf("root")
+    with SessionFile.open(tmp_path / "new.pias", readonly=True) as again:
+        assert again.report.ok
+        assert again.leaf_id == "root"
+        assert again.branch_ids() == ("root",)
+
+
+def test_a_checkpoint_naming_a_text_id_serves_the_open(tmp_path: Path) -> None:
+    old = tmp_path / "old.pias"
+    entries = [Entry("e0", None, "message", 1.0, {"text": "0"})]
+    entries += [Entry(f"e{n}", f"e{n - 1}", "message", 1.0 + n, {"text": str(n)}) for n in (1, 2)]
+    v1_file(old, entries)
+    with SessionFile.open(old, readonly=True) as source:
+        forked = source.fork(tmp_path / "new.pias")
+    forked.close()
+    with SessionFile.open(tmp_path / "new.pias", projection=JOURNAL, checkpoint_every=2):
+        pass  # three entries folded at the open: it writes a checkpoint naming "e2"
+    with SessionFile.open(tmp_path / "new.pias", projection=JOURNAL, readonly=True) as again:
+        assert again.report.notes == ()
+        assert again.report.checkpoint is not None
+        assert again.indexed == 1  # the checkpoint's leaf only
+        assert again.leaf_id == "e2"
+        assert again.branch_ids() == ("e0", "e1", "e2")
+
+
+def test_a_leaf_move_to_an_id_of_four_bytes_is_undecodable(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    offset = session_with(path, bytes([codec.KIND_LEAF]) + cbor2.dumps(b"\x01\x02\x03\x04"))
+    reason, detail, kept = opened_damage(path)
+    assert (reason, detail, kept) == (
+        "undecodable",
+        "an entry id is neither text, 8 bytes nor null",
+        2,
+    )
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.damage is not None and session.report.damage.start == offset
+
+
+# ---- what a damaged entries frame is reported as --------------------------------------------
+
+
+def test_an_entries_frame_holding_no_entries_is_damage(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    session_with(path, bytes([codec.KIND_ENTRIES]) + deflate(cbor2.dumps([])))
+    assert opened_damage(path) == ("undecodable", "an entries frame holds no entries", 2)
+    with SessionFile.open(path) as session:  # the writer cuts it and goes on from the leaf
+        assert session.report.cut
+        assert [e.data["text"] for e in session.branch()] == ["one", "two"]
+
+
+def test_an_entries_frame_that_is_not_cbor_names_the_decoder_error(tmp_path: Path) -> None:
+    plain = b"\x9f\x01"  # an indefinite array that never ends
+    try:
+        cbor2.loads(plain)
+    except Exception as exc:
+        name = type(exc).__name__
+    else:  # pragma: no cover - the bytes are not CBOR
+        raise AssertionError("decoded")
+    path = tmp_path / "s.pias"
+    session_with(path, bytes([codec.KIND_ENTRIES]) + deflate(plain))
+    assert opened_damage(path) == ("undecodable", f"not CBOR: {name}", 2)
+
+
+# ---- checkpoints ----------------------------------------------------------------------------
+
+
+def _journal_session(path: Path) -> int:
+    """A session with the journal projection; returns the offset of its last entries frame."""
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        session.append("message", {"text": "one"})
+        offset = path.stat().st_size
+        session.append("message", {"text": "two"})
+    return offset
+
+
+def test_a_frame_that_is_not_a_checkpoint_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    offset = _journal_session(path)
+    with (
+        SessionFile.open(path, projection=JOURNAL, readonly=True) as session,
+        pytest.raises(ValueError, match=r"^not a checkpoint$"),
+    ):
+        session.checkpoint_at(offset)
+
+
+def test_a_checkpoint_that_is_not_a_map_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    _journal_session(path)
+    offset = path.stat().st_size
+    payload = bytes([codec.KIND_CHECKPOINT]) + CHECKPOINT_MAGIC + deflate(cbor2.dumps([1, 2]))
+    with path.open("ab") as file:
+        file.write(encode_frame(payload))
+    with SessionFile.open(path, projection=JOURNAL, readonly=True) as session:
+        assert session.report.ok  # a checkpoint holds no entries: nothing is damaged
+        assert session.report.notes == (
+            f"checkpoint at byte {offset} is unusable (a checkpoint is not a map); skipped",
+            "no usable checkpoint: the whole file was read",
+        )
+        assert [e.data["text"] for e in session.branch()] == ["one", "two"]
+        with pytest.raises(ValueError, match=r"^a checkpoint is not a map$"):
+            session.checkpoint_at(offset)
+
+
+# ---- data too deep to read back -------------------------------------------------------------
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("append", ["chains", "many"])
+def test_data_too_deep_is_refused_behind_a_plain_value(tmp_path: Path, append: str) -> None:
+    """The depth check walks the whole entry: a plain value met before the deep part does
+    not end it."""
+    deep = {"deep": _nested(codec.MAX_NESTING - 1), "after": 0}
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        if append == "chains":
+            [refused] = session.append_chains([[("d", deep)]])
+            assert isinstance(refused, ValueError)
+            assert str(refused) == f"entry data is nested more than {codec.MAX_NESTING} levels deep"
+        else:
+            with pytest.raises(ValueError, match="nested more than"):
+                session.append_many([("d", deep)])
+        assert len(session) == 0
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert len(again) == 0
+
+
+# ---- the dictionary -------------------------------------------------------------------------
+
+
+def test_a_small_entry_of_the_vocabulary_compresses_through_the_dictionary(
+    tmp_path: Path,
+) -> None:
+    """What the preset dictionary is for: one small entry made of the journal's words is
+    stored in far fewer bytes than its CBOR, in a fork's frames as in appended ones."""
+    data = {
+        "toolCallId": "call",
+        "name": "ask_user",
+        "arguments": {"questions": [{"id": "q", "type": "single", "prompt": "p"}]},
+        "details": {"status": "queued", "pendingRequests": [], "questionIds": []},
+    }
+    plain = len(cbor2.dumps(["0123456789abcdef", None, "tool-call", 1.5, data]))
+    source = tmp_path / "s.pias"
+    with SessionFile.open(source) as session:
+        session.append("tool-call", data)
+        forked = session.fork(tmp_path / "f.pias")
+    forked.close()
+    for path in (source, tmp_path / "f.pias"):
+        content = path.read_bytes()
+        header = 8 + int.from_bytes(content[:4], "big")
+        frame = content[header:]
+        assert int.from_bytes(frame[:4], "big") + 8 == len(frame)  # one entries frame
+        assert int.from_bytes(frame[:4], "big") < plain // 2, (path, len(frame), plain)
