@@ -239,3 +239,63 @@ def test_a_small_entry_of_the_vocabulary_compresses_through_the_dictionary(
         frame = content[header:]
         assert int.from_bytes(frame[:4], "big") + 8 == len(frame)  # one entries frame
         assert int.from_bytes(frame[:4], "big") < plain // 2, (path, len(frame), plain)
+
+
+KEY = bytes.fromhex("00112233445566ff")
+ENTRY: list[Any] = [KEY, None, "message", 1.5, {"text": "x"}]
+
+
+def _with(place: int, value: Any) -> list[Any]:
+    item = list(ENTRY)
+    item[place] = value
+    return item
+
+
+@pytest.mark.parametrize(
+    ("item", "detail"),
+    [
+        (ENTRY[:4], "an entry is not a five-element array"),
+        ([*ENTRY, None], "an entry is not a five-element array"),
+        ("abcde", "an entry is not a five-element array"),
+        (_with(0, b"\x00\x01\x02\x03"), "an entry has no id"),
+        (_with(0, ""), "an entry has no id"),
+        (_with(0, 7), "an entry has no id"),
+        (_with(1, b"\x00\x01\x02\x03"), "an entry parent is neither text, 8 bytes nor null"),
+        (_with(1, 7), "an entry parent is neither text, 8 bytes nor null"),
+        (_with(2, ""), "an entry type is not a non-empty string"),
+        (_with(2, b"message"), "an entry type is not a non-empty string"),
+        (_with(3, "1.5"), "an entry timestamp is not a number"),
+        (_with(3, True), "an entry timestamp is not a number"),
+        (_with(4, ["text"]), "entry data is not a map"),
+    ],
+)
+def test_a_malformed_entry_is_undecodable_with_its_reason(
+    tmp_path: Path, item: Any, detail: str
+) -> None:
+    path = tmp_path / "s.pias"
+    session_with(path, bytes([codec.KIND_ENTRIES]) + deflate(cbor2.dumps([item])))
+    assert opened_damage(path) == ("undecodable", detail, 2)
+
+
+def test_entries_of_other_writers_read_back(tmp_path: Path) -> None:
+    """What a reader accepts beyond what this writer writes: text ids and parents, an
+    integer timestamp (read as a float), a batch whose entries hang from each other."""
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        root = session.append("message", {"text": "root"})
+    items = [
+        ["text-id", root.id, "message", 7, {"n": 1}],
+        [KEY, "text-id", "message", 8.25, {"n": 2}],
+    ]
+    with path.open("ab") as file:
+        file.write(encode_frame(bytes([codec.KIND_ENTRIES]) + deflate(cbor2.dumps(items))))
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        branch = again.branch()
+        assert [(e.id, e.parent_id, e.timestamp) for e in branch] == [
+            (root.id, None, root.timestamp),
+            ("text-id", root.id, 7.0),
+            (KEY.hex(), "text-id", 8.25),
+        ]
+        assert type(branch[1].timestamp) is float
+        assert again.leaf_id == KEY.hex()
