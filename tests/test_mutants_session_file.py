@@ -1,0 +1,333 @@
+"""Session file behaviour the other session suites left unpinned, found by mutation testing
+(``docs/mutation-persistence.md``, ``session_file.py``).
+
+Sessions are real files in ``tmp_path``; damage is written as bytes. A recording projection
+(``Recorder``) shows what a fold is fed: every entry, once, with the data as the writer passed
+it. The size limit is lowered with ``monkeypatch`` (the module reads it at every call), so the
+frame packing and the limit's edges are seen with small entries.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cbor2
+import pytest
+
+from pi_agent_ask.persistence import codec
+from pi_agent_ask.persistence import session_file as sf
+from pi_agent_ask.persistence.session_file import (
+    Entry,
+    Header,
+    Loc,
+    SessionFile,
+    encode_frame,
+)
+
+# ---- helpers --------------------------------------------------------------------------------
+
+
+def frames(path: Path) -> list[tuple[int, bytes]]:
+    """``(offset, payload)`` of every frame after the header, parsed independently."""
+    data = path.read_bytes()
+    out, pos = [], 8 + int.from_bytes(data[:4], "big")
+    while pos < len(data):
+        length = int.from_bytes(data[pos : pos + 4], "big")
+        out.append((pos, data[pos + 8 : pos + 8 + length]))
+        pos += 8 + length
+    return out
+
+
+def v1_file(path: Path, entries: list[Entry]) -> None:
+    content = [encode_frame(Header(1, 1.0e9, "old").to_cbor())]
+    content += [encode_frame(entry.to_cbor()) for entry in entries]
+    path.write_bytes(b"".join(content))
+
+
+class RecorderFold:
+    def __init__(self, owner: Recorder, live: int = 0) -> None:
+        self.owner = owner
+        self.log: list[Any] = []
+        self.count = live
+
+    def step(self, entry: Entry, loc: Loc) -> None:
+        self.owner.steps += 1
+        self.owner.seen.append(entry)
+        self.count += 1
+        self.log.append([entry.id, entry.parent_id, entry.type, entry.timestamp, list(loc)])
+
+    def live(self) -> int:
+        return self.count
+
+
+class Recorder:
+    """A projection recording what its folds are fed."""
+
+    name = "recorder/1"
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.seen: list[Entry] = []
+
+    def empty(self) -> RecorderFold:
+        return RecorderFold(self)
+
+    def restore(self, live: Any) -> RecorderFold:
+        if type(live) is not int:
+            raise ValueError("not a count")
+        return RecorderFold(self, live)
+
+
+CLOCK = 1.5
+
+
+def clock() -> float:
+    return CLOCK
+
+
+# ---- entries and their data -----------------------------------------------------------------
+
+
+def test_entry_data_refuses_changes_with_its_text(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        entry = session.append("t", {"a": {"b": 1}})
+        for change in (
+            lambda: entry.data.__setitem__("x", 1),
+            lambda: entry.data["a"].pop("b"),
+            lambda: entry.data.update({}),
+        ):
+            with pytest.raises(TypeError, match=r"^entry data is read-only$"):
+                change()
+
+
+def test_data_cbor_cannot_store_is_refused_in_a_version_1_file(tmp_path: Path) -> None:
+    path = tmp_path / "old.pias"
+    v1_file(path, [Entry("root", None, "t", 1.0, {})])
+    size = path.stat().st_size
+    with SessionFile.open(path) as session:
+        with pytest.raises(TypeError, match=r"^entry data cannot be stored: "):
+            session.append("t", {"x": object()})
+        with pytest.raises(TypeError, match=r"^entry data cannot be stored: "):
+            session.append_many([("t", {}), ("t", {"x": object()})])
+    assert path.stat().st_size == size
+
+
+def test_a_written_entry_is_unequal_to_what_is_not_an_entry(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        [(written,)] = session.append_chains([[("t", {"a": 1})]])
+        assert isinstance(written, Entry)
+        assert (written != "t") is True
+        assert (written != 5) is True
+        assert (written == "t") is False
+        assert (written != session.get(written.id)) is False
+
+
+# ---- append_chains --------------------------------------------------------------------------
+
+
+def test_an_entry_type_that_is_empty_or_not_text_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        results = session.append_chains([[("", {})], [(5, {})], [("ok", {})]])  # type: ignore[list-item]
+        for refused in results[:2]:
+            assert isinstance(refused, ValueError)
+            assert str(refused) == "entry type must be a non-empty string"
+        for bad in ("", 5):
+            with pytest.raises(ValueError, match=r"^entry type must be a non-empty string$"):
+                session.append_many([(bad, {})])  # type: ignore[list-item]
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert [e.type for e in again.branch()] == ["ok"]
+
+
+def test_a_chain_with_a_mapping_that_is_not_a_dict_inside_is_stored(tmp_path: Path) -> None:
+    """CBOR cannot encode a ``MappingProxyType`` as it is: that chain's data is frozen first
+    and then stored whole, ids, parents, type and time included."""
+    path = tmp_path / "s.pias"
+    inner = types.MappingProxyType({"k": [1, 2]})
+    with SessionFile.open(path, clock=clock) as session:
+        root = session.append("root", {})
+        [chain] = session.append_chains([[("a", {"m": inner}), ("b", {"n": {"m": inner}})]])
+        assert isinstance(chain, tuple)
+        first, second = chain
+        assert (first.parent_id, second.parent_id) == (root.id, first.id)
+        assert first.data == {"m": {"k": (1, 2)}}
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert again.branch() == (root, first, second)
+        assert [(e.type, e.timestamp) for e in again.branch()[1:]] == [("a", CLOCK), ("b", CLOCK)]
+
+
+def test_the_fold_takes_the_appended_entries_with_the_data_as_given(tmp_path: Path) -> None:
+    recorder = Recorder()
+    given = [{"n": n, "inner": {"list": [n]}} for n in range(3)]
+    with SessionFile.open(tmp_path / "s.pias", projection=recorder, clock=clock) as session:
+        fold = session.fold()
+        [chain, single] = session.append_chains(
+            [[("a", given[0]), ("b", given[1])], [("c", given[2])]]
+        )
+        assert isinstance(chain, tuple) and isinstance(single, tuple)
+        written = [*chain, *single]
+        assert recorder.steps == 3  # each entry once: nothing was read back
+        assert session.fold() is fold
+        for view, entry, data in zip(recorder.seen, written, given, strict=True):
+            assert view.data is data  # as the writer passed it, not a frozen copy
+            assert (view.id, view.parent_id, view.type, view.timestamp) == (
+                entry.id,
+                entry.parent_id,
+                entry.type,
+                CLOCK,
+            )
+        assert [item[:4] for item in fold.log] == [
+            [e.id, e.parent_id, e.type, e.timestamp] for e in session.branch()
+        ]
+        assert recorder.steps == 3
+
+
+def _failing_second_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+    calls = 0
+
+    def write(fd: int, data: bytes | memoryview) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(sf.os, "write", write)
+
+
+def test_a_failed_write_fails_its_chain_and_every_later_one_in_a_version_1_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "old.pias"
+    v1_file(path, [Entry("root", None, "t", 1.0, {})])
+    with SessionFile.open(path) as session:
+        _failing_second_write(monkeypatch)
+        results = session.append_chains(
+            [[("a", {})], [("bad", {"x": object()})], [("b", {})], [("c", {})], [("d", {})]]
+        )
+        monkeypatch.undo()
+        assert len(results) == 5
+        first, refused, failed, *after = results
+        assert isinstance(first, tuple) and [e.type for e in first] == ["a"]
+        assert isinstance(refused, TypeError)
+        assert isinstance(failed, OSError) and failed.errno == errno.ENOSPC
+        assert after == [failed, failed]
+        assert session.leaf_id == first[0].id
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert [e.type for e in again.branch()] == ["t", "a"]
+
+
+# ---- the frame size limit and the packing of chains into frames ------------------------------
+
+LIMIT = 1000
+
+
+def _item_size(data: dict[str, Any]) -> int:
+    """The CBOR size of one entry under an entry (both ids 8 bytes) at ``CLOCK``."""
+    return len(cbor2.dumps([bytes(8), bytes(8), "t", CLOCK, data]))
+
+
+def _data_of_chain_size(size: int) -> dict[str, Any]:
+    """Data whose one-entry chain counts ``size`` plain bytes (``_chain``: items + 9)."""
+    for k in range(size):
+        data = {"s": "x" * k}
+        if _item_size(data) + 9 == size:
+            return data
+    raise AssertionError(size)
+
+
+@pytest.fixture
+def small_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", LIMIT)
+    yield
+
+
+@pytest.mark.usefixtures("small_limit")
+def test_a_chain_of_exactly_the_limit_is_stored_one_byte_more_is_refused(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, clock=clock) as session:
+        session.append("root", {})
+        at_limit, over = session.append_chains(
+            [[("t", _data_of_chain_size(LIMIT))], [("t", _data_of_chain_size(LIMIT + 1))]]
+        )
+        assert isinstance(at_limit, tuple)
+        assert isinstance(over, ValueError)
+        assert str(over) == f"entry too large: {LIMIT + 1} bytes (at most {LIMIT})"
+    with SessionFile.open(path, readonly=True) as again:
+        assert [e.type for e in again.branch()] == ["root", "t"]
+
+
+@pytest.mark.usefixtures("small_limit")
+def test_chains_share_a_frame_up_to_half_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    half = LIMIT // 2
+    with SessionFile.open(path, clock=clock) as session:
+        session.append("root", {})
+        before = len(frames(path))
+        results = session.append_chains(
+            [
+                [("t", _data_of_chain_size(half - 100))],
+                [("t", _data_of_chain_size(100))],  # exactly half the limit with the first
+                [("t", _data_of_chain_size(60))],  # one byte more: the next frame
+            ]
+        )
+        assert all(isinstance(r, tuple) for r in results)
+    written = frames(path)[before:]
+    assert [len(codec.decode_entries(payload)) for _, payload in written] == [2, 1]
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert len(again.branch()) == 4
+
+
+# ---- leaf moves, flushes --------------------------------------------------------------------
+
+
+def test_a_version_2_leaf_move_is_a_kind_byte_frame(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        first = session.append("t", {})
+        session.append("t", {})
+        session.move_leaf(first.id)
+    (_, payload) = frames(path)[-1]
+    assert payload == bytes([codec.KIND_LEAF]) + cbor2.dumps(bytes.fromhex(first.id))
+
+
+def test_flush_clears_what_needs_flushing(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        assert session.needs_flush is False
+        session.append("t", {})
+        assert session.needs_flush is True
+        session.flush()
+        assert session.needs_flush is False
+        session.flush()
+        assert session.needs_flush is False
+
+
+# ---- fork into memory -----------------------------------------------------------------------
+
+
+def test_a_fork_into_memory_of_a_long_branch_keeps_every_entry(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias", clock=clock) as session:
+        for start in range(0, 300, 50):
+            session.append_many([("t", {"n": n}) for n in range(start, start + 50)])
+        branch = session.branch()
+        forked = session.fork(None)
+    with forked:
+        assert len(forked) == 300
+        assert forked.report.entries == 300
+        assert forked.branch() == branch
+        assert forked.leaf_id == branch[-1].id
+        assert [forked.parent_id(e.id) for e in branch[250:260]] == [
+            e.parent_id for e in branch[250:260]
+        ]
