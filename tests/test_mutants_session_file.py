@@ -331,3 +331,117 @@ def test_a_fork_into_memory_of_a_long_branch_keeps_every_entry(tmp_path: Path) -
         assert [forked.parent_id(e.id) for e in branch[250:260]] == [
             e.parent_id for e in branch[250:260]
         ]
+
+
+# ---- version 1 leaf moves -------------------------------------------------------------------
+
+
+def test_a_version_1_leaf_move_is_a_leaf_map_and_reads_back(tmp_path: Path) -> None:
+    path = tmp_path / "old.pias"
+    v1_file(path, [Entry("root", None, "t", 1.0, {}), Entry("child", "root", "t", 2.0, {})])
+    with SessionFile.open(path) as session:
+        session.move_leaf("root")
+    (_, payload) = frames(path)[-1]
+    assert cbor2.loads(payload) == {"leaf": "root"}
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert again.leaf_id == "root"
+
+
+# ---- forks ----------------------------------------------------------------------------------
+
+
+def test_a_fork_into_memory_keeps_the_clock_and_the_projection(tmp_path: Path) -> None:
+    recorder = Recorder()
+    with SessionFile.open(tmp_path / "s.pias", projection=recorder, clock=clock) as session:
+        session.append_many([("t", {"n": n}) for n in range(3)])
+        forked = session.fork(None)
+    with forked:
+        assert forked.projection is recorder
+        assert forked.header.created == CLOCK
+        assert [item[0] for item in forked.fold().log] == list(forked.branch_ids())
+        assert forked.append("t", {}).timestamp == CLOCK
+
+
+def test_a_fork_into_a_file_keeps_clock_fsync_and_every_entry(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias", clock=clock, fsync=True) as session:
+        for start in range(0, 300, 50):
+            session.append_many([("t", {"n": n}) for n in range(start, start + 50)])
+        branch = session.branch()
+        forked = session.fork(tmp_path / "f.pias")
+    with forked:
+        assert forked.report.ok
+        assert len(forked) == 300
+        assert forked.branch() == branch
+        assert forked.fsync is True
+        assert forked.header.created == CLOCK
+        assert forked.append("t", {}).timestamp == CLOCK
+    with SessionFile.open(tmp_path / "f.pias", readonly=True) as again:
+        assert again.report.ok
+        assert again.branch()[:300] == branch
+
+
+def test_a_fork_onto_an_existing_file_names_it(tmp_path: Path) -> None:
+    target = tmp_path / "taken.pias"
+    target.write_bytes(b"someone's")
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        session.append("t", {})
+        with pytest.raises(FileExistsError) as caught:
+            session.fork(target)
+    assert caught.value.args == (target,)
+    assert target.read_bytes() == b"someone's"
+
+
+def test_a_fork_of_more_than_a_read_window_is_whole(tmp_path: Path) -> None:
+    """The new file's frames are buffered and written a window (1 MiB) at a time."""
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        session.append_many([("t", {"b": os.urandom(5_000)}) for _ in range(300)])
+        branch = session.branch()
+        forked = session.fork(tmp_path / "f.pias")
+    forked.close()
+    assert (tmp_path / "f.pias").stat().st_size > 1 << 20
+    with SessionFile.open(tmp_path / "f.pias", readonly=True) as again:
+        assert again.report.ok
+        assert again.branch() == branch
+
+
+# ---- creating files -------------------------------------------------------------------------
+
+
+def test_a_new_file_is_created_in_its_own_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temporary file lies next to the target, whatever the working directory (here one
+    that was removed: nothing can be created in it)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        assert session.report.created
+        session.append("t", {})
+        forked = session.fork(tmp_path / "f.pias")
+    forked.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.pias", "s.pias"]
+
+
+def test_a_new_file_takes_mode_0644_under_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        SessionFile.open(tmp_path / "a.pias").close()
+        os.umask(0o077)
+        SessionFile.open(tmp_path / "b.pias").close()
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.pias").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "b.pias").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_long_file_name_is_created(tmp_path: Path) -> None:
+    """The temporary name adds 18 characters (a dot, 12 hex digits, ``.`` and ``.tmp``): a
+    name of 255 - 18 characters still fits the file system's limit."""
+    name = "s" * (255 - 18)
+    with SessionFile.open(tmp_path / name) as session:
+        assert session.report.created
+    assert [p.name for p in tmp_path.iterdir()] == [name]
