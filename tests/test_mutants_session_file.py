@@ -146,8 +146,8 @@ def test_an_entry_type_that_is_empty_or_not_text_is_refused(tmp_path: Path) -> N
 
 
 def test_a_chain_with_a_mapping_that_is_not_a_dict_inside_is_stored(tmp_path: Path) -> None:
-    """CBOR cannot encode a ``MappingProxyType`` as it is: that chain's data is frozen first
-    and then stored whole, ids, parents, type and time included."""
+    """A ``MappingProxyType`` deep inside is stored as a map, ids, parents, type and time
+    included, and reads back frozen."""
     path = tmp_path / "s.pias"
     inner = types.MappingProxyType({"k": [1, 2]})
     with SessionFile.open(path, clock=clock) as session:
@@ -161,6 +161,41 @@ def test_a_chain_with_a_mapping_that_is_not_a_dict_inside_is_stored(tmp_path: Pa
         assert again.report.ok
         assert again.branch() == (root, first, second)
         assert [(e.type, e.timestamp) for e in again.branch()[1:]] == [("a", CLOCK), ("b", CLOCK)]
+
+
+def test_data_cbor_cannot_store_is_refused_with_its_reason(tmp_path: Path) -> None:
+    """The chain is refused with the encoder's reason, also after the data was frozen and
+    tried again."""
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        [refused, fine] = session.append_chains(
+            [[("a", {}), ("b", {"odd": object()})], [("c", {})]]
+        )
+        assert isinstance(refused, TypeError)
+        assert str(refused).startswith("entry data cannot be stored: ")
+        assert "object" in str(refused)
+        assert isinstance(fine, tuple)
+        assert [e.type for e in session.branch()] == ["c"]
+
+
+def test_ids_stay_unique_when_the_random_source_repeats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer never hands out an id twice: not within one call, not one already in the
+    file, whatever the random source returns."""
+    same = bytes.fromhex("00112233445566ff")
+    pools = iter([same * 3 + bytes(range(8, 16)) + bytes(range(16, 24)) + b"\xaa" * 8] * 20)
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        monkeypatch.setattr(sf.os, "urandom", lambda n: next(pools).ljust(n, b"\x00"))
+        [chain] = session.append_chains([[("a", {}), ("b", {})]])
+        assert isinstance(chain, tuple)
+        ids = [e.id for e in chain]
+        assert ids == [same.hex(), bytes(range(8, 16)).hex()]
+        # A new session's pool: the same draws again, and the file holds both ids already.
+        session.reload()
+        many = session.append_many([("c", {}), ("d", {})])
+        assert [e.id for e in many] == [bytes(range(16, 24)).hex(), (b"\xaa" * 8).hex()]
+        monkeypatch.undo()
+        assert len(set(session.ids())) == 4
 
 
 def test_the_fold_takes_the_appended_entries_with_the_data_as_given(tmp_path: Path) -> None:
