@@ -299,3 +299,34 @@ def test_entries_of_other_writers_read_back(tmp_path: Path) -> None:
         ]
         assert type(branch[1].timestamp) is float
         assert again.leaf_id == KEY.hex()
+
+
+# ---- deflate data that is not ---------------------------------------------------------------
+
+
+def test_an_entries_frame_that_is_not_deflate_data_names_the_inflate_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.pias"
+    session_with(path, bytes([codec.KIND_ENTRIES]) + b"\xff\xff\xff\xff")
+    reason, detail, kept = opened_damage(path)
+    assert (reason, kept) == ("undecodable", 2)
+    assert detail.startswith("not deflate data: Error -3 while decompressing data: ")
+
+
+def test_an_entries_frame_inflating_past_the_limit_is_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader inflates at most ``MAX_PLAIN_BYTES`` (here lowered): more is damage, and
+    a frame within the limit still reads."""
+    monkeypatch.setattr(codec, "MAX_PLAIN_BYTES", 2_000)
+    path = tmp_path / "s.pias"
+    within = cbor2.dumps([[KEY, None, "message", 1.5, {"text": "y" * 1_500}]])
+    assert len(within) < 2_000
+    with path.open("wb") as file:
+        file.write(encode_frame(Header(2, 1.0, "s").to_cbor()))
+        file.write(encode_frame(bytes([codec.KIND_ENTRIES]) + deflate(within)))
+    over = [[bytes(range(8, 16)), KEY.hex(), "message", 1.5, {"text": "z" * 2_000}]]
+    with path.open("ab") as file:
+        file.write(encode_frame(bytes([codec.KIND_ENTRIES]) + deflate(cbor2.dumps(over))))
+    assert opened_damage(path) == ("undecodable", "deflate data is incomplete or too large", 1)

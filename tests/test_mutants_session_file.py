@@ -182,18 +182,18 @@ def test_ids_stay_unique_when_the_random_source_repeats(
 ) -> None:
     """A writer never hands out an id twice: not within one call, not one already in the
     file, whatever the random source returns."""
-    same = bytes.fromhex("00112233445566ff")
-    pools = iter([same * 3 + bytes(range(8, 16)) + bytes(range(16, 24)) + b"\xaa" * 8] * 20)
+    same, other, third = bytes.fromhex("00112233445566ff"), bytes(range(8, 16)), b"\xaa" * 8
+    pools = iter([same * 3 + other, same + other + bytes(range(16, 24)) * 2 + third])
     with SessionFile.open(tmp_path / "s.pias") as session:
         monkeypatch.setattr(sf.os, "urandom", lambda n: next(pools).ljust(n, b"\x00"))
         [chain] = session.append_chains([[("a", {}), ("b", {})]])
         assert isinstance(chain, tuple)
         ids = [e.id for e in chain]
-        assert ids == [same.hex(), bytes(range(8, 16)).hex()]
-        # A new session's pool: the same draws again, and the file holds both ids already.
+        assert ids == [same.hex(), other.hex()]
+        # A new session's pool: the file holds two of its ids already, and one repeats.
         session.reload()
         many = session.append_many([("c", {}), ("d", {})])
-        assert [e.id for e in many] == [bytes(range(16, 24)).hex(), (b"\xaa" * 8).hex()]
+        assert [e.id for e in many] == [bytes(range(16, 24)).hex(), third.hex()]
         monkeypatch.undo()
         assert len(set(session.ids())) == 4
 
@@ -480,3 +480,118 @@ def test_a_long_file_name_is_created(tmp_path: Path) -> None:
     with SessionFile.open(tmp_path / name) as session:
         assert session.report.created
     assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+# ---- append_many ----------------------------------------------------------------------------
+
+
+def test_appending_under_an_unknown_parent_names_it(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        with pytest.raises(KeyError) as caught:
+            session.append("t", {}, parent_id="nope")
+        assert caught.value.args == ("nope",)
+        assert len(session) == 0
+
+
+def test_a_version_2_append_is_a_compact_entries_frame(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, clock=clock) as session:
+        single = session.append("t", {"a": 1})
+        chain = session.append_many([("u", {}), ("v", {})])
+    payloads = [payload for _, payload in frames(path)]
+    assert [p[0] for p in payloads] == [codec.KIND_ENTRIES, codec.KIND_ENTRIES]
+    assert codec.decode_entries(payloads[0]) == [(single.id, None, "t", CLOCK, {"a": 1})]
+    assert [f[0] for f in codec.decode_entries(payloads[1])] == [e.id for e in chain]
+
+
+def test_a_version_1_single_entry_is_at_slot_minus_one(tmp_path: Path) -> None:
+    """A fold is given each entry's place: ``(frame offset, -1)`` for a frame of one bare
+    entry, ``(frame offset, n)`` for the n-th entry of a batch."""
+    path = tmp_path / "old.pias"
+    v1_file(path, [Entry("root", None, "t", 1.0, {})])
+    recorder = Recorder()
+    with SessionFile.open(path, projection=recorder) as session:
+        fold = session.fold()
+        single = session.append("t", {})
+        session.append_many([("u", {}), ("v", {})])
+        offsets = [offset for offset, _ in frames(path)]
+        assert [item[4] for item in fold.log] == [
+            [offsets[0], -1],
+            [offsets[1], -1],
+            [offsets[2], 0],
+            [offsets[2], 1],
+        ]
+        assert session.entry_at((offsets[1], -1)) == single
+
+
+# ---- writes that fail, short writes, close ---------------------------------------------------
+
+
+def test_a_write_whose_rollback_fails_leaves_the_session_unusable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    real_write = os.write
+    with SessionFile.open(path) as session:
+        session.append("t", {})
+
+        def half(fd: int, data: bytes | memoryview) -> int:
+            real_write(fd, bytes(data)[:5])
+            raise OSError(errno.EIO, "I/O error")
+
+        def refuse(fd: int, length: int) -> None:
+            raise OSError(errno.EIO, "I/O error")
+
+        monkeypatch.setattr(sf.os, "write", half)
+        monkeypatch.setattr(sf.os, "ftruncate", refuse)
+        with pytest.raises(OSError, match="I/O error"):
+            session.append("t", {"lost": True})
+        monkeypatch.undo()
+        with pytest.raises(OSError, match=r"^session file is unusable after a failed write$"):
+            session.append("t", {})
+        with pytest.raises(OSError, match=r"^session file is unusable after a failed write$"):
+            session.append_chains([[("t", {})]])
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.damage is not None  # the garbage the rollback could not remove
+        assert again.report.entries == 1
+
+
+def test_short_writes_are_continued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.pias"
+    real_write = os.write
+    with SessionFile.open(path) as session:
+        monkeypatch.setattr(sf.os, "write", lambda fd, data: real_write(fd, bytes(data)[:7]))
+        entry = session.append("t", {"text": "a longer entry than seven bytes"})
+        monkeypatch.undo()
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert again.branch() == (entry,)
+
+
+def _count_fdatasync(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(sf.os, "fdatasync", fdatasync)
+    return calls
+
+
+def test_close_flushes_what_was_written_unless_told_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _count_fdatasync(monkeypatch)
+    session = SessionFile.open(tmp_path / "a.pias")
+    session.append("t", {})
+    session.close()
+    assert len(calls) == 1
+    session = SessionFile.open(tmp_path / "b.pias")
+    session.append("t", {})
+    session.close(flush=False)
+    assert len(calls) == 1
+    session = SessionFile.open(tmp_path / "c.pias")
+    session.close()  # nothing written since the open
+    assert len(calls) == 1
