@@ -330,3 +330,76 @@ def test_an_entries_frame_inflating_past_the_limit_is_damage(
     with path.open("ab") as file:
         file.write(encode_frame(bytes([codec.KIND_ENTRIES]) + deflate(cbor2.dumps(over))))
     assert opened_damage(path) == ("undecodable", "deflate data is incomplete or too large", 1)
+
+
+# ---- how ids are stored ---------------------------------------------------------------------
+
+
+def _stored_ids(path: Path) -> list[Any]:
+    """The id of every entry of a version 2 file as stored (bytes or text)."""
+    data = path.read_bytes()
+    pos, out = 8 + int.from_bytes(data[:4], "big"), []
+    while pos < len(data):
+        length = int.from_bytes(data[pos : pos + 4], "big")
+        payload = data[pos + 8 : pos + 8 + length]
+        if payload[0] == codec.KIND_ENTRIES:
+            unpacker = zlib.decompressobj(-15, codec.DICTIONARY)
+            out += [item[0] for item in cbor2.loads(unpacker.decompress(payload[1:]))]
+        pos += 8 + length
+    return out
+
+
+def test_only_ids_of_16_lower_case_hex_digits_are_stored_as_bytes(tmp_path: Path) -> None:
+    ids = ["0123456789abcdef", "0123456789ABCDEF", "abcd", "0123456789abcdef0", "root"]
+    old = tmp_path / "old.pias"
+    entries, parent = [], None
+    for n, entry_id in enumerate(ids):
+        entries.append(Entry(entry_id, parent, "message", float(n), {"n": n}))
+        parent = entry_id
+    v1_file(old, entries)
+    with SessionFile.open(old, readonly=True) as source:
+        forked = source.fork(tmp_path / "new.pias")
+    with forked:
+        generated = forked.append("message", {}).id
+    assert _stored_ids(tmp_path / "new.pias") == [
+        bytes.fromhex(ids[0]),
+        *ids[1:],
+        bytes.fromhex(generated),
+    ]
+    with SessionFile.open(tmp_path / "new.pias", readonly=True) as again:
+        assert again.report.ok
+        assert again.branch_ids() == (*ids, generated)
+
+
+# ---- the dictionary in large frames, refused data -------------------------------------------
+
+
+def test_a_large_frame_is_deflated_with_the_dictionary_too(tmp_path: Path) -> None:
+    """A frame over ``SMALL_FRAME`` plain bytes takes its own compressor, primed with the
+    dictionary as well: every word of the vocabulary once costs almost nothing."""
+    data = {"words": list(codec.VOCABULARY), "pad": "q" * 1_000}
+    plain = len(cbor2.dumps([[bytes(8), None, "message", 1.5, data]]))
+    assert plain > codec.SMALL_FRAME
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        session.append("message", data)
+    content = path.read_bytes()
+    header = 8 + int.from_bytes(content[:4], "big")
+    length = int.from_bytes(content[header : header + 4], "big")
+    assert header + 8 + length == len(content)
+    assert length < plain // 8, (length, plain)
+
+
+def test_refused_data_says_why(tmp_path: Path) -> None:
+    def nested(depth: int) -> Any:
+        value: Any = "leaf"
+        for _ in range(depth):
+            value = [value]
+        return value
+
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        with pytest.raises(ValueError, match=r"^entry data is nested too deeply to be read back: "):
+            session.append_many([("t", {"x": nested(398)})])
+        with pytest.raises(TypeError, match=r"^entry data cannot be stored: "):
+            session.append_many([("t", {"x": object()})])
+        assert len(session) == 0
