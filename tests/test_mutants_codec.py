@@ -403,3 +403,10 @@ def test_refused_data_says_why(tmp_path: Path) -> None:
         with pytest.raises(TypeError, match=r"^entry data cannot be stored: "):
             session.append_many([("t", {"x": object()})])
         assert len(session) == 0
+
+
+def test_an_entries_frame_whose_deflate_stream_stops_early_is_damage(tmp_path: Path) -> None:
+    plain = cbor2.dumps([[KEY, None, "message", 1.5, {"text": "abc" * 200}]])
+    path = tmp_path / "s.pias"
+    session_with(path, bytes([codec.KIND_ENTRIES]) + deflate(plain)[:-4])
+    assert opened_damage(path) == ("undecodable", "deflate data is incomplete or too large", 2)
