@@ -595,3 +595,30 @@ def test_close_flushes_what_was_written_unless_told_not_to(
     session = SessionFile.open(tmp_path / "c.pias")
     session.close()  # nothing written since the open
     assert len(calls) == 1
+
+
+def _frame_data(plain: int) -> dict[str, Any]:
+    """Data whose one-entry ``append_many`` frame (under an entry) holds ``plain`` bytes."""
+    return _data_of_chain_size(plain - 1 + 9)  # the frame: an array head of one byte
+
+
+@pytest.mark.usefixtures("small_limit")
+def test_append_many_refuses_a_frame_over_the_limit_plain_or_packed(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, clock=clock) as session:
+        session.append("root", {})
+        session.append_many([("t", _frame_data(LIMIT))])  # exactly the limit: stored
+        with pytest.raises(ValueError) as caught:
+            session.append_many([("t", _frame_data(LIMIT + 1))])
+        assert str(caught.value) == f"entry too large: {LIMIT + 1} bytes (at most {LIMIT})"
+        # Random bytes do not deflate: the packed frame is larger than its plain CBOR.
+        noise = {"b": os.urandom(LIMIT - 40)}
+        assert len(cbor2.dumps([[bytes(8), bytes(8), "t", CLOCK, noise]])) <= LIMIT
+        with pytest.raises(
+            ValueError, match=r"^entry too large: \d+ bytes \(at most 1000\)$"
+        ) as big:
+            session.append_many([("t", noise)])
+        assert int(str(big.value).split()[3]) > LIMIT
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert [e.type for e in again.branch()] == ["root", "t"]
