@@ -622,3 +622,163 @@ def test_append_many_refuses_a_frame_over_the_limit_plain_or_packed(tmp_path: Pa
     with SessionFile.open(path, readonly=True) as again:
         assert again.report.ok
         assert [e.type for e in again.branch()] == ["root", "t"]
+
+
+# ---- version 1 frames a reader refuses, and what it reads -----------------------------------
+
+
+def _v1_with(path: Path, value: Any) -> int:
+    """A version 1 session of one entry, then a frame holding ``value``; its offset."""
+    v1_file(path, [Entry("root", None, "t", 1.0, {})])
+    offset = path.stat().st_size
+    with path.open("ab") as file:
+        file.write(encode_frame(cbor2.dumps(value)))
+    return offset
+
+
+ENTRY_MAP: dict[str, Any] = {"id": "x", "parentId": "root", "type": "t", "timestamp": 2.0}
+
+
+@pytest.mark.parametrize(
+    ("value", "detail"),
+    [
+        ({"batch": [5]}, "entry is not a map"),
+        ({**ENTRY_MAP, "id": "", "data": {}}, "entry id is not a non-empty string"),
+        ({**ENTRY_MAP, "parentId": 5, "data": {}}, "entry parentId is neither a string nor null"),
+        ({**ENTRY_MAP, "type": 5, "data": {}}, "entry type is not a string"),
+        ({**ENTRY_MAP, "timestamp": "2", "data": {}}, "entry timestamp is not a number"),
+        ({**ENTRY_MAP, "timestamp": True, "data": {}}, "entry timestamp is not a number"),
+        ({**ENTRY_MAP, "data": [1]}, "entry data is not a map"),
+        ({"batch": [{**ENTRY_MAP, "data": [1]}]}, "entry data is not a map"),
+        (5, "frame is not a map"),
+        ({"batch": []}, "batch is not a non-empty array"),
+        ({"batch": {"a": 1}}, "batch is not a non-empty array"),
+        ({"leaf": "nope"}, "leaf move to an unknown entry"),
+        ({"leaf": 5}, "leaf move to an unknown entry"),
+        ({"other": 1}, "unknown frame kind"),
+    ],
+)
+def test_a_version_1_frame_that_does_not_fit_is_invalid_with_its_reason(
+    tmp_path: Path, value: Any, detail: str
+) -> None:
+    path = tmp_path / "old.pias"
+    offset = _v1_with(path, value)
+    with SessionFile.open(path, readonly=True) as session:
+        damage = session.report.damage
+        assert damage is not None
+        assert (damage.start, damage.reason, damage.detail) == (offset, "invalid", detail)
+        assert session.ids() == ("root",)
+
+
+def test_version_1_batches_and_leaf_moves_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "old.pias"
+    batch = {
+        "batch": [
+            {**ENTRY_MAP, "id": "a", "data": {"n": 1}},
+            {**ENTRY_MAP, "id": "b", "parentId": "a", "data": {"n": 2}},
+        ]
+    }
+    offset = _v1_with(path, batch)
+    with path.open("ab") as file:
+        file.write(encode_frame(cbor2.dumps({"leaf": None})))
+    recorder = Recorder()
+    with SessionFile.open(path, readonly=True, projection=recorder) as session:
+        assert session.report.ok
+        assert session.leaf_id is None
+        assert session.ids() == ("root", "a", "b")
+        assert session.branch_ids("b") == ("root", "a", "b")
+        assert session.entry_at((offset, 0)).id == "a"
+        assert session.entry_at((offset, 1)) == Entry("b", "a", "t", 2.0, {"n": 2})
+        with pytest.raises(sf.SessionFileError) as caught:
+            session.entry_at((offset, 2))
+        assert caught.value.path == path
+        assert caught.value.reason == "unreadable"
+        assert str(caught.value) == f"{path}: frame at {offset} changed on disk"
+    with SessionFile.open(path) as session:
+        session.move_leaf("a")
+        session.move_leaf(None)
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.ok
+        assert session.leaf_id is None
+
+
+# ---- in-memory sessions and reloads ---------------------------------------------------------
+
+
+def test_an_in_memory_session_is_what_it_says(tmp_path: Path) -> None:
+    recorder = Recorder()
+    session = SessionFile.in_memory(clock=clock, projection=recorder)
+    assert session.fsync is False
+    assert session.readonly is False
+    assert session.projection is recorder
+    assert session.header.created == CLOCK
+    assert session.report.entries == 0
+    assert session.report.created
+    given = {"n": 1}
+    [(entry,)] = session.append_chains([[("t", given)]])
+    assert recorder.steps == 1 and recorder.seen[0].data is given
+    assert entry.timestamp == CLOCK
+
+
+def test_a_reload_keeps_how_the_session_was_opened(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    recorder = Recorder()
+    with SessionFile.open(
+        path, fsync=True, clock=clock, projection=recorder, checkpoint_every=3
+    ) as session:
+        session.append("t", {})
+        session.reload()
+        assert session.fsync is True
+        assert session.projection is recorder
+        before = len(frames(path))
+        session.append_many([("t", {}), ("t", {})])
+        assert session.append("t", {}).timestamp == CLOCK
+        kinds = [payload[0] for _, payload in frames(path)[before:]]
+        assert kinds == [codec.KIND_ENTRIES, codec.KIND_CHECKPOINT, codec.KIND_ENTRIES]
+        path.unlink()
+        with pytest.raises(FileNotFoundError):
+            session.reload()
+    assert not path.exists()
+
+
+# ---- sidecars of cut tails ------------------------------------------------------------------
+
+
+def _torn(path: Path) -> tuple[int, bytes]:
+    with SessionFile.open(path) as session:
+        session.append("t", {})
+    good = path.stat().st_size
+    torn = encode_frame(b"\x01" + b"z" * 40)[:-10]
+    with path.open("ab") as file:
+        file.write(torn)
+    return good, torn
+
+
+def test_a_sidecar_never_replaces_another_and_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    good, torn = _torn(path)
+    first = tmp_path / f"s.pias.cut-{good}"
+    first.write_bytes(b"earlier")
+    old = os.umask(0o022)
+    try:
+        with SessionFile.open(path) as session:
+            report = session.report
+    finally:
+        os.umask(old)
+    assert report.cut
+    assert report.saved_to == tmp_path / f"s.pias.cut-{good}-1"
+    assert report.saved_to.read_bytes() == torn
+    assert report.saved_to.stat().st_mode & 0o777 == 0o600
+    assert first.read_bytes() == b"earlier"
+
+
+def test_after_a_hundred_sidecars_the_tail_is_cut_without_a_copy(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    good, _ = _torn(path)
+    for n in range(100):
+        (tmp_path / (f"s.pias.cut-{good}" + (f"-{n}" if n else ""))).write_bytes(b"")
+    with SessionFile.open(path) as session:
+        assert session.report.cut
+        assert session.report.saved_to is None
+    assert path.stat().st_size == good
+    assert not (tmp_path / f"s.pias.cut-{good}-100").exists()
