@@ -782,3 +782,59 @@ def test_after_a_hundred_sidecars_the_tail_is_cut_without_a_copy(tmp_path: Path)
         assert session.report.saved_to is None
     assert path.stat().st_size == good
     assert not (tmp_path / f"s.pias.cut-{good}-100").exists()
+
+
+# ---- the part of the file before the checkpoint an open starts at ----------------------------
+
+
+def _checkpointed(path: Path) -> dict[str, int]:
+    """Frames: a, b, c, checkpoint 1, d, leaf move to c, checkpoint 2 (leaf c). Offsets by
+    name."""
+    with SessionFile.open(path, projection=Recorder(), checkpoint_every=3) as session:
+        ids = [session.append("t", {"n": n}).id for n in range(4)]
+        session.move_leaf(ids[2])
+    kinds = [(offset, payload[0]) for offset, payload in frames(path)]
+    assert [kind for _, kind in kinds] == [1, 1, 1, 3, 1, 2, 3]
+    names = ["a", "b", "c", "checkpoint 1", "d", "leaf move", "checkpoint 2"]
+    return dict(zip(names, [offset for offset, _ in kinds], strict=True))
+
+
+def _flip_last_byte_of(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    end = offset + 8 + int.from_bytes(data[offset : offset + 4], "big")
+    data[end - 1] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_damage_before_the_checkpoint_is_reported_when_it_is_needed(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    at = _checkpointed(path)
+    _flip_last_byte_of(path, at["d"])  # between the checkpoint's leaf (c) and the checkpoint
+    with SessionFile.open(path, projection=Recorder(), readonly=True) as session:
+        assert session.report.ok and session.report.checkpoint == at["checkpoint 2"]
+        leaf = session.leaf_id
+        assert (len(session), session.indexed) == (4, 1)
+        with pytest.raises(sf.SessionFileError) as caught:
+            session.ids()
+        assert caught.value.reason == "unreadable"
+        assert str(caught.value) == (
+            f"{path}: frames before byte {at['checkpoint 2']}: frame at {at['d']}"
+        )
+        # The session goes on from its checkpoint.
+        assert (len(session), session.indexed, session.leaf_id) == (4, 1, leaf)
+        assert [item[2] for item in session.fold().log] == []
+
+
+def test_a_damaged_older_checkpoint_does_not_stop_the_whole_index(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    at = _checkpointed(path)
+    with SessionFile.open(path, readonly=True) as plain:
+        ids = plain.ids()
+    _flip_last_byte_of(path, at["checkpoint 1"])
+    with SessionFile.open(path, projection=Recorder(), readonly=True) as session:
+        assert session.report.checkpoint == at["checkpoint 2"]
+        assert session.report.notes == ()
+        assert session.ids() == ids
+        assert session.indexed == 4
+        with pytest.raises(ValueError, match=r"^no whole frame there, or its checksum fails$"):
+            session.checkpoint_at(at["checkpoint 1"])
