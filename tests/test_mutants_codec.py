@@ -410,3 +410,40 @@ def test_an_entries_frame_whose_deflate_stream_stops_early_is_damage(tmp_path: P
     path = tmp_path / "s.pias"
     session_with(path, bytes([codec.KIND_ENTRIES]) + deflate(plain)[:-4])
     assert opened_damage(path) == ("undecodable", "deflate data is incomplete or too large", 2)
+
+
+# ---- array heads ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("count", "head"),
+    [
+        (0, b"\x80"),
+        (23, b"\x97"),
+        (24, b"\x98\x18"),
+        (255, b"\x98\xff"),
+        (256, b"\x99\x01\x00"),
+        (0xFFFF, b"\x99\xff\xff"),
+        (0x10000, b"\x9a\x00\x01\x00\x00"),
+        (0xFFFFFFFF, b"\x9a\xff\xff\xff\xff"),
+        (0x100000000, b"\x9b\x00\x00\x00\x01\x00\x00\x00\x00"),
+    ],
+)
+def test_an_array_head_is_the_shortest_cbor_head(count: int, head: bytes) -> None:
+    """RFC 8949 major type 4: the count in the head byte below 24, else in 1, 2, 4 or 8 bytes
+    after it, the fewest that hold it; as cbor2 writes it."""
+    assert codec.array_head(count) == head
+    if count <= 0x10000:
+        assert cbor2.dumps([0] * count)[: len(head)] == head
+
+
+@pytest.mark.parametrize("count", [23, 24, 255, 256, 257])
+def test_a_chain_of_many_entries_reads_back(tmp_path: Path, count: int) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        [chain] = session.append_chains([[("t", {"n": n}) for n in range(count)]])
+        assert isinstance(chain, tuple)
+        many = session.append_many([("u", {"n": n}) for n in range(count)])
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert again.branch() == (*chain, *many)
