@@ -816,7 +816,7 @@ def test_damage_before_the_checkpoint_is_reported_when_it_is_needed(tmp_path: Pa
         assert (len(session), session.indexed) == (4, 1)
         with pytest.raises(sf.SessionFileError) as caught:
             session.ids()
-        assert caught.value.reason == "unreadable"
+        assert (caught.value.reason, caught.value.path) == ("unreadable", path)
         assert str(caught.value) == (
             f"{path}: frames before byte {at['checkpoint 2']}: frame at {at['d']}"
         )
@@ -838,3 +838,96 @@ def test_a_damaged_older_checkpoint_does_not_stop_the_whole_index(tmp_path: Path
         assert session.indexed == 4
         with pytest.raises(ValueError, match=r"^no whole frame there, or its checksum fails$"):
             session.checkpoint_at(at["checkpoint 1"])
+
+
+def test_entries_after_the_checkpoint_keep_their_parents_in_the_whole_index(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.pias"
+    _checkpointed(path)
+    with SessionFile.open(path, projection=Recorder()) as session:
+        assert session.indexed == 1
+        c = session.leaf_id
+        e = session.append("t", {"n": "e"}).id
+        session.move_leaf(None)
+        r = session.append("t", {"n": "r"}).id
+        s = session.append("t", {"n": "s"}).id
+    with SessionFile.open(path, projection=Recorder(), readonly=True) as session:
+        assert session.indexed == 4  # the stub and what follows the checkpoint
+        ids = session.ids()  # the whole index
+        assert ids[-3:] == (e, r, s)
+        assert len(ids) == 7
+        assert session.branch_ids(e)[-2:] == (c, e)
+        assert session.branch_ids(s) == (r, s)
+        assert session.parent_id(r) is None
+
+
+class Refusing(Recorder):
+    """Refuses the first entry of type ``bad`` it is fed, takes it the next time."""
+
+    name = "refusing/1"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused = False
+
+    def empty(self) -> RecorderFold:
+        owner = self
+
+        class Fold(RecorderFold):
+            def step(self, entry: Entry, loc: Loc) -> None:
+                if entry.type == "bad" and not owner.refused:
+                    owner.refused = True
+                    raise RuntimeError("refused")
+                super().step(entry, loc)
+
+        return Fold(self)
+
+
+def test_a_fold_that_refuses_an_entry_is_rebuilt_and_the_refusal_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    projection = Refusing()
+    with SessionFile.open(tmp_path / "s.pias", projection=projection) as session:
+        session.append("t", {})
+        with caplog.at_level("ERROR", logger="pi_agent_ask.persistence.session_file"):
+            session.append("bad", {})
+        [record] = caplog.records
+        assert record.getMessage() == f"{session}: the projection refused an entry"
+        assert record.exc_info is not None
+        session.append("t", {})
+        assert [item[2] for item in session.fold().log] == ["t", "bad", "t"]
+
+
+def test_the_fold_follows_a_branch_written_under_an_older_entry(tmp_path: Path) -> None:
+    recorder = Recorder()
+    with SessionFile.open(tmp_path / "s.pias", projection=recorder) as session:
+        first = session.append("t", {}).id
+        session.append("t", {})
+        side = session.append("side", {}, parent_id=first)
+        after = session.append("t", {})
+        assert [item[0] for item in session.fold().log] == [first, side.id, after.id]
+
+
+def test_a_read_only_session_refuses_writes_with_its_text(tmp_path: Path) -> None:
+    SessionFile.open(tmp_path / "s.pias").close()
+    with SessionFile.open(tmp_path / "s.pias", readonly=True) as session:
+        for write in (
+            lambda: session.append("t", {}),
+            lambda: session.append_chains([[("t", {})]]),
+            lambda: session.move_leaf(None),
+        ):
+            with pytest.raises(ValueError, match=r"^session file is open read-only$"):
+                write()
+
+
+def test_a_file_that_shrinks_under_a_reader_is_unreadable(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        session.append_many([("t", {"n": n}) for n in range(5)])
+    with SessionFile.open(path, readonly=True) as session:
+        os.truncate(path, path.stat().st_size - 3)
+        with pytest.raises(sf.SessionFileError) as caught:
+            session.branch()
+        assert caught.value.reason == "unreadable"
+        assert str(caught.value) == "session file shrank under us"
