@@ -931,3 +931,21 @@ def test_a_file_that_shrinks_under_a_reader_is_unreadable(tmp_path: Path) -> Non
             session.branch()
         assert caught.value.reason == "unreadable"
         assert str(caught.value) == "session file shrank under us"
+
+
+def test_an_entry_whose_frame_changed_on_disk_says_so(tmp_path: Path) -> None:
+    """``entry_at`` reads a frame the open checked without checking it again: a frame
+    changed since is reported as changed, not as missing."""
+    path = tmp_path / "s.pias"
+    recorder = Recorder()
+    with SessionFile.open(path) as session:
+        session.append("t", {"text": "a" * 50})
+        session.append("t", {"text": "b" * 50})
+    with SessionFile.open(path, readonly=True, projection=recorder) as session:
+        [_, (offset, slot)] = [tuple(item[4]) for item in session.fold().log]
+        data = bytearray(path.read_bytes())
+        data[offset + 8] = 0x00  # the kind byte: no longer an entries frame
+        path.write_bytes(bytes(data))
+        with pytest.raises(sf.SessionFileError) as caught:
+            session.entry_at((offset, slot))
+        assert str(caught.value) == f"{path}: frame at {offset} changed on disk"
