@@ -33,6 +33,7 @@ EMPTY = {
     "callRequests": [],
     "completions": [],
     "dismissed": [],
+    "returned": [],
 }
 
 
