@@ -642,3 +642,26 @@ def test_a_text_only_boundary_hands_out_a_ready_text_answer() -> None:
     boundary = Box()
     state, _ = _reduce(state, qs.TurnBoundary(boundary, text_only=True))
     assert _answered_ids(boundary.values[0]) == ["r1"]
+
+
+def test_a_follow_up_wake_that_goes_out_starts_the_backoff_over() -> None:
+    note = {"customType": "ask:resume-answer", "content": "f1", "details": {"followUp": "f1"}}
+    state, effects = qs.reduce(qs.initial_state(), qs.FollowUp("ask:resume-answer", note, True))
+    assert effects == [qs.Continue(qs.TryWake())]
+    state, _ = _failed_wake(state.commit())
+    assert state.wake_failures == 1
+    state, effects = _reduce(state, qs.TryWake())
+    assert [type(e) for e in effects] == [qs.MarkDelivered, qs.Wake]
+    assert state.wake_failures == 0
+
+
+def test_a_restore_starts_a_period_that_may_wake_the_idle_agent_again() -> None:
+    """Another branch (a session change): its ready answer wakes the agent, even though the
+    old branch's answer woke it in this idle period."""
+    state = _ready_to_wake()
+    state, effects = _reduce(state, qs.TryWake())
+    assert [type(e) for e in effects] == [qs.MarkDelivered, qs.Wake] and state.woken
+    items = (_restored("r2", _answer("r2"), delivered=False),)
+    state, effects = _reduce(state, qs.Restore(state.epoch + 1, items, True, FakeJournal(), Box()))
+    [wake] = [e for e in effects if isinstance(e, qs.Wake)]
+    assert _answered_ids([wake.message]) == ["r2"]
