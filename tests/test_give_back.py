@@ -347,3 +347,70 @@ async def test_a_refused_give_back_names_what_a_boundary_hands_out(tmp_path: Pat
         "give_back: message 0 is not one a turn boundary hands out (a mapping with customType "
         "ask:background-answer or ask:resume-answer and details.requestId)"
     )
+
+
+# -- the entry and the fold, directly -----------------------------------------------------------
+
+
+def _fold_of(*items: tuple[str, dict[str, Any]]) -> Any:
+    from pi_agent_ask.persistence.session_file import Entry
+
+    branch = [Entry(f"e{n}", None, kind, 1.0, data) for n, (kind, data) in enumerate(items)]
+    return jr.fold_branch(branch)
+
+
+def _answer_message(rid: str, kind: str = jr.BACKGROUND_ANSWER) -> dict[str, Any]:
+    return {"customType": kind, "content": rid, "details": {"requestId": rid}}
+
+
+def test_a_returned_entry_keeps_only_messages_that_name_a_mark() -> None:
+    from pi_agent_ask.persistence import entries as je
+
+    kept = [_answer_message("r1"), _answer_message("r2", jr.RESUME_ANSWER)]
+    others = [
+        {"customType": "ask:other", "details": {"requestId": "r3"}},
+        {"customType": jr.BACKGROUND_ANSWER},  # no details
+        {"customType": jr.BACKGROUND_ANSWER, "details": {"requestId": 4}},
+    ]
+    record = je.Returned.from_data({"version": 1, "messages": [*kept, *others, "text"]})
+    assert record.marks() == ((0, jr.BACKGROUND_ANSWER, "r1"), (1, jr.RESUME_ANSWER, "r2"))
+    assert je.Returned.from_data({"version": 1}).messages == ()
+    assert je.Returned.from_data({"messages": "no"}).marks() == ()
+    assert record.to_data() == {"version": 1, "messages": [*kept, *others]}
+    assert je.Returned.from_cbor(record.to_cbor()) == record
+    fold, load = _fold_of((jr.RETURNED, {"version": 1}), (jr.RETURNED, record.to_data()))
+    assert [kind for kind, _ in jr.rebuilt_queue(fold, load).returned] == [
+        jr.BACKGROUND_ANSWER,
+        jr.RESUME_ANSWER,
+    ]
+
+
+def test_given_back_messages_come_back_in_the_order_they_were_given_back() -> None:
+    later_first = [_answer_message("r9"), _answer_message("r1")]
+    fold, load = _fold_of(
+        (jr.RETURNED, {"version": 1, "messages": [later_first[0]]}),
+        (jr.RETURNED, {"version": 1, "messages": [later_first[1]]}),
+    )
+    assert [m for _, m in jr.rebuilt_queue(fold, load).returned] == later_first
+
+
+def test_a_given_back_resume_answer_is_settled_by_its_next_mark() -> None:
+    message = _answer_message("r1", jr.RESUME_ANSWER)
+    returned = (jr.RETURNED, {"version": 1, "messages": [message]})
+    fold, _ = _fold_of(returned)
+    assert fold.live()["returned"] == [[jr.RESUME_ANSWER, "r1", [0, -2], 0]]
+    fold, _ = _fold_of(returned, (jr.RESUME_ANSWER, message))
+    assert fold.live()["returned"] == []
+
+
+@pytest.mark.parametrize("index", [-1, "0", 1.0, None])
+def test_a_checkpoint_with_a_malformed_message_index_does_not_fit(index: Any) -> None:
+    live = JOURNAL.empty().live()
+    live["returned"] = [[jr.BACKGROUND_ANSWER, "r1", [10, 0], index]]
+    with pytest.raises(ValueError) as refused:
+        JOURNAL.restore(live)
+    assert str(refused.value) == (
+        "checkpoint state does not fit the journal: malformed message index"
+    )
+    live["returned"] = [[jr.BACKGROUND_ANSWER, "r1", [10, 0], 2]]
+    assert JOURNAL.restore(live).returned == {(jr.BACKGROUND_ANSWER, "r1"): ((10, 0), 2)}
