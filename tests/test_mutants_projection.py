@@ -179,3 +179,36 @@ def test_a_history_run_with_ids_that_are_not_arrays_of_text_is_refused_with_its_
     ):
         with pytest.raises(ValueError, match=f"^malformed history run: {reason}$"):
             LogColumns.unpack({**_run(), field: value})
+
+
+def _queued(request_id: str) -> tuple[str, dict[str, Any]]:
+    assert PARAMS is not None
+    request = AskRequest(request_id, PARAMS, True, CREATED, f"call-{request_id}")
+    return jr.QUEUED, jr.queued_entry(request)
+
+
+def test_a_background_answer_without_details_marks_nothing() -> None:
+    fold = _fold(_queued("r1"), (jr.BACKGROUND_ANSWER, {"customType": jr.BACKGROUND_ANSWER}))
+    assert fold.live()["requests"] == [["r1", [0, -2], None, None, False]]
+
+
+def test_a_queued_request_without_a_draft_rebuilds_with_none() -> None:
+    fold, load = jr.fold_branch(_branch(_queued("r1")))
+    [rebuilt] = jr.rebuilt_queue(fold, load).requests
+    assert rebuilt.draft is None and rebuilt.outcome is None and rebuilt.delivered is False
+
+
+def test_a_checkpoint_restores_every_part_of_the_fold_it_holds() -> None:
+    """What only a written checkpoint holds (a request marked before its outcome, payloads
+    and dismissed calls): read back as the fold had it."""
+    live = {
+        **EMPTY,
+        "requests": [["r1", [0, -2], None, None, True]],
+        "payloads": [["c1", [[1, 0], [2, 0]]]],
+        "dismissed": ["c2"],
+    }
+    fold = JOURNAL.restore(live)
+    assert fold.requests["r1"].delivered is True
+    assert fold.payloads == {"c1": [(1, 0), (2, 0)]}
+    assert fold.dismissed == {"c2": None}
+    assert fold.live() == live
