@@ -11,10 +11,24 @@ from unittest import mock
 
 import attrs
 import trio
+import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
+
+
+async def settle() -> None:
+    """Let every task run until all are blocked."""
+    await trio.testing.wait_all_tasks_blocked()
+
+
+def branch_types(path: Path) -> list[str]:
+    """The entry types of a session file's active branch, root first."""
+    from pi_agent_ask.persistence.session_file import SessionFile
+
+    with SessionFile.open(path, readonly=True) as session:
+        return [entry.type for entry in session.branch()]
 
 
 def settings_file(tmp_path: Path, **behaviour: Any) -> Path:

@@ -12,11 +12,7 @@ from pi_agent_ask import open_runtime
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import SessionFile
 
-from .runtime_support import RecordingSurface, payload, settings_file
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
+from .runtime_support import RecordingSurface, payload, settings_file, settle
 
 
 def drafts_in(session: Path) -> list[dict]:

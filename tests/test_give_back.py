@@ -30,16 +30,12 @@ from .runtime_support import (
     InjectedDiskError,
     WriteGate,
     answer,
+    branch_types,
     gated_journal,
     payload,
     settings_file,
     submit,
 )
-
-
-def branch_types(path: Path) -> list[str]:
-    with SessionFile.open(path, readonly=True) as session:
-        return [entry.type for entry in session.branch()]
 
 
 async def answered_and_taken(rt: Any, call_id: str, value: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import Image
 from pi_agent_ask.persistence.session_file import SessionFile
 
-from .runtime_support import RecordingSurface, settings_file
+from .runtime_support import RecordingSurface, settings_file, settle
 from .test_clipboard import GIF, PNG
 from .test_resume import interrupted_session
 
@@ -69,10 +69,6 @@ def ask(*questions: dict[str, Any], background: bool = False) -> dict[str, Any]:
 
 
 CUSTOM_ROW = 3  # Number(3): the "Type your own" row of a two-option question
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
 
 
 @attrs.define

@@ -36,6 +36,7 @@ from .runtime_support import (
     gated_journal,
     payload,
     settings_file,
+    settle,
     submit,
 )
 from .test_resume import interrupted_session
@@ -52,10 +53,6 @@ ASK_CHAIN = [
 @pytest.fixture
 def settings(tmp_path: Path) -> Path:
     return settings_file(tmp_path)
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
 
 
 def branch(session: Path) -> list[Any]:

@@ -21,14 +21,18 @@ from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence.session_file import SessionFile
 from pi_agent_ask.persistence.settings import load_settings
 
-from .runtime_support import EventLog, RecordingSurface, answer, payload, settings_file, submit
+from .runtime_support import (
+    EventLog,
+    RecordingSurface,
+    answer,
+    payload,
+    settings_file,
+    settle,
+    submit,
+)
 
 GUARD = 30  # seconds; only stops a hang
 PREFIX = "External ask UI returned an invalid response: "
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
 
 
 class Provider:

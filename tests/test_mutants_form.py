@@ -30,13 +30,17 @@ from pi_agent_ask.actors.form import (
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.settings import load_settings
 
-from .runtime_support import EventLog, RecordingSurface, answer, payload, settings_file, submit
+from .runtime_support import (
+    EventLog,
+    RecordingSurface,
+    answer,
+    payload,
+    settings_file,
+    settle,
+    submit,
+)
 
 GUARD = 30  # seconds; only stops a hang
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
 
 
 @attrs.define(eq=False)

@@ -35,16 +35,13 @@ from .runtime_support import (
     gated_journal,
     payload,
     settings_file,
+    settle,
     submit,
 )
 from .test_resume import interrupted_session, recorded_completion
 
 GUARD = 30  # seconds; only stops a hang
 CREATED = "2026-11-30T00:00:00.000Z"
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
 
 
 def notices(rt: Any) -> list[str]:

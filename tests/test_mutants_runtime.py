@@ -33,6 +33,7 @@ from .runtime_support import (
     gated_journal,
     payload,
     settings_file,
+    settle,
     submit,
 )
 from .session_frames import decode_payload
@@ -41,10 +42,6 @@ from .session_frames import decode_payload
 @pytest.fixture
 def settings(tmp_path: Path) -> Path:
     return settings_file(tmp_path)
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
 
 
 def branch(session: Path) -> list[Any]:

@@ -18,7 +18,15 @@ from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence.session_file import SessionFile
 
-from .runtime_support import EventLog, RecordingSurface, answer, payload, settings_file, submit
+from .runtime_support import (
+    EventLog,
+    RecordingSurface,
+    answer,
+    payload,
+    settings_file,
+    settle,
+    submit,
+)
 
 
 def interrupted_session(
@@ -44,10 +52,6 @@ def interrupted_session(
         for entry_type, data in extra:
             session.append(entry_type, data)
     return request.request_id
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
 
 
 def notices(rt: Any) -> list[str]:

@@ -22,6 +22,7 @@ from .runtime_support import (
     auto_answer,
     payload,
     settings_file,
+    settle,
     submit,
 )
 
@@ -29,10 +30,6 @@ from .runtime_support import (
 @pytest.fixture
 def settings(tmp_path: Path) -> Path:
     return settings_file(tmp_path)
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
 
 
 # -- foreground ---------------------------------------------------------------------------

@@ -26,7 +26,15 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence.session_file import Entry, SessionFile, SessionFileError
 
-from .runtime_support import EventLog, RecordingSurface, answer, payload, settings_file, submit
+from .runtime_support import (
+    EventLog,
+    RecordingSurface,
+    answer,
+    payload,
+    settings_file,
+    settle,
+    submit,
+)
 
 GUARD = 30
 """Seconds after which a test that hangs fails instead (never reached by a passing test)."""
@@ -35,10 +43,6 @@ GUARD = 30
 @pytest.fixture
 def settings(tmp_path: Path) -> Path:
     return settings_file(tmp_path)
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
 
 
 def branch(path: Path) -> tuple[Entry, ...]:

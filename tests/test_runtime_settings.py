@@ -13,11 +13,7 @@ import trio.testing
 from pi_agent_ask import open_runtime
 from pi_agent_ask.persistence.settings import load_settings
 
-from .runtime_support import RecordingSurface, payload, settings_file
-
-
-async def settle() -> None:
-    await trio.testing.wait_all_tasks_blocked()
+from .runtime_support import RecordingSurface, payload, settings_file, settle
 
 
 def tool_names(definitions: list[dict[str, Any]]) -> list[str]:

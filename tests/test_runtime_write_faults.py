@@ -19,23 +19,18 @@ from pi_agent_ask import open_runtime
 from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors.persistence import WriteRefused
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.persistence.session_file import SessionFile
 
 from .runtime_support import (
     InjectedDiskError,
     RecordingSurface,
     WriteGate,
     answer,
+    branch_types,
     gated_journal,
     payload,
     settings_file,
     submit,
 )
-
-
-def branch_types(path: Path) -> list[str]:
-    with SessionFile.open(path, readonly=True) as session:
-        return [entry.type for entry in session.branch()]
 
 
 @pytest.mark.parametrize(
