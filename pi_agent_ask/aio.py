@@ -320,9 +320,17 @@ class Runtime:
         self._check_open()
         self._trio.agent_settled()
 
-    async def turn_boundary(self) -> list[dict[str, Any]]:
-        """The background-answer messages to add to the context now (each exactly once)."""
-        return await self._bridge.call(self._trio.turn_boundary)
+    async def turn_boundary(self, *, text_only: bool = False) -> list[dict[str, Any]]:
+        """The background-answer messages to add to the context now (each exactly once);
+        ``text_only`` leaves those with image blocks for a later boundary."""
+        return await self._bridge.call(
+            functools.partial(self._trio.turn_boundary, text_only=text_only)
+        )
+
+    async def give_back(self, messages: list[dict[str, Any]]) -> None:
+        """Messages ``turn_boundary`` handed out that never reached the agent: journaled as
+        given back, they go out again first (``Runtime.give_back``)."""
+        await self._bridge.call(self._trio.give_back, messages)
 
     async def user_message(self, text: str) -> None:
         """Ordinary input: releases an active wait as ``deferred`` and hides the panel."""

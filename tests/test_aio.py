@@ -78,6 +78,26 @@ def test_a_foreground_call_is_answered_through_submit(tmp_path: Path, loop: str)
 
 
 @pytest.mark.parametrize("loop", LOOPS)
+def test_a_message_given_back_comes_back_at_the_next_boundary(tmp_path: Path, loop: str) -> None:
+    async def main() -> None:
+        async with opened(tmp_path) as rt:
+            flows = Flows(rt.events)
+            rt.agent_started()
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await flows.answer_next(a=["a1"])
+            await settle(rt)
+            [message] = await rt.turn_boundary(text_only=True)
+            await rt.give_back([message])
+            assert await rt.turn_boundary() == [message]
+            assert await rt.turn_boundary() == []
+            with pytest.raises(ValueError, match="not one a turn boundary hands out"):
+                await rt.give_back([{"customType": "other"}])
+        nothing_left_running()
+
+    run(main, loop)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
 def test_background_answers_arrive_once_at_a_boundary_or_as_a_wake(
     tmp_path: Path, loop: str
 ) -> None:
