@@ -56,5 +56,12 @@ async def test_a_broken_terminal_ends_forms_with_an_error(tmp_path: Path) -> Non
             await rt.call_tool("ask_user", payload("b", background=True), "c2")
             await trio.testing.wait_all_tasks_blocked()
             [message] = await rt.turn_boundary()
+            notices = []
+            while True:
+                try:
+                    notices.append(rt.notices.receive_nowait())
+                except trio.WouldBlock:
+                    break
     assert "error" in message["details"] and "result" not in message["details"]
     assert "Question form failed:" in message["content"]
+    assert "The question form could not be shown: the terminal went away" in notices
