@@ -856,10 +856,15 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
         case TurnBoundary(reply=reply, text_only=text_only):
             messages: list[Json] = []
             if step.s.tui and text_only:
-                follow_ups = tuple(f for f in step.s.follow_ups if not _has_images(f.message))
-                kept = tuple(f for f in step.s.follow_ups if _has_images(f.message))
-                items = [i for i in _ready(step.s) if not _has_images(_answer_message(i))]
-                messages = _deliver(step, follow_ups, items, kept)
+                follow_ups: list[FollowUp] = []
+                kept: list[FollowUp] = []
+                for follow_up in step.s.follow_ups:
+                    pictured = texts.has_image_blocks(follow_up.message)
+                    (kept if pictured else follow_ups).append(follow_up)
+                items = [
+                    i for i in _ready(step.s) if not texts.has_image_blocks(_answer_message(i))
+                ]
+                messages = _deliver(step, tuple(follow_ups), items, tuple(kept))
             elif step.s.tui:
                 messages = _deliver(step, step.s.follow_ups, _ready(step.s))
             step.emit(Reply(reply, messages))
@@ -1129,13 +1134,6 @@ def _answer_message(item: Item) -> Json:
     """The message that delivers a completed item's outcome."""
     assert item.outcome is not None
     return texts.background_answer_message(item.outcome, params=item.request.params)
-
-
-def _has_images(message: Json) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(block, Mapping) and block.get("type") == "image" for block in content
-    )
 
 
 def _try_wake(step: _Step) -> None:

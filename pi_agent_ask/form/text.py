@@ -625,6 +625,15 @@ def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
     return f"Background answer [{request_id}]{title}:\n{body}"
 
 
+def has_image_blocks(message: Mapping[str, Any]) -> bool:
+    """Whether a custom message's ``content`` is a list holding an image block (what
+    ``background_answer_message`` builds for an answer with images)."""
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and block.get("type") == "image" for block in content
+    )
+
+
 def background_answer_message(
     outcome: BackgroundOutcome, *, params: AskParams | None = None
 ) -> dict[str, JSON]:

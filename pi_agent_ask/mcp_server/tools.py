@@ -263,8 +263,12 @@ class AgentTools:
         writes the result unless the client cancelled in between (a window of no
         checkpoints)."""
         async with self._boundary_lock:
-            carried = [m for m in self._carry if not (text_only and _has_images(m))]
-            self._carry = [m for m in self._carry if text_only and _has_images(m)]
+            carried: list[dict[str, Any]] = []
+            kept_back: list[dict[str, Any]] = []
+            for message in self._carry:
+                held = text_only and texts.has_image_blocks(message)
+                (kept_back if held else carried).append(message)
+            self._carry = kept_back
             taken = [*carried, *await self.runtime.turn_boundary(text_only=text_only)]
         kept = []
         for message in taken:
@@ -391,10 +395,3 @@ async def _progress(report: ReportProgress | None, interval: float) -> AsyncIter
             yield
         finally:
             nursery.cancel_scope.cancel()
-
-
-def _has_images(message: Mapping[str, Any]) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(block, Mapping) and block.get("type") == "image" for block in content
-    )
