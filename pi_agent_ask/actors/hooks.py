@@ -20,6 +20,7 @@ from pi_agent_ask.actors.form import FailedSurface, SurfaceFailed, UserCommand
 from pi_agent_ask.actors.persistence import PersistenceClosedError
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import untrusted
+from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence import journal as jr
 
 
@@ -43,10 +44,6 @@ async def turn_boundary(rt: RuntimeCore, *, text_only: bool = False) -> list[dic
     raise AssertionError("unreachable")
 
 
-GIVE_BACK_TYPES = (jr.BACKGROUND_ANSWER, jr.RESUME_ANSWER)
-"""The messages a turn boundary hands out (by ``customType``), the ones that can come back."""
-
-
 async def give_back(rt: RuntimeCore, messages: Sequence[Mapping[str, Any]]) -> None:
     """Journal ``messages`` (from ``turn_boundary``) as given back and queue them to go out
     again first (``Runtime.give_back``). ``ValueError`` names a message that is not one a
@@ -68,15 +65,13 @@ async def give_back(rt: RuntimeCore, messages: Sequence[Mapping[str, Any]]) -> N
 
 
 def _follow_up(n: int, message: Mapping[str, Any]) -> q.FollowUp:
-    kind = message.get("customType") if isinstance(message, Mapping) else None
-    details = message.get("details") if isinstance(message, Mapping) else None
-    request_id = details.get("requestId") if isinstance(details, Mapping) else None
-    if kind not in GIVE_BACK_TYPES or not isinstance(request_id, str):
+    mark = je.delivery_mark(message) if isinstance(message, Mapping) else None
+    if mark is None:
         raise ValueError(
             f"give_back: message {n} is not one a turn boundary hands out (a mapping with "
-            f"customType {' or '.join(GIVE_BACK_TYPES)} and details.requestId)"
+            f"customType {' or '.join(je.MARK_TYPES)} and details.requestId)"
         )
-    return q.FollowUp(str(kind), jr.thaw(message), wake=True)
+    return q.FollowUp(mark[0], jr.thaw(message), wake=True)
 
 
 async def user_message(rt: RuntimeCore, text: str) -> None:

@@ -22,6 +22,7 @@ import cbor2
 from pi_agent_ask.persistence.session_file import Entry
 
 __all__ = [
+    "MARK_TYPES",
     "BackgroundAnswer",
     "Draft",
     "HistoryCompleted",
@@ -38,6 +39,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "UserMessage",
+    "delivery_mark",
     "map_field",
     "parse",
     "text_field",
@@ -359,15 +361,13 @@ class Returned(_Record):
         return {"version": 1, "messages": [dict(message) for message in self.messages]}
 
     def marks(self) -> tuple[tuple[int, str, str], ...]:
-        """Each given-back message that names its mark: ``(index, entry type, request id)``;
-        the entry type is the message's ``customType``, a delivery mark's own type."""
+        """Each given-back message that names its mark: ``(index, entry type, request id)``
+        (``delivery_mark``)."""
         found = []
         for index, message in enumerate(self.messages):
-            kind = _str(message, "customType")
-            details = _map(message, "details")
-            request_id = _str(details, "requestId") if details is not None else None
-            if kind in _MARKS and request_id is not None:
-                found.append((index, kind, request_id))
+            mark = delivery_mark(message)
+            if mark is not None:
+                found.append((index, *mark))
         return tuple(found)
 
 
@@ -452,8 +452,20 @@ _TYPES: Final[dict[str, Any]] = {
 }
 
 
-_MARKS: Final = frozenset({BackgroundAnswer.TYPE, ResumeAnswer.TYPE})
-"""The delivery marks a message can be given back from (``Returned``)."""
+MARK_TYPES: Final = (BackgroundAnswer.TYPE, ResumeAnswer.TYPE)
+"""The delivery marks a turn boundary writes: the messages that can be given back
+(``Returned``)."""
+
+
+def delivery_mark(message: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(entry type, request id)`` of the delivery mark a handed-out message is (its
+    ``customType`` and ``details.requestId``), or ``None`` when it is not one."""
+    kind = _str(message, "customType")
+    details = _map(message, "details")
+    request_id = _str(details, "requestId") if details is not None else None
+    if kind in MARK_TYPES and request_id is not None:
+        return kind, request_id
+    return None
 
 
 def parse(entry: Entry) -> JournalEntry:

@@ -47,7 +47,7 @@ PENDING_DISMISSED = "ask:pending-dismissed"
 BACKGROUND_ANSWER = "ask:background-answer"
 DRAFT = "ask:draft"
 PANEL = "ask:panel"
-RETURNED = "ask:returned"
+RETURNED = je.Returned.TYPE
 
 
 def thaw(value: Any) -> Any:
