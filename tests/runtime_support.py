@@ -18,6 +18,22 @@ from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
 
 
+class Box:
+    """A one-shot reply channel for reducer tests: remembers what it got and whether it was
+    closed, and refuses a reply after close."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.closed = False
+
+    def send_nowait(self, value: Any, /) -> None:
+        assert not self.closed, "a reply after close"
+        self.values.append(value)
+
+    def close(self) -> None:
+        self.closed = True
+
+
 async def settle() -> None:
     """Let every task run until all are blocked."""
     await trio.testing.wait_all_tasks_blocked()

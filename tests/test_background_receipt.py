@@ -14,7 +14,7 @@ from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors.records import AskRequest
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
-from tests.runtime_support import RecordingSurface, payload, settings_file
+from tests.runtime_support import Box, RecordingSurface, payload, settings_file
 from tests.session_frames import decode_payload
 
 REQUEST_CHAIN = ["tool-call", "ask:payload", "ask:history-request", "ask:queued", "tool-result"]
@@ -80,18 +80,6 @@ async def test_the_receipt_survives_a_restart_with_the_request_pending(tmp_path:
 
 
 # -- the reducer -------------------------------------------------------------------------------
-
-
-class Box:
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-        self.closed = False
-
-    def send_nowait(self, value: Any) -> None:
-        self.values.append(value)
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class Writer:

@@ -19,20 +19,7 @@ from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence.session_file import SessionFile
 
-from .runtime_support import payload
-
-
-class Box:
-    """A one-shot reply channel that remembers what it got."""
-
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-
-    def send_nowait(self, value: Any, /) -> None:
-        self.values.append(value)
-
-    def close(self) -> None:
-        pass
+from .runtime_support import Box, payload
 
 
 def _revalidate(arguments: Any) -> Any:

@@ -18,26 +18,11 @@ from pi_agent_ask.form.result import AskResult, build_result
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.form.validate import validate_ask_params
 
-from .runtime_support import payload
+from .runtime_support import Box, payload
 
 _PARAMS = validate_ask_params(payload("a", background=True)).params
 assert _PARAMS is not None
 _FORM = fs.new_form(_PARAMS)
-
-
-class Box:
-    """A one-shot reply channel that remembers what it got and whether it was closed."""
-
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-        self.closed = False
-
-    def send_nowait(self, value: Any, /) -> None:
-        assert not self.closed, "a reply after close"
-        self.values.append(value)
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class FakeJournal:

@@ -29,7 +29,7 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import AskResult
 from pi_agent_ask.form.validate import validate_ask_params
 
-from .runtime_support import payload
+from .runtime_support import Box, payload
 
 _PARAMS = validate_ask_params(payload("a", background=True)).params
 assert _PARAMS is not None
@@ -38,21 +38,6 @@ _TYPED = fs.new_form(_PARAMS)  # a "changed" draft (the content is not the point
 
 
 # -- opaque handles ---------------------------------------------------------------------------
-
-
-class Box:
-    """A one-shot reply channel that remembers what it got."""
-
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-        self.closed = False
-
-    def send_nowait(self, value: Any, /) -> None:
-        assert not self.closed, "a reply after close"
-        self.values.append(value)
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class Scope:
