@@ -330,13 +330,12 @@ async def _notify_once(
     command_timeout: float,
     title: str,
 ) -> None:
+    """Send an enabled notification with a command channel (the others go through
+    ``_notify_now``), each channel in turn."""
     message = notification_message(notify.label, notify.prompt)
     attempts: list[Attempt] = []
-    if not notify.enabled:
-        attempts.append(Attempt("notifications", "skipped"))
-    else:
-        for channel in notify.channels:
-            attempts.append(await _send(channel, title, message, write_terminal, command_timeout))
+    for channel in notify.channels:
+        attempts.append(await _send(channel, title, message, write_terminal, command_timeout))
     if report is not None:
         report(Notified(notify.flow_id, message, attempts))
 
