@@ -11,6 +11,7 @@ import errno
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -436,3 +437,29 @@ def test_a_project_s_ignored_keys_are_named_before_its_bad_mode(path: Path, proj
         '"standard" or "background-only".',
     )
     assert loaded.project_question_mode is None
+
+
+def test_a_fifo_settings_file_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    """In process, so the mutation run can judge it (``test_hostile_files`` checks the same in
+    a subprocess): the read runs in a thread, and a read that blocks in ``open`` waiting for a
+    writer is released by opening the FIFO for writing, then fails the test."""
+    fifo = tmp_path / "pi-agent-ask.json"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | str] = []
+
+    def read() -> None:
+        try:
+            outcome.append(st._read_text(fifo))
+        except BaseException as error:  # handed over to the test thread
+            outcome.append(error)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=30)  # not a timing check: only a reader that blocked is still here
+    if reader.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY))  # the rendezvous the blocked open waits for
+        reader.join()
+        pytest.fail("opening a FIFO settings file waited for a writer")
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], st.SettingsFileRefused)
+    assert str(outcome[0]) == "not a regular file"
