@@ -1,0 +1,105 @@
+"""``open_runtime``'s own choices, found by mutation testing of its body (``actors/runtime.py``):
+the mode's error, the default settings file, the headless surface, where notification bytes go.
+
+Everything goes through ``open_runtime`` (the actors' one, which the UI layer and
+``pi_agent_ask.aio`` wrap, or the public one with a terminal). ``docs/mutation-runtime.md``
+lists the mutants each test kills.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from prompt_toolkit.input import create_pipe_input
+
+import pi_agent_ask
+from pi_agent_ask.actors import runtime as rt_module
+from pi_agent_ask.ui.testing import VirtualTerminal
+
+from .runtime_support import RecordingSurface, answer, auto_answer, payload
+
+OSC9 = "\x1b]9;Question waiting: Q1\x07"
+
+
+def notifying(tmp_path: Path) -> Path:
+    path = tmp_path / "settings.json"
+    path.write_text(
+        json.dumps({"schemaVersion": 6, "notifications": {"enabled": True, "channels": ["osc9"]}})
+    )
+    return path
+
+
+async def test_an_unknown_mode_is_refused_with_the_modes_it_could_be() -> None:
+    # open_runtime 5, 6, 7: the error names the four modes and the one given.
+    with pytest.raises(ValueError) as refused:
+        async with rt_module.open_runtime(mode="gui"):  # type: ignore[arg-type]
+            pass
+    assert str(refused.value) == "mode must be one of tui, print, json, rpc, not 'gui'"
+
+
+async def test_without_a_settings_path_the_global_settings_file_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # open_runtime 15, 18: settings=None reads <agent dir>/extensions/pi-agent-ask.json.
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    expected = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    expected.parent.mkdir(parents=True)
+    expected.write_text(json.dumps({"schemaVersion": 6, "behaviour": {"historyTools": True}}))
+    async with rt_module.open_runtime(surface=RecordingSurface(), cwd=tmp_path) as rt:
+        assert rt.settings.path == expected
+        assert rt.config.history_tools is True
+
+
+async def test_a_tui_runtime_without_surface_or_terminal_is_headless() -> None:
+    # open_runtime 39: no surface and no terminal: a NullSurface, answered by submit events.
+    async with rt_module.open_runtime(mode="tui") as rt:
+        auto_answer(rt.events, lambda p: answer({"a": ["a2"]}))
+        result = await rt.call_tool("ask_user", payload("a"), "c1")
+    assert result["structuredContent"]["answers"]["a"]["values"] == ["a2"]
+
+
+async def _ask_on_a_terminal(tmp_path: Path, term: VirtualTerminal, **options: Any) -> None:
+    with create_pipe_input() as keys, trio.fail_after(20):
+        async with pi_agent_ask.open_runtime(
+            settings=notifying(tmp_path), input=keys, output=term.output, cwd=tmp_path, **options
+        ) as rt:
+            auto_answer(rt.events, lambda p: answer({"a": ["a1"]}))
+            result = await rt.call_tool("ask_user", payload("a"), "c1")
+            await trio.testing.wait_all_tasks_blocked()
+    assert result["structuredContent"]["answers"]["a"]["values"] == ["a1"]
+
+
+async def test_a_terminals_notification_bytes_go_to_its_output(tmp_path: Path) -> None:
+    # open_runtime 42-46, 104: a tui runtime drawing on a terminal writes its bell/OSC there.
+    term = VirtualTerminal(100, 30)
+    await _ask_on_a_terminal(tmp_path, term)
+    assert term.raw.count(OSC9) == 1
+
+
+async def test_a_hosts_write_terminal_takes_the_bytes_instead_of_the_terminal(
+    tmp_path: Path,
+) -> None:
+    # open_runtime 41: a write_terminal given by the host wins over the terminal's output.
+    term = VirtualTerminal(100, 30)
+    written: list[str] = []
+    await _ask_on_a_terminal(tmp_path, term, write_terminal=written.append)
+    assert written == [OSC9]
+    assert OSC9 not in term.raw
+
+
+async def test_a_runtime_with_its_own_surface_writes_no_bytes_to_output(tmp_path: Path) -> None:
+    # open_runtime 40: output alone (no terminal drawn by the runtime) gets no notification.
+    term = VirtualTerminal(100, 30)
+    async with rt_module.open_runtime(
+        settings=notifying(tmp_path), surface=RecordingSurface(), output=term.output
+    ) as rt:
+        auto_answer(rt.events, lambda p: answer({"a": ["a1"]}))
+        await rt.call_tool("ask_user", payload("a"), "c1")
+        await trio.testing.wait_all_tasks_blocked()
+    term.output.flush()
+    assert OSC9 not in term.raw
