@@ -18,6 +18,7 @@ import trio.testing
 from prompt_toolkit.input import create_pipe_input
 
 import pi_agent_ask
+from pi_agent_ask import events as ev
 from pi_agent_ask.actors import runtime as rt_module
 from pi_agent_ask.ui.testing import VirtualTerminal
 
@@ -103,3 +104,24 @@ async def test_a_runtime_with_its_own_surface_writes_no_bytes_to_output(tmp_path
         await trio.testing.wait_all_tasks_blocked()
     term.output.flush()
     assert OSC9 not in term.raw
+
+
+async def test_a_host_cancelling_as_a_background_form_opens_still_gets_its_notification(
+    tmp_path: Path,
+) -> None:
+    # open_runtime 61, 62: the notification actor is shielded until disposal, like the queue.
+    # The host cancels the block from its STARTED handler: between the form's announcement
+    # and its notification. The form (in the queue's shielded nursery) still notifies, and the
+    # runtime closes cleanly; an unshielded actor would have gone with the cancellation.
+    written: list[str] = []
+    with trio.CancelScope() as host:
+        async with rt_module.open_runtime(
+            settings=notifying(tmp_path),
+            surface=RecordingSurface(),
+            write_terminal=written.append,
+        ) as rt:
+            rt.events.on(ev.STARTED, lambda _payload: host.cancel())
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await trio.sleep_forever()
+    assert host.cancelled_caught
+    assert written == [OSC9]
