@@ -20,9 +20,18 @@ from prompt_toolkit.input import create_pipe_input
 import pi_agent_ask
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import runtime as rt_module
+from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.ui.testing import VirtualTerminal
 
-from .runtime_support import RecordingSurface, answer, auto_answer, payload
+from .runtime_support import (
+    RecordingSurface,
+    WriteGate,
+    answer,
+    auto_answer,
+    gated_journal,
+    payload,
+    settings_file,
+)
 
 OSC9 = "\x1b]9;Question waiting: Q1\x07"
 
@@ -125,3 +134,41 @@ async def test_a_host_cancelling_as_a_background_form_opens_still_gets_its_notif
             await trio.sleep_forever()
     assert host.cancelled_caught
     assert written == [OSC9]
+
+
+async def test_a_boundary_cancelled_before_the_busy_queue_took_it_hands_out_nothing(
+    tmp_path: Path,
+) -> None:
+    # open_runtime 94 (the queue's channel buffers one message): the queue is busy (a
+    # background ask's write is held), so a turn boundary waits to hand its request over;
+    # cancelled there, it never reached the queue and hands out nothing. The answer goes to
+    # the next boundary. A buffered channel would take the request anyway and answer it.
+    gate = WriteGate()
+    with gated_journal(gate):
+        async with rt_module.open_runtime(
+            session=tmp_path / "s.pas", settings=settings_file(tmp_path), surface=NullSurface()
+        ) as rt:
+            rt.agent_started()
+            auto_answer(rt.events, lambda p: answer({"a": ["a1"]}))
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await trio.testing.wait_all_tasks_blocked()
+            gate.hold("before")
+            got: list[Any] = []
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(rt.call_tool, "ask_user", payload("b", background=True), "c2")
+                await trio.testing.wait_all_tasks_blocked()
+                assert gate.held == 1
+                boundary = trio.CancelScope()
+                nursery.start_soon(_boundary_into, rt, boundary, got)
+                await trio.testing.wait_all_tasks_blocked()
+                boundary.cancel()
+                await trio.testing.wait_all_tasks_blocked()
+                gate.release()
+            assert got == []
+            [message] = await rt.turn_boundary()
+    assert message["details"]["result"]["answers"]["a"]["values"] == ["a1"]
+
+
+async def _boundary_into(rt: Any, scope: trio.CancelScope, got: list[Any]) -> None:
+    with scope:
+        got.append(await rt.turn_boundary())
