@@ -9,9 +9,11 @@ lists the mutants each test kills.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -21,6 +23,7 @@ import pi_agent_ask
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import runtime as rt_module
 from pi_agent_ask.actors.form import NullSurface
+from pi_agent_ask.persistence.settings import load_settings
 from pi_agent_ask.ui.testing import VirtualTerminal
 
 from .runtime_support import (
@@ -172,3 +175,56 @@ async def test_a_boundary_cancelled_before_the_busy_queue_took_it_hands_out_noth
 async def _boundary_into(rt: Any, scope: trio.CancelScope, got: list[Any]) -> None:
     with scope:
         got.append(await rt.turn_boundary())
+
+
+@attrs.define(eq=False)
+class RecordingTerminal:
+    """A terminal that shows nothing and records what the runtime attached to it."""
+
+    surface: RecordingSurface = attrs.field(factory=RecordingSurface)
+    attached: list[tuple[Callable[[Any], None], Path]] = attrs.field(factory=list)
+
+    def attach(self, apply_settings: Callable[[Any], None], cwd: Path) -> None:
+        self.attached.append((apply_settings, cwd))
+
+    async def run(self, input: Any, output: Any, *, task_status: Any) -> None:
+        task_status.started()
+        await trio.sleep_forever()
+
+
+async def test_the_terminal_is_attached_to_the_runtimes_settings_and_directory(
+    tmp_path: Path,
+) -> None:
+    # open_runtime 194, 195: the terminal's settings saves apply to this runtime, and its
+    # relative paths start in the runtime's working directory.
+    term = RecordingTerminal()
+    async with rt_module.open_runtime(
+        settings=notifying(tmp_path), cwd=tmp_path, terminal=lambda _loaded: term
+    ) as rt:
+        [(apply_settings, cwd)] = term.attached
+        assert cwd == tmp_path
+        assert rt.config.notifications_enabled is True
+        quiet = tmp_path / "quiet.json"
+        quiet.write_text(json.dumps({"schemaVersion": 6, "notifications": {"enabled": False}}))
+        apply_settings(load_settings(quiet, project_dir=tmp_path))
+        assert rt.config.notifications_enabled is False
+
+
+async def test_a_runtime_without_a_terminal_mode_delivers_no_background_answer(
+    tmp_path: Path,
+) -> None:
+    # open_runtime 161: the queue knows its mode. An answer recorded in a tui session is
+    # not handed out by a print runtime on the same file; the next tui runtime hands it out.
+    session = tmp_path / "s.pas"
+    settings = settings_file(tmp_path)
+    async with rt_module.open_runtime(session=session, settings=settings, agent_idle=False) as rt:
+        auto_answer(rt.events, lambda p: answer({"a": ["a1"]}))
+        await rt.call_tool("ask_user", payload("a", background=True), "c1")
+        await trio.testing.wait_all_tasks_blocked()
+    async with rt_module.open_runtime(
+        session=session, settings=settings, mode="print", agent_idle=False
+    ) as rt:
+        assert await rt.turn_boundary() == []
+    async with rt_module.open_runtime(session=session, settings=settings, agent_idle=False) as rt:
+        [message] = await rt.turn_boundary()
+    assert message["details"]["result"]["answers"]["a"]["values"] == ["a1"]
