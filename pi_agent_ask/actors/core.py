@@ -155,6 +155,9 @@ class RuntimeCore:
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
     history_index: Any = None
     """The history records of the last branch state listed (``persistence.history``)."""
+    _flow_commands: Callable[[str], CommandSink | None] | None = None
+    """The queue's ``flow_commands`` (set once the queue exists): remote answers find their
+    form with it without a round trip through the queue."""
     _epoch: int = 0
     _model_requested: bool = False
     _disposed: bool = False

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Protocol
 
 import attrs
@@ -34,6 +35,27 @@ class UserCommand:
     command: fs.Command
 
 
+class ResponseReply(Protocol):
+    """Where a form answers a remote response, once: a one-shot channel (a
+    ``trio.MemorySendChannel`` with a buffer of one), or ``remote.SubmitReply``, which turns
+    the answer into the ``submit-result`` event. Used as a context manager that closes it;
+    closed unanswered, its submitter hears ``flow_not_found``."""
+
+    def send_nowait(self, value: tuple[str, str] | None, /) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> Any: ...
+
+
 @attrs.frozen
 class RemoteResponse:
     """A validated-envelope ``pi-agent-ask:submit`` response for this flow.
@@ -42,7 +64,7 @@ class RemoteResponse:
     """
 
     response: dict[str, object]
-    reply: trio.MemorySendChannel[tuple[str, str] | None]
+    reply: ResponseReply
 
 
 @attrs.frozen
