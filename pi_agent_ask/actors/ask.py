@@ -346,4 +346,4 @@ async def run_background_form(
         if outcome is None and latest.outcome is not None:
             # An answer that was not recorded did not happen: the form reopens with it.
             latest = attrs.evolve(latest, outcome=None)
-        await rt.tell_queue(q.FormStopped(request.request_id, epoch, latest, outcome))
+        await rt.tell_queue_last(q.FormStopped(request.request_id, epoch, latest, outcome))

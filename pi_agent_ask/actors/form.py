@@ -215,7 +215,11 @@ async def run_form(
     """
     _on_surface(surface.show, flow_id, state, commands)
     try:
-        async for message in inbox:
+        while True:
+            try:
+                message = await next_input(inbox)
+            except trio.EndOfChannel:
+                break
             match message:
                 case UserCommand(command=command):
                     if isinstance(command, fs.EditorChanged):
@@ -244,6 +248,18 @@ async def run_form(
     finally:
         with contextlib.suppress(Exception):  # a broken surface already failed the form
             surface.hide(flow_id)
+
+
+async def next_input(inbox: trio.MemoryReceiveChannel[FormInput]) -> FormInput:
+    """``await inbox.receive()`` without its pass through the scheduler when an input is
+    waiting: the same cancellation check first (a cancelled form reads nothing more), the
+    same blocking receive otherwise. ``EndOfChannel`` once the inbox is closed and empty.
+    The inbox holds at most 64 inputs, so a form never runs long without yielding."""
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        return inbox.receive_nowait()
+    except trio.WouldBlock:
+        return await inbox.receive()
 
 
 def _on_surface(call: Callable[..., None], *args: object) -> None:
