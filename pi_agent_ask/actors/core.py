@@ -158,6 +158,9 @@ class RuntimeCore:
     _flow_commands: Callable[[str], CommandSink | None] | None = None
     """The queue's ``flow_commands`` (set once the queue exists): remote answers find their
     form with it without a round trip through the queue."""
+    _write_terminal: Callable[[str], None] = attrs.field(default=lambda _text: None)
+    """Where notification bytes go (``open_runtime(write_terminal=)``): notifications without a
+    command are written from the form's task (``notifications.send_now``)."""
     _epoch: int = 0
     _model_requested: bool = False
     _disposed: bool = False

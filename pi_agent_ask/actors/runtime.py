@@ -329,6 +329,7 @@ async def open_runtime(
                 notices=notice_rx,
                 activity_tx=activity_tx,
                 hook_calls=hook_calls,
+                write_terminal=write_terminal,
             )
             actor = q.QueueActor(
                 journal=writer,
