@@ -4,7 +4,8 @@ Prints forms/s for enqueue + answer of N forms (in-memory session, headless surf
 agent task calling ``ask_user`` and with 16 calling at once (their journal writes are written
 together), the Python memory per queued form (tracemalloc, all N queued before any is
 answered), ``wait_for_answers`` over N forms, and the median latency from a ``submit`` event to
-the ``wait_for_answers`` result. ``figures()`` returns the same numbers.
+the ``wait_for_answers`` result, and the CPU time per form of the single-caller run (steadier
+than the rates on a loaded machine). ``figures()`` returns the same numbers.
 """
 
 from __future__ import annotations
@@ -142,13 +143,17 @@ def figures(
     sizes: tuple[int, ...] = (1_000, 10_000), waits: tuple[int, ...] = (10_000, 50_000)
 ) -> dict[str, float]:
     """Every figure ``main`` prints, by name: ``enqueue+answer/<n>`` and
-    ``enqueue+answer/<n>/16-callers`` (forms/s), ``kib-per-form/<n>``, ``wait/<n>`` (forms/s),
-    ``latency-ms``."""
+    ``enqueue+answer/<n>/16-callers`` (forms/s), ``cpu-us-per-form/<n>`` (CPU time of the
+    single-caller run), ``kib-per-form/<n>``, ``wait/<n>`` (forms/s), ``latency-ms``."""
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         settings = Path(tmp) / "settings.json"
         for count in sizes:
+            cpu = time.process_time()
             out[f"enqueue+answer/{count}"] = trio.run(throughput, count, settings)[0]
+            # CPU time (this process, the runtime's open and close included): steadier than
+            # the rate on a shared, loaded machine.
+            out[f"cpu-us-per-form/{count}"] = (time.process_time() - cpu) / count * 1e6
             parallel = functools.partial(throughput, count, settings, callers=16)
             out[f"enqueue+answer/{count}/16-callers"] = trio.run(parallel)[0]
             traced = functools.partial(throughput, count, settings, trace=True)
@@ -166,7 +171,8 @@ def main(waits: tuple[int, ...] = (10_000, 50_000)) -> None:
         print(
             f"enqueue+answer {count:>6} forms: {found[f'enqueue+answer/{count}']:8.0f} forms/s "
             f"(16 callers: {found[f'enqueue+answer/{count}/16-callers']:6.0f}), "
-            f"{found[f'kib-per-form/{count}']:6.1f} KiB per queued form"
+            f"{found[f'kib-per-form/{count}']:6.1f} KiB per queued form, "
+            f"CPU {found[f'cpu-us-per-form/{count}']:5.0f} us per form"
         )
     for count in waits:
         print(f"wait_for_answers over {count:>6} forms: {found[f'wait/{count}']:8.0f} forms/s")

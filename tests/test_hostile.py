@@ -239,8 +239,10 @@ async def test_the_persistence_actor_refuses_an_unencodable_entry_and_goes_on(
 async def test_a_submit_racing_the_end_of_a_flow_still_gets_its_submit_result(
     settings: Path,
 ) -> None:
-    # The provider answers first; the submission sent when the flow started reached the flow's
-    # inbox, which nobody reads any more. It is told flow_not_found instead of hanging.
+    # The provider and a submission sent when the flow started race: either the submission
+    # is applied first (the flow's answer) or it is still in the flow's inbox when the
+    # provider's cancel ends the flow and nobody reads it any more. Either way it gets exactly
+    # one submit-result, and the result agrees with it (told flow_not_found, never hanging).
     provider = Provider({"kind": "cancel"})
     async with open_runtime(mode="rpc", settings=settings) as rt:
         log = EventLog()
@@ -250,10 +252,13 @@ async def test_a_submit_racing_the_end_of_a_flow_still_gets_its_submit_result(
             ev.STARTED, lambda started: submit(rt.events, started["flowId"], answer({"a": ["a1"]}))
         )
         result = await rt.call_tool("ask_user", payload("a"), "c1")
-        assert result["details"]["cancelled"] is True
         await trio.testing.wait_all_tasks_blocked()
         [late] = log.of(ev.SUBMIT_RESULT)
-    assert late["ok"] is False and late["error"] == "flow_not_found"
+    if result["details"]["cancelled"]:
+        assert late["ok"] is False and late["error"] == "flow_not_found"
+    else:
+        assert late["ok"] is True
+        assert result["details"]["answers"]["a"]["values"] == ["a1"]
 
 
 async def test_a_tool_call_too_large_to_record_leaves_no_entry(
@@ -301,3 +306,34 @@ async def test_the_nesting_bound_is_the_same_for_call_tool_and_validate(settings
         result = await rt.call_tool("ask_user", arguments, "c1")
     assert "nested deeper" not in result["content"][0]["text"]
     assert "questions[0].id: must be string" in result["content"][0]["text"]
+
+
+class SilentProvider:
+    id = "silent-ui"
+    version = 1
+
+    async def open(self, request: dict[str, Any]) -> Any:
+        await trio.sleep_forever()
+
+
+async def test_a_second_submission_left_in_an_ended_flows_inbox_is_told_flow_not_found(
+    settings: Path,
+) -> None:
+    # Both submissions reach the flow's inbox when it starts (routed at once); the first ends
+    # the flow, so nobody reads the second: closing the inbox answers it flow_not_found.
+    async with open_runtime(mode="rpc", settings=settings) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        rt.events.on(ev.EXTERNAL_UI, lambda offer: offer["connect"](SilentProvider()))
+
+        def twice(started: dict[str, Any]) -> None:
+            submit(rt.events, started["flowId"], answer({"a": ["a1"]}))
+            submit(rt.events, started["flowId"], answer({"a": ["a2"]}))
+
+        rt.events.on(ev.STARTED, twice)
+        result = await rt.call_tool("ask_user", payload("a"), "c1")
+        await trio.testing.wait_all_tasks_blocked()
+        first, second = log.of(ev.SUBMIT_RESULT)
+    assert result["details"]["answers"]["a"]["values"] == ["a1"]
+    assert first["ok"] is True
+    assert second["ok"] is False and second["error"] == "flow_not_found"

@@ -41,5 +41,11 @@ def test_example_runs_scripted(
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == last_line
+    last = done.stdout.splitlines()[-1]
+    if example == "asyncio_loop.py":
+        # The two answers asked for together reach the agent at the boundary after the asks
+        # or through the wait, whichever comes first: one or both at the boundary.
+        assert last in (last_line, last_line.replace(": 2", ": 3"))
+    else:
+        assert last == last_line
     assert (tmp_path / "s.pas").stat().st_size > 0  # the session was journaled

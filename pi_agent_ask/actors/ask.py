@@ -28,7 +28,7 @@ from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, han
 from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.external import negotiate_and_run
 from pi_agent_ask.actors.form import FormFailed, FormInput, close_inbox, run_form
-from pi_agent_ask.actors.notifications import Notify
+from pi_agent_ask.actors.notifications import Notify, send_now
 from pi_agent_ask.actors.outcomes import (
     FORM_INTERRUPTED_TEXT,
     record_interrupted,
@@ -270,7 +270,9 @@ async def host_form(
         rt.config.notifications_enabled,
         rt.config.notification_channels,
     )
-    await hand_over(rt._notify_tx, notify)  # the actor waits in ``receive``: taken at once
+    if not send_now(notify, rt._write_terminal):
+        # A command channel: the actor runs it (it waits in ``receive``: taken at once).
+        await hand_over(rt._notify_tx, notify)
 
     async def changed(state: fs.FormState) -> None:
         if on_change is not None:
@@ -346,4 +348,4 @@ async def run_background_form(
         if outcome is None and latest.outcome is not None:
             # An answer that was not recorded did not happen: the form reopens with it.
             latest = attrs.evolve(latest, outcome=None)
-        await rt.tell_queue(q.FormStopped(request.request_id, epoch, latest, outcome))
+        await rt.tell_queue_last(q.FormStopped(request.request_id, epoch, latest, outcome))

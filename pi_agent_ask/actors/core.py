@@ -155,6 +155,12 @@ class RuntimeCore:
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
     history_index: Any = None
     """The history records of the last branch state listed (``persistence.history``)."""
+    _flow_commands: Callable[[str], CommandSink | None] | None = None
+    """The queue's ``flow_commands`` (set once the queue exists): remote answers find their
+    form with it without a round trip through the queue."""
+    _write_terminal: Callable[[str], None] = attrs.field(default=lambda _text: None)
+    """Where notification bytes go (``open_runtime(write_terminal=)``): notifications without a
+    command are written from the form's task (``notifications.send_now``)."""
     _epoch: int = 0
     _model_requested: bool = False
     _disposed: bool = False
@@ -196,6 +202,17 @@ class RuntimeCore:
             # ``send``, not ``hand_over``: its yield lets the queue handle the message before
             # the sender goes on (a wait's ``EndWait`` releases Herdr before the call returns).
             await self._queue_tx.send(message)
+
+    async def tell_queue_last(self, message: q.QueueMessage) -> None:
+        """``tell_queue`` for a task's last message (a background form's ``FormStopped``):
+        handed over at once when the queue is waiting for it, so the task ends without a pass
+        through the scheduler (nothing in it runs after the send); ``tell_queue`` otherwise."""
+        try:
+            self._queue_tx.send_nowait(message)
+        except trio.WouldBlock:
+            await self.tell_queue(message)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the runtime is being disposed: the queue is gone (as in ``tell_queue``)
 
     async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
         send, receive = trio.open_memory_channel[_R](1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Protocol
 
 import attrs
@@ -34,6 +35,27 @@ class UserCommand:
     command: fs.Command
 
 
+class ResponseReply(Protocol):
+    """Where a form answers a remote response, once: a one-shot channel (a
+    ``trio.MemorySendChannel`` with a buffer of one), or ``remote.SubmitReply``, which turns
+    the answer into the ``submit-result`` event. Used as a context manager that closes it;
+    closed unanswered, its submitter hears ``flow_not_found``."""
+
+    def send_nowait(self, value: tuple[str, str] | None, /) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> Any: ...
+
+
 @attrs.frozen
 class RemoteResponse:
     """A validated-envelope ``pi-agent-ask:submit`` response for this flow.
@@ -42,7 +64,7 @@ class RemoteResponse:
     """
 
     response: dict[str, object]
-    reply: trio.MemorySendChannel[tuple[str, str] | None]
+    reply: ResponseReply
 
 
 @attrs.frozen
@@ -193,7 +215,11 @@ async def run_form(
     """
     _on_surface(surface.show, flow_id, state, commands)
     try:
-        async for message in inbox:
+        while True:
+            try:
+                message = await next_input(inbox)
+            except trio.EndOfChannel:
+                break
             match message:
                 case UserCommand(command=command):
                     if isinstance(command, fs.EditorChanged):
@@ -222,6 +248,18 @@ async def run_form(
     finally:
         with contextlib.suppress(Exception):  # a broken surface already failed the form
             surface.hide(flow_id)
+
+
+async def next_input(inbox: trio.MemoryReceiveChannel[FormInput]) -> FormInput:
+    """``await inbox.receive()`` without its pass through the scheduler when an input is
+    waiting: the same cancellation check first (a cancelled form reads nothing more), the
+    same blocking receive otherwise. ``EndOfChannel`` once the inbox is closed and empty.
+    The inbox holds at most 64 inputs, so a form never runs long without yielding."""
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        return inbox.receive_nowait()
+    except trio.WouldBlock:
+        return await inbox.receive()
 
 
 def _on_surface(call: Callable[..., None], *args: object) -> None:

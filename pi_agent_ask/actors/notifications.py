@@ -291,18 +291,34 @@ async def run_notifications(
     same notification. After ``rx`` closes, notifications in flight finish (each is bounded by
     its timeouts); cancelling the actor cancels them and kills their commands. A notification
     without a command channel (disabled, or terminal writes only: they never block) is sent
-    at once by the actor itself, without a task of its own.
+    at once by the actor itself, without a task of its own (``send_now``; the runtime calls it
+    in the form's own task and hands the actor only notifications with a command).
     """
     async with trio.open_nursery() as nursery:
         task_status.started()
         async with rx:
             async for notify in rx:
-                if not notify.enabled or not any(isinstance(c, Command) for c in notify.channels):
-                    _notify_now(notify, write_terminal, report, title)
+                if send_now(notify, write_terminal, report, title):
                     continue
                 nursery.start_soon(
                     _notify_once, notify, write_terminal, report, command_timeout, title
                 )
+
+
+def send_now(
+    notify: Notify,
+    write_terminal: Callable[[str], None],
+    report: Callable[[Notified], None] | None = None,
+    title: str = TITLE,
+) -> bool:
+    """Send ``notify`` at once when it has no command channel (disabled, or terminal writes
+    only: they never block) and say so; ``False``: it needs the actor (a command may run for
+    a while). The runtime sends such notifications from the form's own task, without a pass
+    through the actor."""
+    if notify.enabled and any(isinstance(c, Command) for c in notify.channels):
+        return False
+    _notify_now(notify, write_terminal, report, title)
+    return True
 
 
 def _notify_now(

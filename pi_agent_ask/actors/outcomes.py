@@ -63,21 +63,31 @@ async def record_outcome(
 
     Shielded: an outcome is never half-written.
     """
-    entries = [*jr.completion_entries(outcome, background=request.background), *extra]
+    # One ``to_details`` for the entries and the event: the entries are encoded when written
+    # and nothing keeps their data, so the event's listeners get a dict nobody else reads.
+    details = outcome.result.to_details() if outcome.result is not None else None
+    completion = jr.completion_entries(outcome, background=request.background, details=details)
     with trio.CancelScope(shield=True):
-        await writer.append_many(entries)
+        await writer.append_many([*completion, *extra])
     if outcome.result is not None:
-        announce_completed(rt, request, outcome.result)
+        announce_completed(rt, request, outcome.result, details=details)
 
 
-def announce_completed(rt: RuntimeCore, request: AskRequest, result: AskResult) -> None:
-    """Emit ``pi-agent-ask:completed`` for a flow that ended with ``result``."""
+def announce_completed(
+    rt: RuntimeCore,
+    request: AskRequest,
+    result: AskResult,
+    *,
+    details: Mapping[str, Any] | None = None,
+) -> None:
+    """Emit ``pi-agent-ask:completed`` for a flow that ended with ``result`` (``details``: its
+    ``to_details()``, when made already)."""
     payload: dict[str, Any] = {
         "version": 1,
         "flowId": request.flow_id,
         "askRequestId": request.request_id,
         "source": request.source,
-        "result": result.to_details(),
+        "result": result.to_details() if details is None else details,
         "completedAt": now_iso(),
     }
     if request.tool_call_id is not None:

@@ -40,6 +40,7 @@ from pi_agent_ask.actors.queue_state import (
     CancelClaim,
     CancelForm,
     CloseReply,
+    CommandSink,
     Continue,
     Defer,
     DraftChanged,
@@ -83,6 +84,7 @@ from pi_agent_ask.actors.queue_state import (
     WaitEnd,
     WaitReason,
     Wake,
+    active_flow,
     initial_state,
     reduce,
     release_all_herdr,
@@ -348,6 +350,23 @@ class QueueActor:
 
     def stats(self) -> QueueStats:
         return self.state.stats()
+
+    def flow_commands(self, flow_id: str) -> CommandSink | None:
+        """The command channel of the visible flow ``flow_id`` in the committed state (the
+        queue's own channel, not a clone: the caller only ``send_nowait``s into it), or
+        ``None``. ``FindFlow`` without the round trip, for a caller that must not wait (a
+        ``submit`` event's handler): what it sees is what a ``FindFlow`` sent now would see
+        before the messages already waiting for the queue; a form those would stop has
+        closed its inbox already (``close_inbox`` comes before ``FormStopped``), so a send
+        into it fails as it would have found no flow."""
+        active = active_flow(self.state, flow_id)
+        if active is None:
+            return None
+        if active.claim is not None:
+            return active.claim.commands
+        if self._live is not None and self._live.request_id == active.request_id:
+            return self._live.commands
+        return None
 
 
 def _reply(channel: ReplyTo[Any], value: Any) -> None:

@@ -876,8 +876,8 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
         case EndWait(wait_id=wait_id, acknowledged=acknowledged):
             _end_wait(step, wait_id, acknowledged)
         case FindFlow(flow_id=flow_id, reply=reply):
-            active = step.s.active
-            if active is None or active.flow_id != flow_id:
+            active = active_flow(step.s, flow_id)
+            if active is None:
                 step.emit(Reply(reply, None))
             else:
                 commands = active.claim.commands if active.claim is not None else None
@@ -928,6 +928,13 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
             else:
                 step.later(SaveDrafts())
     return step.result()
+
+
+def active_flow(state: QueueState, flow_id: str) -> Active | None:
+    """The flow holding the surface when it is ``flow_id`` (``FindFlow``'s rule; the shell's
+    ``QueueActor.flow_commands`` reads it from the committed state)."""
+    active = state.active
+    return active if active is not None and active.flow_id == flow_id else None
 
 
 # -- herdr ----------------------------------------------------------------------------------

@@ -1,9 +1,15 @@
 """Remote answers: ``pi-agent-ask:submit`` events routed to the visible form they name.
 
-Each submission is handled in a task of its own (the event bus calls ``on_submit``
-synchronously): its envelope and content are checked at the boundary (``form/untrusted.py``),
-the queue names the flow's command channel, the form applies the response and replies, and a
-``pi-agent-ask:submit-result`` says how it went. The queue never sends into a form's inbox.
+The event bus calls ``on_submit`` synchronously, and once the runtime is open it routes the
+submission there and then: the envelope and content are checked at the boundary
+(``form/untrusted.py``), the queue's committed state names the flow's command channel
+(``QueueActor.flow_commands``: ``FindFlow`` without its round trip), and the response goes
+into the form's inbox with a ``SubmitReply``; the form applies it and answers, and that answer
+is the ``pi-agent-ask:submit-result``. No task, no pass through the queue. Only when the inbox
+is full (a form behind on 64 inputs) does a task of its own wait to hand it over. Before the
+runtime is open (nothing may be emitted yet) a submission takes the old way: a task of its own
+asks the queue (``FindFlow``) and waits for the form's reply. The queue never sends into a
+form's inbox.
 """
 
 from __future__ import annotations
@@ -11,25 +17,95 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.core import RuntimeCore, hand_over
-from pi_agent_ask.actors.form import FLOW_NOT_ACTIVE, RemoteResponse
+from pi_agent_ask.actors.form import FLOW_NOT_ACTIVE, FormInput, RemoteResponse
 from pi_agent_ask.form import untrusted
 
 
+@attrs.define(eq=False)
+class SubmitReply:
+    """The reply of one routed submission: the form's answer (``None``, or ``(error,
+    message)``) becomes its ``submit-result`` event, emitted once; closed unanswered (the form
+    ended first), ``flow_not_found``. Duck-types the one-shot reply channel a form answers."""
+
+    rt: RuntimeCore
+    request_id: str
+    flow_id: str
+    answered: bool = False
+
+    def send_nowait(self, value: tuple[str, str] | None, /) -> None:
+        if self.answered:
+            raise trio.BrokenResourceError("this submission was answered already")
+        self.answered = True
+        _submit_result(self.rt, self.request_id, self.flow_id, value)
+
+    def close(self) -> None:
+        if not self.answered:
+            self.send_nowait(FLOW_NOT_ACTIVE)
+
+    def __enter__(self) -> SubmitReply:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def on_submit(rt: RuntimeCore, payload: Any) -> None:
-    """The ``pi-agent-ask:submit`` handler: route the submission in a task of its own."""
-    rt._nursery.start_soon(handle_submit, rt, payload)
+    """The ``pi-agent-ask:submit`` handler: route the submission now (see the module)."""
+    if rt._flow_commands is None or not rt._opened.is_set():
+        rt._nursery.start_soon(handle_submit, rt, payload)
+        return
+    problem = _submit_problem(payload)
+    if problem is not None:
+        request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
+        flow_id = payload.get("flowId") if isinstance(payload, Mapping) else None
+        _submit_result(rt, request_id, flow_id, problem)
+        return
+    request_id, flow_id = payload["requestId"], payload["flowId"]
+    target = rt._flow_commands(flow_id)
+    if target is None:
+        _submit_result(rt, request_id, flow_id, ("flow_not_found", "Ask flow is not active."))
+        return
+    # The queue holds the sinks this runtime enqueued: form command channels.
+    assert isinstance(target, trio.MemorySendChannel)
+    reply = SubmitReply(rt, request_id, flow_id)
+    message = RemoteResponse(dict(payload["response"]), reply)
+    try:
+        target.send_nowait(message)
+    except trio.WouldBlock:
+        rt._nursery.start_soon(_hand_over_later, target.clone(), message)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        reply.close()  # the form ended (its inbox is closed): the flow is not active
+
+
+async def _hand_over_later(
+    target: trio.MemorySendChannel[FormInput], message: RemoteResponse
+) -> None:
+    """A submission for a form whose inbox is full: wait for room, as the form's own keys do."""
+    try:
+        with target:
+            await target.send(message)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        message.reply.close()
+
+
+def _submit_problem(payload: Any) -> tuple[str, str] | None:
+    problem = _submit_envelope_problem(payload)
+    if problem is None:
+        problem = _submit_content_problem(payload)
+    return problem
 
 
 async def handle_submit(rt: RuntimeCore, payload: Any) -> None:
-    problem = _submit_envelope_problem(payload)
+    """A submission made before the runtime opened, in a task of its own: the queue names
+    the flow (``FindFlow``) and the form's reply is awaited."""
+    problem = _submit_problem(payload)
     request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
     flow_id = payload.get("flowId") if isinstance(payload, Mapping) else None
-    if problem is None:
-        problem = _submit_content_problem(payload)
     if problem is not None:
         _submit_result(rt, request_id, flow_id, problem)
         return

@@ -328,6 +328,7 @@ async def _open_runtime(
                 notices=notice_rx,
                 activity_tx=activity_tx,
                 hook_calls=hook_calls,
+                write_terminal=write_terminal,
             )
             actor = q.QueueActor(
                 journal=writer,
@@ -343,6 +344,7 @@ async def _open_runtime(
             await _start_shielded(
                 nursery, actors[1], functools.partial(actor.run, queue_rx, queue_tx.clone())
             )
+            runtime._flow_commands = actor.flow_commands
             nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
             events.on(ev.SUBMIT, runtime._on_submit)
             if screen is not None:

@@ -140,11 +140,14 @@ def queued_entry(request: AskRequest, *, shared: Mapping[str, Any] | None = None
     return data
 
 
-def completion_entries(outcome: Outcome, *, background: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The entries that record an outcome: history always, the queue's for background forms."""
+def completion_entries(
+    outcome: Outcome, *, background: bool, details: Mapping[str, Any] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """The entries that record an outcome: history always, the queue's for background forms.
+    ``details``: the result's ``to_details()`` when the caller made it already."""
     body: dict[str, Any] = {"requestId": outcome.request_id}
     if outcome.result is not None:
-        body["result"] = outcome.result.to_details()
+        body["result"] = outcome.result.to_details() if details is None else details
     if outcome.error is not None:
         body["error"] = outcome.error
     entries = [(HISTORY_COMPLETED, {"version": 1, **body})]
