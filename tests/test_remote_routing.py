@@ -143,3 +143,33 @@ async def test_a_cancelled_form_reads_nothing_more_from_its_inbox() -> None:
     assert final is None and scope.cancelled_caught and not changes
     close_inbox(inbox)
     assert reply.receive_nowait() == FLOW_NOT_ACTIVE
+
+
+async def test_a_client_that_resubmits_from_its_result_listener_never_nests_the_handler(
+    tmp_path: Path,
+) -> None:
+    """A naive client retries from inside its ``submit-result`` listener, many times over: each
+    retry made while a submission is being routed takes a task of its own, so the handler never
+    nests (nested, the retries end in a ``RecursionError`` and the last submission hears
+    nothing), and every submission hears exactly once."""
+    retries = 2_000
+    heard: list[str] = []
+    errors: list[BaseException] = []
+    with trio.fail_after(GUARD):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            rt.events.on_error = lambda _channel, error: errors.append(error)
+
+            def again(result: dict[str, Any]) -> None:
+                heard.append(result["requestId"])
+                if len(heard) < retries:
+                    submit(rt.events, "tool:none", answer({"a": ["a1"]}), f"r{len(heard)}")
+
+            rt.events.on(ev.SUBMIT_RESULT, again)
+            submit(rt.events, "tool:none", answer({"a": ["a1"]}), "r0")
+            while len(heard) < retries:
+                before = len(heard)
+                await trio.testing.wait_all_tasks_blocked()
+                if len(heard) == before:
+                    break  # nothing more will come
+    assert errors == []
+    assert heard == [f"r{n}" for n in range(retries)]

@@ -163,6 +163,9 @@ class RuntimeCore:
     command are written from the form's task (``notifications.send_now``)."""
     _epoch: int = 0
     _model_requested: bool = False
+    _routing_submit: bool = False
+    """A ``submit`` is being routed in the handler now (``remote.on_submit``): one emitted by
+    a listener of its ``submit-result`` takes a task of its own, so retries never nest."""
     _disposed: bool = False
     """Set when ``open_runtime`` leaves: a surface may outlive the runtime (the overlay's save
     finishing late), and nothing may start in the runtime's closed nursery then."""

@@ -7,9 +7,10 @@ submission there and then: the envelope and content are checked at the boundary
 into the form's inbox with a ``SubmitReply``; the form applies it and answers, and that answer
 is the ``pi-agent-ask:submit-result``. No task, no pass through the queue. Only when the inbox
 is full (a form behind on 64 inputs) does a task of its own wait to hand it over. Before the
-runtime is open (nothing may be emitted yet) a submission takes the old way: a task of its own
-asks the queue (``FindFlow``) and waits for the form's reply. The queue never sends into a
-form's inbox.
+runtime is open (nothing may be emitted yet), and for a submission made inside another one's
+routing (a ``submit-result`` listener that submits again), a submission takes the old way: a
+task of its own asks the queue (``FindFlow``) and waits for the form's reply. The queue never
+sends into a form's inbox.
 """
 
 from __future__ import annotations
@@ -55,10 +56,20 @@ class SubmitReply:
 
 
 def on_submit(rt: RuntimeCore, payload: Any) -> None:
-    """The ``pi-agent-ask:submit`` handler: route the submission now (see the module)."""
-    if rt._flow_commands is None or not rt._opened.is_set():
+    """The ``pi-agent-ask:submit`` handler: route the submission now (see the module). A
+    submission made while another is routed here (a ``submit-result`` listener that submits
+    again) goes to a task of its own: the handler never nests, however often a client retries."""
+    if rt._flow_commands is None or not rt._opened.is_set() or rt._routing_submit:
         rt._nursery.start_soon(handle_submit, rt, payload)
         return
+    rt._routing_submit = True
+    try:
+        _route_submit(rt, payload)
+    finally:
+        rt._routing_submit = False
+
+
+def _route_submit(rt: RuntimeCore, payload: Any) -> None:
     problem = _submit_problem(payload)
     if problem is not None:
         request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
@@ -101,8 +112,8 @@ def _submit_problem(payload: Any) -> tuple[str, str] | None:
 
 
 async def handle_submit(rt: RuntimeCore, payload: Any) -> None:
-    """A submission made before the runtime opened, in a task of its own: the queue names
-    the flow (``FindFlow``) and the form's reply is awaited."""
+    """A submission made before the runtime opened (or inside another one's routing), in a
+    task of its own: the queue names the flow (``FindFlow``) and the form's reply is awaited."""
     problem = _submit_problem(payload)
     request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
     flow_id = payload.get("flowId") if isinstance(payload, Mapping) else None
