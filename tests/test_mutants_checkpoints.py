@@ -18,7 +18,7 @@ import pytest
 
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import session_file as sf
-from pi_agent_ask.persistence.session_file import SessionFile, encode_frame
+from pi_agent_ask.persistence.session_file import CHECKPOINT_MAGIC, SessionFile, encode_frame
 
 # ---- helpers --------------------------------------------------------------------------------
 
@@ -158,3 +158,293 @@ def test_a_file_shrinking_while_its_tail_is_saved_keeps_what_was_copied(
     assert report.saved_to == tmp_path / f"s.pias.cut-{good}"
     assert report.saved_to.read_bytes() == torn[:16]
     assert path.stat().st_size == good
+
+
+# ---- what a checkpoint must hold to be used (hand-made copies of a real one) -----------------
+
+
+def newest_checkpoint(path: Path) -> tuple[int, dict[str, Any]]:
+    offset, payload = [f for f in frames(path) if f[1][0] == codec.KIND_CHECKPOINT][-1]
+    return offset, codec.decode_checkpoint(payload, CHECKPOINT_MAGIC)
+
+
+def append_checkpoint(path: Path, value: dict[str, Any]) -> int:
+    return append_frame(path, codec.encode_checkpoint(value, CHECKPOINT_MAGIC))
+
+
+def changed(value: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = dict(value)
+    for key, new in changes.items():
+        if new is DROP:
+            del out[key]
+        else:
+            out[key] = new
+    return out
+
+
+DROP = object()
+HERE = object()  # the offset of the checkpoint being written
+BEFORE = object()  # one byte before it
+
+
+def resolved(value: Any, offset: int) -> Any:
+    if value is HERE:
+        return offset
+    if value is BEFORE:
+        return offset - 1
+    if isinstance(value, list):
+        return [resolved(v, offset) for v in value]
+    return value
+
+
+def crafted(path: Path, **changes: Any) -> int:
+    """A copy of the newest checkpoint with ``changes``, appended; its offset."""
+    _, value = newest_checkpoint(path)
+    offset = path.stat().st_size
+    value = changed(value, **{k: resolved(v, offset) for k, v in changes.items()})
+    assert append_checkpoint(path, value) == offset
+    return offset
+
+
+MALFORMED = [
+    {"at": 5},
+    {"at": {"a": 1}},
+    {"at": DROP},
+    {"at": [1, 2]},
+    {"at": [1, 2, 3, 4]},
+    {"at": [1, 2.0, 0]},
+    {"at": [1, 2, True]},
+    {"at": [True, 2, 0]},
+    {"at": [0, 2, 0]},
+    {"at": [-1, 2, 0]},
+    {"at": [HERE, 2, 0]},
+    {"entries": 0},
+    {"entries": -1},
+    {"entries": 1.0},
+    {"entries": True},
+    {"entries": DROP},
+    {"prev": 0},
+    {"prev": -5},
+    {"prev": HERE},
+    {"prev": True},
+    {"prev": 1.0},
+    {"prev": "1"},
+    {"log": DROP},
+    {"log": {"a": 1}},
+    {"log": None},
+]
+
+
+@pytest.mark.parametrize("changes", MALFORMED)
+def test_a_checkpoint_with_a_malformed_field_is_refused(
+    tmp_path: Path, changes: dict[str, Any]
+) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    real, _ = newest_checkpoint(path)
+    offset = crafted(path, **changes)
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        with pytest.raises(ValueError, match=r"^malformed checkpoint$"):
+            session.checkpoint_at(offset)
+        assert session.report.checkpoint == real
+        assert session.report.notes == (
+            f"checkpoint at byte {offset} is unusable (malformed checkpoint); skipped",
+        )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"at": [1, 2, 0]},
+        {"at": [BEFORE, 2, 0]},
+        {"at": [1, 0, -1]},
+        {"entries": 1},
+        {"prev": None},
+        {"prev": 1},
+        {"prev": BEFORE},
+        {"log": []},
+        {"extra": "kept"},
+    ],
+)
+def test_a_checkpoint_at_the_edges_of_what_is_allowed_is_read(
+    tmp_path: Path, changes: dict[str, Any]
+) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    _, real = newest_checkpoint(path)
+    offset = crafted(path, **changes)
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        expected = changed(real, **{k: resolved(v, offset) for k, v in changes.items()})
+        assert session.checkpoint_at(offset) == expected
+
+
+@pytest.mark.parametrize(
+    ("projection", "shown"), [("other/1", "'other/1'"), (DROP, "None"), (7, "7")]
+)
+def test_a_checkpoint_of_another_projection_names_it(
+    tmp_path: Path, projection: Any, shown: str
+) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    real, _ = newest_checkpoint(path)
+    offset = crafted(path, projection=projection)
+    reason = f"written for another projection ({shown})"
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        with pytest.raises(ValueError) as caught:
+            session.checkpoint_at(offset)
+        assert str(caught.value) == reason
+        assert session.report.checkpoint == real
+        assert session.report.notes == (
+            f"checkpoint at byte {offset} is unusable ({reason}); skipped",
+        )
+
+
+def _unusable(path: Path, offset: int) -> str:
+    """The reason the open gives for skipping the checkpoint at ``offset``."""
+    real = checkpoints(path)[0]
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.report.checkpoint == real
+        (note,) = session.report.notes
+    head, tail = f"checkpoint at byte {offset} is unusable (", "); skipped"
+    assert note.startswith(head) and note.endswith(tail)
+    return note[len(head) : -len(tail)]
+
+
+@pytest.mark.parametrize("leaf", [None, DROP])
+def test_a_checkpoint_without_a_leaf_is_refused(tmp_path: Path, leaf: Any) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    offset = crafted(path, leaf=leaf)
+    assert _unusable(path, offset) == "malformed checkpoint leaf"
+
+
+def test_a_checkpoint_leaf_that_is_no_id_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    offset = crafted(path, leaf=5)
+    assert _unusable(path, offset) == "an entry id is neither text, 8 bytes nor null"
+
+
+@pytest.mark.parametrize("case", ["no frame there", "longer", "shorter", "another entry"])
+def test_a_checkpoint_naming_its_leaf_elsewhere_is_refused(tmp_path: Path, case: str) -> None:
+    """The leaf's place must hold a whole frame of the length named, holding that entry."""
+    path = tmp_path / "s.pias"
+    ids = checkpointed(path)
+    _, real = newest_checkpoint(path)
+    frame_off, frame_len, slot = real["at"]
+    assert real["leaf"] == codec.encode_id(ids[2])
+    changes = {
+        "no frame there": {"at": [1, frame_len, slot]},  # inside the header
+        "longer": {"at": [frame_off, frame_len + 1, slot]},
+        "shorter": {"at": [frame_off, frame_len - 1, slot]},
+        "another entry": {"leaf": codec.encode_id(ids[1])},
+    }[case]
+    offset = crafted(path, **changes)
+    assert _unusable(path, offset) == "the entry it names is not there"
+
+
+def test_a_checkpoint_naming_a_slot_its_frame_lacks_names_the_frame(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    _, real = newest_checkpoint(path)
+    frame_off, frame_len, _slot = real["at"]
+    offset = crafted(path, at=[frame_off, frame_len, 3])
+    assert _unusable(path, offset) == f"{path}: frame at {frame_off} changed on disk"
+
+
+def test_a_checkpoint_whose_state_does_not_fit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    offset = crafted(path, live="three")
+    assert _unusable(path, offset) == "not a count"
+
+
+# ---- finding checkpoints from the end of the file --------------------------------------------
+
+
+def test_a_checkpoint_as_the_first_frame_is_found_and_refused(tmp_path: Path) -> None:
+    """Only a hand-made file has one there; it names an entry after it, so it is refused."""
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    (at,) = checkpoints(path)
+    data = path.read_bytes()
+    first = frames(path)[0][0]
+    whole = data[at : at + 8 + int.from_bytes(data[at : at + 4], "big")]
+    path.write_bytes(data[:first] + whole + data[first:at] + data[at + len(whole) :])
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.report.ok and session.report.checkpoint is None
+        assert session.report.notes == (
+            f"checkpoint at byte {first} is unusable (malformed checkpoint); skipped",
+            "no usable checkpoint: the whole file was read",
+        )
+        assert len(session) == 4
+
+
+def test_a_bare_checkpoint_frame_filling_the_file_is_found(tmp_path: Path) -> None:
+    """A frame of only the kind byte and the magic: the smallest the search looks at."""
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=Counter()):
+        pass
+    first = path.stat().st_size
+    append_frame(path, bytes([codec.KIND_CHECKPOINT]) + CHECKPOINT_MAGIC)
+    assert path.stat().st_size - first == 8 + 1 + len(CHECKPOINT_MAGIC)
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.report.ok and len(session) == 0
+        (unusable, whole_file) = session.report.notes
+        assert unusable.startswith(f"checkpoint at byte {first} is unusable (")
+        assert whole_file == "no usable checkpoint: the whole file was read"
+
+
+def test_a_checkpoint_whose_magic_opens_the_read_window_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path, entries=3)
+    offset, payload = frames(path)[-1]
+    assert payload[0] == codec.KIND_CHECKPOINT
+    monkeypatch.setattr(sf, "_READ_WINDOW", len(payload))  # the window starts at its magic
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.report.checkpoint == offset
+        assert session.report.notes == ()
+
+
+def test_a_damaged_checkpoint_is_tried_once_when_the_search_reads_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path, entries=6)
+    older, newest = checkpoints(path)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x01  # the newest checkpoint, the last frame
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(sf, "_READ_WINDOW", len(data) - newest - 8)  # one window: its payload
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.report.checkpoint == older
+        assert session.report.notes == (
+            f"checkpoint at byte {newest} is damaged (checksum); skipped",
+        )
+
+
+def test_a_torn_checkpoint_is_no_checkpoint(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path, entries=6)
+    older, newest = checkpoints(path)
+    path.write_bytes(path.read_bytes()[:-1])
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        damage = session.report.damage
+        assert damage is not None and (damage.start, damage.reason) == (newest, "torn")
+        assert session.report.checkpoint == older
+        assert session.report.notes == ()
+
+
+def test_a_checkpoint_of_the_largest_frame_size_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path, entries=3)
+    offset, payload = frames(path)[-1]
+    assert max(len(p) for _, p in frames(path)) == len(payload)
+    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", len(payload))
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.report.checkpoint == offset
