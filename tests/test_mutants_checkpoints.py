@@ -448,3 +448,24 @@ def test_a_checkpoint_of_the_largest_frame_size_is_found(
     monkeypatch.setattr(sf, "MAX_FRAME_BYTES", len(payload))
     with SessionFile.open(path, projection=Counter(), readonly=True) as session:
         assert session.report.checkpoint == offset
+
+
+# ---- checkpoint_at: a clear error where there can be no checkpoint ---------------------------
+
+
+def test_checkpoint_at_refuses_a_session_without_a_projection_or_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    (offset,) = checkpoints(path)
+    with (
+        SessionFile.open(path, readonly=True) as plain,
+        pytest.raises(ValueError, match=r"^session has no projection$"),
+    ):
+        plain.checkpoint_at(offset)
+    memory = SessionFile.in_memory(projection=Counter())
+    memory.append("t", {})
+    with pytest.raises(ValueError, match=r"^an in-memory session has no checkpoints$"):
+        memory.checkpoint_at(offset)
+    memory.close()
+    with pytest.raises(ValueError, match=r"^session file is closed$"):
+        memory.checkpoint_at(offset)
