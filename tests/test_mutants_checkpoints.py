@@ -469,3 +469,161 @@ def test_checkpoint_at_refuses_a_session_without_a_projection_or_a_file(tmp_path
     memory.close()
     with pytest.raises(ValueError, match=r"^session file is closed$"):
         memory.checkpoint_at(offset)
+
+
+# ---- when a checkpoint is written, and what it holds ------------------------------------------
+
+
+def test_a_read_only_session_folds_without_writing_a_checkpoint(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:  # no projection: no checkpoints
+        ids = [session.append("t", {"n": n}).id for n in range(5)]
+    before = path.read_bytes()
+    counter = Counter()
+    with SessionFile.open(path, projection=counter, readonly=True, checkpoint_every=2) as session:
+        assert session.fold().log == ids
+        assert session.log() == ids
+        assert session.log_prev is None
+    assert path.read_bytes() == before
+    assert caplog.records == []
+
+
+def test_an_in_memory_session_folds_without_checkpoints(caplog: pytest.LogCaptureFixture) -> None:
+    session = SessionFile.in_memory(projection=Counter())
+    ids = [session.append("t", {"n": n}).id for n in range(3)]
+    assert session.fold().log == ids
+    ids += [session.append("t", {"n": n}).id for n in range(3, 300)]
+    assert session.fold().log == ids
+    assert session.log() == ids
+    assert session.log_prev is None
+    assert caplog.records == []
+
+
+class Picky(Counter):
+    """Refuses each entry of type ``bad`` the first time it is fed one."""
+
+    name = "picky/1"
+
+    def empty(self) -> CounterFold:
+        return PickyFold(self)
+
+
+class PickyFold(CounterFold):
+    def step(self, entry: sf.Entry, loc: sf.Loc) -> None:
+        if entry.type == "bad" and entry.id not in self.owner.fed:
+            self.owner.fed.append(entry.id)
+            raise ValueError("refused")
+        super().step(entry, loc)
+
+
+class Unstorable(Picky):
+    """Its live state cannot be stored: every checkpoint write fails."""
+
+    name = "unstorable/1"
+
+    def empty(self) -> CounterFold:
+        return UnstorableFold(self)
+
+
+class UnstorableFold(PickyFold):
+    def live(self) -> Any:
+        return object()
+
+
+def test_an_unusable_session_writes_no_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    real_write = os.write
+    with SessionFile.open(path, projection=Picky(), checkpoint_every=3) as session:
+        ids = [session.append(kind, {}).id for kind in ("bad", "t", "t")]  # the fold is dropped
+
+        def half(fd: int, data: bytes | memoryview) -> int:
+            real_write(fd, bytes(data)[:5])
+            raise OSError(5, "I/O error")
+
+        def refuse(fd: int, length: int) -> None:
+            raise OSError(5, "I/O error")
+
+        monkeypatch.setattr(sf.os, "write", half)
+        monkeypatch.setattr(sf.os, "ftruncate", refuse)
+        with pytest.raises(OSError, match="I/O error"):
+            session.append("t", {"lost": True})
+        monkeypatch.undo()
+        size = path.stat().st_size
+        assert session.fold().log == ids  # three entries folded: a checkpoint would be due
+        assert path.stat().st_size == size
+
+
+def test_a_checkpoint_that_cannot_be_written_is_logged_and_the_session_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=Unstorable(), checkpoint_every=2) as session:
+        session.append("t", {})
+        session.fold()
+        caplog.clear()
+        session.append("t", {})  # two folded since the last checkpoint: one is due
+        (record,) = caplog.records
+        assert record.getMessage() == f"{session!r}: a checkpoint could not be written"
+        assert record.levelname == "ERROR" and record.exc_info is not None
+        caplog.clear()
+        bad = session.append("bad", {})  # refused: the fold is dropped, no checkpoint tried
+        assert [r.getMessage() for r in caplog.records] == [
+            f"{session!r}: the projection refused an entry"
+        ]
+        assert bad.id in session
+    assert checkpoints(path) == []
+
+
+class Extended(Counter):
+    """A projection with derived checkpoint fields: records what it was given."""
+
+    name = "extended/1"
+
+    def __init__(self, fail: type[Exception] | None = None) -> None:
+        super().__init__()
+        self.fail = fail
+        self.calls: list[tuple[list[Any], int | None]] = []
+
+    def checkpoint_fields(self, log: list[Any], prev: int | None, at: Any) -> dict[str, Any]:
+        self.calls.append((list(log), prev))
+        if self.fail is not None:
+            raise self.fail("cannot")
+        return {"derived": len(log), "prevLog": None if prev is None else at(prev)["log"]}
+
+
+def test_a_checkpoint_holds_the_projections_derived_fields(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    projection = Extended()
+    with SessionFile.open(path, projection=projection, checkpoint_every=2) as session:
+        ids = [session.append("t", {}).id]
+        session.fold()
+        ids += [session.append("t", {}).id for _ in range(4)]
+    first, second = checkpoints(path)
+    assert projection.fed == ids
+    assert projection.calls == [(ids[:2], None), (ids[2:4], first)]
+    with SessionFile.open(path, projection=Extended(), readonly=True) as again:
+        assert again.checkpoint_at(first)["derived"] == 2
+        assert again.checkpoint_at(first)["prevLog"] is None
+        assert again.checkpoint_at(second)["derived"] == 2
+        assert again.checkpoint_at(second)["prevLog"] == ids[:2]
+        assert again.log() == ids
+
+
+@pytest.mark.parametrize("fail", [ValueError, OSError])
+def test_derived_fields_that_cannot_be_computed_are_left_out(
+    tmp_path: Path, fail: type[Exception]
+) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=Extended(fail), checkpoint_every=2) as session:
+        for _ in range(3):
+            session.append("t", {})
+        session.fold()
+    (offset,) = checkpoints(path)
+    with SessionFile.open(path, projection=Extended(), readonly=True) as again:
+        value = again.checkpoint_at(offset)
+        assert "derived" not in value
+        assert again.report.checkpoint == offset
