@@ -627,3 +627,58 @@ def test_derived_fields_that_cannot_be_computed_are_left_out(
         value = again.checkpoint_at(offset)
         assert "derived" not in value
         assert again.report.checkpoint == offset
+
+
+# ---- the log of a chain of checkpoints ---------------------------------------------------------
+
+
+def test_the_log_of_a_chain_of_checkpoints_is_the_whole_branch(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    ids = checkpointed(path, entries=10, every=3)
+    assert len(checkpoints(path)) == 3
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.log_prev == checkpoints(path)[-1]
+        assert session.fold().log == [ids[9]]
+        assert session.log() == ids
+        assert session.indexed == 2  # the chain is read, not the entries before it
+
+
+def test_an_unreadable_checkpoint_of_the_chain_is_logged_and_the_branch_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.pias"
+    ids = checkpointed(path, entries=10, every=3)
+    _first, middle, _newest = checkpoints(path)
+    data = bytearray(path.read_bytes())
+    data[middle + 8 + 30] ^= 0x01  # inside the middle checkpoint: its checksum fails
+    path.write_bytes(bytes(data))
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.indexed == 2
+        assert session.log() == ids
+        assert session.indexed == 10
+        assert session.log() == ids
+        assert session.log_prev is None
+    (record,) = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        f"{session!r}: checkpoint log unreadable (no whole frame there, or its checksum "
+        "fails); reading the branch"
+    )
+
+
+# ---- accessors of a session opened from a checkpoint -------------------------------------------
+
+
+def test_the_parent_of_the_checkpoint_leaf_is_read_from_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    ids = checkpointed(path)
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.indexed == 2  # the checkpoint's leaf and what follows
+        assert session.parent_id(ids[3]) == ids[2]
+        assert session.indexed == 2
+        assert session.parent_id(ids[2]) == ids[1]  # before the checkpoint: the whole file
+        assert session.indexed == 4
+        assert session.parent_id(ids[0]) is None
+        with pytest.raises(KeyError) as caught:
+            session.parent_id("nope")
+        assert caught.value.args == ("nope",)
