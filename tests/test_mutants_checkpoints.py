@@ -494,7 +494,7 @@ def test_an_in_memory_session_folds_without_checkpoints(caplog: pytest.LogCaptur
     session = SessionFile.in_memory(projection=Counter())
     ids = [session.append("t", {"n": n}).id for n in range(3)]
     assert session.fold().log == ids
-    ids += [session.append("t", {"n": n}).id for n in range(3, 300)]
+    ids += [session.append("t", {"n": n}).id for n in range(3, 3 + sf.CHECKPOINT_EVERY)]
     assert session.fold().log == ids
     assert session.log() == ids
     assert session.log_prev is None
@@ -682,3 +682,90 @@ def test_the_parent_of_the_checkpoint_leaf_is_read_from_before_it(tmp_path: Path
         with pytest.raises(KeyError) as caught:
             session.parent_id("nope")
         assert caught.value.args == ("nope",)
+
+
+def test_an_unhashable_id_is_refused_as_a_dict_would(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        with pytest.raises(TypeError, match="unhashable"):
+            _ = [] in session
+        assert 5 not in session and None not in session
+        assert session.indexed == 2  # no id that is not text is looked for before it
+
+
+# ---- what a damaged frame is taken for -------------------------------------------------------
+
+
+def _bad_checksum_frame(payload: bytes) -> bytes:
+    frame = bytearray(encode_frame(payload))
+    frame[4] ^= 0xFF
+    return bytes(frame)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        bytes([codec.KIND_CHECKPOINT]) + b"x" * len(CHECKPOINT_MAGIC) + b"state",
+        bytes([codec.KIND_ENTRIES]) + CHECKPOINT_MAGIC + b"state",
+    ],
+    ids=["checkpoint kind without the magic", "the magic under another kind"],
+)
+def test_a_damaged_frame_is_a_damaged_checkpoint_only_with_kind_and_magic(
+    tmp_path: Path, payload: bytes
+) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        session.append("t", {})
+    offset = path.stat().st_size
+    with path.open("ab") as file:
+        file.write(_bad_checksum_frame(payload))
+    with SessionFile.open(path, readonly=True) as session:
+        damage = session.report.damage
+        assert damage is not None
+        assert (damage.start, damage.reason, damage.detail) == (
+            offset,
+            "checksum",
+            f"frame at {offset}",
+        )
+        assert session.report.notes == ()
+
+
+def test_a_damaged_checkpoint_in_the_middle_is_skipped_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        session.append("t", {})
+    offset = path.stat().st_size
+    with path.open("ab") as file:
+        file.write(_bad_checksum_frame(bytes([codec.KIND_CHECKPOINT]) + CHECKPOINT_MAGIC + b"s"))
+    with SessionFile.open(path) as session:
+        session.append("t", {})
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.ok and len(session) == 2
+        assert session.report.notes == (
+            f"checkpoint at byte {offset} is damaged (checksum); skipped",
+        )
+
+
+# ---- headers and frozen data --------------------------------------------------------------------
+
+
+def test_a_new_session_id_is_32_hex_digits(tmp_path: Path) -> None:
+    header = sf.Header.new(clock=lambda: 7.0)
+    assert len(header.session_id) == 32 and int(header.session_id, 16) >= 0
+    assert (header.version, header.created, header.forked_from) == (sf.FORMAT_VERSION, 7.0, None)
+    assert sf.Header.new(forked_from="abc").forked_from == "abc"
+    assert sf.Header.new().session_id != header.session_id
+
+
+def test_a_map_used_as_a_key_reads_back_frozen(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    key = sf.FrozenMap({"a": 1})
+    with SessionFile.open(path) as session:
+        written = session.append("t", {key: "v", (1, 2): "w"})
+    with SessionFile.open(path, readonly=True) as session:
+        entry = session.get(written.id)
+    assert entry == written
+    keys = sorted(entry.data, key=repr)
+    assert [type(k) for k in keys] == [tuple, sf.FrozenMap]
+    assert entry.data[key] == "v"
