@@ -769,3 +769,64 @@ def test_a_map_used_as_a_key_reads_back_frozen(tmp_path: Path) -> None:
     keys = sorted(entry.data, key=repr)
     assert [type(k) for k in keys] == [tuple, sf.FrozenMap]
     assert entry.data[key] == "v"
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+def test_sets_and_byte_arrays_freeze(tmp_path: Path, where: str) -> None:
+    entry = sf.Entry("a", None, "t", 1.0, {"s": {1, 2}, "f": frozenset({3}), "b": bytearray(b"xy")})
+    assert entry.data == {"s": frozenset({1, 2}), "f": frozenset({3}), "b": b"xy"}
+    assert [type(entry.data[k]) for k in ("s", "f", "b")] == [frozenset, frozenset, bytes]
+    session = (
+        SessionFile.in_memory()
+        if where == "memory"
+        else SessionFile.open(tmp_path / "s.pias", readonly=False)
+    )
+    with session:
+        written = session.append("t", {"s": {1, 2}, "t": ({4},)})
+        assert written.data == {"s": frozenset({1, 2}), "t": (frozenset({4}),)}
+        assert session.get(written.id).data == written.data
+        assert type(session.get(written.id).data["s"]) is frozenset
+
+
+# ---- the accessors' errors and texts ----------------------------------------------------------
+
+
+def test_a_session_without_a_projection_has_no_fold(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        with pytest.raises(ValueError, match=r"^session has no projection$"):
+            session.fold()
+        with pytest.raises(ValueError, match=r"^session has no projection$"):
+            session.log()
+
+
+def test_unknown_ids_are_named_in_the_key_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path)
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        for call in (session.get, session.branch, session.branch_ids, session.parent_id):
+            with pytest.raises(KeyError) as caught:
+                call("nope")
+            assert caught.value.args == ("nope",)
+
+
+def test_a_session_shows_where_it_is_its_size_and_leaf(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        assert repr(session) == f"<SessionFile {path} entries=0 leaf=None>"
+        leaf = session.append("t", {}).id
+        assert repr(session) == f"<SessionFile {path} entries=1 leaf={leaf!r}>"
+    memory = SessionFile.in_memory()
+    leaf = memory.append("t", {}).id
+    assert repr(memory) == f"<SessionFile memory entries=1 leaf={leaf!r}>"
+
+
+def test_iter_entries_reads_the_whole_file_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    ids = checkpointed(path)
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.indexed == 2
+        entries = session.iter_entries()
+        assert [e.id for e in entries] == ids
+        assert [e.data for e in session.iter_entries()] == [{"n": n} for n in range(4)]
+    with pytest.raises(ValueError, match=r"^session file is closed$"):
+        session.iter_entries()
