@@ -830,3 +830,13 @@ def test_iter_entries_reads_the_whole_file_in_order(tmp_path: Path) -> None:
         assert [e.data for e in session.iter_entries()] == [{"n": n} for n in range(4)]
     with pytest.raises(ValueError, match=r"^session file is closed$"):
         session.iter_entries()
+
+
+def test_entry_data_must_be_a_mapping_or_none() -> None:
+    assert sf.Entry("a", None, "t", 1.0, None).data == {}
+    assert type(sf.Entry("a", None, "t", 1.0, None).data) is sf.FrozenMap
+    assert type(sf.Entry("a", None, "t", 1.0).data) is sf.FrozenMap
+    for data, kind in (([1], "list"), ("x", "str"), (5, "int")):
+        with pytest.raises(TypeError) as caught:
+            sf.Entry("a", None, "t", 1.0, data)
+        assert str(caught.value) == f"entry data must be a mapping, not {kind}"
