@@ -840,3 +840,56 @@ def test_entry_data_must_be_a_mapping_or_none() -> None:
         with pytest.raises(TypeError) as caught:
             sf.Entry("a", None, "t", 1.0, data)
         assert str(caught.value) == f"entry data must be a mapping, not {kind}"
+
+
+def test_a_checkpoint_magic_across_the_read_window_edge_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path, entries=3)
+    offset, payload = frames(path)[-1]
+    assert payload[0] == codec.KIND_CHECKPOINT
+    # The first window starts one byte after the magic's first: the next one must reach it.
+    monkeypatch.setattr(sf, "_READ_WINDOW", len(payload) - 1)
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.report.checkpoint == offset
+        assert session.report.notes == ()
+
+
+def _flip_last_byte_of(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset + 8 + int.from_bytes(data[offset : offset + 4], "big") - 1] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_an_older_checkpoint_at_the_start_of_the_read_window_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    checkpointed(path, entries=9)
+    _first, middle, newest = checkpoints(path)
+    _flip_last_byte_of(path, newest)
+    # One window from the middle checkpoint's magic to the end: both are in it.
+    monkeypatch.setattr(sf, "_READ_WINDOW", path.stat().st_size - middle - 8)
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.report.checkpoint == middle
+
+
+def test_each_checkpoint_is_tried_once_across_read_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two damaged checkpoints, then a good one: within the three tries only if no checkpoint
+    is tried twice."""
+    path = tmp_path / "s.pias"
+    checkpointed(path, entries=9)
+    first, middle, newest = checkpoints(path)
+    _flip_last_byte_of(path, newest)
+    _flip_last_byte_of(path, middle)
+    size = path.stat().st_size
+    monkeypatch.setattr(sf, "_READ_WINDOW", size - newest - 8)  # the newest one's payload
+    with SessionFile.open(path, projection=Counter(), readonly=True) as session:
+        assert session.report.checkpoint == first
+        assert session.report.notes == (
+            f"checkpoint at byte {newest} is damaged (checksum); skipped",
+            f"checkpoint at byte {middle} is damaged (checksum); skipped",
+        )
