@@ -942,6 +942,10 @@ class SessionFile:
     def checkpoint_at(self, offset: int) -> dict[str, Any]:
         """The checked map of the checkpoint at ``offset``; ``ValueError`` when unusable."""
         self._check_open()
+        if self._projection is None:
+            raise ValueError("session has no projection")
+        if self._fd is None:
+            raise ValueError("an in-memory session has no checkpoints")
         try:
             return self._checkpoint_value(offset)
         except _BadFrame as exc:
