@@ -927,7 +927,7 @@ class SessionFile:
             # A checkpoint of the chain became unreadable: fold the whole branch instead.
             logger.warning("%s: checkpoint log unreadable (%s); reading the branch", self, exc)
             self._full()
-            self._refold(whole=True)
+            self._refold()  # from the root: the index now starts there
             assert self._fold is not None
             return list(self._fold.log)
         return [item for part in reversed(parts) for item in part]
@@ -1476,9 +1476,9 @@ class SessionFile:
             return
         self._since_checkpoint += len(entries)
 
-    def _refold(self, *, whole: bool = False) -> None:
+    def _refold(self) -> None:
         """Fold the active branch: from the checkpoint the index starts at when the leaf
-        descends from it (and not ``whole``), else from the root."""
+        descends from it, else from the root."""
         projection = self._projection
         assert projection is not None
         index = self._index
@@ -1486,7 +1486,7 @@ class SessionFile:
         path: list[int] = []
         fold: Fold | None = None
         prev: int | None = None
-        if self._start is not None and not whole:
+        if self._start is not None:
             parent = index.parent
             i = leaf
             while i != _NO_PARENT and i != 0:
