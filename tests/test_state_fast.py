@@ -85,6 +85,33 @@ def test_an_edited_draft_is_the_evolved_draft_in_its_place(changes: dict[str, An
     assert draft == Draft(selected=(1,), note="n", option_notes={"v0": "first"})  # untouched
 
 
+@pytest.mark.parametrize("background", [False, True])
+@pytest.mark.parametrize(
+    "initial", [None, fs.FormSettings(auto_submit_when_answered_without_notes=True)]
+)
+def test_a_new_form_is_the_constructors_state_and_leaves_its_template_alone(
+    background: bool, initial: fs.FormSettings | None
+) -> None:
+    """``new_form`` copies a template of the defaults; every field is filled in, in field
+    order, and filling one form's fields never reaches the next form."""
+    params = _params()
+    state = fs.new_form(params, initial, background=background)
+    _same_as_constructed(state)
+    assert state == fs.FormState(
+        params,
+        ("single",),
+        (Draft(),),
+        (0,),
+        settings=initial if initial is not None else fs.FormSettings(),
+        background=background,
+    )
+    other = AskParams(questions=[Question("b", "B", "B?", "multi", [Option("x", "X")])] * 2)
+    fresh = fs.new_form(other)
+    assert (fresh.params, fresh.types, fresh.cursors) == (other, ("multi", "multi"), (0, 0))
+    assert fresh.settings == fs.FormSettings() and fresh.background is False
+    assert fs.new_form(params, initial, background=background) == state
+
+
 def _params() -> AskParams:
     return AskParams(
         questions=[Question("a", "A", "A?", "single", [Option("v0", "V0"), Option("v1", "V1")])]

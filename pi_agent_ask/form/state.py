@@ -235,28 +235,22 @@ def new_form(
     """A fresh form on the first question with empty drafts and presented types."""
     questions = params.questions
     n = len(questions)
-    # Through the constructor, not the way the reducer copies states ("Structural sharing"):
-    # an instance's own constructor gives it a key-sharing dict, about 330 bytes smaller, and
-    # most new forms wait in the queue untouched (4 KiB per queued form, tests/test_queue_memory).
-    # The first command's copy costs about 1 µs more for it. Positional arguments: the
-    # constructor's keyword parsing is a third of its cost.
-    return FormState(
-        params,
-        tuple([q.presented_type or q.type for q in questions]),  # each one's effective_type
-        (_EMPTY_DRAFT,) * n,
-        (0,) * n,
-        0,  # tab
-        0,  # review_cursor
-        None,  # editor
-        0,  # editors_opened
-        None,  # pending_type_change
-        None,  # pending_review
-        None,  # pending_dismiss
-        None,  # type_notice
-        settings if settings is not None else _DEFAULT_SETTINGS,
-        None,  # outcome
-        background,
-    )
+    # A copy of a template with the defaults, the way the reducer copies states ("Structural
+    # sharing"), not the constructor: about a third of its cost, and the state's dict is an
+    # ordinary one, which the first command copies at the cost of every later copy (the
+    # constructor's key-sharing dict takes a slow copy) and whose fields read fast. It is
+    # about 180 bytes larger than the constructor's (a queued form holds one:
+    # tests/test_queue_memory, 4 KiB per queued form).
+    fields = _NEW_FORM_FIELDS.copy()
+    fields["params"] = params
+    fields["types"] = tuple([q.presented_type or q.type for q in questions])  # effective_type
+    fields["drafts"] = (_EMPTY_DRAFT,) * n
+    fields["cursors"] = (0,) * n
+    if settings is not None:
+        fields["settings"] = settings
+    if background:
+        fields["background"] = True
+    return _state(fields)
 
 
 _DEFAULT_SETTINGS = FormSettings()
@@ -574,6 +568,17 @@ def _with(state: FormState, **changes: Unpack[_Changes]) -> FormState:
     return copy
 
 
+def _state(fields: dict[str, Any]) -> FormState:
+    """The state holding ``fields``: a copy of a state's ``__dict__`` (``{**state.__dict__}``:
+    it keeps the field order, and makes an ordinary dict of a constructor's key-sharing one,
+    whose copies would be slow) with the changed fields stored into it. The hot steps copy
+    this way rather than through ``_with``: a call with keyword arguments builds a dict for
+    them and merges it, about a quarter of the copy's cost."""
+    copy: FormState = _new_object(FormState)
+    _set_attribute(copy, "__dict__", fields)
+    return copy
+
+
 def _draft_with(draft: Draft, **changes: Unpack[_DraftChanges]) -> Draft:
     """``attrs.evolve(draft, **changes)`` for an edit, sharing every unchanged field; ``draft``
     itself when every change equals what it has (so ``is`` tells a change from none)."""
@@ -601,6 +606,25 @@ def _edit(
 # ``EMPTY_DRAFT``'s twin with a fast-path dict: what new forms hold and what edits of an empty or
 # skipped draft start from.
 _EMPTY_DRAFT = _build(Draft, dict(EMPTY_DRAFT.__dict__))
+
+# A new form's fields, in field order, with the defaults; ``new_form`` fills in the rest.
+_NEW_FORM_FIELDS: dict[str, Any] = {
+    "params": None,
+    "types": (),
+    "drafts": (),
+    "cursors": (),
+    "tab": 0,
+    "review_cursor": 0,
+    "editor": None,
+    "editors_opened": 0,
+    "pending_type_change": None,
+    "pending_review": None,
+    "pending_dismiss": None,
+    "type_notice": None,
+    "settings": _DEFAULT_SETTINGS,
+    "outcome": None,
+    "background": False,
+}
 
 
 def _replace(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
@@ -728,7 +752,9 @@ def _dispatch(state: FormState, command: Command) -> FormState:
             editor = state.editor
             if editor is None or editor.text == text:
                 return state
-            return _with(state, editor=_editor_with(editor, text, editor.images))
+            fields = {**state.__dict__}
+            fields["editor"] = _editor_with(editor, text, editor.images)
+            return _state(fields)
         case EditorSubmit():
             return _editor_submit(state) if state.editor is not None else state
         case EditorClose():
@@ -874,9 +900,12 @@ def _move_tab(state: FormState, tab: int) -> FormState:
     if tab == state.tab:
         return state
     questions = state.params.questions
+    fields = {**state.__dict__}
+    fields["tab"] = tab
     if tab == len(questions):
-        return _with(state, tab=tab, review_cursor=0)  # Review: nothing to land on
-    state = _with(state, tab=tab)
+        fields["review_cursor"] = 0  # Review: nothing to land on
+        return _state(fields)
+    state = _state(fields)
     return _land(state) if state.cursors[tab] == len(questions[tab].options) else state
 
 
@@ -933,8 +962,10 @@ def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str |
         text = draft.option_notes.get(option_value, "")
         images = draft.option_note_images.get(option_value, ())
     serial = state.editors_opened + 1
-    editor = _editor(kind, q, option_value, text, images, serial)
-    return _with(state, editor=editor, editors_opened=serial)
+    fields = {**state.__dict__}
+    fields["editor"] = _editor(kind, q, option_value, text, images, serial)
+    fields["editors_opened"] = serial
+    return _state(fields)
 
 
 def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
@@ -967,7 +998,10 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
             )
     elif kind == "note":
         if text != base.note or images != base.note_images:
-            drafts = _edit(drafts, q, base, note=text, note_images=images)
+            changed = {**base.__dict__}
+            changed["note"] = text
+            changed["note_images"] = images
+            new = _build(Draft, changed)
     else:
         assert editor.option_value is not None
         value = editor.option_value
@@ -986,9 +1020,13 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
             option_notes=frozen_mapping(notes),
             option_note_images=frozen_mapping(note_images),
         )
+    fields = {**state.__dict__}
     if new is not base:
-        drafts = _replace(drafts, q, new)
-    return _with(state, editor=None, drafts=drafts), kind == "custom" and not blank
+        items = list(drafts)
+        items[q] = new
+        fields["drafts"] = tuple(items)
+    fields["editor"] = None
+    return _state(fields), kind == "custom" and not blank
 
 
 def _editor_submit(state: FormState) -> FormState:
@@ -1030,20 +1068,29 @@ def _confirm(state: FormState, command: Confirm) -> FormState:
 def _answer_and_advance(state: FormState, q: int, row: int) -> FormState:
     """Select option ``row`` of single-select question ``q`` (the current tab), put its cursor
     there and advance, in one copy."""
-    draft = state.drafts[q]
+    fields = {**state.__dict__}
     drafts = state.drafts
-    if draft.skipped:
-        drafts = _edit(drafts, q, _EMPTY_DRAFT, selected=(row,))
-    elif draft.selected != (row,) or draft.custom_selected:
-        drafts = _edit(drafts, q, draft, selected=(row,), custom_selected=False)
+    draft = drafts[q]
+    if draft.skipped or draft.selected != (row,) or draft.custom_selected:
+        # ``_edit``, spelled out: an empty draft (a skipped one starts over) or this one, with
+        # this option selected and the custom answer not.
+        changed = {**(_EMPTY_DRAFT if draft.skipped else draft).__dict__}
+        changed["selected"] = (row,)
+        changed["custom_selected"] = False
+        items = list(drafts)
+        items[q] = _build(Draft, changed)
+        fields["drafts"] = tuple(items)
     cursors = state.cursors
     if cursors[q] != row:
-        cursors = _replace(cursors, q, row)
-    tab = q + 1
+        positions = list(cursors)
+        positions[q] = row
+        cursors = fields["cursors"] = tuple(positions)
+    tab = fields["tab"] = q + 1
     questions = state.params.questions
     if tab == len(questions):
-        return _with(state, drafts=drafts, cursors=cursors, tab=tab, review_cursor=0)
-    state = _with(state, drafts=drafts, cursors=cursors, tab=tab)
+        fields["review_cursor"] = 0
+        return _state(fields)
+    state = _state(fields)
     return _land(state) if cursors[tab] == len(questions[tab].options) else state
 
 
@@ -1098,11 +1145,18 @@ def _number(state: FormState, command: Number) -> FormState:
         selected += (row,)  # still sorted: options are mostly picked top to bottom
     else:
         selected = tuple(sorted((*selected, row)))
-    drafts = _edit(state.drafts, q, base, selected=selected)
+    changed = {**base.__dict__}
+    changed["selected"] = selected
+    items = list(state.drafts)
+    items[q] = _build(Draft, changed)
+    fields = {**state.__dict__}
+    fields["drafts"] = tuple(items)
     cursors = state.cursors
     if cursors[q] != row:
-        cursors = _replace(cursors, q, row)
-    return _with(state, drafts=drafts, cursors=cursors)
+        positions = list(cursors)
+        positions[q] = row
+        fields["cursors"] = tuple(positions)
+    return _state(fields)
 
 
 def _change_type(state: FormState, command: ChangeQuestionType) -> FormState:
@@ -1137,7 +1191,10 @@ def _review_press(state: FormState, kind: ReviewKind) -> FormState:
         return _fire_review(state, kind)
     if state.pending_review == kind:
         return _fire_review(state, kind, confirmed=True)
-    return _with(state, pending_review=kind, review_cursor=REVIEW_ACTIONS.index(kind))
+    fields = {**state.__dict__}
+    fields["pending_review"] = kind
+    fields["review_cursor"] = 0 if kind == "submit" else 1  # REVIEW_ACTIONS.index(kind)
+    return _state(fields)
 
 
 def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False) -> FormState:
@@ -1154,8 +1211,10 @@ def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False)
             pending_review=None,
             review_cursor=REVIEW_ACTIONS.index("cancel"),
         )
-    outcome = _SUBMITTED if kind == "submit" else _CANCELLED
-    return _with(state, outcome=outcome, pending_review=None)
+    fields = {**state.__dict__}
+    fields["outcome"] = _SUBMITTED if kind == "submit" else _CANCELLED
+    fields["pending_review"] = None
+    return _state(fields)
 
 
 def _exit(state: FormState, action: DismissAction) -> FormState:
