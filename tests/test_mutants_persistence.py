@@ -7,10 +7,16 @@ check behaviour through the actor's handle, not its layout.
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from pi_agent_ask.actors.persistence import (
     PersistenceClosedError,
@@ -153,3 +159,57 @@ async def test_teardown_closes_the_file_when_the_last_flush_fails(tmp_path: Path
                 assert session.needs_flush
                 session.flush = failing_flush  # type: ignore[method-assign]
     assert session.closed
+
+
+async def test_a_flush_thread_that_starts_after_the_deadline_leaves_the_file_alone(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine the teardown's worker thread may start only after ``CLOSE_TIMEOUT``.
+    By then teardown has closed the file itself; the late thread must see that and return
+    at once (not flush a closed file, not wait for a claim nobody gives back)."""
+    session = SessionFile.open(tmp_path / "s.pias")
+    calls: list[str] = []
+    real_flush, real_close = session.flush, session.close
+
+    def flush() -> None:
+        calls.append("flush")
+        real_flush()
+
+    def close(*, flush: bool = True) -> None:
+        calls.append("close")
+        real_close(flush=flush)
+
+    monkeypatch.setattr(session, "flush", flush)
+    monkeypatch.setattr(session, "close", close)
+    real_run_sync = trio.to_thread.run_sync
+    late: list[Callable[[], Any]] = []
+
+    async def start_late(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        # The thread is not started before teardown stops waiting: it runs afterwards.
+        late.append(functools.partial(fn, *args))
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", start_late)
+    syncs: list[int] = []
+    async with trio.open_nursery() as nursery:
+        handle: PersistenceHandle = await nursery.start(run_persistence, session)
+        entry = await handle.append("message", {"text": "hi"})
+        assert session.needs_flush
+        # Counted from here: a disk sync on the event loop's thread could hang it.
+        monkeypatch.setattr(os, "fdatasync", syncs.append)
+        nursery.cancel_scope.cancel()
+    # Teardown gave up at its bound and closed the file itself, without a flush or a sync.
+    assert session.closed and calls == ["close"] and syncs == []
+    [flush_and_close] = late
+    returned = threading.Event()
+
+    def run_the_late_thread() -> None:
+        flush_and_close()
+        returned.set()
+
+    threading.Thread(target=run_the_late_thread, daemon=True).start()
+    assert await real_run_sync(returned.wait, TIMEOUT)
+    assert calls == ["close"] and syncs == []
+    monkeypatch.undo()
+    with SessionFile.open(tmp_path / "s.pias") as again:
+        assert again.branch() == (entry,)

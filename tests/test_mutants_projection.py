@@ -212,3 +212,73 @@ def test_a_checkpoint_restores_every_part_of_the_fold_it_holds() -> None:
     assert fold.payloads == {"c1": [(1, 0), (2, 0)]}
     assert fold.dismissed == {"c2": None}
     assert fold.live() == live
+
+
+FULL = {
+    "requests": [
+        ["r1", [10, -1], [11, 0], [12, 1], True],
+        ["r2", [0, -2], None, None, False],
+        ["r3", [13, 2], None, [14, -1], False],
+    ],
+    "panel": False,
+    "calls": [["c1", [0, -2]], ["c2", [15, 3]]],
+    "payloads": [["c1", [[16, 0], [17, -1]]]],
+    "callRequests": [["c1", "r1", [18, -2]], ["c3", "r9", [19, 0]]],
+    "completions": [["r1", [20, 1]]],
+    "dismissed": ["c3", "c4"],
+    "returned": [
+        ["ask:background-answer", "r5", [21, -1], 0],
+        ["ask:resume-answer", "r6", [22, 0], 3],
+    ],
+}
+
+
+def test_every_field_of_a_checkpoint_s_live_part_reads_back_as_written() -> None:
+    """Every part filled, with places from 0 (an in-memory branch's) and every slot kind."""
+    assert JOURNAL.restore(FULL).live() == FULL
+    shown = JOURNAL.restore({**FULL, "panel": True})
+    assert shown.panel_visible is True and shown.live() == {**FULL, "panel": True}
+    # Anything but ``false`` shows the panel; only ``true`` marks a request delivered.
+    assert JOURNAL.restore({**FULL, "panel": None}).panel_visible is True
+    odd = {**FULL, "requests": [["r1", [10, -1], None, None, 1]]}
+    assert JOURNAL.restore(odd).requests["r1"].delivered is False
+
+
+def test_the_fold_of_an_in_memory_branch_restores_from_its_live_part() -> None:
+    fold = _fold(_call("c1"), _request("r1", "c1"), _queued("r2"))
+    live = fold.live()
+    assert live["calls"] == [["c1", [0, -2]]]
+    assert JOURNAL.restore(live).live() == live
+
+
+def test_a_checkpoint_written_before_give_backs_restores_without_them() -> None:
+    old = {key: value for key, value in FULL.items() if key != "returned"}
+    fold = JOURNAL.restore(old)
+    assert fold.returned == {}
+    assert fold.live() == {**old, "returned": []}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("calls", [[7, [1, 0]]], "malformed id"),
+        ("dismissed", [None], "malformed id"),
+        ("callRequests", [["c1", 5, [1, 0]]], "malformed id"),
+        ("calls", [["c1", [1, 0, 0]]], "malformed entry location"),
+        ("requests", [["r1", [1, 0], [2], None, False]], "malformed entry location"),
+        ("requests", [["r1", [1, 0], None, "x", False]], "malformed entry location"),
+        ("returned", [["ask:resume-answer", "r1", [1, 0], -1]], "malformed message index"),
+        ("returned", [["ask:resume-answer", "r1", [1, 0], True]], "malformed message index"),
+        ("returned", [["ask:resume-answer", "r1", [1, 0], "0"]], "malformed message index"),
+        ("returned", [[None, "r1", [1, 0], 0]], "malformed id"),
+        ("returned", [["ask:resume-answer", None, [1, 0], 0]], "malformed id"),
+    ],
+)
+def test_a_malformed_part_is_refused_with_its_reason(field: str, value: Any, reason: str) -> None:
+    with pytest.raises(ValueError, match=f"^checkpoint state does not fit the journal: {reason}$"):
+        JOURNAL.restore({**FULL, field: value})
+
+
+def test_a_message_index_of_zero_is_read() -> None:
+    live = {**EMPTY, "returned": [["ask:resume-answer", "r1", [1, 0], 0]]}
+    assert JOURNAL.restore(live).returned == {("ask:resume-answer", "r1"): ((1, 0), 0)}

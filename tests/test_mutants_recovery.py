@@ -491,3 +491,39 @@ async def test_the_journal_appends_a_compaction_summary(tmp_path: Path) -> None:
         journal.close()
     [stored] = SessionFile.open(path, readonly=True).branch()
     assert stored.data["summary"] == "the story so far"
+
+
+async def test_a_request_another_writer_marked_delivered_before_its_answer_stays_delivered(
+    tmp_path: Path,
+) -> None:
+    """A branch this runtime never writes, but another writer of the format may: a delivery
+    mark (``ask:background-answer``) for a request with no completion before it. The mark is
+    the branch's word that the request's answer went out, so the restored request is
+    delivered: its answer, once given, is recorded and never handed out a second time."""
+    session = tmp_path / "s.pas"
+    settings = settings_file(tmp_path)
+    async with open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt:
+        receipt = await rt.call_tool("ask_user", payload("a", background=True), "b1")
+    request_id = receipt["details"]["requestId"]
+    with SessionFile.open(session) as file:
+        file.append(
+            jr.BACKGROUND_ANSWER,
+            {
+                "role": "user",
+                "customType": jr.BACKGROUND_ANSWER,
+                "content": "answered by the other writer",
+                "details": {"requestId": request_id},
+            },
+        )
+    surface = RecordingSurface()
+    async with open_runtime(session=session, settings=settings, surface=surface) as rt:
+        await settle()
+        assert "tool:b1" in surface.states  # not settled: its form is back
+        submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+        await settle()
+        with pytest.raises(trio.WouldBlock):
+            rt.wakeups.receive_nowait()
+        assert await rt.turn_boundary() == []
+    [completed] = entries(session, jr.QUEUE_COMPLETED)
+    assert completed["requestId"] == request_id and completed["result"] is not None
+    assert len(entries(session, jr.BACKGROUND_ANSWER)) == 1  # the other writer's mark alone
