@@ -1,0 +1,129 @@
+"""How a session file is opened and read, pinned where mutation testing found the other suites
+silent (``docs/mutation-persistence.md``, "``session_file.py``: the open path").
+
+Sessions are real files in ``tmp_path``; a damaged file is written as bytes: whole frames
+(``encode_frame``) followed by the damage, so the reason and the detail an open reports are
+seen exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pi_agent_ask.persistence import session_file as sf
+from pi_agent_ask.persistence.session_file import (
+    Damage,
+    Entry,
+    Header,
+    SessionFile,
+    SessionFileError,
+    encode_frame,
+)
+from tests.test_mutants_session_file import Recorder, _checkpointed
+
+# ---- helpers --------------------------------------------------------------------------------
+
+
+def header_frame(version: int = 2) -> bytes:
+    return encode_frame(Header(version, 1.0e9, "hand-made").to_cbor())
+
+
+def v1_entry(entry_id: str, parent: str | None = None) -> bytes:
+    return encode_frame(Entry(entry_id, parent, "t", 1.0, {}).to_cbor())
+
+
+def damage_of(path: Path) -> Damage | None:
+    """The damage a read-only open reports (the file is not changed)."""
+    before = path.read_bytes()
+    with SessionFile.open(path, readonly=True) as session:
+        damage = session.report.damage
+    assert path.read_bytes() == before
+    return damage
+
+
+# ---- a torn tail ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tail", [1, 3, 7])
+def test_a_tail_shorter_than_a_frame_header_is_torn_with_the_bytes_present(
+    tmp_path: Path, tail: int
+) -> None:
+    path = tmp_path / "s.pias"
+    good = header_frame(1) + v1_entry("a")
+    path.write_bytes(good + b"\x00" * tail)
+    assert damage_of(path) == Damage(
+        len(good), len(good) + tail, "torn", f"{tail} of 8 frame header bytes"
+    )
+
+
+@pytest.mark.parametrize(
+    ("length", "reason", "detail"),
+    [
+        (0, "length", "frame declares 0 bytes"),
+        (5, "torn", "frame declares 5 bytes, 0 present"),
+    ],
+)
+def test_a_tail_of_exactly_a_frame_header_is_judged_by_its_length(
+    tmp_path: Path, length: int, reason: str, detail: str
+) -> None:
+    path = tmp_path / "s.pias"
+    good = header_frame(1) + v1_entry("a")
+    path.write_bytes(good + length.to_bytes(4, "big") + b"\x00" * 4)
+    assert damage_of(path) == Damage(len(good), len(good) + 8, reason, detail)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("left", [3, 8 + 2])
+def test_a_file_cut_before_the_checkpoint_while_it_is_indexed_ended_early(
+    tmp_path: Path, left: int
+) -> None:
+    """The part before the checkpoint an open started at is read later; a file cut since
+    then (to less than a frame header, or within the first frame) ended early."""
+    path = tmp_path / "s.pias"
+    at = _checkpointed(path)
+    with SessionFile.open(path, projection=Recorder(), readonly=True) as session:
+        assert session.report.checkpoint == at["checkpoint 2"]
+        header_end = 8 + int.from_bytes(path.read_bytes()[:4], "big")
+        os.truncate(path, header_end + left)
+        with pytest.raises(SessionFileError) as caught:
+            session.ids()
+        assert caught.value.reason == "unreadable"
+        assert str(caught.value) == (
+            f"{path}: frames before byte {at['checkpoint 2']}: file ended early"
+        )
+
+
+def padded_v1_entry(entry_id: str, payload_length: int) -> bytes:
+    """A version 1 entry frame whose payload is exactly ``payload_length`` bytes."""
+
+    def payload(pad: int) -> bytes:
+        return Entry(entry_id, None, "t", 1.0, {"pad": "x" * pad}).to_cbor()
+
+    pad = payload_length - len(payload(0))
+    pad += payload_length - len(payload(pad))  # the string's head grows with it
+    data = payload(pad)
+    assert len(data) == payload_length
+    return encode_frame(data)
+
+
+@pytest.mark.parametrize(
+    ("length", "reason", "detail"),
+    [
+        (0, "length", "frame declares 0 bytes"),
+        (5, "torn", "frame declares 5 bytes, 0 present"),
+    ],
+)
+def test_a_last_frame_header_across_the_read_window_is_read_whole(
+    tmp_path: Path, length: int, reason: str, detail: str
+) -> None:
+    """A scan reads the file a window (1 MiB) at a time. A frame header that starts 4 bytes
+    before the window ends is read again from its start: all 8 bytes are there, so it is
+    judged by the length it declares, not as a torn header."""
+    path = tmp_path / "s.pias"
+    head = header_frame(1)
+    big = padded_v1_entry("a", sf._READ_WINDOW - 12)  # ends 4 bytes before the window does
+    good = head + big
+    path.write_bytes(good + length.to_bytes(4, "big") + b"\x00" * 4)
+    assert damage_of(path) == Damage(len(good), len(good) + 8, reason, detail)  # type: ignore[arg-type]
