@@ -127,3 +127,35 @@ def test_a_last_frame_header_across_the_read_window_is_read_whole(
     good = head + big
     path.write_bytes(good + length.to_bytes(4, "big") + b"\x00" * 4)
     assert damage_of(path) == Damage(len(good), len(good) + 8, reason, detail)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("past", [1, 6, 200])
+def test_a_frame_running_past_the_read_window_is_read_whole(tmp_path: Path, past: int) -> None:
+    """A frame whose header lies inside the scan's window and whose payload runs ``past``
+    bytes beyond it is read again from its start, not cut at the window's end."""
+    path = tmp_path / "s.pias"
+    small = v1_entry("b", "a")
+    small_payload = len(small) - 8
+    before = sf._READ_WINDOW - 8 - (small_payload - past)  # where the small frame starts
+    path.write_bytes(header_frame(1) + padded_v1_entry("a", before - 8) + small)
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.ok
+        assert session.ids() == ("a", "b")
+        assert session.get("b").parent_id == "a"
+
+
+def test_the_largest_frame_length_is_read_and_one_more_is_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    first = v1_entry("a")
+    limit = len(first) - 8
+    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", limit)
+    good = header_frame(1) + first
+    path.write_bytes(good)
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.ok and session.ids() == ("a",)
+    path.write_bytes(good + (limit + 1).to_bytes(4, "big") + b"\x00" * 4 + b"\x00" * (limit + 1))
+    assert damage_of(path) == Damage(
+        len(good), len(good) + 8 + limit + 1, "length", f"frame declares {limit + 1} bytes"
+    )
