@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.session_file import (
     Damage,
@@ -22,7 +23,7 @@ from pi_agent_ask.persistence.session_file import (
     SessionFileError,
     encode_frame,
 )
-from tests.test_mutants_session_file import Recorder, _checkpointed
+from tests.test_mutants_session_file import Recorder, _checkpointed, _flip_last_byte_of, frames
 
 # ---- helpers --------------------------------------------------------------------------------
 
@@ -159,3 +160,62 @@ def test_the_largest_frame_length_is_read_and_one_more_is_damage(
     assert damage_of(path) == Damage(
         len(good), len(good) + 8 + limit + 1, "length", f"frame declares {limit + 1} bytes"
     )
+
+
+# ---- which checkpoint an open starts at -----------------------------------------------------
+
+
+class Other(Recorder):
+    name = "other/1"
+
+
+def checkpoints_of(path: Path, entries: int) -> list[int]:
+    """A session of ``entries`` entries with a checkpoint after each; their offsets."""
+    with SessionFile.open(path, projection=Recorder(), checkpoint_every=1) as session:
+        for n in range(entries):
+            session.append("t", {"n": n})
+    return [offset for offset, payload in frames(path) if payload[0] == codec.KIND_CHECKPOINT]
+
+
+def test_an_open_tries_three_checkpoints_then_reads_the_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    offsets = checkpoints_of(path, 5)
+    assert len(offsets) == 5
+    with SessionFile.open(path, projection=Other(), readonly=True) as session:
+        assert session.report.checkpoint is None
+        assert session.report.notes == (
+            *(
+                f"checkpoint at byte {offset} is unusable (written for another projection "
+                "('recorder/1')); skipped"
+                for offset in reversed(offsets[-3:])
+            ),
+            "no usable checkpoint: the whole file was read",
+        )
+        assert len(session.ids()) == 5 and session.indexed == 5
+
+
+def test_a_damaged_newest_checkpoint_leaves_the_one_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    offsets = checkpoints_of(path, 3)
+    with SessionFile.open(path, readonly=True) as plain:
+        ids = plain.ids()
+    _flip_last_byte_of(path, offsets[-1])
+    with SessionFile.open(path, projection=Recorder(), readonly=True) as session:
+        assert session.report.ok
+        assert session.report.checkpoint == offsets[-2]
+        assert session.report.notes == (
+            f"checkpoint at byte {offsets[-1]} is damaged (checksum); skipped",
+        )
+        assert session.ids() == ids
+
+
+def test_a_damaged_checkpoint_is_noted_by_an_open_without_a_projection(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    offsets = checkpoints_of(path, 2)
+    _flip_last_byte_of(path, offsets[0])
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.ok and session.report.checkpoint is None
+        assert session.report.notes == (
+            f"checkpoint at byte {offsets[0]} is damaged (checksum); skipped",
+        )
+        assert len(session.ids()) == 2
