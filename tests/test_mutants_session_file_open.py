@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import cbor2
 import pytest
 
 from pi_agent_ask.persistence import codec
@@ -219,3 +220,115 @@ def test_a_damaged_checkpoint_is_noted_by_an_open_without_a_projection(tmp_path:
             f"checkpoint at byte {offsets[0]} is damaged (checksum); skipped",
         )
         assert len(session.ids()) == 2
+
+
+def test_a_damaged_file_without_checkpoints_opened_with_a_projection(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    good = header_frame() + encode_frame(
+        codec.encode_entries([("0011223344556677", None, "t", 1.0, {})])[0]
+    )
+    path.write_bytes(good + b"\x00\x00\x00")
+    with SessionFile.open(path, projection=Recorder(), readonly=True) as session:
+        assert session.report.damage == Damage(
+            len(good), len(good) + 3, "torn", "3 of 8 frame header bytes"
+        )
+        assert session.report.notes == ()
+
+
+def test_a_damaged_only_checkpoint_is_noted_once_and_the_file_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    [offset] = checkpoints_of(path, 1)
+    _flip_last_byte_of(path, offset)
+    with SessionFile.open(path, projection=Recorder(), readonly=True) as session:
+        assert session.report.ok and session.report.checkpoint is None
+        assert session.report.notes == (
+            f"checkpoint at byte {offset} is damaged (checksum); skipped",
+            "no usable checkpoint: the whole file was read",
+        )
+        assert len(session.ids()) == 1
+
+
+# ---- the header -----------------------------------------------------------------------------
+
+
+def refusal(path: Path, content: bytes) -> SessionFileError:
+    """What a writable open says of a file holding ``content``; the file is left as it was."""
+    path.write_bytes(content)
+    with pytest.raises(SessionFileError) as caught:
+        SessionFile.open(path)
+    assert path.read_bytes() == content
+    assert caught.value.path == path
+    return caught.value
+
+
+GOOD_HEADER = {"magic": sf.MAGIC, "version": 2, "created": 1.5, "sessionId": "s"}
+NOT_OURS = ("not-a-session-file", "not a pi-agent-ask session file")
+NO_VERSION = ("damaged-header", "session header has no valid version")
+MALFORMED = ("damaged-header", "session header fields are malformed")
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"magic": "pi-agent-ask/other"}, NOT_OURS),
+        ({"magic": None}, NOT_OURS),
+        ({"version": None}, NO_VERSION),
+        ({"version": True}, NO_VERSION),
+        ({"version": "2"}, NO_VERSION),
+        ({"version": 0}, NO_VERSION),
+        ({"version": 1.0}, NO_VERSION),
+        ({"created": None}, MALFORMED),
+        ({"created": True}, MALFORMED),
+        ({"created": "1.5"}, MALFORMED),
+        ({"sessionId": None}, MALFORMED),
+        ({"sessionId": 5}, MALFORMED),
+        ({"forkedFrom": 5}, MALFORMED),
+    ],
+)
+def test_a_header_field_that_does_not_fit_is_refused_with_its_reason(
+    tmp_path: Path, change: dict[str, object], expected: tuple[str, str]
+) -> None:
+    path = tmp_path / "s.pias"
+    fields = {**GOOD_HEADER, **change}
+    fields = {key: value for key, value in fields.items() if value is not None}
+    error = refusal(path, encode_frame(cbor2.dumps(fields)))
+    assert (error.reason, str(error), error.version) == (
+        expected[0],
+        f"{path}: {expected[1]}",
+        None,
+    )
+
+
+def test_a_header_that_is_not_a_map_is_not_a_session_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    error = refusal(path, encode_frame(cbor2.dumps([sf.MAGIC, 2])))
+    assert (error.reason, str(error)) == ("not-a-session-file", f"{path}: {NOT_OURS[1]}")
+
+
+def test_a_newer_version_is_refused_with_the_version(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    error = refusal(path, encode_frame(cbor2.dumps({**GOOD_HEADER, "version": 3})))
+    assert (error.reason, error.version) == ("future-version", 3)
+    assert str(error) == (
+        f"{path}: session file format version 3 is newer than this program's (2); "
+        "upgrade pi-agent-ask to open it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "header"),
+    [
+        ({**GOOD_HEADER, "version": 1, "created": 7}, Header(1, 7.0, "s")),
+        ({**GOOD_HEADER, "forkedFrom": "parent"}, Header(2, 1.5, "s", "parent")),
+        ({**GOOD_HEADER, "forkedFrom": None}, Header(2, 1.5, "s")),
+    ],
+)
+def test_a_header_that_fits_is_read_as_it_is(
+    tmp_path: Path, fields: dict[str, object], header: Header
+) -> None:
+    path = tmp_path / "s.pias"
+    path.write_bytes(encode_frame(cbor2.dumps(fields)) + v1_entry("a"))
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.header == header
+        assert type(session.header.created) is float
+        assert session.report.ok and session.ids() == ("a",)
