@@ -332,3 +332,60 @@ def test_a_header_that_fits_is_read_as_it_is(
         assert session.header == header
         assert type(session.header.created) is float
         assert session.report.ok and session.ids() == ("a",)
+
+
+# ---- frames after a checkpoint, and leaf moves ----------------------------------------------
+
+
+def v2_entry(entry_id: str, parent: str | None = None) -> bytes:
+    return encode_frame(codec.encode_entries([(entry_id, parent, "t", 1.0, {})])[0])
+
+
+def test_a_leaf_move_to_an_unknown_entry_is_invalid(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    good = header_frame() + v2_entry("0011223344556677")
+    moved = encode_frame(codec.encode_leaf("8899aabbccddeeff"))
+    path.write_bytes(good + moved)
+    assert damage_of(path) == Damage(
+        len(good), len(good) + len(moved), "invalid", "leaf move to an unknown entry"
+    )
+
+
+def test_an_entry_after_the_checkpoint_under_an_older_one_indexes_the_whole_file(
+    tmp_path: Path,
+) -> None:
+    """Its parent lies before the checkpoint's leaf: not damage, the open reads it all."""
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=Recorder(), checkpoint_every=3) as session:
+        a, b, c = (session.append("t", {"n": n}).id for n in range(3))
+        side = session.append("t", {"n": "side"}, parent_id=a).id
+    with SessionFile.open(path, projection=Recorder(), readonly=True) as session:
+        assert session.report.ok and session.report.notes == ()
+        assert session.report.checkpoint is None
+        assert session.indexed == 4
+        assert session.ids() == (a, b, c, side)
+        assert session.branch_ids() == (a, side)
+
+
+def test_a_file_shrinking_inside_its_last_frame_while_it_is_read_is_a_torn_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file was measured longer than it is when read: the last frame's header is there,
+    its payload is not all there."""
+    path = tmp_path / "s.pias"
+    good = header_frame(1) + v1_entry("a")
+    cut = v1_entry("b", "a")
+    path.write_bytes(good + cut[:-5])
+    real_fstat = os.fstat
+
+    class Stat:
+        def __init__(self, fd: int) -> None:
+            self.st_size = real_fstat(fd).st_size + 5
+            self.st_mode = real_fstat(fd).st_mode
+
+    monkeypatch.setattr(sf.os, "fstat", Stat)
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.damage == Damage(
+            len(good), len(good) + len(cut), "torn", "file ended early"
+        )
+        assert session.ids() == ("a",)
