@@ -389,3 +389,86 @@ def test_a_file_shrinking_inside_its_last_frame_while_it_is_read_is_a_torn_tail(
             len(good), len(good) + len(cut), "torn", "file ended early"
         )
         assert session.ids() == ("a",)
+
+
+def test_a_session_whose_damaged_tail_was_cut_appends_where_the_tail_was(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    good = header_frame(1) + v1_entry("a")
+    path.write_bytes(good + b"\x00\x00\x00\x09garbage")
+    with SessionFile.open(path) as session:
+        assert session.report.cut and session.report.damage is not None
+        assert path.stat().st_size == len(good)
+        entry = session.append("t", {"after": "cut"})
+        assert session.get(entry.id) == entry
+        assert session.branch_ids() == ("a", entry.id)
+    with SessionFile.open(path, readonly=True) as again:
+        assert again.report.ok
+        assert again.branch()[-1] == entry
+
+
+# ---- what an open says ----------------------------------------------------------------------
+
+
+def test_the_report_of_a_clean_open_says_created_or_opened(tmp_path: Path) -> None:
+    assert SessionFile.in_memory().report.describe() == "in-memory session: created, 0 entries"
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        assert session.report.describe() == f"{path}: created, 0 entries"
+        session.append("t", {})
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.describe() == f"{path}: opened, 1 entries"
+
+
+def test_the_report_names_every_note(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    offsets = checkpoints_of(path, 3)
+    with SessionFile.open(path, projection=Other(), readonly=True) as session:
+        notes = session.report.notes
+        assert len(notes) == 4
+        assert session.report.describe() == f"{path}: opened, 3 entries; " + "; ".join(notes)
+        assert str(offsets[0]) in notes[2]
+
+
+def test_the_report_of_a_damaged_file_says_what_was_done_with_the_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    good = header_frame(1) + v1_entry("a")
+    path.write_bytes(good + b"\x00\x00\x00")
+    end = len(good) + 3
+    torn = "incomplete frame at the end of the file (an interrupted write)"
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.describe() == (
+            f"{path}: kept 1 entries; 3 bad bytes {len(good)}..{end} ignored (file not "
+            f"modified): {torn} (3 of 8 frame header bytes)"
+        )
+    with SessionFile.open(path) as session:
+        saved = tmp_path / f"s.pias.cut-{len(good)}"
+        assert session.report.saved_to == saved
+        assert session.report.describe() == (
+            f"{path}: kept 1 entries; 3 bad bytes {len(good)}..{end} cut: {torn} "
+            f"(3 of 8 frame header bytes); a copy of the cut bytes is in {saved}"
+        )
+    assert saved.read_bytes() == b"\x00\x00\x00"
+
+
+# ---- entry_at -------------------------------------------------------------------------------
+
+
+def test_an_in_memory_entry_is_read_at_the_place_its_fold_was_given(tmp_path: Path) -> None:
+    recorder = Recorder()
+    session = SessionFile.in_memory(projection=recorder)
+    single = session.append("one", {"n": 1})
+    batch = session.append_many([("two", {"n": 2}), ("three", {"n": 3})])
+    places = [tuple(item[4]) for item in session.fold().log]
+    assert [session.entry_at(place) for place in places] == [single, *batch]  # type: ignore[arg-type]
+    assert places[1][0] == places[2][0] and places[1][1] != places[2][1]
+
+
+def test_entry_at_a_place_holding_no_frame_is_unreadable(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as session:
+        session.append("t", {})
+        end = path.stat().st_size
+        with pytest.raises(SessionFileError) as caught:
+            session.entry_at((end, 0))
+        assert (caught.value.reason, caught.value.path) == ("unreadable", path)
+        assert str(caught.value) == f"{path}: no frame at {end}"
