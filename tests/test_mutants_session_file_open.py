@@ -472,3 +472,75 @@ def test_entry_at_a_place_holding_no_frame_is_unreadable(tmp_path: Path) -> None
             session.entry_at((end, 0))
         assert (caught.value.reason, caught.value.path) == ("unreadable", path)
         assert str(caught.value) == f"{path}: no frame at {end}"
+
+
+# ---- version 1 frames that do not fit -------------------------------------------------------
+
+
+def test_a_frame_that_is_not_cbor_names_the_decoder_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    good = header_frame(1) + v1_entry("a")
+    broken = b"\xa1\x61"  # a map whose first key stops after its head
+    try:
+        cbor2.loads(broken)
+    except Exception as exc:
+        name = type(exc).__name__
+    assert name != "NoneType"
+    path.write_bytes(good + encode_frame(broken))
+    assert damage_of(path) == Damage(len(good), len(good) + 8 + len(broken), "undecodable", name)
+
+
+def test_a_version_1_entry_under_an_unknown_parent_is_invalid(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    good = header_frame(1) + v1_entry("a")
+    orphan = v1_entry("b", "nobody")
+    path.write_bytes(good + orphan)
+    assert damage_of(path) == Damage(
+        len(good), len(good) + len(orphan), "invalid", "entry 'b' has unknown parent"
+    )
+
+
+def test_a_version_1_batch_after_a_checkpoint_under_an_older_entry_reads_the_whole_file(
+    tmp_path: Path,
+) -> None:
+    """Another writer's map frame after the checkpoint, naming an entry before its leaf: the
+    open indexes the whole file instead of calling it damage."""
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=Recorder(), checkpoint_every=3) as session:
+        a, b, c = (session.append("t", {"n": n}).id for n in range(3))
+    item = {"id": "x", "parentId": a, "type": "t", "timestamp": 1.0, "data": {}}
+    with path.open("ab") as out:
+        out.write(encode_frame(cbor2.dumps({"batch": [item]})))
+    with SessionFile.open(path, projection=Recorder(), readonly=True) as session:
+        assert session.report.ok and session.report.checkpoint is None
+        assert session.ids() == (a, b, c, "x")
+        assert session.branch_ids() == (a, "x")
+
+
+# ---- how the file is opened -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("readonly", [True, False])
+def test_the_file_is_opened_without_blocking_or_a_controlling_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, readonly: bool
+) -> None:
+    """Read-only opens never ask for write access; writable ones append. Neither blocks on
+    what was swapped in for the file, nor makes it a controlling terminal."""
+    path = tmp_path / "s.pias"
+    SessionFile.open(path).close()
+    flags: list[int] = []
+    real_open = os.open
+
+    def recording_open(target: object, how: int, *rest: int) -> int:
+        if target == path:
+            flags.append(how)
+        return real_open(target, how, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sf.os, "open", recording_open)
+    with SessionFile.open(path, readonly=readonly):
+        pass
+    [how] = flags
+    assert how & os.O_ACCMODE == (os.O_RDONLY if readonly else os.O_RDWR)
+    assert bool(how & os.O_APPEND) is not readonly
+    for flag in (os.O_NONBLOCK, os.O_NOCTTY, os.O_CLOEXEC):
+        assert how & flag == flag
