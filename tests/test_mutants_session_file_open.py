@@ -544,3 +544,51 @@ def test_the_file_is_opened_without_blocking_or_a_controlling_terminal(
     assert bool(how & os.O_APPEND) is not readonly
     for flag in (os.O_NONBLOCK, os.O_NOCTTY, os.O_CLOEXEC):
         assert how & flag == flag
+
+
+@pytest.mark.parametrize(("junk", "reason"), [(236, "damaged-header"), (237, "not-a-session-file")])
+def test_the_magic_in_the_first_256_bytes_tells_a_damaged_header(
+    tmp_path: Path, junk: int, reason: str
+) -> None:
+    path = tmp_path / "s.pias"
+    error = refusal(path, b"\x00" * junk + sf.MAGIC.encode())
+    text = {
+        "damaged-header": "session header frame is damaged",
+        "not-a-session-file": "not a pi-agent-ask session file",
+    }[reason]
+    assert (error.reason, str(error)) == (reason, f"{path}: {text}")
+
+
+@pytest.mark.parametrize(("size", "opens"), [(64 * 1024, True), (64 * 1024 + 1, False)])
+def test_a_header_of_up_to_64_kib_is_read(tmp_path: Path, size: int, opens: bool) -> None:
+    path = tmp_path / "s.pias"
+    fields = {**GOOD_HEADER, "sessionId": ""}
+    fields["sessionId"] = "s" * (size - len(cbor2.dumps(fields)) - 2)  # a 3-byte text head
+    payload = cbor2.dumps(fields)
+    assert len(payload) == size
+    content = encode_frame(payload) + v1_entry("a")
+    if opens:
+        path.write_bytes(content)
+        with SessionFile.open(path, readonly=True) as session:
+            assert session.header.session_id == fields["sessionId"]
+            assert session.ids() == ("a",)
+    else:
+        error = refusal(path, content)
+        assert (error.reason, str(error)) == (
+            "damaged-header",
+            f"{path}: session header frame is damaged",
+        )
+
+
+def test_a_damaged_open_logs_its_report_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.pias"
+    path.write_bytes(header_frame(1) + v1_entry("a") + b"\x00\x00\x00")
+    logger = "pi_agent_ask.persistence.session_file"
+    with (
+        caplog.at_level("WARNING", logger=logger),
+        SessionFile.open(path, readonly=True) as session,
+    ):
+        [record] = caplog.records
+        assert record.getMessage() == session.report.describe()
