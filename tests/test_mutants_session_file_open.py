@@ -592,3 +592,116 @@ def test_a_damaged_open_logs_its_report_once(
     ):
         [record] = caplog.records
         assert record.getMessage() == session.report.describe()
+
+
+# ---- frames that stopped decoding, files that are not regular -------------------------------
+
+
+def test_a_header_frame_that_is_not_cbor_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    error = refusal(path, encode_frame(b"\xa1\x61") + v1_entry("a"))
+    assert (error.reason, str(error)) == ("not-a-session-file", f"{path}: {NOT_OURS[1]}")
+
+
+def rewrite_frame(path: Path, offset: int, payload: bytes) -> None:
+    """Put ``payload`` in place of the frame's at ``offset`` (same length, checksum kept)."""
+    data = bytearray(path.read_bytes())
+    length = int.from_bytes(data[offset : offset + 4], "big")
+    assert len(payload) <= length
+    data[offset + 8 : offset + 8 + length] = payload.ljust(length, b"\x00")
+    path.write_bytes(bytes(data))
+
+
+def changed_on_disk(path: Path, offset: int) -> tuple[str, str]:
+    return ("unreadable", f"{path}: frame at {offset} changed on disk")
+
+
+def test_a_frame_that_stopped_being_cbor_changed_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    head = header_frame(1)
+    path.write_bytes(head + v1_entry("a"))
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.ok
+        rewrite_frame(path, len(head), b"\xff")
+        with pytest.raises(SessionFileError) as caught:
+            session.branch()
+        assert (caught.value.reason, str(caught.value)) == changed_on_disk(path, len(head))
+
+
+def _one_v2_entry() -> bytes:
+    return codec.encode_entries([("8899aabbccddeeff", None, "t", 1.0, {})])[0]
+
+
+@pytest.mark.parametrize(
+    ("version", "batch", "replacement"),
+    [
+        (1, False, cbor2.dumps({"id": 5})),  # a map, not an entry
+        (1, True, cbor2.dumps({"batch": []})),  # a batch without the entry
+        (1, True, cbor2.dumps({"leaf": None})),  # not a batch at all
+        (2, True, _one_v2_entry()),  # an entries frame of one entry, not two
+    ],
+)
+def test_a_frame_that_still_decodes_but_no_longer_holds_the_entry_changed_on_disk(
+    tmp_path: Path, version: int, batch: bool, replacement: bytes
+) -> None:
+    """Reading through the index (``branch``, ``get``, ``entries``) says so as ``entry_at``
+    does: a ``SessionFileError``, not the decoder's ``ValueError`` or ``KeyError``."""
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path) as writer:
+        first = writer.append("t", {"pad": "x" * 40}).id
+    if version == 1:
+        items = [Entry(first, None, "t", 1.0, {"pad": "x" * 40}).to_cbor()]
+        if batch:
+            items.append(Entry("second", first, "t", 1.0, {}).to_cbor())
+            body = cbor2.dumps({"batch": [cbor2.loads(item) for item in items]})
+        else:
+            body = items[0]
+        path.write_bytes(header_frame(1) + encode_frame(body))
+    elif batch:
+        with SessionFile.open(path) as writer:
+            writer.append_many([("t", {"pad": "x" * 40}), ("t", {})])
+    [*_, (offset, _payload)] = frames(path)
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.ok
+        rewrite_frame(path, offset, replacement)
+        for read in (
+            session.branch,
+            lambda: session.get(session.leaf_id or ""),
+            lambda: session.entries,
+        ):
+            with pytest.raises(SessionFileError) as caught:
+                read()
+            assert (caught.value.reason, str(caught.value)) == changed_on_disk(path, offset)
+
+
+def test_a_directory_is_refused_with_its_path(tmp_path: Path) -> None:
+    with pytest.raises(SessionFileError) as caught:
+        SessionFile.open(tmp_path, readonly=True)
+    assert (caught.value.reason, caught.value.path) == ("not-a-regular-file", tmp_path)
+    assert str(caught.value) == (f"{tmp_path}: not a regular file (a FIFO, device or directory)")
+
+
+def test_what_was_opened_is_checked_not_what_the_name_holds_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO swapped in before the open and the session file put back right after: the
+    descriptor is a FIFO, and that is refused."""
+    path = tmp_path / "s.pias"
+    SessionFile.open(path).close()
+    aside = tmp_path / "aside.pias"
+    real_open = os.open
+
+    def swapping_open(target: object, how: int, *rest: int) -> int:
+        if target != path:
+            return real_open(target, how, *rest)  # type: ignore[arg-type]
+        path.replace(aside)
+        os.mkfifo(path)
+        try:
+            return real_open(path, how, *rest)
+        finally:
+            aside.replace(path)
+
+    monkeypatch.setattr(sf.os, "open", swapping_open)
+    with pytest.raises(SessionFileError) as caught:
+        SessionFile.open(path, readonly=True)
+    assert caught.value.reason == "not-a-regular-file"
