@@ -9,6 +9,7 @@ seen exactly.
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 
 import cbor2
@@ -704,4 +705,43 @@ def test_what_was_opened_is_checked_not_what_the_name_holds_after(
     monkeypatch.setattr(sf.os, "open", swapping_open)
     with pytest.raises(SessionFileError) as caught:
         SessionFile.open(path, readonly=True)
-    assert caught.value.reason == "not-a-regular-file"
+    assert (caught.value.reason, caught.value.path) == ("not-a-regular-file", path)
+
+
+def test_a_second_writer_is_refused_with_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path), pytest.raises(SessionFileError) as caught:
+        SessionFile.open(path)
+    assert (caught.value.reason, caught.value.path) == ("locked", path)
+    assert str(caught.value) == f"{path}: session file is open for writing elsewhere"
+
+
+def test_a_header_frame_running_past_the_file_is_damaged_even_if_its_checksum_fits(
+    tmp_path: Path,
+) -> None:
+    """The checksum is of the bytes that are there; the length says more should be."""
+    path = tmp_path / "s.pias"
+    payload = cbor2.dumps(GOOD_HEADER)
+    content = (len(payload) + 5).to_bytes(4, "big") + zlib.crc32(payload).to_bytes(4, "big")
+    error = refusal(path, content + payload)
+    assert (error.reason, str(error)) == (
+        "damaged-header",
+        f"{path}: session header frame is damaged",
+    )
+
+
+def test_a_one_byte_header_is_read_as_a_header(tmp_path: Path) -> None:
+    """An empty map is a header without the magic: not a session file, whatever follows."""
+    path = tmp_path / "s.pias"
+    error = refusal(path, encode_frame(b"\xa0") + sf.MAGIC.encode())
+    assert (error.reason, str(error)) == ("not-a-session-file", f"{path}: {NOT_OURS[1]}")
+
+
+def test_entries_iterated_after_the_session_closed_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.pias"
+    session = SessionFile.open(path)
+    session.append("t", {})
+    entries = session.iter_entries()
+    session.close()
+    with pytest.raises(ValueError, match=r"^session file is closed$"):
+        next(entries)
