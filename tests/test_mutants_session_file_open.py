@@ -745,3 +745,16 @@ def test_entries_iterated_after_the_session_closed_are_refused(tmp_path: Path) -
     session.close()
     with pytest.raises(ValueError, match=r"^session file is closed$"):
         next(entries)
+
+
+@pytest.mark.parametrize("again", ["0011223344556677", "8899aabbccddeeff"])
+def test_an_entries_frame_repeating_an_id_is_invalid(tmp_path: Path, again: str) -> None:
+    """An id already in the file, or twice in one frame."""
+    path = tmp_path / "s.pias"
+    good = header_frame() + v2_entry("0011223344556677")
+    chain = [("8899aabbccddeeff", "0011223344556677", "t", 1.0, {}), (again, None, "t", 1.0, {})]
+    frame = encode_frame(codec.encode_entries(chain)[0])
+    path.write_bytes(good + frame)
+    assert damage_of(path) == Damage(
+        len(good), len(good) + len(frame), "invalid", f"duplicate entry id {again!r}"
+    )
