@@ -1699,10 +1699,17 @@ class SessionFile:
                     ) from exc
                 last_offset = offset
             slot = index.slot[i]
-            if compact:
-                yield Entry(*decoded[slot])
-            else:
-                yield Entry._from_map(decoded if slot < 0 else decoded["batch"][slot])
+            try:
+                if compact:
+                    entry = Entry(*decoded[slot])
+                else:
+                    entry = Entry._from_map(decoded if slot < 0 else decoded["batch"][slot])
+            except (ValueError, LookupError, TypeError) as exc:
+                # The frame still decodes but no longer holds the entry the open indexed there.
+                raise SessionFileError(
+                    self._path, "unreadable", f"frame at {offset} changed on disk"
+                ) from exc
+            yield entry
 
     def _scan(self, reader: _Reader, start: int, size: int, notes: list[str]) -> Damage | None:
         """Index every whole frame from ``start`` to ``size``; return the damaged tail (ending
