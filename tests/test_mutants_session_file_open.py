@@ -758,3 +758,45 @@ def test_an_entries_frame_repeating_an_id_is_invalid(tmp_path: Path, again: str)
     assert damage_of(path) == Damage(
         len(good), len(good) + len(frame), "invalid", f"duplicate entry id {again!r}"
     )
+
+
+# ---- the last untested functions (session 7, lead) ---------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["entries", "batch"])
+def test_an_entry_under_an_unknown_parent_in_a_frame_of_entries_is_invalid(
+    tmp_path: Path, kind: str
+) -> None:
+    """A version 2 entries frame, or a version 1 batch, whose second entry names a parent no
+    entry has: the frame is damage, with the reason and the entry named (``_Index.check_links``)."""
+    path = tmp_path / "s.pias"
+    if kind == "entries":
+        good = header_frame() + v2_entry("0011223344556677")
+        fields = [
+            ("1111111111111111", "0011223344556677", "t", 1.0, {}),
+            ("2222222222222222", "8899aabbccddeeff", "t", 1.0, {}),
+        ]
+        bad = encode_frame(codec.encode_entries(fields)[0])
+        named = "2222222222222222"
+    else:
+        good = header_frame(1) + v1_entry("a")
+        batch = {
+            "batch": [
+                cbor2.loads(Entry("b", "a", "t", 1.0, {}).to_cbor()),
+                cbor2.loads(Entry("c", "nobody", "t", 1.0, {}).to_cbor()),
+            ]
+        }
+        bad = encode_frame(cbor2.dumps(batch))
+        named = "c"
+    path.write_bytes(good + bad)
+    assert damage_of(path) == Damage(
+        len(good), len(good) + len(bad), "invalid", f"entry {named!r} has unknown parent"
+    )
+
+
+def test_a_session_says_it_is_open_until_closed(tmp_path: Path) -> None:
+    with SessionFile.open(tmp_path / "s.pias") as session:
+        assert session.closed is False
+    assert session.closed is True
+    memory = SessionFile.in_memory()
+    assert memory.closed is False
