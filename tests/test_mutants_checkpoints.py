@@ -19,6 +19,7 @@ import pytest
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.session_file import CHECKPOINT_MAGIC, SessionFile, encode_frame
+from tests.test_mutants_session_file import frames
 
 # ---- helpers --------------------------------------------------------------------------------
 
@@ -56,17 +57,6 @@ class Counter:
         if type(live) is not int:
             raise ValueError("not a count")
         return CounterFold(self, live)
-
-
-def frames(path: Path) -> list[tuple[int, bytes]]:
-    """``(offset, payload)`` of every frame after the header, parsed independently."""
-    data = path.read_bytes()
-    out, pos = [], 8 + int.from_bytes(data[:4], "big")
-    while pos < len(data):
-        length = int.from_bytes(data[pos : pos + 4], "big")
-        out.append((pos, data[pos + 8 : pos + 8 + length]))
-        pos += 8 + length
-    return out
 
 
 def checkpoints(path: Path) -> list[int]:
