@@ -15,7 +15,7 @@ sends into a form's inbox.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -24,6 +24,7 @@ import trio
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.core import RuntimeCore, hand_over
 from pi_agent_ask.actors.form import FLOW_NOT_ACTIVE, FormInput, RemoteResponse
+from pi_agent_ask.actors.queue_state import CommandSink
 from pi_agent_ask.form import untrusted
 
 
@@ -59,17 +60,20 @@ def on_submit(rt: RuntimeCore, payload: Any) -> None:
     """The ``pi-agent-ask:submit`` handler: route the submission now (see the module). A
     submission made while another is routed here (a ``submit-result`` listener that submits
     again) goes to a task of its own: the handler never nests, however often a client retries."""
-    if rt._flow_commands is None or not rt._opened.is_set() or rt._routing_submit:
+    flow_commands = rt._flow_commands
+    if flow_commands is None or not rt._opened.is_set() or rt._routing_submit:
         rt._nursery.start_soon(handle_submit, rt, payload)
         return
     rt._routing_submit = True
     try:
-        _route_submit(rt, payload)
+        _route_submit(rt, flow_commands, payload)
     finally:
         rt._routing_submit = False
 
 
-def _route_submit(rt: RuntimeCore, payload: Any) -> None:
+def _route_submit(
+    rt: RuntimeCore, flow_commands: Callable[[str], CommandSink | None], payload: Any
+) -> None:
     problem = _submit_problem(payload)
     if problem is not None:
         request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
@@ -77,7 +81,7 @@ def _route_submit(rt: RuntimeCore, payload: Any) -> None:
         _submit_result(rt, request_id, flow_id, problem)
         return
     request_id, flow_id = payload["requestId"], payload["flowId"]
-    target = rt._flow_commands(flow_id)
+    target = flow_commands(flow_id)
     if target is None:
         _submit_result(rt, request_id, flow_id, ("flow_not_found", "Ask flow is not active."))
         return
