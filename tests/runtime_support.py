@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Literal
 from unittest import mock
@@ -15,6 +15,7 @@ import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import FormInput
+from pi_agent_ask.actors.runtime import Runtime, open_runtime
 from pi_agent_ask.form import state as fs
 
 
@@ -191,6 +192,14 @@ class WriteGate:
 
     def fail_next(self, entry_type: str, error: BaseException) -> None:
         self.failures.setdefault(entry_type, []).append(error)
+
+    @asynccontextmanager
+    async def open_runtime(self, **options: Any) -> AsyncIterator[Runtime]:
+        """``open_runtime(**options)`` with every journal write going through this gate
+        (``gated_journal`` around it)."""
+        with gated_journal(self):
+            async with open_runtime(**options) as rt:
+                yield rt
 
     async def through(self, entry_type: str, write: Callable[[], Awaitable[Any]]) -> Any:
         if self.failures.get(entry_type):

@@ -31,7 +31,6 @@ from .runtime_support import (
     WriteGate,
     answer,
     branch_types,
-    gated_journal,
     payload,
     settings_file,
     submit,
@@ -150,18 +149,17 @@ async def test_a_message_no_boundary_hands_out_is_refused_and_nothing_is_written
 
 async def test_a_give_back_whose_write_fails_gives_nothing_back(tmp_path: Path) -> None:
     gate = WriteGate()
-    with gated_journal(gate):
-        async with open_runtime(
-            session=tmp_path / "s.pas", settings=settings_file(tmp_path), surface=NullSurface()
-        ) as rt:
-            rt.agent_started()
-            message = await answered_and_taken(rt, "c1", "a1")
-            gate.fail_next(jr.RETURNED, InjectedDiskError(errno.EIO, "disk"))
-            with pytest.raises(InjectedDiskError):
-                await rt.give_back([message])
-            assert await rt.turn_boundary() == []
-            await rt.give_back([message])  # the disk is back
-            assert await rt.turn_boundary() == [message]
+    async with gate.open_runtime(
+        session=tmp_path / "s.pas", settings=settings_file(tmp_path), surface=NullSurface()
+    ) as rt:
+        rt.agent_started()
+        message = await answered_and_taken(rt, "c1", "a1")
+        gate.fail_next(jr.RETURNED, InjectedDiskError(errno.EIO, "disk"))
+        with pytest.raises(InjectedDiskError):
+            await rt.give_back([message])
+        assert await rt.turn_boundary() == []
+        await rt.give_back([message])  # the disk is back
+        assert await rt.turn_boundary() == [message]
 
 
 def _returned_of(session: SessionFile) -> Any:
@@ -226,31 +224,30 @@ async def test_an_mcp_take_cut_after_its_boundary_gives_the_answer_back_durably(
     session = tmp_path / "s.pas"
     settings = settings_file(tmp_path)
     gate = WriteGate()
-    with gated_journal(gate):
-        async with open_runtime(session=session, settings=settings, surface=NullSurface()) as rt:
-            with AgentTools(rt) as tools:
-                rt.events.on(
-                    "pi-agent-ask:started",
-                    lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]})),
-                )
-                await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="c1")
+    async with gate.open_runtime(session=session, settings=settings, surface=NullSurface()) as rt:
+        with AgentTools(rt) as tools:
+            rt.events.on(
+                "pi-agent-ask:started",
+                lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]})),
+            )
+            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="c1")
+            await trio.testing.wait_all_tasks_blocked()
+            gate.hold("after")  # the marks reach the file; the reply waits here
+            taken: list[Any] = []
+            async with trio.open_nursery() as nursery:
+                scope = trio.CancelScope()
+
+                async def take() -> None:
+                    with scope:
+                        taken.append(await tools.take_background_messages())
+
+                nursery.start_soon(take)
                 await trio.testing.wait_all_tasks_blocked()
-                gate.hold("after")  # the marks reach the file; the reply waits here
-                taken: list[Any] = []
-                async with trio.open_nursery() as nursery:
-                    scope = trio.CancelScope()
-
-                    async def take() -> None:
-                        with scope:
-                            taken.append(await tools.take_background_messages())
-
-                    nursery.start_soon(take)
-                    await trio.testing.wait_all_tasks_blocked()
-                    assert gate.held_types == [jr.BACKGROUND_ANSWER]
-                    scope.cancel()
-                    gate.release()
-                assert taken == []  # cut: nothing returned to the agent
-                assert tools._carry == []  # not kept in memory: journaled
+                assert gate.held_types == [jr.BACKGROUND_ANSWER]
+                scope.cancel()
+                gate.release()
+            assert taken == []  # cut: nothing returned to the agent
+            assert tools._carry == []  # not kept in memory: journaled
     types = branch_types(session)
     assert types[-2:] == [jr.BACKGROUND_ANSWER, jr.RETURNED]
     # As the MCP server opens it: the agent busy from the start (nobody reads wakeups).
@@ -267,17 +264,16 @@ async def test_an_mcp_give_back_whose_write_fails_is_kept_in_memory(tmp_path: Pa
     from pi_agent_ask.mcp_server.tools import AgentTools
 
     gate = WriteGate()
-    with gated_journal(gate):
-        async with open_runtime(
-            session=tmp_path / "s.pas", settings=settings_file(tmp_path), surface=NullSurface()
-        ) as rt:
-            with AgentTools(rt) as tools:
-                message = await answered_and_taken(rt, "c1", "a1")
-                gate.fail_next(jr.RETURNED, InjectedDiskError(errno.EIO, "disk"))
-                await tools.give_back([message])
-                assert tools._carry == [message]
-                assert await tools.take_background_messages(text_only=True) == [message]
-                assert await tools.take_background_messages() == []
+    async with gate.open_runtime(
+        session=tmp_path / "s.pas", settings=settings_file(tmp_path), surface=NullSurface()
+    ) as rt:
+        with AgentTools(rt) as tools:
+            message = await answered_and_taken(rt, "c1", "a1")
+            gate.fail_next(jr.RETURNED, InjectedDiskError(errno.EIO, "disk"))
+            await tools.give_back([message])
+            assert tools._carry == [message]
+            assert await tools.take_background_messages(text_only=True) == [message]
+            assert await tools.take_background_messages() == []
 
 
 async def test_a_give_back_cancelled_once_with_the_queue_still_takes_its_reply(
@@ -286,29 +282,28 @@ async def test_a_give_back_cancelled_once_with_the_queue_still_takes_its_reply(
     """Like ``turn_boundary``: once the request is with the queue, the caller hears how it
     went even if it is cancelled meanwhile (here: it returns, the give-back done)."""
     gate = WriteGate()
-    with gated_journal(gate):
-        async with open_runtime(
-            session=tmp_path / "s.pas", settings=settings_file(tmp_path), surface=NullSurface()
-        ) as rt:
-            rt.agent_started()
-            message = await answered_and_taken(rt, "c1", "a1")
-            gate.hold("before")
-            returned: list[bool] = []
-            async with trio.open_nursery() as nursery:
-                scope = trio.CancelScope()
+    async with gate.open_runtime(
+        session=tmp_path / "s.pas", settings=settings_file(tmp_path), surface=NullSurface()
+    ) as rt:
+        rt.agent_started()
+        message = await answered_and_taken(rt, "c1", "a1")
+        gate.hold("before")
+        returned: list[bool] = []
+        async with trio.open_nursery() as nursery:
+            scope = trio.CancelScope()
 
-                async def give() -> None:
-                    with scope:
-                        await rt.give_back([message])
-                        returned.append(True)
+            async def give() -> None:
+                with scope:
+                    await rt.give_back([message])
+                    returned.append(True)
 
-                nursery.start_soon(give)
-                await trio.testing.wait_all_tasks_blocked()
-                assert gate.held_types[-1:] == [jr.RETURNED]
-                scope.cancel()
-                gate.release()
-            assert returned == [True]
-            assert await rt.turn_boundary() == [message]
+            nursery.start_soon(give)
+            await trio.testing.wait_all_tasks_blocked()
+            assert gate.held_types[-1:] == [jr.RETURNED]
+            scope.cancel()
+            gate.release()
+        assert returned == [True]
+        assert await rt.turn_boundary() == [message]
 
 
 async def test_a_give_back_the_queue_drops_says_the_runtime_is_closing() -> None:

@@ -33,7 +33,6 @@ from .runtime_support import (
     RecordingSurface,
     WriteGate,
     answer,
-    gated_journal,
     payload,
     settings_file,
     settle,
@@ -95,30 +94,29 @@ async def test_a_non_tui_call_cancelled_while_its_fallback_is_written_still_reco
 ) -> None:
     session = tmp_path / "s.pas"
     gate = WriteGate()
-    with gated_journal(gate):
-        async with (
-            open_runtime(
-                mode="print", session=session, settings=settings, surface=RecordingSurface()
-            ) as rt,
-            trio.open_nursery() as n,
-        ):
-            scope = trio.CancelScope()
+    async with (
+        gate.open_runtime(
+            mode="print", session=session, settings=settings, surface=RecordingSurface()
+        ) as rt,
+        trio.open_nursery() as n,
+    ):
+        scope = trio.CancelScope()
 
-            async def ask() -> None:
-                with scope:
-                    await rt.call_tool("ask_user", payload("a"), "c1")
+        async def ask() -> None:
+            with scope:
+                await rt.call_tool("ask_user", payload("a"), "c1")
 
-            gate.hold("before")
-            n.start_soon(ask)
-            await settle()
-            assert gate.held_types == ["tool-call"]
-            gate.release()  # the request goes on; the fallback's outcome is held
-            gate.hold("before")
-            await settle()
-            assert gate.held_types == ["tool-call", "ask:history-completed"]
-            scope.cancel()
-            await settle()
-            gate.release()
+        gate.hold("before")
+        n.start_soon(ask)
+        await settle()
+        assert gate.held_types == ["tool-call"]
+        gate.release()  # the request goes on; the fallback's outcome is held
+        gate.hold("before")
+        await settle()
+        assert gate.held_types == ["tool-call", "ask:history-completed"]
+        scope.cancel()
+        await settle()
+        gate.release()
     entries = branch(session)
     assert [e.type for e in entries][:4] == ASK_CHAIN[:4]
     assert entries[3].data["result"]["cancelled"] is True
@@ -246,20 +244,19 @@ async def test_a_background_answer_the_file_refuses_ends_with_an_error_the_agent
     surface = RecordingSurface()
     gate = WriteGate()
     refused = WriteRefused("ask:history-completed", ValueError("too large"))
-    with gated_journal(gate):
-        async with open_runtime(session=session, settings=settings, surface=surface) as rt:
-            rt.agent_started()
-            log = EventLog()
-            log.attach(rt.events)
-            receipt = await rt.call_tool("ask_user", payload("a", background=True), "c1", "p1")
-            await settle()
-            gate.fail_next("ask:history-completed", refused)
-            submit(rt.events, "tool:c1", answer({"a": ["a1"]}))
-            await settle()
-            assert gate.failed_types == ["ask:history-completed"]
-            stats = await rt.statistics()
-            assert stats.pending == () and surface.visible is None
-            [message] = await rt.turn_boundary()
+    async with gate.open_runtime(session=session, settings=settings, surface=surface) as rt:
+        rt.agent_started()
+        log = EventLog()
+        log.attach(rt.events)
+        receipt = await rt.call_tool("ask_user", payload("a", background=True), "c1", "p1")
+        await settle()
+        gate.fail_next("ask:history-completed", refused)
+        submit(rt.events, "tool:c1", answer({"a": ["a1"]}))
+        await settle()
+        assert gate.failed_types == ["ask:history-completed"]
+        stats = await rt.statistics()
+        assert stats.pending == () and surface.visible is None
+        [message] = await rt.turn_boundary()
     request_id = receipt["details"]["requestId"]
     error = (
         "The answer could not be recorded: "
@@ -283,28 +280,27 @@ async def test_a_background_answer_lost_to_the_disk_reopens_with_what_was_entere
     session = tmp_path / "s.pas"
     surface = RecordingSurface()
     gate = WriteGate()
-    with gated_journal(gate):
-        async with open_runtime(session=session, settings=settings, surface=surface) as rt:
-            rt.agent_started()
-            log = EventLog()
-            log.attach(rt.events)
-            await rt.call_tool("ask_user", payload("a", "b", background=True), "c1", "p1")
-            await settle()
-            gate.fail_next("ask:history-completed", InjectedDiskError(errno.ENOSPC, "full"))
-            submit(rt.events, "tool:c1", answer({"a": ["a2"], "b": ["b1"]}))
-            await settle()
-            assert rt.notices.receive_nowait() == (
-                "The answer could not be saved to the session file ([Errno 28] full); the "
-                "question stays open with what you entered: submit it again."
-            )
-            assert surface.shown == ["tool:c1", "tool:c1"]
-            reopened = surface.states["tool:c1"]
-            assert reopened.outcome is None
-            assert [d.selected for d in reopened.drafts] == [(1,), (0,)]
-            stats = await rt.statistics()
-            assert len(stats.pending) == 1 and stats.completed == ()
-            assert log.of(ev.COMPLETED) == []
-            assert await rt.turn_boundary() == []
+    async with gate.open_runtime(session=session, settings=settings, surface=surface) as rt:
+        rt.agent_started()
+        log = EventLog()
+        log.attach(rt.events)
+        await rt.call_tool("ask_user", payload("a", "b", background=True), "c1", "p1")
+        await settle()
+        gate.fail_next("ask:history-completed", InjectedDiskError(errno.ENOSPC, "full"))
+        submit(rt.events, "tool:c1", answer({"a": ["a2"], "b": ["b1"]}))
+        await settle()
+        assert rt.notices.receive_nowait() == (
+            "The answer could not be saved to the session file ([Errno 28] full); the "
+            "question stays open with what you entered: submit it again."
+        )
+        assert surface.shown == ["tool:c1", "tool:c1"]
+        reopened = surface.states["tool:c1"]
+        assert reopened.outcome is None
+        assert [d.selected for d in reopened.drafts] == [(1,), (0,)]
+        stats = await rt.statistics()
+        assert len(stats.pending) == 1 and stats.completed == ()
+        assert log.of(ev.COMPLETED) == []
+        assert await rt.turn_boundary() == []
     assert completions(session) == []
 
 
@@ -359,29 +355,28 @@ async def test_a_background_ask_cancelled_while_it_is_queued_is_recorded_once_wi
 ) -> None:
     session = tmp_path / "s.pas"
     gate = WriteGate()
-    with gated_journal(gate):
-        async with open_runtime(
-            session=session, settings=settings, surface=RecordingSurface()
-        ) as rt:
-            async with trio.open_nursery() as n:
-                scope = trio.CancelScope()
-                out: dict[str, Any] = {}
+    async with gate.open_runtime(
+        session=session, settings=settings, surface=RecordingSurface()
+    ) as rt:
+        async with trio.open_nursery() as n:
+            scope = trio.CancelScope()
+            out: dict[str, Any] = {}
 
-                async def ask() -> None:
-                    with scope:
-                        out["receipt"] = await rt.call_tool(
-                            "ask_user", payload("a", background=True), "c1"
-                        )
+            async def ask() -> None:
+                with scope:
+                    out["receipt"] = await rt.call_tool(
+                        "ask_user", payload("a", background=True), "c1"
+                    )
 
-                gate.hold("before")
-                n.start_soon(ask)
-                await settle()
-                assert gate.held_types == ["tool-call"]
-                scope.cancel()
-                await settle()
-                gate.release()
-            stats = await rt.statistics()
-            assert len(stats.pending) == 1
+            gate.hold("before")
+            n.start_soon(ask)
+            await settle()
+            assert gate.held_types == ["tool-call"]
+            scope.cancel()
+            await settle()
+            gate.release()
+        stats = await rt.statistics()
+        assert len(stats.pending) == 1
     entries = [e for e in branch(session) if e.type != "ask:draft"]  # the draft at disposal
     assert [e.type for e in entries] == QUEUED_CHAIN
     assert plain(entries[-1].data["result"]) == out["receipt"]
@@ -392,20 +387,19 @@ async def test_a_background_ask_made_while_the_session_changes_is_not_queued(
 ) -> None:
     session = tmp_path / "s.pas"
     gate = WriteGate()
-    with gated_journal(gate):
-        async with (
-            open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
-            trio.open_nursery() as n,
-        ):
-            gate.hold("before")
-            n.start_soon(rt.change_session, "new")
-            await settle()
-            # The switch waits at the gate: the old branch's writer is revoked already.
-            assert gate.held_types == ["switch:new"]
-            result = await rt.call_tool("ask_user", payload("a", background=True), "c1")
-            gate.release()
-            await settle()
-            stats = await rt.statistics()
+    async with (
+        gate.open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
+        trio.open_nursery() as n,
+    ):
+        gate.hold("before")
+        n.start_soon(rt.change_session, "new")
+        await settle()
+        # The switch waits at the gate: the old branch's writer is revoked already.
+        assert gate.held_types == ["switch:new"]
+        result = await rt.call_tool("ask_user", payload("a", background=True), "c1")
+        gate.release()
+        await settle()
+        stats = await rt.statistics()
     assert result == {
         "content": [{"type": "text", "text": "Question form interrupted"}],
         "isError": True,
@@ -548,28 +542,27 @@ async def test_a_background_answer_whose_error_outcome_is_refused_too_reopens_wi
     session = tmp_path / "s.pas"
     surface = RecordingSurface()
     gate = WriteGate()
-    with gated_journal(gate):
-        async with open_runtime(session=session, settings=settings, surface=surface) as rt:
-            rt.agent_started()
-            await rt.call_tool("ask_user", payload("a", background=True), "c1")
-            await settle()
-            for _ in range(2):  # the answer, then the error outcome standing in for it
-                gate.fail_next(
-                    "ask:history-completed",
-                    WriteRefused("ask:history-completed", ValueError("too large")),
-                )
-            submit(rt.events, "tool:c1", answer({"a": ["a2"]}))
-            await settle()
-            assert gate.failed_types == ["ask:history-completed"] * 2
-            assert surface.shown == ["tool:c1", "tool:c1"]
-            reopened = surface.states["tool:c1"]
-            assert reopened.outcome is None
-            assert [d.selected for d in reopened.drafts] == [(1,)]
-            stats = await rt.statistics()
-            assert len(stats.pending) == 1 and stats.completed == ()
-            # Answered again, with the file taking it now: recorded and delivered.
-            submit(rt.events, "tool:c1", answer({"a": ["a2"]}))
-            await settle()
-            [message] = await rt.turn_boundary()
+    async with gate.open_runtime(session=session, settings=settings, surface=surface) as rt:
+        rt.agent_started()
+        await rt.call_tool("ask_user", payload("a", background=True), "c1")
+        await settle()
+        for _ in range(2):  # the answer, then the error outcome standing in for it
+            gate.fail_next(
+                "ask:history-completed",
+                WriteRefused("ask:history-completed", ValueError("too large")),
+            )
+        submit(rt.events, "tool:c1", answer({"a": ["a2"]}))
+        await settle()
+        assert gate.failed_types == ["ask:history-completed"] * 2
+        assert surface.shown == ["tool:c1", "tool:c1"]
+        reopened = surface.states["tool:c1"]
+        assert reopened.outcome is None
+        assert [d.selected for d in reopened.drafts] == [(1,)]
+        stats = await rt.statistics()
+        assert len(stats.pending) == 1 and stats.completed == ()
+        # Answered again, with the file taking it now: recorded and delivered.
+        submit(rt.events, "tool:c1", answer({"a": ["a2"]}))
+        await settle()
+        [message] = await rt.turn_boundary()
     assert "Option a2" in message["content"]
     assert [t for t, _ in completions(session)] == ["ask:history-completed", "ask:queue-completed"]

@@ -30,7 +30,6 @@ from .runtime_support import (
     RecordingSurface,
     WriteGate,
     answer,
-    gated_journal,
     payload,
     settings_file,
     settle,
@@ -416,11 +415,10 @@ async def test_a_disk_failure_without_a_message_is_named_by_its_type(
 ) -> None:
     gate = WriteGate()
     gate.fail_next("tool-call", InjectedDiskError())
-    with gated_journal(gate):
-        async with open_runtime(
-            session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
-        ) as rt:
-            result = await rt.call_tool("wait_for_answers", {}, "w1")
+    async with gate.open_runtime(
+        session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+    ) as rt:
+        result = await rt.call_tool("wait_for_answers", {}, "w1")
     assert result == {
         "content": [{"type": "text", "text": "wait_for_answers failed: InjectedDiskError"}],
         "isError": True,
@@ -433,11 +431,10 @@ async def test_a_refused_call_entry_leaves_nothing_on_the_branch(
     session = tmp_path / "s.pas"
     gate = WriteGate()
     gate.fail_next("tool-call", WriteRefused("tool-call", ValueError("too large")))
-    with gated_journal(gate):
-        async with open_runtime(
-            session=session, settings=settings, surface=RecordingSurface()
-        ) as rt:
-            result = await rt.call_tool("wait_for_answers", {}, "w1")
+    async with gate.open_runtime(
+        session=session, settings=settings, surface=RecordingSurface()
+    ) as rt:
+        result = await rt.call_tool("wait_for_answers", {}, "w1")
     assert result["isError"] is True
     assert result["content"][0]["text"] == (
         "wait_for_answers failed: the session file refused the entry: "
@@ -484,20 +481,19 @@ async def test_a_call_made_while_the_session_changes_says_it_was_interrupted(
         "wait_for_answers": "Question wait interrupted",
     }
     gate = WriteGate()
-    with gated_journal(gate):
-        async with (
-            open_runtime(
-                session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
-            ) as rt,
-            trio.open_nursery() as n,
-        ):
-            gate.hold("before")
-            n.start_soon(rt.change_session, "reload")
-            await settle()
-            # The switch waits at the gate: the old branch's journal is revoked already.
-            assert gate.held_types == ["switch:reload"]
-            result = await rt.call_tool(name, {}, "c1")
-            gate.release()
+    async with (
+        gate.open_runtime(
+            session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+        ) as rt,
+        trio.open_nursery() as n,
+    ):
+        gate.hold("before")
+        n.start_soon(rt.change_session, "reload")
+        await settle()
+        # The switch waits at the gate: the old branch's journal is revoked already.
+        assert gate.held_types == ["switch:reload"]
+        result = await rt.call_tool(name, {}, "c1")
+        gate.release()
     assert result == {"content": [{"type": "text", "text": texts[name]}], "isError": True}
 
 
@@ -526,11 +522,10 @@ async def test_a_result_that_cannot_be_journaled_is_still_returned(
 ) -> None:
     gate = WriteGate()
     gate.fail_next("tool-result", error)
-    with gated_journal(gate):
-        async with open_runtime(
-            session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
-        ) as rt:
-            result = await rt.call_tool("nope", {}, "c1")
+    async with gate.open_runtime(
+        session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+    ) as rt:
+        result = await rt.call_tool("nope", {}, "c1")
     assert gate.failed_types == ["tool-result"]
     assert result == {
         "content": [{"type": "text", "text": "Tool 'nope' is not available."}],
@@ -544,28 +539,27 @@ async def test_a_call_cancelled_while_its_result_is_written_still_records_it(
     session = tmp_path / "s.pas"
     gate = WriteGate()
     out: dict[str, Any] = {}
-    with gated_journal(gate):
-        async with open_runtime(
-            session=session, settings=settings, surface=RecordingSurface()
-        ) as rt:
+    async with gate.open_runtime(
+        session=session, settings=settings, surface=RecordingSurface()
+    ) as rt:
+        gate.hold("before")
+        async with trio.open_nursery() as n:
+            scope = trio.CancelScope()
+
+            async def call() -> None:
+                with scope:
+                    out["result"] = await rt.call_tool("nope", {}, "c1")
+
+            n.start_soon(call)
+            await settle()
+            assert gate.held_types == ["tool-call"]
+            gate.release()  # the call entry goes on; the result's write is held
             gate.hold("before")
-            async with trio.open_nursery() as n:
-                scope = trio.CancelScope()
-
-                async def call() -> None:
-                    with scope:
-                        out["result"] = await rt.call_tool("nope", {}, "c1")
-
-                n.start_soon(call)
-                await settle()
-                assert gate.held_types == ["tool-call"]
-                gate.release()  # the call entry goes on; the result's write is held
-                gate.hold("before")
-                await settle()
-                assert gate.held_types == ["tool-call", "tool-result"]
-                scope.cancel()
-                await settle()
-                gate.release()
+            await settle()
+            assert gate.held_types == ["tool-call", "tool-result"]
+            scope.cancel()
+            await settle()
+            gate.release()
     assert out["result"]["content"][0]["text"] == "Tool 'nope' is not available."
     assert [e.type for e in branch(session)] == ["tool-call", "tool-result"]
 
@@ -677,24 +671,23 @@ async def test_a_foreground_ask_cancelled_while_its_request_is_written_ends_as_c
 ) -> None:
     session = tmp_path / "s.pas"
     gate = WriteGate()
-    with gated_journal(gate):
-        async with (
-            open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
-            trio.open_nursery() as n,
-        ):
-            gate.hold("before")
-            scope = trio.CancelScope()
+    async with (
+        gate.open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
+        trio.open_nursery() as n,
+    ):
+        gate.hold("before")
+        scope = trio.CancelScope()
 
-            async def ask() -> None:
-                with scope:
-                    await rt.call_tool("ask_user", payload("a"), "c1")
+        async def ask() -> None:
+            with scope:
+                await rt.call_tool("ask_user", payload("a"), "c1")
 
-            n.start_soon(ask)
-            await settle()
-            assert gate.held_types == ["tool-call"]
-            scope.cancel()
-            await settle()
-            gate.release()
+        n.start_soon(ask)
+        await settle()
+        assert gate.held_types == ["tool-call"]
+        scope.cancel()
+        await settle()
+        gate.release()
     entries = branch(session)
     assert [e.type for e in entries] == [
         "tool-call",
@@ -737,30 +730,29 @@ async def test_a_background_ask_cancelled_while_its_request_is_written_is_still_
     settings: Path, tmp_path: Path
 ) -> None:
     gate = WriteGate()
-    with gated_journal(gate):
-        async with (
-            open_runtime(
-                session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
-            ) as rt,
-            trio.open_nursery() as n,
-        ):
-            gate.hold("before")
-            scope = trio.CancelScope()
+    async with (
+        gate.open_runtime(
+            session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+        ) as rt,
+        trio.open_nursery() as n,
+    ):
+        gate.hold("before")
+        scope = trio.CancelScope()
 
-            async def ask() -> None:
-                with scope:
-                    await rt.call_tool("ask_user", payload("a", background=True), "c1")
+        async def ask() -> None:
+            with scope:
+                await rt.call_tool("ask_user", payload("a", background=True), "c1")
 
-            n.start_soon(ask)
-            await settle()
-            assert gate.held_types == ["tool-call"]
-            scope.cancel()
-            await settle()
-            gate.release()
-            await settle()
-            stats = await rt.statistics()
-            assert len(stats.pending) == 1
-            assert stats.visible == "tool:c1"
+        n.start_soon(ask)
+        await settle()
+        assert gate.held_types == ["tool-call"]
+        scope.cancel()
+        await settle()
+        gate.release()
+        await settle()
+        stats = await rt.statistics()
+        assert len(stats.pending) == 1
+        assert stats.visible == "tool:c1"
 
 
 async def test_a_foreground_form_cancelled_while_open_records_its_cancellation(
@@ -768,24 +760,23 @@ async def test_a_foreground_form_cancelled_while_open_records_its_cancellation(
 ) -> None:
     session = tmp_path / "s.pas"
     gate = WriteGate()
-    with gated_journal(gate):
-        async with (
-            open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
-            trio.open_nursery() as n,
-        ):
-            scope = trio.CancelScope()
+    async with (
+        gate.open_runtime(session=session, settings=settings, surface=RecordingSurface()) as rt,
+        trio.open_nursery() as n,
+    ):
+        scope = trio.CancelScope()
 
-            async def ask() -> None:
-                with scope:
-                    await rt.call_tool("ask_user", payload("a"), "c1")
+        async def ask() -> None:
+            with scope:
+                await rt.call_tool("ask_user", payload("a"), "c1")
 
-            n.start_soon(ask)
-            await settle()
-            gate.hold("before")
-            scope.cancel()
-            await settle()
-            assert gate.held_types == ["ask:history-completed"]
-            gate.release()
+        n.start_soon(ask)
+        await settle()
+        gate.hold("before")
+        scope.cancel()
+        await settle()
+        assert gate.held_types == ["ask:history-completed"]
+        gate.release()
     completed = [e.data for e in branch(session) if e.type == "ask:history-completed"]
     assert [c["result"]["cancelled"] for c in completed] == [True]
 

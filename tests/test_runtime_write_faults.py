@@ -26,7 +26,6 @@ from .runtime_support import (
     WriteGate,
     answer,
     branch_types,
-    gated_journal,
     payload,
     settings_file,
     submit,
@@ -44,19 +43,18 @@ async def test_a_call_whose_first_write_fails_is_a_tool_error_and_queues_nothing
     gate = WriteGate()
     surface = RecordingSurface()
     session = tmp_path / "s.pas"
-    with gated_journal(gate):
-        async with open_runtime(
-            session=session, settings=settings_file(tmp_path), surface=surface, cwd=tmp_path
-        ) as rt:
-            gate.fail_next("tool-call", error)
-            result = await rt.call_tool("ask_user", payload("a", background=True), "b1")
-            assert result["isError"] is True
-            assert "ask_user failed" in result["content"][0]["text"]
-            stats = await rt.statistics()
-            assert stats.pending == ()
-            # The runtime goes on: the next call is queued.
-            result = await rt.call_tool("ask_user", payload("a", background=True), "b2")
-            assert result["structuredContent"]["status"] == "queued"
+    async with gate.open_runtime(
+        session=session, settings=settings_file(tmp_path), surface=surface, cwd=tmp_path
+    ) as rt:
+        gate.fail_next("tool-call", error)
+        result = await rt.call_tool("ask_user", payload("a", background=True), "b1")
+        assert result["isError"] is True
+        assert "ask_user failed" in result["content"][0]["text"]
+        stats = await rt.statistics()
+        assert stats.pending == ()
+        # The runtime goes on: the next call is queued.
+        result = await rt.call_tool("ask_user", payload("a", background=True), "b2")
+        assert result["structuredContent"]["status"] == "queued"
     assert branch_types(session).count("ask:history-request") == 1
 
 
@@ -66,29 +64,28 @@ async def test_a_held_outcome_write_survives_the_callers_cancellation(tmp_path: 
     gate = WriteGate()
     surface = RecordingSurface()
     session = tmp_path / "s.pas"
-    with gated_journal(gate):
-        async with (
-            open_runtime(
-                session=session, settings=settings_file(tmp_path), surface=surface, cwd=tmp_path
-            ) as rt,
-            trio.open_nursery() as nursery,
-        ):
-            scope = trio.CancelScope()
+    async with (
+        gate.open_runtime(
+            session=session, settings=settings_file(tmp_path), surface=surface, cwd=tmp_path
+        ) as rt,
+        trio.open_nursery() as nursery,
+    ):
+        scope = trio.CancelScope()
 
-            async def call() -> None:
-                with scope:
-                    await rt.call_tool("ask_user", payload("a"), tool_call_id="f1")
+        async def call() -> None:
+            with scope:
+                await rt.call_tool("ask_user", payload("a"), tool_call_id="f1")
 
-            nursery.start_soon(call)
-            await trio.testing.wait_all_tasks_blocked()
-            assert surface.visible == "tool:f1"
-            gate.hold("before")
-            submit(rt.events, "tool:f1", answer({"a": ["a1"]}))
-            await trio.testing.wait_all_tasks_blocked()
-            assert gate.held == 1 and gate.held_types == ["ask:history-completed"]
-            scope.cancel()
-            await trio.testing.wait_all_tasks_blocked()
-            gate.release()
+        nursery.start_soon(call)
+        await trio.testing.wait_all_tasks_blocked()
+        assert surface.visible == "tool:f1"
+        gate.hold("before")
+        submit(rt.events, "tool:f1", answer({"a": ["a1"]}))
+        await trio.testing.wait_all_tasks_blocked()
+        assert gate.held == 1 and gate.held_types == ["ask:history-completed"]
+        scope.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        gate.release()
     assert branch_types(session).count("ask:history-completed") == 1
 
 
@@ -98,33 +95,32 @@ async def test_a_disk_failure_recording_a_background_answer_leaves_the_runtime_r
     gate = WriteGate()
     surface = RecordingSurface()
     session = tmp_path / "s.pas"
-    with gated_journal(gate):
-        async with open_runtime(
-            session=session,
-            settings=settings_file(tmp_path),
-            surface=surface,
-            cwd=tmp_path,
-        ) as rt:
-            rt.agent_started()  # busy: the answer waits for a boundary
-            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
-            await trio.testing.wait_all_tasks_blocked()
-            gate.fail_next("ask:history-completed", InjectedDiskError(errno.ENOSPC, "full"))
-            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
-            await trio.testing.wait_all_tasks_blocked()
-            # Nothing was recorded, so nothing happened: the person hears of it and the form
-            # is pending and shown again; no error outcome stands in for the answer.
-            assert gate.failed_types == ["ask:history-completed"]
-            assert "could not be saved" in rt.notices.receive_nowait()
-            assert surface.visible == "tool:b1"
-            stats = await rt.statistics()
-            assert len(stats.pending) == 1 and stats.completed == ()
-            result = await rt.call_tool("ask_user", payload("b", background=True), "b2")
-            assert result["structuredContent"]["status"] == "queued"
-            # The disk is back: the same answer, submitted again, is recorded and delivered.
-            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
-            await trio.testing.wait_all_tasks_blocked()
-            assert surface.visible == "tool:b2"
-            messages = await rt.turn_boundary()
+    async with gate.open_runtime(
+        session=session,
+        settings=settings_file(tmp_path),
+        surface=surface,
+        cwd=tmp_path,
+    ) as rt:
+        rt.agent_started()  # busy: the answer waits for a boundary
+        await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+        await trio.testing.wait_all_tasks_blocked()
+        gate.fail_next("ask:history-completed", InjectedDiskError(errno.ENOSPC, "full"))
+        submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+        await trio.testing.wait_all_tasks_blocked()
+        # Nothing was recorded, so nothing happened: the person hears of it and the form
+        # is pending and shown again; no error outcome stands in for the answer.
+        assert gate.failed_types == ["ask:history-completed"]
+        assert "could not be saved" in rt.notices.receive_nowait()
+        assert surface.visible == "tool:b1"
+        stats = await rt.statistics()
+        assert len(stats.pending) == 1 and stats.completed == ()
+        result = await rt.call_tool("ask_user", payload("b", background=True), "b2")
+        assert result["structuredContent"]["status"] == "queued"
+        # The disk is back: the same answer, submitted again, is recorded and delivered.
+        submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+        await trio.testing.wait_all_tasks_blocked()
+        assert surface.visible == "tool:b2"
+        messages = await rt.turn_boundary()
     assert branch_types(session).count("ask:history-completed") == 1
     assert len(messages) == 1 and "a1" in str(messages[0])
 
@@ -136,25 +132,24 @@ async def test_a_disk_failure_marking_a_delivery_keeps_the_answer_for_the_next_b
     the person a notice, and the answer goes out at the next boundary, marked once."""
     gate = WriteGate()
     session = tmp_path / "s.pas"
-    with gated_journal(gate):
-        async with open_runtime(
-            session=session,
-            settings=settings_file(tmp_path),
-            surface=RecordingSurface(),
-            cwd=tmp_path,
-        ) as rt:
-            rt.agent_started()  # busy: the answer waits for a boundary
-            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
-            await trio.testing.wait_all_tasks_blocked()
-            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
-            await trio.testing.wait_all_tasks_blocked()
-            gate.fail_next("ask:background-answer", InjectedDiskError(errno.EIO, "disk"))
-            assert await rt.turn_boundary() == []
-            assert gate.failed_types == ["ask:background-answer"]
-            assert "A write to the session file failed" in rt.notices.receive_nowait()
-            messages = await rt.turn_boundary()
-            assert len(messages) == 1
-            assert await rt.turn_boundary() == []
+    async with gate.open_runtime(
+        session=session,
+        settings=settings_file(tmp_path),
+        surface=RecordingSurface(),
+        cwd=tmp_path,
+    ) as rt:
+        rt.agent_started()  # busy: the answer waits for a boundary
+        await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+        await trio.testing.wait_all_tasks_blocked()
+        submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+        await trio.testing.wait_all_tasks_blocked()
+        gate.fail_next("ask:background-answer", InjectedDiskError(errno.EIO, "disk"))
+        assert await rt.turn_boundary() == []
+        assert gate.failed_types == ["ask:background-answer"]
+        assert "A write to the session file failed" in rt.notices.receive_nowait()
+        messages = await rt.turn_boundary()
+        assert len(messages) == 1
+        assert await rt.turn_boundary() == []
     assert branch_types(session).count("ask:background-answer") == 1
 
 
@@ -166,36 +161,35 @@ async def test_a_disk_failure_marking_an_idle_wake_is_retried_by_the_queues_time
     again doubles the wait. The clock moves only when the test jumps it."""
     gate = WriteGate()
     session = tmp_path / "s.pas"
-    with gated_journal(gate):
-        async with open_runtime(
-            session=session,
-            settings=settings_file(tmp_path),
-            surface=RecordingSurface(),
-            cwd=tmp_path,
-        ) as rt:
-            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
-            await trio.testing.wait_all_tasks_blocked()
-            for _ in range(2):
-                gate.fail_next("ask:background-answer", InjectedDiskError(errno.EIO, "disk"))
-            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
-            await trio.testing.wait_all_tasks_blocked()
-            assert gate.failed_types == ["ask:background-answer"]
-            assert "A write to the session file failed" in rt.notices.receive_nowait()
-            with pytest.raises(trio.WouldBlock):
-                rt.wakeups.receive_nowait()
-            mock_clock.jump(qs.WAKE_RETRY_FIRST)
-            await trio.testing.wait_all_tasks_blocked()
-            assert gate.failed_types == ["ask:background-answer"] * 2  # the retry failed too
-            mock_clock.jump(qs.WAKE_RETRY_FIRST)  # half of the doubled wait
-            await trio.testing.wait_all_tasks_blocked()
-            with pytest.raises(trio.WouldBlock):
-                rt.wakeups.receive_nowait()
-            mock_clock.jump(qs.WAKE_RETRY_FIRST)
-            await trio.testing.wait_all_tasks_blocked()
-            wake = rt.wakeups.receive_nowait()
-            assert "a1" in str(wake)
-            assert branch_types(session).count("ask:background-answer") == 1
-            assert await rt.turn_boundary() == []
+    async with gate.open_runtime(
+        session=session,
+        settings=settings_file(tmp_path),
+        surface=RecordingSurface(),
+        cwd=tmp_path,
+    ) as rt:
+        await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(2):
+            gate.fail_next("ask:background-answer", InjectedDiskError(errno.EIO, "disk"))
+        submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+        await trio.testing.wait_all_tasks_blocked()
+        assert gate.failed_types == ["ask:background-answer"]
+        assert "A write to the session file failed" in rt.notices.receive_nowait()
+        with pytest.raises(trio.WouldBlock):
+            rt.wakeups.receive_nowait()
+        mock_clock.jump(qs.WAKE_RETRY_FIRST)
+        await trio.testing.wait_all_tasks_blocked()
+        assert gate.failed_types == ["ask:background-answer"] * 2  # the retry failed too
+        mock_clock.jump(qs.WAKE_RETRY_FIRST)  # half of the doubled wait
+        await trio.testing.wait_all_tasks_blocked()
+        with pytest.raises(trio.WouldBlock):
+            rt.wakeups.receive_nowait()
+        mock_clock.jump(qs.WAKE_RETRY_FIRST)
+        await trio.testing.wait_all_tasks_blocked()
+        wake = rt.wakeups.receive_nowait()
+        assert "a1" in str(wake)
+        assert branch_types(session).count("ask:background-answer") == 1
+        assert await rt.turn_boundary() == []
     assert branch_types(session).count("ask:background-answer") == 1
 
 
@@ -227,15 +221,14 @@ async def test_a_draft_write_that_fails_on_the_disk_at_disposal_is_tried_again(
     gate = WriteGate()
     session = tmp_path / "s.pas"
     settings = settings_file(tmp_path)
-    with gated_journal(gate):
-        async with open_runtime(
-            session=session, settings=settings, surface=RecordingSurface(), cwd=tmp_path
-        ) as rt:
-            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
-            await trio.testing.wait_all_tasks_blocked()
-            assert await rt.send_command("tool:b1", fs.Number(1))
-            await trio.testing.wait_all_tasks_blocked()
-            gate.fail_next("ask:draft", InjectedDiskError(errno.EIO, "disk"))
+    async with gate.open_runtime(
+        session=session, settings=settings, surface=RecordingSurface(), cwd=tmp_path
+    ) as rt:
+        await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+        await trio.testing.wait_all_tasks_blocked()
+        assert await rt.send_command("tool:b1", fs.Number(1))
+        await trio.testing.wait_all_tasks_blocked()
+        gate.fail_next("ask:draft", InjectedDiskError(errno.EIO, "disk"))
     assert gate.failed_types == ["ask:draft"]
     surface = RecordingSurface()
     async with open_runtime(session=session, settings=settings, surface=surface, cwd=tmp_path):
@@ -250,32 +243,31 @@ async def test_a_draft_write_that_fails_on_the_disk_is_retried_by_the_queues_tim
     the queue's retry timer writes them (the backoff doubles while the disk keeps failing)."""
     gate = WriteGate()
     session = tmp_path / "s.pas"
-    with gated_journal(gate):
-        async with open_runtime(
-            session=session,
-            settings=settings_file(tmp_path),
-            surface=RecordingSurface(),
-            cwd=tmp_path,
-        ) as rt:
-            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
-            await trio.testing.wait_all_tasks_blocked()
-            for _ in range(2):
-                gate.fail_next("ask:draft", InjectedDiskError(errno.EIO, "disk"))
-            assert await rt.send_command("tool:b1", fs.Number(1))
-            await trio.testing.wait_all_tasks_blocked()
-            mock_clock.jump(0.25)  # the draft delay: the flush fails
-            await trio.testing.wait_all_tasks_blocked()
-            assert gate.failed_types == ["ask:draft"]
-            mock_clock.jump(qs.DRAFT_RETRY_FIRST)  # the retry fails too
-            await trio.testing.wait_all_tasks_blocked()
-            assert gate.failed_types == ["ask:draft"] * 2
-            assert branch_types(session).count("ask:draft") == 0
-            mock_clock.jump(qs.DRAFT_RETRY_FIRST)  # half of the doubled wait: nothing yet
-            await trio.testing.wait_all_tasks_blocked()
-            assert branch_types(session).count("ask:draft") == 0
-            mock_clock.jump(qs.DRAFT_RETRY_FIRST * 1.5)  # past the doubled wait
-            await trio.testing.wait_all_tasks_blocked()
-            assert branch_types(session).count("ask:draft") == 1
+    async with gate.open_runtime(
+        session=session,
+        settings=settings_file(tmp_path),
+        surface=RecordingSurface(),
+        cwd=tmp_path,
+    ) as rt:
+        await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(2):
+            gate.fail_next("ask:draft", InjectedDiskError(errno.EIO, "disk"))
+        assert await rt.send_command("tool:b1", fs.Number(1))
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(0.25)  # the draft delay: the flush fails
+        await trio.testing.wait_all_tasks_blocked()
+        assert gate.failed_types == ["ask:draft"]
+        mock_clock.jump(qs.DRAFT_RETRY_FIRST)  # the retry fails too
+        await trio.testing.wait_all_tasks_blocked()
+        assert gate.failed_types == ["ask:draft"] * 2
+        assert branch_types(session).count("ask:draft") == 0
+        mock_clock.jump(qs.DRAFT_RETRY_FIRST)  # half of the doubled wait: nothing yet
+        await trio.testing.wait_all_tasks_blocked()
+        assert branch_types(session).count("ask:draft") == 0
+        mock_clock.jump(qs.DRAFT_RETRY_FIRST * 1.5)  # past the doubled wait
+        await trio.testing.wait_all_tasks_blocked()
+        assert branch_types(session).count("ask:draft") == 1
 
 
 async def _hold_until(gate: WriteGate, entry_type: str) -> None:
@@ -297,34 +289,33 @@ async def test_a_settle_while_a_wake_is_being_marked_is_the_period_that_wake_bel
     for the boundary instead of waking the agent a second time in one period. Without the
     second settle, a settle after the wake starts a period that may wake again."""
     gate = WriteGate()
-    with gated_journal(gate):
-        async with open_runtime(
-            session=tmp_path / "s.pas",
-            settings=settings_file(tmp_path),
-            surface=RecordingSurface(),
-            cwd=tmp_path,
-        ) as rt:
-            # A runtime starts with the agent idle: the settles below are its first hook calls.
-            await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
-            await rt.call_tool("ask_user", payload("b", background=True), tool_call_id="b2")
-            await trio.testing.wait_all_tasks_blocked()
-            gate.hold("before")
-            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
-            await _hold_until(gate, "ask:background-answer")
-            if settle_again:
-                rt.agent_settled()
-            gate.release()
-            await trio.testing.wait_all_tasks_blocked()
-            assert "a1" in str(rt.wakeups.receive_nowait())
-            if not settle_again:
-                rt.agent_settled()
-            submit(rt.events, "tool:b2", answer({"b": ["b1"]}))
-            await trio.testing.wait_all_tasks_blocked()
-            if settle_again:
-                with pytest.raises(trio.WouldBlock):
-                    rt.wakeups.receive_nowait()
-                rt.agent_started()
-                [message] = await rt.turn_boundary()
-                assert "b1" in str(message)
-            else:
-                assert "b1" in str(rt.wakeups.receive_nowait())
+    async with gate.open_runtime(
+        session=tmp_path / "s.pas",
+        settings=settings_file(tmp_path),
+        surface=RecordingSurface(),
+        cwd=tmp_path,
+    ) as rt:
+        # A runtime starts with the agent idle: the settles below are its first hook calls.
+        await rt.call_tool("ask_user", payload("a", background=True), tool_call_id="b1")
+        await rt.call_tool("ask_user", payload("b", background=True), tool_call_id="b2")
+        await trio.testing.wait_all_tasks_blocked()
+        gate.hold("before")
+        submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+        await _hold_until(gate, "ask:background-answer")
+        if settle_again:
+            rt.agent_settled()
+        gate.release()
+        await trio.testing.wait_all_tasks_blocked()
+        assert "a1" in str(rt.wakeups.receive_nowait())
+        if not settle_again:
+            rt.agent_settled()
+        submit(rt.events, "tool:b2", answer({"b": ["b1"]}))
+        await trio.testing.wait_all_tasks_blocked()
+        if settle_again:
+            with pytest.raises(trio.WouldBlock):
+                rt.wakeups.receive_nowait()
+            rt.agent_started()
+            [message] = await rt.turn_boundary()
+            assert "b1" in str(message)
+        else:
+            assert "b1" in str(rt.wakeups.receive_nowait())
