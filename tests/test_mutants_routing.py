@@ -1,0 +1,90 @@
+"""Tests that kill mutants of this session's new routing code (``actors/remote.py``'s
+``on_submit`` path and its old ``handle_submit`` path, ``actors/outcomes.record_outcome``)
+that the other suites let live. ``docs/mutation-runtime.md`` ("This session's new code
+(session 7)") lists the mutants each test kills. Real runtimes, real Trio scheduling, real
+session files; no timing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+
+from pi_agent_ask import events as ev
+from pi_agent_ask.actors.form import NullSurface
+from pi_agent_ask.actors.runtime import open_runtime
+from pi_agent_ask.persistence import journal as jr
+
+from .runtime_support import EventLog, answer, branch_types, payload, settings_file, submit
+
+GUARD = 60  # seconds; only stops a hang
+FLOW = "tool:c1"
+
+
+async def test_a_submission_made_while_another_is_routed_reaches_the_form_through_the_queue(
+    tmp_path: Path,
+) -> None:
+    """A ``submit-result`` listener that submits again: that submission takes the old way
+    (``handle_submit``: the queue's ``FindFlow``, then the form's reply awaited). The form
+    still refuses a bad answer (``invalid_answer``, not ``ok``) and takes a good one, and its
+    submitter hears ``ok``. Chained so that the order is fixed: "first" and "trigger" are
+    refused in their own routing (a kind that does not exist), so "second" and "third", made
+    by their listeners, take the old way; "trigger" is not (it comes from the form's task)."""
+    bad, good = answer({"a": ["nope"]}), answer({"a": ["a1"]})
+    bogus = {"kind": "bogus"}
+    then = {"first": ("second", bad), "second": ("trigger", bogus), "trigger": ("third", good)}
+    with trio.fail_after(GUARD):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            log = EventLog()
+            log.attach(rt.events)
+
+            def chain(result: dict[str, Any]) -> None:
+                if result["requestId"] in then:
+                    request_id, response = then[result["requestId"]]
+                    submit(rt.events, FLOW, response, request_id)
+
+            rt.events.on(ev.SUBMIT_RESULT, chain)
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await rt.show_queue()
+            await trio.testing.wait_all_tasks_blocked()
+            assert (await rt.statistics()).visible == FLOW
+            submit(rt.events, FLOW, bogus, "first")
+            await trio.testing.wait_all_tasks_blocked()
+            results = log.of(ev.SUBMIT_RESULT)
+            completed = log.of(ev.COMPLETED)
+    assert [(r["requestId"], r["ok"], r.get("error")) for r in results] == [
+        ("first", False, "invalid_request"),
+        ("second", False, "invalid_answer"),
+        ("trigger", False, "invalid_request"),
+        ("third", True, None),
+    ]
+    assert results[-1] == {"version": 1, "requestId": "third", "flowId": FLOW, "ok": True}
+    [done] = completed
+    assert done["result"]["answers"]["a"]["values"] == ["a1"]
+
+
+async def test_a_background_answer_is_journaled_for_history_and_for_the_queue(
+    tmp_path: Path,
+) -> None:
+    """A background form's outcome writes both completion entries (history's and the
+    queue's) in one frame; a foreground one only history's."""
+    session = tmp_path / "s.pias"
+    with trio.fail_after(GUARD):
+        async with open_runtime(
+            session=session, settings=settings_file(tmp_path), surface=NullSurface()
+        ) as rt:
+            rt.events.on(
+                ev.STARTED, lambda s: submit(rt.events, s["flowId"], answer({"a": ["a2"]}), "r1")
+            )
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await rt.show_queue()
+            await trio.testing.wait_all_tasks_blocked()
+            background = branch_types(session)
+            await rt.call_tool("ask_user", payload("a"), "c2")
+            foreground = branch_types(session)[len(background) :]
+    assert background.count(jr.HISTORY_COMPLETED) == 1
+    assert background.count(jr.QUEUE_COMPLETED) == 1
+    assert jr.HISTORY_COMPLETED in foreground and jr.QUEUE_COMPLETED not in foreground
