@@ -88,3 +88,37 @@ async def test_a_background_answer_is_journaled_for_history_and_for_the_queue(
     assert background.count(jr.HISTORY_COMPLETED) == 1
     assert background.count(jr.QUEUE_COMPLETED) == 1
     assert jr.HISTORY_COMPLETED in foreground and jr.QUEUE_COMPLETED not in foreground
+
+
+async def test_a_submission_refused_in_the_handler_names_its_request_and_flow(
+    tmp_path: Path,
+) -> None:
+    """Once the runtime is open, a submission refused at the boundary hears so in the handler
+    itself (before any task runs), with the ids it gave; one that is not an object names none."""
+    refused = {"version": 2, "requestId": "r1", "flowId": FLOW, "response": {"kind": "cancel"}}
+    with trio.fail_after(GUARD):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            await trio.testing.wait_all_tasks_blocked()  # open
+            log = EventLog()
+            log.attach(rt.events)
+            rt.events.emit(ev.SUBMIT, refused)
+            rt.events.emit(ev.SUBMIT, ["not", "an", "object"])
+            results = log.of(ev.SUBMIT_RESULT)  # no task ran in between
+    assert results == [
+        {
+            "version": 1,
+            "requestId": "r1",
+            "flowId": FLOW,
+            "ok": False,
+            "error": "invalid_request",
+            "message": "Submit event version must be 1.",
+        },
+        {
+            "version": 1,
+            "requestId": None,
+            "flowId": None,
+            "ok": False,
+            "error": "invalid_request",
+            "message": "Submit event must be an object.",
+        },
+    ]
