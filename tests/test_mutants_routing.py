@@ -122,3 +122,50 @@ async def test_a_submission_refused_in_the_handler_names_its_request_and_flow(
             "message": "Submit event must be an object.",
         },
     ]
+
+
+async def test_a_submission_made_before_the_runtime_opened_hears_nothing_until_it_has(
+    tmp_path: Path,
+) -> None:
+    """Before the first checkpoint of the runtime's body nothing is emitted: a submission
+    made then (refused at the boundary) hears its result from a task of its own, later."""
+    refused = {"version": 2, "requestId": "r1", "flowId": FLOW, "response": {"kind": "cancel"}}
+    log = EventLog()
+    with trio.fail_after(GUARD):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            log.attach(rt.events)
+            rt.events.emit(ev.SUBMIT, refused)
+            assert log.of(ev.SUBMIT_RESULT) == []
+            await trio.testing.wait_all_tasks_blocked()
+            [result] = log.of(ev.SUBMIT_RESULT)
+    assert (result["requestId"], result["error"]) == ("r1", "invalid_request")
+
+
+async def test_a_submission_for_a_waiting_form_is_not_given_to_the_visible_one(
+    tmp_path: Path,
+) -> None:
+    """Two background asks: only the first is shown. An answer for the second (queued, not
+    visible) is ``flow_not_found`` and reaches neither form; the visible one still takes its
+    own answer."""
+    with trio.fail_after(GUARD):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            log = EventLog()
+            log.attach(rt.events)
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await rt.call_tool("ask_user", payload("a", background=True), "c2")
+            await rt.show_queue()
+            await trio.testing.wait_all_tasks_blocked()
+            assert (await rt.statistics()).visible == FLOW
+            submit(rt.events, "tool:c2", answer({"a": ["a2"]}), "wrong")
+            await trio.testing.wait_all_tasks_blocked()
+            assert log.of(ev.COMPLETED) == []
+            submit(rt.events, FLOW, answer({"a": ["a1"]}), "right")
+            await trio.testing.wait_all_tasks_blocked()
+            results = log.of(ev.SUBMIT_RESULT)
+            completed = log.of(ev.COMPLETED)
+    assert [(r["requestId"], r["ok"], r.get("error")) for r in results] == [
+        ("wrong", False, "flow_not_found"),
+        ("right", True, None),
+    ]
+    assert completed[0]["flowId"] == FLOW
+    assert completed[0]["result"]["answers"]["a"]["values"] == ["a1"]
