@@ -20,7 +20,7 @@ from pi_agent_ask.persistence import journal as jr
 
 from .runtime_support import EventLog, answer, branch_types, payload, settings_file, submit
 
-GUARD = 60  # seconds; only stops a hang
+GUARD = 10  # seconds; only stops a hang (each test takes well under one)
 FLOW = "tool:c1"
 
 
