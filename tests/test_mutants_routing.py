@@ -167,5 +167,13 @@ async def test_a_submission_for_a_waiting_form_is_not_given_to_the_visible_one(
         ("wrong", False, "flow_not_found"),
         ("right", True, None),
     ]
+    assert results[0] == {
+        "version": 1,
+        "requestId": "wrong",
+        "flowId": "tool:c2",
+        "ok": False,
+        "error": "flow_not_found",
+        "message": "Ask flow is not active.",
+    }
     assert completed[0]["flowId"] == FLOW
     assert completed[0]["result"]["answers"]["a"]["values"] == ["a1"]
