@@ -177,3 +177,27 @@ async def test_a_submission_for_a_waiting_form_is_not_given_to_the_visible_one(
     }
     assert completed[0]["flowId"] == FLOW
     assert completed[0]["result"]["answers"]["a"]["values"] == ["a1"]
+
+
+async def test_a_completion_is_journaled_with_its_format_version(tmp_path: Path) -> None:
+    """The history's completion entry carries ``version: 1`` (the on-disk format other
+    readers of the session file rely on); the queue's carries the same body without it."""
+    from pi_agent_ask.persistence.session_file import SessionFile
+
+    session = tmp_path / "s.pias"
+    with trio.fail_after(GUARD):
+        async with open_runtime(
+            session=session, settings=settings_file(tmp_path), surface=NullSurface()
+        ) as rt:
+            rt.events.on(
+                ev.STARTED, lambda s: submit(rt.events, s["flowId"], answer({"a": ["a2"]}), "r1")
+            )
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await rt.show_queue()
+            await trio.testing.wait_all_tasks_blocked()
+    with SessionFile.open(session, readonly=True) as file:
+        data = {entry.type: entry.data for entry in file.branch()}
+    history, queue = data[jr.HISTORY_COMPLETED], data[jr.QUEUE_COMPLETED]
+    assert sorted(history) == ["requestId", "result", "version"]
+    assert history["version"] == 1
+    assert queue == {key: value for key, value in history.items() if key != "version"}
