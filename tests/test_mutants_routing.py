@@ -14,9 +14,12 @@ import trio
 import trio.testing
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.form import NullSurface
+from pi_agent_ask.actors.form import FormInput, NullSurface, UserCommand, run_form
 from pi_agent_ask.actors.runtime import open_runtime
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.session_file import SessionFile
 
 from .runtime_support import EventLog, answer, branch_types, payload, settings_file, submit
 
@@ -182,8 +185,6 @@ async def test_a_submission_for_a_waiting_form_is_not_given_to_the_visible_one(
 async def test_a_completion_is_journaled_with_its_format_version(tmp_path: Path) -> None:
     """The history's completion entry carries ``version: 1`` (the on-disk format other
     readers of the session file rely on); the queue's carries the same body without it."""
-    from pi_agent_ask.persistence.session_file import SessionFile
-
     session = tmp_path / "s.pias"
     with trio.fail_after(GUARD):
         async with open_runtime(
@@ -201,3 +202,30 @@ async def test_a_completion_is_journaled_with_its_format_version(tmp_path: Path)
     assert sorted(history) == ["requestId", "result", "version"]
     assert history["version"] == 1
     assert queue == {key: value for key, value in history.items() if key != "version"}
+
+
+async def test_a_form_whose_inbox_ends_returns_its_last_draft() -> None:
+    """Every sender gone (the inbox ends) without an outcome: the form returns the state it
+    reached, the draft its owner keeps, after reading what was already waiting."""
+    validation = validate_ask_params(payload("a"))
+    assert validation.params is not None
+    form = fs.new_form(validation.params, fs.FormSettings(), background=True)
+    commands, inbox = trio.open_memory_channel[FormInput](64)
+    commands.send_nowait(UserCommand(fs.NextOption()))
+    commands.close()
+    changes: list[fs.FormState] = []
+
+    async def on_change(state: fs.FormState) -> None:
+        changes.append(state)
+
+    with trio.fail_after(GUARD):
+        final = await run_form(
+            flow_id=FLOW,
+            state=form,
+            inbox=inbox,
+            commands=commands,
+            surface=NullSurface(),
+            on_change=on_change,
+        )
+    assert len(changes) == 1
+    assert final is changes[0] and final != form and final.outcome is None
