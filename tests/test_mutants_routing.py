@@ -21,7 +21,17 @@ from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence.session_file import SessionFile
 
-from .runtime_support import EventLog, answer, branch_types, payload, settings_file, submit
+from .runtime_support import (
+    EventLog,
+    InjectedDiskError,
+    WriteGate,
+    answer,
+    branch_types,
+    gated_journal,
+    payload,
+    settings_file,
+    submit,
+)
 
 GUARD = 10  # seconds; only stops a hang (each test takes well under one)
 FLOW = "tool:c1"
@@ -229,3 +239,29 @@ async def test_a_form_whose_inbox_ends_returns_its_last_draft() -> None:
         )
     assert len(changes) == 1
     assert final is changes[0] and final != form and final.outcome is None
+
+
+async def test_a_defer_whose_panel_write_fails_leaves_the_form_open(tmp_path: Path) -> None:
+    """The person defers a background form (Esc), but the panel's entry cannot be written:
+    the defer did not happen, so the form stays open as it was: not ended and shown again."""
+    gate = WriteGate()
+    with gated_journal(gate), trio.fail_after(GUARD):
+        async with open_runtime(
+            session=tmp_path / "s.pias", settings=settings_file(tmp_path), surface=NullSurface()
+        ) as rt:
+            log = EventLog()
+            log.attach(rt.events)
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await rt.show_queue()
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(log.of(ev.STARTED)) == 1
+            gate.fail_next("ask:panel", InjectedDiskError("disk gone"))
+            assert await rt.send_command(FLOW, fs.Cancel()) is True
+            await trio.testing.wait_all_tasks_blocked()
+            assert gate.failed_types == ["ask:panel"]
+            assert (await rt.statistics()).visible == FLOW
+            assert len(log.of(ev.STARTED)) == 1
+            submit(rt.events, FLOW, answer({"a": ["a1"]}), "after")
+            await trio.testing.wait_all_tasks_blocked()
+            [result] = log.of(ev.SUBMIT_RESULT)
+    assert result["ok"] is True
