@@ -74,16 +74,13 @@ def on_submit(rt: RuntimeCore, payload: Any) -> None:
 def _route_submit(
     rt: RuntimeCore, flow_commands: Callable[[str], CommandSink | None], payload: Any
 ) -> None:
-    problem = _submit_problem(payload)
-    if problem is not None:
-        request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
-        flow_id = payload.get("flowId") if isinstance(payload, Mapping) else None
-        _submit_result(rt, request_id, flow_id, problem)
+    ids = _accepted(rt, payload)
+    if ids is None:
         return
-    request_id, flow_id = payload["requestId"], payload["flowId"]
+    request_id, flow_id = ids
     target = flow_commands(flow_id)
     if target is None:
-        _submit_result(rt, request_id, flow_id, ("flow_not_found", "Ask flow is not active."))
+        _submit_result(rt, request_id, flow_id, FLOW_NOT_ACTIVE)
         return
     # The queue holds the sinks this runtime enqueued: form command channels.
     assert isinstance(target, trio.MemorySendChannel)
@@ -108,26 +105,30 @@ async def _hand_over_later(
         message.reply.close()
 
 
-def _submit_problem(payload: Any) -> tuple[str, str] | None:
+def _accepted(rt: RuntimeCore, payload: Any) -> tuple[str, str] | None:
+    """The submission's ``(requestId, flowId)`` when its envelope and content pass the
+    boundary checks; otherwise its refusal is told (``submit-result``) and ``None``."""
     problem = _submit_envelope_problem(payload)
     if problem is None:
         problem = _submit_content_problem(payload)
-    return problem
+        if problem is None:
+            return payload["requestId"], payload["flowId"]
+    request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
+    flow_id = payload.get("flowId") if isinstance(payload, Mapping) else None
+    _submit_result(rt, request_id, flow_id, problem)
+    return None
 
 
 async def handle_submit(rt: RuntimeCore, payload: Any) -> None:
     """A submission made before the runtime opened (or inside another one's routing), in a
     task of its own: the queue names the flow (``FindFlow``) and the form's reply is awaited."""
-    problem = _submit_problem(payload)
-    request_id = payload.get("requestId") if isinstance(payload, Mapping) else None
-    flow_id = payload.get("flowId") if isinstance(payload, Mapping) else None
-    if problem is not None:
-        _submit_result(rt, request_id, flow_id, problem)
+    ids = _accepted(rt, payload)
+    if ids is None:
         return
-    assert isinstance(flow_id, str)  # the envelope check requires a flowId string
+    request_id, flow_id = ids
     target = await rt._find_flow(flow_id)
     if target is None:
-        _submit_result(rt, request_id, flow_id, ("flow_not_found", "Ask flow is not active."))
+        _submit_result(rt, request_id, flow_id, FLOW_NOT_ACTIVE)
         return
     replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
     try:
