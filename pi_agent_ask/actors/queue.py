@@ -298,12 +298,8 @@ class QueueActor:
             case CloseReply(channel=channel):
                 channel.close()
             case ReplyCommands(channel=channel, commands=commands, request_id=request_id):
-                if commands is not None:
-                    _reply(channel, commands.clone())
-                elif self._live is not None and self._live.request_id == request_id:
-                    _reply(channel, self._live.commands.clone())
-                else:
-                    _reply(channel, None)
+                sink = self._sink(commands, request_id)
+                _reply(channel, None if sink is None else sink.clone())
             case Wake(message=message):
                 self.wakeups.send_nowait(message)
                 self._woken_at = self.hook_calls.count
@@ -362,9 +358,15 @@ class QueueActor:
         active = active_flow(self.state, flow_id)
         if active is None:
             return None
-        if active.claim is not None:
-            return active.claim.commands
-        if self._live is not None and self._live.request_id == active.request_id:
+        claimed = active.claim.commands if active.claim is not None else None
+        return self._sink(claimed, active.request_id)
+
+    def _sink(self, claimed: CommandSink | None, request_id: str | None) -> CommandSink | None:
+        """A visible flow's command channel: its foreground claim's own (``claimed``), else
+        the live background form's when it is ``request_id``'s, else ``None``."""
+        if claimed is not None:
+            return claimed
+        if self._live is not None and self._live.request_id == request_id:
             return self._live.commands
         return None
 
