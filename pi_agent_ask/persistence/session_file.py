@@ -1663,15 +1663,31 @@ class SessionFile:
         full.leaf = mapped(tail.leaf)
 
     def _decode_entry(self, payload: memoryview | bytes, offset: int, slot: int) -> Entry:
+        return self._entry_in(self._decode_frame(payload, offset), offset, slot)
+
+    def _decode_frame(self, payload: memoryview | bytes, offset: int) -> tuple[bool, Any]:
+        """An indexed frame decoded: ``(True, entry tuples)`` for an entries frame, ``(False,
+        map)`` for a version 1 entry or batch; ``SessionFileError`` when it no longer decodes."""
         try:
             if payload[0] == codec.KIND_ENTRIES:
-                return Entry(*codec.decode_entries(payload)[slot])
-            value = _decode(payload)
-            return Entry._from_map(value if slot < 0 else value["batch"][slot])
+                return True, codec.decode_entries(payload)
+            return False, _decode(payload)
         except (ValueError, _BadFrame, LookupError, TypeError) as exc:
-            raise SessionFileError(
-                self._path, "unreadable", f"frame at {offset} changed on disk"
-            ) from exc
+            raise self._changed_on_disk(offset) from exc
+
+    def _entry_in(self, frame: tuple[bool, Any], offset: int, slot: int) -> Entry:
+        """The entry at ``slot`` of a decoded frame (``-1``: the frame is one entry);
+        ``SessionFileError`` when the frame no longer holds the entry the open indexed there."""
+        compact, decoded = frame
+        try:
+            if compact:
+                return Entry(*decoded[slot])
+            return Entry._from_map(decoded if slot < 0 else decoded["batch"][slot])
+        except (ValueError, LookupError, TypeError) as exc:
+            raise self._changed_on_disk(offset) from exc
+
+    def _changed_on_disk(self, offset: int) -> SessionFileError:
+        return SessionFileError(self._path, "unreadable", f"frame at {offset} changed on disk")
 
     def _load_entries(self, indices: Iterable[int]) -> Iterator[Entry]:
         memory = self._memory
@@ -1680,36 +1696,18 @@ class SessionFile:
         reader = _Reader(self._fd, self._size) if self._fd is not None else None
         index = self._index
         last_offset = -1
-        decoded: Any = None
-        compact = False
+        frame: tuple[bool, Any] = (False, None)
         for i in indices:
             offset = index.frame_off[i]
-            if offset != last_offset:
+            if offset != last_offset:  # entries of one frame come together: decode it once
                 if memory is not None:
                     payload: bytes | memoryview = memory[offset]
                 else:
                     assert reader is not None
                     payload = reader.payload(offset, index.frame_len[i])
-                try:
-                    compact = payload[0] == codec.KIND_ENTRIES
-                    decoded = codec.decode_entries(payload) if compact else _decode(payload)
-                except (_BadFrame, codec.CodecError) as exc:
-                    raise SessionFileError(
-                        self._path, "unreadable", f"frame at {offset} changed on disk"
-                    ) from exc
+                frame = self._decode_frame(payload, offset)
                 last_offset = offset
-            slot = index.slot[i]
-            try:
-                if compact:
-                    entry = Entry(*decoded[slot])
-                else:
-                    entry = Entry._from_map(decoded if slot < 0 else decoded["batch"][slot])
-            except (ValueError, LookupError, TypeError) as exc:
-                # The frame still decodes but no longer holds the entry the open indexed there.
-                raise SessionFileError(
-                    self._path, "unreadable", f"frame at {offset} changed on disk"
-                ) from exc
-            yield entry
+            yield self._entry_in(frame, offset, index.slot[i])
 
     def _scan(self, reader: _Reader, start: int, size: int, notes: list[str]) -> Damage | None:
         """Index every whole frame from ``start`` to ``size``; return the damaged tail (ending
