@@ -15,7 +15,7 @@ import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import FormInput, NullSurface, UserCommand, run_form
-from pi_agent_ask.actors.runtime import open_runtime
+from pi_agent_ask.actors.runtime import Runtime, open_runtime
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence import journal as jr
@@ -26,6 +26,7 @@ from .runtime_support import (
     InjectedDiskError,
     WriteGate,
     answer,
+    auto_answer,
     branch_types,
     gated_journal,
     payload,
@@ -79,6 +80,15 @@ async def test_a_submission_made_while_another_is_routed_reaches_the_form_throug
     assert done["result"]["answers"]["a"]["values"] == ["a1"]
 
 
+async def answered_in_background(rt: Runtime) -> None:
+    """A background ask (``c1``), shown and answered through a ``submit`` as it starts; every
+    later form is answered the same way."""
+    auto_answer(rt.events, lambda _started: answer({"a": ["a2"]}))
+    await rt.call_tool("ask_user", payload("a", background=True), "c1")
+    await rt.show_queue()
+    await trio.testing.wait_all_tasks_blocked()
+
+
 async def test_a_background_answer_is_journaled_for_history_and_for_the_queue(
     tmp_path: Path,
 ) -> None:
@@ -89,12 +99,7 @@ async def test_a_background_answer_is_journaled_for_history_and_for_the_queue(
         async with open_runtime(
             session=session, settings=settings_file(tmp_path), surface=NullSurface()
         ) as rt:
-            rt.events.on(
-                ev.STARTED, lambda s: submit(rt.events, s["flowId"], answer({"a": ["a2"]}), "r1")
-            )
-            await rt.call_tool("ask_user", payload("a", background=True), "c1")
-            await rt.show_queue()
-            await trio.testing.wait_all_tasks_blocked()
+            await answered_in_background(rt)
             background = branch_types(session)
             await rt.call_tool("ask_user", payload("a"), "c2")
             foreground = branch_types(session)[len(background) :]
@@ -200,12 +205,7 @@ async def test_a_completion_is_journaled_with_its_format_version(tmp_path: Path)
         async with open_runtime(
             session=session, settings=settings_file(tmp_path), surface=NullSurface()
         ) as rt:
-            rt.events.on(
-                ev.STARTED, lambda s: submit(rt.events, s["flowId"], answer({"a": ["a2"]}), "r1")
-            )
-            await rt.call_tool("ask_user", payload("a", background=True), "c1")
-            await rt.show_queue()
-            await trio.testing.wait_all_tasks_blocked()
+            await answered_in_background(rt)
     with SessionFile.open(session, readonly=True) as file:
         data = {entry.type: entry.data for entry in file.branch()}
     history, queue = data[jr.HISTORY_COMPLETED], data[jr.QUEUE_COMPLETED]
