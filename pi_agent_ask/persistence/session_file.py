@@ -1500,7 +1500,12 @@ class SessionFile:
             self._fold = None
             return
         self._since_checkpoint += len(entries)
-        self._since_bytes += self._frame_bytes(range(first, first + len(entries)))
+        if self._fd is not None:  # (in memory: no checkpoints)
+            last = first + len(entries) - 1
+            if entries and offsets[first] == offsets[last]:  # one frame: the usual case
+                self._since_bytes += self._index.frame_len[first] + _HEAD_SIZE
+            else:
+                self._since_bytes += self._frame_bytes(range(first, last + 1))
 
     def _frame_bytes(self, indices: Iterable[int]) -> int:
         """Bytes of the frames (heads included) holding the entries at ``indices`` (in file
