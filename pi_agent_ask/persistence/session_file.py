@@ -2021,7 +2021,10 @@ def _read_header(reader: _Reader, path: Path) -> Header:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):  # the usual case: one call, no view of the bytes
+        return
+    view = memoryview(data)[written:]
     while view:
         written = os.write(fd, view)
         view = view[written:]
