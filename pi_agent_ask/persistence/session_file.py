@@ -1547,9 +1547,11 @@ class SessionFile:
                 fold.step(entry, self._loc(i))
         self._fold, self._fold_prev, self._since_checkpoint = fold, prev, len(path)
         self._since_bytes = self._frame_bytes(path)
-        # The start checkpoint's live part is measured when the rule first needs it.
-        self._live_bytes = None if prev is not None else 0
-        self._live_unmeasured = self._start.live if self._start is not None else None
+        if prev is None:
+            self._live_bytes, self._live_unmeasured = 0, None
+        else:  # the start checkpoint's live part, measured when the rule first needs it
+            assert self._start is not None
+            self._live_bytes, self._live_unmeasured = None, self._start.live
 
     def _maybe_checkpoint(self) -> None:
         """Append a checkpoint when enough was folded since the last one: at least
