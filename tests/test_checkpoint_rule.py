@@ -142,10 +142,7 @@ def test_an_open_reads_at_most_the_rule_allows_after_the_newest_checkpoint(
             assert session.indexed == 1 + sum(f.entries for f in after)  # the stub, then those
             tail = sum(f.size for f in after)
             live = live_bytes(newest[last].checkpoint)  # type: ignore[arg-type]
-            assert (
-                sum(f.entries for f in after) < sf.CHECKPOINT_EVERY
-                or tail < RATIO * live
-            )
+            assert sum(f.entries for f in after) < sf.CHECKPOINT_EVERY or tail < RATIO * live
             for n in more:
                 write_form(session, n, answered=False, delivered=False)
         assert_rule(path)
