@@ -5,7 +5,11 @@ agent task calling ``ask_user`` and with 16 calling at once (their journal write
 together), the Python memory per queued form (tracemalloc, all N queued before any is
 answered), ``wait_for_answers`` over N forms, and the median latency from a ``submit`` event to
 the ``wait_for_answers`` result, and the CPU time per form of the single-caller run (steadier
-than the rates on a loaded machine). ``figures()`` returns the same numbers.
+than the rates on a loaded machine). The same single-caller run with a session FILE
+(``open_runtime(session=path)``: every entry written, checkpoints and all), and the work of the
+checkpoints alone with N forms pending (``checkpoint_cost``: the journal's frames of N
+background forms appended to a session file, the time spent writing its checkpoints per form,
+and their bytes as a share of the entries' bytes). ``figures()`` returns the same numbers.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import trio.testing
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.actors.runtime import open_runtime
+from pi_agent_ask.persistence.projection import JOURNAL
+from pi_agent_ask.persistence.session_file import SessionFile
 
 FORM = {
     "background": True,
@@ -50,12 +56,18 @@ def _answer(bus: ev.EventBus, flow_id: str) -> None:
 
 
 async def throughput(
-    count: int, settings: Path, *, trace: bool = False, callers: int = 1
+    count: int,
+    settings: Path,
+    *,
+    trace: bool = False,
+    callers: int = 1,
+    session: Path | None = None,
 ) -> tuple[float, float]:
     """Forms/s for enqueue + answer; with ``trace``, also the traced memory per queued form
     (tracemalloc slows everything down, so rates and memory come from separate runs).
-    ``callers`` tasks share the ``ask_user`` calls (each one call after the other)."""
-    async with open_runtime(settings=settings, surface=NullSurface()) as rt:
+    ``callers`` tasks share the ``ask_user`` calls (each one call after the other).
+    ``session``: a session file (a new one) instead of the in-memory session."""
+    async with open_runtime(session=session, settings=settings, surface=NullSurface()) as rt:
         rt.agent_started()
         done = trio.Event()
         answered = 0
@@ -139,12 +151,59 @@ async def latency(rounds: int, settings: Path) -> float:
     return statistics.median(samples)
 
 
+class _TimedCheckpoints(SessionFile):
+    """A session file that adds up the time its checkpoints take (building, encoding and
+    writing each one: ``SessionFile._checkpoint``)."""
+
+    spent = 0.0
+
+    def _checkpoint(self, fold: Any) -> None:
+        start = time.perf_counter()
+        try:
+            super()._checkpoint(fold)
+        finally:
+            self.spent += time.perf_counter() - start
+
+
+def checkpoint_cost(pending: int, directory: Path) -> tuple[float, float, int]:
+    """Seconds per form spent writing checkpoints while ``pending`` background forms are
+    queued, none answered (the frames the runtime writes for each: a tool call, its payload,
+    history request and queued entry, its receipt), the checkpoint frames' bytes as a share of
+    the entry frames' bytes, and the number of checkpoints."""
+    from benchmarks.bench_journal import _form_entries
+
+    path = directory / f"checkpoints-{pending}.pias"
+    path.unlink(missing_ok=True)
+    forms = [_form_entries(n, answered=False) for n in range(pending)]
+    with _TimedCheckpoints.open(path, projection=JOURNAL) as session:
+        assert isinstance(session, _TimedCheckpoints)
+        for frames in forms:
+            for frame in frames:
+                session.append_many(frame)
+        spent = session.spent
+    data = path.read_bytes()
+    checkpoint_bytes = entry_bytes = checkpoints = 0
+    pos = int.from_bytes(data[:4], "big") + 8  # after the header
+    while pos < len(data):
+        end = pos + 8 + int.from_bytes(data[pos : pos + 4], "big")
+        if data[pos + 8] == 0x03:  # a checkpoint's kind byte
+            checkpoint_bytes += end - pos
+            checkpoints += 1
+        else:
+            entry_bytes += end - pos
+        pos = end
+    path.unlink()
+    return spent / pending, checkpoint_bytes / entry_bytes, checkpoints
+
+
 def figures(
     sizes: tuple[int, ...] = (1_000, 10_000), waits: tuple[int, ...] = (10_000, 50_000)
 ) -> dict[str, float]:
     """Every figure ``main`` prints, by name: ``enqueue+answer/<n>`` and
     ``enqueue+answer/<n>/16-callers`` (forms/s), ``cpu-us-per-form/<n>`` (CPU time of the
-    single-caller run), ``kib-per-form/<n>``, ``wait/<n>`` (forms/s), ``latency-ms``."""
+    single-caller run), the same two with a session file (``.../file``),
+    ``kib-per-form/<n>``, ``wait/<n>`` (forms/s), ``latency-ms``, and for ``n`` pending forms
+    ``checkpoint-us-per-form/<n>``, ``checkpoint-share/<n>`` (``checkpoint_cost``)."""
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         settings = Path(tmp) / "settings.json"
@@ -154,6 +213,15 @@ def figures(
             # CPU time (this process, the runtime's open and close included): steadier than
             # the rate on a shared, loaded machine.
             out[f"cpu-us-per-form/{count}"] = (time.process_time() - cpu) / count * 1e6
+            session = Path(tmp) / f"session-{count}.pias"
+            cpu = time.process_time()
+            filed = functools.partial(throughput, count, settings, session=session)
+            out[f"enqueue+answer/{count}/file"] = trio.run(filed)[0]
+            out[f"cpu-us-per-form/{count}/file"] = (time.process_time() - cpu) / count * 1e6
+            session.unlink()
+            per_form, share, _ = checkpoint_cost(count, Path(tmp))
+            out[f"checkpoint-us-per-form/{count}"] = per_form * 1e6
+            out[f"checkpoint-share/{count}"] = share
             parallel = functools.partial(throughput, count, settings, callers=16)
             out[f"enqueue+answer/{count}/16-callers"] = trio.run(parallel)[0]
             traced = functools.partial(throughput, count, settings, trace=True)
@@ -173,6 +241,17 @@ def main(waits: tuple[int, ...] = (10_000, 50_000)) -> None:
             f"(16 callers: {found[f'enqueue+answer/{count}/16-callers']:6.0f}), "
             f"{found[f'kib-per-form/{count}']:6.1f} KiB per queued form, "
             f"CPU {found[f'cpu-us-per-form/{count}']:5.0f} us per form"
+        )
+        print(
+            f"enqueue+answer {count:>6} forms, session file: "
+            f"{found[f'enqueue+answer/{count}/file']:8.0f} forms/s, "
+            f"CPU {found[f'cpu-us-per-form/{count}/file']:5.0f} us per form"
+        )
+    for count in sizes:
+        print(
+            f"checkpoints with {count:>6} forms pending: "
+            f"{found[f'checkpoint-us-per-form/{count}']:6.1f} us per form, "
+            f"{found[f'checkpoint-share/{count}']:.2f} of the entry bytes"
         )
     for count in waits:
         print(f"wait_for_answers over {count:>6} forms: {found[f'wait/{count}']:8.0f} forms/s")

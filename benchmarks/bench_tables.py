@@ -45,6 +45,8 @@ ISSUE_NOW = {
     "history read (1,200 requests)": "about 0.5 s",
     "history list (1,200 requests)": "about 0.5 s",
     "background forms enqueued + answered": "515 forms/s at 10k",
+    "background forms enqueued + answered (session file)": "about 1,240 forms/s at 3k",
+    "checkpoint work per form, N forms pending": "47 / 315 / 946 µs at 1k / 4k / 10k",
     "memory per queued form": "9 KiB",
     "wait_for_answers over N forms": "382 forms/s at 10k; over 900 s at 50k",
     "launch to first frame of `ask`": "about 0.9 s quiet, 2 s loaded",
@@ -57,6 +59,8 @@ TARGET = {
     "history read (1,200 requests)": "< 10 ms",
     "history list (1,200 requests)": "< 10 ms",
     "background forms enqueued + answered": ">= 5,000 forms/s",
+    "background forms enqueued + answered (session file)": ">= 5,000 forms/s",
+    "checkpoint work per form, N forms pending": "the same at any N (total linear in N)",
     "memory per queued form": "<= 4 KiB",
     "wait_for_answers over N forms": "linear, the rate without a wait",
     "launch to first frame of `ask`": "< 0.3 s, quiet and loaded",
@@ -259,16 +263,40 @@ def journal_rows(root: Path, sizes: Sizes) -> None:
 def runtime_rows(root: Path, sizes: Sizes) -> None:
     settings = root / "runtime-settings.json"  # absent: the default settings
     rates: list[float] = []
+    filed: list[float] = []
     per_form: list[float] = []
+    checkpoints: list[tuple[float, float, int]] = []
     for count in sizes.forms:
         rates.append(trio.run(bench_runtime.throughput, count, settings)[0])
+        session = root / f"runtime-{count}.pias"
+        on_file = functools.partial(bench_runtime.throughput, count, settings, session=session)
+        filed.append(trio.run(on_file)[0])
+        session.unlink()
         traced = functools.partial(bench_runtime.throughput, count, settings, trace=True)
         per_form.append(trio.run(traced)[1])
+        checkpoints.append(bench_runtime.checkpoint_cost(count, root))
     counts = list(sizes.forms)
     _row(
         "background forms enqueued + answered",
         _per_size(counts, rates, lambda v: f"{v:,.0f} forms/s"),
         _growth(counts, [n / rate for n, rate in zip(counts, rates, strict=True)]),
+    )
+    _row(
+        "background forms enqueued + answered (session file)",
+        _per_size(counts, filed, lambda v: f"{v:,.0f} forms/s")
+        + "  (`open_runtime(session=FILE)`: every entry written, checkpoints and all)",
+        _growth(counts, [n / rate for n, rate in zip(counts, filed, strict=True)]),
+    )
+    _row(
+        "checkpoint work per form, N forms pending",
+        _per_size(counts, [c[0] for c in checkpoints], _seconds)
+        + "  (all N queued, none answered; the journal's frames appended to a session file)",
+        # The work per form times N: growth x10 per x10 is linear in N, as it should be.
+        _growth(counts, [n * c[0] for n, c in zip(counts, checkpoints, strict=True)]),
+        also=_per_size(counts, [c[1] for c in checkpoints], lambda v: f"{v:.2f} of the entry bytes")
+        + "  (checkpoint frames' bytes; "
+        + _per_size(counts, [c[2] for c in checkpoints], lambda v: f"{v:.0f} checkpoints")
+        + ")",
     )
     _row(
         "memory per queued form",

@@ -27,7 +27,7 @@ def test_every_row_of_both_tables_is_printed(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     lines = out.splitlines()
     names = [*bench_tables.ISSUE_NOW, *bench_tables.PEER]
-    assert len(names) == 19
+    assert len(names) == 21
     for name in names:
         assert f"  {name}" in lines, name
     # The first table: each row its figure, then the issue's figure before and the target.

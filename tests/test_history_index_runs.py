@@ -29,7 +29,8 @@ from pi_agent_ask.persistence.session_file import SessionFile
 from tests.test_checkpoints import checkpoint_offsets, write_form
 
 EVERY = 2
-"""Entries per checkpoint: small, so that runs of both levels are merged on a few hundred."""
+"""Entries per checkpoint: small, so that runs of both levels are merged on a few hundred
+(with no bytes rule: ``checkpoint_ratio=0``, a checkpoint after every two entries)."""
 
 
 def odd_entries(session: SessionFile, ids: list[str], n: int) -> None:
@@ -56,7 +57,9 @@ def fill(session: SessionFile, forms: range, ids: list[str]) -> None:
 
 def journal_file(path: Path, forms: int) -> list[str]:
     ids: list[str] = []
-    with SessionFile.open(path, projection=JOURNAL, checkpoint_every=EVERY) as session:
+    with SessionFile.open(
+        path, projection=JOURNAL, checkpoint_every=EVERY, checkpoint_ratio=0
+    ) as session:
         fill(session, range(forms), ids)
     return ids
 
@@ -138,7 +141,9 @@ def test_pages_through_merged_runs_equal_the_branch(tmp_path: Path) -> None:
 def test_branches_and_forks_keep_the_index_exact(tmp_path: Path) -> None:
     path = tmp_path / "s.pias"
     ids = journal_file(path, 70)
-    with SessionFile.open(path, projection=JOURNAL, checkpoint_every=EVERY) as session:
+    with SessionFile.open(
+        path, projection=JOURNAL, checkpoint_every=EVERY, checkpoint_ratio=0
+    ) as session:
         main_leaf = session.leaf_id
         # Back a few entries: the branch still descends from the newest checkpoint's leaf or
         # from one just before it, and the chain goes on from a checkpoint in its middle.
@@ -152,7 +157,9 @@ def test_branches_and_forks_keep_the_index_exact(tmp_path: Path) -> None:
         fill(session, range(80, 100), ids)
         far_leaf = session.leaf_id
         assert_same_history(session)
-    with SessionFile.open(path, projection=JOURNAL, checkpoint_every=EVERY) as session:
+    with SessionFile.open(
+        path, projection=JOURNAL, checkpoint_every=EVERY, checkpoint_ratio=0
+    ) as session:
         for leaf in (main_leaf, side_leaf, far_leaf):
             session.move_leaf(leaf)
             assert_same_history(session)
@@ -197,7 +204,9 @@ def test_a_damaged_newest_checkpoint_is_skipped_and_the_index_still_exact(
     ids = journal_file(path, 60)
     *_, (previous, _), (newest, _) = checkpoint_offsets(path)
     flip_in_checkpoint(path, newest)
-    with SessionFile.open(path, projection=JOURNAL, checkpoint_every=EVERY) as session:
+    with SessionFile.open(
+        path, projection=JOURNAL, checkpoint_every=EVERY, checkpoint_ratio=0
+    ) as session:
         assert session.report.checkpoint == previous
         assert session.report.notes == (
             f"checkpoint at byte {newest} is damaged (checksum); skipped",
@@ -223,9 +232,13 @@ class NoIndex:
 def test_checkpoints_without_an_index_are_read_through_the_chain(tmp_path: Path) -> None:
     path = tmp_path / "old.pias"
     ids: list[str] = []
-    with SessionFile.open(path, projection=NoIndex(), checkpoint_every=EVERY) as session:  # type: ignore[arg-type]
+    with SessionFile.open(
+        path, projection=NoIndex(), checkpoint_every=EVERY, checkpoint_ratio=0
+    ) as session:  # type: ignore[arg-type]
         fill(session, range(40), ids)
-    with SessionFile.open(path, projection=JOURNAL, checkpoint_every=EVERY) as session:
+    with SessionFile.open(
+        path, projection=JOURNAL, checkpoint_every=EVERY, checkpoint_ratio=0
+    ) as session:
         assert "history" not in session.checkpoint_at(session.log_prev or 0)
         assert_same_history(session)
         fill(session, range(40, 100), ids)  # new checkpoints: the old chain is one block

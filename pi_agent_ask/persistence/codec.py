@@ -20,6 +20,7 @@ as text.
 
 from __future__ import annotations
 
+import io
 import zlib
 from collections.abc import Sequence
 from typing import Any, Final
@@ -40,6 +41,7 @@ __all__ = [
     "decode_id",
     "decode_leaf",
     "encode_checkpoint",
+    "encode_checkpoint_sized",
     "encode_entries",
     "encode_id",
     "encode_leaf",
@@ -370,16 +372,72 @@ def decode_leaf(payload: bytes | memoryview) -> str | None:
     return decode_id(_loads(bytes(payload[1:])))
 
 
+CHECKPOINT_LEVEL: Final = 1
+"""The compression level of checkpoints: their bulk is ids and locations, which level 6
+compresses 2 % better for 8 times the time (measured on a checkpoint of 4,000 pending forms)."""
+
+
 def encode_checkpoint(value: dict[str, Any], magic: bytes) -> bytes:
     """``kind | magic | deflate(CBOR value)``: the magic tells a damaged checkpoint (whose
     checksum fails) from damaged entries."""
-    return bytes([KIND_CHECKPOINT]) + magic + _deflate(cbor2.dumps(value))
+    return encode_checkpoint_sized(value, magic)[0]
 
 
-def decode_checkpoint(payload: bytes | memoryview, magic: bytes) -> dict[str, Any]:
+def encode_checkpoint_sized(value: dict[str, Any], magic: bytes) -> tuple[bytes, int]:
+    """``encode_checkpoint``, and the size of the CBOR encoding of ``value["live"]`` (0
+    without one), which the writer's checkpoint rule compares with what follows. ``live`` is
+    written last in the map (where the keys are is no part of the format)."""
+    if "live" not in value or len(value) > 23:
+        plain = cbor2.dumps(value)
+        live = len(cbor2.dumps(value["live"])) if "live" in value else 0
+    else:
+        rest = {key: item for key, item in value.items() if key != "live"}
+        live_cbor = cbor2.dumps(value["live"])
+        # A map of fewer than 24 pairs: one head byte, then each key and its value.
+        plain = b"".join((bytes([0xA0 + len(value)]), cbor2.dumps(rest)[1:], _LIVE_KEY, live_cbor))
+        live = len(live_cbor)
+    # memLevel 8 (zlib's default): with a smaller hash table, a large checkpoint takes twice
+    # as long; level 1 with it deflates a 200 KB checkpoint in about 2.5 ms.
+    packer = zlib.compressobj(
+        CHECKPOINT_LEVEL, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY, DICTIONARY
+    )
+    return bytes([KIND_CHECKPOINT]) + magic + packer.compress(plain) + packer.flush(), live
+
+
+_LIVE_KEY: Final = cbor2.dumps("live")
+
+
+def decode_checkpoint(
+    payload: bytes | memoryview, magic: bytes, *, live: bool = True
+) -> dict[str, Any]:
+    """The checkpoint's map. ``live=False`` may leave out its ``live`` part: when ``live`` is
+    the map's last key (as ``encode_checkpoint`` writes it), decoding stops before it, which
+    is most of a checkpoint of many pending forms."""
     if bytes(payload[1 : 1 + len(magic)]) != magic:
         raise CodecError("not a checkpoint")
-    value = _loads(_inflate(payload[1 + len(magic) :]))
+    plain = _inflate(payload[1 + len(magic) :])
+    if live or not plain or not 0xA0 <= plain[0] <= 0xB7:
+        value = _loads(plain)
+    else:
+        value = _loads_before_live(plain)
     if not isinstance(value, dict):
         raise CodecError("a checkpoint is not a map")
+    return value
+
+
+def _loads_before_live(plain: bytes) -> dict[Any, Any]:
+    """A CBOR map of fewer than 24 pairs (``plain[0]`` is its head), decoded pair by pair up
+    to a last key ``live``, whose value is not decoded."""
+    count = plain[0] - 0xA0
+    decoder = cbor2.CBORDecoder(io.BytesIO(plain))
+    decoder.fp.read(1)
+    value: dict[Any, Any] = {}
+    try:
+        for n in range(count):
+            key = decoder.decode()
+            if n == count - 1 and key == "live":
+                break
+            value[key] = decoder.decode()
+    except Exception as exc:  # as ``_loads``: cbor2 raises several unrelated types
+        raise CodecError(f"not CBOR: {type(exc).__name__}") from exc
     return value

@@ -73,6 +73,7 @@ from pi_agent_ask.persistence import codec
 
 __all__ = [
     "CHECKPOINT_EVERY",
+    "CHECKPOINT_RATIO",
     "COMPACTION_TYPE",
     "CURRENT_LEAF",
     "FORMAT_VERSION",
@@ -100,7 +101,14 @@ logger = logging.getLogger(__name__)
 MAGIC: Final = "pi-agent-ask/session"
 FORMAT_VERSION: Final = 2
 CHECKPOINT_EVERY: Final = 512
-"""Entries between two checkpoints (sessions opened with a projection, version 2 files)."""
+"""Fewest entries between two checkpoints (sessions opened with a projection, version 2
+files): a checkpoint follows once the fold took in this many entries since the last one *and*
+their frames hold ``CHECKPOINT_RATIO`` times the bytes of that checkpoint's live part."""
+CHECKPOINT_RATIO: Final = 4
+"""Bytes of frames folded between two checkpoints per byte of the earlier one's live part
+(its CBOR): checkpoint work stays a fixed share of what is appended however much is pending
+(not one whole live state per 512 entries), and the frames after a checkpoint, which an open
+reads, stay within this many times its live state (or 512 entries)."""
 CHECKPOINT_MAGIC: Final = b"pi-agent-ask/checkpoint"
 """Follows a checkpoint's kind byte, so a damaged checkpoint is told from damaged entries."""
 COMPACTION_TYPE: Final = "compaction"
@@ -703,6 +711,7 @@ class SessionFile:
         clock: Callable[[], float],
         projection: Projection | None = None,
         checkpoint_every: int = CHECKPOINT_EVERY,
+        checkpoint_ratio: float = CHECKPOINT_RATIO,
     ) -> None:
         # Use the constructors (open / in_memory / fork); this one only sets fields.
         self._path = path
@@ -725,12 +734,18 @@ class SessionFile:
         self._report = OpenReport(path, 0)
         self._projection = projection
         self._checkpoint_every = checkpoint_every
+        self._checkpoint_ratio = checkpoint_ratio
         # The projection's fold of the active branch (``None``: recomputed when next needed),
-        # the checkpoint its log continues (``None``: its log holds the whole branch) and the
-        # entries it took in since then.
+        # the checkpoint its log continues (``None``: its log holds the whole branch), the
+        # entries it took in since then and the bytes of their frames, and the size of that
+        # checkpoint's live part (0 without a checkpoint; ``None``: not measured yet, the
+        # live part of the checkpoint the open started from is ``_live_unmeasured``).
         self._fold: Fold | None = None
         self._fold_prev: int | None = None
         self._since_checkpoint = 0
+        self._since_bytes = 0
+        self._live_bytes: int | None = 0
+        self._live_unmeasured: Any = None
         # When the index starts at a checkpoint: that checkpoint, and how many entries of the
         # file come before its stub (``_base``). ``None``: the whole file is indexed.
         self._start: _Checkpoint | None = None
@@ -772,12 +787,15 @@ class SessionFile:
         clock: Callable[[], float] = time.time,
         projection: Projection | None = None,
         checkpoint_every: int = CHECKPOINT_EVERY,
+        checkpoint_ratio: float = CHECKPOINT_RATIO,
     ) -> SessionFile:
         """Open (or create) the session file at ``path``.
 
         With a ``projection`` the session keeps its fold of the active branch (``fold()``),
-        writes a checkpoint every ``checkpoint_every`` entries (version 2 files, writable opens)
-        and opens from the newest usable checkpoint: only the frames after it are decoded.
+        writes checkpoints (version 2 files, writable opens: after at least
+        ``checkpoint_every`` entries whose frames hold ``checkpoint_ratio`` times the bytes of
+        the last checkpoint's live part) and opens from the newest usable checkpoint: only the
+        frames after it are decoded.
 
         A missing file is created when ``create`` and not ``readonly`` (an existing empty file
         is initialised too); otherwise ``FileNotFoundError``. A file that is not a session file,
@@ -818,6 +836,7 @@ class SessionFile:
                 clock=clock,
                 projection=projection,
                 checkpoint_every=checkpoint_every,
+                checkpoint_ratio=checkpoint_ratio,
             )
         except BaseException:
             os.close(fd)
@@ -838,6 +857,7 @@ class SessionFile:
         clock: Callable[[], float],
         projection: Projection | None,
         checkpoint_every: int,
+        checkpoint_ratio: float,
     ) -> SessionFile:
         size = os.fstat(fd).st_size
         reader = _Reader(fd, size)
@@ -850,6 +870,7 @@ class SessionFile:
             clock=clock,
             projection=projection,
             checkpoint_every=checkpoint_every,
+            checkpoint_ratio=checkpoint_ratio,
         )
         session._fd = fd
         notes: list[str] = []
@@ -920,7 +941,7 @@ class SessionFile:
         prev = self._fold_prev
         try:
             while prev is not None:
-                value = self._checkpoint_value(prev)
+                value = self._checkpoint_value(prev, live=False)
                 parts.append(value["log"])
                 prev = value["prev"]
         except (ValueError, _BadFrame, SessionFileError) as exc:
@@ -939,15 +960,17 @@ class SessionFile:
         self.fold()
         return self._fold_prev
 
-    def checkpoint_at(self, offset: int) -> dict[str, Any]:
-        """The checked map of the checkpoint at ``offset``; ``ValueError`` when unusable."""
+    def checkpoint_at(self, offset: int, *, live: bool = True) -> dict[str, Any]:
+        """The checked map of the checkpoint at ``offset``; ``ValueError`` when unusable.
+        ``live=False`` may leave out the ``live`` part (not decoded when it is stored last, as
+        this release writes it): for readers of the log and the history index."""
         self._check_open()
         if self._projection is None:
             raise ValueError("session has no projection")
         if self._fd is None:
             raise ValueError("an in-memory session has no checkpoints")
         try:
-            return self._checkpoint_value(offset)
+            return self._checkpoint_value(offset, live=live)
         except _BadFrame as exc:
             raise ValueError(str(exc)) from exc
 
@@ -1294,6 +1317,7 @@ class SessionFile:
             clock=self._clock,
             projection=self._projection,
             checkpoint_every=self._checkpoint_every,
+            checkpoint_ratio=self._checkpoint_ratio,
         )
 
     def reload(self) -> OpenReport:
@@ -1311,6 +1335,7 @@ class SessionFile:
             clock=self._clock,
             projection=self._projection,
             checkpoint_every=self._checkpoint_every,
+            checkpoint_ratio=self._checkpoint_ratio,
         )
         # Take over the fresh object's state; the fresh object is dropped without closing.
         self.__dict__.update(fresh.__dict__)
@@ -1475,6 +1500,23 @@ class SessionFile:
             self._fold = None
             return
         self._since_checkpoint += len(entries)
+        if self._fd is not None:  # (in memory: no checkpoints)
+            last = first + len(entries) - 1
+            if entries and offsets[first] == offsets[last]:  # one frame: the usual case
+                self._since_bytes += self._index.frame_len[first] + _HEAD_SIZE
+            else:
+                self._since_bytes += self._frame_bytes(range(first, last + 1))
+
+    def _frame_bytes(self, indices: Iterable[int]) -> int:
+        """Bytes of the frames (heads included) holding the entries at ``indices`` (in file
+        order: the entries of one frame come together), each frame counted once."""
+        offsets, lengths = self._index.frame_off, self._index.frame_len
+        total, last = 0, -1
+        for i in indices:
+            if offsets[i] != last:
+                last = offsets[i]
+                total += lengths[i] + _HEAD_SIZE
+        return total
 
     def _refold(self) -> None:
         """Fold the active branch: from the checkpoint the index starts at when the leaf
@@ -1504,9 +1546,17 @@ class SessionFile:
             for i, entry in zip(path, self._load_entries(path), strict=True):
                 fold.step(entry, self._loc(i))
         self._fold, self._fold_prev, self._since_checkpoint = fold, prev, len(path)
+        self._since_bytes = self._frame_bytes(path)
+        if prev is None:
+            self._live_bytes, self._live_unmeasured = 0, None
+        else:  # the start checkpoint's live part, measured when the rule first needs it
+            assert self._start is not None
+            self._live_bytes, self._live_unmeasured = None, self._start.live
 
     def _maybe_checkpoint(self) -> None:
-        """Append a checkpoint when enough entries were folded since the last one."""
+        """Append a checkpoint when enough was folded since the last one: at least
+        ``checkpoint_every`` entries, whose frames hold at least ``checkpoint_ratio`` times
+        the bytes of the last checkpoint's live part (``docs/session-file.md``, Writing)."""
         fold = self._fold
         if (
             fold is None
@@ -1518,8 +1568,16 @@ class SessionFile:
             or self._header.version < 2
             or self._since_checkpoint < self._checkpoint_every
             or self._index.leaf == _NO_PARENT
+            or self._since_bytes < self._checkpoint_ratio * self._last_live_bytes()
         ):
             return
+        # What the checkpoint is built of is garbage once it is written: no collection in it.
+        with collector_off():
+            self._checkpoint(fold)
+
+    def _checkpoint(self, fold: Fold) -> None:
+        """Append a checkpoint of ``fold`` (the fold of the active branch)."""
+        assert self._projection is not None
         index, leaf = self._index, self._index.leaf
         value = {
             "projection": self._projection.name,
@@ -1533,9 +1591,9 @@ class SessionFile:
         extend = getattr(self._projection, "checkpoint_fields", None)
         if extend is not None:  # derived data too: left out when it cannot be computed
             with contextlib.suppress(ValueError, OSError):
-                value.update(extend(fold.log, self._fold_prev, self.checkpoint_at))
+                value.update(extend(fold.log, self._fold_prev, self._logs_at))
         try:
-            payload = codec.encode_checkpoint(value, CHECKPOINT_MAGIC)
+            payload, live_bytes = codec.encode_checkpoint_sized(value, CHECKPOINT_MAGIC)
             offset = self._write_frame(payload)
         except Exception:
             # Derived data only: the entries are all written, the next checkpoint will do.
@@ -1543,15 +1601,28 @@ class SessionFile:
             return
         fold.log = []
         self._fold_prev, self._since_checkpoint = offset, 0
+        self._since_bytes, self._live_bytes, self._live_unmeasured = 0, live_bytes, None
 
-    def _checkpoint_value(self, offset: int) -> dict[str, Any]:
+    def _last_live_bytes(self) -> int:
+        """The size of the CBOR of the live part of the checkpoint the fold continues."""
+        if self._live_bytes is None:  # a fold from the checkpoint the open started at
+            self._live_bytes = len(cbor2.dumps(self._live_unmeasured))
+            self._live_unmeasured = None
+        return self._live_bytes
+
+    def _logs_at(self, offset: int) -> dict[str, Any]:
+        """``checkpoint_at`` without the live part: what a new checkpoint reads of older ones."""
+        return self.checkpoint_at(offset, live=False)
+
+    def _checkpoint_value(self, offset: int, *, live: bool = True) -> dict[str, Any]:
         """The checked map of the checkpoint frame at ``offset``; ``ValueError`` (or
-        ``_BadFrame``) when it is not a usable checkpoint of this projection."""
+        ``_BadFrame``) when it is not a usable checkpoint of this projection. ``live=False``
+        may leave its live part out."""
         assert self._fd is not None and self._projection is not None
         payload = _read_frame(self._fd, offset, self._size, check=True)
         if payload is None:
             raise ValueError("no whole frame there, or its checksum fails")
-        value = codec.decode_checkpoint(payload, CHECKPOINT_MAGIC)
+        value = codec.decode_checkpoint(payload, CHECKPOINT_MAGIC, live=live)
         at, entries, prev = value.get("at"), value.get("entries"), value.get("prev")
         if value.get("projection") != self._projection.name:
             raise ValueError(f"written for another projection ({value.get('projection')!r})")
@@ -1952,7 +2023,10 @@ def _read_header(reader: _Reader, path: Path) -> Header:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):  # the usual case: one call, no view of the bytes
+        return
+    view = memoryview(data)[written:]
     while view:
         written = os.write(fd, view)
         view = view[written:]
