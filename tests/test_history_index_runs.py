@@ -65,13 +65,15 @@ def journal_file(path: Path, forms: int) -> list[str]:
 
 
 def counting(session: SessionFile) -> list[int]:
-    """Count the checkpoint frames the session's history reads (by wrapping its reader)."""
+    """Count the checkpoint frames the session's history reads (by wrapping its reader),
+    each read without its pending forms (``live``), which the history never needs."""
     reads: list[int] = []
-    real: Callable[[int], Any] = session.checkpoint_at
+    real: Callable[..., Any] = session.checkpoint_at
 
-    def checkpoint_at(offset: int) -> Any:
+    def checkpoint_at(offset: int, *, live: bool = True) -> Any:
+        assert not live, "the history decoded a checkpoint's pending forms"
         reads.append(offset)
-        return real(offset)
+        return real(offset, live=live)
 
     session.checkpoint_at = checkpoint_at  # type: ignore[method-assign]
     return reads

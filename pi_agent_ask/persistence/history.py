@@ -39,6 +39,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -449,7 +450,8 @@ def source_of_session(session: SessionFile) -> HistorySource:
         return source_of_branch(session.branch())
     own = session.fold().log
     try:
-        columns = history_log(own, session.log_prev, session.checkpoint_at)
+        # The history index only: a checkpoint's pending forms (``live``) are not decoded.
+        columns = history_log(own, session.log_prev, partial(session.checkpoint_at, live=False))
     except (ValueError, SessionFileError) as exc:
         logger.warning(
             "%s: history index unreadable (%s); reading the checkpoint chain", session, exc
