@@ -34,6 +34,7 @@ from pi_agent_ask.actors.outcomes import (
     record_interrupted,
     record_outcome,
     result_of,
+    write_outcome,
 )
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
@@ -240,12 +241,17 @@ async def host_form(
     commands: trio.MemorySendChannel[FormInput],
     inbox: trio.MemoryReceiveChannel[FormInput],
     on_change: OnChange | None,
+    *,
+    settle: bool = True,
 ) -> fs.FormState:
-    """Open a form: announce it, notify once, and run it until it has an outcome."""
-    # Also a pass through the scheduler when the runtime is open: a form the queue cancelled
-    # to make room for this one (a session change, say) hides itself in that pass, before
-    # this one is shown.
-    await rt._opened.wait()
+    """Open a form: announce it, notify once, and run it until it has an outcome.
+
+    ``settle``: pass through the scheduler first even when the runtime is open, so a form the
+    queue cancelled to make room for this one (a session change, say) hides itself in that
+    pass, before this one is shown. The queue's form runner decides it for background forms
+    (they run one after the other, so only a cancelled foreground claim needs the pass)."""
+    if settle or not rt._opened.is_set():
+        await rt._opened.wait()
     started: dict[str, Any] = {
         "version": 1,
         "flowId": request.flow_id,
@@ -298,10 +304,16 @@ async def run_background_form(
     commands: trio.MemorySendChannel[FormInput],
     inbox: trio.MemoryReceiveChannel[FormInput],
 ) -> None:
-    """The body of a visible background form, run in the queue's nursery."""
+    """The body of a visible background form, run by the queue's form runner.
+
+    The form runs inside ``scope`` (defer, session change and the queue's end cancel it); what
+    comes after it, the outcome's write and ``FormStopped``, runs outside it, where the runner's
+    shield keeps it from being cut off (an outcome is never half-written)."""
     latest = form
     outcome: Outcome | None = None
     writer = rt._writer
+    final: fs.FormState | None = None
+    failure: str | None = None
 
     async def on_change(state: fs.FormState) -> None:
         nonlocal latest
@@ -311,19 +323,21 @@ async def run_background_form(
     try:
         with scope:
             try:
-                final = await host_form(rt, request, form, commands, inbox, on_change)
+                final = await host_form(rt, request, form, commands, inbox, on_change, settle=False)
             except FormFailed as error:
-                # The surface broke: an error outcome, never an invented answer.
-                failed = Outcome(request.request_id, request.parent_tool_call_id, error=str(error))
-                await record_outcome(rt, writer, request, failed)
-                outcome = failed
-                return
+                failure = str(error)
+        if failure is not None:
+            # The surface broke: an error outcome, never an invented answer.
+            failed = Outcome(request.request_id, request.parent_tool_call_id, error=failure)
+            await write_outcome(rt, writer, request, failed)
+            outcome = failed
+        elif final is not None:
             latest = final
             if final.outcome is not None:
                 result = result_of(request, final)
                 candidate = Outcome(request.request_id, request.parent_tool_call_id, result=result)
                 try:
-                    await record_outcome(rt, writer, request, candidate)
+                    await write_outcome(rt, writer, request, candidate)
                 except WriteRefused as error:
                     # Behind the boundary checks this means a bug; the form ends with an
                     # error the agent hears of, and the queue goes on.
@@ -332,7 +346,7 @@ async def run_background_form(
                         request.parent_tool_call_id,
                         error=f"The answer could not be recorded: {error}",
                     )
-                    await record_outcome(rt, writer, request, failed)
+                    await write_outcome(rt, writer, request, failed)
                     candidate = failed
                 outcome = candidate
     except (StaleBranch, PersistenceClosedError, WriteRefused):
