@@ -334,7 +334,8 @@ async def _open_runtime(
                 journal=writer,
                 events=events,
                 wakeups=wake_tx,
-                run_background_form=runtime.run_background_form,
+                # Not the method: one coroutine less per form.
+                run_background_form=functools.partial(ask.run_background_form, runtime),
                 tui=mode == "tui",
                 surface_ready=False,
                 idle=agent_idle,
