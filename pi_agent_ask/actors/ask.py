@@ -242,15 +242,25 @@ async def host_form(
     inbox: trio.MemoryReceiveChannel[FormInput],
     on_change: OnChange | None,
     *,
-    settle: bool = True,
-) -> fs.FormState:
+    scope: trio.CancelScope | None = None,
+) -> fs.FormState | None:
     """Open a form: announce it, notify once, and run it until it has an outcome.
 
-    ``settle``: pass through the scheduler first even when the runtime is open, so a form the
-    queue cancelled to make room for this one (a session change, say) hides itself in that
-    pass, before this one is shown. The queue's form runner decides it for background forms
-    (they run one after the other, so only a cancelled foreground claim needs the pass)."""
-    if settle or not rt._opened.is_set():
+    Without ``scope`` (a foreground form, already inside its scope) it first passes through
+    the scheduler, also when the runtime is open: a form the queue cancelled to make room for
+    this one (a session change, say) hides itself in that pass, before this one is shown.
+
+    ``scope`` is the form's cancel scope for a caller outside it (the queue's form runner,
+    which runs background forms one after the other, and passes through the scheduler itself
+    when a cancelled foreground claim may still be showing). The form runs under it from its
+    first wait on (``run_form``); ``None`` when the scope cancelled it. A form cancelled
+    before it runs announces and shows nothing, as one cancelled at its first pass."""
+    if scope is not None and (scope.cancel_called or not rt._opened.is_set()):
+        # It is cancelled already, or must wait for the runtime to open: all under its scope.
+        with scope:
+            return await host_form(rt, request, form, commands, inbox, on_change)
+        return None
+    if scope is None:
         await rt._opened.wait()
     started: dict[str, Any] = {
         "version": 1,
@@ -276,15 +286,13 @@ async def host_form(
         rt.config.notifications_enabled,
         rt.config.notification_channels,
     )
-    if not send_now(notify, rt._write_terminal):
-        # A command channel: the actor runs it (it waits in ``receive``: taken at once).
-        await hand_over(rt._notify_tx, notify)
 
     async def changed(state: fs.FormState) -> None:
         if on_change is not None:
             await on_change(state)
 
-    return await run_form(
+    run = functools.partial(
+        run_form,
         flow_id=request.flow_id,
         state=form,
         inbox=inbox,
@@ -293,6 +301,16 @@ async def host_form(
         on_change=changed,
         on_defer=rt.defer_queue if request.background else None,
     )
+    if send_now(notify, rt._write_terminal):
+        return await run(scope=scope)
+    # A command channel: the actor runs it (it waits in ``receive``: taken at once).
+    if scope is None:
+        await hand_over(rt._notify_tx, notify)
+        return await run()
+    with scope:
+        await hand_over(rt._notify_tx, notify)
+        return await run()
+    return None
 
 
 async def run_background_form(
@@ -306,9 +324,10 @@ async def run_background_form(
 ) -> None:
     """The body of a visible background form, run by the queue's form runner.
 
-    The form runs inside ``scope`` (defer, session change and the queue's end cancel it); what
-    comes after it, the outcome's write and ``FormStopped``, runs outside it, where the runner's
-    shield keeps it from being cut off (an outcome is never half-written)."""
+    The form runs under ``scope`` (defer, session change and the queue's end cancel it;
+    ``host_form`` enters it); what comes after it, the outcome's write and ``FormStopped``,
+    runs outside it, where the runner's shield keeps it from being cut off (an outcome is
+    never half-written)."""
     latest = form
     outcome: Outcome | None = None
     writer = rt._writer
@@ -321,11 +340,10 @@ async def run_background_form(
         await rt._queue_tx.send(q.DraftChanged(request.request_id, epoch, state))
 
     try:
-        with scope:
-            try:
-                final = await host_form(rt, request, form, commands, inbox, on_change, settle=False)
-            except FormFailed as error:
-                failure = str(error)
+        try:
+            final = await host_form(rt, request, form, commands, inbox, on_change, scope=scope)
+        except FormFailed as error:
+            failure = str(error)
         if failure is not None:
             # The surface broke: an error outcome, never an invented answer.
             failed = Outcome(request.request_id, request.parent_tool_call_id, error=failure)

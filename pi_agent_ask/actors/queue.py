@@ -228,8 +228,6 @@ class QueueActor:
     _jobs: trio.MemorySendChannel[_FormJob] | None = None
     _settle: bool = False
     """A foreground claim was cancelled since the last ``StartForm`` (see ``_FormJob``)."""
-    _ending: bool = False
-    """The queue has ended: a form still waiting for the runner starts cancelled."""
 
     def __attrs_post_init__(self) -> None:
         self.state = initial_state(tui=self.tui, surface_ready=self.surface_ready, idle=self.idle)
@@ -260,9 +258,9 @@ class QueueActor:
             finally:
                 for effect in release_all_herdr(self.state):
                     self._perform_now(effect)
-                # The runner is shielded: the queue's end reaches the forms through their
-                # own scopes (the visible one now, any still waiting when the runner takes it).
-                self._ending = True
+                # The runner is shielded: the queue's end reaches the forms through their own
+                # scopes. Only the visible form's can be live: a form is started only once
+                # the one before it stopped, or was cancelled (a session change).
                 jobs.close()
                 if self._live is not None:
                     self._live.scope.cancel()
@@ -285,8 +283,6 @@ class QueueActor:
                         return
                 except trio.EndOfChannel:
                     return
-                if self._ending:
-                    job.scope.cancel()
                 if job.settle:
                     await trio.lowlevel.checkpoint()
                 await self.run_background_form(
