@@ -11,9 +11,11 @@ from typing import Any
 
 import attrs
 import trio
+import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import ask
+from pi_agent_ask.actors.core import TEARDOWN_TIMEOUT
 from pi_agent_ask.actors.form import (
     FLOW_NOT_ACTIVE,
     FormInput,
@@ -28,7 +30,16 @@ from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
 
-from .runtime_support import EventLog, RecordingSurface, answer, payload, settings_file, settle
+from .runtime_support import (
+    EventLog,
+    RecordingSurface,
+    WriteGate,
+    answer,
+    payload,
+    settings_file,
+    settle,
+    submit,
+)
 
 GUARD = 60  # seconds; only stops a hang
 ROUNDS = 16
@@ -173,3 +184,35 @@ async def test_a_background_form_cancelled_before_it_runs_announces_and_shows_no
             final = await ask.host_form(rt, request, form, commands, inbox, None, scope=scope)
             assert final is None and scope.cancelled_caught
             assert (log.of(ev.STARTED), surface.shown) == ([], [])
+
+
+async def test_an_answer_written_while_disposal_gives_up_waiting_is_still_announced(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The answer's entries are written, and its task waits at the gate (after the write) when
+    # the runtime closes: the quiesce gives up after its bound and the actors are cancelled.
+    # The runner is shielded, so the write and its ``completed`` are never separated. (In
+    # memory: no worker threads under the virtual clock; no guard either, its deadline would
+    # be virtual too.)
+    gate = WriteGate()
+    log = EventLog()
+    async with trio.open_nursery() as outer:
+
+        async def release_late() -> None:
+            await trio.sleep(TEARDOWN_TIMEOUT * 2)  # once disposal stopped waiting
+            gate.release()
+
+        async with gate.open_runtime(
+            settings=settings_file(tmp_path), surface=RecordingSurface()
+        ) as rt:
+            log.attach(rt.events)
+            rt.agent_started()  # busy: no wake to write
+            await rt.call_tool("ask_user", payload("a", background=True), "b1")
+            await settle()
+            gate.hold("after")
+            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+            await settle()
+            assert gate.held_types == ["ask:history-completed"]
+            outer.start_soon(release_late)
+    [completed] = log.of(ev.COMPLETED)
+    assert completed["flowId"] == "tool:b1"
