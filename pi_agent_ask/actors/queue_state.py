@@ -1020,7 +1020,7 @@ def _schedule(step: _Step) -> None:
     s = step.s
     if s.active is not None or s.held or not s.surface_ready:
         return
-    best_claim = min(s.claims, key=lambda c: c.seq, default=None)
+    best_claim = min(s.claims, key=lambda c: c.seq) if s.claims else None
     first = _first_pending(step) if s.tui and s.panel_visible else None
     if best_claim is not None and (first is None or best_claim.seq < first.seq):
         step.set(active=Active(best_claim.flow_id, claim=best_claim))
@@ -1091,10 +1091,15 @@ def _form_stopped(step: _Step, message: FormStopped) -> None:
                 if message.request_id in step.s.dirty:
                     step.set(dirty=step.s.dirty - {message.request_id})
                 _route_completion(step, message.request_id)
-                step.later(TryWake())
+                step.later(_TRY_WAKE)
         _schedule(step)
     # The draft write (and the Quiesce replies waiting for this form) come last, on their own.
-    step.later(SaveDrafts())
+    step.later(_SAVE_DRAFTS)
+
+
+_TRY_WAKE = TryWake()
+_SAVE_DRAFTS = SaveDrafts()
+"""The continuations every completion asks for (frozen, so one of each serves them all)."""
 
 
 # -- panel --------------------------------------------------------------------------------------
@@ -1179,9 +1184,11 @@ def _try_wake(step: _Step) -> None:
 
 def _route_completion(step: _Step, rid: str) -> None:
     wait = step.s.wait
+    if wait is None or wait.answered:
+        return
     item = step.s.items.get(rid)
     assert item is not None
-    if wait is None or wait.answered or item.member_of != wait.wait_id:
+    if item.member_of != wait.wait_id:
         return
     step.put(attrs.evolve(item, routed_to=wait.wait_id))
     wait = attrs.evolve(wait, outstanding=wait.outstanding - 1)

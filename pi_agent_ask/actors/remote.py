@@ -153,7 +153,8 @@ def _submit_result(
 
 
 def _submit_envelope_problem(payload: Any) -> tuple[str, str] | None:
-    if not isinstance(payload, Mapping):
+    # ``type(...) is dict`` first: a dict (what a client sends) skips the ABC check.
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         return ("invalid_request", "Submit event must be an object.")
     if payload.get("version") != 1:
         return ("invalid_request", "Submit event version must be 1.")
@@ -162,7 +163,7 @@ def _submit_envelope_problem(payload: Any) -> tuple[str, str] | None:
     if not isinstance(payload.get("flowId"), str) or not payload["flowId"].strip():
         return ("invalid_request", "Submit event flowId is required.")
     response = payload.get("response")
-    if not isinstance(response, Mapping):
+    if type(response) is not dict and not isinstance(response, Mapping):
         return ("invalid_request", "Submit response must be an object.")
     if response.get("kind") not in ("answer", "cancel"):
         return ("invalid_request", 'Submit response kind must be "answer" or "cancel".')
