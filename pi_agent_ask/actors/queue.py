@@ -275,12 +275,10 @@ class QueueActor:
         with trio.CancelScope(shield=True), jobs:
             while True:
                 try:
-                    job = jobs.receive_nowait()
-                except trio.WouldBlock:
-                    try:
-                        job = await jobs.receive()
-                    except trio.EndOfChannel:
-                        return
+                    # Usually nothing is waiting (the queue starts the next form once this
+                    # one stopped): a plain ``receive``, whose pass when a job is waiting
+                    # comes only after a session change.
+                    job = await jobs.receive()
                 except trio.EndOfChannel:
                     return
                 if job.settle:
