@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import pytest
 import trio
 import trio.testing
 
@@ -126,9 +127,12 @@ async def test_a_form_answered_at_once_ends_with_its_answer_outside_its_scope() 
     replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
     commands.send_nowait(RemoteResponse(answer({"a": ["a1"]}), replies))
     changes: list[fs.FormState] = []
-    final = await _run(form, inbox, commands, trio.CancelScope(), changes)
+    scope = trio.CancelScope()
+    final = await _run(form, inbox, commands, scope, changes)
     assert final is not None and final.outcome is not None and not changes
     assert reply.receive_nowait() is None  # answered: ok
+    with scope:  # never entered by the form (a scope can be entered once)
+        pass
 
 
 async def test_a_form_given_a_cancelled_scope_reads_nothing_even_with_an_answer_waiting() -> None:
@@ -166,6 +170,8 @@ async def test_a_form_that_must_wait_waits_under_its_scope() -> None:
             assert result == []  # waiting for the next input
             scope.cancel()
     assert result == [None] and scope.cancelled_caught
+    with pytest.raises(RuntimeError), scope:  # the form entered it once it had to wait
+        pass
 
 
 async def test_a_background_form_cancelled_before_it_runs_announces_and_shows_nothing(
