@@ -344,9 +344,11 @@ async def test_a_queue_waiting_for_its_surface_shows_nothing_until_it_is_ready()
     wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
     queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
 
-    async def show(request: AskRequest, *_args: Any) -> None:
+    async def show(request: AskRequest, _form: Any, _epoch: int, scope: Any, *_args: Any) -> None:
+        # A form runs in its scope: the queue's end reaches it through the scope alone.
         shown.append(request.request_id)
-        await trio.sleep_forever()
+        with scope:
+            await trio.sleep_forever()
 
     actor = q.QueueActor(
         journal=_Journal(),

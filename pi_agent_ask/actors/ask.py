@@ -34,6 +34,7 @@ from pi_agent_ask.actors.outcomes import (
     record_interrupted,
     record_outcome,
     result_of,
+    write_outcome,
 )
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
@@ -240,12 +241,27 @@ async def host_form(
     commands: trio.MemorySendChannel[FormInput],
     inbox: trio.MemoryReceiveChannel[FormInput],
     on_change: OnChange | None,
-) -> fs.FormState:
-    """Open a form: announce it, notify once, and run it until it has an outcome."""
-    # Also a pass through the scheduler when the runtime is open: a form the queue cancelled
-    # to make room for this one (a session change, say) hides itself in that pass, before
-    # this one is shown.
-    await rt._opened.wait()
+    *,
+    scope: trio.CancelScope | None = None,
+) -> fs.FormState | None:
+    """Open a form: announce it, notify once, and run it until it has an outcome.
+
+    Without ``scope`` (a foreground form, already inside its scope) it first passes through
+    the scheduler, also when the runtime is open: a form the queue cancelled to make room for
+    this one (a session change, say) hides itself in that pass, before this one is shown.
+
+    ``scope`` is the form's cancel scope for a caller outside it (the queue's form runner,
+    which runs background forms one after the other, and passes through the scheduler itself
+    when a cancelled foreground claim may still be showing). The form runs under it from its
+    first wait on (``run_form``); ``None`` when the scope cancelled it. A form cancelled
+    before it runs announces and shows nothing, as one cancelled at its first pass."""
+    if scope is not None and (scope.cancel_called or not rt._opened.is_set()):
+        # It is cancelled already, or must wait for the runtime to open: all under its scope.
+        with scope:
+            return await host_form(rt, request, form, commands, inbox, on_change)
+        return None
+    if scope is None:
+        await rt._opened.wait()
     started: dict[str, Any] = {
         "version": 1,
         "flowId": request.flow_id,
@@ -270,15 +286,13 @@ async def host_form(
         rt.config.notifications_enabled,
         rt.config.notification_channels,
     )
-    if not send_now(notify, rt._write_terminal):
-        # A command channel: the actor runs it (it waits in ``receive``: taken at once).
-        await hand_over(rt._notify_tx, notify)
 
     async def changed(state: fs.FormState) -> None:
         if on_change is not None:
             await on_change(state)
 
-    return await run_form(
+    run = functools.partial(
+        run_form,
         flow_id=request.flow_id,
         state=form,
         inbox=inbox,
@@ -287,6 +301,16 @@ async def host_form(
         on_change=changed,
         on_defer=rt.defer_queue if request.background else None,
     )
+    if send_now(notify, rt._write_terminal):
+        return await run(scope=scope)
+    # A command channel: the actor runs it (it waits in ``receive``: taken at once).
+    if scope is None:
+        await hand_over(rt._notify_tx, notify)
+        return await run()
+    with scope:
+        await hand_over(rt._notify_tx, notify)
+        return await run()
+    return None
 
 
 async def run_background_form(
@@ -298,10 +322,17 @@ async def run_background_form(
     commands: trio.MemorySendChannel[FormInput],
     inbox: trio.MemoryReceiveChannel[FormInput],
 ) -> None:
-    """The body of a visible background form, run in the queue's nursery."""
+    """The body of a visible background form, run by the queue's form runner.
+
+    The form runs under ``scope`` (defer, session change and the queue's end cancel it;
+    ``host_form`` enters it); what comes after it, the outcome's write and ``FormStopped``,
+    runs outside it, where the runner's shield keeps it from being cut off (an outcome is
+    never half-written)."""
     latest = form
     outcome: Outcome | None = None
     writer = rt._writer
+    final: fs.FormState | None = None
+    failure: str | None = None
 
     async def on_change(state: fs.FormState) -> None:
         nonlocal latest
@@ -309,21 +340,22 @@ async def run_background_form(
         await rt._queue_tx.send(q.DraftChanged(request.request_id, epoch, state))
 
     try:
-        with scope:
-            try:
-                final = await host_form(rt, request, form, commands, inbox, on_change)
-            except FormFailed as error:
-                # The surface broke: an error outcome, never an invented answer.
-                failed = Outcome(request.request_id, request.parent_tool_call_id, error=str(error))
-                await record_outcome(rt, writer, request, failed)
-                outcome = failed
-                return
+        try:
+            final = await host_form(rt, request, form, commands, inbox, on_change, scope=scope)
+        except FormFailed as error:
+            failure = str(error)
+        if failure is not None:
+            # The surface broke: an error outcome, never an invented answer.
+            failed = Outcome(request.request_id, request.parent_tool_call_id, error=failure)
+            await write_outcome(rt, writer, request, failed)
+            outcome = failed
+        elif final is not None:
             latest = final
             if final.outcome is not None:
                 result = result_of(request, final)
                 candidate = Outcome(request.request_id, request.parent_tool_call_id, result=result)
                 try:
-                    await record_outcome(rt, writer, request, candidate)
+                    await write_outcome(rt, writer, request, candidate)
                 except WriteRefused as error:
                     # Behind the boundary checks this means a bug; the form ends with an
                     # error the agent hears of, and the queue goes on.
@@ -332,7 +364,7 @@ async def run_background_form(
                         request.parent_tool_call_id,
                         error=f"The answer could not be recorded: {error}",
                     )
-                    await record_outcome(rt, writer, request, failed)
+                    await write_outcome(rt, writer, request, failed)
                     candidate = failed
                 outcome = candidate
     except (StaleBranch, PersistenceClosedError, WriteRefused):

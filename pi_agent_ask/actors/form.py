@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 import trio
@@ -205,49 +205,98 @@ async def run_form(
     surface: Surface,
     on_change: Callable[[fs.FormState], Awaitable[None]],
     on_defer: Callable[[], Awaitable[None]] | None = None,
-) -> fs.FormState:
+    scope: trio.CancelScope | None = None,
+) -> fs.FormState | None:
     """Run one form until it has an outcome; returns the final state.
 
     ``on_change`` hears every state before that one (the drafts); the final state is only
     returned, so a background form's answer costs no draft message to the queue.
 
     The surface is shown before the first message is read and hidden on every exit path.
+
+    ``scope``: the form's cancel scope, when the caller is outside it (the queue's form
+    runner). An input already waiting is read before the scope is entered: until the form
+    must wait (for an input, for ``on_change`` or ``on_defer``) nothing yields, so it runs
+    as it would inside, and a form answered at once costs no scope (entering and leaving one
+    costs about as much as a pass through the scheduler). ``None`` when the scope cancelled
+    the form.
     """
     _on_surface(surface.show, flow_id, state, commands)
     try:
-        while True:
+        if scope is None:
+            return await _serve(flow_id, state, "read", inbox, surface, on_change, on_defer)
+        step: _Step = "read"
+        if not scope.cancel_called:  # else the scope's first check ends it, reading nothing
             try:
-                message = await next_input(inbox)
+                message = inbox.receive_nowait()
+            except trio.WouldBlock:
+                pass
             except trio.EndOfChannel:
-                break
-            match message:
-                case UserCommand(command=command):
-                    if isinstance(command, fs.EditorChanged):
-                        # Terminal bytes that are not UTF-8 arrive as lone surrogates.
-                        command = fs.EditorChanged(scrub_text(command.text))
-                    state, effects = fs.reduce(state, command)
-                    if on_defer is not None and fs.DeferRequested() in effects:
-                        # Hiding the panel cancels this form's scope; the owner keeps its draft.
-                        await on_defer()
-                        continue
-                case SettingsUpdate(settings=settings):
-                    state, _effects = fs.reduce(state, fs.SettingsChanged(settings))
-                case RemoteResponse(response=response, reply=reply):
-                    state, problem = remote_apply(state, response)
-                    with reply:
-                        reply.send_nowait(problem)
-                case SurfaceFailed(message=text):
-                    raise FormFailed(text)
-            if state.outcome is not None:
-                # The final state is the return value, not a draft: the owner records it.
                 return state
-            await on_change(state)
-            _on_surface(surface.update, flow_id, state)
-        # The inbox closed without an outcome: the owner is tearing the form down.
-        return state
+            else:
+                state, step = _take(state, message, on_defer is not None)
+                if step == "done":
+                    return state
+        with scope:
+            return await _serve(flow_id, state, step, inbox, surface, on_change, on_defer)
+        return None
     finally:
         with contextlib.suppress(Exception):  # a broken surface already failed the form
             surface.hide(flow_id)
+
+
+_Step = Literal["read", "changed", "defer", "done"]
+"""What a form does next: read an input, report a change (then read), defer, or end."""
+
+
+async def _serve(
+    flow_id: str,
+    state: fs.FormState,
+    step: _Step,
+    inbox: trio.MemoryReceiveChannel[FormInput],
+    surface: Surface,
+    on_change: Callable[[fs.FormState], Awaitable[None]],
+    on_defer: Callable[[], Awaitable[None]] | None,
+) -> fs.FormState:
+    """The form's loop from ``step`` on, until it has an outcome or its inbox closes."""
+    while True:
+        if step == "changed":
+            await on_change(state)
+            _on_surface(surface.update, flow_id, state)
+        elif step == "defer":
+            assert on_defer is not None
+            # Hiding the panel cancels this form's scope; the owner keeps its draft.
+            await on_defer()
+        try:
+            message = await next_input(inbox)
+        except trio.EndOfChannel:
+            # The inbox closed without an outcome: the owner is tearing the form down.
+            return state
+        state, step = _take(state, message, on_defer is not None)
+        if step == "done":
+            # The final state is the return value, not a draft: the owner records it.
+            return state
+
+
+def _take(state: fs.FormState, message: FormInput, deferrable: bool) -> tuple[fs.FormState, _Step]:
+    """Apply one input (a remote response is answered here); what the form does next."""
+    match message:
+        case UserCommand(command=command):
+            if isinstance(command, fs.EditorChanged):
+                # Terminal bytes that are not UTF-8 arrive as lone surrogates.
+                command = fs.EditorChanged(scrub_text(command.text))
+            state, effects = fs.reduce(state, command)
+            if deferrable and fs.DeferRequested() in effects:
+                return state, "defer"
+        case SettingsUpdate(settings=settings):
+            state, _effects = fs.reduce(state, fs.SettingsChanged(settings))
+        case RemoteResponse(response=response, reply=reply):
+            state, problem = remote_apply(state, response)
+            with reply:
+                reply.send_nowait(problem)
+        case SurfaceFailed(message=text):
+            raise FormFailed(text)
+    return state, ("done" if state.outcome is not None else "changed")
 
 
 async def next_input(inbox: trio.MemoryReceiveChannel[FormInput]) -> FormInput:

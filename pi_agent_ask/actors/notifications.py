@@ -317,8 +317,15 @@ def send_now(
     through the actor."""
     if notify.enabled and any(isinstance(c, Command) for c in notify.channels):
         return False
-    _notify_now(notify, write_terminal, report, title)
+    if write_terminal is not discard_terminal or report is not None:
+        # Without a terminal and a report, nothing would see the message: it is not made.
+        _notify_now(notify, write_terminal, report, title)
     return True
+
+
+def discard_terminal(_text: str) -> None:
+    """The terminal writer of a runtime without a terminal: notification bytes go nowhere
+    (``send_now`` does not even make them)."""
 
 
 def _notify_now(

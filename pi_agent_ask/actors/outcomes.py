@@ -63,12 +63,23 @@ async def record_outcome(
 
     Shielded: an outcome is never half-written.
     """
+    with trio.CancelScope(shield=True):
+        await write_outcome(rt, writer, request, outcome, extra)
+
+
+async def write_outcome(
+    rt: RuntimeCore,
+    writer: BranchWriter,
+    request: AskRequest,
+    outcome: Outcome,
+    extra: Sequence[tuple[str, Mapping[str, Any]]] = (),
+) -> None:
+    """``record_outcome`` for a caller that is shielded already (the queue's form runner)."""
     # One ``to_details`` for the entries and the event: the entries are encoded when written
     # and nothing keeps their data, so the event's listeners get a dict nobody else reads.
     details = outcome.result.to_details() if outcome.result is not None else None
     completion = jr.completion_entries(outcome, background=request.background, details=details)
-    with trio.CancelScope(shield=True):
-        await writer.append_many([*completion, *extra])
+    await writer.append_many([*completion, *extra] if extra else completion)
     if outcome.result is not None:
         announce_completed(rt, request, outcome.result, details=details)
 

@@ -23,6 +23,7 @@ buffer is unbounded (the host may be busy for a long time; a wake must never sta
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Protocol
@@ -128,7 +129,9 @@ __all__ = [
 
 class FormRunner(Protocol):
     """Runs a visible background form until it ends (the runtime's ``run_background_form``);
-    it reports the end with ``FormStopped``."""
+    it reports the end with ``FormStopped``. It runs in the queue's form runner, which shields
+    it from the nursery's cancellation: ``scope`` is what cancels the form (defer, session
+    change, and the queue's end), so the form must run inside it."""
 
     async def __call__(
         self,
@@ -149,6 +152,21 @@ class _LiveForm:
     request_id: str
     scope: trio.CancelScope
     commands: trio.MemorySendChannel[FormInput]
+
+
+@attrs.frozen
+class _FormJob:
+    """A ``StartForm`` handed to the form runner. ``settle``: a foreground claim was cancelled
+    since the last form started, so the runner passes through the scheduler first (the
+    claim's form hides itself in that pass, before this one is shown)."""
+
+    request: AskRequest
+    form: fs.FormState
+    epoch: int
+    scope: trio.CancelScope
+    commands: trio.MemorySendChannel[FormInput]
+    inbox: trio.MemoryReceiveChannel[FormInput]
+    settle: bool
 
 
 # A refused write (an entry that cannot be stored) is as unrecorded as a revoked branch's, and
@@ -207,6 +225,9 @@ class QueueActor:
     _live: _LiveForm | None = None
     _nursery: trio.Nursery | None = None
     _self_tx: trio.MemorySendChannel[QueueMessage] | None = None
+    _jobs: trio.MemorySendChannel[_FormJob] | None = None
+    _settle: bool = False
+    """A foreground claim was cancelled since the last ``StartForm`` (see ``_FormJob``)."""
 
     def __attrs_post_init__(self) -> None:
         self.state = initial_state(tui=self.tui, surface_ready=self.surface_ready, idle=self.idle)
@@ -218,9 +239,14 @@ class QueueActor:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        # Unbounded: the queue never waits for the runner (it holds at most the visible
+        # form's job and, after a session change, the old epoch's form still ending).
+        jobs, pending_jobs = trio.open_memory_channel[_FormJob](math.inf)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self._self_tx = tx
+            self._jobs = jobs
+            nursery.start_soon(self._run_forms, pending_jobs)
             task_status.started()
             try:
                 async with rx:
@@ -232,7 +258,34 @@ class QueueActor:
             finally:
                 for effect in release_all_herdr(self.state):
                     self._perform_now(effect)
+                # The runner is shielded: the queue's end reaches the forms through their own
+                # scopes. Only the visible form's can be live: a form is started only once
+                # the one before it stopped, or was cancelled (a session change).
+                jobs.close()
+                if self._live is not None:
+                    self._live.scope.cancel()
                 nursery.cancel_scope.cancel()
+
+    async def _run_forms(self, jobs: trio.MemoryReceiveChannel[_FormJob]) -> None:
+        """The form runner: runs the background forms one after the other, each under its
+        own cancel scope (``StartForm``'s), in one task for the queue's lifetime instead of a
+        task per form. Shielded, so what a form does once its scope has ended (writing its
+        outcome, telling the queue ``FormStopped``) is never cut off; the forms themselves are
+        cancelled through their scopes, and the runner ends when the queue closes ``jobs``."""
+        with trio.CancelScope(shield=True), jobs:
+            while True:
+                try:
+                    # Usually nothing is waiting (the queue starts the next form once this
+                    # one stopped): a plain ``receive``, whose pass when a job is waiting
+                    # comes only after a session change.
+                    job = await jobs.receive()
+                except trio.EndOfChannel:
+                    return
+                if job.settle:
+                    await trio.lowlevel.checkpoint()
+                await self.run_background_form(
+                    job.request, job.form, job.epoch, job.scope, job.commands, job.inbox
+                )
 
     async def _handle(self, first: QueueMessage) -> None:
         """Reduce ``first`` and the transitions it continues into, committing each one."""
@@ -310,19 +363,21 @@ class QueueActor:
             case HerdrChanged(active=False):
                 self.events.emit(ev.HERDR_BLOCKED, {"active": False})
             case StartForm(request=request, form=form, epoch=epoch):
-                assert self._nursery is not None
+                assert self._jobs is not None
                 scope = trio.CancelScope()
                 # 64: key handlers send without awaiting
                 send, receive = trio.open_memory_channel[FormInput](64)
                 self._live = _LiveForm(request.request_id, scope, send)
-                self._nursery.start_soon(
-                    self.run_background_form, request, form, epoch, scope, send, receive
+                self._jobs.send_nowait(
+                    _FormJob(request, form, epoch, scope, send, receive, self._settle)
                 )
+                self._settle = False
             case CancelForm(request_id=request_id):
                 if self._live is not None and self._live.request_id == request_id:
                     self._live.scope.cancel()
             case CancelClaim(scope=scope):
                 scope.cancel()
+                self._settle = True
             case UseJournal(journal=journal):
                 self.journal = journal
             case ScheduleFlush():

@@ -678,9 +678,12 @@ class Wait:
         yield from self.late
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class QueueState:
-    """Everything the queue knows. Build the first one with ``initial_state``."""
+    """Everything the queue knows. Build the first one with ``initial_state``.
+
+    Not slotted: every message makes a shallow copy (``_Step``), which is one ``__dict__``
+    copy this way instead of a ``getattr``/``setattr`` pair per field."""
 
     tui: bool = True
     epoch: int = 0
@@ -765,21 +768,18 @@ class _Step:
         # A shallow copy with a layer of its own on each table (``evolve`` would run the
         # validators of all fields again: too slow for the one thing every message does).
         self.s = object.__new__(QueueState)
-        for name in _STATE_FIELDS:
-            object.__setattr__(self.s, name, getattr(state, name))
-        self.set(
-            items=state.items.with_layer(),
-            by_seq=state.by_seq.with_layer(),
-            undelivered=state.undelivered.with_layer(),
-        )
+        fields = self.s.__dict__
+        fields.update(state.__dict__)
+        fields["items"] = state.items.with_layer()
+        fields["by_seq"] = state.by_seq.with_layer()
+        fields["undelivered"] = state.undelivered.with_layer()
         self.effects: list[Effect] = []
         self._later: list[TryWake | SaveDrafts] = []
 
     def set(self, **changes: Any) -> None:
         # The new state is private to this transition until ``result`` hands it out, so its
         # fields are filled in place (an ``evolve`` per change would dominate the queue's cost).
-        for name, value in changes.items():
-            object.__setattr__(self.s, name, value)
+        self.s.__dict__.update(changes)
 
     def put(self, item: Item) -> None:
         """Store ``item`` and keep the counters and the undelivered index true for it."""
@@ -814,9 +814,6 @@ class _Step:
             if useful:
                 self.effects.append(Continue(message))
         return s, self.effects
-
-
-_STATE_FIELDS = tuple(field.name for field in attrs.fields(QueueState))
 
 
 def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[Effect]]:
@@ -1023,7 +1020,7 @@ def _schedule(step: _Step) -> None:
     s = step.s
     if s.active is not None or s.held or not s.surface_ready:
         return
-    best_claim = min(s.claims, key=lambda c: c.seq, default=None)
+    best_claim = min(s.claims, key=lambda c: c.seq) if s.claims else None
     first = _first_pending(step) if s.tui and s.panel_visible else None
     if best_claim is not None and (first is None or best_claim.seq < first.seq):
         step.set(active=Active(best_claim.flow_id, claim=best_claim))
@@ -1080,13 +1077,29 @@ def _form_stopped(step: _Step, message: FormStopped) -> None:
                 step.put(attrs.evolve(item, form=message.form))
                 step.set(dirty=step.s.dirty | {message.request_id})
             else:
-                step.put(attrs.evolve(item, form=message.form, outcome=message.outcome))
-                step.set(dirty=step.s.dirty - {message.request_id})
+                # ``Item(...)``, not ``evolve``: the one item every completion stores.
+                answered = Item(
+                    item.request,
+                    item.seq,
+                    message.form,
+                    message.outcome,
+                    item.delivered,
+                    item.member_of,
+                    item.routed_to,
+                )
+                step.put(answered)
+                if message.request_id in step.s.dirty:
+                    step.set(dirty=step.s.dirty - {message.request_id})
                 _route_completion(step, message.request_id)
-                step.later(TryWake())
+                step.later(_TRY_WAKE)
         _schedule(step)
     # The draft write (and the Quiesce replies waiting for this form) come last, on their own.
-    step.later(SaveDrafts())
+    step.later(_SAVE_DRAFTS)
+
+
+_TRY_WAKE = TryWake()
+_SAVE_DRAFTS = SaveDrafts()
+"""The continuations every completion asks for (frozen, so one of each serves them all)."""
 
 
 # -- panel --------------------------------------------------------------------------------------
@@ -1171,9 +1184,11 @@ def _try_wake(step: _Step) -> None:
 
 def _route_completion(step: _Step, rid: str) -> None:
     wait = step.s.wait
+    if wait is None or wait.answered:
+        return
     item = step.s.items.get(rid)
     assert item is not None
-    if wait is None or wait.answered or item.member_of != wait.wait_id:
+    if item.member_of != wait.wait_id:
         return
     step.put(attrs.evolve(item, routed_to=wait.wait_id))
     wait = attrs.evolve(wait, outstanding=wait.outstanding - 1)

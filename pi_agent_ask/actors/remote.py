@@ -153,7 +153,8 @@ def _submit_result(
 
 
 def _submit_envelope_problem(payload: Any) -> tuple[str, str] | None:
-    if not isinstance(payload, Mapping):
+    # ``type(...) is dict`` first: a dict (what a client sends) skips the ABC check.
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         return ("invalid_request", "Submit event must be an object.")
     if payload.get("version") != 1:
         return ("invalid_request", "Submit event version must be 1.")
@@ -162,7 +163,7 @@ def _submit_envelope_problem(payload: Any) -> tuple[str, str] | None:
     if not isinstance(payload.get("flowId"), str) or not payload["flowId"].strip():
         return ("invalid_request", "Submit event flowId is required.")
     response = payload.get("response")
-    if not isinstance(response, Mapping):
+    if type(response) is not dict and not isinstance(response, Mapping):
         return ("invalid_request", "Submit response must be an object.")
     if response.get("kind") not in ("answer", "cancel"):
         return ("invalid_request", 'Submit response kind must be "answer" or "cancel".')
@@ -173,10 +174,25 @@ def _submit_content_problem(payload: Mapping[str, Any]) -> tuple[str, str] | Non
     """The boundary check of a submission (``form/untrusted.py``): ids that are not valid text
     are an ``invalid_request``; a response that is not a bounded JSON value of valid text is an
     ``invalid_answer`` (the flow stays open)."""
-    ids = untrusted.check({"requestId": payload["requestId"], "flowId": payload["flowId"]})
-    if ids is not None:
-        return ("invalid_request", f"Submit event {ids.describe()}.")
+    if not _plain_ids(payload["requestId"], payload["flowId"]):
+        ids = untrusted.check({"requestId": payload["requestId"], "flowId": payload["flowId"]})
+        if ids is not None:
+            return ("invalid_request", f"Submit event {ids.describe()}.")
     refusal = untrusted.check(payload["response"])
     if refusal is not None:
         return ("invalid_answer", f"Submit {refusal.within('response').describe()}.")
     return None
+
+
+_ID_KEYS_CHARS = len("requestId") + len("flowId")
+
+
+def _plain_ids(request_id: str, flow_id: str) -> bool:
+    """Whether ``untrusted.check`` passes the ids (two strings, as the envelope made sure), told
+    without its walk: neither holds a lone surrogate and together with their keys they are
+    within the text bound. ``False`` only says the walk must decide (and name the refusal)."""
+    return (
+        not untrusted.has_surrogate(request_id)
+        and not untrusted.has_surrogate(flow_id)
+        and len(request_id) + len(flow_id) + _ID_KEYS_CHARS <= untrusted.MAX_TEXT_CHARS
+    )

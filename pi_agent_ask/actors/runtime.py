@@ -55,7 +55,7 @@ from pi_agent_ask.actors.form import (
     TerminalFactory,
     failure_text,
 )
-from pi_agent_ask.actors.notifications import Notify, run_notifications
+from pi_agent_ask.actors.notifications import Notify, discard_terminal, run_notifications
 from pi_agent_ask.actors.outcomes import FORM_INTERRUPTED_TEXT
 from pi_agent_ask.actors.records import AskRequest
 from pi_agent_ask.actors.recovery import RESUME_REASONS, SESSION_REASONS, resume_answer_message
@@ -279,7 +279,7 @@ async def _open_runtime(
     if write_terminal is None and screen is not None and output is not None:
         write_terminal = _terminal_writer(output)
     if write_terminal is None:
-        write_terminal = _discard
+        write_terminal = discard_terminal
 
     # Opened before any task starts, off the event loop (it reads and checks the whole file):
     # a file that is not a session file fails here, plainly, and is left untouched.
@@ -334,7 +334,8 @@ async def _open_runtime(
                 journal=writer,
                 events=events,
                 wakeups=wake_tx,
-                run_background_form=runtime.run_background_form,
+                # Not the method: one coroutine less per form.
+                run_background_form=functools.partial(ask.run_background_form, runtime),
                 tui=mode == "tui",
                 surface_ready=False,
                 idle=agent_idle,
@@ -451,10 +452,6 @@ def _terminal_writer(output: Any) -> Callable[[str], None]:
         output.flush()
 
     return write
-
-
-def _discard(_text: str) -> None:
-    pass
 
 
 async def _open_surface(opened: trio.Event, queue: trio.MemorySendChannel[q.QueueMessage]) -> None:
