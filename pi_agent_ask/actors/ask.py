@@ -40,6 +40,7 @@ from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AskResult, fallback_result, invalid_result
+from pi_agent_ask.form.types import Validation
 from pi_agent_ask.form.validate import schema_error_text, validate_bounded_params
 from pi_agent_ask.persistence import journal as jr
 
@@ -59,19 +60,22 @@ async def ask_user(
     tool_call_id: str | None,
     parent_tool_call_id: str | None,
     call: PendingCall | None = None,
+    validation: Validation | None = None,
 ) -> dict[str, Any]:
     """One ``ask_user`` call, after ``call_tool`` checked its arguments at the boundary.
 
     ``call`` is the call's ``tool-call`` entry when it is not written yet: it goes first in
-    the chain of the request's entries (one write instead of two).
+    the chain of the request's entries (one write instead of two). ``validation``: the
+    arguments' validation when ``call_tool`` made it with the boundary check.
     """
     if call is None:
         call = PendingCall(("", {}), written=True)
-    validation = validate_bounded_params(
-        arguments,
-        present_single_as_multi=rt.config.present_single_as_multi,
-        background_only=rt.config.background_only,
-    )
+    if validation is None:
+        validation = validate_bounded_params(
+            arguments,
+            present_single_as_multi=rt.config.present_single_as_multi,
+            background_only=rt.config.background_only,
+        )
     if validation.schema_error:
         raise ToolError(schema_error_text("ask_user", validation.issues))
     if validation.params is None or validation.issues:
