@@ -162,10 +162,9 @@ async def _background(
         )
 
     recording = q.Recording((*call.unwritten(), *entries), result_entry, writer)
-    with trio.CancelScope(shield=True):
-        pending: int | Exception = await rt._ask_queue(
-            lambda reply: q.Enqueue(request, form, reply, recording)
-        )
+    pending: int | Exception = await rt._ask_queue(
+        lambda reply: q.Enqueue(request, form, reply, recording), shielded=True
+    )
     if isinstance(pending, Exception):
         raise pending
     call.written = call.result_written = True
