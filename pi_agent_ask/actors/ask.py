@@ -14,8 +14,7 @@ announced or returned (``outcomes.py``).
 
 from __future__ import annotations
 
-import functools
-import uuid
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -84,7 +83,7 @@ async def ask_user(
     params = validation.params
     background = params.background or rt.config.background_only
     request = AskRequest(
-        request_id=str(uuid.uuid4()),
+        request_id=new_request_id(),
         params=params,
         background=background,
         created_at=now_iso(),
@@ -106,6 +105,15 @@ async def ask_user(
         return await _background(rt, writer, request, entries, call, shared)
     await call.append_with(writer, entries)
     return await _foreground(rt, writer, request)
+
+
+def new_request_id() -> str:
+    """A random (version 4) UUID in its text form, as ``str(uuid.uuid4())`` makes it."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 async def _host_form(
@@ -149,11 +157,15 @@ async def _background(
     question_ids = [question.id for question in request.params.questions]
     background_only = rt.config.background_only
 
-    @functools.cache
+    receipts: dict[int, dict[str, Any]] = {}  # one result per count: journaled and returned
+
     def receipt(pending: int) -> dict[str, Any]:
-        return texts.receipt_tool_result(
-            request.request_id, question_ids, pending, background_only=background_only
-        )
+        made = receipts.get(pending)
+        if made is None:
+            made = receipts[pending] = texts.receipt_tool_result(
+                request.request_id, question_ids, pending, background_only=background_only
+            )
+        return made
 
     def result_entry(pending: int) -> tuple[str, Mapping[str, Any]]:
         return (

@@ -51,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
+import itertools
 import logging
 import os
 import secrets
@@ -645,6 +646,19 @@ class _Index:
         self.frame_len.append(frame_len)
         self.slot.append(slot)
 
+    def add_chain(self, ids: Sequence[str], frame_off: int, frame_len: int) -> None:
+        """``add`` for the entries of one frame, in order, each the child of the one before
+        it and the first the child of the leaf; the last becomes the leaf."""
+        first, count = len(self.ids), len(ids)
+        self.pos.update(zip(ids, range(first, first + count), strict=True))
+        self.ids.extend(ids)
+        self.parent.append(self.leaf)
+        self.parent.extend(range(first, first + count - 1))
+        self.frame_off.extend(itertools.repeat(frame_off, count))
+        self.frame_len.extend(itertools.repeat(frame_len, count))
+        self.slot.extend(range(count))
+        self.leaf = first + count - 1
+
     def check_links(
         self, links: Sequence[tuple[str, str | None]], *, partial: bool = False
     ) -> list[int]:
@@ -1202,11 +1216,33 @@ class SessionFile:
     def _write_entries(
         self, entries: list[Entry], views: list[Entry], encoded: list[bytes]
     ) -> None:
-        """Write one entries frame (a chain under the current leaf) and index it."""
+        """Write one entries frame (a chain under the current leaf) and index it: what
+        ``_store_frame`` does, for a chain ``_chain`` made. Its links need no check: every
+        entry hangs from the one before it and the first from the leaf, and no entry holds
+        its id (``_new_key``)."""
         payload, plain = codec.entries_payload(encoded, self._packer)
-        self._store_frame(
-            entries, payload, plain, range(len(entries)), under_leaf=True, views=views
-        )
+        size = max(plain, len(payload))
+        if size > MAX_FRAME_BYTES:
+            raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
+        if self._memory is not None:
+            offset = len(self._memory)
+            self._memory.append(payload)
+        else:
+            offset = self._write_frame(payload)
+        self._index.add_chain([entry.id for entry in entries], offset, len(payload))
+        fold = self._fold
+        if fold is not None:
+            # ``_follow`` for entries whose locations are known: (offset, place in frame).
+            step = fold.step
+            try:
+                for slot, view in enumerate(views):
+                    step(view, (offset, slot))
+            except Exception:
+                logger.exception("%s: the projection refused an entry", self)
+                self._fold = None
+            else:
+                self._since_checkpoint += len(views)
+        self._maybe_checkpoint()
 
     def _store_frame(
         self,
