@@ -149,7 +149,8 @@ async def _call_tool(
         # ``ask_user`` writes the call entry in one chain with its request's entries; when
         # it returns before that (an invalid call), the call goes with its result below.
         try:
-            if name not in tool_names(rt.config):
+            # ``ask_user`` is in every configuration's tools.
+            if name != "ask_user" and name not in tool_names(rt.config):
                 result = tool_error(f"Tool {name!r} is not available.")
             elif name == "ask_user":
                 result = await ask_user(

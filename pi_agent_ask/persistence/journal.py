@@ -101,7 +101,7 @@ def history_request_entry(
         "requestId": request.request_id,
         "background": request.background,
         "createdAt": request.created_at,
-        "questions": [_question_record(q) for q in request.params.questions],
+        "questions": _question_records(request.params, shared),
         "params": request.params.to_json() if shared is None else shared,
         "presentedTypes": presented_types(request.params),
         "source": request.source,
@@ -115,11 +115,21 @@ def history_request_entry(
     return data
 
 
-def _question_record(question: Any) -> dict[str, Any]:
-    record: dict[str, Any] = question.to_json()
+def _question_records(params: AskParams, shared: Mapping[str, Any] | None) -> list[Any]:
+    """Each question's ``to_json()``, with its ``presentedType`` when that differs; taken from
+    ``shared`` (the params' ``to_json()``, which holds the same maps) when the caller has it."""
+    if shared is None:
+        return [_question_record(q, q.to_json()) for q in params.questions]
+    return [
+        _question_record(q, made)
+        for q, made in zip(params.questions, shared["questions"], strict=True)
+    ]
+
+
+def _question_record(question: Any, made: dict[str, Any]) -> dict[str, Any]:
     if question.presented_type is not None and question.presented_type != question.type:
-        record["presentedType"] = question.presented_type
-    return record
+        return {**made, "presentedType": question.presented_type}
+    return made
 
 
 def queued_entry(request: AskRequest, *, shared: Mapping[str, Any] | None = None) -> dict[str, Any]:

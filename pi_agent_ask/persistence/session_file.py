@@ -1192,13 +1192,19 @@ class SessionFile:
         parent_key = codec.encode_id(parent)
         made = _Written.made
         encode = codec.encode_stored
+        take, known = self._ids.take, self._index.pos
+        plain = 9
         for entry_type, data in items:
             if not isinstance(entry_type, str) or not entry_type:
                 raise ValueError("entry type must be a non-empty string")
             if type(data) is not dict:
                 data = _frozen_data(data)  # None, or any other mapping; TypeError otherwise
-            entry_id, key = self._new_key(taken)  # a refused chain's ids stay taken: harmless
-            taken.add(entry_id)
+            # ``_new_key``, its first draw inline (a repeat of a held id is all but impossible).
+            key = take()
+            entry_id = key.hex()
+            if entry_id in known or entry_id in taken:
+                entry_id, key = self._new_key(taken)
+            taken.add(entry_id)  # a refused chain's ids stay taken: harmless
             try:
                 item = encode(key, parent_key, entry_type, now, data)
             except TypeError:
@@ -1207,8 +1213,8 @@ class SessionFile:
             entries.append(made(entry_id, parent, entry_type, now, item))
             views.append(_entry_view(entry_id, parent, entry_type, now, data))
             encoded.append(item)
+            plain += len(item)
             parent, parent_key = entry_id, key
-        plain = sum(len(item) for item in encoded) + 9
         if plain > MAX_FRAME_BYTES:
             raise ValueError(f"entry too large: {plain} bytes (at most {MAX_FRAME_BYTES})")
         return entries, views, encoded, plain
