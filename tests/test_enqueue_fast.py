@@ -16,6 +16,7 @@ import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
+from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors.ask import new_request_id
 from pi_agent_ask.actors.persistence import (
     PersistenceHandle,
@@ -131,6 +132,18 @@ async def test_a_closed_journal_writes_nothing_from_its_callers() -> None:
             assert journal.append_many_now([("a", {})]) is not None
             journal.close()
             assert journal.append_many_now([("b", {})]) is None
+
+
+def test_a_transition_starts_from_a_copy_of_every_field() -> None:
+    # ``_Step`` copies the state through attrs' ``__init__``: right only while no field has a
+    # validator or converter that would change what it is given.
+    assert not any(f.validator or f.converter for f in attrs.fields(qs.QueueState))
+    state = attrs.evolve(qs.initial_state(), epoch=3, next_seq=7, panel_visible=False)
+    copy = qs._Step(state).s
+    for field in attrs.fields(qs.QueueState):
+        if field.name not in {"items", "by_seq", "undelivered"}:
+            assert getattr(copy, field.name) is getattr(state, field.name), field.name
+    assert copy.items is not state.items
 
 
 # ---- the queue, parked --------------------------------------------------------------------

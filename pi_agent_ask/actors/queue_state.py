@@ -57,6 +57,7 @@ the shell only ever keeps its current state and one candidate.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -762,16 +763,14 @@ class _Step:
     """One transition being built: the new state's fields and the effects so far."""
 
     def __init__(self, state: QueueState) -> None:
-        # A shallow copy with a layer of its own on each table (``evolve`` would run the
-        # validators of all fields again: too slow for the one thing every message does).
-        self.s = object.__new__(QueueState)
-        for name in _STATE_FIELDS:
-            object.__setattr__(self.s, name, getattr(state, name))
-        self.set(
-            items=state.items.with_layer(),
-            by_seq=state.by_seq.with_layer(),
-            undelivered=state.undelivered.with_layer(),
-        )
+        # A shallow copy with a layer of its own on each table: the fields as they are, read
+        # in one go and passed to attrs' ``__init__`` (no field has a validator or converter;
+        # ``evolve`` would look each one up by name: too slow for what every message does).
+        self.s = QueueState(*_STATE_VALUES(state))
+        put = object.__setattr__
+        put(self.s, "items", state.items.with_layer())
+        put(self.s, "by_seq", state.by_seq.with_layer())
+        put(self.s, "undelivered", state.undelivered.with_layer())
         self.effects: list[Effect] = []
         self._later: list[TryWake | SaveDrafts] = []
 
@@ -817,6 +816,7 @@ class _Step:
 
 
 _STATE_FIELDS = tuple(field.name for field in attrs.fields(QueueState))
+_STATE_VALUES = operator.attrgetter(*_STATE_FIELDS)
 
 
 def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[Effect]]:
