@@ -1190,7 +1190,7 @@ class SessionFile:
         views: list[Entry] = []
         encoded: list[bytes] = []
         parent_key = codec.encode_id(parent)
-        made = _Written.made
+        new, put = object.__new__, object.__setattr__
         encode = codec.encode_stored
         take, known = self._ids.take, self._index.pos
         plain = 9
@@ -1210,8 +1210,21 @@ class SessionFile:
             except TypeError:
                 data = freeze(data)
                 item = encode(key, parent_key, entry_type, now, data)
-            entries.append(made(entry_id, parent, entry_type, now, item))
-            views.append(_entry_view(entry_id, parent, entry_type, now, data))
+            # ``_Written.made`` and ``_entry_view``, without their calls (this runs per entry).
+            entry = new(_Written)
+            put(entry, "id", entry_id)
+            put(entry, "parent_id", parent)
+            put(entry, "type", entry_type)
+            put(entry, "timestamp", now)
+            put(entry, "_cbor", item)
+            entries.append(entry)
+            view = new(Entry)
+            put(view, "id", entry_id)
+            put(view, "parent_id", parent)
+            put(view, "type", entry_type)
+            put(view, "timestamp", now)
+            put(view, "data", data)
+            views.append(view)
             encoded.append(item)
             plain += len(item)
             parent, parent_key = entry_id, key
