@@ -41,6 +41,7 @@ from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AskResult, fallback_result, invalid_result
 from pi_agent_ask.form.types import Validation
 from pi_agent_ask.form.validate import schema_error_text, validate_bounded_params
+from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import journal as jr
 
 ANSWER_NOT_SAVED_TEXT = (
@@ -91,7 +92,7 @@ async def ask_user(
         parent_tool_call_id=parent_tool_call_id,
         source="background" if background and rt.mode == "tui" else "tool",
     )
-    shared = params.to_json()  # one copy for the request's entries
+    shared = jr.shared_params(params)  # one copy for the request's entries, encoded once
     entries: list[tuple[str, Mapping[str, Any]]] = [
         (jr.PAYLOAD, jr.payload_entry(params, tool_call_id, request.created_at, shared=shared)),
         (jr.HISTORY_REQUEST, jr.history_request_entry(request, shared=shared)),
@@ -145,7 +146,7 @@ async def _background(
     request: AskRequest,
     entries: list[tuple[str, Mapping[str, Any]]],
     call: PendingCall,
-    shared: Mapping[str, Any],
+    shared: codec.Spliced,
 ) -> dict[str, Any]:
     """Journal and queue the request; the receipt says how many are pending.
 

@@ -203,6 +203,8 @@ def freeze(value: Any) -> Any:
         return frozenset(freeze(v) for v in value)
     if isinstance(value, bytearray):
         return bytes(value)
+    if kind is codec.Spliced:  # stored as its value (``codec.encode_stored``)
+        return freeze(value.value)
     return value
 
 
