@@ -33,6 +33,7 @@ from pi_agent_ask.form.validate import (
     params_from_saved,
     validate_ask_params,
     validate_bounded_params,
+    validate_checked_params,
 )
 
 MODES = st.sampled_from(sorted(validate_module._MODES.values(), key=repr))
@@ -263,6 +264,29 @@ def test_the_entry_points_give_the_stages_outcome(
     assert params_from_saved(value, present_single_as_multi=as_multi) == (
         saved.params if saved.ok else None
     )
+
+
+@settings(max_examples=200)
+@given(data=st.data(), as_multi=st.booleans(), background_only=st.booleans())
+def test_a_checked_validation_means_the_boundary_passed(
+    files: list[str], data: st.DataObject, as_multi: bool, background_only: bool
+) -> None:
+    # ``call_tool`` skips ``untrusted.check`` of the arguments when this decides them.
+    value = data.draw(arguments(files, defects=data.draw(st.sampled_from([0, 3]))))
+    flags = {"present_single_as_multi": as_multi, "background_only": background_only}
+    checked = validate_checked_params(value, **flags)
+    event("decided" if checked is not None else "left to the boundary and the stages")
+    if checked is not None:
+        assert untrusted.check(value) is None
+        assert checked == reference(value, checked=True, **flags)
+        assert checked == validate_bounded_params(value, **flags)
+
+
+def test_a_checked_validation_leaves_a_refusal_to_the_boundary() -> None:
+    lone = {"questions": [{"id": "q", "prompt": "\ud800?", "options": [{"value": "a"}]}]}
+    assert validate_checked_params(lone) is None
+    assert untrusted.check(lone) is not None
+    assert validate_checked_params(base()) == validate_ask_params(base())
 
 
 def test_the_benchmark_payloads_are_decided_by_the_one_pass() -> None:

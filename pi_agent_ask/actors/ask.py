@@ -15,7 +15,7 @@ announced or returned (``outcomes.py``).
 from __future__ import annotations
 
 import functools
-import uuid
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -41,7 +41,9 @@ from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AskResult, fallback_result, invalid_result
+from pi_agent_ask.form.types import Validation
 from pi_agent_ask.form.validate import schema_error_text, validate_bounded_params
+from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import journal as jr
 
 ANSWER_NOT_SAVED_TEXT = (
@@ -60,19 +62,22 @@ async def ask_user(
     tool_call_id: str | None,
     parent_tool_call_id: str | None,
     call: PendingCall | None = None,
+    validation: Validation | None = None,
 ) -> dict[str, Any]:
     """One ``ask_user`` call, after ``call_tool`` checked its arguments at the boundary.
 
     ``call`` is the call's ``tool-call`` entry when it is not written yet: it goes first in
-    the chain of the request's entries (one write instead of two).
+    the chain of the request's entries (one write instead of two). ``validation``: the
+    arguments' validation when ``call_tool`` made it with the boundary check.
     """
     if call is None:
         call = PendingCall(("", {}), written=True)
-    validation = validate_bounded_params(
-        arguments,
-        present_single_as_multi=rt.config.present_single_as_multi,
-        background_only=rt.config.background_only,
-    )
+    if validation is None:
+        validation = validate_bounded_params(
+            arguments,
+            present_single_as_multi=rt.config.present_single_as_multi,
+            background_only=rt.config.background_only,
+        )
     if validation.schema_error:
         raise ToolError(schema_error_text("ask_user", validation.issues))
     if validation.params is None or validation.issues:
@@ -81,7 +86,7 @@ async def ask_user(
     params = validation.params
     background = params.background or rt.config.background_only
     request = AskRequest(
-        request_id=str(uuid.uuid4()),
+        request_id=new_request_id(),
         params=params,
         background=background,
         created_at=now_iso(),
@@ -89,7 +94,7 @@ async def ask_user(
         parent_tool_call_id=parent_tool_call_id,
         source="background" if background and rt.mode == "tui" else "tool",
     )
-    shared = params.to_json()  # one copy for the request's entries
+    shared = jr.shared_params(params)  # one copy for the request's entries, encoded once
     entries: list[tuple[str, Mapping[str, Any]]] = [
         (jr.PAYLOAD, jr.payload_entry(params, tool_call_id, request.created_at, shared=shared)),
         (jr.HISTORY_REQUEST, jr.history_request_entry(request, shared=shared)),
@@ -103,6 +108,15 @@ async def ask_user(
         return await _background(rt, writer, request, entries, call, shared)
     await call.append_with(writer, entries)
     return await _foreground(rt, writer, request)
+
+
+def new_request_id() -> str:
+    """A random (version 4) UUID in its text form, as ``str(uuid.uuid4())`` makes it."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 async def _host_form(
@@ -134,7 +148,7 @@ async def _background(
     request: AskRequest,
     entries: list[tuple[str, Mapping[str, Any]]],
     call: PendingCall,
-    shared: Mapping[str, Any],
+    shared: codec.Spliced,
 ) -> dict[str, Any]:
     """Journal and queue the request; the receipt says how many are pending.
 
@@ -146,11 +160,15 @@ async def _background(
     question_ids = [question.id for question in request.params.questions]
     background_only = rt.config.background_only
 
-    @functools.cache
+    receipts: dict[int, dict[str, Any]] = {}  # one result per count: journaled and returned
+
     def receipt(pending: int) -> dict[str, Any]:
-        return texts.receipt_tool_result(
-            request.request_id, question_ids, pending, background_only=background_only
-        )
+        made = receipts.get(pending)
+        if made is None:
+            made = receipts[pending] = texts.receipt_tool_result(
+                request.request_id, question_ids, pending, background_only=background_only
+            )
+        return made
 
     def result_entry(pending: int) -> tuple[str, Mapping[str, Any]]:
         return (
@@ -159,10 +177,9 @@ async def _background(
         )
 
     recording = q.Recording((*call.unwritten(), *entries), result_entry, writer)
-    with trio.CancelScope(shield=True):
-        pending: int | Exception = await rt._ask_queue(
-            lambda reply: q.Enqueue(request, form, reply, recording)
-        )
+    pending: int | Exception = await rt._ask_queue(
+        lambda reply: q.Enqueue(request, form, reply, recording), shielded=True
+    )
     if isinstance(pending, Exception):
         raise pending
     call.written = call.result_written = True

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -73,6 +73,14 @@ class BranchWriter:
         if self.revoked:
             raise StaleBranch(entries[0][0] if entries else "")
         return await self.journal.append_many(entries)
+
+    def append_many_now(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
+        """``append_many`` when the journal takes it at once; ``None``: nothing was written
+        (``append_many`` must wait for it)."""
+        if self.revoked:
+            raise StaleBranch(entries[0][0] if entries else "")
+        append_now = getattr(self.journal, "append_many_now", None)
+        return None if append_now is None else append_now(entries)
 
     async def branch(self) -> Any:
         return await self.journal.branch()
@@ -158,6 +166,11 @@ class RuntimeCore:
     _flow_commands: Callable[[str], CommandSink | None] | None = None
     """The queue's ``flow_commands`` (set once the queue exists): remote answers find their
     form with it without a round trip through the queue."""
+    _queue_now: Callable[..., Awaitable[tuple[bool, Any]]] | None = None
+    """The queue's ``ask_now`` (set once the queue exists): a question for a parked queue is
+    handled in the asking task, without the round trip through the queue task."""
+    _queue_tell: Callable[[q.QueueMessage], Awaitable[bool]] | None = None
+    """The queue's ``tell_now``, for ``tell_queue``."""
     _write_terminal: Callable[[str], None] = attrs.field(default=lambda _text: None)
     """Where notification bytes go (``open_runtime(write_terminal=)``): notifications without a
     command are written from the form's task (``notifications.send_now``)."""
@@ -202,8 +215,11 @@ class RuntimeCore:
             trio.move_on_after(TEARDOWN_TIMEOUT),
             suppress(trio.BrokenResourceError, trio.ClosedResourceError),
         ):
-            # ``send``, not ``hand_over``: its yield lets the queue handle the message before
-            # the sender goes on (a wait's ``EndWait`` releases Herdr before the call returns).
+            # Handled here when the queue is parked (``QueueActor.tell_now``), so before the
+            # sender goes on (a wait's ``EndWait`` releases Herdr before the call returns);
+            # else ``send``, not ``hand_over``: its yield lets the queue handle it first.
+            if self._queue_tell is not None and await self._queue_tell(message):
+                return
             await self._queue_tx.send(message)
 
     async def tell_queue_last(self, message: q.QueueMessage) -> None:
@@ -217,7 +233,19 @@ class RuntimeCore:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the runtime is being disposed: the queue is gone (as in ``tell_queue``)
 
-    async def _ask_queue(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
+    async def _ask_queue(
+        self, make: Callable[[ReplyTo[_R]], q.QueueMessage], *, shielded: bool = False
+    ) -> _R:
+        """The queue's reply to ``make(reply)``; ``shielded``: whatever cancels the caller (the
+        shield costs nothing when the queue answers at once, with no wait to shield)."""
+        if self._queue_now is not None:
+            handled, value = await self._queue_now(make, shielded=shielded)
+            if handled:
+                reply: _R = value
+                return reply
+        if shielded:
+            with trio.CancelScope(shield=True):
+                return await self._ask_queue(make)
         send, receive = trio.open_memory_channel[_R](1)
         await hand_over(self._queue_tx, make(send))
         with receive:  # a plain close: ``aclose`` would add a pass through the scheduler

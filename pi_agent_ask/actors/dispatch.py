@@ -24,6 +24,8 @@ from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.actors.records import StaleBranch
 from pi_agent_ask.form import untrusted
 from pi_agent_ask.form.text import WAIT_INTERRUPTED_TEXT
+from pi_agent_ask.form.types import Validation
+from pi_agent_ask.form.validate import validate_checked_params
 from pi_agent_ask.persistence import journal as jr
 
 CALL_INTERRUPTED_TEXT = "Tool call interrupted: the session changed."
@@ -72,20 +74,53 @@ async def call_tool(
     parent_tool_call_id: str | None = None,
 ) -> dict[str, Any]:
     """Run one tool call and return its result dict (``Runtime.call_tool``)."""
-    refusal = untrusted.check(
-        {"name": name, "toolCallId": tool_call_id, "parentToolCallId": parent_tool_call_id}
-    )
+    refusal = _fields_refusal(name, tool_call_id, parent_tool_call_id)
+    validation: Validation | None = None
     if refusal is None:
-        # The arguments on their own: the bounds are the same as for ``validate``.
-        inner = untrusted.check(arguments)
-        refusal = inner.within("arguments") if inner is not None else None
+        if name == "ask_user":
+            # Arguments of the current shape are validated in the walk that checks the
+            # boundary (one walk, not two); the rest are checked below, then validated.
+            validation = validate_checked_params(
+                arguments,
+                present_single_as_multi=rt.config.present_single_as_multi,
+                background_only=rt.config.background_only,
+            )
+        if validation is None:
+            # The arguments on their own: the bounds are the same as for ``validate``.
+            inner = untrusted.check(arguments)
+            refusal = inner.within("arguments") if inner is not None else None
     if refusal is not None or not isinstance(name, str):
         # Nothing of the call can be stored: refused whole, and not journaled.
         return tool_error(_refusal_text(name, refusal))
     try:
-        return await _call_tool(rt, name, arguments, tool_call_id, parent_tool_call_id)
+        return await _call_tool(rt, name, arguments, tool_call_id, parent_tool_call_id, validation)
     except CALL_FAILURES as error:
         return tool_error(_failure_text(name, error))
+
+
+def _fields_refusal(
+    name: object, tool_call_id: object, parent_tool_call_id: object
+) -> untrusted.Refusal | None:
+    """``untrusted.check`` of the call's own fields (name and ids), which are plain ASCII
+    text (or ``None``) in every call an honest client makes: those pass without the walk."""
+    if (
+        type(name) is str
+        and name.isascii()
+        and (tool_call_id is None or (type(tool_call_id) is str and tool_call_id.isascii()))
+        and (
+            parent_tool_call_id is None
+            or (type(parent_tool_call_id) is str and parent_tool_call_id.isascii())
+        )
+        and len(name) + len(tool_call_id or "") + len(parent_tool_call_id or "")
+        <= untrusted.MAX_TEXT_CHARS - _FIELD_KEY_CHARS
+    ):
+        return None
+    return untrusted.check(
+        {"name": name, "toolCallId": tool_call_id, "parentToolCallId": parent_tool_call_id}
+    )
+
+
+_FIELD_KEY_CHARS = len("name") + len("toolCallId") + len("parentToolCallId")
 
 
 async def _call_tool(
@@ -94,6 +129,7 @@ async def _call_tool(
     arguments: Any,
     tool_call_id: str | None,
     parent_tool_call_id: str | None,
+    validation: Validation | None = None,
 ) -> dict[str, Any]:
     call: dict[str, Any] = {"toolCallId": tool_call_id, "name": name, "arguments": arguments}
     if parent_tool_call_id is not None:
@@ -113,11 +149,12 @@ async def _call_tool(
         # ``ask_user`` writes the call entry in one chain with its request's entries; when
         # it returns before that (an invalid call), the call goes with its result below.
         try:
-            if name not in tool_names(rt.config):
+            # ``ask_user`` is in every configuration's tools.
+            if name != "ask_user" and name not in tool_names(rt.config):
                 result = tool_error(f"Tool {name!r} is not available.")
             elif name == "ask_user":
                 result = await ask_user(
-                    rt, writer, arguments, tool_call_id, parent_tool_call_id, pending
+                    rt, writer, arguments, tool_call_id, parent_tool_call_id, pending, validation
                 )
                 recorded = pending.result_written
             elif name == "wait_for_answers":

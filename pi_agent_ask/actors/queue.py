@@ -16,6 +16,13 @@ new state once they succeeded:
   reply);
 - ``Continue`` effects are reduced next, before any other message.
 
+A message for the queue while the queue task is parked (waiting for a message, none on its way)
+is handled in its sender's task (``ask_now``, ``tell_now``), exactly as the queue task would
+handle it next, when its transition can run to its commit without waiting: no write, or a write
+the journal takes at once (``append_many_now``), and no ``Continue``. Nothing runs in between,
+so nothing can tell it from the queue task's handling, less the two passes through the
+scheduler of the round trip; any other message goes to the queue task.
+
 The queue never sends into a form's inbox and never blocks on the host: replies go through
 one-shot channels with a buffer of one, and wakeups through the runtime's wake channel whose
 buffer is unbounded (the host may be busy for a long time; a wake must never stall the queue).
@@ -251,10 +258,7 @@ class QueueActor:
             try:
                 async with rx:
                     async for message in rx:
-                        if isinstance(message, AgentActivity):
-                            woken_after = 0 < message.call <= self._woken_at
-                            message = attrs.evolve(message, woken_after=woken_after)
-                        await self._handle(message)
+                        await self._handle(self._received(message))
             finally:
                 for effect in release_all_herdr(self.state):
                     self._perform_now(effect)
@@ -287,6 +291,78 @@ class QueueActor:
                     job.request, job.form, job.epoch, job.scope, job.commands, job.inbox
                 )
 
+    def _received(self, message: QueueMessage) -> QueueMessage:
+        if isinstance(message, AgentActivity):
+            woken_after = 0 < message.call <= self._woken_at
+            message = attrs.evolve(message, woken_after=woken_after)
+        return message
+
+    async def ask_now(
+        self, make: Callable[[ReplyTo[Any]], QueueMessage], *, shielded: bool = False
+    ) -> tuple[bool, Any]:
+        """Handle ``make(reply)`` in the caller's task when it can be (module docstring): then
+        ``(True, the reply)``; ``(False, None)`` when the caller must send it to the queue
+        task (nothing was done). ``EndOfChannel`` when the transition closed the reply
+        without a value, as the reply channel's ``receive`` raises it. ``shielded``: as a
+        caller asking under a shield, which a cancellation does not stop."""
+        if not self._parked():
+            return False, None
+        if not shielded:
+            await trio.lowlevel.checkpoint_if_cancelled()  # as ``send`` would, before it sends
+        answer = _Answer()
+        if not self._handle_now(make(answer)):
+            return False, None
+        if not answer.answered:
+            raise trio.EndOfChannel
+        return True, answer.value
+
+    async def tell_now(self, message: QueueMessage) -> bool:
+        """``ask_now`` for a message without a reply: whether it was handled."""
+        if not self._parked():
+            return False
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return self._handle_now(message)
+
+    def _parked(self) -> bool:
+        """The queue task waits for a message and none is on its way to it (a message sent
+        to it takes it out of the channel's waiting receivers at once)."""
+        tx = self._self_tx
+        return tx is not None and tx.statistics().tasks_waiting_receive > 0
+
+    def _handle_now(self, message: QueueMessage) -> bool:
+        """``_handle`` without a wait, or nothing at all (``False``): reduce, write at once if
+        the transition writes (its first effect), perform the rest, commit."""
+        message = self._received(message)
+        candidate, effects = reduce(self.state, message)
+        if any(type(effect) is Continue for effect in effects):
+            return False
+        if effects and isinstance(effects[0], Append | MarkDelivered):
+            write = effects[0]
+            journal = (write.through if isinstance(write, Append) else None) or self.journal
+            append_now = getattr(journal, "append_many_now", None)
+            if append_now is None:
+                return False
+            try:
+                if append_now(list(write.entries)) is None:
+                    return False
+            except _JOURNAL_ERRORS as error:
+                self._unrecorded(message, error)
+                return True
+            self._disk_failing = False
+            effects = effects[1:]
+        for effect in effects:
+            self._perform_now(effect)
+        self.state = candidate.commit()
+        return True
+
+    def _unrecorded(self, message: QueueMessage, error: Exception) -> None:
+        # Nothing of this transition can be recorded, so none of it happened. The
+        # transitions still to come do not depend on it (rule 2): they go on.
+        if isinstance(error, OSError) and not self._disk_failing:
+            self._disk_failing = True
+            self.notice(WRITE_FAILED_TEXT.format(error=error))
+        self._commit_effects(Unrecorded(message, error))
+
     async def _handle(self, first: QueueMessage) -> None:
         """Reduce ``first`` and the transitions it continues into, committing each one."""
         todo = [first]
@@ -296,12 +372,7 @@ class QueueActor:
             try:
                 follow = await self._perform(effects)
             except _JOURNAL_ERRORS as error:
-                # Nothing of this transition can be recorded, so none of it happened. The
-                # transitions still to come do not depend on it (rule 2): they go on.
-                if isinstance(error, OSError) and not self._disk_failing:
-                    self._disk_failing = True
-                    self.notice(WRITE_FAILED_TEXT.format(error=error))
-                self._commit_effects(Unrecorded(message, error))
+                self._unrecorded(message, error)
                 continue
             except BaseException:
                 # The queue is ending (a bug, or cancellation): a caller waiting for this
@@ -424,6 +495,26 @@ class QueueActor:
         if self._live is not None and self._live.request_id == request_id:
             return self._live.commands
         return None
+
+
+class _Answer:
+    """The reply of a message handled in its sender's task (``ask_now``): a one-shot slot,
+    refusing a second value or one after ``close`` as a reply channel does."""
+
+    __slots__ = ("answered", "closed", "value")
+
+    def __init__(self) -> None:
+        self.answered = False
+        self.closed = False
+        self.value: Any = None
+
+    def send_nowait(self, value: Any) -> None:
+        if self.closed or self.answered:
+            raise trio.ClosedResourceError if self.closed else trio.WouldBlock
+        self.answered, self.value = True, value
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def _reply(channel: ReplyTo[Any], value: Any) -> None:

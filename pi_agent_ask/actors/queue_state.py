@@ -966,12 +966,13 @@ def _enqueue(step: _Step, message: Enqueue) -> None:
     s = step.s
     rid = request.request_id
     recording = message.recording
+    joining = rid not in s.items
     if recording is not None:
         # The count this transition ends with: the request below joins unless already queued.
-        pending = s.pending_count + (rid not in s.items)
+        pending = s.pending_count + joining
         entries = (*recording.entries, recording.result_entry(pending))
         step.emit(Append(entries, through=recording.writer))
-    if rid not in s.items:
+    if joining:
         wait = s.wait
         joins = wait is not None and not wait.answered
         item = Item(request, s.next_seq, message.form)

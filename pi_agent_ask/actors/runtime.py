@@ -346,6 +346,8 @@ async def _open_runtime(
                 nursery, actors[1], functools.partial(actor.run, queue_rx, queue_tx.clone())
             )
             runtime._flow_commands = actor.flow_commands
+            runtime._queue_now = actor.ask_now
+            runtime._queue_tell = actor.tell_now
             nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
             events.on(ev.SUBMIT, runtime._on_submit)
             if screen is not None:

@@ -79,6 +79,11 @@ class SessionJournal:
     ) -> tuple[Entry, ...]:
         return await self._handle.append_many(items)
 
+    def append_many_now(
+        self, items: Iterable[tuple[str, Mapping[str, Any]]]
+    ) -> tuple[Entry, ...] | None:
+        return self._handle.append_many_now(items)
+
     async def branch(self) -> tuple[Entry, ...]:
         return await self._handle.branch()
 
@@ -127,6 +132,9 @@ class SessionJournal:
 
     def close(self) -> None:
         """Stop the persistence actor (it flushes and closes the file on its way out)."""
+        # From now on every append goes to the actor, which is ending: none is written by
+        # its caller after the journal was closed (``persistence.Parked``).
+        self._handle.parked.session = None
         self._scope.cancel()
 
     def _keep(self, report: OpenReport | None) -> None:
@@ -157,7 +165,7 @@ def _start_actor(
         # The first statement, before any checkpoint: nothing can cancel the task outside the
         # shield, so the teardown in ``serve_persistence`` always runs.
         with scope:
-            await serve_persistence(session, requests)
+            await serve_persistence(session, requests, handle.parked)
 
     try:
         nursery.start_soon(actor, name=f"persistence {session.path}")

@@ -139,6 +139,24 @@ def validate_bounded_params(
     return done if done is not None else _in_stages(arguments, mode)
 
 
+def validate_checked_params(
+    arguments: object,
+    *,
+    present_single_as_multi: bool = False,
+    background_only: bool = False,
+) -> Validation | None:
+    """``validate_ask_params``'s outcome when one walk decides it, the boundary included: a
+    ``Validation`` here means the arguments also passed ``untrusted.check``. ``None`` for
+    every other input (a boundary refusal among them): check the boundary, then
+    ``validate_bounded_params``. For ``Runtime.call_tool``, so a call's arguments are walked
+    once, not once for the boundary and again for validation."""
+    if present_single_as_multi is False and background_only is False:
+        mode = _CALL_MODE
+    else:
+        mode = _MODES[True, True, bool(present_single_as_multi), bool(background_only)]
+    return _one_pass(arguments, mode)
+
+
 def params_from_saved(data: object, *, present_single_as_multi: bool = False) -> AskParams | None:
     """Re-validate normalised parameters saved in the journal; ``None`` when they are invalid.
 

@@ -36,6 +36,7 @@ __all__ = [
     "VOCABULARY",
     "CodecError",
     "Packer",
+    "Spliced",
     "decode_checkpoint",
     "decode_entries",
     "decode_id",
@@ -256,11 +257,39 @@ def encode_stored(
 ) -> bytes:
     """``encode_entry`` for ids already in their stored form (``encode_id``)."""
     try:
-        item = cbor2.dumps([key, parent, kind, timestamp, data])
+        item = cbor2.dumps([key, parent, kind, timestamp, data], default=_splice)
     except cbor2.CBOREncodeError as exc:
         raise TypeError(f"entry data cannot be stored: {exc}") from exc
     check_readable(item)
     return item
+
+
+class Spliced:
+    """A value of entry data encoded once, for data that several entries hold (a request's
+    normalised parameters, in three of its entries): ``encode_stored`` writes ``cbor`` where
+    the value sits instead of encoding it again. A CBOR item is the same bytes inside any
+    other item (arrays and maps are their head followed by their items), so the entry's bytes
+    are exactly those of the plain value in its place, and it reads back as that value.
+
+    Not a mapping: the session's fold sees it as it is (``SessionFile`` freezes it to
+    ``value`` wherever it freezes data), so only data no fold reads may be spliced."""
+
+    __slots__ = ("cbor", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        try:
+            self.cbor: bytes = cbor2.dumps(value, default=_splice)
+        except cbor2.CBOREncodeError as exc:
+            raise TypeError(f"entry data cannot be stored: {exc}") from exc
+
+
+def _splice(encoder: Any, value: Any) -> None:
+    # cbor2 hands over only what it cannot encode itself: a ``Spliced``, or an error, raised
+    # as cbor2 raises it without this hook.
+    if type(value) is not Spliced:
+        raise cbor2.CBOREncodeError(f"cannot encode type {type(value)}")
+    encoder.write(value.cbor)
 
 
 MAX_NESTING: Final = 390

@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from pi_agent_ask.form.types import AskParams, QuestionType
+from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
 from pi_agent_ask.persistence.records import AskRequest, Outcome
@@ -75,6 +76,12 @@ def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[
 # The request builders take the request's ``params.to_json()`` when the caller has it
 # (``shared``): one call's three entries then hold one copy, which nothing changes (the
 # session file encodes entry data as given and hands back entries decoded from the file).
+# ``shared_params`` makes it encoded once for all three (``codec.Spliced``: the same bytes).
+
+
+def shared_params(params: AskParams) -> codec.Spliced:
+    """``params.to_json()``, encoded once, for the ``shared`` of the builders below."""
+    return codec.Spliced(params.to_json())
 
 
 def payload_entry(
@@ -82,7 +89,7 @@ def payload_entry(
     tool_call_id: str | None,
     timestamp: str,
     *,
-    shared: Mapping[str, Any] | None = None,
+    shared: Mapping[str, Any] | codec.Spliced | None = None,
 ) -> dict[str, Any]:
     return {
         "version": 1,
@@ -94,14 +101,14 @@ def payload_entry(
 
 
 def history_request_entry(
-    request: AskRequest, *, shared: Mapping[str, Any] | None = None
+    request: AskRequest, *, shared: Mapping[str, Any] | codec.Spliced | None = None
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
         "version": 1,
         "requestId": request.request_id,
         "background": request.background,
         "createdAt": request.created_at,
-        "questions": [_question_record(q) for q in request.params.questions],
+        "questions": _question_records(request.params, shared),
         "params": request.params.to_json() if shared is None else shared,
         "presentedTypes": presented_types(request.params),
         "source": request.source,
@@ -115,14 +122,29 @@ def history_request_entry(
     return data
 
 
-def _question_record(question: Any) -> dict[str, Any]:
-    record: dict[str, Any] = question.to_json()
+def _question_records(
+    params: AskParams, shared: Mapping[str, Any] | codec.Spliced | None
+) -> list[Any]:
+    """Each question's ``to_json()``, with its ``presentedType`` when that differs; taken from
+    ``shared`` (the params' ``to_json()``, which holds the same maps) when the caller has it."""
+    if shared is None:
+        return [_question_record(q, q.to_json()) for q in params.questions]
+    made = shared.value if isinstance(shared, codec.Spliced) else shared
+    return [
+        _question_record(q, question)
+        for q, question in zip(params.questions, made["questions"], strict=True)
+    ]
+
+
+def _question_record(question: Any, made: dict[str, Any]) -> dict[str, Any]:
     if question.presented_type is not None and question.presented_type != question.type:
-        record["presentedType"] = question.presented_type
-    return record
+        return {**made, "presentedType": question.presented_type}
+    return made
 
 
-def queued_entry(request: AskRequest, *, shared: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def queued_entry(
+    request: AskRequest, *, shared: Mapping[str, Any] | codec.Spliced | None = None
+) -> dict[str, Any]:
     data: dict[str, Any] = {
         "version": 1,
         "requestId": request.request_id,

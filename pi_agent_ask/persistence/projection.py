@@ -194,7 +194,7 @@ class JournalFold:
             self.call_requests[call_id] = (request_id, loc)
 
     def _resolve(self, call_id: str, *, dismissed: bool = False) -> None:
-        if any(c == call_id for c, _ in self.calls):
+        if self.calls and any(c == call_id for c, _ in self.calls):
             self.calls = [(c, loc) for c, loc in self.calls if c != call_id]
         self.payloads.pop(call_id, None)
         if dismissed:
@@ -208,7 +208,7 @@ class JournalFold:
 
     def _forget_request(self, call_id: str) -> None:
         found = self.call_requests.pop(call_id, None)
-        if found is not None and found[0] not in {r for r, _ in self.call_requests.values()}:
+        if found is not None and all(r != found[0] for r, _ in self.call_requests.values()):
             self.completions.pop(found[0], None)
 
     def _deliver(self, request_id: str) -> None:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
+import itertools
 import logging
 import os
 import secrets
@@ -210,6 +211,8 @@ def freeze(value: Any) -> Any:
         return frozenset(freeze(v) for v in value)
     if isinstance(value, bytearray):
         return bytes(value)
+    if kind is codec.Spliced:  # stored as its value (``codec.encode_stored``)
+        return freeze(value.value)
     return value
 
 
@@ -652,6 +655,19 @@ class _Index:
         self.frame_off.append(frame_off)
         self.frame_len.append(frame_len)
         self.slot.append(slot)
+
+    def add_chain(self, ids: Sequence[str], frame_off: int, frame_len: int) -> None:
+        """``add`` for the entries of one frame, in order, each the child of the one before
+        it and the first the child of the leaf; the last becomes the leaf."""
+        first, count = len(self.ids), len(ids)
+        self.pos.update(zip(ids, range(first, first + count), strict=True))
+        self.ids.extend(ids)
+        self.parent.append(self.leaf)
+        self.parent.extend(range(first, first + count - 1))
+        self.frame_off.extend(itertools.repeat(frame_off, count))
+        self.frame_len.extend(itertools.repeat(frame_len, count))
+        self.slot.extend(range(count))
+        self.leaf = first + count - 1
 
     def check_links(
         self, links: Sequence[tuple[str, str | None]], *, partial: bool = False
@@ -1199,25 +1215,44 @@ class SessionFile:
         views: list[Entry] = []
         encoded: list[bytes] = []
         parent_key = codec.encode_id(parent)
-        made = _Written.made
+        new, put = object.__new__, object.__setattr__
         encode = codec.encode_stored
+        take, known = self._ids.take, self._index.pos
+        plain = 9
         for entry_type, data in items:
             if not isinstance(entry_type, str) or not entry_type:
                 raise ValueError("entry type must be a non-empty string")
             if type(data) is not dict:
                 data = _frozen_data(data)  # None, or any other mapping; TypeError otherwise
-            entry_id, key = self._new_key(taken)  # a refused chain's ids stay taken: harmless
-            taken.add(entry_id)
+            # ``_new_key``, its first draw inline (a repeat of a held id is all but impossible).
+            key = take()
+            entry_id = key.hex()
+            if entry_id in known or entry_id in taken:
+                entry_id, key = self._new_key(taken)
+            taken.add(entry_id)  # a refused chain's ids stay taken: harmless
             try:
                 item = encode(key, parent_key, entry_type, now, data)
             except TypeError:
                 data = freeze(data)
                 item = encode(key, parent_key, entry_type, now, data)
-            entries.append(made(entry_id, parent, entry_type, now, item))
-            views.append(_entry_view(entry_id, parent, entry_type, now, data))
+            # ``_Written.made`` and ``_entry_view``, without their calls (this runs per entry).
+            entry = new(_Written)
+            put(entry, "id", entry_id)
+            put(entry, "parent_id", parent)
+            put(entry, "type", entry_type)
+            put(entry, "timestamp", now)
+            put(entry, "_cbor", item)
+            entries.append(entry)
+            view = new(Entry)
+            put(view, "id", entry_id)
+            put(view, "parent_id", parent)
+            put(view, "type", entry_type)
+            put(view, "timestamp", now)
+            put(view, "data", data)
+            views.append(view)
             encoded.append(item)
+            plain += len(item)
             parent, parent_key = entry_id, key
-        plain = sum(len(item) for item in encoded) + 9
         if plain > MAX_FRAME_BYTES:
             raise ValueError(f"entry too large: {plain} bytes (at most {MAX_FRAME_BYTES})")
         return entries, views, encoded, plain
@@ -1225,11 +1260,33 @@ class SessionFile:
     def _write_entries(
         self, entries: list[Entry], views: list[Entry], encoded: list[bytes]
     ) -> None:
-        """Write one entries frame (a chain under the current leaf) and index it."""
+        """Write one entries frame (a chain under the current leaf) and index it: what
+        ``_store_frame`` does, for a chain ``_chain`` made. Its links need no check: every
+        entry hangs from the one before it and the first from the leaf, and no entry holds
+        its id (``_new_key``)."""
         payload, plain = codec.entries_payload(encoded, self._packer)
-        self._store_frame(
-            entries, payload, plain, range(len(entries)), under_leaf=True, views=views
-        )
+        size = max(plain, len(payload))
+        if size > MAX_FRAME_BYTES:
+            raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
+        if self._memory is not None:
+            offset = len(self._memory)
+            self._memory.append(payload)
+        else:
+            offset = self._write_frame(payload)
+        self._index.add_chain([entry.id for entry in entries], offset, len(payload))
+        fold = self._fold
+        if fold is not None:
+            # ``_follow`` for entries whose locations are known: (offset, place in frame).
+            step = fold.step
+            try:
+                for slot, view in enumerate(views):
+                    step(view, (offset, slot))
+            except Exception:
+                logger.exception("%s: the projection refused an entry", self)
+                self._fold = None
+            else:
+                self._since_checkpoint += len(views)
+        self._maybe_checkpoint()
 
     def _store_frame(
         self,
