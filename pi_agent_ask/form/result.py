@@ -43,6 +43,7 @@ from pi_agent_ask.form.types import (
     Option,
     Question,
     QuestionType,
+    _FrozenDict,
     frozen_mapping,
     slot_builder,
 )
@@ -167,15 +168,8 @@ class AnswerResult:
             out["note"] = self.note
         if self.option_notes:
             out["optionNotes"] = dict(self.option_notes)
-        if self.custom_images:
-            out["customImages"] = [image.to_json() for image in self.custom_images]
-        if self.note_images:
-            out["noteImages"] = [image.to_json() for image in self.note_images]
-        if self.option_note_images:
-            out["optionNoteImages"] = {
-                value: [image.to_json() for image in images]
-                for value, images in self.option_note_images.items()
-            }
+        if self.custom_images or self.note_images or self.option_note_images:
+            out.update(_image_details(self))
         return out
 
     def to_structured(self) -> dict[str, JSON]:
@@ -213,6 +207,21 @@ class AnswerResult:
                 str(k): _images(v) for k, v in _dict(data.get("optionNoteImages", {})).items()
             },
         )
+
+
+def _image_details(answer: AnswerResult) -> dict[str, JSON]:
+    """The image keys of an answer's ``to_details()``, in their order there."""
+    out: dict[str, JSON] = {}
+    if answer.custom_images:
+        out["customImages"] = [image.to_json() for image in answer.custom_images]
+    if answer.note_images:
+        out["noteImages"] = [image.to_json() for image in answer.note_images]
+    if answer.option_note_images:
+        out["optionNoteImages"] = {
+            value: [image.to_json() for image in images]
+            for value, images in answer.option_note_images.items()
+        }
+    return out
 
 
 @attrs.frozen
@@ -308,11 +317,9 @@ class AskResult:
         """``build(self, params)``, built on first use and kept. For ``form/text.py``:
         ``build`` must depend only on this result and ``params``."""
         memo = self._memo
-        try:
-            if memo.params is params and memo.build is build and memo.value is not None:
-                return cast("T", memo.value)
-        except AttributeError:  # a memo build_result made, not filled yet
-            pass
+        # ``value`` first: a memo build_result made has only that field set until first use.
+        if memo.value is not None and memo.params is params and memo.build is build:
+            return memo.value  # type: ignore[return-value]
         value = build(self, params)
         memo.value = value
         memo.params = params
@@ -352,9 +359,23 @@ class AskResult:
         out["questions"] = questions
         if self.skipped_question_ids:
             out["skippedQuestionIds"] = list(self.skipped_question_ids)
+        # Each answer's entry is ``AnswerResult.to_details`` written out (no call per answer).
         answers: dict[str, JSON] = {}
         for qid, answer in self.answers.items():
-            answers[qid] = answer.to_details()
+            item: dict[str, JSON] = {
+                "values": [*answer.values],
+                "labels": [*answer.labels],
+                "indices": [*answer.indices],
+            }
+            if answer.custom_text is not None:
+                item["customText"] = answer.custom_text
+            if answer.note is not None:
+                item["note"] = answer.note
+            if answer.option_notes:
+                item["optionNotes"] = dict(answer.option_notes)
+            if answer.custom_images or answer.note_images or answer.option_note_images:
+                item.update(_image_details(answer))
+            answers[qid] = item
         out["answers"] = answers
         if self.request_id is not None:
             out["requestId"] = self.request_id
@@ -366,9 +387,21 @@ class AskResult:
         if self.request_id is not None:
             out["requestId"] = self.request_id
         out["cancelled"] = self.cancelled
+        # Each answer's entry is ``AnswerResult.to_structured`` written out (no call per answer
+        # without images).
         answers: dict[str, JSON] = {}
         for qid, answer in self.answers.items():
-            answers[qid] = answer.to_structured()
+            if answer.custom_images or answer.note_images or answer.option_note_images:
+                answers[qid] = answer.to_structured()
+                continue
+            item: dict[str, JSON] = {"values": [*answer.values], "labels": [*answer.labels]}
+            if answer.custom_text is not None:
+                item["customText"] = answer.custom_text
+            if answer.note is not None:
+                item["note"] = answer.note
+            if answer.option_notes:
+                item["optionNotes"] = dict(answer.option_notes)
+            answers[qid] = item
         out["answers"] = answers
         if self.skipped_question_ids:
             out["skippedQuestionIds"] = list(self.skipped_question_ids)
@@ -687,12 +720,14 @@ def build_result(
     result = _new(_RESULT_BUILDER)  # becomes an AskResult (types.slot_builder)
     result.cancelled = cancelled
     result.questions = tuple(metas)
-    result.answers = frozen_mapping(answers)
+    result.answers = _FrozenDict(answers)  # frozen_mapping(answers) without its call
     result.title = params.title
     result.skipped_question_ids = tuple(skipped)
     result.issues = None
     result.request_id = request_id
-    result._memo = _new(_Memo)  # filled on first use (_derived)
+    memo = _new(_Memo)  # filled on first use (_derived), which reads ``value`` first
+    memo.value = None
+    result._memo = memo
     result.__class__ = AskResult
     return result  # type: ignore[no-any-return]
 

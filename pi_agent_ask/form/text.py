@@ -293,6 +293,7 @@ class _Texts:
         # One walk (no second call or walk for the presentation note: ``shown`` collects
         # what presentation_note does, as the walk meets the answers).
         index: OptionIndex = None
+        by_id: dict[str, Question] | None = None  # question by id, when a note needs a label
         shown: set[QuestionType] = set()
         facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
         images: list[_Captioned] | None = [] if result.issues is None else None
@@ -345,9 +346,30 @@ class _Texts:
             noted: list[tuple[str, str, bool]] = []
             if option_notes and not option_note_images and len(option_notes) == 1:
                 # One option note without images, the common case, without the general walk.
-                index = index or _option_index(params)
                 for value, text in option_notes.items():
-                    lines.append(_single_note_line(answer, value, text, index, qid))
+                    values = answer.values
+                    labels = answer.labels
+                    count = len(answer.indices)
+                    if len(values) != len(labels) and min(len(values), count) != min(
+                        len(labels), count
+                    ):
+                        list(zip(values[:count], labels[:count], strict=True))  # its ValueError
+                    if value in values and value in (chosen := values[:count]):
+                        # The last match, as a dict of the pairs would keep it.
+                        label = labels[len(chosen) - 1 - chosen[::-1].index(value)]
+                        lines.append(f" / {label} note: {text}")
+                        continue
+                    found = None
+                    if params is not None:
+                        # ``_OptionIndex.label`` written out, over a map made once per result.
+                        if by_id is None:
+                            by_id = {q.id: q for q in params.questions}
+                        question = by_id.get(qid)
+                        for option in question.options if question is not None else ():
+                            if option.value == value:
+                                found = option.label  # the last one, as ``_OptionIndex`` keeps
+                    label = value if found is None else found
+                    lines.append(f" / {label} (not selected) note: {text}")
             elif option_notes or option_note_images:
                 index = index or _option_index(params)
                 noted = _noted_options(answer, index, qid)
@@ -366,24 +388,6 @@ class _Texts:
         self.images = tuple(images or ())
         if shown:
             self.presented = _presentation_text(shown)
-
-
-def _single_note_line(
-    answer: AnswerResult, value: str, text: str, index: OptionIndex, qid: str
-) -> str:
-    """The line of an answer's only option note (and no option note images)."""
-    count = len(answer.indices)
-    if len(answer.values) != len(answer.labels) and min(len(answer.values), count) != min(
-        len(answer.labels), count
-    ):
-        list(zip(answer.values[:count], answer.labels[:count], strict=True))  # its ValueError
-    values = answer.values[:count]
-    if value in values:
-        # The last match, as a dict of the pairs would keep it.
-        label = answer.labels[len(values) - 1 - values[::-1].index(value)]
-        return f" / {label} note: {text}"
-    found = None if index is None else index.label(qid, value)
-    return f" / {value if found is None else found} (not selected) note: {text}"
 
 
 def _texts(result: AskResult, params: AskParams | None) -> _Texts:
@@ -530,8 +534,11 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
     if result.issues is not None:
         content = [_text_block(invalid_text(result.issues))]
     else:
-        found = _texts(result, params)
-        content = [{"type": "text", "text": _result_text(result, found)}]
+        found = result._derived(params, _Texts)  # _texts without its call
+        text = found.text
+        if text is None:
+            text = _result_text(result, found)
+        content = [{"type": "text", "text": text}]
         if found.images:
             content.extend(_blocks(found.images, set()))
     return {
@@ -644,7 +651,7 @@ def background_answer_message(
     if result is None or result.issues is not None:
         content = background_answer_text(outcome, params=params)
     else:
-        found = _texts(result, params)
+        found = result._derived(params, _Texts)  # _texts without its call
         content = _background_text(outcome.request_id, result, found)
         if found.images and not result.cancelled:
             content = [_text_block(content), *_blocks(found.images, set())]
