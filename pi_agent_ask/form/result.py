@@ -537,33 +537,46 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
     are dropped when ``cancelled``)."""
     options = question.options
     chosen = draft.selected
-    values: list[str] = []
-    labels: list[str] = []
-    indices: list[int] = []
+    values: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    indices: tuple[int, ...] = ()
     if chosen:
-        # Option order, not selection order (000); out-of-range indices are stale and ignored.
-        # Every draft the form or a remote answer makes is sorted, unique and in range: taken
-        # as it comes, checked on the way (one loop, no sorting); anything else is sorted and
-        # filtered first.
         count = len(options)
-        last = -1
-        for i in chosen:
-            if i <= last or i >= count:
-                values, labels, indices = _selection(options, chosen)
-                break
-            last = i
-            option = options[i]
-            values.append(option.value)
-            labels.append(option.label)
-            indices.append(i + 1)
+        if len(chosen) == 1 and 0 <= (first := chosen[0]) < count:
+            # One option (every single-select answer): its tuples at once.
+            option = options[first]
+            values = (option.value,)
+            labels = (option.label,)
+            indices = (first + 1,)
+        else:
+            # Option order, not selection order (000); out-of-range indices are stale and
+            # ignored. Every draft the form or a remote answer makes is sorted, unique and in
+            # range: taken as it comes, checked on the way (one loop, no sorting); anything
+            # else is sorted and filtered first.
+            listed_values: list[str] = []
+            listed_labels: list[str] = []
+            listed_indices: list[int] = []
+            last = -1
+            for i in chosen:
+                if i <= last or i >= count:
+                    listed_values, listed_labels, listed_indices = _selection(options, chosen)
+                    break
+                last = i
+                option = options[i]
+                listed_values.append(option.value)
+                listed_labels.append(option.label)
+                listed_indices.append(i + 1)
+            values = tuple(listed_values)
+            labels = tuple(listed_labels)
+            indices = tuple(listed_indices)
     custom_text: str | None = None
     custom_images: tuple[Image, ...] = ()
     if draft.custom_selected:
         text = draft.custom_text.strip()
         if text:
             custom_text = text
-            values.append(text)
-            labels.append(text)
+            values = (*values, text)
+            labels = (*labels, text)
         if not cancelled:
             custom_images = draft.custom_images
     option_notes: Mapping[str, str] = _NO_NOTES
@@ -597,9 +610,9 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
     ):
         return None
     answer = _new(_ANSWER_BUILDER)  # becomes an AnswerResult below (types.slot_builder)
-    answer.values = tuple(values)
-    answer.labels = tuple(labels)
-    answer.indices = tuple(indices)
+    answer.values = values
+    answer.labels = labels
+    answer.indices = indices
     answer.custom_text = custom_text
     answer.note = note
     answer.option_notes = option_notes

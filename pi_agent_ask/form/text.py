@@ -285,19 +285,19 @@ class _Texts:
     def __init__(self, result: AskResult, params: AskParams | None) -> None:
         self.text: str | None = None
         self.background: str | None = None
-        self.facts: tuple[tuple[QuestionMeta, tuple[str, ...]], ...] = ()
-        self.images: tuple[_Captioned, ...] = ()
         self.presented: str | None = None
         if result.cancelled:
+            self.facts: Sequence[tuple[QuestionMeta, tuple[str, ...]]] = ()
+            self.images: Sequence[_Captioned] = ()
             return
         # One walk (no second call or walk for the presentation note: ``shown`` collects
         # what presentation_note does, as the walk meets the answers).
         index: OptionIndex = None
         by_id: dict[str, Question] | None = None  # question by id, when a note needs a label
-        shown: set[QuestionType] = set()
+        shown: set[QuestionType] | None = None  # made when the first one is met
         facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
         images: list[_Captioned] | None = [] if result.issues is None else None
-        seen: set[str] = set()
+        seen: set[str] | None = None  # made before the first image
         skipped: Container[str] = result.skipped_question_ids
         if len(result.skipped_question_ids) > 8:
             skipped = frozenset(result.skipped_question_ids)
@@ -312,11 +312,14 @@ class _Texts:
                 and answer is not None
                 and answer.has_answer
             ):
+                if shown is None:
+                    shown = set()
                 shown.add(presented)
             if qid in skipped:
                 facts.append((meta, (": (skipped)",)))
                 if answer is not None and images is not None and answer.images():
                     index = index or _option_index(params)
+                    seen = set() if seen is None else seen
                     _add_images(images, seen, meta, answer, None, index)
                 continue
             if answer is None:
@@ -336,6 +339,7 @@ class _Texts:
             if note is None and not (note_images or option_notes or option_note_images):
                 facts.append((meta, (head,)))
                 if custom_images and images is not None:
+                    seen = set() if seen is None else seen
                     _add_images(images, seen, meta, answer, [], index)
                 continue
             lines = [head]
@@ -383,9 +387,11 @@ class _Texts:
                         lines.append(f" / {label} (not selected) note: {text}")
             facts.append((meta, tuple(lines)))
             if images is not None and (custom_images or note_images or option_note_images):
+                seen = set() if seen is None else seen
                 _add_images(images, seen, meta, answer, noted, index)
-        self.facts = tuple(facts)
-        self.images = tuple(images or ())
+        # Kept as lists: nothing outside this module sees them, and nothing changes them.
+        self.facts = facts
+        self.images = images or ()
         if shown:
             self.presented = _presentation_text(shown)
 
