@@ -209,6 +209,19 @@ class AnswerResult:
         )
 
 
+def _meta_entry(meta: QuestionMeta) -> dict[str, JSON]:
+    """``meta.to_json()`` (a question's entry in a result's details)."""
+    entry: dict[str, JSON] = {
+        "id": meta.id,
+        "label": meta.label,
+        "prompt": meta.prompt,
+        "type": meta.type,
+    }
+    if meta.presented_type is not None:
+        entry["presentedType"] = meta.presented_type
+    return entry
+
+
 def _image_details(answer: AnswerResult) -> dict[str, JSON]:
     """The image keys of an answer's ``to_details()``, in their order there."""
     out: dict[str, JSON] = {}
@@ -283,12 +296,14 @@ class _Memo:
     the params it was built with (option labels), so the memo remembers those, by identity,
     and what built it, and starts over when asked with others."""
 
-    __slots__ = ("build", "params", "value")
+    __slots__ = ("build", "params", "shape", "value")
 
     def __init__(self) -> None:
         self.params: object = None
         self.build: object = None
         self.value: object = None
+        self.shape: _Shape | None = None
+        """The shape of the params whose questions this result's are (``build_result``)."""
 
 
 @attrs.frozen
@@ -343,20 +358,24 @@ class AskResult:
                 "kind": "invalid_input",
                 "issues": [issue.to_json() for issue in self.issues],
             }
-        # Loops, not comprehensions (each costs a function call on CPython 3.11), and each
-        # question's entry written out: ``QuestionMeta.to_json`` without the call.
-        questions: list[JSON] = []
-        for meta in self.questions:
-            entry: dict[str, JSON] = {
-                "id": meta.id,
-                "label": meta.label,
-                "prompt": meta.prompt,
-                "type": meta.type,
-            }
-            if meta.presented_type is not None:
-                entry["presentedType"] = meta.presented_type
-            questions.append(entry)
-        out["questions"] = questions
+        shape = self._memo.shape
+        if shape is not None:  # this result's questions are its params' (build_result)
+            out["questions"] = list(map(dict.copy, shape.entries))
+        else:
+            # A loop, not a comprehension (that costs a function call on CPython 3.11), and
+            # each entry written out: ``_meta_entry`` without the call.
+            questions: list[JSON] = []
+            for meta in self.questions:
+                entry: dict[str, JSON] = {
+                    "id": meta.id,
+                    "label": meta.label,
+                    "prompt": meta.prompt,
+                    "type": meta.type,
+                }
+                if meta.presented_type is not None:
+                    entry["presentedType"] = meta.presented_type
+                questions.append(entry)
+            out["questions"] = questions
         if self.skipped_question_ids:
             out["skippedQuestionIds"] = list(self.skipped_question_ids)
         # Each answer's entry is ``AnswerResult.to_details`` written out (no call per answer).
@@ -673,6 +692,43 @@ def _option_notes_of(
     )
 
 
+def _question_meta(question: Question, shown: QuestionType) -> QuestionMeta:
+    """``QuestionMeta.of(question, shown)`` for a presented type ``shown``."""
+    requested = question.type
+    meta = _new(_META_BUILDER)  # becomes a QuestionMeta (types.slot_builder)
+    meta.id = question.id
+    meta.label = question.label
+    meta.prompt = question.prompt
+    meta.type = requested
+    meta.presented_type = None if shown == requested else shown
+    meta.__class__ = QuestionMeta
+    return meta  # type: ignore[no-any-return]
+
+
+class _Shape:
+    """What the results of one params share, derived from the params alone and kept with them
+    (``AskParams._derived``): the question metadata of a result whose questions are presented
+    as they ask (``metas``; such a result's ``questions`` is this very tuple), their entries in
+    ``to_details()`` (copied into each details), and the texts of those questions, made by
+    ``form/text.py`` when it first needs them."""
+
+    __slots__ = ("entries", "metas", "texts")
+
+    def __init__(self, params: AskParams) -> None:
+        metas = tuple(_question_meta(q, q.presented_type or q.type) for q in params.questions)
+        self.metas = metas
+        self.entries = tuple(_meta_entry(meta) for meta in metas)
+        self.texts: object = None
+
+
+def _shape_of(params: AskParams) -> _Shape:
+    derived = params._derived
+    shape = derived.get(_Shape)
+    if shape is None:
+        shape = derived[_Shape] = _Shape(params)
+    return shape
+
+
 _ANSWER_BUILDER: Final = slot_builder(AnswerResult)
 _META_BUILDER: Final = slot_builder(QuestionMeta)
 _RESULT_BUILDER: Final = slot_builder(AskResult)
@@ -707,22 +763,23 @@ def build_result(
     count = len(given)
     answers: dict[str, AnswerResult] = {}
     skipped: list[str] = []
-    metas: list[QuestionMeta] = []
+    shape: _Shape | None = params._derived.get(_Shape)  # _shape_of without its call
+    if shape is None:
+        shape = _shape_of(params)
+    shared = shape.metas
+    # The params' own metadata, shared; a list of this result's own only once a presented
+    # type differs from what the question says.
+    metas: list[QuestionMeta] | None = None
     for i, question in enumerate(questions):
-        requested = question.type
-        shown: object
         if i < count and (shown := given[i]) in QUESTION_TYPES:
-            pass
-        else:
-            shown = question.presented_type or requested
-        meta = _new(_META_BUILDER)  # becomes a QuestionMeta (types.slot_builder)
-        meta.id = question.id
-        meta.label = question.label
-        meta.prompt = question.prompt
-        meta.type = requested
-        meta.presented_type = None if shown == requested else shown
-        meta.__class__ = QuestionMeta
-        metas.append(meta)
+            if shown != (question.presented_type or question.type):
+                if metas is None:
+                    metas = [*shared[:i]]
+                metas.append(_question_meta(question, shown))
+            elif metas is not None:
+                metas.append(shared[i])
+        elif metas is not None:
+            metas.append(shared[i])
         draft = ordered[i]
         if draft.skipped:
             skipped.append(question.id)
@@ -732,7 +789,7 @@ def build_result(
             answers[question.id] = answer
     result = _new(_RESULT_BUILDER)  # becomes an AskResult (types.slot_builder)
     result.cancelled = cancelled
-    result.questions = tuple(metas)
+    result.questions = shared if metas is None else tuple(metas)
     result.answers = _FrozenDict(answers)  # frozen_mapping(answers) without its call
     result.title = params.title
     result.skipped_question_ids = tuple(skipped)
@@ -740,6 +797,7 @@ def build_result(
     result.request_id = request_id
     memo = _new(_Memo)  # filled on first use (_derived), which reads ``value`` first
     memo.value = None
+    memo.shape = shape if metas is None else None
     result._memo = memo
     result.__class__ = AskResult
     return result  # type: ignore[no-any-return]

@@ -7,6 +7,7 @@ entries, tool results). Field names in Python are snake_case; the JSON names are
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
@@ -108,6 +109,15 @@ class AskParams:
             if question.id == question_id:
                 return question
         return None
+
+    @functools.cached_property
+    def _derived(self) -> dict[object, Any]:
+        """Values derived from these params alone, each under the class or function that
+        derives it (``form/result.py``'s question metadata and texts): made on first use and
+        kept with the params, which are immutable, so nothing in it goes stale. Not part of
+        the params' value (equality, hash, repr, ``to_json`` ignore it); a copy starts empty.
+        """
+        return {}
 
 
 @attrs.frozen
