@@ -488,13 +488,21 @@ def _result_text(result: AskResult, found: _Texts) -> str:
     return text
 
 
-def _summary_text(result: AskResult, found: _Texts, *, with_ids: bool) -> str:
-    """``"\n".join(summary_lines(...))``, joined a question at a time."""
+def _summary_text(
+    result: AskResult, found: _Texts, *, with_ids: bool, names: Sequence[str] | None = None
+) -> str:
+    """``"\n".join(summary_lines(...))``, joined a question at a time; ``names`` are the
+    questions' names with their ids, when they are known (``_question_texts``)."""
     if result.cancelled:
         return CANCELLED_TEXT
     parts = []
-    for meta, lines in found.facts:
-        name = f"{meta.label} [{meta.id}]" if with_ids else meta.label
+    for i, (meta, lines) in enumerate(found.facts):
+        if not with_ids:
+            name = meta.label
+        elif names is not None:
+            name = names[i]
+        else:
+            name = f"{meta.label} [{meta.id}]"
         if len(lines) == 1:
             parts.append(name + lines[0])
         else:
@@ -628,14 +636,40 @@ def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
     body = found.background
     if body is None:
         # The text after the first line: the questions, then the response.
-        lines = []
-        for meta in result.questions:
-            lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
-        questions = "".join(lines)
-        response = _summary_text(result, found, with_ids=True)
+        shared = _question_texts(result)
+        if shared is not None:
+            questions, names = shared
+        else:
+            questions, names = _questions_listed(result.questions), None
+        response = _summary_text(result, found, with_ids=True, names=names)
         body = found.background = f"Questions:\n{questions}Response:\n{response}"
     title = f" — {result.title}" if result.title else ""
     return f"Background answer [{request_id}]{title}:\n{body}"
+
+
+def _questions_listed(metas: Iterable[QuestionMeta]) -> str:
+    """The question list of a background answer: ``- [<id>] <label>: <prompt>`` lines."""
+    lines = []
+    for meta in metas:
+        lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
+    return "".join(lines)
+
+
+def _question_texts(result: AskResult) -> tuple[str, tuple[str, ...]] | None:
+    """The background answer's question list and each question's name with its id, for a
+    result whose questions are its params' (``result._Shape``): made once per params and kept
+    with them; ``None`` for any other result."""
+    shape = result._memo.shape
+    if shape is None:
+        return None
+    texts = shape.texts
+    if texts is None:
+        metas = shape.metas
+        texts = shape.texts = (
+            _questions_listed(metas),
+            tuple([f"{meta.label} [{meta.id}]" for meta in metas]),
+        )
+    return texts  # type: ignore[return-value]
 
 
 def has_image_blocks(message: Mapping[str, Any]) -> bool:
