@@ -167,7 +167,7 @@ class AnswerResult:
         if self.note is not None:
             out["note"] = self.note
         if self.option_notes:
-            out["optionNotes"] = dict(self.option_notes)
+            out["optionNotes"] = {**self.option_notes}  # not dict(...): a call of the type
         if self.custom_images or self.note_images or self.option_note_images:
             out.update(_image_details(self))
         return out
@@ -179,7 +179,7 @@ class AnswerResult:
         if self.note is not None:
             out["note"] = self.note
         if self.option_notes:
-            out["optionNotes"] = dict(self.option_notes)
+            out["optionNotes"] = {**self.option_notes}  # not dict(...): a call of the type
         if self.custom_images or self.note_images or self.option_note_images:
             images = self.images()
             if images:
@@ -360,7 +360,11 @@ class AskResult:
             }
         shape = self._memo.shape
         if shape is not None:  # this result's questions are its params' (build_result)
-            out["questions"] = list(map(dict.copy, shape.entries))
+            # A loop of copies (a ``map`` costs more for the few questions of most forms).
+            copies: list[JSON] = []
+            for template in shape.entries:
+                copies.append(template.copy())
+            out["questions"] = copies
         else:
             # A loop, not a comprehension (that costs a function call on CPython 3.11), and
             # each entry written out: ``_meta_entry`` without the call.
@@ -391,7 +395,7 @@ class AskResult:
             if answer.note is not None:
                 item["note"] = answer.note
             if answer.option_notes:
-                item["optionNotes"] = dict(answer.option_notes)
+                item["optionNotes"] = {**answer.option_notes}
             if answer.custom_images or answer.note_images or answer.option_note_images:
                 item.update(_image_details(answer))
             answers[qid] = item
@@ -419,7 +423,7 @@ class AskResult:
             if answer.note is not None:
                 item["note"] = answer.note
             if answer.option_notes:
-                item["optionNotes"] = dict(answer.option_notes)
+                item["optionNotes"] = {**answer.option_notes}
             answers[qid] = item
         out["answers"] = answers
         if self.skipped_question_ids:
