@@ -589,9 +589,9 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
                 listed_values.append(option.value)
                 listed_labels.append(option.label)
                 listed_indices.append(i + 1)
-            values = tuple(listed_values)
-            labels = tuple(listed_labels)
-            indices = tuple(listed_indices)
+            values = (*listed_values,)
+            labels = (*listed_labels,)
+            indices = (*listed_indices,)
     custom_text: str | None = None
     custom_images: tuple[Image, ...] = ()
     if draft.custom_selected:
@@ -774,7 +774,9 @@ def build_result(
     # The params' own metadata, shared; a list of this result's own only once a presented
     # type differs from what the question says.
     metas: list[QuestionMeta] | None = None
-    for i, question in enumerate(questions):
+    i = -1  # the question's position (a counter: ``enumerate`` is a call of a type)
+    for question in questions:
+        i += 1
         if i < count and (shown := given[i]) in QUESTION_TYPES:
             if shown != (question.presented_type or question.type):
                 if metas is None:
@@ -793,10 +795,10 @@ def build_result(
             answers[question.id] = answer
     result = _new(_RESULT_BUILDER)  # becomes an AskResult (types.slot_builder)
     result.cancelled = cancelled
-    result.questions = shared if metas is None else tuple(metas)
+    result.questions = shared if metas is None else (*metas,)
     result.answers = _FrozenDict(answers)  # frozen_mapping(answers) without its call
     result.title = params.title
-    result.skipped_question_ids = tuple(skipped)
+    result.skipped_question_ids = (*skipped,)  # not tuple(...): a call of the type
     result.issues = None
     result.request_id = request_id
     memo = _new(_Memo)  # filled on first use (_derived), which reads ``value`` first

@@ -282,122 +282,136 @@ class _Texts:
 
     __slots__ = ("background", "facts", "images", "presented", "text")
 
-    def __init__(self, result: AskResult, params: AskParams | None) -> None:
-        self.text: str | None = None
-        self.background: str | None = None
-        self.presented: str | None = None
-        if result.cancelled:
-            self.facts: Sequence[tuple[QuestionMeta, tuple[str, ...]]] = ()
-            self.images: Sequence[_Captioned] = ()
-            return
-        # One walk (no second call or walk for the presentation note: ``shown`` collects
-        # what presentation_note does, as the walk meets the answers).
-        index: OptionIndex = None
-        by_id: dict[str, Question] | None = None  # question by id, when a note needs a label
-        shown: set[QuestionType] | None = None  # made when the first one is met
-        facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
-        images: list[_Captioned] | None = [] if result.issues is None else None
-        seen: set[str] | None = None  # made before the first image
-        skipped: Container[str] = result.skipped_question_ids
-        if len(result.skipped_question_ids) > 8:
-            skipped = frozenset(result.skipped_question_ids)
-        answers = result.answers
-        for meta in result.questions:
-            qid = meta.id
-            answer = answers.get(qid)
-            presented = meta.presented_type
-            if (
-                presented is not None
-                and presented != meta.type
-                and answer is not None
-                and answer.has_answer
-            ):
-                if shown is None:
-                    shown = set()
-                shown.add(presented)
-            if qid in skipped:
-                facts.append((meta, (": (skipped)",)))
-                if answer is not None and images is not None and answer.images():
-                    index = index or _option_index(params)
-                    seen = set() if seen is None else seen
-                    _add_images(images, seen, meta, answer, None, index)
-                continue
-            if answer is None:
-                facts.append((meta, (": (no answer)",)))
-                continue
-            custom_images = answer.custom_images
-            if custom_images:
-                head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
-            elif answer.values or answer.custom_text is not None:
-                head = ": " + ", ".join(answer.labels)
-            else:
-                head = ": (no answer)"
-            note = answer.note
-            note_images = answer.note_images
-            option_notes = answer.option_notes
-            option_note_images = answer.option_note_images
-            if note is None and not (note_images or option_notes or option_note_images):
-                facts.append((meta, (head,)))
-                if custom_images and images is not None:
-                    seen = set() if seen is None else seen
-                    _add_images(images, seen, meta, answer, [], index)
-                continue
-            lines = [head]
-            if note_images:
-                lines.append(" note: " + _with_marker(note or "", len(note_images)))
-            elif note is not None:
-                lines.append(" note: " + note)
-            noted: list[tuple[str, str, bool]] = []
-            if option_notes and not option_note_images and len(option_notes) == 1:
-                # One option note without images, the common case, without the general walk.
-                for value, text in option_notes.items():
-                    values = answer.values
-                    labels = answer.labels
-                    count = len(answer.indices)
-                    if len(values) != len(labels) and min(len(values), count) != min(
-                        len(labels), count
-                    ):
-                        list(zip(values[:count], labels[:count], strict=True))  # its ValueError
-                    if value in values and value in (chosen := values[:count]):
-                        # The last match, as a dict of the pairs would keep it.
-                        label = labels[len(chosen) - 1 - chosen[::-1].index(value)]
-                        lines.append(f" / {label} note: {text}")
-                        continue
-                    found = None
-                    if params is not None:
-                        # ``_OptionIndex.label`` written out, over a map made once per result.
-                        if by_id is None:
-                            by_id = {q.id: q for q in params.questions}
-                        question = by_id.get(qid)
-                        for option in question.options if question is not None else ():
-                            if option.value == value:
-                                found = option.label  # the last one, as ``_OptionIndex`` keeps
-                    label = value if found is None else found
-                    lines.append(f" / {label} (not selected) note: {text}")
-            elif option_notes or option_note_images:
+    text: str | None
+    background: str | None
+    presented: str | None
+    facts: Sequence[tuple[QuestionMeta, tuple[str, ...]]]
+    images: Sequence[_Captioned]
+
+
+_new_object = object.__new__
+
+
+def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
+    """The ``_Texts`` of ``result`` for ``params`` (a function, not ``_Texts.__init__``: calling
+    a class with an ``__init__`` of its own costs about as much again as this call)."""
+    found: _Texts = _new_object(_Texts)
+    found.text = None
+    found.background = None
+    found.presented = None
+    if result.cancelled:
+        found.facts = ()
+        found.images = ()
+        return found
+    # One walk (no second call or walk for the presentation note: ``shown`` collects
+    # what presentation_note does, as the walk meets the answers).
+    index: OptionIndex = None
+    by_id: dict[str, Question] | None = None  # question by id, when a note needs a label
+    shown: set[QuestionType] | None = None  # made when the first one is met
+    facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
+    images: list[_Captioned] | None = [] if result.issues is None else None
+    seen: set[str] | None = None  # made before the first image
+    skipped: Container[str] = result.skipped_question_ids
+    if len(result.skipped_question_ids) > 8:
+        skipped = frozenset(result.skipped_question_ids)
+    answers = result.answers
+    for meta in result.questions:
+        qid = meta.id
+        answer = answers.get(qid)
+        presented = meta.presented_type
+        if (
+            presented is not None
+            and presented != meta.type
+            and answer is not None
+            and answer.has_answer
+        ):
+            if shown is None:
+                shown = set()
+            shown.add(presented)
+        if qid in skipped:
+            facts.append((meta, (": (skipped)",)))
+            if answer is not None and images is not None and answer.images():
                 index = index or _option_index(params)
-                noted = _noted_options(answer, index, qid)
-                for value, label, selected in noted:
-                    text = option_notes.get(value, "")
-                    if option_note_images:
-                        text = _with_marker(text, len(option_note_images.get(value, ())))
-                    if selected:
-                        lines.append(f" / {label} note: {text}")
-                    else:
-                        lines.append(f" / {label} (not selected) note: {text}")
-            facts.append((meta, tuple(lines)))
-            if images is not None and (custom_images or note_images or option_note_images):
                 seen = set() if seen is None else seen
-                _add_images(images, seen, meta, answer, noted, index)
-        # Kept as lists: nothing outside this module sees them, and nothing changes them.
-        self.facts = facts
-        self.images = images or ()
-        if shown:
-            self.presented = _presentation_text(shown)
+                _add_images(images, seen, meta, answer, None, index)
+            continue
+        if answer is None:
+            facts.append((meta, (": (no answer)",)))
+            continue
+        custom_images = answer.custom_images
+        if custom_images:
+            head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
+        elif answer.values or answer.custom_text is not None:
+            head = ": " + ", ".join(answer.labels)
+        else:
+            head = ": (no answer)"
+        note = answer.note
+        note_images = answer.note_images
+        option_notes = answer.option_notes
+        option_note_images = answer.option_note_images
+        if note is None and not (note_images or option_notes or option_note_images):
+            facts.append((meta, (head,)))
+            if custom_images and images is not None:
+                seen = set() if seen is None else seen
+                _add_images(images, seen, meta, answer, [], index)
+            continue
+        lines = [head]
+        if note_images:
+            lines.append(" note: " + _with_marker(note or "", len(note_images)))
+        elif note is not None:
+            lines.append(" note: " + note)
+        noted: list[tuple[str, str, bool]] = []
+        if option_notes and not option_note_images and len(option_notes) == 1:
+            # One option note without images, the common case, without the general walk.
+            for value, text in option_notes.items():
+                values = answer.values
+                labels = answer.labels
+                count = len(answer.indices)
+                if len(values) != len(labels) and min(len(values), count) != min(
+                    len(labels), count
+                ):
+                    list(zip(values[:count], labels[:count], strict=True))  # its ValueError
+                if value in values and value in (chosen := values[:count]):
+                    # The last match, as a dict of the pairs would keep it.
+                    label = labels[len(chosen) - 1 - chosen[::-1].index(value)]
+                    lines.append(f" / {label} note: {text}")
+                    continue
+                named = None
+                if params is not None:
+                    # ``_OptionIndex.label`` written out, over a map made once per result.
+                    if by_id is None:
+                        by_id = {q.id: q for q in params.questions}
+                    question = by_id.get(qid)
+                    for option in question.options if question is not None else ():
+                        if option.value == value:
+                            named = option.label  # the last one, as ``_OptionIndex`` keeps
+                label = value if named is None else named
+                lines.append(f" / {label} (not selected) note: {text}")
+        elif option_notes or option_note_images:
+            index = index or _option_index(params)
+            noted = _noted_options(answer, index, qid)
+            for value, label, selected in noted:
+                text = option_notes.get(value, "")
+                if option_note_images:
+                    text = _with_marker(text, len(option_note_images.get(value, ())))
+                if selected:
+                    lines.append(f" / {label} note: {text}")
+                else:
+                    lines.append(f" / {label} (not selected) note: {text}")
+        facts.append((meta, (*lines,)))
+        if images is not None and (custom_images or note_images or option_note_images):
+            seen = set() if seen is None else seen
+            _add_images(images, seen, meta, answer, noted, index)
+    # Kept as lists: nothing outside this module sees them, and nothing changes them.
+    found.facts = facts
+    found.images = images or ()
+    if shown:
+        found.presented = _presentation_text(shown)
+    return found
 
 
 def _texts(result: AskResult, params: AskParams | None) -> _Texts:
-    return result._derived(params, _Texts)
+    return result._derived(params, _derive_texts)
 
 
 def _noted_options(
@@ -496,7 +510,9 @@ def _summary_text(
     if result.cancelled:
         return CANCELLED_TEXT
     parts = []
-    for i, (meta, lines) in enumerate(found.facts):
+    i = -1  # the question's position (a counter: ``enumerate`` is a call of a type)
+    for meta, lines in found.facts:
+        i += 1
         if not with_ids:
             name = meta.label
         elif names is not None:
@@ -548,7 +564,7 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
     if result.issues is not None:
         content = [_text_block(invalid_text(result.issues))]
     else:
-        found = result._derived(params, _Texts)  # _texts without its call
+        found = result._derived(params, _derive_texts)  # _texts without its call
         text = found.text
         if text is None:
             text = _result_text(result, found)
@@ -691,7 +707,7 @@ def background_answer_message(
     if result is None or result.issues is not None:
         content = background_answer_text(outcome, params=params)
     else:
-        found = result._derived(params, _Texts)  # _texts without its call
+        found = result._derived(params, _derive_texts)  # _texts without its call
         content = _background_text(outcome.request_id, result, found)
         if found.images and not result.cancelled:
             content = [_text_block(content), *_blocks(found.images, set())]
