@@ -726,7 +726,10 @@ class _Shape:
 
 
 def _shape_of(params: AskParams) -> _Shape:
-    derived = params._derived
+    derived = getattr(params, "_derived", None)
+    if derived is None:
+        derived = {}
+        object.__setattr__(params, "_derived", derived)  # a memo, not a field's value
     shape = derived.get(_Shape)
     if shape is None:
         shape = derived[_Shape] = _Shape(params)
@@ -767,7 +770,11 @@ def build_result(
     count = len(given)
     answers: dict[str, AnswerResult] = {}
     skipped: list[str] = []
-    shape: _Shape | None = params._derived.get(_Shape)  # _shape_of without its call
+    try:
+        derived = params._derived
+    except AttributeError:  # params made without a constructor that sets it
+        derived = None
+    shape = None if derived is None else derived.get(_Shape)  # _shape_of without its call
     if shape is None:
         shape = _shape_of(params)
     shared = shape.metas
