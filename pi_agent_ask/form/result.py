@@ -589,9 +589,9 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
                 listed_values.append(option.value)
                 listed_labels.append(option.label)
                 listed_indices.append(i + 1)
-            values = (*listed_values,)
-            labels = (*listed_labels,)
-            indices = (*listed_indices,)
+            values = tuple(listed_values)
+            labels = tuple(listed_labels)
+            indices = tuple(listed_indices)
     custom_text: str | None = None
     custom_images: tuple[Image, ...] = ()
     if draft.custom_selected:
@@ -802,10 +802,10 @@ def build_result(
             answers[question.id] = answer
     result = _new(_RESULT_BUILDER)  # becomes an AskResult (types.slot_builder)
     result.cancelled = cancelled
-    result.questions = shared if metas is None else (*metas,)
+    result.questions = shared if metas is None else tuple(metas)
     result.answers = _FrozenDict(answers)  # frozen_mapping(answers) without its call
     result.title = params.title
-    result.skipped_question_ids = (*skipped,)  # not tuple(...): a call of the type
+    result.skipped_question_ids = tuple(skipped)
     result.issues = None
     result.request_id = request_id
     memo = _new(_Memo)  # filled on first use (_derived), which reads ``value`` first

@@ -243,7 +243,10 @@ def new_form(
     # tests/test_queue_memory, 4 KiB per queued form).
     fields = _NEW_FORM_FIELDS.copy()
     fields["params"] = params
-    fields["types"] = tuple([q.presented_type or q.type for q in questions])  # effective_type
+    types = []  # a loop: a comprehension is a call of its own (CPython 3.11)
+    for question in questions:
+        types.append(question.presented_type or question.type)  # effective_type
+    fields["types"] = tuple(types)
     fields["drafts"] = (_EMPTY_DRAFT,) * n
     fields["cursors"] = (0,) * n
     if settings is not None:
@@ -598,7 +601,7 @@ def _edit(
     fewer (a call costs about as much as a tuple copy)."""
     copy: Draft = _new_object(Draft)
     _set_attribute(copy, "__dict__", {**draft.__dict__, **changes})
-    items = list(drafts)
+    items = [*drafts]
     items[q] = copy
     return tuple(items)
 
@@ -629,7 +632,7 @@ _NEW_FORM_FIELDS: dict[str, Any] = {
 
 def _replace(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
     """``items`` with ``items[index]`` replaced (one list copy: cheaper than slicing twice)."""
-    copy = list(items)
+    copy = [*items]  # not list(items): calling the type costs more
     copy[index] = value
     return tuple(copy)
 
@@ -1022,7 +1025,7 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
         )
     fields = {**state.__dict__}
     if new is not base:
-        items = list(drafts)
+        items = [*drafts]
         items[q] = new
         fields["drafts"] = tuple(items)
     fields["editor"] = None
@@ -1077,12 +1080,12 @@ def _answer_and_advance(state: FormState, q: int, row: int) -> FormState:
         changed = {**(_EMPTY_DRAFT if draft.skipped else draft).__dict__}
         changed["selected"] = (row,)
         changed["custom_selected"] = False
-        items = list(drafts)
+        items = [*drafts]
         items[q] = _build(Draft, changed)
         fields["drafts"] = tuple(items)
     cursors = state.cursors
     if cursors[q] != row:
-        positions = list(cursors)
+        positions = [*cursors]
         positions[q] = row
         cursors = fields["cursors"] = tuple(positions)
     tab = fields["tab"] = q + 1
@@ -1147,13 +1150,13 @@ def _number(state: FormState, command: Number) -> FormState:
         selected = tuple(sorted((*selected, row)))
     changed = {**base.__dict__}
     changed["selected"] = selected
-    items = list(state.drafts)
+    items = [*state.drafts]
     items[q] = _build(Draft, changed)
     fields = {**state.__dict__}
     fields["drafts"] = tuple(items)
     cursors = state.cursors
     if cursors[q] != row:
-        positions = list(cursors)
+        positions = [*cursors]
         positions[q] = row
         fields["cursors"] = tuple(positions)
     return _state(fields)

@@ -398,7 +398,7 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
                     lines.append(f" / {label} note: {text}")
                 else:
                     lines.append(f" / {label} (not selected) note: {text}")
-        facts.append((meta, (*lines,)))
+        facts.append((meta, tuple(lines)))
         if images is not None and (custom_images or note_images or option_note_images):
             seen = set() if seen is None else seen
             _add_images(images, seen, meta, answer, noted, index)
