@@ -353,14 +353,14 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
             facts.append((meta, (head,)))
             if custom_images and images is not None:
                 seen = set() if seen is None else seen
-                _add_images(images, seen, meta, answer, [], index)
+                _add_images(images, seen, meta, answer, (), index)
             continue
         lines = [head]
         if note_images:
             lines.append(" note: " + _with_marker(note or "", len(note_images)))
         elif note is not None:
             lines.append(" note: " + note)
-        noted: list[tuple[str, str, bool]] = []
+        noted: Sequence[tuple[str, str, bool]] = ()
         if option_notes and not option_note_images and len(option_notes) == 1:
             # One option note without images, the common case, without the general walk.
             for value, text in option_notes.items():
@@ -380,7 +380,9 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
                 if params is not None:
                     # ``_OptionIndex.label`` written out, over a map made once per result.
                     if by_id is None:
-                        by_id = {q.id: q for q in params.questions}
+                        by_id = {}  # a loop: a comprehension is a call of its own
+                        for each in params.questions:
+                            by_id[each.id] = each
                     question = by_id.get(qid)
                     for option in question.options if question is not None else ():
                         if option.value == value:
@@ -457,7 +459,7 @@ def _add_images(
     seen: set[str],
     meta: QuestionMeta,
     answer: AnswerResult,
-    noted: list[tuple[str, str, bool]] | None,
+    noted: Sequence[tuple[str, str, bool]] | None,
     index: OptionIndex,
 ) -> None:
     """The images of one answer: custom, question note, then option notes (``noted``, or
