@@ -498,14 +498,14 @@ def result_text(result: AskResult, *, params: AskParams | None = None) -> str:
 def _result_text(result: AskResult, found: _Texts) -> str:
     text = found.text
     if text is None:
-        body = _summary_text(result, found, with_ids=False)
+        body = _summary_text(result, found, False, None)  # positional: a cheaper call
         text = body if result.request_id is None else f"ask_user [{result.request_id}]\n{body}"
         found.text = text
     return text
 
 
 def _summary_text(
-    result: AskResult, found: _Texts, *, with_ids: bool, names: Sequence[str] | None = None
+    result: AskResult, found: _Texts, with_ids: bool, names: Sequence[str] | None
 ) -> str:
     """``"\n".join(summary_lines(...))``, joined a question at a time; ``names`` are the
     questions' names with their ids, when they are known (``_question_texts``)."""
@@ -659,7 +659,7 @@ def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
             questions, names = shared
         else:
             questions, names = _questions_listed(result.questions), None
-        response = _summary_text(result, found, with_ids=True, names=names)
+        response = _summary_text(result, found, True, names)
         body = found.background = f"Questions:\n{questions}Response:\n{response}"
     title = f" — {result.title}" if result.title else ""
     return f"Background answer [{request_id}]{title}:\n{body}"
