@@ -805,7 +805,7 @@ def build_result(
     result.questions = shared if metas is None else tuple(metas)
     result.answers = _FrozenDict(answers)  # frozen_mapping(answers) without its call
     result.title = params.title
-    result.skipped_question_ids = tuple(skipped)
+    result.skipped_question_ids = tuple(skipped) if skipped else ()
     result.issues = None
     result.request_id = request_id
     memo = _new(_Memo)  # filled on first use (_derived), which reads ``value`` first
