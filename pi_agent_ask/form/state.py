@@ -253,7 +253,9 @@ def new_form(
         fields["settings"] = settings
     if background:
         fields["background"] = True
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 _DEFAULT_SETTINGS = FormSettings()
@@ -571,15 +573,14 @@ def _with(state: FormState, **changes: Unpack[_Changes]) -> FormState:
     return copy
 
 
-def _state(fields: dict[str, Any]) -> FormState:
-    """The state holding ``fields``: a copy of a state's ``__dict__`` (``{**state.__dict__}``:
-    it keeps the field order, and makes an ordinary dict of a constructor's key-sharing one,
-    whose copies would be slow) with the changed fields stored into it. The hot steps copy
-    this way rather than through ``_with``: a call with keyword arguments builds a dict for
-    them and merges it, about a quarter of the copy's cost."""
-    copy: FormState = _new_object(FormState)
-    _set_attribute(copy, "__dict__", fields)
-    return copy
+# A step that changes a state makes its copy in two statements, written out where it copies
+# (a call of a helper for them costs about a quarter of the copy):
+#     copy = _new_object(FormState); _set_attribute(copy, "__dict__", fields)
+# with ``fields`` a copy of a state's ``__dict__`` (``{**state.__dict__}``: it keeps the field
+# order, and makes an ordinary dict of a constructor's key-sharing one, whose copies would be
+# slow) with the changed fields stored into it. The hot steps copy this way rather than
+# through ``_with``: a call with keyword arguments builds a dict for them and merges it, about
+# a quarter of the copy's cost.
 
 
 def _draft_with(draft: Draft, **changes: Unpack[_DraftChanges]) -> Draft:
@@ -757,7 +758,9 @@ def _dispatch(state: FormState, command: Command) -> FormState:
                 return state
             fields = {**state.__dict__}
             fields["editor"] = _editor_with(editor, text, editor.images)
-            return _state(fields)
+            copy = _new_object(FormState)  # see "A step that changes a state"
+            _set_attribute(copy, "__dict__", fields)
+            return copy
         case EditorSubmit():
             return _editor_submit(state) if state.editor is not None else state
         case EditorClose():
@@ -907,8 +910,11 @@ def _move_tab(state: FormState, tab: int) -> FormState:
     fields["tab"] = tab
     if tab == len(questions):
         fields["review_cursor"] = 0  # Review: nothing to land on
-        return _state(fields)
-    state = _state(fields)
+        copy = _new_object(FormState)  # see "A step that changes a state"
+        _set_attribute(copy, "__dict__", fields)
+        return copy
+    state = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(state, "__dict__", fields)
     return _land(state) if state.cursors[tab] == len(questions[tab].options) else state
 
 
@@ -968,7 +974,9 @@ def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str |
     fields = {**state.__dict__}
     fields["editor"] = _editor(kind, q, option_value, text, images, serial)
     fields["editors_opened"] = serial
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
@@ -1029,7 +1037,9 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
         items[q] = new
         fields["drafts"] = tuple(items)
     fields["editor"] = None
-    return _state(fields), kind == "custom" and not blank
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy, kind == "custom" and not blank
 
 
 def _editor_submit(state: FormState) -> FormState:
@@ -1092,8 +1102,11 @@ def _answer_and_advance(state: FormState, q: int, row: int) -> FormState:
     questions = state.params.questions
     if tab == len(questions):
         fields["review_cursor"] = 0
-        return _state(fields)
-    state = _state(fields)
+        copy = _new_object(FormState)  # see "A step that changes a state"
+        _set_attribute(copy, "__dict__", fields)
+        return copy
+    state = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(state, "__dict__", fields)
     return _land(state) if cursors[tab] == len(questions[tab].options) else state
 
 
@@ -1159,7 +1172,9 @@ def _number(state: FormState, command: Number) -> FormState:
         positions = [*cursors]
         positions[q] = row
         fields["cursors"] = tuple(positions)
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 def _change_type(state: FormState, command: ChangeQuestionType) -> FormState:
@@ -1197,7 +1212,9 @@ def _review_press(state: FormState, kind: ReviewKind) -> FormState:
     fields = {**state.__dict__}
     fields["pending_review"] = kind
     fields["review_cursor"] = 0 if kind == "submit" else 1  # REVIEW_ACTIONS.index(kind)
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False) -> FormState:
@@ -1217,7 +1234,9 @@ def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False)
     fields = {**state.__dict__}
     fields["outcome"] = _SUBMITTED if kind == "submit" else _CANCELLED
     fields["pending_review"] = None
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 def _exit(state: FormState, action: DismissAction) -> FormState:
