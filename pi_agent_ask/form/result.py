@@ -349,6 +349,31 @@ class AskResult:
 
     def to_details(self) -> dict[str, JSON]:
         """The full result (``details`` of the tool result, journal and history data)."""
+        out = self._details_head()
+        # Each answer's entry is ``AnswerResult.to_details`` written out (no call per answer).
+        answers: dict[str, JSON] = {}
+        for qid, answer in self.answers.items():
+            item: dict[str, JSON] = {
+                "values": [*answer.values],
+                "labels": [*answer.labels],
+                "indices": [*answer.indices],
+            }
+            if answer.custom_text is not None:
+                item["customText"] = answer.custom_text
+            if answer.note is not None:
+                item["note"] = answer.note
+            if answer.option_notes:
+                item["optionNotes"] = {**answer.option_notes}
+            if answer.custom_images or answer.note_images or answer.option_note_images:
+                item.update(_image_details(answer))
+            answers[qid] = item
+        out["answers"] = answers
+        if self.request_id is not None:
+            out["requestId"] = self.request_id
+        return out
+
+    def _details_head(self) -> dict[str, JSON]:
+        """The details up to their ``answers`` (which ``to_details`` and ``_json_forms`` add)."""
         out: dict[str, JSON] = {}
         if self.title is not None:
             out["title"] = self.title
@@ -382,55 +407,59 @@ class AskResult:
             out["questions"] = questions
         if self.skipped_question_ids:
             out["skippedQuestionIds"] = list(self.skipped_question_ids)
-        # Each answer's entry is ``AnswerResult.to_details`` written out (no call per answer).
-        answers: dict[str, JSON] = {}
-        for qid, answer in self.answers.items():
-            item: dict[str, JSON] = {
-                "values": [*answer.values],
-                "labels": [*answer.labels],
-                "indices": [*answer.indices],
-            }
-            if answer.custom_text is not None:
-                item["customText"] = answer.custom_text
-            if answer.note is not None:
-                item["note"] = answer.note
-            if answer.option_notes:
-                item["optionNotes"] = {**answer.option_notes}
-            if answer.custom_images or answer.note_images or answer.option_note_images:
-                item.update(_image_details(answer))
-            answers[qid] = item
-        out["answers"] = answers
-        if self.request_id is not None:
-            out["requestId"] = self.request_id
         return out
 
     def to_structured(self) -> dict[str, JSON]:
-        """The compact result (``structuredContent``), as the tool's ``outputSchema`` says."""
-        out: dict[str, JSON] = {}
+        """The compact result (``structuredContent``), as the tool's ``outputSchema`` says.
+        (Built with the details: a tool result, the one place that wants it, holds both.)"""
+        return self._json_forms()[1]
+
+    def _json_forms(self) -> tuple[dict[str, JSON], dict[str, JSON]]:
+        """``(to_details(), to_structured())``, both built in one walk over the answers (a tool
+        result holds both): each answer's fields read once."""
+        details = self._details_head()
+        structured: dict[str, JSON] = {}
         if self.request_id is not None:
-            out["requestId"] = self.request_id
-        out["cancelled"] = self.cancelled
-        # Each answer's entry is ``AnswerResult.to_structured`` written out (no call per answer
-        # without images).
-        answers: dict[str, JSON] = {}
+            structured["requestId"] = self.request_id
+        structured["cancelled"] = self.cancelled
+        # Each answer's two entries written out: ``AnswerResult.to_details`` and
+        # ``to_structured`` without their calls (but for answers with images).
+        full: dict[str, JSON] = {}
+        compact: dict[str, JSON] = {}
         for qid, answer in self.answers.items():
+            values = answer.values
+            labels = answer.labels
+            item: dict[str, JSON] = {
+                "values": [*values],
+                "labels": [*labels],
+                "indices": [*answer.indices],
+            }
             if answer.custom_images or answer.note_images or answer.option_note_images:
-                answers[qid] = answer.to_structured()
+                full[qid] = answer.to_details()
+                compact[qid] = answer.to_structured()
                 continue
-            item: dict[str, JSON] = {"values": [*answer.values], "labels": [*answer.labels]}
-            if answer.custom_text is not None:
-                item["customText"] = answer.custom_text
-            if answer.note is not None:
-                item["note"] = answer.note
-            if answer.option_notes:
-                item["optionNotes"] = {**answer.option_notes}
-            answers[qid] = item
-        out["answers"] = answers
+            short: dict[str, JSON] = {"values": [*values], "labels": [*labels]}
+            custom_text = answer.custom_text
+            if custom_text is not None:
+                item["customText"] = short["customText"] = custom_text
+            note = answer.note
+            if note is not None:
+                item["note"] = short["note"] = note
+            option_notes = answer.option_notes
+            if option_notes:
+                item["optionNotes"] = {**option_notes}
+                short["optionNotes"] = {**option_notes}
+            full[qid] = item
+            compact[qid] = short
+        details["answers"] = full
+        if self.request_id is not None:
+            details["requestId"] = self.request_id
+        structured["answers"] = compact
         if self.skipped_question_ids:
-            out["skippedQuestionIds"] = list(self.skipped_question_ids)
+            structured["skippedQuestionIds"] = list(self.skipped_question_ids)
         if self.issues is not None:
-            out["error"] = {"issues": [issue.to_json() for issue in self.issues]}
-        return out
+            structured["error"] = {"issues": [issue.to_json() for issue in self.issues]}
+        return details, structured
 
     @classmethod
     def from_details(cls, data: Mapping[str, Any]) -> AskResult:

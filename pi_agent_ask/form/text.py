@@ -573,11 +573,8 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
         content = [{"type": "text", "text": text}]
         if found.images:
             content.extend(_blocks(found.images, set()))
-    return {
-        "content": content,
-        "details": result.to_details(),
-        "structuredContent": result.to_structured(),
-    }
+    details, structured = result._json_forms()
+    return {"content": content, "details": details, "structuredContent": structured}
 
 
 def fallback_text(params: AskParams, request_id: str | None) -> str:
@@ -596,11 +593,11 @@ def fallback_text(params: AskParams, request_id: str | None) -> str:
 
 def fallback_tool_result(params: AskParams, request_id: str | None) -> dict[str, JSON]:
     """The cancelled non-TUI tool result with the fallback text."""
-    result = fallback_result(params, request_id)
+    details, structured = fallback_result(params, request_id)._json_forms()
     return {
         "content": [_text_block(fallback_text(params, request_id))],
-        "details": result.to_details(),
-        "structuredContent": result.to_structured(),
+        "details": details,
+        "structuredContent": structured,
     }
 
 
