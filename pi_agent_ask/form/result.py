@@ -209,19 +209,6 @@ class AnswerResult:
         )
 
 
-def _meta_entry(meta: QuestionMeta) -> dict[str, JSON]:
-    """``meta.to_json()`` (a question's entry in a result's details)."""
-    entry: dict[str, JSON] = {
-        "id": meta.id,
-        "label": meta.label,
-        "prompt": meta.prompt,
-        "type": meta.type,
-    }
-    if meta.presented_type is not None:
-        entry["presentedType"] = meta.presented_type
-    return entry
-
-
 def _image_details(answer: AnswerResult) -> dict[str, JSON]:
     """The image keys of an answer's ``to_details()``, in their order there."""
     out: dict[str, JSON] = {}
@@ -392,7 +379,7 @@ class AskResult:
             out["questions"] = copies
         else:
             # A loop, not a comprehension (that costs a function call on CPython 3.11), and
-            # each entry written out: ``_meta_entry`` without the call.
+            # each entry written out: ``QuestionMeta.to_json`` without the call.
             questions: list[JSON] = []
             for meta in self.questions:
                 entry: dict[str, JSON] = {
@@ -747,21 +734,49 @@ class _Shape:
 
     __slots__ = ("entries", "metas", "texts")
 
-    def __init__(self, params: AskParams) -> None:
-        metas = tuple(_question_meta(q, q.presented_type or q.type) for q in params.questions)
-        self.metas = metas
-        self.entries = tuple(_meta_entry(meta) for meta in metas)
-        self.texts: object = None
+    metas: tuple[QuestionMeta, ...]
+    entries: list[dict[str, JSON]]  # never changed: each details copies them
+    texts: object
 
 
 def _shape_of(params: AskParams) -> _Shape:
+    """The params' ``_Shape``, made on first use. Most params make one result, so making it
+    costs about what the result's own metadata cost: one loop, no calls per question."""
     derived = getattr(params, "_derived", None)
     if derived is None:
         derived = {}
         object.__setattr__(params, "_derived", derived)  # a memo, not a field's value
-    shape = derived.get(_Shape)
+    shape: _Shape | None = derived.get(_Shape)
     if shape is None:
-        shape = derived[_Shape] = _Shape(params)
+        metas: list[QuestionMeta] = []
+        entries: list[dict[str, JSON]] = []
+        for question in params.questions:
+            requested = question.type
+            shown = question.presented_type or requested
+            # _question_meta(question, shown) and its to_json(), written out.
+            meta = _new(_META_BUILDER)  # becomes a QuestionMeta (types.slot_builder)
+            meta.id = question.id
+            meta.label = question.label
+            meta.prompt = question.prompt
+            meta.type = requested
+            entry: dict[str, JSON] = {
+                "id": question.id,
+                "label": question.label,
+                "prompt": question.prompt,
+                "type": requested,
+            }
+            if shown == requested:
+                meta.presented_type = None
+            else:
+                meta.presented_type = entry["presentedType"] = shown
+            meta.__class__ = QuestionMeta
+            metas.append(meta)
+            entries.append(entry)
+        shape = _new(_Shape)
+        shape.metas = tuple(metas)
+        shape.entries = entries
+        shape.texts = None
+        derived[_Shape] = shape
     return shape
 
 

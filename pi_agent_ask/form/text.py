@@ -679,11 +679,12 @@ def _question_texts(result: AskResult) -> tuple[str, tuple[str, ...]] | None:
         return None
     texts = shape.texts
     if texts is None:
-        metas = shape.metas
-        texts = shape.texts = (
-            _questions_listed(metas),
-            tuple([f"{meta.label} [{meta.id}]" for meta in metas]),
-        )
+        lines = []  # _questions_listed, with the names made in the same loop
+        names = []
+        for meta in shape.metas:
+            lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
+            names.append(f"{meta.label} [{meta.id}]")
+        texts = shape.texts = ("".join(lines), tuple(names))
     return texts  # type: ignore[return-value]
 
 
