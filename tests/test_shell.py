@@ -107,7 +107,9 @@ async def demo(tmp_path: Path, **size: int) -> AsyncIterator[Shell]:
 
 
 def status_row(term: VirtualTerminal) -> str:
-    return next(row for row in term.rows() if row.startswith("─ Questions pending"))
+    """The panel's status row; empty while the screen shows none (between two frames), so a
+    wait on it goes on waiting instead of raising ``StopIteration`` into the coroutine."""
+    return next((row for row in term.rows() if row.startswith("─ Questions pending")), "")
 
 
 async def test_panel_appears_above_the_editor_and_takes_focus(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from pi_agent_ask.form.types import (
     Option,
     Question,
     QuestionType,
+    _FrozenDict,
     frozen_mapping,
     slot_builder,
 )
@@ -166,16 +167,9 @@ class AnswerResult:
         if self.note is not None:
             out["note"] = self.note
         if self.option_notes:
-            out["optionNotes"] = dict(self.option_notes)
-        if self.custom_images:
-            out["customImages"] = [image.to_json() for image in self.custom_images]
-        if self.note_images:
-            out["noteImages"] = [image.to_json() for image in self.note_images]
-        if self.option_note_images:
-            out["optionNoteImages"] = {
-                value: [image.to_json() for image in images]
-                for value, images in self.option_note_images.items()
-            }
+            out["optionNotes"] = {**self.option_notes}  # not dict(...): a call of the type
+        if self.custom_images or self.note_images or self.option_note_images:
+            out.update(_image_details(self))
         return out
 
     def to_structured(self) -> dict[str, JSON]:
@@ -185,7 +179,7 @@ class AnswerResult:
         if self.note is not None:
             out["note"] = self.note
         if self.option_notes:
-            out["optionNotes"] = dict(self.option_notes)
+            out["optionNotes"] = {**self.option_notes}  # not dict(...): a call of the type
         if self.custom_images or self.note_images or self.option_note_images:
             images = self.images()
             if images:
@@ -213,6 +207,21 @@ class AnswerResult:
                 str(k): _images(v) for k, v in _dict(data.get("optionNoteImages", {})).items()
             },
         )
+
+
+def _image_details(answer: AnswerResult) -> dict[str, JSON]:
+    """The image keys of an answer's ``to_details()``, in their order there."""
+    out: dict[str, JSON] = {}
+    if answer.custom_images:
+        out["customImages"] = [image.to_json() for image in answer.custom_images]
+    if answer.note_images:
+        out["noteImages"] = [image.to_json() for image in answer.note_images]
+    if answer.option_note_images:
+        out["optionNoteImages"] = {
+            value: [image.to_json() for image in images]
+            for value, images in answer.option_note_images.items()
+        }
+    return out
 
 
 @attrs.frozen
@@ -274,12 +283,14 @@ class _Memo:
     the params it was built with (option labels), so the memo remembers those, by identity,
     and what built it, and starts over when asked with others."""
 
-    __slots__ = ("build", "params", "value")
+    __slots__ = ("build", "params", "shape", "value")
 
     def __init__(self) -> None:
         self.params: object = None
         self.build: object = None
         self.value: object = None
+        self.shape: _Shape | None = None
+        """The shape of the params whose questions this result's are (``build_result``)."""
 
 
 @attrs.frozen
@@ -308,11 +319,9 @@ class AskResult:
         """``build(self, params)``, built on first use and kept. For ``form/text.py``:
         ``build`` must depend only on this result and ``params``."""
         memo = self._memo
-        try:
-            if memo.params is params and memo.build is build and memo.value is not None:
-                return cast("T", memo.value)
-        except AttributeError:  # a memo build_result made, not filled yet
-            pass
+        # ``value`` first: a memo build_result made has only that field set until first use.
+        if memo.value is not None and memo.params is params and memo.build is build:
+            return memo.value  # type: ignore[return-value]
         value = build(self, params)
         memo.value = value
         memo.params = params
@@ -327,6 +336,31 @@ class AskResult:
 
     def to_details(self) -> dict[str, JSON]:
         """The full result (``details`` of the tool result, journal and history data)."""
+        out = self._details_head()
+        # Each answer's entry is ``AnswerResult.to_details`` written out (no call per answer).
+        answers: dict[str, JSON] = {}
+        for qid, answer in self.answers.items():
+            item: dict[str, JSON] = {
+                "values": [*answer.values],
+                "labels": [*answer.labels],
+                "indices": [*answer.indices],
+            }
+            if answer.custom_text is not None:
+                item["customText"] = answer.custom_text
+            if answer.note is not None:
+                item["note"] = answer.note
+            if answer.option_notes:
+                item["optionNotes"] = {**answer.option_notes}
+            if answer.custom_images or answer.note_images or answer.option_note_images:
+                item.update(_image_details(answer))
+            answers[qid] = item
+        out["answers"] = answers
+        if self.request_id is not None:
+            out["requestId"] = self.request_id
+        return out
+
+    def _details_head(self) -> dict[str, JSON]:
+        """The details up to their ``answers`` (which ``to_details`` and ``_json_forms`` add)."""
         out: dict[str, JSON] = {}
         if self.title is not None:
             out["title"] = self.title
@@ -336,45 +370,83 @@ class AskResult:
                 "kind": "invalid_input",
                 "issues": [issue.to_json() for issue in self.issues],
             }
-        # Loops, not comprehensions (each costs a function call on CPython 3.11), and each
-        # question's entry written out: ``QuestionMeta.to_json`` without the call.
-        questions: list[JSON] = []
-        for meta in self.questions:
-            entry: dict[str, JSON] = {
-                "id": meta.id,
-                "label": meta.label,
-                "prompt": meta.prompt,
-                "type": meta.type,
-            }
-            if meta.presented_type is not None:
-                entry["presentedType"] = meta.presented_type
-            questions.append(entry)
-        out["questions"] = questions
+        shape = self._memo.shape
+        if shape is not None:  # this result's questions are its params' (build_result)
+            # A loop of copies (a ``map`` costs more for the few questions of most forms).
+            copies: list[JSON] = []
+            for template in shape.entries:
+                copies.append(template.copy())
+            out["questions"] = copies
+        else:
+            # A loop, not a comprehension (that costs a function call on CPython 3.11), and
+            # each entry written out: ``QuestionMeta.to_json`` without the call.
+            questions: list[JSON] = []
+            for meta in self.questions:
+                entry: dict[str, JSON] = {
+                    "id": meta.id,
+                    "label": meta.label,
+                    "prompt": meta.prompt,
+                    "type": meta.type,
+                }
+                if meta.presented_type is not None:
+                    entry["presentedType"] = meta.presented_type
+                questions.append(entry)
+            out["questions"] = questions
         if self.skipped_question_ids:
             out["skippedQuestionIds"] = list(self.skipped_question_ids)
-        answers: dict[str, JSON] = {}
-        for qid, answer in self.answers.items():
-            answers[qid] = answer.to_details()
-        out["answers"] = answers
-        if self.request_id is not None:
-            out["requestId"] = self.request_id
         return out
 
     def to_structured(self) -> dict[str, JSON]:
-        """The compact result (``structuredContent``), as the tool's ``outputSchema`` says."""
-        out: dict[str, JSON] = {}
+        """The compact result (``structuredContent``), as the tool's ``outputSchema`` says.
+        (Built with the details: a tool result, the one place that wants it, holds both.)"""
+        return self._json_forms()[1]
+
+    def _json_forms(self) -> tuple[dict[str, JSON], dict[str, JSON]]:
+        """``(to_details(), to_structured())``, both built in one walk over the answers (a tool
+        result holds both): each answer's fields read once."""
+        details = self._details_head()
+        structured: dict[str, JSON] = {}
         if self.request_id is not None:
-            out["requestId"] = self.request_id
-        out["cancelled"] = self.cancelled
-        answers: dict[str, JSON] = {}
+            structured["requestId"] = self.request_id
+        structured["cancelled"] = self.cancelled
+        # Each answer's two entries written out: ``AnswerResult.to_details`` and
+        # ``to_structured`` without their calls (but for answers with images).
+        full: dict[str, JSON] = {}
+        compact: dict[str, JSON] = {}
         for qid, answer in self.answers.items():
-            answers[qid] = answer.to_structured()
-        out["answers"] = answers
+            values = answer.values
+            labels = answer.labels
+            item: dict[str, JSON] = {
+                "values": [*values],
+                "labels": [*labels],
+                "indices": [*answer.indices],
+            }
+            if answer.custom_images or answer.note_images or answer.option_note_images:
+                full[qid] = answer.to_details()
+                compact[qid] = answer.to_structured()
+                continue
+            short: dict[str, JSON] = {"values": [*values], "labels": [*labels]}
+            custom_text = answer.custom_text
+            if custom_text is not None:
+                item["customText"] = short["customText"] = custom_text
+            note = answer.note
+            if note is not None:
+                item["note"] = short["note"] = note
+            option_notes = answer.option_notes
+            if option_notes:
+                item["optionNotes"] = {**option_notes}
+                short["optionNotes"] = {**option_notes}
+            full[qid] = item
+            compact[qid] = short
+        details["answers"] = full
+        if self.request_id is not None:
+            details["requestId"] = self.request_id
+        structured["answers"] = compact
         if self.skipped_question_ids:
-            out["skippedQuestionIds"] = list(self.skipped_question_ids)
+            structured["skippedQuestionIds"] = list(self.skipped_question_ids)
         if self.issues is not None:
-            out["error"] = {"issues": [issue.to_json() for issue in self.issues]}
-        return out
+            structured["error"] = {"issues": [issue.to_json() for issue in self.issues]}
+        return details, structured
 
     @classmethod
     def from_details(cls, data: Mapping[str, Any]) -> AskResult:
@@ -504,33 +576,46 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
     are dropped when ``cancelled``)."""
     options = question.options
     chosen = draft.selected
-    values: list[str] = []
-    labels: list[str] = []
-    indices: list[int] = []
+    values: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    indices: tuple[int, ...] = ()
     if chosen:
-        # Option order, not selection order (000); out-of-range indices are stale and ignored.
-        # Every draft the form or a remote answer makes is sorted, unique and in range: taken
-        # as it comes, checked on the way (one loop, no sorting); anything else is sorted and
-        # filtered first.
         count = len(options)
-        last = -1
-        for i in chosen:
-            if i <= last or i >= count:
-                values, labels, indices = _selection(options, chosen)
-                break
-            last = i
-            option = options[i]
-            values.append(option.value)
-            labels.append(option.label)
-            indices.append(i + 1)
+        if len(chosen) == 1 and 0 <= (first := chosen[0]) < count:
+            # One option (every single-select answer): its tuples at once.
+            option = options[first]
+            values = (option.value,)
+            labels = (option.label,)
+            indices = (first + 1,)
+        else:
+            # Option order, not selection order (000); out-of-range indices are stale and
+            # ignored. Every draft the form or a remote answer makes is sorted, unique and in
+            # range: taken as it comes, checked on the way (one loop, no sorting); anything
+            # else is sorted and filtered first.
+            listed_values: list[str] = []
+            listed_labels: list[str] = []
+            listed_indices: list[int] = []
+            last = -1
+            for i in chosen:
+                if i <= last or i >= count:
+                    listed_values, listed_labels, listed_indices = _selection(options, chosen)
+                    break
+                last = i
+                option = options[i]
+                listed_values.append(option.value)
+                listed_labels.append(option.label)
+                listed_indices.append(i + 1)
+            values = tuple(listed_values)
+            labels = tuple(listed_labels)
+            indices = tuple(listed_indices)
     custom_text: str | None = None
     custom_images: tuple[Image, ...] = ()
     if draft.custom_selected:
         text = draft.custom_text.strip()
         if text:
             custom_text = text
-            values.append(text)
-            labels.append(text)
+            values = (*values, text)
+            labels = (*labels, text)
         if not cancelled:
             custom_images = draft.custom_images
     option_notes: Mapping[str, str] = _NO_NOTES
@@ -564,9 +649,9 @@ def _answer_of(question: Question, draft: Draft, cancelled: bool) -> AnswerResul
     ):
         return None
     answer = _new(_ANSWER_BUILDER)  # becomes an AnswerResult below (types.slot_builder)
-    answer.values = tuple(values)
-    answer.labels = tuple(labels)
-    answer.indices = tuple(indices)
+    answer.values = values
+    answer.labels = labels
+    answer.indices = indices
     answer.custom_text = custom_text
     answer.note = note
     answer.option_notes = option_notes
@@ -627,6 +712,74 @@ def _option_notes_of(
     )
 
 
+def _question_meta(question: Question, shown: QuestionType) -> QuestionMeta:
+    """``QuestionMeta.of(question, shown)`` for a presented type ``shown``."""
+    requested = question.type
+    meta = _new(_META_BUILDER)  # becomes a QuestionMeta (types.slot_builder)
+    meta.id = question.id
+    meta.label = question.label
+    meta.prompt = question.prompt
+    meta.type = requested
+    meta.presented_type = None if shown == requested else shown
+    meta.__class__ = QuestionMeta
+    return meta  # type: ignore[no-any-return]
+
+
+class _Shape:
+    """What the results of one params share, derived from the params alone and kept with them
+    (``AskParams._derived``): the question metadata of a result whose questions are presented
+    as they ask (``metas``; such a result's ``questions`` is this very tuple), their entries in
+    ``to_details()`` (copied into each details), and the texts of those questions, made by
+    ``form/text.py`` when it first needs them."""
+
+    __slots__ = ("entries", "metas", "texts")
+
+    metas: tuple[QuestionMeta, ...]
+    entries: list[dict[str, JSON]]  # never changed: each details copies them
+    texts: object
+
+
+def _shape_of(params: AskParams) -> _Shape:
+    """The params' ``_Shape``, made on first use. Most params make one result, so making it
+    costs about what the result's own metadata cost: one loop, no calls per question."""
+    derived = getattr(params, "_derived", None)
+    if derived is None:
+        derived = {}
+        object.__setattr__(params, "_derived", derived)  # a memo, not a field's value
+    shape: _Shape | None = derived.get(_Shape)
+    if shape is None:
+        metas: list[QuestionMeta] = []
+        entries: list[dict[str, JSON]] = []
+        for question in params.questions:
+            requested = question.type
+            shown = question.presented_type or requested
+            # _question_meta(question, shown) and its to_json(), written out.
+            meta = _new(_META_BUILDER)  # becomes a QuestionMeta (types.slot_builder)
+            meta.id = question.id
+            meta.label = question.label
+            meta.prompt = question.prompt
+            meta.type = requested
+            entry: dict[str, JSON] = {
+                "id": question.id,
+                "label": question.label,
+                "prompt": question.prompt,
+                "type": requested,
+            }
+            if shown == requested:
+                meta.presented_type = None
+            else:
+                meta.presented_type = entry["presentedType"] = shown
+            meta.__class__ = QuestionMeta
+            metas.append(meta)
+            entries.append(entry)
+        shape = _new(_Shape)
+        shape.metas = tuple(metas)
+        shape.entries = entries
+        shape.texts = None
+        derived[_Shape] = shape
+    return shape
+
+
 _ANSWER_BUILDER: Final = slot_builder(AnswerResult)
 _META_BUILDER: Final = slot_builder(QuestionMeta)
 _RESULT_BUILDER: Final = slot_builder(AskResult)
@@ -661,22 +814,29 @@ def build_result(
     count = len(given)
     answers: dict[str, AnswerResult] = {}
     skipped: list[str] = []
-    metas: list[QuestionMeta] = []
-    for i, question in enumerate(questions):
-        requested = question.type
-        shown: object
+    try:
+        derived = params._derived
+    except AttributeError:  # params made without a constructor that sets it
+        derived = None
+    shape = None if derived is None else derived.get(_Shape)  # _shape_of without its call
+    if shape is None:
+        shape = _shape_of(params)
+    shared = shape.metas
+    # The params' own metadata, shared; a list of this result's own only once a presented
+    # type differs from what the question says.
+    metas: list[QuestionMeta] | None = None
+    i = -1  # the question's position (a counter: ``enumerate`` is a call of a type)
+    for question in questions:
+        i += 1
         if i < count and (shown := given[i]) in QUESTION_TYPES:
-            pass
-        else:
-            shown = question.presented_type or requested
-        meta = _new(_META_BUILDER)  # becomes a QuestionMeta (types.slot_builder)
-        meta.id = question.id
-        meta.label = question.label
-        meta.prompt = question.prompt
-        meta.type = requested
-        meta.presented_type = None if shown == requested else shown
-        meta.__class__ = QuestionMeta
-        metas.append(meta)
+            if shown != (question.presented_type or question.type):
+                if metas is None:
+                    metas = [*shared[:i]]
+                metas.append(_question_meta(question, shown))
+            elif metas is not None:
+                metas.append(shared[i])
+        elif metas is not None:
+            metas.append(shared[i])
         draft = ordered[i]
         if draft.skipped:
             skipped.append(question.id)
@@ -686,13 +846,16 @@ def build_result(
             answers[question.id] = answer
     result = _new(_RESULT_BUILDER)  # becomes an AskResult (types.slot_builder)
     result.cancelled = cancelled
-    result.questions = tuple(metas)
-    result.answers = frozen_mapping(answers)
+    result.questions = shared if metas is None else tuple(metas)
+    result.answers = _FrozenDict(answers)  # frozen_mapping(answers) without its call
     result.title = params.title
-    result.skipped_question_ids = tuple(skipped)
+    result.skipped_question_ids = tuple(skipped) if skipped else ()
     result.issues = None
     result.request_id = request_id
-    result._memo = _new(_Memo)  # filled on first use (_derived)
+    memo = _new(_Memo)  # filled on first use (_derived), which reads ``value`` first
+    memo.value = None
+    memo.shape = shape if metas is None else None
+    result._memo = memo
     result.__class__ = AskResult
     return result  # type: ignore[no-any-return]
 

@@ -243,14 +243,19 @@ def new_form(
     # tests/test_queue_memory, 4 KiB per queued form).
     fields = _NEW_FORM_FIELDS.copy()
     fields["params"] = params
-    fields["types"] = tuple([q.presented_type or q.type for q in questions])  # effective_type
+    types = []  # a loop: a comprehension is a call of its own (CPython 3.11)
+    for question in questions:
+        types.append(question.presented_type or question.type)  # effective_type
+    fields["types"] = tuple(types)
     fields["drafts"] = (_EMPTY_DRAFT,) * n
     fields["cursors"] = (0,) * n
     if settings is not None:
         fields["settings"] = settings
     if background:
         fields["background"] = True
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 _DEFAULT_SETTINGS = FormSettings()
@@ -568,15 +573,14 @@ def _with(state: FormState, **changes: Unpack[_Changes]) -> FormState:
     return copy
 
 
-def _state(fields: dict[str, Any]) -> FormState:
-    """The state holding ``fields``: a copy of a state's ``__dict__`` (``{**state.__dict__}``:
-    it keeps the field order, and makes an ordinary dict of a constructor's key-sharing one,
-    whose copies would be slow) with the changed fields stored into it. The hot steps copy
-    this way rather than through ``_with``: a call with keyword arguments builds a dict for
-    them and merges it, about a quarter of the copy's cost."""
-    copy: FormState = _new_object(FormState)
-    _set_attribute(copy, "__dict__", fields)
-    return copy
+# A step that changes a state makes its copy in two statements, written out where it copies
+# (a call of a helper for them costs about a quarter of the copy):
+#     copy = _new_object(FormState); _set_attribute(copy, "__dict__", fields)
+# with ``fields`` a copy of a state's ``__dict__`` (``{**state.__dict__}``: it keeps the field
+# order, and makes an ordinary dict of a constructor's key-sharing one, whose copies would be
+# slow) with the changed fields stored into it. The hot steps copy this way rather than
+# through ``_with``: a call with keyword arguments builds a dict for them and merges it, about
+# a quarter of the copy's cost.
 
 
 def _draft_with(draft: Draft, **changes: Unpack[_DraftChanges]) -> Draft:
@@ -598,7 +602,7 @@ def _edit(
     fewer (a call costs about as much as a tuple copy)."""
     copy: Draft = _new_object(Draft)
     _set_attribute(copy, "__dict__", {**draft.__dict__, **changes})
-    items = list(drafts)
+    items = [*drafts]
     items[q] = copy
     return tuple(items)
 
@@ -629,7 +633,7 @@ _NEW_FORM_FIELDS: dict[str, Any] = {
 
 def _replace(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
     """``items`` with ``items[index]`` replaced (one list copy: cheaper than slicing twice)."""
-    copy = list(items)
+    copy = [*items]  # not list(items): calling the type costs more
     copy[index] = value
     return tuple(copy)
 
@@ -754,7 +758,9 @@ def _dispatch(state: FormState, command: Command) -> FormState:
                 return state
             fields = {**state.__dict__}
             fields["editor"] = _editor_with(editor, text, editor.images)
-            return _state(fields)
+            copy = _new_object(FormState)  # see "A step that changes a state"
+            _set_attribute(copy, "__dict__", fields)
+            return copy
         case EditorSubmit():
             return _editor_submit(state) if state.editor is not None else state
         case EditorClose():
@@ -904,8 +910,11 @@ def _move_tab(state: FormState, tab: int) -> FormState:
     fields["tab"] = tab
     if tab == len(questions):
         fields["review_cursor"] = 0  # Review: nothing to land on
-        return _state(fields)
-    state = _state(fields)
+        copy = _new_object(FormState)  # see "A step that changes a state"
+        _set_attribute(copy, "__dict__", fields)
+        return copy
+    state = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(state, "__dict__", fields)
     return _land(state) if state.cursors[tab] == len(questions[tab].options) else state
 
 
@@ -965,7 +974,9 @@ def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str |
     fields = {**state.__dict__}
     fields["editor"] = _editor(kind, q, option_value, text, images, serial)
     fields["editors_opened"] = serial
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
@@ -1022,11 +1033,13 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
         )
     fields = {**state.__dict__}
     if new is not base:
-        items = list(drafts)
+        items = [*drafts]
         items[q] = new
         fields["drafts"] = tuple(items)
     fields["editor"] = None
-    return _state(fields), kind == "custom" and not blank
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy, kind == "custom" and not blank
 
 
 def _editor_submit(state: FormState) -> FormState:
@@ -1077,20 +1090,23 @@ def _answer_and_advance(state: FormState, q: int, row: int) -> FormState:
         changed = {**(_EMPTY_DRAFT if draft.skipped else draft).__dict__}
         changed["selected"] = (row,)
         changed["custom_selected"] = False
-        items = list(drafts)
+        items = [*drafts]
         items[q] = _build(Draft, changed)
         fields["drafts"] = tuple(items)
     cursors = state.cursors
     if cursors[q] != row:
-        positions = list(cursors)
+        positions = [*cursors]
         positions[q] = row
         cursors = fields["cursors"] = tuple(positions)
     tab = fields["tab"] = q + 1
     questions = state.params.questions
     if tab == len(questions):
         fields["review_cursor"] = 0
-        return _state(fields)
-    state = _state(fields)
+        copy = _new_object(FormState)  # see "A step that changes a state"
+        _set_attribute(copy, "__dict__", fields)
+        return copy
+    state = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(state, "__dict__", fields)
     return _land(state) if cursors[tab] == len(questions[tab].options) else state
 
 
@@ -1147,16 +1163,18 @@ def _number(state: FormState, command: Number) -> FormState:
         selected = tuple(sorted((*selected, row)))
     changed = {**base.__dict__}
     changed["selected"] = selected
-    items = list(state.drafts)
+    items = [*state.drafts]
     items[q] = _build(Draft, changed)
     fields = {**state.__dict__}
     fields["drafts"] = tuple(items)
     cursors = state.cursors
     if cursors[q] != row:
-        positions = list(cursors)
+        positions = [*cursors]
         positions[q] = row
         fields["cursors"] = tuple(positions)
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 def _change_type(state: FormState, command: ChangeQuestionType) -> FormState:
@@ -1194,7 +1212,9 @@ def _review_press(state: FormState, kind: ReviewKind) -> FormState:
     fields = {**state.__dict__}
     fields["pending_review"] = kind
     fields["review_cursor"] = 0 if kind == "submit" else 1  # REVIEW_ACTIONS.index(kind)
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False) -> FormState:
@@ -1214,7 +1234,9 @@ def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False)
     fields = {**state.__dict__}
     fields["outcome"] = _SUBMITTED if kind == "submit" else _CANCELLED
     fields["pending_review"] = None
-    return _state(fields)
+    copy = _new_object(FormState)  # see "A step that changes a state"
+    _set_attribute(copy, "__dict__", fields)
+    return copy
 
 
 def _exit(state: FormState, action: DismissAction) -> FormState:

@@ -282,112 +282,138 @@ class _Texts:
 
     __slots__ = ("background", "facts", "images", "presented", "text")
 
-    def __init__(self, result: AskResult, params: AskParams | None) -> None:
-        self.text: str | None = None
-        self.background: str | None = None
-        self.facts: tuple[tuple[QuestionMeta, tuple[str, ...]], ...] = ()
-        self.images: tuple[_Captioned, ...] = ()
-        self.presented: str | None = None
-        if result.cancelled:
-            return
-        # One walk (no second call or walk for the presentation note: ``shown`` collects
-        # what presentation_note does, as the walk meets the answers).
-        index: OptionIndex = None
-        shown: set[QuestionType] = set()
-        facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
-        images: list[_Captioned] | None = [] if result.issues is None else None
-        seen: set[str] = set()
-        skipped: Container[str] = result.skipped_question_ids
-        if len(result.skipped_question_ids) > 8:
-            skipped = frozenset(result.skipped_question_ids)
-        answers = result.answers
-        for meta in result.questions:
-            qid = meta.id
-            answer = answers.get(qid)
-            presented = meta.presented_type
-            if (
-                presented is not None
-                and presented != meta.type
-                and answer is not None
-                and answer.has_answer
-            ):
-                shown.add(presented)
-            if qid in skipped:
-                facts.append((meta, (": (skipped)",)))
-                if answer is not None and images is not None and answer.images():
-                    index = index or _option_index(params)
-                    _add_images(images, seen, meta, answer, None, index)
-                continue
-            if answer is None:
-                facts.append((meta, (": (no answer)",)))
-                continue
-            custom_images = answer.custom_images
-            if custom_images:
-                head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
-            elif answer.values or answer.custom_text is not None:
-                head = ": " + ", ".join(answer.labels)
-            else:
-                head = ": (no answer)"
-            note = answer.note
-            note_images = answer.note_images
-            option_notes = answer.option_notes
-            option_note_images = answer.option_note_images
-            if note is None and not (note_images or option_notes or option_note_images):
-                facts.append((meta, (head,)))
-                if custom_images and images is not None:
-                    _add_images(images, seen, meta, answer, [], index)
-                continue
-            lines = [head]
-            if note_images:
-                lines.append(" note: " + _with_marker(note or "", len(note_images)))
-            elif note is not None:
-                lines.append(" note: " + note)
-            noted: list[tuple[str, str, bool]] = []
-            if option_notes and not option_note_images and len(option_notes) == 1:
-                # One option note without images, the common case, without the general walk.
-                index = index or _option_index(params)
-                for value, text in option_notes.items():
-                    lines.append(_single_note_line(answer, value, text, index, qid))
-            elif option_notes or option_note_images:
-                index = index or _option_index(params)
-                noted = _noted_options(answer, index, qid)
-                for value, label, selected in noted:
-                    text = option_notes.get(value, "")
-                    if option_note_images:
-                        text = _with_marker(text, len(option_note_images.get(value, ())))
-                    if selected:
-                        lines.append(f" / {label} note: {text}")
-                    else:
-                        lines.append(f" / {label} (not selected) note: {text}")
-            facts.append((meta, tuple(lines)))
-            if images is not None and (custom_images or note_images or option_note_images):
-                _add_images(images, seen, meta, answer, noted, index)
-        self.facts = tuple(facts)
-        self.images = tuple(images or ())
-        if shown:
-            self.presented = _presentation_text(shown)
+    text: str | None
+    background: str | None
+    presented: str | None
+    facts: Sequence[tuple[QuestionMeta, tuple[str, ...]]]
+    images: Sequence[_Captioned]
 
 
-def _single_note_line(
-    answer: AnswerResult, value: str, text: str, index: OptionIndex, qid: str
-) -> str:
-    """The line of an answer's only option note (and no option note images)."""
-    count = len(answer.indices)
-    if len(answer.values) != len(answer.labels) and min(len(answer.values), count) != min(
-        len(answer.labels), count
-    ):
-        list(zip(answer.values[:count], answer.labels[:count], strict=True))  # its ValueError
-    values = answer.values[:count]
-    if value in values:
-        # The last match, as a dict of the pairs would keep it.
-        label = answer.labels[len(values) - 1 - values[::-1].index(value)]
-        return f" / {label} note: {text}"
-    found = None if index is None else index.label(qid, value)
-    return f" / {value if found is None else found} (not selected) note: {text}"
+_new_object = object.__new__
+
+
+def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
+    """The ``_Texts`` of ``result`` for ``params`` (a function, not ``_Texts.__init__``: calling
+    a class with an ``__init__`` of its own costs about as much again as this call)."""
+    found: _Texts = _new_object(_Texts)
+    found.text = None
+    found.background = None
+    found.presented = None
+    if result.cancelled:
+        found.facts = ()
+        found.images = ()
+        return found
+    # One walk (no second call or walk for the presentation note: ``shown`` collects
+    # what presentation_note does, as the walk meets the answers).
+    index: OptionIndex = None
+    by_id: dict[str, Question] | None = None  # question by id, when a note needs a label
+    shown: set[QuestionType] | None = None  # made when the first one is met
+    facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
+    images: list[_Captioned] | None = [] if result.issues is None else None
+    seen: set[str] | None = None  # made before the first image
+    skipped: Container[str] = result.skipped_question_ids
+    if len(result.skipped_question_ids) > 8:
+        skipped = frozenset(result.skipped_question_ids)
+    answers = result.answers
+    for meta in result.questions:
+        qid = meta.id
+        answer = answers.get(qid)
+        presented = meta.presented_type
+        if (
+            presented is not None
+            and presented != meta.type
+            and answer is not None
+            and answer.has_answer
+        ):
+            if shown is None:
+                shown = set()
+            shown.add(presented)
+        if qid in skipped:
+            facts.append((meta, (": (skipped)",)))
+            if answer is not None and images is not None and answer.images():
+                index = index or _option_index(params)
+                seen = set() if seen is None else seen
+                _add_images(images, seen, meta, answer, None, index)
+            continue
+        if answer is None:
+            facts.append((meta, (": (no answer)",)))
+            continue
+        custom_images = answer.custom_images
+        if custom_images:
+            head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
+        elif answer.values or answer.custom_text is not None:
+            head = ": " + ", ".join(answer.labels)
+        else:
+            head = ": (no answer)"
+        note = answer.note
+        note_images = answer.note_images
+        option_notes = answer.option_notes
+        option_note_images = answer.option_note_images
+        if note is None and not (note_images or option_notes or option_note_images):
+            facts.append((meta, (head,)))
+            if custom_images and images is not None:
+                seen = set() if seen is None else seen
+                _add_images(images, seen, meta, answer, (), index)
+            continue
+        lines = [head]
+        if note_images:
+            lines.append(" note: " + _with_marker(note or "", len(note_images)))
+        elif note is not None:
+            lines.append(" note: " + note)
+        noted: Sequence[tuple[str, str, bool]] = ()
+        if option_notes and not option_note_images and len(option_notes) == 1:
+            # One option note without images, the common case, without the general walk.
+            for value, text in option_notes.items():
+                values = answer.values
+                labels = answer.labels
+                count = len(answer.indices)
+                if len(values) != len(labels) and min(len(values), count) != min(
+                    len(labels), count
+                ):
+                    list(zip(values[:count], labels[:count], strict=True))  # its ValueError
+                if value in values and value in (chosen := values[:count]):
+                    # The last match, as a dict of the pairs would keep it.
+                    label = labels[len(chosen) - 1 - chosen[::-1].index(value)]
+                    lines.append(f" / {label} note: {text}")
+                    continue
+                named = None
+                if params is not None:
+                    # ``_OptionIndex.label`` written out, over a map made once per result.
+                    if by_id is None:
+                        by_id = {}  # a loop: a comprehension is a call of its own
+                        for each in params.questions:
+                            by_id[each.id] = each
+                    question = by_id.get(qid)
+                    for option in question.options if question is not None else ():
+                        if option.value == value:
+                            named = option.label  # the last one, as ``_OptionIndex`` keeps
+                label = value if named is None else named
+                lines.append(f" / {label} (not selected) note: {text}")
+        elif option_notes or option_note_images:
+            index = index or _option_index(params)
+            noted = _noted_options(answer, index, qid)
+            for value, label, selected in noted:
+                text = option_notes.get(value, "")
+                if option_note_images:
+                    text = _with_marker(text, len(option_note_images.get(value, ())))
+                if selected:
+                    lines.append(f" / {label} note: {text}")
+                else:
+                    lines.append(f" / {label} (not selected) note: {text}")
+        facts.append((meta, tuple(lines)))
+        if images is not None and (custom_images or note_images or option_note_images):
+            seen = set() if seen is None else seen
+            _add_images(images, seen, meta, answer, noted, index)
+    # Kept as lists: nothing outside this module sees them, and nothing changes them.
+    found.facts = facts
+    found.images = images or ()
+    if shown:
+        found.presented = _presentation_text(shown)
+    return found
 
 
 def _texts(result: AskResult, params: AskParams | None) -> _Texts:
-    return result._derived(params, _Texts)
+    return result._derived(params, _derive_texts)
 
 
 def _noted_options(
@@ -433,7 +459,7 @@ def _add_images(
     seen: set[str],
     meta: QuestionMeta,
     answer: AnswerResult,
-    noted: list[tuple[str, str, bool]] | None,
+    noted: Sequence[tuple[str, str, bool]] | None,
     index: OptionIndex,
 ) -> None:
     """The images of one answer: custom, question note, then option notes (``noted``, or
@@ -472,19 +498,29 @@ def result_text(result: AskResult, *, params: AskParams | None = None) -> str:
 def _result_text(result: AskResult, found: _Texts) -> str:
     text = found.text
     if text is None:
-        body = _summary_text(result, found, with_ids=False)
+        body = _summary_text(result, found, False, None)  # positional: a cheaper call
         text = body if result.request_id is None else f"ask_user [{result.request_id}]\n{body}"
         found.text = text
     return text
 
 
-def _summary_text(result: AskResult, found: _Texts, *, with_ids: bool) -> str:
-    """``"\n".join(summary_lines(...))``, joined a question at a time."""
+def _summary_text(
+    result: AskResult, found: _Texts, with_ids: bool, names: Sequence[str] | None
+) -> str:
+    """``"\n".join(summary_lines(...))``, joined a question at a time; ``names`` are the
+    questions' names with their ids, when they are known (``_question_texts``)."""
     if result.cancelled:
         return CANCELLED_TEXT
     parts = []
+    i = -1  # the question's position (a counter: ``enumerate`` is a call of a type)
     for meta, lines in found.facts:
-        name = f"{meta.label} [{meta.id}]" if with_ids else meta.label
+        i += 1
+        if not with_ids:
+            name = meta.label
+        elif names is not None:
+            name = names[i]
+        else:
+            name = f"{meta.label} [{meta.id}]"
         if len(lines) == 1:
             parts.append(name + lines[0])
         else:
@@ -530,15 +566,15 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
     if result.issues is not None:
         content = [_text_block(invalid_text(result.issues))]
     else:
-        found = _texts(result, params)
-        content = [{"type": "text", "text": _result_text(result, found)}]
+        found = result._derived(params, _derive_texts)  # _texts without its call
+        text = found.text
+        if text is None:
+            text = _result_text(result, found)
+        content = [{"type": "text", "text": text}]
         if found.images:
             content.extend(_blocks(found.images, set()))
-    return {
-        "content": content,
-        "details": result.to_details(),
-        "structuredContent": result.to_structured(),
-    }
+    details, structured = result._json_forms()
+    return {"content": content, "details": details, "structuredContent": structured}
 
 
 def fallback_text(params: AskParams, request_id: str | None) -> str:
@@ -557,11 +593,11 @@ def fallback_text(params: AskParams, request_id: str | None) -> str:
 
 def fallback_tool_result(params: AskParams, request_id: str | None) -> dict[str, JSON]:
     """The cancelled non-TUI tool result with the fallback text."""
-    result = fallback_result(params, request_id)
+    details, structured = fallback_result(params, request_id)._json_forms()
     return {
         "content": [_text_block(fallback_text(params, request_id))],
-        "details": result.to_details(),
-        "structuredContent": result.to_structured(),
+        "details": details,
+        "structuredContent": structured,
     }
 
 
@@ -615,14 +651,41 @@ def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
     body = found.background
     if body is None:
         # The text after the first line: the questions, then the response.
-        lines = []
-        for meta in result.questions:
-            lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
-        questions = "".join(lines)
-        response = _summary_text(result, found, with_ids=True)
+        shared = _question_texts(result)
+        if shared is not None:
+            questions, names = shared
+        else:
+            questions, names = _questions_listed(result.questions), None
+        response = _summary_text(result, found, True, names)
         body = found.background = f"Questions:\n{questions}Response:\n{response}"
     title = f" — {result.title}" if result.title else ""
     return f"Background answer [{request_id}]{title}:\n{body}"
+
+
+def _questions_listed(metas: Iterable[QuestionMeta]) -> str:
+    """The question list of a background answer: ``- [<id>] <label>: <prompt>`` lines."""
+    lines = []
+    for meta in metas:
+        lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
+    return "".join(lines)
+
+
+def _question_texts(result: AskResult) -> tuple[str, tuple[str, ...]] | None:
+    """The background answer's question list and each question's name with its id, for a
+    result whose questions are its params' (``result._Shape``): made once per params and kept
+    with them; ``None`` for any other result."""
+    shape = result._memo.shape
+    if shape is None:
+        return None
+    texts = shape.texts
+    if texts is None:
+        lines = []  # _questions_listed, with the names made in the same loop
+        names = []
+        for meta in shape.metas:
+            lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
+            names.append(f"{meta.label} [{meta.id}]")
+        texts = shape.texts = ("".join(lines), tuple(names))
+    return texts  # type: ignore[return-value]
 
 
 def has_image_blocks(message: Mapping[str, Any]) -> bool:
@@ -644,7 +707,7 @@ def background_answer_message(
     if result is None or result.issues is not None:
         content = background_answer_text(outcome, params=params)
     else:
-        found = _texts(result, params)
+        found = result._derived(params, _derive_texts)  # _texts without its call
         content = _background_text(outcome.request_id, result, found)
         if found.images and not result.cancelled:
             content = [_text_block(content), *_blocks(found.images, set())]

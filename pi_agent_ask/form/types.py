@@ -92,6 +92,14 @@ class AskParams:
     questions: tuple[Question, ...] = attrs.field(converter=_tuple)
     title: str | None = None
     background: bool = False
+    _derived: dict[object, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    """Values derived from these params alone, each under the class that derives it
+    (``form/result.py``'s question metadata and texts), made on first use (``None`` until
+    then) and kept with the params, which are immutable, so nothing in it goes stale. Not
+    part of the params' value (equality, hash, repr and ``to_json`` ignore it); an
+    ``attrs.evolve`` copy starts without. A plain field, not a ``cached_property``: attrs
+    gives a class with one a ``__getattr__``, which takes every attribute read of the class
+    off CPython's fast path."""
 
     def to_json(self) -> dict[str, JSON]:
         """Normalised arguments as the tool would accept them again (presentation not applied)."""
@@ -290,7 +298,7 @@ OPTION_SETTERS: tuple[Any, ...] = _slot_setters(
 QUESTION_SETTERS: tuple[Any, ...] = _slot_setters(
     Question, "id", "label", "prompt", "type", "options", "context", "presented_type"
 )
-_ASK_PARAMS_SETTERS = _slot_setters(AskParams, "questions", "title", "background")
+_ASK_PARAMS_SETTERS = _slot_setters(AskParams, "questions", "title", "background", "_derived")
 _VALIDATION_SETTERS = _slot_setters(Validation, "params", "issues", "schema_error")
 
 
@@ -323,10 +331,11 @@ def ask_params_of(
 ) -> AskParams:
     """``AskParams(questions, title, background)`` for a tuple of questions."""
     params: AskParams = new_instance(AskParams)
-    set_questions, set_title, set_background = _ASK_PARAMS_SETTERS
+    set_questions, set_title, set_background, set_derived = _ASK_PARAMS_SETTERS
     set_questions(params, questions)
     set_title(params, title)
     set_background(params, background)
+    set_derived(params, None)
     return params
 
 
