@@ -327,3 +327,39 @@ async def test_a_message_for_a_busy_queue_goes_to_the_queue_task() -> None:
             handled, stats = await actor.ask_now(q.Inspect)
             assert handled and stats.panel_visible
             nursery.cancel_scope.cancel()
+
+
+# ---- fairness -----------------------------------------------------------------------------
+
+
+async def test_every_tool_call_lets_other_tasks_run_though_nothing_in_it_waits() -> None:
+    # A background ask (and a refused call) finishes in its caller's task without waiting
+    # for anything; each call still ends at a schedule point, so an agent calling in a tight
+    # loop does not starve the UI and the other actors of a runtime sharing its loop.
+    from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.actors.runtime import open_runtime
+
+    calls = 40
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await trio.lowlevel.checkpoint()
+
+    with trio.fail_after(GUARD):
+        async with open_runtime(surface=NullSurface()) as rt, trio.open_nursery() as nursery:
+            rt.agent_started()
+            nursery.start_soon(ticker)  # (never blocked: no ``wait_all_tasks_blocked`` after it)
+            await trio.lowlevel.checkpoint()
+            start = ticks
+            for i in range(calls):
+                await rt.call_tool("ask_user", payload("a", background=True), tool_call_id=f"c{i}")
+            queued = ticks - start
+            start = ticks
+            for i in range(calls):
+                await rt.call_tool("no_such_tool", {}, tool_call_id=f"x{i}")
+            refused = ticks - start
+            nursery.cancel_scope.cancel()
+    assert queued >= calls and refused >= calls, (queued, refused)

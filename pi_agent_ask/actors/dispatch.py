@@ -74,6 +74,22 @@ async def call_tool(
     parent_tool_call_id: str | None = None,
 ) -> dict[str, Any]:
     """Run one tool call and return its result dict (``Runtime.call_tool``)."""
+    result = await _call(rt, name, arguments, tool_call_id, parent_tool_call_id)
+    # A call is a schedule point however it ended, as Trio's async functions are: a refused
+    # call, and a background ask handled whole in this task (nothing in it waits), would
+    # otherwise let an agent calling in a loop starve the UI and the actors of its loop.
+    # Shielded: the result is made and its entries are written; it must reach the caller.
+    await trio.lowlevel.cancel_shielded_checkpoint()
+    return result
+
+
+async def _call(
+    rt: RuntimeCore,
+    name: str,
+    arguments: Any,
+    tool_call_id: str | None,
+    parent_tool_call_id: str | None,
+) -> dict[str, Any]:
     refusal = _fields_refusal(name, tool_call_id, parent_tool_call_id)
     validation: Validation | None = None
     if refusal is None:
