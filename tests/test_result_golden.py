@@ -269,3 +269,15 @@ def test_what_depends_on_the_params_alone_is_shared_and_never_part_of_their_valu
             ]
         )
         assert tool_result(result, params=plain) == tool_result(own, params=plain)
+
+
+def test_a_results_details_hold_each_answers_own_details() -> None:
+    """``AskResult.to_details`` writes each answer's entry out (no call per answer): every
+    entry equals that answer's ``AnswerResult.to_details``, images and notes included."""
+    params, drafts, presented = rich_form()
+    for cancelled in (False, True):
+        result = build_result(params, drafts, presented_types=presented, cancelled=cancelled)
+        answers = result.to_details()["answers"]
+        assert isinstance(answers, dict) and list(answers) == list(result.answers)
+        for qid, answer in result.answers.items():
+            assert answers[qid] == answer.to_details(), qid
