@@ -362,4 +362,6 @@ async def test_every_tool_call_lets_other_tasks_run_though_nothing_in_it_waits()
                 await rt.call_tool("no_such_tool", {}, tool_call_id=f"x{i}")
             refused = ticks - start
             nursery.cancel_scope.cancel()
-    assert queued >= calls and refused >= calls, (queued, refused)
+    # About one step of the ticker per call (Trio orders a batch's tasks at random, so one
+    # more or less at the edges); without the schedule point it made none at all.
+    assert queued >= calls // 2 and refused >= calls // 2, (queued, refused)
