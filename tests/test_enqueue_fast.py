@@ -271,14 +271,24 @@ async def _ask(tx: trio.MemorySendChannel[q.QueueMessage], make: Any) -> Any:
     return await reply_rx.receive()
 
 
-@pytest.mark.parametrize("busy", [False, True])
-async def test_an_enqueue_is_handled_by_its_sender_only_when_it_need_not_wait(busy: bool) -> None:
-    journal = Journal(busy=busy)
+def _queue_actor(
+    journal: Journal,
+) -> tuple[
+    q.QueueActor, trio.MemorySendChannel[q.QueueMessage], trio.MemoryReceiveChannel[q.QueueMessage]
+]:
+    """A queue actor over ``journal`` whose forms are never answered, and its inbox."""
     wake_tx, _wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
     queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
     actor = q.QueueActor(
         journal=journal, events=ev.EventBus(), wakeups=wake_tx, run_background_form=_no_form
     )
+    return actor, queue_tx, queue_rx
+
+
+@pytest.mark.parametrize("busy", [False, True])
+async def test_an_enqueue_is_handled_by_its_sender_only_when_it_need_not_wait(busy: bool) -> None:
+    journal = Journal(busy=busy)
+    actor, queue_tx, queue_rx = _queue_actor(journal)
     with trio.fail_after(GUARD):
         async with trio.open_nursery() as nursery:
             await nursery.start(actor.run, queue_rx, queue_tx.clone())
@@ -307,11 +317,7 @@ async def test_an_enqueue_is_handled_by_its_sender_only_when_it_need_not_wait(bu
 async def test_a_message_for_a_busy_queue_goes_to_the_queue_task() -> None:
     hold = trio.Event()
     journal = Journal(hold=hold)
-    wake_tx, _wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-    actor = q.QueueActor(
-        journal=journal, events=ev.EventBus(), wakeups=wake_tx, run_background_form=_no_form
-    )
+    actor, queue_tx, queue_rx = _queue_actor(journal)
     with trio.fail_after(GUARD):
         async with trio.open_nursery() as nursery:
             await nursery.start(actor.run, queue_rx, queue_tx.clone())
