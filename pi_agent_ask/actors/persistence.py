@@ -311,8 +311,8 @@ class PersistenceHandle:
         parent_id: LeafRef = CURRENT_LEAF,
     ) -> Entry:
         """Append one entry (under the current leaf by default); it becomes the leaf."""
-        session = self.parked.session
-        if session is not None and parent_id is CURRENT_LEAF and _inline(session):
+        session = self._session_now(parent_id)
+        if session is not None:
             await trio.lowlevel.checkpoint_if_cancelled()
             return _append_now(session, ((type, data),), type)[0]
         entry: Entry = await self._call(Append, type, data, parent_id)
@@ -326,8 +326,8 @@ class PersistenceHandle:
     ) -> tuple[Entry, ...]:
         """Append a chain of entries atomically (one frame); acknowledged together."""
         batch = tuple((entry_type, data) for entry_type, data in items)
-        session = self.parked.session
-        if session is not None and parent_id is CURRENT_LEAF and _inline(session):
+        session = self._session_now(parent_id)
+        if session is not None:
             await trio.lowlevel.checkpoint_if_cancelled()
             return _append_now(session, batch, _first_type(batch))
         entries: tuple[Entry, ...] = await self._call(AppendMany, batch, parent_id)
@@ -339,11 +339,20 @@ class PersistenceHandle:
         """``append_many`` without a wait, when the actor is parked (the module docstring):
         the chain is written now and its entries returned; ``None`` when it would have to
         wait for the actor (nothing was written). Raises what ``append_many`` raises."""
-        session = self.parked.session
-        if session is None or not _inline(session):
+        session = self._session_now(CURRENT_LEAF)
+        if session is None:
             return None
         batch = tuple((entry_type, data) for entry_type, data in items)
         return _append_now(session, batch, _first_type(batch))
+
+    def _session_now(self, parent_id: LeafRef) -> SessionFile | None:
+        """The session an append under ``parent_id`` is written to in the caller's task: the
+        actor's, while it is parked and would write the append in its own task (under the
+        current leaf, not in a worker thread); ``None``: the append goes to the actor."""
+        session = self.parked.session
+        if session is None or parent_id is not CURRENT_LEAF:
+            return None
+        return None if _threaded(session, session.fsync) else session
 
     async def compact(self, summary: str, data: Mapping[str, Any] | None = None) -> Entry:
         """Append a ``compaction`` summary entry; nothing is removed."""
@@ -413,11 +422,6 @@ class PersistenceHandle:
             raise PersistenceClosedError("the persistence actor is not running") from None
         reply = await slot.wait()
         return reply.unwrap()
-
-
-def _inline(session: SessionFile) -> bool:
-    """Whether the actor would write to ``session`` in its own task (not in a thread)."""
-    return not (session.fsync and session.path is not None)
 
 
 def _append_now(
@@ -676,6 +680,12 @@ def _branch_length(session: SessionFile, leaf_id: LeafRef) -> int:
         return 0
 
 
+def _threaded(session: SessionFile, slow: bool) -> bool:
+    """Whether ``_run`` runs work on ``session`` in a worker thread: ``slow`` work (an
+    append is slow in an ``fsync`` session) on a file; in memory nothing blocks."""
+    return slow and session.path is not None
+
+
 async def _run(session: SessionFile, slow: bool, work: Callable[[], T]) -> Reply[T]:
     """Run ``work`` inline, or in a worker thread when it may block for long.
 
@@ -683,7 +693,7 @@ async def _run(session: SessionFile, slow: bool, work: Callable[[], T]) -> Reply
     ``BaseException``s propagate. A thread is never abandoned: cancellation waits for it.
     """
     try:
-        if slow and session.path is not None:
+        if _threaded(session, slow):
             return Reply(await trio.to_thread.run_sync(work))
         return Reply(work())
     except Exception as exc:
