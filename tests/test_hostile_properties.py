@@ -279,3 +279,36 @@ def test_hostile_values_end_as_results_or_tool_errors_and_nothing_is_lost(
 ) -> None:
     with tempfile.TemporaryDirectory() as directory:
         trio.run(scenario, example, Path(directory))
+
+
+_FLAT_VALUES = st.one_of(
+    st.none(),
+    st.text(),  # lone surrogates included
+    st.integers(),
+    st.lists(st.text(), max_size=2),
+)
+
+
+@given(values=st.lists(_FLAT_VALUES, max_size=3), pad=st.integers(0, 3))
+@settings(max_examples=300, deadline=None)
+def test_flat_fields_that_pass_without_the_walk_pass_the_walk(values: list[Any], pad: int) -> None:
+    # ``passes_flat`` lets a call's name and ids, and a submit's ids, skip the walk: it may
+    # only say yes where ``check`` of the same map says yes. Keys of the same total length.
+    keys = [f"k{i}" + "x" * pad for i in range(len(values))]
+    key_chars = sum(len(key) for key in keys)
+    if untrusted.passes_flat(tuple(values), key_chars):
+        assert untrusted.check(dict(zip(keys, values, strict=True))) is None
+
+
+def test_flat_fields_pass_without_the_walk_up_to_the_text_bound() -> None:
+    keys = ("name", "toolCallId")
+    room = untrusted.MAX_TEXT_CHARS - sum(len(key) for key in keys)
+    assert untrusted.passes_flat(("ask_user", "c1"), 14)
+    assert untrusted.passes_flat(("ask_user", None), 14)
+    longest = ("a" * (room - 2), "bb")
+    assert untrusted.passes_flat(longest, 14)
+    assert untrusted.check(dict(zip(keys, longest, strict=True))) is None
+    over = ("a" * (room - 1), "bb")
+    assert not untrusted.passes_flat(over, 14)
+    assert untrusted.check(dict(zip(keys, over, strict=True))) is not None
+    assert not untrusted.passes_flat(("a\ud800", None), 14)

@@ -117,19 +117,9 @@ async def _call(
 def _fields_refusal(
     name: object, tool_call_id: object, parent_tool_call_id: object
 ) -> untrusted.Refusal | None:
-    """``untrusted.check`` of the call's own fields (name and ids), which are plain ASCII
-    text (or ``None``) in every call an honest client makes: those pass without the walk."""
-    if (
-        type(name) is str
-        and name.isascii()
-        and (tool_call_id is None or (type(tool_call_id) is str and tool_call_id.isascii()))
-        and (
-            parent_tool_call_id is None
-            or (type(parent_tool_call_id) is str and parent_tool_call_id.isascii())
-        )
-        and len(name) + len(tool_call_id or "") + len(parent_tool_call_id or "")
-        <= untrusted.MAX_TEXT_CHARS - _FIELD_KEY_CHARS
-    ):
+    """``untrusted.check`` of the call's own fields (name and ids), which are plain text (or
+    ``None``) in every call an honest client makes: those pass without the walk."""
+    if untrusted.passes_flat((name, tool_call_id, parent_tool_call_id), _FIELD_KEY_CHARS):
         return None
     return untrusted.check(
         {"name": name, "toolCallId": tool_call_id, "parentToolCallId": parent_tool_call_id}

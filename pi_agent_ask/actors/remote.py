@@ -174,7 +174,7 @@ def _submit_content_problem(payload: Mapping[str, Any]) -> tuple[str, str] | Non
     """The boundary check of a submission (``form/untrusted.py``): ids that are not valid text
     are an ``invalid_request``; a response that is not a bounded JSON value of valid text is an
     ``invalid_answer`` (the flow stays open)."""
-    if not _plain_ids(payload["requestId"], payload["flowId"]):
+    if not untrusted.passes_flat((payload["requestId"], payload["flowId"]), _ID_KEYS_CHARS):
         ids = untrusted.check({"requestId": payload["requestId"], "flowId": payload["flowId"]})
         if ids is not None:
             return ("invalid_request", f"Submit event {ids.describe()}.")
@@ -185,14 +185,3 @@ def _submit_content_problem(payload: Mapping[str, Any]) -> tuple[str, str] | Non
 
 
 _ID_KEYS_CHARS = len("requestId") + len("flowId")
-
-
-def _plain_ids(request_id: str, flow_id: str) -> bool:
-    """Whether ``untrusted.check`` passes the ids (two strings, as the envelope made sure), told
-    without its walk: neither holds a lone surrogate and together with their keys they are
-    within the text bound. ``False`` only says the walk must decide (and name the refusal)."""
-    return (
-        not untrusted.has_surrogate(request_id)
-        and not untrusted.has_surrogate(flow_id)
-        and len(request_id) + len(flow_id) + _ID_KEYS_CHARS <= untrusted.MAX_TEXT_CHARS
-    )

@@ -40,6 +40,7 @@ __all__ = [
     "check",
     "has_surrogate",
     "measure",
+    "passes_flat",
     "scrub_text",
 ]
 
@@ -109,6 +110,22 @@ def measure(value: object, *, depth: int) -> tuple[int, int] | None:
 def has_surrogate(text: str) -> bool:
     """Whether ``text`` holds a lone surrogate (the one way a ``str`` is not valid text)."""
     return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def passes_flat(values: tuple[object, ...], key_chars: int) -> bool:
+    """Whether ``check`` passes a map of ``values`` whose keys hold ``key_chars`` characters,
+    told without the walk, for the few plain fields of a call or an event (its name and ids):
+    ``True`` when each value is ``None`` or a ``str`` without a lone surrogate and all the text
+    is within :data:`MAX_TEXT_CHARS`. ``False`` only says that ``check`` must decide (and name
+    the refusal)."""
+    chars = key_chars
+    for value in values:
+        if value is None:
+            continue
+        if type(value) is not str or has_surrogate(value):
+            return False
+        chars += len(value)
+    return chars <= MAX_TEXT_CHARS
 
 
 def _scan(
