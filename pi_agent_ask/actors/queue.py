@@ -35,9 +35,9 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Protocol
 
-import attrs
 import trio
 
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused

@@ -60,8 +60,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-import attrs
-
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts

@@ -104,8 +104,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, TypedDict, TypeVar, Unpack
 
-import attrs
-
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.types import (
     EMPTY_DRAFT,
     JSON,

@@ -34,8 +34,7 @@ import dataclasses
 import json
 from typing import Any
 
-import attrs
-
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.integrations._results import error_text, message_parts, require, structured
 
 require("agents", "openai-agents", "The OpenAI Agents SDK")

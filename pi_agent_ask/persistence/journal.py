@@ -27,8 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import attrs
-
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.types import AskParams, QuestionType
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import entries as je

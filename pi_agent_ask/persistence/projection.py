@@ -33,8 +33,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-import attrs
-
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.entries import map_field, text_field
 from pi_agent_ask.persistence.session_file import Entry, Loc

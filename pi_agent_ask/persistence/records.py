@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-import attrs
-
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.result import BackgroundOutcome
 from pi_agent_ask.form.types import AskParams
 

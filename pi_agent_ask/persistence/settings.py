@@ -34,8 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeGuard, cast
 
-import attrs
-
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence.keys import KeyIdError, normalize_key, reserved_reason
 
 __all__ = [

@@ -27,8 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import attrs
-
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import (
     Behaviour,

@@ -1,0 +1,157 @@
+"""attrs for this package's classes, without compiling at import what a class may never use.
+
+The package's modules import this as ``attrs`` (``from pi_agent_ask import _attrs as attrs``)
+and write ``@attrs.frozen`` and ``@attrs.define`` as usual. The classes are attrs classes in
+every way (slots, frozen, ``__init__``, validators, converters, ``attrs.fields``,
+``attrs.evolve``, ``__match_args__``, pickling); what differs is when three of their methods
+come to exist:
+
+- ``__repr__`` is one function shared by every class (:func:`_repr`): the text attrs writes
+  (``Name(field=value, ...)``, the fields attrs shows, ``...`` for a value that contains
+  itself), read from the class's ``__attrs_attrs__`` when it is called.
+- ``__eq__`` and ``__hash__`` are compiled for a class the first time one of its instances is
+  compared or hashed, from the source attrs would write (``self.a == other.a and ...``,
+  ``hash((<class constant>, self.a, ...))``), and then replace themselves on the class: from
+  the second call on, a comparison runs exactly the code attrs would have given the class.
+
+Why: attrs writes those methods as source and compiles it while the class is created, about
+a third of a millisecond per class, so the 200-odd classes a form needs cost about half of
+their modules' import time, most of it for methods a first frame never calls (``ask``'s
+cold start, ``docs/benchmarks.md``). ``__init__`` is still attrs's own, compiled at once: a
+class is there to be instantiated.
+
+A class gets plain attrs (everything compiled at once) when it needs what is not replicated
+here: ``order``, ``cache_hash``, an explicit ``hash``, a field's ``eq`` or ``hash`` key
+function, an attrs base class, an exception class, or a class body that writes its own
+``__eq__``, ``__ne__`` or ``__hash__`` (its own ``__repr__`` is kept, as attrs keeps it).
+``attrs.inspect`` of a class made here reports ``__repr__``, ``__eq__`` and ``__hash__`` as not
+added by attrs (they are not).
+"""
+
+from __future__ import annotations
+
+import reprlib
+from typing import TYPE_CHECKING, Any
+
+import attrs as _attrs
+
+if TYPE_CHECKING:
+    # Type checkers see attrs's own decorators (and their attrs plugin applies).
+    from attrs import define as define
+    from attrs import frozen as frozen
+
+from attrs import NOTHING, Attribute, Factory, evolve, exceptions, field, fields, has, validators
+
+__all__ = [
+    "NOTHING",
+    "Attribute",
+    "Factory",
+    "define",
+    "evolve",
+    "exceptions",
+    "field",
+    "fields",
+    "frozen",
+    "has",
+    "validators",
+]
+
+_UNSUPPORTED = ("order", "cache_hash", "hash", "unsafe_hash", "these", "repr_ns")
+_OWN_COMPARISON = ("__eq__", "__ne__", "__hash__")
+
+
+@reprlib.recursive_repr()
+def _repr(self: Any) -> str:
+    """attrs's ``__repr__``, for any attrs class: the same text from its ``__attrs_attrs__``."""
+    parts = []
+    for a in self.__attrs_attrs__:
+        if a.repr is False:
+            continue
+        value = getattr(self, a.name) if a.init else getattr(self, a.name, NOTHING)
+        parts.append(f"{a.name}={repr(value) if a.repr is True else a.repr(value)}")
+    return f"{self.__class__.__qualname__.rsplit('>.', 1)[-1]}({', '.join(parts)})"
+
+
+def _compile(source: str, name: str, cls: type) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<pi_agent_ask {name} {cls.__qualname__}>", "exec"), namespace)
+    return namespace[name]
+
+
+def _eq_source(names: list[str]) -> str:
+    compared = " and ".join(f"self.{n} == other.{n}" for n in names) or "True"
+    return (
+        "def __eq__(self, other):\n"
+        "    if other.__class__ is not self.__class__:\n"
+        "        return NotImplemented\n"
+        f"    return {compared}\n"
+    )
+
+
+def _hash_source(names: list[str], constant: int) -> str:
+    hashed = "".join(f" self.{n}," for n in names)
+    return f"def __hash__(self):\n    return hash(({constant},{hashed}))\n"
+
+
+def _lazy_comparison(cls: type, *, hashable: bool) -> None:
+    """Give ``cls`` an ``__eq__`` (and with ``hashable`` a ``__hash__``) that compiles attrs's
+    code for the class at its first call and puts it in its own place (module docstring)."""
+    compared = [a.name for a in cls.__attrs_attrs__ if a.eq]  # type: ignore[attr-defined]
+    hashed = [a.name for a in cls.__attrs_attrs__ if (a.hash is None and a.eq) or a.hash is True]  # type: ignore[attr-defined]
+    constant = hash(f"{cls.__module__}.{cls.__qualname__} hash")
+
+    def __eq__(self: Any, other: Any) -> Any:
+        compiled = _compile(_eq_source(compared), "__eq__", cls)
+        cls.__eq__ = compiled  # type: ignore[method-assign]
+        return compiled(self, other)
+
+    def __hash__(self: Any) -> int:
+        compiled = _compile(_hash_source(hashed, constant), "__hash__", cls)
+        cls.__hash__ = compiled  # type: ignore[method-assign]
+        result: int = compiled(self)
+        return result
+
+    cls.__eq__ = __eq__  # type: ignore[assignment,method-assign]
+    cls.__hash__ = __hash__ if hashable else None  # type: ignore[assignment,method-assign]
+
+
+def _plain(cls: type, options: dict[str, Any]) -> bool:
+    """Whether ``cls`` needs plain attrs (see the module docstring)."""
+    if any(options.get(name) not in (None, False) for name in _UNSUPPORTED):
+        return True
+    if not isinstance(options.get("eq", True), bool) or options.get("auto_detect") is False:
+        return True
+    if issubclass(cls, BaseException) or any(_attrs.has(base) for base in cls.__mro__[1:]):
+        return True
+    if any(name in cls.__dict__ for name in _OWN_COMPARISON):
+        return True
+    # ``attrs.field(eq=key)`` / ``hash=`` with a key function: such a field carries ``eq_key``.
+    return any(getattr(value, "eq_key", None) is not None for value in cls.__dict__.values())
+
+
+def _make(decorator: Any, is_frozen: bool, maybe_cls: type | None, options: dict[str, Any]) -> Any:
+    def wrap(cls: type) -> type:
+        if _plain(cls, options):
+            made: type = decorator(cls, **options)
+        else:
+            want_repr = options.get("repr", True) and "__repr__" not in cls.__dict__
+            want_eq = options.get("eq", True)
+            made = decorator(cls, **{**options, "repr": False, "eq": False})
+            if want_repr:
+                made.__repr__ = _repr  # type: ignore[assignment,method-assign]
+            if want_eq:
+                _lazy_comparison(made, hashable=is_frozen)
+        return made
+
+    return wrap if maybe_cls is None else wrap(maybe_cls)
+
+
+if not TYPE_CHECKING:
+
+    def frozen(maybe_cls=None, /, **options):
+        """``attrs.frozen``, with ``__repr__``, ``__eq__``, ``__hash__`` made on first use."""
+        return _make(_attrs.frozen, True, maybe_cls, options)
+
+    def define(maybe_cls=None, /, **options):
+        """``attrs.define``, with ``__repr__`` and ``__eq__`` made on first use."""
+        return _make(_attrs.define, bool(options.get("frozen", False)), maybe_cls, options)
