@@ -22,7 +22,8 @@ class is there to be instantiated.
 
 A class gets plain attrs (everything compiled at once) when it needs what is not replicated
 here: ``order``, ``cache_hash``, an explicit ``hash``, a field's ``eq`` or ``hash`` key
-function, an attrs base class, an exception class, or a class body that writes its own
+function, ``define`` with equality over an attrs base class (which may make it frozen), an
+exception class, or a class body that writes its own
 ``__eq__``, ``__ne__`` or ``__hash__`` (its own ``__repr__`` is kept, as attrs keeps it).
 ``attrs.inspect`` of a class made here reports ``__repr__``, ``__eq__`` and ``__hash__`` as not
 added by attrs (they are not).
@@ -115,14 +116,17 @@ def _lazy_comparison(cls: type, *, hashable: bool) -> None:
     cls.__hash__ = __hash__ if hashable else None  # type: ignore[assignment,method-assign]
 
 
-def _plain(cls: type, options: dict[str, Any]) -> bool:
+def _plain(cls: type, is_frozen: bool, options: dict[str, Any]) -> bool:
     """Whether ``cls`` needs plain attrs (see the module docstring)."""
     if any(options.get(name) not in (None, False) for name in _UNSUPPORTED):
         return True
-    if not isinstance(options.get("eq", True), bool) or options.get("auto_detect") is False:
+    eq = options.get("eq", True)
+    if not isinstance(eq, bool) or options.get("auto_detect") is False:
         return True
-    if issubclass(cls, BaseException) or any(_attrs.has(base) for base in cls.__mro__[1:]):
+    if issubclass(cls, BaseException):
         return True
+    if eq and not is_frozen and any(_attrs.has(base) for base in cls.__mro__[1:]):
+        return True  # a frozen attrs base would make it frozen, and hashable: attrs decides
     if any(name in cls.__dict__ for name in _OWN_COMPARISON):
         return True
     # ``attrs.field(eq=key)`` / ``hash=`` with a key function: such a field carries ``eq_key``.
@@ -131,7 +135,7 @@ def _plain(cls: type, options: dict[str, Any]) -> bool:
 
 def _make(decorator: Any, is_frozen: bool, maybe_cls: type | None, options: dict[str, Any]) -> Any:
     def wrap(cls: type) -> type:
-        if _plain(cls, options):
+        if _plain(cls, is_frozen, options):
             made: type = decorator(cls, **options)
         else:
             want_repr = options.get("repr", True) and "__repr__" not in cls.__dict__
