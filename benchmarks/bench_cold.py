@@ -12,6 +12,9 @@ cache. The second figure has no byte-code cache at all (``PYTHONDONTWRITEBYTECOD
 empty ``-X pycache_prefix``, so every module, the standard library's included, is compiled from
 source on every start): what a checkout run from a shell that sets that variable pays.
 
+It also counts the modules imported before the first frame (a run with ``-X importtime``,
+its log on a file: every module the interpreter imported, those of the package apart).
+
 Run: ``.venv/bin/python -m benchmarks cold``. Prints; asserts nothing.
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import signal
 import statistics
@@ -44,11 +48,17 @@ ROUNDS = 5
 
 
 def first_frame_seconds(
-    payload: Path, settings: Path, *, session: Path | None = None, byte_code: bool = True
+    payload: Path,
+    settings: Path,
+    *,
+    session: Path | None = None,
+    byte_code: bool = True,
+    import_log: Path | None = None,
 ) -> float:
     """Seconds from process start to the first frame of ``ask`` on ``payload``; ``session``
     is the file it journals into (``None``: a fresh one next to ``payload``); ``byte_code``
-    False compiles every module from source (see the module's docstring)."""
+    False compiles every module from source (see the module's docstring); ``import_log``: run
+    with ``-X importtime``, its log written there."""
     if session is None:
         session = payload.with_name(f"history-{uuid.uuid4().hex}.pias")
     env = _child_env()
@@ -56,6 +66,8 @@ def first_frame_seconds(
     if not byte_code:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         options = ["-X", f"pycache_prefix={payload.with_name('no-byte-code-cache')}"]
+    if import_log is not None:
+        options = [*options, "-X", "importtime"]
     command = [
         sys.executable,
         *options,
@@ -71,6 +83,8 @@ def first_frame_seconds(
     start = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:  # the child: the pty is its controlling terminal
+        if import_log is not None:
+            os.dup2(os.open(import_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
         os.execve(sys.executable, command, env)
     seen = b""
     try:
@@ -84,6 +98,15 @@ def first_frame_seconds(
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(fd)
+
+
+def modules_before_first_frame(payload: Path, settings: Path) -> tuple[int, int]:
+    """How many modules ``ask`` imported by its first frame, and how many of them are the
+    package's (``-X importtime``'s log; a module imported just after the frame may be in it)."""
+    log = payload.with_name("importtime.log")
+    first_frame_seconds(payload, settings, import_log=log)
+    names = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", log.read_text(), re.MULTILINE)
+    return len(names), sum(1 for name in names if name.split(".")[0] == "pi_agent_ask")
 
 
 def _child_env() -> dict[str, str]:
@@ -111,11 +134,13 @@ def main() -> None:
         uncached = [first_frame_seconds(payload, settings, byte_code=False) for _ in range(3)]
         imports = [import_seconds() for _ in range(ROUNDS)]
         ui = [import_seconds("pi_agent_ask.ui.commands") for _ in range(ROUNDS)]
+        modules, ours = modules_before_first_frame(payload, settings)
     print(f"process start -> first frame of `ask`: median {statistics.median(frames) * 1e3:.0f} ms")
     print(
         "  the same with no byte-code cache (every module compiled from source): "
         f"median {statistics.median(uncached) * 1e3:.0f} ms"
     )
+    print(f"  modules imported before the first frame: {modules} ({ours} of the package)")
     print(
         f"python -c 'import pi_agent_ask':        median {statistics.median(imports) * 1e3:.0f} ms"
     )
