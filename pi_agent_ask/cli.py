@@ -15,7 +15,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -121,14 +121,23 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command`` (a name of ``COMMANDS``), only that
+    command's subparser is added: all its run needs (its arguments, its ``-h``, its errors),
+    without building, or importing the modules of, every other command's (``main``)."""
     parser = argparse.ArgumentParser(
         prog="pi-agent-ask",
         description="Ask a person structured questions and get structured answers.",
     )
     parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    adders = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for add in adders:
+        add(commands)
+    return parser
 
+
+def _add_ask(commands: Any) -> None:
     ask = commands.add_parser("ask", help="open the form for one ask_user call, print the result")
     ask.add_argument("payload", nargs="?", help="JSON file with the ask_user arguments (- : stdin)")
     ask.add_argument(
@@ -143,9 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--settings", type=Path, help="settings file instead of the default")
     ask.add_argument("--output", type=Path, help="write the JSON result there")
 
+
+def _add_validate(commands: Any) -> None:
     validate = commands.add_parser("validate", help="check ask_user arguments without asking")
     validate.add_argument("payload", nargs="?", help="JSON file (- or none: stdin)")
 
+
+def _add_demo(commands: Any) -> None:
     demo = commands.add_parser("demo", help="run the demo host with a scripted agent")
     demo.add_argument("--session", type=Path, help="session file (default: in memory)")
     demo.add_argument("--settings", type=Path, help="settings file instead of the default")
@@ -153,17 +166,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--headless", action="store_true", help="no terminal: a scripted answerer plays the person"
     )
 
+
+def _add_settings(commands: Any) -> None:
     settings = commands.add_parser("settings", help="open the ask settings overlay")
     settings.add_argument("--settings", type=Path, help="settings file instead of the default")
 
+
+def _add_desk(commands: Any) -> None:
     from pi_agent_ask.desk.command import add_desk_parser
 
     add_desk_parser(commands)
 
+
+def _add_mcp_and_hook(commands: Any) -> None:
     from pi_agent_ask.mcp_server.command import add_mcp_parsers
 
     add_mcp_parsers(commands)
 
+
+def _add_history(commands: Any) -> None:
     history = commands.add_parser("history", help="list, read or export the question history")
     history_commands = history.add_subparsers(dest="history_command", required=True)
     session_help = "session file (default: <agent dir>/pi-agent-ask/history.pias)"
@@ -184,7 +205,19 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--session", type=Path, help=session_help)
     export.add_argument("path")
     export.add_argument("keys", nargs="*", metavar="REQUEST_ID:QUESTION_ID")
-    return parser
+
+
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "ask": _add_ask,
+    "validate": _add_validate,
+    "demo": _add_demo,
+    "settings": _add_settings,
+    "desk": _add_desk,
+    "mcp": _add_mcp_and_hook,
+    "hook": _add_mcp_and_hook,
+    "history": _add_history,
+}
+"""Each command's name and what adds its subparser, in the order ``--help`` lists them."""
 
 
 # -- validate -----------------------------------------------------------------------------
@@ -548,7 +581,8 @@ def _parse_key(text: str) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(argv) if argv is not None else sys.argv[1:])
+    arguments = list(argv) if argv is not None else sys.argv[1:]
+    args = build_parser(arguments[0] if arguments else None).parse_args(arguments)
     stdin, stdout, stderr = sys.stdin, sys.stdout, sys.stderr
     match args.command:
         case "validate":

@@ -43,10 +43,8 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     # Other commands: the MCP server, the desk, the demo host, asyncio hosts, frameworks.
     "mcp",
     "hypercorn",
-    "pi_agent_ask.mcp_server.tools",
-    "pi_agent_ask.mcp_server.stdio",
-    "pi_agent_ask.desk.run",
-    "pi_agent_ask.desk.http",
+    "pi_agent_ask.desk",  # the parser of `ask` alone is built (cli.build_parser)
+    "pi_agent_ask.mcp_server",
     "pi_agent_ask.host.demo",
     "pi_agent_ask.aio",
     "pi_agent_ask.integrations",
@@ -158,3 +156,24 @@ def test_a_caller_that_turned_the_collector_off_keeps_it_off() -> None:
         assert gc.get_freeze_count() == 0
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ask", "p.json", "--session", "s.pias", "--settings", "x.json", "--output", "o.json"],
+        ["ask", "--no-session"],
+        ["validate", "-"],
+        ["demo", "--headless"],
+        ["settings", "--settings", "x.json"],
+        ["desk", "--listen", "127.0.0.1:0", "--headless"],
+        ["mcp", "--desk", "off", "--key", "k"],
+        ["hook", "claude-code", "--key", "k"],
+        ["history", "list", "--json", "--limit", "3"],
+        ["history", "export", "out.md", "a:b"],
+    ],
+)
+def test_the_parser_of_one_command_parses_as_the_whole_parser(argv: list[str]) -> None:
+    from pi_agent_ask import cli
+
+    assert cli.build_parser(argv[0]).parse_args(argv) == cli.build_parser().parse_args(argv)
