@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from contextlib import suppress
 from typing import Any, Protocol
 
 import attrs
@@ -323,6 +322,12 @@ class QueueActor:
         await trio.lowlevel.checkpoint_if_cancelled()
         return self._handle_now(message)
 
+    def tell_last_now(self, message: QueueMessage) -> bool:
+        """``tell_now`` for the last message of a task under a shield (the form runner's
+        ``FormStopped``): nothing can cancel it, so there is no cancellation check, and
+        nothing awaits. Whether it was handled; if not, nothing was done."""
+        return self._parked() and self._handle_now(message)
+
     def _parked(self) -> bool:
         """The queue task waits for a message and none is on its way to it (a message sent
         to it takes it out of the channel's waiting receivers at once)."""
@@ -334,8 +339,9 @@ class QueueActor:
         the transition writes (its first effect), perform the rest, commit."""
         message = self._received(message)
         candidate, effects = reduce(self.state, message)
-        if any(type(effect) is Continue for effect in effects):
-            return False
+        for effect in effects:
+            if type(effect) is Continue:
+                return False
         if effects and isinstance(effects[0], Append | MarkDelivered):
             write = effects[0]
             journal = (write.through if isinstance(write, Append) else None) or self.journal
@@ -415,10 +421,32 @@ class QueueActor:
         return follow
 
     def _perform_now(self, effect: Effect) -> None:
-        """The effects that never wait."""
+        """The effects that never wait (the ones every form makes first)."""
         match effect:
             case Reply(channel=channel, value=value):
                 _reply(channel, value)
+            case HerdrChanged(active=active):
+                if not self.events.has_subscribers(ev.HERDR_BLOCKED):
+                    pass  # nobody hears it: the payload is not made
+                elif active:
+                    self.events.emit(
+                        ev.HERDR_BLOCKED, {"active": True, "label": "Waiting for user response"}
+                    )
+                else:
+                    self.events.emit(ev.HERDR_BLOCKED, {"active": False})
+            case StartForm(request=request, form=form, epoch=epoch):
+                assert self._jobs is not None
+                scope = trio.CancelScope()
+                # 64: key handlers send without awaiting. Not subscripted: a generic alias's
+                # call costs more than the channel's creation itself.
+                send: trio.MemorySendChannel[FormInput]
+                receive: trio.MemoryReceiveChannel[FormInput]
+                send, receive = trio.open_memory_channel(64)
+                self._live = _LiveForm(request.request_id, scope, send)
+                self._jobs.send_nowait(
+                    _FormJob(request, form, epoch, scope, send, receive, self._settle)
+                )
+                self._settle = False
             case CloseReply(channel=channel):
                 channel.close()
             case ReplyCommands(channel=channel, commands=commands, request_id=request_id):
@@ -427,22 +455,6 @@ class QueueActor:
             case Wake(message=message):
                 self.wakeups.send_nowait(message)
                 self._woken_at = self.hook_calls.count
-            case HerdrChanged(active=True):
-                self.events.emit(
-                    ev.HERDR_BLOCKED, {"active": True, "label": "Waiting for user response"}
-                )
-            case HerdrChanged(active=False):
-                self.events.emit(ev.HERDR_BLOCKED, {"active": False})
-            case StartForm(request=request, form=form, epoch=epoch):
-                assert self._jobs is not None
-                scope = trio.CancelScope()
-                # 64: key handlers send without awaiting
-                send, receive = trio.open_memory_channel[FormInput](64)
-                self._live = _LiveForm(request.request_id, scope, send)
-                self._jobs.send_nowait(
-                    _FormJob(request, form, epoch, scope, send, receive, self._settle)
-                )
-                self._settle = False
             case CancelForm(request_id=request_id):
                 if self._live is not None and self._live.request_id == request_id:
                     self._live.scope.cancel()
@@ -522,5 +534,7 @@ def _reply(channel: ReplyTo[Any], value: Any) -> None:
     has closed its end; the queue's state already holds what the answer would have told it (a
     grant it no longer wants is released by its ReleaseSurface, a wait it abandoned gives its
     results back with EndWait), so the queue goes on."""
-    with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+    try:  # noqa: SIM105 (not ``suppress``: this runs for every reply)
         channel.send_nowait(value)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
