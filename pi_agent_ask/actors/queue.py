@@ -349,7 +349,7 @@ class QueueActor:
             if append_now is None:
                 return False
             try:
-                if append_now(list(write.entries)) is None:
+                if append_now(write.entries) is None:
                     return False
             except _JOURNAL_ERRORS as error:
                 self._unrecorded(message, error)
@@ -404,7 +404,7 @@ class QueueActor:
         for effect in effects:
             match effect:
                 case Append(entries=entries, through=through):
-                    await (through or self.journal).append_many(list(entries))
+                    await (through or self.journal).append_many(entries)
                     self._disk_failing = False
                 case MarkDelivered(entries=entries):
                     # Shielded: a cancellation during the write (disposal, say) would leave a
@@ -412,7 +412,7 @@ class QueueActor:
                     # bounded: the persistence actor replies to every request it takes or
                     # closes the reply channel when it ends.
                     with trio.CancelScope(shield=True):
-                        await self.journal.append_many(list(entries))
+                        await self.journal.append_many(entries)
                     self._disk_failing = False
                 case Continue(message=message):
                     follow.append(message)

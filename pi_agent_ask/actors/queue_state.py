@@ -57,7 +57,7 @@ the shell only ever keeps its current state and one candidate.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import attrs
@@ -104,7 +104,7 @@ class JournalHandle(Protocol):
 
     async def append(self, type_: str, data: Json) -> object: ...
 
-    async def append_many(self, entries: list[Entry]) -> object: ...
+    async def append_many(self, entries: Sequence[Entry]) -> object: ...
 
 
 # ------------------------------------------------------------------------------------------
@@ -605,7 +605,10 @@ class Table(Generic[K, V]):
                 yield key
 
     def with_layer(self) -> Table[K, V]:
-        return Table(self._base, dict(self._layer))
+        table: Table[K, V] = object.__new__(Table)  # three per transition: no ``__init__``
+        table._base = self._base
+        table._layer = self._layer.copy()
+        return table
 
     def set(self, key: K, value: V) -> None:
         """Only on a table of the state being built by ``reduce`` (``with_layer``)."""
@@ -941,7 +944,7 @@ def _herdr_add(step: _Step, owner: str) -> None:
     if not step.s.tui:
         return
     if not step.s.herdr:
-        step.emit(HerdrChanged(True))
+        step.emit(_HERDR_ON)
     step.set(herdr=step.s.herdr | {owner})
 
 
@@ -950,12 +953,17 @@ def _herdr_remove(step: _Step, owner: str) -> None:
         return
     step.set(herdr=step.s.herdr - {owner})
     if not step.s.herdr:
-        step.emit(HerdrChanged(False))
+        step.emit(_HERDR_OFF)
 
 
 def release_all_herdr(state: QueueState) -> list[Effect]:
     """The effects of the queue ending: the Herdr owners go."""
-    return [HerdrChanged(False)] if state.herdr else []
+    return [_HERDR_OFF] if state.herdr else []
+
+
+_HERDR_ON = HerdrChanged(True)
+_HERDR_OFF = HerdrChanged(False)
+"""Frozen: one of each serves every transition."""
 
 
 # -- requests and the surface ----------------------------------------------------------------
