@@ -17,7 +17,8 @@ new state once they succeeded:
 - ``Continue`` effects are reduced next, before any other message.
 
 A message for the queue while the queue task is parked (waiting for a message, none on its way)
-is handled in its sender's task (``ask_now``, ``tell_now``), exactly as the queue task would
+is handled in its sender's task (``ask_now``, ``tell_now``; ``tell_last_now`` for the form
+runner's ``FormStopped``), exactly as the queue task would
 handle it next, when its transition can run to its commit without waiting: no write, or a write
 the journal takes at once (``append_many_now``), and no ``Continue``. Nothing runs in between,
 so nothing can tell it from the queue task's handling, less the two passes through the
@@ -278,9 +279,10 @@ class QueueActor:
         with trio.CancelScope(shield=True), jobs:
             while True:
                 try:
-                    # Usually nothing is waiting (the queue starts the next form once this
-                    # one stopped): a plain ``receive``, whose pass when a job is waiting
-                    # comes only after a session change.
+                    # Usually the next form's job is waiting already (the form before it
+                    # stopped in this task: ``tell_last_now``). ``receive``'s pass through
+                    # the scheduler is the runner's one per form: a listener answering every
+                    # form at once does not starve the loop.
                     job = await jobs.receive()
                 except trio.EndOfChannel:
                     return

@@ -588,10 +588,11 @@ class Table(Generic[K, V]):
         self._layer: dict[K, V | _Gone] = {} if layer is None else layer
 
     def get(self, key: K) -> V | None:
-        if key in self._layer:
-            value = self._layer[key]
-            return None if isinstance(value, _Gone) else value
-        return self._base.get(key)
+        # One lookup in the layer: it never holds ``None`` (a deletion is ``_GONE``).
+        value = self._layer.get(key)
+        if value is None:
+            return self._base.get(key)
+        return None if value is _GONE else value  # type: ignore[return-value]
 
     def __contains__(self, key: K) -> bool:
         return self.get(key) is not None
