@@ -42,6 +42,7 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.actors.queue_state import (
+    WRITES,
     AcquireSurface,
     AgentActivity,
     Append,
@@ -344,7 +345,7 @@ class QueueActor:
         for effect in effects:
             if type(effect) is Continue:
                 return False
-        if effects and isinstance(effects[0], Append | MarkDelivered):
+        if effects and isinstance(effects[0], WRITES):  # the tuple: ``A | B`` is made per call
             write = effects[0]
             journal = (write.through if isinstance(write, Append) else None) or self.journal
             append_now = getattr(journal, "append_many_now", None)
