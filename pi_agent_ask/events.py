@@ -49,7 +49,10 @@ class EventBus:
 
     def emit(self, channel: str, payload: Any) -> None:
         """Call every subscriber of ``channel`` with ``payload``, in subscription order."""
-        for callback in tuple(self._subscribers.get(channel, ())):
+        subscribers = self._subscribers.get(channel)
+        if not subscribers:
+            return
+        for callback in tuple(subscribers):
             try:
                 callback(payload)
             except Exception as error:  # a broken listener never breaks the emitter
@@ -57,4 +60,6 @@ class EventBus:
                     self.on_error(channel, error)
 
     def has_subscribers(self, channel: str) -> bool:
+        """Whether an emit on ``channel`` would call anyone: an emitter whose payload costs
+        something to build skips it when nobody listens."""
         return bool(self._subscribers.get(channel))

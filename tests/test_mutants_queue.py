@@ -5,6 +5,7 @@ shell does: a message, then the transitions it continues into, each committed.""
 from __future__ import annotations
 
 import errno
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ class FakeJournal:
     async def append(self, type_: str, data: qs.Json) -> None:
         raise AssertionError("not written here")
 
-    async def append_many(self, entries: list[qs.Entry]) -> None:
+    async def append_many(self, entries: Sequence[qs.Entry]) -> None:
         raise AssertionError("not written here")
 
 

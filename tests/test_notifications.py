@@ -9,6 +9,7 @@ import shlex
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -27,11 +28,14 @@ from pi_agent_ask.actors.notifications import (
     channels_from_json,
     channels_to_json,
     command_environment,
+    discard_terminal,
     notification_message,
     osc9_payload,
     osc777_payload,
     run_notifications,
+    send_now,
     terminal_payload,
+    unheard,
 )
 from pi_agent_ask.form.sanitize import sanitize_line
 
@@ -384,3 +388,23 @@ async def test_a_command_that_cannot_start_has_failed(autojump_clock: object) ->
     assert report.attempts[0].detail is not None
     assert report.attempts[0].detail.startswith("ValueError: ")
     assert report.attempts[1] == Attempt("bell", "attempted")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize(
+    "channels", [(), (Bell(),), (Osc9(), Osc777()), (Command("true"),), (Bell(), Command("x"))]
+)
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_notification_is_left_unmade_only_when_sending_it_would_reach_nobody(
+    enabled: bool, channels: tuple[Any, ...], terminal: bool
+) -> None:
+    # ``unheard`` lets a form skip making its ``Notify``: only right when ``send_now`` would
+    # send it at once (no command for the actor) and write nothing (no terminal, no report).
+    written: list[str] = []
+    write = written.append if terminal else discard_terminal
+    if unheard(enabled, channels, write):
+        assert send_now(Notify("tool:c1", "Label", "Prompt?", enabled, channels), write)
+        assert written == []
+    else:
+        needs_actor = enabled and any(isinstance(c, Command) for c in channels)
+        assert terminal or needs_actor

@@ -14,9 +14,8 @@ announced or returned (``outcomes.py``).
 
 from __future__ import annotations
 
-import functools
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import trio
@@ -28,7 +27,7 @@ from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, han
 from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.external import negotiate_and_run
 from pi_agent_ask.actors.form import FormFailed, FormInput, close_inbox, run_form
-from pi_agent_ask.actors.notifications import Notify, send_now
+from pi_agent_ask.actors.notifications import Notify, send_now, unheard
 from pi_agent_ask.actors.outcomes import (
     FORM_INTERRUPTED_TEXT,
     record_interrupted,
@@ -279,9 +278,48 @@ async def host_form(
         return None
     if scope is None:
         await rt._opened.wait()
+    flow_id = request.flow_id
+    if rt.events.has_subscribers(ev.STARTED):  # else the payload is not made
+        rt.events.emit(ev.STARTED, _started(request, flow_id))
+    config = rt.config
+    changed = _no_change if on_change is None else on_change
+    deferred = rt.defer_queue if request.background else None
+
+    def run(scope: trio.CancelScope | None = None) -> Coroutine[Any, Any, fs.FormState | None]:
+        # A closure, not ``functools.partial``: merging a partial's keywords costs more.
+        return run_form(
+            flow_id=flow_id,
+            state=form,
+            inbox=inbox,
+            commands=commands,
+            surface=rt._surface,
+            on_change=changed,
+            on_defer=deferred,
+            scope=scope,
+        )
+
+    enabled, channels = config.notifications_enabled, config.notification_channels
+    if unheard(enabled, channels, rt._write_terminal):
+        return await run(scope=scope)  # nobody would hear of it: no notification is made
+    first = request.params.questions[0]
+    notify = Notify(flow_id, first.label, first.prompt, enabled, channels)
+    if send_now(notify, rt._write_terminal):
+        return await run(scope=scope)
+    # A command channel: the actor runs it (it waits in ``receive``: taken at once).
+    if scope is None:
+        await hand_over(rt._notify_tx, notify)
+        return await run()
+    with scope:
+        await hand_over(rt._notify_tx, notify)
+        return await run()
+    return None
+
+
+def _started(request: AskRequest, flow_id: str) -> dict[str, Any]:
+    """The ``pi-agent-ask:started`` payload of ``request``'s form."""
     started: dict[str, Any] = {
         "version": 1,
-        "flowId": request.flow_id,
+        "flowId": flow_id,
         "askRequestId": request.request_id,
         "source": request.source,
         "questions": [
@@ -294,40 +332,11 @@ async def host_form(
         started["toolCallId"] = request.tool_call_id
     if request.params.title is not None:
         started["title"] = request.params.title
-    rt.events.emit(ev.STARTED, started)
-    first = request.params.questions[0]
-    notify = Notify(
-        request.flow_id,
-        first.label,
-        first.prompt,
-        rt.config.notifications_enabled,
-        rt.config.notification_channels,
-    )
+    return started
 
-    async def changed(state: fs.FormState) -> None:
-        if on_change is not None:
-            await on_change(state)
 
-    run = functools.partial(
-        run_form,
-        flow_id=request.flow_id,
-        state=form,
-        inbox=inbox,
-        commands=commands,
-        surface=rt._surface,
-        on_change=changed,
-        on_defer=rt.defer_queue if request.background else None,
-    )
-    if send_now(notify, rt._write_terminal):
-        return await run(scope=scope)
-    # A command channel: the actor runs it (it waits in ``receive``: taken at once).
-    if scope is None:
-        await hand_over(rt._notify_tx, notify)
-        return await run()
-    with scope:
-        await hand_over(rt._notify_tx, notify)
-        return await run()
-    return None
+async def _no_change(_state: fs.FormState) -> None:
+    """A form's ``on_change`` for an owner that keeps no drafts."""
 
 
 async def run_background_form(

@@ -171,6 +171,8 @@ class RuntimeCore:
     handled in the asking task, without the round trip through the queue task."""
     _queue_tell: Callable[[q.QueueMessage], Awaitable[bool]] | None = None
     """The queue's ``tell_now``, for ``tell_queue``."""
+    _queue_tell_last: Callable[[q.QueueMessage], bool] | None = None
+    """The queue's ``tell_last_now``, for ``tell_queue_last``."""
     _write_terminal: Callable[[str], None] = attrs.field(default=lambda _text: None)
     """Where notification bytes go (``open_runtime(write_terminal=)``): notifications without a
     command are written from the form's task (``notifications.send_now``)."""
@@ -223,9 +225,15 @@ class RuntimeCore:
             await self._queue_tx.send(message)
 
     async def tell_queue_last(self, message: q.QueueMessage) -> None:
-        """``tell_queue`` for a task's last message (a background form's ``FormStopped``):
-        handed over at once when the queue is waiting for it, so the task ends without a pass
-        through the scheduler (nothing in it runs after the send); ``tell_queue`` otherwise."""
+        """``tell_queue`` for the last message of a shielded task (a background form's
+        ``FormStopped``, from the queue's form runner): handled in this task when the queue is
+        parked and its transition runs to its commit without waiting (``tell_last_now``: the
+        runner then finds the next form waiting, with no round trip through the queue task);
+        else handed over at once when the queue is waiting for it, so the task goes on
+        without a pass through the scheduler; ``tell_queue`` otherwise."""
+        tell_now = self._queue_tell_last
+        if tell_now is not None and tell_now(message):
+            return
         try:
             self._queue_tx.send_nowait(message)
         except trio.WouldBlock:

@@ -323,6 +323,17 @@ def send_now(
     return True
 
 
+def unheard(
+    enabled: bool, channels: Iterable[Channel], write_terminal: Callable[[str], None]
+) -> bool:
+    """Whether a notification with these settings would reach nobody: it has no command to
+    run (``send_now`` sends it at once) and no terminal to write to, and nobody reports it.
+    Its owner then makes no ``Notify`` at all."""
+    if write_terminal is not discard_terminal:
+        return False
+    return not enabled or not any(isinstance(c, Command) for c in channels)
+
+
 def discard_terminal(_text: str) -> None:
     """The terminal writer of a runtime without a terminal: notification bytes go nowhere
     (``send_now`` does not even make them)."""

@@ -17,7 +17,8 @@ new state once they succeeded:
 - ``Continue`` effects are reduced next, before any other message.
 
 A message for the queue while the queue task is parked (waiting for a message, none on its way)
-is handled in its sender's task (``ask_now``, ``tell_now``), exactly as the queue task would
+is handled in its sender's task (``ask_now``, ``tell_now``; ``tell_last_now`` for the form
+runner's ``FormStopped``), exactly as the queue task would
 handle it next, when its transition can run to its commit without waiting: no write, or a write
 the journal takes at once (``append_many_now``), and no ``Continue``. Nothing runs in between,
 so nothing can tell it from the queue task's handling, less the two passes through the
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from contextlib import suppress
 from typing import Any, Protocol
 
 import trio
@@ -42,6 +42,7 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.actors.queue_state import (
+    WRITES,
     AcquireSurface,
     AgentActivity,
     Append,
@@ -279,9 +280,10 @@ class QueueActor:
         with trio.CancelScope(shield=True), jobs:
             while True:
                 try:
-                    # Usually nothing is waiting (the queue starts the next form once this
-                    # one stopped): a plain ``receive``, whose pass when a job is waiting
-                    # comes only after a session change.
+                    # Usually the next form's job is waiting already (the form before it
+                    # stopped in this task: ``tell_last_now``). ``receive``'s pass through
+                    # the scheduler is the runner's one per form: a listener answering every
+                    # form at once does not starve the loop.
                     job = await jobs.receive()
                 except trio.EndOfChannel:
                     return
@@ -323,6 +325,12 @@ class QueueActor:
         await trio.lowlevel.checkpoint_if_cancelled()
         return self._handle_now(message)
 
+    def tell_last_now(self, message: QueueMessage) -> bool:
+        """``tell_now`` for the last message of a task under a shield (the form runner's
+        ``FormStopped``): nothing can cancel it, so there is no cancellation check, and
+        nothing awaits. Whether it was handled; if not, nothing was done."""
+        return self._parked() and self._handle_now(message)
+
     def _parked(self) -> bool:
         """The queue task waits for a message and none is on its way to it (a message sent
         to it takes it out of the channel's waiting receivers at once)."""
@@ -334,16 +342,17 @@ class QueueActor:
         the transition writes (its first effect), perform the rest, commit."""
         message = self._received(message)
         candidate, effects = reduce(self.state, message)
-        if any(type(effect) is Continue for effect in effects):
-            return False
-        if effects and isinstance(effects[0], Append | MarkDelivered):
+        for effect in effects:
+            if type(effect) is Continue:
+                return False
+        if effects and isinstance(effects[0], WRITES):  # the tuple: ``A | B`` is made per call
             write = effects[0]
             journal = (write.through if isinstance(write, Append) else None) or self.journal
             append_now = getattr(journal, "append_many_now", None)
             if append_now is None:
                 return False
             try:
-                if append_now(list(write.entries)) is None:
+                if append_now(write.entries) is None:
                     return False
             except _JOURNAL_ERRORS as error:
                 self._unrecorded(message, error)
@@ -398,7 +407,7 @@ class QueueActor:
         for effect in effects:
             match effect:
                 case Append(entries=entries, through=through):
-                    await (through or self.journal).append_many(list(entries))
+                    await (through or self.journal).append_many(entries)
                     self._disk_failing = False
                 case MarkDelivered(entries=entries):
                     # Shielded: a cancellation during the write (disposal, say) would leave a
@@ -406,7 +415,7 @@ class QueueActor:
                     # bounded: the persistence actor replies to every request it takes or
                     # closes the reply channel when it ends.
                     with trio.CancelScope(shield=True):
-                        await self.journal.append_many(list(entries))
+                        await self.journal.append_many(entries)
                     self._disk_failing = False
                 case Continue(message=message):
                     follow.append(message)
@@ -415,10 +424,32 @@ class QueueActor:
         return follow
 
     def _perform_now(self, effect: Effect) -> None:
-        """The effects that never wait."""
+        """The effects that never wait (the ones every form makes first)."""
         match effect:
             case Reply(channel=channel, value=value):
                 _reply(channel, value)
+            case HerdrChanged(active=active):
+                if not self.events.has_subscribers(ev.HERDR_BLOCKED):
+                    pass  # nobody hears it: the payload is not made
+                elif active:
+                    self.events.emit(
+                        ev.HERDR_BLOCKED, {"active": True, "label": "Waiting for user response"}
+                    )
+                else:
+                    self.events.emit(ev.HERDR_BLOCKED, {"active": False})
+            case StartForm(request=request, form=form, epoch=epoch):
+                assert self._jobs is not None
+                scope = trio.CancelScope()
+                # 64: key handlers send without awaiting. Not subscripted: a generic alias's
+                # call costs more than the channel's creation itself.
+                send: trio.MemorySendChannel[FormInput]
+                receive: trio.MemoryReceiveChannel[FormInput]
+                send, receive = trio.open_memory_channel(64)
+                self._live = _LiveForm(request.request_id, scope, send)
+                self._jobs.send_nowait(
+                    _FormJob(request, form, epoch, scope, send, receive, self._settle)
+                )
+                self._settle = False
             case CloseReply(channel=channel):
                 channel.close()
             case ReplyCommands(channel=channel, commands=commands, request_id=request_id):
@@ -427,22 +458,6 @@ class QueueActor:
             case Wake(message=message):
                 self.wakeups.send_nowait(message)
                 self._woken_at = self.hook_calls.count
-            case HerdrChanged(active=True):
-                self.events.emit(
-                    ev.HERDR_BLOCKED, {"active": True, "label": "Waiting for user response"}
-                )
-            case HerdrChanged(active=False):
-                self.events.emit(ev.HERDR_BLOCKED, {"active": False})
-            case StartForm(request=request, form=form, epoch=epoch):
-                assert self._jobs is not None
-                scope = trio.CancelScope()
-                # 64: key handlers send without awaiting
-                send, receive = trio.open_memory_channel[FormInput](64)
-                self._live = _LiveForm(request.request_id, scope, send)
-                self._jobs.send_nowait(
-                    _FormJob(request, form, epoch, scope, send, receive, self._settle)
-                )
-                self._settle = False
             case CancelForm(request_id=request_id):
                 if self._live is not None and self._live.request_id == request_id:
                     self._live.scope.cancel()
@@ -522,5 +537,7 @@ def _reply(channel: ReplyTo[Any], value: Any) -> None:
     has closed its end; the queue's state already holds what the answer would have told it (a
     grant it no longer wants is released by its ReleaseSurface, a wait it abandoned gives its
     results back with EndWait), so the queue goes on."""
-    with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+    try:  # noqa: SIM105 (not ``suppress``: this runs for every reply)
         channel.send_nowait(value)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass

@@ -57,7 +57,7 @@ the shell only ever keeps its current state and one candidate.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pi_agent_ask import _attrs as attrs
@@ -103,7 +103,7 @@ class JournalHandle(Protocol):
 
     async def append(self, type_: str, data: Json) -> object: ...
 
-    async def append_many(self, entries: list[Entry]) -> object: ...
+    async def append_many(self, entries: Sequence[Entry]) -> object: ...
 
 
 # ------------------------------------------------------------------------------------------
@@ -587,10 +587,11 @@ class Table(Generic[K, V]):
         self._layer: dict[K, V | _Gone] = {} if layer is None else layer
 
     def get(self, key: K) -> V | None:
-        if key in self._layer:
-            value = self._layer[key]
-            return None if isinstance(value, _Gone) else value
-        return self._base.get(key)
+        # One lookup in the layer: it never holds ``None`` (a deletion is ``_GONE``).
+        value = self._layer.get(key)
+        if value is None:
+            return self._base.get(key)
+        return None if value is _GONE else value  # type: ignore[return-value]
 
     def __contains__(self, key: K) -> bool:
         return self.get(key) is not None
@@ -604,7 +605,10 @@ class Table(Generic[K, V]):
                 yield key
 
     def with_layer(self) -> Table[K, V]:
-        return Table(self._base, dict(self._layer))
+        table: Table[K, V] = object.__new__(Table)  # three per transition: no ``__init__``
+        table._base = self._base
+        table._layer = self._layer.copy()
+        return table
 
     def set(self, key: K, value: V) -> None:
         """Only on a table of the state being built by ``reduce`` (``with_layer``)."""
@@ -763,12 +767,16 @@ def initial_state(*, tui: bool = True, surface_ready: bool = True, idle: bool = 
 class _Step:
     """One transition being built: the new state's fields and the effects so far."""
 
+    __slots__ = ("_later", "effects", "s")
+
     def __init__(self, state: QueueState) -> None:
         # A shallow copy with a layer of its own on each table (``evolve`` would run the
-        # validators of all fields again: too slow for the one thing every message does).
+        # validators of all fields again: too slow for the one thing every message does),
+        # made as one copy of the fields' dict (filling the new object's own dict key by key
+        # takes twice as long).
         self.s = object.__new__(QueueState)
-        fields = self.s.__dict__
-        fields.update(state.__dict__)
+        fields = state.__dict__.copy()
+        object.__setattr__(self.s, "__dict__", fields)
         fields["items"] = state.items.with_layer()
         fields["by_seq"] = state.by_seq.with_layer()
         fields["undelivered"] = state.undelivered.with_layer()
@@ -940,7 +948,7 @@ def _herdr_add(step: _Step, owner: str) -> None:
     if not step.s.tui:
         return
     if not step.s.herdr:
-        step.emit(HerdrChanged(True))
+        step.emit(_HERDR_ON)
     step.set(herdr=step.s.herdr | {owner})
 
 
@@ -949,12 +957,17 @@ def _herdr_remove(step: _Step, owner: str) -> None:
         return
     step.set(herdr=step.s.herdr - {owner})
     if not step.s.herdr:
-        step.emit(HerdrChanged(False))
+        step.emit(_HERDR_OFF)
 
 
 def release_all_herdr(state: QueueState) -> list[Effect]:
     """The effects of the queue ending: the Herdr owners go."""
-    return [HerdrChanged(False)] if state.herdr else []
+    return [_HERDR_OFF] if state.herdr else []
+
+
+_HERDR_ON = HerdrChanged(True)
+_HERDR_OFF = HerdrChanged(False)
+"""Frozen: one of each serves every transition."""
 
 
 # -- requests and the surface ----------------------------------------------------------------

@@ -144,6 +144,8 @@ async def handle_submit(rt: RuntimeCore, payload: Any) -> None:
 def _submit_result(
     rt: RuntimeCore, request_id: Any, flow_id: Any, problem: tuple[str, str] | None
 ) -> None:
+    if not rt.events.has_subscribers(ev.SUBMIT_RESULT):
+        return  # nobody hears it: the payload is not made
     payload: dict[str, Any] = {"version": 1, "requestId": request_id, "flowId": flow_id}
     if problem is None:
         payload["ok"] = True

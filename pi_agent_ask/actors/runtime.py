@@ -348,6 +348,7 @@ async def _open_runtime(
             runtime._flow_commands = actor.flow_commands
             runtime._queue_now = actor.ask_now
             runtime._queue_tell = actor.tell_now
+            runtime._queue_tell_last = actor.tell_last_now
             nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
             events.on(ev.SUBMIT, runtime._on_submit)
             if screen is not None:
