@@ -336,7 +336,21 @@ class AskResult:
 
     def to_details(self) -> dict[str, JSON]:
         """The full result (``details`` of the tool result, journal and history data)."""
-        out = self._details_head()
+        shape = self._memo.shape
+        if shape is not None and self.issues is None:
+            # _details_head's common case written out: one dict display, the question
+            # entries copied from the params' shape (a loop: a ``map`` costs more here).
+            copies: list[JSON] = []
+            for template in shape.entries:
+                copies.append(template.copy())
+            if self.title is not None:
+                out = {"title": self.title, "cancelled": self.cancelled, "questions": copies}
+            else:
+                out = {"cancelled": self.cancelled, "questions": copies}
+            if self.skipped_question_ids:
+                out["skippedQuestionIds"] = list(self.skipped_question_ids)
+        else:
+            out = self._details_head()
         # Each answer's entry is ``AnswerResult.to_details`` written out (no call per answer).
         answers: dict[str, JSON] = {}
         for qid, answer in self.answers.items():
@@ -404,7 +418,21 @@ class AskResult:
     def _json_forms(self) -> tuple[dict[str, JSON], dict[str, JSON]]:
         """``(to_details(), to_structured())``, both built in one walk over the answers (a tool
         result holds both): each answer's fields read once."""
-        details = self._details_head()
+        shape = self._memo.shape
+        if shape is not None and self.issues is None:
+            # _details_head's common case written out: one dict display, the question
+            # entries copied from the params' shape (a loop: a ``map`` costs more here).
+            copies: list[JSON] = []
+            for template in shape.entries:
+                copies.append(template.copy())
+            if self.title is not None:
+                details = {"title": self.title, "cancelled": self.cancelled, "questions": copies}
+            else:
+                details = {"cancelled": self.cancelled, "questions": copies}
+            if self.skipped_question_ids:
+                details["skippedQuestionIds"] = list(self.skipped_question_ids)
+        else:
+            details = self._details_head()
         structured: dict[str, JSON] = {}
         if self.request_id is not None:
             structured["requestId"] = self.request_id
@@ -491,7 +519,7 @@ class AskResult:
         )
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class BackgroundOutcome:
     """A finished background request as waits and background-answer messages carry it:
     ``{requestId, parentToolCallId?, result?, error?}``. Exactly one of ``result`` and
@@ -501,6 +529,20 @@ class BackgroundOutcome:
     parent_tool_call_id: str | None = None
     result: AskResult | None = None
     error: str | None = None
+
+    def __init__(
+        self,
+        request_id: str,
+        parent_tool_call_id: str | None = None,
+        result: AskResult | None = None,
+        error: str | None = None,
+    ) -> None:
+        # The ``__init__`` attrs would write, with each field set through its slot's own
+        # setter rather than ``object.__setattr__`` by name (one is made for every answer).
+        _SET_REQUEST_ID(self, request_id)
+        _SET_PARENT_TOOL_CALL_ID(self, parent_tool_call_id)
+        _SET_RESULT(self, result)
+        _SET_ERROR(self, error)
 
     def to_json(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {"requestId": self.request_id}
@@ -526,6 +568,12 @@ class BackgroundOutcome:
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a background outcome: {exc!r}") from exc
+
+
+_SET_REQUEST_ID, _SET_PARENT_TOOL_CALL_ID, _SET_RESULT, _SET_ERROR = (
+    getattr(BackgroundOutcome, name).__set__
+    for name in ("request_id", "parent_tool_call_id", "result", "error")
+)
 
 
 # --------------------------------------------------------------------------------------------

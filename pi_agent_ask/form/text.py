@@ -566,7 +566,12 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
     if result.issues is not None:
         content = [_text_block(invalid_text(result.issues))]
     else:
-        found = result._derived(params, _derive_texts)  # _texts without its call
+        # _texts without its calls: the memo read here (AskResult._derived), built when
+        # it holds another build.
+        memo = result._memo
+        found = memo.value
+        if found is None or memo.params is not params or memo.build is not _derive_texts:
+            found = result._derived(params, _derive_texts)
         text = found.text
         if text is None:
             text = _result_text(result, found)
@@ -706,12 +711,29 @@ def background_answer_message(
     content: JSON
     if result is None or result.issues is not None:
         content = background_answer_text(outcome, params=params)
+        return {
+            "customType": BACKGROUND_ANSWER_TYPE,
+            "content": content,
+            "details": outcome.to_json(),
+        }
+    memo = result._memo  # _texts without its calls, as in tool_result
+    found = memo.value
+    if found is None or memo.params is not params or memo.build is not _derive_texts:
+        found = result._derived(params, _derive_texts)
+    content = _background_text(outcome.request_id, result, found)
+    if found.images and not result.cancelled:
+        content = [_text_block(content), *_blocks(found.images, set())]
+    if type(outcome) is BackgroundOutcome:
+        # outcome.to_json() written out, for an outcome with a result.
+        details: dict[str, JSON] = {"requestId": outcome.request_id}
+        if outcome.parent_tool_call_id is not None:
+            details["parentToolCallId"] = outcome.parent_tool_call_id
+        details["result"] = result.to_details()
+        if outcome.error is not None:
+            details["error"] = outcome.error
     else:
-        found = result._derived(params, _derive_texts)  # _texts without its call
-        content = _background_text(outcome.request_id, result, found)
-        if found.images and not result.cancelled:
-            content = [_text_block(content), *_blocks(found.images, set())]
-    return {"customType": BACKGROUND_ANSWER_TYPE, "content": content, "details": outcome.to_json()}
+        details = outcome.to_json()
+    return {"customType": BACKGROUND_ANSWER_TYPE, "content": content, "details": details}
 
 
 ParamsLookup = Callable[[str], AskParams | None] | Mapping[str, AskParams] | None
