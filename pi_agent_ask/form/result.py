@@ -597,16 +597,6 @@ def _drafts_in_order(
     return listed
 
 
-def _presented_in_order(
-    params: AskParams, presented_types: Sequence[QuestionType] | None
-) -> list[QuestionType]:
-    given = list(presented_types or ())
-    return [
-        given[i] if i < len(given) and given[i] in QUESTION_TYPES else q.effective_type
-        for i, q in enumerate(params.questions)
-    ]
-
-
 # The builders below construct results from values already in their final types (tuples,
 # frozen mappings), without the converters of the public constructors: a result is built for
 # every finished form, so this is the hot path. ``tests/test_result_differential.py`` holds them
@@ -945,55 +935,103 @@ def answers_from_remote(
     dropped. Labels and indices are never taken from the response: ``build_result`` computes
     them from the drafts.
     """
-    if not isinstance(answers, Mapping):
+    if type(answers) is not dict and not isinstance(answers, Mapping):
         return "Answer response must include an answers object."
     if mode != "submit":
         return 'Answer mode must be "submit".'
-    presented = _presented_in_order(params, presented_types)
-    index_of = {q.id: i for i, q in enumerate(params.questions)}
-    drafts = [EMPTY_DRAFT] * len(params.questions)
+    questions = params.questions
+    count = len(questions)
+    if presented_types is None:
+        given: Sequence[object] = ()
+    elif type(presented_types) is list or type(presented_types) is tuple:
+        given = presented_types
+    else:
+        given = [*presented_types]
+    index_of: dict[str, int] | None = None  # made for forms of more than a few questions
+    if count > 4:
+        # The last of equal ids, as the comprehension it replaces kept it.
+        index_of = {question.id: i for i, question in enumerate(questions)}
+    drafts = [EMPTY_DRAFT] * count
     for qid, entry in answers.items():
-        position = index_of.get(qid) if isinstance(qid, str) else None
+        position: int | None = None
+        if type(qid) is str or isinstance(qid, str):
+            if index_of is not None:
+                position = index_of.get(qid)
+            else:
+                i = count
+                while i:  # from the end: the last of equal ids
+                    i -= 1
+                    if questions[i].id == qid:
+                        position = i
+                        break
         if position is None:
             return f"Unknown question id {_quote(qid)}."
-        draft = _remote_draft(params.questions[position], presented[position], entry)
-        if isinstance(draft, str):
+        question = questions[position]
+        # The presented type: as given, else the question's own.
+        presented = given[position] if position < len(given) else None
+        if presented not in QUESTION_TYPES:
+            presented = question.presented_type or question.type
+        draft = _remote_draft(question, presented, entry)  # type: ignore[arg-type]
+        if type(draft) is str:
             return draft
-        drafts[position] = draft
+        drafts[position] = draft  # type: ignore[assignment]
     return tuple(drafts)
 
 
 def _remote_draft(question: Question, presented: QuestionType, entry: object) -> Draft | str:
-    qid = _quote(question.id)
-    if not isinstance(entry, Mapping):
-        return f"Answer for question {qid} must be an object."
+    # The question's quoted id is made only for a message (``_quote(question.id)``).
+    if type(entry) is not dict and not isinstance(entry, Mapping):
+        return f"Answer for question {_quote(question.id)} must be an object."
     selected: list[int] = []
     if "values" in entry:
         values = entry["values"]
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            return f"Answer values for question {qid} must be strings."
-        if len(set(values)) != len(values):
-            return f"Answer values for question {qid} must be unique."
-        if presented != "multi" and len(values) > 1:
-            return f"Question {qid} accepts only one selected value."
-        positions = {option.value: i for i, option in enumerate(question.options)}
+        if type(values) is not list and not isinstance(values, list):
+            return f"Answer values for question {_quote(question.id)} must be strings."
         for value in values:
-            if value not in positions:
-                return f"Unknown option value {_quote(value)} for question {qid}."
-            selected.append(positions[value])
+            if type(value) is not str and not isinstance(value, str):
+                return f"Answer values for question {_quote(question.id)} must be strings."
+        if len(values) > 1:
+            if len(set(values)) != len(values):
+                return f"Answer values for question {_quote(question.id)} must be unique."
+            if presented != "multi":
+                return f"Question {_quote(question.id)} accepts only one selected value."
+        options = question.options
+        if len(values) == 1:
+            # One value (every single-select answer): found without a map of the options,
+            # the last of equal values as the map keeps it.
+            value = values[0]
+            i = len(options)
+            while i:
+                i -= 1
+                if options[i].value == value:
+                    selected.append(i)
+                    break
+            else:
+                return f"Unknown option value {_quote(value)} for question {_quote(question.id)}."
+        elif values:
+            positions = {option.value: i for i, option in enumerate(options)}
+            for value in values:
+                if value not in positions:
+                    return (
+                        f"Unknown option value {_quote(value)} for question {_quote(question.id)}."
+                    )
+                selected.append(positions[value])
+            selected.sort()
     custom_text = ""
     if "customText" in entry:
         raw = entry["customText"]
         if not isinstance(raw, str):
-            return f"Custom text for question {qid} must be a string."
+            return f"Custom text for question {_quote(question.id)} must be a string."
         custom_text = raw.strip()
         if custom_text and selected and presented != "multi":
-            return f"Question {qid} cannot combine a selected value and custom text."
+            return (
+                f"Question {_quote(question.id)} cannot combine a selected value and custom text."
+            )
     note = ""
     if "note" in entry:
         raw = entry["note"]
         if not isinstance(raw, str):
-            return f"Note for question {qid} must be a string."
+            return f"Note for question {_quote(question.id)} must be a string."
         note = raw.strip()
     option_notes: dict[str, str] = {}
     if "optionNotes" in entry:
@@ -1001,27 +1039,45 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
         if not isinstance(raw_notes, Mapping) or not all(
             isinstance(v, str) for v in raw_notes.values()
         ):
-            return f"Option notes for question {qid} must be string values."
+            return f"Option notes for question {_quote(question.id)} must be string values."
         known = {option.value for option in question.options}
         for value, text in raw_notes.items():
             if value not in known:
-                return f"Unknown option note value {_quote(value)} for question {qid}."
+                return (
+                    f"Unknown option note value {_quote(value)} for question {_quote(question.id)}."
+                )
             if text.strip():
                 option_notes[value] = text.strip()
     skipped = entry.get("skipped", False)
-    if not isinstance(skipped, bool):
-        return f"Skipped flag for question {qid} must be a boolean."
+    if type(skipped) is not bool:
+        return f"Skipped flag for question {_quote(question.id)} must be a boolean."
     if skipped:
         if selected or custom_text or note or option_notes:
-            return f"Skipped question {qid} cannot carry answers or notes."
+            return f"Skipped question {_quote(question.id)} cannot carry answers or notes."
         return Draft(skipped=True)
-    return Draft(
-        selected=sorted(selected),
-        custom_text=custom_text,
-        custom_selected=bool(custom_text),
-        note=note,
-        option_notes=option_notes,
+    # Draft(selected=sorted(selected), custom_text=..., custom_selected=bool(custom_text),
+    # note=..., option_notes=...), built as its constructor would (each field in its final
+    # type, in field order) at the cost of a dict (see form/state.py, "_build").
+    draft = _new(Draft)
+    _set_fields(
+        draft,
+        "__dict__",
+        {
+            "selected": (*selected,),
+            "custom_text": custom_text,
+            "custom_selected": custom_text != "",
+            "note": note,
+            "option_notes": _FrozenDict(option_notes) if option_notes else _NO_NOTES,
+            "custom_images": (),
+            "note_images": (),
+            "option_note_images": _NO_NOTES,
+            "skipped": False,
+        },
     )
+    return draft  # type: ignore[no-any-return]
+
+
+_set_fields = object.__setattr__
 
 
 # --------------------------------------------------------------------------------------------
