@@ -277,22 +277,6 @@ T = TypeVar("T")
 P = TypeVar("P")
 
 
-class _Memo:
-    """A value derived from one result (its texts, built by ``form/text.py``), kept with it
-    once built. The result is immutable, so it cannot go stale through it; it also depends on
-    the params it was built with (option labels), so the memo remembers those, by identity,
-    and what built it, and starts over when asked with others."""
-
-    __slots__ = ("build", "params", "shape", "value")
-
-    def __init__(self) -> None:
-        self.params: object = None
-        self.build: object = None
-        self.value: object = None
-        self.shape: _Shape | None = None
-        """The shape of the params whose questions this result's are (``build_result``)."""
-
-
 @attrs.frozen
 class AskResult:
     """The outcome of one ``ask_user`` flow (submitted, cancelled, or invalid input).
@@ -308,8 +292,17 @@ class AskResult:
     skipped_question_ids: tuple[str, ...] = attrs.field(converter=_tuple, default=())
     issues: tuple[Issue, ...] | None = attrs.field(default=None, converter=_issues)
     request_id: str | None = None
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, repr=False)
-    """Derived values (see ``_derived``); not part of the result's value."""
+    # Derived values, not part of the result's value (no equality, hash or repr): ``_memo``
+    # is ``(value, params, build)``, the one value ``_derived`` built with the params and the
+    # build it was built for (by identity: it depends on the params' option labels);
+    # ``_shape`` the shape of the params whose questions these are (``build_result``). The
+    # result is immutable, so neither goes stale; an ``evolve`` copy starts without them.
+    # Fields of the result rather than an object of their own: a result is made for every
+    # answer, and one store (a tuple) sets the memo of a frozen result.
+    _memo: tuple[object, object, object] | None = attrs.field(
+        init=False, default=None, eq=False, repr=False
+    )
+    _shape: _Shape | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     @property
     def is_error(self) -> bool:
@@ -319,13 +312,10 @@ class AskResult:
         """``build(self, params)``, built on first use and kept. For ``form/text.py``:
         ``build`` must depend only on this result and ``params``."""
         memo = self._memo
-        # ``value`` first: a memo build_result made has only that field set until first use.
-        if memo.value is not None and memo.params is params and memo.build is build:
-            return memo.value  # type: ignore[return-value]
+        if memo is not None and memo[1] is params and memo[2] is build:
+            return memo[0]  # type: ignore[return-value]
         value = build(self, params)
-        memo.value = value
-        memo.params = params
-        memo.build = build
+        _SET_MEMO(self, (value, params, build))  # the slot's own setter: the result is frozen
         return value
 
     def question(self, question_id: str) -> QuestionMeta | None:
@@ -336,7 +326,7 @@ class AskResult:
 
     def to_details(self) -> dict[str, JSON]:
         """The full result (``details`` of the tool result, journal and history data)."""
-        shape = self._memo.shape
+        shape = self._shape
         if shape is not None and self.issues is None:
             # _details_head's common case written out: one dict display, the question
             # entries copied from the params' shape (a loop: a ``map`` costs more here).
@@ -384,7 +374,7 @@ class AskResult:
                 "kind": "invalid_input",
                 "issues": [issue.to_json() for issue in self.issues],
             }
-        shape = self._memo.shape
+        shape = self._shape
         if shape is not None:  # this result's questions are its params' (build_result)
             # A loop of copies (a ``map`` costs more for the few questions of most forms).
             copies: list[JSON] = []
@@ -418,7 +408,7 @@ class AskResult:
     def _json_forms(self) -> tuple[dict[str, JSON], dict[str, JSON]]:
         """``(to_details(), to_structured())``, both built in one walk over the answers (a tool
         result holds both): each answer's fields read once."""
-        shape = self._memo.shape
+        shape = self._shape
         if shape is not None and self.issues is None:
             # _details_head's common case written out: one dict display, the question
             # entries copied from the params' shape (a loop: a ``map`` costs more here).
@@ -570,6 +560,7 @@ class BackgroundOutcome:
             raise ValueError(f"not a background outcome: {exc!r}") from exc
 
 
+_SET_MEMO: Final = AskResult._memo.__set__  # type: ignore[attr-defined]
 _SET_REQUEST_ID, _SET_PARENT_TOOL_CALL_ID, _SET_RESULT, _SET_ERROR = (
     getattr(BackgroundOutcome, name).__set__
     for name in ("request_id", "parent_tool_call_id", "result", "error")
@@ -890,10 +881,8 @@ def build_result(
     result.skipped_question_ids = tuple(skipped) if skipped else ()
     result.issues = None
     result.request_id = request_id
-    memo = _new(_Memo)  # filled on first use (_derived), which reads ``value`` first
-    memo.value = None
-    memo.shape = shape if metas is None else None
-    result._memo = memo
+    result._memo = None  # filled on first use (_derived)
+    result._shape = shape if metas is None else None
     result.__class__ = AskResult
     return result  # type: ignore[no-any-return]
 

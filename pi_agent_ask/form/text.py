@@ -511,9 +511,22 @@ def _summary_text(
     questions' names with their ids, when they are known (``_question_texts``)."""
     if result.cancelled:
         return CANCELLED_TEXT
+    facts = found.facts
+    if len(facts) == 1 and not found.presented:
+        # One question (most forms): its lines without the list of parts.
+        meta, lines = facts[0]
+        if not with_ids:
+            name = meta.label
+        elif names is not None:
+            name = names[0]
+        else:
+            name = f"{meta.label} [{meta.id}]"
+        if len(lines) == 1:
+            return name + lines[0]
+        return name + ("\n" + name).join(lines)
     parts = []
     i = -1  # the question's position (a counter: ``enumerate`` is a call of a type)
-    for meta, lines in found.facts:
+    for meta, lines in facts:
         i += 1
         if not with_ids:
             name = meta.label
@@ -569,8 +582,9 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
         # _texts without its calls: the memo read here (AskResult._derived), built when
         # it holds another build.
         memo = result._memo
-        found = memo.value
-        if found is None or memo.params is not params or memo.build is not _derive_texts:
+        if memo is not None and memo[1] is params and memo[2] is _derive_texts:
+            found = memo[0]
+        else:
             found = result._derived(params, _derive_texts)
         text = found.text
         if text is None:
@@ -663,8 +677,9 @@ def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
             questions, names = _questions_listed(result.questions), None
         response = _summary_text(result, found, True, names)
         body = found.background = f"Questions:\n{questions}Response:\n{response}"
-    title = f" — {result.title}" if result.title else ""
-    return f"Background answer [{request_id}]{title}:\n{body}"
+    if result.title:
+        return f"Background answer [{request_id}] — {result.title}:\n{body}"
+    return f"Background answer [{request_id}]:\n{body}"
 
 
 def _questions_listed(metas: Iterable[QuestionMeta]) -> str:
@@ -679,7 +694,7 @@ def _question_texts(result: AskResult) -> tuple[str, tuple[str, ...]] | None:
     """The background answer's question list and each question's name with its id, for a
     result whose questions are its params' (``result._Shape``): made once per params and kept
     with them; ``None`` for any other result."""
-    shape = result._memo.shape
+    shape = result._shape
     if shape is None:
         return None
     texts = shape.texts
@@ -717,8 +732,9 @@ def background_answer_message(
             "details": outcome.to_json(),
         }
     memo = result._memo  # _texts without its calls, as in tool_result
-    found = memo.value
-    if found is None or memo.params is not params or memo.build is not _derive_texts:
+    if memo is not None and memo[1] is params and memo[2] is _derive_texts:
+        found = memo[0]
+    else:
         found = result._derived(params, _derive_texts)
     content = _background_text(outcome.request_id, result, found)
     if found.images and not result.cancelled:
