@@ -326,21 +326,6 @@ class AskResult:
 
     def to_details(self) -> dict[str, JSON]:
         """The full result (``details`` of the tool result, journal and history data)."""
-        shape = self._shape
-        if shape is not None and self.issues is None:
-            # _details_head's common case written out: one dict display, the question
-            # entries copied from the params' shape (a loop: a ``map`` costs more here).
-            copies: list[JSON] = []
-            for template in shape.entries:
-                copies.append(template.copy())
-            if self.title is not None:
-                out = {"title": self.title, "cancelled": self.cancelled, "questions": copies}
-            else:
-                out = {"cancelled": self.cancelled, "questions": copies}
-            if self.skipped_question_ids:
-                out["skippedQuestionIds"] = list(self.skipped_question_ids)
-        else:
-            out = self._details_head()
         # Each answer's entry is ``AnswerResult.to_details`` written out (no call per answer).
         answers: dict[str, JSON] = {}
         for qid, answer in self.answers.items():
@@ -358,6 +343,39 @@ class AskResult:
             if answer.custom_images or answer.note_images or answer.option_note_images:
                 item.update(_image_details(answer))
             answers[qid] = item
+        shape = self._shape
+        if shape is not None and self.issues is None and not self.skipped_question_ids:
+            # The common case: one dict display of every key (no store after it), the
+            # question entries copied from the params' shape (a loop: a ``map`` costs more).
+            copies: list[JSON] = []
+            for template in shape.entries:
+                copies.append(template.copy())
+            title = self.title
+            request_id = self.request_id
+            if title is None:
+                if request_id is None:
+                    return {"cancelled": self.cancelled, "questions": copies, "answers": answers}
+                return {
+                    "cancelled": self.cancelled,
+                    "questions": copies,
+                    "answers": answers,
+                    "requestId": request_id,
+                }
+            if request_id is None:
+                return {
+                    "title": title,
+                    "cancelled": self.cancelled,
+                    "questions": copies,
+                    "answers": answers,
+                }
+            return {
+                "title": title,
+                "cancelled": self.cancelled,
+                "questions": copies,
+                "answers": answers,
+                "requestId": request_id,
+            }
+        out = self._details_head()
         out["answers"] = answers
         if self.request_id is not None:
             out["requestId"] = self.request_id
@@ -408,25 +426,6 @@ class AskResult:
     def _json_forms(self) -> tuple[dict[str, JSON], dict[str, JSON]]:
         """``(to_details(), to_structured())``, both built in one walk over the answers (a tool
         result holds both): each answer's fields read once."""
-        shape = self._shape
-        if shape is not None and self.issues is None:
-            # _details_head's common case written out: one dict display, the question
-            # entries copied from the params' shape (a loop: a ``map`` costs more here).
-            copies: list[JSON] = []
-            for template in shape.entries:
-                copies.append(template.copy())
-            if self.title is not None:
-                details = {"title": self.title, "cancelled": self.cancelled, "questions": copies}
-            else:
-                details = {"cancelled": self.cancelled, "questions": copies}
-            if self.skipped_question_ids:
-                details["skippedQuestionIds"] = list(self.skipped_question_ids)
-        else:
-            details = self._details_head()
-        structured: dict[str, JSON] = {}
-        if self.request_id is not None:
-            structured["requestId"] = self.request_id
-        structured["cancelled"] = self.cancelled
         # Each answer's two entries written out: ``AnswerResult.to_details`` and
         # ``to_structured`` without their calls (but for answers with images).
         full: dict[str, JSON] = {}
@@ -456,9 +455,51 @@ class AskResult:
                 short["optionNotes"] = {**option_notes}
             full[qid] = item
             compact[qid] = short
+        request_id = self.request_id
+        shape = self._shape
+        if shape is not None and self.issues is None and not self.skipped_question_ids:
+            # The common case: each a dict display of every key (as in ``to_details``).
+            copies: list[JSON] = []
+            for template in shape.entries:
+                copies.append(template.copy())
+            title = self.title
+            if request_id is None:
+                structured = {"cancelled": self.cancelled, "answers": compact}
+                if title is None:
+                    details = {"cancelled": self.cancelled, "questions": copies, "answers": full}
+                else:
+                    details = {
+                        "title": title,
+                        "cancelled": self.cancelled,
+                        "questions": copies,
+                        "answers": full,
+                    }
+                return details, structured
+            structured = {"requestId": request_id, "cancelled": self.cancelled, "answers": compact}
+            if title is None:
+                details = {
+                    "cancelled": self.cancelled,
+                    "questions": copies,
+                    "answers": full,
+                    "requestId": request_id,
+                }
+            else:
+                details = {
+                    "title": title,
+                    "cancelled": self.cancelled,
+                    "questions": copies,
+                    "answers": full,
+                    "requestId": request_id,
+                }
+            return details, structured
+        details = self._details_head()
         details["answers"] = full
-        if self.request_id is not None:
-            details["requestId"] = self.request_id
+        if request_id is not None:
+            details["requestId"] = request_id
+        structured = {}
+        if request_id is not None:
+            structured["requestId"] = request_id
+        structured["cancelled"] = self.cancelled
         structured["answers"] = compact
         if self.skipped_question_ids:
             structured["skippedQuestionIds"] = list(self.skipped_question_ids)
