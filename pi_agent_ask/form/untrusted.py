@@ -135,12 +135,10 @@ def _scan(
     # Each entry links to its parent's (``_Where``): the path is spelled out only for a value
     # that is refused, never built for the values that pass.
     stack: list[tuple[Any, _Where, int]] = [(value, None, depth)]
-    push = stack.append
-    pop = stack.pop
     chars = 0
     values = 0
     while stack:
-        item, where, depth = pop()
+        item, where, depth = stack.pop()
         values += 1
         if values > max_values:
             return Refusal(_path_of(where), f"holds more than {max_values} values")
@@ -176,7 +174,7 @@ def _scan(
             # Reversed: the stack pops the first child first, so problems come in document order.
             depth += 1
             for key, child in reversed(item.items()):
-                push((child, (where, key), depth))
+                stack.append((child, (where, key), depth))
             continue
         if item is None or kind is bool or kind is int or kind is float:
             continue
@@ -187,7 +185,7 @@ def _scan(
             depth += 1
             while index:
                 index -= 1
-                push((item[index], (where, index), depth))
+                stack.append((item[index], (where, index), depth))
             continue
         if isinstance(item, str):
             chars += len(item)
