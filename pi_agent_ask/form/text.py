@@ -378,12 +378,20 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
                     continue
                 named = None
                 if params is not None:
-                    # ``_OptionIndex.label`` written out, over a map made once per result.
-                    if by_id is None:
-                        by_id = {}  # a loop: a comprehension is a call of its own
-                        for each in params.questions:
-                            by_id[each.id] = each
-                    question = by_id.get(qid)
+                    # ``_OptionIndex.label`` written out: the question found by a search
+                    # in a short form, else over a map made once per result.
+                    questions = params.questions
+                    if len(questions) <= 8:
+                        question = None
+                        for each in questions:
+                            if each.id == qid:
+                                question = each  # the last one, as the map keeps it
+                    else:
+                        if by_id is None:
+                            by_id = {}  # a loop: a comprehension is a call of its own
+                            for each in questions:
+                                by_id[each.id] = each
+                        question = by_id.get(qid)
                     for option in question.options if question is not None else ():
                         if option.value == value:
                             named = option.label  # the last one, as ``_OptionIndex`` keeps
@@ -587,8 +595,11 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
         else:
             found = result._derived(params, _derive_texts)
         text = found.text
-        if text is None:
-            text = _result_text(result, found)
+        if text is None:  # _result_text(result, found) written out
+            text = _summary_text(result, found, False, None)
+            if result.request_id is not None:
+                text = f"ask_user [{result.request_id}]\n{text}"
+            found.text = text
         content = [{"type": "text", "text": text}]
         if found.images:
             content.extend(_blocks(found.images, set()))
