@@ -285,7 +285,7 @@ class _Texts:
     text: str | None
     background: str | None
     presented: str | None
-    facts: Sequence[tuple[QuestionMeta, tuple[str, ...]]]
+    facts: Sequence[tuple[QuestionMeta, Sequence[str]]]
     images: Sequence[_Captioned]
 
 
@@ -308,8 +308,10 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
     index: OptionIndex = None
     by_id: dict[str, Question] | None = None  # question by id, when a note needs a label
     shown: set[QuestionType] | None = None  # made when the first one is met
-    facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
-    images: list[_Captioned] | None = [] if result.issues is None else None
+    facts: list[tuple[QuestionMeta, Sequence[str]]] = []
+    # The images, made at the first one (``with_images``: none for an error result).
+    with_images = result.issues is None
+    images: list[_Captioned] | None = None
     seen: set[str] | None = None  # made before the first image
     skipped: Container[str] = result.skipped_question_ids
     if len(result.skipped_question_ids) > 8:
@@ -330,9 +332,10 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
             shown.add(presented)
         if qid in skipped:
             facts.append((meta, (": (skipped)",)))
-            if answer is not None and images is not None and answer.images():
+            if answer is not None and with_images and answer.images():
                 index = index or _option_index(params)
                 seen = set() if seen is None else seen
+                images = [] if images is None else images
                 _add_images(images, seen, meta, answer, None, index)
             continue
         if answer is None:
@@ -351,8 +354,9 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
         option_note_images = answer.option_note_images
         if note is None and not (note_images or option_notes or option_note_images):
             facts.append((meta, (head,)))
-            if custom_images and images is not None:
+            if custom_images and with_images:
                 seen = set() if seen is None else seen
+                images = [] if images is None else images
                 _add_images(images, seen, meta, answer, (), index)
             continue
         lines = [head]
@@ -408,9 +412,10 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
                     lines.append(f" / {label} note: {text}")
                 else:
                     lines.append(f" / {label} (not selected) note: {text}")
-        facts.append((meta, tuple(lines)))
-        if images is not None and (custom_images or note_images or option_note_images):
+        facts.append((meta, lines))  # a list: nothing changes it once made
+        if with_images and (custom_images or note_images or option_note_images):
             seen = set() if seen is None else seen
+            images = [] if images is None else images
             _add_images(images, seen, meta, answer, noted, index)
     # Kept as lists: nothing outside this module sees them, and nothing changes them.
     found.facts = facts
