@@ -677,8 +677,9 @@ def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect,
     """Apply one command; return the new state and the effects the runtime must perform."""
     if state.outcome is not None:
         return state, _NO_EFFECTS
-    new = state
-    if state.pending_review is not None or state.pending_type_change is not None:
+    if state.pending_review is None and state.pending_type_change is None:
+        new = state
+    else:
         new = _disarm(state, command)
     if new.editor is None:
         if state.background and isinstance(command, Cancel):
@@ -692,7 +693,8 @@ def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect,
         if state.settings.auto_submit_when_answered_without_notes and _should_auto_submit(state):
             return _with(state, outcome=_SUBMITTED), _COMPLETED["submitted"]
         return state, _NO_EFFECTS
-    if new.tab != state.tab and (new.pending_dismiss is not None or new.type_notice is not None):
+    moved = new.tab != state.tab
+    if moved and (new.pending_dismiss is not None or new.type_notice is not None):
         # The dirty warning and the type notice are visible until the tab changes.
         new = _with(new, pending_dismiss=None, type_notice=None)
     outcome = new.outcome
@@ -701,11 +703,12 @@ def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect,
             return _with(new, outcome=_SUBMITTED), _COMPLETED["submitted"]
         # Identity checks keep this O(1): a command shares every part it did not change (see
         # "Structural sharing"); a rebuilt-but-equal tuple only costs a spare journal write.
+        # (The most common changes first: the tests are all of one ``or``.)
         if (
-            new.drafts is not state.drafts
-            or new.tab != state.tab
-            or new.cursors is not state.cursors
+            moved
+            or new.drafts is not state.drafts
             or new.editor is not state.editor
+            or new.cursors is not state.cursors
             or new.types is not state.types
             or new.review_cursor != state.review_cursor
         ):
