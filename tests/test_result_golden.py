@@ -259,7 +259,7 @@ def test_what_depends_on_the_params_alone_is_shared_and_never_part_of_their_valu
     assert shown.questions[0] is first.questions[0]  # the questions presented as they ask
     # The shared texts match what a result with questions of its own builds.
     own = attrs.evolve(first)
-    assert own.questions == first.questions and own._memo.shape is None
+    assert own.questions == first.questions and own._shape is None
     for result in (first, own):
         message = background_answer_message(BackgroundOutcome("x", result=result), params=plain)
         assert (

@@ -137,3 +137,32 @@ def test_every_state_draft_and_editor_is_what_the_constructors_build(
         assert type(state.drafts) is tuple and type(state.cursors) is tuple
         for effect in effects:
             _same_as_constructed(effect)
+
+
+@given(ask_params(), settings, st.lists(commands, max_size=30), st.data())
+def test_submit_with_is_the_reducers_submit_step(
+    params: AskParams, initial: fs.FormSettings, steps: list[Any], data: st.DataObject
+) -> None:
+    """``submit_with`` (written out) is ``reduce(state, SubmitAnswers(drafts))`` from any state
+    the reducer reaches: armed confirmations, open editors, finished forms."""
+    state = fs.new_form(params, initial)
+    drafts = [
+        Draft(selected=(0,), note=data.draw(st.sampled_from(["", "n"]))) for _ in params.questions
+    ]
+    for item in [None, *flatten(steps)]:
+        if item is not None:
+            state, _ = fs.reduce(state, resolve(state, item))
+        ours = fs.submit_with(state, drafts)
+        theirs, _ = fs.reduce(state, fs.SubmitAnswers(tuple(drafts)))
+        assert ours == theirs
+        _same_as_constructed(ours)
+        assert (ours is state) == (theirs is state)
+    for review, change in (("submit", None), (None, 0), ("cancel", 0)):
+        armed = attrs.evolve(
+            fs.new_form(params, initial), pending_review=review, pending_type_change=change
+        )
+        ours = fs.submit_with(armed, drafts)
+        assert ours == fs.reduce(armed, fs.SubmitAnswers(tuple(drafts)))[0]
+        assert ours.pending_review is None and ours.pending_type_change is None
+    with pytest.raises(ValueError, match="SubmitAnswers needs"):
+        fs.submit_with(fs.new_form(params, initial), [*drafts, Draft()])

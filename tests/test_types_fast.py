@@ -149,3 +149,42 @@ def test_a_slot_builder_instance_becomes_exactly_a_constructed_one(cls: type[Any
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         delattr(built, name)
     assert getattr(built, name) == fields[name]
+
+
+def test_a_background_outcome_is_what_an_attrs_constructor_builds() -> None:
+    """``BackgroundOutcome`` writes its own ``__init__`` (slot setters); it keeps the
+    constructor attrs would make: the same fields from the same arguments, positional or by
+    name, defaults, equality, hash, repr, ``evolve`` and frozen."""
+    from pi_agent_ask.form.result import AskResult, BackgroundOutcome
+
+    @attrs.frozen
+    class Model:
+        request_id: str
+        parent_tool_call_id: str | None = None
+        result: AskResult | None = None
+        error: str | None = None
+
+    result = AskResult(cancelled=True)
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        (("r",), {}),
+        (("r", "c"), {}),
+        (("r",), {"result": result}),
+        (("r", None, result, "e"), {}),
+        ((), {"request_id": "r", "error": "e", "parent_tool_call_id": "c"}),
+    ]
+    names = [field.name for field in attrs.fields(BackgroundOutcome)]
+    assert names == [field.name for field in attrs.fields(Model)]
+    for args, kwargs in calls:
+        ours = BackgroundOutcome(*args, **kwargs)
+        model = Model(*args, **kwargs)
+        assert [getattr(ours, n) for n in names] == [getattr(model, n) for n in names]
+        assert ours == BackgroundOutcome(**{n: getattr(model, n) for n in names})
+        assert hash(ours) == hash(BackgroundOutcome(**{n: getattr(model, n) for n in names}))
+        assert repr(ours) == repr(model).replace("Model(", "BackgroundOutcome(", 1)
+        assert attrs.evolve(ours, error="x").error == "x"
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            ours.error = "y"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        BackgroundOutcome()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        BackgroundOutcome("r", wrong=1)  # type: ignore[call-arg]

@@ -276,22 +276,6 @@ T = TypeVar("T")
 P = TypeVar("P")
 
 
-class _Memo:
-    """A value derived from one result (its texts, built by ``form/text.py``), kept with it
-    once built. The result is immutable, so it cannot go stale through it; it also depends on
-    the params it was built with (option labels), so the memo remembers those, by identity,
-    and what built it, and starts over when asked with others."""
-
-    __slots__ = ("build", "params", "shape", "value")
-
-    def __init__(self) -> None:
-        self.params: object = None
-        self.build: object = None
-        self.value: object = None
-        self.shape: _Shape | None = None
-        """The shape of the params whose questions this result's are (``build_result``)."""
-
-
 @attrs.frozen
 class AskResult:
     """The outcome of one ``ask_user`` flow (submitted, cancelled, or invalid input).
@@ -307,8 +291,17 @@ class AskResult:
     skipped_question_ids: tuple[str, ...] = attrs.field(converter=_tuple, default=())
     issues: tuple[Issue, ...] | None = attrs.field(default=None, converter=_issues)
     request_id: str | None = None
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, repr=False)
-    """Derived values (see ``_derived``); not part of the result's value."""
+    # Derived values, not part of the result's value (no equality, hash or repr): ``_memo``
+    # is ``(value, params, build)``, the one value ``_derived`` built with the params and the
+    # build it was built for (by identity: it depends on the params' option labels);
+    # ``_shape`` the shape of the params whose questions these are (``build_result``). The
+    # result is immutable, so neither goes stale; an ``evolve`` copy starts without them.
+    # Fields of the result rather than an object of their own: a result is made for every
+    # answer, and one store (a tuple) sets the memo of a frozen result.
+    _memo: tuple[object, object, object] | None = attrs.field(
+        init=False, default=None, eq=False, repr=False
+    )
+    _shape: _Shape | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     @property
     def is_error(self) -> bool:
@@ -318,13 +311,10 @@ class AskResult:
         """``build(self, params)``, built on first use and kept. For ``form/text.py``:
         ``build`` must depend only on this result and ``params``."""
         memo = self._memo
-        # ``value`` first: a memo build_result made has only that field set until first use.
-        if memo.value is not None and memo.params is params and memo.build is build:
-            return memo.value  # type: ignore[return-value]
+        if memo is not None and memo[1] is params and memo[2] is build:
+            return memo[0]  # type: ignore[return-value]
         value = build(self, params)
-        memo.value = value
-        memo.params = params
-        memo.build = build
+        _SET_MEMO(self, (value, params, build))  # the slot's own setter: the result is frozen
         return value
 
     def question(self, question_id: str) -> QuestionMeta | None:
@@ -335,7 +325,6 @@ class AskResult:
 
     def to_details(self) -> dict[str, JSON]:
         """The full result (``details`` of the tool result, journal and history data)."""
-        out = self._details_head()
         # Each answer's entry is ``AnswerResult.to_details`` written out (no call per answer).
         answers: dict[str, JSON] = {}
         for qid, answer in self.answers.items():
@@ -353,6 +342,39 @@ class AskResult:
             if answer.custom_images or answer.note_images or answer.option_note_images:
                 item.update(_image_details(answer))
             answers[qid] = item
+        shape = self._shape
+        if shape is not None and self.issues is None and not self.skipped_question_ids:
+            # The common case: one dict display of every key (no store after it), the
+            # question entries copied from the params' shape (a loop: a ``map`` costs more).
+            copies: list[JSON] = []
+            for template in shape.entries:
+                copies.append(template.copy())
+            title = self.title
+            request_id = self.request_id
+            if title is None:
+                if request_id is None:
+                    return {"cancelled": self.cancelled, "questions": copies, "answers": answers}
+                return {
+                    "cancelled": self.cancelled,
+                    "questions": copies,
+                    "answers": answers,
+                    "requestId": request_id,
+                }
+            if request_id is None:
+                return {
+                    "title": title,
+                    "cancelled": self.cancelled,
+                    "questions": copies,
+                    "answers": answers,
+                }
+            return {
+                "title": title,
+                "cancelled": self.cancelled,
+                "questions": copies,
+                "answers": answers,
+                "requestId": request_id,
+            }
+        out = self._details_head()
         out["answers"] = answers
         if self.request_id is not None:
             out["requestId"] = self.request_id
@@ -369,7 +391,7 @@ class AskResult:
                 "kind": "invalid_input",
                 "issues": [issue.to_json() for issue in self.issues],
             }
-        shape = self._memo.shape
+        shape = self._shape
         if shape is not None:  # this result's questions are its params' (build_result)
             # A loop of copies (a ``map`` costs more for the few questions of most forms).
             copies: list[JSON] = []
@@ -403,11 +425,6 @@ class AskResult:
     def _json_forms(self) -> tuple[dict[str, JSON], dict[str, JSON]]:
         """``(to_details(), to_structured())``, both built in one walk over the answers (a tool
         result holds both): each answer's fields read once."""
-        details = self._details_head()
-        structured: dict[str, JSON] = {}
-        if self.request_id is not None:
-            structured["requestId"] = self.request_id
-        structured["cancelled"] = self.cancelled
         # Each answer's two entries written out: ``AnswerResult.to_details`` and
         # ``to_structured`` without their calls (but for answers with images).
         full: dict[str, JSON] = {}
@@ -437,9 +454,51 @@ class AskResult:
                 short["optionNotes"] = {**option_notes}
             full[qid] = item
             compact[qid] = short
+        request_id = self.request_id
+        shape = self._shape
+        if shape is not None and self.issues is None and not self.skipped_question_ids:
+            # The common case: each a dict display of every key (as in ``to_details``).
+            copies: list[JSON] = []
+            for template in shape.entries:
+                copies.append(template.copy())
+            title = self.title
+            if request_id is None:
+                structured = {"cancelled": self.cancelled, "answers": compact}
+                if title is None:
+                    details = {"cancelled": self.cancelled, "questions": copies, "answers": full}
+                else:
+                    details = {
+                        "title": title,
+                        "cancelled": self.cancelled,
+                        "questions": copies,
+                        "answers": full,
+                    }
+                return details, structured
+            structured = {"requestId": request_id, "cancelled": self.cancelled, "answers": compact}
+            if title is None:
+                details = {
+                    "cancelled": self.cancelled,
+                    "questions": copies,
+                    "answers": full,
+                    "requestId": request_id,
+                }
+            else:
+                details = {
+                    "title": title,
+                    "cancelled": self.cancelled,
+                    "questions": copies,
+                    "answers": full,
+                    "requestId": request_id,
+                }
+            return details, structured
+        details = self._details_head()
         details["answers"] = full
-        if self.request_id is not None:
-            details["requestId"] = self.request_id
+        if request_id is not None:
+            details["requestId"] = request_id
+        structured = {}
+        if request_id is not None:
+            structured["requestId"] = request_id
+        structured["cancelled"] = self.cancelled
         structured["answers"] = compact
         if self.skipped_question_ids:
             structured["skippedQuestionIds"] = list(self.skipped_question_ids)
@@ -490,7 +549,7 @@ class AskResult:
         )
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class BackgroundOutcome:
     """A finished background request as waits and background-answer messages carry it:
     ``{requestId, parentToolCallId?, result?, error?}``. Exactly one of ``result`` and
@@ -500,6 +559,20 @@ class BackgroundOutcome:
     parent_tool_call_id: str | None = None
     result: AskResult | None = None
     error: str | None = None
+
+    def __init__(
+        self,
+        request_id: str,
+        parent_tool_call_id: str | None = None,
+        result: AskResult | None = None,
+        error: str | None = None,
+    ) -> None:
+        # The ``__init__`` attrs would write, with each field set through its slot's own
+        # setter rather than ``object.__setattr__`` by name (one is made for every answer).
+        _SET_REQUEST_ID(self, request_id)
+        _SET_PARENT_TOOL_CALL_ID(self, parent_tool_call_id)
+        _SET_RESULT(self, result)
+        _SET_ERROR(self, error)
 
     def to_json(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {"requestId": self.request_id}
@@ -527,6 +600,13 @@ class BackgroundOutcome:
             raise ValueError(f"not a background outcome: {exc!r}") from exc
 
 
+_SET_MEMO: Final = AskResult._memo.__set__  # type: ignore[attr-defined]
+_SET_REQUEST_ID, _SET_PARENT_TOOL_CALL_ID, _SET_RESULT, _SET_ERROR = (
+    getattr(BackgroundOutcome, name).__set__
+    for name in ("request_id", "parent_tool_call_id", "result", "error")
+)
+
+
 # --------------------------------------------------------------------------------------------
 # Building
 # --------------------------------------------------------------------------------------------
@@ -546,16 +626,6 @@ def _drafts_in_order(
     if missing > 0:
         return [*listed, *(EMPTY_DRAFT,) * missing]
     return listed
-
-
-def _presented_in_order(
-    params: AskParams, presented_types: Sequence[QuestionType] | None
-) -> list[QuestionType]:
-    given = list(presented_types or ())
-    return [
-        given[i] if i < len(given) and given[i] in QUESTION_TYPES else q.effective_type
-        for i, q in enumerate(params.questions)
-    ]
 
 
 # The builders below construct results from values already in their final types (tuples,
@@ -851,10 +921,8 @@ def build_result(
     result.skipped_question_ids = tuple(skipped) if skipped else ()
     result.issues = None
     result.request_id = request_id
-    memo = _new(_Memo)  # filled on first use (_derived), which reads ``value`` first
-    memo.value = None
-    memo.shape = shape if metas is None else None
-    result._memo = memo
+    result._memo = None  # filled on first use (_derived)
+    result._shape = shape if metas is None else None
     result.__class__ = AskResult
     return result  # type: ignore[no-any-return]
 
@@ -896,55 +964,103 @@ def answers_from_remote(
     dropped. Labels and indices are never taken from the response: ``build_result`` computes
     them from the drafts.
     """
-    if not isinstance(answers, Mapping):
+    if type(answers) is not dict and not isinstance(answers, Mapping):
         return "Answer response must include an answers object."
     if mode != "submit":
         return 'Answer mode must be "submit".'
-    presented = _presented_in_order(params, presented_types)
-    index_of = {q.id: i for i, q in enumerate(params.questions)}
-    drafts = [EMPTY_DRAFT] * len(params.questions)
+    questions = params.questions
+    count = len(questions)
+    if presented_types is None:
+        given: Sequence[object] = ()
+    elif type(presented_types) is list or type(presented_types) is tuple:
+        given = presented_types
+    else:
+        given = [*presented_types]
+    index_of: dict[str, int] | None = None  # made for forms of more than a few questions
+    if count > 4:
+        # The last of equal ids, as the comprehension it replaces kept it.
+        index_of = {question.id: i for i, question in enumerate(questions)}
+    drafts = [EMPTY_DRAFT] * count
     for qid, entry in answers.items():
-        position = index_of.get(qid) if isinstance(qid, str) else None
+        position: int | None = None
+        if type(qid) is str or isinstance(qid, str):
+            if index_of is not None:
+                position = index_of.get(qid)
+            else:
+                i = count
+                while i:  # from the end: the last of equal ids
+                    i -= 1
+                    if questions[i].id == qid:
+                        position = i
+                        break
         if position is None:
             return f"Unknown question id {_quote(qid)}."
-        draft = _remote_draft(params.questions[position], presented[position], entry)
-        if isinstance(draft, str):
+        question = questions[position]
+        # The presented type: as given, else the question's own.
+        presented = given[position] if position < len(given) else None
+        if presented not in QUESTION_TYPES:
+            presented = question.presented_type or question.type
+        draft = _remote_draft(question, presented, entry)  # type: ignore[arg-type]
+        if type(draft) is str:
             return draft
-        drafts[position] = draft
+        drafts[position] = draft  # type: ignore[assignment]
     return tuple(drafts)
 
 
 def _remote_draft(question: Question, presented: QuestionType, entry: object) -> Draft | str:
-    qid = _quote(question.id)
-    if not isinstance(entry, Mapping):
-        return f"Answer for question {qid} must be an object."
+    # The question's quoted id is made only for a message (``_quote(question.id)``).
+    if type(entry) is not dict and not isinstance(entry, Mapping):
+        return f"Answer for question {_quote(question.id)} must be an object."
     selected: list[int] = []
     if "values" in entry:
         values = entry["values"]
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            return f"Answer values for question {qid} must be strings."
-        if len(set(values)) != len(values):
-            return f"Answer values for question {qid} must be unique."
-        if presented != "multi" and len(values) > 1:
-            return f"Question {qid} accepts only one selected value."
-        positions = {option.value: i for i, option in enumerate(question.options)}
+        if type(values) is not list and not isinstance(values, list):
+            return f"Answer values for question {_quote(question.id)} must be strings."
         for value in values:
-            if value not in positions:
-                return f"Unknown option value {_quote(value)} for question {qid}."
-            selected.append(positions[value])
+            if type(value) is not str and not isinstance(value, str):
+                return f"Answer values for question {_quote(question.id)} must be strings."
+        if len(values) > 1:
+            if len(set(values)) != len(values):
+                return f"Answer values for question {_quote(question.id)} must be unique."
+            if presented != "multi":
+                return f"Question {_quote(question.id)} accepts only one selected value."
+        options = question.options
+        if len(values) == 1:
+            # One value (every single-select answer): found without a map of the options,
+            # the last of equal values as the map keeps it.
+            value = values[0]
+            i = len(options)
+            while i:
+                i -= 1
+                if options[i].value == value:
+                    selected.append(i)
+                    break
+            else:
+                return f"Unknown option value {_quote(value)} for question {_quote(question.id)}."
+        elif values:
+            positions = {option.value: i for i, option in enumerate(options)}
+            for value in values:
+                if value not in positions:
+                    return (
+                        f"Unknown option value {_quote(value)} for question {_quote(question.id)}."
+                    )
+                selected.append(positions[value])
+            selected.sort()
     custom_text = ""
     if "customText" in entry:
         raw = entry["customText"]
         if not isinstance(raw, str):
-            return f"Custom text for question {qid} must be a string."
+            return f"Custom text for question {_quote(question.id)} must be a string."
         custom_text = raw.strip()
         if custom_text and selected and presented != "multi":
-            return f"Question {qid} cannot combine a selected value and custom text."
+            return (
+                f"Question {_quote(question.id)} cannot combine a selected value and custom text."
+            )
     note = ""
     if "note" in entry:
         raw = entry["note"]
         if not isinstance(raw, str):
-            return f"Note for question {qid} must be a string."
+            return f"Note for question {_quote(question.id)} must be a string."
         note = raw.strip()
     option_notes: dict[str, str] = {}
     if "optionNotes" in entry:
@@ -952,27 +1068,45 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
         if not isinstance(raw_notes, Mapping) or not all(
             isinstance(v, str) for v in raw_notes.values()
         ):
-            return f"Option notes for question {qid} must be string values."
+            return f"Option notes for question {_quote(question.id)} must be string values."
         known = {option.value for option in question.options}
         for value, text in raw_notes.items():
             if value not in known:
-                return f"Unknown option note value {_quote(value)} for question {qid}."
+                return (
+                    f"Unknown option note value {_quote(value)} for question {_quote(question.id)}."
+                )
             if text.strip():
                 option_notes[value] = text.strip()
     skipped = entry.get("skipped", False)
-    if not isinstance(skipped, bool):
-        return f"Skipped flag for question {qid} must be a boolean."
+    if type(skipped) is not bool:
+        return f"Skipped flag for question {_quote(question.id)} must be a boolean."
     if skipped:
         if selected or custom_text or note or option_notes:
-            return f"Skipped question {qid} cannot carry answers or notes."
+            return f"Skipped question {_quote(question.id)} cannot carry answers or notes."
         return Draft(skipped=True)
-    return Draft(
-        selected=sorted(selected),
-        custom_text=custom_text,
-        custom_selected=bool(custom_text),
-        note=note,
-        option_notes=option_notes,
+    # Draft(selected=sorted(selected), custom_text=..., custom_selected=bool(custom_text),
+    # note=..., option_notes=...), built as its constructor would (each field in its final
+    # type, in field order) at the cost of a dict (see form/state.py, "_build").
+    draft = _new(Draft)
+    _set_fields(
+        draft,
+        "__dict__",
+        {
+            "selected": (*selected,),
+            "custom_text": custom_text,
+            "custom_selected": custom_text != "",
+            "note": note,
+            "option_notes": _FrozenDict(option_notes) if option_notes else _NO_NOTES,
+            "custom_images": (),
+            "note_images": (),
+            "option_note_images": _NO_NOTES,
+            "skipped": False,
+        },
     )
+    return draft  # type: ignore[no-any-return]
+
+
+_set_fields = object.__setattr__
 
 
 # --------------------------------------------------------------------------------------------

@@ -285,7 +285,7 @@ class _Texts:
     text: str | None
     background: str | None
     presented: str | None
-    facts: Sequence[tuple[QuestionMeta, tuple[str, ...]]]
+    facts: Sequence[tuple[QuestionMeta, Sequence[str]]]
     images: Sequence[_Captioned]
 
 
@@ -308,8 +308,10 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
     index: OptionIndex = None
     by_id: dict[str, Question] | None = None  # question by id, when a note needs a label
     shown: set[QuestionType] | None = None  # made when the first one is met
-    facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
-    images: list[_Captioned] | None = [] if result.issues is None else None
+    facts: list[tuple[QuestionMeta, Sequence[str]]] = []
+    # The images, made at the first one (``with_images``: none for an error result).
+    with_images = result.issues is None
+    images: list[_Captioned] | None = None
     seen: set[str] | None = None  # made before the first image
     skipped: Container[str] = result.skipped_question_ids
     if len(result.skipped_question_ids) > 8:
@@ -330,9 +332,10 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
             shown.add(presented)
         if qid in skipped:
             facts.append((meta, (": (skipped)",)))
-            if answer is not None and images is not None and answer.images():
+            if answer is not None and with_images and answer.images():
                 index = index or _option_index(params)
                 seen = set() if seen is None else seen
+                images = [] if images is None else images
                 _add_images(images, seen, meta, answer, None, index)
             continue
         if answer is None:
@@ -351,8 +354,9 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
         option_note_images = answer.option_note_images
         if note is None and not (note_images or option_notes or option_note_images):
             facts.append((meta, (head,)))
-            if custom_images and images is not None:
+            if custom_images and with_images:
                 seen = set() if seen is None else seen
+                images = [] if images is None else images
                 _add_images(images, seen, meta, answer, (), index)
             continue
         lines = [head]
@@ -378,12 +382,20 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
                     continue
                 named = None
                 if params is not None:
-                    # ``_OptionIndex.label`` written out, over a map made once per result.
-                    if by_id is None:
-                        by_id = {}  # a loop: a comprehension is a call of its own
-                        for each in params.questions:
-                            by_id[each.id] = each
-                    question = by_id.get(qid)
+                    # ``_OptionIndex.label`` written out: the question found by a search
+                    # in a short form, else over a map made once per result.
+                    questions = params.questions
+                    if len(questions) <= 8:
+                        question = None
+                        for each in questions:
+                            if each.id == qid:
+                                question = each  # the last one, as the map keeps it
+                    else:
+                        if by_id is None:
+                            by_id = {}  # a loop: a comprehension is a call of its own
+                            for each in questions:
+                                by_id[each.id] = each
+                        question = by_id.get(qid)
                     for option in question.options if question is not None else ():
                         if option.value == value:
                             named = option.label  # the last one, as ``_OptionIndex`` keeps
@@ -400,9 +412,10 @@ def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
                     lines.append(f" / {label} note: {text}")
                 else:
                     lines.append(f" / {label} (not selected) note: {text}")
-        facts.append((meta, tuple(lines)))
-        if images is not None and (custom_images or note_images or option_note_images):
+        facts.append((meta, lines))  # a list: nothing changes it once made
+        if with_images and (custom_images or note_images or option_note_images):
             seen = set() if seen is None else seen
+            images = [] if images is None else images
             _add_images(images, seen, meta, answer, noted, index)
     # Kept as lists: nothing outside this module sees them, and nothing changes them.
     found.facts = facts
@@ -511,9 +524,22 @@ def _summary_text(
     questions' names with their ids, when they are known (``_question_texts``)."""
     if result.cancelled:
         return CANCELLED_TEXT
+    facts = found.facts
+    if len(facts) == 1 and not found.presented:
+        # One question (most forms): its lines without the list of parts.
+        meta, lines = facts[0]
+        if not with_ids:
+            name = meta.label
+        elif names is not None:
+            name = names[0]
+        else:
+            name = f"{meta.label} [{meta.id}]"
+        if len(lines) == 1:
+            return name + lines[0]
+        return name + ("\n" + name).join(lines)
     parts = []
     i = -1  # the question's position (a counter: ``enumerate`` is a call of a type)
-    for meta, lines in found.facts:
+    for meta, lines in facts:
         i += 1
         if not with_ids:
             name = meta.label
@@ -566,10 +592,19 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
     if result.issues is not None:
         content = [_text_block(invalid_text(result.issues))]
     else:
-        found = result._derived(params, _derive_texts)  # _texts without its call
+        # _texts without its calls: the memo read here (AskResult._derived), built when
+        # it holds another build.
+        memo = result._memo
+        if memo is not None and memo[1] is params and memo[2] is _derive_texts:
+            found = memo[0]
+        else:
+            found = result._derived(params, _derive_texts)
         text = found.text
-        if text is None:
-            text = _result_text(result, found)
+        if text is None:  # _result_text(result, found) written out
+            text = _summary_text(result, found, False, None)
+            if result.request_id is not None:
+                text = f"ask_user [{result.request_id}]\n{text}"
+            found.text = text
         content = [{"type": "text", "text": text}]
         if found.images:
             content.extend(_blocks(found.images, set()))
@@ -658,8 +693,9 @@ def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
             questions, names = _questions_listed(result.questions), None
         response = _summary_text(result, found, True, names)
         body = found.background = f"Questions:\n{questions}Response:\n{response}"
-    title = f" — {result.title}" if result.title else ""
-    return f"Background answer [{request_id}]{title}:\n{body}"
+    if result.title:
+        return f"Background answer [{request_id}] — {result.title}:\n{body}"
+    return f"Background answer [{request_id}]:\n{body}"
 
 
 def _questions_listed(metas: Iterable[QuestionMeta]) -> str:
@@ -674,7 +710,7 @@ def _question_texts(result: AskResult) -> tuple[str, tuple[str, ...]] | None:
     """The background answer's question list and each question's name with its id, for a
     result whose questions are its params' (``result._Shape``): made once per params and kept
     with them; ``None`` for any other result."""
-    shape = result._memo.shape
+    shape = result._shape
     if shape is None:
         return None
     texts = shape.texts
@@ -706,12 +742,30 @@ def background_answer_message(
     content: JSON
     if result is None or result.issues is not None:
         content = background_answer_text(outcome, params=params)
+        return {
+            "customType": BACKGROUND_ANSWER_TYPE,
+            "content": content,
+            "details": outcome.to_json(),
+        }
+    memo = result._memo  # _texts without its calls, as in tool_result
+    if memo is not None and memo[1] is params and memo[2] is _derive_texts:
+        found = memo[0]
     else:
-        found = result._derived(params, _derive_texts)  # _texts without its call
-        content = _background_text(outcome.request_id, result, found)
-        if found.images and not result.cancelled:
-            content = [_text_block(content), *_blocks(found.images, set())]
-    return {"customType": BACKGROUND_ANSWER_TYPE, "content": content, "details": outcome.to_json()}
+        found = result._derived(params, _derive_texts)
+    content = _background_text(outcome.request_id, result, found)
+    if found.images and not result.cancelled:
+        content = [_text_block(content), *_blocks(found.images, set())]
+    if type(outcome) is BackgroundOutcome:
+        # outcome.to_json() written out, for an outcome with a result.
+        details: dict[str, JSON] = {"requestId": outcome.request_id}
+        if outcome.parent_tool_call_id is not None:
+            details["parentToolCallId"] = outcome.parent_tool_call_id
+        details["result"] = result.to_details()
+        if outcome.error is not None:
+            details["error"] = outcome.error
+    else:
+        details = outcome.to_json()
+    return {"customType": BACKGROUND_ANSWER_TYPE, "content": content, "details": details}
 
 
 ParamsLookup = Callable[[str], AskParams | None] | Mapping[str, AskParams] | None

@@ -143,9 +143,51 @@ def _scan(
         if values > max_values:
             return Refusal(_path_of(where), f"holds more than {max_values} values")
         kind = type(item)
+        # The exact JSON types first, each with one test (``isinstance``, and above all on a
+        # union or an ABC, costs a call): subclasses and other mappings take the tests below.
+        if kind is str:
+            chars += len(item)
+            if chars > max_text_chars:
+                return Refusal(
+                    _path_of(where), f"holds more than {max_text_chars} characters of text"
+                )
+            if not item.isascii():
+                problem = _text_problem(item)
+                if problem is not None:
+                    return Refusal(_path_of(where), problem)
+            continue
+        if kind is dict:
+            if depth >= max_depth:
+                return Refusal(_path_of(where), f"is nested deeper than {max_depth} levels")
+            for key in item:
+                if type(key) is not str:
+                    return Refusal(_path_of(where), "has a key that is not a string")
+                chars += len(key)
+                if chars > max_text_chars:
+                    return Refusal(
+                        _path_of(where), f"holds more than {max_text_chars} characters of text"
+                    )
+                if not key.isascii():
+                    problem = _text_problem(key)
+                    if problem is not None:
+                        return Refusal(_path_of(where), f"has a key that {problem}")
+            # Reversed: the stack pops the first child first, so problems come in document order.
+            depth += 1
+            for key, child in reversed(item.items()):
+                stack.append((child, (where, key), depth))
+            continue
         if item is None or kind is bool or kind is int or kind is float:
             continue
-        if kind is str or isinstance(item, str):
+        if kind is list or kind is tuple or isinstance(item, list | tuple):
+            if depth >= max_depth:
+                return Refusal(_path_of(where), f"is nested deeper than {max_depth} levels")
+            index = len(item)
+            depth += 1
+            while index:
+                index -= 1
+                stack.append((item[index], (where, index), depth))
+            continue
+        if isinstance(item, str):
             chars += len(item)
             if chars > max_text_chars:
                 return Refusal(
@@ -155,15 +197,7 @@ def _scan(
             if problem is not None:
                 return Refusal(_path_of(where), problem)
             continue
-        if kind is list or kind is tuple or isinstance(item, list | tuple):
-            if depth >= max_depth:
-                return Refusal(_path_of(where), f"is nested deeper than {max_depth} levels")
-            # Reversed: the stack pops the first child first, so problems come in document order.
-            stack.extend(
-                (item[index], (where, index), depth + 1) for index in range(len(item) - 1, -1, -1)
-            )
-            continue
-        if kind is dict or isinstance(item, Mapping):
+        if isinstance(item, Mapping):
             if depth >= max_depth:
                 return Refusal(_path_of(where), f"is nested deeper than {max_depth} levels")
             children: list[tuple[Any, _Where, int]] = []

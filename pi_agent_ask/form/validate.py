@@ -405,10 +405,9 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     checked = mode.checked
     load_files = mode.load_files
     as_multi = mode.present_single_as_multi
-    get = arguments.get
-    questions = get("questions")
-    title = get("title")
-    background = None if mode.background_only else get("background")
+    questions = arguments.get("questions")
+    title = arguments.get("title")
+    background = None if mode.background_only else arguments.get("background")
     if type(questions) is not list:
         return None
     read = 1
@@ -446,13 +445,12 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     for q_index, question in enumerate(questions):
         if type(question) is not dict:
             return None
-        get = question.get
-        question_id = get("id")
-        prompt = get("prompt")
-        options = get("options")
-        label = get("label")
-        context = get("context")
-        question_type = get("type")
+        question_id = question.get("id")  # method calls, as for the options below
+        prompt = question.get("prompt")
+        options = question.get("options")
+        label = question.get("label")
+        context = question.get("context")
+        question_type = question.get("type")
         if type(question_id) is not str or type(prompt) is not str or type(options) is not list:
             return None
         read = 3
@@ -498,14 +496,13 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
 
         seen_values: set[str] = set()
         built: list[Option] = []
-        for o_index, option in enumerate(options):
+        for option in options:  # its position, for an issue, is len(built)
             if type(option) is not dict:
                 return None
-            get = option.get
-            value = get("value")
-            option_label = get("label")
-            description = get("description")
-            recommended = get("recommended")
+            value = option.get("value")  # no bound method kept: a method call each is less
+            option_label = option.get("label")
+            description = option.get("description")
+            recommended = option.get("recommended")
             if type(value) is not str:
                 return None
             read = 1
@@ -543,14 +540,14 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
 
             value = value.strip()
             if not value:
-                issues.append(_option_issue(q_index, o_index, "value", "value is required"))
+                issues.append(_option_issue(q_index, len(built), "value", "value is required"))
             elif value in seen_values:
                 what = f"duplicate option value {_js_json(value)}"
-                issues.append(_option_issue(q_index, o_index, "value", what))
+                issues.append(_option_issue(q_index, len(built), "value", what))
             else:
                 seen_values.add(value)
             if not shown:
-                issues.append(_option_issue(q_index, o_index, "label", "label is required"))
+                issues.append(_option_issue(q_index, len(built), "label", "label is required"))
             if description is not None:
                 description = description.strip() or None
             # Option(value, shown, description, recommended), as a plain object that then
