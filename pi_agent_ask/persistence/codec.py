@@ -333,6 +333,41 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def check_readable_frame(plain: bytes) -> None:
+    """``check_readable`` for every entry of an entries frame's plain CBOR at once."""
+    if len(plain) <= MAX_NESTING or len(plain.translate(None, _NOT_NESTING)) <= MAX_NESTING:
+        return
+    try:
+        value = cbor2.loads(plain)
+    except Exception as exc:  # cbor2 raises several unrelated types
+        raise ValueError(f"entry data is nested too deeply to be read back: {exc}") from exc
+    if _depth(value) > MAX_NESTING + 1:  # the frame's array is one more level
+        raise ValueError(f"entry data is nested more than {MAX_NESTING} levels deep")
+
+
+def encode_frame_entries(rows: list[list[Any]]) -> bytes:
+    """The plain CBOR of an entries frame holding ``rows``, each an entry's 5-element array
+    with its ids in their stored form (``encode_id``), encoded at once: the same bytes as
+    ``array_head(len(rows))`` and each row through ``encode_stored``. ``TypeError`` and
+    ``ValueError`` as ``encode_stored`` raises them (for some entry of the frame)."""
+    try:
+        plain = cbor2.dumps(rows, default=_splice)
+    except cbor2.CBOREncodeError as exc:
+        raise TypeError(f"entry data cannot be stored: {exc}") from exc
+    check_readable_frame(plain)
+    return plain
+
+
+def frame_payload(plain: bytes, packer: Packer) -> bytes:
+    """The payload of an entries frame whose plain CBOR is ``plain``."""
+    return _ENTRIES_BYTE + packer.deflate(plain)
+
+
+def decode_frame_data(plain: bytes, at: int) -> Any:
+    """The data of the ``at``-th entry of an entries frame's plain CBOR, not frozen."""
+    return _loads(plain)[at][4]
+
+
 def decode_entry_data(item: bytes) -> Any:
     """The data of one entry's CBOR (``encode_entry``, ``encode_stored``), not frozen."""
     return _loads(item)[4]

@@ -97,6 +97,13 @@ class JournalFold:
         if handle is not None:
             handle(self, entry.data, loc)
 
+    def step_fields(self, entry_type: str, data: Mapping[str, Any], loc: Loc) -> None:
+        """``step`` for an entry of ``entry_type`` holding ``data`` (the session's write
+        path: no entry is built for it)."""
+        handle = _STEPS.get(entry_type)
+        if handle is not None:
+            handle(self, data, loc)
+
     def _tool_call(self, data: Mapping[str, Any], loc: Loc) -> None:
         call_id = text_field(data, "toolCallId")
         if call_id is not None and text_field(data, "name") == "ask_user":

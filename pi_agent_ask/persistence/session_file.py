@@ -285,8 +285,11 @@ class _Written(Entry):
     back from the file by construction, and the runtime, which never reads the data of what
     it wrote, pays for no frozen copy. Compares, hashes, prints and pickles as an ``Entry``."""
 
-    __slots__ = ("_cbor",)
+    __slots__ = ("_at", "_cbor")
     _cbor: bytes
+    _at: int
+    """``-1``: ``_cbor`` is the entry's own CBOR; else ``_cbor`` is the plain CBOR of the
+    frame it was written in (``SessionFile._append_frame``) and the entry is its ``_at``-th."""
 
     @classmethod
     def made(
@@ -294,13 +297,18 @@ class _Written(Entry):
     ) -> _Written:
         entry = _bare(cls, entry_id, parent_id, entry_type, timestamp)
         object.__setattr__(entry, "_cbor", cbor)
+        object.__setattr__(entry, "_at", -1)
         return entry
 
     def _read_data(self) -> Mapping[Any, Any]:
         try:
             value: Mapping[Any, Any] = _DATA.__get__(self, Entry)
         except AttributeError:
-            value = freeze(codec.decode_entry_data(self._cbor))
+            at = self._at
+            if at < 0:
+                value = freeze(codec.decode_entry_data(self._cbor))
+            else:
+                value = freeze(codec.decode_frame_data(self._cbor, at))
             _DATA.__set__(self, value)
         return value
 
@@ -396,8 +404,19 @@ class _Ids:
         self._at = at + 8
         return self._pool[at : at + 8]
 
+    def take_many(self, count: int) -> list[bytes]:
+        """``take()`` ``count`` times (at most ``_ID_POOL // 8``), from one pool."""
+        at, end = self._at, self._at + 8 * count
+        if end > len(self._pool):
+            self._pool, at, end = os.urandom(_ID_POOL), 0, 8 * count
+        self._at = end
+        pool = self._pool
+        return [pool[n : n + 8] for n in range(at, end, 8)]
+
 
 _ID_POOL: Final = 4096
+_FRAME_IDS: Final = 64
+"""Most entries ``SessionFile._append_frame`` takes in one frame (their ids from one pool)."""
 
 
 def _entry_fields(value: Any) -> tuple[str, str | None, str, float, dict[Any, Any]]:
@@ -520,6 +539,10 @@ class Fold(Protocol):
     log: list[Any]
 
     def step(self, entry: Entry, loc: Loc) -> None: ...
+
+    # A fold may also have ``step_fields(entry_type, data, loc)``: ``step`` for an entry of
+    # that type and data (as the writer passed it), which the write path of ``append_chains``
+    # calls instead of building an entry for ``step``.
 
     def live(self) -> Any: ...
 
@@ -1139,6 +1162,10 @@ class SessionFile:
         closed, read-only or broken session raises, as ``append_many`` does.
         """
         self._check_writable()
+        if len(chains) == 1 and self._header.version >= 2:
+            written = self._append_frame(chains[0])
+            if written is not None:
+                return written
         if self._header.version < 2:
             # Version 1 frames: one per chain, as ``append_many`` writes them.
             out: list[tuple[Entry, ...] | Exception] = []
@@ -1196,6 +1223,107 @@ class SessionFile:
                     results[number] = failure
         return [r if r is not None else () for r in results]
 
+    def _append_frame(self, chain: Any) -> list[tuple[Entry, ...] | Exception] | None:
+        """``append_chains([chain])`` for the chains the runtime writes, at the cost of one
+        CBOR encode for the whole frame (not one per entry) and no per-entry objects but the
+        entries handed back: a list or tuple of ``(type, dict)`` pairs whose data CBOR
+        encodes as it is. ``None`` (nothing drawn from the session but ids, nothing written)
+        for any other chain, which takes the general path, the one that finds out which
+        entry is refused and why: an entry that cannot be encoded, data nested deeper than a
+        reader follows, a frame past the size limit, an id the session holds.
+
+        The frame is the same bytes: a CBOR array is its head followed by its items, so the
+        array of entries encoded at once is the array head and the entries encoded one by
+        one (``codec.entries_payload``)."""
+        if type(chain) is not list and type(chain) is not tuple:
+            return None
+        count = len(chain)
+        if not 0 < count <= _FRAME_IDS:
+            return None
+        self._ids.fresh()
+        keys = self._ids.take_many(count)
+        known = self._index.pos
+        parent = self.leaf_id
+        parent_key = codec.encode_id(parent)
+        now = self._clock()
+        rows: list[list[Any]] = []
+        ids: list[str] = []
+        for item, key in zip(chain, keys, strict=True):
+            if type(item) is not tuple or len(item) != 2:
+                return None
+            entry_type, data = item
+            if type(entry_type) is not str or not entry_type or type(data) is not dict:
+                return None
+            entry_id = key.hex()
+            if entry_id in known:
+                return None
+            ids.append(entry_id)
+            rows.append([key, parent_key, entry_type, now, data])
+            parent_key = key
+        if len(set(ids)) != count:
+            return None
+        try:
+            plain = codec.encode_frame_entries(rows)
+        except Exception:  # whatever it is, the general path finds the entry and says why
+            return None
+        if len(plain) > MAX_FRAME_BYTES // 2:
+            return None
+        payload = codec.frame_payload(plain, self._packer)
+        try:
+            if self._memory is not None:
+                offset = len(self._memory)
+                self._memory.append(payload)
+            else:
+                offset = self._write_frame(payload)
+        except OSError as exc:
+            return [exc]
+        self._index.add_chain(ids, offset, len(payload))
+        fold = self._fold
+        if fold is not None:
+            self._fold_frame(fold, rows, ids, parent, now, offset)
+            if self._fd is not None:
+                self._since_bytes += len(payload) + _HEAD_SIZE
+        self._maybe_checkpoint()
+        entries: list[Entry] = []
+        new, put = object.__new__, object.__setattr__
+        for at, (entry_id, row) in enumerate(zip(ids, rows, strict=True)):
+            # ``_Written.made``, without its calls (this runs per entry).
+            entry = new(_Written)
+            put(entry, "id", entry_id)
+            put(entry, "parent_id", parent)
+            put(entry, "type", row[2])
+            put(entry, "timestamp", now)
+            put(entry, "_cbor", plain)
+            put(entry, "_at", at)
+            entries.append(entry)
+            parent = entry_id
+        return [tuple(entries)]
+
+    def _fold_frame(
+        self,
+        fold: Fold,
+        rows: list[list[Any]],
+        ids: list[str],
+        parent: str | None,
+        now: float,
+        offset: int,
+    ) -> None:
+        """Step the fold over the entries ``_append_frame`` wrote at ``offset``."""
+        try:
+            step_fields = getattr(fold, "step_fields", None)
+            if step_fields is not None:
+                for slot, row in enumerate(rows):
+                    step_fields(row[2], row[4], (offset, slot))
+            else:
+                for slot, (entry_id, row) in enumerate(zip(ids, rows, strict=True)):
+                    fold.step(_entry_view(entry_id, parent, row[2], now, row[4]), (offset, slot))
+                    parent = entry_id
+        except Exception:
+            logger.exception("%s: the projection refused an entry", self)
+            self._fold = None
+        else:
+            self._since_checkpoint += len(rows)
+
     def _chain(
         self,
         items: Iterable[tuple[str, Mapping[Any, Any] | None]],
@@ -1242,6 +1370,7 @@ class SessionFile:
             put(entry, "type", entry_type)
             put(entry, "timestamp", now)
             put(entry, "_cbor", item)
+            put(entry, "_at", -1)
             entries.append(entry)
             view = new(Entry)
             put(view, "id", entry_id)
@@ -1286,6 +1415,8 @@ class SessionFile:
                 self._fold = None
             else:
                 self._since_checkpoint += len(views)
+                if self._fd is not None:  # as ``_follow``: the rule counts the frame's bytes
+                    self._since_bytes += len(payload) + _HEAD_SIZE
         self._maybe_checkpoint()
 
     def _store_frame(
