@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
-from pi_agent_ask.persistence.session_file import SessionFile
+from pi_agent_ask.persistence.session_file import MEMORY_GROUP, SessionFile
 from tests.test_append_fast import ENTRIES, _nested, _RecordFold, _state
 
 _JSON = st.recursive(
@@ -160,3 +160,29 @@ def test_data_that_is_not_a_dict_takes_the_general_path_and_is_stored_frozen() -
     assert isinstance(entries, tuple)
     assert [e._at for e in entries] == [-1, -1]  # type: ignore[attr-defined]
     assert [dict(e.data) for e in session.branch()] == [{}, {"x": (1,)}]
+
+
+def test_an_in_memory_session_reads_back_frames_held_plain_and_deflated_in_groups() -> None:
+    """In memory, the one-encode path's frames are held plain until ``MEMORY_GROUP`` of them
+    are, then deflated together; frames of other paths stay payloads. Every entry reads back
+    as written, alone (``entry_at``) and along the branch, whichever way its frame is held."""
+    session = SessionFile.in_memory(projection=JOURNAL)
+    written = []
+    for n in range(MEMORY_GROUP * 2 + 3):
+        if n % 5 == 4:
+            written.extend(session.append_many(_runtime_chain(n)))  # a payload frame
+        else:
+            [entries] = session.append_chains([_runtime_chain(n)])
+            assert isinstance(entries, tuple)
+            written.extend(entries)
+    memory = session._memory
+    assert memory is not None
+    kinds = {type(item) for item in memory._items}
+    assert kinds == {bytes, list, tuple}  # payloads, plain frames waiting, grouped frames
+    assert session.branch() == tuple(written)
+    assert [e.data for e in session.branch()] == [e.data for e in written]
+    for n in (0, len(written) - 1, len(written) // 2):
+        loc = (session._index.frame_off[n], session._index.slot[n])
+        assert session.entry_at(loc) == written[n]
+    forked = session.fork(None)
+    assert forked.branch() == tuple(written)

@@ -214,6 +214,24 @@ class Packer:
         return packer.compress(plain) + packer.flush()
 
 
+GROUP_LEVEL: Final = 1
+"""The compression level of a group of frames held in memory (``pack_group``)."""
+
+
+def pack_group(plain: bytes) -> bytes:
+    """Raw DEFLATE of ``plain`` (with ``DICTIONARY``, a 32 KiB window, level 1): how an
+    in-memory session holds several frames' plain CBOR together (``inflate`` reads it)."""
+    packer = zlib.compressobj(
+        GROUP_LEVEL, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY, DICTIONARY
+    )
+    return packer.compress(plain) + packer.flush()
+
+
+def inflate(packed: bytes | memoryview) -> bytes:
+    """The plain bytes of raw DEFLATE with ``DICTIONARY``; ``CodecError`` when malformed."""
+    return _inflate(packed)
+
+
 def _inflate(packed: bytes | memoryview) -> bytes:
     unpacker = zlib.decompressobj(-15, DICTIONARY)
     try:
@@ -398,7 +416,12 @@ def array_head(count: int) -> bytes:
 
 def decode_entries(payload: bytes | memoryview) -> list[EntryFields]:
     """The entries of an entries frame; ``CodecError`` when malformed."""
-    items = _loads(_inflate(payload[1:]))
+    return decode_plain_entries(_inflate(payload[1:]))
+
+
+def decode_plain_entries(plain: bytes) -> list[EntryFields]:
+    """``decode_entries`` for an entries frame's plain (inflated) CBOR."""
+    items = _loads(plain)
     if type(items) is not list or not items:
         raise CodecError("an entries frame holds no entries")
     out: list[EntryFields] = []

@@ -560,6 +560,74 @@ class Projection(Protocol):
         ...
 
 
+class _MemoryFrames:
+    """The frames of an in-memory session, by their place (an entry's ``frame_off``).
+
+    A frame comes as its payload (as a file holds it) or, from the one-encode path
+    (``SessionFile._append_frame``), as its plain CBOR: those are held plain until
+    ``MEMORY_GROUP`` of them are, and then deflated together (``codec.pack_group``), which
+    costs a fraction of deflating each on its own (DEFLATE's cost per call is that of
+    several small frames) and takes less room (each frame finds its words in those before
+    it). A frame of a group is read by inflating the group (the last one is kept: a branch
+    is read in order). Nothing of this reaches a file: a fork re-encodes the entries."""
+
+    __slots__ = ("_items", "_last", "_pending")
+
+    def __init__(self) -> None:
+        # A payload (``bytes``), a plain frame waiting for its group (``list``: [plain]), or
+        # a frame of a group (``tuple``: (packed group, start, end) in the group's plain).
+        self._items: list[Any] = []
+        self._pending: list[int] = []
+        self._last: tuple[bytes, bytes] | None = None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, payload: bytes) -> None:
+        self._items.append(payload)
+
+    def append_plain(self, plain: bytes) -> None:
+        pending = self._pending
+        pending.append(len(self._items))
+        self._items.append([plain])
+        if len(pending) >= MEMORY_GROUP:
+            self._pack()
+
+    def __getitem__(self, offset: int) -> bytes:
+        """The payload at ``offset`` (``plain`` first: ``None`` there)."""
+        item = self._items[offset]
+        assert type(item) is bytes
+        return item
+
+    def plain(self, offset: int) -> bytes | None:
+        """The plain CBOR of the entries frame at ``offset``; ``None`` for a payload."""
+        item = self._items[offset]
+        if type(item) is list:
+            plain: bytes = item[0]
+            return plain
+        if type(item) is not tuple:
+            return None
+        packed, start, end = item
+        last = self._last
+        if last is None or last[0] is not packed:
+            last = self._last = (packed, codec.inflate(packed))
+        return last[1][start:end]
+
+    def _pack(self) -> None:
+        items, pending = self._items, self._pending
+        plains = [items[n][0] for n in pending]
+        packed = codec.pack_group(b"".join(plains))
+        start = 0
+        for n, plain in zip(pending, plains, strict=True):
+            items[n] = (packed, start, start + len(plain))
+            start += len(plain)
+        pending.clear()
+
+
+MEMORY_GROUP: Final = 16
+"""Frames an in-memory session deflates together (``_MemoryFrames``)."""
+
+
 class _NeedFullIndex(Exception):
     """A frame after the checkpoint names an entry from before it: index the whole file."""
 
@@ -764,10 +832,9 @@ class SessionFile:
         self._closed = False
         self._broken: BaseException | None = None
         self._index = _Index()
-        # In memory: the payload of every entries frame, as a file would hold it (an entry's
-        # ``frame_off`` is its frame's place in this list). Encoded, not as ``Entry`` objects:
-        # a queued form costs its compressed bytes, not a tree of frozen maps.
-        self._memory: list[bytes] | None = [] if path is None else None
+        # In memory: every entries frame, encoded (an entry's ``frame_off`` is its frame's
+        # place in it): a queued form costs its compressed bytes, not a tree of frozen maps.
+        self._memory: _MemoryFrames | None = _MemoryFrames() if path is None else None
         self._packer = codec.Packer()
         self._ids = _Ids()
         self._report = OpenReport(path, 0)
@@ -1018,7 +1085,7 @@ class SessionFile:
         self._check_open()
         offset, slot = loc
         if self._memory is not None:
-            return self._decode_entry(self._memory[offset], offset, slot)
+            return self._entry_in(self._memory_frame(offset), offset, slot)
         if self._fd is None:
             raise ValueError("session file is closed")
         payload = _read_frame(self._fd, offset, self._size)
@@ -1268,21 +1335,21 @@ class SessionFile:
             return None
         if len(plain) > MAX_FRAME_BYTES // 2:
             return None
-        payload = codec.frame_payload(plain, self._packer)
-        try:
-            if self._memory is not None:
-                offset = len(self._memory)
-                self._memory.append(payload)
-            else:
-                offset = self._write_frame(payload)
-        except OSError as exc:
-            return [exc]
-        self._index.add_chain(ids, offset, len(payload))
+        if self._memory is not None:
+            offset, size = len(self._memory), len(plain)
+            self._memory.append_plain(plain)
+        else:
+            payload = codec.frame_payload(plain, self._packer)
+            try:
+                offset, size = self._write_frame(payload), len(payload)
+            except OSError as exc:
+                return [exc]
+        self._index.add_chain(ids, offset, size)
         fold = self._fold
         if fold is not None:
             self._fold_frame(fold, rows, ids, parent, now, offset)
             if self._fd is not None:
-                self._since_bytes += len(payload) + _HEAD_SIZE
+                self._since_bytes += size + _HEAD_SIZE
         self._maybe_checkpoint()
         entries: list[Entry] = []
         new, put = object.__new__, object.__setattr__
@@ -1945,6 +2012,17 @@ class SessionFile:
         except (ValueError, LookupError, TypeError) as exc:
             raise self._changed_on_disk(offset) from exc
 
+    def _memory_frame(self, offset: int) -> tuple[bool, Any]:
+        """``_decode_frame`` of the in-memory frame at ``offset``."""
+        assert self._memory is not None
+        plain = self._memory.plain(offset)
+        if plain is None:
+            return self._decode_frame(self._memory[offset], offset)
+        try:
+            return True, codec.decode_plain_entries(plain)
+        except ValueError as exc:
+            raise self._changed_on_disk(offset) from exc
+
     def _changed_on_disk(self, offset: int) -> SessionFileError:
         return SessionFileError(self._path, "unreadable", f"frame at {offset} changed on disk")
 
@@ -1960,11 +2038,11 @@ class SessionFile:
             offset = index.frame_off[i]
             if offset != last_offset:  # entries of one frame come together: decode it once
                 if memory is not None:
-                    payload: bytes | memoryview = memory[offset]
+                    frame = self._memory_frame(offset)
                 else:
                     assert reader is not None
                     payload = reader.payload(offset, index.frame_len[i])
-                frame = self._decode_frame(payload, offset)
+                    frame = self._decode_frame(payload, offset)
                 last_offset = offset
             yield self._entry_in(frame, offset, index.slot[i])
 
