@@ -7,6 +7,7 @@ writes nothing of it.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_agent_ask.persistence import codec
+from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
 from pi_agent_ask.persistence.session_file import MEMORY_GROUP, SessionFile
 from tests.test_append_fast import ENTRIES, _nested, _RecordFold, _state
@@ -186,3 +188,31 @@ def test_an_in_memory_session_reads_back_frames_held_plain_and_deflated_in_group
         assert session.entry_at(loc) == written[n]
     forked = session.fork(None)
     assert forked.branch() == tuple(written)
+
+
+def test_a_failed_write_of_a_chain_alone_is_rolled_back_and_is_its_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    real_write = os.write
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        [first] = session.append_chains([_runtime_chain(0)])
+        assert isinstance(first, tuple)
+        size, live = path.stat().st_size, session.fold().live()  # type: ignore[attr-defined]
+
+        def half_then_full(fd: int, data: bytes | memoryview) -> int:
+            real_write(fd, bytes(data)[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(sf.os, "write", half_then_full)
+        [failed] = session.append_chains([_runtime_chain(1)])
+        monkeypatch.setattr(sf.os, "write", real_write)
+        assert isinstance(failed, OSError) and failed.errno == errno.ENOSPC
+        assert path.stat().st_size == size
+        assert (session.leaf_id, len(session)) == (first[-1].id, 3)
+        assert session.fold().live() == live  # type: ignore[attr-defined]
+        [second] = session.append_chains([_runtime_chain(2)])
+        assert isinstance(second, tuple)
+    with SessionFile.open(path) as again:
+        assert again.report.ok
+        assert again.branch() == first + second
