@@ -86,12 +86,12 @@ def test_a_chain_of_the_runtime_is_written_at_once_and_reads_back_as_written(
             [entries] = session.append_chains([_runtime_chain(n)])
             assert isinstance(entries, tuple)
             # Each entry holds the frame it was encoded in (the one-encode path was taken).
-            assert [e._at for e in entries] == [0, 1, 2]  # type: ignore[attr-defined]
+            assert [e._src[1] for e in entries] == [0, 1, 2]  # type: ignore[attr-defined]
             written.extend(entries)
         # A chain that is not a list or tuple takes the general path.
         [general] = session.append_chains([iter(_runtime_chain(3))])
         assert isinstance(general, tuple)
-        assert [e._at for e in general] == [-1, -1, -1]  # type: ignore[attr-defined]
+        assert [e._src[1] for e in general] == [-1, -1, -1]  # type: ignore[attr-defined]
         written.extend(general)
         fold = session.fold()
         assert isinstance(fold, JournalFold)
@@ -160,7 +160,7 @@ def test_data_that_is_not_a_dict_takes_the_general_path_and_is_stored_frozen() -
     session = SessionFile.in_memory()
     [entries] = session.append_chains([[("a", None), ("b", {"x": [1]})]])
     assert isinstance(entries, tuple)
-    assert [e._at for e in entries] == [-1, -1]  # type: ignore[attr-defined]
+    assert [e._src[1] for e in entries] == [-1, -1]  # type: ignore[attr-defined]
     assert [dict(e.data) for e in session.branch()] == [{}, {"x": (1,)}]
 
 

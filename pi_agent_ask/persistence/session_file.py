@@ -285,30 +285,29 @@ class _Written(Entry):
     back from the file by construction, and the runtime, which never reads the data of what
     it wrote, pays for no frozen copy. Compares, hashes, prints and pickles as an ``Entry``."""
 
-    __slots__ = ("_at", "_cbor")
-    _cbor: bytes
-    _at: int
-    """``-1``: ``_cbor`` is the entry's own CBOR; else ``_cbor`` is the plain CBOR of the
-    frame it was written in (``SessionFile._append_frame``) and the entry is its ``_at``-th."""
+    __slots__ = ("_src",)
+    _src: tuple[bytes, int]
+    """``(cbor, -1)``: the entry's own CBOR; ``(plain, n)``: the plain CBOR of the frame it
+    was written in (``SessionFile._append_frame``), where the entry is the ``n``-th. One slot:
+    every slot set costs a call, and entries are made for every append."""
 
     @classmethod
     def made(
         cls, entry_id: str, parent_id: str | None, entry_type: str, timestamp: float, cbor: bytes
     ) -> _Written:
         entry = _bare(cls, entry_id, parent_id, entry_type, timestamp)
-        object.__setattr__(entry, "_cbor", cbor)
-        object.__setattr__(entry, "_at", -1)
+        object.__setattr__(entry, "_src", (cbor, -1))
         return entry
 
     def _read_data(self) -> Mapping[Any, Any]:
         try:
             value: Mapping[Any, Any] = _DATA.__get__(self, Entry)
         except AttributeError:
-            at = self._at
+            cbor, at = self._src
             if at < 0:
-                value = freeze(codec.decode_entry_data(self._cbor))
+                value = freeze(codec.decode_entry_data(cbor))
             else:
-                value = freeze(codec.decode_frame_data(self._cbor, at))
+                value = freeze(codec.decode_frame_data(cbor, at))
             _DATA.__set__(self, value)
         return value
 
@@ -344,6 +343,14 @@ class _Written(Entry):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Entry, (self.id, self.parent_id, self.type, self.timestamp, self.data))
+
+
+_SLOT_SETTERS: Final = (
+    *(Entry.__dict__[name].__set__ for name in ("id", "parent_id", "type", "timestamp")),
+    _Written.__dict__["_src"].__set__,
+)
+"""The setters of a ``_Written`` entry's slots but ``data``: cheaper calls than
+``object.__setattr__`` (no attribute lookup by name)."""
 
 
 def _entry_view(
@@ -1352,16 +1359,16 @@ class SessionFile:
                 self._since_bytes += size + _HEAD_SIZE
         self._maybe_checkpoint()
         entries: list[Entry] = []
-        new, put = object.__new__, object.__setattr__
+        new = object.__new__
+        set_id, set_parent, set_type, set_time, set_src = _SLOT_SETTERS
         for at, (entry_id, row) in enumerate(zip(ids, rows, strict=True)):
-            # ``_Written.made``, without its calls (this runs per entry).
+            # ``_Written.made``, through the slots' own setters (this runs per entry).
             entry = new(_Written)
-            put(entry, "id", entry_id)
-            put(entry, "parent_id", parent)
-            put(entry, "type", row[2])
-            put(entry, "timestamp", now)
-            put(entry, "_cbor", plain)
-            put(entry, "_at", at)
+            set_id(entry, entry_id)
+            set_parent(entry, parent)
+            set_type(entry, row[2])
+            set_time(entry, now)
+            set_src(entry, (plain, at))
             entries.append(entry)
             parent = entry_id
         return [tuple(entries)]
@@ -1436,8 +1443,7 @@ class SessionFile:
             put(entry, "parent_id", parent)
             put(entry, "type", entry_type)
             put(entry, "timestamp", now)
-            put(entry, "_cbor", item)
-            put(entry, "_at", -1)
+            put(entry, "_src", (item, -1))
             entries.append(entry)
             view = new(Entry)
             put(view, "id", entry_id)
