@@ -15,6 +15,7 @@ history index. Nothing is timed.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,16 @@ import attrs
 import cbor2
 import pytest
 
+from pi_agent_ask.actors.records import AskRequest
+from pi_agent_ask.form import text as texts
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import history as h
+from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.projection import JOURNAL
 from pi_agent_ask.persistence.session_file import CHECKPOINT_MAGIC, SessionFile
 from tests.session_frames import decode_payload
-from tests.test_checkpoints import write_form
+from tests.test_checkpoints import params, write_form
 
 
 @attrs.frozen
@@ -121,6 +125,38 @@ def test_checkpoint_bytes_stay_a_bounded_share_of_the_entries_at_any_number_pend
         assert len(checkpoints[-1].checkpoint["live"]["requests"]) == queued / 3  # type: ignore[index]
     assert all(share <= 0.3 for share in shares), shares
     assert shares[1] <= shares[0] * 1.5, shares
+
+
+def form_chain(n: int) -> list[tuple[str, dict[str, Any]]]:
+    """The chain the runtime writes when it queues a background form (one frame)."""
+    form = params(n)
+    call = f"call-{n}"
+    request = AskRequest(str(uuid.uuid4()), form, True, "2026-12-01T00:00:00.000Z", call)
+    shared = jr.shared_params(form)
+    receipt = texts.receipt_tool_result(request.request_id, ["q", "r"], 1)
+    return [
+        (jr.TOOL_CALL, {"toolCallId": call, "name": "ask_user", "arguments": {}}),
+        (jr.PAYLOAD, jr.payload_entry(form, call, request.created_at, shared=shared)),
+        (jr.HISTORY_REQUEST, jr.history_request_entry(request, shared=shared)),
+        (jr.QUEUED, jr.queued_entry(request, shared=shared)),
+        (jr.TOOL_RESULT, {"toolCallId": call, "name": "ask_user", "result": receipt}),
+    ]
+
+
+@pytest.mark.parametrize("chains_per_call", [1, 2])
+def test_the_write_path_of_the_runtime_keeps_to_the_rule(
+    tmp_path: Path, chains_per_call: int
+) -> None:
+    """``append_chains`` (how the persistence actor writes: one chain alone, or a batch of
+    several) counts its frames toward the rule as ``append`` does. It counted their entries
+    but not their bytes, so after the first checkpoint no other came (1 in 24,000 entries)."""
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        for first in range(0, 1_500, chains_per_call):
+            calls = [form_chain(n) for n in range(first, first + chains_per_call)]
+            assert all(isinstance(r, tuple) for r in session.append_chains(calls))
+    checkpoints = assert_rule(path)
+    assert len(checkpoints) >= 5
 
 
 def test_an_open_reads_at_most_the_rule_allows_after_the_newest_checkpoint(

@@ -43,7 +43,7 @@ import itertools
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Generic, TypeVar
 
@@ -314,7 +314,7 @@ class PersistenceHandle:
         session = self._session_now(parent_id)
         if session is not None:
             await trio.lowlevel.checkpoint_if_cancelled()
-            return _append_now(session, ((type, data),), type)[0]
+            return _append_now(session, ((type, data),))[0]
         entry: Entry = await self._call(Append, type, data, parent_id)
         return entry
 
@@ -325,11 +325,12 @@ class PersistenceHandle:
         parent_id: LeafRef = CURRENT_LEAF,
     ) -> tuple[Entry, ...]:
         """Append a chain of entries atomically (one frame); acknowledged together."""
-        batch = tuple((entry_type, data) for entry_type, data in items)
         session = self._session_now(parent_id)
         if session is not None:
+            chain = items if type(items) is list or type(items) is tuple else tuple(items)
             await trio.lowlevel.checkpoint_if_cancelled()
-            return _append_now(session, batch, _first_type(batch))
+            return _append_now(session, chain)
+        batch = tuple((entry_type, data) for entry_type, data in items)
         entries: tuple[Entry, ...] = await self._call(AppendMany, batch, parent_id)
         return entries
 
@@ -342,8 +343,8 @@ class PersistenceHandle:
         session = self._session_now(CURRENT_LEAF)
         if session is None:
             return None
-        batch = tuple((entry_type, data) for entry_type, data in items)
-        return _append_now(session, batch, _first_type(batch))
+        chain = items if type(items) is list or type(items) is tuple else tuple(items)
+        return _append_now(session, chain)
 
     def _session_now(self, parent_id: LeafRef) -> SessionFile | None:
         """The session an append under ``parent_id`` is written to in the caller's task: the
@@ -425,16 +426,19 @@ class PersistenceHandle:
 
 
 def _append_now(
-    session: SessionFile, chain: tuple[tuple[str, Mapping[Any, Any] | None], ...], first: str
+    session: SessionFile, chain: Sequence[tuple[str, Mapping[Any, Any] | None]]
 ) -> tuple[Entry, ...]:
     """``_serve_appends`` for one chain, in the caller's task: its entries, or the error the
-    caller would have heard from the actor."""
+    caller would have heard from the actor (the chain is the caller's own list or tuple,
+    written before this returns: no copy of it is kept)."""
     try:
         result = session.append_chains([chain])[0]
     except Exception as error:  # the session refused the whole batch, as ``_results`` has it
         result = error
     if isinstance(result, Exception):
-        raise _refused(first, result)
+        # A pair that is not one raises here, as the copy the actor is sent would have.
+        batch = tuple((entry_type, data) for entry_type, data in chain)
+        raise _refused(_first_type(batch), result)
     return result
 
 

@@ -214,6 +214,24 @@ class Packer:
         return packer.compress(plain) + packer.flush()
 
 
+GROUP_LEVEL: Final = 1
+"""The compression level of a group of frames held in memory (``pack_group``)."""
+
+
+def pack_group(plain: bytes) -> bytes:
+    """Raw DEFLATE of ``plain`` (with ``DICTIONARY``, a 32 KiB window, level 1): how an
+    in-memory session holds several frames' plain CBOR together (``inflate`` reads it)."""
+    packer = zlib.compressobj(
+        GROUP_LEVEL, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY, DICTIONARY
+    )
+    return packer.compress(plain) + packer.flush()
+
+
+def inflate(packed: bytes | memoryview) -> bytes:
+    """The plain bytes of raw DEFLATE with ``DICTIONARY``; ``CodecError`` when malformed."""
+    return _inflate(packed)
+
+
 def _inflate(packed: bytes | memoryview) -> bytes:
     unpacker = zlib.decompressobj(-15, DICTIONARY)
     try:
@@ -333,6 +351,41 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def check_readable_frame(plain: bytes) -> None:
+    """``check_readable`` for every entry of an entries frame's plain CBOR at once."""
+    if len(plain) <= MAX_NESTING or len(plain.translate(None, _NOT_NESTING)) <= MAX_NESTING:
+        return
+    try:
+        value = cbor2.loads(plain)
+    except Exception as exc:  # cbor2 raises several unrelated types
+        raise ValueError(f"entry data is nested too deeply to be read back: {exc}") from exc
+    if _depth(value) > MAX_NESTING + 1:  # the frame's array is one more level
+        raise ValueError(f"entry data is nested more than {MAX_NESTING} levels deep")
+
+
+def encode_frame_entries(rows: list[list[Any]]) -> bytes:
+    """The plain CBOR of an entries frame holding ``rows``, each an entry's 5-element array
+    with its ids in their stored form (``encode_id``), encoded at once: the same bytes as
+    ``array_head(len(rows))`` and each row through ``encode_stored``. ``TypeError`` and
+    ``ValueError`` as ``encode_stored`` raises them (for some entry of the frame)."""
+    try:
+        plain = cbor2.dumps(rows, default=_splice)
+    except cbor2.CBOREncodeError as exc:
+        raise TypeError(f"entry data cannot be stored: {exc}") from exc
+    check_readable_frame(plain)
+    return plain
+
+
+def frame_payload(plain: bytes, packer: Packer) -> bytes:
+    """The payload of an entries frame whose plain CBOR is ``plain``."""
+    return _ENTRIES_BYTE + packer.deflate(plain)
+
+
+def decode_frame_data(plain: bytes, at: int) -> Any:
+    """The data of the ``at``-th entry of an entries frame's plain CBOR, not frozen."""
+    return _loads(plain)[at][4]
+
+
 def decode_entry_data(item: bytes) -> Any:
     """The data of one entry's CBOR (``encode_entry``, ``encode_stored``), not frozen."""
     return _loads(item)[4]
@@ -363,7 +416,12 @@ def array_head(count: int) -> bytes:
 
 def decode_entries(payload: bytes | memoryview) -> list[EntryFields]:
     """The entries of an entries frame; ``CodecError`` when malformed."""
-    items = _loads(_inflate(payload[1:]))
+    return decode_plain_entries(_inflate(payload[1:]))
+
+
+def decode_plain_entries(plain: bytes) -> list[EntryFields]:
+    """``decode_entries`` for an entries frame's plain (inflated) CBOR."""
+    items = _loads(plain)
     if type(items) is not list or not items:
         raise CodecError("an entries frame holds no entries")
     out: list[EntryFields] = []

@@ -96,27 +96,42 @@ class JournalFold:
         if handle is not None:
             handle(self, entry.data, loc)
 
+    def step_fields(self, entry_type: str, data: Mapping[str, Any], loc: Loc) -> None:
+        """``step`` for an entry of ``entry_type`` holding ``data`` (the session's write
+        path: no entry is built for it)."""
+        handle = _STEPS.get(entry_type)
+        if handle is not None:
+            handle(self, data, loc)
+
+    # The handlers of the entries every form writes read text fields inline (``text_field``:
+    # a value that is not text is missing) and test calls with loops, not generators: each
+    # Python call or generator costs as much as the rest of the handler.
+
     def _tool_call(self, data: Mapping[str, Any], loc: Loc) -> None:
-        call_id = text_field(data, "toolCallId")
-        if call_id is not None and text_field(data, "name") == "ask_user":
+        call_id = data.get("toolCallId")
+        if isinstance(call_id, str) and data.get("name") == "ask_user":
             self.calls.append((call_id, loc))
 
     def _tool_result(self, data: Mapping[str, Any], loc: Loc) -> None:
-        call_id = text_field(data, "toolCallId")
-        if call_id is not None:
+        call_id = data.get("toolCallId")
+        if isinstance(call_id, str):
             self._resolve(call_id)
-        if text_field(data, "name") == "wait_for_answers":  # else it delivers nothing
+        if data.get("name") == "wait_for_answers":  # else it delivers nothing
             for request_id in je.ToolResult.from_data(data).delivered_ids():
                 self._deliver(request_id)
 
     def _payload(self, data: Mapping[str, Any], loc: Loc) -> None:
-        call_id = text_field(data, "sourceEntryId")
-        if (
-            call_id is not None
-            and data.get("version") == 1
-            and (call_id in self.payloads or any(c == call_id for c, _ in self.calls))
-        ):
-            self.payloads.setdefault(call_id, []).append(loc)
+        call_id = data.get("sourceEntryId")
+        if not isinstance(call_id, str) or data.get("version") != 1:
+            return
+        locs = self.payloads.get(call_id)
+        if locs is not None:
+            locs.append(loc)
+            return
+        for c, _ in self.calls:
+            if c == call_id:
+                self.payloads[call_id] = [loc]
+                return
 
     def _history_completed(self, data: Mapping[str, Any], loc: Loc) -> None:
         request_id = text_field(data, "requestId")
@@ -128,10 +143,10 @@ class JournalFold:
             self.completions[request_id] = loc
 
     def _queued(self, data: Mapping[str, Any], loc: Loc) -> None:
-        request_id, call_id = text_field(data, "requestId"), text_field(data, "toolCallId")
-        if call_id is not None:
+        request_id, call_id = data.get("requestId"), data.get("toolCallId")
+        if isinstance(call_id, str):
             self._resolve(call_id)
-        if request_id is not None and request_id not in self.requests:
+        if isinstance(request_id, str) and request_id not in self.requests:
             self.requests[request_id] = PendingRequest(loc)
 
     def _queue_completed(self, data: Mapping[str, Any], loc: Loc) -> None:
@@ -179,22 +194,30 @@ class JournalFold:
             self._forget_request(call_id)
 
     def _history_request(self, data: Mapping[str, Any], loc: Loc) -> None:
-        request_id = text_field(data, "requestId")
-        if request_id is None:
+        request_id = data.get("requestId")
+        if not isinstance(request_id, str):
             return
         count = stored_question_count(request_id, data.get("questions"))
         if count is not None:
             self.log.append(["q", request_id, loc[0], loc[1], count])
-        call_id = text_field(data, "toolCallId")
-        if call_id is not None and (
-            call_id in self.dismissed or any(c == call_id for c, _ in self.calls)
-        ):
-            self._forget_request(call_id)
-            self.call_requests[call_id] = (request_id, loc)
+        call_id = data.get("toolCallId")
+        if not isinstance(call_id, str):
+            return
+        if call_id not in self.dismissed:
+            for c, _ in self.calls:
+                if c == call_id:
+                    break
+            else:
+                return
+        self._forget_request(call_id)
+        self.call_requests[call_id] = (request_id, loc)
 
     def _resolve(self, call_id: str, *, dismissed: bool = False) -> None:
-        if self.calls and any(c == call_id for c, _ in self.calls):
-            self.calls = [(c, loc) for c, loc in self.calls if c != call_id]
+        calls = self.calls
+        for c, _ in calls:
+            if c == call_id:
+                self.calls = [(c, loc) for c, loc in calls if c != call_id]
+                break
         self.payloads.pop(call_id, None)
         if dismissed:
             self.dismissed.setdefault(call_id, None)
@@ -207,8 +230,12 @@ class JournalFold:
 
     def _forget_request(self, call_id: str) -> None:
         found = self.call_requests.pop(call_id, None)
-        if found is not None and all(r != found[0] for r, _ in self.call_requests.values()):
-            self.completions.pop(found[0], None)
+        if found is None:
+            return
+        for r, _ in self.call_requests.values():
+            if r == found[0]:
+                return
+        self.completions.pop(found[0], None)
 
     def _deliver(self, request_id: str) -> None:
         pending = self.requests.get(request_id)

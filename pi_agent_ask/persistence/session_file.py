@@ -286,22 +286,29 @@ class _Written(Entry):
     back from the file by construction, and the runtime, which never reads the data of what
     it wrote, pays for no frozen copy. Compares, hashes, prints and pickles as an ``Entry``."""
 
-    __slots__ = ("_cbor",)
-    _cbor: bytes
+    __slots__ = ("_src",)
+    _src: tuple[bytes, int]
+    """``(cbor, -1)``: the entry's own CBOR; ``(plain, n)``: the plain CBOR of the frame it
+    was written in (``SessionFile._append_frame``), where the entry is the ``n``-th. One slot:
+    every slot set costs a call, and entries are made for every append."""
 
     @classmethod
     def made(
         cls, entry_id: str, parent_id: str | None, entry_type: str, timestamp: float, cbor: bytes
     ) -> _Written:
         entry = _bare(cls, entry_id, parent_id, entry_type, timestamp)
-        object.__setattr__(entry, "_cbor", cbor)
+        object.__setattr__(entry, "_src", (cbor, -1))
         return entry
 
     def _read_data(self) -> Mapping[Any, Any]:
         try:
             value: Mapping[Any, Any] = _DATA.__get__(self, Entry)
         except AttributeError:
-            value = freeze(codec.decode_entry_data(self._cbor))
+            cbor, at = self._src
+            if at < 0:
+                value = freeze(codec.decode_entry_data(cbor))
+            else:
+                value = freeze(codec.decode_frame_data(cbor, at))
             _DATA.__set__(self, value)
         return value
 
@@ -337,6 +344,14 @@ class _Written(Entry):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Entry, (self.id, self.parent_id, self.type, self.timestamp, self.data))
+
+
+_SLOT_SETTERS: Final = (
+    *(Entry.__dict__[name].__set__ for name in ("id", "parent_id", "type", "timestamp")),
+    _Written.__dict__["_src"].__set__,
+)
+"""The setters of a ``_Written`` entry's slots but ``data``: cheaper calls than
+``object.__setattr__`` (no attribute lookup by name)."""
 
 
 def _entry_view(
@@ -397,8 +412,19 @@ class _Ids:
         self._at = at + 8
         return self._pool[at : at + 8]
 
+    def take_many(self, count: int) -> list[bytes]:
+        """``take()`` ``count`` times (at most ``_ID_POOL // 8``), from one pool."""
+        at, end = self._at, self._at + 8 * count
+        if end > len(self._pool):
+            self._pool, at, end = os.urandom(_ID_POOL), 0, 8 * count
+        self._at = end
+        pool = self._pool
+        return [pool[n : n + 8] for n in range(at, end, 8)]
+
 
 _ID_POOL: Final = 4096
+_FRAME_IDS: Final = 64
+"""Most entries ``SessionFile._append_frame`` takes in one frame (their ids from one pool)."""
 
 
 def _entry_fields(value: Any) -> tuple[str, str | None, str, float, dict[Any, Any]]:
@@ -522,6 +548,10 @@ class Fold(Protocol):
 
     def step(self, entry: Entry, loc: Loc) -> None: ...
 
+    # A fold may also have ``step_fields(entry_type, data, loc)``: ``step`` for an entry of
+    # that type and data (as the writer passed it), which the write path of ``append_chains``
+    # calls instead of building an entry for ``step``.
+
     def live(self) -> Any: ...
 
 
@@ -536,6 +566,74 @@ class Projection(Protocol):
     def restore(self, live: Any) -> Fold:
         """The fold a checkpoint's live part describes; ``ValueError`` when it does not fit."""
         ...
+
+
+class _MemoryFrames:
+    """The frames of an in-memory session, by their place (an entry's ``frame_off``).
+
+    A frame comes as its payload (as a file holds it) or, from the one-encode path
+    (``SessionFile._append_frame``), as its plain CBOR: those are held plain until
+    ``MEMORY_GROUP`` of them are, and then deflated together (``codec.pack_group``), which
+    costs a fraction of deflating each on its own (DEFLATE's cost per call is that of
+    several small frames) and takes less room (each frame finds its words in those before
+    it). A frame of a group is read by inflating the group (the last one is kept: a branch
+    is read in order). Nothing of this reaches a file: a fork re-encodes the entries."""
+
+    __slots__ = ("_items", "_last", "_pending")
+
+    def __init__(self) -> None:
+        # A payload (``bytes``), a plain frame waiting for its group (``list``: [plain]), or
+        # a frame of a group (``tuple``: (packed group, start, end) in the group's plain).
+        self._items: list[Any] = []
+        self._pending: list[int] = []
+        self._last: tuple[bytes, bytes] | None = None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, payload: bytes) -> None:
+        self._items.append(payload)
+
+    def append_plain(self, plain: bytes) -> None:
+        pending = self._pending
+        pending.append(len(self._items))
+        self._items.append([plain])
+        if len(pending) >= MEMORY_GROUP:
+            self._pack()
+
+    def __getitem__(self, offset: int) -> bytes:
+        """The payload at ``offset`` (``plain`` first: ``None`` there)."""
+        item = self._items[offset]
+        assert type(item) is bytes
+        return item
+
+    def plain(self, offset: int) -> bytes | None:
+        """The plain CBOR of the entries frame at ``offset``; ``None`` for a payload."""
+        item = self._items[offset]
+        if type(item) is list:
+            plain: bytes = item[0]
+            return plain
+        if type(item) is not tuple:
+            return None
+        packed, start, end = item
+        last = self._last
+        if last is None or last[0] is not packed:
+            last = self._last = (packed, codec.inflate(packed))
+        return last[1][start:end]
+
+    def _pack(self) -> None:
+        items, pending = self._items, self._pending
+        plains = [items[n][0] for n in pending]
+        packed = codec.pack_group(b"".join(plains))
+        start = 0
+        for n, plain in zip(pending, plains, strict=True):
+            items[n] = (packed, start, start + len(plain))
+            start += len(plain)
+        pending.clear()
+
+
+MEMORY_GROUP: Final = 16
+"""Frames an in-memory session deflates together (``_MemoryFrames``)."""
 
 
 class _NeedFullIndex(Exception):
@@ -742,10 +840,9 @@ class SessionFile:
         self._closed = False
         self._broken: BaseException | None = None
         self._index = _Index()
-        # In memory: the payload of every entries frame, as a file would hold it (an entry's
-        # ``frame_off`` is its frame's place in this list). Encoded, not as ``Entry`` objects:
-        # a queued form costs its compressed bytes, not a tree of frozen maps.
-        self._memory: list[bytes] | None = [] if path is None else None
+        # In memory: every entries frame, encoded (an entry's ``frame_off`` is its frame's
+        # place in it): a queued form costs its compressed bytes, not a tree of frozen maps.
+        self._memory: _MemoryFrames | None = _MemoryFrames() if path is None else None
         self._packer = codec.Packer()
         self._ids = _Ids()
         self._report = OpenReport(path, 0)
@@ -996,7 +1093,7 @@ class SessionFile:
         self._check_open()
         offset, slot = loc
         if self._memory is not None:
-            return self._decode_entry(self._memory[offset], offset, slot)
+            return self._entry_in(self._memory_frame(offset), offset, slot)
         if self._fd is None:
             raise ValueError("session file is closed")
         payload = _read_frame(self._fd, offset, self._size)
@@ -1140,6 +1237,10 @@ class SessionFile:
         closed, read-only or broken session raises, as ``append_many`` does.
         """
         self._check_writable()
+        if len(chains) == 1 and self._header.version >= 2:
+            written = self._append_frame(chains[0])
+            if written is not None:
+                return written
         if self._header.version < 2:
             # Version 1 frames: one per chain, as ``append_many`` writes them.
             out: list[tuple[Entry, ...] | Exception] = []
@@ -1197,6 +1298,107 @@ class SessionFile:
                     results[number] = failure
         return [r if r is not None else () for r in results]
 
+    def _append_frame(self, chain: Any) -> list[tuple[Entry, ...] | Exception] | None:
+        """``append_chains([chain])`` for the chains the runtime writes, at the cost of one
+        CBOR encode for the whole frame (not one per entry) and no per-entry objects but the
+        entries handed back: a list or tuple of ``(type, dict)`` pairs whose data CBOR
+        encodes as it is. ``None`` (nothing drawn from the session but ids, nothing written)
+        for any other chain, which takes the general path, the one that finds out which
+        entry is refused and why: an entry that cannot be encoded, data nested deeper than a
+        reader follows, a frame past the size limit, an id the session holds.
+
+        The frame is the same bytes: a CBOR array is its head followed by its items, so the
+        array of entries encoded at once is the array head and the entries encoded one by
+        one (``codec.entries_payload``)."""
+        if type(chain) is not list and type(chain) is not tuple:
+            return None
+        count = len(chain)
+        if not 0 < count <= _FRAME_IDS:
+            return None
+        self._ids.fresh()
+        keys = self._ids.take_many(count)
+        known = self._index.pos
+        parent = self.leaf_id
+        parent_key = codec.encode_id(parent)
+        now = self._clock()
+        rows: list[list[Any]] = []
+        ids: list[str] = []
+        for item, key in zip(chain, keys, strict=True):
+            if type(item) is not tuple or len(item) != 2:
+                return None
+            entry_type, data = item
+            if type(entry_type) is not str or not entry_type or type(data) is not dict:
+                return None
+            entry_id = key.hex()
+            if entry_id in known:
+                return None
+            ids.append(entry_id)
+            rows.append([key, parent_key, entry_type, now, data])
+            parent_key = key
+        if len(set(ids)) != count:
+            return None
+        try:
+            plain = codec.encode_frame_entries(rows)
+        except Exception:  # whatever it is, the general path finds the entry and says why
+            return None
+        if len(plain) > MAX_FRAME_BYTES // 2:
+            return None
+        if self._memory is not None:
+            offset, size = len(self._memory), len(plain)
+            self._memory.append_plain(plain)
+        else:
+            payload = codec.frame_payload(plain, self._packer)
+            try:
+                offset, size = self._write_frame(payload), len(payload)
+            except OSError as exc:
+                return [exc]
+        self._index.add_chain(ids, offset, size)
+        fold = self._fold
+        if fold is not None:
+            self._fold_frame(fold, rows, ids, parent, now, offset)
+            if self._fd is not None:
+                self._since_bytes += size + _HEAD_SIZE
+        self._maybe_checkpoint()
+        entries: list[Entry] = []
+        new = object.__new__
+        set_id, set_parent, set_type, set_time, set_src = _SLOT_SETTERS
+        for at, (entry_id, row) in enumerate(zip(ids, rows, strict=True)):
+            # ``_Written.made``, through the slots' own setters (this runs per entry).
+            entry = new(_Written)
+            set_id(entry, entry_id)
+            set_parent(entry, parent)
+            set_type(entry, row[2])
+            set_time(entry, now)
+            set_src(entry, (plain, at))
+            entries.append(entry)
+            parent = entry_id
+        return [tuple(entries)]
+
+    def _fold_frame(
+        self,
+        fold: Fold,
+        rows: list[list[Any]],
+        ids: list[str],
+        parent: str | None,
+        now: float,
+        offset: int,
+    ) -> None:
+        """Step the fold over the entries ``_append_frame`` wrote at ``offset``."""
+        try:
+            step_fields = getattr(fold, "step_fields", None)
+            if step_fields is not None:
+                for slot, row in enumerate(rows):
+                    step_fields(row[2], row[4], (offset, slot))
+            else:
+                for slot, (entry_id, row) in enumerate(zip(ids, rows, strict=True)):
+                    fold.step(_entry_view(entry_id, parent, row[2], now, row[4]), (offset, slot))
+                    parent = entry_id
+        except Exception:
+            logger.exception("%s: the projection refused an entry", self)
+            self._fold = None
+        else:
+            self._since_checkpoint += len(rows)
+
     def _chain(
         self,
         items: Iterable[tuple[str, Mapping[Any, Any] | None]],
@@ -1242,7 +1444,7 @@ class SessionFile:
             put(entry, "parent_id", parent)
             put(entry, "type", entry_type)
             put(entry, "timestamp", now)
-            put(entry, "_cbor", item)
+            put(entry, "_src", (item, -1))
             entries.append(entry)
             view = new(Entry)
             put(view, "id", entry_id)
@@ -1287,6 +1489,8 @@ class SessionFile:
                 self._fold = None
             else:
                 self._since_checkpoint += len(views)
+                if self._fd is not None:  # as ``_follow``: the rule counts the frame's bytes
+                    self._since_bytes += len(payload) + _HEAD_SIZE
         self._maybe_checkpoint()
 
     def _store_frame(
@@ -1815,6 +2019,17 @@ class SessionFile:
         except (ValueError, LookupError, TypeError) as exc:
             raise self._changed_on_disk(offset) from exc
 
+    def _memory_frame(self, offset: int) -> tuple[bool, Any]:
+        """``_decode_frame`` of the in-memory frame at ``offset``."""
+        assert self._memory is not None
+        plain = self._memory.plain(offset)
+        if plain is None:
+            return self._decode_frame(self._memory[offset], offset)
+        try:
+            return True, codec.decode_plain_entries(plain)
+        except ValueError as exc:
+            raise self._changed_on_disk(offset) from exc
+
     def _changed_on_disk(self, offset: int) -> SessionFileError:
         return SessionFileError(self._path, "unreadable", f"frame at {offset} changed on disk")
 
@@ -1830,11 +2045,11 @@ class SessionFile:
             offset = index.frame_off[i]
             if offset != last_offset:  # entries of one frame come together: decode it once
                 if memory is not None:
-                    payload: bytes | memoryview = memory[offset]
+                    frame = self._memory_frame(offset)
                 else:
                     assert reader is not None
                     payload = reader.payload(offset, index.frame_len[i])
-                frame = self._decode_frame(payload, offset)
+                    frame = self._decode_frame(payload, offset)
                 last_offset = offset
             yield self._entry_in(frame, offset, index.slot[i])
 

@@ -1,0 +1,218 @@
+"""The one-encode write of a chain (``SessionFile._append_frame``: ``append_chains`` with one
+chain, the runtime's journal write), held to the general path it stands in for: the same
+bytes for the same entries, entries handed back that equal the entries read back, the same
+fold, and a refused entry that refuses its whole chain with the general path's error and
+writes nothing of it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_agent_ask.persistence import codec
+from pi_agent_ask.persistence import session_file as sf
+from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
+from pi_agent_ask.persistence.session_file import MEMORY_GROUP, SessionFile
+from tests.test_append_fast import ENTRIES, _nested, _RecordFold, _state
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@st.composite
+def _spliced(draw: st.DrawFn, value: Any) -> Any:
+    """``value`` with some of its maps and arrays made ``Spliced`` (at any depth)."""
+    if isinstance(value, dict):
+        value = {k: draw(_spliced(v)) for k, v in value.items()}
+    elif isinstance(value, list):
+        value = [draw(_spliced(v)) for v in value]
+    else:
+        return value
+    return codec.Spliced(value) if draw(st.booleans()) else value
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.data(),
+    chain=st.lists(
+        st.tuples(st.text(min_size=1), st.dictionaries(st.text(), _JSON, max_size=4)),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_a_frame_encoded_at_once_is_the_bytes_of_its_entries_encoded_one_by_one(
+    data: st.DataObject, chain: list[tuple[str, dict[str, Any]]]
+) -> None:
+    keys = [os.urandom(8) for _ in chain]
+    rows, items = [], []
+    parent: bytes | None = None
+    for key, (entry_type, value) in zip(keys, chain, strict=True):
+        spliced = data.draw(_spliced(value))
+        rows.append([key, parent, entry_type, 1.5, spliced])
+        items.append(codec.encode_stored(key, parent, entry_type, 1.5, spliced))
+        parent = key
+    plain = codec.encode_frame_entries(rows)
+    assert plain == codec.array_head(len(items)) + b"".join(items)
+    payload = codec.frame_payload(plain, codec.Packer())
+    assert (payload, len(plain)) == codec.entries_payload(items, codec.Packer())
+
+
+def _runtime_chain(n: int) -> list[tuple[str, dict[str, Any]]]:
+    shared = codec.Spliced({"questions": [{"id": "q", "prompt": f"Pick {n}?"}]})
+    return [
+        ("tool-call", {"toolCallId": f"c{n}", "name": "ask_user", "arguments": {"n": n}}),
+        ("ask:payload", {"version": 1, "params": shared, "sourceEntryId": f"c{n}"}),
+        ("ask:queued", {"version": 1, "requestId": f"r{n}", "params": shared}),
+    ]
+
+
+def test_a_chain_of_the_runtime_is_written_at_once_and_reads_back_as_written(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        written = []
+        for n in range(3):
+            [entries] = session.append_chains([_runtime_chain(n)])
+            assert isinstance(entries, tuple)
+            # Each entry holds the frame it was encoded in (the one-encode path was taken).
+            assert [e._src[1] for e in entries] == [0, 1, 2]  # type: ignore[attr-defined]
+            written.extend(entries)
+        # A chain that is not a list or tuple takes the general path.
+        [general] = session.append_chains([iter(_runtime_chain(3))])
+        assert isinstance(general, tuple)
+        assert [e._src[1] for e in general] == [-1, -1, -1]  # type: ignore[attr-defined]
+        written.extend(general)
+        fold = session.fold()
+        assert isinstance(fold, JournalFold)
+        live = fold.live()
+    assert [e.parent_id for e in written[1:]] == [e.id for e in written[:-1]]
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        assert session.report.ok
+        back = session.branch()
+        assert back == tuple(written)
+        assert [e.data for e in back] == [e.data for e in written]
+        assert back[1].data["params"] == {"questions": ({"id": "q", "prompt": "Pick 0?"},)}
+        assert session.fold().live() == live  # type: ignore[attr-defined]
+
+
+@settings(max_examples=100, deadline=None)
+@given(chains=st.lists(ENTRIES.filter(bool), min_size=1, max_size=4))
+def test_the_fold_of_chains_written_at_once_equals_the_fold_read_back(
+    tmp_path_factory: pytest.TempPathFactory, chains: list[list[tuple[str, Any]]]
+) -> None:
+    path = tmp_path_factory.mktemp("fold") / "s.pias"
+    with SessionFile.open(path, projection=JOURNAL, checkpoint_every=7) as session:
+        for chain in chains:
+            [entries] = session.append_chains([chain])
+            assert isinstance(entries, tuple)
+        written = _state(session.fold())  # type: ignore[arg-type]
+        log = session.log()
+    with SessionFile.open(path, projection=JOURNAL, checkpoint_every=7) as session:
+        assert session.fold().live() == written[0]  # type: ignore[attr-defined]
+        assert session.log() == log
+    with SessionFile.open(path, readonly=True) as session:
+        model = _RecordFold()
+        for n, entry in enumerate(session.branch()):
+            model.step(entry, (n, 0))
+    assert [item[:2] for item in model.log] == [item[:2] for item in log]
+
+
+_REFUSED = [
+    pytest.param({"odd": object()}, TypeError, id="cannot-encode"),
+    pytest.param({"deep": _nested(codec.MAX_NESTING - 1)}, ValueError, id="too-deep"),
+]
+
+
+@pytest.mark.parametrize(("bad", "error"), _REFUSED)
+def test_a_refused_entry_refuses_its_chain_with_the_general_error_and_writes_nothing(
+    tmp_path: Path, bad: dict[str, Any], error: type[Exception]
+) -> None:
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        [first] = session.append_chains([_runtime_chain(0)])
+        assert isinstance(first, tuple)
+        size, leaf = path.stat().st_size, session.leaf_id
+        chain = [*_runtime_chain(1)[:2], ("bad", bad), _runtime_chain(1)[2]]
+        [refused] = session.append_chains([chain])
+        [general] = session.append_chains([iter(chain)])
+        assert type(refused) is type(general) and isinstance(refused, error)
+        assert str(refused) == str(general)
+        assert (path.stat().st_size, session.leaf_id, len(session)) == (size, leaf, 3)
+        [after] = session.append_chains([_runtime_chain(2)])
+        assert isinstance(after, tuple) and after[0].parent_id == leaf
+    with SessionFile.open(path) as session:
+        assert session.report.ok
+        assert len(session.branch()) == 6
+
+
+def test_data_that_is_not_a_dict_takes_the_general_path_and_is_stored_frozen() -> None:
+    session = SessionFile.in_memory()
+    [entries] = session.append_chains([[("a", None), ("b", {"x": [1]})]])
+    assert isinstance(entries, tuple)
+    assert [e._src[1] for e in entries] == [-1, -1]  # type: ignore[attr-defined]
+    assert [dict(e.data) for e in session.branch()] == [{}, {"x": (1,)}]
+
+
+def test_an_in_memory_session_reads_back_frames_held_plain_and_deflated_in_groups() -> None:
+    """In memory, the one-encode path's frames are held plain until ``MEMORY_GROUP`` of them
+    are, then deflated together; frames of other paths stay payloads. Every entry reads back
+    as written, alone (``entry_at``) and along the branch, whichever way its frame is held."""
+    session = SessionFile.in_memory(projection=JOURNAL)
+    written = []
+    for n in range(MEMORY_GROUP * 2 + 3):
+        if n % 5 == 4:
+            written.extend(session.append_many(_runtime_chain(n)))  # a payload frame
+        else:
+            [entries] = session.append_chains([_runtime_chain(n)])
+            assert isinstance(entries, tuple)
+            written.extend(entries)
+    memory = session._memory
+    assert memory is not None
+    kinds = {type(item) for item in memory._items}
+    assert kinds == {bytes, list, tuple}  # payloads, plain frames waiting, grouped frames
+    assert session.branch() == tuple(written)
+    assert [e.data for e in session.branch()] == [e.data for e in written]
+    for n in (0, len(written) - 1, len(written) // 2):
+        loc = (session._index.frame_off[n], session._index.slot[n])
+        assert session.entry_at(loc) == written[n]
+    forked = session.fork(None)
+    assert forked.branch() == tuple(written)
+
+
+def test_a_failed_write_of_a_chain_alone_is_rolled_back_and_is_its_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.pias"
+    real_write = os.write
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        [first] = session.append_chains([_runtime_chain(0)])
+        assert isinstance(first, tuple)
+        size, live = path.stat().st_size, session.fold().live()  # type: ignore[attr-defined]
+
+        def half_then_full(fd: int, data: bytes | memoryview) -> int:
+            real_write(fd, bytes(data)[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(sf.os, "write", half_then_full)
+        [failed] = session.append_chains([_runtime_chain(1)])
+        monkeypatch.setattr(sf.os, "write", real_write)
+        assert isinstance(failed, OSError) and failed.errno == errno.ENOSPC
+        assert path.stat().st_size == size
+        assert (session.leaf_id, len(session)) == (first[-1].id, 3)
+        assert session.fold().live() == live  # type: ignore[attr-defined]
+        [second] = session.append_chains([_runtime_chain(2)])
+        assert isinstance(second, tuple)
+    with SessionFile.open(path) as again:
+        assert again.report.ok
+        assert again.branch() == first + second
