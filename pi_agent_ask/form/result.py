@@ -600,7 +600,7 @@ class BackgroundOutcome:
             raise ValueError(f"not a background outcome: {exc!r}") from exc
 
 
-_SET_MEMO: Final = AskResult._memo.__set__  # type: ignore[attr-defined]
+_SET_MEMO: Final = vars(AskResult)["_memo"].__set__  # the slot's descriptor
 _SET_REQUEST_ID, _SET_PARENT_TOOL_CALL_ID, _SET_RESULT, _SET_ERROR = (
     getattr(BackgroundOutcome, name).__set__
     for name in ("request_id", "parent_tool_call_id", "result", "error")
@@ -1000,7 +1000,7 @@ def answers_from_remote(
         presented = given[position] if position < len(given) else None
         if presented not in QUESTION_TYPES:
             presented = question.presented_type or question.type
-        draft = _remote_draft(question, presented, entry)  # type: ignore[arg-type]
+        draft = _remote_draft(question, presented, entry)
         if type(draft) is str:
             return draft
         drafts[position] = draft  # type: ignore[assignment]
@@ -1103,7 +1103,7 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
             "skipped": False,
         },
     )
-    return draft  # type: ignore[no-any-return]
+    return draft
 
 
 _set_fields = object.__setattr__

@@ -595,8 +595,9 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
         # _texts without its calls: the memo read here (AskResult._derived), built when
         # it holds another build.
         memo = result._memo
+        found: _Texts
         if memo is not None and memo[1] is params and memo[2] is _derive_texts:
-            found = memo[0]
+            found = memo[0]  # type: ignore[assignment]  # what _derive_texts built
         else:
             found = result._derived(params, _derive_texts)
         text = found.text
@@ -748,8 +749,9 @@ def background_answer_message(
             "details": outcome.to_json(),
         }
     memo = result._memo  # _texts without its calls, as in tool_result
+    found: _Texts
     if memo is not None and memo[1] is params and memo[2] is _derive_texts:
-        found = memo[0]
+        found = memo[0]  # type: ignore[assignment]  # what _derive_texts built
     else:
         found = result._derived(params, _derive_texts)
     content = _background_text(outcome.request_id, result, found)
