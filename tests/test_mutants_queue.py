@@ -359,6 +359,44 @@ def test_a_candidate_state_can_be_reduced_further_before_it_is_committed() -> No
     assert second.commit().stats().pending == ("r1", "r2")
 
 
+def test_a_transition_writes_its_own_layer_and_leaves_its_parent_as_it_was() -> None:
+    # The tables are shared until a transition writes one: the answer below writes ``items``
+    # and ``undelivered`` into layers of its own; the parent, never committed since, still
+    # sees the request pending, and a transition that writes no table shares them all.
+    state = _enqueue(_enqueue(qs.initial_state(idle=False), "r1"), "r2")
+    answered, _ = qs.reduce(state, qs.FormStopped("r1", 0, _FORM, _answer("r1")))
+    assert answered.items is not state.items and answered.undelivered is not state.undelivered
+    assert answered.by_seq is state.by_seq
+    assert state.stats().pending == ("r1", "r2") and state.stats().visible == "tool:r1"
+    assert answered.stats().pending == ("r2",) and answered.stats().visible == "tool:r2"
+    same, _ = qs.reduce(state, qs.ModeChanged(background_only=False))
+    assert (same.items, same.by_seq, same.undelivered) == (
+        state.items,
+        state.by_seq,
+        state.undelivered,
+    )
+    assert same.items is state.items
+    committed = answered.commit()
+    assert committed.stats().completed == ("r1",)
+    assert committed.pending_head == 1  # past the answered head at once
+
+
+def test_an_answer_at_the_pending_head_moves_it_even_with_the_panel_hidden() -> None:
+    # ``pending_head`` is advanced by the completion of the head itself, not only by
+    # ``_first_pending`` (which a hidden panel never calls): nothing below it is pending.
+    state = _enqueue(_enqueue(qs.initial_state(idle=False), "r1"), "r2")
+    state, _ = _reduce(state, qs.Defer("hidden", Box()))
+    state, _ = _reduce(state, qs.FormStopped("r1", 0, _FORM, None))
+    assert state.pending_head == 0
+    state, _ = _reduce(state, qs.FormStopped("r1", 0, _FORM, _answer("r1")))
+    assert state.pending_head == 1
+    state, _ = _reduce(state, qs.FormStopped("r2", 0, _FORM, _answer("r2")))
+    assert state.pending_head == 2
+    state, effects = _reduce(state, qs.Show(Box()))
+    assert not any(isinstance(e, qs.StartForm) for e in effects)
+    assert state.stats().visible is None and state.stats().completed == ("r1", "r2")
+
+
 def test_a_table_shows_what_it_holds() -> None:
     table: qs.Table[str, int] = qs.Table({"a": 1})
     table.set("b", 2)

@@ -619,12 +619,16 @@ class Table(Generic[K, V]):
 
     def commit(self) -> None:
         """Fold the layer into the base: every other table on this base sees it now."""
-        for key, value in self._layer.items():
+        layer = self._layer
+        if not layer:
+            return  # a table the transition did not write (shared with the state before it)
+        base = self._base
+        for key, value in layer.items():
             if isinstance(value, _Gone):
-                self._base.pop(key, None)
+                base.pop(key, None)
             else:
-                self._base[key] = value
-        self._layer.clear()
+                base[key] = value
+        layer.clear()
 
     def __repr__(self) -> str:
         shown = {key: self.get(key) for key in self.keys()}
@@ -765,40 +769,71 @@ def initial_state(*, tui: bool = True, surface_ready: bool = True, idle: bool = 
 
 
 class _Step:
-    """One transition being built: the new state's fields and the effects so far."""
+    """One transition being built: the new state's fields (``d``, its ``__dict__``) and the
+    effects so far."""
 
-    __slots__ = ("_later", "effects", "s")
+    __slots__ = ("_by_seq", "_items", "_undelivered", "continuations", "d", "effects", "s")
 
     def __init__(self, state: QueueState) -> None:
-        # A shallow copy with a layer of its own on each table (``evolve`` would run the
-        # validators of all fields again: too slow for the one thing every message does),
-        # made as one copy of the fields' dict (filling the new object's own dict key by key
-        # takes twice as long).
-        self.s = object.__new__(QueueState)
-        fields = state.__dict__.copy()
-        object.__setattr__(self.s, "__dict__", fields)
-        fields["items"] = state.items.with_layer()
-        fields["by_seq"] = state.by_seq.with_layer()
-        fields["undelivered"] = state.undelivered.with_layer()
+        # A shallow copy (``evolve`` would run the validators of all fields again: too slow
+        # for the one thing every message does), made as one copy of the fields' dict
+        # (filling the new object's own dict key by key takes twice as long). The tables are
+        # shared with ``state`` until the transition first writes one (``items``, ``by_seq``,
+        # ``undelivered``): then the new state gets that table with a layer of its own.
+        self.s = s = object.__new__(QueueState)
+        self.d = fields = state.__dict__.copy()
+        object.__setattr__(s, "__dict__", fields)
         self.effects: list[Effect] = []
-        self._later: list[TryWake | SaveDrafts] = []
+        self.continuations: list[TryWake | SaveDrafts] = []
+        self._items: Table[str, Item] | None = None
+        self._by_seq: Table[int, str] | None = None
+        self._undelivered: Table[int, str] | None = None
 
     def set(self, **changes: Any) -> None:
         # The new state is private to this transition until ``result`` hands it out, so its
         # fields are filled in place (an ``evolve`` per change would dominate the queue's cost).
-        self.s.__dict__.update(changes)
+        self.d.update(changes)
+
+    def items(self) -> Table[str, Item]:
+        """The new state's ``items``, to write into (a layer of its own)."""
+        table = self._items
+        if table is None:
+            table = self._items = self.d["items"] = self.s.items.with_layer()
+        return table
+
+    def by_seq(self) -> Table[int, str]:
+        """The new state's ``by_seq``, to write into (a layer of its own)."""
+        table = self._by_seq
+        if table is None:
+            table = self._by_seq = self.d["by_seq"] = self.s.by_seq.with_layer()
+        return table
+
+    def undelivered(self) -> Table[int, str]:
+        """The new state's ``undelivered``, to write into (a layer of its own)."""
+        table = self._undelivered
+        if table is None:
+            table = self._undelivered = self.d["undelivered"] = self.s.undelivered.with_layer()
+        return table
+
+    def own_tables(
+        self, items: Table[str, Item], by_seq: Table[int, str], undelivered: Table[int, str]
+    ) -> None:
+        """Give the new state tables of its own (``Restore``)."""
+        self._items = self.d["items"] = items
+        self._by_seq = self.d["by_seq"] = by_seq
+        self._undelivered = self.d["undelivered"] = undelivered
 
     def put(self, item: Item) -> None:
         """Store ``item`` and keep the counters and the undelivered index true for it."""
         rid = item.request.request_id
         old = self.s.items.get(rid)
         if old is not None and old.outcome is None and item.outcome is not None:
-            self.set(pending_count=self.s.pending_count - 1)
-        self.s.items.set(rid, item)
+            self.d["pending_count"] = self.s.pending_count - 1
+        self.items().set(rid, item)
         if item.outcome is not None and not item.delivered:
-            self.s.undelivered.set(item.seq, rid)
+            self.undelivered().set(item.seq, rid)
         elif old is not None and old.outcome is not None:
-            self.s.undelivered.delete(item.seq)
+            self.undelivered().delete(item.seq)
 
     def emit(self, effect: Effect) -> None:
         if isinstance(effect, WRITES):
@@ -808,12 +843,12 @@ class _Step:
     def later(self, message: TryWake | SaveDrafts) -> None:
         """Continue with ``message`` once this transition is committed, unless it would do
         nothing in the state this transition ends with."""
-        self._later.append(message)
+        self.continuations.append(message)
 
     def result(self) -> tuple[QueueState, list[Effect]]:
         s = self.s
-        for message in self._later:
-            if isinstance(message, TryWake):
+        for message in self.continuations:
+            if type(message) is TryWake:
                 useful = message.reply is not None or (s.tui and s.idle and not s.woken)
             else:
                 open_form = s.active is not None and s.active.request_id is not None
@@ -827,6 +862,13 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
     """The queue's next state and the effects that make it true, in order. ``state`` is left
     as it was; ``commit()`` the result once the effects succeeded."""
     step = _Step(state)
+    # The two messages of every form first (the ``match`` below tries the cases in order).
+    if type(message) is FormStopped:
+        _form_stopped(step, message)
+        return step.result()
+    if type(message) is Enqueue:
+        _enqueue(step, message)
+        return step.result()
     match message:
         case Enqueue():
             _enqueue(step, message)
@@ -976,29 +1018,31 @@ _HERDR_OFF = HerdrChanged(False)
 def _enqueue(step: _Step, message: Enqueue) -> None:
     request = message.request
     s = step.s
+    d = step.d
     rid = request.request_id
     recording = message.recording
-    joining = rid not in s.items
+    joining = s.items.get(rid) is None
     if recording is not None:
         # The count this transition ends with: the request below joins unless already queued.
+        # The transition's first effect, its one write.
         pending = s.pending_count + joining
         entries = (*recording.entries, recording.result_entry(pending))
-        step.emit(Append(entries, through=recording.writer))
+        step.effects.append(Append(entries, recording.writer))
     if joining:
+        seq = s.next_seq
         wait = s.wait
-        joins = wait is not None and not wait.answered
-        item = Item(request, s.next_seq, message.form)
-        if joins:
-            assert wait is not None
-            item = attrs.evolve(item, member_of=wait.wait_id)
-            step.set(
-                wait=attrs.evolve(wait, late=(*wait.late, rid), outstanding=wait.outstanding + 1)
-            )
-        step.s.items.set(rid, item)
-        step.s.by_seq.set(item.seq, rid)
-        step.set(next_seq=s.next_seq + 1, pending_count=s.pending_count + 1)
-    step.emit(Reply(message.reply, step.s.pending_count))
-    _schedule(step)
+        if wait is not None and not wait.answered:
+            item = Item(request, seq, message.form, None, False, wait.wait_id)
+            d["wait"] = attrs.evolve(wait, late=(*wait.late, rid), outstanding=wait.outstanding + 1)
+        else:
+            item = Item(request, seq, message.form)
+        step.items().set(rid, item)
+        step.by_seq().set(seq, rid)
+        d["next_seq"] = seq + 1
+        d["pending_count"] = s.pending_count + 1
+    step.effects.append(Reply(message.reply, s.pending_count))
+    if s.active is None:  # else ``_schedule`` does nothing
+        _schedule(step)
 
 
 def _release(step: _Step, claim_id: int) -> None:
@@ -1024,7 +1068,7 @@ def _first_pending(step: _Step) -> Item | None:
                 break
         head += 1
     if head != s.pending_head:
-        step.set(pending_head=head)
+        step.d["pending_head"] = head
     return found
 
 
@@ -1033,17 +1077,19 @@ def _schedule(step: _Step) -> None:
     s = step.s
     if s.active is not None or s.held or not s.surface_ready:
         return
-    best_claim = min(s.claims, key=lambda c: c.seq) if s.claims else None
     first = _first_pending(step) if s.tui and s.panel_visible else None
-    if best_claim is not None and (first is None or best_claim.seq < first.seq):
-        step.set(active=Active(best_claim.flow_id, claim=best_claim))
-        _herdr_add(step, f"foreground:{best_claim.claim_id}")
-        step.emit(Reply(best_claim.reply, Grant(best_claim.claim_id, s.epoch)))
-    elif first is not None:
-        rid = first.request.request_id
-        step.set(active=Active(first.request.flow_id, request_id=rid))
+    if s.claims:
+        best_claim = min(s.claims, key=lambda c: c.seq)
+        if first is None or best_claim.seq < first.seq:
+            step.d["active"] = Active(best_claim.flow_id, claim=best_claim)
+            _herdr_add(step, f"foreground:{best_claim.claim_id}")
+            step.emit(Reply(best_claim.reply, Grant(best_claim.claim_id, s.epoch)))
+            return
+    if first is not None:
+        request = first.request
+        step.d["active"] = Active(request.flow_id, request.request_id)
         _herdr_add(step, "panel")
-        step.emit(StartForm(first.request, first.form, s.epoch))
+        step.effects.append(StartForm(request, first.form, s.epoch))
 
 
 def _draft_changed(step: _Step, request_id: str, epoch: int, form: fs.FormState) -> None:
@@ -1078,36 +1124,50 @@ def _save_drafts(step: _Step) -> None:
 
 def _form_stopped(step: _Step, message: FormStopped) -> None:
     s = step.s
-    item = s.items.get(message.request_id)
+    d = step.d
+    rid = message.request_id
+    item = s.items.get(rid)
     if message.epoch == s.epoch and item is not None:
         active = s.active
-        if active is not None and active.request_id == message.request_id:
-            step.set(active=None)
+        if active is not None and active.request_id == rid:
+            d["active"] = None
             _herdr_remove(step, "panel")
         if item.outcome is None:
-            if message.outcome is None:
+            outcome = message.outcome
+            if outcome is None:
                 # Interrupted (hidden, deferred): keep the draft on the branch right away.
                 step.put(attrs.evolve(item, form=message.form))
-                step.set(dirty=step.s.dirty | {message.request_id})
+                d["dirty"] = s.dirty | {rid}
             else:
-                # ``Item(...)``, not ``evolve``: the one item every completion stores.
+                # ``Item(...)``, not ``evolve``: the one item every completion stores; and
+                # what ``put`` does for a pending item that gets its outcome.
+                seq = item.seq
                 answered = Item(
                     item.request,
-                    item.seq,
+                    seq,
                     message.form,
-                    message.outcome,
+                    outcome,
                     item.delivered,
                     item.member_of,
                     item.routed_to,
                 )
-                step.put(answered)
-                if message.request_id in step.s.dirty:
-                    step.set(dirty=step.s.dirty - {message.request_id})
-                _route_completion(step, message.request_id)
-                step.later(_TRY_WAKE)
-        _schedule(step)
+                d["pending_count"] = s.pending_count - 1
+                step.items().set(rid, answered)
+                if not answered.delivered:
+                    step.undelivered().set(seq, rid)
+                if seq == s.pending_head:
+                    # Nothing below it is pending now (``_first_pending`` starts past it).
+                    d["pending_head"] = seq + 1
+                if rid in s.dirty:
+                    d["dirty"] = s.dirty - {rid}
+                wait = s.wait
+                if wait is not None and not wait.answered:
+                    _route_completion(step, rid)
+                step.continuations.append(_TRY_WAKE)
+        if s.active is None:  # else ``_schedule`` does nothing
+            _schedule(step)
     # The draft write (and the Quiesce replies waiting for this form) come last, on their own.
-    step.later(_SAVE_DRAFTS)
+    step.continuations.append(_SAVE_DRAFTS)
 
 
 _TRY_WAKE = TryWake()
@@ -1324,12 +1384,9 @@ def _restore(step: _Step, message: Restore) -> None:
         elif not item.delivered:
             undelivered.set(seq, rid)
         seq += 1
-    step.s = attrs.evolve(
-        s,
+    step.own_tables(items, by_seq, undelivered)
+    step.set(
         epoch=message.epoch,
-        items=items,
-        by_seq=by_seq,
-        undelivered=undelivered,
         first_seq=s.next_seq,
         pending_head=s.next_seq,
         pending_count=pending,
