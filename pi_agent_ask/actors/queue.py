@@ -340,7 +340,8 @@ class QueueActor:
     def _handle_now(self, message: QueueMessage) -> bool:
         """``_handle`` without a wait, or nothing at all (``False``): reduce, write at once if
         the transition writes (its first effect), perform the rest, commit."""
-        message = self._received(message)
+        if isinstance(message, AgentActivity):
+            message = self._received(message)
         candidate, effects = reduce(self.state, message)
         for effect in effects:
             if type(effect) is Continue:

@@ -1010,6 +1010,8 @@ def release_all_herdr(state: QueueState) -> list[Effect]:
 _HERDR_ON = HerdrChanged(True)
 _HERDR_OFF = HerdrChanged(False)
 """Frozen: one of each serves every transition."""
+_PANEL = frozenset({"panel"})
+"""The visible panel's Herdr owner, as the set that adds or removes it."""
 
 
 # -- requests and the surface ----------------------------------------------------------------
@@ -1088,7 +1090,10 @@ def _schedule(step: _Step) -> None:
     if first is not None:
         request = first.request
         step.d["active"] = Active(request.flow_id, request.request_id)
-        _herdr_add(step, "panel")
+        if s.tui:  # ``_herdr_add(step, "panel")``, inline: every form's
+            if not s.herdr:
+                step.effects.append(_HERDR_ON)
+            step.d["herdr"] = s.herdr | _PANEL
         step.effects.append(StartForm(request, first.form, s.epoch))
 
 
@@ -1131,7 +1136,11 @@ def _form_stopped(step: _Step, message: FormStopped) -> None:
         active = s.active
         if active is not None and active.request_id == rid:
             d["active"] = None
-            _herdr_remove(step, "panel")
+            herdr = s.herdr
+            if "panel" in herdr:  # ``_herdr_remove(step, "panel")``, inline: every form's
+                herdr = d["herdr"] = herdr - _PANEL
+                if not herdr:
+                    step.effects.append(_HERDR_OFF)
         if item.outcome is None:
             outcome = message.outcome
             if outcome is None:
