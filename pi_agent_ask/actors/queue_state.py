@@ -50,7 +50,8 @@ Rules stated once:
 
 State and commits: the per-request records live in tables shared between a state and the
 states derived from it. ``reduce`` never changes the state it is given (its writes go to the
-new state's own layer); ``QueueState.commit()`` folds that layer into the shared tables and
+new state's own layer, made at a table's first write; a table it does not write is shared with
+the state it was given); ``QueueState.commit()`` folds that layer into the shared tables and
 returns the committed state. Committing makes every state older than the committed one stale:
 the shell only ever keeps its current state and one candidate.
 """
