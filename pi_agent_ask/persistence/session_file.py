@@ -551,6 +551,8 @@ class Fold(Protocol):
     # A fold may also have ``step_fields(entry_type, data, loc)``: ``step`` for an entry of
     # that type and data (as the writer passed it), which the write path of ``append_chains``
     # calls instead of building an entry for ``step``.
+    # And ``live_cbor()``: the bytes ``cbor2.dumps(live())`` gives, which a checkpoint then
+    # writes as they are (a fold may keep the encoding of what did not change).
 
     def live(self) -> Any: ...
 
@@ -566,6 +568,15 @@ class Projection(Protocol):
     def restore(self, live: Any) -> Fold:
         """The fold a checkpoint's live part describes; ``ValueError`` when it does not fit."""
         ...
+
+
+def _live_of(fold: Fold) -> Any:
+    """The fold's live part for a checkpoint: as a ``codec.Spliced`` of the encoding the fold
+    keeps (``live_cbor``, the same bytes a fresh encode gives) when it has one."""
+    live_cbor = getattr(fold, "live_cbor", None)
+    if live_cbor is None:
+        return fold.live()
+    return codec.Spliced.of_cbor(None, live_cbor())  # (the session never reads it back)
 
 
 class _MemoryFrames:
@@ -1846,7 +1857,7 @@ class SessionFile:
             "leaf": codec.encode_id(index.ids[leaf]),
             "at": [index.frame_off[leaf], index.frame_len[leaf], index.slot[leaf]],
             "entries": len(self),
-            "live": fold.live(),
+            "live": _live_of(fold),
             "log": fold.log,
             "prev": self._fold_prev,
         }
