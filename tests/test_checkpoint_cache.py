@@ -11,9 +11,10 @@ import cbor2
 from hypothesis import example, given, settings
 
 from pi_agent_ask.persistence import codec
-from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
+from pi_agent_ask.persistence.projection import JOURNAL, JournalFold, history_fields
 from pi_agent_ask.persistence.session_file import CHECKPOINT_MAGIC, Entry, SessionFile
 from tests.test_append_fast import ENTRIES
+from tests.test_checkpoint_rule import frames
 from tests.test_checkpoints import write_form
 
 _QUEUED = ("ask:queued", {"requestId": "r1", "toolCallId": "c9"})
@@ -84,3 +85,41 @@ def test_checkpoints_written_from_kept_encodings_are_those_a_fresh_encode_writes
             written = path.read_bytes()[offset + 8 :]
             fresh, _ = codec.encode_checkpoint_sized(value, CHECKPOINT_MAGIC)
             assert written[: len(fresh)] == fresh
+
+
+def _history_from_disk(session: SessionFile, offset: int) -> Any:
+    """The history index of the checkpoint at ``offset`` as its writer computes it, every
+    older checkpoint read from the file."""
+    value = session.checkpoint_at(offset, live=False)
+    read = lambda at: session.checkpoint_at(at, live=False)  # noqa: E731
+    return history_fields(value["log"], value["prev"], read)
+
+
+def test_the_history_index_read_from_the_last_checkpoint_in_memory_is_the_one_on_disk(
+    tmp_path: Path,
+) -> None:
+    """Each checkpoint's history index (which reads the previous checkpoint, kept in memory
+    when this session wrote it) is what reading every older checkpoint from the file gives:
+    through merged runs (more than 16 checkpoints), a move to another branch and back, and a
+    reopen."""
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=JOURNAL, checkpoint_every=8) as session:
+        for n in range(20):
+            write_form(session, n, answered=True, delivered=n % 2 == 0)
+        fork_point = session.leaf_id
+        for n in range(20, 40):
+            write_form(session, n, answered=True, delivered=True)
+        session.move_leaf(fork_point)
+        for n in range(40, 50):
+            write_form(session, n, answered=n % 3 > 0, delivered=True)
+    with SessionFile.open(path, projection=JOURNAL, checkpoint_every=8) as session:
+        for n in range(50, 70):
+            write_form(session, n, answered=True, delivered=True)
+        checkpoints = [f.offset for f in frames(path) if f.checkpoint is not None]
+        assert len(checkpoints) > 20
+        levels = set()
+        for offset in checkpoints:
+            stored = session.checkpoint_at(offset, live=False)["history"]
+            levels.add(stored["level"])
+            assert stored == _history_from_disk(session, offset)
+        assert levels >= {0, 1}

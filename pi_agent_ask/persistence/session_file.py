@@ -871,6 +871,9 @@ class SessionFile:
         self._since_bytes = 0
         self._live_bytes: int | None = 0
         self._live_unmeasured: Any = None
+        # The checkpoint this session wrote last: its offset and its map without the live
+        # part, which the next checkpoint reads (its history index) instead of the file.
+        self._written: tuple[int, dict[str, Any]] | None = None
         # When the index starts at a checkpoint: that checkpoint, and how many entries of the
         # file come before its stub (``_base``). ``None``: the whole file is indexed.
         self._start: _Checkpoint | None = None
@@ -1819,6 +1822,7 @@ class SessionFile:
             for i, entry in zip(path, self._load_entries(path), strict=True):
                 fold.step(entry, self._loc(i))
         self._fold, self._fold_prev, self._since_checkpoint = fold, prev, len(path)
+        self._written = None
         self._since_bytes = self._frame_bytes(path)
         if prev is None:
             self._live_bytes, self._live_unmeasured = 0, None
@@ -1872,7 +1876,8 @@ class SessionFile:
             # Derived data only: the entries are all written, the next checkpoint will do.
             logger.exception("%s: a checkpoint could not be written", self)
             return
-        fold.log = []
+        fold.log = []  # (a new list: the written one is kept as it is, below)
+        self._written = (offset, {key: item for key, item in value.items() if key != "live"})
         self._fold_prev, self._since_checkpoint = offset, 0
         self._since_bytes, self._live_bytes, self._live_unmeasured = 0, live_bytes, None
 
@@ -1884,7 +1889,12 @@ class SessionFile:
         return self._live_bytes
 
     def _logs_at(self, offset: int) -> dict[str, Any]:
-        """``checkpoint_at`` without the live part: what a new checkpoint reads of older ones."""
+        """``checkpoint_at`` without the live part: what a new checkpoint reads of older ones
+        (the one this session wrote last from memory: the map it encoded, which is what
+        decoding its frame gives; readers do not change it)."""
+        written = self._written
+        if written is not None and written[0] == offset:
+            return written[1]
         return self.checkpoint_at(offset, live=False)
 
     def _checkpoint_value(self, offset: int, *, live: bool = True) -> dict[str, Any]:
