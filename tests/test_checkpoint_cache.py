@@ -9,9 +9,15 @@ from typing import Any
 
 import cbor2
 from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pi_agent_ask.persistence import codec
-from pi_agent_ask.persistence.projection import JOURNAL, JournalFold, history_fields
+from pi_agent_ask.persistence.projection import (
+    JOURNAL,
+    JournalFold,
+    PendingRequest,
+    history_fields,
+)
 from pi_agent_ask.persistence.session_file import CHECKPOINT_MAGIC, Entry, SessionFile
 from tests.test_append_fast import ENTRIES
 from tests.test_checkpoint_rule import frames
@@ -50,6 +56,31 @@ def test_the_kept_encoding_is_a_fresh_encode_of_the_live_part(
     assert restored.live_cbor() == fold.live_cbor()
 
 
+# Every head size's edges, both signs, and beyond 64 bits.
+EDGES = [e for n in (24, 2**8, 2**16, 2**32, 2**64) for e in (n - 1, n, -n, -n - 1)]
+INTS = st.one_of(st.sampled_from(EDGES), st.integers(-30, 300), st.integers(-(2**70), 2**70))
+LOCS = st.tuples(INTS, INTS)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    rid=st.one_of(st.text(max_size=30), st.text(min_size=250, max_size=300), st.just("é" * 12)),
+    queued=LOCS,
+    draft=st.none() | LOCS,
+    outcome=st.none() | LOCS,
+    delivered=st.booleans(),
+)
+def test_a_request_item_is_what_cbor2_writes(
+    rid: str, queued: Any, draft: Any, outcome: Any, delivered: bool
+) -> None:
+    """The request items ``live_cbor`` writes itself (lengths and integers of every head size,
+    negative ones, text of any code points, integers beyond 64 bits that ``cbor2`` writes as
+    big numbers) are the bytes ``cbor2`` writes for the plain item."""
+    fold = JournalFold()
+    fold.requests[rid] = PendingRequest(queued, draft, outcome, delivered)
+    assert fold.live_cbor() == cbor2.dumps(fold.live())
+
+
 def test_array_heads_of_every_length_class() -> None:
     fold = JournalFold()
     for count in (0, 23, 24, 255, 256, 65_536):
@@ -57,9 +88,7 @@ def test_array_heads_of_every_length_class() -> None:
         assert fold.live_cbor() == cbor2.dumps(fold.live())
 
 
-def _pending(n: int) -> Any:
-    from pi_agent_ask.persistence.projection import PendingRequest
-
+def _pending(n: int) -> PendingRequest:
     return PendingRequest((n, 0))
 
 

@@ -1861,7 +1861,6 @@ class SessionFile:
             "leaf": codec.encode_id(index.ids[leaf]),
             "at": [index.frame_off[leaf], index.frame_len[leaf], index.slot[leaf]],
             "entries": len(self),
-            "live": _live_of(fold),
             "log": fold.log,
             "prev": self._fold_prev,
         }
@@ -1870,6 +1869,7 @@ class SessionFile:
             with contextlib.suppress(ValueError, OSError):
                 value.update(extend(fold.log, self._fold_prev, self._logs_at))
         try:
+            value["live"] = _live_of(fold)
             payload, live_bytes = codec.encode_checkpoint_sized(value, CHECKPOINT_MAGIC)
             offset = self._write_frame(payload)
         except Exception:
