@@ -301,6 +301,14 @@ class Spliced:
         except cbor2.CBOREncodeError as exc:
             raise TypeError(f"entry data cannot be stored: {exc}") from exc
 
+    @classmethod
+    def of_cbor(cls, value: Any, cbor: bytes) -> Spliced:
+        """The value with its encoding already made: ``cbor`` must be exactly what
+        ``cbor2.dumps(value)`` gives (a checkpoint's live part, ``JournalFold.live_cbor``)."""
+        spliced = cls.__new__(cls)
+        spliced.value, spliced.cbor = value, cbor
+        return spliced
+
 
 def _splice(encoder: Any, value: Any) -> None:
     # cbor2 hands over only what it cannot encode itself: a ``Spliced``, or an error, raised
@@ -473,13 +481,15 @@ def encode_checkpoint(value: dict[str, Any], magic: bytes) -> bytes:
 def encode_checkpoint_sized(value: dict[str, Any], magic: bytes) -> tuple[bytes, int]:
     """``encode_checkpoint``, and the size of the CBOR encoding of ``value["live"]`` (0
     without one), which the writer's checkpoint rule compares with what follows. ``live`` is
-    written last in the map (where the keys are is no part of the format)."""
+    written last in the map (where the keys are is no part of the format). ``live`` may be
+    a ``Spliced`` (``Spliced.of_cbor``: a fold that keeps its live part's encoding)."""
     if "live" not in value or len(value) > 23:
-        plain = cbor2.dumps(value)
-        live = len(cbor2.dumps(value["live"])) if "live" in value else 0
+        plain = cbor2.dumps(value, default=_splice)
+        live = len(cbor2.dumps(value["live"], default=_splice)) if "live" in value else 0
     else:
         rest = {key: item for key, item in value.items() if key != "live"}
-        live_cbor = cbor2.dumps(value["live"])
+        given = value["live"]
+        live_cbor = given.cbor if type(given) is Spliced else cbor2.dumps(given)
         # A map of fewer than 24 pairs: one head byte, then each key and its value.
         plain = b"".join((bytes([0xA0 + len(value)]), cbor2.dumps(rest)[1:], _LIVE_KEY, live_cbor))
         live = len(live_cbor)

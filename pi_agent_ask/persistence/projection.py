@@ -33,6 +33,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+import cbor2
+
 from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.entries import map_field, text_field
@@ -83,6 +85,10 @@ class JournalFold:
     """Given-back messages not delivered again (``ask:returned``): (mark type, request id) →
     the entry's location and the message's index in it."""
     log: list[Any] = attrs.field(factory=list)
+    _request_cbor: dict[str, bytes] = attrs.field(factory=dict, init=False, repr=False)
+    """Request id → the CBOR of its item in ``live()["requests"]``, for the requests whose
+    item did not change since a checkpoint encoded it (``live_cbor``): every handler that
+    changes a ``PendingRequest`` drops its entry."""
 
     # ---- folding -------------------------------------------------------------------------
 
@@ -156,6 +162,7 @@ class JournalFold:
         pending = self.requests.get(request_id)
         if pending is not None and _has_outcome(data):
             pending.outcome = loc
+            self._request_cbor.pop(request_id, None)
             self._settle(request_id)
 
     def _background_answer(self, data: Mapping[str, Any], loc: Loc) -> None:
@@ -175,6 +182,7 @@ class JournalFold:
             pending = self.requests.get(draft.request_id)
             if pending is not None:
                 pending.draft = loc
+                self._request_cbor.pop(draft.request_id, None)
 
     def _panel(self, data: Mapping[str, Any], loc: Loc) -> None:
         self.panel_visible = je.Panel.from_data(data).visible
@@ -241,12 +249,13 @@ class JournalFold:
         pending = self.requests.get(request_id)
         if pending is not None:
             pending.delivered = True
+            self._request_cbor.pop(request_id, None)
             self._settle(request_id)
 
     def _settle(self, request_id: str) -> None:
         pending = self.requests[request_id]
         if pending.delivered and pending.outcome is not None:
-            del self.requests[request_id]
+            del self.requests[request_id]  # (its kept item went with the change)
 
     # ---- checkpoints ---------------------------------------------------------------------
 
@@ -256,6 +265,12 @@ class JournalFold:
                 [rid, list(p.queued), _opt(p.draft), _opt(p.outcome), p.delivered]
                 for rid, p in self.requests.items()
             ],
+            **self._live_rest(),
+        }
+
+    def _live_rest(self) -> dict[str, Any]:
+        """``live()`` after its first key, ``requests``."""
+        return {
             "panel": self.panel_visible,
             "calls": [[call_id, list(loc)] for call_id, loc in self.calls],
             "payloads": [[c, [list(loc) for loc in locs]] for c, locs in self.payloads.items()],
@@ -266,6 +281,42 @@ class JournalFold:
                 [kind, rid, list(loc), index] for (kind, rid), (loc, index) in self.returned.items()
             ],
         }
+
+    def live_cbor(self) -> bytes:
+        """The CBOR encoding of ``live()``, the same bytes as ``cbor2.dumps(self.live())``,
+        reusing the encoded item of each request that did not change since the last call:
+        with many forms pending, a checkpoint then encodes only what changed since the one
+        before (each request's item is encoded about as many times as the request changes)."""
+        cache, requests = self._request_cbor, self.requests
+        items: list[bytes] = []
+        add = items.append
+        dumps = cbor2.dumps
+        for rid, p in requests.items():
+            item = cache.get(rid)
+            if item is None:
+                item = dumps([rid, list(p.queued), _opt(p.draft), _opt(p.outcome), p.delivered])
+                cache[rid] = item
+            add(item)
+        rest = dumps(self._live_rest())
+        # A map of 8 pairs (one head byte) whose first pair is "requests": an array head,
+        # then its items; then the other 7 pairs, as their own map holds them after its head.
+        return b"".join((_LIVE_HEAD, _array_head(len(items)), *items, rest[1:]))
+
+
+_LIVE_HEAD: Final = b"\xa8" + cbor2.dumps("requests")
+
+
+def _array_head(count: int) -> bytes:
+    """The head of a CBOR array of ``count`` items (major type 4, shortest form)."""
+    if count < 24:
+        return bytes((0x80 + count,))
+    if count < 0x100:
+        return bytes((0x98, count))
+    if count < 0x10000:
+        return b"\x99" + count.to_bytes(2, "big")
+    if count < 0x100000000:
+        return b"\x9a" + count.to_bytes(4, "big")
+    return b"\x9b" + count.to_bytes(8, "big")
 
 
 _STEPS: Final[dict[str, Callable[[JournalFold, Mapping[str, Any], Loc], None]]] = {

@@ -551,6 +551,8 @@ class Fold(Protocol):
     # A fold may also have ``step_fields(entry_type, data, loc)``: ``step`` for an entry of
     # that type and data (as the writer passed it), which the write path of ``append_chains``
     # calls instead of building an entry for ``step``.
+    # And ``live_cbor()``: the bytes ``cbor2.dumps(live())`` gives, which a checkpoint then
+    # writes as they are (a fold may keep the encoding of what did not change).
 
     def live(self) -> Any: ...
 
@@ -566,6 +568,15 @@ class Projection(Protocol):
     def restore(self, live: Any) -> Fold:
         """The fold a checkpoint's live part describes; ``ValueError`` when it does not fit."""
         ...
+
+
+def _live_of(fold: Fold) -> Any:
+    """The fold's live part for a checkpoint: as a ``codec.Spliced`` of the encoding the fold
+    keeps (``live_cbor``, the same bytes a fresh encode gives) when it has one."""
+    live_cbor = getattr(fold, "live_cbor", None)
+    if live_cbor is None:
+        return fold.live()
+    return codec.Spliced.of_cbor(None, live_cbor())  # (the session never reads it back)
 
 
 class _MemoryFrames:
@@ -860,6 +871,9 @@ class SessionFile:
         self._since_bytes = 0
         self._live_bytes: int | None = 0
         self._live_unmeasured: Any = None
+        # The checkpoint this session wrote last: its offset and its map without the live
+        # part, which the next checkpoint reads (its history index) instead of the file.
+        self._written: tuple[int, dict[str, Any]] | None = None
         # When the index starts at a checkpoint: that checkpoint, and how many entries of the
         # file come before its stub (``_base``). ``None``: the whole file is indexed.
         self._start: _Checkpoint | None = None
@@ -1808,6 +1822,7 @@ class SessionFile:
             for i, entry in zip(path, self._load_entries(path), strict=True):
                 fold.step(entry, self._loc(i))
         self._fold, self._fold_prev, self._since_checkpoint = fold, prev, len(path)
+        self._written = None
         self._since_bytes = self._frame_bytes(path)
         if prev is None:
             self._live_bytes, self._live_unmeasured = 0, None
@@ -1846,7 +1861,6 @@ class SessionFile:
             "leaf": codec.encode_id(index.ids[leaf]),
             "at": [index.frame_off[leaf], index.frame_len[leaf], index.slot[leaf]],
             "entries": len(self),
-            "live": fold.live(),
             "log": fold.log,
             "prev": self._fold_prev,
         }
@@ -1855,13 +1869,15 @@ class SessionFile:
             with contextlib.suppress(ValueError, OSError):
                 value.update(extend(fold.log, self._fold_prev, self._logs_at))
         try:
+            value["live"] = _live_of(fold)
             payload, live_bytes = codec.encode_checkpoint_sized(value, CHECKPOINT_MAGIC)
             offset = self._write_frame(payload)
         except Exception:
             # Derived data only: the entries are all written, the next checkpoint will do.
             logger.exception("%s: a checkpoint could not be written", self)
             return
-        fold.log = []
+        fold.log = []  # (a new list: the written one is kept as it is, below)
+        self._written = (offset, {key: item for key, item in value.items() if key != "live"})
         self._fold_prev, self._since_checkpoint = offset, 0
         self._since_bytes, self._live_bytes, self._live_unmeasured = 0, live_bytes, None
 
@@ -1873,7 +1889,12 @@ class SessionFile:
         return self._live_bytes
 
     def _logs_at(self, offset: int) -> dict[str, Any]:
-        """``checkpoint_at`` without the live part: what a new checkpoint reads of older ones."""
+        """``checkpoint_at`` without the live part: what a new checkpoint reads of older ones
+        (the one this session wrote last from memory: the map it encoded, which is what
+        decoding its frame gives; readers do not change it)."""
+        written = self._written
+        if written is not None and written[0] == offset:
+            return written[1]
         return self.checkpoint_at(offset, live=False)
 
     def _checkpoint_value(self, offset: int, *, live: bool = True) -> dict[str, Any]:
