@@ -1369,9 +1369,7 @@ class SessionFile:
         self._index.add_chain(ids, offset, size)
         fold = self._fold
         if fold is not None:
-            self._fold_frame(fold, rows, ids, parent, now, offset)
-            if self._fd is not None:
-                self._since_bytes += size + _HEAD_SIZE
+            self._fold_frame(fold, rows, ids, parent, now, offset, size)
         self._maybe_checkpoint()
         entries: list[Entry] = []
         new = object.__new__
@@ -1396,8 +1394,10 @@ class SessionFile:
         parent: str | None,
         now: float,
         offset: int,
+        size: int,
     ) -> None:
-        """Step the fold over the entries ``_append_frame`` wrote at ``offset``."""
+        """Step the fold over the entries ``_append_frame`` wrote at ``offset``, a frame of
+        ``size`` bytes."""
         try:
             step_fields = getattr(fold, "step_fields", None)
             if step_fields is not None:
@@ -1411,7 +1411,15 @@ class SessionFile:
             logger.exception("%s: the projection refused an entry", self)
             self._fold = None
         else:
-            self._since_checkpoint += len(rows)
+            self._count_frame(len(rows), size)
+
+    def _count_frame(self, entries: int, size: int) -> None:
+        """Count one folded frame of ``entries`` entries and ``size`` payload bytes toward
+        the checkpoint rule (``_maybe_checkpoint``): its entries, and in a file its bytes
+        (in memory no checkpoint is written). ``_follow`` counts several frames its way."""
+        self._since_checkpoint += entries
+        if self._fd is not None:
+            self._since_bytes += size + _HEAD_SIZE
 
     def _chain(
         self,
@@ -1502,9 +1510,7 @@ class SessionFile:
                 logger.exception("%s: the projection refused an entry", self)
                 self._fold = None
             else:
-                self._since_checkpoint += len(views)
-                if self._fd is not None:  # as ``_follow``: the rule counts the frame's bytes
-                    self._since_bytes += len(payload) + _HEAD_SIZE
+                self._count_frame(len(views), len(payload))
         self._maybe_checkpoint()
 
     def _store_frame(
