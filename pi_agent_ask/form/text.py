@@ -592,14 +592,7 @@ def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[s
     if result.issues is not None:
         content = [_text_block(invalid_text(result.issues))]
     else:
-        # _texts without its calls: the memo read here (AskResult._derived), built when
-        # it holds another build.
-        memo = result._memo
-        found: _Texts
-        if memo is not None and memo[1] is params and memo[2] is _derive_texts:
-            found = memo[0]  # type: ignore[assignment]  # what _derive_texts built
-        else:
-            found = result._derived(params, _derive_texts)
+        found = _texts(result, params)
         text = found.text
         if text is None:  # _result_text(result, found) written out
             text = _summary_text(result, found, False, None)
@@ -748,12 +741,7 @@ def background_answer_message(
             "content": content,
             "details": outcome.to_json(),
         }
-    memo = result._memo  # _texts without its calls, as in tool_result
-    found: _Texts
-    if memo is not None and memo[1] is params and memo[2] is _derive_texts:
-        found = memo[0]  # type: ignore[assignment]  # what _derive_texts built
-    else:
-        found = result._derived(params, _derive_texts)
+    found = _texts(result, params)
     content = _background_text(outcome.request_id, result, found)
     if found.images and not result.cancelled:
         content = [_text_block(content), *_blocks(found.images, set())]
