@@ -430,14 +430,13 @@ class QueueActor:
             case Reply(channel=channel, value=value):
                 _reply(channel, value)
             case HerdrChanged(active=active):
-                if not self.events.has_subscribers(ev.HERDR_BLOCKED):
-                    pass  # nobody hears it: the payload is not made
-                elif active:
-                    self.events.emit(
-                        ev.HERDR_BLOCKED, {"active": True, "label": "Waiting for user response"}
-                    )
-                else:
-                    self.events.emit(ev.HERDR_BLOCKED, {"active": False})
+                # (``emit`` returns at once when nobody listens)
+                self.events.emit(
+                    ev.HERDR_BLOCKED,
+                    {"active": True, "label": "Waiting for user response"}
+                    if active
+                    else {"active": False},
+                )
             case StartForm(request=request, form=form, epoch=epoch):
                 assert self._jobs is not None
                 scope = trio.CancelScope()
