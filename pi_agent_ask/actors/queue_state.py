@@ -643,7 +643,11 @@ class Item:
 
     request: AskRequest
     seq: int
-    form: fs.FormState
+    form: fs.FormState | None
+    """The latest draft while the request is pending; ``None`` once it has an outcome (only a
+    pending request's form is shown or saved). An answered request waits for its delivery
+    holding its outcome alone: its form's objects would be so many more for the collector to
+    walk, for every answer not delivered yet."""
     outcome: Outcome | None = None
     delivered: bool = False
     member_of: int | None = None
@@ -1095,6 +1099,7 @@ def _schedule(step: _Step) -> None:
             if not s.herdr:
                 step.effects.append(_HERDR_ON)
             step.d["herdr"] = s.herdr | _PANEL
+        assert first.form is not None  # pending (``Item.form``)
         step.effects.append(StartForm(request, first.form, s.epoch))
 
 
@@ -1115,7 +1120,7 @@ def _save_drafts(step: _Step) -> None:
     entries = []
     for rid in sorted(s.dirty):  # sorted: the journal's order never depends on hashing
         item = s.items.get(rid)
-        if item is not None and item.outcome is None:
+        if item is not None and item.form is not None:  # pending (``Item.form``)
             entries.append(("ask:draft", {"requestId": rid, "form": fs.state_to_json(item.form)}))
     if entries:
         step.emit(Append(tuple(entries)))
@@ -1155,7 +1160,7 @@ def _form_stopped(step: _Step, message: FormStopped) -> None:
                 answered = Item(
                     item.request,
                     seq,
-                    message.form,
+                    None,  # the form is done with (``Item.form``)
                     outcome,
                     item.delivered,
                     item.member_of,
@@ -1383,7 +1388,7 @@ def _restore(step: _Step, message: Restore) -> None:
         item = Item(
             restored.request,
             seq,
-            restored.form,
+            restored.form if restored.outcome is None else None,
             outcome=restored.outcome,
             delivered=restored.delivered,
         )

@@ -1,0 +1,99 @@
+"""What the cyclic collector walks for each background form: the tracked objects that a queued
+form, and an answered form whose answer waits for delivery, keep alive. Counted (``gc.collect``,
+then ``gc.get_objects``: the objects the collector tracks), never timed. Every full collection
+walks each of them, so with N forms waiting each collection costs N times as much."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from pi_agent_ask import events as ev
+from pi_agent_ask.actors.form import NullSurface
+from pi_agent_ask.actors.runtime import Runtime, open_runtime
+from pi_agent_ask.form import state as fs
+from tests.runtime_support import answer, payload, settings_file, settle, submit
+
+FORMS = 200
+WARM = 20
+
+
+def _tracked() -> int:
+    gc.collect()
+    return len(gc.get_objects())
+
+
+def _form_states() -> int:
+    gc.collect()
+    return sum(isinstance(o, fs.FormState) for o in gc.get_objects())
+
+
+async def _ask(rt: Runtime, names: range, prefix: str) -> None:
+    for i in names:
+        result = await rt.call_tool("ask_user", payload("a", background=True), f"{prefix}{i}")
+        assert not result.get("isError")
+
+
+def _answer_every_form(rt: Runtime) -> Any:
+    """Answer each form as it is shown; returns the unsubscribe function."""
+    return rt.events.on(ev.STARTED, lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]})))
+
+
+async def test_a_queued_and_an_answered_background_form_keep_few_tracked_objects(
+    tmp_path: Path,
+) -> None:
+    """A queued form keeps its request (parameters, questions, options), the queue's item, its
+    fresh form state and the journal's record of it; an answered one keeps its outcome instead
+    of its form state until the answer is delivered."""
+    completed = 0
+    all_done = trio.Event()
+
+    def on_completed(_payload: object) -> None:
+        nonlocal completed
+        completed += 1
+        if completed == WARM + FORMS:
+            all_done.set()
+
+    with trio.fail_after(60):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            rt.agent_started()  # busy: nothing wakes, every answer waits for a turn boundary
+            rt.events.on(ev.COMPLETED, on_completed)
+            # Forms asked and answered first: tables and caches reach their steady sizes.
+            stop_answering = _answer_every_form(rt)
+            await _ask(rt, range(WARM), "warm")
+            await settle()
+            assert completed == WARM
+            stop_answering()
+            states_before = _form_states()
+            before = _tracked()
+            await _ask(rt, range(FORMS), "c")  # the first one is shown, and left open
+            await settle()
+            queued = (_tracked() - before) / FORMS
+            _answer_every_form(rt)
+            visible = (await rt.statistics()).visible
+            assert visible == "tool:c0"
+            submit(rt.events, visible, answer({"a": ["a1"]}))
+            await all_done.wait()
+            await settle()
+            answered = (_tracked() - before) / FORMS
+            forms_kept = _form_states() - states_before
+            stats = await rt.statistics()
+            assert len(stats.completed) == WARM + FORMS and not stats.pending
+            assert not stats.delivered
+    # Queued: its request (7: request, parameters, the questions' tuple, the question, the
+    # options' tuple, two options), the queue's item, its form state (3: the state, its fields
+    # and its drafts' tuple) and the journal fold's records (2: the request's, and its log's
+    # entry of it).
+    assert queued <= 13.5, f"{queued:.2f} tracked objects per queued form"
+    # Answered: the request (7), the queue's item, the journal fold's records (3: the request's,
+    # and its log's entries of the request and of the answer) and no form state; its outcome
+    # (4: outcome, result, answers, one answer) and the question metadata its parameters share
+    # with every result of theirs (5: the memo's dict, what it holds, the metadata's tuple,
+    # one per question, their entries' list).
+    assert answered <= 20.5, f"{answered:.2f} tracked objects per answered form"
+    # Nothing per form (the queue's task and its form runner hold the last form's, in the last
+    # message each took, before and after).
+    assert forms_kept <= 0, f"{forms_kept} more form states kept for {FORMS} answered forms"
