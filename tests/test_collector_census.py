@@ -91,9 +91,9 @@ async def test_a_queued_and_an_answered_background_form_keep_few_tracked_objects
     # Answered: the request (7), the queue's item, the journal fold's records (3: the request's,
     # and its log's entries of the request and of the answer) and no form state; its outcome
     # (4: outcome, result, answers, one answer) and the question metadata its parameters share
-    # with every result of theirs (5: the memo's dict, what it holds, the metadata's tuple,
-    # one per question, their entries' list).
-    assert answered <= 20.5, f"{answered:.2f} tracked objects per answered form"
+    # with every result of theirs (4: what their memo holds, the metadata's tuple, one per
+    # question, their entries' list).
+    assert answered <= 19.5, f"{answered:.2f} tracked objects per answered form"
     # Nothing per form (the queue's task and its form runner hold the last form's, in the last
     # message each took, before and after).
     assert forms_kept <= 0, f"{forms_kept} more form states kept for {FORMS} answered forms"

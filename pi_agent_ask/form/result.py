@@ -811,11 +811,7 @@ class _Shape:
 def _shape_of(params: AskParams) -> _Shape:
     """The params' ``_Shape``, made on first use. Most params make one result, so making it
     costs about what the result's own metadata cost: one loop, no calls per question."""
-    derived = getattr(params, "_derived", None)
-    if derived is None:
-        derived = {}
-        object.__setattr__(params, "_derived", derived)  # a memo, not a field's value
-    shape: _Shape | None = derived.get(_Shape)
+    shape = getattr(params, "_derived", None)
     if shape is None:
         metas: list[QuestionMeta] = []
         entries: list[dict[str, JSON]] = []
@@ -845,7 +841,7 @@ def _shape_of(params: AskParams) -> _Shape:
         shape.metas = tuple(metas)
         shape.entries = entries
         shape.texts = None
-        derived[_Shape] = shape
+        object.__setattr__(params, "_derived", shape)  # a memo, not a field's value
     return shape
 
 
@@ -884,10 +880,9 @@ def build_result(
     answers: dict[str, AnswerResult] = {}
     skipped: list[str] = []
     try:
-        derived = params._derived
+        shape: _Shape | None = params._derived  # type: ignore[assignment]  # (_shape_of)
     except AttributeError:  # params made without a constructor that sets it
-        derived = None
-    shape = None if derived is None else derived.get(_Shape)  # _shape_of without its call
+        shape = None
     if shape is None:
         shape = _shape_of(params)
     shared = shape.metas

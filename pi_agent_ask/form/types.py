@@ -92,10 +92,12 @@ class AskParams:
     questions: tuple[Question, ...] = attrs.field(converter=_tuple)
     title: str | None = None
     background: bool = False
-    _derived: dict[object, Any] | None = attrs.field(init=False, default=None, eq=False, repr=False)
-    """Values derived from these params alone, each under the class that derives it
-    (``form/result.py``'s question metadata and texts), made on first use (``None`` until
-    then) and kept with the params, which are immutable, so nothing in it goes stale. Not
+    _derived: object | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    """What is derived from these params alone (``form/result.py``'s ``_Shape``: the question
+    metadata and their texts), made on first use (``None`` until then) and kept with the
+    params, which are immutable, so nothing in it goes stale. The value itself, not a dict
+    holding it: every answered form keeps its params until its answer is delivered, and a
+    dict would be one more object per form for the cyclic collector to walk. Not
     part of the params' value (equality, hash, repr and ``to_json`` ignore it); an
     ``attrs.evolve`` copy starts without. A plain field, not a ``cached_property``: attrs
     gives a class with one a ``__getattr__``, which takes every attribute read of the class
