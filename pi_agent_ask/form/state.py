@@ -246,7 +246,12 @@ def new_form(
     for question in questions:
         types.append(question.presented_type or question.type)  # effective_type
     fields["types"] = tuple(types)
-    fields["drafts"] = (_EMPTY_DRAFT,) * n
+    try:
+        # Shared by the forms of as many questions: a queued form keeps its state, and a tuple
+        # of drafts is never untracked by the cyclic collector (a draft is an object).
+        fields["drafts"] = _NO_DRAFTS[n]
+    except IndexError:
+        fields["drafts"] = (_EMPTY_DRAFT,) * n
     fields["cursors"] = (0,) * n
     if settings is not None:
         fields["settings"] = settings
@@ -609,6 +614,8 @@ def _edit(
 # ``EMPTY_DRAFT``'s twin with a fast-path dict: what new forms hold and what edits of an empty or
 # skipped draft start from.
 _EMPTY_DRAFT = _build(Draft, dict(EMPTY_DRAFT.__dict__))
+_NO_DRAFTS = tuple((_EMPTY_DRAFT,) * n for n in range(17))
+"""A new form's drafts by its number of questions (``new_form``)."""
 
 # A new form's fields, in field order, with the defaults; ``new_form`` fills in the rest.
 _NEW_FORM_FIELDS: dict[str, Any] = {
