@@ -42,12 +42,12 @@ def _answer_every_form(rt: Runtime) -> Any:
     return rt.events.on(ev.STARTED, lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]})))
 
 
-async def test_a_queued_and_an_answered_background_form_keep_few_tracked_objects(
+async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_objects(
     tmp_path: Path,
 ) -> None:
     """A queued form keeps its request (parameters, questions, options), the queue's item, its
     fresh form state and the journal's record of it; an answered one keeps its outcome instead
-    of its form state until the answer is delivered."""
+    of its form state until the answer is delivered, and a delivered one no more than that."""
     completed = 0
     all_done = trio.Event()
 
@@ -83,6 +83,11 @@ async def test_a_queued_and_an_answered_background_form_keep_few_tracked_objects
             stats = await rt.statistics()
             assert len(stats.completed) == WARM + FORMS and not stats.pending
             assert not stats.delivered
+            handed_out = len(await rt.turn_boundary())  # the messages themselves are gone
+            await settle()
+            delivered = (_tracked() - before) / FORMS
+            assert handed_out == WARM + FORMS
+            assert len((await rt.statistics()).delivered) == WARM + FORMS
     # Queued: its request (7: request, parameters, the questions' tuple, the question, the
     # options' tuple, two options), the queue's item, its form state (2: the state and its
     # fields; a fresh form's drafts are shared) and the journal fold's records (2: the
@@ -94,6 +99,9 @@ async def test_a_queued_and_an_answered_background_form_keep_few_tracked_objects
     # with every result of theirs (4: what their memo holds, the metadata's tuple, one per
     # question, their entries' list).
     assert answered <= 19.5, f"{answered:.2f} tracked objects per answered form"
+    # Delivered: as answered, but for the fold's record of the request, which goes, and its
+    # log's entry of the delivery, which comes; no texts of the answer are kept with it.
+    assert delivered <= 19.5, f"{delivered:.2f} tracked objects per delivered form"
     # Nothing per form (the queue's task and its form runner hold the last form's, in the last
     # message each took, before and after).
     assert forms_kept <= 0, f"{forms_kept} more form states kept for {FORMS} answered forms"

@@ -317,6 +317,16 @@ class AskResult:
         _SET_MEMO(self, (value, params, build))  # the slot's own setter: the result is frozen
         return value
 
+    def _derived_once(self, params: P, build: Callable[[AskResult, P], T]) -> T:
+        """``_derived`` for a value that is asked for once (a background answer's texts): the
+        kept one if ``_derived`` made it, else ``build(self, params)``, not kept. A background
+        result stays with its queue item once delivered: a kept value would be so many more
+        objects for the cyclic collector to walk, for every answer delivered."""
+        memo = self._memo
+        if memo is not None and memo[1] is params and memo[2] is build:
+            return memo[0]  # type: ignore[return-value]
+        return build(self, params)
+
     def question(self, question_id: str) -> QuestionMeta | None:
         for meta in self.questions:
             if meta.id == question_id:

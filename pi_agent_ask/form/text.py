@@ -271,8 +271,9 @@ _Captioned = tuple[str, str, str, str]
 
 class _Texts:
     """What the agent-facing texts of one result read, for one params (option labels come from
-    them): built once, kept with the result (``AskResult._derived``), so the tool result, the
-    background answer and the waits share one build.
+    them): built once, kept with the result (``AskResult._derived``), so the tool result and
+    the waits share one build. A background answer's message, made once, keeps none
+    (``AskResult._derived_once``).
 
     ``facts`` is the summary without its question names: per question, the text after the name
     on each of its lines (``": (skipped)"``, ``" note: ..."``); ``presented`` the presentation
@@ -741,7 +742,8 @@ def background_answer_message(
             "content": content,
             "details": outcome.to_json(),
         }
-    found = _texts(result, params)
+    # Texts of their own, not kept with the result: a background answer is delivered once.
+    found = result._derived_once(params, _derive_texts)
     content = _background_text(outcome.request_id, result, found)
     if found.images and not result.cancelled:
         content = [_text_block(content), *_blocks(found.images, set())]
