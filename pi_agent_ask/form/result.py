@@ -352,13 +352,21 @@ class AskResult:
             if answer.custom_images or answer.note_images or answer.option_note_images:
                 item.update(_image_details(answer))
             answers[qid] = item
-        shape = self._shape
-        if shape is not None and self.issues is None and not self.skipped_question_ids:
-            # The common case: one dict display of every key (no store after it), the
-            # question entries copied from the params' shape (a loop: a ``map`` costs more).
+        if self.issues is None and not self.skipped_question_ids:
+            # The common case: one dict display of every key (no store after it), each
+            # question's entry written out (``QuestionMeta.to_json`` without the call; a loop:
+            # a ``map`` costs more).
             copies: list[JSON] = []
-            for template in shape.entries:
-                copies.append(template.copy())
+            for meta in self.questions:
+                entry: dict[str, JSON] = {
+                    "id": meta.id,
+                    "label": meta.label,
+                    "prompt": meta.prompt,
+                    "type": meta.type,
+                }
+                if meta.presented_type is not None:
+                    entry["presentedType"] = meta.presented_type
+                copies.append(entry)
             title = self.title
             request_id = self.request_id
             if title is None:
@@ -401,28 +409,20 @@ class AskResult:
                 "kind": "invalid_input",
                 "issues": [issue.to_json() for issue in self.issues],
             }
-        shape = self._shape
-        if shape is not None:  # this result's questions are its params' (build_result)
-            # A loop of copies (a ``map`` costs more for the few questions of most forms).
-            copies: list[JSON] = []
-            for template in shape.entries:
-                copies.append(template.copy())
-            out["questions"] = copies
-        else:
-            # A loop, not a comprehension (that costs a function call on CPython 3.11), and
-            # each entry written out: ``QuestionMeta.to_json`` without the call.
-            questions: list[JSON] = []
-            for meta in self.questions:
-                entry: dict[str, JSON] = {
-                    "id": meta.id,
-                    "label": meta.label,
-                    "prompt": meta.prompt,
-                    "type": meta.type,
-                }
-                if meta.presented_type is not None:
-                    entry["presentedType"] = meta.presented_type
-                questions.append(entry)
-            out["questions"] = questions
+        # A loop, not a comprehension (that costs a function call on CPython 3.11), and each
+        # entry written out: ``QuestionMeta.to_json`` without the call.
+        questions: list[JSON] = []
+        for meta in self.questions:
+            entry: dict[str, JSON] = {
+                "id": meta.id,
+                "label": meta.label,
+                "prompt": meta.prompt,
+                "type": meta.type,
+            }
+            if meta.presented_type is not None:
+                entry["presentedType"] = meta.presented_type
+            questions.append(entry)
+        out["questions"] = questions
         if self.skipped_question_ids:
             out["skippedQuestionIds"] = list(self.skipped_question_ids)
         return out
@@ -465,12 +465,19 @@ class AskResult:
             full[qid] = item
             compact[qid] = short
         request_id = self.request_id
-        shape = self._shape
-        if shape is not None and self.issues is None and not self.skipped_question_ids:
+        if self.issues is None and not self.skipped_question_ids:
             # The common case: each a dict display of every key (as in ``to_details``).
             copies: list[JSON] = []
-            for template in shape.entries:
-                copies.append(template.copy())
+            for meta in self.questions:
+                entry: dict[str, JSON] = {
+                    "id": meta.id,
+                    "label": meta.label,
+                    "prompt": meta.prompt,
+                    "type": meta.type,
+                }
+                if meta.presented_type is not None:
+                    entry["presentedType"] = meta.presented_type
+                copies.append(entry)
             title = self.title
             if request_id is None:
                 structured = {"cancelled": self.cancelled, "answers": compact}
@@ -807,14 +814,15 @@ def _question_meta(question: Question, shown: QuestionType) -> QuestionMeta:
 class _Shape:
     """What the results of one params share, derived from the params alone and kept with them
     (``AskParams._derived``): the question metadata of a result whose questions are presented
-    as they ask (``metas``; such a result's ``questions`` is this very tuple), their entries in
-    ``to_details()`` (copied into each details), and the texts of those questions, made by
-    ``form/text.py`` when it first needs them."""
+    as they ask (``metas``; such a result's ``questions`` is this very tuple), and the texts of
+    those questions, made by ``form/text.py`` when it first needs them. Not their entries in
+    ``to_details()``: written out from the metadata each time, they cost about what a copy of
+    a kept one costs, and a list of them kept would be one more object for every answered
+    form, for the cyclic collector to walk."""
 
-    __slots__ = ("entries", "metas", "texts")
+    __slots__ = ("metas", "texts")
 
     metas: tuple[QuestionMeta, ...]
-    entries: list[dict[str, JSON]]  # never changed: each details copies them
     texts: object
 
 
@@ -824,32 +832,20 @@ def _shape_of(params: AskParams) -> _Shape:
     shape = getattr(params, "_derived", None)
     if shape is None:
         metas: list[QuestionMeta] = []
-        entries: list[dict[str, JSON]] = []
         for question in params.questions:
             requested = question.type
             shown = question.presented_type or requested
-            # _question_meta(question, shown) and its to_json(), written out.
+            # _question_meta(question, shown), written out.
             meta = _new(_META_BUILDER)  # becomes a QuestionMeta (types.slot_builder)
             meta.id = question.id
             meta.label = question.label
             meta.prompt = question.prompt
             meta.type = requested
-            entry: dict[str, JSON] = {
-                "id": question.id,
-                "label": question.label,
-                "prompt": question.prompt,
-                "type": requested,
-            }
-            if shown == requested:
-                meta.presented_type = None
-            else:
-                meta.presented_type = entry["presentedType"] = shown
+            meta.presented_type = None if shown == requested else shown
             meta.__class__ = QuestionMeta
             metas.append(meta)
-            entries.append(entry)
         shape = _new(_Shape)
         shape.metas = tuple(metas)
-        shape.entries = entries
         shape.texts = None
         object.__setattr__(params, "_derived", shape)  # a memo, not a field's value
     return shape
