@@ -9,12 +9,14 @@ import gc
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.actors.runtime import Runtime, open_runtime
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form import text
 from tests.runtime_support import answer, payload, settings_file, settle, submit
 
 FORMS = 200
@@ -105,3 +107,29 @@ async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_o
     # Nothing per form (the queue's task and its form runner hold the last form's, in the last
     # message each took, before and after).
     assert forms_kept <= 0, f"{forms_kept} more form states kept for {FORMS} answered forms"
+
+
+async def test_a_text_only_turn_boundary_makes_each_answers_texts_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A background answer keeps no texts (they are made for its one message): a turn boundary
+    that hands out text only, which looks at each message for images first, makes each
+    message, and so each answer's texts, once."""
+    made: list[Any] = []
+    derive = text._derive_texts
+
+    def counted(result: Any, params: Any) -> Any:
+        made.append(result)
+        return derive(result, params)
+
+    monkeypatch.setattr(text, "_derive_texts", counted)
+    with trio.fail_after(60):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            rt.agent_started()
+            _answer_every_form(rt)
+            await _ask(rt, range(3), "c")
+            await settle()
+            assert len((await rt.statistics()).completed) == 3
+            messages = await rt.turn_boundary(text_only=True)
+    assert len(messages) == 3
+    assert len(made) == 3, f"texts made {len(made)} times for 3 answers"

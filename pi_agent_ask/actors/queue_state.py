@@ -912,10 +912,15 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
                 for follow_up in step.s.follow_ups:
                     pictured = texts.has_image_blocks(follow_up.message)
                     (kept if pictured else follow_ups).append(follow_up)
-                items = [
-                    i for i in _ready(step.s) if not texts.has_image_blocks(_answer_message(i))
-                ]
-                messages = _deliver(step, tuple(follow_ups), items, tuple(kept))
+                # Each answer's message made once: the ones without image blocks go out as made.
+                items: list[Item] = []
+                answers: list[Json] = []
+                for item in _ready(step.s):
+                    answer = _answer_message(item)
+                    if not texts.has_image_blocks(answer):
+                        items.append(item)
+                        answers.append(answer)
+                messages = _deliver(step, tuple(follow_ups), items, tuple(kept), answers)
             elif step.s.tui:
                 messages = _deliver(step, step.s.follow_ups, _ready(step.s))
             step.emit(Reply(reply, messages))
@@ -1223,11 +1228,13 @@ def _deliver(
     follow_ups: tuple[FollowUp, ...],
     items: list[Item],
     remaining: tuple[FollowUp, ...] = (),
+    answers: list[Json] | None = None,
 ) -> list[Json]:
     """Hand out ``follow_ups`` then the answers of ``items``, all marked in one write: either
     every message is recorded as delivered and goes out, or none is. ``remaining`` are the
-    follow-ups left for later."""
-    answers = [_answer_message(item) for item in items]
+    follow-ups left for later; ``answers`` the items' messages, when made already."""
+    if answers is None:
+        answers = [_answer_message(item) for item in items]
     entries = [(f.entry_type, f.message) for f in follow_ups]
     entries += [("ask:background-answer", message) for message in answers]
     if entries:
