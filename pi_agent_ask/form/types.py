@@ -96,12 +96,11 @@ class AskParams:
     """What is derived from these params alone (``form/result.py``'s ``_Shape``: the question
     metadata and their texts), made on first use (``None`` until then) and kept with the
     params, which are immutable, so nothing in it goes stale. The value itself, not a dict
-    holding it: every answered form keeps its params until its answer is delivered, and a
-    dict would be one more object per form for the cyclic collector to walk. Not
-    part of the params' value (equality, hash, repr and ``to_json`` ignore it); an
-    ``attrs.evolve`` copy starts without. A plain field, not a ``cached_property``: attrs
-    gives a class with one a ``__getattr__``, which takes every attribute read of the class
-    off CPython's fast path."""
+    holding it: a background form's params stay with its queue item, and a dict would be one
+    more object per form for the cyclic collector to walk. Not part of the params' value
+    (equality, hash, repr and ``to_json`` ignore it); an ``attrs.evolve`` copy starts without.
+    A plain field, not a ``cached_property``: attrs gives a class with one a ``__getattr__``,
+    which takes every attribute read of the class off CPython's fast path."""
 
     def to_json(self) -> dict[str, JSON]:
         """Normalised arguments as the tool would accept them again (presentation not applied)."""
