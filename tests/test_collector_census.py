@@ -1,7 +1,8 @@
 """What the cyclic collector walks for each background form: the tracked objects that a queued
-form, and an answered form whose answer waits for delivery, keep alive. Counted (``gc.collect``,
-then ``gc.get_objects``: the objects the collector tracks), never timed. Every full collection
-walks each of them, so with N forms waiting each collection costs N times as much."""
+form, an answered form whose answer waits for delivery, and a delivered one keep alive. Counted
+(``gc.collect``, then ``gc.get_objects``: the objects the collector tracks), never timed. Every
+full collection walks each of them, so with N forms kept each collection costs N times as
+much."""
 
 from __future__ import annotations
 
