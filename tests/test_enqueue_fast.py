@@ -5,6 +5,7 @@ whose transition needs no wait is handled in its sender's task (``QueueActor.ask
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors.ask import new_request_id
+from pi_agent_ask.actors.core import iso_of, now_iso
 from pi_agent_ask.actors.persistence import (
     PersistenceHandle,
     WriteRefused,
@@ -421,3 +423,24 @@ async def test_callers_that_found_the_queue_busy_are_handled_in_their_own_tasks_
             assert len((await rt.statistics()).pending) == callers * calls
     # The first call of every caller, and no other.
     assert sorted(handled_by_queue) == sorted(f"c{first}-0" for first in range(callers))
+
+
+# ---- timestamps -----------------------------------------------------------------------------
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+@settings(max_examples=2000)
+@given(ns=st.integers(min_value=0, max_value=253_402_300_799_999_999_999))  # to year 9999
+def test_timestamps_read_as_datetime_writes_them(ns: int) -> None:
+    written = (_EPOCH + datetime.timedelta(microseconds=ns // 1000)).isoformat(
+        timespec="milliseconds"
+    )
+    assert iso_of(ns) == written.replace("+00:00", "Z")
+
+
+def test_now_is_the_time_now() -> None:
+    before = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+    now = now_iso()
+    after = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+    assert before.replace("+00:00", "Z") <= now <= after.replace("+00:00", "Z")
