@@ -217,6 +217,23 @@ def test_a_transition_starts_from_a_copy_of_every_field() -> None:
     assert "r" not in state.items
 
 
+def test_the_reducer_builds_items_with_every_field_in_order() -> None:
+    # ``_form_stopped`` and ``_deliver`` build an ``Item`` from the old one positionally (not
+    # ``evolve``, which reads the class's fields for every call): right only while these are
+    # its fields, in this order, none with a validator or converter.
+    fields = attrs.fields(qs.Item)
+    assert [f.name for f in fields] == [
+        "request",
+        "seq",
+        "form",
+        "outcome",
+        "delivered",
+        "member_of",
+        "routed_to",
+    ]
+    assert not any(f.validator or f.converter for f in fields)
+
+
 # ---- the queue, parked --------------------------------------------------------------------
 
 
