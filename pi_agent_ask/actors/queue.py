@@ -155,7 +155,7 @@ class FormRunner(Protocol):
     ) -> None: ...
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class _FormJob:
     """A ``StartForm`` handed to the form runner, and the visible background form's live
     handles while it runs (the reducer knows it by request id). ``settle``: a foreground claim
