@@ -395,53 +395,6 @@ async def test_every_tool_call_lets_other_tasks_run_though_nothing_in_it_waits()
     assert queued >= calls // 2 and refused >= calls // 2, (queued, refused)
 
 
-# ---- senders that found the queue busy ------------------------------------------------------
-
-
-async def test_callers_that_found_the_queue_busy_are_handled_in_their_own_tasks_again(
-    tmp_path: Path,
-) -> None:
-    # The first call of each caller finds the queue task busy (its write waits at the gate)
-    # and waits in ``send``. The queue task takes the waiting messages together once it goes
-    # on, then parks: every later call is handled in its caller's task. Taken one pass at a
-    # time, each caller found the queue busy again and sent its next call to it as well, for
-    # as long as they kept calling.
-    from pi_agent_ask.actors.form import NullSurface
-
-    from .runtime_support import WriteGate, settings_file
-
-    callers, calls = 8, 6
-    gate = WriteGate()
-    handled_by_queue: list[str] = []
-    handle = q.QueueActor._handle
-
-    async def counted(actor: q.QueueActor, message: q.QueueMessage) -> None:
-        if isinstance(message, q.Enqueue):
-            handled_by_queue.append(message.request.tool_call_id or "")
-        await handle(actor, message)
-
-    async def caller(first: int) -> None:
-        for i in range(calls):
-            await rt.call_tool("ask_user", payload("a", background=True), f"c{first}-{i}")
-
-    with trio.fail_after(GUARD):
-        async with gate.open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
-            rt.agent_started()
-            await trio.testing.wait_all_tasks_blocked()
-            gate.hold("before")
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(q.QueueActor, "_handle", counted)
-                async with trio.open_nursery() as nursery:
-                    for first in range(callers):
-                        nursery.start_soon(caller, first)
-                    await trio.testing.wait_all_tasks_blocked()
-                    assert gate.held == 1  # the queue task waits on the first caller's write
-                    gate.release()
-            assert len((await rt.statistics()).pending) == callers * calls
-    # The first call of every caller, and no other.
-    assert sorted(handled_by_queue) == sorted(f"c{first}-0" for first in range(callers))
-
-
 # ---- timestamps -----------------------------------------------------------------------------
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

@@ -22,9 +22,7 @@ runner's ``FormStopped``), exactly as the queue task would
 handle it next, when its transition can run to its commit without waiting: no write, or a write
 the journal takes at once (``append_many_now``), and no ``Continue``. Nothing runs in between,
 so nothing can tell it from the queue task's handling, less the two passes through the
-scheduler of the round trip; any other message goes to the queue task. The queue task takes
-the messages whose senders already wait without a pass each (``_next``), so it parks again as
-soon as they are handled, and senders that found it busy are handled in their own tasks again.
+scheduler of the round trip; any other message goes to the queue task.
 
 The queue never sends into a form's inbox and never blocks on the host: replies go through
 one-shot channels with a buffer of one, and wakeups through the runtime's wake channel whose
@@ -183,11 +181,6 @@ WRITE_FAILED_TEXT = (
 not one per coalesced draft write)."""
 
 
-DRAIN_LIMIT = 64
-"""At most this many messages whose senders already wait are taken in a row without a pass
-through the scheduler (``QueueActor._next``): the queue task still lets others run."""
-
-
 def _no_notice(_text: str) -> None:
     pass
 
@@ -233,8 +226,6 @@ class QueueActor:
     _nursery: trio.Nursery | None = None
     _self_tx: trio.MemorySendChannel[QueueMessage] | None = None
     _jobs: trio.MemorySendChannel[_FormJob] | None = None
-    _drained: int = attrs.field(default=0, init=False)
-    """Messages taken in a row without a pass through the scheduler (``_next``)."""
     _settle: bool = False
     """A foreground claim was cancelled since the last ``StartForm`` (see ``_FormJob``)."""
 
@@ -259,11 +250,7 @@ class QueueActor:
             task_status.started()
             try:
                 async with rx:
-                    while True:
-                        try:
-                            message = await self._next(rx)
-                        except trio.EndOfChannel:
-                            break
+                    async for message in rx:
                         await self._handle(self._received(message))
             finally:
                 for effect in release_all_herdr(self.state):
@@ -305,26 +292,6 @@ class QueueActor:
                 await self.run_background_form(
                     job.request, job.form, job.epoch, job.scope, job.commands, job.inbox
                 )
-
-    async def _next(self, rx: trio.MemoryReceiveChannel[QueueMessage]) -> QueueMessage:
-        """The next message: one whose sender already waits is taken without a pass through
-        the scheduler (at most ``DRAIN_LIMIT`` in a row), else ``receive``.
-
-        Senders that find the queue task busy block in ``send`` one behind the other; taking
-        each with its own pass would keep the queue busy for as long as they keep coming (a
-        sender finds it busy again, and sends instead of being handled in its own task). Taken
-        together, they are handled in the order they were sent, as before, and the queue parks
-        once none is left."""
-        if self._drained < DRAIN_LIMIT:
-            try:
-                message = rx.receive_nowait()
-            except trio.WouldBlock:
-                pass
-            else:
-                self._drained += 1
-                return message
-        self._drained = 0
-        return await rx.receive()
 
     def _received(self, message: QueueMessage) -> QueueMessage:
         if isinstance(message, AgentActivity):
