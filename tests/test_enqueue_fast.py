@@ -5,6 +5,7 @@ whose transition needs no wait is handled in its sender's task (``QueueActor.ask
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors.ask import new_request_id
+from pi_agent_ask.actors.core import iso_of, now_iso
 from pi_agent_ask.actors.persistence import (
     PersistenceHandle,
     WriteRefused,
@@ -215,6 +217,23 @@ def test_a_transition_starts_from_a_copy_of_every_field() -> None:
     assert "r" not in state.items
 
 
+def test_the_reducer_builds_items_with_every_field_in_order() -> None:
+    # ``_form_stopped`` and ``_deliver`` build an ``Item`` from the old one positionally (not
+    # ``evolve``, which reads the class's fields for every call): right only while these are
+    # its fields, in this order, none with a validator or converter.
+    fields = attrs.fields(qs.Item)
+    assert [f.name for f in fields] == [
+        "request",
+        "seq",
+        "form",
+        "outcome",
+        "delivered",
+        "member_of",
+        "routed_to",
+    ]
+    assert not any(f.validator or f.converter for f in fields)
+
+
 # ---- the queue, parked --------------------------------------------------------------------
 
 
@@ -374,3 +393,24 @@ async def test_every_tool_call_lets_other_tasks_run_though_nothing_in_it_waits()
     # About one step of the ticker per call (Trio orders a batch's tasks at random, so one
     # more or less at the edges); without the schedule point it made none at all.
     assert queued >= calls // 2 and refused >= calls // 2, (queued, refused)
+
+
+# ---- timestamps -----------------------------------------------------------------------------
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+@settings(max_examples=2000)
+@given(ns=st.integers(min_value=0, max_value=253_402_300_799_999_999_999))  # to year 9999
+def test_timestamps_read_as_datetime_writes_them(ns: int) -> None:
+    written = (_EPOCH + datetime.timedelta(microseconds=ns // 1000)).isoformat(
+        timespec="milliseconds"
+    )
+    assert iso_of(ns) == written.replace("+00:00", "Z")
+
+
+def test_now_is_the_time_now() -> None:
+    before = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+    now = now_iso()
+    after = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+    assert before.replace("+00:00", "Z") <= now <= after.replace("+00:00", "Z")

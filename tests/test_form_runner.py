@@ -353,3 +353,38 @@ async def test_a_stop_that_continues_into_a_wake_goes_to_the_queue_task() -> Non
             wake = await wake_rx.receive()
             assert wake and actor.stats().completed == ("r1",)
             nursery.cancel_scope.cancel()
+
+
+async def test_answers_are_written_at_once_while_the_journal_is_parked(tmp_path: Path) -> None:
+    # The runner is shielded, so an answer's write needs no cancellation check: with the
+    # persistence actor parked, it is written at once (``append_many_now``), not through the
+    # awaiting ``append_many`` (a journal that is not parked is waited for, as the gated
+    # write tests have it).
+    from pi_agent_ask.actors import persistence
+
+    forms = 4
+    awaited: list[str] = []
+    append_many = persistence.PersistenceHandle.append_many
+
+    async def counted(handle: Any, items: Any, **options: Any) -> Any:
+        items = list(items)
+        awaited.append(items[0][0])
+        return await append_many(handle, items, **options)
+
+    with trio.fail_after(GUARD):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            rt.agent_started()
+            for i in range(forms):
+                await rt.call_tool("ask_user", payload("a", background=True), f"b{i}")
+            await settle()
+            log = EventLog()
+            log.attach(rt.events)
+            rt.events.on(
+                ev.STARTED, lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]}))
+            )
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(persistence.PersistenceHandle, "append_many", counted)
+                submit(rt.events, "tool:b0", answer({"a": ["a1"]}))
+                await settle()
+            assert len(log.of(ev.COMPLETED)) == forms
+    assert "ask:history-completed" not in awaited

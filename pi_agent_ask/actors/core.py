@@ -10,8 +10,8 @@ are functions over it; ``runtime.Runtime`` is the facade that offers them as the
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -39,7 +39,26 @@ TEARDOWN_TIMEOUT = 5.0
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The time now in UTC as ``2026-01-02T03:04:05.678Z`` (milliseconds, truncated)."""
+    return iso_of(time.time_ns())
+
+
+def iso_of(ns: int) -> str:
+    """``ns`` nanoseconds after the epoch as ``now_iso`` writes them: what
+    ``datetime.isoformat(timespec="milliseconds")`` gives for it in UTC, with ``Z``, for a
+    little more than half the cost (no format specification is parsed per field); a
+    background form makes two."""
+    seconds, millis = divmod(ns // 1_000_000, 1000)
+    year, month, day, hour, minute, second = time.gmtime(seconds)[:6]
+    two = _TWO_DIGITS
+    return (
+        f"{year}-{two[month]}-{two[day]}T{two[hour]}:{two[minute]}:{two[second]}"
+        f".{_THREE_DIGITS[millis]}Z"
+    )
+
+
+_TWO_DIGITS = tuple(f"{n:02}" for n in range(100))
+_THREE_DIGITS = tuple(f"{n:03}" for n in range(1000))
 
 
 async def hand_over(channel: trio.MemorySendChannel[_T], value: _T) -> None:

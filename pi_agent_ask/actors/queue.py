@@ -154,19 +154,11 @@ class FormRunner(Protocol):
 
 
 @attrs.define(eq=False)
-class _LiveForm:
-    """The visible background form's live handles (the reducer knows it by request id)."""
-
-    request_id: str
-    scope: trio.CancelScope
-    commands: trio.MemorySendChannel[FormInput]
-
-
-@attrs.frozen
 class _FormJob:
-    """A ``StartForm`` handed to the form runner. ``settle``: a foreground claim was cancelled
-    since the last form started, so the runner passes through the scheduler first (the
-    claim's form hides itself in that pass, before this one is shown)."""
+    """A ``StartForm`` handed to the form runner, and the visible background form's live
+    handles while it runs (the reducer knows it by request id). ``settle``: a foreground claim
+    was cancelled since the last form started, so the runner passes through the scheduler
+    first (the claim's form hides itself in that pass, before this one is shown)."""
 
     request: AskRequest
     form: fs.FormState
@@ -230,7 +222,7 @@ class QueueActor:
     """``hook_calls.count`` when the last wake went out."""
     _disk_failing: bool = attrs.field(default=False, init=False)
     state: QueueState = attrs.field(init=False)
-    _live: _LiveForm | None = None
+    _live: _FormJob | None = None
     _nursery: trio.Nursery | None = None
     _self_tx: trio.MemorySendChannel[QueueMessage] | None = None
     _jobs: trio.MemorySendChannel[_FormJob] | None = None
@@ -281,12 +273,20 @@ class QueueActor:
             while True:
                 try:
                     # Usually the next form's job is waiting already (the form before it
-                    # stopped in this task: ``tell_last_now``). ``receive``'s pass through
-                    # the scheduler is the runner's one per form: a listener answering every
-                    # form at once does not starve the loop.
-                    job = await jobs.receive()
+                    # stopped in this task: ``tell_last_now``). Taking it is ``receive``
+                    # without its cancellation check (nothing cancels the shielded runner),
+                    # and its pass through the scheduler is the runner's one per form: a
+                    # listener answering every form at once does not starve the loop.
+                    job = jobs.receive_nowait()
+                except trio.WouldBlock:
+                    try:
+                        job = await jobs.receive()
+                    except trio.EndOfChannel:
+                        return
                 except trio.EndOfChannel:
                     return
+                else:
+                    await trio.lowlevel.cancel_shielded_checkpoint()
                 if job.settle:
                     await trio.lowlevel.checkpoint()
                 await self.run_background_form(
@@ -445,10 +445,10 @@ class QueueActor:
                 send: trio.MemorySendChannel[FormInput]
                 receive: trio.MemoryReceiveChannel[FormInput]
                 send, receive = trio.open_memory_channel(64)
-                self._live = _LiveForm(request.request_id, scope, send)
-                self._jobs.send_nowait(
-                    _FormJob(request, form, epoch, scope, send, receive, self._settle)
+                self._live = job = _FormJob(
+                    request, form, epoch, scope, send, receive, self._settle
                 )
+                self._jobs.send_nowait(job)
                 self._settle = False
             case CloseReply(channel=channel):
                 channel.close()
@@ -459,7 +459,7 @@ class QueueActor:
                 self.wakeups.send_nowait(message)
                 self._woken_at = self.hook_calls.count
             case CancelForm(request_id=request_id):
-                if self._live is not None and self._live.request_id == request_id:
+                if self._live is not None and self._live.request.request_id == request_id:
                     self._live.scope.cancel()
             case CancelClaim(scope=scope):
                 scope.cancel()
@@ -507,7 +507,7 @@ class QueueActor:
         the live background form's when it is ``request_id``'s, else ``None``."""
         if claimed is not None:
             return claimed
-        if self._live is not None and self._live.request_id == request_id:
+        if self._live is not None and self._live.request.request_id == request_id:
             return self._live.commands
         return None
 

@@ -1241,7 +1241,12 @@ def _deliver(
         step.emit(MarkDelivered(tuple(entries)))
     step.set(follow_ups=remaining)
     for item in items:
-        step.put(attrs.evolve(item, delivered=True))
+        # ``Item(...)``, not ``evolve`` (which reads the class's fields for every call): each
+        # answer is delivered once, and a boundary may deliver thousands (as ``_form_stopped``).
+        delivered = Item(
+            item.request, item.seq, item.form, item.outcome, True, item.member_of, item.routed_to
+        )
+        step.put(delivered)
     return [f.message for f in follow_ups] + answers
 
 
