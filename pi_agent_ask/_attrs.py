@@ -31,7 +31,10 @@ added by attrs (they are not).
 
 from __future__ import annotations
 
+import linecache
+import re
 import reprlib
+from types import FunctionType, MemberDescriptorType
 from typing import TYPE_CHECKING, Any
 
 import attrs as _attrs
@@ -73,8 +76,8 @@ def _repr(self: Any) -> str:
     return f"{self.__class__.__qualname__.rsplit('>.', 1)[-1]}({', '.join(parts)})"
 
 
-def _compile(source: str, name: str, cls: type) -> Any:
-    namespace: dict[str, Any] = {}
+def _compile(source: str, name: str, cls: type, namespace: dict[str, Any] | None = None) -> Any:
+    namespace = {} if namespace is None else namespace
     exec(compile(source, f"<pi_agent_ask {name} {cls.__qualname__}>", "exec"), namespace)
     return namespace[name]
 
@@ -116,6 +119,86 @@ def _lazy_comparison(cls: type, *, hashable: bool) -> None:
     cls.__hash__ = __hash__ if hashable else None  # type: ignore[assignment,method-assign]
 
 
+_SETATTR_LINE = "_setattr = _cached_setattr_get(self)"
+_SETATTR_CALL = re.compile(r"\b_setattr\('(\w+)', ")
+
+
+def _slot(cls: type, name: str) -> Any:
+    """The slot ``object.__setattr__(instance, name, ...)`` writes for an instance of ``cls``,
+    or None when it would write anything else (a property, the instance's ``__dict__``)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            found = klass.__dict__[name]
+            return found if type(found) is MemberDescriptorType else None
+    return None
+
+
+def _direct_init(cls: type, original: Any) -> Any:
+    """attrs's own ``__init__`` for ``cls``, from its own source, with each
+    ``_setattr('name', value)`` (``object.__setattr__`` through a bound method made per call)
+    written as the call of that field's slot, ``__set__(self, value)``; or None when that source
+    is not at hand or sets something that is not a slot (module docstring)."""
+    if not isinstance(original, FunctionType) or not original.__code__.co_filename.startswith(
+        "<attrs generated"
+    ):
+        return None  # the class body's own ``__init__``
+    cached = linecache.cache.get(original.__code__.co_filename)
+    if cached is None:
+        return None
+    lines = iter(cached[2])
+    for line in lines:
+        if line.startswith("def __init__("):
+            body = [line]
+            break
+    else:
+        return None
+    for line in lines:
+        if not line.startswith(" "):
+            break
+        if line.strip() != _SETATTR_LINE:
+            body.append(line)
+    if len(body) == 1:
+        body.append("    pass\n")  # a class without fields: the line taken out was all
+    namespace = original.__globals__
+    setters: dict[str, Any] = {}
+
+    def setter(match: re.Match[str]) -> str:
+        slot = _slot(cls, match[1])
+        if slot is None:
+            raise LookupError(match[1])
+        setters[f"_pi_set_{match[1]}"] = slot.__set__
+        return f"_pi_set_{match[1]}(self, "
+
+    try:
+        source = _SETATTR_CALL.sub(setter, "".join(body))
+    except LookupError:
+        return None
+    if "_setattr" in source:
+        return None
+    namespace.update(setters)
+    made: Any = _compile(source, "__init__", cls, namespace)
+    made.__defaults__, made.__kwdefaults__ = original.__defaults__, original.__kwdefaults__
+    for name in ("__module__", "__qualname__", "__doc__", "__annotations__"):
+        setattr(made, name, getattr(original, name))
+    return made
+
+
+def _lazy_init(cls: type) -> None:
+    """Give ``cls`` an ``__init__`` that, at its first call, puts :func:`_direct_init`'s
+    version of attrs's ``__init__`` in its place (or attrs's own, when there is none)."""
+    original = cls.__dict__["__init__"]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        made = _direct_init(cls, original) or original
+        cls.__init__ = made  # type: ignore[misc]
+        made(self, *args, **kwargs)
+
+    for name in ("__module__", "__qualname__", "__doc__", "__annotations__"):
+        setattr(__init__, name, getattr(original, name))
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]  # inspect.signature reads it
+    cls.__init__ = __init__  # type: ignore[misc]
+
+
 def _plain(cls: type, is_frozen: bool, options: dict[str, Any]) -> bool:
     """Whether ``cls`` needs plain attrs (see the module docstring)."""
     if any(options.get(name) not in (None, False) for name in _UNSUPPORTED):
@@ -145,6 +228,8 @@ def _make(decorator: Any, is_frozen: bool, maybe_cls: type | None, options: dict
                 made.__repr__ = _repr  # type: ignore[assignment,method-assign]
             if want_eq:
                 _lazy_comparison(made, hashable=is_frozen)
+        if is_frozen and "__init__" in made.__dict__ and "__slots__" in made.__dict__:
+            _lazy_init(made)
         return made
 
     return wrap if maybe_cls is None else wrap(maybe_cls)
