@@ -17,8 +17,15 @@ come to exist:
 Why: attrs writes those methods as source and compiles it while the class is created, about
 a third of a millisecond per class, so the 200-odd classes a form needs cost about half of
 their modules' import time, most of it for methods a first frame never calls (``ask``'s
-cold start, ``docs/benchmarks.md``). ``__init__`` is still attrs's own, compiled at once: a
-class is there to be instantiated.
+cold start, ``docs/benchmarks.md``). ``__init__`` is attrs's own, compiled at once: a
+class is there to be instantiated. A frozen slotted class's ``__init__`` is, from its first
+call on, attrs's own source compiled again with one change: where attrs writes
+``_setattr('a', value)`` (``object.__setattr__`` through a method bound per call, which looks
+``a`` up on the class again), it calls the slot's ``__set__(self, value)`` found once, about a
+third cheaper for a class of two fields. The class keeps attrs's ``__init__`` when its source is
+not in ``linecache`` or a field it sets is not a slot (a frozen base class without slots). The
+one difference a program could see: a class that is not an attrs class, inherits such an
+``__init__`` and hides a field's slot behind a class attribute of the same name.
 
 A class gets plain attrs (everything compiled at once) when it needs what is not replicated
 here: ``order``, ``cache_hash``, an explicit ``hash``, a field's ``eq`` or ``hash`` key
@@ -143,7 +150,7 @@ def _direct_init(cls: type, original: Any) -> Any:
     ):
         return None  # the class body's own ``__init__``
     cached = linecache.cache.get(original.__code__.co_filename)
-    if cached is None:
+    if cached is None or len(cached) != 4:  # not there, or a module's lazily read source
         return None
     lines = iter(cached[2])
     for line in lines:

@@ -292,3 +292,137 @@ def test_the_ask_path_compiles_no_repr_eq_or_hash_at_import() -> None:
     )
     count, *names = done.stdout.splitlines()
     assert int(count) == 0, names
+
+
+def _init_shapes(api: Any) -> dict[str, type]:
+    """Class shapes whose ``__init__`` is compared with plain attrs's, argument for argument."""
+
+    @api.frozen
+    class Empty:
+        pass
+
+    @api.frozen
+    class Fields:
+        a: Any
+        _b: Any = "b"
+        c: list[Any] = attrs.field(factory=list)
+        d: Any = attrs.field(init=False, default=4)
+        e: Any = attrs.field(init=False, factory=dict)
+        f: Any = attrs.field(default=None, kw_only=True)
+        g: Any = attrs.field(alias="gee", default=7)
+
+    @api.frozen
+    class Converted:
+        a: tuple[Any, ...] = attrs.field(converter=tuple)
+        b: str = attrs.field(default=1, converter=str)
+        c: Any = attrs.field(factory=lambda: [1], converter=tuple)
+
+    @api.frozen
+    class Validated:
+        a: int = attrs.field(validator=attrs.validators.instance_of(int))
+        b: Any = attrs.field(default=0, validator=attrs.validators.in_((0, 1)))
+
+    @api.frozen
+    class Hooked:
+        a: Any
+        b: Any = attrs.field(default=attrs.Factory(lambda self: (self.a,), takes_self=True))
+        calls: list[Any] = attrs.field(factory=list, kw_only=True)
+
+        def __attrs_pre_init__(self, a: Any, b: Any, calls: Any) -> None:
+            if a == "pre":
+                raise ValueError(("pre", a, b, calls))
+
+        def __attrs_post_init__(self) -> None:
+            self.calls.append(("post", self.a, self.b))
+
+    @api.frozen
+    class Base:
+        a: Any
+        b: Any = 2
+
+    @api.frozen
+    class Derived(Base):
+        c: Any = 3
+        d: Any = attrs.field(kw_only=True, default=4)
+
+    @api.frozen(slots=False)
+    class Unslotted:
+        a: Any
+
+    @api.frozen
+    class OverUnslotted(Unslotted):  # ``a`` lives in the instance's __dict__
+        b: Any = 1
+
+    return {
+        "Empty": Empty,
+        "Fields": Fields,
+        "Converted": Converted,
+        "Validated": Validated,
+        "Hooked": Hooked,
+        "Derived": Derived,
+        "OverUnslotted": OverUnslotted,
+    }
+
+
+INIT_PLAIN = _init_shapes(attrs)
+INIT_OURS = _init_shapes(_attrs)
+arguments = st.one_of(st.none(), st.integers(0, 2), st.text(max_size=3), st.just("pre"))
+calls = st.tuples(
+    st.sampled_from(sorted(INIT_PLAIN)),
+    st.lists(arguments, max_size=4),
+    st.dictionaries(
+        st.sampled_from(["a", "b", "_b", "c", "d", "e", "f", "g", "gee", "calls", "x"]),
+        arguments,
+        max_size=3,
+    ),
+)
+
+
+def _made(cls: type, args: list[Any], kwargs: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        instance = cls(*args, **kwargs)
+    except (TypeError, ValueError) as error:
+        return "raised", (type(error), str(error))
+    return "made", [(a.name, getattr(instance, a.name)) for a in attrs.fields(cls)]
+
+
+@given(made=st.lists(calls, min_size=1, max_size=4))
+def test_init_sets_and_refuses_as_attrs_does(
+    made: list[tuple[str, list[Any], dict[str, Any]]],
+) -> None:
+    """Same fields set to the same values (defaults, factories, converters, hooks, aliases),
+    the same error with the same message, from the first call on and after it."""
+    for name, args, kwargs in made:
+        plain, ours = INIT_PLAIN[name], INIT_OURS[name]
+        assert _made(ours, args, kwargs) == _made(plain, args, kwargs)
+
+
+def test_init_defaults_are_attrs_s_own_objects() -> None:
+    shared: list[Any] = []
+
+    @_attrs.frozen
+    class Defaulted:
+        a: Any = shared
+        b: list[Any] = attrs.field(factory=list)
+
+    first, second = Defaulted(), Defaulted()
+    assert first.a is shared and second.a is shared
+    assert first.b == [] and first.b is not second.b
+
+
+def test_init_sets_slots_directly_after_its_first_call() -> None:
+    """The first call puts attrs's ``__init__`` with each ``_setattr('name', value)`` written
+    as the slot's own ``__set__`` in place; a class whose field is not a slot keeps attrs's."""
+    import inspect
+
+    fields, over = INIT_OURS["Fields"], INIT_OURS["OverUnslotted"]
+    assert inspect.signature(fields) == inspect.signature(INIT_PLAIN["Fields"])
+    fields(1)
+    over(1)
+    names = fields.__init__.__code__.co_names
+    assert "_cached_setattr_get" not in names and "_setattr" not in names
+    assert "_pi_set_a" in names and "_pi_set__b" in names
+    assert fields.__init__.__qualname__ == INIT_PLAIN["Fields"].__init__.__qualname__
+    assert "_cached_setattr_get" in over.__init__.__code__.co_names  # attrs's own
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        fields(1).a = 2
