@@ -18,7 +18,7 @@ Why: attrs writes those methods as source and compiles it while the class is cre
 a third of a millisecond per class, so the 200-odd classes a form needs cost about half of
 their modules' import time, most of it for methods a first frame never calls (``ask``'s
 cold start, ``docs/benchmarks.md``). ``__init__`` is attrs's own, compiled at once: a
-class is there to be instantiated. A frozen slotted class's ``__init__`` is, from its first
+class is there to be instantiated. A frozen slotted class's ``__init__`` is, from its eighth
 call on, attrs's own source compiled again with one change: where attrs writes
 ``_setattr('a', value)`` (``object.__setattr__`` through a method bound per call, which looks
 ``a`` up on the class again), it calls the slot's ``__set__(self, value)`` found once, about a
@@ -190,15 +190,26 @@ def _direct_init(cls: type, original: Any) -> Any:
     return made
 
 
+_INIT_CALLS_BEFORE_COMPILING = 8
+
+
 def _lazy_init(cls: type) -> None:
-    """Give ``cls`` an ``__init__`` that, at its first call, puts :func:`_direct_init`'s
-    version of attrs's ``__init__`` in its place (or attrs's own, when there is none)."""
+    """Give ``cls`` an ``__init__`` that runs attrs's own for its first calls, then puts
+    :func:`_direct_init`'s version of it in its place (or attrs's own, when there is none).
+
+    Not at the first call: a class made a few times at start (a module's constants, the first
+    frame's state) would pay a compile for nothing, and start would be slower."""
     original = cls.__dict__["__init__"]
+    calls = [0]
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        made = _direct_init(cls, original) or original
-        cls.__init__ = made  # type: ignore[misc]
-        made(self, *args, **kwargs)
+        calls[0] += 1
+        if calls[0] < _INIT_CALLS_BEFORE_COMPILING:
+            original(self, *args, **kwargs)
+        else:
+            made = _direct_init(cls, original) or original
+            cls.__init__ = made  # type: ignore[misc]
+            made(self, *args, **kwargs)
 
     for name in ("__module__", "__qualname__", "__doc__", "__annotations__"):
         setattr(__init__, name, getattr(original, name))
