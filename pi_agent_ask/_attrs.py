@@ -39,7 +39,6 @@ added by attrs (they are not).
 from __future__ import annotations
 
 import linecache
-import re
 import reprlib
 from types import FunctionType, MemberDescriptorType
 from typing import TYPE_CHECKING, Any
@@ -127,7 +126,7 @@ def _lazy_comparison(cls: type, *, hashable: bool) -> None:
 
 
 _SETATTR_LINE = "_setattr = _cached_setattr_get(self)"
-_SETATTR_CALL = re.compile(r"\b_setattr\('(\w+)', ")
+_SETATTR_CALL = "_setattr('"
 
 
 def _slot(cls: type, name: str) -> Any:
@@ -166,22 +165,21 @@ def _direct_init(cls: type, original: Any) -> Any:
             body.append(line)
     if len(body) == 1:
         body.append("    pass\n")  # a class without fields: the line taken out was all
-    namespace = original.__globals__
     setters: dict[str, Any] = {}
-
-    def setter(match: re.Match[str]) -> str:
-        slot = _slot(cls, match[1])
-        if slot is None:
-            raise LookupError(match[1])
-        setters[f"_pi_set_{match[1]}"] = slot.__set__
-        return f"_pi_set_{match[1]}(self, "
-
-    try:
-        source = _SETATTR_CALL.sub(setter, "".join(body))
-    except LookupError:
-        return None
+    for at, line in enumerate(body):
+        indent = line[: len(line) - len(line.lstrip())]
+        if not line.startswith(_SETATTR_CALL, len(indent)):
+            continue
+        name, quote, rest = line[len(indent) + len(_SETATTR_CALL) :].partition("', ")
+        slot = _slot(cls, name)
+        if slot is None or not quote:
+            return None
+        setters[f"_pi_set_{name}"] = slot.__set__
+        body[at] = f"{indent}_pi_set_{name}(self, {rest}"
+    source = "".join(body)
     if "_setattr" in source:
         return None
+    namespace = original.__globals__
     namespace.update(setters)
     made: Any = _compile(source, "__init__", cls, namespace)
     made.__defaults__, made.__kwdefaults__ = original.__defaults__, original.__kwdefaults__
