@@ -94,6 +94,30 @@ def test_written_entries_behave_as_entries() -> None:
     assert entry in {plain} and session.get(entry.id) == entry
 
 
+def test_written_entries_of_one_frame_read_their_fields_from_it() -> None:
+    """The entries of a chain written at once share their frame's fields (``_Frame``): each
+    reads its own id, type and place in the chain, as the entries read back have them."""
+    session = SessionFile.in_memory()
+    [root] = session.append_chains([[("root", {})]])
+    [chain] = session.append_chains([[("a", {"n": 1}), ("b", {"n": 2}), ("c", {})]])
+    assert isinstance(root, tuple) and isinstance(chain, tuple)
+    back = session.branch()
+    assert back == root + chain
+    for written, read in zip(root + chain, back, strict=True):
+        assert (written.id, written.parent_id, written.type, written.timestamp) == (
+            read.id,
+            read.parent_id,
+            read.type,
+            read.timestamp,
+        )
+        assert repr(written) == repr(read) and hash(written) == hash(read)
+        evolved = attrs.evolve(written, type="other")
+        assert (evolved.id, evolved.parent_id, evolved.type) == (read.id, read.parent_id, "other")
+        assert evolved.data == read.data
+    assert [e.type for e in chain] == ["a", "b", "c"]
+    assert [e.parent_id for e in chain] == [root[0].id, chain[0].id, chain[1].id]
+
+
 def test_data_that_is_not_a_mapping_is_refused_as_before() -> None:
     session = SessionFile.in_memory()
     [result] = session.append_chains([[("a", ["not", "a", "map"])]])  # type: ignore[list-item]

@@ -106,6 +106,36 @@ def test_a_chain_of_the_runtime_is_written_at_once_and_reads_back_as_written(
         assert session.fold().live() == live  # type: ignore[attr-defined]
 
 
+def test_a_frame_hangs_from_the_leaf_whichever_write_set_it(tmp_path: Path) -> None:
+    """The one-encode path keeps the stored form of the last id it wrote, for the parent of
+    the next frame's first entry; a leaf another write set (the general path, ``move_leaf``,
+    a session opened again) is encoded afresh. Read back, every entry hangs where the
+    session said it would."""
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        [a] = session.append_chains([_runtime_chain(0)])
+        b = session.append_many([("note", {"n": 1})])
+        [c] = session.append_chains([_runtime_chain(1)])
+        session.move_leaf(a[0].id)
+        [d] = session.append_chains([_runtime_chain(2)])
+        session.move_leaf(None)
+        [e] = session.append_chains([_runtime_chain(3)])
+        [f] = session.append_chains([_runtime_chain(4)])
+    written = [a, b, c, d, e, f]
+    for chain in written:
+        assert isinstance(chain, tuple)
+    assert c[0].parent_id == b[0].id and b[0].parent_id == a[-1].id
+    assert d[0].parent_id == a[0].id and e[0].parent_id is None and f[0].parent_id == e[-1].id
+    with SessionFile.open(path) as session:
+        [g] = session.append_chains([_runtime_chain(5)])  # under the leaf the open found
+        assert isinstance(g, tuple) and g[0].parent_id == f[-1].id
+    with SessionFile.open(path, readonly=True) as session:
+        assert session.report.ok
+        for entry in [entry for chain in [*written, g] for entry in chain]:
+            assert session.get(entry.id) == entry
+            assert session.parent_id(entry.id) == entry.parent_id
+
+
 @settings(max_examples=100, deadline=None)
 @given(chains=st.lists(ENTRIES.filter(bool), min_size=1, max_size=4))
 def test_the_fold_of_chains_written_at_once_equals_the_fold_read_back(

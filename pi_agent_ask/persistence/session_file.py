@@ -51,7 +51,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
-import itertools
 import logging
 import os
 import secrets
@@ -62,7 +61,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, TypeVar
+from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 
 import cbor2
 
@@ -278,19 +277,39 @@ class Entry:
 
 _DATA: Final = Entry.__dict__["data"]
 """The slot holding an entry's data (a ``_Written`` entry fills it on first read)."""
+_ID, _PARENT, _TYPE, _TIME = (
+    Entry.__dict__[name] for name in ("id", "parent_id", "type", "timestamp")
+)
+"""The slots of an entry's other fields (a ``_Written`` entry of the one-encode path leaves
+them unset)."""
+
+
+class _Frame(NamedTuple):
+    """What the entries of one frame of the one-encode path share (``_Written``)."""
+
+    plain: bytes
+    """The frame's plain CBOR."""
+    ids: list[str]
+    parent: str | None
+    """The parent of the first entry (each other's is the one before it)."""
+    types: list[str]
+    now: float
 
 
 class _Written(Entry):
     """An entry ``append_chains`` wrote, holding the CBOR it was stored as: its data is
     decoded from those bytes (and frozen) the first time it is read. It equals the entry read
     back from the file by construction, and the runtime, which never reads the data of what
-    it wrote, pays for no frozen copy. Compares, hashes, prints and pickles as an ``Entry``."""
+    it wrote, pays for no frozen copy. Compares, hashes, prints and pickles as an ``Entry``.
+
+    An entry of the one-encode path (``SessionFile._append_frame``) also reads its other
+    fields from what its frame's entries share (``_Frame``): making it sets one slot."""
 
     __slots__ = ("_src",)
-    _src: tuple[bytes, int]
-    """``(cbor, -1)``: the entry's own CBOR; ``(plain, n)``: the plain CBOR of the frame it
-    was written in (``SessionFile._append_frame``), where the entry is the ``n``-th. One slot:
-    every slot set costs a call, and entries are made for every append."""
+    _src: tuple[Any, int]
+    """``(cbor, -1)``: the entry's own CBOR, its other fields in their slots; ``(frame, n)``:
+    the ``_Frame`` it was written in, where the entry is the ``n``-th. One slot: every slot
+    set costs a call, and entries are made for every append."""
 
     @classmethod
     def made(
@@ -308,7 +327,7 @@ class _Written(Entry):
             if at < 0:
                 value = freeze(codec.decode_entry_data(cbor))
             else:
-                value = freeze(codec.decode_frame_data(cbor, at))
+                value = freeze(codec.decode_frame_data(cbor.plain, at))
             _DATA.__set__(self, value)
         return value
 
@@ -318,6 +337,50 @@ class _Written(Entry):
         _DATA.__set__(self, value)
 
     data = property(_read_data, _write_data)
+
+    # The other fields: from the frame for an entry of the one-encode path, else from their
+    # slots (set through these properties' setters, as ``data``'s).
+
+    def _frame(self) -> tuple[_Frame, int] | None:
+        try:
+            src = self._src
+        except AttributeError:  # made by attrs' ``__init__`` (``evolve``)
+            return None
+        return src if src[1] >= 0 else None
+
+    def _read_id(self) -> str:
+        found = self._frame()
+        if found is None:
+            value: str = _ID.__get__(self, Entry)
+            return value
+        return found[0].ids[found[1]]
+
+    def _read_parent_id(self) -> str | None:
+        found = self._frame()
+        if found is None:
+            value: str | None = _PARENT.__get__(self, Entry)
+            return value
+        frame, at = found
+        return frame.ids[at - 1] if at else frame.parent
+
+    def _read_type(self) -> str:
+        found = self._frame()
+        if found is None:
+            value: str = _TYPE.__get__(self, Entry)
+            return value
+        return found[0].types[found[1]]
+
+    def _read_timestamp(self) -> float:
+        found = self._frame()
+        if found is None:
+            value: float = _TIME.__get__(self, Entry)
+            return value
+        return found[0].now
+
+    id = property(_read_id, _ID.__set__)
+    parent_id = property(_read_parent_id, _PARENT.__set__)
+    type = property(_read_type, _TYPE.__set__)
+    timestamp = property(_read_timestamp, _TIME.__set__)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Entry):
@@ -346,11 +409,8 @@ class _Written(Entry):
         return (Entry, (self.id, self.parent_id, self.type, self.timestamp, self.data))
 
 
-_SLOT_SETTERS: Final = (
-    *(Entry.__dict__[name].__set__ for name in ("id", "parent_id", "type", "timestamp")),
-    _Written.__dict__["_src"].__set__,
-)
-"""The setters of a ``_Written`` entry's slots but ``data``: cheaper calls than
+_SET_SRC: Final = _Written.__dict__["_src"].__set__
+"""The setter of a ``_Written`` entry's ``_src`` slot: a cheaper call than
 ``object.__setattr__`` (no attribute lookup by name)."""
 
 
@@ -423,6 +483,9 @@ class _Ids:
 
 
 _ID_POOL: Final = 4096
+_SLOTS: Final = tuple(array("i", range(n)).tobytes() for n in range(65))
+"""The places of the entries of a frame of ``n`` entries, as ``_Index.slot`` holds them
+(``_Index.add_chain``)."""
 _FRAME_IDS: Final = 64
 """Most entries ``SessionFile._append_frame`` takes in one frame (their ids from one pool)."""
 
@@ -766,18 +829,25 @@ class _Index:
         self.frame_len.append(frame_len)
         self.slot.append(slot)
 
-    def add_chain(self, ids: Sequence[str], frame_off: int, frame_len: int) -> None:
+    def add_chain(self, ids: list[str], frame_off: int, frame_len: int) -> None:
         """``add`` for the entries of one frame, in order, each the child of the one before
         it and the first the child of the leaf; the last becomes the leaf."""
         first, count = len(self.ids), len(ids)
-        self.pos.update(zip(ids, range(first, first + count), strict=True))
-        self.ids.extend(ids)
-        self.parent.append(self.leaf)
-        self.parent.extend(range(first, first + count - 1))
-        self.frame_off.extend(itertools.repeat(frame_off, count))
-        self.frame_len.extend(itertools.repeat(frame_len, count))
-        self.slot.extend(range(count))
-        self.leaf = first + count - 1
+        pos = self.pos
+        n = first
+        for entry_id in ids:
+            pos[entry_id] = n
+            n += 1
+        self.ids += ids
+        # ``fromlist``: no iterator per call, as ``extend`` takes from anything but an array.
+        self.parent.fromlist([self.leaf, *range(first, n - 1)])
+        self.frame_off.fromlist([frame_off] * count)
+        self.frame_len.fromlist([frame_len] * count)
+        if count < len(_SLOTS):
+            self.slot.frombytes(_SLOTS[count])
+        else:
+            self.slot.extend(range(count))
+        self.leaf = n - 1
 
     def check_links(
         self, links: Sequence[tuple[str, str | None]], *, partial: bool = False
@@ -856,6 +926,9 @@ class SessionFile:
         self._memory: _MemoryFrames | None = _MemoryFrames() if path is None else None
         self._packer = codec.Packer()
         self._ids = _Ids()
+        # The id of the last entry ``_append_frame`` wrote and that id in its stored form
+        # (``codec.encode_id``): the parent of the next frame's first entry, most often.
+        self._leaf_key: tuple[str | None, bytes | str | None] = (None, None)
         self._report = OpenReport(path, 0)
         self._projection = projection
         self._checkpoint_every = checkpoint_every
@@ -1331,12 +1404,17 @@ class SessionFile:
             return None
         self._ids.fresh()
         keys = self._ids.take_many(count)
-        known = self._index.pos
-        parent = self.leaf_id
-        parent_key = codec.encode_id(parent)
+        index = self._index
+        known = index.pos
+        leaf = index.leaf
+        parent = None if leaf == _NO_PARENT else index.ids[leaf]
+        keyed, parent_key = self._leaf_key
+        if keyed != parent:
+            parent_key = codec.encode_id(parent)
         now = self._clock()
         rows: list[list[Any]] = []
         ids: list[str] = []
+        types: list[str] = []
         for item, key in zip(chain, keys, strict=True):
             if type(item) is not tuple or len(item) != 2:
                 return None
@@ -1347,6 +1425,7 @@ class SessionFile:
             if entry_id in known:
                 return None
             ids.append(entry_id)
+            types.append(entry_type)
             rows.append([key, parent_key, entry_type, now, data])
             parent_key = key
         if len(set(ids)) != count:
@@ -1366,24 +1445,20 @@ class SessionFile:
                 offset, size = self._write_frame(payload), len(payload)
             except OSError as exc:
                 return [exc]
-        self._index.add_chain(ids, offset, size)
+        index.add_chain(ids, offset, size)
+        self._leaf_key = (ids[-1], parent_key)
         fold = self._fold
         if fold is not None:
             self._fold_frame(fold, rows, ids, parent, now, offset, size)
         self._maybe_checkpoint()
+        frame = _Frame(plain, ids, parent, types, now)
+        new, set_src = object.__new__, _SET_SRC
         entries: list[Entry] = []
-        new = object.__new__
-        set_id, set_parent, set_type, set_time, set_src = _SLOT_SETTERS
-        for at, (entry_id, row) in enumerate(zip(ids, rows, strict=True)):
-            # ``_Written.made``, through the slots' own setters (this runs per entry).
+        add = entries.append
+        for at in range(count):
             entry = new(_Written)
-            set_id(entry, entry_id)
-            set_parent(entry, parent)
-            set_type(entry, row[2])
-            set_time(entry, now)
-            set_src(entry, (plain, at))
-            entries.append(entry)
-            parent = entry_id
+            set_src(entry, (frame, at))
+            add(entry)
         return [tuple(entries)]
 
     def _fold_frame(
