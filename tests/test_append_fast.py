@@ -410,6 +410,12 @@ def test_the_fast_fold_agrees_with_the_record_fold(items: list[tuple[str, Any]])
         fast.step(entry, (n, 0))
         model.step(entry, (n, 0))
         assert _state(fast) == _state(model)
+    # The write path's way in: the data as the writer passed it, the chain in one frame.
+    chained, model = JournalFold(), _RecordFold()
+    chained.step_chain(items, 7)
+    for n, (entry_type, data) in enumerate(items):
+        model.step(Entry(f"{n:016x}", None, entry_type, 0.0, data), (7, n))
+    assert _state(chained) == _state(model)
 
 
 _Q = {"id": "a", "label": "b", "prompt": "c", "options": [{"value": "v", "label": "l"}]}

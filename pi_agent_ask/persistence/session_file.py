@@ -611,9 +611,10 @@ class Fold(Protocol):
 
     def step(self, entry: Entry, loc: Loc) -> None: ...
 
-    # A fold may also have ``step_fields(entry_type, data, loc)``: ``step`` for an entry of
-    # that type and data (as the writer passed it), which the write path of ``append_chains``
-    # calls instead of building an entry for ``step``.
+    # A fold may also have ``step_chain(chain, offset)``: ``step`` for the entries of a chain
+    # written in one frame at ``offset``, in order, each given as its ``(type, data)`` (data as
+    # the writer passed it), which the write path of ``append_chains`` calls instead of
+    # building an entry for each ``step``.
     # And ``live_cbor()``: the bytes ``cbor2.dumps(live())`` gives, which a checkpoint then
     # writes as they are (a fold may keep the encoding of what did not change).
 
@@ -1449,7 +1450,7 @@ class SessionFile:
         self._leaf_key = (ids[-1], parent_key)
         fold = self._fold
         if fold is not None:
-            self._fold_frame(fold, rows, ids, parent, now, offset, size)
+            self._fold_frame(fold, chain, ids, parent, now, offset, size)
         self._maybe_checkpoint()
         frame = _Frame(plain, ids, parent, types, now)
         new, set_src = object.__new__, _SET_SRC
@@ -1464,29 +1465,29 @@ class SessionFile:
     def _fold_frame(
         self,
         fold: Fold,
-        rows: list[list[Any]],
+        chain: Sequence[tuple[str, dict[str, Any]]],
         ids: list[str],
         parent: str | None,
         now: float,
         offset: int,
         size: int,
     ) -> None:
-        """Step the fold over the entries ``_append_frame`` wrote at ``offset``, a frame of
-        ``size`` bytes."""
+        """Step the fold over the entries of ``chain`` that ``_append_frame`` wrote at
+        ``offset`` (their ids ``ids``, the first under ``parent``), a frame of ``size``
+        bytes."""
         try:
-            step_fields = getattr(fold, "step_fields", None)
-            if step_fields is not None:
-                for slot, row in enumerate(rows):
-                    step_fields(row[2], row[4], (offset, slot))
+            step_chain = getattr(fold, "step_chain", None)
+            if step_chain is not None:
+                step_chain(chain, offset)
             else:
-                for slot, (entry_id, row) in enumerate(zip(ids, rows, strict=True)):
-                    fold.step(_entry_view(entry_id, parent, row[2], now, row[4]), (offset, slot))
+                for slot, (entry_id, (entry_type, data)) in enumerate(zip(ids, chain, strict=True)):
+                    fold.step(_entry_view(entry_id, parent, entry_type, now, data), (offset, slot))
                     parent = entry_id
         except Exception:
             logger.exception("%s: the projection refused an entry", self)
             self._fold = None
         else:
-            self._count_frame(len(rows), size)
+            self._count_frame(len(ids), size)
 
     def _count_frame(self, entries: int, size: int) -> None:
         """Count one folded frame of ``entries`` entries and ``size`` payload bytes toward
