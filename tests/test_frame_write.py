@@ -8,6 +8,7 @@ writes nothing of it.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
-from pi_agent_ask.persistence.session_file import MEMORY_GROUP, SessionFile
+from pi_agent_ask.persistence.session_file import MEMORY_GROUP_BYTES, SessionFile
 from tests.test_append_fast import ENTRIES, _nested, _RecordFold, _state
 
 _JSON = st.recursive(
@@ -195,22 +196,34 @@ def test_data_that_is_not_a_dict_takes_the_general_path_and_is_stored_frozen() -
 
 
 def test_an_in_memory_session_reads_back_frames_held_plain_and_deflated_in_groups() -> None:
-    """In memory, the one-encode path's frames are held plain until ``MEMORY_GROUP`` of them
-    are, then deflated together; frames of other paths stay payloads. Every entry reads back
-    as written, alone (``entry_at``) and along the branch, whichever way its frame is held."""
+    """In memory, the one-encode path's frames are held plain until the next would take them
+    past ``MEMORY_GROUP_BYTES``, then deflated together (a larger frame alone); frames of
+    other paths stay payloads. Every entry reads back as written, alone (``entry_at``) and
+    along the branch, whichever way its frame is held."""
     session = SessionFile.in_memory(projection=JOURNAL)
     written = []
-    for n in range(MEMORY_GROUP * 2 + 3):
+    for n in range(40):
+        size = MEMORY_GROUP_BYTES + 5_000 if n == 17 else 7_000
+        chain = [*_runtime_chain(n), ("note", {"text": os.urandom(size // 2).hex()})]
         if n % 5 == 4:
-            written.extend(session.append_many(_runtime_chain(n)))  # a payload frame
+            written.extend(session.append_many(chain))  # a payload frame
         else:
-            [entries] = session.append_chains([_runtime_chain(n)])
+            [entries] = session.append_chains([chain])
             assert isinstance(entries, tuple)
             written.extend(entries)
     memory = session._memory
     assert memory is not None
     kinds = {type(item) for item in memory._items}
     assert kinds == {bytes, list, tuple}  # payloads, plain frames waiting, grouped frames
+    groups: dict[int, list[int]] = {}
+    for item in memory._items:
+        if type(item) is tuple:
+            groups.setdefault(id(item[0]), []).append(item[2] - item[1])
+    sizes = list(groups.values())
+    assert max(len(frames) for frames in sizes) > 1
+    for frames, after in itertools.pairwise(sizes):
+        assert sum(frames) <= MEMORY_GROUP_BYTES or len(frames) == 1
+        assert sum(frames) + after[0] > MEMORY_GROUP_BYTES  # the next one did not fit
     assert session.branch() == tuple(written)
     assert [e.data for e in session.branch()] == [e.data for e in written]
     for n in (0, len(written) - 1, len(written) // 2):

@@ -647,20 +647,22 @@ class _MemoryFrames:
     """The frames of an in-memory session, by their place (an entry's ``frame_off``).
 
     A frame comes as its payload (as a file holds it) or, from the one-encode path
-    (``SessionFile._append_frame``), as its plain CBOR: those are held plain until
-    ``MEMORY_GROUP`` of them are, and then deflated together (``codec.pack_group``), which
-    costs a fraction of deflating each on its own (DEFLATE's cost per call is that of
-    several small frames) and takes less room (each frame finds its words in those before
-    it). A frame of a group is read by inflating the group (the last one is kept: a branch
-    is read in order). Nothing of this reaches a file: a fork re-encodes the entries."""
+    (``SessionFile._append_frame``), as its plain CBOR: those are held plain until the next
+    would take them past ``MEMORY_GROUP_BYTES``, and then deflated together
+    (``codec.pack_group``), which costs a fraction of deflating each on its own (DEFLATE's
+    cost per call is that of several small frames) and takes less room (each frame finds its
+    words in those before it). A frame of a group is read by inflating the group (the last
+    one is kept: a branch is read in order). Nothing of this reaches a file: a fork
+    re-encodes the entries."""
 
-    __slots__ = ("_items", "_last", "_pending")
+    __slots__ = ("_items", "_last", "_pending", "_pending_bytes")
 
     def __init__(self) -> None:
         # A payload (``bytes``), a plain frame waiting for its group (``list``: [plain]), or
         # a frame of a group (``tuple``: (packed group, start, end) in the group's plain).
         self._items: list[Any] = []
         self._pending: list[int] = []
+        self._pending_bytes = 0
         self._last: tuple[bytes, bytes] | None = None
 
     def __len__(self) -> int:
@@ -670,11 +672,12 @@ class _MemoryFrames:
         self._items.append(payload)
 
     def append_plain(self, plain: bytes) -> None:
-        pending = self._pending
-        pending.append(len(self._items))
-        self._items.append([plain])
-        if len(pending) >= MEMORY_GROUP:
+        size = len(plain)
+        if self._pending_bytes + size > MEMORY_GROUP_BYTES and self._pending:
             self._pack()
+        self._pending.append(len(self._items))
+        self._items.append([plain])
+        self._pending_bytes += size
 
     def __getitem__(self, offset: int) -> bytes:
         """The payload at ``offset`` (``plain`` first: ``None`` there)."""
@@ -705,10 +708,15 @@ class _MemoryFrames:
             items[n] = (packed, start, start + len(plain))
             start += len(plain)
         pending.clear()
+        self._pending_bytes = 0
 
 
-MEMORY_GROUP: Final = 16
-"""Frames an in-memory session deflates together (``_MemoryFrames``)."""
+MEMORY_GROUP_BYTES: Final = 60 * 1024
+"""Most plain bytes an in-memory session deflates together (``_MemoryFrames``; a frame
+larger on its own is a group of one). DEFLATE keeps twice its 32 KiB window in memory, the
+preset dictionary at its start; input past that slides the window and rehashes it, which
+costs more than starting a new group: up to this size, the larger the group the less each
+byte costs."""
 
 
 class _NeedFullIndex(Exception):
