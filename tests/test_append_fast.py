@@ -296,6 +296,8 @@ QUESTION = st.fixed_dictionaries(
     },
 )
 RESULT = st.one_of(ODD, st.just({"answers": {}}))
+# A completion's result as a background form's entries hold it (``journal.completion_entries``).
+COMPLETED = st.one_of(RESULT, st.builds(codec.Spliced, RESULT))
 DATA_OF: dict[str, Any] = {
     je.ToolCall.TYPE: st.fixed_dictionaries(
         {"toolCallId": FIELD}, optional={"name": st.sampled_from(["ask_user", "ask_user", 1])}
@@ -340,10 +342,10 @@ DATA_OF: dict[str, Any] = {
         },
     ),
     je.HistoryCompleted.TYPE: st.fixed_dictionaries(
-        {}, optional={"requestId": FIELD, "result": RESULT, "error": FIELD}
+        {}, optional={"requestId": FIELD, "result": COMPLETED, "error": FIELD}
     ),
     je.QueueCompleted.TYPE: st.fixed_dictionaries(
-        {}, optional={"requestId": FIELD, "result": RESULT, "error": FIELD}
+        {}, optional={"requestId": FIELD, "result": COMPLETED, "error": FIELD}
     ),
     je.Queued.TYPE: st.fixed_dictionaries({}, optional={"requestId": FIELD, "toolCallId": FIELD}),
     je.BackgroundAnswer.TYPE: st.fixed_dictionaries(
@@ -385,6 +387,14 @@ _WAIT = {
 @example(items=[_QUEUED, ("tool-result", {**_WAIT, "name": "ask_user"})])
 @example(items=[_QUEUED, ("ask:queue-completed", {"requestId": "r1", "error": "x"})])
 @example(items=[_QUEUED, ("ask:background-answer", {"details": {"requestId": "r1"}})])
+@example(
+    items=[
+        _QUEUED,
+        ("ask:history-completed", {"requestId": "r1", "result": codec.Spliced({})}),
+        ("ask:history-completed", {"requestId": "r1", "result": codec.Spliced(["x"])}),
+        ("ask:queue-completed", {"requestId": "r1", "result": codec.Spliced({"answers": {}})}),
+    ]
+)
 @example(
     items=[
         _QUEUED,

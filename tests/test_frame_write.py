@@ -13,15 +13,21 @@ import os
 from pathlib import Path
 from typing import Any
 
+import cbor2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pi_agent_ask.form.result import build_result
+from pi_agent_ask.form.types import Draft
 from pi_agent_ask.persistence import codec
+from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
+from pi_agent_ask.persistence.records import Outcome
 from pi_agent_ask.persistence.session_file import MEMORY_GROUP_BYTES, SessionFile
 from tests.test_append_fast import ENTRIES, _nested, _RecordFold, _state
+from tests.test_mutants_entries import _params
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -259,3 +265,35 @@ def test_a_failed_write_of_a_chain_alone_is_rolled_back_and_is_its_result(
     with SessionFile.open(path) as again:
         assert again.report.ok
         assert again.branch() == first + second
+
+
+def test_a_background_forms_completions_hold_its_result_encoded_once(tmp_path: Path) -> None:
+    """A background form's two completion entries hold its result as one ``Spliced``
+    (encoded once); a foreground form's one entry holds it as it is. Written and read back,
+    both are the result, and the fold counts both completions."""
+    params = _params("a", "b", title="Plan")
+    result = build_result(params, [Draft(selected=(0,)), Draft(selected=(1,))], request_id="r1")
+    details = result.to_details()
+    [(_, history), (_, queue)] = jr.completion_entries(
+        Outcome("r1", result=result), background=True
+    )
+    assert type(history["result"]) is codec.Spliced and queue["result"] is history["result"]
+    assert history["result"].cbor == cbor2.dumps(details)
+    [(_, alone)] = jr.completion_entries(Outcome("r1", result=result), background=False)
+    assert alone["result"] == details
+    path = tmp_path / "s.pias"
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        queued = ("ask:queued", {"version": 1, "requestId": "r1", "params": {}})
+        [written] = session.append_chains(
+            [[queued, *jr.completion_entries(Outcome("r1", result=result), background=True)]]
+        )
+        assert isinstance(written, tuple)
+        fold = session.fold()
+        assert isinstance(fold, JournalFold)
+        assert [item[:2] for item in fold.log] == [["c", "r1"]]
+        outcome = fold.requests["r1"].outcome
+        assert outcome is not None and outcome[1] == 2  # the queue's completion
+    with SessionFile.open(path, readonly=True) as session:
+        back = session.branch()
+    assert [jr.thaw(e.data["result"]) for e in back[1:]] == [details, details]
+    assert back == written

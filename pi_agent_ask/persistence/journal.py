@@ -54,8 +54,11 @@ def thaw(value: Any) -> Any:
     """Entry data as plain JSON values: mappings become dicts, arrays become lists.
 
     The session file hands data back deep-frozen (tuples, read-only mappings); validators and
-    result readers expect JSON's lists and dicts.
+    result readers expect JSON's lists and dicts. A spliced value (``codec.Spliced``) is the
+    value it stands for.
     """
+    if type(value) is codec.Spliced:
+        return thaw(value.value)
     if isinstance(value, Mapping):
         return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, tuple | list):
@@ -165,10 +168,14 @@ def completion_entries(
     outcome: Outcome, *, background: bool, details: Mapping[str, Any] | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
     """The entries that record an outcome: history always, the queue's for background forms.
-    ``details``: the result's ``to_details()`` when the caller made it already."""
+    ``details``: the result's ``to_details()`` when the caller made it already.
+
+    A background form's two entries hold one result, encoded once (``codec.Spliced``: the
+    same bytes; the journal's fold reads through it)."""
     body: dict[str, Any] = {"requestId": outcome.request_id}
     if outcome.result is not None:
-        body["result"] = outcome.result.to_details() if details is None else details
+        result = outcome.result.to_details() if details is None else details
+        body["result"] = codec.Spliced(result) if background else result
     if outcome.error is not None:
         body["error"] = outcome.error
     entries = [(HISTORY_COMPLETED, {"version": 1, **body})]

@@ -37,6 +37,7 @@ import cbor2
 
 from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence import entries as je
+from pi_agent_ask.persistence.codec import Spliced
 from pi_agent_ask.persistence.session_file import Entry, Loc
 from pi_agent_ask.persistence.stored_questions import stored_question_count
 
@@ -348,10 +349,15 @@ less ``user-message``, which the fold does not read)."""
 
 def _has_outcome(data: Mapping[str, Any]) -> bool:
     """``_Completion.has_outcome`` of the completion this data is (``map_field`` of its
-    result, ``text_field`` of its error: ``dict`` tested first, an ABC check costs a call)."""
+    result, ``text_field`` of its error: ``dict`` tested first, an ABC check costs a call).
+    The result may be spliced (``journal.completion_entries``): its value is what is read
+    back."""
     result = data.get("result")
-    if result is not None and isinstance(result, (dict, Mapping)):
-        return True
+    if result is not None:
+        if type(result) is Spliced:
+            result = result.value
+        if isinstance(result, (dict, Mapping)):
+            return True
     return isinstance(data.get("error"), str)
 
 
