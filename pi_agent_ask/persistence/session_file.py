@@ -1525,6 +1525,13 @@ class SessionFile:
         encoded: list[bytes] = []
         parent_key = codec.encode_id(parent)
         new, put = object.__new__, object.__setattr__
+        set_id, set_parent, set_type, set_time = (
+            _ID.__set__,
+            _PARENT.__set__,
+            _TYPE.__set__,
+            _TIME.__set__,
+        )
+        set_src = _SET_SRC
         encode = codec.encode_stored
         take, known = self._ids.take, self._index.pos
         plain = 9
@@ -1544,13 +1551,15 @@ class SessionFile:
             except TypeError:
                 data = freeze(data)
                 item = encode(key, parent_key, entry_type, now, data)
-            # ``_Written.made`` and ``_entry_view``, without their calls (this runs per entry).
+            # ``_Written.made`` and ``_entry_view``, without their calls (this runs per entry;
+            # a written entry's slots set through their own setters, as its properties'
+            # setters would).
             entry = new(_Written)
-            put(entry, "id", entry_id)
-            put(entry, "parent_id", parent)
-            put(entry, "type", entry_type)
-            put(entry, "timestamp", now)
-            put(entry, "_src", (item, -1))
+            set_id(entry, entry_id)
+            set_parent(entry, parent)
+            set_type(entry, entry_type)
+            set_time(entry, now)
+            set_src(entry, (item, -1))
             entries.append(entry)
             view = new(Entry)
             put(view, "id", entry_id)
