@@ -409,6 +409,9 @@ class _Written(Entry):
         return (Entry, (self.id, self.parent_id, self.type, self.timestamp, self.data))
 
 
+_NEW_FRAME: Final = tuple.__new__
+"""``_Frame(*fields)`` without the Python-level ``__new__`` a named tuple has:
+``_NEW_FRAME(_Frame, fields)``."""
 _SET_SRC: Final = _Written.__dict__["_src"].__set__
 """The setter of a ``_Written`` entry's ``_src`` slot: a cheaper call than
 ``object.__setattr__`` (no attribute lookup by name)."""
@@ -472,14 +475,14 @@ class _Ids:
         self._at = at + 8
         return self._pool[at : at + 8]
 
-    def take_many(self, count: int) -> list[bytes]:
-        """``take()`` ``count`` times (at most ``_ID_POOL // 8``), from one pool."""
+    def take_many(self, count: int) -> tuple[bytes, ...]:
+        """``take()`` ``count`` times (at most ``_FRAME_IDS``), from one pool."""
         at, end = self._at, self._at + 8 * count
         if end > len(self._pool):
             self._pool, at, end = os.urandom(_ID_POOL), 0, 8 * count
         self._at = end
-        pool = self._pool
-        return [pool[n : n + 8] for n in range(at, end, 8)]
+        ids: tuple[bytes, ...] = _ID_RUNS[count].unpack_from(self._pool, at)
+        return ids
 
 
 _ID_POOL: Final = 4096
@@ -488,6 +491,8 @@ _SLOTS: Final = tuple(array("i", range(n)).tobytes() for n in range(65))
 (``_Index.add_chain``)."""
 _FRAME_IDS: Final = 64
 """Most entries ``SessionFile._append_frame`` takes in one frame (their ids from one pool)."""
+_ID_RUNS: Final = tuple(struct.Struct("8s" * n) for n in range(_FRAME_IDS + 1))
+"""``n`` ids of 8 bytes in a row, read in one call (``_Ids.take_many``)."""
 
 
 def _entry_fields(value: Any) -> tuple[str, str | None, str, float, dict[Any, Any]]:
@@ -1460,7 +1465,7 @@ class SessionFile:
         if fold is not None:
             self._fold_frame(fold, chain, ids, parent, now, offset, size)
         self._maybe_checkpoint()
-        frame = _Frame(plain, ids, parent, types, now)
+        frame = _NEW_FRAME(_Frame, (plain, ids, parent, types, now))
         new, set_src = object.__new__, _SET_SRC
         entries: list[Entry] = []
         add = entries.append
