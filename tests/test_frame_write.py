@@ -297,3 +297,32 @@ def test_a_background_forms_completions_hold_its_result_encoded_once(tmp_path: P
         back = session.branch()
     assert [jr.thaw(e.data["result"]) for e in back[1:]] == [details, details]
     assert back == written
+
+
+def test_an_in_memory_session_holds_the_general_paths_frames_plain_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In memory, a frame ``append_chains`` writes the general way (a chain longer than the
+    one-encode path takes, several chains at once) is held plain and grouped too, unless it
+    is larger than half the frame limit (then deflated on its own, as a file holds it, and
+    refused past the limit as a file refuses it). Every entry reads back as written."""
+    session = SessionFile.in_memory(projection=JOURNAL)
+    long = [("note", {"n": n}) for n in range(sf._FRAME_IDS + 6)]
+    [first] = session.append_chains([long])
+    [second, third] = session.append_chains([_runtime_chain(0), _runtime_chain(1)])
+    for written in (first, second, third):
+        assert isinstance(written, tuple)
+        assert {e._src[1] for e in written} == {-1}  # type: ignore[attr-defined]
+    memory = session._memory
+    assert memory is not None
+    assert [type(item) for item in memory._items] == [list, list]
+    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", 4_000)
+    [big] = session.append_chains([[("note", {"text": "x" * 3_000})]])
+    [refused] = session.append_chains([[("note", {"text": "x" * 4_500})]])
+    assert isinstance(big, tuple) and isinstance(refused, ValueError)
+    assert [type(item) for item in memory._items] == [list, list, bytes]
+    written = [*first, *second, *third, *big]
+    assert session.branch() == tuple(written)
+    assert [e.data for e in session.branch()] == [e.data for e in written]
+    forked = session.fork(None)
+    assert forked.branch() == tuple(written)

@@ -651,9 +651,10 @@ def _live_of(fold: Fold) -> Any:
 class _MemoryFrames:
     """The frames of an in-memory session, by their place (an entry's ``frame_off``).
 
-    A frame comes as its payload (as a file holds it) or, from the one-encode path
-    (``SessionFile._append_frame``), as its plain CBOR: those are held plain until the next
-    would take them past ``MEMORY_GROUP_BYTES``, and then deflated together
+    A frame comes as its payload (as a file holds it) or, from ``append_chains`` (the
+    one-encode path, ``SessionFile._append_frame``, and the general one for frames up to half
+    the size limit), as its plain CBOR: those are held plain until the next would take them
+    past ``MEMORY_GROUP_BYTES``, and then deflated together
     (``codec.pack_group``), which costs a fraction of deflating each on its own (DEFLATE's
     cost per call is that of several small frames) and takes less room (each frame finds its
     words in those before it). A frame of a group is read by inflating the group (the last
@@ -1587,16 +1588,25 @@ class SessionFile:
         ``_store_frame`` does, for a chain ``_chain`` made. Its links need no check: every
         entry hangs from the one before it and the first from the leaf, and no entry holds
         its id (``_new_key``)."""
-        payload, plain = codec.entries_payload(encoded, self._packer)
-        size = max(plain, len(payload))
-        if size > MAX_FRAME_BYTES:
-            raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
-        if self._memory is not None:
-            offset = len(self._memory)
-            self._memory.append(payload)
+        memory = self._memory
+        if memory is not None and sum(map(len, encoded)) <= MAX_FRAME_BYTES // 2:
+            # Held plain and deflated with others, as the one-encode path's frames (half the
+            # limit: no deflated frame of that size can pass it).
+            frame = codec.array_head(len(encoded)) + b"".join(encoded)
+            offset, length = len(memory), len(frame)
+            memory.append_plain(frame)
         else:
-            offset = self._write_frame(payload)
-        self._index.add_chain([entry.id for entry in entries], offset, len(payload))
+            payload, plain = codec.entries_payload(encoded, self._packer)
+            size = max(plain, len(payload))
+            if size > MAX_FRAME_BYTES:
+                raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
+            if memory is not None:
+                offset = len(memory)
+                memory.append(payload)
+            else:
+                offset = self._write_frame(payload)
+            length = len(payload)
+        self._index.add_chain([view.id for view in views], offset, length)
         fold = self._fold
         if fold is not None:
             # ``_follow`` for entries whose locations are known: (offset, place in frame).
@@ -1608,7 +1618,7 @@ class SessionFile:
                 logger.exception("%s: the projection refused an entry", self)
                 self._fold = None
             else:
-                self._count_frame(len(views), len(payload))
+                self._count_frame(len(views), length)
         self._maybe_checkpoint()
 
     def _store_frame(
