@@ -1364,13 +1364,13 @@ class SessionFile:
         now = self._clock()
         parent = self.leaf_id
         taken: set[str] = set()
-        # Frames being built: (chain numbers, their entries, the fold's views of them, their
-        # encoded items, plain size).
-        frames: list[tuple[list[int], list[Entry], list[Entry], list[bytes], int]] = []
+        # Frames being built: (chain numbers, their entries, each entry's (type, data) as the
+        # fold steps over it, their encoded items, plain size).
+        frames: list[tuple[list[int], list[Entry], list[Any], list[bytes], int]] = []
         budget = MAX_FRAME_BYTES // 2  # room for DEFLATE's worst case on incompressible data
         for number, chain in enumerate(chains):
             try:
-                entries, views, encoded, plain = self._chain(chain, parent, now, taken)
+                entries, pairs, encoded, plain = self._chain(chain, parent, now, taken)
             except (ValueError, TypeError, RecursionError) as exc:
                 results[number] = exc
                 continue
@@ -1380,18 +1380,18 @@ class SessionFile:
             parent = entries[-1].id
             if not frames or frames[-1][4] + plain > budget:
                 frames.append(([], [], [], [], 0))
-            numbers, frame_entries, frame_views, frame_items, size = frames[-1]
+            numbers, frame_entries, frame_pairs, frame_items, size = frames[-1]
             numbers.append(number)
             frame_entries.extend(entries)
-            frame_views.extend(views)
+            frame_pairs.extend(pairs)
             frame_items.extend(encoded)
-            frames[-1] = (numbers, frame_entries, frame_views, frame_items, size + plain)
+            frames[-1] = (numbers, frame_entries, frame_pairs, frame_items, size + plain)
             results[number] = tuple(entries)
         failure: OSError | ValueError | None = None
-        for numbers, frame_entries, frame_views, frame_items, _size in frames:
+        for numbers, frame_entries, frame_pairs, frame_items, _size in frames:
             if failure is None:
                 try:
-                    self._write_entries(frame_entries, frame_views, frame_items)
+                    self._write_entries(frame_entries, frame_pairs, frame_items)
                 except (OSError, ValueError) as exc:
                     # Nothing of this frame was written, and the chains after it hang from it.
                     failure = exc
@@ -1479,16 +1479,16 @@ class SessionFile:
     def _fold_frame(
         self,
         fold: Fold,
-        chain: Sequence[tuple[str, dict[str, Any]]],
+        chain: Sequence[tuple[str, Any]],
         ids: list[str],
         parent: str | None,
         now: float,
         offset: int,
         size: int,
     ) -> None:
-        """Step the fold over the entries of ``chain`` that ``_append_frame`` wrote at
-        ``offset`` (their ids ``ids``, the first under ``parent``), a frame of ``size``
-        bytes."""
+        """Step the fold over the entries of ``chain`` (each ``(type, data)``, data as the
+        writer passed it) written at ``offset`` (their ids ``ids``, the first under
+        ``parent``), a frame of ``size`` bytes."""
         try:
             step_chain = getattr(fold, "step_chain", None)
             if step_chain is not None:
@@ -1517,20 +1517,20 @@ class SessionFile:
         parent: str | None,
         now: float,
         taken: set[str],
-    ) -> tuple[list[Entry], list[Entry], list[bytes], int]:
-        """One chain's entries under ``parent``, the fold's views of them (``_entry_view``),
-        each entry encoded; its plain CBOR size. Raises what ``append_many`` raises before
-        writing (an entry that cannot be stored).
+    ) -> tuple[list[Entry], list[tuple[str, Any]], list[bytes], int]:
+        """One chain's entries under ``parent``, each one's ``(type, data)`` as the fold steps
+        over it (data as the writer passed it), each entry encoded; its plain CBOR size.
+        Raises what ``append_many`` raises before writing (an entry that cannot be stored).
 
         The data is encoded as given; only data CBOR cannot encode as it is (a mapping that
         is not a ``dict``, deep inside) is frozen first, as ``append_many`` freezes all data,
         so both accept the same data and store the same bytes. The entries handed back decode
         their data from those bytes when it is first read (``_Written``)."""
         entries: list[Entry] = []
-        views: list[Entry] = []
+        pairs: list[tuple[str, Any]] = []
         encoded: list[bytes] = []
         parent_key = codec.encode_id(parent)
-        new, put = object.__new__, object.__setattr__
+        new = object.__new__
         set_id, set_parent, set_type, set_time = (
             _ID.__set__,
             _PARENT.__set__,
@@ -1557,9 +1557,8 @@ class SessionFile:
             except TypeError:
                 data = freeze(data)
                 item = encode(key, parent_key, entry_type, now, data)
-            # ``_Written.made`` and ``_entry_view``, without their calls (this runs per entry;
-            # a written entry's slots set through their own setters, as its properties'
-            # setters would).
+            # ``_Written.made`` without its call (this runs per entry; a written entry's slots
+            # set through their own setters, as its properties' setters would).
             entry = new(_Written)
             set_id(entry, entry_id)
             set_parent(entry, parent)
@@ -1567,22 +1566,16 @@ class SessionFile:
             set_time(entry, now)
             set_src(entry, (item, -1))
             entries.append(entry)
-            view = new(Entry)
-            put(view, "id", entry_id)
-            put(view, "parent_id", parent)
-            put(view, "type", entry_type)
-            put(view, "timestamp", now)
-            put(view, "data", data)
-            views.append(view)
+            pairs.append((entry_type, data))
             encoded.append(item)
             plain += len(item)
             parent, parent_key = entry_id, key
         if plain > MAX_FRAME_BYTES:
             raise ValueError(f"entry too large: {plain} bytes (at most {MAX_FRAME_BYTES})")
-        return entries, views, encoded, plain
+        return entries, pairs, encoded, plain
 
     def _write_entries(
-        self, entries: list[Entry], views: list[Entry], encoded: list[bytes]
+        self, entries: list[Entry], pairs: list[tuple[str, Any]], encoded: list[bytes]
     ) -> None:
         """Write one entries frame (a chain under the current leaf) and index it: what
         ``_store_frame`` does, for a chain ``_chain`` made. Its links need no check: every
@@ -1606,19 +1599,14 @@ class SessionFile:
             else:
                 offset = self._write_frame(payload)
             length = len(payload)
-        self._index.add_chain([view.id for view in views], offset, length)
+        ids = [_ID.__get__(entry, Entry) for entry in entries]  # (set in their slots)
+        self._index.add_chain(ids, offset, length)
         fold = self._fold
         if fold is not None:
-            # ``_follow`` for entries whose locations are known: (offset, place in frame).
-            step = fold.step
-            try:
-                for slot, view in enumerate(views):
-                    step(view, (offset, slot))
-            except Exception:
-                logger.exception("%s: the projection refused an entry", self)
-                self._fold = None
-            else:
-                self._count_frame(len(views), length)
+            # ``_fold_frame``, for the entries of a frame the general path wrote.
+            self._fold_frame(
+                fold, pairs, ids, entries[0].parent_id, entries[0].timestamp, offset, length
+            )
         self._maybe_checkpoint()
 
     def _store_frame(
