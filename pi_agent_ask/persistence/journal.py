@@ -67,7 +67,8 @@ def thaw(value: Any) -> Any:
 
 
 def presented_types(params: AskParams) -> list[QuestionType]:
-    return [question.effective_type for question in params.questions]
+    # ``question.effective_type`` inline (a property call per question).
+    return [question.presented_type or question.type for question in params.questions]
 
 
 def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[str, Any]:
@@ -132,10 +133,13 @@ def _question_records(
     if shared is None:
         return [_question_record(q, q.to_json()) for q in params.questions]
     made = shared.value if isinstance(shared, codec.Spliced) else shared
-    return [
-        _question_record(q, question)
-        for q, question in zip(params.questions, made["questions"], strict=True)
-    ]
+    records = []
+    for q, question in zip(params.questions, made["questions"], strict=True):
+        presented = q.presented_type  # ``_question_record`` inline (it runs per question)
+        if presented is not None and presented != q.type:
+            question = {**question, "presentedType": presented}
+        records.append(question)
+    return records
 
 
 def _question_record(question: Any, made: dict[str, Any]) -> dict[str, Any]:
@@ -151,9 +155,7 @@ def queued_entry(
         "version": 1,
         "requestId": request.request_id,
         "params": request.params.to_json() if shared is None else shared,
-        "presentSingleAsMulti": any(
-            q.presented_type == "multi" and q.type == "single" for q in request.params.questions
-        ),
+        "presentSingleAsMulti": _single_as_multi(request.params),
         "presentedTypes": presented_types(request.params),
         "createdAt": request.created_at,
     }
@@ -162,6 +164,15 @@ def queued_entry(
     if request.parent_tool_call_id is not None:
         data["parentToolCallId"] = request.parent_tool_call_id
     return data
+
+
+def _single_as_multi(params: AskParams) -> bool:
+    """Whether a requested single-select question is presented as multi-select (a loop: a
+    generator costs more than the test)."""
+    for q in params.questions:  # noqa: SIM110 (see above)
+        if q.presented_type == "multi" and q.type == "single":
+            return True
+    return False
 
 
 def completion_entries(
