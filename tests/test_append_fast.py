@@ -338,7 +338,12 @@ DATA_OF: dict[str, Any] = {
         optional={
             "requestId": FIELD,
             "toolCallId": FIELD,
-            "questions": st.one_of(ODD, st.lists(QUESTION, min_size=1, max_size=2)),
+            "questions": st.one_of(
+                ODD,
+                st.lists(QUESTION, min_size=1, max_size=2),
+                # As a request's entries hold several (``journal.shared_params``).
+                st.builds(codec.Spliced, st.lists(QUESTION, min_size=1, max_size=2)),
+            ),
         },
     ),
     je.HistoryCompleted.TYPE: st.fixed_dictionaries(
@@ -387,6 +392,22 @@ _WAIT = {
 @example(items=[_QUEUED, ("tool-result", {**_WAIT, "name": "ask_user"})])
 @example(items=[_QUEUED, ("ask:queue-completed", {"requestId": "r1", "error": "x"})])
 @example(items=[_QUEUED, ("ask:background-answer", {"details": {"requestId": "r1"}})])
+@example(
+    items=[
+        _CALL,
+        (
+            "ask:history-request",
+            {
+                "requestId": "r2",
+                "toolCallId": "c1",
+                "questions": codec.Spliced(
+                    [{"id": "a", "label": "b", "prompt": "c", "options": []}] * 2
+                ),
+            },
+        ),
+        ("ask:history-request", {"requestId": "r3", "questions": codec.Spliced([{}])}),
+    ]
+)
 @example(
     items=[
         _QUEUED,

@@ -18,13 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.projection import JOURNAL, JournalFold
-from pi_agent_ask.persistence.records import Outcome
+from pi_agent_ask.persistence.records import AskRequest, Outcome
 from pi_agent_ask.persistence.session_file import MEMORY_GROUP_BYTES, SessionFile
 from tests.test_append_fast import ENTRIES, _nested, _RecordFold, _state
 from tests.test_mutants_entries import _params
@@ -326,3 +327,44 @@ def test_an_in_memory_session_holds_the_general_paths_frames_plain_too(
     assert [e.data for e in session.branch()] == [e.data for e in written]
     forked = session.fork(None)
     assert forked.branch() == tuple(written)
+
+
+def test_a_request_of_several_questions_holds_their_list_encoded_once(tmp_path: Path) -> None:
+    """With several questions, ``shared_params`` encodes their list on its own and a history
+    request holds it as it is (the same bytes as the plain list); a request whose questions
+    are presented differently holds its own records, one question stays inline. Written and
+    read back, the entries are the plain data, and the fold counts the questions."""
+    several = _params("a", "b")
+    spliced = jr.shared_params(several)
+    questions = spliced.value["questions"]
+    assert type(questions) is codec.Spliced
+    assert spliced.cbor == cbor2.dumps(several.to_json())
+    request = AskRequest("r1", several, True, "2026-12-01T00:00:00.000Z", "c1")
+    data = jr.history_request_entry(request, shared=spliced)
+    assert data["questions"] is questions
+    presented = attrs.evolve(
+        several,
+        questions=tuple(attrs.evolve(q, presented_type="multi") for q in several.questions),
+    )
+    records = jr.history_request_entry(
+        attrs.evolve(request, params=presented), shared=jr.shared_params(presented)
+    )["questions"]
+    assert [q["presentedType"] for q in records] == ["multi", "multi"]
+    one = jr.shared_params(_params("a"))
+    assert type(one.value["questions"]) is list
+    path = tmp_path / "s.pias"
+    chain = [
+        ("ask:history-request", data),
+        ("ask:queued", jr.queued_entry(request, shared=spliced)),
+    ]
+    with SessionFile.open(path, projection=JOURNAL) as session:
+        [written] = session.append_chains([chain])
+        assert isinstance(written, tuple)
+        fold = session.fold()
+        assert isinstance(fold, JournalFold)
+        assert [item[0::4] for item in fold.log] == [["q", 2]]
+    with SessionFile.open(path, readonly=True) as session:
+        back = session.branch()
+    assert back == written
+    assert jr.thaw(back[0].data) == jr.thaw(data)
+    assert jr.thaw(back[0].data["questions"]) == several.to_json()["questions"]

@@ -291,7 +291,8 @@ class Spliced:
 
     Not a mapping: the session's fold sees it as it is (``SessionFile`` freezes it to
     ``value`` wherever it freezes data), so a field a fold reads may be spliced only where
-    the fold reads through it (the journal's fold: a completion's result)."""
+    the fold reads through it (the journal's fold: a completion's result, a history request's
+    questions)."""
 
     __slots__ = ("cbor", "value")
 

@@ -25,7 +25,7 @@ Every writer goes through the persistence actor; these functions only build the 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.types import AskParams, QuestionType
@@ -83,8 +83,17 @@ def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[
 
 
 def shared_params(params: AskParams) -> codec.Spliced:
-    """``params.to_json()``, encoded once, for the ``shared`` of the builders below."""
-    return codec.Spliced(params.to_json())
+    """``params.to_json()``, encoded once, for the ``shared`` of the builders below. With
+    several questions their list is encoded once too, for the history request holds it again
+    (``_question_records``; splicing costs about what one question's encoding does)."""
+    made = params.to_json()
+    if len(params.questions) >= SPLICED_QUESTIONS:
+        made["questions"] = codec.Spliced(made["questions"])
+    return codec.Spliced(made)
+
+
+SPLICED_QUESTIONS: Final = 2
+"""Fewest questions whose list ``shared_params`` encodes on its own."""
 
 
 def payload_entry(
@@ -127,14 +136,24 @@ def history_request_entry(
 
 def _question_records(
     params: AskParams, shared: Mapping[str, Any] | codec.Spliced | None
-) -> list[Any]:
+) -> list[Any] | codec.Spliced:
     """Each question's ``to_json()``, with its ``presentedType`` when that differs; taken from
-    ``shared`` (the params' ``to_json()``, which holds the same maps) when the caller has it."""
+    ``shared`` (the params' ``to_json()``, which holds the same maps) when the caller has it:
+    its list itself when it is spliced there (``shared_params``) and no presentation
+    differs (the journal's fold reads through it)."""
     if shared is None:
         return [_question_record(q, q.to_json()) for q in params.questions]
     made = shared.value if isinstance(shared, codec.Spliced) else shared
+    questions = made["questions"]
+    if isinstance(questions, codec.Spliced):
+        for q in params.questions:
+            if q.presented_type is not None and q.presented_type != q.type:
+                break
+        else:
+            return questions
+        questions = questions.value
     records = []
-    for q, question in zip(params.questions, made["questions"], strict=True):
+    for q, question in zip(params.questions, questions, strict=True):
         presented = q.presented_type  # ``_question_record`` inline (it runs per question)
         if presented is not None and presented != q.type:
             question = {**question, "presentedType": presented}

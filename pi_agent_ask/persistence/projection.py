@@ -214,7 +214,10 @@ class JournalFold:
         request_id = data.get("requestId")
         if not isinstance(request_id, str):
             return
-        count = stored_question_count(request_id, data.get("questions"))
+        questions = data.get("questions")
+        if type(questions) is Spliced:  # (``journal.shared_params``)
+            questions = questions.value
+        count = stored_question_count(request_id, questions)
         if count is not None:
             self.log.append(["q", request_id, loc[0], loc[1], count])
         call_id = data.get("toolCallId")
