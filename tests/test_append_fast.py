@@ -94,6 +94,30 @@ def test_written_entries_behave_as_entries() -> None:
     assert entry in {plain} and session.get(entry.id) == entry
 
 
+def test_written_entries_of_one_frame_read_their_fields_from_it() -> None:
+    """The entries of a chain written at once share their frame's fields (``_Frame``): each
+    reads its own id, type and place in the chain, as the entries read back have them."""
+    session = SessionFile.in_memory()
+    [root] = session.append_chains([[("root", {})]])
+    [chain] = session.append_chains([[("a", {"n": 1}), ("b", {"n": 2}), ("c", {})]])
+    assert isinstance(root, tuple) and isinstance(chain, tuple)
+    back = session.branch()
+    assert back == root + chain
+    for written, read in zip(root + chain, back, strict=True):
+        assert (written.id, written.parent_id, written.type, written.timestamp) == (
+            read.id,
+            read.parent_id,
+            read.type,
+            read.timestamp,
+        )
+        assert repr(written) == repr(read) and hash(written) == hash(read)
+        evolved = attrs.evolve(written, type="other")
+        assert (evolved.id, evolved.parent_id, evolved.type) == (read.id, read.parent_id, "other")
+        assert evolved.data == read.data
+    assert [e.type for e in chain] == ["a", "b", "c"]
+    assert [e.parent_id for e in chain] == [root[0].id, chain[0].id, chain[1].id]
+
+
 def test_data_that_is_not_a_mapping_is_refused_as_before() -> None:
     session = SessionFile.in_memory()
     [result] = session.append_chains([[("a", ["not", "a", "map"])]])  # type: ignore[list-item]
@@ -272,6 +296,8 @@ QUESTION = st.fixed_dictionaries(
     },
 )
 RESULT = st.one_of(ODD, st.just({"answers": {}}))
+# A completion's result as a background form's entries hold it (``journal.completion_entries``).
+COMPLETED = st.one_of(RESULT, st.builds(codec.Spliced, RESULT))
 DATA_OF: dict[str, Any] = {
     je.ToolCall.TYPE: st.fixed_dictionaries(
         {"toolCallId": FIELD}, optional={"name": st.sampled_from(["ask_user", "ask_user", 1])}
@@ -312,14 +338,19 @@ DATA_OF: dict[str, Any] = {
         optional={
             "requestId": FIELD,
             "toolCallId": FIELD,
-            "questions": st.one_of(ODD, st.lists(QUESTION, min_size=1, max_size=2)),
+            "questions": st.one_of(
+                ODD,
+                st.lists(QUESTION, min_size=1, max_size=2),
+                # As a request's entries hold several (``journal.shared_params``).
+                st.builds(codec.Spliced, st.lists(QUESTION, min_size=1, max_size=2)),
+            ),
         },
     ),
     je.HistoryCompleted.TYPE: st.fixed_dictionaries(
-        {}, optional={"requestId": FIELD, "result": RESULT, "error": FIELD}
+        {}, optional={"requestId": FIELD, "result": COMPLETED, "error": FIELD}
     ),
     je.QueueCompleted.TYPE: st.fixed_dictionaries(
-        {}, optional={"requestId": FIELD, "result": RESULT, "error": FIELD}
+        {}, optional={"requestId": FIELD, "result": COMPLETED, "error": FIELD}
     ),
     je.Queued.TYPE: st.fixed_dictionaries({}, optional={"requestId": FIELD, "toolCallId": FIELD}),
     je.BackgroundAnswer.TYPE: st.fixed_dictionaries(
@@ -363,6 +394,30 @@ _WAIT = {
 @example(items=[_QUEUED, ("ask:background-answer", {"details": {"requestId": "r1"}})])
 @example(
     items=[
+        _CALL,
+        (
+            "ask:history-request",
+            {
+                "requestId": "r2",
+                "toolCallId": "c1",
+                "questions": codec.Spliced(
+                    [{"id": "a", "label": "b", "prompt": "c", "options": []}] * 2
+                ),
+            },
+        ),
+        ("ask:history-request", {"requestId": "r3", "questions": codec.Spliced([{}])}),
+    ]
+)
+@example(
+    items=[
+        _QUEUED,
+        ("ask:history-completed", {"requestId": "r1", "result": codec.Spliced({})}),
+        ("ask:history-completed", {"requestId": "r1", "result": codec.Spliced(["x"])}),
+        ("ask:queue-completed", {"requestId": "r1", "result": codec.Spliced({"answers": {}})}),
+    ]
+)
+@example(
+    items=[
         _QUEUED,
         ("ask:draft", {"requestId": "r1"}),
         ("ask:draft", {"requestId": "r1", "form": {}}),
@@ -386,6 +441,12 @@ def test_the_fast_fold_agrees_with_the_record_fold(items: list[tuple[str, Any]])
         fast.step(entry, (n, 0))
         model.step(entry, (n, 0))
         assert _state(fast) == _state(model)
+    # The write path's way in: the data as the writer passed it, the chain in one frame.
+    chained, model = JournalFold(), _RecordFold()
+    chained.step_chain(items, 7)
+    for n, (entry_type, data) in enumerate(items):
+        model.step(Entry(f"{n:016x}", None, entry_type, 0.0, data), (7, n))
+    assert _state(chained) == _state(model)
 
 
 _Q = {"id": "a", "label": "b", "prompt": "c", "options": [{"value": "v", "label": "l"}]}

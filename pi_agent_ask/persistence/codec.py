@@ -290,7 +290,9 @@ class Spliced:
     are exactly those of the plain value in its place, and it reads back as that value.
 
     Not a mapping: the session's fold sees it as it is (``SessionFile`` freezes it to
-    ``value`` wherever it freezes data), so only data no fold reads may be spliced."""
+    ``value`` wherever it freezes data), so a field a fold reads may be spliced only where
+    the fold reads through it (the journal's fold: a completion's result, a history request's
+    questions)."""
 
     __slots__ = ("cbor", "value")
 

@@ -25,7 +25,7 @@ Every writer goes through the persistence actor; these functions only build the 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.types import AskParams, QuestionType
@@ -54,8 +54,11 @@ def thaw(value: Any) -> Any:
     """Entry data as plain JSON values: mappings become dicts, arrays become lists.
 
     The session file hands data back deep-frozen (tuples, read-only mappings); validators and
-    result readers expect JSON's lists and dicts.
+    result readers expect JSON's lists and dicts. A spliced value (``codec.Spliced``) is the
+    value it stands for.
     """
+    if type(value) is codec.Spliced:
+        return thaw(value.value)
     if isinstance(value, Mapping):
         return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, tuple | list):
@@ -64,7 +67,8 @@ def thaw(value: Any) -> Any:
 
 
 def presented_types(params: AskParams) -> list[QuestionType]:
-    return [question.effective_type for question in params.questions]
+    # ``question.effective_type`` inline (a property call per question).
+    return [question.presented_type or question.type for question in params.questions]
 
 
 def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[str, Any]:
@@ -79,8 +83,17 @@ def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[
 
 
 def shared_params(params: AskParams) -> codec.Spliced:
-    """``params.to_json()``, encoded once, for the ``shared`` of the builders below."""
-    return codec.Spliced(params.to_json())
+    """``params.to_json()``, encoded once, for the ``shared`` of the builders below. With
+    several questions their list is encoded once too, for the history request holds it again
+    (``_question_records``; splicing costs about what one question's encoding does)."""
+    made = params.to_json()
+    if len(params.questions) >= SPLICED_QUESTIONS:
+        made["questions"] = codec.Spliced(made["questions"])
+    return codec.Spliced(made)
+
+
+SPLICED_QUESTIONS: Final = 2
+"""Fewest questions whose list ``shared_params`` encodes on its own."""
 
 
 def payload_entry(
@@ -123,16 +136,29 @@ def history_request_entry(
 
 def _question_records(
     params: AskParams, shared: Mapping[str, Any] | codec.Spliced | None
-) -> list[Any]:
+) -> list[Any] | codec.Spliced:
     """Each question's ``to_json()``, with its ``presentedType`` when that differs; taken from
-    ``shared`` (the params' ``to_json()``, which holds the same maps) when the caller has it."""
+    ``shared`` (the params' ``to_json()``, which holds the same maps) when the caller has it:
+    its list itself when it is spliced there (``shared_params``) and no presentation
+    differs (the journal's fold reads through it)."""
     if shared is None:
         return [_question_record(q, q.to_json()) for q in params.questions]
     made = shared.value if isinstance(shared, codec.Spliced) else shared
-    return [
-        _question_record(q, question)
-        for q, question in zip(params.questions, made["questions"], strict=True)
-    ]
+    questions = made["questions"]
+    if isinstance(questions, codec.Spliced):
+        for q in params.questions:
+            if q.presented_type is not None and q.presented_type != q.type:
+                break
+        else:
+            return questions
+        questions = questions.value
+    records = []
+    for q, question in zip(params.questions, questions, strict=True):
+        presented = q.presented_type  # ``_question_record`` inline (it runs per question)
+        if presented is not None and presented != q.type:
+            question = {**question, "presentedType": presented}
+        records.append(question)
+    return records
 
 
 def _question_record(question: Any, made: dict[str, Any]) -> dict[str, Any]:
@@ -148,9 +174,7 @@ def queued_entry(
         "version": 1,
         "requestId": request.request_id,
         "params": request.params.to_json() if shared is None else shared,
-        "presentSingleAsMulti": any(
-            q.presented_type == "multi" and q.type == "single" for q in request.params.questions
-        ),
+        "presentSingleAsMulti": _single_as_multi(request.params),
         "presentedTypes": presented_types(request.params),
         "createdAt": request.created_at,
     }
@@ -161,14 +185,27 @@ def queued_entry(
     return data
 
 
+def _single_as_multi(params: AskParams) -> bool:
+    """Whether a requested single-select question is presented as multi-select (a loop: a
+    generator costs more than the test)."""
+    for q in params.questions:  # noqa: SIM110 (see above)
+        if q.presented_type == "multi" and q.type == "single":
+            return True
+    return False
+
+
 def completion_entries(
     outcome: Outcome, *, background: bool, details: Mapping[str, Any] | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
     """The entries that record an outcome: history always, the queue's for background forms.
-    ``details``: the result's ``to_details()`` when the caller made it already."""
+    ``details``: the result's ``to_details()`` when the caller made it already.
+
+    A background form's two entries hold one result, encoded once (``codec.Spliced``: the
+    same bytes; the journal's fold reads through it)."""
     body: dict[str, Any] = {"requestId": outcome.request_id}
     if outcome.result is not None:
-        body["result"] = outcome.result.to_details() if details is None else details
+        result = outcome.result.to_details() if details is None else details
+        body["result"] = codec.Spliced(result) if background else result
     if outcome.error is not None:
         body["error"] = outcome.error
     entries = [(HISTORY_COMPLETED, {"version": 1, **body})]

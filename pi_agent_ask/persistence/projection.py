@@ -37,7 +37,7 @@ import cbor2
 
 from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence import entries as je
-from pi_agent_ask.persistence.entries import map_field, text_field
+from pi_agent_ask.persistence.codec import Spliced
 from pi_agent_ask.persistence.session_file import Entry, Loc
 from pi_agent_ask.persistence.stored_questions import stored_question_count
 
@@ -102,12 +102,15 @@ class JournalFold:
         if handle is not None:
             handle(self, entry.data, loc)
 
-    def step_fields(self, entry_type: str, data: Mapping[str, Any], loc: Loc) -> None:
-        """``step`` for an entry of ``entry_type`` holding ``data`` (the session's write
-        path: no entry is built for it)."""
-        handle = _STEPS.get(entry_type)
-        if handle is not None:
-            handle(self, data, loc)
+    def step_chain(self, chain: Iterable[tuple[str, Mapping[str, Any]]], offset: int) -> None:
+        """``step`` for the entries of a chain written in one frame at ``offset``, in order,
+        each given as its ``(type, data)`` (the session's write path: no entry is built for
+        them)."""
+        steps = _STEPS
+        for slot, (entry_type, data) in enumerate(chain):
+            handle = steps.get(entry_type)
+            if handle is not None:
+                handle(self, data, (offset, slot))
 
     # The handlers of the entries every form writes read text fields inline (``text_field``:
     # a value that is not text is missing) and test calls with loops, not generators: each
@@ -140,13 +143,15 @@ class JournalFold:
                 return
 
     def _history_completed(self, data: Mapping[str, Any], loc: Loc) -> None:
-        request_id = text_field(data, "requestId")
-        if request_id is None:
+        request_id = data.get("requestId")
+        if not isinstance(request_id, str):
             return
         if _has_outcome(data):
             self.log.append(["c", request_id, loc[0], loc[1]])
-        if any(rid == request_id for rid, _ in self.call_requests.values()):
-            self.completions[request_id] = loc
+        for rid, _ in self.call_requests.values():
+            if rid == request_id:
+                self.completions[request_id] = loc
+                return
 
     def _queued(self, data: Mapping[str, Any], loc: Loc) -> None:
         request_id, call_id = data.get("requestId"), data.get("toolCallId")
@@ -156,20 +161,24 @@ class JournalFold:
             self.requests[request_id] = PendingRequest(loc)
 
     def _queue_completed(self, data: Mapping[str, Any], loc: Loc) -> None:
-        request_id = text_field(data, "requestId")
-        if request_id is None:
+        request_id = data.get("requestId")
+        if not isinstance(request_id, str):
             return
         pending = self.requests.get(request_id)
         if pending is not None and _has_outcome(data):
             pending.outcome = loc
             self._request_cbor.pop(request_id, None)
-            self._settle(request_id)
+            if pending.delivered:  # settled (``_settle``)
+                del self.requests[request_id]
 
     def _background_answer(self, data: Mapping[str, Any], loc: Loc) -> None:
-        details = map_field(data, "details")
-        request_id = text_field(details, "requestId") if details is not None else None
-        if request_id is not None:
-            self.returned.pop((je.BackgroundAnswer.TYPE, request_id), None)
+        details = data.get("details")
+        if details is None or not isinstance(details, (dict, Mapping)):  # ``map_field``
+            return
+        request_id = details.get("requestId")
+        if isinstance(request_id, str):
+            if self.returned:
+                self.returned.pop((je.BackgroundAnswer.TYPE, request_id), None)
             self._deliver(request_id)
 
     def _returned(self, data: Mapping[str, Any], loc: Loc) -> None:
@@ -205,7 +214,10 @@ class JournalFold:
         request_id = data.get("requestId")
         if not isinstance(request_id, str):
             return
-        count = stored_question_count(request_id, data.get("questions"))
+        questions = data.get("questions")
+        if type(questions) is Spliced:  # (``journal.shared_params``)
+            questions = questions.value
+        count = stored_question_count(request_id, questions)
         if count is not None:
             self.log.append(["q", request_id, loc[0], loc[1], count])
         call_id = data.get("toolCallId")
@@ -339,8 +351,17 @@ less ``user-message``, which the fold does not read)."""
 
 
 def _has_outcome(data: Mapping[str, Any]) -> bool:
-    """``_Completion.has_outcome`` of the completion this data is."""
-    return map_field(data, "result") is not None or text_field(data, "error") is not None
+    """``_Completion.has_outcome`` of the completion this data is (``map_field`` of its
+    result, ``text_field`` of its error: ``dict`` tested first, an ABC check costs a call).
+    The result may be spliced (``journal.completion_entries``): its value is what is read
+    back."""
+    result = data.get("result")
+    if result is not None:
+        if type(result) is Spliced:
+            result = result.value
+        if isinstance(result, (dict, Mapping)):
+            return True
+    return isinstance(data.get("error"), str)
 
 
 def _opt(loc: Loc | None) -> list[int] | None:

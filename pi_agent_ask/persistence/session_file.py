@@ -51,7 +51,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
-import itertools
 import logging
 import os
 import secrets
@@ -62,7 +61,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, TypeVar
+from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 
 import cbor2
 
@@ -278,19 +277,39 @@ class Entry:
 
 _DATA: Final = Entry.__dict__["data"]
 """The slot holding an entry's data (a ``_Written`` entry fills it on first read)."""
+_ID, _PARENT, _TYPE, _TIME = (
+    Entry.__dict__[name] for name in ("id", "parent_id", "type", "timestamp")
+)
+"""The slots of an entry's other fields (a ``_Written`` entry of the one-encode path leaves
+them unset)."""
+
+
+class _Frame(NamedTuple):
+    """What the entries of one frame of the one-encode path share (``_Written``)."""
+
+    plain: bytes
+    """The frame's plain CBOR."""
+    ids: list[str]
+    parent: str | None
+    """The parent of the first entry (each other's is the one before it)."""
+    types: list[str]
+    now: float
 
 
 class _Written(Entry):
     """An entry ``append_chains`` wrote, holding the CBOR it was stored as: its data is
     decoded from those bytes (and frozen) the first time it is read. It equals the entry read
     back from the file by construction, and the runtime, which never reads the data of what
-    it wrote, pays for no frozen copy. Compares, hashes, prints and pickles as an ``Entry``."""
+    it wrote, pays for no frozen copy. Compares, hashes, prints and pickles as an ``Entry``.
+
+    An entry of the one-encode path (``SessionFile._append_frame``) also reads its other
+    fields from what its frame's entries share (``_Frame``): making it sets one slot."""
 
     __slots__ = ("_src",)
-    _src: tuple[bytes, int]
-    """``(cbor, -1)``: the entry's own CBOR; ``(plain, n)``: the plain CBOR of the frame it
-    was written in (``SessionFile._append_frame``), where the entry is the ``n``-th. One slot:
-    every slot set costs a call, and entries are made for every append."""
+    _src: tuple[Any, int]
+    """``(cbor, -1)``: the entry's own CBOR, its other fields in their slots; ``(frame, n)``:
+    the ``_Frame`` it was written in, where the entry is the ``n``-th. One slot: every slot
+    set costs a call, and entries are made for every append."""
 
     @classmethod
     def made(
@@ -308,7 +327,7 @@ class _Written(Entry):
             if at < 0:
                 value = freeze(codec.decode_entry_data(cbor))
             else:
-                value = freeze(codec.decode_frame_data(cbor, at))
+                value = freeze(codec.decode_frame_data(cbor.plain, at))
             _DATA.__set__(self, value)
         return value
 
@@ -318,6 +337,50 @@ class _Written(Entry):
         _DATA.__set__(self, value)
 
     data = property(_read_data, _write_data)
+
+    # The other fields: from the frame for an entry of the one-encode path, else from their
+    # slots (set through these properties' setters, as ``data``'s).
+
+    def _frame(self) -> tuple[_Frame, int] | None:
+        try:
+            src = self._src
+        except AttributeError:  # made by attrs' ``__init__`` (``evolve``)
+            return None
+        return src if src[1] >= 0 else None
+
+    def _read_id(self) -> str:
+        found = self._frame()
+        if found is None:
+            value: str = _ID.__get__(self, Entry)
+            return value
+        return found[0].ids[found[1]]
+
+    def _read_parent_id(self) -> str | None:
+        found = self._frame()
+        if found is None:
+            value: str | None = _PARENT.__get__(self, Entry)
+            return value
+        frame, at = found
+        return frame.ids[at - 1] if at else frame.parent
+
+    def _read_type(self) -> str:
+        found = self._frame()
+        if found is None:
+            value: str = _TYPE.__get__(self, Entry)
+            return value
+        return found[0].types[found[1]]
+
+    def _read_timestamp(self) -> float:
+        found = self._frame()
+        if found is None:
+            value: float = _TIME.__get__(self, Entry)
+            return value
+        return found[0].now
+
+    id = property(_read_id, _ID.__set__)
+    parent_id = property(_read_parent_id, _PARENT.__set__)
+    type = property(_read_type, _TYPE.__set__)
+    timestamp = property(_read_timestamp, _TIME.__set__)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Entry):
@@ -346,11 +409,11 @@ class _Written(Entry):
         return (Entry, (self.id, self.parent_id, self.type, self.timestamp, self.data))
 
 
-_SLOT_SETTERS: Final = (
-    *(Entry.__dict__[name].__set__ for name in ("id", "parent_id", "type", "timestamp")),
-    _Written.__dict__["_src"].__set__,
-)
-"""The setters of a ``_Written`` entry's slots but ``data``: cheaper calls than
+_NEW_FRAME: Final = tuple.__new__
+"""``_Frame(*fields)`` without the Python-level ``__new__`` a named tuple has:
+``_NEW_FRAME(_Frame, fields)``."""
+_SET_SRC: Final = _Written.__dict__["_src"].__set__
+"""The setter of a ``_Written`` entry's ``_src`` slot: a cheaper call than
 ``object.__setattr__`` (no attribute lookup by name)."""
 
 
@@ -412,19 +475,24 @@ class _Ids:
         self._at = at + 8
         return self._pool[at : at + 8]
 
-    def take_many(self, count: int) -> list[bytes]:
-        """``take()`` ``count`` times (at most ``_ID_POOL // 8``), from one pool."""
+    def take_many(self, count: int) -> tuple[bytes, ...]:
+        """``take()`` ``count`` times (at most ``_FRAME_IDS``), from one pool."""
         at, end = self._at, self._at + 8 * count
         if end > len(self._pool):
             self._pool, at, end = os.urandom(_ID_POOL), 0, 8 * count
         self._at = end
-        pool = self._pool
-        return [pool[n : n + 8] for n in range(at, end, 8)]
+        ids: tuple[bytes, ...] = _ID_RUNS[count].unpack_from(self._pool, at)
+        return ids
 
 
 _ID_POOL: Final = 4096
+_SLOTS: Final = tuple(array("i", range(n)).tobytes() for n in range(65))
+"""The places of the entries of a frame of ``n`` entries, as ``_Index.slot`` holds them
+(``_Index.add_chain``)."""
 _FRAME_IDS: Final = 64
 """Most entries ``SessionFile._append_frame`` takes in one frame (their ids from one pool)."""
+_ID_RUNS: Final = tuple(struct.Struct("8s" * n) for n in range(_FRAME_IDS + 1))
+"""``n`` ids of 8 bytes in a row, read in one call (``_Ids.take_many``)."""
 
 
 def _entry_fields(value: Any) -> tuple[str, str | None, str, float, dict[Any, Any]]:
@@ -548,9 +616,10 @@ class Fold(Protocol):
 
     def step(self, entry: Entry, loc: Loc) -> None: ...
 
-    # A fold may also have ``step_fields(entry_type, data, loc)``: ``step`` for an entry of
-    # that type and data (as the writer passed it), which the write path of ``append_chains``
-    # calls instead of building an entry for ``step``.
+    # A fold may also have ``step_chain(chain, offset)``: ``step`` for the entries of a chain
+    # written in one frame at ``offset``, in order, each given as its ``(type, data)`` (data as
+    # the writer passed it), which the write path of ``append_chains`` calls instead of
+    # building an entry for each ``step``.
     # And ``live_cbor()``: the bytes ``cbor2.dumps(live())`` gives, which a checkpoint then
     # writes as they are (a fold may keep the encoding of what did not change).
 
@@ -582,21 +651,24 @@ def _live_of(fold: Fold) -> Any:
 class _MemoryFrames:
     """The frames of an in-memory session, by their place (an entry's ``frame_off``).
 
-    A frame comes as its payload (as a file holds it) or, from the one-encode path
-    (``SessionFile._append_frame``), as its plain CBOR: those are held plain until
-    ``MEMORY_GROUP`` of them are, and then deflated together (``codec.pack_group``), which
-    costs a fraction of deflating each on its own (DEFLATE's cost per call is that of
-    several small frames) and takes less room (each frame finds its words in those before
-    it). A frame of a group is read by inflating the group (the last one is kept: a branch
-    is read in order). Nothing of this reaches a file: a fork re-encodes the entries."""
+    A frame comes as its payload (as a file holds it) or, from ``append_chains`` (the
+    one-encode path, ``SessionFile._append_frame``, and the general one for frames up to half
+    the size limit), as its plain CBOR: those are held plain until the next would take them
+    past ``MEMORY_GROUP_BYTES``, and then deflated together
+    (``codec.pack_group``), which costs a fraction of deflating each on its own (DEFLATE's
+    cost per call is that of several small frames) and takes less room (each frame finds its
+    words in those before it). A frame of a group is read by inflating the group (the last
+    one is kept: a branch is read in order). Nothing of this reaches a file: a fork
+    re-encodes the entries."""
 
-    __slots__ = ("_items", "_last", "_pending")
+    __slots__ = ("_items", "_last", "_pending", "_pending_bytes")
 
     def __init__(self) -> None:
         # A payload (``bytes``), a plain frame waiting for its group (``list``: [plain]), or
         # a frame of a group (``tuple``: (packed group, start, end) in the group's plain).
         self._items: list[Any] = []
         self._pending: list[int] = []
+        self._pending_bytes = 0
         self._last: tuple[bytes, bytes] | None = None
 
     def __len__(self) -> int:
@@ -606,11 +678,12 @@ class _MemoryFrames:
         self._items.append(payload)
 
     def append_plain(self, plain: bytes) -> None:
-        pending = self._pending
-        pending.append(len(self._items))
-        self._items.append([plain])
-        if len(pending) >= MEMORY_GROUP:
+        size = len(plain)
+        if self._pending_bytes + size > MEMORY_GROUP_BYTES and self._pending:
             self._pack()
+        self._pending.append(len(self._items))
+        self._items.append([plain])
+        self._pending_bytes += size
 
     def __getitem__(self, offset: int) -> bytes:
         """The payload at ``offset`` (``plain`` first: ``None`` there)."""
@@ -641,10 +714,15 @@ class _MemoryFrames:
             items[n] = (packed, start, start + len(plain))
             start += len(plain)
         pending.clear()
+        self._pending_bytes = 0
 
 
-MEMORY_GROUP: Final = 16
-"""Frames an in-memory session deflates together (``_MemoryFrames``)."""
+MEMORY_GROUP_BYTES: Final = 60 * 1024
+"""Most plain bytes an in-memory session deflates together (``_MemoryFrames``; a frame
+larger on its own is a group of one). DEFLATE keeps twice its 32 KiB window in memory, the
+preset dictionary at its start; input past that slides the window and rehashes it, which
+costs more than starting a new group: up to this size, the larger the group the less each
+byte costs."""
 
 
 class _NeedFullIndex(Exception):
@@ -766,18 +844,25 @@ class _Index:
         self.frame_len.append(frame_len)
         self.slot.append(slot)
 
-    def add_chain(self, ids: Sequence[str], frame_off: int, frame_len: int) -> None:
+    def add_chain(self, ids: list[str], frame_off: int, frame_len: int) -> None:
         """``add`` for the entries of one frame, in order, each the child of the one before
         it and the first the child of the leaf; the last becomes the leaf."""
         first, count = len(self.ids), len(ids)
-        self.pos.update(zip(ids, range(first, first + count), strict=True))
-        self.ids.extend(ids)
-        self.parent.append(self.leaf)
-        self.parent.extend(range(first, first + count - 1))
-        self.frame_off.extend(itertools.repeat(frame_off, count))
-        self.frame_len.extend(itertools.repeat(frame_len, count))
-        self.slot.extend(range(count))
-        self.leaf = first + count - 1
+        pos = self.pos
+        n = first
+        for entry_id in ids:
+            pos[entry_id] = n
+            n += 1
+        self.ids += ids
+        # ``fromlist``: no iterator per call, as ``extend`` takes from anything but an array.
+        self.parent.fromlist([self.leaf, *range(first, n - 1)])
+        self.frame_off.fromlist([frame_off] * count)
+        self.frame_len.fromlist([frame_len] * count)
+        if count < len(_SLOTS):
+            self.slot.frombytes(_SLOTS[count])
+        else:
+            self.slot.extend(range(count))
+        self.leaf = n - 1
 
     def check_links(
         self, links: Sequence[tuple[str, str | None]], *, partial: bool = False
@@ -856,6 +941,9 @@ class SessionFile:
         self._memory: _MemoryFrames | None = _MemoryFrames() if path is None else None
         self._packer = codec.Packer()
         self._ids = _Ids()
+        # The id of the last entry ``_append_frame`` wrote and that id in its stored form
+        # (``codec.encode_id``): the parent of the next frame's first entry, most often.
+        self._leaf_key: tuple[str | None, bytes | str | None] = (None, None)
         self._report = OpenReport(path, 0)
         self._projection = projection
         self._checkpoint_every = checkpoint_every
@@ -1276,13 +1364,13 @@ class SessionFile:
         now = self._clock()
         parent = self.leaf_id
         taken: set[str] = set()
-        # Frames being built: (chain numbers, their entries, the fold's views of them, their
-        # encoded items, plain size).
-        frames: list[tuple[list[int], list[Entry], list[Entry], list[bytes], int]] = []
+        # Frames being built: (chain numbers, their entries, each entry's (type, data) as the
+        # fold steps over it, their encoded items, plain size).
+        frames: list[tuple[list[int], list[Entry], list[Any], list[bytes], int]] = []
         budget = MAX_FRAME_BYTES // 2  # room for DEFLATE's worst case on incompressible data
         for number, chain in enumerate(chains):
             try:
-                entries, views, encoded, plain = self._chain(chain, parent, now, taken)
+                entries, pairs, encoded, plain = self._chain(chain, parent, now, taken)
             except (ValueError, TypeError, RecursionError) as exc:
                 results[number] = exc
                 continue
@@ -1292,18 +1380,18 @@ class SessionFile:
             parent = entries[-1].id
             if not frames or frames[-1][4] + plain > budget:
                 frames.append(([], [], [], [], 0))
-            numbers, frame_entries, frame_views, frame_items, size = frames[-1]
+            numbers, frame_entries, frame_pairs, frame_items, size = frames[-1]
             numbers.append(number)
             frame_entries.extend(entries)
-            frame_views.extend(views)
+            frame_pairs.extend(pairs)
             frame_items.extend(encoded)
-            frames[-1] = (numbers, frame_entries, frame_views, frame_items, size + plain)
+            frames[-1] = (numbers, frame_entries, frame_pairs, frame_items, size + plain)
             results[number] = tuple(entries)
         failure: OSError | ValueError | None = None
-        for numbers, frame_entries, frame_views, frame_items, _size in frames:
+        for numbers, frame_entries, frame_pairs, frame_items, _size in frames:
             if failure is None:
                 try:
-                    self._write_entries(frame_entries, frame_views, frame_items)
+                    self._write_entries(frame_entries, frame_pairs, frame_items)
                 except (OSError, ValueError) as exc:
                     # Nothing of this frame was written, and the chains after it hang from it.
                     failure = exc
@@ -1331,12 +1419,17 @@ class SessionFile:
             return None
         self._ids.fresh()
         keys = self._ids.take_many(count)
-        known = self._index.pos
-        parent = self.leaf_id
-        parent_key = codec.encode_id(parent)
+        index = self._index
+        known = index.pos
+        leaf = index.leaf
+        parent = None if leaf == _NO_PARENT else index.ids[leaf]
+        keyed, parent_key = self._leaf_key
+        if keyed != parent:
+            parent_key = codec.encode_id(parent)
         now = self._clock()
         rows: list[list[Any]] = []
         ids: list[str] = []
+        types: list[str] = []
         for item, key in zip(chain, keys, strict=True):
             if type(item) is not tuple or len(item) != 2:
                 return None
@@ -1347,6 +1440,7 @@ class SessionFile:
             if entry_id in known:
                 return None
             ids.append(entry_id)
+            types.append(entry_type)
             rows.append([key, parent_key, entry_type, now, data])
             parent_key = key
         if len(set(ids)) != count:
@@ -1366,52 +1460,48 @@ class SessionFile:
                 offset, size = self._write_frame(payload), len(payload)
             except OSError as exc:
                 return [exc]
-        self._index.add_chain(ids, offset, size)
+        index.add_chain(ids, offset, size)
+        self._leaf_key = (ids[-1], parent_key)
         fold = self._fold
         if fold is not None:
-            self._fold_frame(fold, rows, ids, parent, now, offset, size)
+            self._fold_frame(fold, chain, ids, parent, now, offset, size)
         self._maybe_checkpoint()
+        frame = _NEW_FRAME(_Frame, (plain, ids, parent, types, now))
+        new, set_src = object.__new__, _SET_SRC
         entries: list[Entry] = []
-        new = object.__new__
-        set_id, set_parent, set_type, set_time, set_src = _SLOT_SETTERS
-        for at, (entry_id, row) in enumerate(zip(ids, rows, strict=True)):
-            # ``_Written.made``, through the slots' own setters (this runs per entry).
+        add = entries.append
+        for at in range(count):
             entry = new(_Written)
-            set_id(entry, entry_id)
-            set_parent(entry, parent)
-            set_type(entry, row[2])
-            set_time(entry, now)
-            set_src(entry, (plain, at))
-            entries.append(entry)
-            parent = entry_id
+            set_src(entry, (frame, at))
+            add(entry)
         return [tuple(entries)]
 
     def _fold_frame(
         self,
         fold: Fold,
-        rows: list[list[Any]],
+        chain: Sequence[tuple[str, Any]],
         ids: list[str],
         parent: str | None,
         now: float,
         offset: int,
         size: int,
     ) -> None:
-        """Step the fold over the entries ``_append_frame`` wrote at ``offset``, a frame of
-        ``size`` bytes."""
+        """Step the fold over the entries of ``chain`` (each ``(type, data)``, data as the
+        writer passed it) written at ``offset`` (their ids ``ids``, the first under
+        ``parent``), a frame of ``size`` bytes."""
         try:
-            step_fields = getattr(fold, "step_fields", None)
-            if step_fields is not None:
-                for slot, row in enumerate(rows):
-                    step_fields(row[2], row[4], (offset, slot))
+            step_chain = getattr(fold, "step_chain", None)
+            if step_chain is not None:
+                step_chain(chain, offset)
             else:
-                for slot, (entry_id, row) in enumerate(zip(ids, rows, strict=True)):
-                    fold.step(_entry_view(entry_id, parent, row[2], now, row[4]), (offset, slot))
+                for slot, (entry_id, (entry_type, data)) in enumerate(zip(ids, chain, strict=True)):
+                    fold.step(_entry_view(entry_id, parent, entry_type, now, data), (offset, slot))
                     parent = entry_id
         except Exception:
             logger.exception("%s: the projection refused an entry", self)
             self._fold = None
         else:
-            self._count_frame(len(rows), size)
+            self._count_frame(len(ids), size)
 
     def _count_frame(self, entries: int, size: int) -> None:
         """Count one folded frame of ``entries`` entries and ``size`` payload bytes toward
@@ -1427,20 +1517,27 @@ class SessionFile:
         parent: str | None,
         now: float,
         taken: set[str],
-    ) -> tuple[list[Entry], list[Entry], list[bytes], int]:
-        """One chain's entries under ``parent``, the fold's views of them (``_entry_view``),
-        each entry encoded; its plain CBOR size. Raises what ``append_many`` raises before
-        writing (an entry that cannot be stored).
+    ) -> tuple[list[Entry], list[tuple[str, Any]], list[bytes], int]:
+        """One chain's entries under ``parent``, each one's ``(type, data)`` as the fold steps
+        over it (data as the writer passed it), each entry encoded; its plain CBOR size.
+        Raises what ``append_many`` raises before writing (an entry that cannot be stored).
 
         The data is encoded as given; only data CBOR cannot encode as it is (a mapping that
         is not a ``dict``, deep inside) is frozen first, as ``append_many`` freezes all data,
         so both accept the same data and store the same bytes. The entries handed back decode
         their data from those bytes when it is first read (``_Written``)."""
         entries: list[Entry] = []
-        views: list[Entry] = []
+        pairs: list[tuple[str, Any]] = []
         encoded: list[bytes] = []
         parent_key = codec.encode_id(parent)
-        new, put = object.__new__, object.__setattr__
+        new = object.__new__
+        set_id, set_parent, set_type, set_time = (
+            _ID.__set__,
+            _PARENT.__set__,
+            _TYPE.__set__,
+            _TIME.__set__,
+        )
+        set_src = _SET_SRC
         encode = codec.encode_stored
         take, known = self._ids.take, self._index.pos
         plain = 9
@@ -1460,57 +1557,56 @@ class SessionFile:
             except TypeError:
                 data = freeze(data)
                 item = encode(key, parent_key, entry_type, now, data)
-            # ``_Written.made`` and ``_entry_view``, without their calls (this runs per entry).
+            # ``_Written.made`` without its call (this runs per entry; a written entry's slots
+            # set through their own setters, as its properties' setters would).
             entry = new(_Written)
-            put(entry, "id", entry_id)
-            put(entry, "parent_id", parent)
-            put(entry, "type", entry_type)
-            put(entry, "timestamp", now)
-            put(entry, "_src", (item, -1))
+            set_id(entry, entry_id)
+            set_parent(entry, parent)
+            set_type(entry, entry_type)
+            set_time(entry, now)
+            set_src(entry, (item, -1))
             entries.append(entry)
-            view = new(Entry)
-            put(view, "id", entry_id)
-            put(view, "parent_id", parent)
-            put(view, "type", entry_type)
-            put(view, "timestamp", now)
-            put(view, "data", data)
-            views.append(view)
+            pairs.append((entry_type, data))
             encoded.append(item)
             plain += len(item)
             parent, parent_key = entry_id, key
         if plain > MAX_FRAME_BYTES:
             raise ValueError(f"entry too large: {plain} bytes (at most {MAX_FRAME_BYTES})")
-        return entries, views, encoded, plain
+        return entries, pairs, encoded, plain
 
     def _write_entries(
-        self, entries: list[Entry], views: list[Entry], encoded: list[bytes]
+        self, entries: list[Entry], pairs: list[tuple[str, Any]], encoded: list[bytes]
     ) -> None:
         """Write one entries frame (a chain under the current leaf) and index it: what
         ``_store_frame`` does, for a chain ``_chain`` made. Its links need no check: every
         entry hangs from the one before it and the first from the leaf, and no entry holds
         its id (``_new_key``)."""
-        payload, plain = codec.entries_payload(encoded, self._packer)
-        size = max(plain, len(payload))
-        if size > MAX_FRAME_BYTES:
-            raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
-        if self._memory is not None:
-            offset = len(self._memory)
-            self._memory.append(payload)
+        memory = self._memory
+        if memory is not None and sum(map(len, encoded)) <= MAX_FRAME_BYTES // 2:
+            # Held plain and deflated with others, as the one-encode path's frames (half the
+            # limit: no deflated frame of that size can pass it).
+            frame = codec.array_head(len(encoded)) + b"".join(encoded)
+            offset, length = len(memory), len(frame)
+            memory.append_plain(frame)
         else:
-            offset = self._write_frame(payload)
-        self._index.add_chain([entry.id for entry in entries], offset, len(payload))
+            payload, plain = codec.entries_payload(encoded, self._packer)
+            size = max(plain, len(payload))
+            if size > MAX_FRAME_BYTES:
+                raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
+            if memory is not None:
+                offset = len(memory)
+                memory.append(payload)
+            else:
+                offset = self._write_frame(payload)
+            length = len(payload)
+        ids = [_ID.__get__(entry, Entry) for entry in entries]  # (set in their slots)
+        self._index.add_chain(ids, offset, length)
         fold = self._fold
         if fold is not None:
-            # ``_follow`` for entries whose locations are known: (offset, place in frame).
-            step = fold.step
-            try:
-                for slot, view in enumerate(views):
-                    step(view, (offset, slot))
-            except Exception:
-                logger.exception("%s: the projection refused an entry", self)
-                self._fold = None
-            else:
-                self._count_frame(len(views), len(payload))
+            # ``_fold_frame``, for the entries of a frame the general path wrote.
+            self._fold_frame(
+                fold, pairs, ids, entries[0].parent_id, entries[0].timestamp, offset, length
+            )
         self._maybe_checkpoint()
 
     def _store_frame(

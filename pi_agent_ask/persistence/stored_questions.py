@@ -34,7 +34,7 @@ def stored_question_count(request_id: object, raw_questions: object) -> int | No
     request it folds)."""
     if not isinstance(request_id, str) or not request_id:
         return None
-    if not isinstance(raw_questions, list | tuple) or not raw_questions:
+    if not isinstance(raw_questions, (list, tuple)) or not raw_questions:
         return None
     for raw in raw_questions:
         # ``dict`` first (a FrozenMap is one): an ABC check costs a Python-level call.
@@ -43,10 +43,11 @@ def stored_question_count(request_id: object, raw_questions: object) -> int | No
         qid, label, prompt = raw.get("id"), raw.get("label"), raw.get("prompt")
         if not (isinstance(qid, str) and isinstance(label, str) and isinstance(prompt, str)):
             return None
-        if question_type(raw.get("type", "single")) is None:
+        kind = raw.get("type", "single")
+        if kind not in QUESTION_TYPES and kind != "preview":  # ``question_type``
             return None
         raw_options = raw.get("options")
-        if not isinstance(raw_options, list | tuple):
+        if not isinstance(raw_options, (list, tuple)):
             return None
         for option in raw_options:
             if not (
