@@ -239,9 +239,9 @@ if __name__ == "__main__":  # regenerate only from a tree whose outputs are know
 
 
 def test_what_depends_on_the_params_alone_is_shared_and_never_part_of_their_value() -> None:
-    """Results of one params share its question metadata (one immutable tuple) and their
-    texts of the questions; a result presented otherwise has its own; the memo kept with the
-    params is not part of their value, and an ``attrs.evolve`` copy starts without it."""
+    """Results of one params share its question metadata (one immutable tuple); a result
+    presented otherwise has its own; the memo kept with the params is not part of their value,
+    and an ``attrs.evolve`` copy starts without it."""
     params, drafts, presented = rich_form()
     plain = AskParams(questions=params.questions, title=params.title)
     assert plain._derived is None
@@ -257,9 +257,10 @@ def test_what_depends_on_the_params_alone_is_shared_and_never_part_of_their_valu
     assert shown.questions is not first.questions
     assert shown.questions[5].presented_type == "multi"  # "shown": single, presented multi
     assert shown.questions[0] is first.questions[0]  # the questions presented as they ask
-    # The shared texts match what a result with questions of its own builds.
-    own = attrs.evolve(first)
-    assert own.questions == first.questions and own._shape is None
+    # The texts of a result of the params match what a result with questions of its own
+    # builds.
+    own = attrs.evolve(first, questions=[*first.questions])
+    assert own.questions == first.questions and own.questions is not first.questions
     for result in (first, own):
         message = background_answer_message(BackgroundOutcome("x", result=result), params=plain)
         assert (

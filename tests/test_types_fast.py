@@ -123,7 +123,13 @@ def test_a_slot_builder_instance_becomes_exactly_a_constructed_one(cls: type[Any
             "context": None,
             "presented_type": "multi",
         },
-        AskParams: {"questions": (), "title": "T", "background": True, "_derived": None},
+        AskParams: {
+            "questions": (),
+            "title": "T",
+            "background": True,
+            "_derived": None,
+            "_texts": None,
+        },
         Validation: {"params": None, "issues": (), "schema_error": True},
     }
     fields = values[cls]
@@ -134,7 +140,8 @@ def test_a_slot_builder_instance_becomes_exactly_a_constructed_one(cls: type[Any
     for name, value in fields.items():
         setattr(built, name, value)
     built.__class__ = cls
-    # A field the constructor does not take (``AskParams._derived``) it sets to its default.
+    # Fields the constructor does not take (``AskParams._derived``, ``_texts``) it sets to their
+    # defaults.
     given = {field.name: fields[field.name] for field in attrs.fields(cls) if field.init}
     constructed = cls(**given)
     for field in attrs.fields(cls):

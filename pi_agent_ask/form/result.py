@@ -291,17 +291,15 @@ class AskResult:
     skipped_question_ids: tuple[str, ...] = attrs.field(converter=_tuple, default=())
     issues: tuple[Issue, ...] | None = attrs.field(default=None, converter=_issues)
     request_id: str | None = None
-    # Derived values, not part of the result's value (no equality, hash or repr): ``_memo``
+    # A derived value, not part of the result's value (no equality, hash or repr): ``_memo``
     # is ``(value, params, build)``, the one value ``_derived`` built with the params and the
-    # build it was built for (by identity: it depends on the params' option labels);
-    # ``_shape`` the shape of the params whose questions these are (``build_result``). The
-    # result is immutable, so neither goes stale; an ``evolve`` copy starts without them.
-    # Fields of the result rather than an object of their own: a result is made for every
+    # build it was built for (by identity: it depends on the params' option labels). The
+    # result is immutable, so it never goes stale; an ``evolve`` copy starts without it.
+    # A field of the result rather than an object of its own: a result is made for every
     # answer, and one store (a tuple) sets the memo of a frozen result.
     _memo: tuple[object, object, object] | None = attrs.field(
         init=False, default=None, eq=False, repr=False
     )
-    _shape: _Shape | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     @property
     def is_error(self) -> bool:
@@ -811,25 +809,15 @@ def _question_meta(question: Question, shown: QuestionType) -> QuestionMeta:
     return meta  # type: ignore[no-any-return]
 
 
-class _Shape:
-    """What the results of one params share, derived from the params alone and kept with them
-    (``AskParams._derived``): the question metadata of a result whose questions are presented
-    as they ask (``metas``; such a result's ``questions`` is this very tuple), and the texts of
-    those questions, made by ``form/text.py`` when it first needs them. Not their entries in
-    ``to_details()``: written out from the metadata each time, they cost about what a copy of
-    a kept one costs, and a list of them kept would be one more object for every answered
-    form, for the cyclic collector to walk."""
-
-    __slots__ = ("metas", "texts")
-
-    metas: tuple[QuestionMeta, ...]
-    texts: object
-
-
-def _shape_of(params: AskParams) -> _Shape:
-    """The params' ``_Shape``, made on first use. Most params make one result, so making it
-    costs about what the result's own metadata cost: one loop, no calls per question."""
-    shape = getattr(params, "_derived", None)
+def _shape_of(params: AskParams) -> tuple[QuestionMeta, ...]:
+    """The question metadata of the params' results presented as their questions ask, made on
+    first use and kept with the params (``AskParams._derived``): such a result's ``questions``
+    is this very tuple. Most params make one result, so making it costs about what the
+    result's own metadata cost: one loop, no calls per question. Nothing else is kept: their
+    entries in ``to_details()`` and the texts of the questions are written out from the
+    metadata each time (about what a copy of a kept one costs), and anything kept would be one
+    more object for every answered form, for the cyclic collector to walk."""
+    shape: tuple[QuestionMeta, ...] | None = getattr(params, "_derived", None)
     if shape is None:
         metas: list[QuestionMeta] = []
         for question in params.questions:
@@ -844,9 +832,7 @@ def _shape_of(params: AskParams) -> _Shape:
             meta.presented_type = None if shown == requested else shown
             meta.__class__ = QuestionMeta
             metas.append(meta)
-        shape = _new(_Shape)
-        shape.metas = tuple(metas)
-        shape.texts = None
+        shape = tuple(metas)
         object.__setattr__(params, "_derived", shape)  # a memo, not a field's value
     return shape
 
@@ -886,12 +872,11 @@ def build_result(
     answers: dict[str, AnswerResult] = {}
     skipped: list[str] = []
     try:
-        shape: _Shape | None = params._derived  # type: ignore[assignment]  # (_shape_of)
+        shared: tuple[QuestionMeta, ...] | None = params._derived  # type: ignore[assignment]
     except AttributeError:  # params made without a constructor that sets it
-        shape = None
-    if shape is None:
-        shape = _shape_of(params)
-    shared = shape.metas
+        shared = None
+    if shared is None:
+        shared = _shape_of(params)
     # The params' own metadata, shared; a list of this result's own only once a presented
     # type differs from what the question says.
     metas: list[QuestionMeta] | None = None
@@ -923,7 +908,6 @@ def build_result(
     result.issues = None
     result.request_id = request_id
     result._memo = None  # filled on first use (_derived)
-    result._shape = shape if metas is None else None
     result.__class__ = AskResult
     return result  # type: ignore[no-any-return]
 

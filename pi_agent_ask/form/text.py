@@ -22,7 +22,7 @@ import copy
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from pi_agent_ask.form.result import (
     AnswerResult,
@@ -674,14 +674,16 @@ def background_answer_text(outcome: BackgroundOutcome, *, params: AskParams | No
         if error is None:
             error = invalid_text(result.issues or ()) if result else "No form result available."
         return f"Background answer [{outcome.request_id}]:\nQuestion form failed: {error}"
-    return _background_text(outcome.request_id, result, _texts(result, params))
+    return _background_text(outcome.request_id, result, _texts(result, params), params)
 
 
-def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
+def _background_text(
+    request_id: str, result: AskResult, found: _Texts, params: AskParams | None
+) -> str:
     body = found.background
     if body is None:
         # The text after the first line: the questions, then the response.
-        shared = _question_texts(result)
+        shared = _question_texts(result, params)
         if shared is not None:
             questions, names = shared
         else:
@@ -701,22 +703,33 @@ def _questions_listed(metas: Iterable[QuestionMeta]) -> str:
     return "".join(lines)
 
 
-def _question_texts(result: AskResult) -> tuple[str, tuple[str, ...]] | None:
+def _question_texts(
+    result: AskResult, params: AskParams | None
+) -> tuple[str, tuple[str, ...]] | None:
     """The background answer's question list and each question's name with its id, for a
-    result whose questions are its params' (``result._Shape``): made once per params and kept
-    with them; ``None`` for any other result."""
-    shape = result._shape
-    if shape is None:
+    result whose questions are the question metadata its params share with their results
+    (``AskParams._derived``): made once per params and kept with them (``AskParams._texts``);
+    ``None`` for any other result."""
+    if params is None:
         return None
-    texts = shape.texts
+    try:
+        if result.questions is not params._derived:
+            return None
+        texts = params._texts
+    except AttributeError:  # params made without a constructor that sets them
+        return None
     if texts is None:
         lines = []  # _questions_listed, with the names made in the same loop
         names = []
-        for meta in shape.metas:
+        for meta in result.questions:
             lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
             names.append(f"{meta.label} [{meta.id}]")
-        texts = shape.texts = ("".join(lines), tuple(names))
-    return texts  # type: ignore[return-value]
+        texts = ("".join(lines), tuple(names))
+        _SET_PARAMS_TEXTS(params, texts)  # the slot's own setter: the params are frozen
+    return texts
+
+
+_SET_PARAMS_TEXTS: Final = vars(AskParams)["_texts"].__set__  # the slot's descriptor
 
 
 def has_image_blocks(message: Mapping[str, Any]) -> bool:
@@ -744,7 +757,7 @@ def background_answer_message(
         }
     # Texts of their own, not kept with the result: a background answer is delivered once.
     found = result._derived_once(params, _derive_texts)
-    content = _background_text(outcome.request_id, result, found)
+    content = _background_text(outcome.request_id, result, found, params)
     if found.images and not result.cancelled:
         content = [_text_block(content), *_blocks(found.images, set())]
     if type(outcome) is BackgroundOutcome:

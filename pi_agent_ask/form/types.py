@@ -93,14 +93,21 @@ class AskParams:
     title: str | None = None
     background: bool = False
     _derived: object | None = attrs.field(init=False, default=None, eq=False, repr=False)
-    """What is derived from these params alone (``form/result.py``'s ``_Shape``: the question
-    metadata and their texts), made on first use (``None`` until then) and kept with the
-    params, which are immutable, so nothing in it goes stale. The value itself, not a dict
-    holding it: a background form's params stay with its queue item, and a dict would be one
-    more object per form for the cyclic collector to walk. Not part of the params' value
-    (equality, hash, repr and ``to_json`` ignore it); an ``attrs.evolve`` copy starts without.
-    A plain field, not a ``cached_property``: attrs gives a class with one a ``__getattr__``,
-    which takes every attribute read of the class off CPython's fast path."""
+    """What is derived from these params alone (``form/result.py``'s ``_shape_of``: the
+    question metadata their results share), made on first use (``None`` until then) and kept
+    with the params, which are immutable, so nothing in it goes stale. The value itself, not
+    an object holding it: a background form's params stay with its queue item, and a holder
+    would be one more object per form for the cyclic collector to walk. Not part of the
+    params' value (equality, hash, repr and ``to_json`` ignore it); an ``attrs.evolve`` copy
+    starts without. A plain field, not a ``cached_property``: attrs gives a class with one a
+    ``__getattr__``, which takes every attribute read of the class off CPython's fast path."""
+    _texts: tuple[str, tuple[str, ...]] | None = attrs.field(
+        init=False, default=None, eq=False, repr=False
+    )
+    """The texts of the questions as a background answer lists them (``form/text.py``), kept
+    as ``_derived`` is, when first made for a result whose questions are ``_derived``: text
+    only (a tuple of strings, which the cyclic collector stops tracking), not one more object
+    for it to walk for each answered form."""
 
     def to_json(self) -> dict[str, JSON]:
         """Normalised arguments as the tool would accept them again (presentation not applied)."""
@@ -301,7 +308,9 @@ OPTION_SETTERS: tuple[Any, ...] = _slot_setters(
 QUESTION_SETTERS: tuple[Any, ...] = _slot_setters(
     Question, "id", "label", "prompt", "type", "options", "context", "presented_type"
 )
-_ASK_PARAMS_SETTERS = _slot_setters(AskParams, "questions", "title", "background", "_derived")
+_ASK_PARAMS_SETTERS = _slot_setters(
+    AskParams, "questions", "title", "background", "_derived", "_texts"
+)
 _VALIDATION_SETTERS = _slot_setters(Validation, "params", "issues", "schema_error")
 
 
@@ -334,11 +343,12 @@ def ask_params_of(
 ) -> AskParams:
     """``AskParams(questions, title, background)`` for a tuple of questions."""
     params: AskParams = new_instance(AskParams)
-    set_questions, set_title, set_background, set_derived = _ASK_PARAMS_SETTERS
+    set_questions, set_title, set_background, set_derived, set_texts = _ASK_PARAMS_SETTERS
     set_questions(params, questions)
     set_title(params, title)
     set_background(params, background)
     set_derived(params, None)
+    set_texts(params, None)
     return params
 
 

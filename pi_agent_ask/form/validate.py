@@ -628,6 +628,7 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
     params.title = title
     params.background = mode.background_only or background is True
     params._derived = None
+    params._texts = None
     params.__class__ = AskParams
     validation = new_instance(_VALIDATION_BUILDER)
     validation.params = params
