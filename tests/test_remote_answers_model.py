@@ -221,3 +221,44 @@ def test_remote_answers_are_the_models(case: tuple[AskParams, Any, Any, str]) ->
         assert type(mine) is Draft
         assert _fields(mine) == _fields(theirs)
         assert list(mine.__dict__) == list(theirs.__dict__)  # field order, as attrs sets them
+
+
+@st.composite
+def option_answers(draw: st.DrawFn) -> tuple[AskParams, dict[str, Any]]:
+    """A form and answers that each pick options its question accepts, sometimes with option
+    notes, a note or custom text (blank or not): every draft shape an answer makes."""
+    params = draw(forms())
+    out: dict[str, Any] = {}
+    # An id names the last question with it (forms may repeat ids).
+    for question in {question.id: question for question in params.questions}.values():
+        known = [option.value for option in question.options]
+        if not known or draw(st.booleans()):
+            continue
+        most = 1 if question.effective_type == "single" else len(set(known))
+        chosen = draw(st.lists(st.sampled_from(known), unique=True, max_size=most))
+        entry: dict[str, Any] = {"values": chosen}
+        if draw(st.booleans()):
+            entry["optionNotes"] = draw(st.dictionaries(st.sampled_from(known), texts, max_size=2))
+        if draw(st.booleans()):
+            entry["note"] = draw(texts)
+        if not chosen and draw(st.booleans()):
+            entry["customText"] = draw(texts)
+        out[question.id] = entry
+    return params, out
+
+
+@given(option_answers())
+def test_answers_that_pick_options_make_the_models_drafts(
+    case: tuple[AskParams, dict[str, Any]],
+) -> None:
+    """Answers of the shape honest clients send, each with or without notes (the drafts of
+    options alone are copied from a template of their fields)."""
+    params, answers = case
+    ours = answers_from_remote(params, None, answers)
+    model = model_answers(params, None, answers)
+    assert not isinstance(ours, str) and not isinstance(model, str), (ours, model)
+    for mine, theirs in zip(ours, model, strict=True):
+        assert mine == theirs
+        assert type(mine) is Draft
+        assert _fields(mine) == _fields(theirs)
+        assert list(mine.__dict__) == list(theirs.__dict__)

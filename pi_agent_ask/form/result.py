@@ -1047,7 +1047,7 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
         if not isinstance(raw, str):
             return f"Note for question {_quote(question.id)} must be a string."
         note = raw.strip()
-    option_notes: dict[str, str] = {}
+    option_notes: dict[str, str] | None = None  # made for the first note
     if "optionNotes" in entry:
         raw_notes = entry["optionNotes"]
         if not isinstance(raw_notes, Mapping) or not all(
@@ -1055,6 +1055,7 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
         ):
             return f"Option notes for question {_quote(question.id)} must be string values."
         known = {option.value for option in question.options}
+        option_notes = {}
         for value, text in raw_notes.items():
             if value not in known:
                 return (
@@ -1071,12 +1072,13 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
         return Draft(skipped=True)
     # Draft(selected=sorted(selected), custom_text=..., custom_selected=bool(custom_text),
     # note=..., option_notes=...), built as its constructor would (each field in its final
-    # type, in field order) at the cost of a dict (see form/state.py, "_build").
-    draft = _new(Draft)
-    _set_fields(
-        draft,
-        "__dict__",
-        {
+    # type, in field order) at the cost of a dict (see form/state.py, "_build"): for options
+    # alone (most answers), a copy of the fields of such a draft with its selection.
+    if not (custom_text or note or option_notes):
+        fields = _OPTIONS_ONLY.copy()
+        fields["selected"] = (*selected,)
+    else:
+        fields = {
             "selected": (*selected,),
             "custom_text": custom_text,
             "custom_selected": custom_text != "",
@@ -1086,9 +1088,25 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
             "note_images": (),
             "option_note_images": _NO_NOTES,
             "skipped": False,
-        },
-    )
+        }
+    draft = _new(Draft)
+    _set_fields(draft, "__dict__", fields)
     return draft
+
+
+_OPTIONS_ONLY: Final[dict[str, object]] = {
+    "selected": (),
+    "custom_text": "",
+    "custom_selected": False,
+    "note": "",
+    "option_notes": _NO_NOTES,
+    "custom_images": (),
+    "note_images": (),
+    "option_note_images": _NO_NOTES,
+    "skipped": False,
+}
+"""The fields of a remote answer's draft that selects options and holds nothing else, but for
+its selection, in field order (``_remote_draft`` copies it)."""
 
 
 _set_fields = object.__setattr__

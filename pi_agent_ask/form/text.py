@@ -638,9 +638,11 @@ def receipt_text(request_id: str, pending_requests: int, *, background_only: boo
         f"Queued ask_user [{request_id}]. {pending_requests} form(s) pending. "
         "This is not an answer. Continue independent work; "
     )
-    if background_only:
-        return head + "the answers will arrive as a background-answer message."
-    return head + "call wait_for_answers when answers are needed."
+    return head + (_RECEIPT_ARRIVAL if background_only else _RECEIPT_WAIT)
+
+
+_RECEIPT_WAIT: Final = "call wait_for_answers when answers are needed."
+_RECEIPT_ARRIVAL: Final = "the answers will arrive as a background-answer message."
 
 
 def receipt_tool_result(
@@ -651,18 +653,26 @@ def receipt_tool_result(
     background_only: bool = False,
 ) -> dict[str, JSON]:
     """The tool result of a queued background call; details = structuredContent."""
-    receipt: dict[str, JSON] = {
-        "status": "queued",
-        "requestId": request_id,
-        "questionIds": list(question_ids),
-        "pendingRequests": pending_requests,
-    }
+    # receipt_text and the two equal dicts written out (one is made for every queued form).
+    head = (
+        f"Queued ask_user [{request_id}]. {pending_requests} form(s) pending. "
+        "This is not an answer. Continue independent work; "
+    )
+    text = head + (_RECEIPT_ARRIVAL if background_only else _RECEIPT_WAIT)
     return {
-        "content": [
-            _text_block(receipt_text(request_id, pending_requests, background_only=background_only))
-        ],
-        "details": receipt,
-        "structuredContent": dict(receipt, questionIds=list(question_ids)),
+        "content": [{"type": "text", "text": text}],
+        "details": {
+            "status": "queued",
+            "requestId": request_id,
+            "questionIds": [*question_ids],
+            "pendingRequests": pending_requests,
+        },
+        "structuredContent": {
+            "status": "queued",
+            "requestId": request_id,
+            "questionIds": [*question_ids],
+            "pendingRequests": pending_requests,
+        },
     }
 
 

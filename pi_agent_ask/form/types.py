@@ -73,12 +73,23 @@ class Question:
 
     def to_json(self) -> dict[str, JSON]:
         """The question as normalised ``ask_user`` arguments (requested type only)."""
+        # Each option's ``Option.to_json`` written out, in a loop (a call per option, and a
+        # comprehension, are calls of their own on CPython 3.11): every queued form's
+        # parameters are written to the journal.
+        options: list[JSON] = []
+        for option in self.options:
+            item: dict[str, JSON] = {"value": option.value, "label": option.label}
+            if option.description is not None:
+                item["description"] = option.description
+            if option.recommended is not None:
+                item["recommended"] = option.recommended
+            options.append(item)
         out: dict[str, JSON] = {
             "id": self.id,
             "label": self.label,
             "prompt": self.prompt,
             "type": self.type,
-            "options": [option.to_json() for option in self.options],
+            "options": options,
         }
         if self.context is not None:
             out["context"] = self.context
@@ -116,7 +127,10 @@ class AskParams:
             out["title"] = self.title
         if self.background:
             out["background"] = True
-        out["questions"] = [question.to_json() for question in self.questions]
+        questions: list[JSON] = []  # a loop: a comprehension is a call of its own
+        for question in self.questions:
+            questions.append(question.to_json())
+        out["questions"] = questions
         return out
 
     def question(self, question_id: str) -> Question | None:

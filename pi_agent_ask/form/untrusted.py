@@ -127,7 +127,9 @@ def passes_flat(values: tuple[object, ...], key_chars: int) -> bool:
     for value in values:
         if value is None:
             continue
-        if type(value) is not str or has_surrogate(value):
+        if type(value) is not str:
+            return False
+        if not value.isascii() and _SURROGATE.search(value) is not None:  # has_surrogate
             return False
         chars += len(value)
     return chars <= MAX_TEXT_CHARS

@@ -601,7 +601,7 @@ def _one_pass(arguments: object, mode: _Mode) -> Validation | None:
             not _STR.issuperset(map(type, chain.from_iterable(objects)))
             or len(text) + keys + extra_chars > untrusted.MAX_TEXT_CHARS
             or values > untrusted.MAX_VALUES
-            or untrusted.has_surrogate(text)
+            or (not text.isascii() and untrusted.has_surrogate(text))  # ASCII: no call
         ):
             return None
     if not questions:
