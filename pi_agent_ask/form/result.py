@@ -208,6 +208,23 @@ class AnswerResult:
         )
 
 
+def _question_entries(questions: tuple[QuestionMeta, ...]) -> list[JSON]:
+    """Each question's entry of a result's details: ``QuestionMeta.to_json`` written out in a
+    loop (a comprehension, or a call per question, costs a function call each on CPython 3.11)."""
+    entries: list[JSON] = []
+    for meta in questions:
+        entry: dict[str, JSON] = {
+            "id": meta.id,
+            "label": meta.label,
+            "prompt": meta.prompt,
+            "type": meta.type,
+        }
+        if meta.presented_type is not None:
+            entry["presentedType"] = meta.presented_type
+        entries.append(entry)
+    return entries
+
+
 def _image_details(answer: AnswerResult) -> dict[str, JSON]:
     """The image keys of an answer's ``to_details()``, in their order there."""
     out: dict[str, JSON] = {}
@@ -407,20 +424,7 @@ class AskResult:
                 "kind": "invalid_input",
                 "issues": [issue.to_json() for issue in self.issues],
             }
-        # A loop, not a comprehension (that costs a function call on CPython 3.11), and each
-        # entry written out: ``QuestionMeta.to_json`` without the call.
-        questions: list[JSON] = []
-        for meta in self.questions:
-            entry: dict[str, JSON] = {
-                "id": meta.id,
-                "label": meta.label,
-                "prompt": meta.prompt,
-                "type": meta.type,
-            }
-            if meta.presented_type is not None:
-                entry["presentedType"] = meta.presented_type
-            questions.append(entry)
-        out["questions"] = questions
+        out["questions"] = _question_entries(self.questions)
         if self.skipped_question_ids:
             out["skippedQuestionIds"] = list(self.skipped_question_ids)
         return out
@@ -464,18 +468,7 @@ class AskResult:
             compact[qid] = short
         request_id = self.request_id
         if self.issues is None and not self.skipped_question_ids:
-            # The common case: each a dict display of every key (as in ``to_details``).
-            copies: list[JSON] = []
-            for meta in self.questions:
-                entry: dict[str, JSON] = {
-                    "id": meta.id,
-                    "label": meta.label,
-                    "prompt": meta.prompt,
-                    "type": meta.type,
-                }
-                if meta.presented_type is not None:
-                    entry["presentedType"] = meta.presented_type
-                copies.append(entry)
+            copies = _question_entries(self.questions)
             title = self.title
             if request_id is None:
                 structured = {"cancelled": self.cancelled, "answers": compact}
