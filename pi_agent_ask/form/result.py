@@ -368,20 +368,8 @@ class AskResult:
                 item.update(_image_details(answer))
             answers[qid] = item
         if self.issues is None and not self.skipped_question_ids:
-            # The common case: one dict display of every key (no store after it), each
-            # question's entry written out (``QuestionMeta.to_json`` without the call; a loop:
-            # a ``map`` costs more).
-            copies: list[JSON] = []
-            for meta in self.questions:
-                entry: dict[str, JSON] = {
-                    "id": meta.id,
-                    "label": meta.label,
-                    "prompt": meta.prompt,
-                    "type": meta.type,
-                }
-                if meta.presented_type is not None:
-                    entry["presentedType"] = meta.presented_type
-                copies.append(entry)
+            # The common case: one dict display of every key (no store after it).
+            copies = _question_entries(self.questions)
             title = self.title
             request_id = self.request_id
             if title is None:
