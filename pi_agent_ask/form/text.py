@@ -638,11 +638,9 @@ def receipt_text(request_id: str, pending_requests: int, *, background_only: boo
         f"Queued ask_user [{request_id}]. {pending_requests} form(s) pending. "
         "This is not an answer. Continue independent work; "
     )
-    return head + (_RECEIPT_ARRIVAL if background_only else _RECEIPT_WAIT)
-
-
-_RECEIPT_WAIT: Final = "call wait_for_answers when answers are needed."
-_RECEIPT_ARRIVAL: Final = "the answers will arrive as a background-answer message."
+    if background_only:
+        return head + "the answers will arrive as a background-answer message."
+    return head + "call wait_for_answers when answers are needed."
 
 
 def receipt_tool_result(
@@ -653,12 +651,8 @@ def receipt_tool_result(
     background_only: bool = False,
 ) -> dict[str, JSON]:
     """The tool result of a queued background call; details = structuredContent."""
-    # receipt_text and the two equal dicts written out (one is made for every queued form).
-    head = (
-        f"Queued ask_user [{request_id}]. {pending_requests} form(s) pending. "
-        "This is not an answer. Continue independent work; "
-    )
-    text = head + (_RECEIPT_ARRIVAL if background_only else _RECEIPT_WAIT)
+    # The two equal dicts written out (one is made for every queued form).
+    text = receipt_text(request_id, pending_requests, background_only=background_only)
     return {
         "content": [{"type": "text", "text": text}],
         "details": {
