@@ -123,6 +123,26 @@ async def test_an_idle_agent_is_woken_by_a_given_back_message(tmp_path: Path) ->
         assert await rt.turn_boundary() == []
 
 
+async def test_a_give_back_right_after_agent_started_waits_for_the_boundary(
+    tmp_path: Path,
+) -> None:
+    """The hook is a plain call that reaches the queue through a forwarding task; the give
+    back, made right after it, reaches the queue first. The agent is busy all the same: the
+    message goes out at the next boundary, never as a wake."""
+    settings = settings_file(tmp_path)
+    async with open_runtime(settings=settings, surface=NullSurface()) as rt:
+        rt.agent_started()
+        message = await answered_and_taken(rt, "c1", "a1")
+        rt.agent_settled()
+        await trio.testing.wait_all_tasks_blocked()
+        rt.agent_started()
+        await rt.give_back([message])
+        await trio.testing.wait_all_tasks_blocked()
+        with pytest.raises(trio.WouldBlock):
+            rt.wakeups.receive_nowait()
+        assert await rt.turn_boundary() == [message]
+
+
 @pytest.mark.parametrize(
     "bad",
     [

@@ -29,6 +29,7 @@ from pi_agent_ask.persistence.session_file import Entry, SessionFile, SessionFil
 from .runtime_support import (
     EventLog,
     RecordingSurface,
+    WriteGate,
     answer,
     payload,
     settings_file,
@@ -277,6 +278,52 @@ async def test_agent_hooks_take_effect_in_call_order(settings: Path) -> None:
                 await settle()
                 wake = rt.wakeups.receive_nowait()
                 assert wake["details"]["result"]["answers"]["a"]["values"] == ["a1"]
+
+
+async def test_a_wait_that_ends_once_the_agent_started_does_not_wake_it(
+    settings: Path, tmp_path: Path
+) -> None:
+    # Found as: [AskBackground, StartWait, Elapse, AskBackground, AnswerVisible, AgentBusy],
+    # then the wait aborted in the same tick as ``agent_started``. The hook reaches the queue
+    # through a forwarding task, and the aborted wait's EndWait, when the scheduler ran it
+    # first, overtook it: the queue still took the agent for idle and woke it with the answer
+    # the wait had held. Here the queue is busy with a write when the abort and then the hook
+    # come, so the EndWait reaches it first every time.
+    gate = WriteGate()
+    with trio.fail_after(GUARD):
+        async with (
+            gate.open_runtime(
+                session=tmp_path / "s.pas", settings=settings, surface=RecordingSurface()
+            ) as rt,
+            trio.open_nursery() as nursery,
+        ):
+            for call_id in ("b1", "b2"):
+                await rt.call_tool("ask_user", payload("a", background=True), call_id)
+            wait = trio.CancelScope()
+
+            async def waiting() -> None:
+                with wait:
+                    await rt.call_tool("wait_for_answers", {}, "w1")
+
+            nursery.start_soon(waiting)
+            await settle()
+            submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
+            await settle()  # the answer is the wait's, which waits for b2 still
+            gate.hold("before")
+            nursery.start_soon(rt.call_tool, "ask_user", payload("a", background=True), "b3")
+            await settle()
+            assert gate.held_types == ["tool-call"]  # the queue writes b3's request
+            wait.cancel()
+            await settle()
+            rt.agent_started()
+            await settle()
+            gate.release()
+            await settle()
+            with pytest.raises(trio.WouldBlock):
+                rt.wakeups.receive_nowait()
+            [message] = await rt.turn_boundary()
+            assert message["details"]["result"]["answers"]["a"]["values"] == ["a1"]
+            nursery.cancel_scope.cancel()
 
 
 async def test_herdr_is_released_when_the_session_reloads(settings: Path, tmp_path: Path) -> None:

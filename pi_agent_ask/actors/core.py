@@ -174,7 +174,8 @@ class RuntimeCore:
     _aborts_tx: trio.MemorySendChannel[str]
     aborts: trio.MemoryReceiveChannel[str]
     _activity_tx: trio.MemorySendChannel[q.AgentActivity]
-    """Agent busy/idle, forwarded to the queue by one task, so they arrive in call order."""
+    """Agent busy/idle, forwarded to the queue by one task: it wakes a parked queue, which reads
+    the last call from ``_hook_calls`` (``QueueActor._unseen_hook``)."""
     _hook_calls: q.HookCalls
     _notices_tx: trio.MemorySendChannel[str]
     notices: trio.MemoryReceiveChannel[str]

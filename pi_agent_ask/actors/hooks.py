@@ -1,10 +1,11 @@
 """The host hooks: what an agent loop and its UI tell the runtime (``API.md``, host hooks).
 
-Plain hooks (``agent_started``, ``agent_settled``) never block: they go through an unbounded
-channel that one task forwards to the queue, so they arrive in call order; each is numbered
-(``queue.HookCalls``), so the queue can tell a settle made before a wake went out from one
-made after it. The others are
-conversations with the queue (``core.RuntimeCore``).
+Plain hooks (``agent_started``, ``agent_settled``) never block: each is numbered and noted in
+``queue.HookCalls``, which the queue reads before every transition (so a message sent right
+after a hook call cannot overtake it), and goes through an unbounded channel that one task
+forwards to the queue, which wakes a parked queue to reduce it. The numbers let the queue tell a
+settle made before a wake went out from one made after it. The others are conversations with
+the queue (``core.RuntimeCore``).
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from pi_agent_ask.persistence import journal as jr
 
 def agent_started(rt: RuntimeCore) -> None:
     rt._model_requested = True
-    rt._activity_tx.send_nowait(q.AgentActivity(idle=False, call=rt._hook_calls.next()))
+    call = rt._hook_calls.next(idle=False)
+    rt._activity_tx.send_nowait(q.AgentActivity(idle=False, call=call))
 
 
 def agent_settled(rt: RuntimeCore) -> None:
-    rt._activity_tx.send_nowait(q.AgentActivity(idle=True, call=rt._hook_calls.next()))
+    call = rt._hook_calls.next(idle=True)
+    rt._activity_tx.send_nowait(q.AgentActivity(idle=True, call=call))
 
 
 async def turn_boundary(rt: RuntimeCore, *, text_only: bool = False) -> list[dict[str, Any]]:

@@ -187,18 +187,23 @@ def _no_notice(_text: str) -> None:
 
 @attrs.define(eq=False)
 class HookCalls:
-    """How many times the host called ``agent_started`` or ``agent_settled``.
+    """How many times the host called ``agent_started`` or ``agent_settled``, and what the
+    last call said.
 
-    The one number the hooks and the queue share: the hooks count up (plain calls, they never
-    block), and the queue reads it when it hands out a wake. A hook call reaches the queue
-    through a forwarding task, so one made while a wake's delivery mark was being written
-    arrives after that wake; its number says which came first (``AgentActivity.woken_after``).
+    What the hooks and the queue share: the hooks count up and note the call (plain calls,
+    they never block); the queue reads it before every transition (``QueueActor._unseen_hook``)
+    and when it hands out a wake. A hook call made while a wake's delivery mark was being
+    written reaches the queue after that wake; its number says which came first
+    (``AgentActivity.woken_after``).
     """
 
     count: int = 0
+    idle: bool = True
+    """What the last call said: ``agent_settled`` (idle) or ``agent_started``."""
 
-    def next(self) -> int:
+    def next(self, *, idle: bool) -> int:
         self.count += 1
+        self.idle = idle
         return self.count
 
 
@@ -220,6 +225,8 @@ class QueueActor:
     hook_calls: HookCalls = attrs.field(factory=HookCalls)
     _woken_at: int = attrs.field(default=0, init=False)
     """``hook_calls.count`` when the last wake went out."""
+    _hooks_seen: int = attrs.field(default=0, init=False)
+    """``hook_calls.count`` when the queue last reduced the host's latest hook call."""
     _disk_failing: bool = attrs.field(default=False, init=False)
     state: QueueState = attrs.field(init=False)
     _live: _FormJob | None = None
@@ -251,7 +258,7 @@ class QueueActor:
             try:
                 async with rx:
                     async for message in rx:
-                        await self._handle(self._received(message))
+                        await self._handle(message)
             finally:
                 for effect in release_all_herdr(self.state):
                     self._perform_now(effect)
@@ -293,11 +300,20 @@ class QueueActor:
                     job.request, job.form, job.epoch, job.scope, job.commands, job.inbox
                 )
 
-    def _received(self, message: QueueMessage) -> QueueMessage:
-        if isinstance(message, AgentActivity):
-            woken_after = 0 < message.call <= self._woken_at
-            message = attrs.evolve(message, woken_after=woken_after)
-        return message
+    def _unseen_hook(self) -> AgentActivity | None:
+        """The host's last hook call when the queue has not reduced it yet; it goes before
+        the next transition. A hook reaches the queue through a forwarding task, which a
+        message sent after the call can overtake (a wait aborted, a ``give_back`` made right
+        after ``agent_started``): read here, every transition sees every hook call made
+        before it began, and the forwarded message only wakes a parked queue. The last call
+        is all that counts: the calls before it ended with it. The sender's-task path
+        (``_handle_now``) needs no look: a hook call matters only to an idle wake, and a wake
+        is a ``Continue`` (``TryWake``), which only the queue task reduces."""
+        calls = self.hook_calls
+        if calls.count == self._hooks_seen:
+            return None
+        self._hooks_seen = calls.count
+        return AgentActivity(calls.idle, calls.count, woken_after=calls.count <= self._woken_at)
 
     async def ask_now(
         self, make: Callable[[ReplyTo[Any]], QueueMessage], *, shielded: bool = False
@@ -340,8 +356,6 @@ class QueueActor:
     def _handle_now(self, message: QueueMessage) -> bool:
         """``_handle`` without a wait, or nothing at all (``False``): reduce, write at once if
         the transition writes (its first effect), perform the rest, commit."""
-        if isinstance(message, AgentActivity):
-            message = self._received(message)
         candidate, effects = reduce(self.state, message)
         for effect in effects:
             if type(effect) is Continue:
@@ -374,10 +388,15 @@ class QueueActor:
         self._commit_effects(Unrecorded(message, error))
 
     async def _handle(self, first: QueueMessage) -> None:
-        """Reduce ``first`` and the transitions it continues into, committing each one."""
+        """Reduce ``first`` and the transitions it continues into, committing each one; a
+        hook call the queue has not reduced yet goes before each (``_unseen_hook``)."""
         todo = [first]
         while todo:
-            message = todo.pop(0)
+            message: QueueMessage | None = self._unseen_hook()
+            if message is None:
+                message = todo.pop(0)
+                if type(message) is AgentActivity and message.call:
+                    continue  # a hook call's message: that call was reduced already
             candidate, effects = reduce(self.state, message)
             try:
                 follow = await self._perform(effects)
