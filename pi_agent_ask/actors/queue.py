@@ -14,7 +14,8 @@ new state once they succeeded:
 - delivery marks are written shielded: once a mark may be on the branch, its message must go
   out, and it does with no checkpoint in between (a wake's ``send_nowait``, the boundary's
   reply);
-- ``Continue`` effects are reduced next, before any other message.
+- ``Continue`` effects are reduced next, before any other message; only a host hook call
+  the queue has not reduced yet goes first (``QueueActor._unseen_hook``).
 
 A message for the queue while the queue task is parked (waiting for a message, none on its way)
 is handled in its sender's task (``ask_now``, ``tell_now``; ``tell_last_now`` for the form
