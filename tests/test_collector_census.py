@@ -18,6 +18,14 @@ from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.actors.runtime import Runtime, open_runtime
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text
+from pi_agent_ask.form.result import build_result
+from pi_agent_ask.form.types import Draft
+from pi_agent_ask.form.validate import validate_ask_params
+from pi_agent_ask.persistence import history
+from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.projection import JOURNAL
+from pi_agent_ask.persistence.records import AskRequest, Outcome
+from pi_agent_ask.persistence.session_file import Entry, SessionFile
 from tests.runtime_support import answer, payload, settings_file, settle, submit
 
 FORMS = 200
@@ -134,3 +142,46 @@ async def test_a_text_only_turn_boundary_makes_each_answers_texts_once(
             messages = await rt.turn_boundary(text_only=True)
     assert len(messages) == 3
     assert len(made) == 3, f"texts made {len(made)} times for 3 answers"
+
+
+def _history_entries(request_id: str) -> list[tuple[str, dict[str, Any]]]:
+    params = validate_ask_params(payload("a")).params
+    assert params is not None
+    request = AskRequest(request_id, params, True, "2026-12-01T00:00:00.000Z", f"call-{request_id}")
+    result = build_result(params, [Draft(selected=(0,))], request_id=request_id)
+    completed = jr.completion_entries(Outcome(request_id, result=result), background=True)
+    return [(jr.HISTORY_REQUEST, jr.history_request_entry(request)), *completed]
+
+
+def test_the_journal_fold_keeps_its_history_log_out_of_the_collector(tmp_path: Path) -> None:
+    """The fold keeps a log item per history request and per completion, for as long as the
+    session has no checkpoint (an in-memory session: all of them): none of them stays in the
+    collector's care. Read as ``log`` they are the lists a checkpoint holds, and a session file
+    whose checkpoints hold them reads back the same log and history."""
+    entries = [entry for n in range(30) for entry in _history_entries(f"r{n}")]
+    fold, _load = jr.fold_branch(
+        [Entry(f"e{n}", None, t, 1.0, d) for n, (t, d) in enumerate(entries)]
+    )
+    assert len(fold.log_items()) == 60
+    gc.collect()
+    assert not [item for item in fold.log_items() if gc.is_tracked(item)]
+    log = fold.log
+    assert log[:2] == [["q", "r0", 0, -2, 1], ["c", "r0", 1, -2]]
+    assert fold.log is log and len(log) == 60  # read as lists once, in place
+    with SessionFile.open(tmp_path / "s.pias", projection=JOURNAL, checkpoint_every=7) as session:
+        for entry_type, data in entries[:31]:
+            session.append(entry_type, data)
+        session.append_chains([entries[31:]])
+        written = session.log()
+        index = history.source_of_session(session)
+    assert [item[:2] for item in written] == [item[:2] for item in log]
+    with SessionFile.open(tmp_path / "s.pias", projection=JOURNAL, checkpoint_every=7) as session:
+        assert session.log() == written
+        again = history.source_of_session(session)
+    assert (list(again.ids), list(again.nums), list(again.cnum), again.key) == (
+        list(index.ids),
+        list(index.nums),
+        list(index.cnum),
+        index.key,
+    )
+    assert index.key == (30, 30)
