@@ -56,9 +56,10 @@ def _answer_every_form(rt: Runtime) -> Any:
 async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_objects(
     tmp_path: Path,
 ) -> None:
-    """A queued form keeps its request (parameters, questions, options), the queue's item, its
-    fresh form state and the journal's record of it; an answered one keeps its outcome instead
-    of its form state until the answer is delivered, and a delivered one no more than that."""
+    """A queued form keeps its request (parameters, questions, options), the queue's item and
+    the journal's record of it, and no form state until it is shown; an answered one keeps its
+    outcome until the answer is delivered, and a delivered one neither the outcome nor the
+    journal's record."""
     completed = 0
     all_done = trio.Event()
 
@@ -83,6 +84,7 @@ async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_o
             await _ask(rt, range(FORMS), "c")  # the first one is shown, and left open
             await settle()
             queued = (_tracked() - before) / FORMS
+            forms_queued = _form_states() - states_before
             _answer_every_form(rt)
             visible = (await rt.statistics()).visible
             assert visible == "tool:c0"
@@ -100,19 +102,20 @@ async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_o
             assert handed_out == WARM + FORMS
             assert len((await rt.statistics()).delivered) == WARM + FORMS
     # Queued: its request (7: request, parameters, the questions' tuple, the question, the
-    # options' tuple, two options), the queue's item, its form state (2: the state and its
-    # fields; a fresh form's drafts are shared) and the journal fold's records (2: the
-    # request's, and its log's entry of it).
-    assert queued <= 12.5, f"{queued:.2f} tracked objects per queued form"
-    # Answered: the request (7), the queue's item, the journal fold's records (3: the request's,
-    # and its log's entries of the request and of the answer) and no form state; its outcome
-    # (4: outcome, result, answers, one answer) and the question metadata its parameters share
-    # with every result of theirs (2: the metadata's tuple, which their memo holds itself, and
-    # one per question).
-    assert answered <= 17.5, f"{answered:.2f} tracked objects per answered form"
-    # Delivered: as answered, but for the fold's record of the request, which goes, and its
-    # log's entry of the delivery, which comes; no texts of the answer are kept with it.
-    assert delivered <= 17.5, f"{delivered:.2f} tracked objects per delivered form"
+    # options' tuple, two options), the queue's item and the journal fold's record of the
+    # request (its log's entry of it is a tuple, which the collector stops tracking); no form
+    # state: the queue's item keeps the settings of its fresh form, made when it is shown.
+    assert queued <= 9.5, f"{queued:.2f} tracked objects per queued form"
+    assert forms_queued <= 1, f"{forms_queued} form states kept for {FORMS} queued forms"
+    # Answered: the request (7), the queue's item, the journal fold's record of the request (its
+    # log's entries, of the request and of the answer, are tuples); its outcome (4: outcome,
+    # result, answers, one answer) and the question metadata its parameters share with every
+    # result of theirs (2: the metadata's tuple, which their memo holds itself, and one per
+    # question).
+    assert answered <= 15.5, f"{answered:.2f} tracked objects per answered form"
+    # Delivered: as answered, but for the fold's record of the request and the outcome, which
+    # go (the queue's item keeps ``DELIVERED`` in its place); no texts of the answer are kept.
+    assert delivered <= 10.5, f"{delivered:.2f} tracked objects per delivered form"
     # Nothing per form (the queue's task and its form runner hold the last form's, in the last
     # message each took, before and after).
     assert forms_kept <= 0, f"{forms_kept} more form states kept for {FORMS} answered forms"

@@ -133,7 +133,8 @@ class Enqueue:
     ``recording`` whose write failed, the error instead (nothing was enqueued)."""
 
     request: AskRequest
-    form: fs.FormState
+    form: fs.FormState | fs.FormSettings
+    """Its form, or the settings of the fresh form it is shown with (``Item.form``)."""
     reply: ReplyTo[int | Exception]
     recording: Recording | None = None
 
@@ -655,11 +656,13 @@ class Item:
 
     request: AskRequest
     seq: int
-    form: fs.FormState | None
-    """The latest draft while the request is pending; ``None`` once it has an outcome (only a
-    pending request's form is shown or saved). An answered request waits for its delivery
-    holding its outcome alone: its form's objects would be so many more for the collector to
-    walk, for every answer not delivered yet."""
+    form: fs.FormState | fs.FormSettings | None
+    """The latest draft while the request is pending, or, until it has one, the settings of
+    the fresh form it is shown with (made by ``_schedule``: a queued form never shown costs no
+    form state); ``None`` once it has an outcome (only a pending request's form is shown or
+    saved). An answered request waits for its delivery holding its outcome alone: its form's
+    objects would be so many more for the collector to walk, for every answer not delivered
+    yet, as a fresh form's would be for every form still queued."""
     outcome: Outcome | Delivered | None = None
     """``None`` while pending; ``DELIVERED`` once delivered (``_deliver``, ``_end_wait``), in
     place of the outcome: a request with either has an outcome (``QueueStats.completed``). An
@@ -1119,8 +1122,11 @@ def _schedule(step: _Step) -> None:
             if not s.herdr:
                 step.effects.append(_HERDR_ON)
             step.d["herdr"] = s.herdr | _PANEL
-        assert first.form is not None  # pending (``Item.form``)
-        step.effects.append(StartForm(request, first.form, s.epoch))
+        form = first.form
+        if not isinstance(form, fs.FormState):  # shown for the first time, without a draft
+            assert form is not None  # pending (``Item.form``)
+            form = fs.new_form(request.params, form, background=True)
+        step.effects.append(StartForm(request, form, s.epoch))
 
 
 def _draft_changed(step: _Step, request_id: str, epoch: int, form: fs.FormState) -> None:
@@ -1140,7 +1146,7 @@ def _save_drafts(step: _Step) -> None:
     entries = []
     for rid in sorted(s.dirty):  # sorted: the journal's order never depends on hashing
         item = s.items.get(rid)
-        if item is not None and item.form is not None:  # pending (``Item.form``)
+        if item is not None and isinstance(item.form, fs.FormState):  # a draft (``Item.form``)
             entries.append(("ask:draft", {"requestId": rid, "form": fs.state_to_json(item.form)}))
     if entries:
         step.emit(Append(tuple(entries)))

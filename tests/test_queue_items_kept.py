@@ -1,7 +1,11 @@
-"""A delivered background answer keeps no outcome in the queue (``queue_state.Item.outcome``:
-``DELIVERED`` in its place), whether a turn boundary, an idle wake or an acknowledged wait
-delivered it; what the queue tells about it (``stats``), and what later waits, wakes and
-boundaries do, stay as they were. Driven through ``reduce`` as the shell drives it."""
+"""What a queue item keeps (``queue_state.Item``), and that what it leaves out is never missed.
+
+A queued form that was never shown keeps the settings of its fresh form instead of a form
+state (``Item.form``): it is shown with a fresh form made with them, the settings it was
+queued with. A delivered background answer keeps no outcome (``Item.outcome``: ``DELIVERED`` in
+its place), whether a turn boundary, an idle wake or an acknowledged wait delivered it; what
+the queue tells about it (``stats``), and what later waits, wakes and boundaries do, stay as
+they were. Driven through ``reduce`` as the shell drives it."""
 
 from __future__ import annotations
 
@@ -72,6 +76,41 @@ def _item(state: qs.QueueState, rid: str) -> qs.Item:
     item = state.items.get(rid)
     assert item is not None
     return item
+
+
+def _started(effects: list[Any]) -> list[qs.StartForm]:
+    return [e for e in effects if isinstance(e, qs.StartForm)]
+
+
+def test_a_queued_form_is_made_when_first_shown_with_the_settings_it_was_queued_with() -> None:
+    queued_with = fs.FormSettings(auto_submit_when_answered_without_notes=True)
+    later = fs.FormSettings(confirm_dismiss_when_dirty=False)
+    state = qs.initial_state(idle=False)
+    state, effects = _reduce(state, qs.Enqueue(_request("r1"), later, Box()))
+    [shown] = _started(effects)  # shown at once: made now
+    assert shown.form == fs.new_form(_PARAMS, later, background=True)
+    state, effects = _reduce(state, qs.Enqueue(_request("r2"), queued_with, Box()))
+    assert not _started(effects)
+    assert _item(state, "r2").form is queued_with  # no form state while it waits
+    state, effects = _reduce(
+        state, qs.FormStopped("r1", state.epoch, shown.form, Outcome("r1", error="x"))
+    )
+    [shown] = _started(effects)
+    assert shown.request.request_id == "r2"
+    assert shown.form == fs.new_form(_PARAMS, queued_with, background=True)
+    assert shown.form.settings is queued_with and shown.form.background
+    # Hidden before any change: its form is its draft now, saved and shown again as it is.
+    state, effects = _reduce(state, qs.Defer("hidden", Box()))
+    assert qs.CancelForm("r2") in effects
+    state, effects = _reduce(state, qs.FormStopped("r2", state.epoch, shown.form, None))
+    assert _item(state, "r2").form is shown.form
+    drafts = [e for e in effects if isinstance(e, qs.Append)]
+    assert drafts[-1].entries == (
+        ("ask:draft", {"requestId": "r2", "form": fs.state_to_json(shown.form)}),
+    )
+    state, effects = _reduce(state, qs.Show(Box()))
+    [again] = _started(effects)
+    assert again.form is shown.form
 
 
 def test_an_answer_delivered_at_a_turn_boundary_keeps_no_outcome() -> None:
