@@ -18,6 +18,14 @@ from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.actors.runtime import Runtime, open_runtime
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text
+from pi_agent_ask.form.result import build_result
+from pi_agent_ask.form.types import Draft
+from pi_agent_ask.form.validate import validate_ask_params
+from pi_agent_ask.persistence import history
+from pi_agent_ask.persistence import journal as jr
+from pi_agent_ask.persistence.projection import JOURNAL
+from pi_agent_ask.persistence.records import AskRequest, Outcome
+from pi_agent_ask.persistence.session_file import Entry, SessionFile
 from tests.runtime_support import answer, payload, settings_file, settle, submit
 
 FORMS = 200
@@ -48,9 +56,10 @@ def _answer_every_form(rt: Runtime) -> Any:
 async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_objects(
     tmp_path: Path,
 ) -> None:
-    """A queued form keeps its request (parameters, questions, options), the queue's item, its
-    fresh form state and the journal's record of it; an answered one keeps its outcome instead
-    of its form state until the answer is delivered, and a delivered one no more than that."""
+    """A queued form keeps its request (parameters, questions, options), the queue's item and
+    the journal's record of it, and no form state until it is shown; an answered one keeps its
+    outcome until the answer is delivered, and a delivered one neither the outcome nor the
+    journal's record."""
     completed = 0
     all_done = trio.Event()
 
@@ -75,6 +84,7 @@ async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_o
             await _ask(rt, range(FORMS), "c")  # the first one is shown, and left open
             await settle()
             queued = (_tracked() - before) / FORMS
+            forms_queued = _form_states() - states_before
             _answer_every_form(rt)
             visible = (await rt.statistics()).visible
             assert visible == "tool:c0"
@@ -92,19 +102,20 @@ async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_o
             assert handed_out == WARM + FORMS
             assert len((await rt.statistics()).delivered) == WARM + FORMS
     # Queued: its request (7: request, parameters, the questions' tuple, the question, the
-    # options' tuple, two options), the queue's item, its form state (2: the state and its
-    # fields; a fresh form's drafts are shared) and the journal fold's records (2: the
-    # request's, and its log's entry of it).
-    assert queued <= 12.5, f"{queued:.2f} tracked objects per queued form"
-    # Answered: the request (7), the queue's item, the journal fold's records (3: the request's,
-    # and its log's entries of the request and of the answer) and no form state; its outcome
-    # (4: outcome, result, answers, one answer) and the question metadata its parameters share
-    # with every result of theirs (2: the metadata's tuple, which their memo holds itself, and
-    # one per question).
-    assert answered <= 17.5, f"{answered:.2f} tracked objects per answered form"
-    # Delivered: as answered, but for the fold's record of the request, which goes, and its
-    # log's entry of the delivery, which comes; no texts of the answer are kept with it.
-    assert delivered <= 17.5, f"{delivered:.2f} tracked objects per delivered form"
+    # options' tuple, two options), the queue's item and the journal fold's record of the
+    # request (its log's entry of it is a tuple, which the collector stops tracking); no form
+    # state: the queue's item keeps the settings of its fresh form, made when it is shown.
+    assert queued <= 9.5, f"{queued:.2f} tracked objects per queued form"
+    assert forms_queued <= 1, f"{forms_queued} form states kept for {FORMS} queued forms"
+    # Answered: the request (7), the queue's item, the journal fold's record of the request (its
+    # log's entries, of the request and of the answer, are tuples); its outcome (4: outcome,
+    # result, answers, one answer) and the question metadata its parameters share with every
+    # result of theirs (2: the metadata's tuple, which their memo holds itself, and one per
+    # question).
+    assert answered <= 15.5, f"{answered:.2f} tracked objects per answered form"
+    # Delivered: as answered, but for the fold's record of the request and the outcome, which
+    # go (the queue's item keeps ``DELIVERED`` in its place); no texts of the answer are kept.
+    assert delivered <= 10.5, f"{delivered:.2f} tracked objects per delivered form"
     # Nothing per form (the queue's task and its form runner hold the last form's, in the last
     # message each took, before and after).
     assert forms_kept <= 0, f"{forms_kept} more form states kept for {FORMS} answered forms"
@@ -134,3 +145,46 @@ async def test_a_text_only_turn_boundary_makes_each_answers_texts_once(
             messages = await rt.turn_boundary(text_only=True)
     assert len(messages) == 3
     assert len(made) == 3, f"texts made {len(made)} times for 3 answers"
+
+
+def _history_entries(request_id: str) -> list[tuple[str, dict[str, Any]]]:
+    params = validate_ask_params(payload("a")).params
+    assert params is not None
+    request = AskRequest(request_id, params, True, "2026-12-01T00:00:00.000Z", f"call-{request_id}")
+    result = build_result(params, [Draft(selected=(0,))], request_id=request_id)
+    completed = jr.completion_entries(Outcome(request_id, result=result), background=True)
+    return [(jr.HISTORY_REQUEST, jr.history_request_entry(request)), *completed]
+
+
+def test_the_journal_fold_keeps_its_history_log_out_of_the_collector(tmp_path: Path) -> None:
+    """The fold keeps a log item per history request and per completion, for as long as the
+    session has no checkpoint (an in-memory session: all of them): none of them stays in the
+    collector's care. Read as ``log`` they are the lists a checkpoint holds, and a session file
+    whose checkpoints hold them reads back the same log and history."""
+    entries = [entry for n in range(30) for entry in _history_entries(f"r{n}")]
+    fold, _load = jr.fold_branch(
+        [Entry(f"e{n}", None, t, 1.0, d) for n, (t, d) in enumerate(entries)]
+    )
+    assert len(fold.log_items()) == 60
+    gc.collect()
+    assert not [item for item in fold.log_items() if gc.is_tracked(item)]
+    log = fold.log
+    assert log[:2] == [["q", "r0", 0, -2, 1], ["c", "r0", 1, -2]]
+    assert fold.log is log and len(log) == 60  # read as lists once, in place
+    with SessionFile.open(tmp_path / "s.pias", projection=JOURNAL, checkpoint_every=7) as session:
+        for entry_type, data in entries[:31]:
+            session.append(entry_type, data)
+        session.append_chains([entries[31:]])
+        written = session.log()
+        index = history.source_of_session(session)
+    assert [item[:2] for item in written] == [item[:2] for item in log]
+    with SessionFile.open(tmp_path / "s.pias", projection=JOURNAL, checkpoint_every=7) as session:
+        assert session.log() == written
+        again = history.source_of_session(session)
+    assert (list(again.ids), list(again.nums), list(again.cnum), again.key) == (
+        list(index.ids),
+        list(index.nums),
+        list(index.cnum),
+        index.key,
+    )
+    assert index.key == (30, 30)

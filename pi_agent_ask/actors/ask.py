@@ -155,7 +155,7 @@ async def _background(
     transition that enqueues it: one write, and the receipt's pending count is the queue's.
     """
     entries.append((jr.QUEUED, jr.queued_entry(request, shared=shared)))
-    form = fs.new_form(request.params, rt.config.form_settings, background=True)
+    settings = rt.config.form_settings  # its form is made when first shown (``Item.form``)
     question_ids = [question.id for question in request.params.questions]
     background_only = rt.config.background_only
 
@@ -177,7 +177,7 @@ async def _background(
 
     recording = q.Recording((*call.unwritten(), *entries), result_entry, writer)
     pending: int | Exception = await rt._ask_queue(
-        lambda reply: q.Enqueue(request, form, reply, recording), shielded=True
+        lambda reply: q.Enqueue(request, settings, reply, recording), shielded=True
     )
     if isinstance(pending, Exception):
         raise pending

@@ -7,7 +7,7 @@ only as opaque handles (the protocols below) that effects carry back to the shel
 The queue owns:
 
 - the FIFO of background requests of the current epoch, each with its latest draft and, once
-  finished, its outcome;
+  finished, its outcome until it is delivered (``Item.outcome``);
 - the surface: which claimant (a background form, or a foreground form waiting in its tool
   call) is visible now;
 - panel visibility (defer / reopen), persisted so it follows the branch;
@@ -59,7 +59,7 @@ the shell only ever keeps its current state and one candidate.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 
 from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.records import AskRequest, Outcome
@@ -133,7 +133,8 @@ class Enqueue:
     ``recording`` whose write failed, the error instead (nothing was enqueued)."""
 
     request: AskRequest
-    form: fs.FormState
+    form: fs.FormState | fs.FormSettings
+    """Its form, or the settings of the fresh form it is shown with (``Item.form``)."""
     reply: ReplyTo[int | Exception]
     recording: Recording | None = None
 
@@ -637,18 +638,35 @@ class Table(Generic[K, V]):
 
 
 @attrs.frozen
+class Delivered:
+    """What a delivered item keeps of its outcome: that it had one (``DELIVERED``, the only
+    instance). The outcome is on the branch, and so is the message that delivered it; the
+    queue reads a delivered item's outcome never again (``_start_wait`` passes over delivered
+    items, ``_ready`` and the wait's routing see undelivered ones only), while its objects would
+    be so many more for the cyclic collector to walk, for every answer delivered in the epoch."""
+
+
+DELIVERED: Final = Delivered()
+
+
+@attrs.frozen
 class Item:
     """One background request of this epoch. ``member_of`` names the active wait it belongs
     to; ``routed_to`` is set once its outcome is routed to that wait."""
 
     request: AskRequest
     seq: int
-    form: fs.FormState | None
-    """The latest draft while the request is pending; ``None`` once it has an outcome (only a
-    pending request's form is shown or saved). An answered request waits for its delivery
-    holding its outcome alone: its form's objects would be so many more for the collector to
-    walk, for every answer not delivered yet."""
-    outcome: Outcome | None = None
+    form: fs.FormState | fs.FormSettings | None
+    """The latest draft while the request is pending, or, until it has one, the settings of
+    the fresh form it is shown with (made by ``_schedule``: a queued form never shown costs no
+    form state); ``None`` once it has an outcome (only a pending request's form is shown or
+    saved). An answered request waits for its delivery holding its outcome alone: its form's
+    objects would be so many more for the collector to walk, for every answer not delivered
+    yet, as a fresh form's would be for every form still queued."""
+    outcome: Outcome | Delivered | None = None
+    """``None`` while pending; ``DELIVERED`` once delivered (``_deliver``, ``_end_wait``), in
+    place of the outcome: a request with either has an outcome (``QueueStats.completed``). An
+    item routed to a wait is not delivered: ``_end_wait`` marks it after it leaves the wait."""
     delivered: bool = False
     member_of: int | None = None
     routed_to: int | None = None
@@ -1104,8 +1122,11 @@ def _schedule(step: _Step) -> None:
             if not s.herdr:
                 step.effects.append(_HERDR_ON)
             step.d["herdr"] = s.herdr | _PANEL
-        assert first.form is not None  # pending (``Item.form``)
-        step.effects.append(StartForm(request, first.form, s.epoch))
+        form = first.form
+        if not isinstance(form, fs.FormState):  # shown for the first time, without a draft
+            assert form is not None  # pending (``Item.form``)
+            form = fs.new_form(request.params, form, background=True)
+        step.effects.append(StartForm(request, form, s.epoch))
 
 
 def _draft_changed(step: _Step, request_id: str, epoch: int, form: fs.FormState) -> None:
@@ -1125,7 +1146,7 @@ def _save_drafts(step: _Step) -> None:
     entries = []
     for rid in sorted(s.dirty):  # sorted: the journal's order never depends on hashing
         item = s.items.get(rid)
-        if item is not None and item.form is not None:  # pending (``Item.form``)
+        if item is not None and isinstance(item.form, fs.FormState):  # a draft (``Item.form``)
             entries.append(("ask:draft", {"requestId": rid, "form": fs.state_to_json(item.form)}))
     if entries:
         step.emit(Append(tuple(entries)))
@@ -1244,15 +1265,15 @@ def _deliver(
         # ``Item(...)``, not ``evolve`` (which reads the class's fields for every call): each
         # answer is delivered once, and a boundary may deliver thousands (as ``_form_stopped``).
         delivered = Item(
-            item.request, item.seq, item.form, item.outcome, True, item.member_of, item.routed_to
+            item.request, item.seq, item.form, DELIVERED, True, item.member_of, item.routed_to
         )
         step.put(delivered)
     return [f.message for f in follow_ups] + answers
 
 
 def _answer_message(item: Item) -> Json:
-    """The message that delivers a completed item's outcome."""
-    assert item.outcome is not None
+    """The message that delivers a completed item's outcome (not delivered yet: it has it)."""
+    assert isinstance(item.outcome, Outcome)
     return texts.background_answer_message(item.outcome, params=item.request.params)
 
 
@@ -1268,10 +1289,11 @@ def _try_wake(step: _Step) -> None:
         step.emit(Wake(message))
         return
     for item in _ready(s):
+        outcome = item.outcome  # ready: not delivered, so an ``Outcome``
         if (
-            item.outcome is not None
-            and item.outcome.result is not None
-            and not item.outcome.result.cancelled
+            isinstance(outcome, Outcome)
+            and outcome.result is not None
+            and not outcome.result.cancelled
         ):
             [message] = _deliver(step, (), [item], s.follow_ups)
             step.set(woken=True, wake_failures=0)
@@ -1330,10 +1352,12 @@ def _finish_wait(step: _Step, deferred: WaitReason | None = None) -> None:
     for rid in wait.all_members():
         item = step.s.items.get(rid)
         assert item is not None
-        if item.outcome is None:
+        outcome = item.outcome
+        if outcome is None:
             pending.append(rid)
         elif item.routed_to == wait.wait_id:
-            results.append(item.outcome)
+            assert isinstance(outcome, Outcome)  # routed: not delivered (``Item.outcome``)
+            results.append(outcome)
     end = WaitEnd(
         "deferred" if deferred else "complete",
         request_ids=tuple(wait.all_members()),
@@ -1355,10 +1379,14 @@ def _end_wait(step: _Step, wait_id: int, acknowledged: bool) -> None:
         item = step.s.items.get(rid)
         if item is None:
             continue
-        delivered = item.delivered
         if item.routed_to == wait_id and acknowledged and wait.answered:
-            delivered = True
-        step.put(attrs.evolve(item, member_of=None, routed_to=None, delivered=delivered))
+            # Delivered by the wait's result: its outcome goes (``Item.outcome``).
+            left = attrs.evolve(
+                item, outcome=DELIVERED, delivered=True, member_of=None, routed_to=None
+            )
+        else:
+            left = attrs.evolve(item, member_of=None, routed_to=None)
+        step.put(left)
     step.later(TryWake())
 
 

@@ -435,19 +435,21 @@ def source_from_log(log: Iterable[Any], load: Callable[[Loc], Entry]) -> History
 def source_of_branch(entries: Iterable[Entry]) -> HistorySource:
     """The history source of a branch held in memory (root first)."""
     fold, load = jr.fold_branch(list(entries))
-    return source_from_log(fold.log, load)
+    return source_from_log(fold.log_items(), load)
 
 
 def source_of_session(session: SessionFile) -> HistorySource:
     """The history source of a session's active branch: from its journal log when it has the
     journal projection (the history index of the newest checkpoint, then the fold's own log;
     the checkpoint chain when an older checkpoint has no index), else from its branch."""
-    from pi_agent_ask.persistence.projection import JOURNAL, history_log
+    from pi_agent_ask.persistence.projection import JOURNAL, JournalFold, history_log
     from pi_agent_ask.persistence.session_file import SessionFileError
 
     if session.projection != JOURNAL:
         return source_of_branch(session.branch())
-    own = session.fold().log
+    fold = session.fold()
+    assert isinstance(fold, JournalFold)  # the journal projection's
+    own = fold.log_items()
     try:
         # The history index only: a checkpoint's pending forms (``live``) are not decoded.
         columns = history_log(own, session.log_prev, partial(session.checkpoint_at, live=False))

@@ -11,7 +11,8 @@ what is still open, as entry locations (``Loc``), never entry data:
   completion of those requests, and the dismissed calls whose answer was not yet delivered;
 - **log** (append-only, for the history index): ``["q", requestId, offset, slot, questions]``
   for each well-formed ``ask:history-request``, ``["c", requestId, offset, slot]`` for each
-  ``ask:history-completed`` carrying a result or an error.
+  ``ask:history-completed`` carrying a result or an error (kept as tuples, made lists when
+  read as ``log``: ``JournalFold._log``).
 
 The live part goes whole into every checkpoint (``live()`` / ``JOURNAL.restore``); the log goes
 into checkpoints in parts (``SessionFile.log`` reads the chain), and every checkpoint also holds
@@ -84,11 +85,36 @@ class JournalFold:
     returned: dict[tuple[str, str], tuple[Loc, int]] = attrs.field(factory=dict)
     """Given-back messages not delivered again (``ask:returned``): (mark type, request id) →
     the entry's location and the message's index in it."""
-    log: list[Any] = attrs.field(factory=list)
+    _log: list[Any] = attrs.field(factory=list, init=False, repr=False)
+    """The log (``log``). The fold appends its items as tuples: a tuple of text and numbers
+    leaves the cyclic collector's care the first time the collector looks at it, a list never
+    does, and the fold of an in-memory session keeps the log items of every form it saw."""
+    _listed: int = attrs.field(default=0, init=False, repr=False)
+    """How many of ``_log``'s first items ``log`` has made lists."""
     _request_cbor: dict[str, bytes] = attrs.field(factory=dict, init=False, repr=False)
     """Request id → the CBOR of its item in ``live()["requests"]``, for the requests whose
     item did not change since a checkpoint encoded it (``live_cbor``): every handler that
     changes a ``PendingRequest`` drops its entry."""
+
+    @property
+    def log(self) -> list[Any]:
+        """The log items since the last checkpoint, oldest first, as the lists a checkpoint
+        holds and gives back: the fold's own list, its tuples made lists in place (so an item
+        appended to it stays). Readers that only go through the items take ``log_items``."""
+        log, listed = self._log, self._listed
+        if listed < len(log):
+            log[listed:] = [list(item) for item in log[listed:]]
+            self._listed = len(log)
+        return log
+
+    @log.setter
+    def log(self, items: list[Any]) -> None:
+        self._log, self._listed = items, 0
+
+    def log_items(self) -> Sequence[Sequence[Any]]:
+        """The log items as the fold keeps them (tuples, or lists once ``log`` was read), for
+        a reader that goes through them once (``LogColumns.add_items``)."""
+        return self._log
 
     # ---- folding -------------------------------------------------------------------------
 
@@ -147,7 +173,7 @@ class JournalFold:
         if not isinstance(request_id, str):
             return
         if _has_outcome(data):
-            self.log.append(["c", request_id, loc[0], loc[1]])
+            self._log.append(("c", request_id, loc[0], loc[1]))
         for rid, _ in self.call_requests.values():
             if rid == request_id:
                 self.completions[request_id] = loc
@@ -219,7 +245,7 @@ class JournalFold:
             questions = questions.value
         count = stored_question_count(request_id, questions)
         if count is not None:
-            self.log.append(["q", request_id, loc[0], loc[1], count])
+            self._log.append(("q", request_id, loc[0], loc[1], count))
         call_id = data.get("toolCallId")
         if not isinstance(call_id, str):
             return
