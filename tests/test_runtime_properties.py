@@ -18,7 +18,8 @@ before or after the persistence actor performs them and cancels a call, a wait, 
 ``turn_boundary`` or a ``change_session`` while one waits; ``FailNextWrite`` makes the next
 write fail. The second test adds those, session changes (fork, new, resume, tree), question
 modes, history reads, an outer cancellation of the whole runtime and a torn tail before the
-restart.
+restart. The third runs short programs made mostly of host hooks, waits and their aborts, and
+``HookWhileMarking``, a hook called while a wake's delivery mark is being written.
 
 Invariants (``docs/architecture.md``, contract 000 §Background queue):
 
@@ -29,7 +30,10 @@ Invariants (``docs/architecture.md``, contract 000 §Background queue):
 - every background outcome is delivered exactly once across turn-boundary messages, idle
   wakes and wait results (the ones of one boundary or one wait in enqueue order), and a wait returns every outcome it awaited; a cancellation never
   wakes; while the agent is idle a ready answer wakes it, once per idle period, never while
-  the agent is busy;
+  the agent is busy; a hook call (``agent_started``, ``agent_settled``) counts before
+  everything the program does after it; only a wake whose delivery mark was already being
+  written then may still go out as if before it: to a busy agent after ``agent_started``, as
+  the new period's one wake after ``agent_settled`` (architecture invariant 11);
 - nothing is delivered before its completion is in the journal, and at the moment a message
   is handed out its delivery mark (a background-answer entry, a follow-up entry or the wait's
   tool result) is on the branch already;
@@ -51,15 +55,17 @@ import tempfile
 import typing
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
+from unittest import mock
 
 import attrs
 import pytest
 import trio
 import trio.lowlevel
 import trio.testing
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
@@ -72,6 +78,7 @@ from pi_agent_ask.actors.runtime import (
     WAIT_INTERRUPTED_TEXT,
     Runtime,
 )
+from pi_agent_ask.actors.session import SessionJournal
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.journal import RESUME_ANSWER
 from pi_agent_ask.persistence.session_file import Entry, SessionFile, encode_frame
@@ -245,6 +252,18 @@ class MidWrite:
     position: GatePosition
 
 
+@attrs.frozen
+class HookWhileMarking:
+    """Answer the visible form with the journal's writes held at the gate (``before`` or
+    ``after`` the actor performs them), letting them through one by one until a delivery
+    mark's write waits there (a wake's), then call ``agent_settled`` (``idle``) or
+    ``agent_started`` and open the gate: the wake goes out after the call, as the settled
+    period's one wake or to the busy agent (architecture invariant 11)."""
+
+    idle: bool
+    position: GatePosition
+
+
 Operation = (
     AskForeground
     | AskBackground
@@ -267,6 +286,7 @@ Operation = (
     | ListHistory
     | FailNextWrite
     | MidWrite
+    | HookWhileMarking
 )
 
 
@@ -396,6 +416,34 @@ PROGRAMS_MORE = st.builds(
     st.booleans(),
 )
 
+_WEIGHTED_HOOKS: list[tuple[int, st.SearchStrategy[Operation]]] = [
+    (4, st.just(AgentBusy())),
+    (4, st.just(AgentIdle())),
+    (3, st.just(StartWait())),
+    (3, st.just(CancelWait())),
+    (4, st.builds(AskBackground, st.integers(1, 2))),
+    (4, st.builds(AnswerVisible, st.integers(1, 2))),
+    (1, st.just(CancelVisible())),
+    (1, st.just(TurnBoundary())),
+    (1, st.just(Elapse())),
+    (1, st.just(Defer())),
+    (1, st.just(Reopen())),
+    (1, st.builds(AskForeground, st.integers(1, 2))),
+    (1, st.builds(CancelForeground, st.integers(0, 3))),
+    (1, st.builds(HookWhileMarking, st.booleans(), st.sampled_from(["before", "after"]))),
+]
+OPERATIONS_HOOKS: st.SearchStrategy[Operation] = st.sampled_from(
+    [strategy for weight, strategy in _WEIGHTED_HOOKS for _ in range(weight)]
+).flatmap(lambda strategy: strategy)
+"""Mostly host hooks, waits and their aborts, between answers: a message sent right after a
+hook call (a wait aborted, a form stopped, an answer) must find the call reduced."""
+
+PROGRAMS_HOOKS = st.builds(
+    Program,
+    st.lists(st.builds(Step, OPERATIONS_HOOKS, st.booleans()), min_size=4, max_size=14).map(tuple),
+    st.sampled_from(ENDINGS),
+)
+
 
 # ------------------------------------------------------------------------------------------
 # Observation
@@ -467,6 +515,54 @@ class Delivery:
     message: dict[str, Any]
 
 
+MARK_TYPES = ("ask:background-answer", RESUME_ANSWER)
+"""The entries that mark a wake's message delivered (a background answer, a follow-up)."""
+
+
+def _mark_of(message: dict[str, Any]) -> str:
+    """The delivery mark of a handed-out message, as ``<entry type>:<request id>``."""
+    return f"{message.get('customType', 'ask:background-answer')}:{_request_id(message)}"
+
+
+def _request_id(message: dict[str, Any]) -> str:
+    request_id: str = message.get("details", message)["requestId"]
+    return request_id
+
+
+@attrs.define(eq=False)
+class HookLog:
+    """The host's hook calls as the program made them, and when each delivery mark's write
+    began (``noting_mark_writes``), for the one exception to 'a hook call counts before
+    everything after it': a wake whose mark was already being written goes out after it."""
+
+    calls: int = 0
+    mark_began: dict[str, int] = attrs.field(factory=dict)
+    """Per delivery mark (``_mark_of``): ``calls`` when its latest write began."""
+
+    def began_before_last_call(self, message: dict[str, Any]) -> bool:
+        # A wake written without the journal's ``append_many`` has no window: it counts as
+        # begun now.
+        return self.mark_began.get(_mark_of(message), self.calls) < self.calls
+
+
+@contextmanager
+def noting_mark_writes(log: HookLog) -> Iterator[None]:
+    """Note in ``log`` when each delivery mark's write begins: the queue writes a wake's mark
+    through the session journal's ``append_many`` (inside ``gated_journal``, this wraps the
+    gate's), reaching it with no checkpoint after the transition that decided the wake."""
+    append_many = SessionJournal.append_many
+
+    async def noted(self: Any, items: Any) -> Any:
+        items = list(items)
+        for type_, data in items:
+            if type_ in MARK_TYPES:
+                log.mark_began[f"{type_}:{data['details']['requestId']}"] = log.calls
+        return await append_many(self, items)
+
+    with mock.patch.object(SessionJournal, "append_many", noted):
+        yield
+
+
 @attrs.define(eq=False)
 class World:
     """The program's view of the runtime: what it started, saw and was handed."""
@@ -500,21 +596,22 @@ class World:
     follow_ups: dict[str, list[Delivery]] = attrs.field(factory=dict)
     """Answers of recovered foreground forms, by request id."""
     problems: list[str] = attrs.field(factory=list)
+    hooks: HookLog = attrs.field(factory=HookLog)
     idle: bool = True
+    """What the host's last hook call said; no wake may find the agent busy unless its
+    delivery mark's write began before that call (``HookLog``)."""
     woken: bool = False
     reloads: int = 0
-    quiet: bool = True
-    """Nothing happened since the last quiescence."""
     panel_visible: bool = True
     """What the person last did with the panel (hide, reopen); it follows reloads."""
     panel_known: bool = True
     """False after an Esc whose effect (defer, or closing an editor) the world cannot tell."""
     escape_pending: bool = False
     """An Esc was sent since the last quiescence: the form may read it after later steps."""
-    period: str = "clean"
-    """The idle period the queue is in: ``clean`` when the last hook was called at quiescence
-    and took effect before anything else happened, so every wake since belongs to it;
-    ``pending`` until then; ``ambiguous`` otherwise."""
+    counted: bool = True
+    """The wakes since the last hook call are counted against its period (at most one per
+    idle period). A session change stops the count until the next hook call: the new branch's
+    queue starts unwoken, and a wake of the old branch may still be on its way."""
     wakes_in_period: int = 0
     trusted: bool = True
     """No command or answer was sent since the last quiescence: the surface's states are
@@ -525,9 +622,6 @@ class World:
 
     async def perform(self, operation: Operation) -> None:
         rt = self.rt
-        if self.period == "pending":
-            self.period = "ambiguous"
-        starts_quiet, self.quiet = self.quiet, False
         match operation:
             case AskForeground(questions=n) if self.background_only:
                 # Background-only mode queues every ask_user call.
@@ -592,11 +686,11 @@ class World:
                 for message in messages:
                     self._delivered("boundary", message)
             case AgentBusy():
-                self._hook(starts_quiet)
+                self._hook()
                 self.idle = False
                 rt.agent_started()
             case AgentIdle():
-                self._hook(starts_quiet)
+                self._hook()
                 self.idle = True
                 self.woken = False
                 rt.agent_settled()
@@ -605,7 +699,7 @@ class World:
                 self.reloads += 1
                 self.surface.switches += 1
                 self.woken = False
-                self.period = "ambiguous"
+                self.counted = False
                 await rt.change_session("reload")
             case Elapse():
                 self.clock.jump(DRAFT_DELAY * 1.5)
@@ -631,6 +725,8 @@ class World:
                 )
             case MidWrite(trigger=trigger, target=target, position=position):
                 await self.mid_write(trigger, target, position)
+            case HookWhileMarking(idle=idle, position=position):
+                await self.hook_while_marking(idle, position)
 
     async def user_message(self) -> None:
         """The hook journals the text first; a refused write reaches the host as
@@ -684,7 +780,7 @@ class World:
         self.reloads += 1
         self.surface.switches += 1
         self.woken = False
-        self.period = "ambiguous"
+        self.counted = False
         target: Any = None
         match reason:
             case "fork" | "new":
@@ -747,9 +843,12 @@ class World:
         for key, done in expected.items():
             assert (listed[key] != "waiting") == done, (key, listed[key], done)
 
-    def _hook(self, quiet: bool) -> None:
+    def _hook(self) -> None:
+        """A hook call counts before everything that happens after it: the wakes sent before
+        it belong to the period it ends, every later one to the period it starts."""
         self.collect_wakeups()
-        self.period = "pending" if quiet else "ambiguous"
+        self.hooks.calls += 1
+        self.counted = True
         self.wakes_in_period = 0
 
     def _escape_in_panel(self, flow: str) -> None:
@@ -842,6 +941,29 @@ class World:
         for call_id, receipt in self.late_asks:
             self._took_receipt(call_id, 1, receipt)
         self.late_asks.clear()
+
+    async def hook_while_marking(self, idle: bool, position: GatePosition) -> None:
+        """Call a hook while a wake's delivery mark is being written (``HookWhileMarking``)."""
+        await self.settle()
+        visible = self.surface.visible
+        if visible is not None:
+            self.gate.hold(position)
+            self.changing(visible)
+            submit(
+                self.rt.events, visible, answer({qid: [f"{qid}1"] for qid in self.flows[visible]})
+            )
+            # An answer writes its outcome first; the wake's mark comes after (if it wakes).
+            for _ in range(8):
+                await trio.testing.wait_all_tasks_blocked()
+                if not self.gate.held or self.gate.held_types[-1] in MARK_TYPES:
+                    break
+                self.gate.release()
+                self.gate.hold(position)
+            if self.gate.held:
+                note("a hook call while a wake's mark was written")
+        await self.perform(AgentIdle() if idle else AgentBusy())
+        self.gate.release()
+        await self.settle()
 
     async def _run_trigger(self, task: Call, started: Any) -> None:
         try:
@@ -962,10 +1084,16 @@ class World:
                 self._check_marked("wake", message)
             self.woken = True
             self.wakes_in_period += 1
-            if self.period == "clean" and not (self.idle and self.wakes_in_period == 1):
-                self.problems.append(
-                    f"wake number {self.wakes_in_period} of an idle period, agent idle={self.idle}"
-                )
+            # A wake whose delivery mark was being written when the host called a hook goes out
+            # after that call (architecture invariant 11): to a busy agent after
+            # ``agent_started``, as the period's one wake after ``agent_settled``.
+            late = self.hooks.began_before_last_call(message)
+            if late:
+                note("a wake went out after a hook call made while its mark was written")
+            if not self.idle and not late:
+                self.problems.append(f"a wake while the agent is busy: {_request_id(message)}")
+            if self.counted and self.wakes_in_period > 1:
+                self.problems.append(f"wake number {self.wakes_in_period} of an idle period")
             self._delivered("wake", message)
 
     # -- checks ---------------------------------------------------------------------------------
@@ -973,8 +1101,6 @@ class World:
     async def check_quiescent(self) -> None:
         """Invariants that hold whenever every task is blocked."""
         self.trusted = True
-        if self.period == "pending":
-            self.period = "clean"
         self.escape_pending = False
         self.collect_wakeups()
         stats = await self.rt.statistics()
@@ -1009,7 +1135,6 @@ class World:
         assert stats.waiting == waiting
         if self.idle and not self.woken and not waiting:
             self.check_idle_wake(stats.delivered)
-        self.quiet = True
 
     def check_outcomes_so_far(self) -> None:
         """No request has two terminal outcomes, at any time."""
@@ -1276,7 +1401,11 @@ async def watch_for_deadlock(clock: trio.testing.MockClock) -> None:
 
 
 async def run_program(
-    program: Program, directory: Path, clock: trio.testing.MockClock, gate: WriteGate
+    program: Program,
+    directory: Path,
+    clock: trio.testing.MockClock,
+    gate: WriteGate,
+    hooks: HookLog,
 ) -> World:
     root = trio.lowlevel.current_root_task()
     session = directory / "session.pas"
@@ -1285,7 +1414,7 @@ async def run_program(
         watch.start_soon(watch_for_deadlock, clock)
         await trio.testing.wait_all_tasks_blocked()
         before = count_tasks(root)
-        world = await run_in_runtime(program, session, settings_path, clock, gate, watch)
+        world = await run_in_runtime(program, session, settings_path, clock, gate, hooks, watch)
         await trio.testing.wait_all_tasks_blocked()
         assert count_tasks(root) == before, "disposal left tasks running"
         if program.damage:
@@ -1310,6 +1439,7 @@ async def run_in_runtime(
     settings_path: Path,
     clock: trio.testing.MockClock,
     gate: WriteGate,
+    hooks: HookLog,
     outside: trio.Nursery,
 ) -> World:
     """The program in one runtime, its ending, then disposal."""
@@ -1322,7 +1452,9 @@ async def run_in_runtime(
             ) as rt,
             trio.open_nursery() as nursery,
         ):
-            world = World(rt, surface, nursery, clock, session, gate=gate, sessions=[session])
+            world = World(
+                rt, surface, nursery, clock, session, gate=gate, sessions=[session], hooks=hooks
+            )
             rt.events.on(ev.HERDR_BLOCKED, lambda p: world.herdr.append(p["active"]))
             nursery.start_soon(world.read_wakes)
             for step in program.steps:
@@ -1407,6 +1539,7 @@ async def restart(old: World, settings_path: Path, *, damaged: bool = False) -> 
             old.clock,
             old.session,
             gate=old.gate,
+            hooks=old.hooks,
             sessions=old.sessions,
             abandoned=old.abandoned,
             background_only=old.background_only,
@@ -1453,9 +1586,10 @@ def run(program: Program) -> World:
         # The clock moves only when a step jumps it; a deadlock fails the example.
         clock = trio.testing.MockClock()
         gate = WriteGate()
-        with gated_journal(gate):
+        hooks = HookLog()
+        with gated_journal(gate), noting_mark_writes(hooks):
             return trio.run(
-                functools.partial(run_program, program, Path(directory), clock, gate),
+                functools.partial(run_program, program, Path(directory), clock, gate, hooks),
                 clock=clock,
             )
 
@@ -1488,6 +1622,64 @@ def test_random_programs_keep_the_runtime_invariants(program: Program) -> None:
 
 def _bucket(n: int) -> str:
     return str(n) if n < 3 else "3 or more"
+
+
+# A wait aborted right after ``agent_started``: the answers it held go back to delivery, and
+# the queue must see the agent busy although the hook's forwarded message is still on its way.
+@example(
+    program=Program(
+        (
+            Step(AskBackground(1), False),
+            Step(StartWait(), False),
+            Step(Elapse(), False),
+            Step(AskBackground(1), False),
+            Step(AnswerVisible(1), True),
+            Step(AgentBusy(), False),
+        ),
+        "abort calls, then drain",
+    )
+)
+# An answer submitted right after ``agent_started`` completes the form (its ``FormStopped``
+# reaches the queue before the forwarded hook).
+@example(
+    program=Program(
+        (
+            Step(AskBackground(1), False),
+            Step(AgentIdle(), True),
+            Step(AgentBusy(), False),
+            Step(AnswerVisible(1), False),
+        ),
+        "drain",
+    )
+)
+# ``agent_settled`` while an idle wake's mark is being written: that wake goes out after the
+# call and is the new period's one wake, so the second answer waits (invariant 11).
+@example(
+    program=Program(
+        (
+            Step(AskBackground(1), False),
+            Step(AskBackground(1), False),
+            Step(HookWhileMarking(idle=True, position="before"), False),
+            Step(AnswerVisible(1), True),
+        ),
+        "drain",
+    )
+)
+@pytest.mark.timeout(900)
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(program=PROGRAMS_HOOKS)
+def test_hook_calls_go_before_everything_after_them(program: Program) -> None:
+    world = run(program)
+    for step in program.steps:
+        event(f"operation: {type(step.operation).__name__}")
+    event(
+        f"wakes: {_bucket(sum(d.channel == 'wake' for ds in world.deliveries.values() for d in ds))}"
+    )
+    event(f"ending: {program.ending}")
 
 
 @pytest.mark.timeout(900)
