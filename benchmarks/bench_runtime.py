@@ -9,7 +9,9 @@ than the rates on a loaded machine). The same single-caller run with a session F
 (``open_runtime(session=path)``: every entry written, checkpoints and all), and the work of the
 checkpoints alone with N forms pending (``checkpoint_cost``: the journal's frames of N
 background forms appended to a session file, the time spent writing its checkpoints per form,
-and their bytes as a share of the entries' bytes). ``figures()`` returns the same numbers.
+and their bytes as a share of the entries' bytes). Each forms/s figure of the enqueue + answer
+runs is the median of ``RATE_ROUNDS`` runs (``median_rate``). ``figures()`` returns the same
+numbers.
 """
 
 from __future__ import annotations
@@ -105,6 +107,24 @@ async def throughput(
         elapsed = time.perf_counter() - start
         await rt.turn_boundary()
     return count / elapsed, queued_memory / count
+
+
+RATE_ROUNDS = 3
+"""Runs behind each forms/s figure of ``figures`` (their median): one run moves with the
+machine's load by 10-20 % from one minute to the next."""
+
+
+def median_rate(count: int, settings: Path, *, rounds: int = RATE_ROUNDS, **options: Any) -> float:
+    """The median forms/s of ``rounds`` runs of ``throughput`` (each in a fresh ``trio.run``;
+    ``options`` as ``throughput`` takes them, e.g. ``callers`` or ``session``; a ``session``
+    file is removed after each run, so each one starts a new file)."""
+    rates = []
+    for _ in range(rounds):
+        rates.append(trio.run(functools.partial(throughput, count, settings, **options))[0])
+        session = options.get("session")
+        if session is not None:
+            session.unlink()
+    return statistics.median(rates)
 
 
 async def wait_over(count: int, settings: Path) -> float:
@@ -208,22 +228,20 @@ def figures(
     with tempfile.TemporaryDirectory() as tmp:
         settings = Path(tmp) / "settings.json"
         for count in sizes:
+            runs = RATE_ROUNDS * count
             cpu = time.process_time()
-            out[f"enqueue+answer/{count}"] = trio.run(throughput, count, settings)[0]
-            # CPU time (this process, the runtime's open and close included): steadier than
-            # the rate on a shared, loaded machine.
-            out[f"cpu-us-per-form/{count}"] = (time.process_time() - cpu) / count * 1e6
+            out[f"enqueue+answer/{count}"] = median_rate(count, settings)
+            # CPU time (this process, the runtime's open and close included, all runs): steadier
+            # than the rate on a shared, loaded machine.
+            out[f"cpu-us-per-form/{count}"] = (time.process_time() - cpu) / runs * 1e6
             session = Path(tmp) / f"session-{count}.pias"
             cpu = time.process_time()
-            filed = functools.partial(throughput, count, settings, session=session)
-            out[f"enqueue+answer/{count}/file"] = trio.run(filed)[0]
-            out[f"cpu-us-per-form/{count}/file"] = (time.process_time() - cpu) / count * 1e6
-            session.unlink()
+            out[f"enqueue+answer/{count}/file"] = median_rate(count, settings, session=session)
+            out[f"cpu-us-per-form/{count}/file"] = (time.process_time() - cpu) / runs * 1e6
             per_form, share, _ = checkpoint_cost(count, Path(tmp))
             out[f"checkpoint-us-per-form/{count}"] = per_form * 1e6
             out[f"checkpoint-share/{count}"] = share
-            parallel = functools.partial(throughput, count, settings, callers=16)
-            out[f"enqueue+answer/{count}/16-callers"] = trio.run(parallel)[0]
+            out[f"enqueue+answer/{count}/16-callers"] = median_rate(count, settings, callers=16)
             traced = functools.partial(throughput, count, settings, trace=True)
             out[f"kib-per-form/{count}"] = trio.run(traced)[1] / 1024
         for count in waits:

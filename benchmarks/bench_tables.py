@@ -267,11 +267,12 @@ def runtime_rows(root: Path, sizes: Sizes) -> None:
     per_form: list[float] = []
     checkpoints: list[tuple[float, float, int]] = []
     for count in sizes.forms:
-        rates.append(trio.run(bench_runtime.throughput, count, settings)[0])
+        # The median of three runs up to 10k forms (one run moves with the load by 10-20 %);
+        # one run above that.
+        rounds = bench_runtime.RATE_ROUNDS if count <= 10_000 else 1
+        rates.append(bench_runtime.median_rate(count, settings, rounds=rounds))
         session = root / f"runtime-{count}.pias"
-        on_file = functools.partial(bench_runtime.throughput, count, settings, session=session)
-        filed.append(trio.run(on_file)[0])
-        session.unlink()
+        filed.append(bench_runtime.median_rate(count, settings, rounds=rounds, session=session))
         traced = functools.partial(bench_runtime.throughput, count, settings, trace=True)
         per_form.append(trio.run(traced)[1])
         checkpoints.append(bench_runtime.checkpoint_cost(count, root))
