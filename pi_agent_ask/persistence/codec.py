@@ -378,12 +378,35 @@ def encode_frame_entries(rows: list[list[Any]]) -> bytes:
     with its ids in their stored form (``encode_id``), encoded at once: the same bytes as
     ``array_head(len(rows))`` and each row through ``encode_stored``. ``TypeError`` and
     ``ValueError`` as ``encode_stored`` raises them (for some entry of the frame)."""
+    if len(rows) > FRAME_GROUP:
+        return _encode_frame_groups(rows)
     try:
         plain = cbor2.dumps(rows, default=_splice)
     except cbor2.CBOREncodeError as exc:
         raise TypeError(f"entry data cannot be stored: {exc}") from exc
     check_readable_frame(plain)
     return plain
+
+
+FRAME_GROUP: Final = 8
+"""Most rows ``encode_frame_entries`` encodes (and checks) at once: the nesting check's
+bound (``check_readable_frame``) counts every container head of what it is given, so a
+frame of many rows is checked a group of rows at a time, each as the frame of its rows."""
+
+
+def _encode_frame_groups(rows: list[list[Any]]) -> bytes:
+    """``encode_frame_entries`` for more than ``FRAME_GROUP`` rows: each group encoded as the
+    array of its rows (one head byte: fewer than 24), its rows joined after the frame's
+    head."""
+    parts = [array_head(len(rows))]
+    for start in range(0, len(rows), FRAME_GROUP):
+        try:
+            group = cbor2.dumps(rows[start : start + FRAME_GROUP], default=_splice)
+        except cbor2.CBOREncodeError as exc:
+            raise TypeError(f"entry data cannot be stored: {exc}") from exc
+        check_readable_frame(group)
+        parts.append(group[1:])
+    return b"".join(parts)
 
 
 def frame_payload(plain: bytes, packer: Packer) -> bytes:

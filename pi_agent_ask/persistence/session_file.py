@@ -476,7 +476,12 @@ class _Ids:
         return self._pool[at : at + 8]
 
     def take_many(self, count: int) -> tuple[bytes, ...]:
-        """``take()`` ``count`` times (at most ``_FRAME_IDS``), from one pool."""
+        """``take()`` ``count`` times: at most ``_ID_RUN`` at a time from one pool."""
+        if count > _ID_RUN:
+            keys: list[bytes] = []
+            for start in range(0, count, _ID_RUN):
+                keys += self.take_many(min(_ID_RUN, count - start))
+            return tuple(keys)
         at, end = self._at, self._at + 8 * count
         if end > len(self._pool):
             self._pool, at, end = os.urandom(_ID_POOL), 0, 8 * count
@@ -489,9 +494,13 @@ _ID_POOL: Final = 4096
 _SLOTS: Final = tuple(array("i", range(n)).tobytes() for n in range(65))
 """The places of the entries of a frame of ``n`` entries, as ``_Index.slot`` holds them
 (``_Index.add_chain``)."""
-_FRAME_IDS: Final = 64
-"""Most entries ``SessionFile._append_frame`` takes in one frame (their ids from one pool)."""
-_ID_RUNS: Final = tuple(struct.Struct("8s" * n) for n in range(_FRAME_IDS + 1))
+_FRAME_IDS: Final = 1024
+"""Most entries ``SessionFile._append_frame`` takes in one frame: a delivery of up to that
+many answers at once (one chain, an entry each) is one encode; a longer chain takes the
+general path."""
+_ID_RUN: Final = 64
+"""Most ids ``_Ids.take_many`` reads from its pool in one call."""
+_ID_RUNS: Final = tuple(struct.Struct("8s" * n) for n in range(_ID_RUN + 1))
 """``n`` ids of 8 bytes in a row, read in one call (``_Ids.take_many``)."""
 
 
