@@ -140,3 +140,29 @@ async def test_a_turn_boundary_delivers_many_answers_in_one_encode(
             answers = [e for e in session.branch() if e.type == jr.BACKGROUND_ANSWER]
             assert len(answers) == count
             assert len({_frame_of(session, e.id) for e in answers}) == 1
+
+
+def test_an_in_memory_chain_skips_the_checkpoint_rule_and_a_file_follows_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In memory no checkpoint is written: the one-encode path does not ask the rule; with a
+    file it asks once per frame, and the checkpoint comes as it did."""
+    asked: list[int] = []
+    rule = SessionFile._maybe_checkpoint
+
+    def counted(self: SessionFile) -> None:
+        asked.append(len(self))
+        rule(self)
+
+    monkeypatch.setattr(SessionFile, "_maybe_checkpoint", counted)
+    chain = [("note", {"n": n}) for n in range(4)]
+    memory = SessionFile.in_memory(projection=JOURNAL)
+    for _ in range(3):
+        memory.append_chains([chain])
+    assert asked == []
+    with SessionFile.open(tmp_path / "s.pias", projection=JOURNAL, checkpoint_every=8) as session:
+        asked.clear()  # (an open asks the rule too)
+        for _ in range(3):
+            session.append_chains([chain])
+        assert asked == [4, 8, 12]
+        assert session._written is not None  # the checkpoint after 8 entries

@@ -1347,7 +1347,8 @@ class SessionFile:
         in it and after it: each chain is written whole or not at all, and none twice. A
         closed, read-only or broken session raises, as ``append_many`` does.
         """
-        self._check_writable()
+        if self._closed or self._readonly or self._broken is not None:
+            self._check_writable()  # raises
         if len(chains) == 1 and self._header.version >= 2:
             written = self._append_frame(chains[0])
             if written is not None:
@@ -1474,7 +1475,8 @@ class SessionFile:
         fold = self._fold
         if fold is not None:
             self._fold_frame(fold, chain, ids, parent, now, offset, size)
-        self._maybe_checkpoint()
+        if self._fd is not None:  # (in memory no checkpoint is written)
+            self._maybe_checkpoint()
         frame = _NEW_FRAME(_Frame, (plain, ids, parent, types, now))
         new, set_src = object.__new__, _SET_SRC
         entries: list[Entry] = []
@@ -1509,8 +1511,10 @@ class SessionFile:
         except Exception:
             logger.exception("%s: the projection refused an entry", self)
             self._fold = None
-        else:
-            self._count_frame(len(ids), size)
+        else:  # ``_count_frame``, inline (this runs for every frame)
+            self._since_checkpoint += len(ids)
+            if self._fd is not None:
+                self._since_bytes += size + _HEAD_SIZE
 
     def _count_frame(self, entries: int, size: int) -> None:
         """Count one folded frame of ``entries`` entries and ``size`` payload bytes toward
