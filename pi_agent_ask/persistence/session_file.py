@@ -1413,8 +1413,9 @@ class SessionFile:
     def _append_frame(self, chain: Any) -> list[tuple[Entry, ...] | Exception] | None:
         """``append_chains([chain])`` for the chains the runtime writes, at the cost of one
         CBOR encode for the whole frame (not one per entry) and no per-entry objects but the
-        entries handed back: a list or tuple of ``(type, dict)`` pairs whose data CBOR
-        encodes as it is. ``None`` (nothing drawn from the session but ids, nothing written)
+        entries handed back: a list or tuple of ``(type, data)`` pairs, each data a ``dict``
+        CBOR encodes as it is or a ``codec.Encoded`` (its bytes written as they are).
+        ``None`` (nothing drawn from the session but ids, nothing written)
         for any other chain, which takes the general path, the one that finds out which
         entry is refused and why: an entry that cannot be encoded, data nested deeper than a
         reader follows, a frame past the size limit, an id the session holds.
@@ -1440,12 +1441,17 @@ class SessionFile:
         rows: list[list[Any]] = []
         ids: list[str] = []
         types: list[str] = []
+        encoded = False  # some data is ``codec.Encoded``
         for item, key in zip(chain, keys, strict=True):
             if type(item) is not tuple or len(item) != 2:
                 return None
             entry_type, data = item
-            if type(entry_type) is not str or not entry_type or type(data) is not dict:
+            if type(entry_type) is not str or not entry_type:
                 return None
+            if type(data) is not dict:
+                if type(data) is not codec.Encoded:
+                    return None
+                encoded = True
             entry_id = key.hex()
             if entry_id in known:
                 return None
@@ -1456,7 +1462,7 @@ class SessionFile:
         if len(set(ids)) != count:
             return None
         try:
-            plain = codec.encode_frame_entries(rows)
+            plain = codec.encode_frame_entries(rows, encoded=encoded)
         except Exception:  # whatever it is, the general path finds the entry and says why
             return None
         if len(plain) > MAX_FRAME_BYTES // 2:
