@@ -188,3 +188,32 @@ async def test_the_runtimes_completions_go_through_no_encoder_hook(
                 assert entry.data["result"]["answers"] == {
                     "q": {"values": ("b",), "labels": ("B",), "indices": (2,)}
                 }
+
+
+def test_encoded_data_stores_as_its_map_on_every_path(tmp_path: Path) -> None:
+    """Through the one-encode path, the general one (two chains at once, ``append_many``)
+    and into a version 1 file, a completion chain of ``codec.Encoded`` data stores the maps
+    it holds, and the journal's fold takes the same from each."""
+    from tests.test_checkpoints import v1_file
+
+    def chain() -> list[tuple[str, Any]]:
+        entries = jr.completion_entries(Outcome("r1", result=_RESULT), background=True)
+        assert all(type(data) is codec.Encoded for _, data in entries)
+        return entries
+
+    plain = [(kind, jr.thaw(data)) for kind, data in chain()]
+    source = SessionFile.in_memory(projection=JOURNAL)
+    [fast] = source.append_chains([chain()])
+    [general, other] = source.append_chains([chain(), chain()])
+    many = source.append_many(chain())
+    for written in (fast, general, other, many):
+        assert isinstance(written, tuple)
+        assert [(e.type, jr.thaw(e.data)) for e in written] == plain
+    old = tmp_path / "old.pias"
+    v1_file(old, source)
+    with SessionFile.open(old, projection=JOURNAL) as session:
+        assert session.header.version == 1
+        [appended] = session.append_chains([chain()])
+        assert isinstance(appended, tuple)
+        assert [(e.type, jr.thaw(e.data)) for e in session.branch()] == plain * 5
+        assert [item[0] for item in session.fold().log] == ["c"] * 5  # type: ignore[attr-defined]
