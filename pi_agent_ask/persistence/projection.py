@@ -149,7 +149,11 @@ class JournalFold:
 
     def _tool_result(self, data: Mapping[str, Any], loc: Loc) -> None:
         call_id = data.get("toolCallId")
-        if isinstance(call_id, str):
+        # Resolving a call that is neither open nor has a payload or a request changes
+        # nothing: the runtime's own result follows its ``ask:queued``, which resolved it.
+        if isinstance(call_id, str) and (
+            self.calls or call_id in self.payloads or call_id in self.call_requests
+        ):
             self._resolve(call_id)
         if data.get("name") == "wait_for_answers":  # else it delivers nothing
             for request_id in je.ToolResult.from_data(data).delivered_ids():
@@ -262,7 +266,8 @@ class JournalFold:
         calls = self.calls
         for c, _ in calls:
             if c == call_id:
-                self.calls = [(c, loc) for c, loc in calls if c != call_id]
+                # (One call open, the usual case: no list to filter.)
+                self.calls = [] if len(calls) == 1 else [x for x in calls if x[0] != call_id]
                 break
         self.payloads.pop(call_id, None)
         if dismissed:

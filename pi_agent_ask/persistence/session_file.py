@@ -476,7 +476,12 @@ class _Ids:
         return self._pool[at : at + 8]
 
     def take_many(self, count: int) -> tuple[bytes, ...]:
-        """``take()`` ``count`` times (at most ``_FRAME_IDS``), from one pool."""
+        """``take()`` ``count`` times: at most ``_ID_RUN`` at a time from one pool."""
+        if count > _ID_RUN:
+            keys: list[bytes] = []
+            for start in range(0, count, _ID_RUN):
+                keys += self.take_many(min(_ID_RUN, count - start))
+            return tuple(keys)
         at, end = self._at, self._at + 8 * count
         if end > len(self._pool):
             self._pool, at, end = os.urandom(_ID_POOL), 0, 8 * count
@@ -489,9 +494,13 @@ _ID_POOL: Final = 4096
 _SLOTS: Final = tuple(array("i", range(n)).tobytes() for n in range(65))
 """The places of the entries of a frame of ``n`` entries, as ``_Index.slot`` holds them
 (``_Index.add_chain``)."""
-_FRAME_IDS: Final = 64
-"""Most entries ``SessionFile._append_frame`` takes in one frame (their ids from one pool)."""
-_ID_RUNS: Final = tuple(struct.Struct("8s" * n) for n in range(_FRAME_IDS + 1))
+_FRAME_IDS: Final = 1024
+"""Most entries ``SessionFile._append_frame`` takes in one frame: a delivery of up to that
+many answers at once (one chain, an entry each) is one encode; a longer chain takes the
+general path."""
+_ID_RUN: Final = 64
+"""Most ids ``_Ids.take_many`` reads from its pool in one call."""
+_ID_RUNS: Final = tuple(struct.Struct("8s" * n) for n in range(_ID_RUN + 1))
 """``n`` ids of 8 bytes in a row, read in one call (``_Ids.take_many``)."""
 
 
@@ -1338,7 +1347,8 @@ class SessionFile:
         in it and after it: each chain is written whole or not at all, and none twice. A
         closed, read-only or broken session raises, as ``append_many`` does.
         """
-        self._check_writable()
+        if self._closed or self._readonly or self._broken is not None:
+            self._check_writable()  # raises
         if len(chains) == 1 and self._header.version >= 2:
             written = self._append_frame(chains[0])
             if written is not None:
@@ -1403,8 +1413,9 @@ class SessionFile:
     def _append_frame(self, chain: Any) -> list[tuple[Entry, ...] | Exception] | None:
         """``append_chains([chain])`` for the chains the runtime writes, at the cost of one
         CBOR encode for the whole frame (not one per entry) and no per-entry objects but the
-        entries handed back: a list or tuple of ``(type, dict)`` pairs whose data CBOR
-        encodes as it is. ``None`` (nothing drawn from the session but ids, nothing written)
+        entries handed back: a list or tuple of ``(type, data)`` pairs, each data a ``dict``
+        CBOR encodes as it is or a ``codec.Encoded`` (its bytes written as they are).
+        ``None`` (nothing drawn from the session but ids, nothing written)
         for any other chain, which takes the general path, the one that finds out which
         entry is refused and why: an entry that cannot be encoded, data nested deeper than a
         reader follows, a frame past the size limit, an id the session holds.
@@ -1430,12 +1441,17 @@ class SessionFile:
         rows: list[list[Any]] = []
         ids: list[str] = []
         types: list[str] = []
+        encoded = False  # some data is ``codec.Encoded``
         for item, key in zip(chain, keys, strict=True):
             if type(item) is not tuple or len(item) != 2:
                 return None
             entry_type, data = item
-            if type(entry_type) is not str or not entry_type or type(data) is not dict:
+            if type(entry_type) is not str or not entry_type:
                 return None
+            if type(data) is not dict:
+                if type(data) is not codec.Encoded:
+                    return None
+                encoded = True
             entry_id = key.hex()
             if entry_id in known:
                 return None
@@ -1446,7 +1462,7 @@ class SessionFile:
         if len(set(ids)) != count:
             return None
         try:
-            plain = codec.encode_frame_entries(rows)
+            plain = codec.encode_frame_entries(rows, encoded=encoded)
         except Exception:  # whatever it is, the general path finds the entry and says why
             return None
         if len(plain) > MAX_FRAME_BYTES // 2:
@@ -1465,7 +1481,8 @@ class SessionFile:
         fold = self._fold
         if fold is not None:
             self._fold_frame(fold, chain, ids, parent, now, offset, size)
-        self._maybe_checkpoint()
+        if self._fd is not None:  # (in memory no checkpoint is written)
+            self._maybe_checkpoint()
         frame = _NEW_FRAME(_Frame, (plain, ids, parent, types, now))
         new, set_src = object.__new__, _SET_SRC
         entries: list[Entry] = []
@@ -1500,8 +1517,10 @@ class SessionFile:
         except Exception:
             logger.exception("%s: the projection refused an entry", self)
             self._fold = None
-        else:
-            self._count_frame(len(ids), size)
+        else:  # ``_count_frame``, inline (this runs for every frame)
+            self._since_checkpoint += len(ids)
+            if self._fd is not None:
+                self._since_bytes += size + _HEAD_SIZE
 
     def _count_frame(self, entries: int, size: int) -> None:
         """Count one folded frame of ``entries`` entries and ``size`` payload bytes toward
