@@ -317,15 +317,20 @@ async def host_form(
 
 def _started(request: AskRequest, flow_id: str) -> dict[str, Any]:
     """The ``pi-agent-ask:started`` payload of ``request``'s form."""
+    # Each question's arguments with the presented type in place of the requested one (the
+    # key keeps its place): stored into the fresh dict, in a loop (neither a copy with ``|``
+    # nor a comprehension, which is a call of its own on CPython 3.11).
+    questions: list[dict[str, Any]] = []
+    for question in request.params.questions:
+        entry: dict[str, Any] = question.to_json()
+        entry["type"] = question.effective_type
+        questions.append(entry)
     started: dict[str, Any] = {
         "version": 1,
         "flowId": flow_id,
         "askRequestId": request.request_id,
         "source": request.source,
-        "questions": [
-            question.to_json() | {"type": question.effective_type}
-            for question in request.params.questions
-        ],
+        "questions": questions,
         "createdAt": request.created_at,
     }
     if request.tool_call_id is not None:
