@@ -23,7 +23,7 @@ import trio
 from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
-from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, hand_over, now_iso
+from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, hand_over
 from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.external import negotiate_and_run
 from pi_agent_ask.actors.form import FormFailed, FormInput, close_inbox, run_form
@@ -88,7 +88,7 @@ async def ask_user(
         request_id=new_request_id(),
         params=params,
         background=background,
-        created_at=now_iso(),
+        created_at=rt._timestamps.now(),
         tool_call_id=tool_call_id,
         parent_tool_call_id=parent_tool_call_id,
         source="background" if background and rt.mode == "tui" else "tool",
