@@ -294,20 +294,24 @@ class RuntimeCore:
             if handled:
                 reply: _R = value
                 return reply
+        # Else the queue task answers (asking ``_queue_now`` again would tell the same: nothing
+        # ran since).
         if shielded:
             with trio.CancelScope(shield=True):
-                return await self._ask_queue(make)
-        send, receive = trio.open_memory_channel[_R](1)
-        await hand_over(self._queue_tx, make(send))
-        with receive:  # a plain close: ``aclose`` would add a pass through the scheduler
-            return await receive.receive()
+                return await self._ask_queue_task(make)
+        return await self._ask_queue_task(make)
+
+    async def _ask_queue_task(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
+        """``make(reply)`` sent to the queue task, and its reply (``q.Answer``: the promise of
+        a reply channel with a buffer of one, without a channel pair per message)."""
+        answer = q.Answer()
+        await hand_over(self._queue_tx, make(answer))
+        reply: _R = await answer.wait()
+        return reply
 
     async def _ask_queue_done(self, make: Callable[[ReplyTo[None]], q.QueueMessage]) -> None:
         """Ask the queue for something it only acknowledges (``None``)."""
-        send, receive = trio.open_memory_channel[None](1)
-        await hand_over(self._queue_tx, make(send))
-        with receive:
-            await receive.receive()
+        await self._ask_queue_task(make)
 
     async def _find_flow(self, flow_id: str) -> trio.MemorySendChannel[FormInput] | None:
         """A clone of the command channel of the visible flow ``flow_id`` (``None``: not active)."""
