@@ -111,11 +111,14 @@ async def ask_user(
 
 def new_request_id() -> str:
     """A random (version 4) UUID in its text form, as ``str(uuid.uuid4())`` makes it."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
-    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    # Set in the text: the version nibble (byte 6's high one) is ``4``, and the two high
+    # bits of byte 8 are ``10`` (the RFC 4122 variant: its high nibble is 8, 9, a or b).
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+"""A hex digit's high nibble with the RFC 4122 variant bits set."""
 
 
 async def _host_form(
