@@ -22,7 +22,7 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors.ask import new_request_id
-from pi_agent_ask.actors.core import iso_of, now_iso
+from pi_agent_ask.actors.core import Timestamps, iso_of, now_iso
 from pi_agent_ask.actors.persistence import (
     PersistenceHandle,
     WriteRefused,
@@ -37,7 +37,7 @@ from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.session_file import SessionFile, freeze
 
-from .runtime_support import payload
+from .runtime_support import EventLog, answer, payload, settings_file, settle, submit
 
 GUARD = 20
 _PARAMS = validate_ask_params(payload("a", background=True)).params
@@ -414,3 +414,66 @@ def test_now_is_the_time_now() -> None:
     now = now_iso()
     after = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
     assert before.replace("+00:00", "Z") <= now <= after.replace("+00:00", "Z")
+
+
+@settings(max_examples=500)
+@given(
+    times=st.lists(
+        st.integers(min_value=0, max_value=253_402_300_799_999_999_999)
+        | st.integers(min_value=1_700_000_000_000_000_000, max_value=1_700_000_002_000_000_000),
+        max_size=20,
+    )
+)
+def test_a_runtimes_timestamps_are_iso_of_its_clock(times: list[int]) -> None:
+    # Within one second, across seconds, and with a clock that goes back.
+    clock = iter(times)
+    stamps = Timestamps(clock=lambda: next(clock))
+    assert [stamps.now() for _ in times] == [iso_of(ns) for ns in times]
+
+
+def test_timestamps_within_one_second_format_its_date_and_time_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    calls = 0
+    gmtime = time.gmtime
+
+    def counted(seconds: float | None = None) -> time.struct_time:
+        nonlocal calls
+        calls += 1
+        return gmtime(seconds)
+
+    monkeypatch.setattr(time, "gmtime", counted)
+    second = 1_700_000_000 * 10**9
+    clock = iter([second, second + 5_000_000, second + 999_999_999, second + 10**9])
+    stamps = Timestamps(clock=lambda: next(clock))
+    assert [stamps.now() for _ in range(4)] == [
+        "2023-11-14T22:13:20.000Z",
+        "2023-11-14T22:13:20.005Z",
+        "2023-11-14T22:13:20.999Z",
+        "2023-11-14T22:13:21.000Z",
+    ]
+    assert calls == 2
+
+
+async def test_a_background_forms_times_come_from_its_runtimes_clock(tmp_path: Path) -> None:
+    from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.actors.runtime import open_runtime
+
+    asked, answered = 1_700_000_000_123_456_789, 1_700_000_000_987_000_000
+    clock = iter([asked, answered])
+    with trio.fail_after(GUARD):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            rt._timestamps = Timestamps(clock=lambda: next(clock))
+            log = EventLog()
+            log.attach(rt.events)
+            await rt.call_tool("ask_user", payload("a", background=True), "c1")
+            await rt.show_queue()
+            await settle()
+            submit(rt.events, "tool:c1", answer({"a": ["a1"]}))
+            await settle()
+    [started] = log.of(ev.STARTED)
+    [completed] = log.of(ev.COMPLETED)
+    assert started["createdAt"] == "2023-11-14T22:13:20.123Z"
+    assert completed["completedAt"] == "2023-11-14T22:13:20.987Z"

@@ -23,7 +23,7 @@ import trio
 from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
-from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, hand_over, now_iso
+from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, hand_over
 from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.external import negotiate_and_run
 from pi_agent_ask.actors.form import FormFailed, FormInput, close_inbox, run_form
@@ -88,7 +88,7 @@ async def ask_user(
         request_id=new_request_id(),
         params=params,
         background=background,
-        created_at=now_iso(),
+        created_at=rt._timestamps.now(),
         tool_call_id=tool_call_id,
         parent_tool_call_id=parent_tool_call_id,
         source="background" if background and rt.mode == "tui" else "tool",
@@ -111,11 +111,14 @@ async def ask_user(
 
 def new_request_id() -> str:
     """A random (version 4) UUID in its text form, as ``str(uuid.uuid4())`` makes it."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
-    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    # Set in the text: the version nibble (byte 6's high one) is ``4``, and the two high
+    # bits of byte 8 are ``10`` (the RFC 4122 variant: its high nibble is 8, 9, a or b).
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+"""A hex digit's high nibble with the RFC 4122 variant bits set."""
 
 
 async def _host_form(
@@ -317,15 +320,20 @@ async def host_form(
 
 def _started(request: AskRequest, flow_id: str) -> dict[str, Any]:
     """The ``pi-agent-ask:started`` payload of ``request``'s form."""
+    # Each question's arguments with the presented type in place of the requested one (the
+    # key keeps its place): stored into the fresh dict, in a loop (neither a copy with ``|``
+    # nor a comprehension, which is a call of its own on CPython 3.11).
+    questions: list[dict[str, Any]] = []
+    for question in request.params.questions:
+        entry: dict[str, Any] = question.to_json()
+        entry["type"] = question.effective_type
+        questions.append(entry)
     started: dict[str, Any] = {
         "version": 1,
         "flowId": flow_id,
         "askRequestId": request.request_id,
         "source": request.source,
-        "questions": [
-            question.to_json() | {"type": question.effective_type}
-            for question in request.params.questions
-        ],
+        "questions": questions,
         "createdAt": request.created_at,
     }
     if request.tool_call_id is not None:

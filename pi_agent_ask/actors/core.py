@@ -46,19 +46,41 @@ def now_iso() -> str:
 def iso_of(ns: int) -> str:
     """``ns`` nanoseconds after the epoch as ``now_iso`` writes them: what
     ``datetime.isoformat(timespec="milliseconds")`` gives for it in UTC, with ``Z``, for a
-    little more than half the cost (no format specification is parsed per field); a
-    background form makes two."""
+    little more than half the cost (no format specification is parsed per field)."""
     seconds, millis = divmod(ns // 1_000_000, 1000)
+    return f"{_second_of(seconds)}{_THREE_DIGITS[millis]}Z"
+
+
+def _second_of(seconds: int) -> str:
+    """``2026-01-02T03:04:05.``: the head of every timestamp within that second."""
     year, month, day, hour, minute, second = time.gmtime(seconds)[:6]
     two = _TWO_DIGITS
-    return (
-        f"{year}-{two[month]}-{two[day]}T{two[hour]}:{two[minute]}:{two[second]}"
-        f".{_THREE_DIGITS[millis]}Z"
-    )
+    return f"{year}-{two[month]}-{two[day]}T{two[hour]}:{two[minute]}:{two[second]}."
 
 
 _TWO_DIGITS = tuple(f"{n:02}" for n in range(100))
 _THREE_DIGITS = tuple(f"{n:03}" for n in range(1000))
+
+
+@attrs.define(eq=False)
+class Timestamps:
+    """``now_iso`` for one runtime, keeping the head of the last second it wrote (``2026-01-
+    02T03:04:05.``): a timestamp within that second is that text and its milliseconds, with no
+    ``time.gmtime`` and no field formatted (a background form takes two, its request's and its
+    answer's, most often within one second)."""
+
+    clock: Callable[[], int] = time.time_ns
+    """Nanoseconds since the epoch (``time.time_ns``)."""
+    _second: int = attrs.field(default=-1, init=False)
+    _head: str = attrs.field(default="", init=False)
+
+    def now(self) -> str:
+        """What ``now_iso()`` would return now: ``iso_of(self.clock())``."""
+        seconds, millis = divmod(self.clock() // 1_000_000, 1000)
+        if seconds != self._second:
+            self._head = _second_of(seconds)
+            self._second = seconds
+        return f"{self._head}{_THREE_DIGITS[millis]}Z"
 
 
 async def hand_over(channel: trio.MemorySendChannel[_T], value: _T) -> None:
@@ -181,6 +203,8 @@ class RuntimeCore:
     notices: trio.MemoryReceiveChannel[str]
     """Messages for the person: settings problems, damaged session files, recovery."""
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+    _timestamps: Timestamps = attrs.field(factory=Timestamps)
+    """``now_iso`` for this runtime's requests and answers (``Timestamps.now``)."""
     history_index: Any = None
     """The history records of the last branch state listed (``persistence.history``)."""
     _flow_commands: Callable[[str], CommandSink | None] | None = None
@@ -271,20 +295,24 @@ class RuntimeCore:
             if handled:
                 reply: _R = value
                 return reply
+        # Else the queue task answers (asking ``_queue_now`` again would tell the same: nothing
+        # ran since).
         if shielded:
             with trio.CancelScope(shield=True):
-                return await self._ask_queue(make)
-        send, receive = trio.open_memory_channel[_R](1)
-        await hand_over(self._queue_tx, make(send))
-        with receive:  # a plain close: ``aclose`` would add a pass through the scheduler
-            return await receive.receive()
+                return await self._ask_queue_task(make)
+        return await self._ask_queue_task(make)
+
+    async def _ask_queue_task(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
+        """``make(reply)`` sent to the queue task, and its reply (``q.Answer``: the promise of
+        a reply channel with a buffer of one, without a channel pair per message)."""
+        answer = q.Answer()
+        await hand_over(self._queue_tx, make(answer))
+        reply: _R = await answer.wait()
+        return reply
 
     async def _ask_queue_done(self, make: Callable[[ReplyTo[None]], q.QueueMessage]) -> None:
         """Ask the queue for something it only acknowledges (``None``)."""
-        send, receive = trio.open_memory_channel[None](1)
-        await hand_over(self._queue_tx, make(send))
-        with receive:
-            await receive.receive()
+        await self._ask_queue_task(make)
 
     async def _find_flow(self, flow_id: str) -> trio.MemorySendChannel[FormInput] | None:
         """A clone of the command channel of the visible flow ``flow_id`` (``None``: not active)."""

@@ -10,7 +10,7 @@ from typing import Any
 import trio
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.core import TEARDOWN_TIMEOUT, BranchWriter, RuntimeCore, now_iso
+from pi_agent_ask.actors.core import TEARDOWN_TIMEOUT, BranchWriter, RuntimeCore
 from pi_agent_ask.actors.persistence import PersistenceClosedError
 from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
@@ -103,7 +103,7 @@ def announce_completed(
         "askRequestId": request.request_id,
         "source": request.source,
         "result": result.to_details() if details is None else details,
-        "completedAt": now_iso(),
+        "completedAt": rt._timestamps.now(),
     }
     if request.tool_call_id is not None:
         payload["toolCallId"] = request.tool_call_id

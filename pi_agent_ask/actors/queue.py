@@ -106,6 +106,7 @@ from pi_agent_ask.form import state as fs
 __all__ = [
     "AcquireSurface",
     "AgentActivity",
+    "Answer",
     "Defer",
     "DraftChanged",
     "EndWait",
@@ -328,7 +329,7 @@ class QueueActor:
             return False, None
         if not shielded:
             await trio.lowlevel.checkpoint_if_cancelled()  # as ``send`` would, before it sends
-        answer = _Answer()
+        answer = Answer()
         if not self._handle_now(make(answer)):
             return False, None
         if not answer.answered:
@@ -532,24 +533,66 @@ class QueueActor:
         return None
 
 
-class _Answer:
-    """The reply of a message handled in its sender's task (``ask_now``): a one-shot slot,
-    refusing a second value or one after ``close`` as a reply channel does."""
+class Answer:
+    """The reply to one message for the queue: a one-shot slot with the promise of the reply
+    channel (a buffer of one) it stands for, without a channel pair per message. The queue
+    answers it (``send_nowait``) or closes it unanswered (``close``), never blocking; a second
+    value is refused (``WouldBlock``), as is a value after ``close`` (``ClosedResourceError``)
+    or after its asker left (``BrokenResourceError``: the asker's end of the channel closed).
 
-    __slots__ = ("answered", "closed", "value")
+    Its asker reads it at once (``ask_now``: the message was handled in the asker's task) or
+    waits for it (``wait``, as the channel's ``receive`` under ``with``)."""
+
+    __slots__ = ("_task", "abandoned", "answered", "closed", "value")
 
     def __init__(self) -> None:
         self.answered = False
         self.closed = False
+        self.abandoned = False
         self.value: Any = None
+        self._task: trio.lowlevel.Task | None = None
 
     def send_nowait(self, value: Any) -> None:
-        if self.closed or self.answered:
-            raise trio.ClosedResourceError if self.closed else trio.WouldBlock
+        if self.closed or self.answered or self.abandoned:
+            if self.closed:
+                raise trio.ClosedResourceError
+            raise trio.BrokenResourceError if self.abandoned else trio.WouldBlock
         self.answered, self.value = True, value
+        self._wake()
 
     def close(self) -> None:
-        self.closed = True
+        if not self.closed:
+            self.closed = True
+            self._wake()
+
+    def _wake(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> Any:
+        """The reply, as ``receive`` on the reply channel gives it: the cancellation check
+        first, then the value (after a pass through the scheduler, as always), or
+        ``EndOfChannel`` once it was closed unanswered; else it waits. A caller cancelled while
+        it waits leaves, and a reply sent after that is refused, as into a closed channel."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self.answered:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        elif not self.closed:
+            self._task = trio.lowlevel.current_task()
+
+            def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
+                self._task = None
+                self.abandoned = True
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        return self._taken()
+
+    def _taken(self) -> Any:
+        if not self.answered:
+            raise trio.EndOfChannel
+        return self.value
 
 
 def _reply(channel: ReplyTo[Any], value: Any) -> None:
