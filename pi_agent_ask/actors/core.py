@@ -291,7 +291,8 @@ class RuntimeCore:
         """The queue's reply to ``make(reply)``; ``shielded``: whatever cancels the caller (the
         shield costs nothing when the queue answers at once, with no wait to shield)."""
         if self._queue_now is not None:
-            handled, value = await self._queue_now(make, shielded=shielded)
+            # A busy queue is asked once it has handled what it was sent (``wait``).
+            handled, value = await self._queue_now(make, shielded=shielded, wait=True)
             if handled:
                 reply: _R = value
                 return reply

@@ -237,6 +237,10 @@ class QueueActor:
     _jobs: trio.MemorySendChannel[_FormJob] | None = None
     _settle: bool = False
     """A foreground claim was cancelled since the last ``StartForm`` (see ``_FormJob``)."""
+    _parking: list[trio.lowlevel.Task] = attrs.field(factory=list, init=False)
+    """The askers waiting for the queue task to park (``ask_now(wait=True)``)."""
+    _running: bool = attrs.field(default=False, init=False)
+    """The queue task runs (from its start until its ``finally``): it will park or end."""
 
     def __attrs_post_init__(self) -> None:
         self.state = initial_state(tui=self.tui, surface_ready=self.surface_ready, idle=self.idle)
@@ -256,12 +260,19 @@ class QueueActor:
             self._self_tx = tx
             self._jobs = jobs
             nursery.start_soon(self._run_forms, pending_jobs)
+            self._running = True
             task_status.started()
             try:
                 async with rx:
-                    async for message in rx:
+                    while True:
+                        try:
+                            message = await self._receive(rx)
+                        except trio.EndOfChannel:
+                            break
                         await self._handle(message)
             finally:
+                self._running = False
+                self._wake_parking()  # (they find the queue gone)
                 for effect in release_all_herdr(self.state):
                     self._perform_now(effect)
                 # The runner is shielded: the queue's end reaches the forms through their own
@@ -317,16 +328,63 @@ class QueueActor:
         self._hooks_seen = calls.count
         return AgentActivity(calls.idle, calls.count, woken_after=calls.count <= self._woken_at)
 
+    async def _receive(self, rx: trio.MemoryReceiveChannel[QueueMessage]) -> QueueMessage:
+        """``rx.receive()``; when it is about to park (no message waiting), the askers waiting
+        for that (``ask_now(wait=True)``) go on first, and find it parked."""
+        if not self._parking:
+            return await rx.receive()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            message = rx.receive_nowait()
+        except trio.WouldBlock:
+            self._wake_parking()
+            return await rx.receive()
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return message
+
+    def _wake_parking(self) -> None:
+        waiting, self._parking = self._parking, []
+        for task in waiting:
+            trio.lowlevel.reschedule(task)
+
+    async def _wait_parked(self, *, shielded: bool) -> None:
+        """Wait until the queue task is about to park, having handled every message sent to
+        it before (``_receive``), or has ended. ``shielded``: a cancellation does not stop it."""
+        task = trio.lowlevel.current_task()
+        self._parking.append(task)
+
+        def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
+            if shielded:
+                return trio.lowlevel.Abort.FAILED  # woken when the queue parks or ends
+            self._parking.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
     async def ask_now(
-        self, make: Callable[[ReplyTo[Any]], QueueMessage], *, shielded: bool = False
+        self,
+        make: Callable[[ReplyTo[Any]], QueueMessage],
+        *,
+        shielded: bool = False,
+        wait: bool = False,
     ) -> tuple[bool, Any]:
         """Handle ``make(reply)`` in the caller's task when it can be (module docstring): then
         ``(True, the reply)``; ``(False, None)`` when the caller must send it to the queue
         task (nothing was done). ``EndOfChannel`` when the transition closed the reply
         without a value, as the reply channel's ``receive`` raises it. ``shielded``: as a
-        caller asking under a shield, which a cancellation does not stop."""
+        caller asking under a shield, which a cancellation does not stop.
+
+        ``wait``: a busy queue (not parked) is asked again once it is about to park, having
+        handled every message sent to it before, instead of at once: as if the caller had
+        asked a little later. So callers that keep coming while the queue is busy do not
+        keep it so with a backlog of their messages, each costing the queue task a pass
+        through the scheduler and its sender a channel wait and two more."""
         if not self._parked():
-            return False, None
+            if not wait or not self._running:
+                return False, None
+            await self._wait_parked(shielded=shielded)
+            if not self._parked():
+                return False, None
         if not shielded:
             await trio.lowlevel.checkpoint_if_cancelled()  # as ``send`` would, before it sends
         answer = Answer()
