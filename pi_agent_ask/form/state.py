@@ -909,7 +909,9 @@ def _open_option_note(state: FormState, command: OpenOptionNote) -> FormState:
     row = state.cursors[q]
     options = questions[q].options
     if row >= len(options):
-        return state
+        # The ``Type your own`` row: a typed answer has no option value to note, so its note
+        # is the question's.
+        return _open_editor(state, "note", q, None)
     return _open_editor(state, "option_note", q, options[row].value)
 
 
