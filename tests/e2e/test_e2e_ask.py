@@ -327,3 +327,36 @@ async def test_at_40_columns_the_editor_wraps_at_words_and_n_notes_a_typed_answe
     answer = json.loads(out.read_text())["details"]["answers"]["goal"]
     assert answer["customText"] == LONG_ANSWER
     assert answer["note"] == "from the nightly runs"
+
+
+async def test_a_settings_file_fixed_by_a_save_clears_its_load_warning(tmp_path: Path) -> None:
+    """An invalid settings file: the form's footer warns. A save from the overlay writes a
+    valid file, and the warning leaves the footer and does not come back in the overlay."""
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(NARROW))
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"schemaVersion": "x"}')
+    out, status = tmp_path / "out.json", tmp_path / "status"
+    command = (
+        f"{COMMAND} ask {payload} --settings {settings} > {out}; echo $? > {status}; "
+        f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished"
+    )
+    warning = "Config was invalid or unsupported"
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 80, 24) as term:
+            screen = await term.wait_for("What should I optimize for?")
+            assert warning in screen
+            await term.keys("?")
+            await term.wait_for("Live settings")
+            await term.keys("Enter")  # toggle the first setting: saved at once
+            await term.wait_for(lambda text: warning not in text and "[on]" in text)
+            await term.keys("Escape")
+            screen = await term.wait_for(lambda text: "Live settings" not in text)
+            assert "What should I optimize for?" in screen
+            assert warning not in screen
+            await term.keys("?")
+            screen = await term.wait_for("Live settings")
+            assert warning not in screen
+            await term.keys("Escape", "Escape")
+            await term.tmux("wait-for", "finished")
+    assert json.loads(settings.read_text())["schemaVersion"] == 6
