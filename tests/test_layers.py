@@ -26,7 +26,6 @@ LAYERS = {
     "form": 0,
     "events": 0,
     "heap": 0,
-    "_attrs": 0,  # the attrs decorators every layer's classes use (lazy methods)
     "persistence": 1,
     "actors": 2,
     "ui": 3,

@@ -18,9 +18,9 @@ import os
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, hand_over

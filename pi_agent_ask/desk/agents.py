@@ -15,10 +15,10 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown

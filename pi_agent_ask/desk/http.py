@@ -24,6 +24,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 from mcp.server.lowlevel.server import Server
@@ -32,7 +33,6 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.desk.agents import Agent, AgentRegistry, AgentUnavailable
 from pi_agent_ask.desk.connection import SERVICE, STATUS_PATH
 from pi_agent_ask.desk.journals import InvalidKey

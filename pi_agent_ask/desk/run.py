@@ -16,12 +16,12 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.agents import AgentRegistry
 from pi_agent_ask.desk.board import Board

@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form.types import (
     EMPTY_DRAFT,
     JSON,

@@ -104,7 +104,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, TypedDict, TypeVar, Unpack
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form.types import (
     EMPTY_DRAFT,
     JSON,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 T = TypeVar("T")
 V = TypeVar("V")

@@ -50,7 +50,8 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form import schemas, untrusted
 from pi_agent_ask.form.tools import (
     ASK_USER,

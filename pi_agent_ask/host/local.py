@@ -13,9 +13,9 @@ import itertools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.records import Outcome
 from pi_agent_ask.actors.runtime import Runtime
 from pi_agent_ask.form import text as texts

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 import mcp.types as types
 import trio
 from mcp.server.lowlevel.server import Server
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
 from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
 from pi_agent_ask.mcp_server.hook import serve_hook_endpoint, slug

@@ -43,7 +43,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AnswerResult, AskResult, QuestionMeta
 from pi_agent_ask.form.sanitize import escape_visibly

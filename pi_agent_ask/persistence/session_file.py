@@ -63,9 +63,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 
+import attrs
 import cbor2
-
-from pi_agent_ask import _attrs as attrs
 
 # Decoding many entries allocates many containers and frees none: with the cyclic collector on,
 # each allocation burst walks the growing graph (superlinear), so reads run with it off.

@@ -37,7 +37,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import MARKER, sanitize_line, sanitize_text
 from pi_agent_ask.form.text import cell_width, image_marker, line_text, merge_segments, wrap_line
