@@ -21,8 +21,10 @@ from __future__ import annotations
 import copy
 import re
 import unicodedata
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeVar
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+import attrs
 
 from pi_agent_ask.form.result import (
     AnswerResult,
@@ -32,7 +34,7 @@ from pi_agent_ask.form.result import (
     fallback_result,
 )
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.types import JSON, AskParams, Image, Issue, Question, QuestionType
+from pi_agent_ask.form.types import JSON, AskParams, Image, Issue, Question
 
 __all__ = [
     "BACKGROUND_ANSWER_TYPE",
@@ -269,165 +271,60 @@ _Captioned = tuple[str, str, str, str]
 """An image of a result: ``(id, caption, mime type, data)``."""
 
 
+@attrs.frozen
 class _Texts:
     """What the agent-facing texts of one result read, for one params (option labels come from
-    them): built once, kept with the result (``AskResult._derived``), so the tool result and
-    the waits share one build. A background answer's message, made once, keeps none
-    (``AskResult._derived_once``).
+    them). ``facts`` is the summary without its question names: per question, the text after
+    the name on each of its lines (``": (skipped)"``, ``" note: ..."``); ``presented`` the
+    presentation note; ``images`` each image once by id."""
 
-    ``facts`` is the summary without its question names: per question, the text after the name
-    on each of its lines (``": (skipped)"``, ``" note: ..."``); ``presented`` the presentation
-    note; ``images`` each image once by id. ``text`` and ``background`` are the joined texts,
-    kept as first asked for.
-    """
-
-    __slots__ = ("background", "facts", "images", "presented", "text")
-
-    text: str | None
-    background: str | None
+    facts: tuple[tuple[QuestionMeta, tuple[str, ...]], ...]
     presented: str | None
-    facts: Sequence[tuple[QuestionMeta, Sequence[str]]]
-    images: Sequence[_Captioned]
-
-
-_new_object = object.__new__
-
-
-def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
-    """The ``_Texts`` of ``result`` for ``params`` (a function, not ``_Texts.__init__``: calling
-    a class with an ``__init__`` of its own costs about as much again as this call)."""
-    found: _Texts = _new_object(_Texts)
-    found.text = None
-    found.background = None
-    found.presented = None
-    if result.cancelled:
-        found.facts = ()
-        found.images = ()
-        return found
-    # One walk (no second call or walk for the presentation note: ``shown`` collects
-    # what presentation_note does, as the walk meets the answers).
-    index: OptionIndex = None
-    by_id: dict[str, Question] | None = None  # question by id, when a note needs a label
-    shown: set[QuestionType] | None = None  # made when the first one is met
-    facts: list[tuple[QuestionMeta, Sequence[str]]] = []
-    # The images, made at the first one (``with_images``: none for an error result).
-    with_images = result.issues is None
-    images: list[_Captioned] | None = None
-    seen: set[str] | None = None  # made before the first image
-    skipped: Container[str] = result.skipped_question_ids
-    if len(result.skipped_question_ids) > 8:
-        skipped = frozenset(result.skipped_question_ids)
-    answers = result.answers
-    for meta in result.questions:
-        qid = meta.id
-        answer = answers.get(qid)
-        presented = meta.presented_type
-        if (
-            presented is not None
-            and presented != meta.type
-            and answer is not None
-            and answer.has_answer
-        ):
-            if shown is None:
-                shown = set()
-            shown.add(presented)
-        if qid in skipped:
-            facts.append((meta, (": (skipped)",)))
-            if answer is not None and with_images and answer.images():
-                index = index or _option_index(params)
-                seen = set() if seen is None else seen
-                images = [] if images is None else images
-                _add_images(images, seen, meta, answer, None, index)
-            continue
-        if answer is None:
-            facts.append((meta, (": (no answer)",)))
-            continue
-        custom_images = answer.custom_images
-        if custom_images:
-            head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
-        elif answer.values or answer.custom_text is not None:
-            head = ": " + ", ".join(answer.labels)
-        else:
-            head = ": (no answer)"
-        note = answer.note
-        note_images = answer.note_images
-        option_notes = answer.option_notes
-        option_note_images = answer.option_note_images
-        if note is None and not (note_images or option_notes or option_note_images):
-            facts.append((meta, (head,)))
-            if custom_images and with_images:
-                seen = set() if seen is None else seen
-                images = [] if images is None else images
-                _add_images(images, seen, meta, answer, (), index)
-            continue
-        lines = [head]
-        if note_images:
-            lines.append(" note: " + _with_marker(note or "", len(note_images)))
-        elif note is not None:
-            lines.append(" note: " + note)
-        noted: Sequence[tuple[str, str, bool]] = ()
-        if option_notes and not option_note_images and len(option_notes) == 1:
-            # One option note without images, the common case, without the general walk.
-            for value, text in option_notes.items():
-                values = answer.values
-                labels = answer.labels
-                count = len(answer.indices)
-                if len(values) != len(labels) and min(len(values), count) != min(
-                    len(labels), count
-                ):
-                    list(zip(values[:count], labels[:count], strict=True))  # its ValueError
-                if value in values and value in (chosen := values[:count]):
-                    # The last match, as a dict of the pairs would keep it.
-                    label = labels[len(chosen) - 1 - chosen[::-1].index(value)]
-                    lines.append(f" / {label} note: {text}")
-                    continue
-                named = None
-                if params is not None:
-                    # ``_OptionIndex.label`` written out: the question found by a search
-                    # in a short form, else over a map made once per result.
-                    questions = params.questions
-                    if len(questions) <= 8:
-                        question = None
-                        for each in questions:
-                            if each.id == qid:
-                                question = each  # the last one, as the map keeps it
-                    else:
-                        if by_id is None:
-                            by_id = {}  # a loop: a comprehension is a call of its own
-                            for each in questions:
-                                by_id[each.id] = each
-                        question = by_id.get(qid)
-                    for option in question.options if question is not None else ():
-                        if option.value == value:
-                            named = option.label  # the last one, as ``_OptionIndex`` keeps
-                label = value if named is None else named
-                lines.append(f" / {label} (not selected) note: {text}")
-        elif option_notes or option_note_images:
-            index = index or _option_index(params)
-            noted = _noted_options(answer, index, qid)
-            for value, label, selected in noted:
-                text = option_notes.get(value, "")
-                if option_note_images:
-                    text = _with_marker(text, len(option_note_images.get(value, ())))
-                if selected:
-                    lines.append(f" / {label} note: {text}")
-                else:
-                    lines.append(f" / {label} (not selected) note: {text}")
-        facts.append((meta, lines))  # a list: nothing changes it once made
-        if with_images and (custom_images or note_images or option_note_images):
-            seen = set() if seen is None else seen
-            images = [] if images is None else images
-            _add_images(images, seen, meta, answer, noted, index)
-    # Kept as lists: nothing outside this module sees them, and nothing changes them.
-    found.facts = facts
-    found.images = images or ()
-    if shown:
-        found.presented = _presentation_text(shown)
-    return found
+    images: tuple[_Captioned, ...]
 
 
 def _texts(result: AskResult, params: AskParams | None) -> _Texts:
-    return result._derived(params, _derive_texts)
+    if result.cancelled:
+        return _Texts((), None, ())
+    index = _option_index(params)
+    skipped = set(result.skipped_question_ids)
+    with_images = result.issues is None
+    facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
+    images: list[_Captioned] = []
+    seen: set[str] = set()
+    for meta in result.questions:
+        answer = result.answers.get(meta.id)
+        if meta.id in skipped:
+            facts.append((meta, (": (skipped)",)))
+        elif answer is None:
+            facts.append((meta, (": (no answer)",)))
+        else:
+            facts.append((meta, _answer_facts(answer, _noted_options(answer, index, meta.id))))
+        if answer is not None and with_images:
+            _add_images(images, seen, meta, answer, None, index)
+    return _Texts(tuple(facts), presentation_note(result), tuple(images))
+
+
+def _answer_facts(answer: AnswerResult, noted: Sequence[tuple[str, str, bool]]) -> tuple[str, ...]:
+    """The lines of one answer after the question's name: the answer, its note, its option
+    notes (``noted``: ``(value, label, selected)``)."""
+    if answer.custom_images:
+        lines = [": " + _answer_text(answer)]
+    elif answer.values or answer.custom_text is not None:
+        lines = [": " + ", ".join(answer.labels)]
+    else:
+        lines = [": (no answer)"]
+    if answer.note_images:
+        lines.append(" note: " + _with_marker(answer.note or "", len(answer.note_images)))
+    elif answer.note is not None:
+        lines.append(" note: " + answer.note)
+    for value, label, selected in noted:
+        text = answer.option_notes.get(value, "")
+        if answer.option_note_images:
+            text = _with_marker(text, len(answer.option_note_images.get(value, ())))
+        shown = label if selected else f"{label} (not selected)"
+        lines.append(f" / {shown} note: {text}")
+    return tuple(lines)
 
 
 def _noted_options(
@@ -510,51 +407,18 @@ def result_text(result: AskResult, *, params: AskParams | None = None) -> str:
 
 
 def _result_text(result: AskResult, found: _Texts) -> str:
-    text = found.text
-    if text is None:
-        body = _summary_text(result, found, False, None)  # positional: a cheaper call
-        text = body if result.request_id is None else f"ask_user [{result.request_id}]\n{body}"
-        found.text = text
-    return text
+    body = _summary_text(result, found, with_ids=False)
+    return body if result.request_id is None else f"ask_user [{result.request_id}]\n{body}"
 
 
-def _summary_text(
-    result: AskResult, found: _Texts, with_ids: bool, names: Sequence[str] | None
-) -> str:
-    """``"\n".join(summary_lines(...))``, joined a question at a time; ``names`` are the
-    questions' names with their ids, when they are known (``_question_texts``)."""
+def _summary_text(result: AskResult, found: _Texts, *, with_ids: bool) -> str:
+    """``"\n".join(summary_lines(...))`` from the result's texts."""
     if result.cancelled:
         return CANCELLED_TEXT
-    facts = found.facts
-    if len(facts) == 1 and not found.presented:
-        # One question (most forms): its lines without the list of parts.
-        meta, lines = facts[0]
-        if not with_ids:
-            name = meta.label
-        elif names is not None:
-            name = names[0]
-        else:
-            name = f"{meta.label} [{meta.id}]"
-        if len(lines) == 1:
-            return name + lines[0]
-        return name + ("\n" + name).join(lines)
-    parts = []
-    i = -1  # the question's position (a counter: ``enumerate`` is a call of a type)
-    for meta, lines in facts:
-        i += 1
-        if not with_ids:
-            name = meta.label
-        elif names is not None:
-            name = names[i]
-        else:
-            name = f"{meta.label} [{meta.id}]"
-        if len(lines) == 1:
-            parts.append(name + lines[0])
-        else:
-            parts.append(name + ("\n" + name).join(lines))
+    lines = [_name(meta, with_ids) + fact for meta, facts in found.facts for fact in facts]
     if found.presented:
-        parts.append(found.presented)
-    return "\n".join(parts) if parts else SUBMITTED_TEXT
+        lines.append(found.presented)
+    return "\n".join(lines) if lines else SUBMITTED_TEXT
 
 
 def image_blocks(result: AskResult, *, params: AskParams | None = None) -> list[TextBlock]:
@@ -590,21 +454,17 @@ def _text_block(text: str) -> TextBlock:
 def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[str, JSON]:
     """The whole ``ask_user`` tool result: ``content`` (text, then image blocks),
     ``details`` (full) and ``structuredContent`` (compact)."""
+    content: list[TextBlock]
     if result.issues is not None:
         content = [_text_block(invalid_text(result.issues))]
     else:
         found = _texts(result, params)
-        text = found.text
-        if text is None:  # _result_text(result, found) written out
-            text = _summary_text(result, found, False, None)
-            if result.request_id is not None:
-                text = f"ask_user [{result.request_id}]\n{text}"
-            found.text = text
-        content = [{"type": "text", "text": text}]
-        if found.images:
-            content.extend(_blocks(found.images, set()))
-    details, structured = result._json_forms()
-    return {"content": content, "details": details, "structuredContent": structured}
+        content = [_text_block(_result_text(result, found)), *_blocks(found.images, set())]
+    return {
+        "content": content,
+        "details": result.to_details(),
+        "structuredContent": result.to_structured(),
+    }
 
 
 def fallback_text(params: AskParams, request_id: str | None) -> str:
@@ -623,11 +483,11 @@ def fallback_text(params: AskParams, request_id: str | None) -> str:
 
 def fallback_tool_result(params: AskParams, request_id: str | None) -> dict[str, JSON]:
     """The cancelled non-TUI tool result with the fallback text."""
-    details, structured = fallback_result(params, request_id)._json_forms()
+    result = fallback_result(params, request_id)
     return {
         "content": [_text_block(fallback_text(params, request_id))],
-        "details": details,
-        "structuredContent": structured,
+        "details": result.to_details(),
+        "structuredContent": result.to_structured(),
     }
 
 
@@ -651,22 +511,17 @@ def receipt_tool_result(
     background_only: bool = False,
 ) -> dict[str, JSON]:
     """The tool result of a queued background call; details = structuredContent."""
-    # The two equal dicts written out (one is made for every queued form).
     text = receipt_text(request_id, pending_requests, background_only=background_only)
+    details: dict[str, JSON] = {
+        "status": "queued",
+        "requestId": request_id,
+        "questionIds": list(question_ids),
+        "pendingRequests": pending_requests,
+    }
     return {
-        "content": [{"type": "text", "text": text}],
-        "details": {
-            "status": "queued",
-            "requestId": request_id,
-            "questionIds": [*question_ids],
-            "pendingRequests": pending_requests,
-        },
-        "structuredContent": {
-            "status": "queued",
-            "requestId": request_id,
-            "questionIds": [*question_ids],
-            "pendingRequests": pending_requests,
-        },
+        "content": [_text_block(text)],
+        "details": details,
+        "structuredContent": _copy_wait(details),
     }
 
 
@@ -678,62 +533,16 @@ def background_answer_text(outcome: BackgroundOutcome, *, params: AskParams | No
         if error is None:
             error = invalid_text(result.issues or ()) if result else "No form result available."
         return f"Background answer [{outcome.request_id}]:\nQuestion form failed: {error}"
-    return _background_text(outcome.request_id, result, _texts(result, params), params)
+    return _background_text(outcome.request_id, result, _texts(result, params))
 
 
-def _background_text(
-    request_id: str, result: AskResult, found: _Texts, params: AskParams | None
-) -> str:
-    body = found.background
-    if body is None:
-        # The text after the first line: the questions, then the response.
-        shared = _question_texts(result, params)
-        if shared is not None:
-            questions, names = shared
-        else:
-            questions, names = _questions_listed(result.questions), None
-        response = _summary_text(result, found, True, names)
-        body = found.background = f"Questions:\n{questions}Response:\n{response}"
+def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
+    questions = "".join(f"- [{meta.id}] {meta.label}: {meta.prompt}\n" for meta in result.questions)
+    response = _summary_text(result, found, with_ids=True)
+    body = f"Questions:\n{questions}Response:\n{response}"
     if result.title:
         return f"Background answer [{request_id}] — {result.title}:\n{body}"
     return f"Background answer [{request_id}]:\n{body}"
-
-
-def _questions_listed(metas: Iterable[QuestionMeta]) -> str:
-    """The question list of a background answer: ``- [<id>] <label>: <prompt>`` lines."""
-    lines = []
-    for meta in metas:
-        lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
-    return "".join(lines)
-
-
-def _question_texts(
-    result: AskResult, params: AskParams | None
-) -> tuple[str, tuple[str, ...]] | None:
-    """The background answer's question list and each question's name with its id, for a
-    result whose questions are the question metadata its params share with their results
-    (``AskParams._derived``): made once per params and kept with them (``AskParams._texts``);
-    ``None`` for any other result."""
-    if params is None:
-        return None
-    try:
-        if result.questions is not params._derived:
-            return None
-        texts = params._texts
-    except AttributeError:  # params made without a constructor that sets them
-        return None
-    if texts is None:
-        lines = []  # _questions_listed, with the names made in the same loop
-        names = []
-        for meta in result.questions:
-            lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
-            names.append(f"{meta.label} [{meta.id}]")
-        texts = ("".join(lines), tuple(names))
-        _SET_PARAMS_TEXTS(params, texts)  # the slot's own setter: the params are frozen
-    return texts
-
-
-_SET_PARAMS_TEXTS: Final = vars(AskParams)["_texts"].__set__  # the slot's descriptor
 
 
 def has_image_blocks(message: Mapping[str, Any]) -> bool:
@@ -759,22 +568,15 @@ def background_answer_message(
             "content": content,
             "details": outcome.to_json(),
         }
-    # Texts of their own, not kept with the result: a background answer is delivered once.
-    found = result._derived_once(params, _derive_texts)
-    content = _background_text(outcome.request_id, result, found, params)
+    found = _texts(result, params)
+    content = _background_text(outcome.request_id, result, found)
     if found.images and not result.cancelled:
         content = [_text_block(content), *_blocks(found.images, set())]
-    if type(outcome) is BackgroundOutcome:
-        # outcome.to_json() written out, for an outcome with a result.
-        details: dict[str, JSON] = {"requestId": outcome.request_id}
-        if outcome.parent_tool_call_id is not None:
-            details["parentToolCallId"] = outcome.parent_tool_call_id
-        details["result"] = result.to_details()
-        if outcome.error is not None:
-            details["error"] = outcome.error
-    else:
-        details = outcome.to_json()
-    return {"customType": BACKGROUND_ANSWER_TYPE, "content": content, "details": details}
+    return {
+        "customType": BACKGROUND_ANSWER_TYPE,
+        "content": content,
+        "details": outcome.to_json(),
+    }
 
 
 ParamsLookup = Callable[[str], AskParams | None] | Mapping[str, AskParams] | None
@@ -896,7 +698,7 @@ def wait_deferred_result(
 
 def _copy_wait(details: Mapping[str, JSON]) -> dict[str, JSON]:
     # details and structuredContent hold the same object, as separate copies, so a consumer
-    # that edits one cannot change the other.
+    # that edits one cannot change the other (receipts and waits).
     return copy.deepcopy(dict(details))
 
 
