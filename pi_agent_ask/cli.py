@@ -532,7 +532,7 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
     label and prompt), then where the file is and how to see more."""
     import shutil
 
-    from pi_agent_ask.form.text import cell_width
+    from pi_agent_ask.form.transcript import cell_width
 
     columns = width if width is not None else shutil.get_terminal_size().columns
     records = data.get("records", []) if isinstance(data, dict) else []

@@ -22,13 +22,15 @@ from typing import Any
 from pi_agent_ask.form.result import BackgroundOutcome, build_result
 from pi_agent_ask.form.text import (
     background_answer_message,
-    background_card,
-    result_rows,
     result_text,
     summary_lines,
     tool_result,
     wait_complete_result,
     wait_deferred_result,
+)
+from pi_agent_ask.form.transcript import (
+    background_card,
+    result_rows,
 )
 from pi_agent_ask.form.types import AskParams, Draft, Image, Option, Question
 

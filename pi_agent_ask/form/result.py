@@ -63,7 +63,7 @@ def _tuple(items: Iterable[Any]) -> tuple[Any, ...]:
 
 
 def _str_mapping(value: Mapping[str, str] | None) -> Mapping[str, str]:
-    return frozen_mapping(dict(value or {}))
+    return frozen_mapping(value)
 
 
 def _issues(value: Iterable[Issue] | None) -> tuple[Issue, ...] | None:
@@ -73,11 +73,15 @@ def _issues(value: Iterable[Issue] | None) -> tuple[Issue, ...] | None:
 def _images_mapping(
     value: Mapping[str, Iterable[Image]] | None,
 ) -> Mapping[str, tuple[Image, ...]]:
-    return frozen_mapping({key: tuple(images) for key, images in (value or {}).items()})
+    if value is None:
+        return frozen_mapping()
+    if all(isinstance(images, tuple) for images in value.values()):
+        return frozen_mapping(cast(Mapping[str, tuple[Image, ...]], value))
+    return frozen_mapping({key: tuple(images) for key, images in value.items()})
 
 
 def _answers_mapping(value: Mapping[str, AnswerResult] | None) -> Mapping[str, AnswerResult]:
-    return frozen_mapping(dict(value or {}))
+    return frozen_mapping(value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -477,7 +481,14 @@ def _option_notes_of(
         shown = tuple(given_images.get(value, ()))
         if shown:
             images[value] = shown
-    return frozen_mapping(notes), frozen_mapping(images)
+    return (
+        frozen_mapping(notes) if notes else _NO_NOTES,
+        frozen_mapping(images) if images else _NO_NOTES,
+    )
+
+
+_NO_NOTES: Mapping[str, Any] = frozen_mapping()
+"""The empty notes every answer without option notes shares (an immutable value)."""
 
 
 def build_result(

@@ -1,15 +1,9 @@
-"""Every text the ask tools show the agent or the transcript, built from results. Pure.
+"""Every text the ask tools show the agent, built from results. Pure.
 
-Two audiences:
-
-- the agent (model context): tool result ``content`` blocks, background-answer messages, wait
-  results, the invalid-payload and non-TUI fallback texts, the queued receipt. These keep the
-  agent's text verbatim (the model should read exactly what the person wrote) and carry image
-  content blocks.
-- the transcript (TUI rows and cards): lists of styled lines, ``Line = tuple[Segment, ...]``
-  with ``Segment = (style, text)``; the UI maps styles to colours. Transcript text is
-  neutralised: control characters never reach the terminal, and line breaks in agent or user
-  text become separate lines. Cards never show request ids, question ids or message types.
+Tool result ``content`` blocks, background-answer messages, wait results, the invalid-payload
+and non-TUI fallback texts, the queued receipt. These keep the agent's text verbatim (the model
+should read exactly what the person wrote) and carry image content blocks. The transcript's
+rows and cards are :mod:`pi_agent_ask.form.transcript`.
 
 Option labels: a result records the labels of *selected* options only. Notes on unselected
 options are shown with their option's label when the caller passes the form's ``params``;
@@ -19,10 +13,8 @@ without them the option value stands in (the contract's wording: ``<value> (not 
 from __future__ import annotations
 
 import copy
-import re
-import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import attrs
 
@@ -33,7 +25,6 @@ from pi_agent_ask.form.result import (
     QuestionMeta,
     fallback_result,
 )
-from pi_agent_ask.form.sanitize import sanitize_text
 from pi_agent_ask.form.types import JSON, AskParams, Image, Issue, Question
 
 __all__ = [
@@ -45,33 +36,22 @@ __all__ = [
     "WAIT_HIDDEN_TEXT",
     "WAIT_INTERRUPTED_TEXT",
     "WAIT_NON_TUI_TEXT",
-    "Line",
-    "Segment",
-    "Style",
     "background_answer_message",
     "background_answer_text",
-    "background_card",
-    "call_rows",
-    "cell_width",
     "fallback_text",
     "fallback_tool_result",
     "image_blocks",
     "image_marker",
     "invalid_text",
-    "line_text",
     "presentation_note",
-    "receipt_row",
     "receipt_text",
     "receipt_tool_result",
-    "result_rows",
     "result_text",
     "summary_lines",
     "tool_result",
     "wait_complete_result",
-    "wait_confirmation",
     "wait_deferred_result",
     "wait_text",
-    "wrap_line",
 ]
 
 BACKGROUND_ANSWER_TYPE = "ask:background-answer"
@@ -95,14 +75,6 @@ FALLBACK_TAIL = (
     "details.answers stays empty until user responds."
 )
 
-Style = Literal["text", "accent", "warning", "muted", "success", "error"]
-Segment = tuple[Style, str]
-Line = tuple[Segment, ...]
-
-_S = TypeVar("_S", bound=str)
-"""A style name. The line helpers (``line_text``, ``merge_segments``, ``wrap_line``) work over
-any style names, not only ``Style``: the UI passes its own (prompt_toolkit class names)."""
-
 TextBlock = dict[str, JSON]
 """A content block: ``{"type": "text", "text": ...}`` or ``{"type": "image", ...}``."""
 
@@ -119,14 +91,15 @@ def image_marker(count: int) -> str:
     return "[1 image]" if count == 1 else f"[{count} images]"
 
 
-def _with_marker(text: str, count: int) -> str:
+def with_marker(text: str, count: int) -> str:
+    """``text`` followed by the image marker of ``count`` images."""
     marker = image_marker(count)
     if not marker:
         return text
     return f"{text} {marker}" if text else marker
 
 
-def _option_label(
+def option_label(
     answer: AnswerResult, value: str, options: Mapping[str, str] | None
 ) -> tuple[str, bool]:
     """The label of option ``value`` and whether it is selected in ``answer``."""
@@ -187,15 +160,17 @@ OptionIndex = _OptionIndex | None
 """Option labels by question id and option value, when the form's params are known."""
 
 
-def _option_index(params: AskParams | None) -> OptionIndex:
+def option_index(params: AskParams | None) -> OptionIndex:
+    """The option labels of ``params`` (``None`` without them)."""
     return None if params is None else _OptionIndex(params)
 
 
-def _options_of(index: OptionIndex, question_id: str) -> Mapping[str, str] | None:
+def options_of(index: OptionIndex, question_id: str) -> Mapping[str, str] | None:
+    """The option labels of one question by value, when they are known."""
     return None if index is None else index.of(question_id)
 
 
-def _noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
+def noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
     """Option values with a note or note images, in option order when it is known."""
     return _in_option_order(_noted_keys(answer), options)
 
@@ -214,8 +189,9 @@ def _in_option_order(noted: list[str], options: Mapping[str, str] | None) -> lis
     return sorted(noted, key=lambda v: order.get(v, len(order)))
 
 
-def _answer_text(answer: AnswerResult) -> str:
-    return _with_marker(", ".join(answer.labels), len(answer.custom_images))
+def answer_text(answer: AnswerResult) -> str:
+    """An answer's labels, with the marker of its custom images."""
+    return with_marker(", ".join(answer.labels), len(answer.custom_images))
 
 
 def presentation_note(result: AskResult) -> str | None:
@@ -286,7 +262,7 @@ class _Texts:
 def _texts(result: AskResult, params: AskParams | None) -> _Texts:
     if result.cancelled:
         return _Texts((), None, ())
-    index = _option_index(params)
+    index = option_index(params)
     skipped = set(result.skipped_question_ids)
     with_images = result.issues is None
     facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
@@ -309,19 +285,19 @@ def _answer_facts(answer: AnswerResult, noted: Sequence[tuple[str, str, bool]]) 
     """The lines of one answer after the question's name: the answer, its note, its option
     notes (``noted``: ``(value, label, selected)``)."""
     if answer.custom_images:
-        lines = [": " + _answer_text(answer)]
+        lines = [": " + answer_text(answer)]
     elif answer.values or answer.custom_text is not None:
         lines = [": " + ", ".join(answer.labels)]
     else:
         lines = [": (no answer)"]
     if answer.note_images:
-        lines.append(" note: " + _with_marker(answer.note or "", len(answer.note_images)))
+        lines.append(" note: " + with_marker(answer.note or "", len(answer.note_images)))
     elif answer.note is not None:
         lines.append(" note: " + answer.note)
     for value, label, selected in noted:
         text = answer.option_notes.get(value, "")
         if answer.option_note_images:
-            text = _with_marker(text, len(answer.option_note_images.get(value, ())))
+            text = with_marker(text, len(answer.option_note_images.get(value, ())))
         shown = label if selected else f"{label} (not selected)"
         lines.append(f" / {shown} note: {text}")
     return tuple(lines)
@@ -348,7 +324,7 @@ def _noted_options(
     noted = list(dict.fromkeys([*notes, *images])) if images else list(notes)
     # Option labels are needed to order several notes, and to name an unselected option.
     looked_up = len(noted) > 1
-    options = _options_of(index, qid) if looked_up else None
+    options = options_of(index, qid) if looked_up else None
     if looked_up:
         noted = _in_option_order(noted, options)
     out = []
@@ -358,7 +334,7 @@ def _noted_options(
             out.append((value, labels[len(values) - 1 - values[::-1].index(value)], True))
             continue
         if not looked_up:
-            options = _options_of(index, qid)
+            options = options_of(index, qid)
             looked_up = True
         label = options[value] if options is not None and value in options else value
         out.append((value, label, False))
@@ -700,370 +676,3 @@ def _copy_wait(details: Mapping[str, JSON]) -> dict[str, JSON]:
     # details and structuredContent hold the same object, as separate copies, so a consumer
     # that edits one cannot change the other (receipts and waits).
     return copy.deepcopy(dict(details))
-
-
-# --------------------------------------------------------------------------------------------
-# Transcript: styled lines
-# --------------------------------------------------------------------------------------------
-
-
-def _clean(text: str) -> str:
-    """Neutralise text for the terminal (escape sequences, controls, invisible formatting);
-    newlines are kept for the caller to split into lines."""
-    return sanitize_text(text)
-
-
-def _split(text: str) -> list[str]:
-    return _clean(text).split("\n")
-
-
-def line_text(line: Iterable[tuple[str, str]]) -> str:
-    """The plain text of a styled line."""
-    return "".join(text for _, text in line)
-
-
-def merge_segments(segments: Iterable[tuple[_S, str]]) -> tuple[tuple[_S, str], ...]:
-    """Drop empty segments and join neighbours of the same style."""
-    out: list[tuple[_S, str]] = []
-    for style, text in segments:
-        if not text:
-            continue
-        if out and out[-1][0] == style:
-            out[-1] = (style, out[-1][1] + text)
-        else:
-            out.append((style, text))
-    return tuple(out)
-
-
-def _char_width(char: str) -> int:
-    if unicodedata.combining(char) or char in "\u200b\u200d":
-        return 0
-    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-
-
-def cell_width(text: str) -> int:
-    """The terminal cells ``text`` occupies (wide East Asian characters count two); ASCII
-    text (one cell per character) takes a fast path."""
-    if text.isascii():
-        return len(text)
-    return sum(_char_width(char) for char in text)
-
-
-def wrap_line(
-    line: Iterable[tuple[_S, str]], width: int, indent: int = 0
-) -> list[tuple[tuple[_S | Literal["text"], str], ...]]:
-    """Word-wrap a styled line to ``width`` cells; continuation lines start with ``indent``
-    spaces (styled ``"text"``). Words longer than a line are split. Every returned line fits
-    ``width``, except that a character wider than ``width`` (a wide character at width 1) gets a
-    line of its own."""
-    width = max(1, width)
-    indent = max(0, min(indent, width - 1))
-    tokens = [(style, piece) for style, text in line for piece in re.findall(r"\s+|\S+", text)]
-    lines: list[tuple[tuple[_S | Literal["text"], str], ...]] = []
-    current: list[tuple[_S | Literal["text"], str]] = []
-    used = 0
-    start = 0  # cells at the start of the current line that are indentation
-
-    def flush() -> None:
-        nonlocal current, used, start
-        while current and current[-1][1].isspace() and used > start:
-            used -= cell_width(current.pop()[1])
-        lines.append(merge_segments(current))
-        current = [("text", " " * indent)] if indent else []
-        used = start = indent
-
-    for style, piece in tokens:
-        if piece.isspace():
-            if used == start and lines:
-                continue  # no leading blanks on continuation lines
-            if used + cell_width(piece) > width:
-                flush()
-                continue
-            current.append((style, piece))
-            used += cell_width(piece)
-            continue
-        rest = piece
-        while rest:
-            need = cell_width(rest)
-            if used + need <= width:
-                current.append((style, rest))
-                used += need
-                break
-            if used > start:
-                flush()
-                continue
-            # A word wider than a whole line: take what fits (at least one character).
-            if used and used + _char_width(rest[0]) > width:
-                # Not even its first character fits after the indentation: drop the indent.
-                current, used, start = [], 0, 0
-            taken, taken_width = "", 0
-            for char in rest:
-                if taken and used + taken_width + _char_width(char) > width:
-                    break
-                taken += char
-                taken_width += _char_width(char)
-            current.append((style, taken))
-            used += taken_width
-            rest = rest[len(taken) :]
-            if rest:
-                flush()
-    lines.append(merge_segments(current))
-    return lines
-
-
-def _wrap_all(lines: Iterable[tuple[Line, int]], width: int | None) -> list[Line]:
-    out: list[Line] = []
-    for line, indent in lines:
-        if width is None:
-            out.append(line)
-        else:
-            out.extend(wrap_line(line, width, indent))
-    return out
-
-
-def _text_rows(
-    prefix: Sequence[Segment], text: str, style: Style, indent: str
-) -> list[tuple[Line, int]]:
-    """``prefix`` + the first line of ``text``; further lines of ``text`` indented."""
-    parts = _split(text)
-    rows = [(merge_segments([*prefix, (style, parts[0])]), len(indent) + 2)]
-    rows.extend(
-        (merge_segments([("text", indent + "  "), (style, part)]), len(indent) + 2)
-        for part in parts[1:]
-    )
-    return rows
-
-
-def _truncate(text: str, limit: int) -> str:
-    if cell_width(text) <= limit:
-        return text
-    out, used = "", 0
-    for char in text:
-        if used + _char_width(char) > limit - 1:
-            break
-        out += char
-        used += _char_width(char)
-    return out + "…"
-
-
-CALL_LABELS_LIMIT = 60
-"""Cells of the comma-joined question labels shown on an ``ask_user`` call row."""
-
-
-def call_rows(arguments: Mapping[str, Any], *, width: int | None = None) -> list[Line]:
-    """The transcript row of an ``ask_user`` call, from its raw arguments:
-    ``ask_user <n> question(s) (<labels>)`` with ``Q<n>`` for missing labels, truncated."""
-    raw = arguments.get("questions") if isinstance(arguments, Mapping) else None
-    questions = raw if isinstance(raw, list) else []
-    labels = []
-    for number, question in enumerate(questions, start=1):
-        label = question.get("label") if isinstance(question, Mapping) else None
-        text = label.strip() if isinstance(label, str) else ""
-        labels.append(" ".join(_split(text)) if text else f"Q{number}")
-    segments: list[Segment] = [("accent", "ask_user"), ("text", f" {len(questions)} question(s)")]
-    if labels:
-        segments.append(("muted", f" ({_truncate(', '.join(labels), CALL_LABELS_LIMIT)})"))
-    line = merge_segments(segments)
-    if width is not None and cell_width(line_text(line)) > width:
-        return wrap_line(line, width, 2)
-    return [line]
-
-
-def result_rows(
-    result: AskResult, *, params: AskParams | None = None, width: int | None = None
-) -> list[Line]:
-    """The transcript rows of a foreground ``ask_user`` result."""
-    if result.issues is not None:
-        rows: list[tuple[Line, int]] = [(merge_segments([("warning", "Invalid tool payload")]), 2)]
-        for issue in result.issues:
-            rows.extend(
-                _text_rows([("muted", f"  - {_clean(issue.path)}: ")], issue.message, "muted", "  ")
-            )
-        return _wrap_all(rows, width)
-    if result.cancelled:
-        return _wrap_all([(merge_segments([("warning", "Cancelled")]), 2)], width)
-    rows = []
-    index = _option_index(params)
-    skipped = set(result.skipped_question_ids)
-    for meta in result.questions:
-        label = " ".join(_split(meta.label))
-        if meta.id in skipped:
-            rows.append(
-                (
-                    merge_segments(
-                        [("muted", "- "), ("text", f"{label}: "), ("muted", "(skipped)")]
-                    ),
-                    2,
-                )
-            )
-            continue
-        answer = result.answers.get(meta.id)
-        if answer is not None and answer.has_answer:
-            wrote: list[Segment] = [] if answer.indices else [("muted", "(wrote) ")]
-            rows.extend(
-                _text_rows(
-                    [("success", "✓ "), ("text", f"{label}: "), *wrote],
-                    _answer_text(answer),
-                    "text",
-                    "",
-                )
-            )
-        else:
-            rows.append(
-                (
-                    merge_segments(
-                        [("warning", "? "), ("text", f"{label}: "), ("muted", "(no answer)")]
-                    ),
-                    2,
-                )
-            )
-        if answer is not None:
-            rows.extend(_note_rows(answer, _options_of(index, meta.id), "  "))
-    note = presentation_note(result)
-    if note:
-        rows.append((merge_segments([("muted", f"  {note}")]), 2))
-    if not rows:
-        rows.append((merge_segments([("success", "Submitted")]), 2))
-    return _wrap_all(rows, width)
-
-
-def _note_rows(
-    answer: AnswerResult,
-    options: Mapping[str, str] | None,
-    indent: str,
-    *,
-    selected_notes: bool = True,
-    question_note: bool = True,
-) -> list[tuple[Line, int]]:
-    """Question note and option notes of an answer, as ``note:`` rows. With
-    ``selected_notes=False`` notes of selected options are left to the caller, with
-    ``question_note=False`` the question's own note."""
-    rows: list[tuple[Line, int]] = []
-    if question_note and (answer.note is not None or answer.note_images):
-        text = _with_marker(answer.note or "", len(answer.note_images))
-        rows.extend(_text_rows([("muted", f"{indent}note: ")], text, "text", indent))
-    for value in _noted_values(answer, options):
-        label, selected = _option_label(answer, value, options)
-        if selected and not selected_notes:
-            continue
-        which = " ".join(_split(label)) + ("" if selected else " (not selected)")
-        text = _with_marker(
-            answer.option_notes.get(value, ""), len(answer.option_note_images.get(value, ()))
-        )
-        rows.extend(_text_rows([("muted", f"{indent}{which} note: ")], text, "text", indent))
-    return rows
-
-
-def receipt_row(details: Mapping[str, Any]) -> Line:
-    """The transcript row of a queued receipt: ``<k> question(s) queued · <n> form(s) pending``."""
-    question_ids = details.get("questionIds")
-    count = len(question_ids) if isinstance(question_ids, list) else 0
-    pending = details.get("pendingRequests", 0)
-    return merge_segments(
-        [
-            ("accent", f"{count} question(s) queued"),
-            ("muted", f" · {pending if isinstance(pending, int) else 0} form(s) pending"),
-        ]
-    )
-
-
-def background_card(
-    outcome: BackgroundOutcome, *, width: int, params: AskParams | None = None
-) -> list[Line]:
-    """The transcript card of a background answer, in the form's Review style: accent rules,
-    status (with the form title), each prompt with ``→`` answer lines and saved notes. No ids,
-    no message type; every line fits ``width``."""
-    width = max(1, width)
-    rule: Line = (("accent", "─" * width),)
-    result = outcome.result
-    rows: list[tuple[Line, int]] = []
-    title: list[Segment] = []
-    if result is not None and result.title:
-        title = [("text", " ".join(_split(result.title))), ("muted", " · ")]
-    if result is None or result.issues is not None:
-        error = outcome.error
-        if error is None and result is not None:
-            error = invalid_text(result.issues or ())
-        rows.append((merge_segments([*title, ("error", "! Question form failed")]), 2))
-        for part in _split(error or "No form result available."):
-            rows.append((merge_segments([("text", part)]), 0))
-    elif result.cancelled:
-        rows.append((merge_segments([*title, ("warning", "? Questions cancelled")]), 2))
-        rows.append((merge_segments([("muted", "No approval given.")]), 0))
-    else:
-        rows.append((merge_segments([*title, ("success", "✓ Answers received")]), 2))
-        rows.extend(_card_body(result, params))
-    return [rule, *_wrap_all(rows, width), rule]
-
-
-def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, int]]:
-    index = _option_index(params)
-    rows: list[tuple[Line, int]] = []
-    skipped = set(result.skipped_question_ids)
-    for meta in result.questions:
-        rows.append(((), 0))
-        rows.extend((merge_segments([("text", part)]), 0) for part in _split(meta.prompt))
-        if meta.id in skipped:
-            rows.append((merge_segments([("muted", "→ skipped")]), 2))
-            continue
-        answer = result.answers.get(meta.id)
-        if answer is not None and (answer.note is not None or answer.note_images):
-            # The question's note sits under its prompt, before the answer lines: indented
-            # under the last answer it read as that answer's note.
-            text = _with_marker(answer.note or "", len(answer.note_images))
-            rows.extend(_text_rows([("muted", "Question note: ")], text, "text", "  "))
-        if answer is None or not answer.has_answer:
-            rows.append((merge_segments([("warning", "→ unanswered")]), 2))
-            if answer is not None:
-                rows.extend(
-                    _note_rows(answer, _options_of(index, meta.id), "  ", question_note=False)
-                )
-            continue
-        for value, label in zip(answer.selected_values, answer.selected_labels, strict=True):
-            rows.extend(_text_rows([("accent", "→ ")], label, "text", ""))
-            note = answer.option_notes.get(value, "")
-            images = len(answer.option_note_images.get(value, ()))
-            if note or images:
-                text = _with_marker(note, images)
-                rows.extend(_text_rows([("muted", "  note: ")], text, "text", "  "))
-        if answer.custom_text is not None or answer.custom_images:
-            text = _with_marker(answer.custom_text or "", len(answer.custom_images))
-            rows.extend(_text_rows([("accent", "→ ")], text, "text", ""))
-        rows.extend(
-            _note_rows(
-                answer,
-                _options_of(index, meta.id),
-                "  ",
-                selected_notes=False,
-                question_note=False,
-            )
-        )
-    presented = presentation_note(result)
-    if presented:
-        rows.append(((), 0))
-        rows.append((merge_segments([("muted", presented)]), 0))
-    return rows
-
-
-def wait_confirmation(details: Mapping[str, Any]) -> Line:
-    """The short transcript row of a ``wait_for_answers`` result (the full answer cards stay at
-    the calls that asked)."""
-    results = details.get("results")
-    count = len(results) if isinstance(results, list) else 0
-    forms = "1 form" if count == 1 else f"{count} forms"
-    if details.get("status") == "deferred":
-        pending_ids = details.get("pendingRequestIds")
-        pending = len(pending_ids) if isinstance(pending_ids, list) else 0
-        why = {"user_message": "user message", "mode_changed": "background-only mode"}.get(
-            str(details.get("reason")), "panel hidden"
-        )
-        segments: list[Segment] = [
-            ("warning", f"Wait released ({why})"),
-            ("muted", f" · {pending} form{'' if pending == 1 else 's'} still pending"),
-        ]
-        if count:
-            segments.append(("muted", f" · received answers for {forms}"))
-        return merge_segments(segments)
-    if count == 0:
-        return merge_segments([("muted", "No outstanding answers")])
-    return merge_segments([("success", f"Received answers for {forms}")])

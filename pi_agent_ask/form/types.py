@@ -156,7 +156,7 @@ class Image:
 
 
 def _option_notes(value: Any) -> Mapping[str, str]:
-    return value if isinstance(value, _FrozenDict) else _FrozenDict(value)
+    return frozen_mapping(value)
 
 
 class _FrozenDict(dict[str, Any]):
@@ -174,6 +174,9 @@ class _FrozenDict(dict[str, Any]):
 
 
 def frozen_mapping(items: Mapping[str, V] | None = None) -> Mapping[str, V]:
+    """An immutable copy of ``items``; a frozen mapping is immutable already, and is kept."""
+    if isinstance(items, _FrozenDict):
+        return items
     return _FrozenDict(items or {})
 
 

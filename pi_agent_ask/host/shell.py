@@ -37,7 +37,7 @@ from prompt_toolkit.output import Output
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import Runtime
-from pi_agent_ask.form.text import line_text
+from pi_agent_ask.form.transcript import line_text
 from pi_agent_ask.host.demo import run_demo, scripted_agent
 from pi_agent_ask.host.local import LocalHost
 from pi_agent_ask.persistence.settings import load_settings, settings_path

@@ -58,7 +58,7 @@ from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
 from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.text import cell_width
+from pi_agent_ask.form.transcript import cell_width
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_window import FormWindow, RowsContent
 from pi_agent_ask.ui.paths import CompletionMenu

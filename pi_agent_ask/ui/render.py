@@ -41,7 +41,8 @@ import attrs
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import MARKER, sanitize_line, sanitize_text
-from pi_agent_ask.form.text import cell_width, image_marker, line_text, merge_segments, wrap_line
+from pi_agent_ask.form.text import image_marker
+from pi_agent_ask.form.transcript import cell_width, line_text, merge_segments, wrap_line
 from pi_agent_ask.form.types import Draft, Option, Question
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import EditorKeymap, Keymaps

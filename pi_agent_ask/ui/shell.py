@@ -80,7 +80,7 @@ from prompt_toolkit.output import Output
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.text import cell_width, wrap_line
+from pi_agent_ask.form.transcript import cell_width, wrap_line
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui import rebind_event_loop_lookup
