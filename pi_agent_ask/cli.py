@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from pi_agent_ask.heap import collector_paused, frozen_start
-
 EXIT_OK = 0
 EXIT_CANCELLED = 1
 EXIT_INVALID = 2
@@ -296,9 +294,8 @@ def terminal_restored_on_signals(tty: Any) -> Iterator[None]:
 
 def _open_terminal() -> tuple[Any, Any, list[Any]] | None:
     """prompt_toolkit input/output on the controlling terminal, or None without one."""
-    with collector_paused():  # these imports are most of prompt_toolkit
-        from prompt_toolkit.input import create_input
-        from prompt_toolkit.output import create_output
+    from prompt_toolkit.input import create_input
+    from prompt_toolkit.output import create_output
 
     try:
         tty_in = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - closed by the caller
@@ -322,8 +319,7 @@ def _ask_session(args: argparse.Namespace) -> Path | None:
 
 def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        with frozen_start():
-            return _cmd_ask(args, stdin, stdout, stderr)
+        return _cmd_ask(args, stdin, stdout, stderr)
     except KeyboardInterrupt:
         # Ctrl+C before the form took the terminal (while starting): no traceback.
         stderr.write(INTERRUPTED_TEXT)
@@ -331,8 +327,7 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
 
 
 def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    with collector_paused():
-        import trio
+    import trio
 
     try:
         arguments = read_payload(args.payload, stdin)
@@ -346,8 +341,7 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
         if terminal is None:
             code, result = trio.run(_ask_without_terminal, arguments, args)
         else:
-            with collector_paused():
-                from pi_agent_ask.ui.commands import run_ask
+            from pi_agent_ask.ui.commands import run_ask
 
             tty_input, tty_output, files = terminal
             try:

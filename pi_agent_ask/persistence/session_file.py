@@ -66,9 +66,6 @@ from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 import attrs
 import cbor2
 
-# Decoding many entries allocates many containers and frees none: with the cyclic collector on,
-# each allocation burst walks the growing graph (superlinear), so reads run with it off.
-from pi_agent_ask.heap import collector_off
 from pi_agent_ask.persistence import codec
 
 __all__ = [
@@ -1098,8 +1095,7 @@ class SessionFile:
         )
         session._fd = fd
         notes: list[str] = []
-        with collector_off():
-            damage = session._index_file(reader, size, notes)
+        damage = session._index_file(reader, size, notes)
         session._size = damage.start if damage is not None else size
         report = OpenReport(
             path,
@@ -1222,8 +1218,7 @@ class SessionFile:
         """Every entry in file order (decodes the whole file: prefer ``branch()``)."""
         self._check_open()
         self._full()
-        with collector_off():
-            return tuple(self._load_entries(range(len(self._index))))
+        return tuple(self._load_entries(range(len(self._index))))
 
     def iter_entries(self) -> Iterator[Entry]:
         """Every entry in file order, decoded as it is consumed."""
@@ -1279,8 +1274,7 @@ class SessionFile:
         Decodes the whole branch: a session with a projection reads ``fold()`` instead."""
         self._check_open()
         path = self._path_to(leaf_id)
-        with collector_off():
-            return tuple(self._load_entries(path))
+        return tuple(self._load_entries(path))
 
     # ---- writing -----------------------------------------------------------------------------
 
@@ -1938,9 +1932,8 @@ class SessionFile:
         else:
             path = index.path_to(leaf)
             fold = projection.empty()
-        with collector_off():
-            for i, entry in zip(path, self._load_entries(path), strict=True):
-                fold.step(entry, self._loc(i))
+        for i, entry in zip(path, self._load_entries(path), strict=True):
+            fold.step(entry, self._loc(i))
         self._fold, self._fold_prev, self._since_checkpoint = fold, prev, len(path)
         self._written = None
         self._since_bytes = self._frame_bytes(path)
@@ -1968,9 +1961,7 @@ class SessionFile:
             or self._since_bytes < self._checkpoint_ratio * self._last_live_bytes()
         ):
             return
-        # What the checkpoint is built of is garbage once it is written: no collection in it.
-        with collector_off():
-            self._checkpoint(fold)
+        self._checkpoint(fold)
 
     def _checkpoint(self, fold: Fold) -> None:
         """Append a checkpoint of ``fold`` (the fold of the active branch)."""
@@ -2111,8 +2102,7 @@ class SessionFile:
         tail = self._index
         self._index, self._start, self._base = _Index(), None, 0
         reader = _Reader(self._fd, self._size)
-        with collector_off():
-            damage = self._scan(reader, self._header_end, start.offset, [])
+        damage = self._scan(reader, self._header_end, start.offset, [])
         full = self._index
         stub = full.pos.get(start.leaf_id)
         if damage is not None or stub is None:

@@ -86,7 +86,6 @@ from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui import rebind_event_loop_lookup
 from pi_agent_ask.ui.bindings import form_key_bindings
 from pi_agent_ask.ui.form_window import FormWindow
-from pi_agent_ask.ui.heap import settle_after_first_frame
 from pi_agent_ask.ui.settings_overlay import settings_container, settings_key_bindings
 from pi_agent_ask.ui.surface import ESCAPE_TIMEOUT, STYLE, TerminalSurface, tune_timeouts
 
@@ -702,7 +701,6 @@ class ShellSurface(TerminalSurface):
         # 10 ms. Invalidations are still coalesced into one redraw.
         app.max_render_postpone_time = None
         tune_timeouts(app, self.controller)
-        settle_after_first_frame(app)
         return app
 
     def _width_changed(self, width: int) -> None:

@@ -48,7 +48,6 @@ from pi_agent_ask.persistence.settings import Config, Keymaps, LoadedSettings
 from pi_agent_ask.ui import rebind_event_loop_lookup
 from pi_agent_ask.ui.bindings import form_key_bindings
 from pi_agent_ask.ui.form_view import FormControl, FormController, form_container
-from pi_agent_ask.ui.heap import settle_after_first_frame
 from pi_agent_ask.ui.settings_overlay import (
     SettingsOverlay,
     settings_container,
@@ -377,7 +376,6 @@ class TerminalSurface:
         # 10 ms. Invalidations are still coalesced into one redraw.
         app.max_render_postpone_time = None
         tune_timeouts(app, self.controller)
-        settle_after_first_frame(app)
         return app
 
 
