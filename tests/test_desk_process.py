@@ -16,9 +16,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.desk.connection import find_desk, read_desk_file
 from pi_agent_ask.desk.run import run_desk
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
+from pi_agent_ask.mcp_common.connection import find_desk, read_desk_file
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -101,7 +101,7 @@ async def test_a_desk_killed_with_sigkill_restarts_with_nothing_lost(tmp_path: P
 
 FORWARDER = (
     "import sys, trio\n"
-    "from pi_agent_ask.desk.forward import serve_stdio_via_desk\n"
+    "from pi_agent_ask.mcp_server.forward import serve_stdio_via_desk\n"
     "trio.run(serve_stdio_via_desk, sys.argv[1], sys.argv[2], sys.argv[3])\n"
 )
 

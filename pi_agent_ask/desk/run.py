@@ -25,14 +25,6 @@ from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.agents import AgentRegistry
 from pi_agent_ask.desk.board import Board
-from pi_agent_ask.desk.connection import (
-    DeskAddress,
-    desk_file_path,
-    find_desk,
-    new_token,
-    remove_desk_file,
-    write_desk_file,
-)
 from pi_agent_ask.desk.http import (
     MCP_PATH,
     DeskApp,
@@ -42,6 +34,14 @@ from pi_agent_ask.desk.http import (
     parse_listen,
 )
 from pi_agent_ask.desk.journals import default_state_dir
+from pi_agent_ask.mcp_common.connection import (
+    DeskAddress,
+    desk_file_path,
+    find_desk,
+    new_token,
+    remove_desk_file,
+    write_desk_file,
+)
 
 __all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
 
