@@ -214,3 +214,43 @@ async def test_the_forwarder_follows_a_restarted_desk(tmp_path: Path) -> None:
                     assert not waited.is_error
                     ids = [entry["requestId"] for entry in waited.structured_content["results"]]
                     assert ids == [request_id]
+
+
+def desk_command(state: Path, settings: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pi_agent_ask",
+        "desk",
+        "--headless",
+        "--state",
+        str(state),
+        "--settings",
+        str(settings),
+    ]
+
+
+async def test_a_second_desk_on_the_same_state_directory_is_refused(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    command = desk_command(state, tmp_path / "settings.json")
+    first_env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "first.json")}
+    second_env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "second.json")}
+    with trio.fail_after(90):
+        process = await trio.lowlevel.open_process(command, env=first_env, stdout=subprocess.PIPE)
+        try:
+            assert process.stdout is not None
+            assert "listening at" in await read_line(process.stdout)
+            # Its own connection file, the same state directory: refused at start.
+            second = await trio.run_process(
+                command, env=second_env, capture_stdout=True, capture_stderr=True, check=False
+            )
+        finally:
+            process.send_signal(signal.SIGTERM)
+            await process.wait()
+        assert second.returncode == 2
+        assert f"another desk is using the state directory {state}" in second.stderr.decode()
+        assert second.stdout == b""
+        assert not (tmp_path / "second.json").exists()
+        # The lock went with the first desk: a desk starts there again.
+        async with open_desk(tmp_path, state_dir=state):
+            pass
