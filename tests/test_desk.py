@@ -16,7 +16,6 @@ import pytest
 import trio
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.desk.connection import find_desk, read_desk_file
 from pi_agent_ask.desk.http import ListenError, parse_listen
 from pi_agent_ask.desk.run import DeskAlreadyRunning
 from pi_agent_ask.desk.testing import (
@@ -26,6 +25,7 @@ from pi_agent_ask.desk.testing import (
     open_desk,
     submit,
 )
+from pi_agent_ask.mcp_common.connection import find_desk, read_desk_file
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 

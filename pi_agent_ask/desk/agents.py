@@ -24,7 +24,7 @@ from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown
 from pi_agent_ask.desk.journals import check_key, known_keys, record_key
 from pi_agent_ask.form import tools as tool_names
-from pi_agent_ask.mcp_server.tools import AgentTools, ReportProgress
+from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
 
 __all__ = ["Agent", "AgentRegistry", "AgentUnavailable"]
 

@@ -34,11 +34,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from pi_agent_ask.desk.agents import Agent, AgentRegistry, AgentUnavailable
-from pi_agent_ask.desk.connection import SERVICE, STATUS_PATH
 from pi_agent_ask.desk.journals import InvalidKey
+from pi_agent_ask.mcp_common.connection import KEY_HEADER, SERVICE, STATUS_PATH
 
 __all__ = [
-    "KEY_HEADER",
     "MCP_PATH",
     "DeskApp",
     "Listen",
@@ -48,7 +47,6 @@ __all__ = [
     "parse_listen",
 ]
 
-KEY_HEADER = "x-pi-agent-ask-key"
 DISCONNECTED = "pi_agent_ask.disconnected"
 """The ASGI scope key of the event set when the request's client went away."""
 MCP_PATH = "/mcp"

@@ -10,6 +10,7 @@ server and disposes every runtime (drafts saved).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from contextlib import suppress
@@ -25,7 +26,17 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.agents import AgentRegistry
 from pi_agent_ask.desk.board import Board
-from pi_agent_ask.desk.connection import (
+from pi_agent_ask.desk.http import (
+    MCP_PATH,
+    DeskApp,
+    Listen,
+    ListenError,
+    is_loopback,
+    mcp_server,
+    parse_listen,
+)
+from pi_agent_ask.desk.journals import StateDirInUse, default_state_dir, lock_state_dir
+from pi_agent_ask.mcp_common.connection import (
     DeskAddress,
     desk_file_path,
     find_desk,
@@ -33,15 +44,6 @@ from pi_agent_ask.desk.connection import (
     remove_desk_file,
     write_desk_file,
 )
-from pi_agent_ask.desk.http import (
-    MCP_PATH,
-    DeskApp,
-    ListenError,
-    is_loopback,
-    mcp_server,
-    parse_listen,
-)
-from pi_agent_ask.desk.journals import default_state_dir
 
 __all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
 
@@ -60,7 +62,8 @@ session, and its agent key (not the session) finds its questions."""
 
 
 class DeskAlreadyRunning(Exception):
-    """Another desk is running and answers at the connection file's URL."""
+    """Another desk is running and answers at the connection file's URL, or holds the state
+    directory."""
 
 
 @attrs.frozen
@@ -114,6 +117,36 @@ async def run_desk(
     state = state_dir if state_dir is not None else default_state_dir()
     if not is_loopback(where.host):
         warn(REMOTE_WARNING.format(host=where.host, file=file))
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(lock_state_dir(state))
+        except StateDirInUse as error:
+            raise DeskAlreadyRunning(str(error)) from None
+        await _run(
+            where=where,
+            file=file,
+            state=state,
+            settings=settings,
+            headless=headless,
+            input=input,
+            output=output,
+            progress_interval=progress_interval,
+            task_status=task_status,
+        )
+
+
+async def _run(
+    *,
+    where: Listen,
+    file: Path,
+    state: Path,
+    settings: Path | None,
+    headless: bool,
+    input: Any,
+    output: Any,
+    progress_interval: float | None,
+    task_status: trio.TaskStatus[Desk],
+) -> None:
 
     from pi_agent_ask.persistence.settings import load_settings, settings_path
 

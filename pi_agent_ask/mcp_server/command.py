@@ -8,7 +8,7 @@ import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
-from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
 
 EXIT_OK = 0
 EXIT_USAGE = 2
