@@ -25,7 +25,7 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -66,6 +66,8 @@ from pi_agent_ask.form.text import (
     WAIT_INTERRUPTED_TEXT,
     WAIT_NON_TUI_TEXT,
 )
+
+T = TypeVar("T")
 
 __all__ = [
     "CALL_FAILURES",
@@ -175,6 +177,12 @@ class Runtime(RuntimeCore):
         journaled; a refused write, a disk failure or a bad path is a tool error. Only
         cancellation and bugs propagate (``docs/errors.md``)."""
         return await dispatch.call_tool(self, name, arguments, tool_call_id, parent_tool_call_id)
+
+    async def read_journal(self, read: Callable[[Any], T]) -> T:
+        """``read(session_file)`` run where the journal is (the persistence actor's worker
+        thread), for readers outside the tools: the web desk's history and export."""
+        result: T = await self._writer.read(read)
+        return result
 
     async def run_background_form(
         self,

@@ -418,6 +418,14 @@ class ExternalCancel:
     """A remote ``cancel`` response: cancel at once, without the dirty confirmation."""
 
 
+@attrs.frozen
+class ReplaceDrafts:
+    """Drafts edited in another view of the form (the web desk): replace every draft and stay
+    open. An open editor stays open with its unsaved text (it saves over its own field)."""
+
+    drafts: tuple[Draft, ...] = attrs.field(converter=_drafts)
+
+
 Command: TypeAlias = (
     NextTab
     | PreviousTab
@@ -444,6 +452,7 @@ Command: TypeAlias = (
     | SettingsChanged
     | SubmitAnswers
     | ExternalCancel
+    | ReplaceDrafts
 )
 
 
@@ -832,6 +841,12 @@ def _dispatch(state: FormState, command: Command) -> FormState:
             return _with(state, drafts=drafts, editor=None, outcome=_SUBMITTED)
         case ExternalCancel():
             return _with(state, editor=None, outcome=_CANCELLED)
+        case ReplaceDrafts(drafts=drafts):
+            if len(drafts) != len(state.drafts):
+                raise ValueError(
+                    f"ReplaceDrafts needs {len(state.drafts)} drafts, got {len(drafts)}"
+                )
+            return state if drafts == state.drafts else _with(state, drafts=drafts)
         case Skip() | Cancel() if state.editor is not None:
             return state
         case _:
