@@ -253,6 +253,7 @@ async def _open_runtime(
     write_terminal: Any = None,
     agent_idle: bool = True,
     terminal: TerminalFactory | None = None,
+    notify_link: Callable[[str], str | None] | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open a runtime; see ``API.md``. Leaving the block disposes every actor.
 
@@ -264,7 +265,8 @@ async def _open_runtime(
     layer passes it: ``pi_agent_ask.open_runtime``; ``pi_agent_ask.aio`` passes one whose
     application runs on the host loop); without it such a runtime is headless. The runtime
     attaches it (settings saves, working directory), sends notification bytes to ``output``
-    and supervises it: a failure ends the forms with an error.
+    and supervises it: a failure ends the forms with an error. ``notify_link`` gives a form's
+    page by flow id (the web desk), passed to notification commands as ``ASK_NOTIFY_URL``.
     """
     import os
 
@@ -337,6 +339,7 @@ async def _open_runtime(
                 activity_tx=activity_tx,
                 hook_calls=hook_calls,
                 write_terminal=write_terminal,
+                notify_link=notify_link,
             )
             actor = q.QueueActor(
                 journal=writer,

@@ -158,6 +158,9 @@ async def run_desk(
             write_terminal=None if headless else display.write_terminal,
         )
         board.blocked_on = registry.blocked_on
+        token = new_token()
+        web = WebDesk(board=board, registry=registry, token=token, secure=tls_cert is not None)
+        registry.form_url = web.form_url
         if not headless:
             from pi_agent_ask.ui.surface import run_terminal_surface
 
@@ -175,8 +178,6 @@ async def run_desk(
         manager = StreamableHTTPSessionManager(
             mcp_server(registry), session_idle_timeout=SESSION_IDLE_TIMEOUT
         )
-        token = new_token()
-        web = WebDesk(board=board, registry=registry, token=token, secure=tls_cert is not None)
         app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
         config = HypercornConfig()
         config.bind = [where.bind]
