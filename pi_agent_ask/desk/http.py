@@ -135,6 +135,9 @@ class DeskApp:
     pid: int
     port: int | None = None
     """The bound port (known once hypercorn listens; requests before that get 503)."""
+    web: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+    """The web desk (``pi_agent_ask.web``): every path but ``/mcp`` and ``/desk`` goes to it,
+    after the ``Host`` check; it checks its own sign-in, ``Origin`` and CSRF token."""
 
     def allowed_origins(self) -> set[str]:
         names = {"127.0.0.1", "localhost", "[::1]"}
@@ -172,13 +175,21 @@ class DeskApp:
             return
         if scope["type"] != "http":
             return
+        path = scope.get("path", "")
+        if self.web is not None and path not in (MCP_PATH, MCP_PATH + "/", STATUS_PATH):
+            if self.port is None:
+                await _respond(send, 503, {"error": "The desk is starting."})
+            elif not self.host_allowed(_header(scope, "host")):
+                await _respond(send, 421, {"error": "Host not allowed."})
+            else:
+                await self.web(scope, receive, send)
+            return
         refusal = self.refusal(scope)
         if refusal is not None:
             status, message = refusal
             extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
             await _respond(send, status, {"error": message}, extra)
             return
-        path = scope.get("path", "")
         if path in (MCP_PATH, MCP_PATH + "/"):
             await self.manager.handle_request(scope, _watch_disconnect(scope, receive), send)
         elif path == STATUS_PATH and scope.get("method") == "GET":

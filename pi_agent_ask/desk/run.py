@@ -44,6 +44,7 @@ from pi_agent_ask.mcp_common.connection import (
     remove_desk_file,
     write_desk_file,
 )
+from pi_agent_ask.web.app import WebDesk, web_base_url
 
 __all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
 
@@ -77,6 +78,8 @@ class Desk:
     cancel: Callable[[], None]
     stopped: trio.Event
     """Set once the desk stopped (its connection file is gone)."""
+    web: WebDesk | None = None
+    """The web desk on the same listener (``login_url()`` makes a sign-in URL)."""
 
 
 async def run_desk(
@@ -85,6 +88,9 @@ async def run_desk(
     state_dir: Path | None = None,
     settings: Path | None = None,
     allow_remote: bool = False,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    tls_elsewhere: bool = False,
     desk_file: Path | None = None,
     headless: bool = False,
     input: Any = None,
@@ -99,13 +105,22 @@ async def run_desk(
     each agent's runtime only (tests, benchmarks, scripted answerers). ``input``/``output``
     are prompt_toolkit objects for the terminal (``None``: the process's terminal). ``warn``
     receives the non-loopback warning; ``progress_interval`` overrides the seconds between
-    progress notifications of long waits. Raises ``ListenError`` and :class:`DeskAlreadyRunning`.
+    progress notifications of long waits. ``tls_cert``/``tls_key``: serve HTTPS; a
+    non-loopback listen needs them, or ``tls_elsewhere`` (a tunnel or a proxy protects the
+    traffic). Raises ``ListenError`` and :class:`DeskAlreadyRunning`.
     """
     where = parse_listen(listen)
     if not is_loopback(where.host) and not allow_remote:
         raise ListenError(
             f"refusing to listen on {where.host}, which is not a loopback address; "
             "pass --allow-remote to do it anyway (every request still needs the token)"
+        )
+    if (tls_cert is None) != (tls_key is None):
+        raise ListenError("--tls-cert and --tls-key go together")
+    if not is_loopback(where.host) and tls_cert is None and not tls_elsewhere:
+        raise ListenError(
+            f"refusing to listen on {where.host} without TLS: pass --tls-cert and --tls-key, "
+            "or --tls-elsewhere when a tunnel or a proxy protects the traffic (docs/web.md)"
         )
     file = desk_file if desk_file is not None else desk_file_path()
     running = await find_desk(path=file)
@@ -176,6 +191,9 @@ async def _run(
             write_terminal=None if headless else display.write_terminal,
         )
         board.blocked_on = registry.blocked_on
+        token = new_token()
+        web = WebDesk(board=board, registry=registry, token=token, secure=tls_cert is not None)
+        registry.form_url = web.form_url
         if not headless:
             from pi_agent_ask.ui.surface import run_terminal_surface
 
@@ -193,10 +211,12 @@ async def _run(
         manager = StreamableHTTPSessionManager(
             mcp_server(registry), session_idle_timeout=SESSION_IDLE_TIMEOUT
         )
-        token = new_token()
-        app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid())
+        app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
         config = HypercornConfig()
         config.bind = [where.bind]
+        if tls_cert is not None and tls_key is not None:
+            config.certfile = str(tls_cert)
+            config.keyfile = str(tls_key)
         config.errorlog = None
         config.accesslog = None
         # Idle client connections stay open between calls for an hour (clients reuse them).
@@ -205,8 +225,10 @@ async def _run(
             binds: list[str] = await nursery.start(serve, app, config)
             port = int(binds[0].rsplit(":", 1)[1])
             app.port = port
+            scheme = "https" if tls_cert is not None else "http"
+            web.base_url = web_base_url(scheme, where.host, port)
             address = DeskAddress(
-                url=f"http://{where.bind.rsplit(':', 1)[0]}:{port}{MCP_PATH}",
+                url=f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{port}{MCP_PATH}",
                 token=token,
                 pid=os.getpid(),
             )
@@ -215,6 +237,7 @@ async def _run(
                 await trio.to_thread.run_sync(write_desk_file, file, address)
                 if not headless:  # shown once the file is written: a client can read it then
                     display.url = address.url
+                    display.notice(f"Sign in from a browser (once, 10 min): {web.login_url()}")
                     display.invalidate()
                 task_status.started(
                     Desk(
@@ -224,6 +247,7 @@ async def _run(
                         board=board,
                         cancel=nursery.cancel_scope.cancel,
                         stopped=stopped,
+                        web=web,
                     )
                 )
                 await trio.sleep_forever()
