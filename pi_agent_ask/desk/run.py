@@ -146,6 +146,8 @@ async def run_desk(
             input=input,
             output=output,
             progress_interval=progress_interval,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
             task_status=task_status,
         )
 
@@ -160,6 +162,8 @@ async def _run(
     input: Any,
     output: Any,
     progress_interval: float | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
     task_status: trio.TaskStatus[Desk],
 ) -> None:
 

@@ -24,7 +24,7 @@ import secrets
 from collections import deque
 from collections.abc import Callable
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 __all__ = [
     "ATTEMPT_LIMIT",
