@@ -7,7 +7,7 @@ The rule (``docs/architecture.md``)::
 A module may import its own layer and the layers below it, never one above. Every import
 counts: top-level ones, those inside functions (lazy imports only defer the cost, not the
 dependency) and those under ``TYPE_CHECKING``. Host-level modules (the package's
-``__init__``, ``cli``, ``host``, ``aio``, ``integrations``, ``mcp_server``, ``desk``) may
+``__init__``, ``cli``, ``host``, ``aio``, ``integrations``, ``mcp_server``, ``desk``, ``store``) may
 import anything below them. A new top-level module or package fails here until it is given a
 layer.
 """
@@ -38,6 +38,7 @@ LAYERS = {
     "integrations": 4,
     "mcp_server": 4,
     "desk": 4,
+    "store": 4,  # the team store: PostgreSQL behind the desk (beside desk/, below nothing)
     "": 4,  # the package's own __init__ (lazy re-exports of the public names)
 }
 NAMES = {0: "form", 1: "persistence", 2: "actors", 3: "ui", 4: "host"}
