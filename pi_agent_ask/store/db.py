@@ -95,7 +95,7 @@ class Claim:
 class Refused:
     """A claim or a submission that did not happen, with the sentence a person reads."""
 
-    reason: Literal["answered", "claimed", "unknown", "lease_lost"]
+    reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid"]
     message: str
 
 
@@ -382,6 +382,11 @@ class Store:
             f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
             f"(until {row['lease_until']:%H:%M:%S} unless they keep it).",
         )
+
+    def submit_refusal(self, request_id: str) -> Refused:
+        """Why a form that is not pending cannot be answered (answered, or unknown)."""
+        with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
+            return self._why_not(cur, request_id)
 
     def heartbeat(self, token: str, *, lease: float) -> datetime | None:
         """Extend a live claim; ``None`` when it is no longer this token's (lost or answered)."""
