@@ -125,3 +125,104 @@ async def test_a_revoked_token_is_refused(
                 )
             assert response.status_code == 401
             assert "revoked" in response.json()["error"]
+
+
+CLAIMER = """
+import sys, trio
+from pi_agent_ask.store.board import TeamBoard
+from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
+
+async def main(url):
+    store = Store(url)
+    store.open()
+    board = TeamBoard(AsyncStore.of(store), Wakes(), "carol", lease=1.0, heartbeat=0.3)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(board.run)
+        claim = await board.open()
+        await board.save_draft(claim.request_id, {"drafts": [{"values": ["no"]}]})
+        print("claimed", claim.request_id, flush=True)
+        await trio.sleep_forever()
+
+trio.run(main, sys.argv[1])
+"""
+
+
+async def test_a_dead_desks_form_returns_with_its_draft_when_the_lease_runs_out(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    import signal
+    import subprocess
+
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk, agent([desk.url], token) as session:
+            receipt = await session.call_tool("ask_user", ask("Deploy", background=True))
+            request_id = receipt.structured_content["requestId"]
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-c", CLAIMER, desk_url], stdout=subprocess.PIPE
+            )
+            assert process.stdout is not None
+            line = b""
+            while not line.endswith(b"\n"):
+                line += await process.stdout.receive_some(1)
+            assert line.decode().split() == ["claimed", request_id]
+            # Alive, carol's desk keeps the form: the others see who is on it.
+            forms = await desk.board.wait_for(lambda forms: bool(forms) and forms[0].claim_live)
+            assert (forms[0].claimed_by, forms[0].draft) == (
+                "carol",
+                {"drafts": [{"values": ["no"]}]},
+            )
+            refused = await desk.board.open(request_id)
+            assert getattr(refused, "reason", None) == "claimed"
+            assert "carol is answering this form" in refused.message
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+            # Dead, its lease runs out and the form comes back to every desk, with its draft.
+            forms = await desk.board.wait_for(lambda forms: bool(forms) and not forms[0].claim_live)
+            claim = await desk.board.open(request_id)
+            assert claim.row.draft == {"drafts": [{"values": ["no"]}]}
+            assert isinstance(await desk.board.answer(request_id, YES), Submitted)
+            waited = await session.call_tool("wait_for_answers", {})
+            assert [r["requestId"] for r in waited.structured_content["results"]] == [request_id]
+
+
+async def test_two_people_submitting_one_form_at_once_make_one_outcome(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    from pi_agent_ask.store.db import Refused
+
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with (
+            team_desk(desk_url, "ann") as one,
+            team_desk(desk_url, "bob") as two,
+            agent([one.url, two.url], token) as session,
+        ):
+            receipt = await session.call_tool("ask_user", ask("Deploy", background=True))
+            request_id = receipt.structured_content["requestId"]
+            for desk in (one, two):
+                await desk.board.wait_for(lambda forms: len(forms) == 1)
+            outcomes: list[Any] = []
+            no = {"kind": "answer", "answers": {"q": {"values": ["no"]}}}
+
+            async def submit(desk: TeamDesk, response: dict[str, Any]) -> None:
+                outcomes.append(await desk.board.answer(request_id, response))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(submit, one, YES)
+                nursery.start_soon(submit, two, no)
+            (won,) = [o for o in outcomes if isinstance(o, Submitted)]
+            (lost,) = [o for o in outcomes if isinstance(o, Refused)]
+            assert lost.reason == "answered"
+            assert lost.message.startswith(f"{won.answered_by} already answered this form")
+            waited = await session.call_tool("wait_for_answers", {})
+            (result,) = waited.structured_content["results"]
+            value = result["result"]["answers"]["q"]["values"]
+            assert value == (["yes"] if won.answered_by == "ann" else ["no"])
+            rows = await one.store.run(Store.outcomes, one.store.store)
+            assert len(rows) == 1 and rows[0]["answered_by"] == won.answered_by
