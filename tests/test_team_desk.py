@@ -111,10 +111,14 @@ async def test_a_revoked_token_is_refused(
     admin = pg_cluster.url(store_db)
     token = Store.new_token(admin, "alpha")
     with trio.fail_after(60):
-        async with team_desk(desk_url, "ann") as desk:
-            async with agent([desk.url], token) as session:
-                assert (await session.list_tools()).tools
+        async with team_desk(desk_url, "ann") as desk, agent([desk.url], token) as session:
+            receipt = await session.call_tool("ask_user", ask("Deploy", background=True))
+            assert receipt.structured_content["status"] == "queued"
             Store.revoke(admin, "alpha")
+            # The same agent's next call, on the session it already has: refused at once.
+            refused = await session.call_tool("ask_user", ask("Again", background=True))
+            assert refused.is_error
+            assert "refused this agent's token" in refused.content[0].text
             import httpx2
 
             async with httpx2.AsyncClient() as http:

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
 from pi_agent_ask import _attrs as attrs
+from pi_agent_ask.desk.connection import STATUS_PATH
 from pi_agent_ask.desk.forward import BROKEN_CODES, CONNECT_TIMEOUT
 from pi_agent_ask.store.agent import CALL_KEY_META
 
@@ -35,6 +36,10 @@ __all__ = ["RETRY_FOR", "FailoverUpstream", "parse_desk_urls", "serve_stdio_via_
 
 RETRY_FOR: Final = 300.0
 """Seconds a call keeps looking for a desk that answers before it fails."""
+TOKEN_REFUSED_TEXT: Final = (
+    "The desk at {url} refused this agent's token (PI_AGENT_ASK_TOKEN): it is unknown or "
+    "revoked. Ask for a new one (pi-agent-ask store token)."
+)
 GONE_TEXT: Final = (
     "No pi-agent-ask desk of {urls} answered for {seconds:.0f} s ({error}). A question that "
     "reached one stays in the store; its answer arrives with a later call."
@@ -52,6 +57,11 @@ def parse_desk_urls(text: str) -> list[str]:
 
 class Unreachable(Exception):
     """No desk of the list could be reached in time."""
+
+
+class TokenRefused(Unreachable):
+    """A desk refused the agent's token (unknown or revoked): no other desk of the store
+    would take it either, so nothing is tried again."""
 
 
 @attrs.define(eq=False)
@@ -86,6 +96,9 @@ class FailoverUpstream:
                     self._generation += 1
                     return self._session, self._generation
                 except Exception as error:
+                    refused = _token_refused(error)
+                    if refused is not None:
+                        raise refused from None
                     last = error
                 self._index = (self._index + 1) % len(self.urls)
                 tried += 1
@@ -119,15 +132,21 @@ class FailoverUpstream:
         close = trio.Event()
         started = False
         try:
-            async with (
-                httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-                streamable_http_client(url, http_client=http) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                task_status.started((session, close))
-                started = True
-                await close.wait()
+            async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+                # The desk's status first: a refused token is told apart from a desk that is
+                # away (the SDK reports every HTTP error alike).
+                status = await http.get(url.rsplit("/", 1)[0] + STATUS_PATH)
+                if status.status_code == 401:
+                    raise TokenRefused(TOKEN_REFUSED_TEXT.format(url=url))
+                status.raise_for_status()
+                async with (
+                    streamable_http_client(url, http_client=http) as (read, write),
+                    ClientSession(read, write) as session,
+                ):
+                    await session.initialize()
+                    task_status.started((session, close))
+                    started = True
+                    await close.wait()
         except Exception:
             if not started:
                 raise
@@ -135,6 +154,17 @@ class FailoverUpstream:
                 self._session = None
                 self._close = None
                 self._index = (self._index + 1) % len(self.urls)
+
+
+def _token_refused(error: BaseException) -> TokenRefused | None:
+    if isinstance(error, TokenRefused):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _token_refused(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _broken(error: BaseException) -> bool:
