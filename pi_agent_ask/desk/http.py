@@ -153,13 +153,9 @@ class DeskApp:
 
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
         """Why a request is refused (status, message), or ``None`` when it may pass."""
-        if self.port is None:
-            return 503, "The desk is starting."
-        origin = _header(scope, "origin")
-        if origin is not None and origin not in self.allowed_origins():
-            return 403, "Origin not allowed."
-        if not self.host_allowed(_header(scope, "host")):
-            return 421, "Host not allowed."
+        refused = self.place_refusal(scope)
+        if refused is not None:
+            return refused
         authorization = _header(scope, "authorization") or ""
         scheme, _, credential = authorization.partition(" ")
         expected = self.token.encode("utf-8")
@@ -167,6 +163,18 @@ class DeskApp:
             credential.strip().encode("utf-8", "replace"), expected
         ):
             return 401, "Missing or wrong bearer token (see the desk's connection file)."
+        return None
+
+    def place_refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """Checks 1 and 2 (``Origin``, ``Host``; 503 before the port is known), without the
+        token: a team desk checks each agent's own token instead (``store/http.py``)."""
+        if self.port is None:
+            return 503, "The desk is starting."
+        origin = _header(scope, "origin")
+        if origin is not None and origin not in self.allowed_origins():
+            return 403, "Origin not allowed."
+        if not self.host_allowed(_header(scope, "host")):
+            return 421, "Host not allowed."
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
