@@ -132,8 +132,7 @@ def _scan(
         if values > max_values:
             return Refusal(_path_of(where), f"holds more than {max_values} values")
         kind = type(item)
-        # The exact JSON types first, each with one test (``isinstance``, and above all on a
-        # union or an ABC, costs a call): subclasses and other mappings take the tests below.
+        # The exact JSON types first; subclasses and other mappings take the tests below.
         if kind is str:
             chars += len(item)
             if chars > max_text_chars:
