@@ -35,7 +35,7 @@ PAYLOAD = {
 }
 
 NOT_BEFORE_THE_FIRST_FRAME = (
-    # Schema errors only: valid arguments pass the compiled check (form/validate.py).
+    # Schema errors only: valid arguments pass fastjsonschema's check (form/schema_check.py).
     "jsonschema",
     "referencing",
     # Other commands: the MCP server, the desk, the demo host, asyncio hosts, frameworks.

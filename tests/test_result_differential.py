@@ -497,8 +497,8 @@ def test_the_option_index_holds_the_labels_of_the_named_question(
         for value in [*(o.value for o in question.options), "stale"]:
             model = model_labels(params, question.id)
             expected = None if model is None else model.get(value)
-            assert fresh.label(question.id, value) == expected
-    assert fresh.label(qid, "stale") == (model_labels(params, qid) or {}).get("stale")
+            assert (fresh.of(question.id) or {}).get(value) == expected
+    assert (fresh.of(qid) or {}).get("stale") == (model_labels(params, qid) or {}).get("stale")
     for question_id in [qid, *(q.id for q in params.questions), qid]:
         labels = texts.options_of(index, question_id)
         model = model_labels(params, question_id)
@@ -507,7 +507,7 @@ def test_the_option_index_holds_the_labels_of_the_named_question(
             None if model is None else list(model)
         )
         for value in [*(model or ()), "stale"]:
-            assert index.label(question_id, value) == (model or {}).get(value)
+            assert (index.of(question_id) or {}).get(value) == (model or {}).get(value)
 
 
 def test_duplicate_option_values_and_question_ids_read_as_the_model_says() -> None:

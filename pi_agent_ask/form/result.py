@@ -568,88 +568,51 @@ def answers_from_remote(
     dropped. Labels and indices are never taken from the response: ``build_result`` computes
     them from the drafts.
     """
-    if type(answers) is not dict and not isinstance(answers, Mapping):
+    if not isinstance(answers, Mapping):
         return "Answer response must include an answers object."
     if mode != "submit":
         return 'Answer mode must be "submit".'
     questions = params.questions
-    count = len(questions)
-    if presented_types is None:
-        given: Sequence[object] = ()
-    elif type(presented_types) is list or type(presented_types) is tuple:
-        given = presented_types
-    else:
-        given = [*presented_types]
-    index_of: dict[str, int] | None = None  # made for forms of more than a few questions
-    if count > 4:
-        # The last of equal ids, as the comprehension it replaces kept it.
-        index_of = {question.id: i for i, question in enumerate(questions)}
-    drafts = [EMPTY_DRAFT] * count
+    given = list(presented_types or ())
+    # By id; with equal ids (params built without validation) the last one, as a dict keeps it.
+    index_of = {question.id: i for i, question in enumerate(questions)}
+    drafts = [EMPTY_DRAFT] * len(questions)
     for qid, entry in answers.items():
-        position: int | None = None
-        if type(qid) is str or isinstance(qid, str):
-            if index_of is not None:
-                position = index_of.get(qid)
-            else:
-                i = count
-                while i:  # from the end: the last of equal ids
-                    i -= 1
-                    if questions[i].id == qid:
-                        position = i
-                        break
+        position = index_of.get(qid) if isinstance(qid, str) else None
         if position is None:
             return f"Unknown question id {_quote(qid)}."
         question = questions[position]
         # The presented type: as given, else the question's own.
         presented = given[position] if position < len(given) else None
         if presented not in QUESTION_TYPES:
-            presented = question.presented_type or question.type
+            presented = question.effective_type
         draft = _remote_draft(question, presented, entry)
-        if type(draft) is str:
+        if isinstance(draft, str):
             return draft
-        drafts[position] = draft  # type: ignore[assignment]
+        drafts[position] = draft
     return tuple(drafts)
 
 
 def _remote_draft(question: Question, presented: QuestionType, entry: object) -> Draft | str:
-    # The question's quoted id is made only for a message (``_quote(question.id)``).
-    if type(entry) is not dict and not isinstance(entry, Mapping):
+    if not isinstance(entry, Mapping):
         return f"Answer for question {_quote(question.id)} must be an object."
     selected: list[int] = []
     if "values" in entry:
         values = entry["values"]
-        if type(values) is not list and not isinstance(values, list):
+        if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
             return f"Answer values for question {_quote(question.id)} must be strings."
-        for value in values:
-            if type(value) is not str and not isinstance(value, str):
-                return f"Answer values for question {_quote(question.id)} must be strings."
         if len(values) > 1:
             if len(set(values)) != len(values):
                 return f"Answer values for question {_quote(question.id)} must be unique."
             if presented != "multi":
                 return f"Question {_quote(question.id)} accepts only one selected value."
-        options = question.options
-        if len(values) == 1:
-            # One value (every single-select answer): found without a map of the options,
-            # the last of equal values as the map keeps it.
-            value = values[0]
-            i = len(options)
-            while i:
-                i -= 1
-                if options[i].value == value:
-                    selected.append(i)
-                    break
-            else:
+        # With equal option values (params built without validation) the last one.
+        positions = {option.value: i for i, option in enumerate(question.options)}
+        for value in values:
+            if value not in positions:
                 return f"Unknown option value {_quote(value)} for question {_quote(question.id)}."
-        elif values:
-            positions = {option.value: i for i, option in enumerate(options)}
-            for value in values:
-                if value not in positions:
-                    return (
-                        f"Unknown option value {_quote(value)} for question {_quote(question.id)}."
-                    )
-                selected.append(positions[value])
-            selected.sort()
+            selected.append(positions[value])
+        selected.sort()
     custom_text = ""
     if "customText" in entry:
         raw = entry["customText"]
@@ -666,7 +629,7 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
         if not isinstance(raw, str):
             return f"Note for question {_quote(question.id)} must be a string."
         note = raw.strip()
-    option_notes: dict[str, str] | None = None  # made for the first note
+    option_notes: dict[str, str] = {}
     if "optionNotes" in entry:
         raw_notes = entry["optionNotes"]
         if not isinstance(raw_notes, Mapping) or not all(
@@ -674,7 +637,6 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
         ):
             return f"Option notes for question {_quote(question.id)} must be string values."
         known = {option.value for option in question.options}
-        option_notes = {}
         for value, text in raw_notes.items():
             if value not in known:
                 return (
@@ -683,7 +645,7 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
             if text.strip():
                 option_notes[value] = text.strip()
     skipped = entry.get("skipped", False)
-    if type(skipped) is not bool:
+    if not isinstance(skipped, bool):
         return f"Skipped flag for question {_quote(question.id)} must be a boolean."
     if skipped:
         if selected or custom_text or note or option_notes:
@@ -694,7 +656,7 @@ def _remote_draft(question: Question, presented: QuestionType, entry: object) ->
         custom_text=custom_text,
         custom_selected=custom_text != "",
         note=note,
-        option_notes=option_notes or {},
+        option_notes=option_notes,
     )
 
 

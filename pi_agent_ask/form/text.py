@@ -103,13 +103,9 @@ def option_label(
     answer: AnswerResult, value: str, options: Mapping[str, str] | None
 ) -> tuple[str, bool]:
     """The label of option ``value`` and whether it is selected in ``answer``."""
-    values = answer.selected_values
-    labels = answer.selected_labels
-    if len(values) != len(labels):
-        list(zip(values, labels, strict=True))  # the ValueError it always raised
-    if value in values:
-        # The last match, as a dict of the pairs would keep it.
-        return labels[len(values) - 1 - values[::-1].index(value)], True
+    selected = dict(zip(answer.selected_values, answer.selected_labels, strict=True))
+    if value in selected:
+        return selected[value], True
     if options is not None and value in options:
         return options[value], False
     return value, False
@@ -139,20 +135,6 @@ class _OptionIndex:
         question = self._questions.get(question_id)
         found = None if question is None else {o.value: o.label for o in question.options}
         labels[question_id] = found
-        return found
-
-    def label(self, question_id: str, value: str) -> str | None:
-        """``of(question_id).get(value)``, without building the question's labels."""
-        labels = self._labels.get(question_id)
-        if labels is not None:
-            return labels.get(value)
-        if self._questions is None:
-            self._questions = {q.id: q for q in self._params.questions}
-        question = self._questions.get(question_id)
-        found = None
-        for option in question.options if question is not None else ():
-            if option.value == value:
-                found = option.label  # the last one, as ``of`` keeps it
         return found
 
 
@@ -308,36 +290,17 @@ def _noted_options(
 ) -> list[tuple[str, str, bool]]:
     """``(value, label, selected)`` of each option with a note or note images, in option order
     when it is known."""
-    notes = answer.option_notes
-    images = answer.option_note_images
-    count = len(answer.indices)
-    values = answer.values[:count]
-    labels = answer.labels[:count]
-    if len(values) != len(labels):
-        list(zip(values, labels, strict=True))  # the ValueError it always raised
-    if not images and len(notes) == 1:
-        for value in notes:
-            if value in values:
-                return [(value, labels[len(values) - 1 - values[::-1].index(value)], True)]
-            label = None if index is None else index.label(qid, value)
-            return [(value, value if label is None else label, False)]
-    noted = list(dict.fromkeys([*notes, *images])) if images else list(notes)
-    # Option labels are needed to order several notes, and to name an unselected option.
-    looked_up = len(noted) > 1
-    options = options_of(index, qid) if looked_up else None
-    if looked_up:
-        noted = _in_option_order(noted, options)
+    if not answer.option_notes and not answer.option_note_images:
+        return []
+    selected = dict(zip(answer.selected_values, answer.selected_labels, strict=True))
+    options = options_of(index, qid)
     out = []
-    for value in noted:
-        if value in values:
-            # The last match, as a dict of the pairs would keep it.
-            out.append((value, labels[len(values) - 1 - values[::-1].index(value)], True))
-            continue
-        if not looked_up:
-            options = options_of(index, qid)
-            looked_up = True
-        label = options[value] if options is not None and value in options else value
-        out.append((value, label, False))
+    for value in noted_values(answer, options):
+        if value in selected:
+            out.append((value, selected[value], True))
+        else:
+            label = options.get(value, value) if options is not None else value
+            out.append((value, label, False))
     return out
 
 
