@@ -9,7 +9,9 @@ Layout, top to bottom (``ShellSurface.build_application``)::
     status       -- ``Questions pending: <n>``, panel and wait state, the latest notice
     > editor     -- the ordinary input editor (multi-line; Enter sends, Alt+Enter breaks)
 
-with the settings overlay floating above everything while it is open.
+with the settings overlay floating above everything while it is open. Each part is its own
+module (``transcript.py``, ``panel.py``, ``confirm.py``, ``status_line.py``,
+``shell_editor.py``); this one assembles them.
 
 :class:`ShellSurface` is the runtime's ``Surface`` for this layout. It reuses the terminal
 surface (form controller and control, key bindings, settings overlay) and changes what a
