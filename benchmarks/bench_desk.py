@@ -28,8 +28,8 @@ from typing import Any
 
 import trio
 
-from pi_agent_ask.desk.connection import DeskAddress, read_desk_file
 from pi_agent_ask.desk.testing import answer_displayed, desk_client, open_desk
+from pi_agent_ask.mcp_common.connection import DeskAddress, read_desk_file
 
 AGENTS = 20
 FORMS = 100

@@ -182,6 +182,12 @@ def _add_mcp_and_hook(commands: Any) -> None:
     add_mcp_parsers(commands)
 
 
+def _add_store(commands: Any) -> None:
+    from pi_agent_ask.store.command import add_store_parser
+
+    add_store_parser(commands)
+
+
 def _add_history(commands: Any) -> None:
     history = commands.add_parser("history", help="list, read or export the question history")
     history_commands = history.add_subparsers(dest="history_command", required=True)
@@ -214,6 +220,7 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
     "mcp": _add_mcp_and_hook,
     "hook": _add_mcp_and_hook,
     "history": _add_history,
+    "store": lambda commands: _add_store(commands),
 }
 """Each command's name and what adds its subparser, in the order ``--help`` lists them."""
 
@@ -526,7 +533,7 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
     label and prompt), then where the file is and how to see more."""
     import shutil
 
-    from pi_agent_ask.form.text import cell_width
+    from pi_agent_ask.form.transcript import cell_width
 
     columns = width if width is not None else shutil.get_terminal_size().columns
     records = data.get("records", []) if isinstance(data, dict) else []
@@ -601,6 +608,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pi_agent_ask.mcp_server.command import cmd_hook
 
             return cmd_hook(args, stdin, stdout)
+        case "store":
+            from pi_agent_ask.store.command import cmd_store
+
+            return cmd_store(args, stdout, stderr)
     return EXIT_INTERNAL  # pragma: no cover - argparse rejects other commands
 
 

@@ -16,7 +16,6 @@ import pytest
 import trio
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.desk.connection import find_desk, read_desk_file
 from pi_agent_ask.desk.http import ListenError, parse_listen
 from pi_agent_ask.desk.run import DeskAlreadyRunning
 from pi_agent_ask.desk.testing import (
@@ -26,6 +25,7 @@ from pi_agent_ask.desk.testing import (
     open_desk,
     submit,
 )
+from pi_agent_ask.mcp_common.connection import find_desk, read_desk_file
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -310,7 +310,11 @@ async def test_a_non_loopback_listen_needs_allow_remote(tmp_path: Path) -> None:
     warnings: list[str] = []
     with trio.fail_after(60):
         async with open_desk(
-            tmp_path, listen="0.0.0.0:0", allow_remote=True, warn=warnings.append
+            tmp_path,
+            listen="0.0.0.0:0",
+            allow_remote=True,
+            tls_elsewhere=True,
+            warn=warnings.append,
         ) as desk:
             assert warnings and "not a loopback address" in warnings[0]
             async with httpx2.AsyncClient() as http:

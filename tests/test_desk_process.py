@@ -16,9 +16,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.desk.connection import find_desk, read_desk_file
 from pi_agent_ask.desk.run import run_desk
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
+from pi_agent_ask.mcp_common.connection import find_desk, read_desk_file
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -101,7 +101,7 @@ async def test_a_desk_killed_with_sigkill_restarts_with_nothing_lost(tmp_path: P
 
 FORWARDER = (
     "import sys, trio\n"
-    "from pi_agent_ask.desk.forward import serve_stdio_via_desk\n"
+    "from pi_agent_ask.mcp_server.forward import serve_stdio_via_desk\n"
     "trio.run(serve_stdio_via_desk, sys.argv[1], sys.argv[2], sys.argv[3])\n"
 )
 
@@ -214,3 +214,43 @@ async def test_the_forwarder_follows_a_restarted_desk(tmp_path: Path) -> None:
                     assert not waited.is_error
                     ids = [entry["requestId"] for entry in waited.structured_content["results"]]
                     assert ids == [request_id]
+
+
+def desk_command(state: Path, settings: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pi_agent_ask",
+        "desk",
+        "--headless",
+        "--state",
+        str(state),
+        "--settings",
+        str(settings),
+    ]
+
+
+async def test_a_second_desk_on_the_same_state_directory_is_refused(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    command = desk_command(state, tmp_path / "settings.json")
+    first_env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "first.json")}
+    second_env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "second.json")}
+    with trio.fail_after(90):
+        process = await trio.lowlevel.open_process(command, env=first_env, stdout=subprocess.PIPE)
+        try:
+            assert process.stdout is not None
+            assert "listening at" in await read_line(process.stdout)
+            # Its own connection file, the same state directory: refused at start.
+            second = await trio.run_process(
+                command, env=second_env, capture_stdout=True, capture_stderr=True, check=False
+            )
+        finally:
+            process.send_signal(signal.SIGTERM)
+            await process.wait()
+        assert second.returncode == 2
+        assert f"another desk is using the state directory {state}" in second.stderr.decode()
+        assert second.stdout == b""
+        assert not (tmp_path / "second.json").exists()
+        # The lock went with the first desk: a desk starts there again.
+        async with open_desk(tmp_path, state_dir=state):
+            pass

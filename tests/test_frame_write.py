@@ -13,12 +13,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import attrs
 import cbor2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.persistence import codec

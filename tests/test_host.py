@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pi_agent_ask.form.text import line_text
+from pi_agent_ask.form.transcript import line_text
 from pi_agent_ask.host.demo import run_demo
 from pi_agent_ask.host.local import Line
 from pi_agent_ask.persistence.session_file import SessionFile

@@ -31,13 +31,13 @@ from pi_agent_ask.form import schemas
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.tools import in_format, tool_definitions_for
 from pi_agent_ask.form.types import AskParams, Option, Question
+from pi_agent_ask.mcp_common.tools import BACKGROUND_ANSWERS
 from pi_agent_ask.mcp_server.elicitation import (
     elicitation_schema,
     response_from_elicitation,
 )
 from pi_agent_ask.mcp_server.hook import choose_server, hook_output, slug, take_from
 from pi_agent_ask.mcp_server.stdio import ClientHello, LocalServer, open_local, parse_hello
-from pi_agent_ask.mcp_server.tools import BACKGROUND_ANSWERS
 
 ASK = {
     "questions": [
@@ -594,7 +594,7 @@ async def test_an_answer_taken_by_another_boundary_goes_to_its_waiting_call(
     answer hands that answer to the ask: the ask still returns it as its own result."""
     from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.actors.runtime import open_runtime
-    from pi_agent_ask.mcp_server.tools import AgentTools
+    from pi_agent_ask.mcp_common.tools import AgentTools
 
     with trio.fail_after(30):
         async with open_runtime(

@@ -23,8 +23,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from pi_agent_ask.mcp_common.tools import BACKGROUND_ANSWERS
 from pi_agent_ask.mcp_server.hook import slug
-from pi_agent_ask.mcp_server.tools import BACKGROUND_ANSWERS
 from tests.test_mcp import ASK, accept, background_of
 
 

@@ -490,8 +490,8 @@ def test_texts_kept_with_a_result_never_go_stale(
 def test_the_option_index_holds_the_labels_of_the_named_question(
     params: AskParams, qid: str
 ) -> None:
-    index = texts._option_index(params)
-    fresh = texts._option_index(params)
+    index = texts.option_index(params)
+    fresh = texts.option_index(params)
     assert index is not None and fresh is not None
     for question in params.questions:
         for value in [*(o.value for o in question.options), "stale"]:
@@ -500,7 +500,7 @@ def test_the_option_index_holds_the_labels_of_the_named_question(
             assert fresh.label(question.id, value) == expected
     assert fresh.label(qid, "stale") == (model_labels(params, qid) or {}).get("stale")
     for question_id in [qid, *(q.id for q in params.questions), qid]:
-        labels = texts._options_of(index, question_id)
+        labels = texts.options_of(index, question_id)
         model = model_labels(params, question_id)
         assert labels == model
         assert (None if labels is None else list(labels)) == (

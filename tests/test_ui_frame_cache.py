@@ -155,7 +155,7 @@ def test_wrapped_rows_are_remembered_by_value_and_handed_out_as_fresh_lists() ->
 
 def test_every_tab_mark_is_one_cell_wide() -> None:
     # The tab bar measures tabs without their marks (so tabs out of view are never built).
-    from pi_agent_ask.form.text import cell_width
+    from pi_agent_ask.form.transcript import cell_width
     from pi_agent_ask.ui.render.header import TAB_MARK_CELLS
 
     assert {cell_width(mark) for mark in ("✓", "□", "–")} == {TAB_MARK_CELLS}

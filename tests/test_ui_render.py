@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.text import cell_width
+from pi_agent_ask.form.transcript import cell_width
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence.settings import EditorKeymap, GlobalKeymap, Keymaps, MainKeymap
 from pi_agent_ask.ui.render import RenderOptions, line_text, render_form

@@ -5,25 +5,36 @@ session id). Its journal lives under the desk's state directory in a file whose 
 readable slug of the key plus a hash of the whole key, so two keys never share a file and no key
 can name a path outside the directory. Beside each journal a ``.key`` file keeps the key itself:
 the hash cannot be reversed, and a desk that starts reopens every journal it finds there.
+
+One desk owns a state directory at a time: it holds an exclusive lock on ``desk.lock`` there
+(:func:`lock_state_dir`) for as long as it runs, so a second desk on the same directory (with
+its own connection file) is refused at start instead of fighting over the journals. The lock
+is the kernel's (``flock``): it goes with the process, so a killed desk leaves none behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
     "JOURNAL_SUFFIX",
     "KEY_SUFFIX",
+    "LOCK_NAME",
     "MAX_KEY_LENGTH",
     "InvalidKey",
+    "StateDirInUse",
     "check_key",
     "default_state_dir",
     "journal_name",
     "journal_path",
     "known_keys",
+    "lock_state_dir",
     "record_key",
 ]
 
@@ -32,6 +43,32 @@ KEY_SUFFIX = ".key"
 MAX_KEY_LENGTH = 200
 _SLUG_LENGTH = 40
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+LOCK_NAME = "desk.lock"
+
+
+class StateDirInUse(Exception):
+    """Another desk holds the state directory's lock."""
+
+
+@contextlib.contextmanager
+def lock_state_dir(state_dir: Path) -> Iterator[None]:
+    """Hold the state directory's desk lock (creating the directory, mode 0700) while the block
+    runs; raises :class:`StateDirInUse` when another desk holds it."""
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StateDirInUse(
+                f"another desk is using the state directory {state_dir}; stop it, or give this "
+                "desk its own --state directory"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
 
 
 class InvalidKey(ValueError):

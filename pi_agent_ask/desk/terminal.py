@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 from prompt_toolkit.application import Application
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -31,7 +32,6 @@ from prompt_toolkit.layout import (
 )
 from prompt_toolkit.output import Output
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.desk.board import Board
 from pi_agent_ask.form.sanitize import sanitize_line
 from pi_agent_ask.ui.surface import TerminalSurface

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 __all__ = [
     "MAX_DEPTH",

@@ -34,7 +34,7 @@ from typing import Any, TextIO
 
 import trio
 
-from pi_agent_ask.mcp_server.answers import answer_entry
+from pi_agent_ask.mcp_common.answers import answer_entry
 
 MAX_LINE = 1 << 16
 """Bytes of a request line the endpoint reads; a longer line is refused."""

@@ -6,7 +6,7 @@ declared form elicitation; the message is then replayed to the MCP server unchan
 forms are shown, in order (``--desk auto``):
 
 1. a running desk, found through its connection file and answering: the whole stdio session
-   is forwarded to it (``pi_agent_ask.desk.forward.serve_stdio_via_desk``);
+   is forwarded to it (``pi_agent_ask.mcp_server.forward.serve_stdio_via_desk``);
 2. the client's form elicitation, when declared (``elicitation.py``): the runtime runs in
    ``tui`` mode on an ``ElicitationSurface``, so background forms queue, ``wait_for_answers``
    works, and a cut call's form stays queued;
@@ -34,15 +34,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 import mcp.types as types
 import trio
 from mcp.server.lowlevel.server import Server
 
-from pi_agent_ask import _attrs as attrs
-from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common.tools import AgentTools
 from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
 from pi_agent_ask.mcp_server.hook import serve_hook_endpoint, slug
-from pi_agent_ask.mcp_server.tools import AgentTools
 
 if TYPE_CHECKING:
     from pi_agent_ask.actors.runtime import Mode
@@ -195,7 +195,7 @@ async def _find_desk(desk: str) -> tuple[str, str] | None:
     if desk == "off":
         return None
     try:
-        from pi_agent_ask.desk.connection import desk_file_path, find_desk, read_desk_file
+        from pi_agent_ask.mcp_common.connection import desk_file_path, find_desk, read_desk_file
     except ImportError:
         if desk == "auto":
             return None
@@ -248,7 +248,7 @@ async def serve(
 
     found = await _find_desk(desk)
     if found is not None:
-        from pi_agent_ask.desk.forward import serve_stdio_via_desk
+        from pi_agent_ask.mcp_server.forward import serve_stdio_via_desk
 
         await serve_stdio_via_desk(found[0], found[1], agent_key, stdin=replay, stdout=stdout)
         return

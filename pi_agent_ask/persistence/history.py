@@ -43,7 +43,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AnswerResult, AskResult, QuestionMeta
 from pi_agent_ask.form.sanitize import escape_visibly
@@ -841,7 +842,7 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
     relative export paths. Schema failures and history errors raise ``HistoryError`` (the
     runtime turns it into the tool's error result).
     """
-    from pi_agent_ask.form.validate import schema_error_text, schema_issues
+    from pi_agent_ask.form.schema_check import schema_error_text, schema_issues
 
     if name not in HISTORY_TOOLS:
         raise HistoryError(f"Tool {name!r} is not available.")

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+import attrs
 import cbor2
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.types import AskParams, QuestionType
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import entries as je

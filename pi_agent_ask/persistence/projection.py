@@ -34,9 +34,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+import attrs
 import cbor2
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.codec import Spliced
 from pi_agent_ask.persistence.session_file import Entry, Loc

@@ -63,9 +63,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 
+import attrs
 import cbor2
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence import codec
 
 __all__ = [

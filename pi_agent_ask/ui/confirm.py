@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
 import trio
 from prompt_toolkit.filters import Filter
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
-from pi_agent_ask import _attrs as attrs
-from pi_agent_ask.form.text import wrap_line
+from pi_agent_ask.form.transcript import wrap_line
 
 __all__ = ["Confirmation", "confirm_bindings", "confirm_fragments"]
 

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
+import attrs
 import trio
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.buffer import Buffer
@@ -55,10 +56,9 @@ from prompt_toolkit.layout import Container
 from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.text import cell_width
+from pi_agent_ask.form.transcript import cell_width
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_window import FormWindow
 from pi_agent_ask.ui.paths import CompletionMenu

@@ -10,7 +10,7 @@ from prompt_toolkit.layout import Dimension
 from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 
-from pi_agent_ask.form.text import cell_width
+from pi_agent_ask.form.transcript import cell_width
 
 __all__ = [
     "PANEL_FOCUSED_LABEL",

@@ -42,6 +42,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import trio
 import trio_asyncio
 from prompt_toolkit.application import Application
@@ -69,7 +70,6 @@ from prompt_toolkit.layout import (
 )
 from prompt_toolkit.output import Output
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_text

@@ -14,7 +14,7 @@ from prompt_toolkit.layout import BufferControl, Dimension, Window
 from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
 
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.text import cell_width
+from pi_agent_ask.form.transcript import cell_width
 
 __all__ = ["EDITOR_MAX_ROWS", "EDITOR_PLACEHOLDER", "editor_bindings", "editor_window"]
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from pi_agent_ask.form.text import cell_width
+from pi_agent_ask.form.transcript import cell_width
 
 __all__ = ["status_fragments"]
 

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 import trio_asyncio
 from prompt_toolkit.application import Application
@@ -41,7 +42,6 @@ from prompt_toolkit.layout import Float, FloatContainer, Layout
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.settings import Config, Keymaps, LoadedSettings

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import attrs
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.text import wrap_line
+from pi_agent_ask.form.transcript import wrap_line
 
 __all__ = ["TRANSCRIPT_PAGE", "WHEEL_ROWS", "Line", "Transcript", "TranscriptControl"]
 

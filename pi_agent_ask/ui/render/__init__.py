@@ -37,7 +37,7 @@ module puts the parts together.
 from __future__ import annotations
 
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.text import line_text
+from pi_agent_ask.form.transcript import line_text
 from pi_agent_ask.ui.render.footer import footer_hints, footer_rows
 from pi_agent_ask.ui.render.frame import Fragment, Frame, Line, RenderOptions, Target, is_short
 from pi_agent_ask.ui.render.header import header_block

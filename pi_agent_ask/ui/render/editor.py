@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import MARKER, sanitize_line
-from pi_agent_ask.form.text import image_marker, merge_segments
+from pi_agent_ask.form.text import image_marker
+from pi_agent_ask.form.transcript import merge_segments
 from pi_agent_ask.ui.render.frame import (
     ACTIVE,
     EDITOR,

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.text import merge_segments
+from pi_agent_ask.form.transcript import merge_segments
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import EditorKeymap, Keymaps
 from pi_agent_ask.ui.render.frame import (

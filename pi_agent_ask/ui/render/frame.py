@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.text import line_text
+from pi_agent_ask.form.transcript import line_text
 from pi_agent_ask.persistence.settings import Keymaps
 
 Fragment = tuple[str, str]

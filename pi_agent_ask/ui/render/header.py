@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_line
-from pi_agent_ask.form.text import merge_segments
+from pi_agent_ask.form.transcript import merge_segments
 from pi_agent_ask.ui.render.frame import (
     MUTED,
     SUCCESS,

@@ -6,9 +6,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
-from pi_agent_ask.form.text import cell_width, merge_segments, wrap_line
+from pi_agent_ask.form.transcript import cell_width, merge_segments, wrap_line
 from pi_agent_ask.ui.render.frame import TEXT, Fragment, Line, Target
 
 

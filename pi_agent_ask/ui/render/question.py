@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.text import merge_segments
+from pi_agent_ask.form.transcript import merge_segments
 from pi_agent_ask.form.types import Draft, Option
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.render.editor import add_editor, with_images

@@ -4,7 +4,7 @@ actions, and the rows reserved under them for their warnings."""
 from __future__ import annotations
 
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.text import merge_segments
+from pi_agent_ask.form.transcript import merge_segments
 from pi_agent_ask.form.types import Draft, Question
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.render.editor import with_images

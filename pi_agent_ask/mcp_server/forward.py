@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx2
 import mcp.types as types
 import trio
@@ -30,9 +31,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
-from pi_agent_ask import _attrs as attrs
-from pi_agent_ask.desk.connection import desk_file_path, find_desk
-from pi_agent_ask.desk.http import KEY_HEADER
+from pi_agent_ask.mcp_common.connection import KEY_HEADER, desk_file_path, find_desk
 
 __all__ = [
     "DESK_GONE_TEXT",

@@ -64,16 +64,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.form.result import BackgroundOutcome
-from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
-from pi_agent_ask.mcp_server.answers import answer_entry
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common.answers import answer_entry
 
 BACKGROUND_ANSWERS = "backgroundAnswers"
 """The ``structuredContent`` key of the background answers appended to a tool result."""

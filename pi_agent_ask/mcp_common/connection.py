@@ -1,4 +1,4 @@
-"""The desk's connection file, and finding a running desk through it.
+"""The desk's connection file, its agent-key header, and finding a running desk through them.
 
 A running desk writes ``{"url", "token", "pid"}`` (mode 0600) to ``$PI_AGENT_ASK_DESK_FILE``,
 default ``$XDG_RUNTIME_DIR/pi-agent-ask/desk.json`` (or ``~/.pi/agent/pi-agent-ask/desk.json``
@@ -15,10 +15,11 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 __all__ = [
     "DESK_FILE_ENV",
+    "KEY_HEADER",
     "STATUS_PATH",
     "DeskAddress",
     "DeskFileError",
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 DESK_FILE_ENV = "PI_AGENT_ASK_DESK_FILE"
+KEY_HEADER = "x-pi-agent-ask-key"
+"""The request header naming the agent a desk request is for (else its MCP session id)."""
 STATUS_PATH = "/desk"
 """An authenticated ``GET`` there answers ``{"service": "pi-agent-ask desk", "pid": ...}``."""
 SERVICE = "pi-agent-ask desk"
