@@ -336,7 +336,7 @@ def test_bad_listen_addresses_are_refused(text: str) -> None:
 async def test_an_agent_with_a_damaged_journal_is_refused_and_the_others_go_on(
     tmp_path: Path,
 ) -> None:
-    from pi_agent_ask.desk.journals import record_key
+    from pi_agent_ask.mcp_common.journals import record_key
 
     journal = record_key(tmp_path / "state", "broken")
     journal.write_bytes(b"this is not a session file")

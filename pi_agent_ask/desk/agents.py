@@ -22,9 +22,10 @@ from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown
-from pi_agent_ask.desk.journals import check_key, known_keys, record_key
 from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.mcp_common.journals import check_key, known_keys, record_key
 from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
+from pi_agent_ask.persistence.session_file import SessionFileError
 
 __all__ = ["Agent", "AgentRegistry", "AgentUnavailable"]
 
@@ -161,7 +162,7 @@ class AgentRegistry:
             keys = await trio.to_thread.run_sync(known_keys, self.state_dir)
             for key in keys:
                 with suppress(AgentUnavailable):  # reported as a notice; the desk goes on
-                    await self.agent(key)
+                    await self.agent(key, at_start=True)
             task_status.started()
             await trio.sleep_forever()
 
@@ -173,11 +174,13 @@ class AgentRegistry:
         """The agent with ``key`` if it is open."""
         return self._agents.get(key)
 
-    async def agent(self, key: str) -> Agent:
+    async def agent(self, key: str, *, at_start: bool = False) -> Agent:
         """The agent with ``key``, opening its runtime on first use.
 
         Raises ``InvalidKey`` for an unacceptable key and :class:`AgentUnavailable` when its
-        journal cannot be opened."""
+        journal cannot be opened. ``at_start``: a journal its agent's own ``pi-agent-ask mcp``
+        server holds is no trouble (the server hands it over as soon as it sees this desk, and
+        its first request opens it here), so it is not reported."""
         check_key(key)
         while True:
             agent = self._agents.get(key)
@@ -198,7 +201,9 @@ class AgentRegistry:
         except Exception as error:
             message = f"The desk cannot open the journal of agent {key!r}: {error}"
             self._failures[key] = message
-            self.notice(message)
+            held = isinstance(error, SessionFileError) and error.reason == "locked"
+            if not (at_start and held):
+                self.notice(message)
             raise AgentUnavailable(message) from error
         finally:
             del self._opening[key]

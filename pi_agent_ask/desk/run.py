@@ -35,7 +35,6 @@ from pi_agent_ask.desk.http import (
     mcp_server,
     parse_listen,
 )
-from pi_agent_ask.desk.journals import StateDirInUse, default_state_dir, lock_state_dir
 from pi_agent_ask.mcp_common.connection import (
     DeskAddress,
     desk_file_path,
@@ -44,6 +43,7 @@ from pi_agent_ask.mcp_common.connection import (
     remove_desk_file,
     write_desk_file,
 )
+from pi_agent_ask.mcp_common.journals import StateDirInUse, default_state_dir, lock_state_dir
 
 __all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
 
