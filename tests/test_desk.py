@@ -281,6 +281,16 @@ async def test_a_foreground_ask_reports_progress_and_returns_the_answer(tmp_path
             assert ticks
 
 
+async def test_the_desk_reports_its_real_version(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "v") as client:
+            info = await client.initialize()
+    assert info.server_info.name == "pi-agent-ask-desk"
+    assert info.server_info.version == version("pi-agent-ask") != ""
+
+
 async def test_the_connection_file_lives_as_long_as_the_desk(tmp_path: Path) -> None:
     file = tmp_path / "desk.json"
     with trio.fail_after(60):

@@ -383,3 +383,40 @@ async def test_a_killed_desk_is_a_plain_sentence_and_its_forms_wait_for_the_next
     assert ids == sorted(
         [first.structured_content["requestId"], second.structured_content["requestId"]]
     )
+
+
+async def test_hooks_work_with_a_long_agent_directory_and_no_runtime_dir(home: Home) -> None:
+    agent = home.root / ("a-rather-long-directory-name-for-the-agent" * 3) / "agent"
+    env = {**home.env(), "PI_CODING_AGENT_DIR": str(agent)}
+    del env["XDG_RUNTIME_DIR"]
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return accept({"db": "pg"})
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "pi_agent_ask", "mcp"], env=env, cwd=home.work
+    )
+    payload = {"hook_event_name": "UserPromptSubmit", "cwd": str(home.work), "prompt": "hi"}
+    with trio.fail_after(60), (home.root / "server.log").open("a") as log:
+        async with (
+            stdio_client(params, errlog=log) as (read, write),
+            ClientSession(
+                read,
+                write,
+                elicitation_callback=elicit,
+                client_info=types.Implementation(name="claude-code", version="1"),
+            ) as client,
+        ):
+            await client.initialize()
+            await call(client, "ask_user", {**ASK, "background": True})
+            await client.send_ping()
+            done = await trio.run_process(
+                [sys.executable, "-m", "pi_agent_ask", "hook", "claude-code"],
+                stdin=json.dumps(payload).encode(),
+                capture_stdout=True,
+                env={**env, "PATH": "/usr/bin:/bin"},
+                cwd=home.work,
+            )
+    assert "hooks are off" not in (home.root / "server.log").read_text()
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Postgres" in context

@@ -35,6 +35,7 @@ from pi_agent_ask.desk.http import (
     mcp_server,
     parse_listen,
 )
+from pi_agent_ask.mcp_common import package_version
 from pi_agent_ask.mcp_common.connection import (
     DeskAddress,
     desk_file_path,
@@ -191,7 +192,8 @@ async def _run(
             )
         await nursery.start(registry.run)
         manager = StreamableHTTPSessionManager(
-            mcp_server(registry), session_idle_timeout=SESSION_IDLE_TIMEOUT
+            mcp_server(registry, version=package_version()),
+            session_idle_timeout=SESSION_IDLE_TIMEOUT,
         )
         token = new_token()
         app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid())

@@ -39,7 +39,7 @@ import trio
 from mcp.server.lowlevel.server import Server
 
 from pi_agent_ask import _attrs as attrs
-from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, package_version
 from pi_agent_ask.mcp_common.tools import AgentTools
 from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
 from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
@@ -166,7 +166,7 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
 
     return Server(
         SERVER_NAME,
-        version=_version(),
+        version=package_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -178,15 +178,6 @@ async def _print_notices(runtime: Any) -> None:
     reopened) go to standard error: the client usually shows or logs it."""
     async for text in runtime.notices:
         print(f"pi-agent-ask: {text}", file=sys.stderr, flush=True)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("pi-agent-ask")
-    except PackageNotFoundError:
-        return "0"
 
 
 def _desk_token(desk: str, desk_file: Path) -> str:
@@ -286,7 +277,7 @@ def routed_server(router: Any) -> Any:
 
     return Server(
         SERVER_NAME,
-        version=_version(),
+        version=package_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
