@@ -420,3 +420,34 @@ async def test_hooks_work_with_a_long_agent_directory_and_no_runtime_dir(home: H
     assert "hooks are off" not in (home.root / "server.log").read_text()
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Postgres" in context
+
+
+async def test_an_elicitation_the_client_fails_is_not_a_cancellation(home: Home) -> None:
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> Any:
+        return types.ErrorData(code=types.INTERNAL_ERROR, message="the handler crashed")
+
+    desk_file = home.root / "no-desk.json"
+    with trio.fail_after(90):
+        async with server(home, elicit=elicit, name="failing") as client:
+            result = await call(client, "ask_user", ASK)
+            # The client's failure is said as such: not "User cancelled", not an answer.
+            text = plain(result)
+            assert result.is_error
+            assert "could not show the question form" in text
+            assert "the handler crashed" in text and "cancelled" not in text.lower()
+            # From now on forms are kept for a desk, and the first one was never lost.
+            later = await call(client, "ask_user", {**ASK, "background": True})
+            assert "`pi-agent-ask desk`" in plain(later)
+            async with open_desk(
+                home.root / "d", state_dir=home.state, desk_file=desk_file
+            ) as desk:
+                answered = [await answer_displayed(desk) for _ in range(2)]
+                waited = await call(client, "wait_for_answers", {})
+    assert {shown.key for shown in answered} == {f"failing@{home.work}"}
+    results = waited.structured_content["results"]
+    assert len(results) == 2
+    assert all(item["result"]["cancelled"] is False for item in results)
+    log = (home.root / "server.log").read_text()
+    assert "the client could not show a form (the handler crashed)" in log

@@ -85,6 +85,17 @@ MOVED_TEXT = (
     "A pi-agent-ask desk {what} while this call waited; the question stays queued and is "
     "shown {where}. Its answer reaches you through wait_for_answers or with a later tool result."
 )
+ELICITATION_FAILED_TEXT = (
+    "The MCP client could not show the question form (its elicitation request failed: "
+    "{error}). This is not the user's answer or cancellation: the question stays queued, and "
+    "pi-agent-ask now keeps questions for a desk: the user runs `pi-agent-ask desk` in a "
+    "terminal to answer them, and the answers reach you through wait_for_answers or with a "
+    "later tool result."
+)
+ELICITATION_FAILED_LOG = (
+    "pi-agent-ask: the client could not show a form ({error}); questions are kept for a desk: "
+    "run `pi-agent-ask desk` in a terminal to answer them"
+)
 SIGNATURE_MISSING = (0, 0, -1)
 HANDOVER_TIMEOUT = 10.0
 """Seconds a local side waits for a stopping desk to let go of the state directory."""
@@ -110,6 +121,8 @@ class _Side:
     closed: trio.Event = attrs.field(factory=trio.Event)
     calls: set[trio.CancelScope] = attrs.field(factory=set)
     attached: bool = False
+    left_because: str = ""
+    """What a call cut by the move away from this side returns (its question stays queued)."""
 
     @property
     def is_desk(self) -> bool:
@@ -120,15 +133,15 @@ class _Side:
 class Router:
     """The stdio server's calls, sent to the side that shows forms now (module docstring).
 
-    ``open_local(keep)`` opens the local server (``stdio.open_local`` with its options bound;
-    ``keep``: no elicitation, forms kept for a desk). ``desk`` is ``"auto"``, ``"off"`` or a
-    desk URL (with ``token``). Run :meth:`run` in a nursery (``nursery.start``) before the
-    first call."""
+    ``open_local(keep, on_elicitation_failure)`` opens the local server (``stdio.open_local``
+    with its options bound; ``keep``: no elicitation, forms kept for a desk). ``desk`` is
+    ``"auto"``, ``"off"`` or a desk URL (with ``token``). Run :meth:`run` in a nursery
+    (``nursery.start``) before the first call."""
 
     key: str
     desk: str
     desk_file: Path
-    open_local: Callable[[bool], contextlib.AbstractAsyncContextManager[Any]]
+    open_local: Callable[[bool, Callable[[str], None]], contextlib.AbstractAsyncContextManager[Any]]
     elicitation: bool
     progress_interval: float
     token: str | None = None
@@ -141,6 +154,9 @@ class Router:
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
     _session: Any = None
     """The stdio client's MCP session (for the elicitation of a local side)."""
+    _reopen: str = ""
+    """Set when the local side must be opened again (the client's elicitation failed): what
+    the calls cut by that return."""
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -191,16 +207,9 @@ class Router:
             if gone:
                 await self._desk_failed(side)
                 return error_result(DESK_STOPPED_TEXT)
-            # The side changed under the call (``_switch`` cancelled it).
+            # The side changed under the call (``_leave`` cancelled it).
             if name != tool_names.WAIT_FOR_ANSWERS:
-                now = self._side
-                to_desk = now is not None and now.is_desk
-                return error_result(
-                    MOVED_TEXT.format(
-                        what="started" if to_desk else "stopped",
-                        where="there" if to_desk else "by the next desk",
-                    )
-                )
+                return error_result(side.left_because)
 
     # -- one call on one side ------------------------------------------------------------------
 
@@ -290,9 +299,18 @@ class Router:
                 self._seen = signature
                 wanted = await self._wanted()
                 side = self._side
-                if side is not None and side.address == wanted and not side.closed.is_set():
+                reopen, self._reopen = self._reopen, ""
+                if side is not None and side.address == wanted and not reopen:
                     return
                 if side is not None:
+                    if reopen:
+                        side.left_because = reopen
+                    elif wanted is not None:
+                        side.left_because = MOVED_TEXT.format(what="started", where="there")
+                    else:
+                        side.left_because = MOVED_TEXT.format(
+                            what="stopped", where="by the next desk"
+                        )
                     await self._leave(side)
                 self._side = await self._enter(wanted)
 
@@ -332,6 +350,18 @@ class Router:
         with contextlib.suppress(DeskGone, Exception):
             await forward_list(side.upstream)
 
+    def _elicitation_failed(self, message: str) -> None:
+        """The client answered an elicitation with an error: it cannot show forms after all,
+        so from now on they are kept for a desk (the form it failed on stays pending)."""
+        self.log(ELICITATION_FAILED_LOG.format(error=message))
+        if not self.elicitation:
+            return
+        self.elicitation = False
+        self._reopen = ELICITATION_FAILED_TEXT.format(error=message)
+        self._seen = None
+        assert self._nursery is not None
+        self._nursery.start_soon(self._settle)
+
     async def _hold_local(self, side: _Side, *, task_status: trio.TaskStatus[Any]) -> None:
         keep = not self.elicitation and self.desk != "off"
         if self.state_dir is not None and self.desk == "auto":
@@ -342,7 +372,7 @@ class Router:
                     wait_until_free, self.state_dir, abandon_on_cancel=True
                 )
         try:
-            async with self.open_local(keep) as local:
+            async with self.open_local(keep, self._elicitation_failed) as local:
                 task_status.started(local)
                 await side.close.wait()
         finally:

@@ -28,7 +28,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -232,7 +232,7 @@ async def serve(
     replay = ReplayedStdin(first, source)
     state = state_dir if state_dir is not None else default_state_dir()
 
-    def local(keep: bool) -> Any:
+    def local(keep: bool, on_elicitation_failure: Any) -> Any:
         return open_local(
             hello,
             key=agent_key,
@@ -243,6 +243,7 @@ async def serve(
             progress_interval=progress_interval,
             hook_dir=hook_dir,
             keep=keep,
+            on_elicitation_failure=on_elicitation_failure,
         )
 
     router = Router(
@@ -312,21 +313,27 @@ async def open_local(
     hook_dir: Path | None = None,
     state_dir: Path | None = None,
     keep: bool = False,
+    on_elicitation_failure: Callable[[str], None] | None = None,
 ) -> AsyncIterator[LocalServer]:
     """The runtime, tools, hook endpoint and MCP server for one client, until the block ends
     (run ``server.run(read, write, ...)`` on any transport inside it).
 
     The journal is ``session``, else this key's journal under the desk's ``state_dir``
     (default ``~/.pi/agent/pi-agent-ask/desk/``), so a desk started later shows its forms.
-    ``keep``: without elicitation, run in ``tui`` mode anyway, forms queued for a desk
-    (``router.py``); otherwise the contract's non-TUI fallback."""
+    ``keep``: show no forms (no elicitation either), run in ``tui`` mode anyway, forms queued
+    for a desk (``router.py``); without elicitation and ``keep``, the contract's non-TUI
+    fallback."""
     from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.actors.runtime import open_runtime
     from pi_agent_ask.persistence.session_file import SessionFileError
 
-    surface = ElicitationSurface() if hello.elicitation else None
+    surface: ElicitationSurface | None = None
+    if hello.elicitation and not keep:
+        surface = ElicitationSurface()
+        if on_elicitation_failure is not None:
+            surface = ElicitationSurface(on_failure=on_elicitation_failure)
     runtime_surface = surface if surface is not None else NullSurface()
-    mode: Mode = "tui" if hello.elicitation or keep else "json"
+    mode: Mode = "tui" if surface is not None or keep else "json"
     if session is not None:
         journal = session
         journal.parent.mkdir(parents=True, exist_ok=True)
@@ -376,7 +383,7 @@ async def open_local(
                     hook_path,
                     surface=surface,
                     nursery=nursery,
-                    keep=keep and not hello.elicitation,
+                    keep=keep,
                 )
             finally:
                 nursery.cancel_scope.cancel()
