@@ -475,3 +475,33 @@ async def test_the_blocked_mark_is_on_the_form_a_foreground_ask_waits_for(tmp_pa
                 await answer_displayed(desk)
             (result,) = results
             assert result.structured_content["answers"]["q"]["values"] == ["yes"]
+
+
+async def test_esc_on_the_desk_is_told_in_the_desk_s_words(tmp_path: Path) -> None:
+    from prompt_toolkit.input import create_pipe_input
+
+    from pi_agent_ask.ui.testing import VirtualTerminal
+
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            receipt = await alpha.call_tool("ask_user", ask("Later"))
+            await term.wait_for("Later?")
+            results: list[Any] = []
+            async with trio.open_nursery() as nursery:
+
+                async def wait() -> None:
+                    results.append(await alpha.call_tool("wait_for_answers", {}))
+
+                nursery.start_soon(wait)
+                await desk.board.wait_for(lambda board: bool(board.agents()[0].waiting))
+                pipe.send_text("\x1b")  # Esc: later
+    [result] = results
+    assert result.structured_content["status"] == "deferred"
+    text = result.content[0].text
+    assert "panel" not in text
+    assert text.startswith("The user put the questions aside on the pi-agent-ask desk")
+    assert receipt.structured_content["requestId"] in text  # still pending, said so

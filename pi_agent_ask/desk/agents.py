@@ -76,7 +76,8 @@ class Agent:
                     await report_progress(progress, total, message)
 
         try:
-            return await self.tools.call_tool(name, arguments, report_progress=report)
+            result = await self.tools.call_tool(name, arguments, report_progress=report)
+            return _in_desk_words(result) if waits else result
         finally:
             if blocking:
                 self._waits -= waits
@@ -279,6 +280,29 @@ class AgentRegistry:
     async def _relay_notices(self, key: str, runtime: Any) -> None:
         async for text in runtime.notices:
             self.notice(f"{key}: {text}")
+
+
+DESK_DEFERRED_WHY = (
+    "The user put the questions aside on the pi-agent-ask desk for now (Esc), so "
+    "wait_for_answers stopped waiting."
+)
+"""A released wait's first line on the desk: the desk has no question panel to hide; Esc there
+sends the form to the back of the line."""
+
+
+def _in_desk_words(result: types.CallToolResult) -> types.CallToolResult:
+    """A ``wait_for_answers`` result as the desk says it: a wait released by Esc (the queue's
+    ``hidden`` reason) names what the person did on the desk. The rest of the text (what is
+    still pending, what to do now) and ``structuredContent`` stay as they are."""
+    structured = result.structured_content or {}
+    if structured.get("status") != "deferred" or structured.get("reason") != "hidden":
+        return result
+    first, *rest = result.content
+    if not isinstance(first, types.TextContent):
+        return result
+    _why, _newline, tail = first.text.partition("\n")
+    text = first.model_copy(update={"text": DESK_DEFERRED_WHY + ("\n" + tail if tail else "")})
+    return result.model_copy(update={"content": [text, *rest]})
 
 
 async def _drain(channel: trio.MemoryReceiveChannel[Any]) -> None:
