@@ -233,21 +233,21 @@ async def test_declined_elicitation_dismisses_the_form(tmp_path: Path) -> None:
     assert result.structured_content["answers"] == {}
 
 
-async def test_an_elicitation_the_client_refuses_dismisses_the_form(tmp_path: Path) -> None:
-    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> Any:
-        return types.ErrorData(code=types.INVALID_REQUEST, message="no forms here")
+async def test_a_value_chosen_twice_counts_once_without_asking_again(tmp_path: Path) -> None:
+    seen: list[types.ElicitRequestParams] = []
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        seen.append(params)
+        return accept({"langs": ["rs", "py", "rs"]})
 
     with trio.fail_after(30):
         async with connected(tmp_path, elicit=elicit) as h:
-            result = await h.call("ask_user", ASK)
-            later = await h.call("ask_user", {**ASK, "background": True})
-            waited = await h.call("wait_for_answers", {})
-    # A cancellation, never an invented answer, and the server goes on.
+            result = await h.call("ask_user", MULTI_ASK)
     assert result.structured_content is not None
-    assert result.structured_content["cancelled"] is True
-    assert later.structured_content is not None
-    [item] = waited.structured_content["results"]  # type: ignore[index]
-    assert item["result"]["cancelled"] is True
+    assert result.structured_content["answers"]["langs"]["values"] == ["py", "rs"]
+    assert len(seen) == 1  # never asked again
+    schema = seen[0].requested_schema  # type: ignore[union-attr]
+    assert "uniqueItems" not in schema["properties"]["langs"]  # what the docs say is sent
 
 
 async def test_an_answer_the_form_refuses_is_asked_again_with_the_reason(tmp_path: Path) -> None:

@@ -34,8 +34,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from pi_agent_ask.desk.agents import Agent, AgentRegistry, AgentUnavailable
-from pi_agent_ask.desk.journals import InvalidKey
 from pi_agent_ask.mcp_common.connection import KEY_HEADER, SERVICE, STATUS_PATH
+from pi_agent_ask.mcp_common.journals import InvalidKey
 
 __all__ = [
     "MCP_PATH",

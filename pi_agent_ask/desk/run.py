@@ -35,7 +35,7 @@ from pi_agent_ask.desk.http import (
     mcp_server,
     parse_listen,
 )
-from pi_agent_ask.desk.journals import StateDirInUse, default_state_dir, lock_state_dir
+from pi_agent_ask.mcp_common import package_version
 from pi_agent_ask.mcp_common.connection import (
     DeskAddress,
     desk_file_path,
@@ -44,6 +44,7 @@ from pi_agent_ask.mcp_common.connection import (
     remove_desk_file,
     write_desk_file,
 )
+from pi_agent_ask.mcp_common.journals import StateDirInUse, default_state_dir, lock_state_dir
 from pi_agent_ask.web.app import WebDesk, web_base_url
 
 __all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
@@ -213,7 +214,8 @@ async def _run(
             )
         await nursery.start(registry.run)
         manager = StreamableHTTPSessionManager(
-            mcp_server(registry), session_idle_timeout=SESSION_IDLE_TIMEOUT
+            mcp_server(registry, version=package_version()),
+            session_idle_timeout=SESSION_IDLE_TIMEOUT,
         )
         app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
         config = HypercornConfig()

@@ -10,3 +10,13 @@ Importing this package stays cheap: the SDK loads with ``tools.py``."""
 
 PROGRESS_INTERVAL = 10.0
 """Seconds between progress notifications while a call waits for the person."""
+
+
+def package_version() -> str:
+    """This package's installed version, which both servers report in ``serverInfo``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pi-agent-ask")
+    except PackageNotFoundError:
+        return "0"

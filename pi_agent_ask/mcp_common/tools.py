@@ -346,7 +346,7 @@ class AgentTools:
                 await self.give_back([waiter.message])
 
     def _progress(self, report_progress: ReportProgress | None) -> Any:
-        return _progress(report_progress, self.progress_interval)
+        return progress_ticks(report_progress, self.progress_interval)
 
 
 @attrs.define(eq=False)
@@ -372,7 +372,7 @@ def _request_id(message: Mapping[str, Any]) -> Any:
 
 
 @asynccontextmanager
-async def _progress(report: ReportProgress | None, interval: float) -> AsyncIterator[None]:
+async def progress_ticks(report: ReportProgress | None, interval: float) -> AsyncIterator[None]:
     """Progress notifications every ``interval`` seconds while the block runs: a timer task in
     the block's own nursery, cancelled when the block ends (no poll of any state)."""
     if report is None:

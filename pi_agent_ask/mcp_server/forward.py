@@ -1,19 +1,14 @@
-"""``pi-agent-ask mcp --desk``: a stdio MCP server whose forms are shown on a running desk.
+"""``pi-agent-ask mcp`` while a desk runs: one MCP client session on the desk for this agent.
 
-:func:`serve_stdio_via_desk` serves MCP on standard input and output and forwards every
-``tools/list`` and ``tools/call`` to the desk over Streamable HTTP, with the desk's token and
-the agent key in ``X-Pi-Agent-Ask-Key``; progress notifications of the desk's long waits are
-relayed to the stdio client, and a client cancelling a call cancels the forwarded call (the
-desk keeps a cut foreground form queued and delivers its answer later). The desk does all the
-validation: this side adds nothing and drops nothing.
-
-The desk connection is made on first use and made again after it broke (the desk restarted):
-a new connection goes to the desk the connection file names then, if one answers (a restarted
-desk has a new port and token), else to the same URL again. ``tools/list`` is retried once on
-a fresh connection; a ``tools/call`` is never retried, since it may have reached the desk
-already (a question asked twice; the desk's journal keeps it across its restart), and fails
-as a tool error that says so. :func:`find_desk` (``connection.py``) finds the running desk for
-``--desk auto``.
+:class:`DeskUpstream` holds a Streamable HTTP client session on the desk, sent with the desk's
+token and the agent key in ``X-Pi-Agent-Ask-Key``; it opens on first use and again after it
+broke. :func:`forward_call` sends one ``tools/call`` there and raises :class:`DeskGone` when
+the connection, not the desk's answer, failed (a closed connection, an unknown session, an
+HTTP error, a refused connection): the caller (``router.py``) then tells the agent in a plain
+sentence and moves to whatever shows forms now. A ``tools/call`` is never retried, since it
+may have reached the desk already (a question asked twice). The desk does all the validation:
+this side adds nothing and drops nothing. Progress of long waits is the caller's (at its own
+``--progress-interval``), so no progress is asked of the desk.
 """
 
 from __future__ import annotations
@@ -27,24 +22,13 @@ import mcp.types as types
 import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
 from pi_agent_ask.mcp_common.connection import KEY_HEADER, desk_file_path, find_desk
 
-__all__ = [
-    "DESK_GONE_TEXT",
-    "DeskUpstream",
-    "find_desk",
-    "forwarding_server",
-    "serve_stdio_via_desk",
-]
+__all__ = ["DeskGone", "DeskUpstream", "forward_call", "forward_list"]
 
-DESK_GONE_TEXT = (
-    "The pi-agent-ask desk at {url} did not answer ({error}). If the question reached it, it "
-    "stays queued there and its answer arrives through wait_for_answers or a later tool result."
-)
 CONNECT_TIMEOUT = 30.0
 BROKEN_CODES = frozenset({CONNECTION_CLOSED, INVALID_REQUEST, INTERNAL_ERROR})
 """The SDK client's codes for a closed connection, an unknown session (404) and an HTTP error
@@ -115,60 +99,46 @@ class DeskUpstream:
                 self._broke = True
 
 
-def forwarding_server(upstream: DeskUpstream) -> Server[Any]:
-    """The stdio side's MCP server: every call goes to the desk as this agent."""
+class DeskGone(Exception):
+    """The desk did not answer the call: its connection failed (the desk stopped or restarted)."""
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        for attempt in range(2):
-            try:
-                session = await upstream.session()
-                return await session.list_tools()
-            except MCPError as error:
-                if error.error.code not in BROKEN_CODES or attempt:
-                    raise
-                upstream.reset()
-            except Exception as error:
-                upstream.reset()
-                if attempt:
-                    raise MCPError(INTERNAL_ERROR, _gone(upstream, error)) from None
-        raise AssertionError("unreachable")
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        async def relay(progress: float, total: float | None, message: str | None) -> None:
-            await ctx.session.report_progress(progress, total, message)
+async def forward_call(
+    upstream: DeskUpstream, name: str, arguments: dict[str, Any] | None
+) -> types.CallToolResult:
+    """One ``tools/call`` on the desk as this agent; :class:`DeskGone` when the connection
+    failed (the session is dropped, so a later call opens a new one)."""
+    try:
+        session = await upstream.session()
+        return await session.call_tool(name, arguments)
+    except MCPError as error:
+        if error.error.code not in BROKEN_CODES:
+            raise  # the desk's own refusal (an unusable journal): its words go to the client
+        upstream.reset()
+        raise DeskGone(error.error.message) from None
+    except Exception as error:
+        upstream.reset()
+        raise DeskGone(_plain(error)) from None
 
-        try:
-            session = await upstream.session()
-            return await session.call_tool(params.name, params.arguments, progress_callback=relay)
-        except MCPError as error:
-            if error.error.code in BROKEN_CODES:  # the desk restarted or refused the session
-                upstream.reset()
+
+async def forward_list(upstream: DeskUpstream) -> types.ListToolsResult:
+    """``tools/list`` on the desk; :class:`DeskGone` when the connection failed."""
+    try:
+        session = await upstream.session()
+        return await session.list_tools()
+    except MCPError as error:
+        if error.error.code not in BROKEN_CODES:
             raise
-        except Exception as error:
-            upstream.reset()
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=_gone(upstream, error))],
-                is_error=True,
-            )
-
-    return Server("pi-agent-ask", on_list_tools=list_tools, on_call_tool=call_tool)
+        upstream.reset()
+        raise DeskGone(error.error.message) from None
+    except Exception as error:
+        upstream.reset()
+        raise DeskGone(_plain(error)) from None
 
 
-def _gone(upstream: DeskUpstream, error: BaseException) -> str:
-    return DESK_GONE_TEXT.format(url=upstream.url, error=f"{type(error).__name__}: {error}")
-
-
-async def serve_stdio_via_desk(
-    url: str, token: str, key: str, *, stdin: Any = None, stdout: Any = None
-) -> None:
-    """Serve MCP on stdio (or the given anyio text streams), forwarding to the desk at ``url``.
-
-    Returns when the stdio client closes its side."""
-    from mcp.server.stdio import stdio_server
-
-    async with trio.open_nursery() as nursery:
-        upstream = DeskUpstream(url=url, token=token, key=key, nursery=nursery)
-        server = forwarding_server(upstream)
-        async with stdio_server(stdin, stdout) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-        nursery.cancel_scope.cancel()
+def _plain(error: BaseException) -> str:
+    """The first plain message inside ``error`` (the SDK's transport wraps the cause in
+    exception groups, whose own text says nothing to a person)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return str(error) or type(error).__name__

@@ -36,6 +36,7 @@ __all__ = [
     "known_keys",
     "lock_state_dir",
     "record_key",
+    "wait_until_free",
 ]
 
 JOURNAL_SUFFIX = ".pias"
@@ -67,6 +68,18 @@ def lock_state_dir(state_dir: Path) -> Iterator[None]:
                 "desk its own --state directory"
             ) from None
         yield
+    finally:
+        os.close(fd)
+
+
+def wait_until_free(state_dir: Path) -> None:
+    """Block (a worker thread's call) until no desk holds ``state_dir``'s lock."""
+    try:
+        fd = os.open(state_dir / LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        return  # no lock file: no desk ever ran there
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
     finally:
         os.close(fd)
 
