@@ -157,10 +157,17 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
                 await run(lambda: fill_form(browser))
 
                 def submit_until_gone() -> None:
-                    for _ in range(3):
-                        if not form_shown(browser):
-                            return
-                        by_role(browser, "button", "Submit").click()
+                    """Click Submit until the form is gone (the review step comes first)."""
+                    from selenium.common.exceptions import StaleElementReferenceException
+
+                    clicks = 0
+                    while form_shown(browser):
+                        assert clicks < 3, "Submit did not send the form"
+                        try:
+                            by_role(browser, "button", "Submit").click()
+                        except StaleElementReferenceException:
+                            continue  # the page is swapping the form out
+                        clicks += 1
                         wait_until(
                             browser,
                             lambda d: (
@@ -170,7 +177,8 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
                                 )
                             ),
                         )
-                    wait_until(browser, lambda d: not form_shown(d))
+                        if clicks == 2:
+                            wait_until(browser, lambda d: not form_shown(d))
 
                 await run(submit_until_gone)
             (result,) = results

@@ -125,7 +125,7 @@
     clearTimeout(saveTimer);
     leaving = id;
     const result = await post("/api/submit", { form: id, drafts: drafts() });
-    if (result.status === 200) { say("Sent to the agent."); loadMain(null); return; }
+    if (result.status === 200) { say("Sent to the agent."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
     if (result.status === 409) gone();
     else showError(result.data.error || "The answer was not accepted.");
@@ -139,7 +139,7 @@
     const id = formId();
     leaving = id;
     const result = await post("/api/cancel", { form: id });
-    if (result.status === 200) { say("Cancelled."); loadMain(null); return; }
+    if (result.status === 200) { say("Cancelled."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
     if (result.status === 409) gone(); else showError(result.data.error || "Not cancelled.");
   }
@@ -153,8 +153,12 @@
     if (result.status === 409) gone(); else showError(result.data.error || "Not deferred.");
   }
 
-  async function loadMain(id) {
-    const url = "/fragment/form" + (id ? "?form=" + encodeURIComponent(id) : "");
+  // ``skip``: a form this page just answered, which the board may still show for a moment.
+  async function loadMain(id, skip) {
+    const params = new URLSearchParams();
+    if (id) params.set("form", id);
+    if (skip) params.set("skip", skip);
+    const url = "/fragment/form?" + params.toString();
     const response = await fetch(url, { credentials: "same-origin" });
     if (response.status !== 200) return;
     const html = await response.text();
