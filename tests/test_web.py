@@ -248,3 +248,42 @@ async def test_a_non_loopback_listen_needs_tls_or_an_explicit_flag(tmp_path: Pat
     ):
         async with open_desk(tmp_path, tls_cert=tmp_path / "cert.pem"):
             pass
+
+
+async def test_a_tls_desk_serves_the_page_over_https_with_a_secure_cookie(tmp_path: Path) -> None:
+    import ssl
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    await trio.run_process(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        capture_stdout=True,
+        capture_stderr=True,
+    )
+    with trio.fail_after(60):
+        async with open_desk(tmp_path, tls_cert=cert, tls_key=key) as desk:
+            assert desk.web is not None
+            assert desk.web.base_url.startswith("https://127.0.0.1:")
+            assert desk.address.url.startswith("https://")
+            trusted = ssl.create_default_context(cafile=str(cert))
+            async with httpx2.AsyncClient(verify=trusted) as http:
+                signed = await http.get(desk.web.login_url())
+                assert signed.status_code == 200
+                cookie = signed.headers["set-cookie"].lower()
+                assert "secure" in cookie and "httponly" in cookie and "samesite=strict" in cookie
