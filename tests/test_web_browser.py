@@ -244,6 +244,21 @@ async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keep
             await run(lambda: wait_until(browser, form_shown))
             note = by_role(question(browser, "Colour"), "textbox", "Note")
             assert note.get_attribute("value") == "teal?"
+            # The terminal edits the note (N, text, Enter): the page shows the new draft.
+            current = desk.board.current
+            assert current is not None
+            for command in (
+                fs.OpenQuestionNote(),
+                fs.EditorChanged("teal, from the terminal"),
+                fs.EditorSubmit(),
+            ):
+                await current.commands.send(UserCommand(command))
+
+            def note_text(driver: Any) -> bool:
+                box = by_role(question(driver, "Colour"), "textbox", "Note")
+                return box.get_attribute("value") == "teal, from the terminal"
+
+            await run(lambda: wait_until(browser, note_text))
             # The terminal answers it: the page lets go of it and says why.
             await answer_on_the_board(desk.board)
             await run(lambda: wait_until(browser, lambda d: not form_shown(d)))
@@ -252,7 +267,7 @@ async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keep
             waited = await beta.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["red"]
-            assert entry["result"]["answers"]["q"]["note"] == "teal?"
+            assert entry["result"]["answers"]["q"]["note"] == "teal, from the terminal"
 
 
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'

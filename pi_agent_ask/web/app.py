@@ -313,7 +313,7 @@ class WebDesk:
             await shown.commands.send(UserCommand(fs.ReplaceDrafts(drafts)))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return _error(409, ANSWERED_ELSEWHERE)
-        return JSONResponse({"ok": True})
+        return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
 
     async def _respond(self, shown: Shown, response: dict[str, object]) -> Response:
         """Send a remote response to the form and wait for its verdict."""

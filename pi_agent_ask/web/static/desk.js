@@ -12,6 +12,8 @@
   let saveTimer = null;
   let leaving = null; // the id of a form this page itself just sent away
   let cancelArmed = false;
+  let saving = 0; // drafts sent and not yet answered
+  let staleRev = null; // drafts changed elsewhere while the person was typing here
 
   function form() { return document.getElementById("ask-form"); }
   function formId() { const f = form(); return f ? f.dataset.formId : null; }
@@ -71,7 +73,14 @@
     saveTimer = null;
     const id = formId();
     if (!id) return;
-    const result = await post("/api/draft", { form: id, drafts: drafts() });
+    saving += 1;
+    let result;
+    try {
+      result = await post("/api/draft", { form: id, drafts: drafts() });
+    } finally {
+      saving -= 1;
+    }
+    if (result.status === 200 && formId() === id) form().dataset.rev = result.data.rev;
     if (result.status === 409 && formId() === id) gone();
     else if (result.status >= 400 && result.status !== 409) showError(result.data.error || "The draft was not saved.");
   }
@@ -253,6 +262,27 @@
     changed(fs);
   });
   window.addEventListener("pagehide", function () { if (saveTimer) saveNow(); });
+  // Drafts edited in another view (the terminal, another page) are shown here once the
+  // person is not in the middle of typing on this one.
+  function typingHere() {
+    return saveTimer !== null || saving > 0 ||
+      (form() && form().contains(document.activeElement) &&
+       document.activeElement.tagName === "TEXTAREA");
+  }
+  function syncDrafts(rev) {
+    const f = form();
+    if (!f || f.dataset.rev === rev) { staleRev = null; return; }
+    if (typingHere()) { staleRev = rev; return; }
+    staleRev = null;
+    const focused = document.activeElement && document.activeElement.id;
+    loadMain(f.dataset.formId).then(function () {
+      const again = focused && document.getElementById(focused);
+      if (again) again.focus();
+    });
+  }
+  slot.addEventListener("focusout", function () {
+    if (staleRev !== null) setTimeout(function () { if (staleRev !== null) syncDrafts(staleRev); }, 0);
+  });
 
   // -- the live stream --------------------------------------------------------------------
   const stream = new EventSource("/events");
@@ -268,6 +298,13 @@
       loadMain(null);
     } else {
       refreshQueue();
+      const mine = digest.forms.filter(function (f) { return f.id === id; })[0];
+      if (mine) {
+        const f = form();
+        f.querySelector(".when-blocked").hidden = !mine.blocked;
+        f.querySelector(".when-free").hidden = mine.blocked;
+        syncDrafts(mine.rev);
+      }
     }
   });
 })();
