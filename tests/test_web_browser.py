@@ -100,6 +100,16 @@ def fill_form(driver: Any) -> None:
     name = question(driver, "Name")
     by_role(name, "textbox", "Type your own").send_keys("moonbeam")
     by_role(question(driver, "Deploy"), "button", "Skip").click()
+    # Enter, as on the terminal, goes to the review step.
+    by_role(question(driver, "Database"), "radio", "SQLite").send_keys(Keys.ENTER)
+    review = by_role(driver, "heading", "Review your answers")
+    wait_until(driver, lambda d: review.is_displayed())
+    assert "Deploy: skipped" in d_text(driver, "#review-list")
+    assert "Name: “moonbeam”" in d_text(driver, "#review-list")
+
+
+def d_text(driver: Any, selector: str) -> str:
+    return str(driver.find_element("css selector", selector).text)
 
 
 FULL_FORM = ask(

@@ -131,6 +131,7 @@
     const review = document.getElementById("review");
     if (review.hidden) { showReview(); return; }
     const id = formId();
+    if (leaving === id) return; // sent already: a second click waits for the first
     clearTimeout(saveTimer);
     leaving = id;
     const result = await post("/api/submit", { form: id, drafts: drafts() });
