@@ -497,5 +497,17 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
             await desk.board.wait_for(
                 lambda b: [s.key for s in b.shown_forms()] == ["docs-agent", "build-agent"]
             )
+
+            def history() -> list[Any]:
+                by_role(browser, "link", "History").click()
+                wait_until(browser, lambda d: d.find_elements("css selector", "#q"))
+                by_role(browser, "searchbox", "Search").send_keys("Tone")
+                by_role(browser, "button", "Search").click()
+                wait_until(browser, lambda d: "Export as Markdown" in d.page_source)
+                assert no_horizontal_scroll(browser)
+                return axe_violations(browser, script) if script is not None else []
+
+            violations = await run(history)
+            assert violations == [], json.dumps(violations, indent=1)[:4000]
             if script is None:
                 pytest.skip("axe-core could not be installed from the npm registry")
