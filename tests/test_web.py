@@ -287,3 +287,41 @@ async def test_a_tls_desk_serves_the_page_over_https_with_a_secure_cookie(tmp_pa
                 assert signed.status_code == 200
                 cookie = signed.headers["set-cookie"].lower()
                 assert "secure" in cookie and "httponly" in cookie and "samesite=strict" in cookie
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:0", "0.0.0.0:0"])
+async def test_the_terminal_desk_shows_a_sign_in_link_and_a_qr_code_beyond_loopback(
+    tmp_path: Path, listen: str
+) -> None:
+    from prompt_toolkit.input import create_pipe_input
+
+    from pi_agent_ask.ui.testing import VirtualTerminal
+
+    term = VirtualTerminal(120, 50)
+    remote = not listen.startswith("127.")
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with open_desk(
+            tmp_path,
+            headless=False,
+            input=pipe,
+            output=term.output,
+            listen=listen,
+            allow_remote=remote,
+            tls_elsewhere=remote,
+        ) as desk:
+            assert desk.web is not None
+            await term.wait_for("Answer in a browser too")
+            await term.wait_for("/login?code=")
+            url = next(w for w in term.text().split() if "/login?code=" in w)
+            assert url.startswith(desk.web.base_url)
+            assert ("█" in term.text()) is remote  # the QR code, for a phone's camera
+            async with httpx2.AsyncClient() as http:
+                assert (
+                    await http.get(url.replace(url.split("/login")[0], _loopback(url)))
+                ).status_code == 200
+
+
+def _loopback(url: str) -> str:
+    """The URL's origin with its host replaced by 127.0.0.1 (the test reaches it there)."""
+    port = url.split("/login")[0].rsplit(":", 1)[1]
+    return f"http://127.0.0.1:{port}"
