@@ -248,3 +248,80 @@ async def test_a_non_loopback_listen_needs_tls_or_an_explicit_flag(tmp_path: Pat
     ):
         async with open_desk(tmp_path, tls_cert=tmp_path / "cert.pem"):
             pass
+
+
+async def test_a_tls_desk_serves_the_page_over_https_with_a_secure_cookie(tmp_path: Path) -> None:
+    import ssl
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    await trio.run_process(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        capture_stdout=True,
+        capture_stderr=True,
+    )
+    with trio.fail_after(60):
+        async with open_desk(tmp_path, tls_cert=cert, tls_key=key) as desk:
+            assert desk.web is not None
+            assert desk.web.base_url.startswith("https://127.0.0.1:")
+            assert desk.address.url.startswith("https://")
+            trusted = ssl.create_default_context(cafile=str(cert))
+            async with httpx2.AsyncClient(verify=trusted) as http:
+                signed = await http.get(desk.web.login_url())
+                assert signed.status_code == 200
+                cookie = signed.headers["set-cookie"].lower()
+                assert "secure" in cookie and "httponly" in cookie and "samesite=strict" in cookie
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:0", "0.0.0.0:0"])
+async def test_the_terminal_desk_shows_a_sign_in_link_and_a_qr_code_beyond_loopback(
+    tmp_path: Path, listen: str
+) -> None:
+    from prompt_toolkit.input import create_pipe_input
+
+    from pi_agent_ask.ui.testing import VirtualTerminal
+
+    term = VirtualTerminal(120, 50)
+    remote = not listen.startswith("127.")
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with open_desk(
+            tmp_path,
+            headless=False,
+            input=pipe,
+            output=term.output,
+            listen=listen,
+            allow_remote=remote,
+            tls_elsewhere=remote,
+        ) as desk:
+            assert desk.web is not None
+            await term.wait_for("Answer in a browser too")
+            await term.wait_for("/login?code=")
+            url = next(w for w in term.text().split() if "/login?code=" in w)
+            assert url.startswith(desk.web.base_url)
+            assert ("█" in term.text()) is remote  # the QR code, for a phone's camera
+            async with httpx2.AsyncClient() as http:
+                assert (
+                    await http.get(url.replace(url.split("/login")[0], _loopback(url)))
+                ).status_code == 200
+
+
+def _loopback(url: str) -> str:
+    """The URL's origin with its host replaced by 127.0.0.1 (the test reaches it there)."""
+    port = url.split("/login")[0].rsplit(":", 1)[1]
+    return f"http://127.0.0.1:{port}"

@@ -100,6 +100,16 @@ def fill_form(driver: Any) -> None:
     name = question(driver, "Name")
     by_role(name, "textbox", "Type your own").send_keys("moonbeam")
     by_role(question(driver, "Deploy"), "button", "Skip").click()
+    # Enter, as on the terminal, goes to the review step.
+    by_role(question(driver, "Database"), "radio", "SQLite").send_keys(Keys.ENTER)
+    review = by_role(driver, "heading", "Review your answers")
+    wait_until(driver, lambda d: review.is_displayed())
+    assert "Deploy: skipped" in d_text(driver, "#review-list")
+    assert "Name: “moonbeam”" in d_text(driver, "#review-list")
+
+
+def d_text(driver: Any, selector: str) -> str:
+    return str(driver.find_element("css selector", selector).text)
 
 
 FULL_FORM = ask(
@@ -157,10 +167,17 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
                 await run(lambda: fill_form(browser))
 
                 def submit_until_gone() -> None:
-                    for _ in range(3):
-                        if not form_shown(browser):
-                            return
-                        by_role(browser, "button", "Submit").click()
+                    """Click Submit until the form is gone (the review step comes first)."""
+                    from selenium.common.exceptions import StaleElementReferenceException
+
+                    clicks = 0
+                    while form_shown(browser):
+                        assert clicks < 3, "Submit did not send the form"
+                        try:
+                            by_role(browser, "button", "Submit").click()
+                        except StaleElementReferenceException:
+                            continue  # the page is swapping the form out
+                        clicks += 1
                         wait_until(
                             browser,
                             lambda d: (
@@ -170,7 +187,8 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
                                 )
                             ),
                         )
-                    wait_until(browser, lambda d: not form_shown(d))
+                        if clicks == 2:
+                            wait_until(browser, lambda d: not form_shown(d))
 
                 await run(submit_until_gone)
             (result,) = results
@@ -236,6 +254,21 @@ async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keep
             await run(lambda: wait_until(browser, form_shown))
             note = by_role(question(browser, "Colour"), "textbox", "Note")
             assert note.get_attribute("value") == "teal?"
+            # The terminal edits the note (N, text, Enter): the page shows the new draft.
+            current = desk.board.current
+            assert current is not None
+            for command in (
+                fs.OpenQuestionNote(),
+                fs.EditorChanged("teal, from the terminal"),
+                fs.EditorSubmit(),
+            ):
+                await current.commands.send(UserCommand(command))
+
+            def note_text(driver: Any) -> bool:
+                box = by_role(question(driver, "Colour"), "textbox", "Note")
+                return box.get_attribute("value") == "teal, from the terminal"
+
+            await run(lambda: wait_until(browser, note_text))
             # The terminal answers it: the page lets go of it and says why.
             await answer_on_the_board(desk.board)
             await run(lambda: wait_until(browser, lambda d: not form_shown(d)))
@@ -244,7 +277,7 @@ async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keep
             waited = await beta.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["red"]
-            assert entry["result"]["answers"]["q"]["note"] == "teal?"
+            assert entry["result"]["answers"]["q"]["note"] == "teal, from the terminal"
 
 
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -359,10 +392,11 @@ def axe_violations(driver: Any, script: str) -> list[dict[str, Any]]:
     driver.execute_script(script)
     result = driver.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "axe.run(document).then(r => done(r.violations), e => done([{id: String(e),"
-        " impact: 'critical', nodes: []}]));"
+        "axe.run(document).then(r => done({violations: r.violations, passes: r.passes.length}),"
+        " e => done({violations: [{id: String(e), impact: 'critical'}], passes: 0}));"
     )
-    return [v for v in result if v.get("impact") in ("serious", "critical")]
+    assert result["passes"] > 10, result  # the checks ran
+    return [v for v in result["violations"] if v.get("impact") in ("serious", "critical")]
 
 
 async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_taken(
@@ -455,5 +489,25 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
 
             assert await run(focus_ring) == "solid"
             await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
+            # Later: the agent's question goes back in the queue, the next agent's comes up.
+            assert "build-agent" in await run(lambda: d_text(browser, ".from"))
+            await run(lambda: by_role(browser, "button", "Later").click())
+            await run(lambda: wait_until(browser, lambda d: "docs-agent" in d_text(d, ".from")))
+            assert "Saved for later" in await run(lambda: d_text(browser, "#status"))
+            await desk.board.wait_for(
+                lambda b: [s.key for s in b.shown_forms()] == ["docs-agent", "build-agent"]
+            )
+
+            def history() -> list[Any]:
+                by_role(browser, "link", "History").click()
+                wait_until(browser, lambda d: d.find_elements("css selector", "#q"))
+                by_role(browser, "searchbox", "Search").send_keys("Tone")
+                by_role(browser, "button", "Search").click()
+                wait_until(browser, lambda d: "Export as Markdown" in d.page_source)
+                assert no_horizontal_scroll(browser)
+                return axe_violations(browser, script) if script is not None else []
+
+            violations = await run(history)
+            assert violations == [], json.dumps(violations, indent=1)[:4000]
             if script is None:
                 pytest.skip("axe-core could not be installed from the npm registry")

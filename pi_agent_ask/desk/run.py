@@ -243,7 +243,7 @@ async def _run(
                 await trio.to_thread.run_sync(write_desk_file, file, address)
                 if not headless:  # shown once the file is written: a client can read it then
                     display.url = address.url
-                    display.notice(f"Sign in from a browser (once, 10 min): {web.login_url()}")
+                    display.sign_in = _sign_in_text(web.login_url(), is_loopback(where.host))
                     display.invalidate()
                 task_status.started(
                     Desk(
@@ -262,6 +262,26 @@ async def _run(
                     remove_desk_file(file, address)
                 stopped.set()
                 nursery.cancel_scope.cancel()
+
+
+def _sign_in_text(url: str, loopback: bool) -> str:
+    """The terminal desk's sign-in lines for its web page (with a QR code for a phone when
+    other machines can reach the listen)."""
+    lines = [
+        "",
+        " Answer in a browser too: open this link once (it lasts 10 minutes;",
+        " 'pi-agent-ask desk login-url' makes another):",
+        f" {url}",
+    ]
+    if not loopback:
+        import io
+
+        from pi_agent_ask.web.login import print_qr
+
+        drawn = io.StringIO()
+        print_qr(url, drawn)
+        lines.extend(" " + line for line in drawn.getvalue().splitlines())
+    return "\n".join(lines) + "\n"
 
 
 def _ignore(_text: str) -> None:

@@ -98,6 +98,9 @@ class DeskSurface(TerminalSurface):
     url: str = ""
     quit: Callable[[], None] = lambda: None
     notices: list[str] = attrs.field(factory=list)
+    sign_in: str = ""
+    """Shown while no form is on display: the web page's sign-in URL (and its QR code, for a
+    listen other machines reach), set by the desk once it listens."""
 
     @property
     def has_content(self) -> bool:
@@ -125,6 +128,9 @@ class DeskSurface(TerminalSurface):
             ("class:ask.muted", f"  {self.url}  ·  {count} agent{'s' if count != 1 else ''}"),
             ("class:ask.muted", "  ·  Ctrl-Q quits"),
         ]
+
+    def _sign_in(self) -> StyleAndTextTuples:
+        return [("class:ask.muted", self.sign_in)] if self.sign_in else []
 
     def _status(self) -> StyleAndTextTuples:
         if not self.notices:
@@ -159,7 +165,9 @@ class DeskSurface(TerminalSurface):
                     [
                         Window(FormattedTextControl(header), height=1, wrap_lines=False),
                         Window(height=1, char="─", style="class:ask.rule"),
-                        ConditionalContainer(Window(), filter=empty),
+                        ConditionalContainer(
+                            Window(FormattedTextControl(self._sign_in)), filter=empty
+                        ),
                         form,
                     ]
                 ),

@@ -150,13 +150,17 @@ class WebDesk:
         return None
 
     def _chosen(self, request: Request) -> Shown | None:
-        """The form the page asks for (``?form=``), else the one on the display."""
+        """The form the page asks for (``?form=``), else that agent's form, else the first in
+        the board's order; never ``?skip=`` (a form the page just answered, which the board
+        may show until its runtime takes the answer in)."""
         wanted = request.query_params.get("form")
-        found = self._find(wanted) if wanted else None
+        skip = request.query_params.get("skip")
+        forms = [s for s in self.board.shown_forms() if view.form_id(s) != skip]
+        found = next((s for s in forms if view.form_id(s) == wanted), None)
         if found is None and wanted:
             key = wanted.rsplit("/", 1)[0]
-            found = next((s for s in self.board.shown_forms() if s.key == key), None)
-        return found if found is not None else self.board.current
+            found = next((s for s in forms if s.key == key), None)
+        return found if found is not None else next(iter(forms), None)
 
     def _context(self, request: Request, session: Session, shown: Shown | None) -> dict[str, Any]:
         return {
@@ -309,7 +313,7 @@ class WebDesk:
             await shown.commands.send(UserCommand(fs.ReplaceDrafts(drafts)))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return _error(409, ANSWERED_ELSEWHERE)
-        return JSONResponse({"ok": True})
+        return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
 
     async def _respond(self, shown: Shown, response: dict[str, object]) -> Response:
         """Send a remote response to the form and wait for its verdict."""

@@ -12,7 +12,8 @@ Rules, stated once:
 3. Sign-in attempts are limited across all clients (an attacker can change addresses): at most
    :data:`ATTEMPT_LIMIT` failed attempts per :data:`ATTEMPT_WINDOW` seconds; past that every
    attempt, good or bad, is refused until the window moves on.
-4. Every comparison of a secret is in constant time.
+4. Codes and CSRF tokens are compared in constant time (a session is found by its id, 256
+   random bits, in a dict).
 
 The clock is a parameter (``trio.current_time`` in the desk), so tests move time by hand.
 """
@@ -23,6 +24,7 @@ import hmac
 import secrets
 from collections import deque
 from collections.abc import Callable
+from typing import Literal
 
 import attrs
 
@@ -43,8 +45,8 @@ SESSION_LIFETIME = 7 * 24 * 3600.0
 ATTEMPT_LIMIT = 10
 ATTEMPT_WINDOW = 60.0
 
-SignIn = str
-"""What a sign-in attempt came to: ``"ok"``, ``"invalid"`` or ``"limited"``."""
+SignIn = Literal["ok", "invalid", "limited"]
+"""What a sign-in attempt came to."""
 
 
 @attrs.frozen

@@ -4,8 +4,10 @@
   from the desk itself only; no inline script or style, no frames, no plugins), ``nosniff``,
   no referrer, no framing and no caching.
 - A state-changing request (every ``POST``) passes when it comes with the session cookie, an
-  ``Origin`` equal to the desk's own origin as the request reached it (scheme and ``Host``;
-  the desk's Host check already ran), and the session's CSRF token in ``X-CSRF-Token``.
+  ``Origin`` naming the host the request reached (its ``Host``; the desk's Host check already
+  ran), over ``http`` or ``https`` (a TLS proxy in front of the desk, ``--tls-elsewhere``,
+  makes the browser's scheme differ from the desk's), and the session's CSRF token in
+  ``X-CSRF-Token``.
   A cross-site page fails all three: the browser withholds the ``SameSite=Strict`` cookie, its
   ``Origin`` is its own, and it cannot read the token.
 """
@@ -25,8 +27,8 @@ __all__ = [
     "CSP",
     "CSRF_HEADER",
     "SecurityHeaders",
-    "own_origin",
     "refusal",
+    "same_origin",
     "session_of",
 ]
 
@@ -73,9 +75,12 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-def own_origin(request: Request) -> str | None:
+def same_origin(request: Request, origin: str | None) -> bool:
+    """Whether ``origin`` is the page this request's host serves."""
     host = request.headers.get("host")
-    return f"{request.url.scheme}://{host}" if host else None
+    if not host or origin is None:
+        return False
+    return origin in (f"http://{host}", f"https://{host}")
 
 
 def session_of(auth: Auth, request: Request) -> Session | None:
@@ -87,8 +92,7 @@ def refusal(auth: Auth, request: Request) -> tuple[int, str] | tuple[None, Sessi
     session = session_of(auth, request)
     if session is None:
         return 401, "Not signed in: open a new sign-in link (pi-agent-ask desk login-url)."
-    origin = request.headers.get("origin")
-    if origin is None or origin != own_origin(request):
+    if not same_origin(request, request.headers.get("origin")):
         return 403, "Refused: the request does not come from the desk's own page."
     if not auth.csrf_ok(session, request.headers.get(CSRF_HEADER)):
         return 403, "Refused: the page's security token is missing or wrong; reload the page."

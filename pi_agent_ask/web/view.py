@@ -33,6 +33,7 @@ __all__ = [
     "agent_rows",
     "board_digest",
     "draft_json",
+    "draft_rev",
     "drafts_from_json",
     "form_view",
     "remote_answers",
@@ -83,6 +84,10 @@ class FormView:
     blocked: bool
     background: bool
     questions: tuple[QuestionView, ...]
+    rev: str
+    """The drafts' revision (``draft_rev``): the page notices drafts changed elsewhere."""
+    behind: int
+    """Questions waiting after this one, across agents."""
 
 
 @attrs.frozen
@@ -105,6 +110,11 @@ def form_id(shown: Shown) -> str:
     return f"{shown.key}/{shown.flow_id}"
 
 
+def draft_rev(drafts: Sequence[Draft]) -> str:
+    """A short name of these drafts' value, equal for equal drafts (within one desk process)."""
+    return format(hash(tuple(drafts)) & 0xFFFFFFFFFFFF, "x")
+
+
 def form_view(board: Board, shown: Shown) -> FormView:
     state = shown.state
     questions = []
@@ -120,6 +130,8 @@ def form_view(board: Board, shown: Shown) -> FormView:
         blocked=board.is_blocked(shown),
         background=state.background,
         questions=tuple(questions),
+        rev=draft_rev(state.drafts),
+        behind=max(0, sum(agent.pending for agent in board.agents()) - 1),
     )
 
 
@@ -177,7 +189,11 @@ def board_digest(board: Board) -> dict[str, Any]:
     elsewhere), a new one can be opened, and the queue is redrawn."""
     return {
         "forms": [
-            {"id": form_id(shown), "blocked": board.is_blocked(shown)}
+            {
+                "id": form_id(shown),
+                "blocked": board.is_blocked(shown),
+                "rev": draft_rev(shown.state.drafts),
+            }
             for shown in board.shown_forms()
         ],
         "agents": [

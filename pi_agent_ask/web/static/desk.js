@@ -12,6 +12,8 @@
   let saveTimer = null;
   let leaving = null; // the id of a form this page itself just sent away
   let cancelArmed = false;
+  let saving = 0; // drafts sent and not yet answered
+  let staleRev = null; // drafts changed elsewhere while the person was typing here
 
   function form() { return document.getElementById("ask-form"); }
   function formId() { const f = form(); return f ? f.dataset.formId : null; }
@@ -71,7 +73,14 @@
     saveTimer = null;
     const id = formId();
     if (!id) return;
-    const result = await post("/api/draft", { form: id, drafts: drafts() });
+    saving += 1;
+    let result;
+    try {
+      result = await post("/api/draft", { form: id, drafts: drafts() });
+    } finally {
+      saving -= 1;
+    }
+    if (result.status === 200 && formId() === id) form().dataset.rev = result.data.rev;
     if (result.status === 409 && formId() === id) gone();
     else if (result.status >= 400 && result.status !== 409) showError(result.data.error || "The draft was not saved.");
   }
@@ -122,10 +131,11 @@
     const review = document.getElementById("review");
     if (review.hidden) { showReview(); return; }
     const id = formId();
+    if (leaving === id) return; // sent already: a second click waits for the first
     clearTimeout(saveTimer);
     leaving = id;
     const result = await post("/api/submit", { form: id, drafts: drafts() });
-    if (result.status === 200) { say("Sent to the agent."); loadMain(null); return; }
+    if (result.status === 200) { say("Sent to the agent."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
     if (result.status === 409) gone();
     else showError(result.data.error || "The answer was not accepted.");
@@ -139,7 +149,7 @@
     const id = formId();
     leaving = id;
     const result = await post("/api/cancel", { form: id });
-    if (result.status === 200) { say("Cancelled."); loadMain(null); return; }
+    if (result.status === 200) { say("Cancelled."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
     if (result.status === 409) gone(); else showError(result.data.error || "Not cancelled.");
   }
@@ -153,8 +163,12 @@
     if (result.status === 409) gone(); else showError(result.data.error || "Not deferred.");
   }
 
-  async function loadMain(id) {
-    const url = "/fragment/form" + (id ? "?form=" + encodeURIComponent(id) : "");
+  // ``skip``: a form this page just answered, which the board may still show for a moment.
+  async function loadMain(id, skip) {
+    const params = new URLSearchParams();
+    if (id) params.set("form", id);
+    if (skip) params.set("skip", skip);
+    const url = "/fragment/form?" + params.toString();
     const response = await fetch(url, { credentials: "same-origin" });
     if (response.status !== 200) return;
     const html = await response.text();
@@ -249,6 +263,27 @@
     changed(fs);
   });
   window.addEventListener("pagehide", function () { if (saveTimer) saveNow(); });
+  // Drafts edited in another view (the terminal, another page) are shown here once the
+  // person is not in the middle of typing on this one.
+  function typingHere() {
+    return saveTimer !== null || saving > 0 ||
+      (form() && form().contains(document.activeElement) &&
+       document.activeElement.tagName === "TEXTAREA");
+  }
+  function syncDrafts(rev) {
+    const f = form();
+    if (!f || f.dataset.rev === rev) { staleRev = null; return; }
+    if (typingHere()) { staleRev = rev; return; }
+    staleRev = null;
+    const focused = document.activeElement && document.activeElement.id;
+    loadMain(f.dataset.formId).then(function () {
+      const again = focused && document.getElementById(focused);
+      if (again) again.focus();
+    });
+  }
+  slot.addEventListener("focusout", function () {
+    if (staleRev !== null) setTimeout(function () { if (staleRev !== null) syncDrafts(staleRev); }, 0);
+  });
 
   // -- the live stream --------------------------------------------------------------------
   const stream = new EventSource("/events");
@@ -264,6 +299,13 @@
       loadMain(null);
     } else {
       refreshQueue();
+      const mine = digest.forms.filter(function (f) { return f.id === id; })[0];
+      if (mine) {
+        const f = form();
+        f.querySelector(".when-blocked").hidden = !mine.blocked;
+        f.querySelector(".when-free").hidden = mine.blocked;
+        syncDrafts(mine.rev);
+      }
     }
   });
 })();
