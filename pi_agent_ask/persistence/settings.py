@@ -34,7 +34,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeGuard, cast
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.persistence.keys import KeyIdError, normalize_key, reserved_reason
 
 __all__ = [
