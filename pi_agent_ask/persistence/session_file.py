@@ -4,9 +4,10 @@ Synchronous and free of Trio; the persistence actor (``pi_agent_ask.actors.persi
 only writer at run time. ``docs/session-file.md`` is the user-facing description and the
 format's specification. The parts live in their own modules: ``session_values`` (entries, the
 header, reports), ``codec`` (payloads), ``frames`` (frames on disk), ``session_index`` (the
-index and the scan of an open), ``checkpoints`` (checkpoint frames); this module is the
-session: open and recovery, reads, appends, the fold of the active branch and the checkpoints
-it writes.
+index and the scan of an open), ``checkpoints`` (checkpoint frames), ``session_storage`` (the
+session's fields, its frames in and out) and ``session_fold`` (the fold of the active branch,
+the checkpoints it writes and the open from one); this module is the session's interface:
+opening, reading, appending, leaf moves, forks, reloads and closing.
 
 Invariants the code keeps:
 
@@ -31,7 +32,6 @@ Invariants the code keeps:
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import logging
 import os
@@ -48,28 +48,19 @@ from pi_agent_ask.persistence.checkpoints import (
     CHECKPOINT_EVERY,
     CHECKPOINT_MAGIC,
     CHECKPOINT_RATIO,
-    CHECKPOINT_TRIES,
-    Checkpoint,
-    checkpoint_value,
-    checkpoints_backwards,
-    encode_checkpoint,
-    read_checkpoint,
 )
 from pi_agent_ask.persistence.frames import (
-    HEAD_SIZE,
-    BadFrame,
     Reader,
     create_file,
-    decode,
     encode_frame,
-    reach,
     read_frame,
     read_header,
     refuse_odd_file,
     save_sidecar,
     write_all,
 )
-from pi_agent_ask.persistence.session_index import BEFORE, NO_PARENT, Index, NeedFullIndex
+from pi_agent_ask.persistence.session_fold import FoldedSession
+from pi_agent_ask.persistence.session_index import BEFORE, NO_PARENT, NeedFullIndex
 from pi_agent_ask.persistence.session_values import (
     COMPACTION_TYPE,
     CURRENT_LEAF,
@@ -128,7 +119,7 @@ Chain = Iterable[tuple[str, Mapping[Any, Any] | None]]
 """Entries to append as one chain: each ``(type, data)``."""
 
 
-class SessionFile:
+class SessionFile(FoldedSession):
     """A session: a tree of entries with a current leaf, in a file or in memory.
 
     Open with ``SessionFile.open(path)`` (created when missing), ``SessionFile.open(path,
@@ -140,58 +131,6 @@ class SessionFile:
     disk (``fdatasync``) before it returns, so it survives a power loss. Creation, fork, the
     repair of a damaged tail and ``close()`` always flush.
     """
-
-    def __init__(
-        self,
-        *,
-        path: Path | None,
-        header: Header,
-        readonly: bool,
-        fsync: bool,
-        clock: Callable[[], float],
-        projection: Projection | None = None,
-        checkpoint_every: int = CHECKPOINT_EVERY,
-        checkpoint_ratio: float = CHECKPOINT_RATIO,
-    ) -> None:
-        # Use the constructors (open / in_memory / fork); this one only sets fields.
-        self._path = path
-        self._header = header
-        self._readonly = readonly
-        self._fsync = fsync
-        self._clock = clock
-        self._fd: int | None = None
-        self._size = 0
-        self._dirty = False
-        self._closed = False
-        self._broken: BaseException | None = None
-        self._index = Index()
-        # In memory: every entries frame, encoded (an entry's ``frame_off`` is its frame's
-        # place in it): a queued form costs its compressed bytes, not a tree of frozen maps.
-        self._memory: list[bytes] | None = [] if path is None else None
-        self._packer = codec.Packer()
-        self._report = OpenReport(path, 0)
-        self._projection = projection
-        self._checkpoint_every = checkpoint_every
-        self._checkpoint_ratio = checkpoint_ratio
-        # The projection's fold of the active branch (``None``: recomputed when next needed),
-        # the checkpoint its log continues (``None``: its log holds the whole branch), the
-        # entries it took in since then and the bytes of their frames, and the size of that
-        # checkpoint's live part (0 without a checkpoint; ``None``: not measured yet, the
-        # live part of the checkpoint the open started from is ``_live_unmeasured``).
-        self._fold: Fold | None = None
-        self._fold_prev: int | None = None
-        self._since_checkpoint = 0
-        self._since_bytes = 0
-        self._live_bytes: int | None = 0
-        self._live_unmeasured: Any = None
-        # The checkpoint this session wrote last: its offset and its map without the live
-        # part, which the next checkpoint reads (its history index) instead of the file.
-        self._written: tuple[int, dict[str, Any]] | None = None
-        # When the index starts at a checkpoint: that checkpoint, and how many entries of the
-        # file come before its stub (``_base``). ``None``: the whole file is indexed.
-        self._start: Checkpoint | None = None
-        self._base = 0
-        self._header_end = 0
 
     # ---- constructors ------------------------------------------------------------------------
 
@@ -361,59 +300,6 @@ class SessionFile:
     def projection(self) -> Projection | None:
         return self._projection
 
-    def fold(self) -> Fold:
-        """The projection's fold of the active branch (decodes only what the newest
-        checkpoint does not cover). ``ValueError`` for a session without a projection."""
-        self._check_open()
-        if self._projection is None:
-            raise ValueError("session has no projection")
-        if self._fold is None:
-            self._refold()
-            self._maybe_checkpoint()
-        assert self._fold is not None
-        return self._fold
-
-    def log(self) -> list[Any]:
-        """Every log item the fold of the active branch recorded, oldest first: the logs of
-        the chain of checkpoints it continues, then its own."""
-        fold = self.fold()
-        parts = [fold.log]
-        prev = self._fold_prev
-        try:
-            while prev is not None:
-                value = self._checkpoint_value(prev)
-                parts.append(value["log"])
-                prev = value["prev"]
-        except (ValueError, BadFrame, SessionFileError) as exc:
-            # A checkpoint of the chain became unreadable: fold the whole branch instead.
-            logger.warning("%s: checkpoint log unreadable (%s); reading the branch", self, exc)
-            self._full()
-            self._refold()  # from the root: the index now starts there
-            assert self._fold is not None
-            return list(self._fold.log)
-        return [item for part in reversed(parts) for item in part]
-
-    @property
-    def log_prev(self) -> int | None:
-        """The checkpoint the fold of the active branch continues (``None``: its log holds
-        the whole branch)."""
-        self.fold()
-        return self._fold_prev
-
-    def checkpoint_at(self, offset: int, *, live: bool = True) -> dict[str, Any]:
-        """The checked map of the checkpoint at ``offset``; ``ValueError`` when unusable.
-        ``live=False`` leaves out the ``live`` part: for readers of the log and the history
-        index."""
-        self._check_open()
-        if self._projection is None:
-            raise ValueError("session has no projection")
-        if self._fd is None:
-            raise ValueError("an in-memory session has no checkpoints")
-        value = self._checkpoint_value(offset)
-        if not live:
-            value.pop("live", None)
-        return value
-
     def entry_at(self, loc: Loc) -> Entry:
         """The entry stored at ``loc`` (as a fold's ``step`` was given it), read on its own."""
         self._check_open()
@@ -450,9 +336,6 @@ class SessionFile:
         """Every entry id in file order, without decoding anything."""
         self._full()
         return tuple(self._index.ids)
-
-    def __len__(self) -> int:
-        return self._base + len(self._index)
 
     @property
     def indexed(self) -> int:
@@ -769,10 +652,6 @@ class SessionFile:
 
     # ---- internals ---------------------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ValueError("session file is closed")
-
     def _check_writable(self) -> None:
         self._check_open()
         if self._readonly:
@@ -818,306 +697,7 @@ class SessionFile:
             self._full()
             return self._index.path_to(self._index.pos[target])
 
-    def _write_frame(self, payload: bytes) -> int:
-        """Write one frame; return its offset. Rolls back a partial write."""
-        offset = self._size
-        if self._fd is None:
-            return offset
-        frame = encode_frame(payload)
-        try:
-            write_all(self._fd, frame)
-            if self._fsync:
-                os.fdatasync(self._fd)
-        except BaseException as exc:
-            # Remove whatever part of the frame reached the file, so the next frame does not
-            # land behind garbage (which a later open would cut together with it).
-            try:
-                os.ftruncate(self._fd, offset)
-            except OSError:
-                self._broken = exc
-            raise
-        self._size = offset + len(frame)
-        self._dirty = not self._fsync
-        return offset
-
-    def _store(self, payload: bytes) -> int:
-        """Keep one frame: written to the file, or held in memory. Its offset (in memory:
-        its place)."""
-        if self._memory is not None:
-            self._memory.append(payload)
-            return len(self._memory) - 1
-        return self._write_frame(payload)
-
     # ---- checkpoints and the fold ------------------------------------------------------------
-
-    def _loc(self, i: int) -> Loc:
-        return (self._index.frame_off[i], self._index.slot[i])
-
-    def _follow(self, entries: Sequence[Entry], first: int, under_leaf: bool) -> None:
-        """Feed appended entries to the fold when they continue its branch."""
-        if self._fold is None:
-            return
-        if not under_leaf:
-            self._fold = None
-            return
-        step, offsets, slots = self._fold.step, self._index.frame_off, self._index.slot
-        try:
-            for n, entry in enumerate(entries, first):
-                step(entry, (offsets[n], slots[n]))  # ``_loc(n)``
-        except Exception:
-            # The entries are written; a fold that cannot take them is rebuilt when needed.
-            logger.exception("%s: the projection refused an entry", self)
-            self._fold = None
-            return
-        self._since_checkpoint += len(entries)
-        if self._fd is not None:  # (in memory: no checkpoints)
-            last = first + len(entries) - 1
-            if entries and offsets[first] == offsets[last]:  # one frame: the usual case
-                self._since_bytes += self._index.frame_len[first] + HEAD_SIZE
-            else:
-                self._since_bytes += self._frame_bytes(range(first, last + 1))
-
-    def _frame_bytes(self, indices: Iterable[int]) -> int:
-        """Bytes of the frames (heads included) holding the entries at ``indices`` (in file
-        order: the entries of one frame come together), each frame counted once."""
-        offsets, lengths = self._index.frame_off, self._index.frame_len
-        total, last = 0, -1
-        for i in indices:
-            if offsets[i] != last:
-                last = offsets[i]
-                total += lengths[i] + HEAD_SIZE
-        return total
-
-    def _refold(self) -> None:
-        """Fold the active branch: from the checkpoint the index starts at when the leaf
-        descends from it, else from the root."""
-        projection = self._projection
-        assert projection is not None
-        index = self._index
-        leaf = index.leaf
-        path: list[int] = []
-        fold: Fold | None = None
-        prev: int | None = None
-        if self._start is not None:
-            parent = index.parent
-            i = leaf
-            while i != NO_PARENT and i != 0:
-                path.append(i)
-                i = parent[i]
-            path.reverse()
-            if i == 0:
-                fold, prev = projection.restore(self._start.live), self._start.offset
-            else:
-                fold = projection.empty()
-        else:
-            path = index.path_to(leaf)
-            fold = projection.empty()
-        for i, entry in zip(path, self._load_entries(path), strict=True):
-            fold.step(entry, self._loc(i))
-        self._fold, self._fold_prev, self._since_checkpoint = fold, prev, len(path)
-        self._written = None
-        self._since_bytes = self._frame_bytes(path)
-        if prev is None:
-            self._live_bytes, self._live_unmeasured = 0, None
-        else:  # the start checkpoint's live part, measured when the rule first needs it
-            assert self._start is not None
-            self._live_bytes, self._live_unmeasured = None, self._start.live
-
-    def _maybe_checkpoint(self) -> None:
-        """Append a checkpoint when enough was folded since the last one: at least
-        ``checkpoint_every`` entries, whose frames hold at least ``checkpoint_ratio`` times
-        the bytes of the last checkpoint's live part (``docs/session-file.md``, Writing)."""
-        fold = self._fold
-        if (
-            fold is None
-            or self._projection is None
-            or self._readonly
-            or self._closed
-            or self._fd is None
-            or self._broken is not None
-            or self._header.version < 2
-            or self._since_checkpoint < self._checkpoint_every
-            or self._index.leaf == NO_PARENT
-            or self._since_bytes < self._checkpoint_ratio * self._last_live_bytes()
-        ):
-            return
-        # What the checkpoint is built of is garbage once it is written: no collection in it.
-        self._checkpoint(fold)
-
-    def _checkpoint(self, fold: Fold) -> None:
-        """Append a checkpoint of ``fold`` (the fold of the active branch)."""
-        assert self._projection is not None
-        index, leaf = self._index, self._index.leaf
-        value = {
-            "projection": self._projection.name,
-            "leaf": codec.encode_id(index.ids[leaf]),
-            "at": [index.frame_off[leaf], index.frame_len[leaf], index.slot[leaf]],
-            "entries": len(self),
-            "log": fold.log,
-            "prev": self._fold_prev,
-        }
-        extend = getattr(self._projection, "checkpoint_fields", None)
-        if extend is not None:  # derived data too: left out when it cannot be computed
-            with contextlib.suppress(ValueError, OSError):
-                value.update(extend(fold.log, self._fold_prev, self._logs_at))
-        try:
-            value["live"] = fold.live()
-            payload, live_bytes = encode_checkpoint(value)
-            offset = self._write_frame(payload)
-        except Exception:
-            # Derived data only: the entries are all written, the next checkpoint will do.
-            logger.exception("%s: a checkpoint could not be written", self)
-            return
-        fold.log = []  # (a new list: the written one is kept as it is, below)
-        self._written = (offset, {key: item for key, item in value.items() if key != "live"})
-        self._fold_prev, self._since_checkpoint = offset, 0
-        self._since_bytes, self._live_bytes, self._live_unmeasured = 0, live_bytes, None
-
-    def _last_live_bytes(self) -> int:
-        """The size of the CBOR of the live part of the checkpoint the fold continues."""
-        if self._live_bytes is None:  # a fold from the checkpoint the open started at
-            self._live_bytes = len(codec.dumps(self._live_unmeasured))
-            self._live_unmeasured = None
-        return self._live_bytes
-
-    def _logs_at(self, offset: int) -> dict[str, Any]:
-        """``checkpoint_at`` without the live part: what a new checkpoint reads of older ones
-        (the one this session wrote last from memory: the map it encoded, which is what
-        decoding its frame gives; readers do not change it)."""
-        written = self._written
-        if written is not None and written[0] == offset:
-            return written[1]
-        return self.checkpoint_at(offset, live=False)
-
-    def _checkpoint_value(self, offset: int) -> dict[str, Any]:
-        """The checked map of the checkpoint frame at ``offset``; ``ValueError`` when it is
-        not a usable checkpoint of this projection."""
-        assert self._fd is not None and self._projection is not None
-        return checkpoint_value(self._fd, self._size, offset, self._projection)
-
-    def _read_checkpoint(self, offset: int, end: int) -> Checkpoint:
-        """The checkpoint at ``offset``, checked against the entry it names as the leaf."""
-        assert self._fd is not None and self._projection is not None
-
-        def entry_id_at(payload: bytes, frame_off: int, slot: int) -> str:
-            return self._decode_entry(payload, frame_off, slot).id
-
-        return read_checkpoint(self._fd, self._size, offset, end, self._projection, entry_id_at)
-
-    def _index_file(self, reader: Reader, size: int, notes: list[str]) -> Damage | None:
-        """Index the file: from the newest usable checkpoint when the session has a
-        projection, else every frame. Returns the damaged tail, if any."""
-        start = reader.header_end
-        self._header_end = start
-        self._size = size  # checkpoints are read through it (the open sets it again)
-        if self._projection is None or self._header.version < 2:
-            return reach(self._index.scan(reader, start, size, notes, partial=False), size)
-        tried = 0
-        for offset, end, whole in checkpoints_backwards(reader.fd, start, size):
-            if tried == CHECKPOINT_TRIES:
-                break  # something is wrong with all of them: read everything
-            tried += 1
-            if not whole:
-                notes.append(f"checkpoint at byte {offset} is damaged (checksum); skipped")
-                continue
-            try:
-                checkpoint = self._read_checkpoint(offset, end)
-            except (ValueError, BadFrame, SessionFileError) as exc:
-                notes.append(f"checkpoint at byte {offset} is unusable ({exc}); skipped")
-                continue
-            self._index = Index()
-            self._index.add(checkpoint.leaf_id, BEFORE, *checkpoint.leaf_at)
-            self._index.leaf = 0
-            self._start, self._base = checkpoint, checkpoint.entries - 1
-            try:
-                scanned = self._index.scan(reader, checkpoint.end, size, notes, partial=True)
-                return reach(scanned, size)
-            except NeedFullIndex:
-                break  # the tail reaches back before the checkpoint: index everything
-        if tried and self._start is None:
-            notes.append("no usable checkpoint: the whole file was read")
-        self._index, self._start, self._base = Index(), None, 0
-        return reach(self._index.scan(reader, start, size, notes, partial=False), size)
-
-    def _full(self) -> None:
-        """Index the part of the file before the checkpoint the index starts at."""
-        start = self._start
-        if start is None:
-            return
-        assert self._fd is not None
-        tail = self._index
-        self._index, self._start, self._base = Index(), None, 0
-        reader = Reader(self._fd, self._size)
-        damage = self._index.scan(reader, self._header_end, start.offset, [], partial=False)
-        full = self._index
-        stub = full.pos.get(start.leaf_id)
-        if damage is not None or stub is None:
-            self._index, self._start, self._base = tail, start, start.entries - 1
-            detail = damage.detail if damage is not None else "checkpoint leaf not found"
-            raise SessionFileError(
-                self._path, "unreadable", f"frames before byte {start.offset}: {detail}"
-            )
-        shift = len(full) - 1
-
-        def mapped(i: int) -> int:
-            return stub if i == 0 else (i if i == NO_PARENT else shift + i)
-
-        for j in range(1, len(tail)):
-            full.add(
-                tail.ids[j],
-                mapped(tail.parent[j]),
-                tail.frame_off[j],
-                tail.frame_len[j],
-                tail.slot[j],
-            )
-        full.leaf = mapped(tail.leaf)
-
-    def _decode_entry(self, payload: memoryview | bytes, offset: int, slot: int) -> Entry:
-        return self._entry_in(self._decode_frame(payload, offset), offset, slot)
-
-    def _decode_frame(self, payload: memoryview | bytes, offset: int) -> tuple[bool, Any]:
-        """An indexed frame decoded: ``(True, entry tuples)`` for an entries frame, ``(False,
-        map)`` for a version 1 entry or batch; ``SessionFileError`` when it no longer decodes."""
-        try:
-            if payload[0] == codec.KIND_ENTRIES:
-                return True, codec.decode_entries(payload)
-            return False, decode(payload)
-        except (ValueError, BadFrame, LookupError, TypeError) as exc:
-            raise self._changed_on_disk(offset) from exc
-
-    def _entry_in(self, frame: tuple[bool, Any], offset: int, slot: int) -> Entry:
-        """The entry at ``slot`` of a decoded frame (``-1``: the frame is one entry);
-        ``SessionFileError`` when the frame no longer holds the entry the open indexed there."""
-        compact, decoded = frame
-        try:
-            if compact:
-                return Entry(*decoded[slot])
-            return Entry.from_map(decoded if slot < 0 else decoded["batch"][slot])
-        except (ValueError, LookupError, TypeError) as exc:
-            raise self._changed_on_disk(offset) from exc
-
-    def _changed_on_disk(self, offset: int) -> SessionFileError:
-        return SessionFileError(self._path, "unreadable", f"frame at {offset} changed on disk")
-
-    def _load_entries(self, indices: Iterable[int]) -> Iterator[Entry]:
-        memory = self._memory
-        if memory is None and self._fd is None:
-            raise ValueError("session file is closed")
-        reader = Reader(self._fd, self._size) if self._fd is not None else None
-        index = self._index
-        last_offset = -1
-        frame: tuple[bool, Any] = (False, None)
-        for i in indices:
-            offset = index.frame_off[i]
-            if offset != last_offset:  # entries of one frame come together: decode it once
-                if memory is not None:
-                    frame = self._decode_frame(memory[offset], offset)
-                else:
-                    assert reader is not None
-                    payload = reader.payload(offset, index.frame_len[i])
-                    frame = self._decode_frame(payload, offset)
-                last_offset = offset
-            yield self._entry_in(frame, offset, index.slot[i])
 
     def _cut_tail(self, reader: Reader, damage: Damage) -> Path | None:
         """Copy the damaged tail to a sidecar file, then truncate the session to its prefix."""
