@@ -381,8 +381,6 @@ class SessionFile(FoldedSession):
 
     # ---- writing -----------------------------------------------------------------------------
 
-    # ---- writing -----------------------------------------------------------------------------
-
     def append(
         self, type: str, data: Mapping[Any, Any] | None = None, *, parent_id: LeafRef = CURRENT_LEAF
     ) -> Entry:
@@ -696,8 +694,6 @@ class SessionFile(FoldedSession):
             target = self._index.ids[leaf]
             self._full()
             return self._index.path_to(self._index.pos[target])
-
-    # ---- checkpoints and the fold ------------------------------------------------------------
 
     def _cut_tail(self, reader: Reader, damage: Damage) -> Path | None:
         """Copy the damaged tail to a sidecar file, then truncate the session to its prefix."""
