@@ -528,9 +528,16 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
+QUESTION_MIN_WIDTH = 24
+"""The question shares a row with its key only when it gets this many columns there."""
+
+
 def history_table(data: Any, path: Path, width: int | None = None) -> str:
-    """``history list`` for a person: one row per question (status, when, request:question,
-    label and prompt), then where the file is and how to see more."""
+    """``history list`` for a person: one row per question (status, when, label and prompt,
+    request:question), then where the file is and how to see more, every line within the
+    terminal's width. The key stays whole (``history read`` takes it); when the question would
+    get fewer than ``QUESTION_MIN_WIDTH`` columns beside it, it goes on a line of its own
+    below. A question too long for its room ends at a word, with ``…``."""
     import shutil
 
     from pi_agent_ask.form.transcript import cell_width
@@ -538,7 +545,7 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
     columns = width if width is not None else shutil.get_terminal_size().columns
     records = data.get("records", []) if isinstance(data, dict) else []
     if not records:
-        return f"No questions recorded in {path}.\n"
+        return "\n".join(_wrapped(f"No questions recorded in {path}.", columns)) + "\n"
     rows = []
     for record in records:
         when = str(record.get("createdAt", ""))[:16].replace("T", " ")
@@ -548,30 +555,56 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
         rows.append((status, when, text, key))
     header = ("STATUS", "WHEN", "QUESTION", "REQUEST QUESTION-ID")
     widths = [max(cell_width(row[i]) for row in [header, *rows]) for i in range(4)]
-    # The question column gives way first; the key stays whole (``history read`` takes it).
     room = columns - widths[0] - widths[1] - widths[3] - 6
-    widths[2] = max(12, min(widths[2], room))
     out = []
-    for row in [header, *rows]:
-        cells = list(row)
-        if cell_width(cells[2]) > widths[2]:
-            cells[2] = cells[2][: widths[2] - 1] + "…"
-        out.append(
-            "  ".join(
-                cell + " " * (width - cell_width(cell))
-                for cell, width in zip(cells[:3], widths[:3], strict=True)
+    if room >= QUESTION_MIN_WIDTH:
+        widths[2] = min(widths[2], room)
+        for status, when, text, key in [header, *rows]:
+            cells = [status, when, _clipped(text, widths[2])]
+            out.append(
+                "  ".join(
+                    cell + " " * (size - cell_width(cell))
+                    for cell, size in zip(cells, widths[:3], strict=True)
+                )
+                + "  "
+                + key
             )
-            + "  "
-            + cells[3]
-        )
+    else:
+        # Below its status and time, the question; the key too when the row cannot hold it.
+        indent = " " * (widths[0] + 2)
+        key_below = widths[0] + widths[1] + widths[3] + 4 > columns
+        for status, when, text, key in [header, *rows]:
+            lead = status + " " * (widths[0] - cell_width(status)) + "  " + when
+            if key_below:
+                out.extend([lead, indent + key])
+            else:
+                out.append(lead + " " * (widths[1] - cell_width(when)) + "  " + key)
+            out.append(indent + _clipped(text, max(1, columns - len(indent))))
     total = data.get("total", len(records))
     out.append("")
     more = f" · more: --offset {data['nextOffset']}" if "nextOffset" in data else ""
-    out.append(
-        f"{len(records)} of {total} from {path}{more}"
-        " · read one: history read REQUEST QUESTION · --json for JSON"
+    out.extend(
+        _wrapped(
+            f"{len(records)} of {total} from {path}{more}"
+            " · read one: history read REQUEST QUESTION · --json for JSON",
+            columns,
+        )
     )
     return "\n".join(out) + "\n"
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    from pi_agent_ask.form.transcript import wrap_line
+
+    return ["".join(part for _, part in line) for line in wrap_line([("text", text)], width)]
+
+
+def _clipped(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells: whole words, then ``…`` when some are left out."""
+    lines = _wrapped(text, width)
+    if len(lines) == 1:
+        return lines[0]
+    return _wrapped(text, max(1, width - 1))[0].rstrip() + "…"
 
 
 def _parse_key(text: str) -> dict[str, str]:
