@@ -84,17 +84,13 @@ KNOWN: dict[str, dict[str, str]] = {
     "class-assignment": {},
     "object-new": {
         "actors/queue_state.py": "tables and queue states built without __init__",
-        "persistence/session_file.py": "entries decoded without __init__",
     },
     "actor-scheduling": {
         "actors/queue.py": "hand-made reply slots and the sender-task fast path",
         "actors/persistence.py": "a hand-made parking slot for the writer",
     },
     "module-size": {
-        "persistence/history.py": "895 lines: listing, reading and exporting history",
-        "persistence/settings.py": "1,172 lines: loading, saving and describing settings",
         "actors/queue_state.py": "1,524 lines: the queue reducer and its tables",
-        "persistence/session_file.py": "2,524 lines: the session file's frames, entries and appends",
     },
     "desk-mcp-direction": {},
 }
