@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from pi_agent_ask.heap import collector_paused, frozen_start
-
 EXIT_OK = 0
 EXIT_CANCELLED = 1
 EXIT_INVALID = 2
@@ -184,6 +182,12 @@ def _add_mcp_and_hook(commands: Any) -> None:
     add_mcp_parsers(commands)
 
 
+def _add_store(commands: Any) -> None:
+    from pi_agent_ask.store.command import add_store_parser
+
+    add_store_parser(commands)
+
+
 def _add_history(commands: Any) -> None:
     history = commands.add_parser("history", help="list, read or export the question history")
     history_commands = history.add_subparsers(dest="history_command", required=True)
@@ -216,6 +220,7 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
     "mcp": _add_mcp_and_hook,
     "hook": _add_mcp_and_hook,
     "history": _add_history,
+    "store": lambda commands: _add_store(commands),
 }
 """Each command's name and what adds its subparser, in the order ``--help`` lists them."""
 
@@ -296,9 +301,8 @@ def terminal_restored_on_signals(tty: Any) -> Iterator[None]:
 
 def _open_terminal() -> tuple[Any, Any, list[Any]] | None:
     """prompt_toolkit input/output on the controlling terminal, or None without one."""
-    with collector_paused():  # these imports are most of prompt_toolkit
-        from prompt_toolkit.input import create_input
-        from prompt_toolkit.output import create_output
+    from prompt_toolkit.input import create_input
+    from prompt_toolkit.output import create_output
 
     try:
         tty_in = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - closed by the caller
@@ -322,8 +326,7 @@ def _ask_session(args: argparse.Namespace) -> Path | None:
 
 def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        with frozen_start():
-            return _cmd_ask(args, stdin, stdout, stderr)
+        return _cmd_ask(args, stdin, stdout, stderr)
     except KeyboardInterrupt:
         # Ctrl+C before the form took the terminal (while starting): no traceback.
         stderr.write(INTERRUPTED_TEXT)
@@ -331,8 +334,7 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
 
 
 def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    with collector_paused():
-        import trio
+    import trio
 
     try:
         arguments = read_payload(args.payload, stdin)
@@ -346,8 +348,7 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
         if terminal is None:
             code, result = trio.run(_ask_without_terminal, arguments, args)
         else:
-            with collector_paused():
-                from pi_agent_ask.ui.commands import run_ask
+            from pi_agent_ask.ui.commands import run_ask
 
             tty_input, tty_output, files = terminal
             try:
@@ -539,7 +540,7 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
     below. A question too long for its room ends at a word, with ``…``."""
     import shutil
 
-    from pi_agent_ask.form.text import cell_width
+    from pi_agent_ask.form.transcript import cell_width
 
     columns = width if width is not None else shutil.get_terminal_size().columns
     records = data.get("records", []) if isinstance(data, dict) else []
@@ -593,7 +594,7 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
 
 
 def _wrapped(text: str, width: int) -> list[str]:
-    from pi_agent_ask.form.text import wrap_line
+    from pi_agent_ask.form.transcript import wrap_line
 
     return ["".join(part for _, part in line) for line in wrap_line([("text", text)], width)]
 
@@ -640,6 +641,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pi_agent_ask.mcp_server.command import cmd_hook
 
             return cmd_hook(args, stdin, stdout)
+        case "store":
+            from pi_agent_ask.store.command import cmd_store
+
+            return cmd_store(args, stdout, stderr)
     return EXIT_INTERNAL  # pragma: no cover - argparse rejects other commands
 
 

@@ -79,48 +79,20 @@ Offence = tuple[int, str]
 """A line and what is wrong on it."""
 
 KNOWN: dict[str, dict[str, str]] = {
-    "private-names": {
-        "ui/form_window.py": "draws the form's lines into prompt_toolkit's screen through its "
-        "private char cache and Window's private drawing steps",
-    },
-    "linecache": {
-        "_attrs.py": "re-compiles the __init__ attrs generates, found in linecache",
-    },
-    "class-assignment": {
-        "form/validate.py": "builds Option, Question, AskParams and Validation as plain "
-        "instances, then swaps their class",
-        "form/state.py": "swaps the class of an editor state built by hand",
-        "form/result.py": "swaps the class of answers, metadata and results built by hand",
-    },
+    "private-names": {},
+    "linecache": {},
+    "class-assignment": {},
     "object-new": {
         "actors/queue_state.py": "tables and queue states built without __init__",
-        "persistence/session_file.py": "entries decoded without __init__",
-        "form/text.py": "values built without __init__",
-        "form/state.py": "form states copied through object.__new__ and __dict__",
-        "form/result.py": "results built without __init__",
-        "form/types.py": "slot_builder's instances built without __init__",
     },
     "actor-scheduling": {
         "actors/queue.py": "hand-made reply slots and the sender-task fast path",
         "actors/persistence.py": "a hand-made parking slot for the writer",
     },
     "module-size": {
-        "ui/shell.py": "847 lines: the shell's layout, keys and loop",
-        "persistence/history.py": "895 lines: listing, reading and exporting history",
-        "form/result.py": "1,157 lines: results, metadata and their encodings",
-        "persistence/settings.py": "1,172 lines: loading, saving and describing settings",
-        "form/text.py": "1,267 lines: every text the form and the tools show",
-        "ui/render.py": "1,298 lines: every part of the form's drawing",
-        "form/validate.py": "1,324 lines: validation in three implementations",
-        "form/state.py": "1,428 lines: the form state machine and its editors",
         "actors/queue_state.py": "1,524 lines: the queue reducer and its tables",
-        "persistence/session_file.py": "2,524 lines: the session file's frames, entries and "
-        "appends",
     },
-    "desk-mcp-direction": {
-        "mcp_server/stdio.py": "looks up and forwards to the desk (desk.connection, "
-        "desk.forward) while desk/agents.py builds on mcp_server.tools",
-    },
+    "desk-mcp-direction": {},
 }
 
 

@@ -8,8 +8,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pi_agent_ask.form.text import cell_width
-from pi_agent_ask.ui.render import _editor_rows, _word_rows
+from pi_agent_ask.form.transcript import cell_width
+from pi_agent_ask.ui.render.editor import _editor_rows, _word_rows
 
 texts = st.text(alphabet=st.sampled_from("ab cdé\n漢x  "), max_size=60)
 

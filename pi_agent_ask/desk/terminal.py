@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 from prompt_toolkit.application import Application, get_app
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples, fragment_list_width
@@ -35,7 +36,6 @@ from prompt_toolkit.layout import (
 )
 from prompt_toolkit.output import Output
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.desk.board import Board
 from pi_agent_ask.form.sanitize import sanitize_line
 from pi_agent_ask.persistence.settings import Config
@@ -157,6 +157,9 @@ class DeskSurface(TerminalSurface):
     url: str = ""
     quit: Callable[[], None] = lambda: None
     notices: list[str] = attrs.field(factory=list)
+    sign_in: str = ""
+    """Shown while no form is on display: the web page's sign-in URL (and its QR code, for a
+    listen other machines reach), set by the desk once it listens."""
 
     @property
     def has_content(self) -> bool:
@@ -192,6 +195,9 @@ class DeskSurface(TerminalSurface):
             ("class:ask.muted", f"  {self.url}  ·  {count} agent{'s' if count != 1 else ''}"),
             ("class:ask.muted", "  ·  Ctrl-Q quits"),
         ]
+
+    def _sign_in(self) -> StyleAndTextTuples:
+        return [("class:ask.muted", self.sign_in)] if self.sign_in else []
 
     def _status(self) -> StyleAndTextTuples:
         if not self.notices:
@@ -245,7 +251,9 @@ class DeskSurface(TerminalSurface):
                         ConditionalContainer(
                             Window(height=1, char="─", style="class:ask.rule"), filter=wide
                         ),
-                        ConditionalContainer(Window(), filter=empty),
+                        ConditionalContainer(
+                            Window(FormattedTextControl(self._sign_in)), filter=empty
+                        ),
                         form,
                     ]
                 ),

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import trio
 
-from pi_agent_ask.desk.connection import read_desk_file
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
+from pi_agent_ask.mcp_common.connection import read_desk_file
 from tests.e2e.test_e2e_ask import COMMAND, pane
 
 pytestmark = [
