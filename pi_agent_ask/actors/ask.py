@@ -306,7 +306,10 @@ async def host_form(
     if unheard(enabled, channels, rt._write_terminal):
         return await run(scope=scope)  # nobody would hear of it: no notification is made
     first = request.params.questions[0]
-    notify = Notify(flow_id, first.label, first.prompt, enabled, channels)
+    link = rt._notify_link
+    notify = Notify(
+        flow_id, first.label, first.prompt, enabled, channels, link(flow_id) if link else None
+    )
     if send_now(notify, rt._write_terminal):
         return await run(scope=scope)
     # A command channel: the actor runs it (it waits in ``receive``: taken at once).

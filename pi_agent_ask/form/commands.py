@@ -166,6 +166,14 @@ class ExternalCancel:
     """A remote ``cancel`` response: cancel at once, without the dirty confirmation."""
 
 
+@attrs.frozen
+class ReplaceDrafts:
+    """Drafts edited in another view of the form (the web desk): replace every draft and stay
+    open. An open editor stays open with its unsaved text (it saves over its own field)."""
+
+    drafts: tuple[Draft, ...] = attrs.field(converter=_drafts)
+
+
 Command: TypeAlias = (
     NextTab
     | PreviousTab
@@ -192,6 +200,7 @@ Command: TypeAlias = (
     | SettingsChanged
     | SubmitAnswers
     | ExternalCancel
+    | ReplaceDrafts
 )
 
 

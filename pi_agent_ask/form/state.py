@@ -131,6 +131,7 @@ from pi_agent_ask.form.commands import (
     PreviousOption,
     PreviousTab,
     RemoveLastImage,
+    ReplaceDrafts,
     ReviewAction,
     SelectTab,
     SettingsChanged,
@@ -199,6 +200,7 @@ __all__ = [
     "PreviousOption",
     "PreviousTab",
     "RemoveLastImage",
+    "ReplaceDrafts",
     "ReviewAction",
     "ReviewKind",
     "SelectTab",
@@ -441,6 +443,12 @@ def _dispatch(state: FormState, command: Command) -> FormState:
             return _with(state, drafts=drafts, editor=None, outcome=_SUBMITTED)
         case ExternalCancel():
             return _with(state, editor=None, outcome=_CANCELLED)
+        case ReplaceDrafts(drafts=drafts):
+            if len(drafts) != len(state.drafts):
+                raise ValueError(
+                    f"ReplaceDrafts needs {len(state.drafts)} drafts, got {len(drafts)}"
+                )
+            return state if drafts == state.drafts else _with(state, drafts=drafts)
         case Skip() | Cancel() if state.editor is not None:
             return state
         case _:
