@@ -183,12 +183,8 @@ def queued_entry(
 
 
 def _single_as_multi(params: AskParams) -> bool:
-    """Whether a requested single-select question is presented as multi-select (a loop: a
-    generator costs more than the test)."""
-    for q in params.questions:  # noqa: SIM110 (see above)
-        if q.presented_type == "multi" and q.type == "single":
-            return True
-    return False
+    """Whether a requested single-select question is presented as multi-select."""
+    return any(q.presented_type == "multi" and q.type == "single" for q in params.questions)
 
 
 def completion_entries(
