@@ -481,7 +481,7 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
     relative export paths. Schema failures and history errors raise ``HistoryError`` (the
     runtime turns it into the tool's error result).
     """
-    from pi_agent_ask.form.validate import schema_error_text, schema_issues
+    from pi_agent_ask.form.schema_check import schema_error_text, schema_issues
 
     if name not in HISTORY_TOOLS:
         raise HistoryError(f"Tool {name!r} is not available.")
