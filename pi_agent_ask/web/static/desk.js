@@ -14,6 +14,9 @@
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
+  // Revisions of drafts this page sent: the live stream may report an older one of them
+  // after a newer save was answered; only a revision this page never made is news.
+  const ownRevs = [];
 
   function form() { return document.getElementById("ask-form"); }
   function formId() { const f = form(); return f ? f.dataset.formId : null; }
@@ -80,7 +83,11 @@
     } finally {
       saving -= 1;
     }
-    if (result.status === 200 && formId() === id) form().dataset.rev = result.data.rev;
+    if (result.status === 200) {
+      ownRevs.push(result.data.rev);
+      if (ownRevs.length > 64) ownRevs.shift();
+      if (formId() === id) form().dataset.rev = result.data.rev;
+    }
     if (result.status === 409 && formId() === id) gone();
     else if (result.status >= 400 && result.status !== 409) showError(result.data.error || "The draft was not saved.");
   }
@@ -272,7 +279,7 @@
   }
   function syncDrafts(rev) {
     const f = form();
-    if (!f || f.dataset.rev === rev) { staleRev = null; return; }
+    if (!f || f.dataset.rev === rev || ownRevs.indexOf(rev) >= 0) { staleRev = null; return; }
     if (typingHere()) { staleRev = rev; return; }
     staleRev = null;
     const focused = document.activeElement && document.activeElement.id;
