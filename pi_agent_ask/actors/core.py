@@ -17,9 +17,9 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.form import FormInput, Surface

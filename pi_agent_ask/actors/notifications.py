@@ -31,9 +31,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Literal
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.sanitize import sanitize_line
 
 __all__ = [

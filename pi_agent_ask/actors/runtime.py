@@ -27,9 +27,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import ask, dispatch, hooks, recovery, remote
 from pi_agent_ask.actors import config as cfg

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -51,6 +52,18 @@ def add_desk_parser(commands: Any) -> None:
         "--tls-elsewhere",
         action="store_true",
         help="a non-loopback listen without --tls-cert: a tunnel or proxy protects the traffic",
+    )
+    desk.add_argument(
+        "--store",
+        metavar="URL",
+        help="keep every agent's state in this PostgreSQL team store (docs/team.md; "
+        "default $PI_AGENT_ASK_STORE, else files under --state)",
+    )
+    desk.add_argument(
+        "--as",
+        dest="answerer",
+        metavar="NAME",
+        help="your name, recorded with every answer given on this desk (default: login user)",
     )
     desk.add_argument(
         "--headless",
@@ -121,11 +134,20 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
                 nursery.cancel_scope.cancel()  # the person quit
 
             nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
-            desk = await nursery.start(serve)
+            store_url = args.store or os.environ.get("PI_AGENT_ASK_STORE")
+            if store_url:  # a team desk (pi_agent_ask/store)
+                from pi_agent_ask.store.command import run_desk_on_store
+
+                desk = await nursery.start(run_desk_on_store(args, store_url, warn))
+                url = desk.url
+            else:
+                desk = await nursery.start(serve)
+                url = desk.address.url
             if args.headless:
                 # Headless, the desk has no screen to show where it listens: say it once.
-                sys.stdout.write(f"pi-agent-ask desk: listening at {desk.address.url}\n")
-                _show_login(desk, args)
+                sys.stdout.write(f"pi-agent-ask desk: listening at {url}\n")
+                if getattr(desk, "web", None) is not None:
+                    _show_login(desk, args)
                 sys.stdout.flush()
 
     try:

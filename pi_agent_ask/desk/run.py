@@ -10,22 +10,33 @@ server and disposes every runtime (drafts saved).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.agents import AgentRegistry
 from pi_agent_ask.desk.board import Board
-from pi_agent_ask.desk.connection import (
+from pi_agent_ask.desk.http import (
+    MCP_PATH,
+    DeskApp,
+    Listen,
+    ListenError,
+    is_loopback,
+    mcp_server,
+    parse_listen,
+)
+from pi_agent_ask.mcp_common import package_version
+from pi_agent_ask.mcp_common.connection import (
     DeskAddress,
     desk_file_path,
     find_desk,
@@ -33,15 +44,7 @@ from pi_agent_ask.desk.connection import (
     remove_desk_file,
     write_desk_file,
 )
-from pi_agent_ask.desk.http import (
-    MCP_PATH,
-    DeskApp,
-    ListenError,
-    is_loopback,
-    mcp_server,
-    parse_listen,
-)
-from pi_agent_ask.desk.journals import default_state_dir
+from pi_agent_ask.mcp_common.journals import StateDirInUse, default_state_dir, lock_state_dir
 from pi_agent_ask.web.app import WebDesk, web_base_url
 
 __all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
@@ -61,7 +64,8 @@ session, and its agent key (not the session) finds its questions."""
 
 
 class DeskAlreadyRunning(Exception):
-    """Another desk is running and answers at the connection file's URL."""
+    """Another desk is running and answers at the connection file's URL, or holds the state
+    directory."""
 
 
 @attrs.frozen
@@ -129,6 +133,40 @@ async def run_desk(
     state = state_dir if state_dir is not None else default_state_dir()
     if not is_loopback(where.host):
         warn(REMOTE_WARNING.format(host=where.host, file=file))
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(lock_state_dir(state))
+        except StateDirInUse as error:
+            raise DeskAlreadyRunning(str(error)) from None
+        await _run(
+            where=where,
+            file=file,
+            state=state,
+            settings=settings,
+            headless=headless,
+            input=input,
+            output=output,
+            progress_interval=progress_interval,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            task_status=task_status,
+        )
+
+
+async def _run(
+    *,
+    where: Listen,
+    file: Path,
+    state: Path,
+    settings: Path | None,
+    headless: bool,
+    input: Any,
+    output: Any,
+    progress_interval: float | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    task_status: trio.TaskStatus[Desk],
+) -> None:
 
     from pi_agent_ask.persistence.settings import load_settings, settings_path
 
@@ -176,7 +214,8 @@ async def run_desk(
             )
         await nursery.start(registry.run)
         manager = StreamableHTTPSessionManager(
-            mcp_server(registry), session_idle_timeout=SESSION_IDLE_TIMEOUT
+            mcp_server(registry, version=package_version()),
+            session_idle_timeout=SESSION_IDLE_TIMEOUT,
         )
         app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
         config = HypercornConfig()

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import attrs
 import jinja2
 import trio
 from starlette.applications import Starlette
@@ -44,7 +45,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import RemoteResponse, UserCommand
 from pi_agent_ask.desk.board import Board, Shown
 from pi_agent_ask.form import state as fs

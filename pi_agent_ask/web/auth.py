@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Literal
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 __all__ = [
     "ATTEMPT_LIMIT",

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
 from pi_agent_ask.persistence.history import (
     HistoryRecord,

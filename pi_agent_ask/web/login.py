@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from pi_agent_ask.desk.connection import DeskAddress, find_desk
+from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
 
 __all__ = ["NoDesk", "fetch_login_url", "print_qr"]
 

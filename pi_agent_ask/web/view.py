@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.desk.board import Board, Shown
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
