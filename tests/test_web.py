@@ -17,10 +17,10 @@ import trio
 from pi_agent_ask.desk.http import ListenError
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.types import AskParams, Draft, Option, Question
+from pi_agent_ask.form.types import AskParams, Draft, Image, Option, Question
 from pi_agent_ask.web.auth import ATTEMPT_LIMIT, ATTEMPT_WINDOW, CODE_LIFETIME, Auth
 from pi_agent_ask.web.security import COOKIE
-from pi_agent_ask.web.view import DraftError, drafts_from_json, remote_answers
+from pi_agent_ask.web.view import DraftError, drafts_from_json, has_images, remote_answers
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -104,6 +104,17 @@ def test_the_pages_drafts_are_checked_against_the_form() -> None:
     for data in bad:
         with pytest.raises(DraftError):
             drafts_from_json(state, data)
+
+
+def test_images_attached_on_the_terminal_stay_with_the_pages_drafts() -> None:
+    picture = Image(id="i1", mime_type="image/png", data="iVBORw0KGgo=")
+    state = form()
+    with_image = (Draft(custom_images=(picture,), custom_selected=True), Draft())
+    state, _ = fs.reduce(state, fs.ReplaceDrafts(with_image))
+    drafts = drafts_from_json(state, [{"customSelected": True, "note": "see picture"}, {}])
+    assert drafts[0].custom_images == (picture,) and drafts[0].custom_selected
+    assert drafts[0].note == "see picture"
+    assert has_images(drafts) and not has_images((Draft(), Draft()))
 
 
 def test_replace_drafts_keeps_the_form_open_and_journals_the_change() -> None:
