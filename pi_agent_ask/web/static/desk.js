@@ -53,13 +53,15 @@
     });
   }
 
-  async function post(path, body) {
+  // ``keepalive`` (the last draft as the page goes away) lets the request outlive the page;
+  // browsers take only small bodies that way, so it is not the default.
+  async function post(path, body, keepalive) {
     const response = await fetch(path, {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
       body: JSON.stringify(body),
       credentials: "same-origin",
-      keepalive: path === "/api/draft",
+      keepalive: keepalive === true,
     });
     let data = {};
     try { data = await response.json(); } catch (e) { data = {}; }
@@ -71,7 +73,7 @@
     loadMain(null);
   }
 
-  async function saveNow() {
+  async function saveNow(leavingPage) {
     clearTimeout(saveTimer);
     saveTimer = null;
     const id = formId();
@@ -79,7 +81,7 @@
     saving += 1;
     let result;
     try {
-      result = await post("/api/draft", { form: id, drafts: drafts() });
+      result = await post("/api/draft", { form: id, drafts: drafts() }, leavingPage === true);
     } finally {
       saving -= 1;
     }
@@ -269,7 +271,7 @@
     }
     changed(fs);
   });
-  window.addEventListener("pagehide", function () { if (saveTimer) saveNow(); });
+  window.addEventListener("pagehide", function () { if (saveTimer) saveNow(true); });
   // Drafts edited in another view (the terminal, another page) are shown here once the
   // person is not in the middle of typing on this one.
   function typingHere() {
@@ -294,6 +296,12 @@
 
   // -- the live stream --------------------------------------------------------------------
   const stream = new EventSource("/events");
+  stream.addEventListener("error", function () {
+    // The browser reconnects by itself unless the desk refused the stream (signed out).
+    if (stream.readyState === EventSource.CLOSED) {
+      say("The live connection to the desk closed: reload the page, or sign in again.");
+    }
+  });
   stream.addEventListener("board", function (event) {
     const digest = JSON.parse(event.data);
     const ids = digest.forms.map(function (f) { return f.id; });
