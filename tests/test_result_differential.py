@@ -490,24 +490,24 @@ def test_texts_kept_with_a_result_never_go_stale(
 def test_the_option_index_holds_the_labels_of_the_named_question(
     params: AskParams, qid: str
 ) -> None:
-    index = texts._option_index(params)
-    fresh = texts._option_index(params)
+    index = texts.option_index(params)
+    fresh = texts.option_index(params)
     assert index is not None and fresh is not None
     for question in params.questions:
         for value in [*(o.value for o in question.options), "stale"]:
             model = model_labels(params, question.id)
             expected = None if model is None else model.get(value)
-            assert fresh.label(question.id, value) == expected
-    assert fresh.label(qid, "stale") == (model_labels(params, qid) or {}).get("stale")
+            assert (fresh.of(question.id) or {}).get(value) == expected
+    assert (fresh.of(qid) or {}).get("stale") == (model_labels(params, qid) or {}).get("stale")
     for question_id in [qid, *(q.id for q in params.questions), qid]:
-        labels = texts._options_of(index, question_id)
+        labels = texts.options_of(index, question_id)
         model = model_labels(params, question_id)
         assert labels == model
         assert (None if labels is None else list(labels)) == (
             None if model is None else list(model)
         )
         for value in [*(model or ()), "stale"]:
-            assert index.label(question_id, value) == (model or {}).get(value)
+            assert (index.of(question_id) or {}).get(value) == (model or {}).get(value)
 
 
 def test_duplicate_option_values_and_question_ids_read_as_the_model_says() -> None:

@@ -53,27 +53,6 @@ def type_custom(text: str) -> tuple[fs.Command, ...]:
 # --------------------------------------------------------------------------------------------
 
 
-def test_new_form_holds_what_the_constructor_builds() -> None:
-    # new_form fills the state's fields itself (the reducer's fast copies): every field, with
-    # the constructor's values.
-    params = AskParams(questions=(question("a"), question("b", "multi", options=2)))
-    settings = fs.FormSettings(double_press_review_shortcuts=False)
-    for background in (False, True):
-        state = fs.new_form(params, settings, background=background)
-        built = fs.FormState(
-            params=params,
-            types=("single", "multi"),
-            drafts=(EMPTY_DRAFT, EMPTY_DRAFT),
-            cursors=(0, 0),
-            settings=settings,
-            background=background,
-        )
-        assert state == built
-        assert vars(state) == vars(built)
-        assert list(vars(state)) == [field.name for field in attrs.fields(fs.FormState)]
-    assert fs.new_form(params).settings == fs.FormSettings()
-
-
 def test_states_and_drafts_stay_frozen_after_a_command() -> None:
     state = run(form(question("a", "multi")), fs.Number(1), fs.Number(2))
     with pytest.raises(attrs.exceptions.FrozenInstanceError):

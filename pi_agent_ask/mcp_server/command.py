@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
-from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -21,10 +21,18 @@ def add_mcp_parsers(commands: Any) -> None:
     mcp.add_argument("--session", type=Path, help="session journal (default: one per agent key)")
     mcp.add_argument("--settings", type=Path, help="settings file instead of the default")
     mcp.add_argument(
+        "--state",
+        type=Path,
+        metavar="DIR",
+        help="the desk's state directory, where this agent's journal is kept for a desk "
+        "(default: the desk's default)",
+    )
+    mcp.add_argument(
         "--desk",
         default="auto",
         metavar="auto|off|URL[,URL...]",
-        help="show forms on a running desk (auto: when one answers; default auto)",
+        help="show forms on a desk (auto: whenever one runs, also one started later; "
+        "URLs: the first that answers, the next when it goes away; default auto)",
     )
     mcp.add_argument("--key", help="the agent's name on the desk (default: client@cwd)")
     mcp.add_argument(
@@ -69,6 +77,7 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
                 desk=args.desk,
                 key=args.key,
                 progress_interval=args.progress_interval,
+                state_dir=args.state,
             )
         )
     except DeskUnavailable as error:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+import attrs
 import cbor2
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence.session_file import Entry
 
 __all__ = [

@@ -27,9 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-import cbor2
+import attrs
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.types import AskParams, QuestionType
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import entries as je
@@ -213,38 +212,7 @@ def completion_entries(
     history: dict[str, Any] = {"version": 1, **body}
     if not background:
         return [(HISTORY_COMPLETED, history)]
-    queue = dict(body)
-    # A result and no error (every answered form): both entries' CBOR written here, the
-    # result's bytes in place (``codec.Encoded``); the request id is text below 256 bytes.
-    spliced = body.get("result")
-    request_id = _short_text(outcome.request_id)
-    if spliced is not None and len(body) == 2 and request_id is not None:
-        pairs = b"".join((_REQUEST_ID, request_id, _RESULT, spliced.cbor))
-        nesting = 1 + spliced.nesting()
-        return [
-            (HISTORY_COMPLETED, codec.Encoded.made(history, _HISTORY_HEAD + pairs, nesting)),
-            (QUEUE_COMPLETED, codec.Encoded.made(queue, _QUEUE_HEAD + pairs, nesting)),
-        ]
-    return [(HISTORY_COMPLETED, history), (QUEUE_COMPLETED, queue)]
-
-
-def _short_text(value: Any) -> bytes | None:
-    """``cbor2.dumps(value)`` for ASCII text shorter than 256 characters (every id and time
-    the runtime writes); ``None`` for anything else, whose entry then stays a plain map."""
-    if type(value) is not str or not value.isascii() or len(value) >= 256:
-        return None
-    return codec.TEXT_HEADS[len(value)] + value.encode()
-
-
-def _words(*items: Any) -> bytes:
-    """The CBOR of ``items`` one after the other (a map's keys and values)."""
-    return b"".join(cbor2.dumps(item) for item in items)
-
-
-_REQUEST_ID: Final = _words("requestId")
-_RESULT: Final = _words("result")
-_HISTORY_HEAD: Final = codec.MAP_HEADS[3] + _words("version", 1)
-_QUEUE_HEAD: Final = codec.MAP_HEADS[2]
+    return [(HISTORY_COMPLETED, history), (QUEUE_COMPLETED, dict(body))]
 
 
 def outcome_from_entry(data: Mapping[str, Any], parent_tool_call_id: str | None) -> Outcome | None:

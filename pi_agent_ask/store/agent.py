@@ -24,17 +24,18 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
+import attrs
 import mcp.types as types
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.form.result import AskResult, BackgroundOutcome, invalid_result
+from pi_agent_ask.form.schema_check import schema_error_text
 from pi_agent_ask.form.types import AskParams
-from pi_agent_ask.form.validate import params_from_saved, schema_error_text, validate_ask_params
-from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
-from pi_agent_ask.mcp_server.tools import (
+from pi_agent_ask.form.validate import params_from_saved, validate_ask_params
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common.tools import (
     ELSEWHERE_TEXT,
     PROGRESS_MESSAGE,
     ReportProgress,

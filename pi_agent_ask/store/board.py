@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.result import answers_from_remote, build_result
 from pi_agent_ask.form.validate import params_from_saved
 from pi_agent_ask.store.db import Claim, FormRow, Refused, Store, Submitted

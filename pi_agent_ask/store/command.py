@@ -42,7 +42,7 @@ def add_store_parser(commands: Any) -> None:
 def cmd_store(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import psycopg
 
-    from pi_agent_ask.desk.journals import InvalidKey, check_key
+    from pi_agent_ask.mcp_common.journals import InvalidKey, check_key
     from pi_agent_ask.store.db import Store
 
     try:

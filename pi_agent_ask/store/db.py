@@ -34,11 +34,11 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Final, Literal
 
+import attrs
 import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.store.schema import AGENT_ROLE, DESK_ROLE, SCHEMA, TOKENS_ROLE, migrate
 
 __all__ = [

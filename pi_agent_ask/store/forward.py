@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
+import attrs
 import httpx2
 import mcp.types as types
 import trio
@@ -27,9 +28,8 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
-from pi_agent_ask import _attrs as attrs
-from pi_agent_ask.desk.connection import STATUS_PATH
-from pi_agent_ask.desk.forward import BROKEN_CODES, CONNECT_TIMEOUT
+from pi_agent_ask.mcp_common.connection import STATUS_PATH
+from pi_agent_ask.mcp_server.forward import BROKEN_CODES, CONNECT_TIMEOUT
 from pi_agent_ask.store.agent import CALL_KEY_META
 
 __all__ = ["RETRY_FOR", "FailoverUpstream", "parse_desk_urls", "serve_stdio_via_team"]

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import mcp.types as types
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.desk.http import (
     DISCONNECTED,
     INVALID_PARAMS,

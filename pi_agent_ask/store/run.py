@@ -13,12 +13,12 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.desk.http import MCP_PATH, ListenError, is_loopback, parse_listen
 from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT
 from pi_agent_ask.store.board import TeamBoard, desk_name

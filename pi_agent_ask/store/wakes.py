@@ -21,10 +21,10 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import attrs
 import psycopg
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.store.db import BOARD_NOTE, CHANNEL, OUTCOME_NOTE, Store
 
 __all__ = ["AsyncStore", "Wakes", "listen"]
