@@ -320,7 +320,11 @@ async def test_a_non_loopback_listen_needs_allow_remote(tmp_path: Path) -> None:
     warnings: list[str] = []
     with trio.fail_after(60):
         async with open_desk(
-            tmp_path, listen="0.0.0.0:0", allow_remote=True, warn=warnings.append
+            tmp_path,
+            listen="0.0.0.0:0",
+            allow_remote=True,
+            tls_elsewhere=True,
+            warn=warnings.append,
         ) as desk:
             assert warnings and "not a loopback address" in warnings[0]
             async with httpx2.AsyncClient() as http:

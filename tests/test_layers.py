@@ -8,7 +8,8 @@ A module may import its own layer and the layers below it, never one above. Ever
 counts: top-level ones, those inside functions (lazy imports only defer the cost, not the
 dependency) and those under ``TYPE_CHECKING``. Host-level modules (the package's
 ``__init__``, ``cli``, ``host``, ``aio``, ``integrations``, ``mcp_common``, ``mcp_server``,
-``desk``) may import anything below them. Among them, the stdio MCP server and the desk never
+``desk``, ``web``,
+``store``) may import anything below them. Among them, the stdio MCP server and the desk never
 import each other: what both need is ``mcp_common``, which imports neither. A new top-level
 module or package fails here until it is given a layer.
 """
@@ -26,8 +27,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pi_agent_ask"
 LAYERS = {
     "form": 0,
     "events": 0,
-    "heap": 0,
-    "_attrs": 0,  # the attrs decorators every layer's classes use (lazy methods)
     "persistence": 1,
     "actors": 2,
     "ui": 3,
@@ -40,6 +39,8 @@ LAYERS = {
     "mcp_common": 4,
     "mcp_server": 4,
     "desk": 4,
+    "web": 4,
+    "store": 4,  # the team store: PostgreSQL behind the desk
     "": 4,  # the package's own __init__ (lazy re-exports of the public names)
 }
 NAMES = {0: "form", 1: "persistence", 2: "actors", 3: "ui", 4: "host"}

@@ -17,9 +17,9 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.form import FormInput, Surface
@@ -220,6 +220,9 @@ class RuntimeCore:
     _write_terminal: Callable[[str], None] = attrs.field(default=lambda _text: None)
     """Where notification bytes go (``open_runtime(write_terminal=)``): notifications without a
     command are written from the form's task (``notifications.send_now``)."""
+    _notify_link: Callable[[str], str | None] | None = None
+    """The page of a form, by flow id (``open_runtime(notify_link=)``: the web desk), carried
+    to command channels as ``ASK_NOTIFY_URL``."""
     _epoch: int = 0
     _model_requested: bool = False
     _routing_submit: bool = False

@@ -20,9 +20,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import answers_from_remote
 from pi_agent_ask.form.untrusted import scrub_text

@@ -47,9 +47,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Generic, TypeVar
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence.session_file import (
     COMPACTION_TYPE,
     CURRENT_LEAF,

@@ -36,9 +36,9 @@ import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused

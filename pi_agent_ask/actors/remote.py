@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.core import RuntimeCore, hand_over
 from pi_agent_ask.actors.form import FLOW_NOT_ACTIVE, FormInput, RemoteResponse

@@ -25,11 +25,11 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import ask, dispatch, hooks, recovery, remote
 from pi_agent_ask.actors import config as cfg
@@ -66,6 +66,8 @@ from pi_agent_ask.form.text import (
     WAIT_INTERRUPTED_TEXT,
     WAIT_NON_TUI_TEXT,
 )
+
+T = TypeVar("T")
 
 __all__ = [
     "CALL_FAILURES",
@@ -176,6 +178,12 @@ class Runtime(RuntimeCore):
         cancellation and bugs propagate (``docs/errors.md``)."""
         return await dispatch.call_tool(self, name, arguments, tool_call_id, parent_tool_call_id)
 
+    async def read_journal(self, read: Callable[[Any], T]) -> T:
+        """``read(session_file)`` run where the journal is (the persistence actor's worker
+        thread), for readers outside the tools: the web desk's history and export."""
+        result: T = await self._writer.read(read)
+        return result
+
     async def run_background_form(
         self,
         request: AskRequest,
@@ -245,6 +253,7 @@ async def _open_runtime(
     write_terminal: Any = None,
     agent_idle: bool = True,
     terminal: TerminalFactory | None = None,
+    notify_link: Callable[[str], str | None] | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open a runtime; see ``API.md``. Leaving the block disposes every actor.
 
@@ -256,7 +265,8 @@ async def _open_runtime(
     layer passes it: ``pi_agent_ask.open_runtime``; ``pi_agent_ask.aio`` passes one whose
     application runs on the host loop); without it such a runtime is headless. The runtime
     attaches it (settings saves, working directory), sends notification bytes to ``output``
-    and supervises it: a failure ends the forms with an error.
+    and supervises it: a failure ends the forms with an error. ``notify_link`` gives a form's
+    page by flow id (the web desk), passed to notification commands as ``ASK_NOTIFY_URL``.
     """
     import os
 
@@ -329,6 +339,7 @@ async def _open_runtime(
                 activity_tx=activity_tx,
                 hook_calls=hook_calls,
                 write_terminal=write_terminal,
+                notify_link=notify_link,
             )
             actor = q.QueueActor(
                 journal=writer,

@@ -26,9 +26,9 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.persistence import (
     PersistenceHandle,
     open_persistence,

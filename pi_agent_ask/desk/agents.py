@@ -15,10 +15,10 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown
@@ -151,6 +151,8 @@ class AgentRegistry:
     """Seconds between progress notifications of long waits (``None``: AgentTools' default)."""
     write_terminal: Callable[[str], None] | None = None
     """Where the runtimes' notification bytes go (``None``: nowhere)."""
+    form_url: Callable[[str, str], str] | None = None
+    """The web page of agent ``key``'s form ``flow_id`` (notification commands get it)."""
     _agents: dict[str, Agent] = attrs.field(factory=dict)
     _opening: dict[str, trio.Event] = attrs.field(factory=dict)
     _failures: dict[str, str] = attrs.field(factory=dict)
@@ -239,6 +241,7 @@ class AgentRegistry:
                 # Never idle: an idle wake would hand a recovered answer to ``wakeups``, which
                 # nothing reads over MCP (the agent takes it with its next call).
                 agent_idle=False,
+                notify_link=self._link(key),
             ) as runtime:
                 extra = (
                     {}
@@ -276,6 +279,12 @@ class AgentRegistry:
             if not started:
                 raise
             self.notice(f"Agent {key!r} stopped: {type(error).__name__}: {error}")
+
+    def _link(self, key: str) -> Callable[[str], str | None] | None:
+        form_url = self.form_url
+        if form_url is None:
+            return None
+        return lambda flow_id: form_url(key, flow_id)
 
     async def _relay_notices(self, key: str, runtime: Any) -> None:
         async for text in runtime.notices:

@@ -17,12 +17,12 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.agents import AgentRegistry
 from pi_agent_ask.desk.board import Board
@@ -45,6 +45,7 @@ from pi_agent_ask.mcp_common.connection import (
     write_desk_file,
 )
 from pi_agent_ask.mcp_common.journals import StateDirInUse, default_state_dir, lock_state_dir
+from pi_agent_ask.web.app import WebDesk, web_base_url
 
 __all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
 
@@ -78,6 +79,8 @@ class Desk:
     cancel: Callable[[], None]
     stopped: trio.Event
     """Set once the desk stopped (its connection file is gone)."""
+    web: WebDesk | None = None
+    """The web desk on the same listener (``login_url()`` makes a sign-in URL)."""
 
 
 async def run_desk(
@@ -86,6 +89,9 @@ async def run_desk(
     state_dir: Path | None = None,
     settings: Path | None = None,
     allow_remote: bool = False,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    tls_elsewhere: bool = False,
     desk_file: Path | None = None,
     headless: bool = False,
     input: Any = None,
@@ -100,13 +106,22 @@ async def run_desk(
     each agent's runtime only (tests, benchmarks, scripted answerers). ``input``/``output``
     are prompt_toolkit objects for the terminal (``None``: the process's terminal). ``warn``
     receives the non-loopback warning; ``progress_interval`` overrides the seconds between
-    progress notifications of long waits. Raises ``ListenError`` and :class:`DeskAlreadyRunning`.
+    progress notifications of long waits. ``tls_cert``/``tls_key``: serve HTTPS; a
+    non-loopback listen needs them, or ``tls_elsewhere`` (a tunnel or a proxy protects the
+    traffic). Raises ``ListenError`` and :class:`DeskAlreadyRunning`.
     """
     where = parse_listen(listen)
     if not is_loopback(where.host) and not allow_remote:
         raise ListenError(
             f"refusing to listen on {where.host}, which is not a loopback address; "
             "pass --allow-remote to do it anyway (every request still needs the token)"
+        )
+    if (tls_cert is None) != (tls_key is None):
+        raise ListenError("--tls-cert and --tls-key go together")
+    if not is_loopback(where.host) and tls_cert is None and not tls_elsewhere:
+        raise ListenError(
+            f"refusing to listen on {where.host} without TLS: pass --tls-cert and --tls-key, "
+            "or --tls-elsewhere when a tunnel or a proxy protects the traffic (docs/web.md)"
         )
     file = desk_file if desk_file is not None else desk_file_path()
     running = await find_desk(path=file)
@@ -132,6 +147,8 @@ async def run_desk(
             input=input,
             output=output,
             progress_interval=progress_interval,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
             task_status=task_status,
         )
 
@@ -146,6 +163,8 @@ async def _run(
     input: Any,
     output: Any,
     progress_interval: float | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
     task_status: trio.TaskStatus[Desk],
 ) -> None:
 
@@ -177,6 +196,9 @@ async def _run(
             write_terminal=None if headless else display.write_terminal,
         )
         board.blocked_on = registry.blocked_on
+        token = new_token()
+        web = WebDesk(board=board, registry=registry, token=token, secure=tls_cert is not None)
+        registry.form_url = web.form_url
         if not headless:
             from pi_agent_ask.ui.surface import run_terminal_surface
 
@@ -195,10 +217,12 @@ async def _run(
             mcp_server(registry, version=package_version()),
             session_idle_timeout=SESSION_IDLE_TIMEOUT,
         )
-        token = new_token()
-        app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid())
+        app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
         config = HypercornConfig()
         config.bind = [where.bind]
+        if tls_cert is not None and tls_key is not None:
+            config.certfile = str(tls_cert)
+            config.keyfile = str(tls_key)
         config.errorlog = None
         config.accesslog = None
         # Idle client connections stay open between calls for an hour (clients reuse them).
@@ -207,8 +231,10 @@ async def _run(
             binds: list[str] = await nursery.start(serve, app, config)
             port = int(binds[0].rsplit(":", 1)[1])
             app.port = port
+            scheme = "https" if tls_cert is not None else "http"
+            web.base_url = web_base_url(scheme, where.host, port)
             address = DeskAddress(
-                url=f"http://{where.bind.rsplit(':', 1)[0]}:{port}{MCP_PATH}",
+                url=f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{port}{MCP_PATH}",
                 token=token,
                 pid=os.getpid(),
             )
@@ -217,6 +243,7 @@ async def _run(
                 await trio.to_thread.run_sync(write_desk_file, file, address)
                 if not headless:  # shown once the file is written: a client can read it then
                     display.url = address.url
+                    display.sign_in = _sign_in_text(web.login_url(), is_loopback(where.host))
                     display.invalidate()
                 task_status.started(
                     Desk(
@@ -226,6 +253,7 @@ async def _run(
                         board=board,
                         cancel=nursery.cancel_scope.cancel,
                         stopped=stopped,
+                        web=web,
                     )
                 )
                 await trio.sleep_forever()
@@ -234,6 +262,26 @@ async def _run(
                     remove_desk_file(file, address)
                 stopped.set()
                 nursery.cancel_scope.cancel()
+
+
+def _sign_in_text(url: str, loopback: bool) -> str:
+    """The terminal desk's sign-in lines for its web page (with a QR code for a phone when
+    other machines can reach the listen)."""
+    lines = [
+        "",
+        " Answer in a browser too: open this link once (it lasts 10 minutes;",
+        " 'pi-agent-ask desk login-url' makes another):",
+        f" {url}",
+    ]
+    if not loopback:
+        import io
+
+        from pi_agent_ask.web.login import print_qr
+
+        drawn = io.StringIO()
+        print_qr(url, drawn)
+        lines.extend(" " + line for line in drawn.getvalue().splitlines())
+    return "\n".join(lines) + "\n"
 
 
 def _ignore(_text: str) -> None:

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 __all__ = [
     "DESK_FILE_ENV",

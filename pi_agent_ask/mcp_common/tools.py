@@ -64,10 +64,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form import tools as tool_names

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -29,8 +30,9 @@ def add_mcp_parsers(commands: Any) -> None:
     mcp.add_argument(
         "--desk",
         default="auto",
-        metavar="auto|off|URL",
-        help="show forms on a desk (auto: whenever one runs, also one started later; default auto)",
+        metavar="auto|off|URL[,URL...]",
+        help="show forms on a desk (auto: whenever one runs, also one started later; "
+        "URLs: the first that answers, the next when it goes away; default auto)",
     )
     mcp.add_argument("--key", help="the agent's name on the desk (default: client@cwd)")
     mcp.add_argument(
@@ -54,6 +56,19 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
     if args.progress_interval <= 0:
         stderr.write("pi-agent-ask mcp: --progress-interval must be positive\n")
         return EXIT_USAGE
+    from pi_agent_ask.store.command import team_desk_urls
+
+    try:
+        team = team_desk_urls(args.desk, os.environ)
+    except ValueError as error:
+        stderr.write(f"pi-agent-ask mcp: {error}\n")
+        return EXIT_USAGE
+    if team is not None:  # desks of a team store, with this agent's token (docs/team.md)
+        from pi_agent_ask.store.forward import serve_stdio_via_team
+
+        urls, token = team
+        trio.run(lambda: serve_stdio_via_team(urls, token))
+        return EXIT_OK
     try:
         trio.run(
             lambda: serve(

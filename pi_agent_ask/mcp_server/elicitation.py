@@ -31,11 +31,11 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import FormInput, RemoteResponse
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import AskParams

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx2
 import mcp.types as types
 import trio
@@ -24,7 +25,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.mcp_common.connection import KEY_HEADER, desk_file_path, find_desk
 
 __all__ = ["DeskGone", "DeskUpstream", "forward_call", "forward_list"]

@@ -35,10 +35,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import mcp.types as types
 import trio
-
-from pi_agent_ask import _attrs as attrs
 
 if TYPE_CHECKING:
     # The tools (and the runtime under them) load with the first call, after ``initialize``.

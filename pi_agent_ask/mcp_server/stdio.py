@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 import mcp.types as types
 import trio
 from mcp.server.lowlevel.server import Server
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, package_version
 
 if TYPE_CHECKING:
