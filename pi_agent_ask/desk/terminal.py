@@ -252,7 +252,8 @@ class DeskSurface(TerminalSurface):
                             Window(height=1, char="─", style="class:ask.rule"), filter=wide
                         ),
                         ConditionalContainer(
-                            Window(FormattedTextControl(self._sign_in)), filter=empty
+                            Window(FormattedTextControl(self._sign_in), wrap_lines=True),
+                            filter=empty,
                         ),
                         form,
                     ]
