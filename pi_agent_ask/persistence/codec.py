@@ -25,7 +25,7 @@ the value sits.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import cbor2
@@ -239,7 +239,7 @@ class Spliced:
     Not a mapping: the session freezes it to ``value`` wherever it freezes data (``freeze``),
     so every reader of an entry sees the plain value."""
 
-    __slots__ = ("cbor", "value")
+    __slots__ = ("_frozen", "cbor", "value")
 
     def __init__(self, value: Any, cbor: bytes | None = None) -> None:
         """``cbor``: the value's encoding when the caller already has it (exactly what
@@ -251,6 +251,14 @@ class Spliced:
             except cbor2.CBOREncodeError as exc:
                 raise TypeError(f"entry data cannot be stored: {exc}") from exc
         self.cbor: bytes = cbor
+        self._frozen: Any = None
+
+    def frozen(self, freeze: Callable[[Any], Any]) -> Any:
+        """``freeze(value)``, made once: every entry holding the value shares it (a frozen
+        value is immutable)."""
+        if self._frozen is None:
+            self._frozen = freeze(self.value)
+        return self._frozen
 
 
 def _splice(encoder: cbor2.CBOREncoder, value: Any) -> None:

@@ -68,8 +68,7 @@ def thaw(value: Any) -> Any:
 
 
 def presented_types(params: AskParams) -> list[QuestionType]:
-    # ``question.effective_type`` inline (a property call per question).
-    return [question.presented_type or question.type for question in params.questions]
+    return [question.effective_type for question in params.questions]
 
 
 def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[str, Any]:
@@ -78,15 +77,15 @@ def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[
 
 
 # The request builders take the request's ``params.to_json()`` when the caller has it
-# (``shared``): one call's three entries then hold one copy, which nothing changes (the
-# session file encodes entry data as given and hands back entries decoded from the file).
-# ``shared_params`` makes it encoded once for all three (``codec.Spliced``: the same bytes).
+# (``shared``): one call's three entries then hold one copy, which nothing changes.
+# ``shared_params`` makes it encoded and frozen once for all three (``codec.Spliced``: the
+# same bytes).
 
 
 def shared_params(params: AskParams) -> codec.Spliced:
     """``params.to_json()``, encoded once, for the ``shared`` of the builders below. With
     several questions their list is encoded once too, for the history request holds it again
-    (``_question_records``; splicing costs about what one question's encoding does)."""
+    (``_question_records``)."""
     made = params.to_json()
     if len(params.questions) >= SPLICED_QUESTIONS:
         made["questions"] = codec.Spliced(made["questions"])
@@ -155,10 +154,7 @@ def _question_records(
         questions = questions.value
     records = []
     for q, question in zip(params.questions, questions, strict=True):
-        presented = q.presented_type  # ``_question_record`` inline (it runs per question)
-        if presented is not None and presented != q.type:
-            question = {**question, "presentedType": presented}
-        records.append(question)
+        records.append(_question_record(q, question))
     return records
 
 
@@ -187,12 +183,8 @@ def queued_entry(
 
 
 def _single_as_multi(params: AskParams) -> bool:
-    """Whether a requested single-select question is presented as multi-select (a loop: a
-    generator costs more than the test)."""
-    for q in params.questions:  # noqa: SIM110 (see above)
-        if q.presented_type == "multi" and q.type == "single":
-            return True
-    return False
+    """Whether a requested single-select question is presented as multi-select."""
+    return any(q.presented_type == "multi" and q.type == "single" for q in params.questions)
 
 
 def completion_entries(

@@ -179,7 +179,7 @@ class JournalFold:
 
     def _background_answer(self, data: Mapping[str, Any], loc: Loc) -> None:
         details = data.get("details")
-        if details is None or not isinstance(details, (dict, Mapping)):  # ``map_field``
+        if details is None or not isinstance(details, Mapping):  # ``map_field``
             return
         request_id = details.get("requestId")
         if isinstance(request_id, str):

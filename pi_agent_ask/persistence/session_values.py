@@ -130,7 +130,7 @@ def freeze(value: Any) -> Any:
     if isinstance(value, bytearray):
         return bytes(value)
     if kind is codec.Spliced:  # stored as its value
-        return freeze(value.value)
+        return value.frozen(freeze)
     return value
 
 
