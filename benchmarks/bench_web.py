@@ -60,9 +60,14 @@ def percentiles(samples: list[float]) -> str:
 
 def poll(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
     """Ask the browser until ``predicate`` holds (each check is one WebDriver round trip)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
     end = time.perf_counter() + timeout
     while time.perf_counter() < end:
-        value = predicate()
+        try:
+            value = predicate()
+        except StaleElementReferenceException:
+            continue  # the page swapped that part out: ask again
         if value:
             return value
     raise TimeoutError("the page did not get there")
@@ -117,7 +122,7 @@ async def run(driver: Any) -> None:
 
                 def click_submit(last: str | None = last) -> tuple[str, float]:
                     shown = poll(lambda: (form_id(driver) or last) != last and form_id(driver))
-                    driver.find_element("id", "submit").click()  # the review step
+                    poll(lambda: driver.find_element("id", "submit").click() or True)  # review
                     poll(lambda: driver.find_element("id", "review").is_displayed())
                     submit = driver.find_element("id", "submit")
                     start = time.perf_counter()

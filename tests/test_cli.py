@@ -147,7 +147,7 @@ def test_history_list_for_a_person_fits_80_columns(tmp_path: Path) -> None:
     request:question key stays whole (``history read`` takes it) and the question is shown in
     whole words."""
     from pi_agent_ask.cli import history_table
-    from pi_agent_ask.form.text import cell_width
+    from pi_agent_ask.form.transcript import cell_width
 
     session = tmp_path / "demo.pas"
     assert run("demo", "--headless", "--session", str(session)).returncode == 0

@@ -152,9 +152,11 @@ async def test_call_cut_by_the_client_timeout_still_delivers_later(home: Home) -
 
     with trio.fail_after(60):
         async with server(home, elicit=elicit) as client:
+            await client.list_tools()  # as clients do first (the server opens its runtime)
             with pytest.raises(MCPError):
-                # The client's own tool timeout cuts the call (it sends a cancellation).
-                await client.call_tool("ask_user", ASK, read_timeout_seconds=0.2)
+                # The client's own tool timeout cuts the call (it sends a cancellation); the
+                # form is shown by then and waits for the person (``release``).
+                await client.call_tool("ask_user", ASK, read_timeout_seconds=2.0)
             await client.send_ping()
             release.set()
             waited = await call(client, "wait_for_answers", {})

@@ -1,16 +1,14 @@
 """Every agent-facing output of a rich form, byte for byte, against a stored copy.
 
-The result path (``build_result``, the texts kept with a result, ``tool_result``,
-``background_answer_message``, the waits) is built for speed; ``test_result_differential.py``
-holds it equal to a plain model over generated forms. This file pins the exact outputs of one
-hand-made form that has every kind of answer at once (options with a recommended one, custom
-text, skipped, unanswered, note-only, multi-select, presented types, images on every place,
-stale keys, text with control characters), submitted and cancelled, with and without params,
-and each asked twice (the second answer comes from what the result kept).
+The result path (``build_result``, ``tool_result``, ``background_answer_message``, the waits)
+is pinned here on one hand-made form that has every kind of answer at once (options with a
+recommended one, custom text, skipped, unanswered, note-only, multi-select, presented types,
+images on every place, stale keys, text with control characters), submitted and cancelled,
+with and without params, and each asked twice.
 
-``tests/data/result_golden.json`` was written from the outputs before the result path was
-made faster, and the outputs must stay exactly these: JSON text (key order included), and the
-values' Python types, which JSON alone would blur (tuples and lists, ``str`` subclasses).
+The outputs in ``tests/data/result_golden.json`` must stay exactly these: JSON text (key order
+included), and the values' Python types, which JSON alone would blur (tuples and lists, ``str``
+subclasses).
 """
 
 from __future__ import annotations

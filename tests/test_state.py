@@ -439,9 +439,11 @@ def test_notes_never_count_as_answers() -> None:
     assert fs.answered_count(state) == 0
 
 
-def test_option_note_is_ignored_on_custom_row_and_review() -> None:
+def test_option_note_on_the_custom_row_is_the_question_note_and_ignored_on_review() -> None:
     state = run(form(question("a", options=1)), fs.NextOption(), fs.EditorClose())
-    assert run(state, fs.OpenOptionNote()) == state
+    # A typed answer has no option value to note: ``n`` there opens the question's note.
+    assert run(state, fs.OpenOptionNote()) == run(state, fs.OpenQuestionNote())
+    assert run(state, fs.OpenOptionNote()).editor is not None
     review = run(state, fs.SelectTab(1))
     assert run(review, fs.OpenOptionNote()) == review
     assert run(review, fs.OpenQuestionNote()) == review

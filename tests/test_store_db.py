@@ -114,3 +114,27 @@ def test_rows_unreadable_under_another_key(store: Store, desk_url: str) -> None:
         assert conn.execute("SELECT count(*) FROM pi_agent_ask.outcomes").fetchone() == (0,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("SELECT * FROM pi_agent_ask.tokens")
+
+
+def test_store_commands(pg_cluster: Cluster, store_db: str, store: Store) -> None:  # noqa: F811
+    import io
+
+    from pi_agent_ask.cli import main
+
+    admin = pg_cluster.url(store_db)
+    out = io.StringIO()
+    from contextlib import redirect_stdout
+
+    with redirect_stdout(out):
+        assert main(["store", "init", admin]) == 0
+        assert main(["store", "token", admin, "--agent", "ci-7"]) == 0
+    lines = out.getvalue().splitlines()
+    assert (
+        lines[0] == "pi-agent-ask store: schema ready; migrations applied: none (already current)"
+    )
+    assert store.agent_for_token(lines[1]) == "ci-7"
+    with redirect_stdout(io.StringIO()) as revoked:
+        assert main(["store", "revoke", admin, "--agent", "ci-7"]) == 0
+    assert "1 token(s) of 'ci-7' revoked" in revoked.getvalue()
+    assert store.agent_for_token(lines[1]) is None
+    assert main(["store", "init", "host=/nonexistent dbname=x"]) == 1

@@ -17,10 +17,10 @@ import trio
 from pi_agent_ask.desk.http import ListenError
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.types import AskParams, Draft, Option, Question
+from pi_agent_ask.form.types import AskParams, Draft, Image, Option, Question
 from pi_agent_ask.web.auth import ATTEMPT_LIMIT, ATTEMPT_WINDOW, CODE_LIFETIME, Auth
 from pi_agent_ask.web.security import COOKIE
-from pi_agent_ask.web.view import DraftError, drafts_from_json, remote_answers
+from pi_agent_ask.web.view import DraftError, drafts_from_json, has_images, remote_answers
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -104,6 +104,17 @@ def test_the_pages_drafts_are_checked_against_the_form() -> None:
     for data in bad:
         with pytest.raises(DraftError):
             drafts_from_json(state, data)
+
+
+def test_images_attached_on_the_terminal_stay_with_the_pages_drafts() -> None:
+    picture = Image(id="i1", mime_type="image/png", data="iVBORw0KGgo=")
+    state = form()
+    with_image = (Draft(custom_images=(picture,), custom_selected=True), Draft())
+    state, _ = fs.reduce(state, fs.ReplaceDrafts(with_image))
+    drafts = drafts_from_json(state, [{"customSelected": True, "note": "see picture"}, {}])
+    assert drafts[0].custom_images == (picture,) and drafts[0].custom_selected
+    assert drafts[0].note == "see picture"
+    assert has_images(drafts) and not has_images((Draft(), Draft()))
 
 
 def test_replace_drafts_keeps_the_form_open_and_journals_the_change() -> None:
@@ -325,3 +336,40 @@ def _loopback(url: str) -> str:
     """The URL's origin with its host replaced by 127.0.0.1 (the test reaches it there)."""
     port = url.split("/login")[0].rsplit(":", 1)[1]
     return f"http://127.0.0.1:{port}"
+
+
+async def test_a_draft_sent_by_the_page_is_in_the_journal_after_a_desk_restart(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(90):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("Keep"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            shown = desk.board.current
+            assert shown is not None
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                body = {
+                    "form": f"alpha/{shown.flow_id}",
+                    "drafts": [{"selected": [1], "note": "typed on the phone"}],
+                }
+                headers = {"origin": base, "x-csrf-token": csrf}
+                saved = await http.post(base + "/api/draft", json=body, headers=headers)
+                assert saved.status_code == 200, saved.text
+                malformed = {**body, "drafts": [{"selected": "all"}]}
+                refused = await http.post(base + "/api/draft", json=malformed, headers=headers)
+                assert refused.status_code == 400 and "selected" in refused.json()["error"]
+            await desk.board.wait_for(
+                lambda board: (
+                    board.current is not None
+                    and board.current.state.drafts[0].note == "typed on the phone"
+                )
+            )
+        # The desk stopped (its runtimes saved and closed their journals); a new one reopens them.
+        async with open_desk(tmp_path) as again:
+            await again.board.wait_for(lambda board: board.current is not None)
+            assert again.board.current is not None
+            (draft,) = again.board.current.state.drafts
+            assert draft.selected == (1,) and draft.note == "typed on the phone"

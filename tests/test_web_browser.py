@@ -50,8 +50,12 @@ def wait_until(driver: Any, predicate: Callable[[Any], Any], timeout: float = 10
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
+    # Until the deadline, a part of the page being swapped, or not there yet, means "not yet".
     wait = WebDriverWait(
-        driver, timeout, poll_frequency=0.02, ignored_exceptions=[StaleElementReferenceException]
+        driver,
+        timeout,
+        poll_frequency=0.02,
+        ignored_exceptions=[StaleElementReferenceException, AssertionError],
     )
     return wait.until(predicate)
 
@@ -164,6 +168,19 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
                     .text
                 )
                 assert "blocked" in browser.find_element("css selector", ".from").text
+                base_url = url.split("/login")[0]
+
+                def second_page() -> tuple[str, str]:
+                    """The same form open in a second tab (another page on it)."""
+                    first = browser.current_window_handle
+                    browser.switch_to.new_window("tab")
+                    browser.get(base_url + "/")
+                    wait_until(browser, form_shown)
+                    second = browser.current_window_handle
+                    browser.switch_to.window(first)
+                    return first, second
+
+                first_tab, second_tab = await run(second_page)
                 await run(lambda: fill_form(browser))
 
                 def submit_until_gone() -> None:
@@ -191,6 +208,16 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
                             wait_until(browser, lambda d: not form_shown(d))
 
                 await run(submit_until_gone)
+
+                def told_in_the_other_tab() -> str:
+                    browser.switch_to.window(second_tab)
+                    wait_until(browser, lambda d: not form_shown(d))
+                    text = d_text(browser, "#status")
+                    browser.close()
+                    browser.switch_to.window(first_tab)
+                    return text
+
+                assert "answered elsewhere" in await run(told_in_the_other_tab)
             (result,) = results
             assert not result.is_error, result
             answers = result.structured_content["answers"]

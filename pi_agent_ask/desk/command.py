@@ -138,7 +138,9 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
             if store_url:  # a team desk (pi_agent_ask/store)
                 from pi_agent_ask.store.command import run_desk_on_store
 
-                desk = await nursery.start(run_desk_on_store(args, store_url, warn))
+                desk = await nursery.start(
+                    run_desk_on_store(args, store_url, warn, nursery.cancel_scope.cancel)
+                )
                 url = desk.url
             else:
                 desk = await nursery.start(serve)

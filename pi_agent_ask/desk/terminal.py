@@ -38,6 +38,7 @@ from prompt_toolkit.output import Output
 
 from pi_agent_ask.desk.board import Board
 from pi_agent_ask.form.sanitize import sanitize_line
+from pi_agent_ask.persistence.settings import Config
 from pi_agent_ask.ui.surface import TerminalSurface
 
 __all__ = [
@@ -170,6 +171,14 @@ class DeskSurface(TerminalSurface):
         del self.notices[:-MAX_NOTICES]
         self.invalidate()
 
+    def apply_config(self, config: Config) -> None:
+        """A config was saved: the settings file loads now, so the notices its load gave
+        leave the status line too, the desk's own and those the agents' runtimes relayed
+        (``key: notice``)."""
+        stale = self.settings.notices
+        super().apply_config(config)
+        self.notices[:] = [text for text in self.notices if not any(n in text for n in stale)]
+
     def write_terminal(self, text: str) -> None:
         """Notification bytes (bell, OSC 9/777) of the agents' runtimes, to the desk's
         terminal while it is on screen (dropped otherwise)."""
@@ -243,7 +252,8 @@ class DeskSurface(TerminalSurface):
                             Window(height=1, char="─", style="class:ask.rule"), filter=wide
                         ),
                         ConditionalContainer(
-                            Window(FormattedTextControl(self._sign_in)), filter=empty
+                            Window(FormattedTextControl(self._sign_in), wrap_lines=True),
+                            filter=empty,
                         ),
                         form,
                     ]

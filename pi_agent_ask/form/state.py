@@ -495,8 +495,8 @@ def _open_option_note(state: FormState, command: OpenOptionNote) -> FormState:
         return state
     row = state.cursors[q]
     options = questions[q].options
-    if row >= len(options):
-        return state
+    if row >= len(options):  # ``Type your own``: a typed answer's note is the question's
+        return _open_editor(state, "note", q, None)
     return _open_editor(state, "option_note", q, options[row].value)
 
 

@@ -33,21 +33,18 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import mcp.types as types
 import trio
 
+if TYPE_CHECKING:
+    # The tools (and the runtime under them) load with the first call, after ``initialize``.
+    from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
 from pi_agent_ask.mcp_common.journals import wait_until_free
-from pi_agent_ask.mcp_common.tools import (
-    AgentTools,
-    ReportProgress,
-    error_result,
-    progress_ticks,
-)
 from pi_agent_ask.mcp_server.forward import DeskGone, DeskUpstream, forward_call, forward_list
 
 __all__ = [
@@ -162,7 +159,8 @@ class Router:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             try:
-                await self._settle()
+                # No side yet: the first call chooses it, so ``initialize`` is answered before
+                # the runtime is imported and the journal opened (clients time their start).
                 if self.desk == "auto":
                     from pi_agent_ask.mcp_server.watch import watch_file
 
@@ -191,6 +189,8 @@ class Router:
     async def call_tool(
         self, ctx: Any, name: str, arguments: dict[str, Any] | None
     ) -> types.CallToolResult:
+        from pi_agent_ask.mcp_common.tools import error_result
+
         self._session = ctx.session
         report = _reporter(ctx)
         while True:
@@ -226,6 +226,8 @@ class Router:
             and arguments.get("background") is not True
         )
         if side.upstream is not None:
+            from pi_agent_ask.mcp_common.tools import progress_ticks
+
             if not waits:
                 return await forward_call(side.upstream, name, arguments)
             async with progress_ticks(report, self.progress_interval):

@@ -40,12 +40,11 @@ import trio
 from mcp.server.lowlevel.server import Server
 
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, package_version
-from pi_agent_ask.mcp_common.tools import AgentTools
-from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
-from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
 
 if TYPE_CHECKING:
     from pi_agent_ask.actors.runtime import Mode
+    from pi_agent_ask.mcp_common.tools import AgentTools
+    from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
 
 SERVER_NAME = "pi-agent-ask"
 DESK_TOKEN_ENV = "PI_AGENT_ASK_DESK_TOKEN"
@@ -325,6 +324,9 @@ async def open_local(
     fallback."""
     from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.actors.runtime import open_runtime
+    from pi_agent_ask.mcp_common.tools import AgentTools
+    from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
+    from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
     from pi_agent_ask.persistence.session_file import SessionFileError
 
     surface: ElicitationSurface | None = None

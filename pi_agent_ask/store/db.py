@@ -162,10 +162,12 @@ class Store:
     ) -> Iterator[psycopg.Connection[Any]]:
         assert self._pool is not None, "Store.open was not called"
         with self._pool.connection() as conn, conn.transaction():
-            # SET LOCAL ROLE ends with the transaction; the role names are constants.
-            conn.execute(f"SET LOCAL ROLE {role}")
-            if agent is not None:
-                conn.execute("SELECT set_config('pi_agent_ask.agent', %s, true)", (agent,))
+            # set_config(..., true) is SET LOCAL: both end with the transaction. One statement,
+            # one round trip: the role, and the agent whose rows row-level security admits.
+            conn.execute(
+                "SELECT set_config('role', %s, true), set_config('pi_agent_ask.agent', %s, true)",
+                (role, agent or ""),
+            )
             yield conn
 
     # -- administration (the cluster owner's URL) ---------------------------------------------

@@ -229,9 +229,13 @@ class TerminalSurface:
         self._idle_check()
 
     def apply_config(self, config: Config) -> None:
-        """A config was saved: apply it to this surface and to the open form at once."""
+        """A config was saved: apply it to this surface and to the open form at once. The
+        file now holds a config that loads, so what was wrong with it when it was read (the
+        load notices) is gone: from the form's footer, and from the overlay when it opens
+        again."""
         old = self.settings.config
-        self.settings = self.settings.with_global_config(config)
+        self.settings = attrs.evolve(self.settings.with_global_config(config), notices=())
+        self.controller.config_notices = ()
         # The open form gets its behaviour settings from here, in order with the keys: the
         # owner's push below travels through the runtime and could arrive after a key typed
         # right after the overlay closed (which then acted under the old settings).

@@ -342,6 +342,12 @@ class WebDesk:
             drafts = view.drafts_from_json(shown.state, data.get("drafts"))
         except view.DraftError as error:
             return _error(400, str(error))
+        if view.has_images(drafts):
+            return _error(
+                422,
+                "This form has images attached on the terminal, which the page cannot send: "
+                "submit it on the terminal desk (your text is saved there too).",
+            )
         answers = view.remote_answers(shown.state, drafts)
         return await self._respond(shown, {"kind": "answer", "answers": answers})
 

@@ -87,21 +87,33 @@ def set_viewport(driver: Any, width: int, height: int, *, mobile: bool) -> None:
     driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": mobile})
 
 
-def roles(scope: Any, role: str) -> list[Any]:
-    """The displayed elements in ``scope`` whose computed role is ``role``."""
+def _named(scope: Any, role: str) -> list[tuple[Any, str]]:
+    """The elements in ``scope`` whose computed role is ``role``, with their accessible names.
+
+    An element the page replaced while it was being read (the live updates swap parts of the
+    page) is no longer there, and is left out."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    found = scope.find_elements(By.CSS_SELECTOR, _CANDIDATES.get(role, f"[role={role}]"))
-    return [e for e in found if e.aria_role == role]
+    found = []
+    for element in scope.find_elements(By.CSS_SELECTOR, _CANDIDATES.get(role, f"[role={role}]")):
+        try:
+            if element.aria_role == role:
+                found.append((element, element.accessible_name))
+        except StaleElementReferenceException:
+            continue
+    return found
+
+
+def roles(scope: Any, role: str) -> list[Any]:
+    """The elements in ``scope`` whose computed role is ``role``."""
+    return [element for element, _name in _named(scope, role)]
 
 
 def by_role(scope: Any, role: str, name: str, *, exact: bool = True) -> Any:
     """The one element in ``scope`` with this role and accessible name."""
-    matches = [
-        e
-        for e in roles(scope, role)
-        if (e.accessible_name == name if exact else name in e.accessible_name)
-    ]
-    names = [e.accessible_name for e in roles(scope, role)]
+    named = _named(scope, role)
+    matches = [e for e, found in named if (found == name if exact else name in found)]
+    names = [found for _e, found in named]
     assert len(matches) == 1, f"{len(matches)} {role} named {name!r}; there are {names}"
     return matches[0]

@@ -36,6 +36,7 @@ __all__ = [
     "draft_rev",
     "drafts_from_json",
     "form_view",
+    "has_images",
     "remote_answers",
 ]
 
@@ -71,6 +72,8 @@ class QuestionView:
     custom_selected: bool
     note: str
     skipped: bool
+    images: int
+    """Images attached to this question's draft on the terminal (the page shows the count)."""
 
 
 @attrs.frozen
@@ -160,6 +163,9 @@ def _question_view(q: int, question: Question, multi: bool, draft: Draft) -> Que
         custom_selected=draft.custom_selected,
         note=draft.note,
         skipped=draft.skipped,
+        images=len(draft.custom_images)
+        + len(draft.note_images)
+        + sum(len(images) for images in draft.option_note_images.values()),
     )
 
 
@@ -213,7 +219,9 @@ def _string(value: object, where: str) -> str:
     return value
 
 
-def _draft(question: Question, multi: bool, data: object, where: str) -> Draft:
+def _draft(question: Question, multi: bool, data: object, where: str, kept: Draft) -> Draft:
+    """One question's draft from the page. The page edits no images: those attached on the
+    terminal (``kept``, the form's draft now) stay with the draft, so nothing is lost."""
     if not isinstance(data, Mapping):
         raise DraftError(f"{where} must be an object.")
     unknown = set(data) - {
@@ -251,7 +259,7 @@ def _draft(question: Question, multi: bool, data: object, where: str) -> Draft:
         text = _string(text, f"{where}.optionNotes")
         if text.strip():
             option_notes[value] = text
-    custom_selected = custom_selected and bool(custom.strip())
+    custom_selected = custom_selected and (bool(custom.strip()) or bool(kept.custom_images))
     if not multi and len(selected) + custom_selected > 1:
         raise DraftError(f"{where}: a single-choice question takes one answer.")
     if skipped:
@@ -262,6 +270,16 @@ def _draft(question: Question, multi: bool, data: object, where: str) -> Draft:
         custom_selected=custom_selected,
         note=note,
         option_notes=option_notes,
+        custom_images=kept.custom_images,
+        note_images=kept.note_images,
+        option_note_images=kept.option_note_images,
+    )
+
+
+def has_images(drafts: Sequence[Draft]) -> bool:
+    """Images attached on the terminal, which a remote answer (the page's Submit) cannot carry."""
+    return any(
+        d.custom_images or d.note_images or any(d.option_note_images.values()) for d in drafts
     )
 
 
@@ -271,7 +289,7 @@ def drafts_from_json(state: fs.FormState, data: object) -> tuple[Draft, ...]:
     if not isinstance(data, list) or len(data) != len(questions):
         raise DraftError(f"drafts must be a list of {len(questions)} objects.")
     return tuple(
-        _draft(question, state.types[q] == "multi", data[q], f"drafts[{q}]")
+        _draft(question, state.types[q] == "multi", data[q], f"drafts[{q}]", state.drafts[q])
         for q, question in enumerate(questions)
     )
 

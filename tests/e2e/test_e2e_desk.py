@@ -7,6 +7,7 @@ file; tmux types the keys and shows the screen (``tests/e2e/test_e2e_ask.py`` ha
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -251,3 +252,29 @@ async def test_the_form_header_is_cut_at_no_word(tmp_path: Path, columns: int, l
                 assert len(header.rstrip()) < columns - 31
                 assert "│" in screen  # the agents pane is beside the form at this width
                 n.cancel_scope.cancel()
+
+
+async def test_a_settings_file_fixed_on_the_desk_clears_its_load_warning(tmp_path: Path) -> None:
+    """The desk's status line shows that its settings file did not load; a save from the
+    overlay writes a valid file and clears the warning there and in the overlay."""
+    (tmp_path / "settings.json").write_text('{"schemaVersion": "x"}')
+    warning = "Config was invalid or unsupported"
+    with trio.fail_after(60):
+        async with pane(tmp_path, desk_command(tmp_path), 100, 30) as term:
+            await term.wait_for(lambda screen: "http://127.0.0.1:" in screen and warning in screen)
+            address = read_desk_file(tmp_path / "desk.json")
+            assert address is not None
+            async with desk_client(address, "release-bot") as client:
+                await client.call_tool("ask_user", {**PLAN, "background": True})
+                await term.wait_for("Soak test")
+                await term.keys("?")
+                await term.wait_for("Live settings")
+                await term.keys("Enter")  # toggle the first setting: saved at once
+                await term.wait_for(lambda text: warning not in text)
+                await term.keys("Escape")
+                screen = await term.wait_for(lambda text: "Live settings" not in text)
+                assert "Soak test" in screen and warning not in screen
+                await term.keys("?")
+                screen = await term.wait_for("Live settings")
+                assert warning not in screen
+    assert json.loads((tmp_path / "settings.json").read_text())["schemaVersion"] == 6

@@ -41,10 +41,12 @@ def _editor_rows(
     placeholder: str,
     label: Sequence[Fragment] = (),
 ) -> tuple[list[Line], tuple[int, int]]:
-    """The open editor: ``label`` then the text, hard-wrapped at ``width`` so the cursor maps to
-    one cell. Returns the rows and the cursor's ``(row, col)`` relative to the first row.
+    """The open editor: ``label`` then the text, wrapped at word boundaries within ``width``
+    (a word longer than a row is split). Returns the rows and the cursor's ``(row, col)``
+    relative to the first row.
 
-    A row keeps one free cell at its end, so a cursor after the last character always fits.
+    A row keeps one free cell at its end, so a cursor after the last character always fits. A
+    cursor where a row was wrapped is at the start of the next row.
     """
     head = merge_segments([(TEXT, " " * indent), *label])
     start = line_width(head)
@@ -53,36 +55,47 @@ def _editor_rows(
         rows = [merge_segments([*head, (PLACEHOLDER, truncate(placeholder, avail))])]
         return rows, (0, start)
     lines: list[Line] = []
-    current: list[str] = []
-    used = 0
-    cursor_at: tuple[int, int] | None = None
-    row_prefix: Line = head
-
-    def flush() -> None:
-        nonlocal current, used, row_prefix
-        lines.append(merge_segments([*row_prefix, (EDITOR, "".join(current))]))
-        current = []
-        used = 0
-        row_prefix = merge_segments([(TEXT, " " * start)])
-
-    for index, char in enumerate(text):
-        if index == cursor:
-            cursor_at = (len(lines), start + used)
-        if char == "\n":
-            flush()
-            continue
-        shown = _display_char(char)
-        w = cells(shown)
-        if used + w > avail - 1:
-            flush()
-            if index == cursor:
-                cursor_at = (len(lines), start)
-        current.append(shown)
-        used += w
-    if cursor_at is None:
-        cursor_at = (len(lines), start + used)
-    flush()
+    cursor_at = (0, start)
+    for number, (first, end) in enumerate(_word_rows(text, avail - 1)):
+        shown = "".join(_display_char(char) for char in text[first:end])
+        prefix = head if number == 0 else merge_segments([(TEXT, " " * start)])
+        lines.append(merge_segments([*prefix, (EDITOR, shown)]))
+        if first <= cursor < end or (cursor == end and (end == len(text) or text[end] == "\n")):
+            before = "".join(_display_char(char) for char in text[first:cursor])
+            cursor_at = (number, start + cells(before))
     return lines, cursor_at
+
+
+def _word_rows(text: str, room: int) -> list[tuple[int, int]]:
+    """``text`` in rows of at most ``room`` cells, as ``(start, end)`` indices: a row ends at a
+    newline (not included), else after the last space that keeps the next word whole, else
+    (a word longer than a row) where the row is full."""
+    rows: list[tuple[int, int]] = []
+    first = used = 0
+    after_space: int | None = None  # the index after the row's last space
+    used_to_space = 0
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\n":
+            rows.append((first, index))
+            first, used, after_space, index = index + 1, 0, None, index + 1
+            continue
+        width = cells(_display_char(char))
+        if used + width > room and index > first:
+            if char != " " and after_space is not None:
+                rows.append((first, after_space))
+                first, used, after_space = after_space, used - used_to_space, None
+            else:
+                rows.append((first, index))
+                first, used, after_space = index, 0, None
+            continue  # the same character again, on the new row
+        used += width
+        if char == " ":
+            after_space, used_to_space = index + 1, used
+        index += 1
+    rows.append((first, len(text)))
+    return rows
 
 
 def _editor_for(state: fs.FormState, options: RenderOptions) -> tuple[str, int]:

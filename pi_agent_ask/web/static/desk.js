@@ -14,6 +14,9 @@
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
+  // Revisions of drafts this page sent: the live stream may report an older one of them
+  // after a newer save was answered; only a revision this page never made is news.
+  const ownRevs = [];
 
   function form() { return document.getElementById("ask-form"); }
   function formId() { const f = form(); return f ? f.dataset.formId : null; }
@@ -50,13 +53,15 @@
     });
   }
 
-  async function post(path, body) {
+  // ``keepalive`` (the last draft as the page goes away) lets the request outlive the page;
+  // browsers take only small bodies that way, so it is not the default.
+  async function post(path, body, keepalive) {
     const response = await fetch(path, {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
       body: JSON.stringify(body),
       credentials: "same-origin",
-      keepalive: path === "/api/draft",
+      keepalive: keepalive === true,
     });
     let data = {};
     try { data = await response.json(); } catch (e) { data = {}; }
@@ -68,7 +73,7 @@
     loadMain(null);
   }
 
-  async function saveNow() {
+  async function saveNow(leavingPage) {
     clearTimeout(saveTimer);
     saveTimer = null;
     const id = formId();
@@ -76,11 +81,15 @@
     saving += 1;
     let result;
     try {
-      result = await post("/api/draft", { form: id, drafts: drafts() });
+      result = await post("/api/draft", { form: id, drafts: drafts() }, leavingPage === true);
     } finally {
       saving -= 1;
     }
-    if (result.status === 200 && formId() === id) form().dataset.rev = result.data.rev;
+    if (result.status === 200) {
+      ownRevs.push(result.data.rev);
+      if (ownRevs.length > 64) ownRevs.shift();
+      if (formId() === id) form().dataset.rev = result.data.rev;
+    }
     if (result.status === 409 && formId() === id) gone();
     else if (result.status >= 400 && result.status !== 409) showError(result.data.error || "The draft was not saved.");
   }
@@ -262,7 +271,7 @@
     }
     changed(fs);
   });
-  window.addEventListener("pagehide", function () { if (saveTimer) saveNow(); });
+  window.addEventListener("pagehide", function () { if (saveTimer) saveNow(true); });
   // Drafts edited in another view (the terminal, another page) are shown here once the
   // person is not in the middle of typing on this one.
   function typingHere() {
@@ -272,7 +281,7 @@
   }
   function syncDrafts(rev) {
     const f = form();
-    if (!f || f.dataset.rev === rev) { staleRev = null; return; }
+    if (!f || f.dataset.rev === rev || ownRevs.indexOf(rev) >= 0) { staleRev = null; return; }
     if (typingHere()) { staleRev = rev; return; }
     staleRev = null;
     const focused = document.activeElement && document.activeElement.id;
@@ -287,6 +296,12 @@
 
   // -- the live stream --------------------------------------------------------------------
   const stream = new EventSource("/events");
+  stream.addEventListener("error", function () {
+    // The browser reconnects by itself unless the desk refused the stream (signed out).
+    if (stream.readyState === EventSource.CLOSED) {
+      say("The live connection to the desk closed: reload the page, or sign in again.");
+    }
+  });
   stream.addEventListener("board", function (event) {
     const digest = JSON.parse(event.data);
     const ids = digest.forms.map(function (f) { return f.id; });
