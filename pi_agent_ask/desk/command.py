@@ -102,12 +102,6 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
     from pi_agent_ask.desk.http import ListenError
     from pi_agent_ask.desk.run import DeskAlreadyRunning, run_desk
 
-    if (args.store or os.environ.get("PI_AGENT_ASK_STORE")) and not args.headless:
-        stderr.write(
-            "pi-agent-ask: a team desk (--store) has no terminal view yet: pass --headless "
-            "(docs/team.md)\n"
-        )
-        return EXIT_INVALID
     if not args.headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
         stderr.write("pi-agent-ask: the desk needs a terminal (or --headless)\n")
         return EXIT_INVALID
@@ -144,7 +138,9 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
             if store_url:  # a team desk (pi_agent_ask/store)
                 from pi_agent_ask.store.command import run_desk_on_store
 
-                desk = await nursery.start(run_desk_on_store(args, store_url, warn))
+                desk = await nursery.start(
+                    run_desk_on_store(args, store_url, warn, nursery.cancel_scope.cancel)
+                )
                 url = desk.url
             else:
                 desk = await nursery.start(serve)

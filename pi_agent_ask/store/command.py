@@ -64,8 +64,11 @@ def cmd_store(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_OK
 
 
-def run_desk_on_store(args: argparse.Namespace, store_url: str, warn: Any) -> Any:
-    """The ``desk --store`` body for ``cmd_desk``'s nursery: an awaitable factory."""
+def run_desk_on_store(
+    args: argparse.Namespace, store_url: str, warn: Any, on_exit: Any = None
+) -> Any:
+    """The ``desk --store`` body for ``cmd_desk``'s nursery: an awaitable factory. ``on_exit``
+    is called when the desk ends by itself (the person quit)."""
     from pi_agent_ask.store.run import run_team_desk
 
     async def serve(task_status: Any) -> None:
@@ -75,8 +78,12 @@ def run_desk_on_store(args: argparse.Namespace, store_url: str, warn: Any) -> An
             person=getattr(args, "answerer", None),
             allow_remote=args.allow_remote,
             warn=warn,
+            headless=args.headless,
+            settings=args.settings,
             task_status=task_status,
         )
+        if on_exit is not None:
+            on_exit()
 
     return serve
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -55,9 +56,15 @@ async def run_team_desk(
     lease: float | None = None,
     heartbeat: float | None = None,
     on_change: Callable[[], None] = lambda: None,
+    headless: bool = True,
+    settings: Path | None = None,
+    input: Any = None,
+    output: Any = None,
     task_status: trio.TaskStatus[TeamDesk] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve a team desk on the store at ``store_url`` until cancelled."""
+    """Serve a team desk on the store at ``store_url`` until cancelled, or until the person
+    quits (Ctrl-Q) the terminal view (``headless=False``; ``input``/``output``: prompt_toolkit
+    objects, ``None`` for the process's terminal)."""
     where = parse_listen(listen_on)
     if not is_loopback(where.host) and not allow_remote:
         raise ListenError(
@@ -88,6 +95,9 @@ async def run_team_desk(
             nursery.start_soon(listen, store_url, wakes)
             await wakes.connected.wait()
             await nursery.start(board.run)
+            display = None
+            if not headless:
+                display = await _terminal(board, nursery, settings, input, output)
             manager = StreamableHTTPSessionManager(
                 team_mcp_server(shared, wakes, progress_interval=progress_interval),
                 session_idle_timeout=SESSION_IDLE_TIMEOUT,
@@ -104,8 +114,42 @@ async def run_team_desk(
                 binds: list[str] = await nursery.start(serve, app, config)
                 app.port = int(binds[0].rsplit(":", 1)[1])
                 url = f"http://{where.bind.rsplit(':', 1)[0]}:{app.port}{MCP_PATH}"
+                if display is not None:
+                    display.url = url
+                    display.invalidate()
                 task_status.started(TeamDesk(url, board, shared, nursery.cancel_scope.cancel))
                 await trio.sleep_forever()
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(store.close)
+
+
+async def _terminal(
+    team: TeamBoard, nursery: trio.Nursery, settings: Path | None, input: Any, output: Any
+) -> Any:
+    """The desk's screen on the team board; Ctrl-Q cancels ``nursery`` (the desk stops)."""
+    from pi_agent_ask.actors.config import config_from_settings
+    from pi_agent_ask.desk.board import Board
+    from pi_agent_ask.desk.terminal import DeskSurface
+    from pi_agent_ask.persistence.settings import load_settings, settings_path
+    from pi_agent_ask.store.terminal import answer_on_terminal
+    from pi_agent_ask.ui.surface import run_terminal_surface
+
+    settings_file = settings if settings is not None else settings_path(os.environ)
+    loaded = await trio.to_thread.run_sync(
+        lambda: load_settings(settings_file, project_dir=Path.cwd())
+    )
+    display = DeskSurface(loaded, quit=nursery.cancel_scope.cancel)
+    board = Board(display=display)
+    board.on_change = display.invalidate
+    display.board = board
+    for text in loaded.notices:
+        display.notice(text)
+    await nursery.start(
+        lambda task_status: run_terminal_surface(
+            display, input=input, output=output, task_status=task_status
+        )
+    )
+    form_settings = config_from_settings(loaded).form_settings
+    nursery.start_soon(answer_on_terminal, team, board, display.notice, form_settings)
+    return display
