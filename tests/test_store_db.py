@@ -138,3 +138,18 @@ def test_store_commands(pg_cluster: Cluster, store_db: str, store: Store) -> Non
     assert "1 token(s) of 'ci-7' revoked" in revoked.getvalue()
     assert store.agent_for_token(lines[1]) is None
     assert main(["store", "init", "host=/nonexistent dbname=x"]) == 1
+
+
+def test_a_retried_claim_or_submission_finds_its_own(store: Store) -> None:
+    rid, _bg, _state = store.ask("a", "c1", PARAMS, background=True)
+    token = "9f1c3a4e-0000-4000-8000-000000000001"
+    first = store.claim(rid, desk="d1", person="ann", lease=30, token=token)
+    again = store.claim(rid, desk="d1", person="ann", lease=30, token=token)
+    assert isinstance(first, Claim) and isinstance(again, Claim)
+    assert again.token == token
+    assert isinstance(store.claim(rid, desk="d2", person="bob", lease=30), Refused)
+    done = store.submit(rid, {"x": 1}, person="ann", desk="d1", claim_token=token)
+    retried = store.submit(rid, {"x": 1}, person="ann", desk="d1", claim_token=token)
+    assert isinstance(done, Submitted) and retried == done
+    other = store.submit(rid, {"x": 2}, person="ann", desk="d2")
+    assert isinstance(other, Refused) and other.reason == "answered"

@@ -119,10 +119,16 @@ def freeze(value: Any) -> Any:
     kind = type(value)
     if kind in _ATOMS:
         return value
+    # Text, numbers and the like are their own frozen form: only containers recurse.
     if kind is dict or kind is FrozenMap:
-        return FrozenMap({k if type(k) is str else freeze(k): freeze(v) for k, v in value.items()})
+        return FrozenMap(
+            {
+                k if type(k) in _ATOMS else freeze(k): v if type(v) in _ATOMS else freeze(v)
+                for k, v in value.items()
+            }
+        )
     if kind is list or kind is tuple:
-        return tuple([freeze(v) for v in value])
+        return tuple([v if type(v) in _ATOMS else freeze(v) for v in value])
     if isinstance(value, Mapping):
         return FrozenMap({freeze(k): freeze(v) for k, v in value.items()})
     if isinstance(value, set | frozenset):

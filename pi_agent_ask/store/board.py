@@ -139,6 +139,7 @@ class TeamBoard:
             desk=self.desk,
             person=self.person,
             lease=self.lease,
+            token=str(uuid.uuid4()),  # the same for a retry of this claim
         )
         if isinstance(claim, Claim):
             self._claims[claim.request_id] = claim

@@ -330,10 +330,20 @@ class Store:
         return [_form(row) for row in rows]
 
     def claim(
-        self, request_id: str | None, *, desk: str, person: str, lease: float
+        self,
+        request_id: str | None,
+        *,
+        desk: str,
+        person: str,
+        lease: float,
+        token: str | None = None,
     ) -> Claim | Refused:
-        """Claim ``request_id`` (``None``: the first free pending form) for ``lease`` seconds."""
-        token = str(uuid.uuid4())
+        """Claim ``request_id`` (``None``: the first free pending form) for ``lease`` seconds.
+
+        ``token``: the claim's token, made by the caller so that a retry (the reply of a
+        committed claim was lost with the connection) finds its own claim instead of being
+        refused by it."""
+        token = token or str(uuid.uuid4())
         where = "request_id = %(request)s AND " if request_id is not None else ""
         with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
             row = cur.execute(
@@ -343,7 +353,8 @@ class Store:
                 WHERE request_id = (
                     SELECT request_id FROM {SCHEMA}.requests
                     WHERE {where} state = 'pending'
-                        AND (claim_token IS NULL OR lease_until <= now())
+                        AND (claim_token IS NULL OR lease_until <= now()
+                            OR claim_token = %(token)s)
                     ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
                 )
                 RETURNING {_FORM_COLUMNS}
@@ -432,7 +443,9 @@ class Store:
         claim_token: str | None = None,
     ) -> Submitted | Refused:
         """Record the one outcome of ``request_id``. Allowed while the request is pending and
-        either ``claim_token`` holds its claim or no live claim exists; otherwise refused."""
+        either ``claim_token`` holds its claim or no live claim exists; otherwise refused,
+        unless the outcome is already this person's on this desk (then it is that outcome:
+        submitting is idempotent for its submitter)."""
         with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
             row = cur.execute(
                 f"UPDATE {SCHEMA}.requests SET state = 'done', claim_token = NULL,"
@@ -444,6 +457,15 @@ class Store:
                 {"request": request_id, "token": claim_token},
             ).fetchone()
             if row is None:
+                mine = cur.execute(
+                    f"SELECT agent_key, answered_at FROM {SCHEMA}.outcomes"
+                    " WHERE request_id = %s AND answered_by = %s AND answered_on = %s",
+                    (request_id, person, desk),
+                ).fetchone()
+                if mine is not None:
+                    # This desk's person answered it already: a retry whose first attempt
+                    # committed (its reply was lost with the connection), or a second press.
+                    return Submitted(request_id, mine["agent_key"], person, mine["answered_at"])
                 refused = self._why_not(cur, request_id)
                 if claim_token is not None and refused.reason == "claimed":
                     return Refused(
