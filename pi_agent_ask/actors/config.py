@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.core import RuntimeConfig, RuntimeCore
 from pi_agent_ask.actors.form import SettingsUpdate

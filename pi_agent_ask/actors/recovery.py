@@ -16,9 +16,9 @@ import uuid
 from contextlib import suppress
 from typing import Any
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.ask import run_foreground
 from pi_agent_ask.actors.core import BranchWriter, RuntimeCore, now_iso

@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.actors.queue_state import WaitEnd
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.text import (  # defined with the other texts; named here as before
