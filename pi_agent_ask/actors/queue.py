@@ -442,7 +442,10 @@ class QueueActor:
         persistence actor replies to every request it takes, or ends."""
         if run.writer is None:
             return
-        with trio.CancelScope(shield=run.marks):
+        if run.marks:
+            with trio.CancelScope(shield=True):
+                await run.writer.append_many(run.entries)
+        else:
             await run.writer.append_many(run.entries)
         self._disk_failing = False
 

@@ -342,18 +342,20 @@ def active_flow(state: QueueState, flow_id: str) -> Active | None:
 
 
 def _herdr_add(step: Step, owner: str) -> None:
-    if not step.s.tui:
+    if not step.field("tui"):
         return
-    if not step.s.herdr:
+    herdr = step.field("herdr")
+    if not herdr:
         step.emit(HerdrChanged(True))
-    step.set(herdr=step.s.herdr | {owner})
+    step.set(herdr=herdr | {owner})
 
 
 def _herdr_remove(step: Step, owner: str) -> None:
-    if owner not in step.s.herdr:
+    herdr = step.field("herdr")
+    if owner not in herdr:
         return
-    step.set(herdr=step.s.herdr - {owner})
-    if not step.s.herdr:
+    step.set(herdr=herdr - {owner})
+    if herdr == {owner}:
         step.emit(HerdrChanged(False))
 
 

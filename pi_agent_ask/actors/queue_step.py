@@ -28,23 +28,36 @@ class Step:
     messages it continues into."""
 
     def __init__(self, state: QueueState) -> None:
-        self.s = state
+        self._state = state
+        self._changes: dict[str, Any] = {}
+        """Fields set since ``_state`` was last built: ``s`` builds it when it is read."""
         self.effects: list[Effect] = []
         self.continuations: list[TryWake | SaveDrafts] = []
         self._layered: set[str] = set()
         """The tables that have a layer of their own in the new state (``_table``)."""
 
+    @property
+    def s(self) -> QueueState:
+        """The new state so far."""
+        if self._changes:
+            self._state = attrs.evolve(self._state, **self._changes)
+            self._changes = {}
+        return self._state
+
     def set(self, **changes: Any) -> None:
-        self.s = attrs.evolve(self.s, **changes)
+        self._changes.update(changes)
+
+    def field(self, name: str) -> Any:
+        """A field of the new state so far (``s``'s, without building it)."""
+        return self._changes[name] if name in self._changes else getattr(self._state, name)
 
     def _table(self, name: str) -> Table[Any, Any]:
         """The new state's table ``name``, to write into: it gets a layer of its own at its
         first write; until then it is shared with the state the transition started from."""
-        table: Table[Any, Any] = getattr(self.s, name)
         if name not in self._layered:
             self._layered.add(name)
-            table = table.with_layer()
-            self.set(**{name: table})
+            self.set(**{name: getattr(self._state, name).with_layer()})
+        table: Table[Any, Any] = self.field(name)
         return table
 
     def items(self) -> Table[str, Item]:
@@ -66,9 +79,9 @@ class Step:
     def put(self, item: Item) -> None:
         """Store ``item`` and keep the counters and the undelivered index true for it."""
         rid = item.request.request_id
-        old = self.s.items.get(rid)
+        old = self.field("items").get(rid)
         if old is not None and old.outcome is None and item.outcome is not None:
-            self.set(pending_count=self.s.pending_count - 1)
+            self.set(pending_count=self.field("pending_count") - 1)
         self.items().set(rid, item)
         if item.outcome is not None and not item.delivered:
             self.undelivered().set(item.seq, rid)
