@@ -76,8 +76,8 @@ async def call_tool(
     """Run one tool call and return its result dict (``Runtime.call_tool``)."""
     result = await _call(rt, name, arguments, tool_call_id, parent_tool_call_id)
     # A call is a schedule point however it ended, as Trio's async functions are: a refused
-    # call, and a background ask handled whole in this task (nothing in it waits), would
-    # otherwise let an agent calling in a loop starve the UI and the actors of its loop.
+    # call (nothing in it waits) would otherwise let an agent calling in a loop starve the UI
+    # and the actors of its loop.
     # Shielded: the result is made and its entries are written; it must reach the caller.
     with trio.CancelScope(shield=True):
         await trio.sleep(0)  # noqa: ASYNC115 (a pass through the scheduler)
