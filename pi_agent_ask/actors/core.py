@@ -176,7 +176,7 @@ class RuntimeCore:
     _aborts_tx: trio.MemorySendChannel[str]
     aborts: trio.MemoryReceiveChannel[str]
     _activity_tx: trio.MemorySendChannel[q.AgentActivity]
-    """Agent busy/idle, forwarded to the queue by one task: it wakes a parked queue, which reads
+    """Agent busy/idle, forwarded to the queue by one task: it wakes the queue, which reads
     the last call from ``_hook_calls`` (``QueueActor._unseen_hook``)."""
     _hook_calls: q.HookCalls
     _notices_tx: trio.MemorySendChannel[str]
