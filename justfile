@@ -25,6 +25,7 @@ bench *ARGS:
 mutate *ARGS:
     {{python}} -m mutmut run {{ARGS}}
 
-# Model-check the queue's delivery protocol (models/queue.pml) with spin; prints state counts.
+# Model-check the queue's delivery protocol (models/queue.pml) and the team desk's
+# (models/team.pml) with spin; prints state counts. MODELS=team just model: one of them.
 model *ARGS:
     ./scripts/model {{ARGS}}

@@ -37,9 +37,8 @@ from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence.settings import Keymaps
-from pi_agent_ask.ui import form_window, render
 from pi_agent_ask.ui.form_view import FormController, form_container
-from pi_agent_ask.ui.render import render_form
+from pi_agent_ask.ui.render import editor, footer, header, lines, question, render_form, review
 
 SIZES = ((1, 3), (10, 10), (100, 20))
 WIDTH = 100
@@ -110,9 +109,9 @@ def _format(seconds: float) -> str:
 
 
 def clear_render_memos() -> None:
-    """Forget every string the renderer and the form window remember by value, so the next
-    frame costs what the first frame of a never-seen form costs."""
-    for module in (render, form_window):
+    """Forget every string the renderer remembers by value, so the next frame costs what the
+    first frame of a never-seen form costs."""
+    for module in (editor, footer, header, lines, question, review):
         for value in vars(module).values():
             clear = getattr(value, "cache_clear", None)
             if callable(clear):

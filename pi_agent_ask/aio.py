@@ -37,10 +37,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import attrs
 import outcome
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import runtime as trio_runtime
 

@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from pi_agent_ask.heap import collector_paused, frozen_start
-
 EXIT_OK = 0
 EXIT_CANCELLED = 1
 EXIT_INVALID = 2
@@ -184,6 +182,12 @@ def _add_mcp_and_hook(commands: Any) -> None:
     add_mcp_parsers(commands)
 
 
+def _add_store(commands: Any) -> None:
+    from pi_agent_ask.store.command import add_store_parser
+
+    add_store_parser(commands)
+
+
 def _add_history(commands: Any) -> None:
     history = commands.add_parser("history", help="list, read or export the question history")
     history_commands = history.add_subparsers(dest="history_command", required=True)
@@ -216,6 +220,7 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
     "mcp": _add_mcp_and_hook,
     "hook": _add_mcp_and_hook,
     "history": _add_history,
+    "store": lambda commands: _add_store(commands),
 }
 """Each command's name and what adds its subparser, in the order ``--help`` lists them."""
 
@@ -296,9 +301,8 @@ def terminal_restored_on_signals(tty: Any) -> Iterator[None]:
 
 def _open_terminal() -> tuple[Any, Any, list[Any]] | None:
     """prompt_toolkit input/output on the controlling terminal, or None without one."""
-    with collector_paused():  # these imports are most of prompt_toolkit
-        from prompt_toolkit.input import create_input
-        from prompt_toolkit.output import create_output
+    from prompt_toolkit.input import create_input
+    from prompt_toolkit.output import create_output
 
     try:
         tty_in = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - closed by the caller
@@ -322,8 +326,7 @@ def _ask_session(args: argparse.Namespace) -> Path | None:
 
 def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        with frozen_start():
-            return _cmd_ask(args, stdin, stdout, stderr)
+        return _cmd_ask(args, stdin, stdout, stderr)
     except KeyboardInterrupt:
         # Ctrl+C before the form took the terminal (while starting): no traceback.
         stderr.write(INTERRUPTED_TEXT)
@@ -331,8 +334,7 @@ def cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Tex
 
 
 def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    with collector_paused():
-        import trio
+    import trio
 
     try:
         arguments = read_payload(args.payload, stdin)
@@ -346,8 +348,7 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
         if terminal is None:
             code, result = trio.run(_ask_without_terminal, arguments, args)
         else:
-            with collector_paused():
-                from pi_agent_ask.ui.commands import run_ask
+            from pi_agent_ask.ui.commands import run_ask
 
             tty_input, tty_output, files = terminal
             try:
@@ -527,17 +528,24 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
+QUESTION_MIN_WIDTH = 24
+"""The question shares a row with its key only when it gets this many columns there."""
+
+
 def history_table(data: Any, path: Path, width: int | None = None) -> str:
-    """``history list`` for a person: one row per question (status, when, request:question,
-    label and prompt), then where the file is and how to see more."""
+    """``history list`` for a person: one row per question (status, when, label and prompt,
+    request:question), then where the file is and how to see more, every line within the
+    terminal's width. The key stays whole (``history read`` takes it); when the question would
+    get fewer than ``QUESTION_MIN_WIDTH`` columns beside it, it goes on a line of its own
+    below. A question too long for its room ends at a word, with ``…``."""
     import shutil
 
-    from pi_agent_ask.form.text import cell_width
+    from pi_agent_ask.form.transcript import cell_width
 
     columns = width if width is not None else shutil.get_terminal_size().columns
     records = data.get("records", []) if isinstance(data, dict) else []
     if not records:
-        return f"No questions recorded in {path}.\n"
+        return "\n".join(_wrapped(f"No questions recorded in {path}.", columns)) + "\n"
     rows = []
     for record in records:
         when = str(record.get("createdAt", ""))[:16].replace("T", " ")
@@ -547,30 +555,56 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
         rows.append((status, when, text, key))
     header = ("STATUS", "WHEN", "QUESTION", "REQUEST QUESTION-ID")
     widths = [max(cell_width(row[i]) for row in [header, *rows]) for i in range(4)]
-    # The question column gives way first; the key stays whole (``history read`` takes it).
     room = columns - widths[0] - widths[1] - widths[3] - 6
-    widths[2] = max(12, min(widths[2], room))
     out = []
-    for row in [header, *rows]:
-        cells = list(row)
-        if cell_width(cells[2]) > widths[2]:
-            cells[2] = cells[2][: widths[2] - 1] + "…"
-        out.append(
-            "  ".join(
-                cell + " " * (width - cell_width(cell))
-                for cell, width in zip(cells[:3], widths[:3], strict=True)
+    if room >= QUESTION_MIN_WIDTH:
+        widths[2] = min(widths[2], room)
+        for status, when, text, key in [header, *rows]:
+            cells = [status, when, _clipped(text, widths[2])]
+            out.append(
+                "  ".join(
+                    cell + " " * (size - cell_width(cell))
+                    for cell, size in zip(cells, widths[:3], strict=True)
+                )
+                + "  "
+                + key
             )
-            + "  "
-            + cells[3]
-        )
+    else:
+        # Below its status and time, the question; the key too when the row cannot hold it.
+        indent = " " * (widths[0] + 2)
+        key_below = widths[0] + widths[1] + widths[3] + 4 > columns
+        for status, when, text, key in [header, *rows]:
+            lead = status + " " * (widths[0] - cell_width(status)) + "  " + when
+            if key_below:
+                out.extend([lead, indent + key])
+            else:
+                out.append(lead + " " * (widths[1] - cell_width(when)) + "  " + key)
+            out.append(indent + _clipped(text, max(1, columns - len(indent))))
     total = data.get("total", len(records))
     out.append("")
     more = f" · more: --offset {data['nextOffset']}" if "nextOffset" in data else ""
-    out.append(
-        f"{len(records)} of {total} from {path}{more}"
-        " · read one: history read REQUEST QUESTION · --json for JSON"
+    out.extend(
+        _wrapped(
+            f"{len(records)} of {total} from {path}{more}"
+            " · read one: history read REQUEST QUESTION · --json for JSON",
+            columns,
+        )
     )
     return "\n".join(out) + "\n"
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    from pi_agent_ask.form.transcript import wrap_line
+
+    return ["".join(part for _, part in line) for line in wrap_line([("text", text)], width)]
+
+
+def _clipped(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells: whole words, then ``…`` when some are left out."""
+    lines = _wrapped(text, width)
+    if len(lines) == 1:
+        return lines[0]
+    return _wrapped(text, max(1, width - 1))[0].rstrip() + "…"
 
 
 def _parse_key(text: str) -> dict[str, str]:
@@ -607,6 +641,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pi_agent_ask.mcp_server.command import cmd_hook
 
             return cmd_hook(args, stdin, stdout)
+        case "store":
+            from pi_agent_ask.store.command import cmd_store
+
+            return cmd_store(args, stdout, stderr)
     return EXIT_INTERNAL  # pragma: no cover - argparse rejects other commands
 
 

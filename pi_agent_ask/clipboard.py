@@ -50,9 +50,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import TypeAlias
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.types import Image
 
 __all__ = [

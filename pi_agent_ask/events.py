@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 STARTED = "pi-agent-ask:started"
 COMPLETED = "pi-agent-ask:completed"

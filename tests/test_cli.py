@@ -140,3 +140,30 @@ def test_ask_reports_a_refused_session_file_with_exit_5(tmp_path: Path) -> None:
         f"pi-agent-ask: session file refused (not-a-session-file): {not_a_session}: "
     )
     assert not_a_session.read_text() == "this is not a session file\n"  # left untouched
+
+
+def test_history_list_for_a_person_fits_80_columns(tmp_path: Path) -> None:
+    """The table ``history list`` prints on a terminal: at 80 columns no line is wider, each
+    request:question key stays whole (``history read`` takes it) and the question is shown in
+    whole words."""
+    from pi_agent_ask.cli import history_table
+    from pi_agent_ask.form.transcript import cell_width
+
+    session = tmp_path / "demo.pas"
+    assert run("demo", "--headless", "--session", str(session)).returncode == 0
+    data = json.loads(run("history", "list", "--session", str(session)).stdout)
+    table = history_table(data, session, width=80)
+    lines = table.splitlines()
+    assert max(cell_width(line) for line in lines) <= 80, table
+    for record in data["records"]:
+        assert f"{record['requestId']} {record['questionId']}" in table
+    assert "Region: Where should the service run first?" in table
+    # At 60 the key goes below the status and time too (a key alone takes 43 columns).
+    narrow = history_table(data, session, width=60)
+    assert max(cell_width(line) for line in narrow.splitlines()) <= 60, narrow
+    words = set(" ".join(f"{r['label']}: {r['prompt']}" for r in data["records"]).split())
+    for line in narrow.splitlines():
+        if line.startswith(" " * 10) and ": " in line:  # a question: whole words, then "…"
+            shown = line.split()
+            assert set(shown[:-1]) <= words
+            assert shown[-1] in words or shown[-1].endswith("…")

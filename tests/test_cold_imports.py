@@ -9,7 +9,6 @@ timing them: ``just bench cold`` has the figures.
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import json
 import os
@@ -19,7 +18,6 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,7 +35,7 @@ PAYLOAD = {
 }
 
 NOT_BEFORE_THE_FIRST_FRAME = (
-    # Schema errors only: valid arguments pass the compiled check (form/validate.py).
+    # Schema errors only: valid arguments pass fastjsonschema's check (form/schema_check.py).
     "jsonschema",
     "referencing",
     # Other commands: the MCP server, the desk, the demo host, asyncio hosts, frameworks.
@@ -118,44 +116,6 @@ def test_ask_imports_only_what_the_form_needs_before_its_first_frame(tmp_path: P
         if module == name or module.startswith(name + ".")
     )
     assert early == []
-
-
-@pytest.fixture
-def thawed() -> Iterator[None]:
-    """No object frozen when the test starts: an earlier test in this worker may have drawn a
-    terminal frame, whose heap settling (``pi_agent_ask/heap.py``) freezes what survives it."""
-    gc.unfreeze()
-    yield
-    gc.unfreeze()
-
-
-@pytest.mark.usefixtures("thawed")
-def test_the_collector_is_paused_for_the_imports_and_sees_everything_again_after_ask() -> None:
-    from pi_agent_ask import heap
-
-    assert gc.isenabled() and gc.get_freeze_count() == 0
-    with heap.frozen_start():
-        with heap.collector_paused():
-            assert not gc.isenabled()
-            made = [[] for _ in range(1000)]  # what an import leaves behind
-        assert gc.isenabled()
-        assert gc.get_freeze_count() >= len(made)  # frozen, out of the collector's way
-    assert gc.get_freeze_count() == 0  # thawed when the command ends
-    assert gc.isenabled()
-
-
-@pytest.mark.usefixtures("thawed")
-def test_a_caller_that_turned_the_collector_off_keeps_it_off() -> None:
-    from pi_agent_ask import heap
-
-    gc.disable()
-    try:
-        with heap.frozen_start(), heap.collector_paused():
-            pass
-        assert not gc.isenabled()
-        assert gc.get_freeze_count() == 0
-    finally:
-        gc.enable()
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.board import SEP, AgentSurface, Board
-from pi_agent_ask.desk.journals import (
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.types import AskParams, Option, Question
+from pi_agent_ask.mcp_common.journals import (
     InvalidKey,
     check_key,
     journal_name,
@@ -20,8 +22,6 @@ from pi_agent_ask.desk.journals import (
     known_keys,
     record_key,
 )
-from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.types import AskParams, Option, Question
 
 
 def form(label: str, *, background: bool = True) -> fs.FormState:

@@ -1,5 +1,6 @@
-"""The desk as a process: killed with SIGKILL and restarted with nothing lost, and the stdio
-forwarder (``serve_stdio_via_desk``) driven by the SDK's stdio client."""
+"""The desk as a process: killed with SIGKILL and restarted with nothing lost, refused on a
+state directory another desk uses, and ``pi-agent-ask mcp --desk URL`` (the stdio server
+forwarding to a desk) driven by the SDK's stdio client."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.desk.connection import find_desk, read_desk_file
 from pi_agent_ask.desk.run import run_desk
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
+from pi_agent_ask.mcp_common.connection import find_desk, read_desk_file
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -99,20 +100,35 @@ async def test_a_desk_killed_with_sigkill_restarts_with_nothing_lost(tmp_path: P
             assert [entry["requestId"] for entry in waited["results"]] == [third["requestId"]]
 
 
-FORWARDER = (
-    "import sys, trio\n"
-    "from pi_agent_ask.desk.forward import serve_stdio_via_desk\n"
-    "trio.run(serve_stdio_via_desk, sys.argv[1], sys.argv[2], sys.argv[3])\n"
-)
+def forwarder(
+    tmp_path: Path, url: str, token: str, key: str, *extra: str, file: Path | None = None
+) -> StdioServerParameters:
+    """``pi-agent-ask mcp --desk URL`` as agent ``key``, the token in its environment."""
+    env = {
+        **os.environ,
+        "PI_AGENT_ASK_DESK_FILE": str(file or tmp_path / "desk.json"),
+        "PI_AGENT_ASK_DESK_TOKEN": token,
+        "HOME": str(tmp_path),
+    }
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pi_agent_ask", "mcp", "--desk", url, "--key", key, *extra],
+        env=env,
+    )
 
 
 async def test_the_stdio_forwarder_carries_calls_and_progress_to_the_desk(tmp_path: Path) -> None:
     with trio.fail_after(90):
-        async with open_desk(tmp_path, progress_interval=0.05) as desk:
-            server = StdioServerParameters(
-                command=sys.executable,
-                args=["-c", FORWARDER, desk.address.url, desk.address.token, "forwarded"],
-                env={**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")},
+        # The desk's own interval is its default (10 s): the ticks the client sees are the
+        # stdio server's, at its --progress-interval.
+        async with open_desk(tmp_path) as desk:
+            server = forwarder(
+                tmp_path,
+                desk.address.url,
+                desk.address.token,
+                "forwarded",
+                "--progress-interval",
+                "0.05",
             )
             async with (
                 stdio_client(server) as (read, write),
@@ -155,22 +171,19 @@ async def test_the_stdio_forwarder_carries_calls_and_progress_to_the_desk(tmp_pa
 
 
 async def test_the_forwarder_reports_a_desk_that_is_gone_as_a_tool_error(tmp_path: Path) -> None:
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-c", FORWARDER, "http://127.0.0.1:9/mcp", "token", "lost"],
-        env={**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")},
-    )
+    server = forwarder(tmp_path, "http://127.0.0.1:9/mcp", "token", "lost")
     with trio.fail_after(60):
         async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             result = await session.call_tool("ask_user", ask("Nobody"))
             assert result.is_error
-            assert "did not answer" in result.content[0].text
+            [text] = [block.text for block in result.content]
+            assert text.startswith("The pi-agent-ask desk did not answer this call")
+            assert "Error" not in text and "Exception" not in text
 
 
 async def test_the_forwarder_follows_a_restarted_desk(tmp_path: Path) -> None:
     file, state = tmp_path / "desk.json", tmp_path / "state"
-    env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(file)}
     options = {
         "headless": True,
         "state_dir": state,
@@ -188,11 +201,7 @@ async def test_the_forwarder_follows_a_restarted_desk(tmp_path: Path) -> None:
                     gone.set()
 
             first = await nursery.start(first_desk)
-            server = StdioServerParameters(
-                command=sys.executable,
-                args=["-c", FORWARDER, first.address.url, first.address.token, "fwd"],
-                env=env,
-            )
+            server = forwarder(tmp_path, first.address.url, first.address.token, "fwd", file=file)
             async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 receipt = await session.call_tool("ask_user", ask("Before"))
@@ -214,3 +223,43 @@ async def test_the_forwarder_follows_a_restarted_desk(tmp_path: Path) -> None:
                     assert not waited.is_error
                     ids = [entry["requestId"] for entry in waited.structured_content["results"]]
                     assert ids == [request_id]
+
+
+def desk_command(state: Path, settings: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pi_agent_ask",
+        "desk",
+        "--headless",
+        "--state",
+        str(state),
+        "--settings",
+        str(settings),
+    ]
+
+
+async def test_a_second_desk_on_the_same_state_directory_is_refused(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    command = desk_command(state, tmp_path / "settings.json")
+    first_env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "first.json")}
+    second_env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "second.json")}
+    with trio.fail_after(90):
+        process = await trio.lowlevel.open_process(command, env=first_env, stdout=subprocess.PIPE)
+        try:
+            assert process.stdout is not None
+            assert "listening at" in await read_line(process.stdout)
+            # Its own connection file, the same state directory: refused at start.
+            second = await trio.run_process(
+                command, env=second_env, capture_stdout=True, capture_stderr=True, check=False
+            )
+        finally:
+            process.send_signal(signal.SIGTERM)
+            await process.wait()
+        assert second.returncode == 2
+        assert f"another desk is using the state directory {state}" in second.stderr.decode()
+        assert second.stdout == b""
+        assert not (tmp_path / "second.json").exists()
+        # The lock went with the first desk: a desk starts there again.
+        async with open_desk(tmp_path, state_dir=state):
+            pass

@@ -1,15 +1,13 @@
-"""The enqueue path's parts: request ids, spliced entry data, a reducer transition, fairness of
-tool calls, and timestamps."""
+"""The enqueue path's parts: request ids, a reducer transition, fairness of tool calls, and
+timestamps."""
 
 from __future__ import annotations
 
 import datetime
 import uuid
 from pathlib import Path
-from typing import Any
 
 import attrs
-import cbor2
 import pytest
 import trio
 import trio.testing
@@ -22,9 +20,6 @@ from pi_agent_ask.actors.ask import new_request_id
 from pi_agent_ask.actors.core import Timestamps, iso_of, now_iso
 from pi_agent_ask.actors.queue_step import Step
 from pi_agent_ask.form.validate import validate_ask_params
-from pi_agent_ask.persistence import codec
-from pi_agent_ask.persistence import session_file as sf
-from pi_agent_ask.persistence.session_file import SessionFile, freeze
 
 from .runtime_support import EventLog, answer, payload, settings_file, settle, submit
 
@@ -42,67 +37,6 @@ def test_request_ids_are_random_uuids_in_their_text_form() -> None:
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
         seen.add(text)
     assert len(seen) == 2000
-
-
-# ---- spliced entry data ---------------------------------------------------------------------
-
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
-
-
-def _splice_some(value: Any, draw: Any) -> Any:
-    """``value`` with some of its arrays and maps (at any depth) made ``Spliced``."""
-    if isinstance(value, list):
-        value = [_splice_some(v, draw) for v in value]
-    elif isinstance(value, dict):
-        value = {k: _splice_some(v, draw) for k, v in value.items()}
-    else:
-        return value
-    return codec.Spliced(value) if draw(st.booleans()) else value
-
-
-@settings(max_examples=300)
-@given(data=st.data(), value=st.dictionaries(st.text(), _JSON, max_size=5))
-def test_spliced_data_is_stored_as_the_bytes_of_the_plain_data(
-    data: st.DataObject, value: dict[str, Any]
-) -> None:
-    spliced = _splice_some(value, data.draw)
-    if isinstance(spliced, codec.Spliced):
-        spliced = {"whole": spliced}
-        value = {"whole": value}
-    item = codec.encode_stored(b"12345678", None, "t", 1.0, spliced)
-    assert item == codec.encode_stored(b"12345678", None, "t", 1.0, value)
-    assert item == cbor2.dumps([b"12345678", None, "t", 1.0, value])
-    assert freeze(spliced) == freeze(value)
-
-
-def test_a_spliced_entry_reads_back_as_its_plain_data(tmp_path: Path) -> None:
-    params = {"questions": [{"id": "q", "options": [{"value": "a"}]}], "background": True}
-    shared = codec.Spliced(params)
-    for version in (1, 2):
-        path = tmp_path / f"s{version}.pas"
-        if version == 1:  # a file of the first format: its entries are frozen, then encoded
-            sf._create_file(path, sf.Header(1, 0.0, "0" * 32, None).to_cbor(), ())
-        with SessionFile.open(path) as session:
-            session.append_chains([[("a", {"params": shared}), ("b", {"n": [shared]})]])
-            session.append_many([("c", {"params": shared})])
-        with SessionFile.open(path, readonly=True) as again:
-            assert again.header.version == version
-            assert [dict(e.data) for e in again.branch()] == [
-                freeze({"params": params}),
-                freeze({"n": [params]}),
-                freeze({"params": params}),
-            ]
-
-
-def test_what_cbor_cannot_store_is_refused_as_without_the_splice() -> None:
-    with pytest.raises(TypeError, match="cannot encode type <class 'object'>"):
-        codec.encode_stored(b"12345678", None, "t", 1.0, {"x": object()})
-    with pytest.raises(TypeError, match="cannot encode type <class 'object'>"):
-        codec.Spliced({"x": object()})
 
 
 # ---- a transition --------------------------------------------------------------------------

@@ -239,7 +239,7 @@ async def test_an_mcp_take_cut_after_its_boundary_gives_the_answer_back_durably(
 ) -> None:
     """The boundary's marks are written, then the taking call is cancelled before it can
     return them: the answer is given back, and a later take (also after a restart) gets it."""
-    from pi_agent_ask.mcp_server.tools import AgentTools
+    from pi_agent_ask.mcp_common.tools import AgentTools
 
     session = tmp_path / "s.pas"
     settings = settings_file(tmp_path)
@@ -281,7 +281,7 @@ async def test_an_mcp_take_cut_after_its_boundary_gives_the_answer_back_durably(
 
 
 async def test_an_mcp_give_back_whose_write_fails_is_kept_in_memory(tmp_path: Path) -> None:
-    from pi_agent_ask.mcp_server.tools import AgentTools
+    from pi_agent_ask.mcp_common.tools import AgentTools
 
     gate = WriteGate()
     async with gate.open_runtime(

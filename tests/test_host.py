@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pi_agent_ask.form.text import line_text
+from pi_agent_ask.form.transcript import line_text
 from pi_agent_ask.host.demo import run_demo
 from pi_agent_ask.host.local import Line
 from pi_agent_ask.persistence.session_file import SessionFile
@@ -48,7 +48,7 @@ async def test_wait_answers_show_their_card_at_the_call_that_asked(
     from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.host.demo import scripted_agent, scripted_answerer
     from pi_agent_ask.host.local import LocalHost
-    from pi_agent_ask.ui.shell import Transcript
+    from pi_agent_ask.ui.transcript import Transcript
 
     transcript = Transcript()
     async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:

@@ -7,9 +7,11 @@ The rule (``docs/architecture.md``)::
 A module may import its own layer and the layers below it, never one above. Every import
 counts: top-level ones, those inside functions (lazy imports only defer the cost, not the
 dependency) and those under ``TYPE_CHECKING``. Host-level modules (the package's
-``__init__``, ``cli``, ``host``, ``aio``, ``integrations``, ``mcp_server``, ``desk``) may
-import anything below them. A new top-level module or package fails here until it is given a
-layer.
+``__init__``, ``cli``, ``host``, ``aio``, ``integrations``, ``mcp_common``, ``mcp_server``,
+``desk``, ``web``,
+``store``) may import anything below them. Among them, the stdio MCP server and the desk never
+import each other: what both need is ``mcp_common``, which imports neither. A new top-level
+module or package fails here until it is given a layer.
 """
 
 from __future__ import annotations
@@ -25,8 +27,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pi_agent_ask"
 LAYERS = {
     "form": 0,
     "events": 0,
-    "heap": 0,
-    "_attrs": 0,  # the attrs decorators every layer's classes use (lazy methods)
     "persistence": 1,
     "actors": 2,
     "ui": 3,
@@ -36,8 +36,11 @@ LAYERS = {
     "__main__": 4,
     "aio": 4,
     "integrations": 4,
+    "mcp_common": 4,
     "mcp_server": 4,
     "desk": 4,
+    "web": 4,
+    "store": 4,  # the team store: PostgreSQL behind the desk
     "": 4,  # the package's own __init__ (lazy re-exports of the public names)
 }
 NAMES = {0: "form", 1: "persistence", 2: "actors", 3: "ui", 4: "host"}
@@ -189,3 +192,31 @@ def test_the_runtime_facade_is_imported_from_above_only() -> None:
     )
     assert importers == []
     assert any(t == "pi_agent_ask.actors.core" for t, _ in GRAPH["pi_agent_ask.actors.ask"])
+
+
+SIBLINGS = {
+    "pi_agent_ask.mcp_server": {"pi_agent_ask.desk"},
+    "pi_agent_ask.desk": {"pi_agent_ask.mcp_server"},
+    "pi_agent_ask.mcp_common": {"pi_agent_ask.desk", "pi_agent_ask.mcp_server"},
+}
+"""Host-level packages and the packages each must never import."""
+
+
+def _crossings(graph: dict[str, list[tuple[str, int]]]) -> list[str]:
+    found = []
+    for name, targets in graph.items():
+        for package, forbidden in SIBLINGS.items():
+            if name != package and not name.startswith(package + "."):
+                continue
+            for target, line in targets:
+                if any(target == f or target.startswith(f + ".") for f in forbidden):
+                    found.append(f"{name}:{line} imports {target}")
+    return found
+
+
+def test_the_desk_and_the_mcp_server_import_in_one_direction() -> None:
+    # The checker sees a crossing, in either direction and from the shared package.
+    assert _crossings({"pi_agent_ask.desk.agents": [("pi_agent_ask.mcp_server.tools", 3)]})
+    assert _crossings({"pi_agent_ask.mcp_server": [("pi_agent_ask.desk.connection", 9)]})
+    assert _crossings({"pi_agent_ask.mcp_common.tools": [("pi_agent_ask.desk", 1)]})
+    assert _crossings(GRAPH) == []

@@ -31,13 +31,13 @@ from pi_agent_ask.form import schemas
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.tools import in_format, tool_definitions_for
 from pi_agent_ask.form.types import AskParams, Option, Question
+from pi_agent_ask.mcp_common.tools import BACKGROUND_ANSWERS
 from pi_agent_ask.mcp_server.elicitation import (
     elicitation_schema,
     response_from_elicitation,
 )
 from pi_agent_ask.mcp_server.hook import choose_server, hook_output, slug, take_from
 from pi_agent_ask.mcp_server.stdio import ClientHello, LocalServer, open_local, parse_hello
-from pi_agent_ask.mcp_server.tools import BACKGROUND_ANSWERS
 
 ASK = {
     "questions": [
@@ -233,21 +233,21 @@ async def test_declined_elicitation_dismisses_the_form(tmp_path: Path) -> None:
     assert result.structured_content["answers"] == {}
 
 
-async def test_an_elicitation_the_client_refuses_dismisses_the_form(tmp_path: Path) -> None:
-    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> Any:
-        return types.ErrorData(code=types.INVALID_REQUEST, message="no forms here")
+async def test_a_value_chosen_twice_counts_once_without_asking_again(tmp_path: Path) -> None:
+    seen: list[types.ElicitRequestParams] = []
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        seen.append(params)
+        return accept({"langs": ["rs", "py", "rs"]})
 
     with trio.fail_after(30):
         async with connected(tmp_path, elicit=elicit) as h:
-            result = await h.call("ask_user", ASK)
-            later = await h.call("ask_user", {**ASK, "background": True})
-            waited = await h.call("wait_for_answers", {})
-    # A cancellation, never an invented answer, and the server goes on.
+            result = await h.call("ask_user", MULTI_ASK)
     assert result.structured_content is not None
-    assert result.structured_content["cancelled"] is True
-    assert later.structured_content is not None
-    [item] = waited.structured_content["results"]  # type: ignore[index]
-    assert item["result"]["cancelled"] is True
+    assert result.structured_content["answers"]["langs"]["values"] == ["py", "rs"]
+    assert len(seen) == 1  # never asked again
+    schema = seen[0].requested_schema  # type: ignore[union-attr]
+    assert "uniqueItems" not in schema["properties"]["langs"]  # what the docs say is sent
 
 
 async def test_an_answer_the_form_refuses_is_asked_again_with_the_reason(tmp_path: Path) -> None:
@@ -594,7 +594,7 @@ async def test_an_answer_taken_by_another_boundary_goes_to_its_waiting_call(
     answer hands that answer to the ask: the ask still returns it as its own result."""
     from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.actors.runtime import open_runtime
-    from pi_agent_ask.mcp_server.tools import AgentTools
+    from pi_agent_ask.mcp_common.tools import AgentTools
 
     with trio.fail_after(30):
         async with open_runtime(

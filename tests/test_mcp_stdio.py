@@ -23,8 +23,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.mcp_server.hook import slug
-from pi_agent_ask.mcp_server.tools import BACKGROUND_ANSWERS
+from pi_agent_ask.mcp_common.journals import journal_path
+from pi_agent_ask.mcp_common.tools import BACKGROUND_ANSWERS
 from tests.test_mcp import ASK, accept, background_of
 
 
@@ -33,6 +33,11 @@ class Home:
     root: Path
     work: Path
     runtime: Path
+
+    @property
+    def state(self) -> Path:
+        """The desk's default state directory in this home."""
+        return self.root / ".pi" / "agent" / "pi-agent-ask" / "desk"
 
     def env(self) -> dict[str, str]:
         return {
@@ -95,10 +100,10 @@ async def test_stdio_server_lists_tools_and_answers_through_elicitation(home: Ho
             result = await call(client, "ask_user", ASK)
     assert names == ["ask_user", "wait_for_answers"]
     assert result.structured_content["answers"]["db"]["values"] == ["pg"]
-    # The default journal: one per agent key (client name @ working directory).
+    # The default journal: the one the desk keeps for this agent key (client name @ working
+    # directory), so a desk started later shows its forms.
     key = f"test-client@{home.work}"
-    journal = home.root / "agent" / "pi-agent-ask" / "mcp" / f"{slug(key)}.pias"
-    assert journal.is_file()
+    assert journal_path(home.state, key).is_file()
 
 
 async def test_stdio_without_elicitation_falls_back(home: Home) -> None:
@@ -147,9 +152,11 @@ async def test_call_cut_by_the_client_timeout_still_delivers_later(home: Home) -
 
     with trio.fail_after(60):
         async with server(home, elicit=elicit) as client:
+            await client.list_tools()  # as clients do first (the server opens its runtime)
             with pytest.raises(MCPError):
-                # The client's own tool timeout cuts the call (it sends a cancellation).
-                await client.call_tool("ask_user", ASK, read_timeout_seconds=0.2)
+                # The client's own tool timeout cuts the call (it sends a cancellation); the
+                # form is shown by then and waits for the person (``release``).
+                await client.call_tool("ask_user", ASK, read_timeout_seconds=2.0)
             await client.send_ping()
             release.set()
             waited = await call(client, "wait_for_answers", {})
@@ -265,3 +272,184 @@ async def test_desk_auto_forwards_to_a_running_desk_with_the_default_key(home: H
     assert shown.key == f"tester@{home.work}"
     [item] = waited.structured_content["results"]
     assert item["requestId"] == receipt.structured_content["requestId"]
+
+
+FORBIDDEN = ("interactive TUI mode", "details.questions", "SSE stream", "ExceptionGroup")
+
+
+def plain(result: types.CallToolResult) -> str:
+    text = "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+    for words in FORBIDDEN:
+        assert words not in text, text
+    return text
+
+
+async def test_a_desk_started_after_the_server_gets_its_kept_forms_and_waits(home: Home) -> None:
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    desk_file = home.root / "no-desk.json"
+    with trio.fail_after(90):
+        async with server(home, name="early") as client:
+            # No desk, no elicitation: the form is kept, and the text says what helps.
+            kept = await call(client, "ask_user", ASK)
+            text = plain(kept)
+            assert not kept.is_error
+            assert text.startswith("No pi-agent-ask desk is running")
+            assert "`pi-agent-ask desk`" in text
+            request_id = kept.structured_content["requestId"]
+            assert request_id in text
+            log = (home.root / "server.log").read_text()
+            assert "run `pi-agent-ask desk` in a terminal to answer it" in log
+            async with trio.open_nursery() as nursery:
+                waited: list[types.CallToolResult] = []
+
+                done = trio.Event()
+
+                async def wait() -> None:
+                    waited.append(await call(client, "wait_for_answers", {}))
+                    done.set()
+
+                nursery.start_soon(wait)
+                # The desk starts while the agent waits: no call of the agent is needed for
+                # its kept form to appear there, and the wait goes on on the desk.
+                async with open_desk(
+                    home.root / "d", state_dir=home.state, desk_file=desk_file
+                ) as desk:
+                    shown = await answer_displayed(desk)
+                    assert shown.key == f"early@{home.work}"
+                    await done.wait()
+    [result] = waited
+    plain(result)
+    [item] = result.structured_content["results"]
+    assert item["requestId"] == request_id
+    assert item["result"]["answers"]["db"]["values"] == ["pg"]
+
+
+async def test_a_killed_desk_is_a_plain_sentence_and_its_forms_wait_for_the_next(
+    home: Home,
+) -> None:
+    import signal
+    import subprocess
+
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    desk_file = home.root / "no-desk.json"
+    command = [
+        sys.executable,
+        "-m",
+        "pi_agent_ask",
+        "desk",
+        "--headless",
+        "--state",
+        str(home.state),
+        "--settings",
+        str(home.root / "desk-settings.json"),
+    ]
+    with trio.fail_after(120):
+        desk_process = await trio.lowlevel.open_process(
+            command, env={**home.env(), "PATH": "/usr/bin:/bin"}, stdout=subprocess.PIPE
+        )
+        try:
+            assert desk_process.stdout is not None
+            assert b"listening at" in await desk_process.stdout.receive_some(4096)
+            async with server(home, name="late") as client:
+                first = await call(client, "ask_user", {**ASK, "background": True})
+                assert first.structured_content["status"] == "queued"
+                async with trio.open_nursery() as nursery:
+                    waited: list[types.CallToolResult] = []
+
+                    async def wait() -> None:
+                        waited.append(await call(client, "wait_for_answers", {}))
+
+                    nursery.start_soon(wait)
+                    await trio.sleep(0.5)  # the wait is on the desk now
+                    desk_process.send_signal(signal.SIGKILL)
+                    await desk_process.wait()
+                [cut] = waited
+                assert cut.is_error
+                assert plain(cut).startswith("The pi-agent-ask desk did not answer this call")
+                # Later calls: the server's own runtime keeps the forms for the next desk.
+                second = await call(client, "ask_user", {**ASK, "background": True})
+                assert not second.is_error and "`pi-agent-ask desk`" in plain(second)
+                async with open_desk(
+                    home.root / "d2", state_dir=home.state, desk_file=desk_file
+                ) as desk:
+                    answered = [await answer_displayed(desk) for _ in range(2)]
+                    assert {shown.key for shown in answered} == {f"late@{home.work}"}
+                    result = await call(client, "wait_for_answers", {})
+        finally:
+            if desk_process.returncode is None:
+                desk_process.kill()
+                await desk_process.wait()
+    ids = sorted(item["requestId"] for item in result.structured_content["results"])
+    assert ids == sorted(
+        [first.structured_content["requestId"], second.structured_content["requestId"]]
+    )
+
+
+async def test_hooks_work_with_a_long_agent_directory_and_no_runtime_dir(home: Home) -> None:
+    agent = home.root / ("a-rather-long-directory-name-for-the-agent" * 3) / "agent"
+    env = {**home.env(), "PI_CODING_AGENT_DIR": str(agent)}
+    del env["XDG_RUNTIME_DIR"]
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return accept({"db": "pg"})
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "pi_agent_ask", "mcp"], env=env, cwd=home.work
+    )
+    payload = {"hook_event_name": "UserPromptSubmit", "cwd": str(home.work), "prompt": "hi"}
+    with trio.fail_after(60), (home.root / "server.log").open("a") as log:
+        async with (
+            stdio_client(params, errlog=log) as (read, write),
+            ClientSession(
+                read,
+                write,
+                elicitation_callback=elicit,
+                client_info=types.Implementation(name="claude-code", version="1"),
+            ) as client,
+        ):
+            await client.initialize()
+            await call(client, "ask_user", {**ASK, "background": True})
+            await client.send_ping()
+            done = await trio.run_process(
+                [sys.executable, "-m", "pi_agent_ask", "hook", "claude-code"],
+                stdin=json.dumps(payload).encode(),
+                capture_stdout=True,
+                env={**env, "PATH": "/usr/bin:/bin"},
+                cwd=home.work,
+            )
+    assert "hooks are off" not in (home.root / "server.log").read_text()
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Postgres" in context
+
+
+async def test_an_elicitation_the_client_fails_is_not_a_cancellation(home: Home) -> None:
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> Any:
+        return types.ErrorData(code=types.INTERNAL_ERROR, message="the handler crashed")
+
+    desk_file = home.root / "no-desk.json"
+    with trio.fail_after(90):
+        async with server(home, elicit=elicit, name="failing") as client:
+            result = await call(client, "ask_user", ASK)
+            # The client's failure is said as such: not "User cancelled", not an answer.
+            text = plain(result)
+            assert result.is_error
+            assert "could not show the question form" in text
+            assert "the handler crashed" in text and "cancelled" not in text.lower()
+            # From now on forms are kept for a desk, and the first one was never lost.
+            later = await call(client, "ask_user", {**ASK, "background": True})
+            assert "`pi-agent-ask desk`" in plain(later)
+            async with open_desk(
+                home.root / "d", state_dir=home.state, desk_file=desk_file
+            ) as desk:
+                answered = [await answer_displayed(desk) for _ in range(2)]
+                waited = await call(client, "wait_for_answers", {})
+    assert {shown.key for shown in answered} == {f"failing@{home.work}"}
+    results = waited.structured_content["results"]
+    assert len(results) == 2
+    assert all(item["result"]["cancelled"] is False for item in results)
+    log = (home.root / "server.log").read_text()
+    assert "the client could not show a form (the handler crashed)" in log

@@ -16,7 +16,9 @@ from typing import Any
 import cbor2
 import pytest
 
+from pi_agent_ask.persistence import checkpoints as cp
 from pi_agent_ask.persistence import codec
+from pi_agent_ask.persistence import frames as fr
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.session_file import CHECKPOINT_MAGIC, SessionFile, encode_frame
 from tests.test_mutants_session_file import frames
@@ -130,8 +132,8 @@ def test_a_file_shrinking_while_its_tail_is_saved_keeps_what_was_copied(
     torn = encode_frame(b"\x01" + b"z" * 40)[:-10]
     with path.open("ab") as file:
         file.write(torn)
-    monkeypatch.setattr(sf, "_READ_WINDOW", 16)  # the copy takes several reads
-    real_write_all = sf._write_all
+    monkeypatch.setattr(fr, "READ_WINDOW", 16)  # the copy takes several reads
+    real_write_all = fr.write_all
     shrunk: list[int] = []
 
     def write_all(fd: int, data: bytes) -> None:
@@ -140,7 +142,7 @@ def test_a_file_shrinking_while_its_tail_is_saved_keeps_what_was_copied(
             os.truncate(path, good + len(data))
             shrunk.append(len(data))
 
-    monkeypatch.setattr(sf, "_write_all", write_all)
+    monkeypatch.setattr(fr, "write_all", write_all)
     with SessionFile.open(path) as session:
         report = session.report
     assert shrunk == [16]
@@ -393,7 +395,7 @@ def test_a_checkpoint_whose_magic_opens_the_read_window_is_found(
     checkpointed(path, entries=3)
     offset, payload = frames(path)[-1]
     assert payload[0] == codec.KIND_CHECKPOINT
-    monkeypatch.setattr(sf, "_READ_WINDOW", len(payload))  # the window starts at its magic
+    monkeypatch.setattr(fr, "READ_WINDOW", len(payload))  # the window starts at its magic
     with SessionFile.open(path, projection=Counter(), readonly=True) as session:
         assert session.report.checkpoint == offset
         assert session.report.notes == ()
@@ -408,7 +410,7 @@ def test_a_damaged_checkpoint_is_tried_once_when_the_search_reads_on(
     data = bytearray(path.read_bytes())
     data[-1] ^= 0x01  # the newest checkpoint, the last frame
     path.write_bytes(bytes(data))
-    monkeypatch.setattr(sf, "_READ_WINDOW", len(data) - newest - 8)  # one window: its payload
+    monkeypatch.setattr(fr, "READ_WINDOW", len(data) - newest - 8)  # one window: its payload
     with SessionFile.open(path, projection=Counter(), readonly=True) as session:
         assert session.report.checkpoint == older
         assert session.report.notes == (
@@ -435,7 +437,7 @@ def test_a_checkpoint_of_the_largest_frame_size_is_found(
     checkpointed(path, entries=3)
     offset, payload = frames(path)[-1]
     assert max(len(p) for _, p in frames(path)) == len(payload)
-    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", len(payload))
+    monkeypatch.setattr(cp, "MAX_FRAME_BYTES", len(payload))
     with SessionFile.open(path, projection=Counter(), readonly=True) as session:
         assert session.report.checkpoint == offset
 
@@ -840,7 +842,7 @@ def test_a_checkpoint_magic_across_the_read_window_edge_is_found(
     offset, payload = frames(path)[-1]
     assert payload[0] == codec.KIND_CHECKPOINT
     # The first window starts one byte after the magic's first: the next one must reach it.
-    monkeypatch.setattr(sf, "_READ_WINDOW", len(payload) - 1)
+    monkeypatch.setattr(fr, "READ_WINDOW", len(payload) - 1)
     with SessionFile.open(path, projection=Counter(), readonly=True) as session:
         assert session.report.checkpoint == offset
         assert session.report.notes == ()
@@ -860,7 +862,7 @@ def test_an_older_checkpoint_at_the_start_of_the_read_window_is_found(
     _first, middle, newest = checkpoints(path)
     _flip_last_byte_of(path, newest)
     # One window from the middle checkpoint's magic to the end: both are in it.
-    monkeypatch.setattr(sf, "_READ_WINDOW", path.stat().st_size - middle - 8)
+    monkeypatch.setattr(fr, "READ_WINDOW", path.stat().st_size - middle - 8)
     with SessionFile.open(path, projection=Counter(), readonly=True) as session:
         assert session.report.checkpoint == middle
 
@@ -876,7 +878,7 @@ def test_each_checkpoint_is_tried_once_across_read_windows(
     _flip_last_byte_of(path, newest)
     _flip_last_byte_of(path, middle)
     size = path.stat().st_size
-    monkeypatch.setattr(sf, "_READ_WINDOW", size - newest - 8)  # the newest one's payload
+    monkeypatch.setattr(fr, "READ_WINDOW", size - newest - 8)  # the newest one's payload
     with SessionFile.open(path, projection=Counter(), readonly=True) as session:
         assert session.report.checkpoint == first
         assert session.report.notes == (

@@ -15,7 +15,8 @@ from pathlib import Path
 import cbor2
 import pytest
 
-from pi_agent_ask.persistence import codec
+from pi_agent_ask.persistence import codec, session_index
+from pi_agent_ask.persistence import frames as fr
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.session_file import (
     Damage,
@@ -126,7 +127,7 @@ def test_a_last_frame_header_across_the_read_window_is_read_whole(
     judged by the length it declares, not as a torn header."""
     path = tmp_path / "s.pias"
     head = header_frame(1)
-    big = padded_v1_entry("a", sf._READ_WINDOW - 12)  # ends 4 bytes before the window does
+    big = padded_v1_entry("a", fr.READ_WINDOW - 12)  # ends 4 bytes before the window does
     good = head + big
     path.write_bytes(good + length.to_bytes(4, "big") + b"\x00" * 4)
     assert damage_of(path) == Damage(len(good), len(good) + 8, reason, detail)  # type: ignore[arg-type]
@@ -139,7 +140,7 @@ def test_a_frame_running_past_the_read_window_is_read_whole(tmp_path: Path, past
     path = tmp_path / "s.pias"
     small = v1_entry("b", "a")
     small_payload = len(small) - 8
-    before = sf._READ_WINDOW - 8 - (small_payload - past)  # where the small frame starts
+    before = fr.READ_WINDOW - 8 - (small_payload - past)  # where the small frame starts
     path.write_bytes(header_frame(1) + padded_v1_entry("a", before - 8) + small)
     with SessionFile.open(path, readonly=True) as session:
         assert session.report.ok
@@ -153,7 +154,7 @@ def test_the_largest_frame_length_is_read_and_one_more_is_damage(
     path = tmp_path / "s.pias"
     first = v1_entry("a")
     limit = len(first) - 8
-    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", limit)
+    monkeypatch.setattr(session_index, "MAX_FRAME_BYTES", limit)
     good = header_frame(1) + first
     path.write_bytes(good)
     with SessionFile.open(path, readonly=True) as session:

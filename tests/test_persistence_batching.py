@@ -22,6 +22,7 @@ from pi_agent_ask.actors.persistence import (
     serve_persistence,
 )
 from pi_agent_ask.persistence import session_file as sf
+from pi_agent_ask.persistence.frames import create_file
 from pi_agent_ask.persistence.session_file import Entry, SessionFile
 from tests.session_frames import decode_payload
 
@@ -233,7 +234,7 @@ def test_append_chains_matches_append_many_one_by_one(tmp_path: Path, version: i
     path = tmp_path / "s.pias"
     if version == 1:
         header = sf.Header(1, 0.0, "0" * 32, None)
-        sf._create_file(path, header.to_cbor(), ())
+        create_file(path, header.to_cbor(), ())
     with SessionFile.open(path) as session:
         results = session.append_chains(
             [[("a", {"n": 1})], [], [("b", {"s": "\udfff"})], [("c", {}), ("d", None)]]

@@ -1,16 +1,14 @@
 """Every agent-facing output of a rich form, byte for byte, against a stored copy.
 
-The result path (``build_result``, the texts kept with a result, ``tool_result``,
-``background_answer_message``, the waits) is built for speed; ``test_result_differential.py``
-holds it equal to a plain model over generated forms. This file pins the exact outputs of one
-hand-made form that has every kind of answer at once (options with a recommended one, custom
-text, skipped, unanswered, note-only, multi-select, presented types, images on every place,
-stale keys, text with control characters), submitted and cancelled, with and without params,
-and each asked twice (the second answer comes from what the result kept).
+The result path (``build_result``, ``tool_result``, ``background_answer_message``, the waits)
+is pinned here on one hand-made form that has every kind of answer at once (options with a
+recommended one, custom text, skipped, unanswered, note-only, multi-select, presented types,
+images on every place, stale keys, text with control characters), submitted and cancelled,
+with and without params, and each asked twice.
 
-``tests/data/result_golden.json`` was written from the outputs before the result path was
-made faster, and the outputs must stay exactly these: JSON text (key order included), and the
-values' Python types, which JSON alone would blur (tuples and lists, ``str`` subclasses).
+The outputs in ``tests/data/result_golden.json`` must stay exactly these: JSON text (key order
+included), and the values' Python types, which JSON alone would blur (tuples and lists, ``str``
+subclasses).
 """
 
 from __future__ import annotations
@@ -19,18 +17,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from pi_agent_ask.form.result import BackgroundOutcome, build_result
 from pi_agent_ask.form.text import (
     background_answer_message,
-    background_card,
-    result_rows,
     result_text,
     summary_lines,
     tool_result,
     wait_complete_result,
     wait_deferred_result,
+)
+from pi_agent_ask.form.transcript import (
+    background_card,
+    result_rows,
 )
 from pi_agent_ask.form.types import AskParams, Draft, Image, Option, Question
 
@@ -236,40 +234,6 @@ def test_outputs_are_fresh_objects_each_time() -> None:
 
 if __name__ == "__main__":  # regenerate only from a tree whose outputs are known right
     GOLDEN.write_text(json.dumps(outputs(), ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
-
-
-def test_what_depends_on_the_params_alone_is_shared_and_never_part_of_their_value() -> None:
-    """Results of one params share its question metadata (one immutable tuple); a result
-    presented otherwise has its own; the memo kept with the params is not part of their value,
-    and an ``attrs.evolve`` copy starts without it."""
-    params, drafts, presented = rich_form()
-    plain = AskParams(questions=params.questions, title=params.title)
-    assert plain._derived is None
-    first = build_result(plain, drafts, request_id="a")
-    second = build_result(plain, drafts[::-1], request_id="b")
-    assert first.questions is second.questions
-    assert plain._derived is not None
-    assert plain == AskParams(questions=params.questions, title=params.title)
-    assert hash(plain) == hash(AskParams(questions=params.questions, title=params.title))
-    assert repr(plain) == repr(AskParams(questions=params.questions, title=params.title))
-    assert attrs.evolve(plain)._derived is None
-    shown = build_result(plain, drafts, presented_types=presented, request_id="c")
-    assert shown.questions is not first.questions
-    assert shown.questions[5].presented_type == "multi"  # "shown": single, presented multi
-    assert shown.questions[0] is first.questions[0]  # the questions presented as they ask
-    # The texts of a result of the params match what a result with questions of its own
-    # builds.
-    own = attrs.evolve(first, questions=[*first.questions])
-    assert own.questions == first.questions and own.questions is not first.questions
-    for result in (first, own):
-        message = background_answer_message(BackgroundOutcome("x", result=result), params=plain)
-        assert (
-            message["content"]
-            == background_answer_message(BackgroundOutcome("x", result=own), params=plain)[
-                "content"
-            ]
-        )
-        assert tool_result(result, params=plain) == tool_result(own, params=plain)
 
 
 def test_a_results_details_hold_each_answers_own_details() -> None:

@@ -17,13 +17,15 @@ from pi_agent_ask.form.result import (
     build_result,
 )
 from pi_agent_ask.form.text import (
+    tool_result,
+    wait_complete_result,
+    wait_deferred_result,
+)
+from pi_agent_ask.form.transcript import (
     background_card,
     cell_width,
     line_text,
     result_rows,
-    tool_result,
-    wait_complete_result,
-    wait_deferred_result,
 )
 from pi_agent_ask.form.types import (
     QUESTION_TYPES,

@@ -30,8 +30,9 @@ from pi_agent_ask.host.shell import (
     run_demo_agent,
     run_interactive_demo,
 )
-from pi_agent_ask.ui.shell import EDITOR_PLACEHOLDER, Transcript
+from pi_agent_ask.ui.shell_editor import EDITOR_PLACEHOLDER
 from pi_agent_ask.ui.testing import VirtualTerminal, sgr_click
+from pi_agent_ask.ui.transcript import Transcript
 
 ESC = "\x1b"
 ENTER = "\r"

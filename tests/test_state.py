@@ -53,27 +53,6 @@ def type_custom(text: str) -> tuple[fs.Command, ...]:
 # --------------------------------------------------------------------------------------------
 
 
-def test_new_form_holds_what_the_constructor_builds() -> None:
-    # new_form fills the state's fields itself (the reducer's fast copies): every field, with
-    # the constructor's values.
-    params = AskParams(questions=(question("a"), question("b", "multi", options=2)))
-    settings = fs.FormSettings(double_press_review_shortcuts=False)
-    for background in (False, True):
-        state = fs.new_form(params, settings, background=background)
-        built = fs.FormState(
-            params=params,
-            types=("single", "multi"),
-            drafts=(EMPTY_DRAFT, EMPTY_DRAFT),
-            cursors=(0, 0),
-            settings=settings,
-            background=background,
-        )
-        assert state == built
-        assert vars(state) == vars(built)
-        assert list(vars(state)) == [field.name for field in attrs.fields(fs.FormState)]
-    assert fs.new_form(params).settings == fs.FormSettings()
-
-
 def test_states_and_drafts_stay_frozen_after_a_command() -> None:
     state = run(form(question("a", "multi")), fs.Number(1), fs.Number(2))
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
@@ -460,9 +439,11 @@ def test_notes_never_count_as_answers() -> None:
     assert fs.answered_count(state) == 0
 
 
-def test_option_note_is_ignored_on_custom_row_and_review() -> None:
+def test_option_note_on_the_custom_row_is_the_question_note_and_ignored_on_review() -> None:
     state = run(form(question("a", options=1)), fs.NextOption(), fs.EditorClose())
-    assert run(state, fs.OpenOptionNote()) == state
+    # A typed answer has no option value to note: ``n`` there opens the question's note.
+    assert run(state, fs.OpenOptionNote()) == run(state, fs.OpenQuestionNote())
+    assert run(state, fs.OpenOptionNote()).editor is not None
     review = run(state, fs.SelectTab(1))
     assert run(review, fs.OpenOptionNote()) == review
     assert run(review, fs.OpenQuestionNote()) == review

@@ -15,27 +15,29 @@ from pi_agent_ask.form.result import (
 )
 from pi_agent_ask.form.text import (
     EMPTY_WAIT_TEXT,
-    Line,
     background_answer_message,
     background_answer_text,
-    background_card,
-    call_rows,
-    cell_width,
     fallback_text,
     fallback_tool_result,
     image_blocks,
     image_marker,
-    line_text,
-    receipt_row,
     receipt_text,
     receipt_tool_result,
-    result_rows,
     result_text,
     summary_lines,
     tool_result,
     wait_complete_result,
-    wait_confirmation,
     wait_deferred_result,
+)
+from pi_agent_ask.form.transcript import (
+    Line,
+    background_card,
+    call_rows,
+    cell_width,
+    line_text,
+    receipt_row,
+    result_rows,
+    wait_confirmation,
     wrap_line,
 )
 from pi_agent_ask.form.types import AskParams, Draft, Image, Issue, Option, Question

@@ -8,7 +8,7 @@ from pathlib import Path
 import trio
 from prompt_toolkit.input import create_pipe_input
 
-from pi_agent_ask.form.text import line_text
+from pi_agent_ask.form.transcript import line_text
 from pi_agent_ask.host.demo import run_demo
 from pi_agent_ask.host.local import Line
 from pi_agent_ask.host.shell import BUSY_REPLY, RESUMED_TEXT, open_shell_host, run_demo_agent

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-from pi_agent_ask.ui.shell import PANEL_FOCUSED_LABEL, PANEL_UNFOCUSED_LABEL
+from pi_agent_ask.ui.panel import PANEL_FOCUSED_LABEL, PANEL_UNFOCUSED_LABEL
 from tests.test_shell import ALT_Q, REGION_PROMPT, demo, status_row
 
 

@@ -138,7 +138,8 @@ def test_a_hidden_form_leaves_no_frame_behind() -> None:
 
 
 def test_wrapped_rows_are_remembered_by_value_and_handed_out_as_fresh_lists() -> None:
-    from pi_agent_ask.ui.render import TEXT, wrap_fragments
+    from pi_agent_ask.ui.render.frame import TEXT
+    from pi_agent_ask.ui.render.lines import wrap_fragments
 
     fragments = [(TEXT, "alpha beta gamma delta")]
     rows = wrap_fragments(fragments, 12)
@@ -154,7 +155,7 @@ def test_wrapped_rows_are_remembered_by_value_and_handed_out_as_fresh_lists() ->
 
 def test_every_tab_mark_is_one_cell_wide() -> None:
     # The tab bar measures tabs without their marks (so tabs out of view are never built).
-    from pi_agent_ask.form.text import cell_width
-    from pi_agent_ask.ui.render import TAB_MARK_CELLS
+    from pi_agent_ask.form.transcript import cell_width
+    from pi_agent_ask.ui.render.header import TAB_MARK_CELLS
 
     assert {cell_width(mark) for mark in ("✓", "□", "–")} == {TAB_MARK_CELLS}

@@ -302,3 +302,23 @@ async def test_a_click_is_mapped_by_cells_after_wide_characters(tmp_path: Path) 
         status, result = await ask.finished()
     assert status == 0
     assert result["details"]["answers"]["wide"]["values"] == ["b"]
+
+
+async def test_a_click_right_of_a_review_action_does_nothing(tmp_path: Path) -> None:
+    # A Review action's target ends with its label; the cells after it on the same row are
+    # nobody's target, though the window maps clicks to the character under them.
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("Speed")
+        click_on(ask, "Speed")
+        await ask.wait("1. Submit")
+        click_on(ask, "Submit", len("Submit") + 5)
+        click_on(ask, "Submit", len("Submit") + 5)  # on the label, twice, this would submit
+        click_on(ask, "Cancel")
+        await ask.wait("Press 2 again (or click Cancel again) to cancel the questions.")
+        assert not ask.done.is_set()
+        click_on(ask, "Submit")
+        await ask.wait("Press 1 again")
+        click_on(ask, "Submit")
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["goal"]["values"] == ["speed"]

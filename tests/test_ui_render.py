@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.text import cell_width
+from pi_agent_ask.form.transcript import cell_width
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence.settings import EditorKeymap, GlobalKeymap, Keymaps, MainKeymap
-from pi_agent_ask.ui import render as r
 from pi_agent_ask.ui.render import RenderOptions, line_text, render_form
+from pi_agent_ask.ui.render import frame as r
 
 CONTEXT = "Benchmarks from last week.\nCold build: 41s, warm build: 9s."
 

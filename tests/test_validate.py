@@ -13,18 +13,16 @@ from typing import Any
 import pytest
 
 from pi_agent_ask.form import validate as validate_module
-from pi_agent_ask.form.types import AskParams, Issue, Option, Question
-from pi_agent_ask.form.validate import (
+from pi_agent_ask.form.context_files import (
     CONTEXT_FILE_MAX_BYTES,
     ContextFileError,
-    derive_label,
     is_context_path,
     load_context_file,
-    params_from_saved,
-    schema_error_text,
-    schema_issues,
-    validate_ask_params,
 )
+from pi_agent_ask.form.prepare import derive_label
+from pi_agent_ask.form.schema_check import schema_error_text, schema_issues
+from pi_agent_ask.form.types import AskParams, Issue, Option, Question
+from pi_agent_ask.form.validate import params_from_saved, validate_ask_params
 
 SCHEMA = 'Validation failed for tool "ask_user": '
 

@@ -40,8 +40,9 @@ from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form.result import AskResult, fallback_result, invalid_result
+from pi_agent_ask.form.schema_check import schema_error_text
 from pi_agent_ask.form.types import Validation
-from pi_agent_ask.form.validate import schema_error_text, validate_bounded_params
+from pi_agent_ask.form.validate import validate_bounded_params
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import journal as jr
 
@@ -297,7 +298,10 @@ async def host_form(
     if unheard(enabled, channels, rt._write_terminal):
         return await run(scope=scope)  # nobody would hear of it: no notification is made
     first = request.params.questions[0]
-    notify = Notify(flow_id, first.label, first.prompt, enabled, channels)
+    link = rt._notify_link
+    notify = Notify(
+        flow_id, first.label, first.prompt, enabled, channels, link(flow_id) if link else None
+    )
     if scope is None:
         await rt._notify_tx.send(notify)
         return await run()

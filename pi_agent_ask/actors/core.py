@@ -193,6 +193,9 @@ class RuntimeCore:
     _write_terminal: Callable[[str], None] = attrs.field(default=lambda _text: None)
     """Where notification bytes go (``open_runtime(write_terminal=)``): a runtime that writes
     them nowhere and runs no command makes no notification (``notifications.unheard``)."""
+    _notify_link: Callable[[str], str | None] | None = None
+    """The page of a form, by flow id (``open_runtime(notify_link=)``: the web desk), carried
+    to command channels as ``ASK_NOTIFY_URL``."""
     _epoch: int = 0
     _model_requested: bool = False
     _routing_submit: bool = False

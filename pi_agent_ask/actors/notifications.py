@@ -208,9 +208,13 @@ def terminal_payload(channel: Channel, *, title: str, message: str) -> str | Non
             return None
 
 
-def command_environment(*, title: str, message: str) -> dict[str, str]:
-    """The variables a command channel receives in addition to the inherited environment."""
-    return {"ASK_NOTIFY_EVENT": EVENT, "ASK_NOTIFY_TITLE": title, "ASK_NOTIFY_MESSAGE": message}
+def command_environment(*, title: str, message: str, url: str | None = None) -> dict[str, str]:
+    """The variables a command channel receives in addition to the inherited environment
+    (``ASK_NOTIFY_URL``: the form's page, when the desk serves one)."""
+    env = {"ASK_NOTIFY_EVENT": EVENT, "ASK_NOTIFY_TITLE": title, "ASK_NOTIFY_MESSAGE": message}
+    if url is not None:
+        env["ASK_NOTIFY_URL"] = url
+    return env
 
 
 # --------------------------------------------------------------------------------------------
@@ -237,6 +241,8 @@ class Notify:
     prompt: str
     enabled: bool
     channels: tuple[Channel, ...] = attrs.field(converter=_channels)
+    url: str | None = None
+    """Where the form can be answered (the web desk's page), for command channels."""
 
 
 @attrs.frozen
@@ -352,7 +358,9 @@ async def _notify_once(
     message = notification_message(notify.label, notify.prompt)
     attempts: list[Attempt] = []
     for channel in notify.channels:
-        attempts.append(await _send(channel, title, message, write_terminal, command_timeout))
+        attempts.append(
+            await _send(channel, title, message, write_terminal, command_timeout, notify.url)
+        )
     if report is not None:
         report(Notified(notify.flow_id, message, attempts))
 
@@ -363,10 +371,11 @@ async def _send(
     message: str,
     write_terminal: Callable[[str], None],
     command_timeout: float,
+    url: str | None = None,
 ) -> Attempt:
     if not isinstance(channel, Command):
         return _write(channel, title, message, write_terminal)
-    return await _run_command(channel.command, title, message, command_timeout)
+    return await _run_command(channel.command, title, message, command_timeout, url)
 
 
 def _write(
@@ -382,8 +391,10 @@ def _write(
     return Attempt(channel.name, "attempted")
 
 
-async def _run_command(command: str, title: str, message: str, time_limit: float) -> Attempt:
-    env = {**os.environ, **command_environment(title=title, message=message)}
+async def _run_command(
+    command: str, title: str, message: str, time_limit: float, url: str | None = None
+) -> Attempt:
+    env = {**os.environ, **command_environment(title=title, message=message, url=url)}
     completed: subprocess.CompletedProcess[bytes] | None = None
     try:
         with trio.move_on_after(time_limit):

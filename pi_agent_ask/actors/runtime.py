@@ -25,7 +25,7 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -67,6 +67,8 @@ from pi_agent_ask.form.text import (
     WAIT_INTERRUPTED_TEXT,
     WAIT_NON_TUI_TEXT,
 )
+
+T = TypeVar("T")
 
 __all__ = [
     "CALL_FAILURES",
@@ -177,6 +179,12 @@ class Runtime(RuntimeCore):
         cancellation and bugs propagate (``docs/errors.md``)."""
         return await dispatch.call_tool(self, name, arguments, tool_call_id, parent_tool_call_id)
 
+    async def read_journal(self, read: Callable[[Any], T]) -> T:
+        """``read(session_file)`` run where the journal is (the persistence actor's worker
+        thread), for readers outside the tools: the web desk's history and export."""
+        result: T = await self._writer.read(read)
+        return result
+
     async def run_background_form(
         self,
         request: AskRequest,
@@ -247,6 +255,7 @@ async def _open_runtime(
     agent_idle: bool = True,
     terminal: TerminalFactory | None = None,
     check_actors: bool = False,
+    notify_link: Callable[[str], str | None] | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open a runtime; see ``API.md``. Leaving the block disposes every actor.
 
@@ -261,6 +270,8 @@ async def _open_runtime(
     and supervises it: a failure ends the forms with an error. ``check_actors`` (a test
     mode): every change of the queue's and the persistence actors' state checks that it runs
     in the actor's own task, and raises ``owner.NotOwner`` when it does not.
+    ``notify_link`` gives a form's page by flow id (the web desk), passed to notification
+    commands as ``ASK_NOTIFY_URL``.
     """
     import os
 
@@ -333,6 +344,7 @@ async def _open_runtime(
                 activity_tx=activity_tx,
                 hook_calls=hook_calls,
                 write_terminal=write_terminal,
+                notify_link=notify_link,
             )
             actor = q.QueueActor(
                 journal=writer,

@@ -1,8 +1,8 @@
 """The question desk: one terminal where a person answers the questions of every agent.
 
 ``pi-agent-ask desk`` is a full-screen terminal app and an MCP server over Streamable HTTP
-(``docs/desk.md``). Agents connect directly, or through ``pi-agent-ask mcp --desk``
-(:func:`serve_stdio_via_desk`).
+(``docs/desk.md``). Agents connect directly, or through ``pi-agent-ask mcp``
+(``pi_agent_ask.mcp_server.forward``).
 
 The public names are imported on first use, so the command line (which imports
 ``pi_agent_ask.desk.command`` to build its parser) does not load the HTTP server and the MCP
@@ -22,18 +22,16 @@ __all__ = [
     "desk_file_path",
     "find_desk",
     "run_desk",
-    "serve_stdio_via_desk",
 ]
 
 _HOMES = {
     "Desk": "pi_agent_ask.desk.run",
     "DeskAlreadyRunning": "pi_agent_ask.desk.run",
     "run_desk": "pi_agent_ask.desk.run",
-    "DeskAddress": "pi_agent_ask.desk.connection",
-    "desk_file_path": "pi_agent_ask.desk.connection",
-    "find_desk": "pi_agent_ask.desk.connection",
+    "DeskAddress": "pi_agent_ask.mcp_common.connection",
+    "desk_file_path": "pi_agent_ask.mcp_common.connection",
+    "find_desk": "pi_agent_ask.mcp_common.connection",
     "ListenError": "pi_agent_ask.desk.http",
-    "serve_stdio_via_desk": "pi_agent_ask.desk.forward",
 }
 
 

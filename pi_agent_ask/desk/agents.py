@@ -15,16 +15,17 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown
-from pi_agent_ask.desk.journals import check_key, known_keys, record_key
 from pi_agent_ask.form import tools as tool_names
-from pi_agent_ask.mcp_server.tools import AgentTools, ReportProgress
+from pi_agent_ask.mcp_common.journals import check_key, known_keys, record_key
+from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
+from pi_agent_ask.persistence.session_file import SessionFileError
 
 __all__ = ["Agent", "AgentRegistry", "AgentUnavailable"]
 
@@ -75,7 +76,8 @@ class Agent:
                     await report_progress(progress, total, message)
 
         try:
-            return await self.tools.call_tool(name, arguments, report_progress=report)
+            result = await self.tools.call_tool(name, arguments, report_progress=report)
+            return _in_desk_words(result) if waits else result
         finally:
             if blocking:
                 self._waits -= waits
@@ -149,6 +151,8 @@ class AgentRegistry:
     """Seconds between progress notifications of long waits (``None``: AgentTools' default)."""
     write_terminal: Callable[[str], None] | None = None
     """Where the runtimes' notification bytes go (``None``: nowhere)."""
+    form_url: Callable[[str, str], str] | None = None
+    """The web page of agent ``key``'s form ``flow_id`` (notification commands get it)."""
     _agents: dict[str, Agent] = attrs.field(factory=dict)
     _opening: dict[str, trio.Event] = attrs.field(factory=dict)
     _failures: dict[str, str] = attrs.field(factory=dict)
@@ -161,7 +165,7 @@ class AgentRegistry:
             keys = await trio.to_thread.run_sync(known_keys, self.state_dir)
             for key in keys:
                 with suppress(AgentUnavailable):  # reported as a notice; the desk goes on
-                    await self.agent(key)
+                    await self.agent(key, at_start=True)
             task_status.started()
             await trio.sleep_forever()
 
@@ -173,11 +177,13 @@ class AgentRegistry:
         """The agent with ``key`` if it is open."""
         return self._agents.get(key)
 
-    async def agent(self, key: str) -> Agent:
+    async def agent(self, key: str, *, at_start: bool = False) -> Agent:
         """The agent with ``key``, opening its runtime on first use.
 
         Raises ``InvalidKey`` for an unacceptable key and :class:`AgentUnavailable` when its
-        journal cannot be opened."""
+        journal cannot be opened. ``at_start``: a journal its agent's own ``pi-agent-ask mcp``
+        server holds is no trouble (the server hands it over as soon as it sees this desk, and
+        its first request opens it here), so it is not reported."""
         check_key(key)
         while True:
             agent = self._agents.get(key)
@@ -198,7 +204,9 @@ class AgentRegistry:
         except Exception as error:
             message = f"The desk cannot open the journal of agent {key!r}: {error}"
             self._failures[key] = message
-            self.notice(message)
+            held = isinstance(error, SessionFileError) and error.reason == "locked"
+            if not (at_start and held):
+                self.notice(message)
             raise AgentUnavailable(message) from error
         finally:
             del self._opening[key]
@@ -233,6 +241,7 @@ class AgentRegistry:
                 # Never idle: an idle wake would hand a recovered answer to ``wakeups``, which
                 # nothing reads over MCP (the agent takes it with its next call).
                 agent_idle=False,
+                notify_link=self._link(key),
             ) as runtime:
                 extra = (
                     {}
@@ -271,9 +280,38 @@ class AgentRegistry:
                 raise
             self.notice(f"Agent {key!r} stopped: {type(error).__name__}: {error}")
 
+    def _link(self, key: str) -> Callable[[str], str | None] | None:
+        form_url = self.form_url
+        if form_url is None:
+            return None
+        return lambda flow_id: form_url(key, flow_id)
+
     async def _relay_notices(self, key: str, runtime: Any) -> None:
         async for text in runtime.notices:
             self.notice(f"{key}: {text}")
+
+
+DESK_DEFERRED_WHY = (
+    "The user put the questions aside on the pi-agent-ask desk for now (Esc), so "
+    "wait_for_answers stopped waiting."
+)
+"""A released wait's first line on the desk: the desk has no question panel to hide; Esc there
+sends the form to the back of the line."""
+
+
+def _in_desk_words(result: types.CallToolResult) -> types.CallToolResult:
+    """A ``wait_for_answers`` result as the desk says it: a wait released by Esc (the queue's
+    ``hidden`` reason) names what the person did on the desk. The rest of the text (what is
+    still pending, what to do now) and ``structuredContent`` stay as they are."""
+    structured = result.structured_content or {}
+    if structured.get("status") != "deferred" or structured.get("reason") != "hidden":
+        return result
+    first, *rest = result.content
+    if not isinstance(first, types.TextContent):
+        return result
+    _why, _newline, tail = first.text.partition("\n")
+    text = first.model_copy(update={"text": DESK_DEFERRED_WHY + ("\n" + tail if tail else "")})
+    return result.model_copy(update={"content": [text, *rest]})
 
 
 async def _drain(channel: trio.MemoryReceiveChannel[Any]) -> None:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import FormInput, Surface
 from pi_agent_ask.form import state as fs
 

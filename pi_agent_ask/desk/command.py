@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -27,6 +28,15 @@ def add_desk_parser(commands: Any) -> None:
         ),
     )
     desk.add_argument(
+        "action",
+        nargs="?",
+        choices=["login-url"],
+        help="login-url: print a one-time sign-in URL for the running desk's web page",
+    )
+    desk.add_argument(
+        "--qr", action="store_true", help="with login-url: also draw the URL as a QR code"
+    )
+    desk.add_argument(
         "--listen", metavar="HOST:PORT", help="address to listen on (default 127.0.0.1, free port)"
     )
     desk.add_argument("--state", type=Path, help="directory of the agents' session journals")
@@ -36,6 +46,25 @@ def add_desk_parser(commands: Any) -> None:
         action="store_true",
         help="allow a non-loopback --listen address (the token is still required)",
     )
+    desk.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
+    desk.add_argument("--tls-key", type=Path, help="the certificate's private key (PEM)")
+    desk.add_argument(
+        "--tls-elsewhere",
+        action="store_true",
+        help="a non-loopback listen without --tls-cert: a tunnel or proxy protects the traffic",
+    )
+    desk.add_argument(
+        "--store",
+        metavar="URL",
+        help="keep every agent's state in this PostgreSQL team store (docs/team.md; "
+        "default $PI_AGENT_ASK_STORE, else files under --state)",
+    )
+    desk.add_argument(
+        "--as",
+        dest="answerer",
+        metavar="NAME",
+        help="your name, recorded with every answer given on this desk (default: login user)",
+    )
     desk.add_argument(
         "--headless",
         action="store_true",
@@ -43,8 +72,32 @@ def add_desk_parser(commands: Any) -> None:
     )
 
 
+def cmd_login_url(args: argparse.Namespace, stderr: TextIO) -> int:
+    """``pi-agent-ask desk login-url``: 0 and the URL; 2 when no desk runs."""
+    import trio
+
+    from pi_agent_ask.web.login import NoDesk, fetch_login_url, print_qr
+
+    try:
+        url = trio.run(fetch_login_url)
+    except NoDesk as error:
+        stderr.write(f"pi-agent-ask: {error}\n")
+        return EXIT_INVALID
+    except Exception as error:  # the desk answered wrongly or went away
+        stderr.write(f"pi-agent-ask: cannot get a sign-in URL: {error}\n")
+        return EXIT_INVALID
+    sys.stdout.write(url + "\n")
+    if args.qr:
+        print_qr(url, sys.stdout)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
 def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
     import trio
+
+    if args.action == "login-url":
+        return cmd_login_url(args, stderr)
 
     from pi_agent_ask.desk.http import ListenError
     from pi_agent_ask.desk.run import DeskAlreadyRunning, run_desk
@@ -71,6 +124,9 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
                     state_dir=args.state,
                     settings=args.settings,
                     allow_remote=args.allow_remote,
+                    tls_cert=args.tls_cert,
+                    tls_key=args.tls_key,
+                    tls_elsewhere=args.tls_elsewhere,
                     headless=args.headless,
                     warn=warn,
                     task_status=task_status,
@@ -78,10 +134,22 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
                 nursery.cancel_scope.cancel()  # the person quit
 
             nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
-            desk = await nursery.start(serve)
+            store_url = args.store or os.environ.get("PI_AGENT_ASK_STORE")
+            if store_url:  # a team desk (pi_agent_ask/store)
+                from pi_agent_ask.store.command import run_desk_on_store
+
+                desk = await nursery.start(
+                    run_desk_on_store(args, store_url, warn, nursery.cancel_scope.cancel)
+                )
+                url = desk.url
+            else:
+                desk = await nursery.start(serve)
+                url = desk.address.url
             if args.headless:
                 # Headless, the desk has no screen to show where it listens: say it once.
-                sys.stdout.write(f"pi-agent-ask desk: listening at {desk.address.url}\n")
+                sys.stdout.write(f"pi-agent-ask desk: listening at {url}\n")
+                if getattr(desk, "web", None) is not None:
+                    _show_login(desk, args)
                 sys.stdout.flush()
 
     try:
@@ -97,6 +165,17 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
             stderr.write(f"pi-agent-ask: internal error: {type(cause).__name__}: {cause}\n")
         return EXIT_INTERNAL
     return EXIT_OK
+
+
+def _show_login(desk: Any, args: argparse.Namespace) -> None:
+    """The web desk's first sign-in URL (and its QR code for a listen other machines reach)."""
+    from pi_agent_ask.desk.http import is_loopback, parse_listen
+    from pi_agent_ask.web.login import print_qr
+
+    url = desk.web.login_url()
+    sys.stdout.write(f"pi-agent-ask desk: sign in from a browser (once, 10 min): {url}\n")
+    if not is_loopback(parse_listen(args.listen).host):
+        print_qr(url, sys.stdout)
 
 
 async def _stop_on_signal(scope: Any) -> None:

@@ -24,6 +24,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 from mcp.server.lowlevel.server import Server
@@ -32,13 +33,11 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.desk.agents import Agent, AgentRegistry, AgentUnavailable
-from pi_agent_ask.desk.connection import SERVICE, STATUS_PATH
-from pi_agent_ask.desk.journals import InvalidKey
+from pi_agent_ask.mcp_common.connection import KEY_HEADER, SERVICE, STATUS_PATH
+from pi_agent_ask.mcp_common.journals import InvalidKey
 
 __all__ = [
-    "KEY_HEADER",
     "MCP_PATH",
     "DeskApp",
     "Listen",
@@ -48,7 +47,6 @@ __all__ = [
     "parse_listen",
 ]
 
-KEY_HEADER = "x-pi-agent-ask-key"
 DISCONNECTED = "pi_agent_ask.disconnected"
 """The ASGI scope key of the event set when the request's client went away."""
 MCP_PATH = "/mcp"
@@ -137,6 +135,9 @@ class DeskApp:
     pid: int
     port: int | None = None
     """The bound port (known once hypercorn listens; requests before that get 503)."""
+    web: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+    """The web desk (``pi_agent_ask.web``): every path but ``/mcp`` and ``/desk`` goes to it,
+    after the ``Host`` check; it checks its own sign-in, ``Origin`` and CSRF token."""
 
     def allowed_origins(self) -> set[str]:
         names = {"127.0.0.1", "localhost", "[::1]"}
@@ -152,13 +153,9 @@ class DeskApp:
 
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
         """Why a request is refused (status, message), or ``None`` when it may pass."""
-        if self.port is None:
-            return 503, "The desk is starting."
-        origin = _header(scope, "origin")
-        if origin is not None and origin not in self.allowed_origins():
-            return 403, "Origin not allowed."
-        if not self.host_allowed(_header(scope, "host")):
-            return 421, "Host not allowed."
+        refused = self.place_refusal(scope)
+        if refused is not None:
+            return refused
         authorization = _header(scope, "authorization") or ""
         scheme, _, credential = authorization.partition(" ")
         expected = self.token.encode("utf-8")
@@ -168,11 +165,32 @@ class DeskApp:
             return 401, "Missing or wrong bearer token (see the desk's connection file)."
         return None
 
+    def place_refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """Checks 1 and 2 (``Origin``, ``Host``; 503 before the port is known), without the
+        token: a team desk checks each agent's own token instead (``store/http.py``)."""
+        if self.port is None:
+            return 503, "The desk is starting."
+        origin = _header(scope, "origin")
+        if origin is not None and origin not in self.allowed_origins():
+            return 403, "Origin not allowed."
+        if not self.host_allowed(_header(scope, "host")):
+            return 421, "Host not allowed."
+        return None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
         if scope["type"] != "http":
+            return
+        path = scope.get("path", "")
+        if self.web is not None and path not in (MCP_PATH, MCP_PATH + "/", STATUS_PATH):
+            if self.port is None:
+                await _respond(send, 503, {"error": "The desk is starting."})
+            elif not self.host_allowed(_header(scope, "host")):
+                await _respond(send, 421, {"error": "Host not allowed."})
+            else:
+                await self.web(scope, receive, send)
             return
         refusal = self.refusal(scope)
         if refusal is not None:
@@ -180,7 +198,6 @@ class DeskApp:
             extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
             await _respond(send, status, {"error": message}, extra)
             return
-        path = scope.get("path", "")
         if path in (MCP_PATH, MCP_PATH + "/"):
             await self.manager.handle_request(scope, _watch_disconnect(scope, receive), send)
         elif path == STATUS_PATH and scope.get("method") == "GET":

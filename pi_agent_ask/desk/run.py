@@ -10,22 +10,33 @@ server and disposes every runtime (drafts saved).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.agents import AgentRegistry
 from pi_agent_ask.desk.board import Board
-from pi_agent_ask.desk.connection import (
+from pi_agent_ask.desk.http import (
+    MCP_PATH,
+    DeskApp,
+    Listen,
+    ListenError,
+    is_loopback,
+    mcp_server,
+    parse_listen,
+)
+from pi_agent_ask.mcp_common import package_version
+from pi_agent_ask.mcp_common.connection import (
     DeskAddress,
     desk_file_path,
     find_desk,
@@ -33,15 +44,8 @@ from pi_agent_ask.desk.connection import (
     remove_desk_file,
     write_desk_file,
 )
-from pi_agent_ask.desk.http import (
-    MCP_PATH,
-    DeskApp,
-    ListenError,
-    is_loopback,
-    mcp_server,
-    parse_listen,
-)
-from pi_agent_ask.desk.journals import default_state_dir
+from pi_agent_ask.mcp_common.journals import StateDirInUse, default_state_dir, lock_state_dir
+from pi_agent_ask.web.app import WebDesk, web_base_url
 
 __all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
 
@@ -60,7 +64,8 @@ session, and its agent key (not the session) finds its questions."""
 
 
 class DeskAlreadyRunning(Exception):
-    """Another desk is running and answers at the connection file's URL."""
+    """Another desk is running and answers at the connection file's URL, or holds the state
+    directory."""
 
 
 @attrs.frozen
@@ -74,6 +79,8 @@ class Desk:
     cancel: Callable[[], None]
     stopped: trio.Event
     """Set once the desk stopped (its connection file is gone)."""
+    web: WebDesk | None = None
+    """The web desk on the same listener (``login_url()`` makes a sign-in URL)."""
 
 
 async def run_desk(
@@ -82,6 +89,9 @@ async def run_desk(
     state_dir: Path | None = None,
     settings: Path | None = None,
     allow_remote: bool = False,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    tls_elsewhere: bool = False,
     desk_file: Path | None = None,
     headless: bool = False,
     input: Any = None,
@@ -96,13 +106,22 @@ async def run_desk(
     each agent's runtime only (tests, benchmarks, scripted answerers). ``input``/``output``
     are prompt_toolkit objects for the terminal (``None``: the process's terminal). ``warn``
     receives the non-loopback warning; ``progress_interval`` overrides the seconds between
-    progress notifications of long waits. Raises ``ListenError`` and :class:`DeskAlreadyRunning`.
+    progress notifications of long waits. ``tls_cert``/``tls_key``: serve HTTPS; a
+    non-loopback listen needs them, or ``tls_elsewhere`` (a tunnel or a proxy protects the
+    traffic). Raises ``ListenError`` and :class:`DeskAlreadyRunning`.
     """
     where = parse_listen(listen)
     if not is_loopback(where.host) and not allow_remote:
         raise ListenError(
             f"refusing to listen on {where.host}, which is not a loopback address; "
             "pass --allow-remote to do it anyway (every request still needs the token)"
+        )
+    if (tls_cert is None) != (tls_key is None):
+        raise ListenError("--tls-cert and --tls-key go together")
+    if not is_loopback(where.host) and tls_cert is None and not tls_elsewhere:
+        raise ListenError(
+            f"refusing to listen on {where.host} without TLS: pass --tls-cert and --tls-key, "
+            "or --tls-elsewhere when a tunnel or a proxy protects the traffic (docs/web.md)"
         )
     file = desk_file if desk_file is not None else desk_file_path()
     running = await find_desk(path=file)
@@ -114,6 +133,40 @@ async def run_desk(
     state = state_dir if state_dir is not None else default_state_dir()
     if not is_loopback(where.host):
         warn(REMOTE_WARNING.format(host=where.host, file=file))
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(lock_state_dir(state))
+        except StateDirInUse as error:
+            raise DeskAlreadyRunning(str(error)) from None
+        await _run(
+            where=where,
+            file=file,
+            state=state,
+            settings=settings,
+            headless=headless,
+            input=input,
+            output=output,
+            progress_interval=progress_interval,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            task_status=task_status,
+        )
+
+
+async def _run(
+    *,
+    where: Listen,
+    file: Path,
+    state: Path,
+    settings: Path | None,
+    headless: bool,
+    input: Any,
+    output: Any,
+    progress_interval: float | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    task_status: trio.TaskStatus[Desk],
+) -> None:
 
     from pi_agent_ask.persistence.settings import load_settings, settings_path
 
@@ -143,6 +196,9 @@ async def run_desk(
             write_terminal=None if headless else display.write_terminal,
         )
         board.blocked_on = registry.blocked_on
+        token = new_token()
+        web = WebDesk(board=board, registry=registry, token=token, secure=tls_cert is not None)
+        registry.form_url = web.form_url
         if not headless:
             from pi_agent_ask.ui.surface import run_terminal_surface
 
@@ -158,12 +214,15 @@ async def run_desk(
             )
         await nursery.start(registry.run)
         manager = StreamableHTTPSessionManager(
-            mcp_server(registry), session_idle_timeout=SESSION_IDLE_TIMEOUT
+            mcp_server(registry, version=package_version()),
+            session_idle_timeout=SESSION_IDLE_TIMEOUT,
         )
-        token = new_token()
-        app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid())
+        app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
         config = HypercornConfig()
         config.bind = [where.bind]
+        if tls_cert is not None and tls_key is not None:
+            config.certfile = str(tls_cert)
+            config.keyfile = str(tls_key)
         config.errorlog = None
         config.accesslog = None
         # Idle client connections stay open between calls for an hour (clients reuse them).
@@ -172,8 +231,10 @@ async def run_desk(
             binds: list[str] = await nursery.start(serve, app, config)
             port = int(binds[0].rsplit(":", 1)[1])
             app.port = port
+            scheme = "https" if tls_cert is not None else "http"
+            web.base_url = web_base_url(scheme, where.host, port)
             address = DeskAddress(
-                url=f"http://{where.bind.rsplit(':', 1)[0]}:{port}{MCP_PATH}",
+                url=f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{port}{MCP_PATH}",
                 token=token,
                 pid=os.getpid(),
             )
@@ -182,6 +243,7 @@ async def run_desk(
                 await trio.to_thread.run_sync(write_desk_file, file, address)
                 if not headless:  # shown once the file is written: a client can read it then
                     display.url = address.url
+                    display.sign_in = _sign_in_text(web.login_url(), is_loopback(where.host))
                     display.invalidate()
                 task_status.started(
                     Desk(
@@ -191,6 +253,7 @@ async def run_desk(
                         board=board,
                         cancel=nursery.cancel_scope.cancel,
                         stopped=stopped,
+                        web=web,
                     )
                 )
                 await trio.sleep_forever()
@@ -199,6 +262,26 @@ async def run_desk(
                     remove_desk_file(file, address)
                 stopped.set()
                 nursery.cancel_scope.cancel()
+
+
+def _sign_in_text(url: str, loopback: bool) -> str:
+    """The terminal desk's sign-in lines for its web page (with a QR code for a phone when
+    other machines can reach the listen)."""
+    lines = [
+        "",
+        " Answer in a browser too: open this link once (it lasts 10 minutes;",
+        " 'pi-agent-ask desk login-url' makes another):",
+        f" {url}",
+    ]
+    if not loopback:
+        import io
+
+        from pi_agent_ask.web.login import print_qr
+
+        drawn = io.StringIO()
+        print_qr(url, drawn)
+        lines.extend(" " + line for line in drawn.getvalue().splitlines())
+    return "\n".join(lines) + "\n"
 
 
 def _ignore(_text: str) -> None:

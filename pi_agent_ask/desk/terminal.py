@@ -4,7 +4,11 @@
 bindings, notes, tabs and settings overlay) with a desk layout around it: a title line, the
 agents pane (each agent's key, its pending count, whether it is blocked), a line saying which
 agent the form on display comes from and whether that agent waits on it, and a status line
-with the latest notice. The board (``board.py``) decides which form is on display; this module
+with the latest notice. On a screen too narrow for the pane and a form of ``FORM_MIN_WIDTH``
+columns beside it, the pane gives way to one line above the form (the agents, or the title
+while none is connected), the rules go, and the status line shows only with a notice: the form
+keeps the terminal's width. The header is made for the width it has, shortening its words
+rather than cutting them. The board (``board.py``) decides which form is on display; this module
 only renders the board's state. It runs with ``ui.surface.run_terminal_surface``: the desk is
 always on screen (``has_content`` is always true), so the application starts at once and
 stays until the desk stops.
@@ -15,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from prompt_toolkit.application import Application
+import attrs
+from prompt_toolkit.application import Application, get_app
 from prompt_toolkit.filters import Condition
-from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.formatted_text import StyleAndTextTuples, fragment_list_width
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.layout import (
@@ -31,14 +36,24 @@ from prompt_toolkit.layout import (
 )
 from prompt_toolkit.output import Output
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.desk.board import Board
 from pi_agent_ask.form.sanitize import sanitize_line
+from pi_agent_ask.persistence.settings import Config
 from pi_agent_ask.ui.surface import TerminalSurface
 
-__all__ = ["AGENTS_WIDTH", "QUIT_KEY", "DeskSurface", "agent_rows", "form_header"]
+__all__ = [
+    "AGENTS_WIDTH",
+    "FORM_MIN_WIDTH",
+    "QUIT_KEY",
+    "DeskSurface",
+    "agent_line",
+    "agent_rows",
+    "form_header",
+]
 
 AGENTS_WIDTH = 30
+FORM_MIN_WIDTH = 48
+"""The pane stands beside the form only when the form keeps at least this many columns."""
 QUIT_KEY = "c-q"
 EMPTY_TEXT = "No questions waiting."
 MAX_NOTICES = 20
@@ -68,24 +83,68 @@ def agent_rows(board: Board, width: int = AGENTS_WIDTH) -> StyleAndTextTuples:
     return rows
 
 
-def form_header(board: Board) -> StyleAndTextTuples:
-    """Which agent the form on display comes from, and whether that agent waits on it."""
+def agent_line(board: Board) -> StyleAndTextTuples:
+    """The agents pane on one line (a narrow screen): each agent's key, pending count and
+    blocked mark, the one on display first marked ``▶``."""
+    parts: StyleAndTextTuples = [("class:ask.title", " Agents")]
+    for agent in board.agents():
+        parts.append(("class:ask.muted", " ·"))
+        if agent.displayed:
+            parts.append(("class:ask.pointer", " ▶"))
+        style = "class:ask.option.active" if agent.displayed else ""
+        parts.append((style, f" {sanitize_line(agent.key)}"))
+        parts.append(
+            ("class:ask.accent" if agent.pending else "class:ask.muted", f" {agent.pending}")
+        )
+        if agent.blocked:
+            parts.append(("class:ask.warning", " ⏸"))
+    return parts
+
+
+def form_header(board: Board, width: int | None = None) -> StyleAndTextTuples:
+    """Which agent the form on display comes from, whether that agent waits on it and how many
+    questions are behind it, in the longest wording that leaves a column free in ``width``
+    (every wording when ``width`` is None): words are dropped or shortened, never cut."""
     current = board.current
     if current is None:
         return [("class:ask.muted", " " + EMPTY_TEXT)]
-    parts: StyleAndTextTuples = [
-        ("class:ask.muted", " From "),
-        ("class:ask.title", sanitize_line(current.key)),
-    ]
+    name = sanitize_line(current.key)
+    states: list[tuple[str, str]]
     if board.is_blocked(current):
-        parts.append(("class:ask.warning", "  ⏸ the agent is blocked until you answer"))
+        states = [
+            ("class:ask.warning", "  ⏸ the agent is blocked until you answer"),
+            ("class:ask.warning", "  ⏸ blocked until you answer"),
+            ("class:ask.warning", "  ⏸ blocked"),
+            ("class:ask.warning", " ⏸"),
+        ]
     else:
-        parts.append(("class:ask.muted", "  (background question: the agent goes on working)"))
+        states = [
+            ("class:ask.muted", "  (background question: the agent goes on working)"),
+            ("class:ask.muted", "  (background question)"),
+            ("class:ask.muted", "  (background)"),
+            ("class:ask.muted", ""),
+        ]
     # Every agent's pending questions, not only the forms shown: what is left after this one.
     behind = max(board.waiting_forms, sum(agent.pending for agent in board.agents()) - 1)
-    if behind:
-        parts.append(("class:ask.muted", f"  · {behind} more waiting"))
-    return parts
+    mores = [f"  · {behind} more waiting", f" · {behind} more", ""] if behind else [""]
+    # The count keeps its words longest: the state's short wordings still say it all.
+    for more in mores:
+        for state in states:
+            parts: StyleAndTextTuples = [
+                ("class:ask.muted", " From "),
+                ("class:ask.title", name),
+                state,
+                ("class:ask.muted", more),
+            ]
+            if width is None or fragment_list_width(parts) < width:
+                return parts
+    # Not even the name fits: the name is clipped, visibly.
+    room = max(1, (width or 0) - len(" From ") - fragment_list_width([states[-1]]) - 1)
+    return [("class:ask.muted", " From "), ("class:ask.title", _clip(name, room)), states[-1]]
+
+
+def _narrow(columns: int) -> bool:
+    return columns < AGENTS_WIDTH + 1 + FORM_MIN_WIDTH
 
 
 @attrs.define(eq=False)
@@ -98,6 +157,9 @@ class DeskSurface(TerminalSurface):
     url: str = ""
     quit: Callable[[], None] = lambda: None
     notices: list[str] = attrs.field(factory=list)
+    sign_in: str = ""
+    """Shown while no form is on display: the web page's sign-in URL (and its QR code, for a
+    listen other machines reach), set by the desk once it listens."""
 
     @property
     def has_content(self) -> bool:
@@ -108,6 +170,14 @@ class DeskSurface(TerminalSurface):
         self.notices.append(text)
         del self.notices[:-MAX_NOTICES]
         self.invalidate()
+
+    def apply_config(self, config: Config) -> None:
+        """A config was saved: the settings file loads now, so the notices its load gave
+        leave the status line too, the desk's own and those the agents' runtimes relayed
+        (``key: notice``)."""
+        stale = self.settings.notices
+        super().apply_config(config)
+        self.notices[:] = [text for text in self.notices if not any(n in text for n in stale)]
 
     def write_terminal(self, text: str) -> None:
         """Notification bytes (bell, OSC 9/777) of the agents' runtimes, to the desk's
@@ -125,6 +195,9 @@ class DeskSurface(TerminalSurface):
             ("class:ask.muted", f"  {self.url}  ·  {count} agent{'s' if count != 1 else ''}"),
             ("class:ask.muted", "  ·  Ctrl-Q quits"),
         ]
+
+    def _sign_in(self) -> StyleAndTextTuples:
+        return [("class:ask.muted", self.sign_in)] if self.sign_in else []
 
     def _status(self) -> StyleAndTextTuples:
         if not self.notices:
@@ -144,22 +217,44 @@ class DeskSurface(TerminalSurface):
         )
         form = app.layout.container
         empty = Condition(lambda: self.board is None or self.board.current is None)
+        narrow = Condition(lambda: _narrow(get_app().output.get_size().columns))
+        wide = ~narrow
+        notice = Condition(lambda: bool(self.notices))
 
         def agents() -> StyleAndTextTuples:
             return agent_rows(self.board) if self.board is not None else []
 
+        def top_line() -> StyleAndTextTuples:
+            if self.board is None or not self.board.agents():
+                return self._title()
+            return agent_line(self.board)
+
         def header() -> StyleAndTextTuples:
-            return form_header(self.board) if self.board is not None else []
+            if self.board is None:
+                return []
+            columns = get_app().output.get_size().columns
+            width = columns if _narrow(columns) else columns - AGENTS_WIDTH - 1
+            return form_header(self.board, width)
 
         body = VSplit(
             [
-                Window(FormattedTextControl(agents), width=AGENTS_WIDTH, wrap_lines=False),
-                Window(width=1, char="│", style="class:ask.rule"),
+                ConditionalContainer(
+                    Window(FormattedTextControl(agents), width=AGENTS_WIDTH, wrap_lines=False),
+                    filter=wide,
+                ),
+                ConditionalContainer(
+                    Window(width=1, char="│", style="class:ask.rule"), filter=wide
+                ),
                 HSplit(
                     [
                         Window(FormattedTextControl(header), height=1, wrap_lines=False),
-                        Window(height=1, char="─", style="class:ask.rule"),
-                        ConditionalContainer(Window(), filter=empty),
+                        ConditionalContainer(
+                            Window(height=1, char="─", style="class:ask.rule"), filter=wide
+                        ),
+                        ConditionalContainer(
+                            Window(FormattedTextControl(self._sign_in), wrap_lines=True),
+                            filter=empty,
+                        ),
                         form,
                     ]
                 ),
@@ -167,13 +262,25 @@ class DeskSurface(TerminalSurface):
         )
         root = HSplit(
             [
-                Window(FormattedTextControl(self._title), height=1, wrap_lines=False),
-                Window(height=1, char="─", style="class:ask.rule"),
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._title), height=1, wrap_lines=False),
+                    filter=wide,
+                ),
+                ConditionalContainer(
+                    Window(FormattedTextControl(top_line), height=1, wrap_lines=False),
+                    filter=narrow,
+                ),
+                ConditionalContainer(
+                    Window(height=1, char="─", style="class:ask.rule"), filter=wide
+                ),
                 body,
-                Window(
-                    FormattedTextControl(self._status),
-                    height=Dimension.exact(1),
-                    wrap_lines=False,
+                ConditionalContainer(
+                    Window(
+                        FormattedTextControl(self._status),
+                        height=Dimension.exact(1),
+                        wrap_lines=False,
+                    ),
+                    filter=wide | notice,
                 ),
             ]
         )

@@ -22,9 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.desk.board import Shown
-from pi_agent_ask.desk.connection import DeskAddress
-from pi_agent_ask.desk.http import KEY_HEADER
 from pi_agent_ask.desk.run import Desk, run_desk
+from pi_agent_ask.mcp_common.connection import KEY_HEADER, DeskAddress
 
 __all__ = ["SDK_CLIENT_WARNINGS", "answer_displayed", "desk_client", "open_desk", "submit"]
 

@@ -101,427 +101,138 @@ range; ``custom_selected`` implies custom text or images; a skipped draft is exa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias, TypedDict, TypeVar, Unpack
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypedDict, TypeVar, Unpack
 
-from pi_agent_ask import _attrs as attrs
-from pi_agent_ask.form.types import (
-    EMPTY_DRAFT,
-    JSON,
-    QUESTION_TYPES,
-    AskParams,
-    Draft,
-    Image,
-    Question,
-    QuestionType,
-    frozen_mapping,
-    slot_builder,
+import attrs
+
+from pi_agent_ask.form.commands import (
+    AttachImage,
+    Cancel,
+    ChangeQuestionType,
+    Command,
+    Completed,
+    Confirm,
+    DeferRequested,
+    Dismiss,
+    DraftChanged,
+    EditorChanged,
+    EditorClose,
+    EditorMoveOption,
+    EditorMoveTab,
+    EditorSubmit,
+    Effect,
+    ExternalCancel,
+    NextOption,
+    NextTab,
+    Number,
+    OpenOptionNote,
+    OpenQuestionNote,
+    PreviousOption,
+    PreviousTab,
+    RemoveLastImage,
+    ReplaceDrafts,
+    ReviewAction,
+    SelectTab,
+    SettingsChanged,
+    Skip,
+    SubmitAnswers,
+    Toggle,
 )
+from pi_agent_ask.form.snapshot import (
+    EDITOR_KINDS,
+    REVIEW_ACTIONS,
+    SNAPSHOT_VERSION,
+    DismissAction,
+    EditorKind,
+    EditorState,
+    FormSettings,
+    FormState,
+    Outcome,
+    OutcomeKind,
+    ReviewKind,
+    TypeChanged,
+    answered_count,
+    current_question,
+    custom_row,
+    has_custom_content,
+    is_dirty,
+    new_form,
+    state_from_json,
+    state_to_json,
+)
+from pi_agent_ask.form.types import EMPTY_DRAFT, Draft, Image, QuestionType, frozen_mapping
 
-EditorKind = Literal["custom", "note", "option_note"]
-EDITOR_KINDS: tuple[EditorKind, ...] = ("custom", "note", "option_note")
-ReviewKind = Literal["submit", "cancel"]
-REVIEW_ACTIONS: tuple[ReviewKind, ...] = ("submit", "cancel")
-DismissAction = Literal["cancel", "dismiss"]
-OutcomeKind = Literal["submitted", "cancelled", "dismissed"]
-
-SNAPSHOT_VERSION = 1
+# The state machine's whole vocabulary is reachable from here (``fs.NextTab``, ``fs.FormState``,
+# ``fs.state_to_json``): the snapshot and the commands live in modules of their own.
+__all__ = [
+    "EDITOR_KINDS",
+    "REVIEW_ACTIONS",
+    "SNAPSHOT_VERSION",
+    "AttachImage",
+    "Cancel",
+    "ChangeQuestionType",
+    "Command",
+    "Completed",
+    "Confirm",
+    "DeferRequested",
+    "Dismiss",
+    "DismissAction",
+    "DraftChanged",
+    "EditorChanged",
+    "EditorClose",
+    "EditorKind",
+    "EditorMoveOption",
+    "EditorMoveTab",
+    "EditorState",
+    "EditorSubmit",
+    "Effect",
+    "ExternalCancel",
+    "FormSettings",
+    "FormState",
+    "NextOption",
+    "NextTab",
+    "Number",
+    "OpenOptionNote",
+    "OpenQuestionNote",
+    "Outcome",
+    "OutcomeKind",
+    "PreviousOption",
+    "PreviousTab",
+    "RemoveLastImage",
+    "ReplaceDrafts",
+    "ReviewAction",
+    "ReviewKind",
+    "SelectTab",
+    "SettingsChanged",
+    "Skip",
+    "SubmitAnswers",
+    "Toggle",
+    "TypeChanged",
+    "answered_count",
+    "cancel_now",
+    "current_question",
+    "custom_row",
+    "has_custom_content",
+    "is_dirty",
+    "new_form",
+    "reduce",
+    "state_from_json",
+    "state_to_json",
+    "submit_with",
+]
 
 T = TypeVar("T")
-
-
-# --------------------------------------------------------------------------------------------
-# State
-# --------------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class FormSettings:
-    """The live behaviour settings a form follows (``behaviour.*`` in the settings file)."""
-
-    auto_submit_when_answered_without_notes: bool = False
-    confirm_dismiss_when_dirty: bool = True
-    double_press_review_shortcuts: bool = True
-
-
-def _images(items: Iterable[Image]) -> tuple[Image, ...]:
-    return items if type(items) is tuple else tuple(items)
-
-
-@attrs.frozen
-class EditorState:
-    """The open editor: what it edits and its unsaved content.
-
-    ``serial`` identifies this opening of an editor; image reads carry it back so a late read
-    never lands in a different editor.
-    """
-
-    kind: EditorKind
-    question: int
-    option_value: str | None = None
-    text: str = ""
-    images: tuple[Image, ...] = attrs.field(default=(), converter=_images)
-    serial: int = 0
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.text and not self.images
-
-
-@attrs.frozen
-class TypeChanged:
-    """Notice of the last type change on the current tab (cleared when the tab changes)."""
-
-    question: int
-    old: QuestionType
-    new: QuestionType
-
-
-@attrs.frozen
-class Outcome:
-    """How the form ended. Cancelled and dismissed both produce ``cancelled: true`` results."""
-
-    kind: OutcomeKind
-
-    @property
-    def cancelled(self) -> bool:
-        return self.kind != "submitted"
-
-
-# A dict class, not slotted: the reducer copies it with one dict copy (see "Structural sharing").
-@attrs.frozen(slots=False)
-class FormState:
-    """Everything one open form knows. Build with ``new_form``; change only with ``reduce``."""
-
-    params: AskParams
-    types: tuple[QuestionType, ...]
-    drafts: tuple[Draft, ...]
-    cursors: tuple[int, ...]
-    """Option cursor per question; ``len(options)`` is the custom row."""
-    tab: int = 0
-    """``0..n-1`` questions, ``n`` Review."""
-    review_cursor: int = 0
-    """0 Submit, 1 Cancel."""
-    editor: EditorState | None = None
-    editors_opened: int = 0
-    """How many editors this form has opened; the next editor's serial is this plus one."""
-    pending_type_change: int | None = None
-    """Question whose multi -> single change waits for a second press."""
-    pending_review: ReviewKind | None = None
-    """Review action armed by a first digit or click (the review hint shows it)."""
-    pending_dismiss: DismissAction | None = None
-    """Armed dirty-dismiss confirmation; while set the UI shows the warning."""
-    type_notice: TypeChanged | None = None
-    settings: FormSettings = attrs.field(factory=FormSettings)
-    outcome: Outcome | None = None
-    background: bool = False
-    """A background form: ``Cancel`` (Esc in navigation) defers the queue instead of
-    cancelling (000: "Esc in the panel ... defers all questions"); Review's Cancel action and
-    ``Dismiss`` still end the form."""
-
-    @property
-    def review_tab(self) -> int:
-        return len(self.params.questions)
-
-    @property
-    def on_review(self) -> bool:
-        return self.tab == len(self.params.questions)
-
-
-def new_form(
-    params: AskParams, settings: FormSettings | None = None, *, background: bool = False
-) -> FormState:
-    """A fresh form on the first question with empty drafts and presented types."""
-    questions = params.questions
-    n = len(questions)
-    # A copy of a template with the defaults, the way the reducer copies states ("Structural
-    # sharing"), not the constructor: about a third of its cost, and the state's dict is an
-    # ordinary one, which the first command copies at the cost of every later copy (the
-    # constructor's key-sharing dict takes a slow copy) and whose fields read fast. It is
-    # about 180 bytes larger than the constructor's (a queued form holds one:
-    # tests/test_queue_memory, 4 KiB per queued form).
-    fields = _NEW_FORM_FIELDS.copy()
-    fields["params"] = params
-    types = []  # a loop: a comprehension is a call of its own (CPython 3.11)
-    for question in questions:
-        types.append(question.presented_type or question.type)  # effective_type
-    fields["types"] = tuple(types)
-    try:
-        # Shared by the forms of as many questions: a queued form keeps its state, and a tuple
-        # of drafts is never untracked by the cyclic collector (a draft is an object).
-        fields["drafts"] = _NO_DRAFTS[n]
-    except IndexError:
-        fields["drafts"] = (_EMPTY_DRAFT,) * n
-    fields["cursors"] = (0,) * n
-    if settings is not None:
-        fields["settings"] = settings
-    if background:
-        fields["background"] = True
-    copy = _new_object(FormState)  # see "A step that changes a state"
-    _set_attribute(copy, "__dict__", fields)
-    return copy
-
-
-_DEFAULT_SETTINGS = FormSettings()
-
-
-# --------------------------------------------------------------------------------------------
-# Commands
-# --------------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class NextTab:
-    """Next tab, wrapping from Review to the first question."""
-
-
-@attrs.frozen
-class PreviousTab:
-    """Previous tab, wrapping from the first question to Review."""
-
-
-@attrs.frozen
-class SelectTab:
-    """Jump to a tab (a click): ``0..n-1`` questions, ``n`` Review; others are ignored."""
-
-    index: int
-
-
-@attrs.frozen
-class NextOption:
-    """Cursor down (on Review: towards Cancel)."""
-
-
-@attrs.frozen
-class PreviousOption:
-    """Cursor up (on Review: towards Submit)."""
-
-
-@attrs.frozen
-class Confirm:
-    """Enter in navigation."""
-
-
-@attrs.frozen
-class Cancel:
-    """Esc in navigation: cancel the flow (dirty confirmation may apply)."""
-
-
-@attrs.frozen
-class Toggle:
-    """Space in navigation."""
-
-
-@attrs.frozen
-class Number:
-    """Digit ``1..9``, or a click on row ``row`` (1-based, any row) or on Review action ``row``."""
-
-    row: int
-
-
-@attrs.frozen
-class ChangeQuestionType:
-    """``t``: single <-> multi for the current question."""
-
-
-@attrs.frozen
-class OpenOptionNote:
-    """``n``: note on the highlighted real option."""
-
-
-@attrs.frozen
-class OpenQuestionNote:
-    """``Shift+N``: note on the current question."""
-
-
-@attrs.frozen
-class Skip:
-    """``D`` in question navigation: skip the current question and advance."""
-
-
-@attrs.frozen
-class Dismiss:
-    """Ctrl+C from anywhere: dismiss the flow without saving the open editor."""
-
-
-@attrs.frozen
-class EditorChanged:
-    """The open editor's text is now ``text``."""
-
-    text: str
-
-
-@attrs.frozen
-class EditorSubmit:
-    """Enter in the custom editor, save in a note editor."""
-
-
-@attrs.frozen
-class EditorClose:
-    """Esc in an editor: save the draft and close."""
-
-
-@attrs.frozen
-class EditorMoveOption:
-    """``*OptionWhenEmpty``: close the empty editor and move the option cursor by ``delta``."""
-
-    delta: int
-
-
-@attrs.frozen
-class EditorMoveTab:
-    """``*TabWhenEmpty``: close the empty editor and move ``delta`` tabs (wrapping)."""
-
-    delta: int
-
-
-@attrs.frozen
-class ReviewAction:
-    """A click on a Review action; keeps the double-press safeguard."""
-
-    kind: ReviewKind
-
-
-@attrs.frozen
-class AttachImage:
-    """A clipboard image read finished for the editor whose serial is ``editor_serial``."""
-
-    image: Image
-    editor_serial: int
-
-
-@attrs.frozen
-class RemoveLastImage:
-    """``Ctrl+Alt+D``: remove the open editor's last image."""
-
-
-@attrs.frozen
-class SettingsChanged:
-    """Live settings changed while the form is open."""
-
-    settings: FormSettings
-
-
-def _drafts(items: Iterable[Draft]) -> tuple[Draft, ...]:
-    return items if type(items) is tuple else tuple(items)
-
-
-@attrs.frozen
-class SubmitAnswers:
-    """A validated remote answer: replace every draft and submit (the editor is discarded)."""
-
-    drafts: tuple[Draft, ...] = attrs.field(converter=_drafts)
-
-
-@attrs.frozen
-class ExternalCancel:
-    """A remote ``cancel`` response: cancel at once, without the dirty confirmation."""
-
-
-Command: TypeAlias = (
-    NextTab
-    | PreviousTab
-    | SelectTab
-    | NextOption
-    | PreviousOption
-    | Confirm
-    | Cancel
-    | Toggle
-    | Number
-    | ChangeQuestionType
-    | OpenOptionNote
-    | OpenQuestionNote
-    | Skip
-    | Dismiss
-    | EditorChanged
-    | EditorSubmit
-    | EditorClose
-    | EditorMoveOption
-    | EditorMoveTab
-    | ReviewAction
-    | AttachImage
-    | RemoveLastImage
-    | SettingsChanged
-    | SubmitAnswers
-    | ExternalCancel
-)
-
-
-# --------------------------------------------------------------------------------------------
-# Effects
-# --------------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Completed:
-    """The form has its outcome; build the result from the returned state."""
-
-    outcome: Outcome
-
-
-@attrs.frozen
-class DraftChanged:
-    """What ``state_to_json`` records changed; journal it (coalescing is the runtime's)."""
-
-
-@attrs.frozen
-class DeferRequested:
-    """Esc in a background form's navigation: hide the panel and defer every question."""
-
-
-Effect: TypeAlias = Completed | DraftChanged | DeferRequested
-
-
-# --------------------------------------------------------------------------------------------
-# Queries
-# --------------------------------------------------------------------------------------------
-
-
-def current_question(state: FormState) -> Question | None:
-    """The question on the current tab, or ``None`` on Review."""
-    if state.on_review:
-        return None
-    return state.params.questions[state.tab]
-
-
-def answered_count(state: FormState) -> int:
-    """How many questions have a committed answer (notes and skips do not count)."""
-    return sum(1 for draft in state.drafts if draft.is_answered)
-
-
-def is_dirty(state: FormState) -> bool:
-    """Whether leaving now would throw away something the person entered."""
-    editor = state.editor
-    if editor is not None and not editor.is_empty:
-        return True
-    return any(draft != EMPTY_DRAFT for draft in state.drafts)
-
-
-def custom_row(state: FormState, question: int) -> int:
-    """The cursor row of a question's ``Type your own`` row."""
-    return len(state.params.questions[question].options)
-
-
-def has_custom_content(draft: Draft) -> bool:
-    """Saved custom text or images, selected or not."""
-    return bool(draft.custom_text.strip()) or bool(draft.custom_images)
 
 
 # --------------------------------------------------------------------------------------------
 # The reducer
 # --------------------------------------------------------------------------------------------
 
-# Structural sharing. A command changes one or two fields of the state and keeps the others,
-# and building objects is most of what a command costs. So a command builds only what it
-# touches: ``_with`` copies the state as one copy of its ``__dict__`` with the changed fields
-# (``FormState`` and ``Draft`` are frozen dict classes for this; attrs's own ``__init__`` for
-# such classes fills ``__dict__`` the same way, and the values given are already in the form
-# the constructor's converters would make), a draft change copies one ``Draft`` the same way
-# and replaces it by index in the drafts tuple, and every other part -- the params, the other
-# drafts, the cursors, the editor -- is the previous state's own object. A copy is complete
-# before it is returned and nothing is ever written to an object another state can see.
-# ``reduce``'s check for a changed snapshot relies on the sharing (an unchanged part is the
-# same object); the property tests check that no output depends on it.
+# Structural sharing. A command changes one or two fields of the state and keeps the others
+# (``attrs.evolve``): the params, the other drafts, the cursors and the editor stay the previous
+# state's own objects. ``reduce``'s check for a changed snapshot relies on it (an unchanged part
+# is the same object); the property tests check that no output depends on it.
 
 
 class _Changes(TypedDict, total=False):
@@ -555,93 +266,21 @@ class _DraftChanges(TypedDict, total=False):
     option_note_images: Mapping[str, tuple[Image, ...]]
 
 
-_new_object = object.__new__
-# Assigning a new ``__dict__`` (rather than filling the one ``object.__new__`` gives, or the one
-# attrs's ``__init__`` fills) keeps the copy's attribute reads on CPython's fast path: a
-# materialised instance dict that shares its keys with the class is read the slow way.
-_set_attribute = object.__setattr__
-
-
-def _build(cls: type[T], fields: dict[str, Any]) -> T:
-    """An instance of the frozen dict class ``cls`` holding ``fields`` (its every field, each
-    already what the constructor's converters would make of it)."""
-    instance: T = _new_object(cls)
-    _set_attribute(instance, "__dict__", fields)
-    return instance
-
-
 def _with(state: FormState, **changes: Unpack[_Changes]) -> FormState:
-    """``attrs.evolve(state, **changes)``, sharing every unchanged field, at far less cost."""
-    copy: FormState = _new_object(FormState)
-    _set_attribute(copy, "__dict__", {**state.__dict__, **changes})
-    return copy
-
-
-# A step that changes a state makes its copy in two statements, written out where it copies
-# (a call of a helper for them costs about a quarter of the copy):
-#     copy = _new_object(FormState); _set_attribute(copy, "__dict__", fields)
-# with ``fields`` a copy of a state's ``__dict__`` (``{**state.__dict__}``: it keeps the field
-# order, and makes an ordinary dict of a constructor's key-sharing one, whose copies would be
-# slow) with the changed fields stored into it. The hot steps copy this way rather than
-# through ``_with``: a call with keyword arguments builds a dict for them and merges it, about
-# a quarter of the copy's cost.
+    return attrs.evolve(state, **changes)
 
 
 def _draft_with(draft: Draft, **changes: Unpack[_DraftChanges]) -> Draft:
-    """``attrs.evolve(draft, **changes)`` for an edit, sharing every unchanged field; ``draft``
-    itself when every change equals what it has (so ``is`` tells a change from none)."""
-    fields = draft.__dict__
-    if changes.items() <= fields.items():
+    """``attrs.evolve(draft, **changes)``, or ``draft`` itself when every change equals what it
+    has (so ``is`` tells a change from none)."""
+    if all(getattr(draft, name) == value for name, value in changes.items()):
         return draft
-    copy: Draft = _new_object(Draft)
-    _set_attribute(copy, "__dict__", {**fields, **changes})
-    return copy
-
-
-def _edit(
-    drafts: tuple[Draft, ...], q: int, draft: Draft, **changes: Unpack[_DraftChanges]
-) -> tuple[Draft, ...]:
-    """``_replace(drafts, q, _draft_with(draft, **changes))`` for a change known to change the
-    draft, in one step: without the comparison (about a third of the copy's cost) and one call
-    fewer (a call costs about as much as a tuple copy)."""
-    copy: Draft = _new_object(Draft)
-    _set_attribute(copy, "__dict__", {**draft.__dict__, **changes})
-    items = [*drafts]
-    items[q] = copy
-    return tuple(items)
-
-
-# ``EMPTY_DRAFT``'s twin with a fast-path dict: what new forms hold and what edits of an empty or
-# skipped draft start from.
-_EMPTY_DRAFT = _build(Draft, dict(EMPTY_DRAFT.__dict__))
-_NO_DRAFTS = tuple((_EMPTY_DRAFT,) * n for n in range(17))
-"""A new form's drafts by its number of questions (``new_form``)."""
-
-# A new form's fields, in field order, with the defaults; ``new_form`` fills in the rest.
-_NEW_FORM_FIELDS: dict[str, Any] = {
-    "params": None,
-    "types": (),
-    "drafts": (),
-    "cursors": (),
-    "tab": 0,
-    "review_cursor": 0,
-    "editor": None,
-    "editors_opened": 0,
-    "pending_type_change": None,
-    "pending_review": None,
-    "pending_dismiss": None,
-    "type_notice": None,
-    "settings": _DEFAULT_SETTINGS,
-    "outcome": None,
-    "background": False,
-}
+    return attrs.evolve(draft, **changes)
 
 
 def _replace(items: tuple[T, ...], index: int, value: T) -> tuple[T, ...]:
-    """``items`` with ``items[index]`` replaced (one list copy: cheaper than slicing twice)."""
-    copy = [*items]  # not list(items): calling the type costs more
-    copy[index] = value
-    return tuple(copy)
+    """``items`` with ``items[index]`` replaced."""
+    return (*items[:index], value, *items[index + 1 :])
 
 
 def _put_draft(
@@ -687,14 +326,9 @@ def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect,
         new = state
     else:
         new = _disarm(state, command)
-    if new.editor is None:
-        if state.background and isinstance(command, Cancel):
-            return state, _DEFER_REQUESTED
-        # Most keys are navigation with no editor open: straight to their step.
-        step = _NAVIGATION.get(type(command))
-        new = _dispatch(new, command) if step is None else step(new, command)
-    else:
-        new = _dispatch(new, command)
+    if new.editor is None and state.background and isinstance(command, Cancel):
+        return state, _DEFER_REQUESTED
+    new = _dispatch(new, command)
     if new is state:
         if state.settings.auto_submit_when_answered_without_notes and _should_auto_submit(state):
             return _with(state, outcome=_SUBMITTED), _COMPLETED["submitted"]
@@ -709,7 +343,6 @@ def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect,
             return _with(new, outcome=_SUBMITTED), _COMPLETED["submitted"]
         # Identity checks keep this O(1): a command shares every part it did not change (see
         # "Structural sharing"); a rebuilt-but-equal tuple only costs a spare journal write.
-        # (The most common changes first: the tests are all of one ``or``.)
         if (
             moved
             or new.drafts is not state.drafts
@@ -724,26 +357,8 @@ def reduce(state: FormState, command: Command) -> tuple[FormState, tuple[Effect,
 
 
 def submit_with(state: FormState, drafts: Sequence[Draft]) -> FormState:
-    """``reduce(state, SubmitAnswers(drafts))`` without the effects (remote answers).
-
-    That step written out (``tests/test_state_fast.py`` holds the two equal): it disarms any
-    armed confirmation, replaces the drafts, closes the editor and submits, on the same tab."""
-    if state.outcome is not None:
-        return state
-    submitted = drafts if type(drafts) is tuple else tuple(drafts)
-    if len(submitted) != len(state.drafts):
-        raise ValueError(f"SubmitAnswers needs {len(state.drafts)} drafts, got {len(submitted)}")
-    fields = {**state.__dict__}
-    if state.pending_review is not None:  # _disarm: SubmitAnswers keeps neither
-        fields["pending_review"] = None
-    if state.pending_type_change is not None:
-        fields["pending_type_change"] = None
-    fields["drafts"] = submitted
-    fields["editor"] = None
-    fields["outcome"] = _SUBMITTED
-    copy = _new_object(FormState)  # see "A step that changes a state"
-    _set_attribute(copy, "__dict__", fields)
-    return copy
+    """``reduce(state, SubmitAnswers(drafts))`` without the effects (remote answers)."""
+    return reduce(state, SubmitAnswers(drafts))[0]
 
 
 def cancel_now(state: FormState) -> FormState:
@@ -783,11 +398,7 @@ def _dispatch(state: FormState, command: Command) -> FormState:
             editor = state.editor
             if editor is None or editor.text == text:
                 return state
-            fields = {**state.__dict__}
-            fields["editor"] = _editor_with(editor, text, editor.images)
-            copy = _new_object(FormState)  # see "A step that changes a state"
-            _set_attribute(copy, "__dict__", fields)
-            return copy
+            return _with(state, editor=attrs.evolve(editor, text=text))
         case EditorSubmit():
             return _editor_submit(state) if state.editor is not None else state
         case EditorClose():
@@ -805,12 +416,12 @@ def _dispatch(state: FormState, command: Command) -> FormState:
             editor = state.editor
             if editor is None or editor.serial != serial:
                 return state
-            return _with(state, editor=_editor_with(editor, editor.text, (*editor.images, image)))
+            return _with(state, editor=attrs.evolve(editor, images=(*editor.images, image)))
         case RemoveLastImage():
             editor = state.editor
             if editor is None or not editor.images:
                 return state
-            return _with(state, editor=_editor_with(editor, editor.text, editor.images[:-1]))
+            return _with(state, editor=attrs.evolve(editor, images=editor.images[:-1]))
         case Dismiss():
             return _exit(state, "dismiss")
         case SettingsChanged(settings=settings):
@@ -832,6 +443,12 @@ def _dispatch(state: FormState, command: Command) -> FormState:
             return _with(state, drafts=drafts, editor=None, outcome=_SUBMITTED)
         case ExternalCancel():
             return _with(state, editor=None, outcome=_CANCELLED)
+        case ReplaceDrafts(drafts=drafts):
+            if len(drafts) != len(state.drafts):
+                raise ValueError(
+                    f"ReplaceDrafts needs {len(state.drafts)} drafts, got {len(drafts)}"
+                )
+            return state if drafts == state.drafts else _with(state, drafts=drafts)
         case Skip() | Cancel() if state.editor is not None:
             return state
         case _:
@@ -839,36 +456,6 @@ def _dispatch(state: FormState, command: Command) -> FormState:
                 state = _commit_editor(state, submit=False)[0]
             step = _NAVIGATION.get(type(command))
             return state if step is None else step(state, command)
-
-
-def _editor_with(editor: EditorState, text: str, images: tuple[Image, ...]) -> EditorState:
-    return _editor(editor.kind, editor.question, editor.option_value, text, images, editor.serial)
-
-
-def _editor(
-    kind: EditorKind,
-    question: int,
-    option_value: str | None,
-    text: str,
-    images: tuple[Image, ...],
-    serial: int,
-) -> EditorState:
-    """``EditorState(kind, question, option_value, text, images, serial)`` filled as a plain
-    object that then becomes an ``EditorState`` (``types.slot_builder``: about a third of the
-    constructor's cost, no converter), for values already in their final types (``images`` a
-    tuple)."""
-    editor = _new_object(_EDITOR_BUILDER)
-    editor.kind = kind
-    editor.question = question
-    editor.option_value = option_value
-    editor.text = text
-    editor.images = images
-    editor.serial = serial
-    editor.__class__ = EditorState
-    return editor  # type: ignore[no-any-return]
-
-
-_EDITOR_BUILDER = slot_builder(EditorState)
 
 
 # --------------------------------------------------------------------------------------------
@@ -908,8 +495,8 @@ def _open_option_note(state: FormState, command: OpenOptionNote) -> FormState:
         return state
     row = state.cursors[q]
     options = questions[q].options
-    if row >= len(options):
-        return state
+    if row >= len(options):  # ``Type your own``: a typed answer's note is the question's
+        return _open_editor(state, "note", q, None)
     return _open_editor(state, "option_note", q, options[row].value)
 
 
@@ -932,17 +519,9 @@ def _review_action(state: FormState, command: ReviewAction) -> FormState:
 def _move_tab(state: FormState, tab: int) -> FormState:
     if tab == state.tab:
         return state
-    questions = state.params.questions
-    fields = {**state.__dict__}
-    fields["tab"] = tab
-    if tab == len(questions):
-        fields["review_cursor"] = 0  # Review: nothing to land on
-        copy = _new_object(FormState)  # see "A step that changes a state"
-        _set_attribute(copy, "__dict__", fields)
-        return copy
-    state = _new_object(FormState)  # see "A step that changes a state"
-    _set_attribute(state, "__dict__", fields)
-    return _land(state) if state.cursors[tab] == len(questions[tab].options) else state
+    if tab == len(state.params.questions):
+        return _with(state, tab=tab, review_cursor=0)  # Review: nothing to land on
+    return _land(_with(state, tab=tab))
 
 
 def _advance(state: FormState) -> FormState:
@@ -982,13 +561,11 @@ def _land(state: FormState) -> FormState:
 
 def _live(draft: Draft) -> Draft:
     """What a change starts from: a skipped draft starts over from empty."""
-    return _EMPTY_DRAFT if draft.skipped else draft
+    return EMPTY_DRAFT if draft.skipped else draft
 
 
 def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str | None) -> FormState:
-    draft = state.drafts[q]
-    if draft.skipped:
-        draft = _EMPTY_DRAFT  # _live(draft)
+    draft = _live(state.drafts[q])
     if kind == "custom":
         text, images = draft.custom_text, draft.custom_images
     elif kind == "note":
@@ -998,12 +575,8 @@ def _open_editor(state: FormState, kind: EditorKind, q: int, option_value: str |
         text = draft.option_notes.get(option_value, "")
         images = draft.option_note_images.get(option_value, ())
     serial = state.editors_opened + 1
-    fields = {**state.__dict__}
-    fields["editor"] = _editor(kind, q, option_value, text, images, serial)
-    fields["editors_opened"] = serial
-    copy = _new_object(FormState)  # see "A step that changes a state"
-    _set_attribute(copy, "__dict__", fields)
-    return copy
+    editor = EditorState(kind, q, option_value, text, images, serial)
+    return _with(state, editor=editor, editors_opened=serial)
 
 
 def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
@@ -1017,9 +590,7 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
     images = editor.images
     blank = not text and not images
     q = editor.question
-    drafts = state.drafts
-    draft = drafts[q]
-    base = _EMPTY_DRAFT if draft.skipped else draft  # _live(draft)
+    base = _live(state.drafts[q])
     new = base
     kind = editor.kind
     if kind == "custom":
@@ -1035,11 +606,7 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
                 selected=() if single else base.selected,
             )
     elif kind == "note":
-        if text != base.note or images != base.note_images:
-            changed = {**base.__dict__}
-            changed["note"] = text
-            changed["note_images"] = images
-            new = _build(Draft, changed)
+        new = _draft_with(base, note=text, note_images=images)
     else:
         assert editor.option_value is not None
         value = editor.option_value
@@ -1058,15 +625,8 @@ def _commit_editor(state: FormState, *, submit: bool) -> tuple[FormState, bool]:
             option_notes=frozen_mapping(notes),
             option_note_images=frozen_mapping(note_images),
         )
-    fields = {**state.__dict__}
-    if new is not base:
-        items = [*drafts]
-        items[q] = new
-        fields["drafts"] = tuple(items)
-    fields["editor"] = None
-    copy = _new_object(FormState)  # see "A step that changes a state"
-    _set_attribute(copy, "__dict__", fields)
-    return copy, kind == "custom" and not blank
+    drafts = state.drafts if new is base else _replace(state.drafts, q, new)
+    return _with(state, drafts=drafts, editor=None), kind == "custom" and not blank
 
 
 def _editor_submit(state: FormState) -> FormState:
@@ -1107,34 +667,10 @@ def _confirm(state: FormState, command: Confirm) -> FormState:
 
 def _answer_and_advance(state: FormState, q: int, row: int) -> FormState:
     """Select option ``row`` of single-select question ``q`` (the current tab), put its cursor
-    there and advance, in one copy."""
-    fields = {**state.__dict__}
-    drafts = state.drafts
-    draft = drafts[q]
-    if draft.skipped or draft.selected != (row,) or draft.custom_selected:
-        # ``_edit``, spelled out: an empty draft (a skipped one starts over) or this one, with
-        # this option selected and the custom answer not.
-        changed = {**(_EMPTY_DRAFT if draft.skipped else draft).__dict__}
-        changed["selected"] = (row,)
-        changed["custom_selected"] = False
-        items = [*drafts]
-        items[q] = _build(Draft, changed)
-        fields["drafts"] = tuple(items)
-    cursors = state.cursors
-    if cursors[q] != row:
-        positions = [*cursors]
-        positions[q] = row
-        cursors = fields["cursors"] = tuple(positions)
-    tab = fields["tab"] = q + 1
-    questions = state.params.questions
-    if tab == len(questions):
-        fields["review_cursor"] = 0
-        copy = _new_object(FormState)  # see "A step that changes a state"
-        _set_attribute(copy, "__dict__", fields)
-        return copy
-    state = _new_object(FormState)  # see "A step that changes a state"
-    _set_attribute(state, "__dict__", fields)
-    return _land(state) if cursors[tab] == len(questions[tab].options) else state
+    there and advance."""
+    base = _live(state.drafts[q])
+    new = _draft_with(base, selected=(row,), custom_selected=False)
+    return _advance(_put_draft(state, q, base, new, cursor=row))
 
 
 def _toggle(state: FormState, command: Toggle) -> FormState:
@@ -1177,31 +713,9 @@ def _number(state: FormState, command: Number) -> FormState:
         return _open_editor(_set_cursor(state, q, row), "custom", q, None)
     if single:
         return _answer_and_advance(state, q, row)
-    # A multi-select toggle, the commonest key: ``_toggled`` and ``_put_draft`` spelled out (a
-    # toggle always changes the draft).
-    draft = state.drafts[q]
-    base = _EMPTY_DRAFT if draft.skipped else draft
-    selected = base.selected
-    if row in selected:
-        selected = tuple([i for i in selected if i != row])
-    elif not selected or row > selected[-1]:
-        selected += (row,)  # still sorted: options are mostly picked top to bottom
-    else:
-        selected = tuple(sorted((*selected, row)))
-    changed = {**base.__dict__}
-    changed["selected"] = selected
-    items = [*state.drafts]
-    items[q] = _build(Draft, changed)
-    fields = {**state.__dict__}
-    fields["drafts"] = tuple(items)
-    cursors = state.cursors
-    if cursors[q] != row:
-        positions = [*cursors]
-        positions[q] = row
-        fields["cursors"] = tuple(positions)
-    copy = _new_object(FormState)  # see "A step that changes a state"
-    _set_attribute(copy, "__dict__", fields)
-    return copy
+    base = _live(state.drafts[q])
+    new = _draft_with(base, selected=_toggled(base.selected, row))
+    return _put_draft(state, q, base, new, cursor=row)
 
 
 def _change_type(state: FormState, command: ChangeQuestionType) -> FormState:
@@ -1236,12 +750,7 @@ def _review_press(state: FormState, kind: ReviewKind) -> FormState:
         return _fire_review(state, kind)
     if state.pending_review == kind:
         return _fire_review(state, kind, confirmed=True)
-    fields = {**state.__dict__}
-    fields["pending_review"] = kind
-    fields["review_cursor"] = 0 if kind == "submit" else 1  # REVIEW_ACTIONS.index(kind)
-    copy = _new_object(FormState)  # see "A step that changes a state"
-    _set_attribute(copy, "__dict__", fields)
-    return copy
+    return _with(state, pending_review=kind, review_cursor=REVIEW_ACTIONS.index(kind))
 
 
 def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False) -> FormState:
@@ -1258,12 +767,7 @@ def _fire_review(state: FormState, kind: ReviewKind, *, confirmed: bool = False)
             pending_review=None,
             review_cursor=REVIEW_ACTIONS.index("cancel"),
         )
-    fields = {**state.__dict__}
-    fields["outcome"] = _SUBMITTED if kind == "submit" else _CANCELLED
-    fields["pending_review"] = None
-    copy = _new_object(FormState)  # see "A step that changes a state"
-    _set_attribute(copy, "__dict__", fields)
-    return copy
+    return _with(state, outcome=_SUBMITTED if kind == "submit" else _CANCELLED, pending_review=None)
 
 
 def _exit(state: FormState, action: DismissAction) -> FormState:
@@ -1294,135 +798,3 @@ _NAVIGATION: dict[type, Callable[[FormState, Any], FormState]] = {
     Skip: _skip,
     ReviewAction: _review_action,
 }
-
-
-# --------------------------------------------------------------------------------------------
-# Snapshots
-# --------------------------------------------------------------------------------------------
-
-
-def state_to_json(state: FormState) -> dict[str, JSON]:
-    """What the person entered and where they were, for the draft journal.
-
-    Recorded: live types, drafts, tab, cursors, the open editor with its unsaved text and
-    images, and the editor counter. Not recorded (transient): pending confirmations, the
-    dirty-dismiss warning, the type-change notice, the outcome, and the settings (the runtime
-    passes current settings back to ``state_from_json``).
-    """
-    out: dict[str, JSON] = {
-        "version": SNAPSHOT_VERSION,
-        "types": list(state.types),
-        "drafts": [draft.to_json() for draft in state.drafts],
-        "tab": state.tab,
-        "cursors": list(state.cursors),
-        "reviewCursor": state.review_cursor,
-        "editorsOpened": state.editors_opened,
-    }
-    editor = state.editor
-    if editor is not None:
-        data: dict[str, JSON] = {
-            "kind": editor.kind,
-            "question": editor.question,
-            "text": editor.text,
-            "images": [image.to_json() for image in editor.images],
-            "serial": editor.serial,
-        }
-        if editor.option_value is not None:
-            data["optionValue"] = editor.option_value
-        out["editor"] = data
-    return out
-
-
-def state_from_json(
-    params: AskParams, data: Mapping[str, Any], settings: FormSettings | None = None
-) -> FormState:
-    """Restore a form from ``state_to_json`` output for the same ``params``.
-
-    Raises ``ValueError`` when the snapshot does not fit the params or breaks an invariant.
-    """
-    try:
-        return _from_json(params, data, settings if settings is not None else FormSettings())
-    except (KeyError, TypeError, AttributeError, IndexError) as exc:
-        raise ValueError(f"malformed form snapshot: {exc!r}") from exc
-
-
-def _check(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(f"invalid form snapshot: {message}")
-
-
-def _from_json(params: AskParams, data: Mapping[str, Any], settings: FormSettings) -> FormState:
-    _check(data.get("version") == SNAPSHOT_VERSION, f"unsupported version {data.get('version')!r}")
-    questions = params.questions
-    n = len(questions)
-    types = tuple(data["types"])
-    _check(len(types) == n and all(t in QUESTION_TYPES for t in types), "question types")
-    drafts = tuple(Draft.from_json(item) for item in data["drafts"])
-    _check(len(drafts) == n, "draft count")
-    for i, (question, kind, draft) in enumerate(zip(questions, types, drafts, strict=True)):
-        _check_draft(i, question, kind, draft)
-    cursors = tuple(int(c) for c in data["cursors"])
-    _check(len(cursors) == n, "cursor count")
-    _check(
-        all(0 <= c <= len(q.options) for c, q in zip(cursors, questions, strict=True)), "cursors"
-    )
-    tab = int(data["tab"])
-    _check(0 <= tab <= n, "tab")
-    review_cursor = int(data["reviewCursor"])
-    _check(0 <= review_cursor < len(REVIEW_ACTIONS), "review cursor")
-    editors_opened = int(data["editorsOpened"])
-    _check(editors_opened >= 0, "editor counter")
-    editor = None
-    if data.get("editor") is not None:
-        raw = data["editor"]
-        editor_kind = raw["kind"]
-        _check(editor_kind in EDITOR_KINDS, "editor kind")
-        editor_question = int(raw["question"])
-        _check(editor_question == tab < n, "editor question")
-        option_value = raw.get("optionValue")
-        if editor_kind == "option_note":
-            # An option-note editor always belongs to the highlighted real option.
-            options = questions[editor_question].options
-            row = cursors[editor_question]
-            _check(row < len(options) and option_value == options[row].value, "editor option")
-        else:
-            _check(option_value is None, "editor option")
-        editor = EditorState(
-            kind=editor_kind,
-            question=editor_question,
-            option_value=option_value,
-            text=str(raw["text"]),
-            images=tuple(Image.from_json(image) for image in raw["images"]),
-            serial=int(raw["serial"]),
-        )
-        _check(1 <= editor.serial <= editors_opened, "editor serial")
-    return FormState(
-        params=params,
-        types=types,
-        drafts=drafts,
-        cursors=cursors,
-        tab=tab,
-        review_cursor=review_cursor,
-        editor=editor,
-        editors_opened=editors_opened,
-        settings=settings,
-    )
-
-
-def _check_draft(i: int, question: Question, kind: QuestionType, draft: Draft) -> None:
-    count = len(question.options)
-    _check(
-        list(draft.selected) == sorted(set(draft.selected))
-        and all(0 <= s < count for s in draft.selected),
-        f"selection of question {i}",
-    )
-    if kind == "single":
-        _check(
-            len(draft.selected) + (1 if draft.custom_selected else 0) <= 1,
-            f"single-select question {i} has more than one choice",
-        )
-    _check(
-        not draft.custom_selected or has_custom_content(draft),
-        f"question {i} selects an empty custom answer",
-    )
-    _check(not draft.skipped or draft == Draft(skipped=True), f"skipped question {i} has content")

@@ -1,15 +1,9 @@
-"""Every text the ask tools show the agent or the transcript, built from results. Pure.
+"""Every text the ask tools show the agent, built from results. Pure.
 
-Two audiences:
-
-- the agent (model context): tool result ``content`` blocks, background-answer messages, wait
-  results, the invalid-payload and non-TUI fallback texts, the queued receipt. These keep the
-  agent's text verbatim (the model should read exactly what the person wrote) and carry image
-  content blocks.
-- the transcript (TUI rows and cards): lists of styled lines, ``Line = tuple[Segment, ...]``
-  with ``Segment = (style, text)``; the UI maps styles to colours. Transcript text is
-  neutralised: control characters never reach the terminal, and line breaks in agent or user
-  text become separate lines. Cards never show request ids, question ids or message types.
+Tool result ``content`` blocks, background-answer messages, wait results, the invalid-payload
+and non-TUI fallback texts, the queued receipt. These keep the agent's text verbatim (the model
+should read exactly what the person wrote) and carry image content blocks. The transcript's
+rows and cards are :mod:`pi_agent_ask.form.transcript`.
 
 Option labels: a result records the labels of *selected* options only. Notes on unselected
 options are shown with their option's label when the caller passes the form's ``params``;
@@ -19,10 +13,10 @@ without them the option value stands in (the contract's wording: ``<value> (not 
 from __future__ import annotations
 
 import copy
-import re
-import unicodedata
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeVar
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
 
 from pi_agent_ask.form.result import (
     AnswerResult,
@@ -31,8 +25,7 @@ from pi_agent_ask.form.result import (
     QuestionMeta,
     fallback_result,
 )
-from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.types import JSON, AskParams, Image, Issue, Question, QuestionType
+from pi_agent_ask.form.types import JSON, AskParams, Image, Issue, Question
 
 __all__ = [
     "BACKGROUND_ANSWER_TYPE",
@@ -43,33 +36,22 @@ __all__ = [
     "WAIT_HIDDEN_TEXT",
     "WAIT_INTERRUPTED_TEXT",
     "WAIT_NON_TUI_TEXT",
-    "Line",
-    "Segment",
-    "Style",
     "background_answer_message",
     "background_answer_text",
-    "background_card",
-    "call_rows",
-    "cell_width",
     "fallback_text",
     "fallback_tool_result",
     "image_blocks",
     "image_marker",
     "invalid_text",
-    "line_text",
     "presentation_note",
-    "receipt_row",
     "receipt_text",
     "receipt_tool_result",
-    "result_rows",
     "result_text",
     "summary_lines",
     "tool_result",
     "wait_complete_result",
-    "wait_confirmation",
     "wait_deferred_result",
     "wait_text",
-    "wrap_line",
 ]
 
 BACKGROUND_ANSWER_TYPE = "ask:background-answer"
@@ -93,14 +75,6 @@ FALLBACK_TAIL = (
     "details.answers stays empty until user responds."
 )
 
-Style = Literal["text", "accent", "warning", "muted", "success", "error"]
-Segment = tuple[Style, str]
-Line = tuple[Segment, ...]
-
-_S = TypeVar("_S", bound=str)
-"""A style name. The line helpers (``line_text``, ``merge_segments``, ``wrap_line``) work over
-any style names, not only ``Style``: the UI passes its own (prompt_toolkit class names)."""
-
 TextBlock = dict[str, JSON]
 """A content block: ``{"type": "text", "text": ...}`` or ``{"type": "image", ...}``."""
 
@@ -117,24 +91,21 @@ def image_marker(count: int) -> str:
     return "[1 image]" if count == 1 else f"[{count} images]"
 
 
-def _with_marker(text: str, count: int) -> str:
+def with_marker(text: str, count: int) -> str:
+    """``text`` followed by the image marker of ``count`` images."""
     marker = image_marker(count)
     if not marker:
         return text
     return f"{text} {marker}" if text else marker
 
 
-def _option_label(
+def option_label(
     answer: AnswerResult, value: str, options: Mapping[str, str] | None
 ) -> tuple[str, bool]:
     """The label of option ``value`` and whether it is selected in ``answer``."""
-    values = answer.selected_values
-    labels = answer.selected_labels
-    if len(values) != len(labels):
-        list(zip(values, labels, strict=True))  # the ValueError it always raised
-    if value in values:
-        # The last match, as a dict of the pairs would keep it.
-        return labels[len(values) - 1 - values[::-1].index(value)], True
+    selected = dict(zip(answer.selected_values, answer.selected_labels, strict=True))
+    if value in selected:
+        return selected[value], True
     if options is not None and value in options:
         return options[value], False
     return value, False
@@ -166,34 +137,22 @@ class _OptionIndex:
         labels[question_id] = found
         return found
 
-    def label(self, question_id: str, value: str) -> str | None:
-        """``of(question_id).get(value)``, without building the question's labels."""
-        labels = self._labels.get(question_id)
-        if labels is not None:
-            return labels.get(value)
-        if self._questions is None:
-            self._questions = {q.id: q for q in self._params.questions}
-        question = self._questions.get(question_id)
-        found = None
-        for option in question.options if question is not None else ():
-            if option.value == value:
-                found = option.label  # the last one, as ``of`` keeps it
-        return found
-
 
 OptionIndex = _OptionIndex | None
 """Option labels by question id and option value, when the form's params are known."""
 
 
-def _option_index(params: AskParams | None) -> OptionIndex:
+def option_index(params: AskParams | None) -> OptionIndex:
+    """The option labels of ``params`` (``None`` without them)."""
     return None if params is None else _OptionIndex(params)
 
 
-def _options_of(index: OptionIndex, question_id: str) -> Mapping[str, str] | None:
+def options_of(index: OptionIndex, question_id: str) -> Mapping[str, str] | None:
+    """The option labels of one question by value, when they are known."""
     return None if index is None else index.of(question_id)
 
 
-def _noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
+def noted_values(answer: AnswerResult, options: Mapping[str, str] | None) -> list[str]:
     """Option values with a note or note images, in option order when it is known."""
     return _in_option_order(_noted_keys(answer), options)
 
@@ -212,8 +171,9 @@ def _in_option_order(noted: list[str], options: Mapping[str, str] | None) -> lis
     return sorted(noted, key=lambda v: order.get(v, len(order)))
 
 
-def _answer_text(answer: AnswerResult) -> str:
-    return _with_marker(", ".join(answer.labels), len(answer.custom_images))
+def answer_text(answer: AnswerResult) -> str:
+    """An answer's labels, with the marker of its custom images."""
+    return with_marker(", ".join(answer.labels), len(answer.custom_images))
 
 
 def presentation_note(result: AskResult) -> str | None:
@@ -269,165 +229,60 @@ _Captioned = tuple[str, str, str, str]
 """An image of a result: ``(id, caption, mime type, data)``."""
 
 
+@attrs.frozen
 class _Texts:
     """What the agent-facing texts of one result read, for one params (option labels come from
-    them): built once, kept with the result (``AskResult._derived``), so the tool result and
-    the waits share one build. A background answer's message, made once, keeps none
-    (``AskResult._derived_once``).
+    them). ``facts`` is the summary without its question names: per question, the text after
+    the name on each of its lines (``": (skipped)"``, ``" note: ..."``); ``presented`` the
+    presentation note; ``images`` each image once by id."""
 
-    ``facts`` is the summary without its question names: per question, the text after the name
-    on each of its lines (``": (skipped)"``, ``" note: ..."``); ``presented`` the presentation
-    note; ``images`` each image once by id. ``text`` and ``background`` are the joined texts,
-    kept as first asked for.
-    """
-
-    __slots__ = ("background", "facts", "images", "presented", "text")
-
-    text: str | None
-    background: str | None
+    facts: tuple[tuple[QuestionMeta, tuple[str, ...]], ...]
     presented: str | None
-    facts: Sequence[tuple[QuestionMeta, Sequence[str]]]
-    images: Sequence[_Captioned]
-
-
-_new_object = object.__new__
-
-
-def _derive_texts(result: AskResult, params: AskParams | None) -> _Texts:
-    """The ``_Texts`` of ``result`` for ``params`` (a function, not ``_Texts.__init__``: calling
-    a class with an ``__init__`` of its own costs about as much again as this call)."""
-    found: _Texts = _new_object(_Texts)
-    found.text = None
-    found.background = None
-    found.presented = None
-    if result.cancelled:
-        found.facts = ()
-        found.images = ()
-        return found
-    # One walk (no second call or walk for the presentation note: ``shown`` collects
-    # what presentation_note does, as the walk meets the answers).
-    index: OptionIndex = None
-    by_id: dict[str, Question] | None = None  # question by id, when a note needs a label
-    shown: set[QuestionType] | None = None  # made when the first one is met
-    facts: list[tuple[QuestionMeta, Sequence[str]]] = []
-    # The images, made at the first one (``with_images``: none for an error result).
-    with_images = result.issues is None
-    images: list[_Captioned] | None = None
-    seen: set[str] | None = None  # made before the first image
-    skipped: Container[str] = result.skipped_question_ids
-    if len(result.skipped_question_ids) > 8:
-        skipped = frozenset(result.skipped_question_ids)
-    answers = result.answers
-    for meta in result.questions:
-        qid = meta.id
-        answer = answers.get(qid)
-        presented = meta.presented_type
-        if (
-            presented is not None
-            and presented != meta.type
-            and answer is not None
-            and answer.has_answer
-        ):
-            if shown is None:
-                shown = set()
-            shown.add(presented)
-        if qid in skipped:
-            facts.append((meta, (": (skipped)",)))
-            if answer is not None and with_images and answer.images():
-                index = index or _option_index(params)
-                seen = set() if seen is None else seen
-                images = [] if images is None else images
-                _add_images(images, seen, meta, answer, None, index)
-            continue
-        if answer is None:
-            facts.append((meta, (": (no answer)",)))
-            continue
-        custom_images = answer.custom_images
-        if custom_images:
-            head = ": " + _with_marker(", ".join(answer.labels), len(custom_images))
-        elif answer.values or answer.custom_text is not None:
-            head = ": " + ", ".join(answer.labels)
-        else:
-            head = ": (no answer)"
-        note = answer.note
-        note_images = answer.note_images
-        option_notes = answer.option_notes
-        option_note_images = answer.option_note_images
-        if note is None and not (note_images or option_notes or option_note_images):
-            facts.append((meta, (head,)))
-            if custom_images and with_images:
-                seen = set() if seen is None else seen
-                images = [] if images is None else images
-                _add_images(images, seen, meta, answer, (), index)
-            continue
-        lines = [head]
-        if note_images:
-            lines.append(" note: " + _with_marker(note or "", len(note_images)))
-        elif note is not None:
-            lines.append(" note: " + note)
-        noted: Sequence[tuple[str, str, bool]] = ()
-        if option_notes and not option_note_images and len(option_notes) == 1:
-            # One option note without images, the common case, without the general walk.
-            for value, text in option_notes.items():
-                values = answer.values
-                labels = answer.labels
-                count = len(answer.indices)
-                if len(values) != len(labels) and min(len(values), count) != min(
-                    len(labels), count
-                ):
-                    list(zip(values[:count], labels[:count], strict=True))  # its ValueError
-                if value in values and value in (chosen := values[:count]):
-                    # The last match, as a dict of the pairs would keep it.
-                    label = labels[len(chosen) - 1 - chosen[::-1].index(value)]
-                    lines.append(f" / {label} note: {text}")
-                    continue
-                named = None
-                if params is not None:
-                    # ``_OptionIndex.label`` written out: the question found by a search
-                    # in a short form, else over a map made once per result.
-                    questions = params.questions
-                    if len(questions) <= 8:
-                        question = None
-                        for each in questions:
-                            if each.id == qid:
-                                question = each  # the last one, as the map keeps it
-                    else:
-                        if by_id is None:
-                            by_id = {}  # a loop: a comprehension is a call of its own
-                            for each in questions:
-                                by_id[each.id] = each
-                        question = by_id.get(qid)
-                    for option in question.options if question is not None else ():
-                        if option.value == value:
-                            named = option.label  # the last one, as ``_OptionIndex`` keeps
-                label = value if named is None else named
-                lines.append(f" / {label} (not selected) note: {text}")
-        elif option_notes or option_note_images:
-            index = index or _option_index(params)
-            noted = _noted_options(answer, index, qid)
-            for value, label, selected in noted:
-                text = option_notes.get(value, "")
-                if option_note_images:
-                    text = _with_marker(text, len(option_note_images.get(value, ())))
-                if selected:
-                    lines.append(f" / {label} note: {text}")
-                else:
-                    lines.append(f" / {label} (not selected) note: {text}")
-        facts.append((meta, lines))  # a list: nothing changes it once made
-        if with_images and (custom_images or note_images or option_note_images):
-            seen = set() if seen is None else seen
-            images = [] if images is None else images
-            _add_images(images, seen, meta, answer, noted, index)
-    # Kept as lists: nothing outside this module sees them, and nothing changes them.
-    found.facts = facts
-    found.images = images or ()
-    if shown:
-        found.presented = _presentation_text(shown)
-    return found
+    images: tuple[_Captioned, ...]
 
 
 def _texts(result: AskResult, params: AskParams | None) -> _Texts:
-    return result._derived(params, _derive_texts)
+    if result.cancelled:
+        return _Texts((), None, ())
+    index = option_index(params)
+    skipped = set(result.skipped_question_ids)
+    with_images = result.issues is None
+    facts: list[tuple[QuestionMeta, tuple[str, ...]]] = []
+    images: list[_Captioned] = []
+    seen: set[str] = set()
+    for meta in result.questions:
+        answer = result.answers.get(meta.id)
+        if meta.id in skipped:
+            facts.append((meta, (": (skipped)",)))
+        elif answer is None:
+            facts.append((meta, (": (no answer)",)))
+        else:
+            facts.append((meta, _answer_facts(answer, _noted_options(answer, index, meta.id))))
+        if answer is not None and with_images:
+            _add_images(images, seen, meta, answer, None, index)
+    return _Texts(tuple(facts), presentation_note(result), tuple(images))
+
+
+def _answer_facts(answer: AnswerResult, noted: Sequence[tuple[str, str, bool]]) -> tuple[str, ...]:
+    """The lines of one answer after the question's name: the answer, its note, its option
+    notes (``noted``: ``(value, label, selected)``)."""
+    if answer.custom_images:
+        lines = [": " + answer_text(answer)]
+    elif answer.values or answer.custom_text is not None:
+        lines = [": " + ", ".join(answer.labels)]
+    else:
+        lines = [": (no answer)"]
+    if answer.note_images:
+        lines.append(" note: " + with_marker(answer.note or "", len(answer.note_images)))
+    elif answer.note is not None:
+        lines.append(" note: " + answer.note)
+    for value, label, selected in noted:
+        text = answer.option_notes.get(value, "")
+        if answer.option_note_images:
+            text = with_marker(text, len(answer.option_note_images.get(value, ())))
+        shown = label if selected else f"{label} (not selected)"
+        lines.append(f" / {shown} note: {text}")
+    return tuple(lines)
 
 
 def _noted_options(
@@ -435,36 +290,17 @@ def _noted_options(
 ) -> list[tuple[str, str, bool]]:
     """``(value, label, selected)`` of each option with a note or note images, in option order
     when it is known."""
-    notes = answer.option_notes
-    images = answer.option_note_images
-    count = len(answer.indices)
-    values = answer.values[:count]
-    labels = answer.labels[:count]
-    if len(values) != len(labels):
-        list(zip(values, labels, strict=True))  # the ValueError it always raised
-    if not images and len(notes) == 1:
-        for value in notes:
-            if value in values:
-                return [(value, labels[len(values) - 1 - values[::-1].index(value)], True)]
-            label = None if index is None else index.label(qid, value)
-            return [(value, value if label is None else label, False)]
-    noted = list(dict.fromkeys([*notes, *images])) if images else list(notes)
-    # Option labels are needed to order several notes, and to name an unselected option.
-    looked_up = len(noted) > 1
-    options = _options_of(index, qid) if looked_up else None
-    if looked_up:
-        noted = _in_option_order(noted, options)
+    if not answer.option_notes and not answer.option_note_images:
+        return []
+    selected = dict(zip(answer.selected_values, answer.selected_labels, strict=True))
+    options = options_of(index, qid)
     out = []
-    for value in noted:
-        if value in values:
-            # The last match, as a dict of the pairs would keep it.
-            out.append((value, labels[len(values) - 1 - values[::-1].index(value)], True))
-            continue
-        if not looked_up:
-            options = _options_of(index, qid)
-            looked_up = True
-        label = options[value] if options is not None and value in options else value
-        out.append((value, label, False))
+    for value in noted_values(answer, options):
+        if value in selected:
+            out.append((value, selected[value], True))
+        else:
+            label = options.get(value, value) if options is not None else value
+            out.append((value, label, False))
     return out
 
 
@@ -510,51 +346,18 @@ def result_text(result: AskResult, *, params: AskParams | None = None) -> str:
 
 
 def _result_text(result: AskResult, found: _Texts) -> str:
-    text = found.text
-    if text is None:
-        body = _summary_text(result, found, False, None)  # positional: a cheaper call
-        text = body if result.request_id is None else f"ask_user [{result.request_id}]\n{body}"
-        found.text = text
-    return text
+    body = _summary_text(result, found, with_ids=False)
+    return body if result.request_id is None else f"ask_user [{result.request_id}]\n{body}"
 
 
-def _summary_text(
-    result: AskResult, found: _Texts, with_ids: bool, names: Sequence[str] | None
-) -> str:
-    """``"\n".join(summary_lines(...))``, joined a question at a time; ``names`` are the
-    questions' names with their ids, when they are known (``_question_texts``)."""
+def _summary_text(result: AskResult, found: _Texts, *, with_ids: bool) -> str:
+    """``"\n".join(summary_lines(...))`` from the result's texts."""
     if result.cancelled:
         return CANCELLED_TEXT
-    facts = found.facts
-    if len(facts) == 1 and not found.presented:
-        # One question (most forms): its lines without the list of parts.
-        meta, lines = facts[0]
-        if not with_ids:
-            name = meta.label
-        elif names is not None:
-            name = names[0]
-        else:
-            name = f"{meta.label} [{meta.id}]"
-        if len(lines) == 1:
-            return name + lines[0]
-        return name + ("\n" + name).join(lines)
-    parts = []
-    i = -1  # the question's position (a counter: ``enumerate`` is a call of a type)
-    for meta, lines in facts:
-        i += 1
-        if not with_ids:
-            name = meta.label
-        elif names is not None:
-            name = names[i]
-        else:
-            name = f"{meta.label} [{meta.id}]"
-        if len(lines) == 1:
-            parts.append(name + lines[0])
-        else:
-            parts.append(name + ("\n" + name).join(lines))
+    lines = [_name(meta, with_ids) + fact for meta, facts in found.facts for fact in facts]
     if found.presented:
-        parts.append(found.presented)
-    return "\n".join(parts) if parts else SUBMITTED_TEXT
+        lines.append(found.presented)
+    return "\n".join(lines) if lines else SUBMITTED_TEXT
 
 
 def image_blocks(result: AskResult, *, params: AskParams | None = None) -> list[TextBlock]:
@@ -590,21 +393,17 @@ def _text_block(text: str) -> TextBlock:
 def tool_result(result: AskResult, *, params: AskParams | None = None) -> dict[str, JSON]:
     """The whole ``ask_user`` tool result: ``content`` (text, then image blocks),
     ``details`` (full) and ``structuredContent`` (compact)."""
+    content: list[TextBlock]
     if result.issues is not None:
         content = [_text_block(invalid_text(result.issues))]
     else:
         found = _texts(result, params)
-        text = found.text
-        if text is None:  # _result_text(result, found) written out
-            text = _summary_text(result, found, False, None)
-            if result.request_id is not None:
-                text = f"ask_user [{result.request_id}]\n{text}"
-            found.text = text
-        content = [{"type": "text", "text": text}]
-        if found.images:
-            content.extend(_blocks(found.images, set()))
-    details, structured = result._json_forms()
-    return {"content": content, "details": details, "structuredContent": structured}
+        content = [_text_block(_result_text(result, found)), *_blocks(found.images, set())]
+    return {
+        "content": content,
+        "details": result.to_details(),
+        "structuredContent": result.to_structured(),
+    }
 
 
 def fallback_text(params: AskParams, request_id: str | None) -> str:
@@ -623,11 +422,11 @@ def fallback_text(params: AskParams, request_id: str | None) -> str:
 
 def fallback_tool_result(params: AskParams, request_id: str | None) -> dict[str, JSON]:
     """The cancelled non-TUI tool result with the fallback text."""
-    details, structured = fallback_result(params, request_id)._json_forms()
+    result = fallback_result(params, request_id)
     return {
         "content": [_text_block(fallback_text(params, request_id))],
-        "details": details,
-        "structuredContent": structured,
+        "details": result.to_details(),
+        "structuredContent": result.to_structured(),
     }
 
 
@@ -651,22 +450,17 @@ def receipt_tool_result(
     background_only: bool = False,
 ) -> dict[str, JSON]:
     """The tool result of a queued background call; details = structuredContent."""
-    # The two equal dicts written out (one is made for every queued form).
     text = receipt_text(request_id, pending_requests, background_only=background_only)
+    details: dict[str, JSON] = {
+        "status": "queued",
+        "requestId": request_id,
+        "questionIds": list(question_ids),
+        "pendingRequests": pending_requests,
+    }
     return {
-        "content": [{"type": "text", "text": text}],
-        "details": {
-            "status": "queued",
-            "requestId": request_id,
-            "questionIds": [*question_ids],
-            "pendingRequests": pending_requests,
-        },
-        "structuredContent": {
-            "status": "queued",
-            "requestId": request_id,
-            "questionIds": [*question_ids],
-            "pendingRequests": pending_requests,
-        },
+        "content": [_text_block(text)],
+        "details": details,
+        "structuredContent": _copy_wait(details),
     }
 
 
@@ -678,62 +472,16 @@ def background_answer_text(outcome: BackgroundOutcome, *, params: AskParams | No
         if error is None:
             error = invalid_text(result.issues or ()) if result else "No form result available."
         return f"Background answer [{outcome.request_id}]:\nQuestion form failed: {error}"
-    return _background_text(outcome.request_id, result, _texts(result, params), params)
+    return _background_text(outcome.request_id, result, _texts(result, params))
 
 
-def _background_text(
-    request_id: str, result: AskResult, found: _Texts, params: AskParams | None
-) -> str:
-    body = found.background
-    if body is None:
-        # The text after the first line: the questions, then the response.
-        shared = _question_texts(result, params)
-        if shared is not None:
-            questions, names = shared
-        else:
-            questions, names = _questions_listed(result.questions), None
-        response = _summary_text(result, found, True, names)
-        body = found.background = f"Questions:\n{questions}Response:\n{response}"
+def _background_text(request_id: str, result: AskResult, found: _Texts) -> str:
+    questions = "".join(f"- [{meta.id}] {meta.label}: {meta.prompt}\n" for meta in result.questions)
+    response = _summary_text(result, found, with_ids=True)
+    body = f"Questions:\n{questions}Response:\n{response}"
     if result.title:
         return f"Background answer [{request_id}] — {result.title}:\n{body}"
     return f"Background answer [{request_id}]:\n{body}"
-
-
-def _questions_listed(metas: Iterable[QuestionMeta]) -> str:
-    """The question list of a background answer: ``- [<id>] <label>: <prompt>`` lines."""
-    lines = []
-    for meta in metas:
-        lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
-    return "".join(lines)
-
-
-def _question_texts(
-    result: AskResult, params: AskParams | None
-) -> tuple[str, tuple[str, ...]] | None:
-    """The background answer's question list and each question's name with its id, for a
-    result whose questions are the question metadata its params share with their results
-    (``AskParams._derived``): made once per params and kept with them (``AskParams._texts``);
-    ``None`` for any other result."""
-    if params is None:
-        return None
-    try:
-        if result.questions is not params._derived:
-            return None
-        texts = params._texts
-    except AttributeError:  # params made without a constructor that sets them
-        return None
-    if texts is None:
-        lines = []  # _questions_listed, with the names made in the same loop
-        names = []
-        for meta in result.questions:
-            lines.append(f"- [{meta.id}] {meta.label}: {meta.prompt}\n")
-            names.append(f"{meta.label} [{meta.id}]")
-        texts = ("".join(lines), tuple(names))
-        _SET_PARAMS_TEXTS(params, texts)  # the slot's own setter: the params are frozen
-    return texts
-
-
-_SET_PARAMS_TEXTS: Final = vars(AskParams)["_texts"].__set__  # the slot's descriptor
 
 
 def has_image_blocks(message: Mapping[str, Any]) -> bool:
@@ -759,22 +507,15 @@ def background_answer_message(
             "content": content,
             "details": outcome.to_json(),
         }
-    # Texts of their own, not kept with the result: a background answer is delivered once.
-    found = result._derived_once(params, _derive_texts)
-    content = _background_text(outcome.request_id, result, found, params)
+    found = _texts(result, params)
+    content = _background_text(outcome.request_id, result, found)
     if found.images and not result.cancelled:
         content = [_text_block(content), *_blocks(found.images, set())]
-    if type(outcome) is BackgroundOutcome:
-        # outcome.to_json() written out, for an outcome with a result.
-        details: dict[str, JSON] = {"requestId": outcome.request_id}
-        if outcome.parent_tool_call_id is not None:
-            details["parentToolCallId"] = outcome.parent_tool_call_id
-        details["result"] = result.to_details()
-        if outcome.error is not None:
-            details["error"] = outcome.error
-    else:
-        details = outcome.to_json()
-    return {"customType": BACKGROUND_ANSWER_TYPE, "content": content, "details": details}
+    return {
+        "customType": BACKGROUND_ANSWER_TYPE,
+        "content": content,
+        "details": outcome.to_json(),
+    }
 
 
 ParamsLookup = Callable[[str], AskParams | None] | Mapping[str, AskParams] | None
@@ -896,372 +637,5 @@ def wait_deferred_result(
 
 def _copy_wait(details: Mapping[str, JSON]) -> dict[str, JSON]:
     # details and structuredContent hold the same object, as separate copies, so a consumer
-    # that edits one cannot change the other.
+    # that edits one cannot change the other (receipts and waits).
     return copy.deepcopy(dict(details))
-
-
-# --------------------------------------------------------------------------------------------
-# Transcript: styled lines
-# --------------------------------------------------------------------------------------------
-
-
-def _clean(text: str) -> str:
-    """Neutralise text for the terminal (escape sequences, controls, invisible formatting);
-    newlines are kept for the caller to split into lines."""
-    return sanitize_text(text)
-
-
-def _split(text: str) -> list[str]:
-    return _clean(text).split("\n")
-
-
-def line_text(line: Iterable[tuple[str, str]]) -> str:
-    """The plain text of a styled line."""
-    return "".join(text for _, text in line)
-
-
-def merge_segments(segments: Iterable[tuple[_S, str]]) -> tuple[tuple[_S, str], ...]:
-    """Drop empty segments and join neighbours of the same style."""
-    out: list[tuple[_S, str]] = []
-    for style, text in segments:
-        if not text:
-            continue
-        if out and out[-1][0] == style:
-            out[-1] = (style, out[-1][1] + text)
-        else:
-            out.append((style, text))
-    return tuple(out)
-
-
-def _char_width(char: str) -> int:
-    if unicodedata.combining(char) or char in "\u200b\u200d":
-        return 0
-    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-
-
-def cell_width(text: str) -> int:
-    """The terminal cells ``text`` occupies (wide East Asian characters count two); ASCII
-    text (one cell per character) takes a fast path."""
-    if text.isascii():
-        return len(text)
-    return sum(_char_width(char) for char in text)
-
-
-def wrap_line(
-    line: Iterable[tuple[_S, str]], width: int, indent: int = 0
-) -> list[tuple[tuple[_S | Literal["text"], str], ...]]:
-    """Word-wrap a styled line to ``width`` cells; continuation lines start with ``indent``
-    spaces (styled ``"text"``). Words longer than a line are split. Every returned line fits
-    ``width``, except that a character wider than ``width`` (a wide character at width 1) gets a
-    line of its own."""
-    width = max(1, width)
-    indent = max(0, min(indent, width - 1))
-    tokens = [(style, piece) for style, text in line for piece in re.findall(r"\s+|\S+", text)]
-    lines: list[tuple[tuple[_S | Literal["text"], str], ...]] = []
-    current: list[tuple[_S | Literal["text"], str]] = []
-    used = 0
-    start = 0  # cells at the start of the current line that are indentation
-
-    def flush() -> None:
-        nonlocal current, used, start
-        while current and current[-1][1].isspace() and used > start:
-            used -= cell_width(current.pop()[1])
-        lines.append(merge_segments(current))
-        current = [("text", " " * indent)] if indent else []
-        used = start = indent
-
-    for style, piece in tokens:
-        if piece.isspace():
-            if used == start and lines:
-                continue  # no leading blanks on continuation lines
-            if used + cell_width(piece) > width:
-                flush()
-                continue
-            current.append((style, piece))
-            used += cell_width(piece)
-            continue
-        rest = piece
-        while rest:
-            need = cell_width(rest)
-            if used + need <= width:
-                current.append((style, rest))
-                used += need
-                break
-            if used > start:
-                flush()
-                continue
-            # A word wider than a whole line: take what fits (at least one character).
-            if used and used + _char_width(rest[0]) > width:
-                # Not even its first character fits after the indentation: drop the indent.
-                current, used, start = [], 0, 0
-            taken, taken_width = "", 0
-            for char in rest:
-                if taken and used + taken_width + _char_width(char) > width:
-                    break
-                taken += char
-                taken_width += _char_width(char)
-            current.append((style, taken))
-            used += taken_width
-            rest = rest[len(taken) :]
-            if rest:
-                flush()
-    lines.append(merge_segments(current))
-    return lines
-
-
-def _wrap_all(lines: Iterable[tuple[Line, int]], width: int | None) -> list[Line]:
-    out: list[Line] = []
-    for line, indent in lines:
-        if width is None:
-            out.append(line)
-        else:
-            out.extend(wrap_line(line, width, indent))
-    return out
-
-
-def _text_rows(
-    prefix: Sequence[Segment], text: str, style: Style, indent: str
-) -> list[tuple[Line, int]]:
-    """``prefix`` + the first line of ``text``; further lines of ``text`` indented."""
-    parts = _split(text)
-    rows = [(merge_segments([*prefix, (style, parts[0])]), len(indent) + 2)]
-    rows.extend(
-        (merge_segments([("text", indent + "  "), (style, part)]), len(indent) + 2)
-        for part in parts[1:]
-    )
-    return rows
-
-
-def _truncate(text: str, limit: int) -> str:
-    if cell_width(text) <= limit:
-        return text
-    out, used = "", 0
-    for char in text:
-        if used + _char_width(char) > limit - 1:
-            break
-        out += char
-        used += _char_width(char)
-    return out + "…"
-
-
-CALL_LABELS_LIMIT = 60
-"""Cells of the comma-joined question labels shown on an ``ask_user`` call row."""
-
-
-def call_rows(arguments: Mapping[str, Any], *, width: int | None = None) -> list[Line]:
-    """The transcript row of an ``ask_user`` call, from its raw arguments:
-    ``ask_user <n> question(s) (<labels>)`` with ``Q<n>`` for missing labels, truncated."""
-    raw = arguments.get("questions") if isinstance(arguments, Mapping) else None
-    questions = raw if isinstance(raw, list) else []
-    labels = []
-    for number, question in enumerate(questions, start=1):
-        label = question.get("label") if isinstance(question, Mapping) else None
-        text = label.strip() if isinstance(label, str) else ""
-        labels.append(" ".join(_split(text)) if text else f"Q{number}")
-    segments: list[Segment] = [("accent", "ask_user"), ("text", f" {len(questions)} question(s)")]
-    if labels:
-        segments.append(("muted", f" ({_truncate(', '.join(labels), CALL_LABELS_LIMIT)})"))
-    line = merge_segments(segments)
-    if width is not None and cell_width(line_text(line)) > width:
-        return wrap_line(line, width, 2)
-    return [line]
-
-
-def result_rows(
-    result: AskResult, *, params: AskParams | None = None, width: int | None = None
-) -> list[Line]:
-    """The transcript rows of a foreground ``ask_user`` result."""
-    if result.issues is not None:
-        rows: list[tuple[Line, int]] = [(merge_segments([("warning", "Invalid tool payload")]), 2)]
-        for issue in result.issues:
-            rows.extend(
-                _text_rows([("muted", f"  - {_clean(issue.path)}: ")], issue.message, "muted", "  ")
-            )
-        return _wrap_all(rows, width)
-    if result.cancelled:
-        return _wrap_all([(merge_segments([("warning", "Cancelled")]), 2)], width)
-    rows = []
-    index = _option_index(params)
-    skipped = set(result.skipped_question_ids)
-    for meta in result.questions:
-        label = " ".join(_split(meta.label))
-        if meta.id in skipped:
-            rows.append(
-                (
-                    merge_segments(
-                        [("muted", "- "), ("text", f"{label}: "), ("muted", "(skipped)")]
-                    ),
-                    2,
-                )
-            )
-            continue
-        answer = result.answers.get(meta.id)
-        if answer is not None and answer.has_answer:
-            wrote: list[Segment] = [] if answer.indices else [("muted", "(wrote) ")]
-            rows.extend(
-                _text_rows(
-                    [("success", "✓ "), ("text", f"{label}: "), *wrote],
-                    _answer_text(answer),
-                    "text",
-                    "",
-                )
-            )
-        else:
-            rows.append(
-                (
-                    merge_segments(
-                        [("warning", "? "), ("text", f"{label}: "), ("muted", "(no answer)")]
-                    ),
-                    2,
-                )
-            )
-        if answer is not None:
-            rows.extend(_note_rows(answer, _options_of(index, meta.id), "  "))
-    note = presentation_note(result)
-    if note:
-        rows.append((merge_segments([("muted", f"  {note}")]), 2))
-    if not rows:
-        rows.append((merge_segments([("success", "Submitted")]), 2))
-    return _wrap_all(rows, width)
-
-
-def _note_rows(
-    answer: AnswerResult,
-    options: Mapping[str, str] | None,
-    indent: str,
-    *,
-    selected_notes: bool = True,
-    question_note: bool = True,
-) -> list[tuple[Line, int]]:
-    """Question note and option notes of an answer, as ``note:`` rows. With
-    ``selected_notes=False`` notes of selected options are left to the caller, with
-    ``question_note=False`` the question's own note."""
-    rows: list[tuple[Line, int]] = []
-    if question_note and (answer.note is not None or answer.note_images):
-        text = _with_marker(answer.note or "", len(answer.note_images))
-        rows.extend(_text_rows([("muted", f"{indent}note: ")], text, "text", indent))
-    for value in _noted_values(answer, options):
-        label, selected = _option_label(answer, value, options)
-        if selected and not selected_notes:
-            continue
-        which = " ".join(_split(label)) + ("" if selected else " (not selected)")
-        text = _with_marker(
-            answer.option_notes.get(value, ""), len(answer.option_note_images.get(value, ()))
-        )
-        rows.extend(_text_rows([("muted", f"{indent}{which} note: ")], text, "text", indent))
-    return rows
-
-
-def receipt_row(details: Mapping[str, Any]) -> Line:
-    """The transcript row of a queued receipt: ``<k> question(s) queued · <n> form(s) pending``."""
-    question_ids = details.get("questionIds")
-    count = len(question_ids) if isinstance(question_ids, list) else 0
-    pending = details.get("pendingRequests", 0)
-    return merge_segments(
-        [
-            ("accent", f"{count} question(s) queued"),
-            ("muted", f" · {pending if isinstance(pending, int) else 0} form(s) pending"),
-        ]
-    )
-
-
-def background_card(
-    outcome: BackgroundOutcome, *, width: int, params: AskParams | None = None
-) -> list[Line]:
-    """The transcript card of a background answer, in the form's Review style: accent rules,
-    status (with the form title), each prompt with ``→`` answer lines and saved notes. No ids,
-    no message type; every line fits ``width``."""
-    width = max(1, width)
-    rule: Line = (("accent", "─" * width),)
-    result = outcome.result
-    rows: list[tuple[Line, int]] = []
-    title: list[Segment] = []
-    if result is not None and result.title:
-        title = [("text", " ".join(_split(result.title))), ("muted", " · ")]
-    if result is None or result.issues is not None:
-        error = outcome.error
-        if error is None and result is not None:
-            error = invalid_text(result.issues or ())
-        rows.append((merge_segments([*title, ("error", "! Question form failed")]), 2))
-        for part in _split(error or "No form result available."):
-            rows.append((merge_segments([("text", part)]), 0))
-    elif result.cancelled:
-        rows.append((merge_segments([*title, ("warning", "? Questions cancelled")]), 2))
-        rows.append((merge_segments([("muted", "No approval given.")]), 0))
-    else:
-        rows.append((merge_segments([*title, ("success", "✓ Answers received")]), 2))
-        rows.extend(_card_body(result, params))
-    return [rule, *_wrap_all(rows, width), rule]
-
-
-def _card_body(result: AskResult, params: AskParams | None) -> list[tuple[Line, int]]:
-    index = _option_index(params)
-    rows: list[tuple[Line, int]] = []
-    skipped = set(result.skipped_question_ids)
-    for meta in result.questions:
-        rows.append(((), 0))
-        rows.extend((merge_segments([("text", part)]), 0) for part in _split(meta.prompt))
-        if meta.id in skipped:
-            rows.append((merge_segments([("muted", "→ skipped")]), 2))
-            continue
-        answer = result.answers.get(meta.id)
-        if answer is not None and (answer.note is not None or answer.note_images):
-            # The question's note sits under its prompt, before the answer lines: indented
-            # under the last answer it read as that answer's note.
-            text = _with_marker(answer.note or "", len(answer.note_images))
-            rows.extend(_text_rows([("muted", "Question note: ")], text, "text", "  "))
-        if answer is None or not answer.has_answer:
-            rows.append((merge_segments([("warning", "→ unanswered")]), 2))
-            if answer is not None:
-                rows.extend(
-                    _note_rows(answer, _options_of(index, meta.id), "  ", question_note=False)
-                )
-            continue
-        for value, label in zip(answer.selected_values, answer.selected_labels, strict=True):
-            rows.extend(_text_rows([("accent", "→ ")], label, "text", ""))
-            note = answer.option_notes.get(value, "")
-            images = len(answer.option_note_images.get(value, ()))
-            if note or images:
-                text = _with_marker(note, images)
-                rows.extend(_text_rows([("muted", "  note: ")], text, "text", "  "))
-        if answer.custom_text is not None or answer.custom_images:
-            text = _with_marker(answer.custom_text or "", len(answer.custom_images))
-            rows.extend(_text_rows([("accent", "→ ")], text, "text", ""))
-        rows.extend(
-            _note_rows(
-                answer,
-                _options_of(index, meta.id),
-                "  ",
-                selected_notes=False,
-                question_note=False,
-            )
-        )
-    presented = presentation_note(result)
-    if presented:
-        rows.append(((), 0))
-        rows.append((merge_segments([("muted", presented)]), 0))
-    return rows
-
-
-def wait_confirmation(details: Mapping[str, Any]) -> Line:
-    """The short transcript row of a ``wait_for_answers`` result (the full answer cards stay at
-    the calls that asked)."""
-    results = details.get("results")
-    count = len(results) if isinstance(results, list) else 0
-    forms = "1 form" if count == 1 else f"{count} forms"
-    if details.get("status") == "deferred":
-        pending_ids = details.get("pendingRequestIds")
-        pending = len(pending_ids) if isinstance(pending_ids, list) else 0
-        why = {"user_message": "user message", "mode_changed": "background-only mode"}.get(
-            str(details.get("reason")), "panel hidden"
-        )
-        segments: list[Segment] = [
-            ("warning", f"Wait released ({why})"),
-            ("muted", f" · {pending} form{'' if pending == 1 else 's'} still pending"),
-        ]
-        if count:
-            segments.append(("muted", f" · received answers for {forms}"))
-        return merge_segments(segments)
-    if count == 0:
-        return merge_segments([("muted", "No outstanding answers")])
-    return merge_segments([("success", f"Received answers for {forms}")])

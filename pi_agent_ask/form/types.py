@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -23,8 +23,7 @@ JSON = Any
 
 
 def _tuple(items: Any) -> tuple[Any, ...]:
-    # Already a tuple (the common case under ``attrs.evolve``): keep it, no copy.
-    return items if type(items) is tuple else tuple(items)
+    return items if isinstance(items, tuple) else tuple(items)
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,23 +72,12 @@ class Question:
 
     def to_json(self) -> dict[str, JSON]:
         """The question as normalised ``ask_user`` arguments (requested type only)."""
-        # Each option's ``Option.to_json`` written out, in a loop (a call per option, and a
-        # comprehension, are calls of their own on CPython 3.11): every queued form's
-        # parameters are written to the journal.
-        options: list[JSON] = []
-        for option in self.options:
-            item: dict[str, JSON] = {"value": option.value, "label": option.label}
-            if option.description is not None:
-                item["description"] = option.description
-            if option.recommended is not None:
-                item["recommended"] = option.recommended
-            options.append(item)
         out: dict[str, JSON] = {
             "id": self.id,
             "label": self.label,
             "prompt": self.prompt,
             "type": self.type,
-            "options": options,
+            "options": [option.to_json() for option in self.options],
         }
         if self.context is not None:
             out["context"] = self.context
@@ -103,22 +91,6 @@ class AskParams:
     questions: tuple[Question, ...] = attrs.field(converter=_tuple)
     title: str | None = None
     background: bool = False
-    _derived: object | None = attrs.field(init=False, default=None, eq=False, repr=False)
-    """What is derived from these params alone (``form/result.py``'s ``_shape_of``: the
-    question metadata their results share), made on first use (``None`` until then) and kept
-    with the params, which are immutable, so nothing in it goes stale. The value itself, not
-    an object holding it: a background form's params stay with its queue item, and a holder
-    would be one more object per form for the cyclic collector to walk. Not part of the
-    params' value (equality, hash, repr and ``to_json`` ignore it); an ``attrs.evolve`` copy
-    starts without. A plain field, not a ``cached_property``: attrs gives a class with one a
-    ``__getattr__``, which takes every attribute read of the class off CPython's fast path."""
-    _texts: tuple[str, tuple[str, ...]] | None = attrs.field(
-        init=False, default=None, eq=False, repr=False
-    )
-    """The texts of the questions as a background answer lists them (``form/text.py``), kept
-    as ``_derived`` is, when first made for a result whose questions are ``_derived``: text
-    only (a tuple of strings, which the cyclic collector stops tracking), not one more object
-    for it to walk for each answered form."""
 
     def to_json(self) -> dict[str, JSON]:
         """Normalised arguments as the tool would accept them again (presentation not applied)."""
@@ -127,10 +99,7 @@ class AskParams:
             out["title"] = self.title
         if self.background:
             out["background"] = True
-        questions: list[JSON] = []  # a loop: a comprehension is a call of its own
-        for question in self.questions:
-            questions.append(question.to_json())
-        out["questions"] = questions
+        out["questions"] = [question.to_json() for question in self.questions]
         return out
 
     def question(self, question_id: str) -> Question | None:
@@ -187,13 +156,13 @@ class Image:
 
 
 def _option_notes(value: Any) -> Mapping[str, str]:
-    return value if type(value) is _FrozenDict else _FrozenDict(value)
+    return frozen_mapping(value)
 
 
 class _FrozenDict(dict[str, Any]):
     """A dict that refuses mutation, so drafts stay values. Hashable by content."""
 
-    __slots__ = ()  # no instance dict: as small and as quick to make as a dict
+    __slots__ = ()
 
     def _refuse(self, *args: object, **kwargs: object) -> None:
         raise TypeError("frozen mapping")
@@ -205,12 +174,13 @@ class _FrozenDict(dict[str, Any]):
 
 
 def frozen_mapping(items: Mapping[str, V] | None = None) -> Mapping[str, V]:
+    """An immutable copy of ``items``; a frozen mapping is immutable already, and is kept."""
+    if isinstance(items, _FrozenDict):
+        return items
     return _FrozenDict(items or {})
 
 
-# A dict class, not slotted: the form reducer copies a draft as one dict copy with the changed
-# fields (form/state.py, "Structural sharing").
-@attrs.frozen(slots=False)
+@attrs.frozen
 class Draft:
     """One question's draft answer.
 
@@ -297,80 +267,3 @@ class Draft:
 
 
 EMPTY_DRAFT = Draft()
-
-
-# --------------------------------------------------------------------------------------------
-# Fast construction (for hot paths inside the package)
-# --------------------------------------------------------------------------------------------
-# Validation builds an ``Option`` per option and a ``Question`` per question of every call; the
-# attrs ``__init__`` sets each field through ``object.__setattr__`` looked up by name and runs
-# the converters. The setters below are the classes' own slot descriptors (they bypass the
-# frozen ``__setattr__``), for callers whose values are already in their final types (tuples,
-# not lists); ``slot_builder`` does the same at about half their cost (validation, results and
-# the reducer's editors use it). The objects they build are the same objects the public
-# constructors build: same class, equality, hash, repr, and frozen (``tests/test_types_fast.py``).
-new_instance = object.__new__
-
-
-def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
-    return tuple(getattr(cls, name).__set__ for name in names)
-
-
-OPTION_SETTERS: tuple[Any, ...] = _slot_setters(
-    Option, "value", "label", "description", "recommended"
-)
-QUESTION_SETTERS: tuple[Any, ...] = _slot_setters(
-    Question, "id", "label", "prompt", "type", "options", "context", "presented_type"
-)
-_ASK_PARAMS_SETTERS = _slot_setters(
-    AskParams, "questions", "title", "background", "_derived", "_texts"
-)
-_VALIDATION_SETTERS = _slot_setters(Validation, "params", "issues", "schema_error")
-
-
-def slot_builder(cls: type[T]) -> type[Any]:
-    """A subclass of the slotted frozen attrs class ``cls`` whose instances take plain
-    attribute stores, for building a ``cls`` field by field at the cost of a plain object.
-
-    Fill an instance (``new_instance(builder)``) with ``obj.field = value`` for every field,
-    then make it a ``cls`` with ``obj.__class__ = cls``: the subclass adds no slot, so the
-    layouts are the same and CPython allows the assignment; from then on the object is exactly
-    what ``cls(...)`` builds (its class, fields, equality, hash, and frozen again). The
-    subclass's own ``__setattr__`` and ``__delattr__`` are ``object``'s (both: one attrs method
-    left would keep the slow path), so each store is the interpreter's slot store, about a
-    tenth of a call to the slot's ``__set__``. Instances of the builder never escape.
-    """
-    return type(
-        f"_{cls.__name__}Builder",
-        (cls,),
-        {
-            "__slots__": (),
-            "__setattr__": object.__setattr__,
-            "__delattr__": object.__delattr__,
-            "__module__": cls.__module__,
-        },
-    )
-
-
-def ask_params_of(
-    questions: tuple[Question, ...], title: str | None, background: bool
-) -> AskParams:
-    """``AskParams(questions, title, background)`` for a tuple of questions."""
-    params: AskParams = new_instance(AskParams)
-    set_questions, set_title, set_background, set_derived, set_texts = _ASK_PARAMS_SETTERS
-    set_questions(params, questions)
-    set_title(params, title)
-    set_background(params, background)
-    set_derived(params, None)
-    set_texts(params, None)
-    return params
-
-
-def valid(params: AskParams) -> Validation:
-    """``Validation(params)``: valid arguments, no issues."""
-    validation: Validation = new_instance(Validation)
-    set_params, set_issues, set_schema_error = _VALIDATION_SETTERS
-    set_params(validation, params)
-    set_issues(validation, ())
-    set_schema_error(validation, False)
-    return validation

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 __all__ = [
     "MAX_DEPTH",
@@ -39,7 +39,6 @@ __all__ = [
     "Refusal",
     "check",
     "has_surrogate",
-    "measure",
     "passes_flat",
     "scrub_text",
 ]
@@ -91,25 +90,8 @@ def check(
     """The first reason ``value`` may not go on, or ``None`` when it is a bounded JSON value.
 
     Never raises and never recurses, whatever ``value`` is."""
-    if _tally(value, 0, max_depth, max_text_chars, max_values) is not None:
-        return None
     outcome = _scan(value, 0, max_depth, max_text_chars, max_values)
     return outcome if isinstance(outcome, Refusal) else None
-
-
-def measure(value: object, *, depth: int) -> tuple[int, int] | None:
-    """``(characters of text, values)`` that ``value`` holds, for a value nested ``depth``
-    levels inside one being checked; ``None`` when ``check`` would refuse it on its own there.
-
-    For a caller that walks a value of known shape itself (``ask_user`` arguments, see
-    ``form/validate.py``) and checks only the parts it does not know this way: the caller adds
-    the counts to its own and compares the totals with the bounds. The path of a refusal is not
-    reported; the caller runs :func:`check` on the whole value for that."""
-    tally = _tally(value, depth, MAX_DEPTH, MAX_TEXT_CHARS, MAX_VALUES)
-    if tally is not None:
-        return tally
-    outcome = _scan(value, depth, MAX_DEPTH, MAX_TEXT_CHARS, MAX_VALUES)
-    return None if isinstance(outcome, Refusal) else outcome
 
 
 def has_surrogate(text: str) -> bool:
@@ -135,58 +117,6 @@ def passes_flat(values: tuple[object, ...], key_chars: int) -> bool:
     return chars <= MAX_TEXT_CHARS
 
 
-def _tally(
-    value: object, depth: int, max_depth: int, max_text_chars: int, max_values: int
-) -> tuple[int, int] | None:
-    """What ``_scan`` returns for a value it passes, ``(characters of text, values)``, told
-    without the paths: nothing is built per value but for a container (its entry on the
-    stack). ``None`` when ``_scan`` might refuse the value, and for anything but the exact JSON
-    types: ``_scan`` decides then, and names the refusal.
-
-    Scalars are taken where their container's loop meets them; the strings and keys are
-    collected and joined, so one length and one search for a lone surrogate cover them all
-    (joining cannot make one: a surrogate is a code point, not half of one)."""
-    kind = type(value)
-    if kind is not dict and kind is not list:
-        return None
-    texts: list[str] = []
-    stack: list[tuple[Any, int]] = [(value, depth)]
-    values = 1  # the root, then each container's items as it is taken
-    while stack:
-        item, depth = stack.pop()
-        if depth >= max_depth:
-            return None
-        values += len(item)
-        if values > max_values:
-            return None
-        depth += 1
-        if type(item) is dict:
-            for key, child in item.items():
-                if type(key) is not str:
-                    return None
-                texts.append(key)
-                kind = type(child)
-                if kind is str:
-                    texts.append(child)
-                elif kind is dict or kind is list or kind is tuple:
-                    stack.append((child, depth))
-                elif not (child is None or kind is bool or kind is int or kind is float):
-                    return None
-        else:
-            for child in item:
-                kind = type(child)
-                if kind is str:
-                    texts.append(child)
-                elif kind is dict or kind is list or kind is tuple:
-                    stack.append((child, depth))
-                elif not (child is None or kind is bool or kind is int or kind is float):
-                    return None
-    text = "".join(texts)
-    if len(text) > max_text_chars or (not text.isascii() and _SURROGATE.search(text)):
-        return None
-    return len(text), values
-
-
 def _scan(
     value: object, depth: int, max_depth: int, max_text_chars: int, max_values: int
 ) -> Refusal | tuple[int, int]:
@@ -202,8 +132,7 @@ def _scan(
         if values > max_values:
             return Refusal(_path_of(where), f"holds more than {max_values} values")
         kind = type(item)
-        # The exact JSON types first, each with one test (``isinstance``, and above all on a
-        # union or an ABC, costs a call): subclasses and other mappings take the tests below.
+        # The exact JSON types first; subclasses and other mappings take the tests below.
         if kind is str:
             chars += len(item)
             if chars > max_text_chars:

@@ -24,7 +24,7 @@ import trio
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import NullSurface, Surface
 from pi_agent_ask.form.result import BackgroundOutcome
-from pi_agent_ask.form.text import line_text
+from pi_agent_ask.form.transcript import line_text
 from pi_agent_ask.host.local import Line, LocalHost
 from pi_agent_ask.ui.runtime import open_runtime
 

@@ -13,12 +13,12 @@ import itertools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import attrs
 import trio
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.records import Outcome
 from pi_agent_ask.actors.runtime import Runtime
-from pi_agent_ask.form import text as texts
+from pi_agent_ask.form import transcript
 from pi_agent_ask.form.result import AskResult
 
 Line = tuple[tuple[str, str], ...]
@@ -53,7 +53,7 @@ class LocalHost:
         """Call a tool as the model would, recording the call and its result."""
         call_id = f"call-{next(self._ids)}"
         if name == "ask_user":
-            for line in texts.call_rows(arguments, width=self.width):
+            for line in transcript.call_rows(arguments, width=self.width):
                 self.emit(line)
         elif name not in HISTORY_TOOLS:
             self.emit((("accent", name),))
@@ -77,17 +77,17 @@ class LocalHost:
             return
         details = result.get("details", {})
         if name == "ask_user" and details.get("status") == "queued":
-            self.emit((("muted", "  "), *texts.receipt_row(details)))
+            self.emit((("muted", "  "), *transcript.receipt_row(details)))
         elif name == "ask_user":
             ask = AskResult.from_details(details)
-            for line in texts.result_rows(ask, width=self.width - 2):
+            for line in transcript.result_rows(ask, width=self.width - 2):
                 self.emit((("text", "  "), *line))
         elif name == "wait_for_answers":
-            self.emit((("muted", "  "), *texts.wait_confirmation(details)))
+            self.emit((("muted", "  "), *transcript.wait_confirmation(details)))
             for item in details.get("results", ()):
                 outcome = Outcome.from_json(item)
                 call_id = self._calls.get(outcome.request_id)
-                card = texts.background_card(outcome, width=self.width)
+                card = transcript.background_card(outcome, width=self.width)
                 if self.place is not None and call_id is not None and self.place(call_id, card):
                     # The card went up to the call that asked; say so here, where the person
                     # is looking.
@@ -99,7 +99,7 @@ class LocalHost:
                     self.emit(line)
 
     def _card(self, outcome: Outcome) -> None:
-        for line in texts.background_card(outcome, width=self.width):
+        for line in transcript.background_card(outcome, width=self.width):
             self.emit(line)
 
     def deliver(self, message: dict[str, Any]) -> None:

@@ -30,14 +30,14 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import Runtime
-from pi_agent_ask.form.text import line_text
+from pi_agent_ask.form.transcript import line_text
 from pi_agent_ask.host.demo import run_demo, scripted_agent
 from pi_agent_ask.host.local import LocalHost
 from pi_agent_ask.persistence.settings import load_settings, settings_path

@@ -34,7 +34,8 @@ import dataclasses
 import json
 from typing import Any
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.integrations._results import error_text, message_parts, require, structured
 
 require("agents", "openai-agents", "The OpenAI Agents SDK")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
-from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -20,10 +21,18 @@ def add_mcp_parsers(commands: Any) -> None:
     mcp.add_argument("--session", type=Path, help="session journal (default: one per agent key)")
     mcp.add_argument("--settings", type=Path, help="settings file instead of the default")
     mcp.add_argument(
+        "--state",
+        type=Path,
+        metavar="DIR",
+        help="the desk's state directory, where this agent's journal is kept for a desk "
+        "(default: the desk's default)",
+    )
+    mcp.add_argument(
         "--desk",
         default="auto",
-        metavar="auto|off|URL",
-        help="show forms on a running desk (auto: when one answers; default auto)",
+        metavar="auto|off|URL[,URL...]",
+        help="show forms on a desk (auto: whenever one runs, also one started later; "
+        "URLs: the first that answers, the next when it goes away; default auto)",
     )
     mcp.add_argument("--key", help="the agent's name on the desk (default: client@cwd)")
     mcp.add_argument(
@@ -47,6 +56,19 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
     if args.progress_interval <= 0:
         stderr.write("pi-agent-ask mcp: --progress-interval must be positive\n")
         return EXIT_USAGE
+    from pi_agent_ask.store.command import team_desk_urls
+
+    try:
+        team = team_desk_urls(args.desk, os.environ)
+    except ValueError as error:
+        stderr.write(f"pi-agent-ask mcp: {error}\n")
+        return EXIT_USAGE
+    if team is not None:  # desks of a team store, with this agent's token (docs/team.md)
+        from pi_agent_ask.store.forward import serve_stdio_via_team
+
+        urls, token = team
+        trio.run(lambda: serve_stdio_via_team(urls, token))
+        return EXIT_OK
     try:
         trio.run(
             lambda: serve(
@@ -55,6 +77,7 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
                 desk=args.desk,
                 key=args.key,
                 progress_interval=args.progress_interval,
+                state_dir=args.state,
             )
         )
     except DeskUnavailable as error:

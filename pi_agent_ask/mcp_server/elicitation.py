@@ -5,7 +5,8 @@ The mapping (a pure core, no I/O):
 - a single-select question is a string property whose ``oneOf`` lists each option as
   ``{"const": value, "title": label}`` (recommended options say so in their title);
 - a multi-select question is an array property whose ``items.anyOf`` lists the options the
-  same way;
+  same way (no ``uniqueItems``: the protocol's schema has none; a value chosen twice counts
+  once);
 - every question also gets ``<id>.custom`` (a string: "type your own answer") and
   ``<id>.note`` (a string: a note on the answer); nothing is required, so a question can be
   left unanswered.
@@ -19,8 +20,9 @@ custom text is refused by the form's validation; the person is asked again with 
 ``ElicitationSurface`` is a runtime ``Surface``: each shown form becomes one elicitation
 request; the answer goes into the form's inbox as a remote response. ``accept`` answers,
 ``decline`` and ``cancel`` dismiss the form (a cancellation, never an invented answer). A
-client that answers the elicitation with an error dismisses it too (the person could not be
-asked here); a connection that closed leaves the form pending (the next start shows it).
+client that answers the elicitation with an error is a client failure, not a person's
+decision: the form stays pending and ``on_failure`` is told (the server then keeps its forms
+for a desk); a connection that closed leaves the form pending too (the next start shows it).
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import FormInput, RemoteResponse
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import AskParams
@@ -46,9 +48,8 @@ MAX_ATTEMPTS = 3
 Elicit = Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]]
 
 
-def _refused(error: Exception) -> dict[str, Any]:
-    print(f"pi-agent-ask: the client could not show a form: {error}", file=sys.stderr)
-    return {"kind": "cancel"}
+def _log_failure(message: str) -> None:
+    print(f"pi-agent-ask: the client could not show a form: {message}", file=sys.stderr)
 
 
 def _option_title(option: Any) -> str:
@@ -76,7 +77,6 @@ def elicitation_schema(params: AskParams, presented: tuple[str, ...]) -> dict[st
                 "title": question.label,
                 "description": _describe(question),
                 "items": {"anyOf": choices},
-                "uniqueItems": True,
             }
         else:
             properties[question.id] = {
@@ -124,7 +124,7 @@ def response_from_elicitation(
         entry: dict[str, Any] = {}
         chosen = content.get(question.id)
         if chosen not in (None, "", []):
-            entry["values"] = chosen if kind == "multi" else [chosen]
+            entry["values"] = _once(chosen) if kind == "multi" else [chosen]
         custom = content.get(question.id + CUSTOM_SUFFIX)
         if custom not in (None, ""):
             entry["customText"] = custom
@@ -136,6 +136,16 @@ def response_from_elicitation(
     return {"kind": "answer", "answers": answers}
 
 
+def _once(values: Any) -> Any:
+    """A multi-select's values with repeats dropped, first one kept: the protocol's schema
+    cannot say ``uniqueItems``, and a value picked twice is the same choice, never a reason
+    to ask the person again. Anything but a list of strings goes on as it is, for the form's
+    validation to refuse."""
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        return values
+    return list(dict.fromkeys(values))
+
+
 @attrs.define(eq=False)
 class ElicitationSurface:
     """A runtime ``Surface`` that shows each form as one form elicitation on the client.
@@ -144,6 +154,11 @@ class ElicitationSurface:
     is known); forms shown before that wait for it.
     """
 
+    on_failure: Callable[[str], None] = _log_failure
+    """Called when the client answers an elicitation with an error (its handler failed, it
+    refused form mode): that is the client's failure, not a person's decision, so the form
+    is neither cancelled nor answered: it stays pending, and the server decides where forms
+    go now (``router.py``: kept for a desk)."""
     _nursery: trio.Nursery | None = None
     _elicit: Elicit | None = None
     _ready: trio.Event = attrs.field(factory=trio.Event)
@@ -196,13 +211,13 @@ class ElicitationSurface:
                 except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
                     return  # the client is gone: the form stays pending for the next start
                 except MCPError as error:
-                    if error.error.code == types.CONNECTION_CLOSED:
-                        return
-                    response = _refused(error)
+                    if error.error.code != types.CONNECTION_CLOSED:
+                        self.on_failure(error.error.message or str(error))
+                    return  # the form stays pending: no person decided anything
                 except Exception as error:  # a malformed reply: the client cannot ask here
-                    response = _refused(error)
-                else:
-                    response = response_from_elicitation(state.params, presented, result)
+                    self.on_failure(f"{type(error).__name__}: {error}")
+                    return
+                response = response_from_elicitation(state.params, presented, result)
                 replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
                 try:
                     await commands.send(RemoteResponse(response, replies))

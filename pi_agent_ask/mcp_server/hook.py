@@ -2,10 +2,12 @@
 
 A running ``pi-agent-ask mcp`` server listens on a private unix socket,
 ``<runtime dir>/pi-agent-ask/mcp/<slug>.sock`` (directory 0700, socket 0600; the runtime dir
-is ``$XDG_RUNTIME_DIR``, else the agent directory), with ``<slug>.json`` beside it:
-``{"key", "client", "cwd", "pid", "ancestors"}``. The protocol is one JSON line each way: the
-hook sends ``{"op": "take"}``, the server answers ``{"messages": [...]}`` (the turn-boundary
-messages, marked delivered in the server by the runtime's boundary) and closes. Delivery stays
+is ``$XDG_RUNTIME_DIR``, else the agent directory, else, when a socket path there would be
+too long, a private ``<temp dir>/pi-agent-ask-<uid>``: see :func:`runtime_dir`), with
+``<slug>.json`` beside it: ``{"key", "client", "cwd", "pid", "ancestors"}``. The protocol is
+one JSON line each way: the hook sends ``{"op": "take"}``, the server answers
+``{"messages": [...]}`` (the turn-boundary messages, marked delivered in the server by the
+runtime's boundary) and closes. Delivery stays
 exactly once because it happens in the server process; a reply that cannot be written is
 given back to the server's next tool result, and so are answers with images (a hook adds
 text only; a tool result carries the images).
@@ -28,13 +30,14 @@ import json
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 import trio
 
-from pi_agent_ask.mcp_server.answers import answer_entry
+from pi_agent_ask.mcp_common.answers import answer_entry
 
 MAX_LINE = 1 << 16
 """Bytes of a request line the endpoint reads; a longer line is refused."""
@@ -43,18 +46,49 @@ HOOK_TIMEOUT = 10.0
 """Seconds the hook waits for a server's answer."""
 REQUEST_TIMEOUT = 5.0
 HOOK_EVENTS = ("UserPromptSubmit", "PostToolUse")
+MAX_SOCKET_PATH = 107
+"""Bytes of a unix socket path the kernel takes (``sun_path`` is 108 with its NUL on Linux;
+104 on some systems, which the margin in ``MAX_SOCKET_NAME`` covers)."""
+MAX_SOCKET_NAME = 24 + 1 + 16 + len(".sock") + 4
+"""The longest socket file name ``slug`` makes, plus a margin."""
+HOOKS_OFF = (
+    "pi-agent-ask: Claude Code hooks are off for this server ({why}); answers still reach "
+    "the agent through wait_for_answers and with later tool results"
+)
 CONTEXT_HEAD = "pi-agent-ask: answers to your background questions arrived:"
 
 
 def runtime_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where servers put their hook sockets."""
+    """Where servers put their hook sockets (the hook command computes the same from the same
+    environment): ``$XDG_RUNTIME_DIR/pi-agent-ask/mcp``, else ``<agent dir>/pi-agent-ask/mcp``
+    when a socket path there fits the system's limit, else the short
+    ``<temp dir>/pi-agent-ask-<uid>/mcp`` (checked to be this user's own, mode 0700)."""
     environment = os.environ if env is None else env
     base = environment.get("XDG_RUNTIME_DIR")
     if base:
         return Path(base) / "pi-agent-ask" / "mcp"
     from pi_agent_ask.persistence.settings import agent_dir
 
-    return agent_dir(environment) / "pi-agent-ask" / "mcp"
+    folder = agent_dir(environment) / "pi-agent-ask" / "mcp"
+    if len(os.fsencode(folder)) + 1 + MAX_SOCKET_NAME <= MAX_SOCKET_PATH:
+        return folder
+    return Path(tempfile.gettempdir()) / f"pi-agent-ask-{os.getuid()}" / "mcp"
+
+
+def _private_dir(folder: Path) -> None:
+    """Make ``folder`` (and its parent, for the short fallback) mode 0700 and refuse one that
+    is not this user's own or that others may write: a socket there would be theirs to take."""
+    if folder.parent.parent != Path(tempfile.gettempdir()):
+        # Under the user's own runtime or agent directory.
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return
+    for checked in (folder.parent, folder):
+        checked.mkdir(exist_ok=True, mode=0o700)
+        info = checked.lstat()
+        if info.st_uid != os.getuid() or not checked.is_dir() or checked.is_symlink():
+            raise PermissionError(f"{checked} is not this user's own directory")
+        if info.st_mode & 0o077:
+            checked.chmod(0o700)  # ours, made by an older umask: close it
 
 
 def slug(key: str) -> str:
@@ -100,10 +134,11 @@ async def serve_hook_endpoint(
     path = folder / f"{slug(key)}.sock"
     meta = folder / f"{slug(key)}.json"
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _private_dir(folder)
         if await _answers(path):
             # A live server already owns this key: this one goes on without hooks.
-            print(f"pi-agent-ask: another server serves hooks for {key!r}", file=sys.stderr)
+            why = f"another server serves hooks for {key!r}"
+            print(HOOKS_OFF.format(why=why), file=sys.stderr)
             task_status.started(None)
             return
         with contextlib.suppress(FileNotFoundError):
@@ -125,7 +160,8 @@ async def serve_hook_endpoint(
             json.dump(info, handle)
         tmp.replace(meta)
     except OSError as error:
-        print(f"pi-agent-ask: no hook endpoint: {error}", file=sys.stderr)
+        why = f"cannot listen on {path}: {error.strerror or error}"
+        print(HOOKS_OFF.format(why=why), file=sys.stderr)
         task_status.started(None)
         return
     listener = trio.SocketListener(sock)

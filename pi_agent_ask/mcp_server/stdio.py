@@ -6,7 +6,7 @@ declared form elicitation; the message is then replayed to the MCP server unchan
 forms are shown, in order (``--desk auto``):
 
 1. a running desk, found through its connection file and answering: the whole stdio session
-   is forwarded to it (``pi_agent_ask.desk.forward.serve_stdio_via_desk``);
+   is forwarded to it (``pi_agent_ask.mcp_server.forward.serve_stdio_via_desk``);
 2. the client's form elicitation, when declared (``elicitation.py``): the runtime runs in
    ``tui`` mode on an ``ElicitationSurface``, so background forms queue, ``wait_for_answers``
    works, and a cut call's form stays queued;
@@ -28,28 +28,31 @@ import functools
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 import mcp.types as types
 import trio
 from mcp.server.lowlevel.server import Server
 
-from pi_agent_ask import _attrs as attrs
-from pi_agent_ask.mcp_server import PROGRESS_INTERVAL
-from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
-from pi_agent_ask.mcp_server.hook import serve_hook_endpoint, slug
-from pi_agent_ask.mcp_server.tools import AgentTools
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, package_version
 
 if TYPE_CHECKING:
     from pi_agent_ask.actors.runtime import Mode
+    from pi_agent_ask.mcp_common.tools import AgentTools
+    from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
 
 SERVER_NAME = "pi-agent-ask"
 DESK_TOKEN_ENV = "PI_AGENT_ASK_DESK_TOKEN"
 UNKNOWN_CLIENT = "mcp-client"
+INSTRUCTIONS = (
+    "Ask the user structured questions with ask_user. Background answers arrive with "
+    "wait_for_answers and appended to later results of these tools (backgroundAnswers)."
+)
 
 
 class DeskUnavailable(Exception):
@@ -102,15 +105,12 @@ def default_key(client: str, cwd: Path) -> str:
     return f"{client}@{cwd}"
 
 
-def default_session(key: str, env: Any = None) -> Path:
-    from pi_agent_ask.persistence.settings import agent_dir
+def default_session(key: str, state_dir: Path | None = None) -> Path:
+    """``key``'s journal under the desk's state directory (made, with its key file, so a desk
+    that starts later finds it): the desk and this server keep an agent's forms in one file."""
+    from pi_agent_ask.mcp_common.journals import default_state_dir, record_key
 
-    return (
-        agent_dir(os.environ if env is None else env)
-        / "pi-agent-ask"
-        / "mcp"
-        / (f"{slug(key)}.pias")
-    )
+    return record_key(state_dir if state_dir is not None else default_state_dir(), key)
 
 
 @attrs.define(eq=False)
@@ -165,11 +165,8 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
 
     return Server(
         SERVER_NAME,
-        version=_version(),
-        instructions=(
-            "Ask the user structured questions with ask_user. Background answers arrive with "
-            "wait_for_answers and appended to later results of these tools (backgroundAnswers)."
-        ),
+        version=package_version(),
+        instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
@@ -182,44 +179,24 @@ async def _print_notices(runtime: Any) -> None:
         print(f"pi-agent-ask: {text}", file=sys.stderr, flush=True)
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def _desk_token(desk: str, desk_file: Path) -> str:
+    """The token for ``--desk URL``: ``$PI_AGENT_ASK_DESK_TOKEN``, else the connection file's
+    when it names that URL."""
+    from pi_agent_ask.mcp_common.connection import read_desk_file
 
-    try:
-        return version("pi-agent-ask")
-    except PackageNotFoundError:
-        return "0"
-
-
-async def _find_desk(desk: str) -> tuple[str, str] | None:
-    if desk == "off":
-        return None
-    try:
-        from pi_agent_ask.desk.connection import desk_file_path, find_desk, read_desk_file
-    except ImportError:
-        if desk == "auto":
-            return None
-        raise DeskUnavailable("this installation has no desk support") from None
-    if desk == "auto":
-        try:
-            address = await find_desk()
-        except Exception as error:  # a desk that cannot be asked is a desk that is not there
-            print(f"pi-agent-ask: not using the desk: {error}", file=sys.stderr)
-            return None
-        return (address.url, address.token) if address is not None else None
     token = os.environ.get(DESK_TOKEN_ENV)
-    if not token:
-        try:
-            address = read_desk_file(desk_file_path())
-        except Exception as error:
-            raise DeskUnavailable(f"cannot read the desk connection file: {error}") from error
-        if address is None or address.url != desk:
-            raise DeskUnavailable(
-                f"no token for {desk}: set {DESK_TOKEN_ENV} or run the desk that wrote "
-                "the connection file"
-            )
-        token = address.token
-    return desk, token
+    if token:
+        return token
+    try:
+        address = read_desk_file(desk_file)
+    except Exception as error:
+        raise DeskUnavailable(f"cannot read the desk connection file: {error}") from error
+    if address is None or address.url != desk:
+        raise DeskUnavailable(
+            f"no token for {desk}: set {DESK_TOKEN_ENV} or run the desk that wrote the "
+            "connection file"
+        )
+    return address.token
 
 
 async def serve(
@@ -229,6 +206,7 @@ async def serve(
     desk: str = "auto",
     key: str | None = None,
     progress_interval: float = PROGRESS_INTERVAL,
+    state_dir: Path | None = None,
     cwd: Path | None = None,
     stdin: Any = None,
     stdout: Any = None,
@@ -237,6 +215,12 @@ async def serve(
     """Serve MCP on standard input and output until the client closes its side."""
     from mcp.server.stdio import stdio_server
 
+    from pi_agent_ask.mcp_common.connection import desk_file_path
+    from pi_agent_ask.mcp_common.journals import default_state_dir
+    from pi_agent_ask.mcp_server.router import Router
+
+    desk_file = desk_file_path()
+    token = _desk_token(desk, desk_file) if desk not in ("auto", "off") else None
     work_dir = cwd if cwd is not None else Path.cwd()
     source = stdin if stdin is not None else anyio.wrap_file(sys.stdin)
     first = await source.readline()
@@ -245,39 +229,75 @@ async def serve(
     hello = parse_hello(first)
     agent_key = key or default_key(hello.name, work_dir)
     replay = ReplayedStdin(first, source)
+    state = state_dir if state_dir is not None else default_state_dir()
 
-    found = await _find_desk(desk)
-    if found is not None:
-        from pi_agent_ask.desk.forward import serve_stdio_via_desk
-
-        await serve_stdio_via_desk(found[0], found[1], agent_key, stdin=replay, stdout=stdout)
-        return
-
-    async with (
-        open_local(
+    def local(keep: bool, on_elicitation_failure: Any) -> Any:
+        return open_local(
             hello,
             key=agent_key,
             session=session,
+            state_dir=state,
             settings=settings,
             cwd=work_dir,
             progress_interval=progress_interval,
             hook_dir=hook_dir,
-        ) as local,
+            keep=keep,
+            on_elicitation_failure=on_elicitation_failure,
+        )
+
+    router = Router(
+        key=agent_key,
+        desk=desk,
+        desk_file=desk_file,
+        open_local=local,
+        elicitation=hello.elicitation,
+        progress_interval=progress_interval,
+        token=token,
+        state_dir=state if session is None else None,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(router.run)
+        server = routed_server(router)
         # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that concrete type.
-        stdio_server(replay, stdout) as (read, write),  # type: ignore[arg-type]
-    ):
-        await local.server.run(read, write, local.server.create_initialization_options())
+        async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
+            await server.run(read, write, server.create_initialization_options())
+        nursery.cancel_scope.cancel()
+
+
+def routed_server(router: Any) -> Any:
+    """The stdio MCP server: every call goes where the router says forms are shown now."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        result: types.ListToolsResult = await router.list_tools(ctx)
+        return result
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        result: types.CallToolResult = await router.call_tool(ctx, params.name, params.arguments)
+        return result
+
+    return Server(
+        SERVER_NAME,
+        version=package_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 @attrs.frozen
 class LocalServer:
-    """A local (desk-less) server: its runtime, the agent's tools, the MCP server object and
-    the hook socket (``None`` when it could not be made)."""
+    """A local (desk-less) server: its runtime, the agent's tools, the MCP server object, the
+    hook socket (``None`` when it could not be made), the elicitation surface (``None``
+    without elicitation), the nursery its forms run in, and whether its forms are kept for a
+    desk (no surface shows them)."""
 
     runtime: Any
     tools: AgentTools
     server: Any
     hook_path: Path | None
+    surface: ElicitationSurface | None = None
+    nursery: Any = None
+    keep: bool = False
 
 
 @asynccontextmanager
@@ -290,18 +310,37 @@ async def open_local(
     cwd: Path,
     progress_interval: float = PROGRESS_INTERVAL,
     hook_dir: Path | None = None,
+    state_dir: Path | None = None,
+    keep: bool = False,
+    on_elicitation_failure: Callable[[str], None] | None = None,
 ) -> AsyncIterator[LocalServer]:
     """The runtime, tools, hook endpoint and MCP server for one client, until the block ends
-    (run ``server.run(read, write, ...)`` on any transport inside it)."""
+    (run ``server.run(read, write, ...)`` on any transport inside it).
+
+    The journal is ``session``, else this key's journal under the desk's ``state_dir``
+    (default ``~/.pi/agent/pi-agent-ask/desk/``), so a desk started later shows its forms.
+    ``keep``: show no forms (no elicitation either), run in ``tui`` mode anyway, forms queued
+    for a desk (``router.py``); without elicitation and ``keep``, the contract's non-TUI
+    fallback."""
     from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.actors.runtime import open_runtime
+    from pi_agent_ask.mcp_common.tools import AgentTools
+    from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
+    from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
     from pi_agent_ask.persistence.session_file import SessionFileError
 
-    surface = ElicitationSurface() if hello.elicitation else None
+    surface: ElicitationSurface | None = None
+    if hello.elicitation and not keep:
+        surface = ElicitationSurface()
+        if on_elicitation_failure is not None:
+            surface = ElicitationSurface(on_failure=on_elicitation_failure)
     runtime_surface = surface if surface is not None else NullSurface()
-    mode: Mode = "tui" if hello.elicitation else "json"
-    journal = session if session is not None else default_session(key)
-    journal.parent.mkdir(parents=True, exist_ok=True)
+    mode: Mode = "tui" if surface is not None or keep else "json"
+    if session is not None:
+        journal = session
+        journal.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        journal = await trio.to_thread.run_sync(default_session, key, state_dir)
     async with contextlib.AsyncExitStack() as stack:
         try:
             runtime = await stack.enter_async_context(
@@ -339,6 +378,14 @@ async def open_local(
             )
             server = mcp_server(tools, surface, nursery)
             try:
-                yield LocalServer(runtime, tools, server, hook_path)
+                yield LocalServer(
+                    runtime,
+                    tools,
+                    server,
+                    hook_path,
+                    surface=surface,
+                    nursery=nursery,
+                    keep=keep,
+                )
             finally:
                 nursery.cancel_scope.cancel()

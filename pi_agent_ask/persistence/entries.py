@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+import attrs
 import cbor2
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence.session_file import Entry
 
 __all__ = [
@@ -53,8 +53,7 @@ def _str(data: Mapping[str, Any], key: str) -> str | None:
 
 def _map(data: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
     value = data.get(key)
-    # ``dict`` (and ``FrozenMap``, a dict) first: an ABC check costs a Python-level call.
-    return value if isinstance(value, (dict, Mapping)) else None
+    return value if isinstance(value, Mapping) else None
 
 
 text_field = _str
@@ -355,7 +354,7 @@ class Returned(_Record):
         items = data.get("messages")
         if not isinstance(items, (list, tuple)):
             return cls(())
-        return cls(tuple(item for item in items if isinstance(item, (dict, Mapping))))
+        return cls(tuple(item for item in items if isinstance(item, Mapping)))
 
     def to_data(self) -> dict[str, Any]:
         return {"version": 1, "messages": [dict(message) for message in self.messages]}

@@ -32,27 +32,24 @@ import array
 import bisect
 import collections
 import contextlib
-import datetime as dt
 import itertools
 import json
 import logging
 import os
-import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form import text as texts
-from pi_agent_ask.form.result import AnswerResult, AskResult, QuestionMeta
-from pi_agent_ask.form.sanitize import escape_visibly
+from pi_agent_ask.form.result import AskResult, QuestionMeta
 from pi_agent_ask.form.schemas import HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT
-from pi_agent_ask.form.types import JSON, AskParams, Image, Option, Question
+from pi_agent_ask.form.types import JSON, AskParams
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence import journal as jr
 from pi_agent_ask.persistence.projection import LogColumns
-from pi_agent_ask.persistence.stored_questions import stored_questions
 
 if TYPE_CHECKING:
     from pi_agent_ask.persistence.session_file import Entry, Loc, SessionFile
@@ -78,7 +75,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-HistoryStatus = Literal["waiting", "answered", "skipped", "cancelled", "error"]
 
 LIST_ASK_HISTORY = "list_ask_history"
 READ_ASK_HISTORY = "read_ask_history"
@@ -89,263 +85,20 @@ PATH_REQUIRED_TEXT = "An export path is required."
 EMPTY_SELECTION_TEXT = "Select at least one question or omit keys to export all history."
 IMAGE_PLACEHOLDER = "[image bytes in structuredContent]"
 
-_MIME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
-_BACKTICKS_RE = re.compile(r"`+")
 
-
-class HistoryError(Exception):
-    """A history request that cannot be served: its message is the tool error text."""
-
-
-def not_found_text(request_id: str, question_id: str) -> str:
-    """The error for a key that is not on the current branch."""
-    return f"Question not found on the current branch: {request_id} / {question_id}"
-
-
-# --------------------------------------------------------------------------------------------
-# Records
-# --------------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class HistoryRecord:
-    """One recorded question of one ``ask_user`` request and what became of it.
-
-    ``answer`` is the question's entry in the latest result (``None`` when it has none, or when
-    the question was explicitly skipped); ``error`` is the completion's error text.
-    """
-
-    request_id: str
-    question_id: str
-    created_at: str
-    background: bool
-    question: Question
-    status: HistoryStatus
-    title: str | None = None
-    answer: AnswerResult | None = None
-    error: str | None = None
-
-    @property
-    def has_answer(self) -> bool:
-        """A committed answer of a completed (submitted) form."""
-        return self.status == "answered"
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.request_id, self.question_id)
-
-    def question_json(self) -> dict[str, JSON]:
-        question = self.question
-        out: dict[str, JSON] = {
-            "id": question.id,
-            "label": question.label,
-            "prompt": question.prompt,
-            "type": question.type,
-        }
-        if question.presented_type is not None and question.presented_type != question.type:
-            out["presentedType"] = question.presented_type
-        if question.context is not None:
-            out["context"] = question.context
-        out["options"] = [option.to_json() for option in question.options]
-        return out
-
-    def to_json(self) -> dict[str, JSON]:
-        """The full record, as ``read_ask_history`` returns it (image bytes included)."""
-        out: dict[str, JSON] = {"requestId": self.request_id, "questionId": self.question_id}
-        if self.title is not None:
-            out["title"] = self.title
-        out["createdAt"] = self.created_at
-        out["background"] = self.background
-        out["question"] = self.question_json()
-        out["status"] = self.status
-        out["hasAnswer"] = self.has_answer
-        if self.answer is not None:
-            out["answer"] = self.answer.to_details()
-        if self.error is not None:
-            out["error"] = self.error
-        return out
-
-    def summary(self) -> dict[str, JSON]:
-        """The compact form ``list_ask_history`` returns."""
-        out: dict[str, JSON] = {"requestId": self.request_id, "questionId": self.question_id}
-        if self.title is not None:
-            out["title"] = self.title
-        out["createdAt"] = self.created_at
-        out["background"] = self.background
-        out["status"] = self.status
-        out["label"] = self.question.label
-        out["prompt"] = self.question.prompt
-        out["hasAnswer"] = self.has_answer
-        return out
-
-    def search_text(self) -> str:
-        """The lower-cased JSON of the whole record that queries match against.
-
-        Image bytes are left out: base64 contains nearly every short letter sequence, so
-        including it would make any record with an image match almost any query.
-        """
-        data = self.to_json()
-        answer = self.answer
-        if answer is not None and (
-            answer.custom_images or answer.note_images or answer.option_note_images
-        ):
-            data = _replace_image_data(data, "")
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).lower()
-
-
-@attrs.frozen
-class _Request:
-    request_id: str
-    created_at: str
-    background: bool
-    title: str | None
-    questions: tuple[Question, ...]
-
-
-@attrs.frozen
-class _Completion:
-    result: AskResult | None
-    error: str | None
-
-
-_JOURNAL_TYPES = frozenset({jr.HISTORY_REQUEST, jr.HISTORY_COMPLETED})
-
-
-def build_records(
-    entries: Iterable[Entry], only: Collection[str] | None = None
-) -> list[HistoryRecord]:
-    """All history records of a branch (its entries root → leaf), in journal order; with
-    ``only``, just those of these request ids (the others are not even parsed)."""
-    requests: dict[str, _Request] = {}
-    completions: dict[str, list[je.HistoryCompleted]] = {}
-    for entry in entries:
-        if entry.type not in _JOURNAL_TYPES:
-            continue
-        record = je.parse(entry)
-        if not isinstance(record, je.HistoryRequest | je.HistoryCompleted):
-            continue  # not reached: these two entry types parse to these two records
-        if only is not None and (record.request_id is None or record.request_id not in only):
-            continue
-        if isinstance(record, je.HistoryRequest):
-            request = _request_of(record, entry.timestamp)
-            if request is not None and request.request_id not in requests:
-                requests[request.request_id] = request
-        elif isinstance(record, je.HistoryCompleted) and record.request_id is not None:
-            completions.setdefault(record.request_id, []).append(record)
-    return _records(requests, completions)
-
-
-def _records(
-    requests: Mapping[str, _Request], completions: Mapping[str, Sequence[je.HistoryCompleted]]
-) -> list[HistoryRecord]:
-    records: list[HistoryRecord] = []
-    for request_id, request in requests.items():
-        completion = _latest_completion(completions.get(request_id, ()))
-        records.extend(_record(request, question, completion) for question in request.questions)
-    return records
-
-
-def _latest_completion(candidates: Sequence[je.HistoryCompleted]) -> _Completion | None:
-    """The latest well-formed completion; parsing (the costly part) stops at the first found,
-    so superseded completions and those of requests off the branch are never parsed."""
-    for record in reversed(candidates):
-        completion = _completion_of(record)
-        if completion is not None:
-            return completion
-    return None
-
-
-def _record(request: _Request, question: Question, completion: _Completion | None) -> HistoryRecord:
-    result = completion.result if completion is not None else None
-    error = completion.error if completion is not None else None
-    answer: AnswerResult | None = None
-    explicitly_skipped = False
-    if result is not None:
-        explicitly_skipped = question.id in result.skipped_question_ids
-        # A mapping lookup by the question's own id: no inherited or default value can answer.
-        if not explicitly_skipped:
-            answer = result.answers.get(question.id)
-        final = result.question(question.id)
-        if final is not None:
-            question = attrs.evolve(question, type=final.type, presented_type=final.presented_type)
-        if error is None and result.issues is not None:
-            error = texts.invalid_text(result.issues)
-    status: HistoryStatus
-    if error is not None:
-        status = "error"
-    elif result is None:
-        status = "waiting"
-    elif result.cancelled:
-        status = "cancelled"
-    elif explicitly_skipped:
-        status = "skipped"
-    elif answer is not None and _committed(answer):
-        status = "answered"
-    else:
-        status = "skipped"
-    return HistoryRecord(
-        request_id=request.request_id,
-        question_id=question.id,
-        created_at=request.created_at,
-        background=request.background,
-        question=question,
-        status=status,
-        title=request.title,
-        answer=answer,
-        error=error,
-    )
-
-
-def _committed(answer: AnswerResult) -> bool:
-    return (
-        bool(answer.values)
-        or bool(answer.custom_text and answer.custom_text.strip())
-        or bool(answer.custom_images)
-    )
-
-
-def _request_of(record: je.HistoryRequest, timestamp: float) -> _Request | None:
-    request_id = record.request_id
-    questions = stored_questions(request_id, record.questions)
-    if questions is None:
-        return None
-    assert isinstance(request_id, str)
-    created_at = record.created_at
-    title = record.title
-    return _Request(
-        request_id=request_id,
-        created_at=created_at if isinstance(created_at, str) else _iso(timestamp),
-        background=record.background is True,
-        title=title if isinstance(title, str) and title.strip() else None,
-        questions=questions,
-    )
-
-
-def _completion_of(record: je.HistoryCompleted) -> _Completion | None:
-    error = record.error
-    raw_result = record.result
-    result: AskResult | None = None
-    if isinstance(raw_result, Mapping):
-        try:
-            result = AskResult.from_details(raw_result)
-        except ValueError:
-            result = None
-    if result is None and not isinstance(error, str):
-        return None
-    return _Completion(result=result, error=error if isinstance(error, str) else None)
-
-
-def _iso(timestamp: float) -> str:
-    moment = dt.datetime.fromtimestamp(timestamp, dt.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _find(records: Sequence[HistoryRecord], request_id: str, question_id: str) -> HistoryRecord:
-    for record in records:
-        if record.request_id == request_id and record.question_id == question_id:
-            return record
-    raise HistoryError(not_found_text(request_id, question_id))
-
+from pi_agent_ask.persistence.history_markdown import render_markdown  # noqa: E402
+from pi_agent_ask.persistence.history_records import (  # noqa: E402
+    HistoryError,
+    HistoryRecord,
+    HistoryStatus,
+    Request,
+    build_records,
+    find_record,
+    not_found_text,
+    records_of,
+    replace_image_data,
+    request_of,
+)
 
 # --------------------------------------------------------------------------------------------
 # Queries
@@ -469,7 +222,7 @@ def source_records(
     source: HistorySource, only: Collection[str] | None = None
 ) -> list[HistoryRecord]:
     """The records of ``source`` (with ``only``: of these request ids), in journal order."""
-    requests: dict[str, _Request] = {}
+    requests: dict[str, Request] = {}
     completions: dict[str, list[je.HistoryCompleted]] = {}
     if only is None:
         chosen: Iterable[int] = range(len(source.ids))
@@ -482,14 +235,14 @@ def source_records(
         entry = load(source.location(position))
         record = je.parse(entry)
         request = (
-            _request_of(record, entry.timestamp) if isinstance(record, je.HistoryRequest) else None
+            request_of(record, entry.timestamp) if isinstance(record, je.HistoryRequest) else None
         )
         if request is None:
             continue
         requests[request_id] = request
         found = [je.parse(load(at)) for at in source.completions(request_id)]
         completions[request_id] = [c for c in found if isinstance(c, je.HistoryCompleted)]
-    return _records(requests, completions)
+    return records_of(requests, completions)
 
 
 @attrs.frozen
@@ -580,7 +333,7 @@ def read_history(
 
 def read_record(source: HistorySource, request_id: str, question_id: str) -> HistoryRecord:
     """The record of one key, reading only its own request's entries."""
-    return _find(source_records(source, only={request_id}), request_id, question_id)
+    return find_record(source_records(source, only={request_id}), request_id, question_id)
 
 
 def _select(records: Sequence[HistoryRecord], keys: object) -> list[HistoryRecord]:
@@ -597,7 +350,7 @@ def _select(records: Sequence[HistoryRecord], keys: object) -> list[HistoryRecor
         question_id = key.get("questionId") if isinstance(key, Mapping) else None
         if not isinstance(request_id, str) or not isinstance(question_id, str):
             raise HistoryError("Each key must have a requestId and a questionId string.")
-        wanted.add(_find(records, request_id, question_id).key)
+        wanted.add(find_record(records, request_id, question_id).key)
     return [record for record in records if record.key in wanted]
 
 
@@ -672,128 +425,15 @@ def _write_new_file(target: Path, content: bytes) -> None:
 # --------------------------------------------------------------------------------------------
 # Markdown
 # --------------------------------------------------------------------------------------------
-
-
-def _literal(text: str) -> str:
-    """A fenced ``text`` block holding ``text`` verbatim: the fence is one backtick longer than
-    the longest backtick run inside (at least three), so nothing inside can close it. Controls
-    and invisible format characters are written as ``<U+XXXX>``: ``cat`` on an export never
-    runs an escape sequence (``docs/history.md``)."""
-    text = escape_visibly(text)
-    longest = max((len(run) for run in _BACKTICKS_RE.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
-
-
-def _field(label: str, text: str | None) -> str:
-    return "" if not text else f"### {label}\n\n{_literal(text)}"
-
-
-def _images(label: str, images: Sequence[Image]) -> list[str]:
-    parts = []
-    for number, image in enumerate(images, start=1):
-        name = f"{label} image {number}"
-        # The MIME type is written into a URI: anything unexpected there could break the link.
-        mime = image.mime_type if _MIME_RE.match(image.mime_type) else "application/octet-stream"
-        data = "".join(image.data.split())
-        parts.append(f"### {name}\n\n![{name}](data:{mime};base64,{data})")
-    return parts
-
-
-def _bool(value: bool) -> str:
-    return "true" if value else "false"
-
-
-def render_markdown(records: Sequence[HistoryRecord]) -> str:
-    """The export file: ``# Ask history`` then one section per record, ending with a newline.
-
-    Every text field is a literal fenced block, so Markdown punctuation and line breaks stay
-    exactly as recorded; blocks are separated by one blank line and empty fields are omitted.
-    """
-    parts = ["# Ask history"]
-    parts.extend(_render_record(record, number) for number, record in enumerate(records, 1))
-    return "\n\n".join(parts) + "\n"
-
-
-def _render_record(record: HistoryRecord, number: int) -> str:
-    question = record.question
-    parts = [
-        f"## Question {number}",
-        f"Status: {record.status}",
-        f"Created: {record.created_at}",
-        f"Background: {_bool(record.background)}",
-        _field("Request key", record.request_id),
-        _field("Question key", record.question_id),
-        _field("Form title", record.title),
-        _field("Label", question.label),
-        _field("Question", question.prompt),
-        _field("Context", question.context),
-        f"Type: {question.type}",
-        f"Presented type: {question.presented_type or question.type}",
-    ]
-    parts.extend(_render_option(option, n) for n, option in enumerate(question.options, 1))
-    if record.answer is None:
-        parts.append("No committed answer.")
-    else:
-        parts.extend(_render_answer(record.answer))
-    parts.append(_field("Error", record.error))
-    return "\n\n".join(part for part in parts if part)
-
-
-def _render_option(option: Option, number: int) -> str:
-    parts = [
-        f"### Option {number}",
-        _field("Value", option.value),
-        _field("Label", option.label),
-        _field("Description", option.description),
-    ]
-    if option.recommended is not None:
-        parts.append(f"Recommended: {_bool(option.recommended)}")
-    return "\n\n".join(part for part in parts if part)
-
-
-def _render_answer(answer: AnswerResult) -> list[str]:
-    positions = json.dumps(list(answer.indices), separators=(",", ":"))
-    parts = [f"### Answer\n\nSelected positions: {positions}"]
-    parts.extend(_field(f"Selected value {n}", v) for n, v in enumerate(answer.values, 1))
-    parts.extend(_field(f"Selected label {n}", v) for n, v in enumerate(answer.labels, 1))
-    parts.append(_field("Custom answer", answer.custom_text))
-    parts.extend(_images("Custom answer", answer.custom_images))
-    parts.append(_field("Question note", answer.note))
-    parts.extend(_images("Question note", answer.note_images))
-    for value, images in answer.option_note_images.items():
-        if images:
-            parts.append(_field("Image note option value", value))
-            parts.extend(_images("Option note", images))
-    for value, note in answer.option_notes.items():
-        parts.append(_field("Noted option value", value))
-        parts.append(_field("Option note", note))
-    return parts
-
-
 # --------------------------------------------------------------------------------------------
 # Tool results
 # --------------------------------------------------------------------------------------------
 
 
-def _replace_image_data(value: Any, placeholder: str) -> Any:
-    """A copy of ``value`` with every string field named ``data`` replaced."""
-    if isinstance(value, Mapping):
-        return {
-            key: placeholder
-            if key == "data" and isinstance(item, str)
-            else _replace_image_data(item, placeholder)
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [_replace_image_data(item, placeholder) for item in value]
-    return value
-
-
 def tool_text(data: Mapping[str, Any]) -> str:
     """The text block of a history tool result: compact JSON of ``data`` with image bytes
     replaced by ``[image bytes in structuredContent]``."""
-    redacted = _replace_image_data(data, IMAGE_PLACEHOLDER)
+    redacted = replace_image_data(data, IMAGE_PLACEHOLDER)
     return json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -841,7 +481,7 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
     relative export paths. Schema failures and history errors raise ``HistoryError`` (the
     runtime turns it into the tool's error result).
     """
-    from pi_agent_ask.form.validate import schema_error_text, schema_issues
+    from pi_agent_ask.form.schema_check import schema_error_text, schema_issues
 
     if name not in HISTORY_TOOLS:
         raise HistoryError(f"Tool {name!r} is not available.")

@@ -27,9 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-import cbor2
+import attrs
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.types import AskParams, QuestionType
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import entries as je
@@ -69,8 +68,7 @@ def thaw(value: Any) -> Any:
 
 
 def presented_types(params: AskParams) -> list[QuestionType]:
-    # ``question.effective_type`` inline (a property call per question).
-    return [question.presented_type or question.type for question in params.questions]
+    return [question.effective_type for question in params.questions]
 
 
 def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[str, Any]:
@@ -79,15 +77,15 @@ def tool_result_entry(tool_call_id: str | None, name: str, result: Any) -> dict[
 
 
 # The request builders take the request's ``params.to_json()`` when the caller has it
-# (``shared``): one call's three entries then hold one copy, which nothing changes (the
-# session file encodes entry data as given and hands back entries decoded from the file).
-# ``shared_params`` makes it encoded once for all three (``codec.Spliced``: the same bytes).
+# (``shared``): one call's three entries then hold one copy, which nothing changes.
+# ``shared_params`` makes it encoded and frozen once for all three (``codec.Spliced``: the
+# same bytes).
 
 
 def shared_params(params: AskParams) -> codec.Spliced:
     """``params.to_json()``, encoded once, for the ``shared`` of the builders below. With
     several questions their list is encoded once too, for the history request holds it again
-    (``_question_records``; splicing costs about what one question's encoding does)."""
+    (``_question_records``)."""
     made = params.to_json()
     if len(params.questions) >= SPLICED_QUESTIONS:
         made["questions"] = codec.Spliced(made["questions"])
@@ -156,10 +154,7 @@ def _question_records(
         questions = questions.value
     records = []
     for q, question in zip(params.questions, questions, strict=True):
-        presented = q.presented_type  # ``_question_record`` inline (it runs per question)
-        if presented is not None and presented != q.type:
-            question = {**question, "presentedType": presented}
-        records.append(question)
+        records.append(_question_record(q, question))
     return records
 
 
@@ -188,12 +183,8 @@ def queued_entry(
 
 
 def _single_as_multi(params: AskParams) -> bool:
-    """Whether a requested single-select question is presented as multi-select (a loop: a
-    generator costs more than the test)."""
-    for q in params.questions:  # noqa: SIM110 (see above)
-        if q.presented_type == "multi" and q.type == "single":
-            return True
-    return False
+    """Whether a requested single-select question is presented as multi-select."""
+    return any(q.presented_type == "multi" and q.type == "single" for q in params.questions)
 
 
 def completion_entries(
@@ -213,38 +204,7 @@ def completion_entries(
     history: dict[str, Any] = {"version": 1, **body}
     if not background:
         return [(HISTORY_COMPLETED, history)]
-    queue = dict(body)
-    # A result and no error (every answered form): both entries' CBOR written here, the
-    # result's bytes in place (``codec.Encoded``); the request id is text below 256 bytes.
-    spliced = body.get("result")
-    request_id = _short_text(outcome.request_id)
-    if spliced is not None and len(body) == 2 and request_id is not None:
-        pairs = b"".join((_REQUEST_ID, request_id, _RESULT, spliced.cbor))
-        nesting = 1 + spliced.nesting()
-        return [
-            (HISTORY_COMPLETED, codec.Encoded.made(history, _HISTORY_HEAD + pairs, nesting)),
-            (QUEUE_COMPLETED, codec.Encoded.made(queue, _QUEUE_HEAD + pairs, nesting)),
-        ]
-    return [(HISTORY_COMPLETED, history), (QUEUE_COMPLETED, queue)]
-
-
-def _short_text(value: Any) -> bytes | None:
-    """``cbor2.dumps(value)`` for ASCII text shorter than 256 characters (every id and time
-    the runtime writes); ``None`` for anything else, whose entry then stays a plain map."""
-    if type(value) is not str or not value.isascii() or len(value) >= 256:
-        return None
-    return codec.TEXT_HEADS[len(value)] + value.encode()
-
-
-def _words(*items: Any) -> bytes:
-    """The CBOR of ``items`` one after the other (a map's keys and values)."""
-    return b"".join(cbor2.dumps(item) for item in items)
-
-
-_REQUEST_ID: Final = _words("requestId")
-_RESULT: Final = _words("result")
-_HISTORY_HEAD: Final = codec.MAP_HEADS[3] + _words("version", 1)
-_QUEUE_HEAD: Final = codec.MAP_HEADS[2]
+    return [(HISTORY_COMPLETED, history), (QUEUE_COMPLETED, dict(body))]
 
 
 def outcome_from_entry(data: Mapping[str, Any], parent_tool_call_id: str | None) -> Outcome | None:

@@ -27,7 +27,7 @@ prompt_toolkit itself is not imported here: the mapping is data for the UI layer
 
 from __future__ import annotations
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 __all__ = [
     "RESERVED_EVERYWHERE",

@@ -34,11 +34,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-import cbor2
+import attrs
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.persistence import entries as je
-from pi_agent_ask.persistence.codec import Spliced
 from pi_agent_ask.persistence.session_file import Entry, Loc
 from pi_agent_ask.persistence.stored_questions import stored_question_count
 
@@ -91,10 +89,6 @@ class JournalFold:
     does, and the fold of an in-memory session keeps the log items of every form it saw."""
     _listed: int = attrs.field(default=0, init=False, repr=False)
     """How many of ``_log``'s first items ``log`` has made lists."""
-    _request_cbor: dict[str, bytes] = attrs.field(factory=dict, init=False, repr=False)
-    """Request id → the CBOR of its item in ``live()["requests"]``, for the requests whose
-    item did not change since a checkpoint encoded it (``live_cbor``): every handler that
-    changes a ``PendingRequest`` drops its entry."""
 
     @property
     def log(self) -> list[Any]:
@@ -119,28 +113,11 @@ class JournalFold:
     # ---- folding -------------------------------------------------------------------------
 
     def step(self, entry: Entry, loc: Loc) -> None:
-        # One dict lookup by type, then its handler (``_STEPS``); an entry type the journal
-        # does not read costs the lookup alone. The handlers of the entries every form writes
-        # read the few fields they need with the rules ``entries.parse`` reads them with
-        # (``text_field``, ``map_field``: a field of the wrong type is missing) instead of
-        # building the whole record; ``tests/test_append_fast.py`` holds them to the records.
+        # The handlers read the few fields they need with the rules ``entries.parse`` reads
+        # them with (a field of the wrong type is missing) instead of building the record.
         handle = _STEPS.get(entry.type)
         if handle is not None:
             handle(self, entry.data, loc)
-
-    def step_chain(self, chain: Iterable[tuple[str, Mapping[str, Any]]], offset: int) -> None:
-        """``step`` for the entries of a chain written in one frame at ``offset``, in order,
-        each given as its ``(type, data)`` (the session's write path: no entry is built for
-        them)."""
-        steps = _STEPS
-        for slot, (entry_type, data) in enumerate(chain):
-            handle = steps.get(entry_type)
-            if handle is not None:
-                handle(self, data, (offset, slot))
-
-    # The handlers of the entries every form writes read text fields inline (``text_field``:
-    # a value that is not text is missing) and test calls with loops, not generators: each
-    # Python call or generator costs as much as the rest of the handler.
 
     def _tool_call(self, data: Mapping[str, Any], loc: Loc) -> None:
         call_id = data.get("toolCallId")
@@ -197,13 +174,12 @@ class JournalFold:
         pending = self.requests.get(request_id)
         if pending is not None and _has_outcome(data):
             pending.outcome = loc
-            self._request_cbor.pop(request_id, None)
             if pending.delivered:  # settled (``_settle``)
                 del self.requests[request_id]
 
     def _background_answer(self, data: Mapping[str, Any], loc: Loc) -> None:
         details = data.get("details")
-        if details is None or not isinstance(details, (dict, Mapping)):  # ``map_field``
+        if details is None or not isinstance(details, Mapping):  # ``map_field``
             return
         request_id = details.get("requestId")
         if isinstance(request_id, str):
@@ -221,7 +197,6 @@ class JournalFold:
             pending = self.requests.get(draft.request_id)
             if pending is not None:
                 pending.draft = loc
-                self._request_cbor.pop(draft.request_id, None)
 
     def _panel(self, data: Mapping[str, Any], loc: Loc) -> None:
         self.panel_visible = je.Panel.from_data(data).visible
@@ -244,10 +219,7 @@ class JournalFold:
         request_id = data.get("requestId")
         if not isinstance(request_id, str):
             return
-        questions = data.get("questions")
-        if type(questions) is Spliced:  # (``journal.shared_params``)
-            questions = questions.value
-        count = stored_question_count(request_id, questions)
+        count = stored_question_count(request_id, data.get("questions"))
         if count is not None:
             self._log.append(("q", request_id, loc[0], loc[1], count))
         call_id = data.get("toolCallId")
@@ -292,13 +264,12 @@ class JournalFold:
         pending = self.requests.get(request_id)
         if pending is not None:
             pending.delivered = True
-            self._request_cbor.pop(request_id, None)
             self._settle(request_id)
 
     def _settle(self, request_id: str) -> None:
         pending = self.requests[request_id]
         if pending.delivered and pending.outcome is not None:
-            del self.requests[request_id]  # (its kept item went with the change)
+            del self.requests[request_id]
 
     # ---- checkpoints ---------------------------------------------------------------------
 
@@ -308,12 +279,6 @@ class JournalFold:
                 [rid, list(p.queued), _opt(p.draft), _opt(p.outcome), p.delivered]
                 for rid, p in self.requests.items()
             ],
-            **self._live_rest(),
-        }
-
-    def _live_rest(self) -> dict[str, Any]:
-        """``live()`` after its first key, ``requests``."""
-        return {
             "panel": self.panel_visible,
             "calls": [[call_id, list(loc)] for call_id, loc in self.calls],
             "payloads": [[c, [list(loc) for loc in locs]] for c, locs in self.payloads.items()],
@@ -324,42 +289,6 @@ class JournalFold:
                 [kind, rid, list(loc), index] for (kind, rid), (loc, index) in self.returned.items()
             ],
         }
-
-    def live_cbor(self) -> bytes:
-        """The CBOR encoding of ``live()``, the same bytes as ``cbor2.dumps(self.live())``,
-        reusing the encoded item of each request that did not change since the last call:
-        with many forms pending, a checkpoint then encodes only what changed since the one
-        before (each request's item is encoded about as many times as the request changes)."""
-        cache, requests = self._request_cbor, self.requests
-        items: list[bytes] = []
-        add = items.append
-        dumps = cbor2.dumps
-        for rid, p in requests.items():
-            item = cache.get(rid)
-            if item is None:
-                item = dumps([rid, list(p.queued), _opt(p.draft), _opt(p.outcome), p.delivered])
-                cache[rid] = item
-            add(item)
-        rest = dumps(self._live_rest())
-        # A map of 8 pairs (one head byte) whose first pair is "requests": an array head,
-        # then its items; then the other 7 pairs, as their own map holds them after its head.
-        return b"".join((_LIVE_HEAD, _array_head(len(items)), *items, rest[1:]))
-
-
-_LIVE_HEAD: Final = b"\xa8" + cbor2.dumps("requests")
-
-
-def _array_head(count: int) -> bytes:
-    """The head of a CBOR array of ``count`` items (major type 4, shortest form)."""
-    if count < 24:
-        return bytes((0x80 + count,))
-    if count < 0x100:
-        return bytes((0x98, count))
-    if count < 0x10000:
-        return b"\x99" + count.to_bytes(2, "big")
-    if count < 0x100000000:
-        return b"\x9a" + count.to_bytes(4, "big")
-    return b"\x9b" + count.to_bytes(8, "big")
 
 
 _STEPS: Final[dict[str, Callable[[JournalFold, Mapping[str, Any], Loc], None]]] = {
@@ -383,16 +312,8 @@ less ``user-message``, which the fold does not read)."""
 
 def _has_outcome(data: Mapping[str, Any]) -> bool:
     """``_Completion.has_outcome`` of the completion this data is (``map_field`` of its
-    result, ``text_field`` of its error: ``dict`` tested first, an ABC check costs a call).
-    The result may be spliced (``journal.completion_entries``): its value is what is read
-    back."""
-    result = data.get("result")
-    if result is not None:
-        if type(result) is Spliced:
-            result = result.value
-        if isinstance(result, (dict, Mapping)):
-            return True
-    return isinstance(data.get("error"), str)
+    result, ``text_field`` of its error)."""
+    return isinstance(data.get("result"), Mapping) or isinstance(data.get("error"), str)
 
 
 def _opt(loc: Loc | None) -> list[int] | None:

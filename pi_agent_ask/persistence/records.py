@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.form.result import BackgroundOutcome
 from pi_agent_ask.form.types import AskParams
 

@@ -24,18 +24,34 @@ loader takes is :func:`decode_config_file`.
 from __future__ import annotations
 
 import contextlib
-import copy
 import errno
 import json
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeGuard, cast
+from typing import Any, ClassVar, Literal, cast
 
-from pi_agent_ask import _attrs as attrs
-from pi_agent_ask.persistence.keys import KeyIdError, normalize_key, reserved_reason
+import attrs
+
+from pi_agent_ask.persistence.settings_keymaps import (
+    JSON,
+    KEYMAP_CONTEXTS,
+    EditorKeymap,
+    GlobalKeymap,
+    InvalidConfigError,
+    InvalidKeymapsError,
+    KeymapContext,
+    Keymaps,
+    MainKeymap,
+    NoteEditorKeymap,
+    SettingsModalKeymap,
+    camel,
+    is_object,
+    keymaps_fallback_notice,
+)
+from pi_agent_ask.persistence.settings_migrations import MIGRATIONS, Migration, schema_version
 
 __all__ = [
     "CURRENT_SCHEMA_VERSION",
@@ -72,9 +88,6 @@ __all__ = [
     "settings_path",
 ]
 
-JSON = Any
-"""A value made of dict, list, str, int, float, bool and None."""
-
 CURRENT_SCHEMA_VERSION = 6
 
 QuestionMode = Literal["standard", "background-only"]
@@ -88,10 +101,6 @@ MIGRATION_FAILED_NOTICE = (
     "Config migration failed. Loaded defaults for this session and left the config file "
     "unchanged. Fix the config file; pi-agent-ask reads it again at its next start."
 )
-_KEYMAPS_NOTICE_SUFFIX = (
-    "Using default ask keymaps for this session. Fix the config; pi-agent-ask reads it again "
-    "at its next start."
-)
 _SAVE_ERROR_TEMPLATE = (
     "Unable to save ask config at {path}. The file may be read-only or managed outside "
     "pi-agent-ask; edit it by hand (read again at the next start). {detail}"
@@ -103,18 +112,6 @@ SETTINGS_FILE_NAME = "pi-agent-ask.json"
 # --------------------------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------------------------
-
-
-class InvalidConfigError(ValueError):
-    """The JSON does not have the shape of a config file (the file as a whole is rejected)."""
-
-
-class InvalidKeymapsError(InvalidConfigError):
-    """The ``keymaps`` section is unusable; ``reason`` is one sentence ending with a period."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class SettingsSaveError(OSError):
@@ -164,18 +161,8 @@ def project_settings_path(project_dir: str | os.PathLike[str]) -> Path:
 # --------------------------------------------------------------------------------------------
 
 
-def _camel(name: str) -> str:
-    """snake_case attribute name → the file's camelCase name (``global_`` → ``global``)."""
-    head, *rest = name.rstrip("_").split("_")
-    return head + "".join(word.capitalize() for word in rest)
-
-
 def _is_bool(value: object) -> bool:
     return isinstance(value, bool)
-
-
-def _is_object(value: object) -> TypeGuard[dict[str, JSON]]:
-    return isinstance(value, dict)
 
 
 @attrs.frozen
@@ -191,16 +178,16 @@ class Behaviour:
     question_mode: QuestionMode = "standard"
 
     def to_json(self) -> dict[str, JSON]:
-        return {_camel(field.name): getattr(self, field.name) for field in attrs.fields(Behaviour)}
+        return {camel(field.name): getattr(self, field.name) for field in attrs.fields(Behaviour)}
 
     @classmethod
     def from_json(cls, data: JSON) -> Behaviour:
         """Read ``behaviour``; absent keys take their defaults, unknown keys are ignored."""
-        if not _is_object(data):
+        if not is_object(data):
             raise InvalidConfigError("behaviour must be an object")
         values: dict[str, Any] = {}
         for field in attrs.fields(Behaviour):
-            name = _camel(field.name)
+            name = camel(field.name)
             if name not in data:
                 continue
             value = data[name]
@@ -213,228 +200,6 @@ class Behaviour:
                 raise InvalidConfigError(f"behaviour.{name} must be true or false")
             values[field.name] = value
         return cls(**values)
-
-
-Binding = tuple[str, ...]
-
-
-def _keys(keys: Iterable[str]) -> Binding:
-    # A Python function, not the ``tuple`` built-in: attrs inspects a converter's signature
-    # when it builds the class, and a built-in's costs about ten times as much (at import).
-    return tuple(keys)
-
-
-class KeymapContext:
-    """What the five keymap context records (attrs classes below) have in common."""
-
-    CONTEXT: ClassVar[str]
-
-    def actions(self) -> tuple[tuple[str, Binding], ...]:
-        """``(action JSON name, keys)`` pairs in file order."""
-        return tuple(
-            (_camel(field.name), getattr(self, field.name))
-            for field in attrs.fields(cast(Any, type(self)))
-        )
-
-    def bindings(self, action: str) -> Binding:
-        """The keys of ``action`` (its JSON name, e.g. ``nextTab``); KeyError when unknown."""
-        for name, keys in self.actions():
-            if name == action:
-                return keys
-        raise KeyError(f"{self.CONTEXT}.{action}")
-
-    def action_for_key(self, key: str) -> str | None:
-        """The action (JSON name) a canonical key id triggers in this context, if any."""
-        for name, keys in self.actions():
-            if key in keys:
-                return name
-        return None
-
-    def to_json(self) -> dict[str, JSON]:
-        return {name: list(keys) for name, keys in self.actions()}
-
-
-@attrs.frozen
-class GlobalKeymap(KeymapContext):
-    """``keymaps.global``: active in the main flow and in both editors."""
-
-    CONTEXT: ClassVar[str] = "global"
-    dismiss: Binding = attrs.field(default=("ctrl+c",), converter=_keys)
-    settings: Binding = attrs.field(default=("?",), converter=_keys)
-
-
-@attrs.frozen
-class MainKeymap(KeymapContext):
-    """``keymaps.main``: question navigation and Review."""
-
-    CONTEXT: ClassVar[str] = "main"
-    confirm: Binding = attrs.field(default=("enter",), converter=_keys)
-    cancel: Binding = attrs.field(default=("esc",), converter=_keys)
-    toggle: Binding = attrs.field(default=("space",), converter=_keys)
-    change_question_type: Binding = attrs.field(default=("t",), converter=_keys)
-    next_tab: Binding = attrs.field(default=("tab", "right"), converter=_keys)
-    previous_tab: Binding = attrs.field(default=("shift+tab", "left"), converter=_keys)
-    next_option: Binding = attrs.field(default=("down",), converter=_keys)
-    previous_option: Binding = attrs.field(default=("up",), converter=_keys)
-    option_note: Binding = attrs.field(default=("n",), converter=_keys)
-    question_note: Binding = attrs.field(default=("shift+n",), converter=_keys)
-
-
-@attrs.frozen
-class EditorKeymap(KeymapContext):
-    """``keymaps.editor``: the custom-answer editor."""
-
-    CONTEXT: ClassVar[str] = "editor"
-    submit: Binding = attrs.field(default=("enter",), converter=_keys)
-    close: Binding = attrs.field(default=("esc",), converter=_keys)
-    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=_keys)
-    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=_keys)
-    next_option_when_empty: Binding = attrs.field(default=("down",), converter=_keys)
-    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=_keys)
-    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=_keys)
-
-
-@attrs.frozen
-class NoteEditorKeymap(KeymapContext):
-    """``keymaps.noteEditor``: question and option note editors."""
-
-    CONTEXT: ClassVar[str] = "noteEditor"
-    save: Binding = attrs.field(default=("enter",), converter=_keys)
-    close: Binding = attrs.field(default=("esc",), converter=_keys)
-    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=_keys)
-    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=_keys)
-    next_option_when_empty: Binding = attrs.field(default=("down",), converter=_keys)
-    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=_keys)
-    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=_keys)
-
-
-@attrs.frozen
-class SettingsModalKeymap(KeymapContext):
-    """``keymaps.settingsModal``: the settings overlay."""
-
-    CONTEXT: ClassVar[str] = "settingsModal"
-    close: Binding = attrs.field(default=("esc", "ctrl+c", "?"), converter=_keys)
-    next_option: Binding = attrs.field(default=("down",), converter=_keys)
-    previous_option: Binding = attrs.field(default=("up",), converter=_keys)
-    toggle: Binding = attrs.field(default=("enter", "space"), converter=_keys)
-
-
-_CONTEXT_TYPES: tuple[type[KeymapContext], ...] = (
-    GlobalKeymap,
-    MainKeymap,
-    EditorKeymap,
-    NoteEditorKeymap,
-    SettingsModalKeymap,
-)
-KEYMAP_CONTEXTS: tuple[str, ...] = tuple(kind.CONTEXT for kind in _CONTEXT_TYPES)
-"""Context names in file order: global, main, editor, noteEditor, settingsModal."""
-
-# Contexts whose keys must not overlap with ``global`` (global keys act in all of them).
-_GLOBAL_SCOPED: tuple[str, ...] = ("main", "editor", "noteEditor")
-
-
-def _keys_of(value: JSON, where: str) -> Binding:
-    """Normalise one action's JSON value (a key id or a list of them) to canonical ids."""
-    items: Sequence[JSON]
-    if isinstance(value, str):
-        items = [value]
-    elif isinstance(value, list):
-        items = value
-    else:
-        raise InvalidKeymapsError(f'Keymap "{where}" must be a key or a list of keys.')
-    keys: list[str] = []
-    for item in items:
-        if not isinstance(item, str):
-            raise InvalidKeymapsError(f'Keymap "{where}" must be a key or a list of keys.')
-        try:
-            keys.append(normalize_key(item))
-        except KeyIdError as error:
-            raise InvalidKeymapsError(f'Invalid key "{item}" in "{where}": {error}.') from None
-    return tuple(keys)
-
-
-@attrs.frozen
-class Keymaps:
-    """The ``keymaps`` section: one record per context, each action a tuple of key ids."""
-
-    global_: GlobalKeymap = attrs.field(factory=GlobalKeymap)
-    main: MainKeymap = attrs.field(factory=MainKeymap)
-    editor: EditorKeymap = attrs.field(factory=EditorKeymap)
-    note_editor: NoteEditorKeymap = attrs.field(factory=NoteEditorKeymap)
-    settings_modal: SettingsModalKeymap = attrs.field(factory=SettingsModalKeymap)
-
-    def contexts(self) -> tuple[KeymapContext, ...]:
-        """The five contexts in file order."""
-        return (self.global_, self.main, self.editor, self.note_editor, self.settings_modal)
-
-    def context(self, name: str) -> KeymapContext:
-        """A context by its JSON name (``noteEditor``); KeyError when unknown."""
-        for context in self.contexts():
-            if name == context.CONTEXT:
-                return context
-        raise KeyError(name)
-
-    def bindings(self, context: str, action: str) -> Binding:
-        """The keys of ``context.action`` (JSON names)."""
-        return self.context(context).bindings(action)
-
-    def to_json(self) -> dict[str, JSON]:
-        return {context.CONTEXT: context.to_json() for context in self.contexts()}
-
-    @classmethod
-    def from_json(cls, data: JSON) -> Keymaps:
-        """Read and validate a context-shaped ``keymaps`` object.
-
-        Every context and action must be present (unknown ones are ignored); keys are
-        normalised; a key may appear once per context; global keys may not appear in main,
-        editor or noteEditor; reserved keys cannot be bound. Raises
-        :class:`InvalidKeymapsError` with the first problem found, in file order.
-        """
-        if not _is_object(data):
-            raise InvalidKeymapsError("keymaps must be an object.")
-        built: list[KeymapContext] = []
-        for kind in _CONTEXT_TYPES:
-            name = kind.CONTEXT
-            section = data.get(name)
-            if name not in data:
-                raise InvalidKeymapsError(f'Missing keymap context "{name}".')
-            if not _is_object(section):
-                raise InvalidKeymapsError(f'Keymap context "{name}" must be an object.')
-            values: dict[str, Binding] = {}
-            seen: dict[str, str] = {}
-            for field in attrs.fields(cast(Any, kind)):
-                action = _camel(field.name)
-                where = f"{name}.{action}"
-                if action not in section:
-                    raise InvalidKeymapsError(f'Missing keymap action "{where}".')
-                keys = _keys_of(section[action], where)
-                for key in keys:
-                    why = reserved_reason(name, key)
-                    if why is not None:
-                        raise InvalidKeymapsError(f'Key "{key}" in "{where}" is reserved: {why}.')
-                    if key in seen:
-                        raise InvalidKeymapsError(
-                            f'Duplicate key "{key}" in keymap context "{name}": '
-                            f'"{seen[key]}" and "{where}".'
-                        )
-                    seen[key] = where
-                values[field.name] = keys
-            built.append(kind(**values))
-        keymaps = cls(*cast(Any, built))
-        for action, keys in keymaps.global_.actions():
-            for key in keys:
-                for scoped in _GLOBAL_SCOPED:
-                    other = keymaps.context(scoped).action_for_key(key)
-                    if other is not None:
-                        raise InvalidKeymapsError(
-                            f'Global key "{key}" of "global.{action}" overlaps "{scoped}.{other}".'
-                        )
-        return keymaps
-
-
-def keymaps_fallback_notice(reason: str) -> str:
-    """The notice shown when the keymaps section is replaced by the defaults."""
-    return f"{reason} {_KEYMAPS_NOTICE_SUFFIX}"
 
 
 @attrs.frozen
@@ -456,7 +221,7 @@ def _channel(value: JSON) -> NotificationChannel | None:
     if isinstance(value, str) and value in _NAMED_CHANNELS:
         return cast(NotificationChannel, value)
     if (
-        _is_object(value)
+        is_object(value)
         and value.get("type") == "command"
         and isinstance(value.get("command"), str)
         and value["command"].strip()
@@ -509,7 +274,7 @@ class Notifications:
     @classmethod
     def from_json(cls, data: JSON) -> Notifications:
         """Read ``notifications``; channels are normalised (see :func:`normalize_channels`)."""
-        if not _is_object(data):
+        if not is_object(data):
             raise InvalidConfigError("notifications must be an object")
         enabled = data.get("enabled", True)
         if not _is_bool(enabled):
@@ -561,9 +326,9 @@ class Config:
         Absent sections take their defaults; unknown keys are ignored. Use
         :func:`decode_config_file` for older versions and the tolerant load path.
         """
-        if not _is_object(data):
+        if not is_object(data):
             raise InvalidConfigError("the config must be a JSON object")
-        if _schema_version(data) != CURRENT_SCHEMA_VERSION:
+        if schema_version(data) != CURRENT_SCHEMA_VERSION:
             raise InvalidConfigError(f"schemaVersion must be {CURRENT_SCHEMA_VERSION}")
         return cls(
             behaviour=Behaviour.from_json(data["behaviour"])
@@ -579,160 +344,6 @@ class Config:
                 _trusted_projects(data["trustedProjects"]) if "trustedProjects" in data else ()
             ),
         )
-
-
-# --------------------------------------------------------------------------------------------
-# Migrations (pure, on parsed JSON; each takes version N and returns version N + 1)
-# --------------------------------------------------------------------------------------------
-
-# Flat keymaps of versions 1..3 and where each went in the context-shaped keymaps of version 4.
-_FLAT_KEYMAP_TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
-    "dismiss": (("global", "dismiss"),),
-    "cancel": (("main", "cancel"), ("editor", "close"), ("noteEditor", "close")),
-    "confirm": (("main", "confirm"), ("editor", "submit"), ("noteEditor", "save")),
-    "toggle": (("main", "toggle"),),
-    "optionNote": (("main", "optionNote"),),
-    "questionNote": (("main", "questionNote"),),
-}
-
-_V4_DEFAULT_KEYMAPS: dict[str, dict[str, list[str]]] = {
-    "global": {"dismiss": ["ctrl+c"], "settings": ["?"]},
-    "main": {
-        "confirm": ["enter"],
-        "cancel": ["esc"],
-        "toggle": ["space"],
-        "nextTab": ["tab", "right"],
-        "previousTab": ["shift+tab", "left"],
-        "nextOption": ["down"],
-        "previousOption": ["up"],
-        "optionNote": ["n"],
-        "questionNote": ["shift+n"],
-    },
-    "editor": {
-        "submit": ["enter"],
-        "close": ["esc"],
-        "nextTabWhenEmpty": ["tab", "right"],
-        "previousTabWhenEmpty": ["shift+tab", "left"],
-        "nextOptionWhenEmpty": ["down"],
-        "previousOptionWhenEmpty": ["up"],
-    },
-    "noteEditor": {
-        "save": ["enter"],
-        "close": ["esc"],
-        "nextTabWhenEmpty": ["tab", "right"],
-        "previousTabWhenEmpty": ["shift+tab", "left"],
-        "nextOptionWhenEmpty": ["down"],
-        "previousOptionWhenEmpty": ["up"],
-    },
-    "settingsModal": {
-        "close": ["esc", "ctrl+c", "?"],
-        "nextOption": ["down"],
-        "previousOption": ["up"],
-        "toggle": ["enter", "space"],
-    },
-}
-
-
-def _flat_to_contexts(keymaps: JSON) -> JSON:
-    """Versions 1..3 keymaps (flat) → version 4 keymaps (per context).
-
-    A value that is already context-shaped (some hand-edited old files are) is kept as it is;
-    anything that is not an object is passed on for the keymap validation to report.
-    """
-    if not _is_object(keymaps) or any(_is_object(keymaps.get(c)) for c in KEYMAP_CONTEXTS):
-        return keymaps
-    contexts = copy.deepcopy(_V4_DEFAULT_KEYMAPS)
-    for flat, targets in _FLAT_KEYMAP_TARGETS.items():
-        if flat in keymaps:
-            for context, action in targets:
-                contexts[context][action] = keymaps[flat]
-    return contexts
-
-
-def _migrate_to_v2(data: dict[str, JSON]) -> dict[str, JSON]:
-    # Version 2 only changed how the file was written, not its content.
-    return data | {"schemaVersion": 2}
-
-
-def _migrate_to_v3(data: dict[str, JSON]) -> dict[str, JSON]:
-    # Version 3 added notifications; an absent section means the defaults either way.
-    return data | {"schemaVersion": 3}
-
-
-def _migrate_to_v4(data: dict[str, JSON]) -> dict[str, JSON]:
-    out = data | {"schemaVersion": 4}
-    if "keymaps" in data:
-        out["keymaps"] = _flat_to_contexts(data["keymaps"])
-    return out
-
-
-def _migrate_to_v5(data: dict[str, JSON]) -> dict[str, JSON]:
-    out = data | {"schemaVersion": 5}
-    behaviour = data.get("behaviour")
-    if _is_object(behaviour):
-        out["behaviour"] = {"presentSingleAsMulti": False} | behaviour
-    keymaps = data.get("keymaps")
-    if _is_object(keymaps) and _is_object(keymaps.get("main")):
-        out["keymaps"] = keymaps | {"main": {"changeQuestionType": ["t"]} | keymaps["main"]}
-    return out
-
-
-def _uses_key(keymaps: dict[str, JSON], contexts: tuple[str, ...], key: str) -> bool:
-    for name in contexts:
-        section = keymaps.get(name)
-        if not _is_object(section):
-            continue
-        for value in section.values():
-            items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-            for item in items:
-                with contextlib.suppress(KeyIdError, TypeError):
-                    if normalize_key(item) == key:
-                        return True
-    return False
-
-
-def _migrate_to_v6(data: dict[str, JSON]) -> dict[str, JSON]:
-    out = data | {"schemaVersion": 6}
-    behaviour = data.get("behaviour")
-    if _is_object(behaviour):
-        out["behaviour"] = {"historyTools": False, "questionMode": "standard"} | behaviour
-    keymaps = data.get("keymaps")
-    if _is_object(keymaps):
-        # Version 6 moved image paste from Pi's own keymap into the editors. Where the old file
-        # already uses ctrl+v in that editor (or globally), paste starts unbound instead of
-        # turning a valid old file into a duplicate-key error.
-        updated = dict(keymaps)
-        for editor in ("editor", "noteEditor"):
-            section = keymaps.get(editor)
-            if _is_object(section) and "pasteImage" not in section:
-                taken = _uses_key(keymaps, (editor, "global"), "ctrl+v")
-                updated[editor] = section | {"pasteImage": [] if taken else ["ctrl+v"]}
-        out["keymaps"] = updated
-    return out
-
-
-Migration = Callable[[dict[str, JSON]], dict[str, JSON]]
-
-MIGRATIONS: tuple[Migration, ...] = (
-    _migrate_to_v2,
-    _migrate_to_v3,
-    _migrate_to_v4,
-    _migrate_to_v5,
-    _migrate_to_v6,
-)
-"""``MIGRATIONS[n - 1]`` turns a version ``n`` file into version ``n + 1``."""
-
-
-def _schema_version(data: dict[str, JSON]) -> int | None:
-    value = data.get("schemaVersion")
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    # JSON has one number type: 6.0 is the same number as 6.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -762,9 +373,9 @@ def decode_config_file(
     ``migrations`` are the steps from version 1 upwards (tests pass a failing step to see the
     migration notice). Versions below :data:`CURRENT_SCHEMA_VERSION` migrate in memory.
     """
-    if not _is_object(data):
+    if not is_object(data):
         return _defaults(INVALID_CONFIG_NOTICE)
-    version = _schema_version(data)
+    version = schema_version(data)
     if version is None or not 1 <= version <= CURRENT_SCHEMA_VERSION:
         return _defaults(INVALID_CONFIG_NOTICE)
     migrated: dict[str, JSON] = data
@@ -776,7 +387,7 @@ def decode_config_file(
             # A migration step is code over untrusted data: whatever it raises, the person gets
             # the defaults and a notice, and the file stays as it is.
             return _defaults(MIGRATION_FAILED_NOTICE)
-        if not _is_object(migrated) or _schema_version(migrated) != CURRENT_SCHEMA_VERSION:
+        if not is_object(migrated) or schema_version(migrated) != CURRENT_SCHEMA_VERSION:
             return _defaults(MIGRATION_FAILED_NOTICE)
     origin = version if version < CURRENT_SCHEMA_VERSION else None
 
@@ -795,7 +406,7 @@ def decode_config_file(
             notices.append(keymaps_fallback_notice(error.reason))
 
     notifications = migrated.get("notifications")
-    if _is_object(notifications) and "channels" in notifications:
+    if is_object(notifications) and "channels" in notifications:
         channels = notifications["channels"]
         if not isinstance(channels, list):
             notices.append(
@@ -1107,7 +718,7 @@ def _load_project(
         data = _parse_json(text)
     except (ValueError, RecursionError):
         data = None
-    if not _is_object(data):
+    if not is_object(data):
         return None, [f"Ignored project ask config at {path}: it is not a JSON object."]
 
     notices: list[str] = []
@@ -1119,7 +730,7 @@ def _load_project(
         if key != "behaviour":
             ignored.append(key)
             continue
-        if not _is_object(value):
+        if not is_object(value):
             ignored.append("behaviour")
             continue
         for name, item in value.items():

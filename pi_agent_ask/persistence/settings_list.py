@@ -27,7 +27,8 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import (
     Behaviour,

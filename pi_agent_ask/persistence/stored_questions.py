@@ -37,8 +37,7 @@ def stored_question_count(request_id: object, raw_questions: object) -> int | No
     if not isinstance(raw_questions, (list, tuple)) or not raw_questions:
         return None
     for raw in raw_questions:
-        # ``dict`` first (a FrozenMap is one): an ABC check costs a Python-level call.
-        if not isinstance(raw, (dict, Mapping)):
+        if not isinstance(raw, Mapping):
             return None
         qid, label, prompt = raw.get("id"), raw.get("label"), raw.get("prompt")
         if not (isinstance(qid, str) and isinstance(label, str) and isinstance(prompt, str)):
@@ -51,7 +50,7 @@ def stored_question_count(request_id: object, raw_questions: object) -> int | No
             return None
         for option in raw_options:
             if not (
-                isinstance(option, (dict, Mapping))
+                isinstance(option, Mapping)
                 and isinstance(option.get("value"), str)
                 and isinstance(option.get("label"), str)
             ):

@@ -42,7 +42,7 @@ from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_view import FormController
 from pi_agent_ask.ui.paths import CompletionMenu, complete_at_path
-from pi_agent_ask.ui.render import NEXT_UNANSWERED_KEY
+from pi_agent_ask.ui.render.header import NEXT_UNANSWERED_KEY
 
 __all__ = ["FIXED_SKIP_KEY", "editing_key_bindings", "form_key_bindings", "keymap_key_bindings"]
 

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
+import attrs
 import trio
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.buffer import Buffer
@@ -55,12 +56,11 @@ from prompt_toolkit.layout import Container
 from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.text import cell_width
+from pi_agent_ask.form.transcript import cell_width
 from pi_agent_ask.persistence.settings import Keymaps
-from pi_agent_ask.ui.form_window import FormWindow, RowsContent
+from pi_agent_ask.ui.form_window import FormWindow
 from pi_agent_ask.ui.paths import CompletionMenu
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
 
@@ -398,8 +398,7 @@ class FormControl(UIControl):
         def get_line(index: int) -> StyleAndTextTuples:
             return list(lines[index]) if 0 <= index < len(lines) else []
 
-        return RowsContent(
-            lines,
+        return UIContent(
             get_line=get_line,
             line_count=len(lines),
             cursor_position=cursor,
@@ -495,6 +494,7 @@ class FormControl(UIControl):
         return NotImplemented  # moves and drags do nothing
 
     def _target(self, position: Point) -> Target | None:
+        """The target under a click at ``position``: a cell of the window (``FormWindow``)."""
         viewport = self._viewport
         if viewport is None or not 0 <= position.y < len(viewport.rows):
             return None

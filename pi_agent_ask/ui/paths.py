@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pi_agent_ask import _attrs as attrs
+import attrs
 
 CANDIDATE_LIMIT = 200
 """Directory entries looked at, at most: a huge directory must not stall a key press."""

@@ -10,7 +10,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from pi_agent_ask import _attrs as attrs
+import attrs
+
 from pi_agent_ask.actors import runtime as rt
 from pi_agent_ask.actors.form import Surface
 from pi_agent_ask.ui import surface as terminal_ui

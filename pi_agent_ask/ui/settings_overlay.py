@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import attrs
 from prompt_toolkit.data_structures import Point
 from prompt_toolkit.filters import Condition, Filter
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -31,21 +32,11 @@ from prompt_toolkit.layout import (
 from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.widgets import Frame
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Config, Keymaps
-from pi_agent_ask.ui.render import (
-    ACCENT,
-    ERROR,
-    HINT,
-    MUTED,
-    TEXT,
-    TITLE,
-    WARNING,
-    Line,
-    wrap_fragments,
-)
+from pi_agent_ask.ui.render.frame import ACCENT, ERROR, HINT, MUTED, TEXT, TITLE, WARNING, Line
+from pi_agent_ask.ui.render.lines import wrap_fragments
 
 if TYPE_CHECKING:  # imported where used: the overlay's model is not needed before it opens
     from pi_agent_ask.persistence import settings_list as sl

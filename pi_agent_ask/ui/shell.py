@@ -9,7 +9,9 @@ Layout, top to bottom (``ShellSurface.build_application``)::
     status       -- ``Questions pending: <n>``, panel and wait state, the latest notice
     > editor     -- the ordinary input editor (multi-line; Enter sends, Alt+Enter breaks)
 
-with the settings overlay floating above everything while it is open.
+with the settings overlay floating above everything while it is open. Each part is its own
+module (``transcript.py``, ``panel.py``, ``confirm.py``, ``status_line.py``,
+``shell_editor.py``); this one assembles them.
 
 :class:`ShellSurface` is the runtime's ``Surface`` for this layout. It reuses the terminal
 surface (form controller and control, key bindings, settings overlay) and changes what a
@@ -40,6 +42,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import trio
 import trio_asyncio
 from prompt_toolkit.application import Application
@@ -55,9 +58,7 @@ from prompt_toolkit.key_binding import (
     KeyPressEvent,
     merge_key_bindings,
 )
-from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import (
-    BufferControl,
     ConditionalContainer,
     Dimension,
     Float,
@@ -67,68 +68,40 @@ from prompt_toolkit.layout import (
     Layout,
     Window,
 )
-from prompt_toolkit.layout.controls import UIContent, UIControl
-from prompt_toolkit.layout.processors import (
-    Processor,
-    Transformation,
-    TransformationInput,
-)
-from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 from prompt_toolkit.output import Output
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.text import cell_width, wrap_line
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui import rebind_event_loop_lookup
 from pi_agent_ask.ui.bindings import form_key_bindings
+from pi_agent_ask.ui.confirm import Confirmation, confirm_bindings, confirm_fragments
 from pi_agent_ask.ui.form_window import FormWindow
-from pi_agent_ask.ui.heap import settle_after_first_frame
+from pi_agent_ask.ui.panel import PanelRule, panel_height
 from pi_agent_ask.ui.settings_overlay import settings_container, settings_key_bindings
-from pi_agent_ask.ui.surface import ESCAPE_TIMEOUT, STYLE, TerminalSurface, tune_timeouts
+from pi_agent_ask.ui.shell_editor import EDITOR_MAX_ROWS, editor_bindings, editor_window
+from pi_agent_ask.ui.status_line import status_fragments
+from pi_agent_ask.ui.surface import STYLE, TerminalSurface, tune_application
+from pi_agent_ask.ui.transcript import TRANSCRIPT_PAGE, Line, Transcript, TranscriptControl
 
 __all__ = [
-    "EDITOR_PLACEHOLDER",
     "FOCUS_KEY",
     "DeferAll",
     "EditorInput",
     "Quit",
     "ShellCommand",
     "ShellSurface",
-    "TranscriptControl",
     "run_shell",
 ]
 
 FOCUS_KEY = ("escape", "q")
 """``Alt+Q``: focus between the panel and the editor (fixed at host level, SPEC-NOTES)."""
-EDITOR_PLACEHOLDER = "Type a message · /ask-settings /ask-defer /ask-queue /ask-mode /quit"
-EDITOR_MAX_ROWS = 5
-"""The editor grows with its text up to this many rows, then scrolls."""
-TRANSCRIPT_MIN_ROWS = 3
-"""Rows the transcript keeps when a tall form is shown (the form scrolls instead)."""
 COMMAND_BUFFER = 16
 """Shell commands waiting for the host. Key handlers cannot await, and a person does not
 send sixteen lines before the host has handled the first; a full buffer drops the command
 and says so in the status line rather than block the terminal."""
-TRANSCRIPT_PAGE = 10
-"""Rows one PageUp/PageDown scrolls the transcript."""
-WHEEL_ROWS = 3
-
-_TRANSCRIPT_STYLES = {
-    "text": "",
-    "accent": "class:ask.accent",
-    "warning": "class:ask.warning",
-    "muted": "class:ask.muted",
-    "success": "class:ask.success",
-    "error": "class:ask.error",
-}
-
-Line = tuple[tuple[str, str], ...]
-
-
 # -- commands to the host -------------------------------------------------------------------
 
 
@@ -150,198 +123,6 @@ class Quit:
 
 
 ShellCommand = EditorInput | DeferAll | Quit
-
-
-# -- the transcript -------------------------------------------------------------------------
-
-
-def _is_rule(line: Line) -> bool:
-    text = "".join(text for _, text in line)
-    return bool(text) and set(text) == {"─"}
-
-
-@attrs.define(eq=False)
-class Transcript:
-    """The transcript's lines, neutralised once on arrival, and their rows at one width.
-
-    ``scroll_back`` counts rows between the newest row and the bottom of the pane (0: the
-    newest row is at the bottom).
-    """
-
-    lines: list[Line] = attrs.field(factory=list)
-    scroll_back: int = 0
-    anchors: dict[str, int] = attrs.field(factory=dict)
-    """Where late lines of a block go: the index after the block's last line."""
-    _width: int = 0
-    _rows: list[Line] = attrs.field(factory=list)
-    _wrapped: int = 0
-    """How many of ``lines`` are in ``_rows`` (rows are added as lines arrive)."""
-
-    def append(self, line: Line) -> None:
-        """Add a line; text is neutralised and line breaks inside it start new lines."""
-        current: list[tuple[str, str]] = []
-        for style, text in line:
-            parts = sanitize_text(text).split("\n")
-            for index, part in enumerate(parts):
-                if index:
-                    self.lines.append(tuple(current))
-                    current = []
-                if part:
-                    current.append((style, part))
-        self.lines.append(tuple(current))
-
-    def mark(self, anchor: str) -> None:
-        """Name the block that ends here, so late lines can join it (``insert``)."""
-        self.anchors[anchor] = len(self.lines)
-
-    def insert(self, anchor: str, lines: Sequence[Line]) -> bool:
-        """Add ``lines`` at the end of the block ``anchor``; False when there is no such block.
-
-        Everything after moves down (later anchors too); the rows are re-wrapped.
-        """
-        at = self.anchors.get(anchor)
-        if at is None:
-            return False
-        block = Transcript()
-        for line in lines:
-            block.append(line)
-        self.lines[at:at] = block.lines
-        for name, index in self.anchors.items():
-            if index >= at and name != anchor:
-                self.anchors[name] = index + len(block.lines)
-        self.anchors[anchor] = at + len(block.lines)
-        self._rows, self._wrapped = [], 0
-        return True
-
-    def rows(self, width: int) -> list[Line]:
-        """Every line wrapped to ``width``; rules (lines of ``─`` only) span the width."""
-        if width != self._width:
-            self._width, self._rows, self._wrapped = width, [], 0
-        for line in self.lines[self._wrapped :]:
-            if _is_rule(line):
-                self._rows.append(((line[0][0], "─" * width),))
-                continue
-            text = "".join(text for _, text in line)
-            indent = len(text) - len(text.lstrip(" "))
-            self._rows.extend(wrap_line(line, width, indent) if line else [()])
-        self._wrapped = len(self.lines)
-        return self._rows
-
-    def scroll(self, rows: int) -> None:
-        """Scroll by ``rows`` (positive: back in time); clamped when drawn."""
-        self.scroll_back = max(0, self.scroll_back + rows)
-
-
-class TranscriptControl(UIControl):
-    """The transcript pane: the newest rows at the bottom, wheel scrolling."""
-
-    def __init__(self, transcript: Transcript, on_width: Callable[[int], None]) -> None:
-        self.transcript = transcript
-        self.on_width = on_width
-
-    def is_focusable(self) -> bool:
-        return False
-
-    def create_content(self, width: int, height: int) -> UIContent:
-        self.on_width(width)
-        rows = self.transcript.rows(width)
-        self.transcript.scroll_back = min(
-            self.transcript.scroll_back, max(0, len(rows) - max(1, height))
-        )
-        end = len(rows) - self.transcript.scroll_back
-        shown = rows[max(0, end - height) : end]
-        padded: list[Line] = [()] * (height - len(shown)) + shown
-
-        def get_line(index: int) -> StyleAndTextTuples:
-            if not 0 <= index < len(padded):
-                return []
-            return [(_TRANSCRIPT_STYLES.get(style, ""), text) for style, text in padded[index]]
-
-        return UIContent(get_line=get_line, line_count=len(padded), show_cursor=False)
-
-    def mouse_handler(self, mouse_event: MouseEvent) -> object:
-        if mouse_event.event_type == MouseEventType.SCROLL_UP:
-            self.transcript.scroll(WHEEL_ROWS)
-            return None
-        if mouse_event.event_type == MouseEventType.SCROLL_DOWN:
-            self.transcript.scroll(-WHEEL_ROWS)
-            return None
-        return NotImplemented
-
-
-# -- small controls -------------------------------------------------------------------------
-
-
-class _PanelRule(UIControl):
-    """The panel's top rule. It belongs to the panel's focus area: a click here only focuses
-    the panel (a rule has nothing to select)."""
-
-    def __init__(self, focus_panel: Callable[[], None], focused: Callable[[], bool]) -> None:
-        self.focus_panel = focus_panel
-        self.focused = focused
-
-    def create_content(self, width: int, height: int) -> UIContent:
-        line = _rule_line(self.focused(), width)
-        return UIContent(get_line=lambda _i: line, line_count=1, show_cursor=False)
-
-    def mouse_handler(self, mouse_event: MouseEvent) -> object:
-        if mouse_event.event_type == MouseEventType.MOUSE_DOWN:
-            self.focus_panel()
-            return None
-        return NotImplemented
-
-
-PANEL_FOCUSED_LABEL = " Questions · keys answer here "
-PANEL_UNFOCUSED_LABEL = " Questions · Alt+Q to answer "
-
-
-def _rule_line(focused: bool, width: int) -> StyleAndTextTuples:
-    """The panel's top rule: heavy and bright with "keys answer here" while the panel has the
-    keyboard, thin and muted with the key that takes it otherwise (focus is never told by
-    colour alone)."""
-    if focused:
-        char, style, label = "━", "class:ask.focus", PANEL_FOCUSED_LABEL
-    else:
-        char, style, label = "─", "class:ask.rule", PANEL_UNFOCUSED_LABEL
-    if cell_width(label) + 4 > width:
-        return [(style, char * width)]
-    return [
-        (style, char * 2),
-        (style if focused else "class:ask.muted", label),
-        (style, char * (width - 2 - cell_width(label))),
-    ]
-
-
-class _Placeholder(Processor):
-    """Shows a muted hint in the empty editor."""
-
-    def __init__(self, text: str, columns: Callable[[], int] = lambda: 1 << 16) -> None:
-        self.text = text
-        self.columns = columns
-
-    def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
-        ti = transformation_input
-        if ti.lineno == 0 and not ti.buffer_control.buffer.text:
-            # One row: on a narrow screen the hint is cut short rather than take two rows.
-            room = max(1, self.columns() - 3)
-            text = self.text if cell_width(self.text) <= room else self.text[: room - 1] + "…"
-            return Transformation([*ti.fragments, ("class:ask.placeholder", text)])
-        return Transformation(ti.fragments)
-
-
-@attrs.define(eq=False)
-class _Confirm:
-    """An open yes/no question; ``reply`` receives the one answer."""
-
-    message: str
-    reply: trio.MemorySendChannel[bool]
-    answered: bool = False
-
-    def answer(self, yes: bool) -> None:
-        if self.answered:
-            return
-        self.answered = True
-        self.reply.send_nowait(yes)
 
 
 # -- the surface ----------------------------------------------------------------------------
@@ -366,7 +147,7 @@ class ShellSurface(TerminalSurface):
     agent_note: str = ""
     background_flows: set[str] = attrs.field(factory=set)
     """Flows the runtime announced as background forms (``pi-agent-ask:started``)."""
-    confirming: _Confirm | None = None
+    confirming: Confirmation | None = None
     commands: trio.MemoryReceiveChannel[ShellCommand] = attrs.field(init=False)
     _commands_tx: trio.MemorySendChannel[ShellCommand] = attrs.field(init=False)
     _overlay_from_form: bool = False
@@ -375,26 +156,11 @@ class ShellSurface(TerminalSurface):
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         self._commands_tx, self.commands = trio.open_memory_channel[ShellCommand](COMMAND_BUFFER)
-        self._editor_window = Window(
-            BufferControl(
-                self.editor,
-                input_processors=[
-                    _Placeholder(EDITOR_PLACEHOLDER, lambda: self._rows_and_columns()[1])
-                ],
-                focus_on_click=True,
-            ),
-            height=Dimension(min=1, max=EDITOR_MAX_ROWS),
-            dont_extend_height=True,
-            wrap_lines=True,
-            get_line_prefix=self._editor_prefix,
+        self._editor_window = editor_window(
+            self.editor,
+            lambda: self._rows_and_columns()[1],
+            lambda: self._app is not None and self._app.layout.has_focus(self.editor),
         )
-
-    def _editor_prefix(self, line: int, wrap: int) -> StyleAndTextTuples:
-        """``> `` in the focus style while the editor has the keyboard, muted otherwise."""
-        if line != 0 or wrap != 0:
-            return [("", "  ")]
-        focused = self._app is not None and self._app.layout.has_focus(self.editor)
-        return [("class:ask.focus" if focused else "class:ask.muted", "> ")]
 
     # -- the Surface protocol -----------------------------------------------------------------
 
@@ -507,7 +273,7 @@ class ShellSurface(TerminalSurface):
 
         Cancelling the caller closes the question (as a no)."""
         send, receive = trio.open_memory_channel[bool](1)
-        question = _Confirm(message, send)
+        question = Confirmation(message, send)
         self.confirming = question
         self.invalidate()
         try:
@@ -549,12 +315,8 @@ class ShellSurface(TerminalSurface):
         return size.rows, size.columns
 
     def _panel_height(self) -> Dimension:
-        """The panel's cap: the transcript keeps a few rows (a taller form scrolls inside)."""
         rows, _columns = self._rows_and_columns()
-        # The panel's rule, the status line, the editor, one row for a yes/no question.
-        used = 1 + 1 + min(EDITOR_MAX_ROWS, self.editor.document.line_count) + 1
-        keep = TRANSCRIPT_MIN_ROWS if rows >= 16 else 1  # a short screen gives the panel more
-        return Dimension(max=max(4, rows - used - keep))
+        return panel_height(rows, min(EDITOR_MAX_ROWS, self.editor.document.line_count))
 
     def _status_fragments(self) -> StyleAndTextTuples:
         _rows, width = self._rows_and_columns()
@@ -563,45 +325,13 @@ class ShellSurface(TerminalSurface):
             if self.panel_focused
             else "keys: editor · Alt+Q: questions"
         )
-        left = f" {self.status} " if self.status else " "
-        parts: StyleAndTextTuples = [("class:ask.rule", "─"), ("class:ask.accent", left)]
-        if self.notice_text:
-            parts.append(("class:ask.warning", f"{self.notice_text} "))
         notes = [
             note for note in (self.agent_note, focus if self.controller.visible else "") if note
         ]
-        right = f" {' · '.join(notes)} ─" if notes else " "
-        used = sum(cell_width(part[1]) for part in parts) + cell_width(right)
-        if used > width:
-            return _clip(parts, width)
-        parts.append(("class:ask.rule", "─" * (width - used)))
-        parts.append(("class:ask.muted", right))
-        return parts
+        return status_fragments(self.status, self.notice_text, notes, width)
 
     def _confirm_fragments(self) -> StyleAndTextTuples:
-        question = self.confirming
-        if question is None:
-            return []
-        # Wrapped here at word boundaries (prompt_toolkit's own wrapping splits words).
-        _rows, width = self._rows_and_columns()
-        out: StyleAndTextTuples = []
-        for index, row in enumerate(wrap_line(self._confirm_line(question), width)):  # type: ignore[arg-type]
-            if index:
-                out.append(("", "\n"))
-            out.extend(row)
-        return out
-
-    def _confirm_line(self, question: _Confirm) -> StyleAndTextTuples:
-        return [
-            ("class:ask.warning", question.message),
-            ("", "  "),
-            ("class:ask.hint", "y"),
-            ("class:ask.muted", " yes · "),
-            ("class:ask.hint", "n"),
-            ("class:ask.muted", "/"),
-            ("class:ask.hint", "Esc"),
-            ("class:ask.muted", " no"),
-        ]
+        return confirm_fragments(self.confirming, self._rows_and_columns()[1])
 
     def build_application(
         self,
@@ -653,7 +383,7 @@ class ShellSurface(TerminalSurface):
             always_hide_cursor=Condition(lambda: not self.controller.editor_open),
         )
         rule = Window(
-            _PanelRule(self.focus_panel, lambda: self.panel_focused),
+            PanelRule(self.focus_panel, lambda: self.panel_focused),
             height=1,
             dont_extend_height=True,
         )
@@ -682,12 +412,18 @@ class ShellSurface(TerminalSurface):
             layout=Layout(root, focused_element=focused),
             key_bindings=merge_key_bindings(
                 [
-                    self._editor_bindings(editor_focus & ~modal),
+                    editor_bindings(
+                        self.editor,
+                        editor_focus & ~modal,
+                        submit=self._submit,
+                        quit=lambda: self._emit(Quit()),
+                        notice=self.set_notice,
+                    ),
                     ConditionalKeyBindings(form, has_focus(self.control)),
                     DynamicKeyBindings(defer),
                     self._shell_bindings(~modal),
                     DynamicKeyBindings(settings_modal),
-                    self._confirm_bindings(confirm_open),
+                    confirm_bindings(lambda: self.confirming, confirm_open),
                 ]
             ),
             style=STYLE,
@@ -696,50 +432,12 @@ class ShellSurface(TerminalSurface):
             input=input,
             output=output,
         )
-        app.ttimeoutlen = ESCAPE_TIMEOUT
-        # Redraw at once: prompt_toolkit would postpone a redraw up to 10 ms while "other work
-        # is scheduled", which under trio-asyncio is always, so every key waited the full
-        # 10 ms. Invalidations are still coalesced into one redraw.
-        app.max_render_postpone_time = None
-        tune_timeouts(app, self.controller)
-        settle_after_first_frame(app)
+        tune_application(app, self.controller)
         return app
 
     def _width_changed(self, width: int) -> None:
         if self.on_width is not None:
             self.on_width(width)
-
-    def _editor_bindings(self, active: Filter) -> KeyBindings:
-        kb = KeyBindings()
-        empty = Condition(lambda: not self.editor.text)
-
-        @kb.add("c-m", filter=active)
-        def _send(_event: KeyPressEvent) -> None:
-            self._submit()
-
-        @kb.add("escape", "c-m", filter=active)
-        @kb.add("c-j", filter=active)
-        def _newline(_event: KeyPressEvent) -> None:
-            self.editor.insert_text("\n")
-
-        @kb.add("c-d", filter=active & empty)
-        def _quit(_event: KeyPressEvent) -> None:
-            self._emit(Quit())
-
-        @kb.add("c-c", filter=active)
-        def _clear(_event: KeyPressEvent) -> None:
-            if self.editor.text:
-                self.editor.reset()
-            else:
-                self.set_notice("Ctrl+D or /quit exits.")
-
-        @kb.add(Keys.BracketedPaste, filter=active)
-        def _paste(event: KeyPressEvent) -> None:
-            # Pasted text is neutralised before it reaches the buffer (and the terminal).
-            data = event.data.replace("\r\n", "\n").replace("\r", "\n")
-            self.editor.insert_text(sanitize_text(data))
-
-        return kb
 
     def _defer_bindings(self, panel_focus: Filter) -> Callable[[Keymaps], KeyBindingsBase]:
         navigation = (
@@ -777,45 +475,6 @@ class ShellSurface(TerminalSurface):
             self.transcript.scroll(-TRANSCRIPT_PAGE)
 
         return kb
-
-    def _confirm_bindings(self, active: Filter) -> KeyBindings:
-        kb = KeyBindings()
-
-        def answer(yes: bool) -> Callable[[KeyPressEvent], None]:
-            def handler(_event: KeyPressEvent) -> None:
-                if self.confirming is not None:
-                    self.confirming.answer(yes)
-
-            return handler
-
-        for key in ("y", "Y"):
-            kb.add(key, filter=active)(answer(True))
-        for key in ("n", "N", "escape", "c-c"):
-            kb.add(key, filter=active)(answer(False))
-
-        # Everything else waits for the answer: no key reaches the editor or the form.
-        @kb.add(Keys.Any, filter=active)
-        def _swallow(_event: KeyPressEvent) -> None:
-            return
-
-        return kb
-
-
-def _clip(parts: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
-    out: StyleAndTextTuples = []
-    used = 0
-    for style, text, *_ in parts:
-        room = width - used
-        if room <= 0:
-            break
-        piece = ""
-        for char in text:
-            if cell_width(piece + char) > room:
-                break
-            piece += char
-        out.append((style, piece))
-        used += cell_width(piece)
-    return out
 
 
 async def run_shell(

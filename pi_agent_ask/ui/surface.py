@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 import trio_asyncio
 from prompt_toolkit.application import Application
@@ -41,14 +42,12 @@ from prompt_toolkit.layout import Float, FloatContainer, Layout
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
-from pi_agent_ask import _attrs as attrs
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.settings import Config, Keymaps, LoadedSettings
 from pi_agent_ask.ui import rebind_event_loop_lookup
 from pi_agent_ask.ui.bindings import form_key_bindings
 from pi_agent_ask.ui.form_view import FormControl, FormController, form_container
-from pi_agent_ask.ui.heap import settle_after_first_frame
 from pi_agent_ask.ui.settings_overlay import (
     SettingsOverlay,
     settings_container,
@@ -230,9 +229,13 @@ class TerminalSurface:
         self._idle_check()
 
     def apply_config(self, config: Config) -> None:
-        """A config was saved: apply it to this surface and to the open form at once."""
+        """A config was saved: apply it to this surface and to the open form at once. The
+        file now holds a config that loads, so what was wrong with it when it was read (the
+        load notices) is gone: from the form's footer, and from the overlay when it opens
+        again."""
         old = self.settings.config
-        self.settings = self.settings.with_global_config(config)
+        self.settings = attrs.evolve(self.settings.with_global_config(config), notices=())
+        self.controller.config_notices = ()
         # The open form gets its behaviour settings from here, in order with the keys: the
         # owner's push below travels through the runtime and could arrive after a key typed
         # right after the overlay closed (which then acted under the old settings).
@@ -371,13 +374,7 @@ class TerminalSurface:
             input=input,
             output=output,
         )
-        app.ttimeoutlen = ESCAPE_TIMEOUT
-        # Redraw at once: prompt_toolkit would postpone a redraw up to 10 ms while "other work
-        # is scheduled", which under trio-asyncio is always, so every key waited the full
-        # 10 ms. Invalidations are still coalesced into one redraw.
-        app.max_render_postpone_time = None
-        tune_timeouts(app, self.controller)
-        settle_after_first_frame(app)
+        tune_application(app, self.controller)
         return app
 
 
@@ -385,9 +382,15 @@ JUMP_TIMEOUT = 0.6
 """Seconds a digit waits for a second one on a question with ten or more rows."""
 
 
-def tune_timeouts(app: Application[Any], controller: FormController) -> None:
-    """Keep ``timeoutlen`` short, except on a question with 10+ numbered rows, where a digit
-    may be the first of two (``1`` ``2`` picks 12) and a person needs time for the second."""
+def tune_application(app: Application[Any], controller: FormController) -> None:
+    """The timing every application showing the form shares: a short ``Esc``, redraws at once,
+    and a short ``timeoutlen`` except on a question with 10+ numbered rows, where a digit may be
+    the first of two (``1`` ``2`` picks 12) and a person needs time for the second."""
+    app.ttimeoutlen = ESCAPE_TIMEOUT
+    # Redraw at once: prompt_toolkit would postpone a redraw up to 10 ms while "other work is
+    # scheduled", which under trio-asyncio is always, so every key waited the full 10 ms.
+    # Invalidations are still coalesced into one redraw.
+    app.max_render_postpone_time = None
 
     def tune(_app: object) -> None:
         app.timeoutlen = JUMP_TIMEOUT if controller.option_rows() >= 10 else SEQUENCE_TIMEOUT

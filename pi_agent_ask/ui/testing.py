@@ -16,12 +16,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
-
-from pi_agent_ask import _attrs as attrs
 
 __all__ = ["Asking", "VirtualTerminal", "asking", "sgr_click", "sgr_mouse"]
 

@@ -257,3 +257,106 @@ async def test_interactive_demo_answers_background_forms(tmp_path: Path) -> None
     assert status.read_text().strip() == "0"
     assert "Done: every answer is in." in screen
     assert "Unit tests, Canary" in screen  # the multi-select answer typed above
+
+
+NARROW = {
+    "questions": [
+        {
+            "id": "goal",
+            "label": "Goal",
+            "prompt": "What should I optimize for?",
+            "options": [{"value": "speed", "label": "Speed"}, {"value": "size", "label": "Size"}],
+        }
+    ]
+}
+
+LONG_ANSWER = (
+    "the deployment pipeline configuration needs reconsideration because of "
+    "intermittently failing integration tests"
+)
+
+
+async def test_at_40_columns_the_editor_wraps_at_words_and_n_notes_a_typed_answer(
+    tmp_path: Path,
+) -> None:
+    """``ask`` at 40x12: a long typed answer wraps between words, never inside one; ``n`` on the
+    ``Type your own`` row opens the question's note (a typed answer has no option to note)."""
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(NARROW))
+    out, status = tmp_path / "out.json", tmp_path / "status"
+    command = (
+        f"{COMMAND} ask {payload} --settings {tmp_path / 'settings.json'} > {out}; "
+        f"echo $? > {status}; tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished"
+    )
+    words = set(LONG_ANSWER.split())
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 40, 12) as term, trio.open_nursery() as nursery:
+            finished = trio.Event()
+
+            async def wait_finished() -> None:
+                await term.tmux("wait-for", "finished")
+                finished.set()
+
+            nursery.start_soon(wait_finished)
+            await term.wait_for("What should I optimize for?")
+            await term.keys("Down", "Down")
+            await term.wait_for("Type answer")
+            await term.literal(LONG_ANSWER)
+            screen = await term.wait_for("integration tests")
+            rows = screen.splitlines()
+            first = next(i for i, row in enumerate(rows) if "> the deployment" in row)
+            last = next(i for i, row in enumerate(rows) if "integration tests" in row)
+            shown = [rows[first].split("> ", 1)[1], *rows[first + 1 : last + 1]]
+            assert len(shown) > 1  # wrapped
+            for row in shown:
+                assert set(row.split()) <= words, row  # whole words only
+            await term.keys("Escape")  # save and close the editor; the row stays chosen
+            await term.wait_for(lambda text: "Type answer" not in text and "Esc cancel" in text)
+            await term.keys("n")
+            await term.wait_for("Question note: Add a note")
+            await term.literal("from the nightly runs")
+            await term.keys("Enter")
+            await term.wait_for("Question note: from the nightly runs")
+            await term.keys("Tab")
+            await term.wait_for("Review your answers")
+            await term.keys("1")
+            await term.wait_for("again")
+            await term.keys("1")
+            await finished.wait()
+    assert status.read_text().strip() == "0"
+    answer = json.loads(out.read_text())["details"]["answers"]["goal"]
+    assert answer["customText"] == LONG_ANSWER
+    assert answer["note"] == "from the nightly runs"
+
+
+async def test_a_settings_file_fixed_by_a_save_clears_its_load_warning(tmp_path: Path) -> None:
+    """An invalid settings file: the form's footer warns. A save from the overlay writes a
+    valid file, and the warning leaves the footer and does not come back in the overlay."""
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(NARROW))
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"schemaVersion": "x"}')
+    out, status = tmp_path / "out.json", tmp_path / "status"
+    command = (
+        f"{COMMAND} ask {payload} --settings {settings} > {out}; echo $? > {status}; "
+        f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished"
+    )
+    warning = "Config was invalid or unsupported"
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 80, 24) as term:
+            screen = await term.wait_for("What should I optimize for?")
+            assert warning in screen
+            await term.keys("?")
+            await term.wait_for("Live settings")
+            await term.keys("Enter")  # toggle the first setting: saved at once
+            await term.wait_for(lambda text: warning not in text and "[on]" in text)
+            await term.keys("Escape")
+            screen = await term.wait_for(lambda text: "Live settings" not in text)
+            assert "What should I optimize for?" in screen
+            assert warning not in screen
+            await term.keys("?")
+            screen = await term.wait_for("Live settings")
+            assert warning not in screen
+            await term.keys("Escape", "Escape")
+            await term.tmux("wait-for", "finished")
+    assert json.loads(settings.read_text())["schemaVersion"] == 6

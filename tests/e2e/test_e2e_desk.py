@@ -7,6 +7,7 @@ file; tmux types the keys and shows the screen (``tests/e2e/test_e2e_ask.py`` ha
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -16,8 +17,8 @@ from typing import Any
 import pytest
 import trio
 
-from pi_agent_ask.desk.connection import read_desk_file
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
+from pi_agent_ask.mcp_common.connection import read_desk_file
 from tests.e2e.test_e2e_ask import COMMAND, pane
 
 pytestmark = [
@@ -166,3 +167,114 @@ async def test_a_desk_killed_after_answers_and_a_draft_loses_none(tmp_path: Path
             async with desk_client(desk.address, "beta") as beta:
                 waited = (await beta.call_tool("wait_for_answers", {})).structured_content
             assert [e["requestId"] for e in waited["results"]] == [three["requestId"]]
+
+
+LONG_NAME = "release-bot-with-long-name"
+
+PLAN = {
+    "title": "Soak and release plan for billing",
+    "questions": [
+        {
+            "id": "channel",
+            "label": "Channel",
+            "prompt": "Where should the release go first?",
+            "options": [
+                {"value": "beta", "label": "Beta", "description": "early adopters"},
+                {"value": "soak", "label": "Soak test"},
+            ],
+        }
+    ],
+}
+
+
+def desk_command(tmp_path: Path) -> str:
+    return (
+        f"PI_AGENT_ASK_DESK_FILE={tmp_path / 'desk.json'} exec {COMMAND} desk "
+        f"--state {tmp_path / 'state'} --settings {tmp_path / 'settings.json'}"
+    )
+
+
+def header_row(screen: str) -> str:
+    """The form's header (the part right of the agents pane when the pane is beside it)."""
+    row = next(row for row in screen.splitlines() if "From " in row)
+    return row.split("│", 1)[-1]
+
+
+async def test_the_desk_at_40x12_gives_the_form_the_width(tmp_path: Path) -> None:
+    """On a narrow screen the agents pane is one line above the form; the form keeps the
+    terminal's width, its header names the asking agent, and it is answered there."""
+    with trio.fail_after(60):
+        async with pane(tmp_path, desk_command(tmp_path), 40, 12) as term:
+            await term.wait_for("http://127.0.0.1:")
+            address = read_desk_file(tmp_path / "desk.json")
+            assert address is not None
+            results: list[Any] = []
+            async with desk_client(address, "release-bot") as client, trio.open_nursery() as n:
+
+                async def call() -> None:
+                    results.append(await client.call_tool("ask_user", PLAN))
+
+                n.start_soon(call)
+                screen = await term.wait_for("Soak test")
+                rows = screen.splitlines()
+                assert "│" not in screen  # no pane beside the form
+                assert any(row.startswith(" From release-bot") for row in rows)
+                assert sum("release-bot" in row for row in rows) == 2  # the agents line too
+                beta = next(row for row in rows if "1. ( ) Beta" in row)
+                assert beta.index("1.") <= 3
+                await term.keys("2")
+                await term.wait_for("Review your answers")
+                await term.keys("1")
+                await term.wait_for("again")
+                await term.keys("1")
+            (result,) = results
+            assert result.structured_content["answers"]["channel"]["values"] == ["soak"]
+            await term.wait_for("No questions waiting")
+
+
+@pytest.mark.parametrize(("columns", "lines"), [(80, 24), (100, 24)])
+async def test_the_form_header_is_cut_at_no_word(tmp_path: Path, columns: int, lines: int) -> None:
+    """Beside the agents pane, the header names the agent in full and says the agent is
+    blocked in words that fit: it ends before the edge, never inside a word."""
+    with trio.fail_after(60):
+        async with pane(tmp_path, desk_command(tmp_path), columns, lines) as term:
+            await term.wait_for("http://127.0.0.1:")
+            address = read_desk_file(tmp_path / "desk.json")
+            assert address is not None
+            async with desk_client(address, LONG_NAME) as client, trio.open_nursery() as n:
+                n.start_soon(client.call_tool, "ask_user", PLAN)
+                screen = await term.wait_for("Soak test")
+                header = header_row(screen)
+                assert f"From {LONG_NAME}" in header
+                assert "blocked" in header
+                # The pane and its rule take 31 columns; tmux drops trailing blanks, so a
+                # header that fits ends before the edge.
+                assert len(header.rstrip()) < columns - 31
+                assert "│" in screen  # the agents pane is beside the form at this width
+                n.cancel_scope.cancel()
+
+
+async def test_a_settings_file_fixed_on_the_desk_clears_its_load_warning(tmp_path: Path) -> None:
+    """The desk's status line shows that its settings file did not load; a save from the
+    overlay writes a valid file and clears the warning there and in the overlay."""
+    (tmp_path / "settings.json").write_text('{"schemaVersion": "x"}')
+    warning = "Config was invalid or unsupported"
+    with trio.fail_after(60):
+        async with pane(tmp_path, desk_command(tmp_path), 100, 30) as term:
+            await term.wait_for(lambda screen: "http://127.0.0.1:" in screen and warning in screen)
+            address = read_desk_file(tmp_path / "desk.json")
+            assert address is not None
+            async with desk_client(address, "release-bot") as client:
+                await client.call_tool("ask_user", {**PLAN, "background": True})
+                await term.wait_for("Soak test")
+                await term.keys("?")
+                await term.wait_for("Live settings")
+                await term.keys("Enter")  # toggle the first setting: saved at once
+                await term.wait_for(lambda text: warning not in text)
+                await term.keys("Escape")
+                screen = await term.wait_for(lambda text: "Live settings" not in text)
+                assert "Soak test" in screen and warning not in screen
+                await term.keys("?")
+                screen = await term.wait_for("Live settings")
+                assert warning not in screen
+    assert json.loads((tmp_path / "settings.json").read_text())["schemaVersion"] == 6

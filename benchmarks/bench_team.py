@@ -1,0 +1,162 @@
+"""The team desk under load: 20 agents × 100 forms across two desks on one PostgreSQL.
+
+A throwaway cluster (``initdb``/``pg_ctl`` on a Unix socket), two ``pi-agent-ask desk --store
+URL --headless`` processes, 20 agents as official SDK clients over Streamable HTTP with their
+own tokens (half on each desk), each asking 100 foreground forms one after the other, and two
+people answering (each a board on the store, claiming then submitting). Prints:
+
+- forms/s: 2000 forms from the first ask to the last result;
+- answer -> agent: the time from a submission's commit to the agent holding its result,
+  p50 and p99 (target: p99 at most 100 ms on loopback);
+- rows and bytes per form: the store's rows (requests, outcomes) and their tables' and
+  indexes' size, divided by the forms.
+
+Assert nothing: machines here are shared and noisy.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import statistics
+import time
+from typing import Any
+
+import httpx2
+import psycopg
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from pi_agent_ask.store.board import TeamBoard
+from pi_agent_ask.store.db import Claim, Store, Submitted
+from pi_agent_ask.store.testing import (
+    desk_process,
+    find_pg_bin,
+    first_options,
+    throwaway_cluster,
+)
+from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
+
+AGENTS = 20
+FORMS = 100
+
+
+def form(label: str) -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"{label}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ]
+    }
+
+
+async def agent(url: str, token: str, forms: int, received: dict[str, float]) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=None)) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        for n in range(forms):
+            result = await session.call_tool("ask_user", form(f"f{n}"))
+            received[result.structured_content["requestId"]] = time.time()
+
+
+async def person(url: str, name: str, submitted: dict[str, float], stop: trio.Event) -> None:
+    store = Store(url)
+    await trio.to_thread.run_sync(store.open)
+    try:
+        wakes = Wakes()
+        board = TeamBoard(AsyncStore.of(store), wakes, name)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listen, url, wakes)
+            await wakes.connected.wait()
+            await nursery.start(board.run)
+
+            async def work() -> None:
+                while True:
+                    await board.wait_for(lambda forms: any(not f.claim_live for f in forms))
+                    claim = await board.open()
+                    if not isinstance(claim, Claim):
+                        await board.refresh()
+                        continue
+                    done = await board.answer(claim.request_id, first_options(claim.row))
+                    if isinstance(done, Submitted):
+                        submitted[done.request_id] = time.time()
+
+            nursery.start_soon(work)
+            await stop.wait()
+            nursery.cancel_scope.cancel()
+    finally:
+        await trio.to_thread.run_sync(store.close)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def run(agents: int = AGENTS, forms: int = FORMS) -> None:
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        print("skipped: PostgreSQL's initdb and pg_ctl are not installed")
+        return
+    with throwaway_cluster(bin_dir) as cluster:
+        db = await trio.to_thread.run_sync(cluster.new_database)
+        admin = cluster.url(db)
+        desk_url = cluster.url(db, cluster.login_role("team_desk", "pi_agent_ask_desk"))
+        tokens = [Store.new_token(admin, f"agent-{i}") for i in range(agents)]
+        desks = [await desk_process(desk_url, f"desk-{n}") for n in (1, 2)]
+        submitted: dict[str, float] = {}
+        received: dict[str, float] = {}
+        try:
+            stop = trio.Event()
+            async with trio.open_nursery() as people:
+                people.start_soon(person, desk_url, "ann", submitted, stop)
+                people.start_soon(person, desk_url, "bob", submitted, stop)
+                start = time.perf_counter()
+                async with trio.open_nursery() as nursery:
+                    for i in range(agents):
+                        url = desks[i % 2][1]
+                        nursery.start_soon(agent, url, tokens[i], forms, received)
+                elapsed = time.perf_counter() - start
+                stop.set()
+        finally:
+            for process, _url in desks:
+                process.send_signal(signal.SIGTERM)
+                with trio.move_on_after(10):
+                    await process.wait()
+        total = agents * forms
+        latencies = [1000 * (received[r] - submitted[r]) for r in received if r in submitted]
+        with psycopg.connect(admin) as conn:
+            rows = conn.execute(
+                "SELECT (SELECT count(*) FROM pi_agent_ask.requests)"
+                " + (SELECT count(*) FROM pi_agent_ask.outcomes)"
+            ).fetchone()
+            size = conn.execute(
+                "SELECT pg_total_relation_size('pi_agent_ask.requests')"
+                " + pg_total_relation_size('pi_agent_ask.outcomes')"
+            ).fetchone()
+        assert rows is not None and size is not None
+        print(
+            f"{agents} agents x {forms} forms, two desks, two people: {total / elapsed:.0f} forms/s"
+        )
+        print(
+            f"answer -> agent's result: p50 {statistics.median(latencies):.1f} ms, "
+            f"p99 {percentile(latencies, 0.99):.1f} ms ({len(latencies)} forms)"
+        )
+        print(f"store: {rows[0] / total:.1f} rows and {size[0] / total:.0f} bytes per form")
+
+
+def main() -> None:
+    trio.run(functools.partial(run))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""What the form reducer takes and gives: commands (keys, clicks, settings, remote answers,
+mapped by the UI and the runtime) and effects (what the runtime must perform). Both are closed
+sets of frozen records, dispatched with ``match`` (:mod:`pi_agent_ask.form.state`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypeAlias
+
+import attrs
+
+from pi_agent_ask.form.snapshot import FormSettings, Outcome, ReviewKind
+from pi_agent_ask.form.types import Draft, Image
+
+# --------------------------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class NextTab:
+    """Next tab, wrapping from Review to the first question."""
+
+
+@attrs.frozen
+class PreviousTab:
+    """Previous tab, wrapping from the first question to Review."""
+
+
+@attrs.frozen
+class SelectTab:
+    """Jump to a tab (a click): ``0..n-1`` questions, ``n`` Review; others are ignored."""
+
+    index: int
+
+
+@attrs.frozen
+class NextOption:
+    """Cursor down (on Review: towards Cancel)."""
+
+
+@attrs.frozen
+class PreviousOption:
+    """Cursor up (on Review: towards Submit)."""
+
+
+@attrs.frozen
+class Confirm:
+    """Enter in navigation."""
+
+
+@attrs.frozen
+class Cancel:
+    """Esc in navigation: cancel the flow (dirty confirmation may apply)."""
+
+
+@attrs.frozen
+class Toggle:
+    """Space in navigation."""
+
+
+@attrs.frozen
+class Number:
+    """Digit ``1..9``, or a click on row ``row`` (1-based, any row) or on Review action ``row``."""
+
+    row: int
+
+
+@attrs.frozen
+class ChangeQuestionType:
+    """``t``: single <-> multi for the current question."""
+
+
+@attrs.frozen
+class OpenOptionNote:
+    """``n``: note on the highlighted real option."""
+
+
+@attrs.frozen
+class OpenQuestionNote:
+    """``Shift+N``: note on the current question."""
+
+
+@attrs.frozen
+class Skip:
+    """``D`` in question navigation: skip the current question and advance."""
+
+
+@attrs.frozen
+class Dismiss:
+    """Ctrl+C from anywhere: dismiss the flow without saving the open editor."""
+
+
+@attrs.frozen
+class EditorChanged:
+    """The open editor's text is now ``text``."""
+
+    text: str
+
+
+@attrs.frozen
+class EditorSubmit:
+    """Enter in the custom editor, save in a note editor."""
+
+
+@attrs.frozen
+class EditorClose:
+    """Esc in an editor: save the draft and close."""
+
+
+@attrs.frozen
+class EditorMoveOption:
+    """``*OptionWhenEmpty``: close the empty editor and move the option cursor by ``delta``."""
+
+    delta: int
+
+
+@attrs.frozen
+class EditorMoveTab:
+    """``*TabWhenEmpty``: close the empty editor and move ``delta`` tabs (wrapping)."""
+
+    delta: int
+
+
+@attrs.frozen
+class ReviewAction:
+    """A click on a Review action; keeps the double-press safeguard."""
+
+    kind: ReviewKind
+
+
+@attrs.frozen
+class AttachImage:
+    """A clipboard image read finished for the editor whose serial is ``editor_serial``."""
+
+    image: Image
+    editor_serial: int
+
+
+@attrs.frozen
+class RemoveLastImage:
+    """``Ctrl+Alt+D``: remove the open editor's last image."""
+
+
+@attrs.frozen
+class SettingsChanged:
+    """Live settings changed while the form is open."""
+
+    settings: FormSettings
+
+
+def _drafts(items: Iterable[Draft]) -> tuple[Draft, ...]:
+    return items if type(items) is tuple else tuple(items)
+
+
+@attrs.frozen
+class SubmitAnswers:
+    """A validated remote answer: replace every draft and submit (the editor is discarded)."""
+
+    drafts: tuple[Draft, ...] = attrs.field(converter=_drafts)
+
+
+@attrs.frozen
+class ExternalCancel:
+    """A remote ``cancel`` response: cancel at once, without the dirty confirmation."""
+
+
+@attrs.frozen
+class ReplaceDrafts:
+    """Drafts edited in another view of the form (the web desk): replace every draft and stay
+    open. An open editor stays open with its unsaved text (it saves over its own field)."""
+
+    drafts: tuple[Draft, ...] = attrs.field(converter=_drafts)
+
+
+Command: TypeAlias = (
+    NextTab
+    | PreviousTab
+    | SelectTab
+    | NextOption
+    | PreviousOption
+    | Confirm
+    | Cancel
+    | Toggle
+    | Number
+    | ChangeQuestionType
+    | OpenOptionNote
+    | OpenQuestionNote
+    | Skip
+    | Dismiss
+    | EditorChanged
+    | EditorSubmit
+    | EditorClose
+    | EditorMoveOption
+    | EditorMoveTab
+    | ReviewAction
+    | AttachImage
+    | RemoveLastImage
+    | SettingsChanged
+    | SubmitAnswers
+    | ExternalCancel
+    | ReplaceDrafts
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Effects
+# --------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Completed:
+    """The form has its outcome; build the result from the returned state."""
+
+    outcome: Outcome
+
+
+@attrs.frozen
+class DraftChanged:
+    """What ``state_to_json`` records changed; journal it (coalescing is the runtime's)."""
+
+
+@attrs.frozen
+class DeferRequested:
+    """Esc in a background form's navigation: hide the panel and defer every question."""
+
+
+Effect: TypeAlias = Completed | DraftChanged | DeferRequested

@@ -1,0 +1,188 @@
+"""The desk's connection file, its agent-key header, and finding a running desk through them.
+
+A running desk writes ``{"url", "token", "pid"}`` (mode 0600) to ``$PI_AGENT_ASK_DESK_FILE``,
+default ``$XDG_RUNTIME_DIR/pi-agent-ask/desk.json`` (or ``~/.pi/agent/pi-agent-ask/desk.json``
+without ``XDG_RUNTIME_DIR``), and removes it on exit. A file left behind by a desk that died is
+recognised as stale: its pid is gone, or its URL does not answer as that desk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+__all__ = [
+    "DESK_FILE_ENV",
+    "KEY_HEADER",
+    "STATUS_PATH",
+    "DeskAddress",
+    "DeskFileError",
+    "desk_file_path",
+    "find_desk",
+    "new_token",
+    "pid_alive",
+    "read_desk_file",
+    "remove_desk_file",
+    "write_desk_file",
+]
+
+DESK_FILE_ENV = "PI_AGENT_ASK_DESK_FILE"
+KEY_HEADER = "x-pi-agent-ask-key"
+"""The request header naming the agent a desk request is for (else its MCP session id)."""
+STATUS_PATH = "/desk"
+"""An authenticated ``GET`` there answers ``{"service": "pi-agent-ask desk", "pid": ...}``."""
+SERVICE = "pi-agent-ask desk"
+PROBE_TIMEOUT = 3.0
+
+
+class DeskFileError(Exception):
+    """The connection file exists but cannot be read as one."""
+
+
+@attrs.frozen
+class DeskAddress:
+    """Where a desk listens and the token its every request needs."""
+
+    url: str
+    token: str
+    pid: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"url": self.url, "token": self.token, "pid": self.pid}
+
+    @classmethod
+    def from_json(cls, data: object) -> DeskAddress:
+        if not isinstance(data, Mapping):
+            raise DeskFileError("the connection file is not a JSON object")
+        url, token, pid = data.get("url"), data.get("token"), data.get("pid")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise DeskFileError("the connection file has no http(s) url")
+        if not isinstance(token, str) or not token:
+            raise DeskFileError("the connection file has no token")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            raise DeskFileError("the connection file has no pid")
+        return cls(url=url, token=token, pid=pid)
+
+    @property
+    def status_url(self) -> str:
+        base = self.url.rsplit("/", 1)[0] if self.url.endswith("/mcp") else self.url.rstrip("/")
+        return base + STATUS_PATH
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def desk_file_path(env: Mapping[str, str] | None = None) -> Path:
+    environment = os.environ if env is None else env
+    explicit = environment.get(DESK_FILE_ENV)
+    if explicit:
+        return Path(explicit)
+    runtime_dir = environment.get("XDG_RUNTIME_DIR")
+    if runtime_dir:
+        return Path(runtime_dir) / "pi-agent-ask" / "desk.json"
+    home = environment.get("HOME")
+    base = Path(home) if home else Path.home()
+    return base / ".pi" / "agent" / "pi-agent-ask" / "desk.json"
+
+
+def write_desk_file(path: Path, address: DeskAddress) -> None:
+    """Write the connection file atomically with mode 0600 (its directory 0700 if created).
+
+    The file is created with its final mode (never readable by others, not even briefly)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        partial.unlink()
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(address.to_json(), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        partial.replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise
+
+
+def read_desk_file(path: Path) -> DeskAddress | None:
+    """The address in the connection file; ``None`` when there is none."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DeskFileError(f"cannot read {path}: {error}") from error
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DeskFileError(f"{path} is not JSON: {error}") from error
+    return DeskAddress.from_json(data)
+
+
+def remove_desk_file(path: Path, address: DeskAddress) -> None:
+    """Remove the connection file if it is still this desk's (a later desk may own it)."""
+    try:
+        current = read_desk_file(path)
+    except DeskFileError:
+        return
+    if current is not None and current.token == address.token:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
+
+
+async def probe(address: DeskAddress) -> bool:
+    """Whether ``address`` answers as the desk with its pid (an authenticated status request)."""
+    import httpx2
+
+    try:
+        async with httpx2.AsyncClient(timeout=PROBE_TIMEOUT) as client:
+            response = await client.get(
+                address.status_url, headers={"Authorization": f"Bearer {address.token}"}
+            )
+    except httpx2.HTTPError:
+        return False
+    if response.status_code != 200:
+        return False
+    try:
+        data = response.json()
+    except ValueError:
+        return False
+    return (
+        isinstance(data, dict) and data.get("service") == SERVICE and data.get("pid") == address.pid
+    )
+
+
+async def find_desk(
+    env: Mapping[str, str] | None = None, *, path: Path | None = None
+) -> DeskAddress | None:
+    """The running desk named by the connection file, or ``None``.
+
+    ``None`` when there is no file, the file is damaged, its pid is gone, or its URL does not
+    answer as that desk (a stale file from a desk that was killed)."""
+    file = path if path is not None else desk_file_path(env)
+    try:
+        address = read_desk_file(file)
+    except DeskFileError:
+        return None
+    if address is None or not pid_alive(address.pid):
+        return None
+    return address if await probe(address) else None

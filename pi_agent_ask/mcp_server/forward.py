@@ -1,0 +1,144 @@
+"""``pi-agent-ask mcp`` while a desk runs: one MCP client session on the desk for this agent.
+
+:class:`DeskUpstream` holds a Streamable HTTP client session on the desk, sent with the desk's
+token and the agent key in ``X-Pi-Agent-Ask-Key``; it opens on first use and again after it
+broke. :func:`forward_call` sends one ``tools/call`` there and raises :class:`DeskGone` when
+the connection, not the desk's answer, failed (a closed connection, an unknown session, an
+HTTP error, a refused connection): the caller (``router.py``) then tells the agent in a plain
+sentence and moves to whatever shows forms now. A ``tools/call`` is never retried, since it
+may have reached the desk already (a question asked twice). The desk does all the validation:
+this side adds nothing and drops nothing. Progress of long waits is the caller's (at its own
+``--progress-interval``), so no progress is asked of the desk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx2
+import mcp.types as types
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
+
+from pi_agent_ask.mcp_common.connection import KEY_HEADER, desk_file_path, find_desk
+
+__all__ = ["DeskGone", "DeskUpstream", "forward_call", "forward_list"]
+
+CONNECT_TIMEOUT = 30.0
+BROKEN_CODES = frozenset({CONNECTION_CLOSED, INVALID_REQUEST, INTERNAL_ERROR})
+"""The SDK client's codes for a closed connection, an unknown session (404) and an HTTP error
+response: the connection is what failed, so the next call opens a new one. (The desk's own
+refusals, such as an unusable journal, are ``INVALID_PARAMS`` and keep the connection, so
+calls in flight on it go on.)"""
+
+
+@attrs.define(eq=False)
+class DeskUpstream:
+    """One MCP client session on the desk, opened on first use and again after it broke."""
+
+    url: str
+    token: str
+    key: str
+    _nursery: trio.Nursery
+    desk_file: Path | None = None
+    """The connection file to follow after a break (``None``: the default path)."""
+    _session: ClientSession | None = None
+    _close: trio.Event | None = None
+    _broke: bool = False
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def session(self) -> ClientSession:
+        async with self._lock:
+            if self._session is None:
+                if self._broke:
+                    found = await find_desk(path=self.desk_file or desk_file_path())
+                    if found is not None:
+                        self.url, self.token = found.url, found.token
+                self._session, self._close = await self._nursery.start(self._hold)
+                self._broke = False
+            return self._session
+
+    def reset(self) -> None:
+        """Drop the current session (it broke); the next call opens a new one."""
+        if self._close is not None:
+            self._close.set()
+        self._session = None
+        self._close = None
+        self._broke = True
+
+    async def _hold(
+        self, *, task_status: trio.TaskStatus[tuple[ClientSession, trio.Event]]
+    ) -> None:
+        headers = {"Authorization": f"Bearer {self.token}", KEY_HEADER: self.key}
+        # No read timeout: a person may answer hours later (the desk sends progress meanwhile).
+        timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)
+        close = trio.Event()
+        started = False
+        try:
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+                streamable_http_client(self.url, http_client=http) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                task_status.started((session, close))
+                started = True
+                await close.wait()
+        except Exception:
+            if not started:
+                raise
+            # The connection broke under a session handed out: its calls fail on their own.
+            if self._close is close:
+                self._session = None
+                self._close = None
+                self._broke = True
+
+
+class DeskGone(Exception):
+    """The desk did not answer the call: its connection failed (the desk stopped or restarted)."""
+
+
+async def forward_call(
+    upstream: DeskUpstream, name: str, arguments: dict[str, Any] | None
+) -> types.CallToolResult:
+    """One ``tools/call`` on the desk as this agent; :class:`DeskGone` when the connection
+    failed (the session is dropped, so a later call opens a new one)."""
+    try:
+        session = await upstream.session()
+        return await session.call_tool(name, arguments)
+    except MCPError as error:
+        if error.error.code not in BROKEN_CODES:
+            raise  # the desk's own refusal (an unusable journal): its words go to the client
+        upstream.reset()
+        raise DeskGone(error.error.message) from None
+    except Exception as error:
+        upstream.reset()
+        raise DeskGone(_plain(error)) from None
+
+
+async def forward_list(upstream: DeskUpstream) -> types.ListToolsResult:
+    """``tools/list`` on the desk; :class:`DeskGone` when the connection failed."""
+    try:
+        session = await upstream.session()
+        return await session.list_tools()
+    except MCPError as error:
+        if error.error.code not in BROKEN_CODES:
+            raise
+        upstream.reset()
+        raise DeskGone(error.error.message) from None
+    except Exception as error:
+        upstream.reset()
+        raise DeskGone(_plain(error)) from None
+
+
+def _plain(error: BaseException) -> str:
+    """The first plain message inside ``error`` (the SDK's transport wraps the cause in
+    exception groups, whose own text says nothing to a person)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return str(error) or type(error).__name__

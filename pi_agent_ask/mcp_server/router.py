@@ -1,0 +1,411 @@
+"""Where ``pi-agent-ask mcp`` sends each call: a running desk, or its own runtime.
+
+The server serves one agent for the whole stdio session, whatever starts or stops around it.
+Its **side** is either the desk (every call forwarded, ``forward.py``) or local (its own
+runtime on the agent's journal, ``stdio.open_local``). Which one is decided again:
+
+- on every ``tools/list`` and ``tools/call``: one ``stat`` of the desk's connection file; when
+  it changed since the last look (or a call found the desk gone), the file is read and the
+  desk probed (``find_desk``);
+- when the file changes between calls (``watch.py``: the kernel says so, nothing polls), so a
+  desk that starts is used at once: forms kept meanwhile appear on it and a waiting
+  ``wait_for_answers`` goes on there.
+
+Moving between sides keeps every form, because both sides use one journal per agent key: by
+default the local runtime opens the very journal the desk keeps for this key
+(``mcp_common.journals``), closing it before the desk is called (so the desk can open it) and
+opening it again when the desk is gone. A call in flight when the side changes: a
+``wait_for_answers`` goes on on the new side; any other call returns a sentence saying where
+its question is (its answer arrives through ``wait_for_answers`` or a later tool result). A
+desk that stops under a call (killed, or restarted) is reported in a plain sentence, never the
+transport's exception text.
+
+Local, without the client's form elicitation, nothing can show a form, so the forms are
+**kept** for a desk: ``ask_user`` queues the form and says so (start ``pi-agent-ask desk``),
+also on standard error, and ``wait_for_answers`` waits until a desk shows them. With
+``--desk off`` (no desk will ever come) the contract's non-TUI fallback applies instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import mcp.types as types
+import trio
+
+if TYPE_CHECKING:
+    # The tools (and the runtime under them) load with the first call, after ``initialize``.
+    from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
+from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
+from pi_agent_ask.mcp_common.journals import wait_until_free
+from pi_agent_ask.mcp_server.forward import DeskGone, DeskUpstream, forward_call, forward_list
+
+__all__ = [
+    "DESK_STOPPED_TEXT",
+    "KEPT_HINT",
+    "KEPT_TEXT",
+    "MOVED_TEXT",
+    "Router",
+]
+
+KEPT_TEXT = (
+    "No pi-agent-ask desk is running and this MCP client cannot show forms, so the question "
+    "is kept (requestId {request_id}). To answer it, the user runs `pi-agent-ask desk` in a "
+    "terminal: the question appears there, and its answer reaches you through "
+    "wait_for_answers or with a later tool result."
+)
+KEPT_HINT = (
+    "No pi-agent-ask desk is running and this MCP client cannot show forms: the question is "
+    "kept until the user runs `pi-agent-ask desk` in a terminal."
+)
+KEPT_LOG = (
+    "pi-agent-ask: no desk is running and the client cannot show forms; a question is kept "
+    "(requestId {request_id}): run `pi-agent-ask desk` in a terminal to answer it"
+)
+WAIT_LOG = (
+    "pi-agent-ask: wait_for_answers waits for a desk: run `pi-agent-ask desk` in a terminal "
+    "to answer the questions kept"
+)
+DESK_STOPPED_TEXT = (
+    "The pi-agent-ask desk did not answer this call (it stopped, or is not running). Nothing "
+    "is lost: a question that reached it stays queued for the next desk, and its answer "
+    "reaches you through wait_for_answers or with a later tool result."
+)
+MOVED_TEXT = (
+    "A pi-agent-ask desk {what} while this call waited; the question stays queued and is "
+    "shown {where}. Its answer reaches you through wait_for_answers or with a later tool result."
+)
+ELICITATION_FAILED_TEXT = (
+    "The MCP client could not show the question form (its elicitation request failed: "
+    "{error}). This is not the user's answer or cancellation: the question stays queued, and "
+    "pi-agent-ask now keeps questions for a desk: the user runs `pi-agent-ask desk` in a "
+    "terminal to answer them, and the answers reach you through wait_for_answers or with a "
+    "later tool result."
+)
+ELICITATION_FAILED_LOG = (
+    "pi-agent-ask: the client could not show a form ({error}); questions are kept for a desk: "
+    "run `pi-agent-ask desk` in a terminal to answer them"
+)
+SIGNATURE_MISSING = (0, 0, -1)
+HANDOVER_TIMEOUT = 10.0
+"""Seconds a local side waits for a stopping desk to let go of the state directory."""
+
+
+def _signature(path: Path) -> tuple[int, int, int]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return SIGNATURE_MISSING
+    return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+@attrs.define(eq=False)
+class _Side:
+    """One side's state: its tools (local) or upstream (desk), and the calls running on it."""
+
+    address: DeskAddress | None
+    local: Any = None
+    """The ``LocalServer`` of a local side."""
+    upstream: DeskUpstream | None = None
+    close: trio.Event = attrs.field(factory=trio.Event)
+    closed: trio.Event = attrs.field(factory=trio.Event)
+    calls: set[trio.CancelScope] = attrs.field(factory=set)
+    attached: bool = False
+    left_because: str = ""
+    """What a call cut by the move away from this side returns (its question stays queued)."""
+
+    @property
+    def is_desk(self) -> bool:
+        return self.address is not None
+
+
+@attrs.define(eq=False)
+class Router:
+    """The stdio server's calls, sent to the side that shows forms now (module docstring).
+
+    ``open_local(keep, on_elicitation_failure)`` opens the local server (``stdio.open_local``
+    with its options bound; ``keep``: no elicitation, forms kept for a desk). ``desk`` is
+    ``"auto"``, ``"off"`` or a desk URL (with ``token``). Run :meth:`run` in a nursery
+    (``nursery.start``) before the first call."""
+
+    key: str
+    desk: str
+    desk_file: Path
+    open_local: Callable[[bool, Callable[[str], None]], contextlib.AbstractAsyncContextManager[Any]]
+    elicitation: bool
+    progress_interval: float
+    token: str | None = None
+    state_dir: Path | None = None
+    """The desk state directory holding the local side's journal (``None``: another file)."""
+    log: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True)
+    _nursery: trio.Nursery | None = None
+    _side: _Side | None = None
+    _seen: tuple[int, int, int] | None = None
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+    _session: Any = None
+    """The stdio client's MCP session (for the elicitation of a local side)."""
+    _reopen: str = ""
+    """Set when the local side must be opened again (the client's elicitation failed): what
+    the calls cut by that return."""
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                # No side yet: the first call chooses it, so ``initialize`` is answered before
+                # the runtime is imported and the journal opened (clients time their start).
+                if self.desk == "auto":
+                    from pi_agent_ask.mcp_server.watch import watch_file
+
+                    nursery.start_soon(watch_file, self.desk_file, self._changed)
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                if self._side is not None:
+                    await self._leave(self._side, shielded=True)
+
+    # -- the MCP handlers ----------------------------------------------------------------------
+
+    async def list_tools(self, ctx: Any) -> types.ListToolsResult:
+        self._session = ctx.session
+        for _attempt in range(2):
+            side = await self._current()
+            if side.upstream is None:
+                self._attach(side)
+                return types.ListToolsResult(tools=side.local.tools.list_tools())
+            try:
+                return await forward_list(side.upstream)
+            except DeskGone:
+                await self._desk_failed(side)
+        raise AssertionError("a second side is always local or answers")
+
+    async def call_tool(
+        self, ctx: Any, name: str, arguments: dict[str, Any] | None
+    ) -> types.CallToolResult:
+        from pi_agent_ask.mcp_common.tools import error_result
+
+        self._session = ctx.session
+        report = _reporter(ctx)
+        while True:
+            side = await self._current()
+            gone = False
+            with trio.CancelScope() as scope:
+                side.calls.add(scope)
+                try:
+                    return await self._call_on(side, name, arguments, report)
+                except DeskGone:
+                    gone = True
+                finally:
+                    side.calls.discard(scope)
+            if gone:
+                await self._desk_failed(side)
+                return error_result(DESK_STOPPED_TEXT)
+            # The side changed under the call (``_leave`` cancelled it).
+            if name != tool_names.WAIT_FOR_ANSWERS:
+                return error_result(side.left_because)
+
+    # -- one call on one side ------------------------------------------------------------------
+
+    async def _call_on(
+        self,
+        side: _Side,
+        name: str,
+        arguments: dict[str, Any] | None,
+        report: ReportProgress | None,
+    ) -> types.CallToolResult:
+        waits = name == tool_names.WAIT_FOR_ANSWERS or (
+            name == tool_names.ASK_USER
+            and isinstance(arguments, Mapping)
+            and arguments.get("background") is not True
+        )
+        if side.upstream is not None:
+            from pi_agent_ask.mcp_common.tools import progress_ticks
+
+            if not waits:
+                return await forward_call(side.upstream, name, arguments)
+            async with progress_ticks(report, self.progress_interval):
+                return await forward_call(side.upstream, name, arguments)
+        self._attach(side)
+        tools: AgentTools = side.local.tools
+        if not side.local.keep:
+            return await tools.call_tool(name, arguments, report_progress=report)
+        if name == tool_names.ASK_USER and isinstance(arguments, Mapping):
+            background = arguments.get("background") is True
+            result = await tools.call_tool(name, {**arguments, "background": True})
+            return self._kept(result, background=background)
+        if name == tool_names.WAIT_FOR_ANSWERS:
+            stats = await side.local.runtime.statistics()
+            if stats.pending:
+                self.log(WAIT_LOG)
+        return await tools.call_tool(name, arguments, report_progress=report)
+
+    def _kept(self, result: types.CallToolResult, *, background: bool) -> types.CallToolResult:
+        """A queued receipt of a kept form, saying what helps (and logging it)."""
+        receipt = result.structured_content or {}
+        if result.is_error or receipt.get("status") != "queued":
+            return result
+        request_id = str(receipt.get("requestId"))
+        self.log(KEPT_LOG.format(request_id=request_id))
+        if background:
+            hint = types.TextContent(type="text", text=KEPT_HINT)
+            return result.model_copy(update={"content": [*result.content, hint]})
+        text = types.TextContent(type="text", text=KEPT_TEXT.format(request_id=request_id))
+        # Other blocks (background answers appended) stay; the receipt's own text is replaced.
+        return result.model_copy(update={"content": [text, *result.content[1:]]})
+
+    def _attach(self, side: _Side) -> None:
+        """Give a local side's elicitation surface the client's session (once it is known)."""
+        surface = side.local.surface
+        if side.attached or surface is None or self._session is None:
+            return
+        side.attached = True
+        session = self._session
+
+        async def elicit(message: str, schema: dict[str, Any]) -> types.ElicitResult:
+            result: types.ElicitResult = await session.elicit_form(message, schema)
+            return result
+
+        surface.attach(side.local.nursery, elicit)
+
+    # -- choosing the side ---------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        """The connection file changed between calls: settle now (in the background)."""
+        assert self._nursery is not None
+        self._nursery.start_soon(self._settle)
+
+    async def _current(self) -> _Side:
+        """The side to call now; after a move that is in progress (the lock), never a side
+        that is closing."""
+        if self._side is None or self._seen != _signature(self.desk_file):
+            await self._settle()
+        async with self._lock:
+            assert self._side is not None
+            return self._side
+
+    async def _settle(self) -> None:
+        """Look at the connection file (when it changed) and move to the side it says."""
+        # Shielded: a call cut by its client must not leave the server between two sides.
+        with trio.CancelScope(shield=True):
+            async with self._lock:
+                signature = _signature(self.desk_file)
+                if self._side is not None and signature == self._seen:
+                    return
+                self._seen = signature
+                wanted = await self._wanted()
+                side = self._side
+                reopen, self._reopen = self._reopen, ""
+                if side is not None and side.address == wanted and not reopen:
+                    return
+                if side is not None:
+                    if reopen:
+                        side.left_because = reopen
+                    elif wanted is not None:
+                        side.left_because = MOVED_TEXT.format(what="started", where="there")
+                    else:
+                        side.left_because = MOVED_TEXT.format(
+                            what="stopped", where="by the next desk"
+                        )
+                    await self._leave(side)
+                self._side = await self._enter(wanted)
+
+    async def _wanted(self) -> DeskAddress | None:
+        if self.desk == "off":
+            return None
+        if self.desk != "auto":
+            return DeskAddress(url=self.desk, token=self.token or "", pid=os.getpid())
+        try:
+            return await find_desk(path=self.desk_file)
+        except Exception as error:  # a desk that cannot be asked is a desk that is not there
+            self.log(f"pi-agent-ask: not using the desk: {error}")
+            return None
+
+    async def _enter(self, address: DeskAddress | None) -> _Side:
+        assert self._nursery is not None
+        if address is None:
+            side = _Side(address=None)
+            side.local = await self._nursery.start(self._hold_local, side)
+            return side
+        side = _Side(address=address)
+        side.upstream = DeskUpstream(
+            url=address.url,
+            token=address.token,
+            key=self.key,
+            nursery=self._nursery,
+            desk_file=self.desk_file,
+        )
+        if self.desk == "auto":
+            # The desk opens this agent's journal on its first request: ask now, so the forms
+            # kept meanwhile appear on it before the agent's next call.
+            self._nursery.start_soon(self._greet, side)
+        return side
+
+    async def _greet(self, side: _Side) -> None:
+        assert side.upstream is not None
+        with contextlib.suppress(DeskGone, Exception):
+            await forward_list(side.upstream)
+
+    def _elicitation_failed(self, message: str) -> None:
+        """The client answered an elicitation with an error: it cannot show forms after all,
+        so from now on they are kept for a desk (the form it failed on stays pending)."""
+        self.log(ELICITATION_FAILED_LOG.format(error=message))
+        if not self.elicitation:
+            return
+        self.elicitation = False
+        self._reopen = ELICITATION_FAILED_TEXT.format(error=message)
+        self._seen = None
+        assert self._nursery is not None
+        self._nursery.start_soon(self._settle)
+
+    async def _hold_local(self, side: _Side, *, task_status: trio.TaskStatus[Any]) -> None:
+        keep = not self.elicitation and self.desk != "off"
+        if self.state_dir is not None and self.desk == "auto":
+            # A desk that is stopping removed its file first and closes the journals last:
+            # the journal is this server's once no desk holds the state directory.
+            with trio.move_on_after(HANDOVER_TIMEOUT):
+                await trio.to_thread.run_sync(
+                    wait_until_free, self.state_dir, abandon_on_cancel=True
+                )
+        try:
+            async with self.open_local(keep, self._elicitation_failed) as local:
+                task_status.started(local)
+                await side.close.wait()
+        finally:
+            side.closed.set()
+
+    async def _leave(self, side: _Side, *, shielded: bool = False) -> None:
+        """Cancel the calls on ``side`` and close it (a local side's journal is closed when
+        this returns, so a desk can open it)."""
+        for scope in list(side.calls):
+            scope.cancel()
+        side.close.set()
+        if side.upstream is not None:
+            side.upstream.reset()
+            side.closed.set()
+            return
+        with trio.CancelScope(shield=shielded):
+            await side.closed.wait()
+
+    async def _desk_failed(self, side: _Side) -> None:
+        """A call found the desk gone: look again (the file may be stale) on the next call."""
+        if self._side is side and self.desk == "auto":
+            self._seen = None
+            await self._settle()
+
+
+def _reporter(ctx: Any) -> ReportProgress | None:
+    meta = ctx.meta or {}
+    if meta.get("progress_token", meta.get("progressToken")) is None:
+        return None
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.session.report_progress(progress, total, message)
+
+    return report

@@ -1,0 +1,169 @@
+"""A session's storage: the state every part of ``SessionFile`` shares, its frames written
+(to the file, or held in memory) and read back as entries.
+
+``SessionFile`` is built on it (``session_fold.FoldedSession`` adds the fold of the active
+branch and its checkpoints); nothing else uses it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pi_agent_ask.persistence import codec
+from pi_agent_ask.persistence.checkpoints import CHECKPOINT_EVERY, CHECKPOINT_RATIO, Checkpoint
+from pi_agent_ask.persistence.frames import BadFrame, Reader, decode, encode_frame, write_all
+from pi_agent_ask.persistence.session_index import Index
+from pi_agent_ask.persistence.session_values import (
+    Entry,
+    Fold,
+    Header,
+    OpenReport,
+    Projection,
+    SessionFileError,
+)
+
+__all__ = ["SessionStorage"]
+
+
+class SessionStorage:
+    """The fields of a session, and its frames in and out (see ``SessionFile``)."""
+
+    def __init__(
+        self,
+        *,
+        path: Path | None,
+        header: Header,
+        readonly: bool,
+        fsync: bool,
+        clock: Callable[[], float],
+        projection: Projection | None = None,
+        checkpoint_every: int = CHECKPOINT_EVERY,
+        checkpoint_ratio: float = CHECKPOINT_RATIO,
+    ) -> None:
+        # Use the constructors (open / in_memory / fork); this one only sets fields.
+        self._path = path
+        self._header = header
+        self._readonly = readonly
+        self._fsync = fsync
+        self._clock = clock
+        self._fd: int | None = None
+        self._size = 0
+        self._dirty = False
+        self._closed = False
+        self._broken: BaseException | None = None
+        self._index = Index()
+        # In memory: every entries frame, encoded (an entry's ``frame_off`` is its frame's
+        # place in it): a queued form costs its compressed bytes, not a tree of frozen maps.
+        self._memory: list[bytes] | None = [] if path is None else None
+        self._packer = codec.Packer()
+        self._report = OpenReport(path, 0)
+        self._projection = projection
+        self._checkpoint_every = checkpoint_every
+        self._checkpoint_ratio = checkpoint_ratio
+        # The projection's fold of the active branch (``None``: recomputed when next needed),
+        # the checkpoint its log continues (``None``: its log holds the whole branch), the
+        # entries it took in since then and the bytes of their frames, and the size of that
+        # checkpoint's live part (0 without a checkpoint; ``None``: not measured yet, the
+        # live part of the checkpoint the open started from is ``_live_unmeasured``).
+        self._fold: Fold | None = None
+        self._fold_prev: int | None = None
+        self._since_checkpoint = 0
+        self._since_bytes = 0
+        self._live_bytes: int | None = 0
+        self._live_unmeasured: Any = None
+        # The checkpoint this session wrote last: its offset and its map without the live
+        # part, which the next checkpoint reads (its history index) instead of the file.
+        self._written: tuple[int, dict[str, Any]] | None = None
+        # When the index starts at a checkpoint: that checkpoint, and how many entries of the
+        # file come before its stub (``_base``). ``None``: the whole file is indexed.
+        self._start: Checkpoint | None = None
+        self._base = 0
+        self._header_end = 0
+
+    def __len__(self) -> int:
+        """Entries in the session (all branches)."""
+        return self._base + len(self._index)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("session file is closed")
+
+    def _write_frame(self, payload: bytes) -> int:
+        """Write one frame; return its offset. Rolls back a partial write."""
+        offset = self._size
+        if self._fd is None:
+            return offset
+        frame = encode_frame(payload)
+        try:
+            write_all(self._fd, frame)
+            if self._fsync:
+                os.fdatasync(self._fd)
+        except BaseException as exc:
+            # Remove whatever part of the frame reached the file, so the next frame does not
+            # land behind garbage (which a later open would cut together with it).
+            try:
+                os.ftruncate(self._fd, offset)
+            except OSError:
+                self._broken = exc
+            raise
+        self._size = offset + len(frame)
+        self._dirty = not self._fsync
+        return offset
+
+    def _store(self, payload: bytes) -> int:
+        """Keep one frame: written to the file, or held in memory. Its offset (in memory:
+        its place)."""
+        if self._memory is not None:
+            self._memory.append(payload)
+            return len(self._memory) - 1
+        return self._write_frame(payload)
+
+    def _decode_entry(self, payload: memoryview | bytes, offset: int, slot: int) -> Entry:
+        return self._entry_in(self._decode_frame(payload, offset), offset, slot)
+
+    def _decode_frame(self, payload: memoryview | bytes, offset: int) -> tuple[bool, Any]:
+        """An indexed frame decoded: ``(True, entry tuples)`` for an entries frame, ``(False,
+        map)`` for a version 1 entry or batch; ``SessionFileError`` when it no longer decodes."""
+        try:
+            if payload[0] == codec.KIND_ENTRIES:
+                return True, codec.decode_entries(payload)
+            return False, decode(payload)
+        except (ValueError, BadFrame, LookupError, TypeError) as exc:
+            raise self._changed_on_disk(offset) from exc
+
+    def _entry_in(self, frame: tuple[bool, Any], offset: int, slot: int) -> Entry:
+        """The entry at ``slot`` of a decoded frame (``-1``: the frame is one entry);
+        ``SessionFileError`` when the frame no longer holds the entry the open indexed there."""
+        compact, decoded = frame
+        try:
+            if compact:
+                return Entry(*decoded[slot])
+            return Entry.from_map(decoded if slot < 0 else decoded["batch"][slot])
+        except (ValueError, LookupError, TypeError) as exc:
+            raise self._changed_on_disk(offset) from exc
+
+    def _changed_on_disk(self, offset: int) -> SessionFileError:
+        return SessionFileError(self._path, "unreadable", f"frame at {offset} changed on disk")
+
+    def _load_entries(self, indices: Iterable[int]) -> Iterator[Entry]:
+        memory = self._memory
+        if memory is None and self._fd is None:
+            raise ValueError("session file is closed")
+        reader = Reader(self._fd, self._size) if self._fd is not None else None
+        index = self._index
+        last_offset = -1
+        frame: tuple[bool, Any] = (False, None)
+        for i in indices:
+            offset = index.frame_off[i]
+            if offset != last_offset:  # entries of one frame come together: decode it once
+                if memory is not None:
+                    frame = self._decode_frame(memory[offset], offset)
+                else:
+                    assert reader is not None
+                    payload = reader.payload(offset, index.frame_len[i])
+                    frame = self._decode_frame(payload, offset)
+                last_offset = offset
+            yield self._entry_in(frame, offset, index.slot[i])

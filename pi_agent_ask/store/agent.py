@@ -1,0 +1,213 @@
+"""One agent's tools on a team desk: ``ask_user`` and ``wait_for_answers`` over the store.
+
+The agent's state is the store's, not the desk's: any desk of the store serves any agent, and
+a call retried on another desk (``pi-agent-ask mcp --desk URL,URL``: same call key, in the
+request's ``_meta``) resumes what the first attempt started. Per call:
+
+- ``ask_user``: validated as everywhere (``form/validate.py``), then the request keyed by
+  ``(agent, call key)`` (asked once however often the call is retried). A background ask
+  answers with the receipt; a foreground ask waits for its own outcome and takes it with the
+  call key ``KEY/own``. When the call ends without it (the client went away), the request
+  becomes a background one, so its answer arrives later, like any background answer.
+- ``wait_for_answers``: waits until none of the agent's background requests is pending, then
+  takes every undelivered background outcome with the call key.
+- every result carries the background answers taken with the call key (``backgroundAnswers``,
+  as on a desk of files).
+
+Waits sleep on :class:`~pi_agent_ask.store.wakes.Wakes` (``LISTEN``), never on a timer.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+import attrs
+import mcp.types as types
+import trio
+
+from pi_agent_ask.form import text as texts
+from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.form.result import AskResult, BackgroundOutcome, invalid_result
+from pi_agent_ask.form.schema_check import schema_error_text
+from pi_agent_ask.form.types import AskParams
+from pi_agent_ask.form.validate import params_from_saved, validate_ask_params
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common.tools import (
+    ELSEWHERE_TEXT,
+    PROGRESS_MESSAGE,
+    ReportProgress,
+    call_tool_result,
+    error_result,
+    mcp_tool,
+    with_background_answers,
+)
+from pi_agent_ask.store.db import Delivered, Store
+from pi_agent_ask.store.wakes import AsyncStore, Wakes
+
+__all__ = ["CALL_KEY_META", "StoreAgentTools"]
+
+CALL_KEY_META: Final = "pi-agent-ask/callKey"
+"""The ``_meta`` key of a tool call's key: the same for every attempt of one call."""
+OWN_SUFFIX: Final = "/own"
+MAX_CALL_KEY: Final = 200
+
+
+def call_key_of(meta: object) -> str:
+    """The call key the client sent (bounded printable text), else a new one."""
+    if isinstance(meta, Mapping):
+        key = meta.get(CALL_KEY_META)
+        if isinstance(key, str) and 0 < len(key) <= MAX_CALL_KEY and key.isprintable():
+            return key
+    return "desk-" + uuid.uuid4().hex
+
+
+def _params(saved: Mapping[str, Any]) -> AskParams | None:
+    return params_from_saved(saved)
+
+
+def _outcome(delivered: Delivered) -> BackgroundOutcome:
+    return BackgroundOutcome(delivered.request_id, result=AskResult.from_details(delivered.result))
+
+
+@attrs.define(eq=False)
+class StoreAgentTools:
+    """The tools of agent ``key`` on the store (``list_tools``, ``call_tool``)."""
+
+    store: AsyncStore
+    wakes: Wakes
+    key: str
+    progress_interval: float = PROGRESS_INTERVAL
+
+    def list_tools(self) -> list[types.Tool]:
+        return [mcp_tool(tool) for tool in tool_names.tool_definitions_for()]
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        call_key: str,
+        report_progress: ReportProgress | None = None,
+    ) -> types.CallToolResult:
+        if name == tool_names.ASK_USER:
+            result = await self._ask(arguments, call_key, report_progress)
+        elif name == tool_names.WAIT_FOR_ANSWERS:
+            async with _ticks(report_progress, self.progress_interval):
+                return await self._wait(call_key)
+        else:
+            result = error_result(f"Unknown tool {name!r} on this desk.")
+        return with_background_answers(result, await self._background(call_key))
+
+    async def _background(self, call_key: str) -> list[dict[str, Any]]:
+        taken = await self.store.run(Store.take, self.store.store, self.key, call_key)
+        return [
+            texts.background_answer_message(_outcome(d), params=_params(d.params)) for d in taken
+        ]
+
+    async def _ask(
+        self, arguments: Any, call_key: str, report_progress: ReportProgress | None
+    ) -> types.CallToolResult:
+        validation = await trio.to_thread.run_sync(validate_ask_params, arguments)
+        params = validation.params
+        if params is None:
+            if validation.schema_error:
+                return error_result(schema_error_text(tool_names.ASK_USER, validation.issues))
+            title = arguments.get("title") if isinstance(arguments, Mapping) else None
+            return call_tool_result(texts.tool_result(invalid_result(title, validation.issues)))
+        background = isinstance(arguments, Mapping) and arguments.get("background") is True
+        request_id, _background, _state = await self.store.run(
+            Store.ask,
+            self.store.store,
+            self.key,
+            call_key,
+            params.to_json(),
+            background=background,
+        )
+        if background:
+            pending = await self.store.run(Store.pending_of, self.store.store, self.key)
+            return call_tool_result(
+                texts.receipt_tool_result(
+                    request_id, [q.id for q in params.questions], len(pending)
+                )
+            )
+        finished = False
+        try:
+            async with _ticks(report_progress, self.progress_interval):
+                result = await self._own_answer(request_id, call_key + OWN_SUFFIX, params)
+            finished = True
+            return result
+        finally:
+            if not finished:
+                with trio.CancelScope(shield=True):
+                    await self.store.run(
+                        Store.to_background, self.store.store, self.key, request_id
+                    )
+
+    async def _own_answer(
+        self, request_id: str, own_key: str, params: AskParams
+    ) -> types.CallToolResult:
+        while True:
+            woken = self.wakes.agent(self.key)
+            taken = await self.store.run(
+                Store.take, self.store.store, self.key, own_key, request_id=request_id
+            )
+            if taken:
+                result = AskResult.from_details(taken[0].result)
+                return call_tool_result(texts.tool_result(result, params=params))
+            state = await self.store.run(
+                Store.request_state, self.store.store, self.key, request_id
+            )
+            if state == "done":
+                # Answered, and its answer already went out with another call of this agent.
+                taken = await self.store.run(
+                    Store.take, self.store.store, self.key, own_key, request_id=request_id
+                )
+                if taken:
+                    continue
+                return error_result(ELSEWHERE_TEXT.format(request_id=request_id))
+            await woken.wait()
+
+    async def _wait(self, call_key: str) -> types.CallToolResult:
+        while True:
+            woken = self.wakes.agent(self.key)
+            pending = await self.store.run(Store.pending_of, self.store.store, self.key)
+            if not pending:
+                break
+            await woken.wait()
+        taken = await self.store.run(Store.take, self.store.store, self.key, call_key)
+        lookup = {d.request_id: _params(d.params) for d in taken}
+        result = texts.wait_complete_result(
+            [d.request_id for d in taken],
+            [_outcome(d) for d in taken],
+            params=lambda request_id: lookup.get(request_id),
+        )
+        return call_tool_result(result)
+
+
+@asynccontextmanager
+async def _ticks(report: ReportProgress | None, interval: float) -> AsyncIterator[None]:
+    """Progress notifications every ``interval`` seconds while the block runs (a client that
+    resets its timeout on progress keeps the call open; a forwarder hears the desk is alive)."""
+    if report is None:
+        yield
+        return
+
+    async def tick() -> None:
+        elapsed = 0.0
+        while True:
+            await trio.sleep(interval)
+            elapsed += interval
+            try:
+                await report(elapsed, None, PROGRESS_MESSAGE)
+            except Exception:  # the client went away: the call goes on silently
+                return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tick)
+        try:
+            yield
+        finally:
+            nursery.cancel_scope.cancel()

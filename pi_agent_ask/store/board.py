@@ -1,0 +1,199 @@
+"""A team desk's side of the store: the board every desk shows, claims, drafts, answers.
+
+:class:`TeamBoard` is what a person's desk (terminal, web page, or a script in tests) works
+through. Its :meth:`snapshot` is every pending form of every agent, in the order they were
+asked, each with its claim (who is on it, on which desk, until when) and its last draft, so
+every view can show who is answering what. Opening a form claims it (a lease of ``lease``
+seconds, extended every ``heartbeat`` seconds while it stays open); answering it records the
+one outcome under the person's name (``--as``); a form of a desk that died comes back when
+its lease runs out, with its draft. The snapshot is refreshed when the store says the board
+changed (``LISTEN``), and once more when the earliest lease it shows runs out (a timer at that
+instant, since nothing notifies an expiry).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import attrs
+import trio
+
+from pi_agent_ask.form.result import answers_from_remote, build_result
+from pi_agent_ask.form.validate import params_from_saved
+from pi_agent_ask.store.db import Claim, FormRow, Refused, Store, Submitted
+from pi_agent_ask.store.wakes import AsyncStore, Wakes
+
+__all__ = ["HEARTBEAT", "LEASE", "TeamBoard", "desk_name", "result_of_response"]
+
+LEASE: Final = 30.0
+"""Seconds a claim lives without a heartbeat (a dead desk's forms come back after this)."""
+HEARTBEAT: Final = 10.0
+"""Seconds between a live desk's lease extensions."""
+
+
+def desk_name() -> str:
+    """This desk's name on the board: host, process and a short random tail."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:4]}"
+
+
+def result_of_response(row: FormRow, response: Mapping[str, Any]) -> dict[str, Any] | str:
+    """The result (``AskResult.to_details()``) a remote response makes of ``row``'s form:
+    ``{"kind": "answer", "answers": {...}}`` or ``{"kind": "cancel"}``; a message when it is
+    not a valid answer (the same rules as ``pi-agent-ask:submit``)."""
+    params = params_from_saved(row.params)
+    if params is None:
+        return "The form's stored questions are not valid any more."
+    kind = response.get("kind")
+    if kind == "cancel":
+        return build_result(params, (), cancelled=True, request_id=row.request_id).to_details()
+    if kind != "answer":
+        return 'A response\'s kind must be "answer" or "cancel".'
+    drafts = answers_from_remote(
+        params, None, response.get("answers"), mode=response.get("mode", "submit")
+    )
+    if isinstance(drafts, str):
+        return drafts
+    return build_result(params, drafts, request_id=row.request_id).to_details()
+
+
+@attrs.define(eq=False)
+class TeamBoard:
+    store: AsyncStore
+    wakes: Wakes
+    person: str
+    desk: str = attrs.field(factory=desk_name)
+    lease: float = LEASE
+    heartbeat: float = HEARTBEAT
+    on_change: Callable[[], None] = lambda: None
+    _forms: list[FormRow] = attrs.field(factory=list)
+    _claims: dict[str, Claim] = attrs.field(factory=dict)
+    """This desk's live claims by request id."""
+    _changed: trio.Event = attrs.field(factory=trio.Event)
+    _nursery: trio.Nursery | None = None
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep the snapshot current until cancelled; claims are released on the way out."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await self.refresh()
+                task_status.started()
+                while True:
+                    woken = self.wakes.board()
+                    await self.refresh()
+                    with trio.move_on_after(self._until_next_expiry()):
+                        await woken.wait()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                for claim in list(self._claims.values()):
+                    await self.store.run(Store.release, self.store.store, claim.token)
+
+    def _until_next_expiry(self) -> float:
+        now = datetime.now(UTC)
+        leases = [
+            (row.lease_until - now).total_seconds()
+            for row in self._forms
+            if row.lease_until is not None and row.request_id not in self._claims
+        ]
+        return max(0.05, min(leases) + 0.05) if leases else math.inf
+
+    async def refresh(self) -> None:
+        self._forms = await self.store.run(Store.board, self.store.store)
+        for request_id in list(self._claims):
+            if not any(row.request_id == request_id for row in self._forms):
+                self._claims.pop(request_id, None)  # answered (here or elsewhere)
+        event, self._changed = self._changed, trio.Event()
+        event.set()
+        self.on_change()
+
+    # -- what a view reads -------------------------------------------------------------------
+
+    def snapshot(self) -> list[FormRow]:
+        """Every pending form, oldest first, with its claim and draft."""
+        return list(self._forms)
+
+    def claimed_here(self, request_id: str) -> Claim | None:
+        return self._claims.get(request_id)
+
+    async def wait_for(self, predicate: Callable[[list[FormRow]], bool]) -> list[FormRow]:
+        while not predicate(self._forms):
+            await self._changed.wait()
+        return self.snapshot()
+
+    # -- what a person does ------------------------------------------------------------------
+
+    async def open(self, request_id: str | None = None) -> Claim | Refused:
+        """Claim a form (``None``: the first free one) and keep its lease alive."""
+        claim = await self.store.run(
+            Store.claim,
+            self.store.store,
+            request_id,
+            desk=self.desk,
+            person=self.person,
+            lease=self.lease,
+        )
+        if isinstance(claim, Claim):
+            self._claims[claim.request_id] = claim
+            assert self._nursery is not None, "TeamBoard.run is not running"
+            self._nursery.start_soon(self._keep, claim)
+        return claim
+
+    async def _keep(self, claim: Claim) -> None:
+        while self._claims.get(claim.request_id) is claim:
+            await trio.sleep(self.heartbeat)
+            if self._claims.get(claim.request_id) is not claim:
+                return
+            alive = await self.store.run(
+                Store.heartbeat, self.store.store, claim.token, lease=self.lease
+            )
+            if alive is None:
+                self._claims.pop(claim.request_id, None)
+                return
+
+    async def save_draft(self, request_id: str, draft: dict[str, Any]) -> bool:
+        claim = self._claims.get(request_id)
+        if claim is None:
+            return False
+        return await self.store.run(
+            Store.save_draft, self.store.store, claim.token, draft, person=self.person
+        )
+
+    async def close(self, request_id: str, draft: dict[str, Any] | None = None) -> None:
+        """Put a claimed form back for every desk (with its draft)."""
+        claim = self._claims.pop(request_id, None)
+        if claim is not None:
+            await self.store.run(Store.release, self.store.store, claim.token, draft)
+
+    async def answer(self, request_id: str, response: Mapping[str, Any]) -> Submitted | Refused:
+        """Answer a form as this desk's person: ``response`` as ``pi-agent-ask:submit`` takes
+        it. The first submission wins; a later one is refused with a sentence."""
+        row = next((r for r in self._forms if r.request_id == request_id), None)
+        if row is None:
+            await self.refresh()
+            row = next((r for r in self._forms if r.request_id == request_id), None)
+        if row is None:
+            return await self.store.run(Store.submit_refusal, self.store.store, request_id)
+        result = result_of_response(row, response)
+        if isinstance(result, str):
+            return Refused("invalid", result)
+        return await self.submit(request_id, result)
+
+    async def submit(self, request_id: str, result: dict[str, Any]) -> Submitted | Refused:
+        claim = self._claims.pop(request_id, None)
+        return await self.store.run(
+            Store.submit,
+            self.store.store,
+            request_id,
+            result,
+            person=self.person,
+            desk=self.desk,
+            claim_token=None if claim is None else claim.token,
+        )

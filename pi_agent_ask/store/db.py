@@ -1,0 +1,479 @@
+"""The team store's operations: every rule of claims, outcomes and deliveries, in SQL.
+
+Each method is blocking (psycopg 3's sync API) and runs one transaction; the desk calls them
+in Trio worker threads (``store.run``). Every value travels as a query parameter; no SQL is
+ever built from text a person or an agent supplied.
+
+The rules (``docs/team.md`` states them as invariants):
+
+- **A request is keyed twice**: by its id, and by ``(agent_key, call_key)``, the key of the
+  tool call that asked it. Asking again with the same call key (a forwarder retrying a call on
+  another desk) finds the same request: the wait is resumed, nothing is asked twice.
+- **A claim is a lease**: ``claim`` takes a pending form whose claim is free or expired
+  (``FOR UPDATE SKIP LOCKED``: two desks never wait on each other), writes a fresh
+  ``claim_token`` and ``lease_until``; ``heartbeat`` extends it while the desk lives. A dead
+  desk's lease runs out and the form, with its last saved draft, is free again.
+- **First submission wins**: ``submit`` moves the request from ``pending`` to ``done`` with a
+  conditional ``UPDATE ... RETURNING`` (only a pending request, only by the claim's holder or
+  when nobody holds a live claim) and inserts the one outcome keyed by request id in the same
+  transaction. A later submission finds ``done`` and is refused with who answered and when.
+- **Delivered once, to one call**: ``take`` marks undelivered outcomes with the call key of
+  the tool call that carries them (``delivered_call IS NULL`` is the condition) and returns
+  them together with those already marked for that same call. A call retried on another desk
+  gets exactly what the lost attempt took; any other call never gets them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Final, Literal
+
+import attrs
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from pi_agent_ask.store.schema import AGENT_ROLE, DESK_ROLE, SCHEMA, TOKENS_ROLE, migrate
+
+__all__ = [
+    "CHANNEL",
+    "Claim",
+    "Delivered",
+    "FormRow",
+    "Refused",
+    "Store",
+    "Submitted",
+    "hash_token",
+]
+
+CHANNEL: Final = "pi_agent_ask"
+"""The one ``LISTEN`` channel. Payloads: ``b`` (the board changed) and ``o <agent key>`` (an
+outcome of that agent was written)."""
+TOKEN_PREFIX: Final = "pia_"
+BOARD_NOTE: Final = "b"
+OUTCOME_NOTE: Final = "o "
+
+
+def hash_token(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
+@attrs.frozen
+class FormRow:
+    """One pending form as every desk's board shows it, with who is on it."""
+
+    request_id: str
+    agent_key: str
+    params: dict[str, Any]
+    background: bool
+    seq: int
+    created_at: datetime
+    draft: dict[str, Any] | None
+    draft_by: str | None
+    claimed_by: str | None
+    claim_desk: str | None
+    lease_until: datetime | None
+    claim_live: bool
+    """The claim's lease has not run out (as the database's clock says)."""
+
+
+@attrs.frozen
+class Claim:
+    request_id: str
+    token: str
+    lease_until: datetime
+    row: FormRow
+
+
+@attrs.frozen
+class Refused:
+    """A claim or a submission that did not happen, with the sentence a person reads."""
+
+    reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid"]
+    message: str
+
+
+@attrs.frozen
+class Submitted:
+    request_id: str
+    agent_key: str
+    answered_by: str
+    answered_at: datetime
+
+
+@attrs.frozen
+class Delivered:
+    """An outcome handed to one tool call (``call_key``) of its agent."""
+
+    request_id: str
+    result: dict[str, Any]
+    params: dict[str, Any]
+    background: bool
+    answered_by: str
+    answered_on: str
+    answered_at: datetime
+
+
+_FORM_COLUMNS: Final = (
+    "request_id, agent_key, params, background, seq, created_at, draft, draft_by, claimed_by, "
+    "claim_desk, lease_until, (claim_token IS NOT NULL AND lease_until > now()) AS claim_live"
+)
+
+
+def _form(row: dict[str, Any]) -> FormRow:
+    return FormRow(**{field.name: row[field.name] for field in attrs.fields(FormRow)})
+
+
+@attrs.define(eq=False)
+class Store:
+    """A connection pool on one store and the operations on it (blocking; one transaction
+    each). ``conninfo``: a ``postgresql://`` URL or a libpq keyword string."""
+
+    conninfo: str
+    max_connections: int = 8
+    _pool: ConnectionPool[Any] | None = None
+
+    def open(self, *, timeout: float = 30.0) -> None:
+        self._pool = ConnectionPool(
+            self.conninfo,
+            min_size=1,
+            max_size=self.max_connections,
+            open=False,
+            # A connection broken by a server restart is found and replaced before use.
+            check=ConnectionPool.check_connection,
+            kwargs={"autocommit": True},
+        )
+        self._pool.open(wait=True, timeout=timeout)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    @contextmanager
+    def _transaction(
+        self, role: str, agent: str | None = None
+    ) -> Iterator[psycopg.Connection[Any]]:
+        assert self._pool is not None, "Store.open was not called"
+        with self._pool.connection() as conn, conn.transaction():
+            # set_config(..., true) is SET LOCAL: both end with the transaction. One statement,
+            # one round trip: the role, and the agent whose rows row-level security admits.
+            conn.execute(
+                "SELECT set_config('role', %s, true), set_config('pi_agent_ask.agent', %s, true)",
+                (role, agent or ""),
+            )
+            yield conn
+
+    # -- administration (the cluster owner's URL) ---------------------------------------------
+
+    @staticmethod
+    def init(conninfo: str) -> list[int]:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            return migrate(conn)
+
+    @staticmethod
+    def new_token(conninfo: str, agent: str) -> str:
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+            conn.execute(f"SET LOCAL ROLE {TOKENS_ROLE}")
+            conn.execute(
+                f"INSERT INTO {SCHEMA}.tokens (token_hash, agent_key) VALUES (%s, %s)",
+                (hash_token(token), agent),
+            )
+        return token
+
+    @staticmethod
+    def revoke(conninfo: str, agent: str) -> int:
+        """Revoke every live token of ``agent``; returns how many."""
+        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+            conn.execute(f"SET LOCAL ROLE {TOKENS_ROLE}")
+            cursor = conn.execute(
+                f"UPDATE {SCHEMA}.tokens SET revoked_at = now()"
+                " WHERE agent_key = %s AND revoked_at IS NULL",
+                (agent,),
+            )
+            return cursor.rowcount
+
+    # -- what a desk checks -------------------------------------------------------------------
+
+    def agent_for_token(self, token: str) -> str | None:
+        with self._transaction(DESK_ROLE) as conn:
+            row = conn.execute(f"SELECT {SCHEMA}.token_agent(%s)", (hash_token(token),)).fetchone()
+        return None if row is None else row[0]
+
+    # -- an agent's side (row-level security: its own rows only) ------------------------------
+
+    def ask(
+        self,
+        agent: str,
+        call_key: str,
+        params: dict[str, Any],
+        *,
+        background: bool,
+    ) -> tuple[str, bool, str]:
+        """The request of ``(agent, call_key)``, made now if it is new: ``(request id,
+        background, state)``. A retried call finds the request its first attempt made."""
+        request_id = str(uuid.uuid4())
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            row = conn.execute(
+                f"INSERT INTO {SCHEMA}.requests"
+                " (request_id, agent_key, call_key, params, background)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_key, call_key) DO NOTHING"
+                " RETURNING request_id, background, state",
+                (request_id, agent, call_key, json.dumps(params), background),
+            ).fetchone()
+            if row is None:
+                row = conn.execute(
+                    f"SELECT request_id, background, state FROM {SCHEMA}.requests"
+                    " WHERE agent_key = %s AND call_key = %s",
+                    (agent, call_key),
+                ).fetchone()
+                assert row is not None
+            else:
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+        return row[0], row[1], row[2]
+
+    def pending_of(self, agent: str) -> list[str]:
+        """The agent's pending background requests, oldest first."""
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            rows = conn.execute(
+                f"SELECT request_id FROM {SCHEMA}.requests"
+                " WHERE agent_key = %s AND state = 'pending' AND background ORDER BY seq",
+                (agent,),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def take(self, agent: str, call_key: str, *, request_id: str | None = None) -> list[Delivered]:
+        """Mark the agent's undelivered outcomes as carried by the call ``call_key`` and return
+        them with those this call already carried (a retried call gets the same ones).
+
+        ``request_id``: that request's outcome only (a foreground ask takes its own answer);
+        otherwise the outcomes of background requests."""
+        which = "o.request_id = %(request)s" if request_id is not None else "r.background"
+        with self._transaction(AGENT_ROLE, agent) as conn, conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(
+                f"""
+                WITH taken AS (
+                    UPDATE {SCHEMA}.outcomes o SET delivered_call = %(call)s,
+                        delivered_at = now()
+                    FROM {SCHEMA}.requests r
+                    WHERE o.request_id = r.request_id AND o.agent_key = %(agent)s
+                        AND o.delivered_call IS NULL AND {which}
+                    RETURNING o.request_id
+                )
+                SELECT o.request_id, o.result, r.params, r.background, o.answered_by,
+                    o.answered_on, o.answered_at, r.seq
+                FROM {SCHEMA}.outcomes o JOIN {SCHEMA}.requests r USING (request_id)
+                WHERE o.agent_key = %(agent)s
+                    AND (o.request_id IN (SELECT request_id FROM taken)
+                        OR o.delivered_call = %(call)s)
+                ORDER BY r.seq
+                """,
+                {"call": call_key, "agent": agent, "request": request_id},
+            ).fetchall()
+        return [
+            Delivered(
+                request_id=row["request_id"],
+                result=row["result"],
+                params=row["params"],
+                background=row["background"],
+                answered_by=row["answered_by"],
+                answered_on=row["answered_on"],
+                answered_at=row["answered_at"],
+            )
+            for row in rows
+        ]
+
+    def request_state(self, agent: str, request_id: str) -> str | None:
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            row = conn.execute(
+                f"SELECT state FROM {SCHEMA}.requests WHERE request_id = %s", (request_id,)
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def to_background(self, agent: str, request_id: str) -> None:
+        """A foreground ask whose call ended without its answer: the answer now goes out as a
+        background answer (``wait_for_answers``, the next tool result)."""
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            conn.execute(
+                f"UPDATE {SCHEMA}.requests SET background = true WHERE request_id = %s",
+                (request_id,),
+            )
+
+    def history(self, agent: str, *, limit: int = 100) -> list[dict[str, Any]]:
+        """The agent's answered requests, newest first: who answered, on which desk, when."""
+        with self._transaction(AGENT_ROLE, agent) as conn, conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(
+                f"SELECT o.request_id, r.params->>'title' AS title, o.answered_by,"
+                f" o.answered_on, o.answered_at, o.delivered_at,"
+                f" (o.result->>'cancelled')::boolean AS cancelled"
+                f" FROM {SCHEMA}.outcomes o JOIN {SCHEMA}.requests r USING (request_id)"
+                f" WHERE o.agent_key = %s ORDER BY o.answered_at DESC LIMIT %s",
+                (agent, limit),
+            ).fetchall()
+
+    # -- a desk's side: the board, claims, drafts, outcomes -------------------------------
+
+    def board(self) -> list[FormRow]:
+        """Every pending form of every agent, in the order they were asked."""
+        with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(
+                f"SELECT {_FORM_COLUMNS} FROM {SCHEMA}.requests"
+                " WHERE state = 'pending' ORDER BY seq"
+            ).fetchall()
+        return [_form(row) for row in rows]
+
+    def claim(
+        self, request_id: str | None, *, desk: str, person: str, lease: float
+    ) -> Claim | Refused:
+        """Claim ``request_id`` (``None``: the first free pending form) for ``lease`` seconds."""
+        token = str(uuid.uuid4())
+        where = "request_id = %(request)s AND " if request_id is not None else ""
+        with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(
+                f"""
+                UPDATE {SCHEMA}.requests SET claim_token = %(token)s, claimed_by = %(person)s,
+                    claim_desk = %(desk)s, lease_until = now() + make_interval(secs => %(lease)s)
+                WHERE request_id = (
+                    SELECT request_id FROM {SCHEMA}.requests
+                    WHERE {where} state = 'pending'
+                        AND (claim_token IS NULL OR lease_until <= now())
+                    ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+                )
+                RETURNING {_FORM_COLUMNS}
+                """,
+                {
+                    "token": token,
+                    "person": person,
+                    "desk": desk,
+                    "lease": lease,
+                    "request": request_id,
+                },
+            ).fetchone()
+            if row is not None:
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+                return Claim(row["request_id"], token, row["lease_until"], _form(row))
+            if request_id is None:
+                return Refused("unknown", "No form is waiting.")
+            return self._why_not(cur, request_id)
+
+    def _why_not(self, cur: Any, request_id: str) -> Refused:
+        row = cur.execute(
+            f"SELECT r.state, r.claimed_by, r.claim_desk, r.lease_until, o.answered_by,"
+            f" o.answered_on, o.answered_at"
+            f" FROM {SCHEMA}.requests r LEFT JOIN {SCHEMA}.outcomes o USING (request_id)"
+            f" WHERE r.request_id = %s",
+            (request_id,),
+        ).fetchone()
+        if row is None:
+            return Refused("unknown", f"There is no form {request_id}.")
+        if row["state"] == "done":
+            return Refused(
+                "answered",
+                f"{row['answered_by']} already answered this form on desk {row['answered_on']} "
+                f"at {row['answered_at']:%H:%M:%S}; your answer was not sent.",
+            )
+        return Refused(
+            "claimed",
+            f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
+            f"(until {row['lease_until']:%H:%M:%S} unless they keep it).",
+        )
+
+    def submit_refusal(self, request_id: str) -> Refused:
+        """Why a form that is not pending cannot be answered (answered, or unknown)."""
+        with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
+            return self._why_not(cur, request_id)
+
+    def heartbeat(self, token: str, *, lease: float) -> datetime | None:
+        """Extend a live claim; ``None`` when it is no longer this token's (lost or answered)."""
+        with self._transaction(DESK_ROLE) as conn:
+            row = conn.execute(
+                f"UPDATE {SCHEMA}.requests"
+                " SET lease_until = now() + make_interval(secs => %s)"
+                " WHERE claim_token = %s AND state = 'pending' RETURNING lease_until",
+                (lease, token),
+            ).fetchone()
+        return None if row is None else row[0]
+
+    def save_draft(self, token: str, draft: dict[str, Any], *, person: str) -> bool:
+        """Keep the claimed form's draft (it comes back with the form if the claim is lost)."""
+        with self._transaction(DESK_ROLE) as conn:
+            cursor = conn.execute(
+                f"UPDATE {SCHEMA}.requests SET draft = %s, draft_at = now(), draft_by = %s"
+                " WHERE claim_token = %s AND state = 'pending'",
+                (json.dumps(draft), person, token),
+            )
+            return cursor.rowcount == 1
+
+    def release(self, token: str, draft: dict[str, Any] | None = None) -> None:
+        """Give a claimed form back to every desk (with its draft when given)."""
+        with self._transaction(DESK_ROLE) as conn:
+            conn.execute(
+                f"UPDATE {SCHEMA}.requests SET claim_token = NULL, claimed_by = NULL,"
+                " claim_desk = NULL, lease_until = NULL, draft = coalesce(%s, draft)"
+                " WHERE claim_token = %s AND state = 'pending'",
+                (None if draft is None else json.dumps(draft), token),
+            )
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+
+    def submit(
+        self,
+        request_id: str,
+        result: dict[str, Any],
+        *,
+        person: str,
+        desk: str,
+        claim_token: str | None = None,
+    ) -> Submitted | Refused:
+        """Record the one outcome of ``request_id``. Allowed while the request is pending and
+        either ``claim_token`` holds its claim or no live claim exists; otherwise refused."""
+        with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(
+                f"UPDATE {SCHEMA}.requests SET state = 'done', claim_token = NULL,"
+                " lease_until = NULL"
+                " WHERE request_id = %(request)s AND state = 'pending'"
+                " AND (claim_token IS NULL OR lease_until <= now()"
+                " OR claim_token = %(token)s)"
+                " RETURNING agent_key",
+                {"request": request_id, "token": claim_token},
+            ).fetchone()
+            if row is None:
+                refused = self._why_not(cur, request_id)
+                if claim_token is not None and refused.reason == "claimed":
+                    return Refused(
+                        "lease_lost",
+                        "Your claim on this form ran out and "
+                        + refused.message[0].lower()
+                        + refused.message[1:],
+                    )
+                return refused
+            agent = row["agent_key"]
+            done = cur.execute(
+                f"INSERT INTO {SCHEMA}.outcomes"
+                " (request_id, agent_key, result, answered_by, answered_on)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (request_id) DO NOTHING"
+                " RETURNING answered_at",
+                (request_id, agent, json.dumps(result), person, desk),
+            ).fetchone()
+            assert done is not None, "a pending request has no outcome"
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, OUTCOME_NOTE + agent))
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+        return Submitted(request_id, agent, person, done["answered_at"])
+
+    def outcomes(self, request_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Outcomes with who answered and the delivery mark (desk role: every agent's)."""
+        with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
+            if request_ids is None:
+                return cur.execute(
+                    f"SELECT * FROM {SCHEMA}.outcomes ORDER BY answered_at"
+                ).fetchall()
+            return cur.execute(
+                f"SELECT * FROM {SCHEMA}.outcomes WHERE request_id = ANY(%s)",
+                (list(request_ids),),
+            ).fetchall()

@@ -1,0 +1,228 @@
+"""``pi-agent-ask mcp --desk URL[,URL...]`` for a team desk: stdio to the first desk that
+answers, and on to the next one when it goes away.
+
+Every desk of one store accepts the agent's token (``PI_AGENT_ASK_TOKEN``), and keeps nothing
+of the agent that the store does not have, so any of them can carry on a call. Each tool call
+gets a call key (in the request's ``_meta``, ``pi-agent-ask/callKey``) that stays the same for
+every attempt of that call. When a desk goes away in the middle of a call (killed, its host
+gone, its connection broken), the call is sent again, with the same key, to the next desk in
+the list (round and round, with a growing pause once every desk has failed, for up to
+``RETRY_FOR`` seconds): its question is found, not asked again; its wait is resumed; the
+answers the lost attempt had taken for it are the ones it gets (``store/db.py``, ``take``).
+The agent sees one result per call, so it sees each answer once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, Final
+
+import attrs
+import httpx2
+import mcp.types as types
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
+
+from pi_agent_ask.mcp_common.connection import STATUS_PATH
+from pi_agent_ask.mcp_server.forward import BROKEN_CODES, CONNECT_TIMEOUT
+from pi_agent_ask.store.agent import CALL_KEY_META
+
+__all__ = ["RETRY_FOR", "FailoverUpstream", "parse_desk_urls", "serve_stdio_via_team"]
+
+RETRY_FOR: Final = 300.0
+"""Seconds a call keeps looking for a desk that answers before it fails."""
+TOKEN_REFUSED_TEXT: Final = (
+    "The desk at {url} refused this agent's token (PI_AGENT_ASK_TOKEN): it is unknown or "
+    "revoked. Ask for a new one (pi-agent-ask store token)."
+)
+GONE_TEXT: Final = (
+    "No pi-agent-ask desk of {urls} answered for {seconds:.0f} s ({error}). A question that "
+    "reached one stays in the store; its answer arrives with a later call."
+)
+
+
+def parse_desk_urls(text: str) -> list[str]:
+    """``URL[,URL...]``: the desks to use, in order; ``ValueError`` for an empty or non-HTTP one."""
+    urls = [part.strip() for part in text.split(",")]
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"a desk URL must start with http:// or https://, not {url!r}")
+    return urls
+
+
+class Unreachable(Exception):
+    """No desk of the list could be reached in time."""
+
+
+class TokenRefused(Unreachable):
+    """A desk refused the agent's token (unknown or revoked): no other desk of the store
+    would take it either, so nothing is tried again."""
+
+
+@attrs.define(eq=False)
+class FailoverUpstream:
+    """One MCP client session on one desk of ``urls`` at a time."""
+
+    urls: Sequence[str]
+    token: str
+    _nursery: trio.Nursery
+    retry_for: float = RETRY_FOR
+    _index: int = 0
+    _session: ClientSession | None = None
+    _close: trio.Event | None = None
+    _generation: int = 0
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    @property
+    def url(self) -> str:
+        return self.urls[self._index]
+
+    async def session(self) -> tuple[ClientSession, int]:
+        """The current session and its generation (pass it to :meth:`broken`)."""
+        async with self._lock:
+            if self._session is not None:
+                return self._session, self._generation
+            deadline = trio.current_time() + self.retry_for
+            pause = 0.05
+            tried = 0
+            while True:
+                try:
+                    self._session, self._close = await self._nursery.start(self._hold, self.url)
+                    self._generation += 1
+                    return self._session, self._generation
+                except Exception as error:
+                    refused = _token_refused(error)
+                    if refused is not None:
+                        raise refused from None
+                    last = error
+                self._index = (self._index + 1) % len(self.urls)
+                tried += 1
+                if tried % len(self.urls) == 0:
+                    if trio.current_time() + pause > deadline:
+                        raise Unreachable(
+                            GONE_TEXT.format(
+                                urls=", ".join(self.urls),
+                                seconds=self.retry_for,
+                                error=f"{type(last).__name__}: {last}",
+                            )
+                        )
+                    await trio.sleep(pause)  # every desk failed: pause before the next round
+                    pause = min(pause * 2, 2.0)
+
+    def broken(self, generation: int) -> None:
+        """The session of ``generation`` failed: the next call moves to the next desk."""
+        if generation != self._generation or self._session is None:
+            return
+        if self._close is not None:
+            self._close.set()
+        self._session = None
+        self._close = None
+        self._index = (self._index + 1) % len(self.urls)
+
+    async def _hold(
+        self, url: str, *, task_status: trio.TaskStatus[tuple[ClientSession, trio.Event]]
+    ) -> None:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)
+        close = trio.Event()
+        started = False
+        try:
+            async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+                # The desk's status first: a refused token is told apart from a desk that is
+                # away (the SDK reports every HTTP error alike).
+                status = await http.get(url.rsplit("/", 1)[0] + STATUS_PATH)
+                if status.status_code == 401:
+                    raise TokenRefused(TOKEN_REFUSED_TEXT.format(url=url))
+                status.raise_for_status()
+                async with (
+                    streamable_http_client(url, http_client=http) as (read, write),
+                    ClientSession(read, write) as session,
+                ):
+                    await session.initialize()
+                    task_status.started((session, close))
+                    started = True
+                    await close.wait()
+        except Exception:
+            if not started:
+                raise
+            if self._close is close:  # the connection broke under a session handed out
+                self._session = None
+                self._close = None
+                self._index = (self._index + 1) % len(self.urls)
+
+
+def _token_refused(error: BaseException) -> TokenRefused | None:
+    if isinstance(error, TokenRefused):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _token_refused(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _broken(error: BaseException) -> bool:
+    if isinstance(error, MCPError):
+        return error.error.code in BROKEN_CODES
+    return True
+
+
+def failover_server(upstream: FailoverUpstream) -> Server[Any]:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        while True:
+            try:
+                session, generation = await upstream.session()
+            except Unreachable as error:
+                raise MCPError(INTERNAL_ERROR, str(error)) from None
+            try:
+                return await session.list_tools()
+            except Exception as error:
+                if not _broken(error):
+                    raise
+                upstream.broken(generation)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        async def relay(progress: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(progress, total, message)
+
+        meta: Any = {CALL_KEY_META: "fwd-" + uuid.uuid4().hex}
+        while True:
+            try:
+                session, generation = await upstream.session()
+            except Unreachable as error:
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text=str(error))], is_error=True
+                )
+            try:
+                result = await session.call_tool(
+                    params.name, params.arguments, progress_callback=relay, meta=meta
+                )
+            except Exception as error:
+                if not _broken(error):
+                    raise
+                upstream.broken(generation)  # the same call, with its key, on the next desk
+                continue
+            assert isinstance(result, types.CallToolResult)
+            return result
+
+    return Server("pi-agent-ask", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio_via_team(
+    urls: Sequence[str], token: str, *, stdin: Any = None, stdout: Any = None
+) -> None:
+    """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers."""
+    from mcp.server.stdio import stdio_server
+
+    async with trio.open_nursery() as nursery:
+        upstream = FailoverUpstream(urls=list(urls), token=token, nursery=nursery)
+        server = failover_server(upstream)
+        async with stdio_server(stdin, stdout) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,117 @@
+"""A team desk's HTTP side: ``/mcp`` for agents holding a token of the store.
+
+:class:`TeamDeskApp` is the desk's own :class:`~pi_agent_ask.desk.http.DeskApp` with one
+change: the bearer token is an agent's token (``pi-agent-ask store token``), checked against
+the store on every request (a revoked token stops working at once, on every desk), and the
+token names the agent: the agent key is the token's, whatever ``X-Pi-Agent-Ask-Key`` says. The
+``Origin`` and ``Host`` checks are the desk's. ``GET /desk`` answers with the desk's status,
+for a valid token, as a desk of files answers it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import mcp.types as types
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from pi_agent_ask.desk.http import (
+    DISCONNECTED,
+    INVALID_PARAMS,
+    DeskApp,
+    Receive,
+    Scope,
+    Send,
+    _header,
+    _respond,
+    _unless_gone,
+)
+from pi_agent_ask.store.agent import StoreAgentTools, call_key_of
+from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.wakes import AsyncStore, Wakes
+
+__all__ = ["AGENT_SCOPE_KEY", "TeamDeskApp", "team_mcp_server"]
+
+TOKEN_REFUSED = "Missing, unknown or revoked agent token (see pi-agent-ask store token)."
+AGENT_SCOPE_KEY = "pi_agent_ask.agent"
+"""The ASGI scope key of the agent key the request's token names."""
+
+
+@attrs.define(eq=False)
+class TeamDeskApp(DeskApp):
+    """``DeskApp`` with the store's agent tokens in place of the desk's one token."""
+
+    store: AsyncStore | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.place_refusal(scope) is None:
+            scheme, _, credential = (_header(scope, "authorization") or "").partition(" ")
+            agent = None
+            if scheme.lower() == "bearer" and credential.strip() and self.store is not None:
+                agent = await self.store.run(
+                    Store.agent_for_token, self.store.store, credential.strip()
+                )
+            if agent is None:
+                await _respond(
+                    send,
+                    401,
+                    {"error": TOKEN_REFUSED},
+                    [(b"www-authenticate", b"Bearer")],
+                )
+                return
+            scope[AGENT_SCOPE_KEY] = agent
+        await super().__call__(scope, receive, send)
+
+    def refusal(self, scope: Scope) -> tuple[int, str] | None:
+        # The agent's token was checked against the store in __call__; the place checks
+        # (Origin, Host) are the desk's own.
+        return self.place_refusal(scope)
+
+
+def _agent(ctx: Any) -> str:
+    scope = getattr(ctx.request, "scope", None)
+    agent = scope.get(AGENT_SCOPE_KEY) if isinstance(scope, dict) else None
+    if not isinstance(agent, str):
+        raise MCPError(INVALID_PARAMS, "No agent: this desk needs an agent token.")
+    return agent
+
+
+def team_mcp_server(
+    store: AsyncStore, wakes: Wakes, *, progress_interval: float | None = None
+) -> Server[Any]:
+    """The team desk's MCP server: the tools of the agent the request's token names."""
+
+    def tools(ctx: Any) -> StoreAgentTools:
+        extra = {} if progress_interval is None else {"progress_interval": progress_interval}
+        return StoreAgentTools(store, wakes, _agent(ctx), **extra)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools(ctx).list_tools())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        meta = ctx.meta if isinstance(ctx.meta, dict) else {}
+        report = (
+            ctx.session.report_progress
+            if meta.get("progressToken", meta.get("progress_token")) is not None
+            else None
+        )
+        call = tools(ctx).call_tool(
+            params.name, params.arguments, call_key=call_key_of(meta), report_progress=report
+        )
+        scope = getattr(ctx.request, "scope", None)
+        disconnected = scope.get(DISCONNECTED) if isinstance(scope, dict) else None
+        if disconnected is None:
+            return await call
+        return await _unless_gone(call, disconnected)
+
+    return Server(
+        "pi-agent-ask-desk",
+        instructions=(
+            "pi-agent-ask team desk: ask the user structured questions with ask_user; "
+            "background answers arrive through wait_for_answers and with the next tool result."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

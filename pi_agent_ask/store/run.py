@@ -1,0 +1,155 @@
+"""Running a team desk: the store's pool, its listener, the board, the MCP endpoint.
+
+:func:`run_team_desk` is ``pi-agent-ask desk --store URL``: the same HTTP endpoint as a desk
+of files (hypercorn on Trio, the SDK's session manager, the Origin and Host checks), with the
+agents' state in the store. It writes no connection file: a team desk admits agents by their
+own tokens (``pi-agent-ask store token``), which a connection file cannot hand out.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from pi_agent_ask.desk.http import MCP_PATH, ListenError, is_loopback, parse_listen
+from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT
+from pi_agent_ask.store.board import TeamBoard, desk_name
+from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.http import TeamDeskApp, team_mcp_server
+from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
+
+__all__ = ["TeamDesk", "default_person", "run_team_desk"]
+
+
+def default_person() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "someone"
+
+
+@attrs.frozen
+class TeamDesk:
+    url: str
+    board: TeamBoard
+    store: AsyncStore
+    cancel: Callable[[], None]
+
+
+async def run_team_desk(
+    store_url: str,
+    *,
+    listen_on: str | None = None,
+    person: str | None = None,
+    allow_remote: bool = False,
+    warn: Callable[[str], None] = lambda _text: None,
+    progress_interval: float | None = None,
+    lease: float | None = None,
+    heartbeat: float | None = None,
+    on_change: Callable[[], None] = lambda: None,
+    headless: bool = True,
+    settings: Path | None = None,
+    input: Any = None,
+    output: Any = None,
+    task_status: trio.TaskStatus[TeamDesk] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve a team desk on the store at ``store_url`` until cancelled, or until the person
+    quits (Ctrl-Q) the terminal view (``headless=False``; ``input``/``output``: prompt_toolkit
+    objects, ``None`` for the process's terminal)."""
+    where = parse_listen(listen_on)
+    if not is_loopback(where.host) and not allow_remote:
+        raise ListenError(
+            f"refusing to listen on {where.host}, which is not a loopback address; "
+            "pass --allow-remote to do it anyway (every request still needs an agent token)"
+        )
+    if not is_loopback(where.host):
+        warn(REMOTE_WARNING.format(host=where.host, file="the store's token table"))
+    store = Store(store_url)
+    await trio.to_thread.run_sync(store.open)
+    try:
+        shared = AsyncStore.of(store)
+        wakes = Wakes()
+        timing: dict[str, Any] = {}
+        if lease is not None:
+            timing["lease"] = lease
+        if heartbeat is not None:
+            timing["heartbeat"] = heartbeat
+        board = TeamBoard(
+            shared,
+            wakes,
+            person or default_person(),
+            desk=desk_name(),
+            on_change=on_change,
+            **timing,
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listen, store_url, wakes)
+            await wakes.connected.wait()
+            await nursery.start(board.run)
+            display = None
+            if not headless:
+                display = await _terminal(board, nursery, settings, input, output)
+            manager = StreamableHTTPSessionManager(
+                team_mcp_server(shared, wakes, progress_interval=progress_interval),
+                session_idle_timeout=SESSION_IDLE_TIMEOUT,
+            )
+            app = TeamDeskApp(
+                manager=manager, token="", listen=where, pid=os.getpid(), store=shared
+            )
+            config = HypercornConfig()
+            config.bind = [where.bind]
+            config.errorlog = None
+            config.accesslog = None
+            config.keep_alive_timeout = 3600
+            async with manager.run():
+                binds: list[str] = await nursery.start(serve, app, config)
+                app.port = int(binds[0].rsplit(":", 1)[1])
+                url = f"http://{where.bind.rsplit(':', 1)[0]}:{app.port}{MCP_PATH}"
+                if display is not None:
+                    display.url = url
+                    display.invalidate()
+                task_status.started(TeamDesk(url, board, shared, nursery.cancel_scope.cancel))
+                await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(store.close)
+
+
+async def _terminal(
+    team: TeamBoard, nursery: trio.Nursery, settings: Path | None, input: Any, output: Any
+) -> Any:
+    """The desk's screen on the team board; Ctrl-Q cancels ``nursery`` (the desk stops)."""
+    from pi_agent_ask.actors.config import config_from_settings
+    from pi_agent_ask.desk.board import Board
+    from pi_agent_ask.desk.terminal import DeskSurface
+    from pi_agent_ask.persistence.settings import load_settings, settings_path
+    from pi_agent_ask.store.terminal import answer_on_terminal
+    from pi_agent_ask.ui.surface import run_terminal_surface
+
+    settings_file = settings if settings is not None else settings_path(os.environ)
+    loaded = await trio.to_thread.run_sync(
+        lambda: load_settings(settings_file, project_dir=Path.cwd())
+    )
+    display = DeskSurface(loaded, quit=nursery.cancel_scope.cancel)
+    board = Board(display=display)
+    board.on_change = display.invalidate
+    display.board = board
+    for text in loaded.notices:
+        display.notice(text)
+    await nursery.start(
+        lambda task_status: run_terminal_surface(
+            display, input=input, output=output, task_status=task_status
+        )
+    )
+    form_settings = config_from_settings(loaded).form_settings
+    nursery.start_soon(answer_on_terminal, team, board, display.notice, form_settings)
+    return display

@@ -1,0 +1,155 @@
+"""The team store's schema: an ordered list of versioned SQL migrations, and the roles.
+
+``migrate`` applies, in one transaction under a transaction-level advisory lock (so two
+``store init`` runs at once serialise), every migration whose version is above the highest
+recorded in ``pi_agent_ask.schema_version``. A migration is never edited once released: a
+change is a new, higher version. Running it again is a no-op (exit 0).
+
+Why no migration tool: Alembic needs SQLAlchemy and a configuration tree, yoyo-migrations and
+Sqitch read migration files from a directory outside the package (Sqitch is Perl); this store
+has a handful of statements that ship inside the wheel. The list below is that tool's core
+(versions, one transaction, a lock) and nothing else.
+
+Roles (``NOLOGIN``; grant them to login roles, ``docs/team.md``):
+
+- ``pi_agent_ask_desk``: what a desk connects as. Reads every pending form (the board), claims,
+  keeps drafts, writes outcomes; may switch to ``pi_agent_ask_agent`` for an agent's own work.
+- ``pi_agent_ask_agent``: an agent's view. Row-level security limits it to the rows whose
+  ``agent_key`` is the transaction's ``pi_agent_ask.agent`` setting.
+- ``pi_agent_ask_tokens``: owns nothing but may manage the token table (``store token``,
+  ``store revoke``); desks check a token only through ``pi_agent_ask.token_agent(digest)``, a
+  security-definer function, and never read the table.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = ["AGENT_ROLE", "DESK_ROLE", "MIGRATIONS", "SCHEMA", "TOKENS_ROLE", "migrate"]
+
+SCHEMA: Final = "pi_agent_ask"
+DESK_ROLE: Final = "pi_agent_ask_desk"
+AGENT_ROLE: Final = "pi_agent_ask_agent"
+TOKENS_ROLE: Final = "pi_agent_ask_tokens"
+_LOCK_KEY: Final = 0x70695F61736B  # "pi_ask": the advisory lock that serialises migrations
+
+_ROLES = f"""
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{DESK_ROLE}') THEN
+        CREATE ROLE {DESK_ROLE} NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{AGENT_ROLE}') THEN
+        CREATE ROLE {AGENT_ROLE} NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{TOKENS_ROLE}') THEN
+        CREATE ROLE {TOKENS_ROLE} NOLOGIN;
+    END IF;
+END
+$$;
+GRANT {AGENT_ROLE} TO {DESK_ROLE};
+"""
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
+    (
+        1,
+        f"""
+CREATE TABLE {SCHEMA}.tokens (
+    token_hash bytea PRIMARY KEY,
+    agent_key text NOT NULL CHECK (length(agent_key) BETWEEN 1 AND 200),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    revoked_at timestamptz
+);
+CREATE INDEX tokens_agent ON {SCHEMA}.tokens (agent_key);
+
+CREATE TABLE {SCHEMA}.requests (
+    request_id text PRIMARY KEY,
+    agent_key text NOT NULL CHECK (length(agent_key) BETWEEN 1 AND 200),
+    call_key text NOT NULL,
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    params jsonb NOT NULL,
+    background boolean NOT NULL,
+    state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done')),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    draft jsonb,
+    draft_at timestamptz,
+    draft_by text,
+    claim_token uuid,
+    claimed_by text,
+    claim_desk text,
+    lease_until timestamptz,
+    UNIQUE (agent_key, call_key)
+);
+CREATE INDEX requests_pending ON {SCHEMA}.requests (seq) WHERE state = 'pending';
+CREATE INDEX requests_agent ON {SCHEMA}.requests (agent_key, state);
+
+CREATE TABLE {SCHEMA}.outcomes (
+    request_id text PRIMARY KEY REFERENCES {SCHEMA}.requests ON DELETE CASCADE,
+    agent_key text NOT NULL,
+    result jsonb NOT NULL,
+    answered_by text NOT NULL,
+    answered_on text NOT NULL,
+    answered_at timestamptz NOT NULL DEFAULT now(),
+    delivered_call text,
+    delivered_at timestamptz
+);
+CREATE INDEX outcomes_undelivered ON {SCHEMA}.outcomes (agent_key) WHERE delivered_call IS NULL;
+CREATE INDEX outcomes_call ON {SCHEMA}.outcomes (agent_key, delivered_call);
+
+CREATE FUNCTION {SCHEMA}.token_agent(digest bytea) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT agent_key FROM {SCHEMA}.tokens
+          WHERE token_hash = digest AND revoked_at IS NULL $$;
+REVOKE ALL ON FUNCTION {SCHEMA}.token_agent(bytea) FROM PUBLIC;
+
+ALTER TABLE {SCHEMA}.requests ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {SCHEMA}.outcomes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY desk_all ON {SCHEMA}.requests TO {DESK_ROLE} USING (true) WITH CHECK (true);
+CREATE POLICY desk_all ON {SCHEMA}.outcomes TO {DESK_ROLE} USING (true) WITH CHECK (true);
+CREATE POLICY own_rows ON {SCHEMA}.requests TO {AGENT_ROLE}
+    USING (agent_key = current_setting('pi_agent_ask.agent', true))
+    WITH CHECK (agent_key = current_setting('pi_agent_ask.agent', true));
+CREATE POLICY own_rows ON {SCHEMA}.outcomes TO {AGENT_ROLE}
+    USING (agent_key = current_setting('pi_agent_ask.agent', true))
+    WITH CHECK (agent_key = current_setting('pi_agent_ask.agent', true));
+
+GRANT USAGE ON SCHEMA {SCHEMA} TO {DESK_ROLE}, {AGENT_ROLE}, {TOKENS_ROLE};
+GRANT SELECT, UPDATE ON {SCHEMA}.requests TO {DESK_ROLE};
+GRANT SELECT, INSERT ON {SCHEMA}.outcomes TO {DESK_ROLE};
+GRANT SELECT, INSERT ON {SCHEMA}.requests TO {AGENT_ROLE};
+GRANT USAGE ON SEQUENCE {SCHEMA}.requests_seq_seq TO {AGENT_ROLE};
+GRANT SELECT, UPDATE (delivered_call, delivered_at) ON {SCHEMA}.outcomes TO {AGENT_ROLE};
+GRANT UPDATE (background) ON {SCHEMA}.requests TO {AGENT_ROLE};
+GRANT EXECUTE ON FUNCTION {SCHEMA}.token_agent(bytea) TO {DESK_ROLE};
+GRANT SELECT, INSERT, UPDATE ON {SCHEMA}.tokens TO {TOKENS_ROLE};
+""",
+    ),
+)
+
+
+def migrate(conn: Any) -> list[int]:
+    """Create the roles and apply every migration not applied yet; returns the versions applied
+    now (empty when the schema was current). ``conn`` is a psycopg connection of a role that
+    may create roles and the schema (the cluster's owner, or a database owner with
+    ``CREATEROLE``); it is left with no transaction open."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        conn.execute(_ROLES)
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA}.schema_version ("
+            " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        row = conn.execute(
+            f"SELECT coalesce(max(version), 0) FROM {SCHEMA}.schema_version"
+        ).fetchone()
+        current = int(row[0])
+        applied = []
+        for version, sql in MIGRATIONS:
+            if version <= current:
+                continue
+            conn.execute(sql)
+            conn.execute(f"INSERT INTO {SCHEMA}.schema_version (version) VALUES (%s)", (version,))
+            applied.append(version)
+    return applied

@@ -1,0 +1,164 @@
+"""A team desk's terminal: the desk's screen (``desk/terminal.py``) over the store's board.
+
+The person sees one form at a time, the oldest free one of any agent; showing it claims it
+(``TeamBoard.open``), so the other desks show who is on it. The form is the same form actor
+and view as everywhere (``actors/form.run_form`` on the desk's ``Board``): its drafts are
+saved to the store as they change, so a desk that dies hands its form back with them. An
+answer is recorded under the person's name (``--as``); Esc puts the form back for everyone
+(with its draft) and moves to the next; a form answered meanwhile on another desk is taken
+off the screen, saying who answered it. The agents pane counts every agent's pending forms,
+and the status line says what the other desks are answering.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import trio
+
+from pi_agent_ask.actors.form import FormInput, run_form
+from pi_agent_ask.desk.board import AgentSurface, Board
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.result import build_result
+from pi_agent_ask.form.types import Draft
+from pi_agent_ask.form.validate import params_from_saved
+from pi_agent_ask.store.board import TeamBoard
+from pi_agent_ask.store.db import Claim, FormRow, Refused
+
+__all__ = ["answer_on_terminal", "draft_json", "form_of"]
+
+
+def draft_json(state: fs.FormState) -> dict[str, Any]:
+    return {"drafts": [draft.to_json() for draft in state.drafts]}
+
+
+def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | None:
+    """The form of ``row`` with its saved draft (``None``: its questions are not valid)."""
+    params = params_from_saved(row.params)
+    if params is None:
+        return None
+    state = fs.new_form(params, settings, background=True)
+    saved = (row.draft or {}).get("drafts")
+    if isinstance(saved, list) and len(saved) == len(params.questions):
+        try:
+            drafts = tuple(Draft.from_json(item) for item in saved)
+        except (TypeError, ValueError, KeyError):
+            return state
+        state = attrs.evolve(state, drafts=drafts)
+    return state
+
+
+def _others(team: TeamBoard) -> str:
+    busy = [
+        f"{row.claimed_by} on {row.agent_key}'s form"
+        for row in team.snapshot()
+        if row.claim_live and team.claimed_here(row.request_id) is None
+    ]
+    return "Other desks: " + ", ".join(busy) if busy else ""
+
+
+async def answer_on_terminal(
+    team: TeamBoard,
+    board: Board,
+    notice: Any,
+    settings: fs.FormSettings | None = None,
+) -> None:
+    """Show the store's free forms one at a time on ``board``'s display until cancelled."""
+    later: set[str] = set()  # put back with Esc: behind every other free form
+
+    def counts() -> None:
+        pending: dict[str, int] = {}
+        for row in team.snapshot():
+            pending[row.agent_key] = pending.get(row.agent_key, 0) + 1
+        for key in {*pending, *(agent.key for agent in board.agents())}:
+            board.set_pending(key, pending.get(key, 0))
+        text = _others(team)
+        if text:
+            notice(text)
+
+    previous = team.on_change
+
+    def changed() -> None:
+        previous()
+        counts()
+
+    team.on_change = changed
+    while True:
+        forms = await team.wait_for(lambda rows: any(not row.claim_live for row in rows))
+        free = [row for row in forms if not row.claim_live]
+        first = [row for row in free if row.request_id not in later] or free
+        if all(row.request_id in later for row in free):
+            later.clear()
+        claim = await team.open(first[0].request_id)
+        if not isinstance(claim, Claim):
+            await team.refresh()
+            continue
+        outcome = await _show(team, board, claim, settings)
+        if outcome == "later":
+            later.add(claim.request_id)
+        elif isinstance(outcome, Refused):
+            notice(outcome.message)
+
+
+async def _show(
+    team: TeamBoard, board: Board, claim: Claim, settings: fs.FormSettings | None
+) -> str | Refused | None:
+    request_id = claim.request_id
+    state = form_of(claim.row, settings)
+    if state is None:
+        await team.close(request_id)
+        return Refused("invalid", "A form's stored questions are not valid; it was skipped.")
+    send, receive = trio.open_memory_channel[FormInput](16)
+    last = state
+    deferred = False
+    gone: Refused | None = None
+
+    async def on_change(changed: fs.FormState) -> None:
+        nonlocal last
+        last = changed
+        await team.save_draft(request_id, draft_json(changed))
+
+    async with trio.open_nursery() as nursery:
+        scope = trio.CancelScope()
+
+        async def on_defer() -> None:
+            nonlocal deferred
+            deferred = True
+            scope.cancel()
+
+        async def answered_elsewhere() -> None:
+            nonlocal gone
+            await team.wait_for(lambda rows: all(row.request_id != request_id for row in rows))
+            if team.claimed_here(request_id) is None:
+                gone = await team.store.run(
+                    type(team.store.store).submit_refusal, team.store.store, request_id
+                )
+                scope.cancel()
+
+        nursery.start_soon(answered_elsewhere)
+        final = await run_form(
+            flow_id=request_id,
+            state=state,
+            inbox=receive,
+            commands=send,
+            surface=AgentSurface(board, claim.row.agent_key),
+            on_change=on_change,
+            on_defer=on_defer,
+            scope=scope,
+        )
+        nursery.cancel_scope.cancel()
+    if gone is not None:
+        return gone
+    if final is None or final.outcome is None or deferred:
+        await team.close(request_id, draft_json(last if final is None else final))
+        return "later"
+    result = build_result(
+        final.params,
+        final.drafts,
+        presented_types=final.types,
+        cancelled=final.outcome.cancelled,
+        request_id=request_id,
+    )
+    done = await team.submit(request_id, result.to_details())
+    return done if isinstance(done, Refused) else None

@@ -1,0 +1,210 @@
+"""The frame's sticky footer: settings problems, the warnings that ask for a second press, and
+the key hints of the current context, from the live keymaps."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Literal
+
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.sanitize import sanitize_text
+from pi_agent_ask.form.transcript import merge_segments
+from pi_agent_ask.persistence.keys import format_key
+from pi_agent_ask.persistence.settings import EditorKeymap, Keymaps
+from pi_agent_ask.ui.render.frame import (
+    HINT,
+    MUTED,
+    SHORT_SCREEN_ROWS,
+    WARNING,
+    Fragment,
+    Line,
+    RenderOptions,
+)
+from pi_agent_ask.ui.render.lines import cells, wrap_fragments
+
+
+def _question_alerts(state: fs.FormState, keymaps: Keymaps, width: int) -> list[Line]:
+    """Warnings that ask for a second press on a question tab. They are shown in the sticky
+    footer, so they are on screen however the body is scrolled."""
+    rows: list[Line] = []
+    q = state.tab
+    type_keys = keymaps.main.change_question_type
+    if state.pending_type_change == q and type_keys:
+        rows.extend(
+            wrap_fragments(
+                [
+                    (
+                        WARNING,
+                        f"Press {format_key(type_keys[0])} again to switch to single-select; "
+                        "selected choices will be cleared (custom text and notes stay).",
+                    )
+                ],
+                width,
+            )
+        )
+    rows.extend(dismiss_warning(state.pending_dismiss, keymaps, width))
+    return rows
+
+
+def dismiss_warning(pending: fs.DismissAction | None, keymaps: Keymaps, width: int) -> list[Line]:
+    if pending is None:
+        return []
+    if pending == "cancel":
+        keys, verb = keymaps.main.cancel, "cancel"
+    else:
+        keys, verb = keymaps.global_.dismiss, "dismiss"
+    key = format_key(keys[0]) if keys else "the same key"
+    return wrap_fragments(
+        [(WARNING, f"Unsaved answers will be lost. Press {key} again to {verb} the questions.")],
+        width,
+    )
+
+
+HintContext = Literal["custom", "note", "custom-images", "note-images", "review", "single", "multi"]
+
+
+def _hint_context(state: fs.FormState) -> HintContext:
+    if state.editor is not None:
+        custom = state.editor.kind == "custom"
+        if state.editor.images:
+            return "custom-images" if custom else "note-images"
+        return "custom" if custom else "note"
+    if state.on_review:
+        return "review"
+    return "multi" if state.types[state.tab] == "multi" else "single"
+
+
+def footer_hints(state: fs.FormState, keymaps: Keymaps) -> list[tuple[str, str]]:
+    """``(keys, action)`` pairs for the current context, from the live keymaps.
+
+    Each action shows the first key of each of its bindings (``Up/Down move``); actions whose
+    bindings are all empty are left out. Fixed keys (digits, ``D``) are shown as they are.
+    """
+    return list(_hints(keymaps, _hint_context(state), state.background))
+
+
+@functools.lru_cache(maxsize=32)
+def _hints(
+    keymaps: Keymaps, context: HintContext, background: bool = False
+) -> tuple[tuple[str, str], ...]:
+    main = keymaps.main
+    dismiss = keymaps.global_.dismiss
+    settings = keymaps.global_.settings
+    pairs: list[tuple[str | tuple[Sequence[str], ...], str]]
+    if context in ("custom", "note", "custom-images", "note-images"):
+        custom = context.startswith("custom")
+        ed = keymaps.editor if custom else keymaps.note_editor
+        save = ed.submit if isinstance(ed, EditorKeymap) else ed.save
+        # The active paste shortcut is always shown (000: "The form displays the active
+        # shortcut"); without a binding the action still has a name.
+        paste: tuple[Sequence[str], ...] | str = (
+            (ed.paste_image,) if ed.paste_image else "Paste image"
+        )
+        pairs = [
+            ((save,), "submit" if custom else "save note"),
+            ((ed.close,), "save and close"),
+            ("Tab", "complete @path"),
+            ("Alt+Enter", "new line"),
+            ("Ctrl+G", "$EDITOR"),
+            ((ed.previous_option_when_empty, ed.next_option_when_empty), "move when empty"),
+            (paste, "attach image"),
+        ]
+        if context.endswith("-images"):
+            pairs.append(("Ctrl+Alt+D", "remove last image"))
+        pairs.append(((dismiss,), "dismiss"))
+    elif context == "review":
+        pairs = [
+            ("1", "submit"),
+            ("2", "cancel"),
+            ((main.confirm,), "choose"),
+            ((main.previous_option, main.next_option), "move"),
+            ((main.previous_tab, main.next_tab), "tabs"),
+            ((settings,), "settings"),
+            ((main.cancel,), "defer all" if background else "cancel"),
+            ((dismiss,), "dismiss"),
+        ]
+    else:
+        multi = context == "multi"
+        pairs = [
+            ("1-9", "toggle" if multi else "select"),
+            ((main.toggle,), "toggle"),
+            ((main.confirm,), "next" if multi else "select"),
+            ((main.previous_option, main.next_option), "move"),
+            ((main.previous_tab, main.next_tab), "tabs"),
+            ((main.option_note,), "option note"),
+            ((main.question_note,), "question note"),
+            ((main.change_question_type,), "single/multi"),
+            ("D", "skip"),
+            ((settings,), "settings"),
+            ((main.cancel,), "defer all" if background else "cancel"),
+            ((dismiss,), "dismiss"),
+        ]
+    out: list[tuple[str, str]] = []
+    for keys, action in pairs:
+        if isinstance(keys, str):
+            out.append((keys, action))
+            continue
+        shown = "/".join(format_key(binding[0]) for binding in keys if binding)
+        if shown:
+            out.append((shown, action))
+    return tuple(out)
+
+
+def footer_rows(state: fs.FormState, options: RenderOptions, width: int) -> list[Line]:
+    alerts = [
+        row
+        for notice in options.config_notices
+        for part in sanitize_text(notice).split("\n")
+        for row in wrap_fragments([(WARNING, part)], width)
+    ]
+    if not state.on_review:
+        alerts.extend(_question_alerts(state, options.keymaps, width))
+    short = options.height is not None and options.height <= SHORT_SCREEN_ROWS
+    hints: tuple[Line, ...] = ()
+    if options.show_footer_hints:
+        hints = _footer_lines(options.keymaps, _hint_context(state), width, state.background, short)
+    if not alerts and not hints:
+        return []
+    return [*([] if short and not alerts else [()]), *alerts, *hints]
+
+
+COMPACT_FIRST = ("select", "next", "choose", "submit", "save note", "cancel", "defer all")
+"""On a short screen the one hint row starts with these actions (then the others in order)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _footer_lines(
+    keymaps: Keymaps,
+    context: HintContext,
+    width: int,
+    background: bool = False,
+    compact: bool = False,
+) -> tuple[Line, ...]:
+    """The hint rows; the same for every frame of one context, keymap and width. Hints wrap
+    whole (a key never leaves its label); ``compact`` keeps only the hints that fit one row."""
+    hints = _hints(keymaps, context, background)
+    if compact:
+        first = [hint for hint in hints if hint[1] in COMPACT_FIRST]
+        hints = (*first, *(hint for hint in hints if hint not in first))
+    rows: list[list[Fragment]] = [[]]
+    used = 0
+    for keys, action in hints:
+        hint = [(HINT, keys), (MUTED, f" {action}")]
+        size = cells(keys) + 1 + cells(action)
+        if rows[-1] and used + 3 + size <= width:
+            rows[-1].extend([(MUTED, " · "), *hint])
+            used += 3 + size
+        elif not rows[-1] and size <= width:
+            rows[-1].extend(hint)
+            used = size
+        elif compact:
+            continue
+        elif size > width:
+            rows.append([])
+            rows.extend([*row] for row in wrap_fragments(hint, width, 0))
+            used = width
+        else:
+            rows.append(hint)
+            used = size
+    return tuple(merge_segments(row) for row in rows if row)

@@ -1,0 +1,105 @@
+"""The host shell's ordinary input editor: ``> `` and a muted hint while empty, multi-line
+(Enter sends, Alt+Enter breaks the line), growing up to :data:`EDITOR_MAX_ROWS` rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.filters import Condition, Filter
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
+from prompt_toolkit.layout import BufferControl, Dimension, Window
+from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
+
+from pi_agent_ask.form.sanitize import sanitize_text
+from pi_agent_ask.form.transcript import cell_width
+
+__all__ = ["EDITOR_MAX_ROWS", "EDITOR_PLACEHOLDER", "editor_bindings", "editor_window"]
+
+EDITOR_PLACEHOLDER = "Type a message · /ask-settings /ask-defer /ask-queue /ask-mode /quit"
+EDITOR_MAX_ROWS = 5
+"""The editor grows with its text up to this many rows, then scrolls."""
+
+
+class _Placeholder(Processor):
+    """Shows a muted hint in the empty editor."""
+
+    def __init__(self, text: str, columns: Callable[[], int]) -> None:
+        self.text = text
+        self.columns = columns
+
+    def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
+        ti = transformation_input
+        if ti.lineno == 0 and not ti.buffer_control.buffer.text:
+            # One row: on a narrow screen the hint is cut short rather than take two rows.
+            room = max(1, self.columns() - 3)
+            text = self.text if cell_width(self.text) <= room else self.text[: room - 1] + "…"
+            return Transformation([*ti.fragments, ("class:ask.placeholder", text)])
+        return Transformation(ti.fragments)
+
+
+def editor_window(
+    editor: Buffer, columns: Callable[[], int], focused: Callable[[], bool]
+) -> Window:
+    """The editor's window; ``columns``: the screen's width, ``focused``: whether the editor has
+    the keyboard (its ``> `` is in the focus style then, muted otherwise)."""
+
+    def prefix(line: int, wrap: int) -> StyleAndTextTuples:
+        if line != 0 or wrap != 0:
+            return [("", "  ")]
+        return [("class:ask.focus" if focused() else "class:ask.muted", "> ")]
+
+    return Window(
+        BufferControl(
+            editor,
+            input_processors=[_Placeholder(EDITOR_PLACEHOLDER, columns)],
+            focus_on_click=True,
+        ),
+        height=Dimension(min=1, max=EDITOR_MAX_ROWS),
+        dont_extend_height=True,
+        wrap_lines=True,
+        get_line_prefix=prefix,
+    )
+
+
+def editor_bindings(
+    editor: Buffer,
+    active: Filter,
+    *,
+    submit: Callable[[], None],
+    quit: Callable[[], None],
+    notice: Callable[[str], None],
+) -> KeyBindings:
+    """Enter sends (``submit``), Alt+Enter and Ctrl+J break the line, Ctrl+D in the empty editor
+    quits, Ctrl+C clears; pasted text is neutralised before it reaches the buffer."""
+    kb = KeyBindings()
+    empty = Condition(lambda: not editor.text)
+
+    @kb.add("c-m", filter=active)
+    def _send(_event: KeyPressEvent) -> None:
+        submit()
+
+    @kb.add("escape", "c-m", filter=active)
+    @kb.add("c-j", filter=active)
+    def _newline(_event: KeyPressEvent) -> None:
+        editor.insert_text("\n")
+
+    @kb.add("c-d", filter=active & empty)
+    def _quit(_event: KeyPressEvent) -> None:
+        quit()
+
+    @kb.add("c-c", filter=active)
+    def _clear(_event: KeyPressEvent) -> None:
+        if editor.text:
+            editor.reset()
+        else:
+            notice("Ctrl+D or /quit exits.")
+
+    @kb.add(Keys.BracketedPaste, filter=active)
+    def _paste(event: KeyPressEvent) -> None:
+        data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+        editor.insert_text(sanitize_text(data))
+
+    return kb

@@ -1,0 +1,427 @@
+"""The web desk: the desk's board as a page, on the desk's own listener beside ``/mcp``.
+
+:class:`WebDesk` is a Starlette application (Starlette runs on anyio, so on the desk's Trio
+server). The page is rendered on the server from the board's snapshots (``view.py``, Jinja2
+templates with autoescaping); a little JavaScript from the package (``static/desk.js``) keeps
+it live over server-sent events and sends the person's edits back. The board stays the one
+place that decides what is shown: the page reads its snapshots and sends commands through the
+channel each form's runtime handed the board, as the terminal does:
+
+- a draft typed on the page is a ``ReplaceDrafts`` command (the form journals it as it does any
+  draft change, so a reload, a crash or another device finds it);
+- Submit and Cancel are remote responses (``pi-agent-ask:submit``'s path): the form checks the
+  answer and the first submission wins; a form already gone is "answered elsewhere";
+- "Later" is the terminal's Esc on a background form (the agent's questions wait their turn).
+
+Routes: ``/`` (the page, or the sign-in message), ``/login`` (one-time code -> session),
+``/login-code`` (``POST`` with the desk's bearer token: a new sign-in URL), ``/events`` (the
+live stream), ``/fragment/form`` and ``/fragment/queue`` (parts of the page, for the live
+updates), ``/api/*`` (state changes), ``/history`` and ``/history/export``, ``/static``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import attrs
+import jinja2
+import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from pi_agent_ask.actors.form import RemoteResponse, UserCommand
+from pi_agent_ask.desk.board import Board, Shown
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.web import history as hist
+from pi_agent_ask.web import view
+from pi_agent_ask.web.auth import SESSION_LIFETIME, Auth, Session
+from pi_agent_ask.web.security import COOKIE, SecurityHeaders, refusal, session_of
+
+__all__ = ["ANSWERED_ELSEWHERE", "KEEPALIVE", "WebDesk", "web_base_url"]
+
+HERE = Path(__file__).parent
+KEEPALIVE = 15.0
+"""Seconds between keep-alive comments on an idle live stream (proxies close silent ones)."""
+ANSWERED_ELSEWHERE = "This form was already answered elsewhere (on the terminal or another page)."
+MAX_BODY = 4 * 1024 * 1024
+
+
+def _templates() -> Jinja2Templates:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    return Jinja2Templates(env=env)
+
+
+def web_base_url(scheme: str, host: str, port: int) -> str:
+    """The page's address for a listen address: an unspecified one (every interface) is named
+    by this machine's host name, which other machines on the network can usually resolve."""
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
+
+def _digest(board: Board) -> str:
+    return json.dumps(view.board_digest(board), separators=(",", ":"))
+
+
+def _differs(seen: str, board: Board) -> bool:
+    return _digest(board) != seen
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+@attrs.define(eq=False)
+class WebDesk:
+    """The web desk of one running desk. ``base_url`` is set once the desk listens."""
+
+    board: Board
+    registry: Any
+    """The desk's ``AgentRegistry`` (its agents' runtimes, for history)."""
+    token: str
+    """The desk's bearer token: ``/login-code`` needs it."""
+    clock: Callable[[], float] = trio.current_time
+    secure: bool = False
+    """The desk serves TLS: the cookie is ``Secure``."""
+    base_url: str = ""
+    auth: Auth = attrs.field(init=False)
+    templates: Jinja2Templates = attrs.field(init=False, factory=_templates)
+    app: Any = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.auth = Auth(clock=self.clock)
+        routes = [
+            Route("/", self.page),
+            Route("/login", self.login),
+            Route("/login-code", self.login_code, methods=["POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Route("/events", self.events),
+            Route("/fragment/form", self.form_fragment),
+            Route("/fragment/queue", self.queue_fragment),
+            Route("/api/draft", self.api_draft, methods=["POST"]),
+            Route("/api/submit", self.api_submit, methods=["POST"]),
+            Route("/api/cancel", self.api_cancel, methods=["POST"]),
+            Route("/api/later", self.api_later, methods=["POST"]),
+            Route("/history", self.history),
+            Route("/history/export", self.history_export),
+            Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+        self.app = SecurityHeaders(Starlette(routes=routes))
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+    # -- URLs ---------------------------------------------------------------------------------
+
+    def login_url(self) -> str:
+        """A new one-time sign-in URL (single use, valid 10 minutes)."""
+        return f"{self.base_url}/login?code={self.auth.new_code()}"
+
+    def form_url(self, key: str, flow_id: str) -> str:
+        """Where the page shows agent ``key``'s form ``flow_id`` (notifications link to it)."""
+        return f"{self.base_url}/?form={quote(key + '/' + flow_id, safe='')}"
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _find(self, form_id: object) -> Shown | None:
+        for shown in self.board.shown_forms():
+            if view.form_id(shown) == form_id:
+                return shown
+        return None
+
+    def _chosen(self, request: Request) -> Shown | None:
+        """The form the page asks for (``?form=``), else that agent's form, else the first in
+        the board's order; never ``?skip=`` (a form the page just answered, which the board
+        may show until its runtime takes the answer in)."""
+        wanted = request.query_params.get("form")
+        skip = request.query_params.get("skip")
+        forms = [s for s in self.board.shown_forms() if view.form_id(s) != skip]
+        found = next((s for s in forms if view.form_id(s) == wanted), None)
+        if found is None and wanted:
+            key = wanted.rsplit("/", 1)[0]
+            found = next((s for s in forms if s.key == key), None)
+        return found if found is not None else next(iter(forms), None)
+
+    def _context(self, request: Request, session: Session, shown: Shown | None) -> dict[str, Any]:
+        return {
+            "csrf": session.csrf,
+            "form": view.form_view(self.board, shown) if shown is not None else None,
+            "agents": view.agent_rows(self.board, shown),
+        }
+
+    async def _json(self, request: Request) -> tuple[Session, dict[str, Any]] | JSONResponse:
+        status, checked = refusal(self.auth, request)
+        if status is not None:
+            return _error(status, str(checked))
+        assert isinstance(checked, Session)
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return _error(413, "The request is too large.")
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return _error(400, "The request body is not JSON.")
+        if not isinstance(data, dict):
+            return _error(400, "The request body must be a JSON object.")
+        return checked, data
+
+    async def _target(self, request: Request) -> tuple[Shown, dict[str, Any]] | JSONResponse:
+        checked = await self._json(request)
+        if isinstance(checked, JSONResponse):
+            return checked
+        data = checked[1]
+        shown = self._find(data.get("form"))
+        if shown is None:
+            return _error(409, ANSWERED_ELSEWHERE)
+        return shown, data
+
+    # -- pages --------------------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        session = session_of(self.auth, request)
+        if session is None:
+            return self.templates.TemplateResponse(
+                request, "signin.html", {"problem": None}, status_code=401
+            )
+        shown = self._chosen(request)
+        return self.templates.TemplateResponse(
+            request, "page.html", self._context(request, session, shown)
+        )
+
+    async def form_fragment(self, request: Request) -> Response:
+        session = session_of(self.auth, request)
+        if session is None:
+            return PlainTextResponse("Not signed in.", status_code=401)
+        shown = self._chosen(request)
+        return self.templates.TemplateResponse(
+            request, "_main.html", self._context(request, session, shown)
+        )
+
+    async def queue_fragment(self, request: Request) -> Response:
+        session = session_of(self.auth, request)
+        if session is None:
+            return PlainTextResponse("Not signed in.", status_code=401)
+        shown = self._find(request.query_params.get("form"))
+        return self.templates.TemplateResponse(
+            request, "_queue.html", self._context(request, session, shown)
+        )
+
+    async def login(self, request: Request) -> Response:
+        code = request.query_params.get("code", "")
+        outcome, session = self.auth.sign_in(code)
+        if outcome == "limited":
+            return self.templates.TemplateResponse(
+                request, "signin.html", {"problem": "limited"}, status_code=429
+            )
+        if session is None:
+            return self.templates.TemplateResponse(
+                request, "signin.html", {"problem": "invalid"}, status_code=403
+            )
+        # A page, not a redirect: a SameSite=Strict cookie set during a navigation that began
+        # on another site (a QR scanner, a notification) is not sent on the redirect's next
+        # request; the page's own navigation is same-site.
+        response = self.templates.TemplateResponse(request, "signed_in.html", {})
+        response.set_cookie(
+            COOKIE,
+            session.id,
+            max_age=int(SESSION_LIFETIME),
+            path="/",
+            secure=self.secure,
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    async def login_code(self, request: Request) -> Response:
+        scheme, _, credential = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            credential.strip().encode("utf-8", "replace"), self.token.encode()
+        ):
+            return _error(401, "Missing or wrong bearer token (see the desk's connection file).")
+        return JSONResponse({"url": self.login_url()})
+
+    async def logout(self, request: Request) -> Response:
+        status, checked = refusal(self.auth, request)
+        if status is not None:
+            return _error(status, str(checked))
+        assert isinstance(checked, Session)
+        self.auth.sign_out(checked.id)
+        response = JSONResponse({"ok": True})
+        response.delete_cookie(
+            COOKIE, path="/", secure=self.secure, httponly=True, samesite="strict"
+        )
+        return response
+
+    # -- the live stream ----------------------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        if session_of(self.auth, request) is None:
+            return PlainTextResponse("Not signed in.", status_code=401)
+        return StreamingResponse(
+            self._stream(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    async def _stream(self) -> AsyncIterator[str]:
+        board = self.board
+        last = ""
+        yield "retry: 1000\n\n"
+        while True:
+            digest = _digest(board)
+            if digest != last:
+                last = digest
+                yield f"event: board\ndata: {digest}\n\n"
+                continue
+            with trio.move_on_after(KEEPALIVE) as idle:
+                await board.wait_for(functools.partial(_differs, last))
+            if idle.cancelled_caught:
+                yield ": keep-alive\n\n"
+
+    # -- state changes ------------------------------------------------------------------------
+
+    async def api_draft(self, request: Request) -> Response:
+        target = await self._target(request)
+        if isinstance(target, JSONResponse):
+            return target
+        shown, data = target
+        try:
+            drafts = view.drafts_from_json(shown.state, data.get("drafts"))
+        except view.DraftError as error:
+            return _error(400, str(error))
+        try:
+            await shown.commands.send(UserCommand(fs.ReplaceDrafts(drafts)))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return _error(409, ANSWERED_ELSEWHERE)
+        return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
+
+    async def _respond(self, shown: Shown, response: dict[str, object]) -> Response:
+        """Send a remote response to the form and wait for its verdict."""
+        reply_tx, reply_rx = trio.open_memory_channel[tuple[str, str] | None](1)
+        try:
+            await shown.commands.send(RemoteResponse(response, reply_tx))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return _error(409, ANSWERED_ELSEWHERE)
+        try:
+            verdict = await reply_rx.receive()
+        except trio.EndOfChannel:
+            return _error(409, ANSWERED_ELSEWHERE)
+        if verdict is None:
+            return JSONResponse({"ok": True})
+        error, message = verdict
+        if error == "flow_not_found":
+            return _error(409, ANSWERED_ELSEWHERE)
+        return _error(422, message)
+
+    async def api_submit(self, request: Request) -> Response:
+        target = await self._target(request)
+        if isinstance(target, JSONResponse):
+            return target
+        shown, data = target
+        try:
+            drafts = view.drafts_from_json(shown.state, data.get("drafts"))
+        except view.DraftError as error:
+            return _error(400, str(error))
+        if view.has_images(drafts):
+            return _error(
+                422,
+                "This form has images attached on the terminal, which the page cannot send: "
+                "submit it on the terminal desk (your text is saved there too).",
+            )
+        answers = view.remote_answers(shown.state, drafts)
+        return await self._respond(shown, {"kind": "answer", "answers": answers})
+
+    async def api_cancel(self, request: Request) -> Response:
+        target = await self._target(request)
+        if isinstance(target, JSONResponse):
+            return target
+        return await self._respond(target[0], {"kind": "cancel"})
+
+    async def api_later(self, request: Request) -> Response:
+        target = await self._target(request)
+        if isinstance(target, JSONResponse):
+            return target
+        shown = target[0]
+        if not shown.state.background:
+            return _error(
+                400, "The agent waits on this question now: answer it, skip it or cancel it."
+            )
+        try:
+            await shown.commands.send(UserCommand(fs.Cancel()))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return _error(409, ANSWERED_ELSEWHERE)
+        return JSONResponse({"ok": True})
+
+    # -- history ------------------------------------------------------------------------------
+
+    async def _history(self, request: Request) -> tuple[str | None, str, list[Any]] | None:
+        keys = sorted(self.registry.keys)
+        agent_key = request.query_params.get("agent") or (keys[0] if keys else None)
+        query = request.query_params.get("q", "")
+        agent = self.registry.get(agent_key) if agent_key is not None else None
+        if agent is None:
+            return None
+        records = hist.matching(await hist.agent_records(agent.runtime), query)
+        return agent_key, query, records
+
+    async def history(self, request: Request) -> Response:
+        session = session_of(self.auth, request)
+        if session is None:
+            return self.templates.TemplateResponse(
+                request, "signin.html", {"problem": None}, status_code=401
+            )
+        found = await self._history(request)
+        agent_key, query, records = found if found is not None else (None, "", [])
+        shown = [hist.record_view(record) for record in reversed(records)][: hist.MAX_SHOWN]
+        export = (
+            f"/history/export?agent={quote(agent_key, safe='')}&q={quote(query, safe='')}"
+            if agent_key is not None
+            else None
+        )
+        return self.templates.TemplateResponse(
+            request,
+            "history.html",
+            {
+                "csrf": session.csrf,
+                "keys": sorted(self.registry.keys),
+                "agent": agent_key,
+                "query": query,
+                "records": shown,
+                "total": len(records),
+                "export": export,
+            },
+        )
+
+    async def history_export(self, request: Request) -> Response:
+        if session_of(self.auth, request) is None:
+            return PlainTextResponse("Not signed in.", status_code=401)
+        found = await self._history(request)
+        if found is None:
+            return PlainTextResponse("No such agent.", status_code=404)
+        agent_key, _query, records = found
+        safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(agent_key))[:60]
+        return Response(
+            hist.export_markdown(records),
+            media_type="text/markdown; charset=utf-8",
+            headers={"content-disposition": f'attachment; filename="ask-history-{safe}.md"'},
+        )

@@ -1,0 +1,76 @@
+"""The web desk's history: each agent's questions and answers, searched, and the Markdown export.
+
+The records and the Markdown are the history tools' own (``persistence/history.py``: the same
+records, the same search text, the same export rendering), read through the agent's runtime
+where its journal is. Nothing is written on the server: the export is the response body.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
+from pi_agent_ask.persistence.history import (
+    HistoryRecord,
+    render_markdown,
+    source_of_session,
+    source_records,
+)
+
+__all__ = ["RecordView", "agent_records", "export_markdown", "matching", "record_view"]
+
+MAX_SHOWN = 200
+"""Newest records a history page lists (the export has them all)."""
+
+
+@attrs.frozen
+class RecordView:
+    title: str | None
+    label: str
+    prompt: str
+    created_at: str
+    status: str
+    answer: str
+    note: str
+
+
+async def agent_records(runtime: Any) -> list[HistoryRecord]:
+    """Every history record of the agent's current branch, oldest first."""
+    records: list[HistoryRecord] = await runtime.read_journal(
+        lambda session: source_records(source_of_session(session))
+    )
+    return records
+
+
+def matching(records: list[HistoryRecord], query: str) -> list[HistoryRecord]:
+    """The records whose text holds ``query`` (case-insensitive; the history tools' rule)."""
+    needle = query.strip().lower()
+    if not needle:
+        return records
+    return [record for record in records if needle in record.search_text()]
+
+
+def record_view(record: HistoryRecord) -> RecordView:
+    answer = record.answer
+    parts: list[str] = []
+    note = ""
+    if answer is not None:
+        parts.extend(answer.selected_labels)
+        if answer.custom_text is not None:
+            parts.append(answer.custom_text)
+        note = answer.note or ""
+    return RecordView(
+        title=sanitize_line(record.title) if record.title else None,
+        label=sanitize_line(record.question.label),
+        prompt=sanitize_text(record.question.prompt),
+        created_at=record.created_at,
+        status=record.status,
+        answer=sanitize_text(", ".join(parts)),
+        note=sanitize_text(note),
+    )
+
+
+def export_markdown(records: list[HistoryRecord]) -> str:
+    return render_markdown(records)

@@ -1,0 +1,99 @@
+"""The web desk's request checks and response headers.
+
+- Every response carries a strict Content-Security-Policy (scripts, styles and connections
+  from the desk itself only; no inline script or style, no frames, no plugins), ``nosniff``,
+  no referrer, no framing and no caching.
+- A state-changing request (every ``POST``) passes when it comes with the session cookie, an
+  ``Origin`` naming the host the request reached (its ``Host``; the desk's Host check already
+  ran), over ``http`` or ``https`` (a TLS proxy in front of the desk, ``--tls-elsewhere``,
+  makes the browser's scheme differ from the desk's), and the session's CSRF token in
+  ``X-CSRF-Token``.
+  A cross-site page fails all three: the browser withholds the ``SameSite=Strict`` cookie, its
+  ``Origin`` is its own, and it cannot read the token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+
+from pi_agent_ask.web.auth import Auth, Session
+
+__all__ = [
+    "COOKIE",
+    "CSP",
+    "CSRF_HEADER",
+    "SecurityHeaders",
+    "refusal",
+    "same_origin",
+    "session_of",
+]
+
+COOKIE = "pi_agent_ask_session"
+CSRF_HEADER = "x-csrf-token"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cross-origin-opener-policy": "same-origin",
+    "cache-control": "no-store",
+}
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class SecurityHeaders:
+    """ASGI middleware: the headers above on every HTTP response of the wrapped app."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in _HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def same_origin(request: Request, origin: str | None) -> bool:
+    """Whether ``origin`` is the page this request's host serves."""
+    host = request.headers.get("host")
+    if not host or origin is None:
+        return False
+    return origin in (f"http://{host}", f"https://{host}")
+
+
+def session_of(auth: Auth, request: Request) -> Session | None:
+    return auth.session(request.cookies.get(COOKIE))
+
+
+def refusal(auth: Auth, request: Request) -> tuple[int, str] | tuple[None, Session]:
+    """Why a state-changing request is refused (status, sentence), or its session."""
+    session = session_of(auth, request)
+    if session is None:
+        return 401, "Not signed in: open a new sign-in link (pi-agent-ask desk login-url)."
+    if not same_origin(request, request.headers.get("origin")):
+        return 403, "Refused: the request does not come from the desk's own page."
+    if not auth.csrf_ok(session, request.headers.get(CSRF_HEADER)):
+        return 403, "Refused: the page's security token is missing or wrong; reload the page."
+    return None, session

@@ -1,0 +1,326 @@
+// pi-agent-ask web desk: live updates, drafts, review and submit. No dependencies.
+// The server renders every piece of the page; this script only moves values and text
+// (textContent, never markup built from agent text) and swaps server-rendered fragments.
+"use strict";
+(function () {
+  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  const slot = document.getElementById("slot");
+  const statusBox = document.getElementById("status");
+  const queueBox = document.getElementById("queue");
+  const SAVE_DELAY = 300;
+  const ELSEWHERE = "This form was answered elsewhere (on the terminal or another page).";
+  let saveTimer = null;
+  let leaving = null; // the id of a form this page itself just sent away
+  let cancelArmed = false;
+  let saving = 0; // drafts sent and not yet answered
+  let staleRev = null; // drafts changed elsewhere while the person was typing here
+  // Revisions of drafts this page sent: the live stream may report an older one of them
+  // after a newer save was answered; only a revision this page never made is news.
+  const ownRevs = [];
+
+  function form() { return document.getElementById("ask-form"); }
+  function formId() { const f = form(); return f ? f.dataset.formId : null; }
+  function say(text) { statusBox.textContent = text; }
+  function showError(text) {
+    const box = document.getElementById("form-errors");
+    if (box) box.textContent = text; else say(text);
+  }
+
+  function questionDraft(fs) {
+    const custom = fs.querySelector("textarea.custom");
+    const optionNotes = {};
+    fs.querySelectorAll("textarea.option-note-text").forEach(function (t) {
+      if (t.value.trim()) optionNotes[t.dataset.value] = t.value;
+    });
+    return {
+      selected: Array.from(fs.querySelectorAll("input.choice"))
+        .filter(function (i) { return i.checked; })
+        .map(function (i) { return Number(i.value); }),
+      custom: custom.value,
+      customSelected: custom.dataset.selected === "true" && custom.value.trim() !== "",
+      note: fs.querySelector("textarea.note").value,
+      optionNotes: optionNotes,
+      skipped: fs.querySelector("button.skip").getAttribute("aria-pressed") === "true",
+    };
+  }
+  function drafts() {
+    return Array.from(form().querySelectorAll("fieldset.question")).map(questionDraft);
+  }
+  function dirty() {
+    return drafts().some(function (d) {
+      return d.skipped || d.selected.length || d.custom.trim() || d.note.trim() ||
+        Object.keys(d.optionNotes).length;
+    });
+  }
+
+  // ``keepalive`` (the last draft as the page goes away) lets the request outlive the page;
+  // browsers take only small bodies that way, so it is not the default.
+  async function post(path, body, keepalive) {
+    const response = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify(body),
+      credentials: "same-origin",
+      keepalive: keepalive === true,
+    });
+    let data = {};
+    try { data = await response.json(); } catch (e) { data = {}; }
+    return { status: response.status, data: data };
+  }
+
+  function gone() {
+    say(ELSEWHERE);
+    loadMain(null);
+  }
+
+  async function saveNow(leavingPage) {
+    clearTimeout(saveTimer);
+    saveTimer = null;
+    const id = formId();
+    if (!id) return;
+    saving += 1;
+    let result;
+    try {
+      result = await post("/api/draft", { form: id, drafts: drafts() }, leavingPage === true);
+    } finally {
+      saving -= 1;
+    }
+    if (result.status === 200) {
+      ownRevs.push(result.data.rev);
+      if (ownRevs.length > 64) ownRevs.shift();
+      if (formId() === id) form().dataset.rev = result.data.rev;
+    }
+    if (result.status === 409 && formId() === id) gone();
+    else if (result.status >= 400 && result.status !== 409) showError(result.data.error || "The draft was not saved.");
+  }
+  function changed(fs) {
+    cancelArmed = false;
+    const review = document.getElementById("review");
+    if (review) review.hidden = true;
+    if (fs) {
+      const skip = fs.querySelector("button.skip");
+      const d = questionDraft(fs);
+      if (skip.getAttribute("aria-pressed") === "true" &&
+          (d.selected.length || d.customSelected || d.note.trim() || Object.keys(d.optionNotes).length)) {
+        skip.setAttribute("aria-pressed", "false");
+        fs.classList.remove("skipped");
+      }
+    }
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(saveNow, SAVE_DELAY);
+  }
+
+  function reviewText(fs, d) {
+    const label = fs.querySelector("legend").textContent.replace(/^\s*\d+\.\s*/, "").trim();
+    if (d.skipped) return label + ": skipped";
+    const parts = Array.from(fs.querySelectorAll("input.choice"))
+      .filter(function (i) { return i.checked; })
+      .map(function (i) { return document.querySelector('label[for="' + i.id + '"] .olabel').textContent; });
+    if (d.customSelected) parts.push("“" + d.custom.trim() + "”");
+    let text = label + ": " + (parts.length ? parts.join(", ") : "not answered");
+    if (d.note.trim()) text += " (note: " + d.note.trim() + ")";
+    const optionNotes = Object.keys(d.optionNotes).length;
+    if (optionNotes) text += " (" + optionNotes + " option note" + (optionNotes > 1 ? "s" : "") + ")";
+    return text;
+  }
+  function showReview() {
+    const list = document.getElementById("review-list");
+    list.replaceChildren();
+    form().querySelectorAll("fieldset.question").forEach(function (fs) {
+      const item = document.createElement("li");
+      item.textContent = reviewText(fs, questionDraft(fs));
+      list.appendChild(item);
+    });
+    const review = document.getElementById("review");
+    review.hidden = false;
+    document.getElementById("review-heading").focus();
+  }
+
+  async function submit() {
+    const review = document.getElementById("review");
+    if (review.hidden) { showReview(); return; }
+    const id = formId();
+    if (leaving === id) return; // sent already: a second click waits for the first
+    clearTimeout(saveTimer);
+    leaving = id;
+    const result = await post("/api/submit", { form: id, drafts: drafts() });
+    if (result.status === 200) { say("Sent to the agent."); if (formId() === id) loadMain(null, id); return; }
+    leaving = null;
+    if (result.status === 409) gone();
+    else showError(result.data.error || "The answer was not accepted.");
+  }
+  async function cancelForm() {
+    if (dirty() && !cancelArmed) {
+      cancelArmed = true;
+      showError("Press Cancel again to discard these answers and cancel the question.");
+      return;
+    }
+    const id = formId();
+    leaving = id;
+    const result = await post("/api/cancel", { form: id });
+    if (result.status === 200) { say("Cancelled."); if (formId() === id) loadMain(null, id); return; }
+    leaving = null;
+    if (result.status === 409) gone(); else showError(result.data.error || "Not cancelled.");
+  }
+  async function later() {
+    const id = formId();
+    await saveNow();
+    leaving = id;
+    const result = await post("/api/later", { form: id });
+    if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
+    leaving = null;
+    if (result.status === 409) gone(); else showError(result.data.error || "Not deferred.");
+  }
+
+  // ``skip``: a form this page just answered, which the board may still show for a moment.
+  async function loadMain(id, skip) {
+    const params = new URLSearchParams();
+    if (id) params.set("form", id);
+    if (skip) params.set("skip", skip);
+    const url = "/fragment/form?" + params.toString();
+    const response = await fetch(url, { credentials: "same-origin" });
+    if (response.status !== 200) return;
+    const html = await response.text();
+    const hadFocus = slot.contains(document.activeElement);
+    slot.innerHTML = html; // server-rendered, autoescaped
+    cancelArmed = false;
+    refreshQueue();
+    if (hadFocus || document.activeElement === document.body) {
+      const heading = slot.querySelector("h1");
+      if (heading && hadFocus) heading.focus();
+    }
+  }
+  async function refreshQueue() {
+    const id = formId();
+    const response = await fetch("/fragment/queue" + (id ? "?form=" + encodeURIComponent(id) : ""),
+      { credentials: "same-origin" });
+    if (response.status === 200) queueBox.innerHTML = await response.text();
+  }
+
+  // -- events ---------------------------------------------------------------------------
+  slot.addEventListener("input", function (event) {
+    const target = event.target;
+    const fs = target.closest("fieldset.question");
+    if (!fs) return;
+    if (target.classList.contains("custom")) {
+      const has = target.value.trim() !== "";
+      target.dataset.selected = has ? "true" : "false";
+      if (has && fs.dataset.multi !== "true") {
+        fs.querySelectorAll("input.choice").forEach(function (i) { i.checked = false; });
+      }
+    }
+    changed(fs);
+  });
+  slot.addEventListener("change", function (event) {
+    const target = event.target;
+    const fs = target.closest("fieldset.question");
+    if (!fs || !target.classList.contains("choice")) return;
+    if (fs.dataset.multi !== "true" && target.checked) {
+      fs.querySelector("textarea.custom").dataset.selected = "false";
+    }
+    changed(fs);
+  });
+  slot.addEventListener("click", function (event) {
+    const button = event.target.closest("button");
+    if (!button) return;
+    if (button.classList.contains("skip")) {
+      const fs = button.closest("fieldset.question");
+      const on = button.getAttribute("aria-pressed") !== "true";
+      button.setAttribute("aria-pressed", on ? "true" : "false");
+      fs.classList.toggle("skipped", on);
+      if (on) {
+        fs.querySelectorAll("input.choice").forEach(function (i) { i.checked = false; });
+        fs.querySelector("textarea.custom").dataset.selected = "false";
+      }
+      changed(null);
+    } else if (button.classList.contains("option-note-toggle")) {
+      const open = button.getAttribute("aria-expanded") !== "true";
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+      const box = document.getElementById(button.getAttribute("aria-controls"));
+      box.hidden = !open;
+      if (open) box.querySelector("textarea").focus();
+    } else if (button.id === "cancel") {
+      cancelForm();
+    } else if (button.id === "later") {
+      later();
+    }
+  });
+  slot.addEventListener("submit", function (event) {
+    event.preventDefault();
+    submit();
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = event.target;
+    if (target.matches && target.matches("textarea, input[type=search], input[type=text], select")) return;
+    if (!/^[1-9]$/.test(event.key) || !form()) return;
+    const fs = (target.closest && target.closest("fieldset.question")) || form().querySelector("fieldset.question");
+    const choices = fs.querySelectorAll("input.choice");
+    const choice = choices[Number(event.key) - 1];
+    if (!choice) return;
+    event.preventDefault();
+    if (fs.dataset.multi === "true") {
+      choice.checked = !choice.checked;
+      choice.focus();
+    } else {
+      choice.checked = true;
+      fs.querySelector("textarea.custom").dataset.selected = "false";
+      const next = fs.nextElementSibling && fs.nextElementSibling.matches("fieldset.question")
+        ? fs.nextElementSibling.querySelector("input.choice") : document.getElementById("submit");
+      (next || choice).focus();
+    }
+    changed(fs);
+  });
+  window.addEventListener("pagehide", function () { if (saveTimer) saveNow(true); });
+  // Drafts edited in another view (the terminal, another page) are shown here once the
+  // person is not in the middle of typing on this one.
+  function typingHere() {
+    return saveTimer !== null || saving > 0 ||
+      (form() && form().contains(document.activeElement) &&
+       document.activeElement.tagName === "TEXTAREA");
+  }
+  function syncDrafts(rev) {
+    const f = form();
+    if (!f || f.dataset.rev === rev || ownRevs.indexOf(rev) >= 0) { staleRev = null; return; }
+    if (typingHere()) { staleRev = rev; return; }
+    staleRev = null;
+    const focused = document.activeElement && document.activeElement.id;
+    loadMain(f.dataset.formId).then(function () {
+      const again = focused && document.getElementById(focused);
+      if (again) again.focus();
+    });
+  }
+  slot.addEventListener("focusout", function () {
+    if (staleRev !== null) setTimeout(function () { if (staleRev !== null) syncDrafts(staleRev); }, 0);
+  });
+
+  // -- the live stream --------------------------------------------------------------------
+  const stream = new EventSource("/events");
+  stream.addEventListener("error", function () {
+    // The browser reconnects by itself unless the desk refused the stream (signed out).
+    if (stream.readyState === EventSource.CLOSED) {
+      say("The live connection to the desk closed: reload the page, or sign in again.");
+    }
+  });
+  stream.addEventListener("board", function (event) {
+    const digest = JSON.parse(event.data);
+    const ids = digest.forms.map(function (f) { return f.id; });
+    const id = formId();
+    if (id && ids.indexOf(id) < 0) {
+      if (leaving !== id) say(ELSEWHERE);
+      leaving = null;
+      loadMain(null);
+    } else if (!id && ids.length) {
+      loadMain(null);
+    } else {
+      refreshQueue();
+      const mine = digest.forms.filter(function (f) { return f.id === id; })[0];
+      if (mine) {
+        const f = form();
+        f.querySelector(".when-blocked").hidden = !mine.blocked;
+        f.querySelector(".when-free").hidden = mine.blocked;
+        syncDrafts(mine.rev);
+      }
+    }
+  });
+})();

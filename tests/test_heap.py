@@ -1,0 +1,146 @@
+"""The heap is the host's: an embedded runtime leaves CPython's cyclic collector as the host set
+it (on or off, with or without objects frozen) and never calls it.
+
+Frozen objects are still freed by reference counting, so with objects frozen the count may only
+fall: what the host froze stays frozen, and nothing is frozen on top.
+
+Each runtime here journals into a session file, opens it again (decoded in a worker thread) and
+draws a form on a terminal, answered by keys: the places where a library could be tempted to
+switch the collector off, collect or freeze.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import inspect
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from prompt_toolkit.input import create_pipe_input
+
+import pi_agent_ask
+import pi_agent_ask.aio as aio
+from pi_agent_ask.ui.testing import asking
+
+from .aio_support import AsyncTerminal, run
+from .runtime_support import payload, settings_file
+
+PACKAGE = str(Path(pi_agent_ask.__file__).parent)
+COLLECTOR_CALLS = ("disable", "enable", "collect", "freeze", "unfreeze", "set_threshold")
+
+
+class HostHeap:
+    """The collector as a host set it: on, off, or on with the host's objects frozen."""
+
+    def __init__(self, kind: str) -> None:
+        self.kept = [[] for _ in range(1000)]  # the host's objects, alive throughout
+        if kind == "off":
+            gc.disable()
+        if kind == "frozen":
+            gc.freeze()
+        self.enabled = gc.isenabled()
+        self.frozen = gc.get_freeze_count()
+
+    def check(self) -> None:
+        """The collector as the host left it."""
+        assert gc.isenabled() == self.enabled
+        if self.frozen == 0:
+            assert gc.get_freeze_count() == 0
+        else:
+            assert 0 < gc.get_freeze_count() <= self.frozen
+            assert not any(item is self.kept[0] for item in gc.get_objects())  # still frozen
+
+
+@pytest.fixture(params=["on", "off", "frozen"])
+def host_heap(request: pytest.FixtureRequest) -> Iterator[HostHeap]:
+    gc.unfreeze()
+    try:
+        yield HostHeap(request.param)
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+@pytest.fixture
+def package_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every call of a ``gc`` function that changes the collector, made from the package (in any
+    thread)."""
+    calls: list[str] = []
+
+    def recording(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            frame = inspect.currentframe()
+            caller = frame.f_back if frame is not None else None
+            if caller is not None and caller.f_code.co_filename.startswith(PACKAGE):
+                calls.append(name)
+            return original(*args, **kwargs)
+
+        return call
+
+    for name in COLLECTOR_CALLS:
+        monkeypatch.setattr(gc, name, recording(name, getattr(gc, name)))
+    return calls
+
+
+async def _answer_on(keys: Any, wait: Callable[[str], Any]) -> None:
+    await wait("Question a?")
+    keys.send_text("2")
+    await wait("Review your answers")
+    keys.send_text("11")
+
+
+async def test_an_embedded_trio_runtime_leaves_the_host_s_collector(
+    tmp_path: Path, host_heap: HostHeap, package_calls: list[str]
+) -> None:
+    session = tmp_path / "session.pias"
+    settings = settings_file(tmp_path)
+    with trio.fail_after(30):
+        for opened in range(2):  # the second time, the session is read back and recovered
+            async with pi_agent_ask.open_runtime(
+                session=session, settings=settings, surface=pi_agent_ask.NullSurface()
+            ) as rt:
+                if not opened:
+                    await rt.call_tool("ask_user", payload("b", background=True), "c1")
+        host_heap.check()
+
+        async with asking(payload("a"), settings, session=tmp_path / "ask.pias") as ask:
+            await _answer_on(ask.pipe, ask.wait)
+            status, result = await ask.finished()
+        assert status == 0
+        assert result["details"]["answers"]["a"]["values"] == ["a2"]
+    host_heap.check()
+    assert package_calls == []
+
+
+def test_an_embedded_asyncio_runtime_leaves_the_host_s_collector(
+    tmp_path: Path, host_heap: HostHeap, package_calls: list[str]
+) -> None:
+    session = tmp_path / "session.pias"
+    settings = settings_file(tmp_path)
+
+    async def main() -> None:
+        for opened in range(2):  # the second time, the session is read back and recovered
+            async with aio.open_runtime(
+                session=session, settings=settings, surface=pi_agent_ask.NullSurface()
+            ) as rt:
+                if not opened:
+                    await rt.call_tool("ask_user", payload("b", background=True), "c1")
+        host_heap.check()
+
+        term = AsyncTerminal(100, 30)
+        with create_pipe_input() as keys:
+            async with aio.open_runtime(
+                session=tmp_path / "ask.pias", settings=settings, input=keys, output=term.output
+            ) as rt:
+                call = asyncio.create_task(rt.call_tool("ask_user", payload("a"), "c2"))
+                await _answer_on(keys, term.wait_text)
+                result = await call
+                assert result["details"]["answers"]["a"]["values"] == ["a2"]
+
+    run(main)
+    host_heap.check()
+    assert package_calls == []

@@ -1,0 +1,127 @@
+"""``pi-agent-ask mcp`` driven by a client that is not Python: the official TypeScript MCP SDK
+over stdio (``tests/node/mcp_client.mjs``), installed from the npm registry into the test's
+own temporary folder. The tools are listed, every ``inputSchema`` and ``outputSchema``
+compiles under Ajv's JSON Schema 2020-12 validator, and a background question answered on a
+desk reaches the client exactly once. Skipped, saying why, only when there is no Node or the
+npm registry cannot be reached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, open_desk
+
+pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+CLIENT = Path(__file__).parent / "node" / "mcp_client.mjs"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("@modelcontextprotocol/sdk", "ajv")
+UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "network")
+
+
+def install(folder: Path) -> None:
+    """``npm install`` the client's packages into ``folder``; skip when npm's registry is out of
+    reach (any other failure fails the test)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("Node.js and npm are not installed")
+    done = subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", *PACKAGES],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0:
+        if any(word in done.stderr for word in UNREACHABLE):
+            pytest.skip(f"the npm registry cannot be reached: {done.stderr.strip()[:300]}")
+        raise AssertionError(f"npm install failed:\n{done.stderr}")
+
+
+@pytest.fixture(scope="module")
+def client_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The TypeScript client with its packages, installed once for this module (outside the
+    Trio tests' deadline: an install takes its time)."""
+    folder = tmp_path_factory.mktemp("ts-client")
+    install(folder)
+    shutil.copy(CLIENT, folder / "mcp_client.mjs")
+    return folder
+
+
+async def next_event(stream: Any, buffer: list[bytes]) -> dict[str, Any]:
+    while b"\n" not in buffer[0]:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            raise AssertionError(f"the client ended early: {buffer[0]!r}")
+        buffer[0] += chunk
+    line, buffer[0] = buffer[0].split(b"\n", 1)
+    event: dict[str, Any] = json.loads(line)
+    return event
+
+
+async def test_the_typescript_sdk_lists_compiles_and_gets_an_answer_once(
+    tmp_path: Path, client_folder: Path
+) -> None:
+    folder = client_folder
+    desk_file = tmp_path / "desk.json"
+    with tempfile.TemporaryDirectory(prefix="pia-") as runtime:
+        env = {
+            **os.environ,
+            "HOME": str(tmp_path),
+            "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+            "XDG_RUNTIME_DIR": runtime,
+            "PI_AGENT_ASK_DESK_FILE": str(desk_file),
+            "PYTHONPATH": str(ROOT),
+        }
+        command = ["node", "mcp_client.mjs", sys.executable, "--key", "ts-agent"]
+        with trio.fail_after(180):
+            async with open_desk(tmp_path / "d", desk_file=desk_file) as desk:
+                client = await trio.lowlevel.open_process(
+                    command,
+                    cwd=folder,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )
+                try:
+                    assert client.stdin is not None and client.stdout is not None
+                    buffer = [b""]
+                    listed = await next_event(client.stdout, buffer)
+                    queued = await next_event(client.stdout, buffer)
+                    shown = await answer_displayed(desk)
+                    await client.stdin.send_all(b"answered\n")
+                    waited = await next_event(client.stdout, buffer)
+                    assert await client.wait() == 0
+                finally:
+                    if client.returncode is None:
+                        client.kill()
+                        await client.wait()
+    assert listed["tools"] == ["ask_user", "wait_for_answers"]
+    assert sorted(listed["compiled"]) == sorted(
+        f"{tool}.{key}" for tool in listed["tools"] for key in ("inputSchema", "outputSchema")
+    )
+    assert shown.key == "ts-agent"
+    request_id = queued["receipt"]["requestId"]
+    first, second = waited["first"], waited["second"]
+    delivered = [
+        *(e["details"]["requestId"] for e in queued["receipt"].get("backgroundAnswers", [])),
+        *(e["requestId"] for e in first["results"]),
+        *(e["requestId"] for e in second["results"]),
+        *(e["details"]["requestId"] for e in first.get("backgroundAnswers", [])),
+        *(e["details"]["requestId"] for e in second.get("backgroundAnswers", [])),
+    ]
+    assert delivered == [request_id]  # exactly once
+    [item] = first["results"]
+    assert item["result"]["answers"]["db"]["values"] == ["pg"]
+    assert second["status"] == "complete" and second["results"] == []

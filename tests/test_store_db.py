@@ -1,0 +1,140 @@
+"""The team store's SQL rules on a real PostgreSQL: claims, first submission wins, delivery
+once per call, tokens, and row-level security."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+
+from pi_agent_ask.store.db import Claim, Refused, Store, Submitted
+from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+
+PARAMS = {"title": "T", "questions": []}
+
+
+@pytest.fixture
+def store(desk_url: str):  # noqa: F811
+    store = Store(desk_url)
+    store.open()
+    yield store
+    store.close()
+
+
+def test_init_is_idempotent(pg_cluster: Cluster, store_db: str) -> None:  # noqa: F811
+    assert Store.init(pg_cluster.url(store_db)) == []
+
+
+def test_ask_is_keyed_by_call(store: Store) -> None:
+    first = store.ask("a", "call-1", PARAMS, background=True)
+    again = store.ask("a", "call-1", PARAMS, background=True)
+    other = store.ask("a", "call-2", PARAMS, background=True)
+    assert first == again
+    assert other[0] != first[0]
+    assert [row.request_id for row in store.board()] == [first[0], other[0]]
+
+
+def test_claim_submit_take_once(store: Store) -> None:
+    rid, _bg, _state = store.ask("a", "c1", PARAMS, background=True)
+    claim = store.claim(rid, desk="d1", person="ann", lease=30)
+    assert isinstance(claim, Claim)
+    other = store.claim(rid, desk="d2", person="bob", lease=30)
+    assert isinstance(other, Refused) and other.reason == "claimed"
+    assert "ann is answering this form on desk d1" in other.message
+    refused = store.submit(rid, {"cancelled": False}, person="bob", desk="d2")
+    assert isinstance(refused, Refused) and refused.reason == "claimed"
+    done = store.submit(rid, {"cancelled": False}, person="ann", desk="d1", claim_token=claim.token)
+    assert isinstance(done, Submitted)
+    late = store.submit(rid, {"cancelled": True}, person="bob", desk="d2")
+    assert isinstance(late, Refused) and late.reason == "answered"
+    assert "ann already answered" in late.message
+    taken = store.take("a", "call-x")
+    assert [d.request_id for d in taken] == [rid]
+    assert [d.request_id for d in store.take("a", "call-x")] == [rid]  # the same call again
+    assert store.take("a", "call-y") == []  # never to another call
+    assert store.board() == []
+
+
+def test_two_people_submit_at_once_one_outcome(store: Store) -> None:
+    rid, _bg, _state = store.ask("a", "c1", PARAMS, background=True)
+    barrier = threading.Barrier(8)
+    results: list[object] = []
+
+    def person(i: int) -> None:
+        barrier.wait()
+        results.append(store.submit(rid, {"n": i}, person=f"p{i}", desk=f"d{i}"))
+
+    threads = [threading.Thread(target=person, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(isinstance(r, Submitted) for r in results) == 1
+    assert all(r.reason == "answered" for r in results if isinstance(r, Refused))
+    assert len(store.outcomes([rid])) == 1
+
+
+def test_lease_expiry_returns_form_with_draft(store: Store) -> None:
+    rid, _bg, _state = store.ask("a", "c1", PARAMS, background=True)
+    claim = store.claim(rid, desk="d1", person="ann", lease=0.3)
+    assert isinstance(claim, Claim)
+    assert store.save_draft(claim.token, {"drafts": ["x"]}, person="ann")
+    # d1 dies: no heartbeat. Until the lease runs out, the form is ann's.
+    assert isinstance(store.claim(rid, desk="d2", person="bob", lease=30), Refused)
+    import time
+
+    time.sleep(0.4)
+    again = store.claim(rid, desk="d2", person="bob", lease=30)
+    assert isinstance(again, Claim)
+    assert again.row.draft == {"drafts": ["x"]}
+    assert store.heartbeat(claim.token, lease=30) is None  # the dead desk's claim is gone
+    lost = store.submit(rid, {}, person="ann", desk="d1", claim_token=claim.token)
+    assert isinstance(lost, Refused) and lost.reason == "lease_lost"
+
+
+def test_token_refused_after_revocation(pg_cluster: Cluster, store_db: str, store: Store) -> None:  # noqa: F811
+    admin = pg_cluster.url(store_db)
+    token = Store.new_token(admin, "agent-a")
+    assert store.agent_for_token(token) == "agent-a"
+    assert store.agent_for_token(token + "x") is None
+    assert Store.revoke(admin, "agent-a") == 1
+    assert store.agent_for_token(token) is None
+
+
+def test_rows_unreadable_under_another_key(store: Store, desk_url: str) -> None:  # noqa: F811
+    rid, _bg, _state = store.ask("a", "c1", PARAMS, background=True)
+    assert isinstance(store.submit(rid, {"x": 1}, person="p", desk="d"), Submitted)
+    assert store.take("b", "call") == []
+    assert store.request_state("b", rid) is None
+    with psycopg.connect(desk_url, autocommit=True) as conn, conn.transaction():
+        conn.execute("SET LOCAL ROLE pi_agent_ask_agent")
+        conn.execute("SELECT set_config('pi_agent_ask.agent', 'b', true)")
+        assert conn.execute("SELECT count(*) FROM pi_agent_ask.requests").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM pi_agent_ask.outcomes").fetchone() == (0,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM pi_agent_ask.tokens")
+
+
+def test_store_commands(pg_cluster: Cluster, store_db: str, store: Store) -> None:  # noqa: F811
+    import io
+
+    from pi_agent_ask.cli import main
+
+    admin = pg_cluster.url(store_db)
+    out = io.StringIO()
+    from contextlib import redirect_stdout
+
+    with redirect_stdout(out):
+        assert main(["store", "init", admin]) == 0
+        assert main(["store", "token", admin, "--agent", "ci-7"]) == 0
+    lines = out.getvalue().splitlines()
+    assert (
+        lines[0] == "pi-agent-ask store: schema ready; migrations applied: none (already current)"
+    )
+    assert store.agent_for_token(lines[1]) == "ci-7"
+    with redirect_stdout(io.StringIO()) as revoked:
+        assert main(["store", "revoke", admin, "--agent", "ci-7"]) == 0
+    assert "1 token(s) of 'ci-7' revoked" in revoked.getvalue()
+    assert store.agent_for_token(lines[1]) is None
+    assert main(["store", "init", "host=/nonexistent dbname=x"]) == 1

@@ -1,0 +1,232 @@
+"""A team desk on a real PostgreSQL, driven by the official MCP SDK's clients through
+``pi-agent-ask mcp --desk URL`` with an agent token: one desk, one agent, answers delivered
+once; a revoked token refused."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.store.db import Store, Submitted
+from pi_agent_ask.store.run import TeamDesk, run_team_desk
+from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+
+pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+
+def ask(label: str, *, background: bool = False) -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"{label}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+        "background": background,
+    }
+
+
+YES = {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
+
+
+@asynccontextmanager
+async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[TeamDesk]:
+    async with trio.open_nursery() as nursery:
+        desk: TeamDesk = await nursery.start(
+            functools.partial(run_team_desk, url, person=person, **options)
+        )
+        try:
+            yield desk
+        finally:
+            desk.cancel()
+
+
+@asynccontextmanager
+async def agent(urls: list[str], token: str) -> AsyncIterator[ClientSession]:
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pi_agent_ask", "mcp", "--desk", ",".join(urls)],
+        env={**os.environ, "PI_AGENT_ASK_TOKEN": token},
+    )
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def test_one_desk_one_agent_answers_delivered_once(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk, agent([desk.url], token) as session:
+            tools = [tool.name for tool in (await session.list_tools()).tools]
+            assert tools == ["ask_user", "wait_for_answers"]
+            results: list[Any] = []
+
+            async def foreground() -> None:
+                results.append(await session.call_tool("ask_user", ask("Deploy")))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(foreground)
+                forms = await desk.board.wait_for(lambda forms: len(forms) == 1)
+                assert forms[0].agent_key == "alpha"
+                done = await desk.board.answer(forms[0].request_id, YES)
+                assert isinstance(done, Submitted) and done.answered_by == "ann"
+            (result,) = results
+            assert not result.is_error
+            assert result.structured_content["answers"]["q"]["values"] == ["yes"]
+
+            receipt = await session.call_tool("ask_user", ask("Later", background=True))
+            request_id = receipt.structured_content["requestId"]
+            forms = await desk.board.wait_for(lambda forms: len(forms) == 1)
+            assert isinstance(await desk.board.answer(request_id, YES), Submitted)
+            waited = await session.call_tool("wait_for_answers", {})
+            assert [r["requestId"] for r in waited.structured_content["results"]] == [request_id]
+            again = await session.call_tool("wait_for_answers", {})
+            assert again.structured_content["results"] == []
+            rows = await desk.store.run(Store.outcomes, desk.store.store)
+            assert [row["answered_by"] for row in rows] == ["ann", "ann"]
+            assert all(row["delivered_call"] is not None for row in rows)
+
+
+async def test_a_revoked_token_is_refused(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    admin = pg_cluster.url(store_db)
+    token = Store.new_token(admin, "alpha")
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk, agent([desk.url], token) as session:
+            receipt = await session.call_tool("ask_user", ask("Deploy", background=True))
+            assert receipt.structured_content["status"] == "queued"
+            Store.revoke(admin, "alpha")
+            # The same agent's next call, on the session it already has: refused at once.
+            refused = await session.call_tool("ask_user", ask("Again", background=True))
+            assert refused.is_error
+            assert "refused this agent's token" in refused.content[0].text
+            import httpx2
+
+            async with httpx2.AsyncClient() as http:
+                response = await http.post(
+                    desk.url,
+                    headers={"Authorization": f"Bearer {token}"},
+                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                )
+            assert response.status_code == 401
+            assert "revoked" in response.json()["error"]
+
+
+CLAIMER = """
+import sys, trio
+from pi_agent_ask.store.board import TeamBoard
+from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
+
+async def main(url):
+    store = Store(url)
+    store.open()
+    board = TeamBoard(AsyncStore.of(store), Wakes(), "carol", lease=1.0, heartbeat=0.3)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(board.run)
+        claim = await board.open()
+        await board.save_draft(claim.request_id, {"drafts": [{"values": ["no"]}]})
+        print("claimed", claim.request_id, flush=True)
+        await trio.sleep_forever()
+
+trio.run(main, sys.argv[1])
+"""
+
+
+async def test_a_dead_desks_form_returns_with_its_draft_when_the_lease_runs_out(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    import signal
+    import subprocess
+
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk, agent([desk.url], token) as session:
+            receipt = await session.call_tool("ask_user", ask("Deploy", background=True))
+            request_id = receipt.structured_content["requestId"]
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-c", CLAIMER, desk_url], stdout=subprocess.PIPE
+            )
+            assert process.stdout is not None
+            line = b""
+            while not line.endswith(b"\n"):
+                line += await process.stdout.receive_some(1)
+            assert line.decode().split() == ["claimed", request_id]
+            # Alive, carol's desk keeps the form: the others see who is on it.
+            forms = await desk.board.wait_for(lambda forms: bool(forms) and forms[0].claim_live)
+            assert (forms[0].claimed_by, forms[0].draft) == (
+                "carol",
+                {"drafts": [{"values": ["no"]}]},
+            )
+            refused = await desk.board.open(request_id)
+            assert getattr(refused, "reason", None) == "claimed"
+            assert "carol is answering this form" in refused.message
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+            # Dead, its lease runs out and the form comes back to every desk, with its draft.
+            forms = await desk.board.wait_for(lambda forms: bool(forms) and not forms[0].claim_live)
+            claim = await desk.board.open(request_id)
+            assert claim.row.draft == {"drafts": [{"values": ["no"]}]}
+            assert isinstance(await desk.board.answer(request_id, YES), Submitted)
+            waited = await session.call_tool("wait_for_answers", {})
+            assert [r["requestId"] for r in waited.structured_content["results"]] == [request_id]
+
+
+async def test_two_people_submitting_one_form_at_once_make_one_outcome(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    from pi_agent_ask.store.db import Refused
+
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with (
+            team_desk(desk_url, "ann") as one,
+            team_desk(desk_url, "bob") as two,
+            agent([one.url, two.url], token) as session,
+        ):
+            receipt = await session.call_tool("ask_user", ask("Deploy", background=True))
+            request_id = receipt.structured_content["requestId"]
+            for desk in (one, two):
+                await desk.board.wait_for(lambda forms: len(forms) == 1)
+            outcomes: list[Any] = []
+            no = {"kind": "answer", "answers": {"q": {"values": ["no"]}}}
+
+            async def submit(desk: TeamDesk, response: dict[str, Any]) -> None:
+                outcomes.append(await desk.board.answer(request_id, response))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(submit, one, YES)
+                nursery.start_soon(submit, two, no)
+            (won,) = [o for o in outcomes if isinstance(o, Submitted)]
+            (lost,) = [o for o in outcomes if isinstance(o, Refused)]
+            assert lost.reason == "answered"
+            assert lost.message.startswith(f"{won.answered_by} already answered this form")
+            waited = await session.call_tool("wait_for_answers", {})
+            (result,) = waited.structured_content["results"]
+            value = result["result"]["answers"]["q"]["values"]
+            assert value == (["yes"] if won.answered_by == "ann" else ["no"])
+            rows = await one.store.run(Store.outcomes, one.store.store)
+            assert len(rows) == 1 and rows[0]["answered_by"] == won.answered_by

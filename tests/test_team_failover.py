@@ -1,0 +1,155 @@
+"""Two team desks (processes), 20 agents (the official MCP SDK's clients through
+``pi-agent-ask mcp --desk URL,URL``), two people answering: a desk SIGKILLed in the middle,
+PostgreSQL restarted in the middle. Nothing is lost and nothing is delivered twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.testing import answering, desk_process
+from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+
+pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+AGENTS = 20
+ROUNDS = 3  # each round: one foreground ask, one background ask and a wait
+
+
+def ask(label: str, *, background: bool) -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"{label}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+        "background": background,
+    }
+
+
+@asynccontextmanager
+async def agent(urls: list[str], token: str) -> AsyncIterator[ClientSession]:
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pi_agent_ask", "mcp", "--desk", ",".join(urls)],
+        env={**os.environ, "PI_AGENT_ASK_TOKEN": token},
+    )
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def received(result: Any) -> list[str]:
+    """Every request id whose answer this tool result carries."""
+    structured = result.structured_content or {}
+    ids = [entry["details"]["requestId"] for entry in structured.get("backgroundAnswers", [])]
+    ids += [entry["requestId"] for entry in structured.get("results", [])]
+    return ids
+
+
+async def run_agent(
+    name: str, urls: list[str], token: str, asked: list[str], got: list[str], progress: Any
+) -> None:
+    async with agent(urls, token) as session:
+        for round_ in range(ROUNDS):
+            front = await session.call_tool("ask_user", ask(f"{name}-{round_}-f", background=False))
+            assert not front.is_error, front
+            assert front.structured_content["answers"]["q"]["values"] == ["yes"]
+            asked.append(front.structured_content["requestId"])
+            got.append(front.structured_content["requestId"])
+            got.extend(received(front))
+            progress()
+            back = await session.call_tool("ask_user", ask(f"{name}-{round_}-b", background=True))
+            asked.append(back.structured_content["requestId"])
+            got.extend(received(back))
+            waited = await session.call_tool("wait_for_answers", {})
+            got.extend(received(waited))
+            progress()
+
+
+async def run_team(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    admin = pg_cluster.url(store_db)
+    tokens = [Store.new_token(admin, f"agent-{i}") for i in range(AGENTS)]
+    asked: list[str] = []
+    got: list[str] = []
+    answered: list[str] = []
+    done = 0
+    total = AGENTS * ROUNDS * 2
+    third, two_thirds = trio.Event(), trio.Event()
+
+    def progress() -> None:
+        nonlocal done
+        done += 1
+        if done >= total // 3:
+            third.set()
+        if done >= 2 * total // 3:
+            two_thirds.set()
+
+    with trio.fail_after(240):
+        first, url1 = await desk_process(desk_url, "desk-one")
+        second, url2 = await desk_process(desk_url, "desk-two")
+        try:
+            async with (
+                answering(desk_url, "ann", answered=answered),
+                answering(desk_url, "bob", answered=answered),
+                trio.open_nursery() as nursery,
+            ):
+                for i in range(AGENTS):
+                    urls = [url1, url2] if i % 2 == 0 else [url2, url1]
+                    nursery.start_soon(run_agent, f"a{i}", urls, tokens[i], asked, got, progress)
+                await third.wait()
+                first.send_signal(signal.SIGKILL)  # agents on desk one go on to desk two
+                await two_thirds.wait()
+                await trio.to_thread.run_sync(pg_cluster.restart)
+        finally:
+            for process in (first, second):
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+                with trio.move_on_after(10):
+                    await process.wait()
+
+    assert first.returncode == -signal.SIGKILL
+    assert done == total and len(asked) == total
+    counts = Counter(got)
+    assert sorted(counts) == sorted(asked), "an outcome was lost (or one never asked arrived)"
+    assert [rid for rid, n in counts.items() if n > 1] == [], "an outcome was delivered twice"
+    assert Counter(answered) == Counter(set(asked)), "a form was answered twice"
+    store = Store(desk_url)
+    store.open()
+    try:
+        rows = store.outcomes()
+    finally:
+        store.close()
+    assert len(rows) == len(asked)
+    assert all(row["delivered_call"] is not None for row in rows)
+    assert {row["answered_by"] for row in rows} <= {"ann", "bob"}
+
+
+async def test_a_desk_killed_and_postgresql_restarted_in_the_middle_lose_nothing(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    """Each of the 10 agents that started on desk one has calls left when it is killed, so
+    finishing at all means they went on on desk two; a third of the way later, PostgreSQL
+    restarts under both the desk and the people answering."""
+    await run_team(pg_cluster, store_db, desk_url)

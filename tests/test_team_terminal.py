@@ -1,0 +1,107 @@
+"""A team desk's terminal (real prompt_toolkit input through a pipe, output on a pyte screen):
+the form shown is claimed, so another desk of the store shows who is on it; keys answer it,
+recorded under the person's name; the agent gets the answer."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import pytest
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from prompt_toolkit.input import create_pipe_input
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.run import TeamDesk, run_team_desk
+from pi_agent_ask.ui.testing import VirtualTerminal
+from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+
+pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+
+def ask(label: str) -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"Question {label}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+        "background": True,
+    }
+
+
+@asynccontextmanager
+async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[TeamDesk]:
+    async with trio.open_nursery() as nursery:
+        desk: TeamDesk = await nursery.start(
+            functools.partial(run_team_desk, url, person=person, **options)
+        )
+        try:
+            yield desk
+        finally:
+            desk.cancel()
+
+
+@asynccontextmanager
+async def client(url: str, token: str) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=None)) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def test_the_person_answers_on_the_team_desks_terminal(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            team_desk(
+                desk_url,
+                "ann",
+                headless=False,
+                settings=tmp_path / "settings.json",
+                input=pipe,
+                output=term.output,
+            ) as desk,
+            team_desk(desk_url, "bob") as other,
+            client(desk.url, token) as alpha,
+        ):
+            await term.wait_for("pi-agent-ask desk")
+            receipt = await alpha.call_tool("ask_user", ask("Deploy"))
+            request_id = receipt.structured_content["requestId"]
+            await term.wait_for("Question Deploy?")
+            assert "From alpha" in term.text()
+            # Shown here means claimed: the other desk shows who is on it.
+            (row,) = await other.board.wait_for(lambda rows: bool(rows) and rows[0].claim_live)
+            assert (row.request_id, row.claimed_by) == (request_id, "ann")
+            pipe.send_text("2")
+            await term.wait_for("Review your answers")
+            (row,) = await other.board.wait_for(lambda rows: bool(rows) and rows[0].draft)
+            assert row.draft["drafts"][0]["selected"] == [1]
+            pipe.send_text("1")
+            await term.wait_for("again")
+            pipe.send_text("1")
+            await term.wait_for("No questions waiting")
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (result,) = waited.structured_content["results"]
+            assert result["result"]["answers"]["q"]["values"] == ["no"]
+            rows = await desk.store.run(Store.outcomes, desk.store.store)
+            assert [r["answered_by"] for r in rows] == ["ann"]

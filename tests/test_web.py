@@ -1,0 +1,375 @@
+"""The web desk without a browser: sign-in codes and sessions, the page's drafts checked, the
+form's ``ReplaceDrafts``, and the desk's HTTP side (sign-in, history, export, the live stream,
+``login-url``, notification links, the TLS rule) through a real desk and an HTTP client."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import trio
+
+from pi_agent_ask.desk.http import ListenError
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.types import AskParams, Draft, Image, Option, Question
+from pi_agent_ask.web.auth import ATTEMPT_LIMIT, ATTEMPT_WINDOW, CODE_LIFETIME, Auth
+from pi_agent_ask.web.security import COOKIE
+from pi_agent_ask.web.view import DraftError, drafts_from_json, has_images, remote_answers
+
+pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_code_signs_in_once_and_only_while_fresh() -> None:
+    clock = Clock()
+    auth = Auth(clock=clock)
+    code = auth.new_code()
+    outcome, session = auth.sign_in(code)
+    assert outcome == "ok" and session is not None
+    assert auth.session(session.id) == session
+    assert auth.sign_in(code) == ("invalid", None)
+    late = auth.new_code()
+    clock.now += CODE_LIFETIME + 1
+    assert auth.sign_in(late) == ("invalid", None)
+    assert auth.csrf_ok(session, session.csrf) and not auth.csrf_ok(session, "x")
+    assert not auth.csrf_ok(session, None)
+
+
+def test_sign_in_attempts_are_limited_for_everyone() -> None:
+    clock = Clock()
+    auth = Auth(clock=clock)
+    for _ in range(ATTEMPT_LIMIT):
+        assert auth.sign_in("guess")[0] == "invalid"
+    good = auth.new_code()
+    assert auth.sign_in(good)[0] == "limited"  # even a good code waits (and stays unused)
+    clock.now += ATTEMPT_WINDOW + 1
+    assert auth.sign_in(good)[0] == "ok"
+
+
+def form() -> fs.FormState:
+    options = (Option("a", "A"), Option("b", "B"))
+    return fs.new_form(
+        AskParams(
+            questions=(
+                Question("one", "One", "One?", "single", options),
+                Question("many", "Many", "Many?", "multi", options),
+            )
+        )
+    )
+
+
+def test_the_pages_drafts_are_checked_against_the_form() -> None:
+    state = form()
+    drafts = drafts_from_json(
+        state,
+        [
+            {"selected": [1], "note": "n", "optionNotes": {"a": "on a", "b": " "}},
+            {"selected": [1, 0], "custom": "mine", "customSelected": True},
+        ],
+    )
+    assert drafts == (
+        Draft(selected=(1,), note="n", option_notes={"a": "on a"}),
+        Draft(selected=(0, 1), custom_text="mine", custom_selected=True),
+    )
+    assert remote_answers(state, drafts) == {
+        "one": {"values": ["b"], "note": "n", "optionNotes": {"a": "on a"}},
+        "many": {"values": ["a", "b"], "customText": "mine"},
+    }
+    skipped = drafts_from_json(state, [{"skipped": True, "note": "gone"}, {}])
+    assert skipped[0] == Draft(skipped=True)
+    bad: list[Any] = [
+        [{}],
+        "drafts",
+        [{"selected": [2]}, {}],
+        [{"selected": [0, 1]}, {}],
+        [{"selected": [0], "custom": "x", "customSelected": True}, {}],
+        [{"note": 3}, {}],
+        [{"optionNotes": {"zz": "x"}}, {}],
+        [{"surprise": 1}, {}],
+        [{"selected": [True]}, {}],
+    ]
+    for data in bad:
+        with pytest.raises(DraftError):
+            drafts_from_json(state, data)
+
+
+def test_images_attached_on_the_terminal_stay_with_the_pages_drafts() -> None:
+    picture = Image(id="i1", mime_type="image/png", data="iVBORw0KGgo=")
+    state = form()
+    with_image = (Draft(custom_images=(picture,), custom_selected=True), Draft())
+    state, _ = fs.reduce(state, fs.ReplaceDrafts(with_image))
+    drafts = drafts_from_json(state, [{"customSelected": True, "note": "see picture"}, {}])
+    assert drafts[0].custom_images == (picture,) and drafts[0].custom_selected
+    assert drafts[0].note == "see picture"
+    assert has_images(drafts) and not has_images((Draft(), Draft()))
+
+
+def test_replace_drafts_keeps_the_form_open_and_journals_the_change() -> None:
+    state = form()
+    drafts = (Draft(selected=(1,)), Draft(note="later"))
+    new, effects = fs.reduce(state, fs.ReplaceDrafts(drafts))
+    assert new.drafts == drafts and new.outcome is None
+    assert effects == (fs.DraftChanged(),)
+    assert fs.reduce(new, fs.ReplaceDrafts(drafts)) == (new, ())
+    with pytest.raises(ValueError, match="needs 2 drafts"):
+        fs.reduce(state, fs.ReplaceDrafts((Draft(),)))
+
+
+def ask(label: str) -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"{label}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+        "background": True,
+    }
+
+
+async def signed_in(http: httpx2.AsyncClient, url: str) -> str:
+    """Sign ``http`` in with ``url``; the page's CSRF token."""
+    response = await http.get(url)
+    assert response.status_code == 200, response.text
+    page = await http.get(url.split("/login")[0] + "/")
+    assert page.status_code == 200
+    marker = 'name="csrf-token" content="'
+    return page.text.split(marker, 1)[1].split('"', 1)[0]
+
+
+async def test_the_page_needs_a_session_and_history_exports_as_a_download(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as anonymous:
+                page = await anonymous.get(base + "/")
+                assert page.status_code == 401 and "login-url" in page.text
+                assert "script-src 'self'" in page.headers["content-security-policy"]
+                assert (await anonymous.get(base + "/history/export")).status_code == 401
+                assert (await anonymous.get(base + "/events")).status_code == 401
+                wrong = await anonymous.post(base + "/login-code")
+                assert wrong.status_code == 401
+            await alpha.call_tool("ask_user", ask("Colour <i>please</i>"))
+            await answer_displayed(desk, {"q": {"values": ["no"], "note": "navy"}})
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                cookie = http.cookies.jar
+                assert any(c.name == COOKIE for c in cookie)
+                history = await http.get(base + "/history", params={"agent": "alpha", "q": "navy"})
+                assert "Colour &lt;i&gt;please&lt;/i&gt;" in history.text
+                none = await http.get(base + "/history", params={"agent": "alpha", "q": "zebra"})
+                assert "No questions found" in none.text
+                export = await http.get(base + "/history/export", params={"agent": "alpha"})
+                assert export.headers["content-disposition"].startswith("attachment;")
+                assert export.text.startswith("# Ask history") and "navy" in export.text
+        # Nothing was written on the server.
+        assert await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.md"))) == []
+
+
+async def test_the_live_stream_reports_the_board(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            async with httpx2.AsyncClient(timeout=30) as http:
+                await signed_in(http, desk.web.login_url())
+                async with http.stream("GET", desk.web.base_url + "/events") as stream:
+                    seen: list[dict[str, Any]] = []
+                    asked = False
+                    async for line in stream.aiter_lines():
+                        if line.startswith("data: "):
+                            seen.append(json.loads(line[6:]))
+                            if not asked:
+                                asked = True
+                                await alpha.call_tool("ask_user", ask("Live"))
+                            elif seen[-1]["forms"] and seen[-1]["agents"][0][1] == 1:
+                                break  # the pending count follows the form by a step
+            assert seen[-1]["forms"][0]["id"].startswith("alpha/")
+            assert seen[-1]["agents"][0][:2] == ["alpha", 1]
+
+
+async def test_login_url_talks_to_the_running_desk(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "pi_agent_ask", "desk", "login-url"]
+    env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")}
+    with trio.fail_after(60):
+        none = await trio.run_process(command, env=env, check=False, capture_stderr=True)
+        assert none.returncode == 2 and b"no desk is running" in none.stderr
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            done = await trio.run_process(command, env=env, capture_stdout=True)
+            url = done.stdout.decode().strip()
+            assert url.startswith(desk.web.base_url + "/login?code=")
+            async with httpx2.AsyncClient() as http:
+                assert (await http.get(url)).status_code == 200
+                assert (await http.get(url)).status_code == 403  # used once
+
+
+async def test_a_notification_command_gets_the_forms_url(tmp_path: Path) -> None:
+    out = tmp_path / "notified.fifo"
+    os.mkfifo(out)  # the test reads it in a thread: the read ends when the command wrote
+    settings = tmp_path / "settings.json"
+    command = f'printf %s "$ASK_NOTIFY_URL" > {out}'
+    settings.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 6,
+                "notifications": {
+                    "enabled": True,
+                    "channels": [{"type": "command", "command": command}],
+                },
+            }
+        )
+    )
+    with trio.fail_after(60):
+        async with open_desk(tmp_path, settings=settings) as desk:
+            async with desk_client(desk.address, "alpha") as alpha:
+                await alpha.call_tool("ask_user", ask("Ping"))
+                link = await trio.to_thread.run_sync(out.read_text)
+                await desk.board.wait_for(lambda board: board.current is not None)
+            assert desk.web is not None and desk.board.current is not None
+            assert link == desk.web.form_url("alpha", desk.board.current.flow_id)
+            assert link.startswith(desk.web.base_url + "/?form=alpha%2F")
+
+
+async def test_a_non_loopback_listen_needs_tls_or_an_explicit_flag(tmp_path: Path) -> None:
+    with pytest.RaisesGroup(
+        pytest.RaisesExc(ListenError, match="--tls-elsewhere"), flatten_subgroups=True
+    ):
+        async with open_desk(tmp_path, listen="0.0.0.0:0", allow_remote=True):
+            pass
+    with pytest.RaisesGroup(
+        pytest.RaisesExc(ListenError, match="go together"), flatten_subgroups=True
+    ):
+        async with open_desk(tmp_path, tls_cert=tmp_path / "cert.pem"):
+            pass
+
+
+async def test_a_tls_desk_serves_the_page_over_https_with_a_secure_cookie(tmp_path: Path) -> None:
+    import ssl
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    await trio.run_process(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        capture_stdout=True,
+        capture_stderr=True,
+    )
+    with trio.fail_after(60):
+        async with open_desk(tmp_path, tls_cert=cert, tls_key=key) as desk:
+            assert desk.web is not None
+            assert desk.web.base_url.startswith("https://127.0.0.1:")
+            assert desk.address.url.startswith("https://")
+            trusted = ssl.create_default_context(cafile=str(cert))
+            async with httpx2.AsyncClient(verify=trusted) as http:
+                signed = await http.get(desk.web.login_url())
+                assert signed.status_code == 200
+                cookie = signed.headers["set-cookie"].lower()
+                assert "secure" in cookie and "httponly" in cookie and "samesite=strict" in cookie
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:0", "0.0.0.0:0"])
+async def test_the_terminal_desk_shows_a_sign_in_link_and_a_qr_code_beyond_loopback(
+    tmp_path: Path, listen: str
+) -> None:
+    from prompt_toolkit.input import create_pipe_input
+
+    from pi_agent_ask.ui.testing import VirtualTerminal
+
+    term = VirtualTerminal(120, 50)
+    remote = not listen.startswith("127.")
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with open_desk(
+            tmp_path,
+            headless=False,
+            input=pipe,
+            output=term.output,
+            listen=listen,
+            allow_remote=remote,
+            tls_elsewhere=remote,
+        ) as desk:
+            assert desk.web is not None
+            await term.wait_for("Answer in a browser too")
+            await term.wait_for("/login?code=")
+            url = next(w for w in term.text().split() if "/login?code=" in w)
+            assert url.startswith(desk.web.base_url)
+            assert ("█" in term.text()) is remote  # the QR code, for a phone's camera
+            async with httpx2.AsyncClient() as http:
+                assert (
+                    await http.get(url.replace(url.split("/login")[0], _loopback(url)))
+                ).status_code == 200
+
+
+def _loopback(url: str) -> str:
+    """The URL's origin with its host replaced by 127.0.0.1 (the test reaches it there)."""
+    port = url.split("/login")[0].rsplit(":", 1)[1]
+    return f"http://127.0.0.1:{port}"
+
+
+async def test_a_draft_sent_by_the_page_is_in_the_journal_after_a_desk_restart(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(90):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("Keep"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            shown = desk.board.current
+            assert shown is not None
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                body = {
+                    "form": f"alpha/{shown.flow_id}",
+                    "drafts": [{"selected": [1], "note": "typed on the phone"}],
+                }
+                headers = {"origin": base, "x-csrf-token": csrf}
+                saved = await http.post(base + "/api/draft", json=body, headers=headers)
+                assert saved.status_code == 200, saved.text
+                malformed = {**body, "drafts": [{"selected": "all"}]}
+                refused = await http.post(base + "/api/draft", json=malformed, headers=headers)
+                assert refused.status_code == 400 and "selected" in refused.json()["error"]
+            await desk.board.wait_for(
+                lambda board: (
+                    board.current is not None
+                    and board.current.state.drafts[0].note == "typed on the phone"
+                )
+            )
+        # The desk stopped (its runtimes saved and closed their journals); a new one reopens them.
+        async with open_desk(tmp_path) as again:
+            await again.board.wait_for(lambda board: board.current is not None)
+            assert again.board.current is not None
+            (draft,) = again.board.current.state.drafts
+            assert draft.selected == (1,) and draft.note == "typed on the phone"

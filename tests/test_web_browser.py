@@ -1,0 +1,540 @@
+"""The web desk in a real browser: Chromium driven by Selenium, agents on the official MCP
+SDK client, against a real desk (hypercorn on Trio). Elements are found by role and
+accessible name (``pi_agent_ask.web.testing``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx2
+import pytest
+import trio
+
+from pi_agent_ask.actors.form import UserCommand
+from pi_agent_ask.desk.board import Board
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.web.security import COOKIE
+from pi_agent_ask.web.testing import browser_missing, by_role, set_viewport, start_browser
+
+MISSING = browser_missing()
+pytestmark = [
+    *(pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS),
+    pytest.mark.skipif(MISSING is not None, reason=MISSING or ""),
+    pytest.mark.e2e,
+]
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = start_browser()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+async def run(fn: Callable[[], T]) -> T:
+    """A blocking browser step, off the event loop (the desk runs on it)."""
+    return await trio.to_thread.run_sync(fn)
+
+
+def wait_until(driver: Any, predicate: Callable[[Any], Any], timeout: float = 10.0) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # Until the deadline, a part of the page being swapped, or not there yet, means "not yet".
+    wait = WebDriverWait(
+        driver,
+        timeout,
+        poll_frequency=0.02,
+        ignored_exceptions=[StaleElementReferenceException, AssertionError],
+    )
+    return wait.until(predicate)
+
+
+def sign_in(driver: Any, url: str) -> None:
+    driver.delete_all_cookies()
+    driver.get(url)
+    wait_until(driver, lambda d: d.find_elements("css selector", 'meta[name="csrf-token"]'))
+
+
+def form_shown(driver: Any) -> bool:
+    return bool(driver.find_elements("css selector", "#ask-form"))
+
+
+def question(driver: Any, label: str) -> Any:
+    return by_role(driver, "group", label, exact=False)
+
+
+def ask(*questions: dict[str, Any], background: bool = False, title: str = "Set-up") -> dict:
+    return {"title": title, "questions": list(questions), "background": background}
+
+
+def single(qid: str, label: str, *options: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"id": qid, "label": label, "prompt": f"{label}?", "options": list(options), **extra}
+
+
+def opt(value: str, label: str, **extra: Any) -> dict[str, Any]:
+    return {"value": value, "label": label, **extra}
+
+
+def fill_form(driver: Any) -> None:
+    """The person answers the four questions of ``FULL_FORM`` by keyboard, mouse and typing."""
+    from selenium.webdriver.common.keys import Keys
+
+    db = question(driver, "Database")
+    by_role(db, "radio", "SQLite").click()
+    # The keyboard, as on the terminal: 2 picks the second option of the focused question.
+    by_role(db, "radio", "SQLite").send_keys("2")
+    assert by_role(db, "radio", "Postgres (recommended) — Runs in a container").is_selected()
+    by_role(db, "textbox", "Note").send_keys("Version 16 please")
+    features = question(driver, "Features")
+    by_role(features, "checkbox", "Auth").click()
+    by_role(features, "checkbox", "Search").send_keys(Keys.SPACE)
+    by_role(features, "button", "Note on Auth").click()
+    by_role(features, "textbox", "Note on Auth").send_keys("OAuth only")
+    name = question(driver, "Name")
+    by_role(name, "textbox", "Type your own").send_keys("moonbeam")
+    by_role(question(driver, "Deploy"), "button", "Skip").click()
+    # Enter, as on the terminal, goes to the review step.
+    by_role(question(driver, "Database"), "radio", "SQLite").send_keys(Keys.ENTER)
+    review = by_role(driver, "heading", "Review your answers")
+    wait_until(driver, lambda d: review.is_displayed())
+    assert "Deploy: skipped" in d_text(driver, "#review-list")
+    assert "Name: “moonbeam”" in d_text(driver, "#review-list")
+
+
+def d_text(driver: Any, selector: str) -> str:
+    return str(driver.find_element("css selector", selector).text)
+
+
+FULL_FORM = ask(
+    single(
+        "db",
+        "Database",
+        opt("sqlite", "SQLite"),
+        opt("pg", "Postgres", recommended=True, description="Runs in a container"),
+    ),
+    single(
+        "features",
+        "Features",
+        opt("auth", "Auth"),
+        opt("search", "Search"),
+        opt("admin", "Admin"),
+        type="multi",
+    ),
+    single("name", "Name", opt("alpha", "Alpha"), opt("beta", "Beta")),
+    single("deploy", "Deploy", opt("now", "Now"), opt("later", "Later")),
+)
+
+
+async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
+    tmp_path: Path, browser: Any
+) -> None:
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            # Used once: the same URL no longer signs anyone in.
+            await run(browser.delete_all_cookies)
+            await run(lambda: browser.get(url))
+            assert "not valid" in by_role(browser, "alert", "", exact=False).text
+            await run(lambda: browser.get(url.split("/login")[0] + "/"))
+            assert not form_shown(browser) and "Sign in" in browser.page_source
+            fresh = desk.web.login_url()
+            await run(lambda: sign_in(browser, fresh))
+
+            results: list[Any] = []
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    results.append(await alpha.call_tool("ask_user", FULL_FORM))
+
+                nursery.start_soon(call)
+                await run(lambda: wait_until(browser, form_shown))
+                assert (
+                    "alpha"
+                    in by_role(browser, "heading", "Set-up")
+                    .find_element("xpath", "preceding::strong[1]")
+                    .text
+                )
+                assert "blocked" in browser.find_element("css selector", ".from").text
+                base_url = url.split("/login")[0]
+
+                def second_page() -> tuple[str, str]:
+                    """The same form open in a second tab (another page on it)."""
+                    first = browser.current_window_handle
+                    browser.switch_to.new_window("tab")
+                    browser.get(base_url + "/")
+                    wait_until(browser, form_shown)
+                    second = browser.current_window_handle
+                    browser.switch_to.window(first)
+                    return first, second
+
+                first_tab, second_tab = await run(second_page)
+                await run(lambda: fill_form(browser))
+
+                def submit_until_gone() -> None:
+                    """Click Submit until the form is gone (the review step comes first)."""
+                    from selenium.common.exceptions import StaleElementReferenceException
+
+                    clicks = 0
+                    while form_shown(browser):
+                        assert clicks < 3, "Submit did not send the form"
+                        try:
+                            by_role(browser, "button", "Submit").click()
+                        except StaleElementReferenceException:
+                            continue  # the page is swapping the form out
+                        clicks += 1
+                        wait_until(
+                            browser,
+                            lambda d: (
+                                not form_shown(d)
+                                or not d.find_element("css selector", "#review").get_attribute(
+                                    "hidden"
+                                )
+                            ),
+                        )
+                        if clicks == 2:
+                            wait_until(browser, lambda d: not form_shown(d))
+
+                await run(submit_until_gone)
+
+                def told_in_the_other_tab() -> str:
+                    browser.switch_to.window(second_tab)
+                    wait_until(browser, lambda d: not form_shown(d))
+                    text = d_text(browser, "#status")
+                    browser.close()
+                    browser.switch_to.window(first_tab)
+                    return text
+
+                assert "answered elsewhere" in await run(told_in_the_other_tab)
+            (result,) = results
+            assert not result.is_error, result
+            answers = result.structured_content["answers"]
+            assert answers["db"]["values"] == ["pg"]
+            assert answers["db"]["note"] == "Version 16 please"
+            assert answers["features"]["values"] == ["auth", "search"]
+            assert answers["features"]["optionNotes"] == {"auth": "OAuth only"}
+            assert answers["name"]["customText"] == "moonbeam"
+            assert "deploy" not in answers
+            assert result.structured_content["skippedQuestionIds"] == ["deploy"]
+            assert set(answers) == {"db", "features", "name"}
+            # Exactly once: nothing more arrives for the agent afterwards.
+            again = await alpha.call_tool("wait_for_answers", {})
+            assert again.structured_content.get("results", []) == []
+            # A second submission (another page still showing the form) is refused in words.
+            cookie = (await run(lambda: browser.get_cookie(COOKIE)))["value"]
+            csrf = await run(
+                lambda: browser.find_element(
+                    "css selector", 'meta[name="csrf-token"]'
+                ).get_attribute("content")
+            )
+            base = url.split("/login")[0]
+            async with httpx2.AsyncClient(cookies={COOKIE: cookie}) as http:
+                late = await http.post(
+                    base + "/api/submit",
+                    json={"form": "alpha/none", "drafts": []},
+                    headers={"origin": base, "x-csrf-token": csrf},
+                )
+            assert late.status_code == 409 and "answered elsewhere" in late.json()["error"]
+
+
+async def answer_on_the_board(board: Board) -> None:
+    """What the terminal does on ``1`` then Enter: commands into the displayed form."""
+    shown = board.current
+    assert shown is not None
+    await shown.commands.send(UserCommand(fs.Number(1)))
+    await shown.commands.send(UserCommand(fs.Confirm()))
+
+
+async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keeps_a_draft(
+    tmp_path: Path, browser: Any
+) -> None:
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "beta") as beta:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            one = ask(
+                single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True
+            )
+            await beta.call_tool("ask_user", one)
+            await run(lambda: wait_until(browser, form_shown))
+            # A draft typed on the page is journaled as it is typed; a reload shows it.
+            await run(
+                lambda: by_role(question(browser, "Colour"), "textbox", "Note").send_keys("teal?")
+            )
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].note == "teal?"
+            )
+            await run(browser.refresh)
+            await run(lambda: wait_until(browser, form_shown))
+            note = by_role(question(browser, "Colour"), "textbox", "Note")
+            assert note.get_attribute("value") == "teal?"
+            # The terminal edits the note (N, text, Enter): the page shows the new draft.
+            current = desk.board.current
+            assert current is not None
+            for command in (
+                fs.OpenQuestionNote(),
+                fs.EditorChanged("teal, from the terminal"),
+                fs.EditorSubmit(),
+            ):
+                await current.commands.send(UserCommand(command))
+
+            def note_text(driver: Any) -> bool:
+                box = by_role(question(driver, "Colour"), "textbox", "Note")
+                return box.get_attribute("value") == "teal, from the terminal"
+
+            await run(lambda: wait_until(browser, note_text))
+            # The terminal answers it: the page lets go of it and says why.
+            await answer_on_the_board(desk.board)
+            await run(lambda: wait_until(browser, lambda d: not form_shown(d)))
+            status = by_role(browser, "status", "", exact=False).text
+            assert "answered elsewhere" in status
+            waited = await beta.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["red"]
+            assert entry["result"]["answers"]["q"]["note"] == "teal, from the terminal"
+
+
+HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+
+async def test_hostile_agent_text_is_text_and_the_page_refuses_other_origins(
+    tmp_path: Path, browser: Any
+) -> None:
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "<b>evil</b>") as evil:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            payload = ask(
+                single(
+                    "q",
+                    "Pick " + HOSTILE,
+                    opt("a", "A " + HOSTILE, description="\x1b[31mred\x1b[0m " + HOSTILE),
+                    opt("b", "B"),
+                    prompt="Prompt \x1b]0;title\x07 " + HOSTILE,
+                    context="Context " + HOSTILE,
+                ),
+                title="Title " + HOSTILE,
+                background=True,
+            )
+            payload["questions"][0]["prompt"] = "Prompt \x1b]0;title\x07 " + HOSTILE
+            await evil.call_tool("ask_user", payload)
+            await run(lambda: wait_until(browser, form_shown))
+            text = await run(lambda: browser.find_element("css selector", "#ask-form").text)
+            assert "<script>window.__pwned=1</script>" in text
+            assert "<b>evil</b>" in text
+            assert "\x1b" not in browser.page_source and "\x07" not in browser.page_source
+            assert await run(lambda: browser.execute_script("return window.__pwned")) is None
+            assert not await run(lambda: browser.find_elements("css selector", "#slot img, b"))
+            # A state-changing request from another origin, with the session cookie and even
+            # the right CSRF token, is refused; so is one without the token.
+            cookie = (await run(lambda: browser.get_cookie(COOKIE)))["value"]
+            csrf = await run(
+                lambda: browser.find_element(
+                    "css selector", 'meta[name="csrf-token"]'
+                ).get_attribute("content")
+            )
+            form_id = await run(
+                lambda: browser.find_element("css selector", "#ask-form").get_attribute(
+                    "data-form-id"
+                )
+            )
+            base = url.split("/login")[0]
+            body = {"form": form_id}
+            async with httpx2.AsyncClient(cookies={COOKIE: cookie}) as http:
+                cross = await http.post(
+                    base + "/api/cancel",
+                    json=body,
+                    headers={"origin": "http://evil.example", "x-csrf-token": csrf},
+                )
+                tokenless = await http.post(
+                    base + "/api/cancel", json=body, headers={"origin": base}
+                )
+            async with httpx2.AsyncClient() as http:
+                cookieless = await http.post(
+                    base + "/api/cancel", json=body, headers={"origin": base, "x-csrf-token": csrf}
+                )
+            assert cross.status_code == 403 and tokenless.status_code == 403
+            assert cookieless.status_code == 401
+            assert desk.board.current is not None  # nothing was cancelled
+
+
+def no_horizontal_scroll(driver: Any) -> bool:
+    return bool(
+        driver.execute_script(
+            "return document.documentElement.scrollWidth <= window.innerWidth"
+            " && document.body.scrollWidth <= window.innerWidth"
+        )
+    )
+
+
+def small_targets(driver: Any) -> list[str]:
+    """Visible controls smaller than 44 px in either direction (links in text excepted)."""
+    return list(
+        driver.execute_script(
+            """
+            const out = [];
+            for (const e of document.querySelectorAll('button, summary, select, textarea,'
+                + ' .option > label, nav a, .agent-link')) {
+              const r = e.getBoundingClientRect();
+              if (r.width && r.height && (r.width < 44 || r.height < 44))
+                out.push(e.tagName + ' ' + e.textContent.trim().slice(0, 30) + ' ' + r.width + 'x' + r.height);
+            }
+            return out;
+            """
+        )
+    )
+
+
+def axe_core(tmp: Path) -> str | None:
+    """axe-core's script, installed with npm into ``tmp``; ``None`` when npm cannot get it."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    done = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--silent", "axe-core@4"],
+        cwd=tmp,
+        capture_output=True,
+        timeout=180,
+        check=False,
+    )
+    script = tmp / "node_modules" / "axe-core" / "axe.min.js"
+    return script.read_text() if done.returncode == 0 and script.exists() else None
+
+
+def axe_violations(driver: Any, script: str) -> list[dict[str, Any]]:
+    driver.execute_script(script)
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document).then(r => done({violations: r.violations, passes: r.passes.length}),"
+        " e => done({violations: [{id: String(e), impact: 'critical'}], passes: 0}));"
+    )
+    assert result["passes"] > 10, result  # the checks ran
+    return [v for v in result["violations"] if v.get("impact") in ("serious", "critical")]
+
+
+async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_taken(
+    tmp_path: Path, browser: Any
+) -> None:
+    with trio.fail_after(300):
+        async with (
+            open_desk(tmp_path) as desk,
+            desk_client(desk.address, "build-agent") as build,
+            desk_client(desk.address, "docs-agent") as docs,
+        ):
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            await build.call_tool(
+                "ask_user",
+                ask(
+                    single(
+                        "db",
+                        "Database",
+                        opt("sqlite", "SQLite", description="One file, no server"),
+                        opt("pg", "Postgres", recommended=True, description="Runs in a container"),
+                        context="docker-compose.yml lists a postgres:16 service.",
+                    ),
+                    single(
+                        "features",
+                        "Features",
+                        opt("auth", "Auth"),
+                        opt("search", "Full-text search"),
+                        opt("admin", "Admin pages"),
+                        type="multi",
+                    ),
+                    title="Project set-up",
+                    background=True,
+                ),
+            )
+            await docs.call_tool(
+                "ask_user",
+                ask(
+                    single("tone", "Tone", opt("plain", "Plain"), opt("warm", "Warm")),
+                    background=True,
+                ),
+            )
+            await run(lambda: wait_until(browser, form_shown))
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: "docs-agent" in d.find_element("id", "queue").text
+                )
+            )
+            script = await trio.to_thread.run_sync(axe_core, tmp_path)
+            for name, width, height, mobile in (
+                ("web-desktop.png", 1280, 900, False),
+                ("web-phone.png", 390, 844, True),
+            ):
+
+                def layout(
+                    name: str = name,
+                    width: int = width,
+                    height: int = height,
+                    mobile: bool = mobile,
+                ) -> list[Any]:
+                    set_viewport(browser, width, height, mobile=mobile)
+                    browser.refresh()
+                    wait_until(browser, form_shown)
+                    assert no_horizontal_scroll(browser), name
+                    assert small_targets(browser) == [], name
+                    by_role(question(browser, "Database"), "radio", "SQLite", exact=False).click()
+                    browser.save_screenshot(str(DOCS / name))
+                    return axe_violations(browser, script) if script is not None else []
+
+                violations = await run(layout)
+                assert violations == [], json.dumps(violations, indent=1)[:4000]
+            # 360 px, the narrowest phone the page is made for: still no sideways scrolling.
+            await run(lambda: set_viewport(browser, 360, 740, mobile=True))
+            await run(browser.refresh)
+            await run(lambda: wait_until(browser, form_shown))
+            assert await run(lambda: no_horizontal_scroll(browser))
+
+            def focus_ring() -> str:
+                from selenium.webdriver.common.action_chains import ActionChains
+                from selenium.webdriver.common.keys import Keys
+
+                browser.find_element("tag name", "body").click()
+                ActionChains(browser).send_keys(Keys.TAB).perform()
+                return str(
+                    browser.execute_script(
+                        "return getComputedStyle(document.activeElement).outlineStyle"
+                    )
+                )
+
+            assert await run(focus_ring) == "solid"
+            await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
+            # Later: the agent's question goes back in the queue, the next agent's comes up.
+            assert "build-agent" in await run(lambda: d_text(browser, ".from"))
+            await run(lambda: by_role(browser, "button", "Later").click())
+            await run(lambda: wait_until(browser, lambda d: "docs-agent" in d_text(d, ".from")))
+            assert "Saved for later" in await run(lambda: d_text(browser, "#status"))
+            await desk.board.wait_for(
+                lambda b: [s.key for s in b.shown_forms()] == ["docs-agent", "build-agent"]
+            )
+
+            def history() -> list[Any]:
+                by_role(browser, "link", "History").click()
+                wait_until(browser, lambda d: d.find_elements("css selector", "#q"))
+                by_role(browser, "searchbox", "Search").send_keys("Tone")
+                by_role(browser, "button", "Search").click()
+                wait_until(browser, lambda d: "Export as Markdown" in d.page_source)
+                assert no_horizontal_scroll(browser)
+                return axe_violations(browser, script) if script is not None else []
+
+            violations = await run(history)
+            assert violations == [], json.dumps(violations, indent=1)[:4000]
+            if script is None:
+                pytest.skip("axe-core could not be installed from the npm registry")
