@@ -173,8 +173,11 @@ async def test_a_dead_desks_form_returns_with_its_draft_when_the_lease_runs_out(
             while not line.endswith(b"\n"):
                 line += await process.stdout.receive_some(1)
             assert line.decode().split() == ["claimed", request_id]
-            # Alive, carol's desk keeps the form: the others see who is on it.
-            forms = await desk.board.wait_for(lambda forms: bool(forms) and forms[0].claim_live)
+            # Alive, carol's desk keeps the form: the others see who is on it, and its draft
+            # (the claim and the draft are two writes: the board may see the first alone).
+            forms = await desk.board.wait_for(
+                lambda forms: bool(forms) and forms[0].claim_live and forms[0].draft is not None
+            )
             assert (forms[0].claimed_by, forms[0].draft) == (
                 "carol",
                 {"drafts": [{"values": ["no"]}]},
