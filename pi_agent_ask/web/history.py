@@ -34,6 +34,7 @@ class RecordView:
     status: str
     answer: str
     note: str
+    answered_by: str | None = None
 
 
 async def agent_records(runtime: Any) -> list[HistoryRecord]:
@@ -69,6 +70,7 @@ def record_view(record: HistoryRecord) -> RecordView:
         status=record.status,
         answer=sanitize_text(", ".join(parts)),
         note=sanitize_text(note),
+        answered_by=sanitize_line(record.answered_by) if record.answered_by else None,
     )
 
 
