@@ -46,6 +46,7 @@ from pi_agent_ask.mcp_common.connection import (
 )
 from pi_agent_ask.mcp_common.journals import StateDirInUse, default_state_dir, lock_state_dir
 from pi_agent_ask.web.app import WebDesk, web_base_url
+from pi_agent_ask.web.history import RegistryHistories
 
 __all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
 
@@ -83,6 +84,20 @@ class Desk:
     """The web desk on the same listener (``login_url()`` makes a sign-in URL)."""
 
 
+def check_tls(
+    where: Listen, tls_cert: Path | None, tls_key: Path | None, tls_elsewhere: bool
+) -> None:
+    """The web page's rule: a non-loopback listen serves TLS (``--tls-cert``/``--tls-key``),
+    unless the person says a tunnel or a proxy protects the traffic (``--tls-elsewhere``)."""
+    if (tls_cert is None) != (tls_key is None):
+        raise ListenError("--tls-cert and --tls-key go together")
+    if not is_loopback(where.host) and tls_cert is None and not tls_elsewhere:
+        raise ListenError(
+            f"refusing to listen on {where.host} without TLS: pass --tls-cert and --tls-key, "
+            "or --tls-elsewhere when a tunnel or a proxy protects the traffic (docs/web.md)"
+        )
+
+
 async def run_desk(
     *,
     listen: str | None = None,
@@ -116,13 +131,7 @@ async def run_desk(
             f"refusing to listen on {where.host}, which is not a loopback address; "
             "pass --allow-remote to do it anyway (every request still needs the token)"
         )
-    if (tls_cert is None) != (tls_key is None):
-        raise ListenError("--tls-cert and --tls-key go together")
-    if not is_loopback(where.host) and tls_cert is None and not tls_elsewhere:
-        raise ListenError(
-            f"refusing to listen on {where.host} without TLS: pass --tls-cert and --tls-key, "
-            "or --tls-elsewhere when a tunnel or a proxy protects the traffic (docs/web.md)"
-        )
+    check_tls(where, tls_cert, tls_key, tls_elsewhere)
     file = desk_file if desk_file is not None else desk_file_path()
     running = await find_desk(path=file)
     if running is not None:
@@ -197,7 +206,12 @@ async def _run(
         )
         board.blocked_on = registry.blocked_on
         token = new_token()
-        web = WebDesk(board=board, registry=registry, token=token, secure=tls_cert is not None)
+        web = WebDesk(
+            board=board,
+            histories=RegistryHistories(registry),
+            token=token,
+            secure=tls_cert is not None,
+        )
         registry.form_url = web.form_url
         if not headless:
             from pi_agent_ask.ui.surface import run_terminal_surface
