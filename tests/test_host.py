@@ -88,3 +88,49 @@ async def test_history_tools_have_empty_transcript_rows(tmp_path: Path) -> None:
     assert failed["isError"] is True
     # Only the wait left rows: the two history calls, the error included, left none.
     assert lines == ["wait_for_answers", "  No outstanding answers"]
+
+
+async def test_an_answer_card_names_options_by_their_labels(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    # A note on an option the person did not select is shown with the option's label, as
+    # Review shows it, never with its value.
+    import json
+
+    import trio
+
+    from pi_agent_ask import events as ev
+    from pi_agent_ask import open_runtime
+    from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.host.local import LocalHost
+
+    lines: list[str] = []
+    payload = json.loads((Path(__file__).parent.parent / "examples" / "deploy.json").read_text())
+    payload["background"] = True
+    async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+        host = LocalHost(rt, lambda line: lines.append(line_text(line)))
+
+        def answer(started: dict[str, object]) -> None:
+            rt.events.emit(
+                ev.SUBMIT,
+                {
+                    "version": 1,
+                    "requestId": "answer-1",
+                    "flowId": started["flowId"],
+                    "response": {
+                        "kind": "answer",
+                        "answers": {
+                            "region": {"values": ["eu-west"]},
+                            "checks": {"values": ["unit"], "optionNotes": {"soak": "next week"}},
+                        },
+                    },
+                },
+            )
+
+        rt.events.on(ev.STARTED, answer)
+        await host.call("ask_user", payload)
+        with trio.fail_after(30):
+            await host.call("wait_for_answers", {})
+    text = "\n".join(lines)
+    assert "Soak test (not selected) note: next week" in text
+    assert "soak (not selected)" not in text

@@ -20,6 +20,8 @@ from pi_agent_ask.actors.records import Outcome
 from pi_agent_ask.actors.runtime import Runtime
 from pi_agent_ask.form import transcript
 from pi_agent_ask.form.result import AskResult
+from pi_agent_ask.form.types import AskParams
+from pi_agent_ask.form.validate import validate_ask_params
 
 Line = tuple[tuple[str, str], ...]
 HISTORY_TOOLS = frozenset({"list_ask_history", "read_ask_history", "export_ask_history"})
@@ -45,6 +47,8 @@ class LocalHost:
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
     _calls: dict[str, str] = attrs.field(factory=dict)
     """Request id -> the tool call id whose rows the answer card belongs to."""
+    _params: dict[str, AskParams] = attrs.field(factory=dict)
+    """Request id -> the questions it asked: an answer card names options by their labels."""
 
     def say(self, text: str, style: str = "text") -> None:
         self.emit(((style, text),))
@@ -65,6 +69,9 @@ class LocalHost:
         details = result.get("details")
         if name == "ask_user" and isinstance(details, dict) and details.get("status") == "queued":
             self._calls[details["requestId"]] = call_id
+            asked = validate_ask_params(arguments)
+            if asked.params is not None:
+                self._params[details["requestId"]] = asked.params
             if self.mark is not None:
                 self.mark(call_id)
         return result
@@ -87,7 +94,7 @@ class LocalHost:
             for item in details.get("results", ()):
                 outcome = Outcome.from_json(item)
                 call_id = self._calls.get(outcome.request_id)
-                card = transcript.background_card(outcome, width=self.width)
+                card = self._card_lines(outcome)
                 if self.place is not None and call_id is not None and self.place(call_id, card):
                     # The card went up to the call that asked; say so here, where the person
                     # is looking.
@@ -98,8 +105,12 @@ class LocalHost:
                 for line in card:
                     self.emit(line)
 
+    def _card_lines(self, outcome: Outcome) -> list[transcript.Line]:
+        params = self._params.get(outcome.request_id)
+        return transcript.background_card(outcome, width=self.width, params=params)
+
     def _card(self, outcome: Outcome) -> None:
-        for line in transcript.background_card(outcome, width=self.width):
+        for line in self._card_lines(outcome):
             self.emit(line)
 
     def deliver(self, message: dict[str, Any]) -> None:
