@@ -48,7 +48,14 @@ from pi_agent_ask.mcp_common.journals import StateDirInUse, default_state_dir, l
 from pi_agent_ask.web.app import WebDesk, web_base_url
 from pi_agent_ask.web.history import RegistryHistories
 
-__all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
+__all__ = [
+    "REMOTE_WARNING",
+    "Desk",
+    "DeskAlreadyRunning",
+    "check_tls",
+    "run_desk",
+    "sign_in_text",
+]
 
 REMOTE_WARNING = (
     "warning: the desk listens on {host}, which is not a loopback address: anyone who can reach "
@@ -257,7 +264,7 @@ async def _run(
                 await trio.to_thread.run_sync(write_desk_file, file, address)
                 if not headless:  # shown once the file is written: a client can read it then
                     display.url = address.url
-                    display.sign_in = _sign_in_text(web.login_url(), is_loopback(where.host))
+                    display.sign_in = sign_in_text(web.login_url(), is_loopback(where.host))
                     display.invalidate()
                 task_status.started(
                     Desk(
@@ -278,13 +285,15 @@ async def _run(
                 nursery.cancel_scope.cancel()
 
 
-def _sign_in_text(url: str, loopback: bool) -> str:
+def sign_in_text(
+    url: str, loopback: bool, *, another: str = "'pi-agent-ask desk login-url' makes another"
+) -> str:
     """The terminal desk's sign-in lines for its web page (with a QR code for a phone when
-    other machines can reach the listen)."""
+    other machines can reach the listen); ``another`` says how to get a new URL."""
     lines = [
         "",
         " Answer in a browser too: open this link once (it lasts 10 minutes;",
-        " 'pi-agent-ask desk login-url' makes another):",
+        f" {another}):",
         f" {url}",
     ]
     if not loopback:

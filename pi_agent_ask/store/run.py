@@ -23,7 +23,7 @@ from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from pi_agent_ask.desk.http import MCP_PATH, ListenError, is_loopback, parse_listen
-from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT, check_tls
+from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT, check_tls, sign_in_text
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.http import TeamDeskApp, team_mcp_server
@@ -134,6 +134,11 @@ async def run_team_desk(
                 url = f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{app.port}{MCP_PATH}"
                 if display is not None:
                     display.url = url
+                    display.sign_in = sign_in_text(
+                        web.login_url(),
+                        is_loopback(where.host),
+                        another="the desk shows a new one when it restarts",
+                    )
                     display.invalidate()
                 task_status.started(TeamDesk(url, board, shared, nursery.cancel_scope.cancel, web))
                 await trio.sleep_forever()
