@@ -228,16 +228,15 @@ def gated_journal(gate: WriteGate) -> Iterator[WriteGate]:
     """Route every runtime's journal writes and session switches through ``gate``.
 
     The runtime writes through ``SessionJournal`` (the journal of whichever session it is on);
-    its ``append``, ``append_many`` and ``switch`` go through the gate while this is active,
-    and ``append_many_now`` (a write without a wait) is declined whenever the gate would hold
-    or fail the write, so the writer waits for it through ``append_many`` instead.
+    its ``append``, ``append_many`` and ``switch`` go through the gate while this is active.
+    A chain is known to the gate by its first entry type that has a failure waiting, else by
+    its first (the queue writes the entries of several transitions as one chain).
     """
     from pi_agent_ask.actors.session import SessionJournal
 
-    append, append_many, append_many_now, switch = (
+    append, append_many, switch = (
         SessionJournal.append,
         SessionJournal.append_many,
-        SessionJournal.append_many_now,
         SessionJournal.switch,
     )
 
@@ -246,15 +245,10 @@ def gated_journal(gate: WriteGate) -> Iterator[WriteGate]:
 
     async def gated_append_many(self: Any, items: Any) -> Any:
         items = list(items)
-        first = items[0][0] if items else ""
+        types = [entry_type for entry_type, _data in items]
+        failing = [entry_type for entry_type in types if gate.failures.get(entry_type)]
+        first = failing[0] if failing else types[0] if types else ""
         return await gate.through(first, lambda: append_many(self, items))
-
-    def gated_append_many_now(self: Any, items: Any) -> Any:
-        items = list(items)
-        first = items[0][0] if items else ""
-        if gate.position is not None or gate.failures.get(first):
-            return None
-        return append_many_now(self, items)
 
     async def gated_switch(self: Any, reason: str, session: Any) -> Any:
         return await gate.through(f"switch:{reason}", lambda: switch(self, reason, session))
@@ -262,7 +256,6 @@ def gated_journal(gate: WriteGate) -> Iterator[WriteGate]:
     with (
         mock.patch.object(SessionJournal, "append", gated_append),
         mock.patch.object(SessionJournal, "append_many", gated_append_many),
-        mock.patch.object(SessionJournal, "append_many_now", gated_append_many_now),
         mock.patch.object(SessionJournal, "switch", gated_switch),
     ):
         yield gate

@@ -16,7 +16,6 @@ import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import ask
-from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.core import TEARDOWN_TIMEOUT
 from pi_agent_ask.actors.form import (
     FLOW_NOT_ACTIVE,
@@ -27,7 +26,7 @@ from pi_agent_ask.actors.form import (
     close_inbox,
     run_form,
 )
-from pi_agent_ask.actors.records import AskRequest, Outcome
+from pi_agent_ask.actors.records import AskRequest
 from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
@@ -223,168 +222,3 @@ async def test_an_answer_written_while_disposal_gives_up_waiting_is_still_announ
             outer.start_soon(release_late)
     [completed] = log.of(ev.COMPLETED)
     assert completed["flowId"] == "tool:b1"
-
-
-# ---- a form's stop handled in the runner's task ----------------------------------------------
-
-
-class _Steps(trio.abc.Instrument):
-    """The names of the tasks Trio steps, in order."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        self.names.append(task.name)
-
-
-async def test_forms_answered_at_once_stop_in_the_runner_with_one_pass_each(
-    tmp_path: Path,
-) -> None:
-    # The queue task is parked while the forms are answered, so each form's FormStopped is
-    # handled in the runner's task (``tell_last_now``) and the queue task takes no step at
-    # all (it took one per form before). The runner still passes through the scheduler once
-    # per form: a listener answering every form at once does not starve the loop.
-    forms = 6
-    with trio.fail_after(GUARD):
-        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
-            rt.agent_started()  # busy: a completion wakes nobody (no continuation)
-            for i in range(forms):
-                await rt.call_tool("ask_user", payload("a", background=True), f"b{i}")
-            await settle()
-            log = EventLog()
-            log.attach(rt.events)
-            rt.events.on(
-                ev.STARTED, lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]}))
-            )
-            steps = _Steps()
-            trio.lowlevel.add_instrument(steps)
-            try:
-                submit(rt.events, "tool:b0", answer({"a": ["a1"]}))
-                await settle()
-            finally:
-                trio.lowlevel.remove_instrument(steps)
-            assert len(log.of(ev.COMPLETED)) == forms
-            assert (await rt.statistics()).completed and not (await rt.statistics()).pending
-    runner_steps = [name for name in steps.names if name.endswith("QueueActor._run_forms")]
-    # Nothing but the runner and this test ran: the queue task (and every other actor) slept.
-    others = {name for name in steps.names if name.startswith("pi_agent_ask")}
-    assert others == {"pi_agent_ask.actors.queue.QueueActor._run_forms"}
-    assert len(runner_steps) >= forms
-
-
-async def _form_that_ends(
-    _request: Any, _form: Any, _epoch: int, scope: trio.CancelScope, *_channels: Any
-) -> None:
-    # A form that ends at once; the test tells the queue of its stop itself.
-    with scope:
-        await trio.lowlevel.checkpoint()
-
-
-def _actor(*, idle: bool = False) -> tuple[Any, ...]:
-    from .test_enqueue_fast import Journal
-
-    journal = Journal()
-    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-    queue_tx, queue_rx = trio.open_memory_channel[Any](0)
-    actor = q.QueueActor(
-        journal=journal,
-        events=ev.EventBus(),
-        wakeups=wake_tx,
-        run_background_form=_form_that_ends,
-        idle=idle,
-    )
-    return actor, journal, queue_tx, queue_rx, wake_rx
-
-
-def _stopped(request_id: str) -> q.FormStopped:
-    """The stop of ``request_id``'s form, answered."""
-    from pi_agent_ask.actors.form import remote_apply
-    from pi_agent_ask.actors.outcomes import result_of
-
-    form, request = _form()
-    done, problem = remote_apply(form, answer({"a": ["a1"]}))
-    assert problem is None and done.outcome is not None
-    result = result_of(attrs.evolve(request, request_id=request_id), done)
-    return q.FormStopped(request_id, 0, done, Outcome(request_id, result=result))
-
-
-async def test_a_stop_for_a_queue_with_a_message_on_its_way_goes_after_that_message() -> None:
-    from .test_enqueue_fast import _ask, _enqueue
-
-    actor, journal, queue_tx, queue_rx, _wake_rx = _actor()
-    with trio.fail_after(GUARD):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run, queue_rx, queue_tx.clone())
-            for rid in ("r1", "r2"):
-                await _ask(queue_tx, _enqueue(rid, journal))
-            await settle()
-            assert actor.stats().visible == "tool:r1"
-            reply_tx, reply_rx = trio.open_memory_channel[Any](1)
-            queue_tx.send_nowait(q.Inspect(reply_tx))  # taken by the queue task, not run yet
-            # The queue is not parked: nothing is done here, and the stop goes after it.
-            assert not actor.tell_last_now(_stopped("r1"))
-            assert actor.stats().pending == ("r1", "r2")
-            seen = await reply_rx.receive()
-            assert (seen.pending, seen.visible) == (("r1", "r2"), "tool:r1")
-            await queue_tx.send(_stopped("r1"))
-            await settle()
-            assert (actor.stats().pending, actor.stats().visible) == (("r2",), "tool:r2")
-            # Parked again: handled here, at once.
-            assert actor.tell_last_now(_stopped("r2"))
-            assert (actor.stats().completed, actor.stats().visible) == (("r1", "r2"), None)
-            nursery.cancel_scope.cancel()
-
-
-async def test_a_stop_that_continues_into_a_wake_goes_to_the_queue_task() -> None:
-    # An idle agent: the completion continues into a wake (``Continue``), which the queue task
-    # performs; in the runner's task nothing is done.
-    from .test_enqueue_fast import _ask, _enqueue
-
-    actor, journal, queue_tx, queue_rx, wake_rx = _actor(idle=True)
-    with trio.fail_after(GUARD):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run, queue_rx, queue_tx.clone())
-            await _ask(queue_tx, _enqueue("r1", journal))
-            await settle()
-            assert not actor.tell_last_now(_stopped("r1"))
-            assert actor.stats().pending == ("r1",)
-            await queue_tx.send(_stopped("r1"))
-            wake = await wake_rx.receive()
-            assert wake and actor.stats().completed == ("r1",)
-            nursery.cancel_scope.cancel()
-
-
-async def test_answers_are_written_at_once_while_the_journal_is_parked(tmp_path: Path) -> None:
-    # The runner is shielded, so an answer's write needs no cancellation check: with the
-    # persistence actor parked, it is written at once (``append_many_now``), not through the
-    # awaiting ``append_many`` (a journal that is not parked is waited for, as the gated
-    # write tests have it).
-    from pi_agent_ask.actors import persistence
-
-    forms = 4
-    awaited: list[str] = []
-    append_many = persistence.PersistenceHandle.append_many
-
-    async def counted(handle: Any, items: Any, **options: Any) -> Any:
-        items = list(items)
-        awaited.append(items[0][0])
-        return await append_many(handle, items, **options)
-
-    with trio.fail_after(GUARD):
-        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
-            rt.agent_started()
-            for i in range(forms):
-                await rt.call_tool("ask_user", payload("a", background=True), f"b{i}")
-            await settle()
-            log = EventLog()
-            log.attach(rt.events)
-            rt.events.on(
-                ev.STARTED, lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]}))
-            )
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(persistence.PersistenceHandle, "append_many", counted)
-                submit(rt.events, "tool:b0", answer({"a": ["a1"]}))
-                await settle()
-            assert len(log.of(ev.COMPLETED)) == forms
-    assert "ask:history-completed" not in awaited

@@ -33,7 +33,6 @@ from pi_agent_ask.actors.notifications import (
     osc9_payload,
     osc777_payload,
     run_notifications,
-    send_now,
     terminal_payload,
     unheard,
 )
@@ -395,15 +394,19 @@ async def test_a_command_that_cannot_start_has_failed(autojump_clock: object) ->
     "channels", [(), (Bell(),), (Osc9(), Osc777()), (Command("true"),), (Bell(), Command("x"))]
 )
 @pytest.mark.parametrize("terminal", [False, True])
-def test_a_notification_is_left_unmade_only_when_sending_it_would_reach_nobody(
+async def test_a_notification_is_left_unmade_only_when_sending_it_would_reach_nobody(
     enabled: bool, channels: tuple[Any, ...], terminal: bool
 ) -> None:
-    # ``unheard`` lets a form skip making its ``Notify``: only right when ``send_now`` would
-    # send it at once (no command for the actor) and write nothing (no terminal, no report).
+    # ``unheard`` lets a form skip making its ``Notify``: only right when the actor would run
+    # no command for it and write nothing (no terminal, no report).
     written: list[str] = []
     write = written.append if terminal else discard_terminal
     if unheard(enabled, channels, write):
-        assert send_now(Notify("tool:c1", "Label", "Prompt?", enabled, channels), write)
+        tx, rx = trio.open_memory_channel[Notify](0)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(functools.partial(run_notifications, rx, write_terminal=write))
+            async with tx:
+                await tx.send(Notify("tool:c1", "Label", "Prompt?", enabled, channels))
         assert written == []
     else:
         needs_actor = enabled and any(isinstance(c, Command) for c in channels)

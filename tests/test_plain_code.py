@@ -82,16 +82,9 @@ KNOWN: dict[str, dict[str, str]] = {
     "private-names": {},
     "linecache": {},
     "class-assignment": {},
-    "object-new": {
-        "actors/queue_state.py": "tables and queue states built without __init__",
-    },
-    "actor-scheduling": {
-        "actors/queue.py": "hand-made reply slots and the sender-task fast path",
-        "actors/persistence.py": "a hand-made parking slot for the writer",
-    },
-    "module-size": {
-        "actors/queue_state.py": "1,524 lines: the queue reducer and its tables",
-    },
+    "object-new": {},
+    "actor-scheduling": {},
+    "module-size": {},
     "desk-mcp-direction": {},
 }
 

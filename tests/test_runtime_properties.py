@@ -2,7 +2,8 @@
 
 Hypothesis generates a program: a short list of steps, each one operation (an attrs value)
 and a flag saying whether the program waits for quiescence afterwards. Each example opens one
-real runtime (``open_runtime`` on a session file in a fresh directory, a recording surface),
+real runtime (``open_runtime`` on a session file in a fresh directory, a recording surface,
+every actor's state checked to change in its own task only: ``check_actors``),
 runs the program in one ``trio.run`` with real Trio scheduling (pytest-trio lets Hypothesis
 seed Trio's run-queue shuffle, so a failing interleaving replays), then drains it: every form
 still open is answered and every wait ends. Foreground asks and waits run as tasks that later
@@ -70,13 +71,13 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from pi_agent_ask import events as ev
-from pi_agent_ask import open_runtime
 from pi_agent_ask.actors.persistence import WriteRefused
 from pi_agent_ask.actors.runtime import (
     FORM_INTERRUPTED_TEXT,
     WAIT_BUSY_TEXT,
     WAIT_INTERRUPTED_TEXT,
     Runtime,
+    open_runtime,
 )
 from pi_agent_ask.actors.session import SessionJournal
 from pi_agent_ask.form import state as fs
@@ -1448,7 +1449,11 @@ async def run_in_runtime(
     with trio.CancelScope() as host:
         async with (
             open_runtime(
-                session=session, settings=settings_path, surface=surface, cwd=session.parent
+                session=session,
+                settings=settings_path,
+                surface=surface,
+                cwd=session.parent,
+                check_actors=True,
             ) as rt,
             trio.open_nursery() as nursery,
         ):
@@ -1528,7 +1533,11 @@ async def restart(old: World, settings_path: Path, *, damaged: bool = False) -> 
     surface = CheckingSurface(expected=dict(old.surface.expected), switches=old.reloads + 1)
     async with (
         open_runtime(
-            session=old.session, settings=settings_path, surface=surface, cwd=old.session.parent
+            session=old.session,
+            settings=settings_path,
+            surface=surface,
+            cwd=old.session.parent,
+            check_actors=True,
         ) as rt,
         trio.open_nursery() as nursery,
     ):

@@ -14,7 +14,7 @@ announced or returned (``outcomes.py``).
 
 from __future__ import annotations
 
-import os
+import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
@@ -23,11 +23,11 @@ import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
-from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore, hand_over
+from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore
 from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.external import negotiate_and_run
 from pi_agent_ask.actors.form import FormFailed, FormInput, close_inbox, run_form
-from pi_agent_ask.actors.notifications import Notify, send_now, unheard
+from pi_agent_ask.actors.notifications import Notify, unheard
 from pi_agent_ask.actors.outcomes import (
     FORM_INTERRUPTED_TEXT,
     record_interrupted,
@@ -111,15 +111,8 @@ async def ask_user(
 
 
 def new_request_id() -> str:
-    """A random (version 4) UUID in its text form, as ``str(uuid.uuid4())`` makes it."""
-    # Set in the text: the version nibble (byte 6's high one) is ``4``, and the two high
-    # bits of byte 8 are ``10`` (the RFC 4122 variant: its high nibble is 8, 9, a or b).
-    h = os.urandom(16).hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
-
-
-_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
-"""A hex digit's high nibble with the RFC 4122 variant bits set."""
+    """A random (version 4) UUID in its text form."""
+    return str(uuid.uuid4())
 
 
 async def _host_form(
@@ -290,7 +283,6 @@ async def host_form(
     deferred = rt.defer_queue if request.background else None
 
     def run(scope: trio.CancelScope | None = None) -> Coroutine[Any, Any, fs.FormState | None]:
-        # A closure, not ``functools.partial``: merging a partial's keywords costs more.
         return run_form(
             flow_id=flow_id,
             state=form,
@@ -310,14 +302,11 @@ async def host_form(
     notify = Notify(
         flow_id, first.label, first.prompt, enabled, channels, link(flow_id) if link else None
     )
-    if send_now(notify, rt._write_terminal):
-        return await run(scope=scope)
-    # A command channel: the actor runs it (it waits in ``receive``: taken at once).
     if scope is None:
-        await hand_over(rt._notify_tx, notify)
+        await rt._notify_tx.send(notify)
         return await run()
     with scope:
-        await hand_over(rt._notify_tx, notify)
+        await rt._notify_tx.send(notify)
         return await run()
     return None
 
@@ -325,13 +314,11 @@ async def host_form(
 def _started(request: AskRequest, flow_id: str) -> dict[str, Any]:
     """The ``pi-agent-ask:started`` payload of ``request``'s form."""
     # Each question's arguments with the presented type in place of the requested one (the
-    # key keeps its place): stored into the fresh dict, in a loop (neither a copy with ``|``
-    # nor a comprehension, which is a call of its own on CPython 3.11).
-    questions: list[dict[str, Any]] = []
-    for question in request.params.questions:
-        entry: dict[str, Any] = question.to_json()
-        entry["type"] = question.effective_type
-        questions.append(entry)
+    # key keeps its place).
+    questions = [
+        {**question.to_json(), "type": question.effective_type}
+        for question in request.params.questions
+    ]
     started: dict[str, Any] = {
         "version": 1,
         "flowId": flow_id,
@@ -418,4 +405,4 @@ async def run_background_form(
         if outcome is None and latest.outcome is not None:
             # An answer that was not recorded did not happen: the form reopens with it.
             latest = attrs.evolve(latest, outcome=None)
-        await rt.tell_queue_last(q.FormStopped(request.request_id, epoch, latest, outcome))
+        await rt.tell_queue(q.FormStopped(request.request_id, epoch, latest, outcome))

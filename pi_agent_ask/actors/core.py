@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -45,8 +45,7 @@ def now_iso() -> str:
 
 def iso_of(ns: int) -> str:
     """``ns`` nanoseconds after the epoch as ``now_iso`` writes them: what
-    ``datetime.isoformat(timespec="milliseconds")`` gives for it in UTC, with ``Z``, for a
-    little more than half the cost (no format specification is parsed per field)."""
+    ``datetime.isoformat(timespec="milliseconds")`` gives for it in UTC, with ``Z``."""
     seconds, millis = divmod(ns // 1_000_000, 1000)
     return f"{_second_of(seconds)}{_THREE_DIGITS[millis]}Z"
 
@@ -83,17 +82,6 @@ class Timestamps:
         return f"{self._head}{_THREE_DIGITS[millis]}Z"
 
 
-async def hand_over(channel: trio.MemorySendChannel[_T], value: _T) -> None:
-    """``await channel.send(value)`` without its pass through the scheduler when the value is
-    taken at once (a receiver waits, or the buffer has room): the same cancellation check
-    first, the same blocking send otherwise. Nothing is skipped but the yield after it."""
-    await trio.lowlevel.checkpoint_if_cancelled()
-    try:
-        channel.send_nowait(value)
-    except trio.WouldBlock:
-        await channel.send(value)
-
-
 def tool_error(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
@@ -114,14 +102,6 @@ class BranchWriter:
         if self.revoked:
             raise StaleBranch(entries[0][0] if entries else "")
         return await self.journal.append_many(entries)
-
-    def append_many_now(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
-        """``append_many`` when the journal takes it at once; ``None``: nothing was written
-        (``append_many`` must wait for it)."""
-        if self.revoked:
-            raise StaleBranch(entries[0][0] if entries else "")
-        append_now = getattr(self.journal, "append_many_now", None)
-        return None if append_now is None else append_now(entries)
 
     async def branch(self) -> Any:
         return await self.journal.branch()
@@ -196,7 +176,7 @@ class RuntimeCore:
     _aborts_tx: trio.MemorySendChannel[str]
     aborts: trio.MemoryReceiveChannel[str]
     _activity_tx: trio.MemorySendChannel[q.AgentActivity]
-    """Agent busy/idle, forwarded to the queue by one task: it wakes a parked queue, which reads
+    """Agent busy/idle, forwarded to the queue by one task: it wakes the queue, which reads
     the last call from ``_hook_calls`` (``QueueActor._unseen_hook``)."""
     _hook_calls: q.HookCalls
     _notices_tx: trio.MemorySendChannel[str]
@@ -210,16 +190,9 @@ class RuntimeCore:
     _flow_commands: Callable[[str], CommandSink | None] | None = None
     """The queue's ``flow_commands`` (set once the queue exists): remote answers find their
     form with it without a round trip through the queue."""
-    _queue_now: Callable[..., Awaitable[tuple[bool, Any]]] | None = None
-    """The queue's ``ask_now`` (set once the queue exists): a question for a parked queue is
-    handled in the asking task, without the round trip through the queue task."""
-    _queue_tell: Callable[[q.QueueMessage], Awaitable[bool]] | None = None
-    """The queue's ``tell_now``, for ``tell_queue``."""
-    _queue_tell_last: Callable[[q.QueueMessage], bool] | None = None
-    """The queue's ``tell_last_now``, for ``tell_queue_last``."""
     _write_terminal: Callable[[str], None] = attrs.field(default=lambda _text: None)
-    """Where notification bytes go (``open_runtime(write_terminal=)``): notifications without a
-    command are written from the form's task (``notifications.send_now``)."""
+    """Where notification bytes go (``open_runtime(write_terminal=)``): a runtime that writes
+    them nowhere and runs no command makes no notification (``notifications.unheard``)."""
     _notify_link: Callable[[str], str | None] | None = None
     """The page of a form, by flow id (``open_runtime(notify_link=)``: the web desk), carried
     to command channels as ``ASK_NOTIFY_URL``."""
@@ -264,59 +237,24 @@ class RuntimeCore:
             trio.move_on_after(TEARDOWN_TIMEOUT),
             suppress(trio.BrokenResourceError, trio.ClosedResourceError),
         ):
-            # Handled here when the queue is parked (``QueueActor.tell_now``), so before the
-            # sender goes on (a wait's ``EndWait`` releases Herdr before the call returns);
-            # else ``send``, not ``hand_over``: its yield lets the queue handle it first.
-            if self._queue_tell is not None and await self._queue_tell(message):
-                return
             await self._queue_tx.send(message)
-
-    async def tell_queue_last(self, message: q.QueueMessage) -> None:
-        """``tell_queue`` for the last message of a shielded task (a background form's
-        ``FormStopped``, from the queue's form runner): handled in this task when the queue is
-        parked and its transition runs to its commit without waiting (``tell_last_now``: the
-        runner then finds the next form waiting, with no round trip through the queue task);
-        else handed over at once when the queue is waiting for it, so the task goes on
-        without a pass through the scheduler; ``tell_queue`` otherwise."""
-        tell_now = self._queue_tell_last
-        if tell_now is not None and tell_now(message):
-            return
-        try:
-            self._queue_tx.send_nowait(message)
-        except trio.WouldBlock:
-            await self.tell_queue(message)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the runtime is being disposed: the queue is gone (as in ``tell_queue``)
 
     async def _ask_queue(
         self, make: Callable[[ReplyTo[_R]], q.QueueMessage], *, shielded: bool = False
     ) -> _R:
-        """The queue's reply to ``make(reply)``; ``shielded``: whatever cancels the caller (the
-        shield costs nothing when the queue answers at once, with no wait to shield)."""
-        if self._queue_now is not None:
-            # A busy queue is asked once it has handled what it was sent (``wait``).
-            handled, value = await self._queue_now(make, shielded=shielded, wait=True)
-            if handled:
-                reply: _R = value
-                return reply
-        # Else the queue task answers (asking ``_queue_now`` again would tell the same: nothing
-        # ran since).
+        """The queue's reply to ``make(reply)``, through a one-shot reply channel;
+        ``shielded``: whatever cancels the caller."""
         if shielded:
             with trio.CancelScope(shield=True):
-                return await self._ask_queue_task(make)
-        return await self._ask_queue_task(make)
-
-    async def _ask_queue_task(self, make: Callable[[ReplyTo[_R]], q.QueueMessage]) -> _R:
-        """``make(reply)`` sent to the queue task, and its reply (``q.Answer``: the promise of
-        a reply channel with a buffer of one, without a channel pair per message)."""
-        answer = q.Answer()
-        await hand_over(self._queue_tx, make(answer))
-        reply: _R = await answer.wait()
-        return reply
+                return await self._ask_queue(make)
+        reply_tx, reply_rx = trio.open_memory_channel[_R](1)
+        with reply_rx:
+            await self._queue_tx.send(make(reply_tx))
+            return await reply_rx.receive()
 
     async def _ask_queue_done(self, make: Callable[[ReplyTo[None]], q.QueueMessage]) -> None:
         """Ask the queue for something it only acknowledges (``None``)."""
-        await self._ask_queue_task(make)
+        await self._ask_queue(make)
 
     async def _find_flow(self, flow_id: str) -> trio.MemorySendChannel[FormInput] | None:
         """A clone of the command channel of the visible flow ``flow_id`` (``None``: not active)."""

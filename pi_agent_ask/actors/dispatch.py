@@ -74,13 +74,7 @@ async def call_tool(
     parent_tool_call_id: str | None = None,
 ) -> dict[str, Any]:
     """Run one tool call and return its result dict (``Runtime.call_tool``)."""
-    result = await _call(rt, name, arguments, tool_call_id, parent_tool_call_id)
-    # A call is a schedule point however it ended, as Trio's async functions are: a refused
-    # call, and a background ask handled whole in this task (nothing in it waits), would
-    # otherwise let an agent calling in a loop starve the UI and the actors of its loop.
-    # Shielded: the result is made and its entries are written; it must reach the caller.
-    await trio.lowlevel.cancel_shielded_checkpoint()
-    return result
+    return await _call(rt, name, arguments, tool_call_id, parent_tool_call_id)
 
 
 async def _call(
@@ -106,7 +100,10 @@ async def _call(
             inner = untrusted.check(arguments)
             refusal = inner.within("arguments") if inner is not None else None
     if refusal is not None or not isinstance(name, str):
-        # Nothing of the call can be stored: refused whole, and not journaled.
+        # Nothing of the call can be stored: refused whole, and not journaled. Still a
+        # schedule point, as every other call is (each writes to the journal): an agent
+        # calling in a loop must not starve the UI and the actors of its loop.
+        await trio.sleep(0)  # noqa: ASYNC115 (a pass through the scheduler)
         return tool_error(_refusal_text(name, refusal))
     try:
         return await _call_tool(rt, name, arguments, tool_call_id, parent_tool_call_id, validation)

@@ -217,9 +217,8 @@ async def run_form(
     ``scope``: the form's cancel scope, when the caller is outside it (the queue's form
     runner). An input already waiting is read before the scope is entered: until the form
     must wait (for an input, for ``on_change`` or ``on_defer``) nothing yields, so it runs
-    as it would inside, and a form answered at once costs no scope (entering and leaving one
-    costs about as much as a pass through the scheduler). ``None`` when the scope cancelled
-    the form.
+    as it would inside, and a form whose answer is waiting ends with it without entering its
+    scope. ``None`` when the scope cancelled the form.
     """
     _on_surface(surface.show, flow_id, state, commands)
     try:
@@ -241,10 +240,8 @@ async def run_form(
             return await _serve(flow_id, state, step, inbox, surface, on_change, on_defer)
         return None
     finally:
-        try:  # noqa: SIM105 (not ``suppress``: this runs for every form)
+        with contextlib.suppress(Exception):  # a broken surface already failed the form
             surface.hide(flow_id)
-        except Exception:  # a broken surface already failed the form
-            pass
 
 
 _Step = Literal["read", "changed", "defer", "done"]
@@ -302,15 +299,8 @@ def _take(state: fs.FormState, message: FormInput, deferrable: bool) -> tuple[fs
 
 
 async def next_input(inbox: trio.MemoryReceiveChannel[FormInput]) -> FormInput:
-    """``await inbox.receive()`` without its pass through the scheduler when an input is
-    waiting: the same cancellation check first (a cancelled form reads nothing more), the
-    same blocking receive otherwise. ``EndOfChannel`` once the inbox is closed and empty.
-    The inbox holds at most 64 inputs, so a form never runs long without yielding."""
-    await trio.lowlevel.checkpoint_if_cancelled()
-    try:
-        return inbox.receive_nowait()
-    except trio.WouldBlock:
-        return await inbox.receive()
+    """The form's next input; ``EndOfChannel`` once the inbox is closed and empty."""
+    return await inbox.receive()
 
 
 def _on_surface(call: Callable[..., None], *args: object) -> None:

@@ -3,7 +3,7 @@
 Plain hooks (``agent_started``, ``agent_settled``) never block: each is numbered and noted in
 ``queue.HookCalls``, which the queue reads before every transition (so a message sent right
 after a hook call cannot overtake it), and goes through an unbounded channel that one task
-forwards to the queue, which wakes a parked queue to reduce it. The numbers let the queue tell a
+forwards to the queue, which wakes it. The numbers let the queue tell a
 settle made before a wake went out from one made after it. The others are conversations with
 the queue (``core.RuntimeCore``).
 """

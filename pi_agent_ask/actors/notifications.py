@@ -297,43 +297,26 @@ async def run_notifications(
     same notification. After ``rx`` closes, notifications in flight finish (each is bounded by
     its timeouts); cancelling the actor cancels them and kills their commands. A notification
     without a command channel (disabled, or terminal writes only: they never block) is sent
-    at once by the actor itself, without a task of its own (``send_now``; the runtime calls it
-    in the form's own task and hands the actor only notifications with a command).
+    by the actor itself, without a task of its own.
     """
     async with trio.open_nursery() as nursery:
         task_status.started()
         async with rx:
             async for notify in rx:
-                if send_now(notify, write_terminal, report, title):
-                    continue
-                nursery.start_soon(
-                    _notify_once, notify, write_terminal, report, command_timeout, title
-                )
-
-
-def send_now(
-    notify: Notify,
-    write_terminal: Callable[[str], None],
-    report: Callable[[Notified], None] | None = None,
-    title: str = TITLE,
-) -> bool:
-    """Send ``notify`` at once when it has no command channel (disabled, or terminal writes
-    only: they never block) and say so; ``False``: it needs the actor (a command may run for
-    a while). The runtime sends such notifications from the form's own task, without a pass
-    through the actor."""
-    if notify.enabled and any(isinstance(c, Command) for c in notify.channels):
-        return False
-    if write_terminal is not discard_terminal or report is not None:
-        # Without a terminal and a report, nothing would see the message: it is not made.
-        _notify_now(notify, write_terminal, report, title)
-    return True
+                if notify.enabled and any(isinstance(c, Command) for c in notify.channels):
+                    nursery.start_soon(
+                        _notify_once, notify, write_terminal, report, command_timeout, title
+                    )
+                elif write_terminal is not discard_terminal or report is not None:
+                    # Without a terminal and a report, nothing would see the message.
+                    _notify_now(notify, write_terminal, report, title)
 
 
 def unheard(
     enabled: bool, channels: Iterable[Channel], write_terminal: Callable[[str], None]
 ) -> bool:
     """Whether a notification with these settings would reach nobody: it has no command to
-    run (``send_now`` sends it at once) and no terminal to write to, and nobody reports it.
+    run and no terminal to write to, and nobody reports it.
     Its owner then makes no ``Notify`` at all."""
     if write_terminal is not discard_terminal:
         return False
@@ -342,7 +325,7 @@ def unheard(
 
 def discard_terminal(_text: str) -> None:
     """The terminal writer of a runtime without a terminal: notification bytes go nowhere
-    (``send_now`` does not even make them)."""
+    (the actor does not even make them)."""
 
 
 def _notify_now(

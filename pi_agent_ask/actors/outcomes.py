@@ -80,10 +80,7 @@ async def write_outcome(
     details = outcome.result.to_details() if outcome.result is not None else None
     completion = jr.completion_entries(outcome, background=request.background, details=details)
     entries = [*completion, *extra] if extra else completion
-    # The caller is shielded, so ``append_many``'s cancellation check could never fire:
-    # written at once when the journal takes it so, else the usual way.
-    if writer.append_many_now(entries) is None:
-        await writer.append_many(entries)
+    await writer.append_many(entries)
     if outcome.result is not None:
         announce_completed(rt, request, outcome.result, details=details)
 

@@ -6,20 +6,13 @@ file order of entries is the order in which requests were received, and a reply 
 once the frame was written to the OS (``write`` returned; with ``SessionFile(fsync=True)`` also
 flushed to the disk).
 
-Appends are batched: the append requests already waiting behind the one received (blocked in
-``send``; gathered without awaiting, up to ``DRAIN_LIMIT``) are written with it as one frame
+Appends are batched: the append requests already waiting behind the one received (taken with
+``receive_nowait``, up to ``DRAIN_LIMIT``) are written with it as one frame
 (``SessionFile.append_chains``), and each is answered after that write, in order. A request of
 another kind, or an append under an explicit parent, ends the batch and is served after it.
 A chain that cannot be stored fails alone; a frame whose write fails fails exactly the
-requests in it and after it (nothing of them is on the file).
-
-An append made while the actor is parked (waiting for a request, none on its way to it) is
-written by the caller's own task, at once, with the same code the actor would run for a batch
-of one: the order is the same (nothing is before it), and the actor's turn is saved (two
-passes through the scheduler per write). The actor is parked only in ``receive`` with an empty
-channel; any request sent to it ends that (``Parked``), so it never works on the session while a
-caller does, and a caller never does while the actor works. Writes that run in a worker thread
-(``fsync=True``) always go to the actor.
+requests in it and after it (nothing of them is on the file). The session is used by the
+actor's task only (and by the worker threads it awaits).
 
 Where the work runs: appends, leaf moves and short branches run inline in the actor task. A
 frame is a few hundred bytes written to the page cache, which takes microseconds, less than
@@ -43,13 +36,14 @@ import itertools
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Generic, TypeVar
 
 import attrs
 import trio
 
+from pi_agent_ask.actors.owner import Owner
 from pi_agent_ask.persistence.session_file import (
     COMPACTION_TYPE,
     CURRENT_LEAF,
@@ -138,59 +132,9 @@ class SessionInfo:
 
 # ---- the one-shot reply every request carries ------------------------------------------------
 
-
-class ReplySlot(Generic[T]):
-    """Where the actor puts a request's ``Reply``: once, never blocking. The caller waits on
-    it (``wait``); a caller cancelled meanwhile has left, and the reply is dropped. ``close``
-    without a reply (the actor ended first) makes ``wait`` raise ``PersistenceClosedError``.
-
-    The same promise as a memory channel with a buffer of one, without a channel pair per
-    request (and without the checkpoint its ``receive`` adds once the reply is there)."""
-
-    __slots__ = ("_closed", "_reply", "_task")
-
-    def __init__(self) -> None:
-        self._reply: Reply[T] | None = None
-        self._task: trio.lowlevel.Task | None = None
-        self._closed = False
-
-    def send_nowait(self, reply: Reply[T]) -> None:
-        if self._closed or self._reply is not None:
-            return
-        self._reply = reply
-        self._wake()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._wake()
-
-    def __enter__(self) -> ReplySlot[T]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _wake(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            trio.lowlevel.reschedule(task)
-
-    async def wait(self) -> Reply[T]:
-        """The reply; ``PersistenceClosedError`` when the actor ended without one."""
-        if self._reply is None and not self._closed:
-            self._task = trio.lowlevel.current_task()
-
-            def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
-                self._task = None
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
-        else:
-            await trio.lowlevel.checkpoint()
-        if self._reply is None:
-            raise PersistenceClosedError("the persistence actor ended before replying")
-        return self._reply
+ReplyTo = trio.MemorySendChannel
+"""Where the actor puts a request's ``Reply``: a memory channel with a buffer of one, so the
+actor never blocks on it; closed unanswered when the actor ends first."""
 
 
 # ---- requests: a closed set; every one carries its request id and one-shot reply slot ------
@@ -202,7 +146,7 @@ class Append:
     type: str
     data: Mapping[Any, Any] | None
     parent_id: LeafRef
-    reply: ReplySlot[Entry]
+    reply: ReplyTo[Reply[Entry]]
 
 
 @attrs.frozen
@@ -212,21 +156,21 @@ class AppendMany:
     request_id: int
     items: tuple[tuple[str, Mapping[Any, Any] | None], ...]
     parent_id: LeafRef
-    reply: ReplySlot[tuple[Entry, ...]]
+    reply: ReplyTo[Reply[tuple[Entry, ...]]]
 
 
 @attrs.frozen
 class Branch:
     request_id: int
     leaf_id: LeafRef
-    reply: ReplySlot[tuple[Entry, ...]]
+    reply: ReplyTo[Reply[tuple[Entry, ...]]]
 
 
 @attrs.frozen
 class MoveLeaf:
     request_id: int
     entry_id: str | None
-    reply: ReplySlot[None]
+    reply: ReplyTo[Reply[None]]
 
 
 @attrs.frozen
@@ -235,7 +179,7 @@ class Fork:
 
     request_id: int
     path: Path | None
-    reply: ReplySlot[OpenReport]
+    reply: ReplyTo[Reply[OpenReport]]
 
 
 @attrs.frozen
@@ -243,7 +187,7 @@ class Reload:
     """Re-read the file from disk."""
 
     request_id: int
-    reply: ReplySlot[OpenReport]
+    reply: ReplyTo[Reply[OpenReport]]
 
 
 @attrs.frozen
@@ -251,13 +195,13 @@ class Flush:
     """Force everything written so far to the disk."""
 
     request_id: int
-    reply: ReplySlot[None]
+    reply: ReplyTo[Reply[None]]
 
 
 @attrs.frozen
 class Info:
     request_id: int
-    reply: ReplySlot[SessionInfo]
+    reply: ReplyTo[Reply[SessionInfo]]
 
 
 @attrs.frozen
@@ -267,25 +211,13 @@ class Read:
 
     request_id: int
     read: Callable[[SessionFile], Any]
-    reply: ReplySlot[Any]
+    reply: ReplyTo[Reply[Any]]
 
 
 Request = Append | AppendMany | Branch | MoveLeaf | Fork | Reload | Flush | Info | Read
 
 
 # ---- the handle ----------------------------------------------------------------------------
-
-
-class Parked:
-    """The session the actor waits on while it is parked in ``receive`` with no request on
-    its way (``None`` otherwise): shared by the actor and every handle of its channel. A
-    handle that sends a request clears it first; the actor sets it only right before it
-    blocks on an empty channel, and clears it when it wakes."""
-
-    __slots__ = ("session",)
-
-    def __init__(self) -> None:
-        self.session: SessionFile | None = None
 
 
 @attrs.define(eq=False)
@@ -300,8 +232,6 @@ class PersistenceHandle:
 
     _send: trio.MemorySendChannel[Request]
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
-    parked: Parked = attrs.field(factory=Parked)
-    """Shared with the actor that serves ``_send``'s channel (``serve_persistence``)."""
 
     async def append(
         self,
@@ -311,10 +241,6 @@ class PersistenceHandle:
         parent_id: LeafRef = CURRENT_LEAF,
     ) -> Entry:
         """Append one entry (under the current leaf by default); it becomes the leaf."""
-        session = self._session_now(parent_id)
-        if session is not None:
-            await trio.lowlevel.checkpoint_if_cancelled()
-            return _append_now(session, ((type, data),))[0]
         entry: Entry = await self._call(Append, type, data, parent_id)
         return entry
 
@@ -325,35 +251,9 @@ class PersistenceHandle:
         parent_id: LeafRef = CURRENT_LEAF,
     ) -> tuple[Entry, ...]:
         """Append a chain of entries atomically (one frame); acknowledged together."""
-        session = self._session_now(parent_id)
-        if session is not None:
-            chain = items if type(items) is list or type(items) is tuple else tuple(items)
-            await trio.lowlevel.checkpoint_if_cancelled()
-            return _append_now(session, chain)
         batch = tuple((entry_type, data) for entry_type, data in items)
         entries: tuple[Entry, ...] = await self._call(AppendMany, batch, parent_id)
         return entries
-
-    def append_many_now(
-        self, items: Iterable[tuple[str, Mapping[Any, Any] | None]]
-    ) -> tuple[Entry, ...] | None:
-        """``append_many`` without a wait, when the actor is parked (the module docstring):
-        the chain is written now and its entries returned; ``None`` when it would have to
-        wait for the actor (nothing was written). Raises what ``append_many`` raises."""
-        session = self._session_now(CURRENT_LEAF)
-        if session is None:
-            return None
-        chain = items if type(items) is list or type(items) is tuple else tuple(items)
-        return _append_now(session, chain)
-
-    def _session_now(self, parent_id: LeafRef) -> SessionFile | None:
-        """The session an append under ``parent_id`` is written to in the caller's task: the
-        actor's, while it is parked and would write the append in its own task (under the
-        current leaf, not in a worker thread); ``None``: the append goes to the actor."""
-        session = self.parked.session
-        if session is None or parent_id is not CURRENT_LEAF:
-            return None
-        return None if _threaded(session, session.fsync) else session
 
     async def compact(self, summary: str, data: Mapping[str, Any] | None = None) -> Entry:
         """Append a ``compaction`` summary entry; nothing is removed."""
@@ -396,7 +296,7 @@ class PersistenceHandle:
 
     def clone(self) -> PersistenceHandle:
         """Another handle on the same actor; the actor ends when every handle is closed."""
-        return PersistenceHandle(self._send.clone(), self._ids, self.parked)
+        return PersistenceHandle(self._send.clone(), self._ids)
 
     async def aclose(self) -> None:
         """Close this handle (idempotent)."""
@@ -409,37 +309,25 @@ class PersistenceHandle:
         await self.aclose()
 
     async def _call(self, request: Callable[..., Request], *args: Any) -> Any:
-        """Send ``request(request_id, *args, reply_slot)`` and wait for its reply.
+        """Send ``request(request_id, *args, reply)`` and wait for its reply.
 
         The send never blocks (the request channel is unbounded: each caller has at most one
         request in it), so once this call began, its request is taken: a cancellation from
         then on only misses the reply, as it always could once the actor had the request."""
-        slot: ReplySlot[Any] = ReplySlot()
-        self.parked.session = None  # the actor has a request from here on
-        try:
-            self._send.send_nowait(request(next(self._ids), *args, slot))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            await trio.lowlevel.checkpoint()
-            raise PersistenceClosedError("the persistence actor is not running") from None
-        reply = await slot.wait()
+        reply_tx, reply_rx = trio.open_memory_channel[Reply[Any]](1)
+        with reply_rx:
+            try:
+                self._send.send_nowait(request(next(self._ids), *args, reply_tx))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                await trio.sleep(0)  # noqa: ASYNC115 (a checkpoint, as every call of the handle is)
+                raise PersistenceClosedError("the persistence actor is not running") from None
+            try:
+                reply = await reply_rx.receive()
+            except trio.EndOfChannel:
+                raise PersistenceClosedError(
+                    "the persistence actor ended before replying"
+                ) from None
         return reply.unwrap()
-
-
-def _append_now(
-    session: SessionFile, chain: Sequence[tuple[str, Mapping[Any, Any] | None]]
-) -> tuple[Entry, ...]:
-    """``_serve_appends`` for one chain, in the caller's task: its entries, or the error the
-    caller would have heard from the actor (the chain is the caller's own list or tuple,
-    written before this returns: no copy of it is kept)."""
-    try:
-        result = session.append_chains([chain])[0]
-    except Exception as error:  # the session refused the whole batch, as ``_results`` has it
-        result = error
-    if isinstance(result, Exception):
-        # A pair that is not one raises here, as the copy the actor is sent would have.
-        batch = tuple((entry_type, data) for entry_type, data in chain)
-        raise _refused(_first_type(batch), result)
-    return result
 
 
 # ---- the actor -----------------------------------------------------------------------------
@@ -459,31 +347,22 @@ def open_persistence() -> tuple[PersistenceHandle, trio.MemoryReceiveChannel[Req
 async def serve_persistence(
     session: SessionFile,
     requests: trio.MemoryReceiveChannel[Request],
-    parked: Parked | None = None,
+    owner: Owner | None = None,
 ) -> None:
     """Own ``session`` and serve ``requests`` until every handle is closed or the task is
     cancelled. The session is closed when this returns or raises, in every case (also when
-    the task is cancelled before it serves anything). ``parked``: the handles' (``Parked``),
-    so appends made while the actor waits are written by their callers."""
+    the task is cancelled before it serves anything). ``owner``: checks, in checked mode,
+    that the session is used in this task only."""
     current = session
-    if parked is None:
-        parked = Parked()
+    if owner is None:
+        owner = Owner("persistence")
+    owner.enter()
     try:
         with requests:
             try:
                 while True:
-                    # ``receive``, with the actor parked while it blocks on an empty channel.
-                    await trio.lowlevel.checkpoint_if_cancelled()
-                    try:
-                        request = requests.receive_nowait()
-                    except trio.WouldBlock:
-                        parked.session = current
-                        try:
-                            request = await requests.receive()
-                        finally:
-                            parked.session = None
-                    else:
-                        await trio.lowlevel.cancel_shielded_checkpoint()
+                    request = await requests.receive()
+                    owner.check()
                     appends, other = _drain(request, requests)
                     try:
                         if appends:
@@ -609,7 +488,7 @@ async def run_persistence(
         requests.close()
         await _teardown(session)
         raise
-    await serve_persistence(session, requests, handle.parked)
+    await serve_persistence(session, requests)
 
 
 async def _serve(session: SessionFile, request: Request) -> SessionFile:
@@ -704,7 +583,7 @@ async def _run(session: SessionFile, slow: bool, work: Callable[[], T]) -> Reply
         return Reply(error=exc)
 
 
-def _reply(channel: ReplySlot[T], reply: Reply[T]) -> None:
+def _reply(channel: ReplyTo[Reply[T]], reply: Reply[T]) -> None:
     # The caller may have been cancelled and closed its end: the work is done, the reply moot.
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         channel.send_nowait(reply)

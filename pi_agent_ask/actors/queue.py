@@ -1,29 +1,28 @@
 """The queue actor: the I/O shell around the pure reducer in ``queue_state.py``.
 
 The rules (the FIFO surface, delivery, waits, Herdr, epochs) live there, stated once. This
-module only receives messages, runs ``reduce``, performs the effects in order and commits the
-new state once they succeeded:
+module is the queue's one task: it owns the queue's state, receives messages on its channel,
+runs ``reduce``, performs the effects in order and commits the new state once they succeeded.
 
-- a transition's journal write is its first effect; when it fails (``StaleBranch``: the branch
-  was revoked by a session change under way, whose ``Restore`` rebuilds everything;
-  ``PersistenceClosedError``: disposal; ``WriteRefused``; ``OSError``: the disk, which is also
-  a notice for the person) the state stays as it was and ``Unrecorded`` tells
-  the caller; the transitions it continues into still run (they never depend on it); a
-  wake that failed on the disk is retried after the delay the reducer names
+On each wake the task takes every message waiting (``receive_nowait`` until ``WouldBlock``, at
+most ``BATCH_LIMIT``) and reduces them one after the other, each on the state the one before
+it left, with the transitions they continue into (``Continue``) right after each; the journal
+writes of those transitions go to the journal as one chain (one frame, one write), and only
+then are the effects performed and the last state committed. A host hook call the queue has
+not reduced yet goes before each transition (``QueueActor._unseen_hook``). A run of
+transitions ends early where a write goes through another branch writer than the run's.
+
+- a transition's journal write is its first effect; when the run's write fails (``StaleBranch``:
+  the branch was revoked by a session change under way, whose ``Restore`` rebuilds
+  everything; ``PersistenceClosedError``: disposal; ``WriteRefused``; ``OSError``: the disk,
+  which is also a notice for the person) nothing of it is on the branch: the state goes back
+  to the one before the run, and its messages are handled again one write at a time, so the
+  transition whose write fails is the only one that did not happen (``Unrecorded`` tells its
+  caller); a wake that failed on the disk is retried after the delay the reducer names
   (``ScheduleWakeRetry``: a task of the queue's nursery sleeps, then sends ``RetryWake``);
 - delivery marks are written shielded: once a mark may be on the branch, its message must go
   out, and it does with no checkpoint in between (a wake's ``send_nowait``, the boundary's
-  reply);
-- ``Continue`` effects are reduced next, before any other message; only a host hook call
-  the queue has not reduced yet goes first (``QueueActor._unseen_hook``).
-
-A message for the queue while the queue task is parked (waiting for a message, none on its way)
-is handled in its sender's task (``ask_now``, ``tell_now``; ``tell_last_now`` for the form
-runner's ``FormStopped``), exactly as the queue task would
-handle it next, when its transition can run to its commit without waiting: no write, or a write
-the journal takes at once (``append_many_now``), and no ``Continue``. Nothing runs in between,
-so nothing can tell it from the queue task's handling, less the two passes through the
-scheduler of the round trip; any other message goes to the queue task.
+  reply).
 
 The queue never sends into a form's inbox and never blocks on the host: replies go through
 one-shot channels with a buffer of one, and wakeups through the runtime's wake channel whose
@@ -32,6 +31,7 @@ buffer is unbounded (the host may be busy for a long time; a wake must never sta
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -41,6 +41,7 @@ import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.form import FormInput
+from pi_agent_ask.actors.owner import Owner, owned
 from pi_agent_ask.actors.persistence import PersistenceClosedError, WriteRefused
 from pi_agent_ask.actors.queue_state import (
     WRITES,
@@ -57,6 +58,7 @@ from pi_agent_ask.actors.queue_state import (
     Effect,
     EndWait,
     Enqueue,
+    Entry,
     FindFlow,
     FlushDrafts,
     FollowUp,
@@ -106,7 +108,6 @@ from pi_agent_ask.form import state as fs
 __all__ = [
     "AcquireSurface",
     "AgentActivity",
-    "Answer",
     "Defer",
     "DraftChanged",
     "EndWait",
@@ -209,9 +210,41 @@ class HookCalls:
         return self.count
 
 
+BATCH_LIMIT = 64
+"""At most this many waiting messages are taken on one wake (the reducer's layered tables
+copy a transition's changes into the next candidate, so a run is kept short)."""
+
+
 @attrs.define(eq=False)
+class _Run:
+    """Transitions reduced one on top of the other and not committed yet: the state the last
+    one left, their journal entries (one chain), and the effects each performs after the
+    write. ``before_write``: the state and effects before the run's first write."""
+
+    state: QueueState
+    journal: JournalHandle
+    """The queue's own branch writer as the run leaves it (``UseJournal``)."""
+    writer: JournalHandle | None = None
+    entries: list[Entry] = attrs.Factory(list)
+    writes: int = 0
+    marks: bool = False
+    """A delivery mark is among the entries: the write is shielded."""
+    effects: list[Effect] = attrs.Factory(list)
+    messages: list[QueueMessage] = attrs.Factory(list)
+    """The messages reduced in the run (a reply each waits for if the queue ends)."""
+    before_write: tuple[QueueState, int, int] | None = None
+    """The state before the first write's transition, how many effects came before it, and
+    its message's place in ``messages``."""
+    after_write: tuple[list[QueueMessage], int] | None = None
+    """The messages to come and ``hook_calls`` seen right after the first write's transition
+    (without the transitions it continues into)."""
+
+
+@attrs.define(eq=False, on_setattr=owned)
 class QueueActor:
-    """The queue's one task (``run``) and the live objects its effects need."""
+    """The queue's one task (``run``), its state, and the live objects its effects need.
+
+    Every attribute is set in the queue's task only (``owner`` checks it in checked mode)."""
 
     journal: JournalHandle
     events: ev.EventBus
@@ -225,25 +258,27 @@ class QueueActor:
     notice: Callable[[str], None] = _no_notice
     """Tells the person of a failed disk write (the runtime's ``notice``); never blocks."""
     hook_calls: HookCalls = attrs.field(factory=HookCalls)
+    owner: Owner = attrs.field(factory=lambda: Owner("queue"))
     _woken_at: int = attrs.field(default=0, init=False)
     """``hook_calls.count`` when the last wake went out."""
     _hooks_seen: int = attrs.field(default=0, init=False)
     """``hook_calls.count`` when the queue last reduced the host's latest hook call."""
     _disk_failing: bool = attrs.field(default=False, init=False)
-    state: QueueState = attrs.field(init=False)
+    state: QueueState = attrs.field(
+        init=False,
+        default=attrs.Factory(
+            lambda self: initial_state(
+                tui=self.tui, surface_ready=self.surface_ready, idle=self.idle
+            ),
+            takes_self=True,
+        ),
+    )
     _live: _FormJob | None = None
     _nursery: trio.Nursery | None = None
     _self_tx: trio.MemorySendChannel[QueueMessage] | None = None
     _jobs: trio.MemorySendChannel[_FormJob] | None = None
     _settle: bool = False
     """A foreground claim was cancelled since the last ``StartForm`` (see ``_FormJob``)."""
-    _parking: list[trio.lowlevel.Task] = attrs.field(factory=list, init=False)
-    """The askers waiting for the queue task to park (``ask_now(wait=True)``)."""
-    _running: bool = attrs.field(default=False, init=False)
-    """The queue task runs (from its start until its ``finally``): it will park or end."""
-
-    def __attrs_post_init__(self) -> None:
-        self.state = initial_state(tui=self.tui, surface_ready=self.surface_ready, idle=self.idle)
 
     async def run(
         self,
@@ -252,6 +287,7 @@ class QueueActor:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        self.owner.enter()
         # Unbounded: the queue never waits for the runner (it holds at most the visible
         # form's job and, after a session change, the old epoch's form still ending).
         jobs, pending_jobs = trio.open_memory_channel[_FormJob](math.inf)
@@ -259,20 +295,16 @@ class QueueActor:
             self._nursery = nursery
             self._self_tx = tx
             self._jobs = jobs
-            nursery.start_soon(self._run_forms, pending_jobs)
-            self._running = True
+            nursery.start_soon(self.owner.detached(self._run_forms), pending_jobs)
             task_status.started()
             try:
                 async with rx:
                     while True:
-                        try:
-                            message = await self._receive(rx)
-                        except trio.EndOfChannel:
+                        batch, ended = await _take_waiting(rx)
+                        await self._handle(batch)
+                        if ended:
                             break
-                        await self._handle(message)
             finally:
-                self._running = False
-                self._wake_parking()  # (they find the queue gone)
                 for effect in release_all_herdr(self.state):
                     self._perform_now(effect)
                 # The runner is shielded: the queue's end reaches the forms through their own
@@ -285,30 +317,16 @@ class QueueActor:
 
     async def _run_forms(self, jobs: trio.MemoryReceiveChannel[_FormJob]) -> None:
         """The form runner: runs the background forms one after the other, each under its
-        own cancel scope (``StartForm``'s), in one task for the queue's lifetime instead of a
-        task per form. Shielded, so what a form does once its scope has ended (writing its
-        outcome, telling the queue ``FormStopped``) is never cut off; the forms themselves are
-        cancelled through their scopes, and the runner ends when the queue closes ``jobs``."""
+        own cancel scope (``StartForm``'s), in one task for the queue's lifetime. Shielded, so
+        what a form does once its scope has ended (writing its outcome, telling the queue
+        ``FormStopped``) is never cut off; the forms themselves are cancelled through their
+        scopes, and the runner ends when the queue closes ``jobs``."""
         with trio.CancelScope(shield=True), jobs:
-            while True:
-                try:
-                    # Usually the next form's job is waiting already (the form before it
-                    # stopped in this task: ``tell_last_now``). Taking it is ``receive``
-                    # without its cancellation check (nothing cancels the shielded runner),
-                    # and its pass through the scheduler is the runner's one per form: a
-                    # listener answering every form at once does not starve the loop.
-                    job = jobs.receive_nowait()
-                except trio.WouldBlock:
-                    try:
-                        job = await jobs.receive()
-                    except trio.EndOfChannel:
-                        return
-                except trio.EndOfChannel:
-                    return
-                else:
-                    await trio.lowlevel.cancel_shielded_checkpoint()
+            async for job in jobs:
                 if job.settle:
-                    await trio.lowlevel.checkpoint()
+                    # A cancelled foreground claim's form hides itself in this pass, before
+                    # this one is shown.
+                    await trio.sleep(0)  # noqa: ASYNC115 (a pass through the scheduler)
                 await self.run_background_form(
                     job.request, job.form, job.epoch, job.scope, job.commands, job.inbox
                 )
@@ -318,126 +336,123 @@ class QueueActor:
         the next transition. A hook reaches the queue through a forwarding task, which a
         message sent after the call can overtake (a wait aborted, a ``give_back`` made right
         after ``agent_started``): read here, every transition sees every hook call made
-        before it began, and the forwarded message only wakes a parked queue. The last call
-        is all that counts: the calls before it ended with it. The sender's-task path
-        (``_handle_now``) needs no look: a hook call matters only to an idle wake, and a wake
-        is a ``Continue`` (``TryWake``), which only the queue task reduces."""
+        before it began, and the forwarded message only wakes the queue. The last call is
+        all that counts: the calls before it ended with it."""
         calls = self.hook_calls
         if calls.count == self._hooks_seen:
             return None
         self._hooks_seen = calls.count
         return AgentActivity(calls.idle, calls.count, woken_after=calls.count <= self._woken_at)
 
-    async def _receive(self, rx: trio.MemoryReceiveChannel[QueueMessage]) -> QueueMessage:
-        """``rx.receive()``; when it is about to park (no message waiting), the askers waiting
-        for that (``ask_now(wait=True)``) go on first, and find it parked."""
-        if not self._parking:
-            return await rx.receive()
-        await trio.lowlevel.checkpoint_if_cancelled()
+    async def _handle(self, messages: list[QueueMessage]) -> None:
+        """Handle ``messages`` in order, with the transitions they continue into: in runs
+        that each write one chain (the module docstring). After a run whose write failed,
+        the messages left are handled one write at a time, so only the transition whose own
+        write fails is void."""
+        todo = list(messages)
+        single = False
         try:
-            message = rx.receive_nowait()
-        except trio.WouldBlock:
-            self._wake_parking()
-            return await rx.receive()
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        return message
+            while todo or self.hook_calls.count != self._hooks_seen:
+                if not await self._handle_run(todo, single=single):
+                    single = True
+        except BaseException:
+            # The queue is ending (a bug, or cancellation): a caller waiting for a reply
+            # (shielded, for TurnBoundary) must not wait forever.
+            for message in todo:
+                reply = reply_of(message)
+                if reply is not None:
+                    reply.close()
+            raise
 
-    def _wake_parking(self) -> None:
-        waiting, self._parking = self._parking, []
-        for task in waiting:
-            trio.lowlevel.reschedule(task)
-
-    async def _wait_parked(self, *, shielded: bool) -> None:
-        """Wait until the queue task is about to park, having handled every message sent to
-        it before (``_receive``), or has ended. ``shielded``: a cancellation does not stop it."""
-        task = trio.lowlevel.current_task()
-        self._parking.append(task)
-
-        def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
-            if shielded:
-                return trio.lowlevel.Abort.FAILED  # woken when the queue parks or ends
-            self._parking.remove(task)
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
-
-    async def ask_now(
-        self,
-        make: Callable[[ReplyTo[Any]], QueueMessage],
-        *,
-        shielded: bool = False,
-        wait: bool = False,
-    ) -> tuple[bool, Any]:
-        """Handle ``make(reply)`` in the caller's task when it can be (module docstring): then
-        ``(True, the reply)``; ``(False, None)`` when the caller must send it to the queue
-        task (nothing was done). ``EndOfChannel`` when the transition closed the reply
-        without a value, as the reply channel's ``receive`` raises it. ``shielded``: as a
-        caller asking under a shield, which a cancellation does not stop.
-
-        ``wait``: a busy queue (not parked) is asked again once it is about to park, having
-        handled every message sent to it before, instead of at once: as if the caller had
-        asked a little later. So callers that keep coming while the queue is busy do not
-        keep it so with a backlog of their messages, each costing the queue task a pass
-        through the scheduler and its sender a channel wait and two more."""
-        if not self._parked():
-            if not wait or not self._running:
-                return False, None
-            await self._wait_parked(shielded=shielded)
-            if not self._parked():
-                return False, None
-        if not shielded:
-            await trio.lowlevel.checkpoint_if_cancelled()  # as ``send`` would, before it sends
-        answer = Answer()
-        if not self._handle_now(make(answer)):
-            return False, None
-        if not answer.answered:
-            raise trio.EndOfChannel
-        return True, answer.value
-
-    async def tell_now(self, message: QueueMessage) -> bool:
-        """``ask_now`` for a message without a reply: whether it was handled."""
-        if not self._parked():
-            return False
-        await trio.lowlevel.checkpoint_if_cancelled()
-        return self._handle_now(message)
-
-    def tell_last_now(self, message: QueueMessage) -> bool:
-        """``tell_now`` for the last message of a task under a shield (the form runner's
-        ``FormStopped``): nothing can cancel it, so there is no cancellation check, and
-        nothing awaits. Whether it was handled; if not, nothing was done."""
-        return self._parked() and self._handle_now(message)
-
-    def _parked(self) -> bool:
-        """The queue task waits for a message and none is on its way to it (a message sent
-        to it takes it out of the channel's waiting receivers at once)."""
-        tx = self._self_tx
-        return tx is not None and tx.statistics().tasks_waiting_receive > 0
-
-    def _handle_now(self, message: QueueMessage) -> bool:
-        """``_handle`` without a wait, or nothing at all (``False``): reduce, write at once if
-        the transition writes (its first effect), perform the rest, commit."""
-        candidate, effects = reduce(self.state, message)
-        for effect in effects:
-            if type(effect) is Continue:
+    async def _handle_run(self, todo: list[QueueMessage], *, single: bool) -> bool:
+        """Reduce messages from the front of ``todo`` (continuations go back to its front)
+        into one run, write its chain, perform its effects and commit. ``single``: the run
+        holds at most one write. ``False`` when a write of several transitions failed:
+        nothing happened, ``todo`` is as it was, and the caller goes on one write at a time."""
+        todo_before, hooks_before = list(todo), self._hooks_seen
+        run = _Run(self.state, self.journal)
+        while todo or self.hook_calls.count != self._hooks_seen:
+            seen = self._hooks_seen
+            message: QueueMessage | None = self._unseen_hook()
+            if message is None:
+                message = todo.pop(0)
+                if type(message) is AgentActivity and message.call:
+                    continue  # a hook call's message: that call was reduced already
+            candidate, effects = reduce(run.state, message)
+            write = effects[0] if effects and isinstance(effects[0], WRITES) else None
+            if write is not None:
+                through = write.through if isinstance(write, Append) else None
+                writer = through or run.journal
+                if run.writes and (single or writer is not run.writer):
+                    # This write goes in a run of its own: reduced again after this one.
+                    self._hooks_seen = seen
+                    if type(message) is not AgentActivity or not message.call:
+                        todo.insert(0, message)
+                    break
+                if run.before_write is None:
+                    run.before_write = (run.state, len(run.effects), len(run.messages))
+                run.writer = writer
+                run.writes += 1
+                run.entries.extend(write.entries)
+                run.marks = run.marks or isinstance(write, MarkDelivered)
+                effects = effects[1:]
+            run.messages.append(message)
+            run.state = candidate
+            follow = [effect.message for effect in effects if isinstance(effect, Continue)]
+            for effect in effects:
+                if isinstance(effect, UseJournal):
+                    run.journal = effect.journal
+                if not isinstance(effect, Continue):
+                    run.effects.append(effect)
+            if write is not None and run.after_write is None:
+                run.after_write = (list(todo), self._hooks_seen)
+            todo[:0] = follow  # reduced next, before any other message
+            if len(run.messages) >= BATCH_LIMIT:
+                break
+        try:
+            await self._write(run)
+        except _JOURNAL_ERRORS as error:
+            if run.writes > 1:
+                todo[:] = todo_before
+                self._hooks_seen = hooks_before
                 return False
-        if effects and isinstance(effects[0], WRITES):  # the tuple: ``A | B`` is made per call
-            write = effects[0]
-            journal = (write.through if isinstance(write, Append) else None) or self.journal
-            append_now = getattr(journal, "append_many_now", None)
-            if append_now is None:
-                return False
-            try:
-                if append_now(write.entries) is None:
-                    return False
-            except _JOURNAL_ERRORS as error:
-                self._unrecorded(message, error)
-                return True
-            self._disk_failing = False
-            effects = effects[1:]
+            # The write's transition is void, and so are the transitions it would continue
+            # into; the ones before it stand, and the ones after it are reduced again.
+            assert run.before_write is not None and run.after_write is not None
+            state, performed, failed = run.before_write
+            todo[:], self._hooks_seen = run.after_write
+            self._commit(state, run.effects[:performed])
+            self._unrecorded(run.messages[failed], error)
+            return True
+        except BaseException:
+            # The queue is ending (a bug, or cancellation): a caller waiting for a reply to
+            # one of these messages (shielded, for TurnBoundary) must not wait forever.
+            for message in run.messages:
+                reply = reply_of(message)
+                if reply is not None:
+                    reply.close()
+            raise
+        self._commit(run.state, run.effects)
+        return True
+
+    async def _write(self, run: _Run) -> None:
+        """Write the run's chain (none: nothing to do). Shielded when it holds a delivery
+        mark: a cancellation during the write (disposal, say) would leave a mark for a
+        message nobody received, and the rebuild trusts the mark. Not bounded: the
+        persistence actor replies to every request it takes, or ends."""
+        if run.writer is None:
+            return
+        if run.marks:
+            with trio.CancelScope(shield=True):
+                await run.writer.append_many(run.entries)
+        else:
+            await run.writer.append_many(run.entries)
+        self._disk_failing = False
+
+    def _commit(self, state: QueueState, effects: list[Effect]) -> None:
         for effect in effects:
             self._perform_now(effect)
-        self.state = candidate.commit()
-        return True
+        self.state = state.commit()
 
     def _unrecorded(self, message: QueueMessage, error: Exception) -> None:
         # Nothing of this transition can be recorded, so none of it happened. The
@@ -445,71 +460,16 @@ class QueueActor:
         if isinstance(error, OSError) and not self._disk_failing:
             self._disk_failing = True
             self.notice(WRITE_FAILED_TEXT.format(error=error))
-        self._commit_effects(Unrecorded(message, error))
-
-    async def _handle(self, first: QueueMessage) -> None:
-        """Reduce ``first`` and the transitions it continues into, committing each one; a
-        hook call the queue has not reduced yet goes before each (``_unseen_hook``)."""
-        todo = [first]
-        while todo:
-            message: QueueMessage | None = self._unseen_hook()
-            if message is None:
-                message = todo.pop(0)
-                if type(message) is AgentActivity and message.call:
-                    continue  # a hook call's message: that call was reduced already
-            candidate, effects = reduce(self.state, message)
-            try:
-                follow = await self._perform(effects)
-            except _JOURNAL_ERRORS as error:
-                self._unrecorded(message, error)
-                continue
-            except BaseException:
-                # The queue is ending (a bug, or cancellation): a caller waiting for this
-                # message's reply (shielded, for TurnBoundary) must not wait forever.
-                reply = reply_of(message)
-                if reply is not None:
-                    reply.close()
-                raise
-            self.state = candidate.commit()
-            todo[:0] = follow
-
-    def _commit_effects(self, message: QueueMessage) -> None:
-        """Reduce a message whose transition has no write, and commit it."""
-        candidate, effects = reduce(self.state, message)
-        for effect in effects:
-            assert not isinstance(effect, (Append, MarkDelivered, Continue))
-            self._perform_now(effect)
-        self.state = candidate.commit()
-
-    async def _perform(self, effects: list[Effect]) -> list[QueueMessage]:
-        """Perform ``effects`` in order; the messages to reduce next."""
-        follow: list[QueueMessage] = []
-        for effect in effects:
-            match effect:
-                case Append(entries=entries, through=through):
-                    await (through or self.journal).append_many(entries)
-                    self._disk_failing = False
-                case MarkDelivered(entries=entries):
-                    # Shielded: a cancellation during the write (disposal, say) would leave a
-                    # mark for a message nobody received, and the rebuild trusts the mark. Not
-                    # bounded: the persistence actor replies to every request it takes or
-                    # closes the reply channel when it ends.
-                    with trio.CancelScope(shield=True):
-                        await self.journal.append_many(entries)
-                    self._disk_failing = False
-                case Continue(message=message):
-                    follow.append(message)
-                case _:
-                    self._perform_now(effect)
-        return follow
+        candidate, effects = reduce(self.state, Unrecorded(message, error))
+        assert not any(isinstance(effect, (*WRITES, Continue)) for effect in effects)
+        self._commit(candidate, effects)
 
     def _perform_now(self, effect: Effect) -> None:
-        """The effects that never wait (the ones every form makes first)."""
+        """Perform an effect that never waits (every effect but the write)."""
         match effect:
             case Reply(channel=channel, value=value):
                 _reply(channel, value)
             case HerdrChanged(active=active):
-                # (``emit`` returns at once when nobody listens)
                 self.events.emit(
                     ev.HERDR_BLOCKED,
                     {"active": True, "label": "Waiting for user response"}
@@ -519,11 +479,8 @@ class QueueActor:
             case StartForm(request=request, form=form, epoch=epoch):
                 assert self._jobs is not None
                 scope = trio.CancelScope()
-                # 64: key handlers send without awaiting. Not subscripted: a generic alias's
-                # call costs more than the channel's creation itself.
-                send: trio.MemorySendChannel[FormInput]
-                receive: trio.MemoryReceiveChannel[FormInput]
-                send, receive = trio.open_memory_channel(64)
+                # 64: key handlers send without awaiting.
+                send, receive = trio.open_memory_channel[FormInput](64)
                 self._live = job = _FormJob(
                     request, form, epoch, scope, send, receive, self._settle
                 )
@@ -546,23 +503,19 @@ class QueueActor:
             case UseJournal(journal=journal):
                 self.journal = journal
             case ScheduleFlush():
-                assert self._nursery is not None
-                self._nursery.start_soon(self._send_later, self.draft_delay, FlushDrafts())
+                self._send_later(self.draft_delay, FlushDrafts())
             case ScheduleWakeRetry(delay=delay):
-                assert self._nursery is not None
-                self._nursery.start_soon(self._send_later, delay, RetryWake())
+                self._send_later(delay, RetryWake())
             case ScheduleDraftRetry(delay=delay):
-                assert self._nursery is not None
-                self._nursery.start_soon(self._send_later, delay, RetryDrafts())
+                self._send_later(delay, RetryDrafts())
             case _:
                 raise AssertionError(f"not an immediate effect: {effect!r}")
 
-    async def _send_later(self, delay: float, message: QueueMessage) -> None:
-        # The queue's timers: the draft delay (coalesce draft writes: one journal entry per
-        # form per `draft_delay`, not per key) and the retry of a wake that failed on the disk.
-        await trio.sleep(delay)
-        assert self._self_tx is not None
-        await self._self_tx.send(message)
+    def _send_later(self, delay: float, message: QueueMessage) -> None:
+        """The queue's timers: the draft delay (coalesce draft writes: one journal entry per
+        form per ``draft_delay``, not per key) and the retries after a failed disk write."""
+        assert self._nursery is not None and self._self_tx is not None
+        self._nursery.start_soon(self.owner.detached(_send_after), delay, self._self_tx, message)
 
     def stats(self) -> QueueStats:
         return self.state.stats()
@@ -571,10 +524,10 @@ class QueueActor:
         """The command channel of the visible flow ``flow_id`` in the committed state (the
         queue's own channel, not a clone: the caller only ``send_nowait``s into it), or
         ``None``. ``FindFlow`` without the round trip, for a caller that must not wait (a
-        ``submit`` event's handler): what it sees is what a ``FindFlow`` sent now would see
-        before the messages already waiting for the queue; a form those would stop has
-        closed its inbox already (``close_inbox`` comes before ``FormStopped``), so a send
-        into it fails as it would have found no flow."""
+        ``submit`` event's handler): it only reads the committed state. What it sees is what a
+        ``FindFlow`` sent now would see before the messages already waiting for the queue; a
+        form those would stop has closed its inbox already (``close_inbox`` comes before
+        ``FormStopped``), so a send into it fails as it would have found no flow."""
         active = active_flow(self.state, flow_id)
         if active is None:
             return None
@@ -591,66 +544,30 @@ class QueueActor:
         return None
 
 
-class Answer:
-    """The reply to one message for the queue: a one-shot slot with the promise of the reply
-    channel (a buffer of one) it stands for, without a channel pair per message. The queue
-    answers it (``send_nowait``) or closes it unanswered (``close``), never blocking; a second
-    value is refused (``WouldBlock``), as is a value after ``close`` (``ClosedResourceError``)
-    or after its asker left (``BrokenResourceError``: the asker's end of the channel closed).
+async def _take_waiting(
+    rx: trio.MemoryReceiveChannel[QueueMessage],
+) -> tuple[list[QueueMessage], bool]:
+    """The next message and every one waiting behind it (at most ``BATCH_LIMIT``), and
+    whether the channel has ended (no message will follow). Waits only for the first."""
+    try:
+        batch = [await rx.receive()]
+    except trio.EndOfChannel:
+        return [], True
+    while len(batch) < BATCH_LIMIT:
+        try:
+            batch.append(rx.receive_nowait())
+        except trio.WouldBlock:
+            break
+        except trio.EndOfChannel:
+            return batch, True
+    return batch, False
 
-    Its asker reads it at once (``ask_now``: the message was handled in the asker's task) or
-    waits for it (``wait``, as the channel's ``receive`` under ``with``)."""
 
-    __slots__ = ("_task", "abandoned", "answered", "closed", "value")
-
-    def __init__(self) -> None:
-        self.answered = False
-        self.closed = False
-        self.abandoned = False
-        self.value: Any = None
-        self._task: trio.lowlevel.Task | None = None
-
-    def send_nowait(self, value: Any) -> None:
-        if self.closed or self.answered or self.abandoned:
-            if self.closed:
-                raise trio.ClosedResourceError
-            raise trio.BrokenResourceError if self.abandoned else trio.WouldBlock
-        self.answered, self.value = True, value
-        self._wake()
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._wake()
-
-    def _wake(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            trio.lowlevel.reschedule(task)
-
-    async def wait(self) -> Any:
-        """The reply, as ``receive`` on the reply channel gives it: the cancellation check
-        first, then the value (after a pass through the scheduler, as always), or
-        ``EndOfChannel`` once it was closed unanswered; else it waits. A caller cancelled while
-        it waits leaves, and a reply sent after that is refused, as into a closed channel."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        if self.answered:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-        elif not self.closed:
-            self._task = trio.lowlevel.current_task()
-
-            def abort(_raise_cancel: Any) -> trio.lowlevel.Abort:
-                self._task = None
-                self.abandoned = True
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
-        return self._taken()
-
-    def _taken(self) -> Any:
-        if not self.answered:
-            raise trio.EndOfChannel
-        return self.value
+async def _send_after(
+    delay: float, tx: trio.MemorySendChannel[QueueMessage], message: QueueMessage
+) -> None:
+    await trio.sleep(delay)
+    await tx.send(message)
 
 
 def _reply(channel: ReplyTo[Any], value: Any) -> None:
@@ -658,7 +575,5 @@ def _reply(channel: ReplyTo[Any], value: Any) -> None:
     has closed its end; the queue's state already holds what the answer would have told it (a
     grant it no longer wants is released by its ReleaseSurface, a wait it abandoned gives its
     results back with EndWait), so the queue goes on."""
-    try:  # noqa: SIM105 (not ``suppress``: this runs for every reply)
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         channel.send_nowait(value)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass

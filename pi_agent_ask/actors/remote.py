@@ -22,7 +22,7 @@ import attrs
 import trio
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.core import RuntimeCore, hand_over
+from pi_agent_ask.actors.core import RuntimeCore
 from pi_agent_ask.actors.form import FLOW_NOT_ACTIVE, FormInput, RemoteResponse
 from pi_agent_ask.actors.queue_state import CommandSink
 from pi_agent_ask.form import untrusted
@@ -133,7 +133,7 @@ async def handle_submit(rt: RuntimeCore, payload: Any) -> None:
     replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
     try:
         with target:
-            await hand_over(target, RemoteResponse(dict(payload["response"]), replies))
+            await target.send(RemoteResponse(dict(payload["response"]), replies))
         with reply:
             answer = await reply.receive()
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):

@@ -57,6 +57,7 @@ from pi_agent_ask.actors.form import (
 )
 from pi_agent_ask.actors.notifications import Notify, discard_terminal, run_notifications
 from pi_agent_ask.actors.outcomes import FORM_INTERRUPTED_TEXT
+from pi_agent_ask.actors.owner import Owner
 from pi_agent_ask.actors.records import AskRequest
 from pi_agent_ask.actors.recovery import RESUME_REASONS, SESSION_REASONS, resume_answer_message
 from pi_agent_ask.form import state as fs
@@ -253,6 +254,7 @@ async def _open_runtime(
     write_terminal: Any = None,
     agent_idle: bool = True,
     terminal: TerminalFactory | None = None,
+    check_actors: bool = False,
     notify_link: Callable[[str], str | None] | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open a runtime; see ``API.md``. Leaving the block disposes every actor.
@@ -265,8 +267,11 @@ async def _open_runtime(
     layer passes it: ``pi_agent_ask.open_runtime``; ``pi_agent_ask.aio`` passes one whose
     application runs on the host loop); without it such a runtime is headless. The runtime
     attaches it (settings saves, working directory), sends notification bytes to ``output``
-    and supervises it: a failure ends the forms with an error. ``notify_link`` gives a form's
-    page by flow id (the web desk), passed to notification commands as ``ASK_NOTIFY_URL``.
+    and supervises it: a failure ends the forms with an error. ``check_actors`` (a test
+    mode): every change of the queue's and the persistence actors' state checks that it runs
+    in the actor's own task, and raises ``owner.NotOwner`` when it does not.
+    ``notify_link`` gives a form's page by flow id (the web desk), passed to notification
+    commands as ``ASK_NOTIFY_URL``.
     """
     import os
 
@@ -295,7 +300,7 @@ async def _open_runtime(
     # a file that is not a session file fails here, plainly, and is left untouched.
     session_file = await trio.to_thread.run_sync(open_session_file, session)
     async with trio.open_nursery() as nursery:
-        journal = await SessionJournal.start(nursery, session_file)
+        journal = await SessionJournal.start(nursery, session_file, checked=check_actors)
         runtime: Runtime | None = None
         # The queue and notification actors (and the background forms in the queue's nursery)
         # run shielded from outer cancellation until disposal has quiesced: a host that cancels
@@ -345,21 +350,18 @@ async def _open_runtime(
                 journal=writer,
                 events=events,
                 wakeups=wake_tx,
-                # Not the method: one coroutine less per form.
                 run_background_form=functools.partial(ask.run_background_form, runtime),
                 tui=mode == "tui",
                 surface_ready=False,
                 idle=agent_idle,
                 notice=runtime.notice,
                 hook_calls=hook_calls,
+                owner=Owner("queue", checked=check_actors),
             )
             await _start_shielded(
                 nursery, actors[1], functools.partial(actor.run, queue_rx, queue_tx.clone())
             )
             runtime._flow_commands = actor.flow_commands
-            runtime._queue_now = actor.ask_now
-            runtime._queue_tell = actor.tell_now
-            runtime._queue_tell_last = actor.tell_last_now
             nursery.start_soon(_forward_activity, activity_rx, queue_tx.clone())
             events.on(ev.SUBMIT, runtime._on_submit)
             if screen is not None:

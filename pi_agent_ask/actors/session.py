@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
+from pi_agent_ask.actors.owner import Owner
 from pi_agent_ask.actors.persistence import (
     PersistenceHandle,
     open_persistence,
@@ -58,15 +59,19 @@ class SessionJournal:
     _handle: PersistenceHandle
     _scope: trio.CancelScope
     reports: list[OpenReport] = attrs.field(factory=list)
+    checked: bool = False
+    """Each persistence actor checks that its session is used in its own task (``Owner``)."""
 
     @classmethod
-    async def start(cls, nursery: trio.Nursery, session: SessionFile) -> SessionJournal:
+    async def start(
+        cls, nursery: trio.Nursery, session: SessionFile, *, checked: bool = False
+    ) -> SessionJournal:
         """Serve an opened session file (``open_session_file``) from a persistence actor.
 
         Never a checkpoint: the journal is returned even when the caller is already cancelled,
         and the caller must ``close`` it (which also closes the file)."""
-        handle, scope = _start_actor(nursery, session)
-        journal = cls(nursery, handle, scope)
+        handle, scope = _start_actor(nursery, session, checked=checked)
+        journal = cls(nursery, handle, scope, checked=checked)
         if session.report is not None and (not session.report.ok or session.report.notes):
             journal.reports.append(session.report)
         return journal
@@ -78,11 +83,6 @@ class SessionJournal:
         self, items: Iterable[tuple[str, Mapping[str, Any]]]
     ) -> tuple[Entry, ...]:
         return await self._handle.append_many(items)
-
-    def append_many_now(
-        self, items: Iterable[tuple[str, Mapping[str, Any]]]
-    ) -> tuple[Entry, ...] | None:
-        return self._handle.append_many_now(items)
 
     async def branch(self) -> tuple[Entry, ...]:
         return await self._handle.branch()
@@ -113,7 +113,7 @@ class SessionJournal:
                 # back and is handed to its actor with no checkpoint in between, so it is
                 # either served (and closed with the journal) or was never opened.
                 fresh = await trio.to_thread.run_sync(open_session_file, session)
-                handle, scope = _start_actor(self._nursery, fresh)
+                handle, scope = _start_actor(self._nursery, fresh, checked=self.checked)
                 old, old_scope = self._handle, self._scope
                 self._handle, self._scope = handle, scope
                 self._keep(fresh.report)
@@ -132,9 +132,6 @@ class SessionJournal:
 
     def close(self) -> None:
         """Stop the persistence actor (it flushes and closes the file on its way out)."""
-        # From now on every append goes to the actor, which is ending: none is written by
-        # its caller after the journal was closed (``persistence.Parked``).
-        self._handle.parked.session = None
         self._scope.cancel()
 
     def _keep(self, report: OpenReport | None) -> None:
@@ -143,7 +140,7 @@ class SessionJournal:
 
 
 def _start_actor(
-    nursery: trio.Nursery, session: SessionFile
+    nursery: trio.Nursery, session: SessionFile, *, checked: bool = False
 ) -> tuple[PersistenceHandle, trio.CancelScope]:
     """Start a persistence actor for ``session``; the caller owns the handle and the scope.
 
@@ -165,7 +162,7 @@ def _start_actor(
         # The first statement, before any checkpoint: nothing can cancel the task outside the
         # shield, so the teardown in ``serve_persistence`` always runs.
         with scope:
-            await serve_persistence(session, requests, handle.parked)
+            await serve_persistence(session, requests, Owner("persistence", checked=checked))
 
     try:
         nursery.start_soon(actor, name=f"persistence {session.path}")
