@@ -85,6 +85,8 @@ async def test_the_person_answers_on_the_team_desks_terminal(
             client(desk.url, token) as alpha,
         ):
             await term.wait_for("pi-agent-ask desk")
+            # The page's one-time sign-in URL, while no question is on display.
+            await term.wait_for(desk.web.base_url + "/login?code=")
             receipt = await alpha.call_tool("ask_user", ask("Deploy"))
             request_id = receipt.structured_content["requestId"]
             await term.wait_for("Question Deploy?")

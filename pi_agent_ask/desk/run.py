@@ -46,8 +46,16 @@ from pi_agent_ask.mcp_common.connection import (
 )
 from pi_agent_ask.mcp_common.journals import StateDirInUse, default_state_dir, lock_state_dir
 from pi_agent_ask.web.app import WebDesk, web_base_url
+from pi_agent_ask.web.history import RegistryHistories
 
-__all__ = ["REMOTE_WARNING", "Desk", "DeskAlreadyRunning", "run_desk"]
+__all__ = [
+    "REMOTE_WARNING",
+    "Desk",
+    "DeskAlreadyRunning",
+    "check_tls",
+    "run_desk",
+    "sign_in_text",
+]
 
 REMOTE_WARNING = (
     "warning: the desk listens on {host}, which is not a loopback address: anyone who can reach "
@@ -83,6 +91,20 @@ class Desk:
     """The web desk on the same listener (``login_url()`` makes a sign-in URL)."""
 
 
+def check_tls(
+    where: Listen, tls_cert: Path | None, tls_key: Path | None, tls_elsewhere: bool
+) -> None:
+    """The web page's rule: a non-loopback listen serves TLS (``--tls-cert``/``--tls-key``),
+    unless the person says a tunnel or a proxy protects the traffic (``--tls-elsewhere``)."""
+    if (tls_cert is None) != (tls_key is None):
+        raise ListenError("--tls-cert and --tls-key go together")
+    if not is_loopback(where.host) and tls_cert is None and not tls_elsewhere:
+        raise ListenError(
+            f"refusing to listen on {where.host} without TLS: pass --tls-cert and --tls-key, "
+            "or --tls-elsewhere when a tunnel or a proxy protects the traffic (docs/web.md)"
+        )
+
+
 async def run_desk(
     *,
     listen: str | None = None,
@@ -116,13 +138,7 @@ async def run_desk(
             f"refusing to listen on {where.host}, which is not a loopback address; "
             "pass --allow-remote to do it anyway (every request still needs the token)"
         )
-    if (tls_cert is None) != (tls_key is None):
-        raise ListenError("--tls-cert and --tls-key go together")
-    if not is_loopback(where.host) and tls_cert is None and not tls_elsewhere:
-        raise ListenError(
-            f"refusing to listen on {where.host} without TLS: pass --tls-cert and --tls-key, "
-            "or --tls-elsewhere when a tunnel or a proxy protects the traffic (docs/web.md)"
-        )
+    check_tls(where, tls_cert, tls_key, tls_elsewhere)
     file = desk_file if desk_file is not None else desk_file_path()
     running = await find_desk(path=file)
     if running is not None:
@@ -197,7 +213,12 @@ async def _run(
         )
         board.blocked_on = registry.blocked_on
         token = new_token()
-        web = WebDesk(board=board, registry=registry, token=token, secure=tls_cert is not None)
+        web = WebDesk(
+            board=board,
+            histories=RegistryHistories(registry),
+            token=token,
+            secure=tls_cert is not None,
+        )
         registry.form_url = web.form_url
         if not headless:
             from pi_agent_ask.ui.surface import run_terminal_surface
@@ -243,7 +264,7 @@ async def _run(
                 await trio.to_thread.run_sync(write_desk_file, file, address)
                 if not headless:  # shown once the file is written: a client can read it then
                     display.url = address.url
-                    display.sign_in = _sign_in_text(web.login_url(), is_loopback(where.host))
+                    display.sign_in = sign_in_text(web.login_url(), is_loopback(where.host))
                     display.invalidate()
                 task_status.started(
                     Desk(
@@ -264,13 +285,15 @@ async def _run(
                 nursery.cancel_scope.cancel()
 
 
-def _sign_in_text(url: str, loopback: bool) -> str:
+def sign_in_text(
+    url: str, loopback: bool, *, another: str = "'pi-agent-ask desk login-url' makes another"
+) -> str:
     """The terminal desk's sign-in lines for its web page (with a QR code for a phone when
-    other machines can reach the listen)."""
+    other machines can reach the listen); ``another`` says how to get a new URL."""
     lines = [
         "",
         " Answer in a browser too: open this link once (it lasts 10 minutes;",
-        " 'pi-agent-ask desk login-url' makes another):",
+        f" {another}):",
         f" {url}",
     ]
     if not loopback:

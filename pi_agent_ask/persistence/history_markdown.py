@@ -78,6 +78,7 @@ def _render_record(record: HistoryRecord, number: int) -> str:
     else:
         parts.extend(_render_answer(record.answer))
     parts.append(_field("Error", record.error))
+    parts.append(_field("Answered by", record.answered_by))
     return "\n\n".join(part for part in parts if part)
 
 

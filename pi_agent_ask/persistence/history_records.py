@@ -43,7 +43,9 @@ class HistoryRecord:
     """One recorded question of one ``ask_user`` request and what became of it.
 
     ``answer`` is the question's entry in the latest result (``None`` when it has none, or when
-    the question was explicitly skipped); ``error`` is the completion's error text.
+    the question was explicitly skipped); ``error`` is the completion's error text;
+    ``answered_by`` is the person who gave the outcome on a team desk (``desk --as``), ``None``
+    where no one is recorded (a desk of files, a form not answered yet).
     """
 
     request_id: str
@@ -55,6 +57,7 @@ class HistoryRecord:
     title: str | None = None
     answer: AnswerResult | None = None
     error: str | None = None
+    answered_by: str | None = None
 
     @property
     def has_answer(self) -> bool:
@@ -94,6 +97,8 @@ class HistoryRecord:
             out["answer"] = self.answer.to_details()
         if self.error is not None:
             out["error"] = self.error
+        if self.answered_by is not None:
+            out["answeredBy"] = self.answered_by
         return out
 
     def summary(self) -> dict[str, JSON]:
@@ -107,6 +112,8 @@ class HistoryRecord:
         out["label"] = self.question.label
         out["prompt"] = self.question.prompt
         out["hasAnswer"] = self.has_answer
+        if self.answered_by is not None:
+            out["answeredBy"] = self.answered_by
         return out
 
     def search_text(self) -> str:
@@ -174,6 +181,18 @@ def records_of(
         completion = _latest_completion(completions.get(request_id, ()))
         records.extend(_record(request, question, completion) for question in request.questions)
     return records
+
+
+def outcome_records(
+    request: Request, result: AskResult | None, *, answered_by: str | None = None
+) -> list[HistoryRecord]:
+    """The records of one request whose outcome (``None``: none yet) is kept outside a journal
+    (a team desk's store), with the person who gave it."""
+    completion = None if result is None else _Completion(result=result, error=None)
+    return [
+        attrs.evolve(_record(request, question, completion), answered_by=answered_by)
+        for question in request.questions
+    ]
 
 
 def _latest_completion(candidates: Sequence[je.HistoryCompleted]) -> _Completion | None:

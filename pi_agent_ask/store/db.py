@@ -320,6 +320,26 @@ class Store:
 
     # -- a desk's side: the board, claims, drafts, outcomes -------------------------------
 
+    def agents(self) -> list[str]:
+        """Every agent key with a request in the store, sorted."""
+        with self._transaction(DESK_ROLE) as conn:
+            rows = conn.execute(
+                f"SELECT DISTINCT agent_key FROM {SCHEMA}.requests ORDER BY agent_key"
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def requests_of(self, agent: str) -> list[dict[str, Any]]:
+        """Every request of ``agent``, oldest first, with its outcome and who gave it (``result``
+        and ``answered_by`` are ``None`` while it waits): what its history is made of."""
+        with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(
+                f"SELECT r.request_id, r.params, r.background, r.created_at, o.result,"
+                f" o.answered_by, o.answered_on, o.answered_at"
+                f" FROM {SCHEMA}.requests r LEFT JOIN {SCHEMA}.outcomes o USING (request_id)"
+                f" WHERE r.agent_key = %s ORDER BY r.seq",
+                (agent,),
+            ).fetchall()
+
     def board(self) -> list[FormRow]:
         """Every pending form of every agent, in the order they were asked."""
         with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:

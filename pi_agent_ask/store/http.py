@@ -5,7 +5,8 @@ change: the bearer token is an agent's token (``pi-agent-ask store token``), che
 the store on every request (a revoked token stops working at once, on every desk), and the
 token names the agent: the agent key is the token's, whatever ``X-Pi-Agent-Ask-Key`` says. The
 ``Origin`` and ``Host`` checks are the desk's. ``GET /desk`` answers with the desk's status,
-for a valid token, as a desk of files answers it.
+for a valid token, as a desk of files answers it. Every other path is the web page's, which
+checks its own sign-in, ``Origin`` and CSRF token (``web/app.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from pi_agent_ask.desk.http import (
     DISCONNECTED,
     INVALID_PARAMS,
+    MCP_PATH,
     DeskApp,
     Receive,
     Scope,
@@ -28,6 +30,7 @@ from pi_agent_ask.desk.http import (
     _respond,
     _unless_gone,
 )
+from pi_agent_ask.mcp_common.connection import STATUS_PATH
 from pi_agent_ask.store.agent import StoreAgentTools, call_key_of
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
@@ -46,6 +49,10 @@ class TeamDeskApp(DeskApp):
     store: AsyncStore | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        for_agents = scope.get("path", "") in (MCP_PATH, MCP_PATH + "/", STATUS_PATH)
+        if self.web is not None and not for_agents:
+            await super().__call__(scope, receive, send)  # the page: its own checks
+            return
         if scope["type"] == "http" and self.place_refusal(scope) is None:
             scheme, _, credential = (_header(scope, "authorization") or "").partition(" ")
             agent = None

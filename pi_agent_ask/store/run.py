@@ -1,9 +1,11 @@
-"""Running a team desk: the store's pool, its listener, the board, the MCP endpoint.
+"""Running a team desk: the store's pool, its listener, the board, the MCP endpoint, the page.
 
 :func:`run_team_desk` is ``pi-agent-ask desk --store URL``: the same HTTP endpoint as a desk
 of files (hypercorn on Trio, the SDK's session manager, the Origin and Host checks), with the
-agents' state in the store. It writes no connection file: a team desk admits agents by their
-own tokens (``pi-agent-ask store token``), which a connection file cannot hand out.
+agents' state in the store, and the same web page beside ``/mcp`` (``store/web.py``), with the
+same TLS rule. It writes no connection file: a team desk admits agents by their own tokens
+(``pi-agent-ask store token``), which a connection file cannot hand out; so its page's
+one-time sign-in URLs come from the desk's own output (``TeamDesk.web.login_url()``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from pi_agent_ask.desk.http import MCP_PATH, ListenError, is_loopback, parse_listen
-from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT
+from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT, check_tls, sign_in_text
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.http import TeamDeskApp, team_mcp_server
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
+from pi_agent_ask.store.web import TeamPage, team_web_desk
+from pi_agent_ask.web.app import WebDesk, web_base_url
 
 __all__ = ["TeamDesk", "default_person", "run_team_desk"]
 
@@ -43,6 +47,8 @@ class TeamDesk:
     board: TeamBoard
     store: AsyncStore
     cancel: Callable[[], None]
+    web: WebDesk
+    """The desk's web page (``login_url()`` makes a one-time sign-in URL)."""
 
 
 async def run_team_desk(
@@ -51,6 +57,9 @@ async def run_team_desk(
     listen_on: str | None = None,
     person: str | None = None,
     allow_remote: bool = False,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    tls_elsewhere: bool = False,
     warn: Callable[[str], None] = lambda _text: None,
     progress_interval: float | None = None,
     lease: float | None = None,
@@ -71,6 +80,7 @@ async def run_team_desk(
             f"refusing to listen on {where.host}, which is not a loopback address; "
             "pass --allow-remote to do it anyway (every request still needs an agent token)"
         )
+    check_tls(where, tls_cert, tls_key, tls_elsewhere)
     if not is_loopback(where.host):
         warn(REMOTE_WARNING.format(host=where.host, file="the store's token table"))
     store = Store(store_url)
@@ -95,6 +105,9 @@ async def run_team_desk(
             nursery.start_soon(listen, store_url, wakes)
             await wakes.connected.wait()
             await nursery.start(board.run)
+            page = TeamPage(board)
+            await nursery.start(page.run)
+            web = team_web_desk(page, shared, secure=tls_cert is not None)
             display = None
             if not headless:
                 display = await _terminal(board, nursery, settings, input, output)
@@ -103,21 +116,31 @@ async def run_team_desk(
                 session_idle_timeout=SESSION_IDLE_TIMEOUT,
             )
             app = TeamDeskApp(
-                manager=manager, token="", listen=where, pid=os.getpid(), store=shared
+                manager=manager, token="", listen=where, pid=os.getpid(), store=shared, web=web
             )
             config = HypercornConfig()
             config.bind = [where.bind]
+            if tls_cert is not None and tls_key is not None:
+                config.certfile = str(tls_cert)
+                config.keyfile = str(tls_key)
             config.errorlog = None
             config.accesslog = None
             config.keep_alive_timeout = 3600
             async with manager.run():
                 binds: list[str] = await nursery.start(serve, app, config)
                 app.port = int(binds[0].rsplit(":", 1)[1])
-                url = f"http://{where.bind.rsplit(':', 1)[0]}:{app.port}{MCP_PATH}"
+                scheme = "https" if tls_cert is not None else "http"
+                web.base_url = web_base_url(scheme, where.host, app.port)
+                url = f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{app.port}{MCP_PATH}"
                 if display is not None:
                     display.url = url
+                    display.sign_in = sign_in_text(
+                        web.login_url(),
+                        is_loopback(where.host),
+                        another="the desk shows a new one when it restarts",
+                    )
                     display.invalidate()
-                task_status.started(TeamDesk(url, board, shared, nursery.cancel_scope.cancel))
+                task_status.started(TeamDesk(url, board, shared, nursery.cancel_scope.cancel, web))
                 await trio.sleep_forever()
     finally:
         with trio.CancelScope(shield=True):

@@ -79,12 +79,12 @@ def web_base_url(scheme: str, host: str, port: int) -> str:
     return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
-def _digest(board: Board) -> str:
-    return json.dumps(view.board_digest(board), separators=(",", ":"))
+def _digest(board: Board, holder: view.Holder) -> str:
+    return json.dumps(view.board_digest(board, holder), separators=(",", ":"))
 
 
-def _differs(seen: str, board: Board) -> bool:
-    return _digest(board) != seen
+def _differs(seen: str, holder: view.Holder, board: Board) -> bool:
+    return _digest(board, holder) != seen
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -96,14 +96,16 @@ class WebDesk:
     """The web desk of one running desk. ``base_url`` is set once the desk listens."""
 
     board: Board
-    registry: Any
-    """The desk's ``AgentRegistry`` (its agents' runtimes, for history)."""
+    histories: hist.AgentHistories
+    """Where each agent's history is read (its journal, or a team desk's store)."""
     token: str
-    """The desk's bearer token: ``/login-code`` needs it."""
+    """The desk's bearer token: ``/login-code`` needs it (empty: no ``/login-code``)."""
     clock: Callable[[], float] = trio.current_time
     secure: bool = False
     """The desk serves TLS: the cookie is ``Secure``."""
     base_url: str = ""
+    holder: view.Holder = view.nobody
+    """Who is answering a form on another desk (a team desk's claims)."""
     auth: Auth = attrs.field(init=False)
     templates: Jinja2Templates = attrs.field(init=False, factory=_templates)
     app: Any = attrs.field(init=False)
@@ -165,7 +167,7 @@ class WebDesk:
     def _context(self, request: Request, session: Session, shown: Shown | None) -> dict[str, Any]:
         return {
             "csrf": session.csrf,
-            "form": view.form_view(self.board, shown) if shown is not None else None,
+            "form": view.form_view(self.board, shown, self.holder) if shown is not None else None,
             "agents": view.agent_rows(self.board, shown),
         }
 
@@ -254,6 +256,8 @@ class WebDesk:
 
     async def login_code(self, request: Request) -> Response:
         scheme, _, credential = request.headers.get("authorization", "").partition(" ")
+        if not self.token:
+            return _error(404, "This desk hands out sign-in URLs on its own output only.")
         if scheme.lower() != "bearer" or not hmac.compare_digest(
             credential.strip().encode("utf-8", "replace"), self.token.encode()
         ):
@@ -288,13 +292,13 @@ class WebDesk:
         last = ""
         yield "retry: 1000\n\n"
         while True:
-            digest = _digest(board)
+            digest = _digest(board, self.holder)
             if digest != last:
                 last = digest
                 yield f"event: board\ndata: {digest}\n\n"
                 continue
             with trio.move_on_after(KEEPALIVE) as idle:
-                await board.wait_for(functools.partial(_differs, last))
+                await board.wait_for(functools.partial(_differs, last, self.holder))
             if idle.cancelled_caught:
                 yield ": keep-alive\n\n"
 
@@ -374,15 +378,16 @@ class WebDesk:
 
     # -- history ------------------------------------------------------------------------------
 
-    async def _history(self, request: Request) -> tuple[str | None, str, list[Any]] | None:
-        keys = sorted(self.registry.keys)
+    async def _history(
+        self, request: Request
+    ) -> tuple[list[str], tuple[str, str, list[Any]] | None]:
+        keys = await self.histories.keys()
         agent_key = request.query_params.get("agent") or (keys[0] if keys else None)
         query = request.query_params.get("q", "")
-        agent = self.registry.get(agent_key) if agent_key is not None else None
-        if agent is None:
-            return None
-        records = hist.matching(await hist.agent_records(agent.runtime), query)
-        return agent_key, query, records
+        found = await self.histories.records(agent_key) if agent_key is not None else None
+        if agent_key is None or found is None:
+            return keys, None
+        return keys, (agent_key, query, hist.matching(found, query))
 
     async def history(self, request: Request) -> Response:
         session = session_of(self.auth, request)
@@ -390,7 +395,7 @@ class WebDesk:
             return self.templates.TemplateResponse(
                 request, "signin.html", {"problem": None}, status_code=401
             )
-        found = await self._history(request)
+        keys, found = await self._history(request)
         agent_key, query, records = found if found is not None else (None, "", [])
         shown = [hist.record_view(record) for record in reversed(records)][: hist.MAX_SHOWN]
         export = (
@@ -403,7 +408,7 @@ class WebDesk:
             "history.html",
             {
                 "csrf": session.csrf,
-                "keys": sorted(self.registry.keys),
+                "keys": keys,
                 "agent": agent_key,
                 "query": query,
                 "records": shown,
@@ -415,7 +420,7 @@ class WebDesk:
     async def history_export(self, request: Request) -> Response:
         if session_of(self.auth, request) is None:
             return PlainTextResponse("Not signed in.", status_code=401)
-        found = await self._history(request)
+        _keys, found = await self._history(request)
         if found is None:
             return PlainTextResponse("No such agent.", status_code=404)
         agent_key, _query, records = found

@@ -7,7 +7,7 @@ where its journal is. Nothing is written on the server: the export is the respon
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -19,7 +19,15 @@ from pi_agent_ask.persistence.history import (
     source_records,
 )
 
-__all__ = ["RecordView", "agent_records", "export_markdown", "matching", "record_view"]
+__all__ = [
+    "AgentHistories",
+    "RecordView",
+    "RegistryHistories",
+    "agent_records",
+    "export_markdown",
+    "matching",
+    "record_view",
+]
 
 MAX_SHOWN = 200
 """Newest records a history page lists (the export has them all)."""
@@ -34,6 +42,34 @@ class RecordView:
     status: str
     answer: str
     note: str
+    answered_by: str | None = None
+
+
+class AgentHistories(Protocol):
+    """Where the page reads each agent's history."""
+
+    async def keys(self) -> list[str]:
+        """The agents with a history, sorted."""
+        ...
+
+    async def records(self, key: str) -> list[HistoryRecord] | None:
+        """The agent's records, oldest first; ``None``: no such agent."""
+        ...
+
+
+@attrs.frozen
+class RegistryHistories:
+    """A desk of files' histories: each agent's journal, through its runtime."""
+
+    registry: Any
+    """The desk's ``AgentRegistry``."""
+
+    async def keys(self) -> list[str]:
+        return sorted(self.registry.keys)
+
+    async def records(self, key: str) -> list[HistoryRecord] | None:
+        agent = self.registry.get(key)
+        return None if agent is None else await agent_records(agent.runtime)
 
 
 async def agent_records(runtime: Any) -> list[HistoryRecord]:
@@ -69,6 +105,7 @@ def record_view(record: HistoryRecord) -> RecordView:
         status=record.status,
         answer=sanitize_text(", ".join(parts)),
         note=sanitize_text(note),
+        answered_by=sanitize_line(record.answered_by) if record.answered_by else None,
     )
 
 

@@ -13,7 +13,7 @@ The page's draft of one question (JSON)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -28,6 +28,7 @@ __all__ = [
     "AgentRow",
     "DraftError",
     "FormView",
+    "Holder",
     "OptionView",
     "QuestionView",
     "agent_rows",
@@ -37,6 +38,7 @@ __all__ = [
     "drafts_from_json",
     "form_view",
     "has_images",
+    "nobody",
     "remote_answers",
 ]
 
@@ -91,6 +93,8 @@ class FormView:
     """The drafts' revision (``draft_rev``): the page notices drafts changed elsewhere."""
     behind: int
     """Questions waiting after this one, across agents."""
+    held_by: str | None = None
+    """Who is answering it on another desk (a team desk), in words; ``None``: no one."""
 
 
 @attrs.frozen
@@ -118,7 +122,15 @@ def draft_rev(drafts: Sequence[Draft]) -> str:
     return format(hash(tuple(drafts)) & 0xFFFFFFFFFFFF, "x")
 
 
-def form_view(board: Board, shown: Shown) -> FormView:
+Holder = Callable[[Shown], str | None]
+"""Who is answering a shown form on another desk, in words (a team desk's claims)."""
+
+
+def nobody(_shown: Shown) -> str | None:
+    return None
+
+
+def form_view(board: Board, shown: Shown, holder: Holder = nobody) -> FormView:
     state = shown.state
     questions = []
     for q, question in enumerate(state.params.questions):
@@ -135,7 +147,13 @@ def form_view(board: Board, shown: Shown) -> FormView:
         questions=tuple(questions),
         rev=draft_rev(state.drafts),
         behind=max(0, sum(agent.pending for agent in board.agents()) - 1),
+        held_by=_held(holder, shown),
     )
+
+
+def _held(holder: Holder, shown: Shown) -> str | None:
+    text = holder(shown)
+    return sanitize_line(text) if text else None
 
 
 def _question_view(q: int, question: Question, multi: bool, draft: Draft) -> QuestionView:
@@ -188,7 +206,7 @@ def agent_rows(board: Board, current: Shown | None) -> list[AgentRow]:
     return rows
 
 
-def board_digest(board: Board) -> dict[str, Any]:
+def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
     """What the page's live stream says about the board: its shown forms and its agents.
 
     The page compares it with what it shows: a form that left the list was answered (here or
@@ -199,6 +217,7 @@ def board_digest(board: Board) -> dict[str, Any]:
                 "id": form_id(shown),
                 "blocked": board.is_blocked(shown),
                 "rev": draft_rev(shown.state.drafts),
+                "held": holder(shown),
             }
             for shown in board.shown_forms()
         ],

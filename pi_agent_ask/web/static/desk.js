@@ -319,6 +319,9 @@
         const f = form();
         f.querySelector(".when-blocked").hidden = !mine.blocked;
         f.querySelector(".when-free").hidden = mine.blocked;
+        const held = f.querySelector(".held-by");
+        held.textContent = mine.held || "";
+        held.hidden = !mine.held;
         syncDrafts(mine.rev);
       }
     }

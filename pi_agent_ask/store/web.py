@@ -1,0 +1,166 @@
+"""A team desk's web page: the web desk (``web/app.py``) over the store's board.
+
+The page renders a desk's :class:`~pi_agent_ask.desk.board.Board`; :class:`TeamPage` keeps one
+(with no display of its own) showing every pending form of the store (``TeamBoard.snapshot``),
+each with a small actor that reads the page's commands from the form's channel and carries
+them to the store:
+
+- a draft typed on the page claims the form for this desk (the other desks show who is on it)
+  and is saved to the store with the claim, so a desk that dies hands the form back with it;
+- Submit and Cancel are ``TeamBoard.answer`` under this desk's person (``--as``): the first
+  submission wins, and a later one is refused with the store's sentence, which the page shows;
+- "Later" puts the form back for every desk, with its draft.
+
+A form claimed by another desk stays on the page, saying who is on it (:meth:`held_by`); a
+draft saved elsewhere replaces the page's copy while this desk holds no claim on the form.
+History is the store's (``store/history.py``), with who answered each question.
+"""
+
+from __future__ import annotations
+
+import attrs
+import trio
+
+from pi_agent_ask.actors.form import FormInput, NullSurface, RemoteResponse, UserCommand
+from pi_agent_ask.desk.board import Board, Shown
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.persistence.history_records import HistoryRecord
+from pi_agent_ask.store.board import TeamBoard
+from pi_agent_ask.store.db import FormRow, Refused, Store
+from pi_agent_ask.store.history import team_records
+from pi_agent_ask.store.terminal import draft_json, form_of
+from pi_agent_ask.store.wakes import AsyncStore
+from pi_agent_ask.web.app import WebDesk
+
+__all__ = ["StoreHistories", "TeamPage", "team_web_desk"]
+
+
+@attrs.frozen
+class StoreHistories:
+    """A team desk's histories, for the page: every agent of the store."""
+
+    store: AsyncStore
+
+    async def keys(self) -> list[str]:
+        return await self.store.run(Store.agents, self.store.store)
+
+    async def records(self, key: str) -> list[HistoryRecord] | None:
+        rows = await self.store.run(Store.requests_of, self.store.store, key)
+        return team_records(rows) if rows else None
+
+
+@attrs.define(eq=False)
+class _Form:
+    row: FormRow
+    send: trio.MemorySendChannel[FormInput]
+
+
+@attrs.define(eq=False)
+class TeamPage:
+    team: TeamBoard
+    board: Board = attrs.field(factory=lambda: Board(display=NullSurface()))
+    _forms: dict[str, _Form] = attrs.field(factory=dict)
+    _nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Mirror the team board on :attr:`board` until cancelled."""
+        previous = self.team.on_change
+
+        def changed() -> None:
+            previous()
+            self._sync()
+
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self.team.on_change = changed
+            try:
+                self._sync()
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self.team.on_change = previous
+
+    def held_by(self, shown: Shown) -> str | None:
+        """Who is on ``shown`` at another desk, in words (``None``: no one, or this desk)."""
+        form = self._forms.get(shown.flow_id)
+        if form is None or not form.row.claim_live:
+            return None
+        if self.team.claimed_here(shown.flow_id) is not None:
+            return None
+        return f"{form.row.claimed_by} is answering this on desk {form.row.claim_desk}."
+
+    def _sync(self) -> None:
+        assert self._nursery is not None
+        rows = {row.request_id: row for row in self.team.snapshot()}
+        for request_id in [r for r in self._forms if r not in rows]:
+            gone = self._forms.pop(request_id)
+            gone.send.close()  # its actor ends; the page hears "answered elsewhere"
+            self.board.hide(gone.row.agent_key, request_id)
+        pending: dict[str, int] = {}
+        for request_id, row in rows.items():
+            pending[row.agent_key] = pending.get(row.agent_key, 0) + 1
+            form = self._forms.get(request_id)
+            if form is None:
+                state = form_of(row, None)
+                if state is None:
+                    continue  # its stored questions are not valid: nothing a page can show
+                send, receive = trio.open_memory_channel[FormInput](16)
+                self._forms[request_id] = _Form(row, send)
+                self.board.show(row.agent_key, request_id, state, send)
+                self._nursery.start_soon(self._serve, row.agent_key, request_id, receive)
+                continue
+            form.row = row
+            if self.team.claimed_here(request_id) is None:
+                state = form_of(row, None)
+                shown = self._shown(request_id)
+                if state is not None and shown is not None and state.drafts != shown.state.drafts:
+                    self.board.update(row.agent_key, request_id, state)
+        for agent in self.board.agents():
+            self.board.set_pending(agent.key, pending.get(agent.key, 0))
+        for key, count in pending.items():
+            self.board.set_pending(key, count)
+        self.board.touch()  # claims changed: the page's "who is on it"
+
+    def _shown(self, request_id: str) -> Shown | None:
+        return next((s for s in self.board.shown_forms() if s.flow_id == request_id), None)
+
+    async def _serve(
+        self, key: str, request_id: str, receive: trio.MemoryReceiveChannel[FormInput]
+    ) -> None:
+        """One form's actor: the page's commands to the store, one at a time."""
+        async with receive:
+            async for message in receive:
+                if isinstance(message, RemoteResponse):
+                    done = await self.team.answer(request_id, message.response)
+                    with message.reply as reply:
+                        reply.send_nowait(
+                            (done.reason, done.message) if isinstance(done, Refused) else None
+                        )
+                elif isinstance(message, UserCommand):
+                    await self._command(key, request_id, message.command)
+
+    async def _command(self, key: str, request_id: str, command: fs.Command) -> None:
+        shown = self._shown(request_id)
+        if shown is None:
+            return
+        if isinstance(command, fs.ReplaceDrafts):
+            state = attrs.evolve(shown.state, drafts=tuple(command.drafts))
+            self.board.update(key, request_id, state)
+            if self.team.claimed_here(request_id) is None:
+                await self.team.open(request_id)  # refused when another desk is on it
+            await self.team.save_draft(request_id, draft_json(state))
+        elif isinstance(command, fs.Cancel):
+            await self.team.close(request_id, draft_json(shown.state))
+            await self.team.refresh()
+
+
+def team_web_desk(page: TeamPage, store: AsyncStore, *, secure: bool) -> WebDesk:
+    """The web desk of a team desk (no ``/login-code``: a team desk has no desk token; its
+    sign-in URLs are printed by the desk itself)."""
+    return WebDesk(
+        board=page.board,
+        histories=StoreHistories(store),
+        token="",
+        secure=secure,
+        holder=page.held_by,
+    )

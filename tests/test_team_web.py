@@ -1,0 +1,134 @@
+"""A team desk's web page on a real PostgreSQL, driven over HTTP (a real desk, signed in with
+a one-time code): every pending form of the store, who is on a form claimed by another desk,
+an answer through the store under the person's name (a form another desk holds is refused
+with the store's sentence), a draft from the page claiming the form for every desk to see,
+history and export naming the answerer, and the TLS rule of a non-loopback listen."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import pytest
+import trio
+
+from pi_agent_ask.desk.http import ListenError
+from pi_agent_ask.store.db import FormRow, Store
+from pi_agent_ask.store.run import TeamDesk, run_team_desk
+from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+from tests.test_web import signed_in
+
+
+def _params(label: str) -> dict[str, Any]:
+    return {
+        "title": label,
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"{label}?",
+                "type": "single",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+    }
+
+
+@asynccontextmanager
+async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[TeamDesk]:
+    async with trio.open_nursery() as nursery:
+        desk: TeamDesk = await nursery.start(
+            functools.partial(run_team_desk, url, person=person, **options)
+        )
+        try:
+            yield desk
+        finally:
+            desk.cancel()
+
+
+async def _ask(desk: TeamDesk, agent: str, call: str, label: str) -> str:
+    request_id, _bg, _state = await desk.store.run(
+        Store.ask, desk.store.store, agent, call, _params(label), background=True
+    )
+    return request_id
+
+
+def _claimed_by(rows: list[FormRow], request_id: str, person: str) -> bool:
+    return any(r.request_id == request_id and r.claimed_by == person and r.claim_live for r in rows)
+
+
+async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noqa: F811
+    with trio.fail_after(90):
+        async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
+            first = await _ask(ann, "alpha", "c1", "Ship")
+            held = await _ask(ann, "alpha", "c2", "Held")
+            other = await _ask(ann, "beta", "c1", "Other")
+            claim = await bob.board.open(held)
+            assert not isinstance(claim, str) and claim.request_id == held
+            await ann.board.wait_for(lambda rows: _claimed_by(rows, held, "bob"))
+            base = ann.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                csrf = await signed_in(http, ann.web.login_url())
+                headers = {"origin": base, "x-csrf-token": csrf}
+                page = await http.get(base + "/")
+                assert page.status_code == 200
+                assert f"alpha/{first}" in page.text and "beta" in page.text
+                on_held = await http.get(base + "/", params={"form": f"alpha/{held}"})
+                assert f'data-form-id="alpha/{held}"' in on_held.text
+                assert "bob is answering this on desk" in on_held.text
+
+                # A form another desk holds: the store refuses, in its words.
+                refused = await http.post(
+                    base + "/api/submit",
+                    json={"form": f"alpha/{held}", "drafts": [{"selected": [1]}]},
+                    headers=headers,
+                )
+                assert refused.status_code == 422
+                assert refused.json()["error"].startswith("bob is answering this form on desk")
+
+                # A free form: answered through the store under this desk's person.
+                done = await http.post(
+                    base + "/api/submit",
+                    json={"form": f"alpha/{first}", "drafts": [{"selected": [0]}]},
+                    headers=headers,
+                )
+                assert done.status_code == 200, done.text
+                (outcome,) = await ann.store.run(Store.outcomes, ann.store.store, [first])
+                assert outcome["answered_by"] == "ann"
+                assert outcome["result"]["answers"]["q"]["values"] == ["yes"]
+                await bob.board.wait_for(lambda rows: all(r.request_id != first for r in rows))
+
+                # A draft typed on the page claims the form: the other desk sees who and what.
+                drafted = await http.post(
+                    base + "/api/draft",
+                    json={"form": f"beta/{other}", "drafts": [{"selected": [1], "note": "hm"}]},
+                    headers=headers,
+                )
+                assert drafted.status_code == 200, drafted.text
+                rows = await bob.board.wait_for(
+                    lambda rows: (
+                        _claimed_by(rows, other, "ann")
+                        and any(r.request_id == other and r.draft for r in rows)
+                    )
+                )
+                (row,) = [r for r in rows if r.request_id == other]
+                assert row.draft is not None and row.draft["drafts"][0]["note"] == "hm"
+
+                history = await http.get(base + "/history", params={"agent": "alpha"})
+                assert history.status_code == 200
+                assert 'class="answered-by">ann<' in history.text
+                export = await http.get(base + "/history/export", params={"agent": "alpha"})
+                assert export.status_code == 200
+                assert "### Answered by\n\n```text\nann\n```" in export.text
+
+                # A team desk has no desk token: no sign-in code for an empty bearer token.
+                no_code = await http.post(base + "/login-code", headers={"authorization": "Bearer"})
+                assert no_code.status_code == 404
+
+
+async def test_a_non_loopback_team_desk_needs_tls(desk_url: str) -> None:  # noqa: F811
+    with pytest.raises(ListenError, match="without TLS"):
+        await run_team_desk(desk_url, listen_on="0.0.0.0:0", allow_remote=True)
