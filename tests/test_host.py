@@ -109,28 +109,42 @@ async def test_an_answer_card_names_options_by_their_labels(
     payload["background"] = True
     async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
         host = LocalHost(rt, lambda line: lines.append(line_text(line)))
+        rt.agent_started()  # busy, as a model mid-turn: no idle wake takes the answer
 
-        def answer(started: dict[str, object]) -> None:
-            rt.events.emit(
-                ev.SUBMIT,
-                {
-                    "version": 1,
-                    "requestId": "answer-1",
-                    "flowId": started["flowId"],
-                    "response": {
-                        "kind": "answer",
-                        "answers": {
-                            "region": {"values": ["eu-west"]},
-                            "checks": {"values": ["unit"], "optionNotes": {"soak": "next week"}},
-                        },
+        started: list[dict[str, object]] = []
+        shown = trio.Event()
+
+        def on_started(payload: dict[str, object]) -> None:
+            started.append(payload)
+            shown.set()
+
+        rt.events.on(ev.STARTED, on_started)
+        await host.call("ask_user", payload)
+        # Answered after the receipt: the card comes with the wait (an answer given before
+        # the receipt is made rides on the receipt instead).
+        with trio.fail_after(30):
+            await shown.wait()
+        rt.events.emit(
+            ev.SUBMIT,
+            {
+                "version": 1,
+                "requestId": "answer-1",
+                "flowId": started[0]["flowId"],
+                "response": {
+                    "kind": "answer",
+                    "answers": {
+                        "region": {"values": ["eu-west"]},
+                        "checks": {"values": ["unit"], "optionNotes": {"soak": "next week"}},
                     },
                 },
-            )
-
-        rt.events.on(ev.STARTED, answer)
-        await host.call("ask_user", payload)
+            },
+        )
         with trio.fail_after(30):
             await host.call("wait_for_answers", {})
+        # The answer reaches the agent once: through the wait, or (when it was delivered
+        # first) as a message at the next turn boundary; either way the person sees its card.
+        for message in await rt.turn_boundary():
+            host.deliver(message)
     text = "\n".join(lines)
-    assert "Soak test (not selected) note: next week" in text
+    assert text.count("Soak test (not selected) note: next week") == 1, text
     assert "soak (not selected)" not in text
