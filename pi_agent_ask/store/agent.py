@@ -20,8 +20,7 @@ Waits sleep on :class:`~pi_agent_ask.store.wakes.Wakes` (``LISTEN``), never on a
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
@@ -37,11 +36,11 @@ from pi_agent_ask.form.validate import params_from_saved, validate_ask_params
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
 from pi_agent_ask.mcp_common.tools import (
     ELSEWHERE_TEXT,
-    PROGRESS_MESSAGE,
     ReportProgress,
     call_tool_result,
     error_result,
     mcp_tool,
+    progress_ticks,
     with_background_answers,
 )
 from pi_agent_ask.store.db import Delivered, Store
@@ -95,7 +94,7 @@ class StoreAgentTools:
         if name == tool_names.ASK_USER:
             result = await self._ask(arguments, call_key, report_progress)
         elif name == tool_names.WAIT_FOR_ANSWERS:
-            async with _ticks(report_progress, self.progress_interval):
+            async with progress_ticks(report_progress, self.progress_interval):
                 return await self._wait(call_key)
         else:
             result = error_result(f"Unknown tool {name!r} on this desk.")
@@ -135,7 +134,7 @@ class StoreAgentTools:
             )
         finished = False
         try:
-            async with _ticks(report_progress, self.progress_interval):
+            async with progress_ticks(report_progress, self.progress_interval):
                 result = await self._own_answer(request_id, call_key + OWN_SUFFIX, params)
             finished = True
             return result
@@ -185,29 +184,3 @@ class StoreAgentTools:
             params=lambda request_id: lookup.get(request_id),
         )
         return call_tool_result(result)
-
-
-@asynccontextmanager
-async def _ticks(report: ReportProgress | None, interval: float) -> AsyncIterator[None]:
-    """Progress notifications every ``interval`` seconds while the block runs (a client that
-    resets its timeout on progress keeps the call open; a forwarder hears the desk is alive)."""
-    if report is None:
-        yield
-        return
-
-    async def tick() -> None:
-        elapsed = 0.0
-        while True:
-            await trio.sleep(interval)
-            elapsed += interval
-            try:
-                await report(elapsed, None, PROGRESS_MESSAGE)
-            except Exception:  # the client went away: the call goes on silently
-                return
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(tick)
-        try:
-            yield
-        finally:
-            nursery.cancel_scope.cancel()
