@@ -22,11 +22,13 @@ import hmac
 import ipaddress
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 
 import attrs
 import mcp.types as types
 import trio
+from hypercorn.config import Config as HypercornConfig
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -45,6 +47,7 @@ __all__ = [
     "is_loopback",
     "mcp_server",
     "parse_listen",
+    "server_config",
 ]
 
 DISCONNECTED = "pi_agent_ask.disconnected"
@@ -79,6 +82,22 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def server_config(
+    where: Listen, tls_cert: Path | None = None, tls_key: Path | None = None
+) -> HypercornConfig:
+    """The desk's hypercorn configuration: one bind, HTTPS with both TLS files, no logs."""
+    config = HypercornConfig()
+    config.bind = [where.bind]
+    if tls_cert is not None and tls_key is not None:
+        config.certfile = str(tls_cert)
+        config.keyfile = str(tls_key)
+    config.errorlog = None
+    config.accesslog = None
+    # Idle client connections stay open between calls for an hour (clients reuse them).
+    config.keep_alive_timeout = 3600
+    return config
 
 
 def parse_listen(text: str | None) -> Listen:

@@ -19,7 +19,6 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
@@ -34,6 +33,7 @@ from pi_agent_ask.desk.http import (
     is_loopback,
     mcp_server,
     parse_listen,
+    server_config,
 )
 from pi_agent_ask.mcp_common import package_version
 from pi_agent_ask.mcp_common.connection import (
@@ -239,15 +239,7 @@ async def _run(
             session_idle_timeout=SESSION_IDLE_TIMEOUT,
         )
         app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
-        config = HypercornConfig()
-        config.bind = [where.bind]
-        if tls_cert is not None and tls_key is not None:
-            config.certfile = str(tls_cert)
-            config.keyfile = str(tls_key)
-        config.errorlog = None
-        config.accesslog = None
-        # Idle client connections stay open between calls for an hour (clients reuse them).
-        config.keep_alive_timeout = 3600
+        config = server_config(where, tls_cert, tls_key)
         async with manager.run():
             binds: list[str] = await nursery.start(serve, app, config)
             port = int(binds[0].rsplit(":", 1)[1])

@@ -18,11 +18,16 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from pi_agent_ask.desk.http import MCP_PATH, ListenError, is_loopback, parse_listen
+from pi_agent_ask.desk.http import (
+    MCP_PATH,
+    ListenError,
+    is_loopback,
+    parse_listen,
+    server_config,
+)
 from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT, check_tls, sign_in_text
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
@@ -118,14 +123,7 @@ async def run_team_desk(
             app = TeamDeskApp(
                 manager=manager, token="", listen=where, pid=os.getpid(), store=shared, web=web
             )
-            config = HypercornConfig()
-            config.bind = [where.bind]
-            if tls_cert is not None and tls_key is not None:
-                config.certfile = str(tls_cert)
-                config.keyfile = str(tls_key)
-            config.errorlog = None
-            config.accesslog = None
-            config.keep_alive_timeout = 3600
+            config = server_config(where, tls_cert, tls_key)
             async with manager.run():
                 binds: list[str] = await nursery.start(serve, app, config)
                 app.port = int(binds[0].rsplit(":", 1)[1])
