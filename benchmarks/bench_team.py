@@ -28,15 +28,13 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from pi_agent_ask.store.board import TeamBoard
-from pi_agent_ask.store.db import Claim, Store, Submitted
+from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.testing import (
+    answering,
     desk_process,
     find_pg_bin,
-    first_options,
     throwaway_cluster,
 )
-from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 
 AGENTS = 20
 FORMS = 100
@@ -69,32 +67,11 @@ async def agent(url: str, token: str, forms: int, received: dict[str, float]) ->
 
 
 async def person(url: str, name: str, submitted: dict[str, float], stop: trio.Event) -> None:
-    store = Store(url)
-    await trio.to_thread.run_sync(store.open)
-    try:
-        wakes = Wakes()
-        board = TeamBoard(AsyncStore.of(store), wakes, name)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(listen, url, wakes)
-            await wakes.connected.wait()
-            await nursery.start(board.run)
+    def answered(request_id: str) -> None:
+        submitted[request_id] = time.time()
 
-            async def work() -> None:
-                while True:
-                    await board.wait_for(lambda forms: any(not f.claim_live for f in forms))
-                    claim = await board.open()
-                    if not isinstance(claim, Claim):
-                        await board.refresh()
-                        continue
-                    done = await board.answer(claim.request_id, first_options(claim.row))
-                    if isinstance(done, Submitted):
-                        submitted[done.request_id] = time.time()
-
-            nursery.start_soon(work)
-            await stop.wait()
-            nursery.cancel_scope.cancel()
-    finally:
-        await trio.to_thread.run_sync(store.close)
+    async with answering(url, name, on_answer=answered):
+        await stop.wait()
 
 
 def percentile(values: list[float], fraction: float) -> float:

@@ -109,8 +109,8 @@ async def run_team(
         second, url2 = await desk_process(desk_url, "desk-two")
         try:
             async with (
-                answering(desk_url, "ann", answered=answered),
-                answering(desk_url, "bob", answered=answered),
+                answering(desk_url, "ann", on_answer=answered.append),
+                answering(desk_url, "bob", on_answer=answered.append),
                 trio.open_nursery() as nursery,
             ):
                 for i in range(AGENTS):

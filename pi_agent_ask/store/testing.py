@@ -54,12 +54,12 @@ async def answering(
     person: str,
     *,
     respond: Callable[[FormRow], Mapping[str, Any]] = first_options,
-    answered: list[str] | None = None,
+    on_answer: Callable[[str], None] | None = None,
 ) -> AsyncIterator[TeamBoard]:
-    """A person answering every free form on the store at ``url`` until the block ends."""
+    """A person answering every free form on the store at ``url`` until the block ends;
+    ``on_answer(request_id)`` after each submission of theirs that won."""
     store = Store(url)
     await trio.to_thread.run_sync(store.open)
-    done = answered if answered is not None else []
     try:
         shared = AsyncStore.of(store)
         wakes = Wakes()
@@ -77,8 +77,8 @@ async def answering(
                         await board.refresh()
                         continue
                     outcome = await board.answer(claim.request_id, respond(claim.row))
-                    if isinstance(outcome, Submitted):
-                        done.append(outcome.request_id)
+                    if isinstance(outcome, Submitted) and on_answer is not None:
+                        on_answer(outcome.request_id)
 
             nursery.start_soon(work)
             try:
