@@ -3,7 +3,9 @@
 - ``typing``: 200 characters sent at once into the custom answer editor of ``ask``, until the
   frame that shows the last of them (target: under 50 ms);
 - ``keystroke``: with 100 background forms queued, Down/Up in the first one, from the key to the
-  frame that moved the pointer (p50, p99).
+  frame that moved the pointer (p50, p99, max), in a process that has run nothing else before
+  (it runs first). The first key counts: the form makes its key handling ready after the first
+  frame (``ui.surface.tune_application``), not on the person's first key.
 
 Run with ``python -m benchmarks typing``. Prints; asserts nothing.
 """
@@ -107,13 +109,15 @@ def _percentile(samples: list[float], fraction: float) -> float:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Path(tmp) / "agent" / "extensions" / "pi-agent-ask.json"
-        typing = [trio.run(typing_seconds, settings) for _ in range(ROUNDS)]
+        # Keys first: the typing rounds leave five runtimes' worth of cyclic garbage, whose
+        # full collection would otherwise land in one of these keys.
         keys = trio.run(keystroke_seconds, settings)
+        typing = [trio.run(typing_seconds, settings) for _ in range(ROUNDS)]
     print(
         f"typing {TYPED} characters into an editor -> last frame: median "
         f"{statistics.median(typing) * 1e3:.1f} ms (of {ROUNDS})"
     )
     print(
         f"keystroke -> frame, {QUEUED} forms queued: p50 {_percentile(keys, 0.5) * 1e3:.2f} ms, "
-        f"p99 {_percentile(keys, 0.99) * 1e3:.2f} ms (of {len(keys)})"
+        f"p99 {_percentile(keys, 0.99) * 1e3:.2f} ms, max {max(keys) * 1e3:.2f} ms (of {len(keys)})"
     )
