@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.http import ListenError
-from pi_agent_ask.store.db import FormRow, Store
+from pi_agent_ask.store.db import Claim, FormRow, Store
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
 from tests.test_web import signed_in
@@ -67,7 +67,7 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
             held = await _ask(ann, "alpha", "c2", "Held")
             other = await _ask(ann, "beta", "c1", "Other")
             claim = await bob.board.open(held)
-            assert not isinstance(claim, str) and claim.request_id == held
+            assert isinstance(claim, Claim) and claim.request_id == held
             await ann.board.wait_for(lambda rows: _claimed_by(rows, held, "bob"))
             base = ann.web.base_url
             async with httpx2.AsyncClient(timeout=30) as http:
@@ -132,3 +132,44 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
 async def test_a_non_loopback_team_desk_needs_tls(desk_url: str) -> None:  # noqa: F811
     with pytest.raises(ListenError, match="without TLS"):
         await run_team_desk(desk_url, listen_on="0.0.0.0:0", allow_remote=True)
+
+
+async def test_a_draft_on_a_form_another_desk_holds_is_refused_and_says_who(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """Typing on the page into a form another desk holds: the draft is refused (423) with the
+    store's sentence and who holds it, the holder's claim and draft stay as they were, and
+    the same draft goes through once the holder lets the form go."""
+    with trio.fail_after(90):
+        async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
+            held = await _ask(ann, "alpha", "c1", "Held")
+            claim = await bob.board.open(held)
+            assert isinstance(claim, Claim) and claim.request_id == held
+            mine = {"drafts": [{"selected": [1], "note": "bob's"}]}
+            assert await bob.board.save_draft(held, mine)
+            await ann.board.wait_for(lambda rows: _claimed_by(rows, held, "bob"))
+            base = ann.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                csrf = await signed_in(http, ann.web.login_url())
+                headers = {"origin": base, "x-csrf-token": csrf}
+                typed = {"form": f"alpha/{held}", "drafts": [{"selected": [0], "note": "ann's"}]}
+                refused = await http.post(base + "/api/draft", json=typed, headers=headers)
+                assert refused.status_code == 423, refused.text
+                body = refused.json()
+                assert body["code"] == "held"
+                assert body["heldBy"] == "bob" and body["desk"] == bob.board.desk
+                assert body["error"].startswith(
+                    f"bob is answering this form on desk {bob.board.desk}"
+                )
+                (row,) = await ann.store.run(Store.board, ann.store.store)
+                assert row.claimed_by == "bob" and row.draft == mine
+
+                await bob.board.close(held)
+                await ann.board.wait_for(
+                    lambda rows: any(r.request_id == held and not r.claim_live for r in rows)
+                )
+                saved = await http.post(base + "/api/draft", json=typed, headers=headers)
+                assert saved.status_code == 200, saved.text
+                (row,) = await ann.store.run(Store.board, ann.store.store)
+                assert row.claimed_by == "ann" and row.claim_live
+                assert row.draft is not None and row.draft["drafts"][0]["note"] == "ann's"

@@ -97,6 +97,12 @@ class Refused:
 
     reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid"]
     message: str
+    holder: str | None = None
+    """``claimed``: who is on the form (their ``--as`` name)."""
+    desk: str | None = None
+    """``claimed``: the desk that holds it."""
+    until: datetime | None = None
+    """``claimed``: when the holder's lease runs out unless their desk extends it."""
 
 
 @attrs.frozen
@@ -414,6 +420,9 @@ class Store:
             "claimed",
             f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
             f"(until {row['lease_until']:%H:%M:%S} unless they keep it).",
+            holder=row["claimed_by"],
+            desk=row["claim_desk"],
+            until=row["lease_until"],
         )
 
     def submit_refusal(self, request_id: str) -> Refused:
