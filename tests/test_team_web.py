@@ -7,8 +7,13 @@ history and export naming the answerer, and the TLS rule of a non-loopback liste
 from __future__ import annotations
 
 import functools
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -18,6 +23,7 @@ import trio
 from pi_agent_ask.desk.http import ListenError
 from pi_agent_ask.store.db import Claim, FormRow, Store
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
+from pi_agent_ask.store.testing import desk_process
 from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
 from tests.test_web import signed_in
 
@@ -124,9 +130,14 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
                 assert export.status_code == 200
                 assert "### Answered by\n\n```text\nann\n```" in export.text
 
-                # A team desk has no desk token: no sign-in code for an empty bearer token.
+                # A sign-in code needs the page's own token (desk login-url reads it from the
+                # desk's sign-in file); an agent's token or none is refused.
                 no_code = await http.post(base + "/login-code", headers={"authorization": "Bearer"})
-                assert no_code.status_code == 404
+                assert no_code.status_code == 401
+                code = await http.post(
+                    base + "/login-code", headers={"authorization": f"Bearer {ann.web.token}"}
+                )
+                assert code.json()["url"].startswith(base + "/login?code=")
 
 
 async def test_a_non_loopback_team_desk_needs_tls(desk_url: str) -> None:  # noqa: F811
@@ -173,3 +184,41 @@ async def test_a_draft_on_a_form_another_desk_holds_is_refused_and_says_who(
                 (row,) = await ann.store.run(Store.board, ann.store.store)
                 assert row.claimed_by == "ann" and row.claim_live
                 assert row.draft is not None and row.draft["drafts"][0]["note"] == "ann's"
+
+
+async def _login_url(env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    command = [sys.executable, "-m", "pi_agent_ask", "desk", "login-url"]
+    return await trio.run_process(
+        command, env=env, capture_stdout=True, capture_stderr=True, check=False
+    )
+
+
+async def test_desk_login_url_reaches_a_team_desk_process(
+    desk_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """``pi-agent-ask desk login-url`` against a ``desk --store`` process: a one-time URL that
+    signs a browser in, as for a desk of files; once the desk is gone (killed, its sign-in file
+    left behind), "no desk is running"."""
+    env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")}
+    with trio.fail_after(90):
+        process, mcp_url = await desk_process(desk_url, "ann", env=env)
+        try:
+            assert (tmp_path / "desk.team.json").stat().st_mode & 0o777 == 0o600
+            made = await _login_url(env)
+            assert made.returncode == 0, made.stderr
+            (url,) = made.stdout.decode().splitlines()
+            base = mcp_url.removesuffix("/mcp")
+            assert url.startswith(base + "/login?code=")
+            async with httpx2.AsyncClient(timeout=30) as http:
+                await signed_in(http, url)
+                page = await http.get(base + "/")
+                assert page.status_code == 200 and "No questions waiting" in page.text
+        finally:
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+        assert (tmp_path / "desk.team.json").exists()  # a killed desk leaves its file
+        gone = await _login_url(env)
+        assert gone.returncode == 2
+        assert gone.stdout == b""
+        assert b"no desk is running" in gone.stderr

@@ -4,12 +4,15 @@
 of files (hypercorn on Trio, the SDK's session manager, the Origin and Host checks), with the
 agents' state in the store, and the same web page beside ``/mcp`` (``store/web.py``), with the
 same TLS rule. It writes no connection file: a team desk admits agents by their own tokens
-(``pi-agent-ask store token``), which a connection file cannot hand out; so its page's
-one-time sign-in URLs come from the desk's own output (``TeamDesk.web.login_url()``).
+(``pi-agent-ask store token``), which a connection file cannot hand out. Its page's one-time
+sign-in URLs come from the desk's own output (``TeamDesk.web.login_url()``) and, given a
+``login_file`` (the command line's is ``web.login.team_login_file``), from ``pi-agent-ask desk
+login-url``, which reads the page's address and sign-in token there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 from collections.abc import Callable
@@ -29,6 +32,12 @@ from pi_agent_ask.desk.http import (
     server_config,
 )
 from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT, check_tls, sign_in_text
+from pi_agent_ask.mcp_common.connection import (
+    DeskAddress,
+    new_token,
+    remove_desk_file,
+    write_desk_file,
+)
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.http import TeamDeskApp, team_mcp_server
@@ -72,13 +81,15 @@ async def run_team_desk(
     on_change: Callable[[], None] = lambda: None,
     headless: bool = True,
     settings: Path | None = None,
+    login_file: Path | None = None,
     input: Any = None,
     output: Any = None,
     task_status: trio.TaskStatus[TeamDesk] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve a team desk on the store at ``store_url`` until cancelled, or until the person
     quits (Ctrl-Q) the terminal view (``headless=False``; ``input``/``output``: prompt_toolkit
-    objects, ``None`` for the process's terminal)."""
+    objects, ``None`` for the process's terminal). ``login_file``: where ``desk login-url``
+    finds the page (written once the desk listens, removed when it stops)."""
     where = parse_listen(listen_on)
     if not is_loopback(where.host) and not allow_remote:
         raise ListenError(
@@ -112,7 +123,7 @@ async def run_team_desk(
             await nursery.start(board.run)
             page = TeamPage(board)
             await nursery.start(page.run)
-            web = team_web_desk(page, shared, secure=tls_cert is not None)
+            web = team_web_desk(page, shared, token=new_token(), secure=tls_cert is not None)
             display = None
             if not headless:
                 display = await _terminal(board, nursery, settings, input, output)
@@ -130,16 +141,22 @@ async def run_team_desk(
                 scheme = "https" if tls_cert is not None else "http"
                 web.base_url = web_base_url(scheme, where.host, app.port)
                 url = f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{app.port}{MCP_PATH}"
-                if display is not None:
-                    display.url = url
-                    display.sign_in = sign_in_text(
-                        web.login_url(),
-                        is_loopback(where.host),
-                        another="the desk shows a new one when it restarts",
+                address = DeskAddress(url=url, token=web.token, pid=os.getpid())
+                try:
+                    if login_file is not None:
+                        await trio.to_thread.run_sync(write_desk_file, login_file, address)
+                    if display is not None:
+                        display.url = url
+                        display.sign_in = sign_in_text(web.login_url(), is_loopback(where.host))
+                        display.invalidate()
+                    task_status.started(
+                        TeamDesk(url, board, shared, nursery.cancel_scope.cancel, web)
                     )
-                    display.invalidate()
-                task_status.started(TeamDesk(url, board, shared, nursery.cancel_scope.cancel, web))
-                await trio.sleep_forever()
+                    await trio.sleep_forever()
+                finally:
+                    if login_file is not None:
+                        with contextlib.suppress(OSError):
+                            remove_desk_file(login_file, address)
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(store.close)

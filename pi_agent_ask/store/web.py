@@ -199,13 +199,13 @@ class TeamPage:
             await self.team.refresh()
 
 
-def team_web_desk(page: TeamPage, store: AsyncStore, *, secure: bool) -> WebDesk:
-    """The web desk of a team desk (no ``/login-code``: a team desk has no desk token; its
-    sign-in URLs are printed by the desk itself)."""
+def team_web_desk(page: TeamPage, store: AsyncStore, *, token: str, secure: bool) -> WebDesk:
+    """The web desk of a team desk; ``token`` opens its ``/login-code`` (``desk login-url``
+    reads it from the desk's sign-in file), never its ``/mcp``."""
     return WebDesk(
         board=page.board,
         histories=StoreHistories(store),
-        token="",
+        token=token,
         secure=secure,
         holder=page.held_by,
         drafter=page.save_drafts,
