@@ -334,10 +334,13 @@ class Store:
             ).fetchall()
         return [row[0] for row in rows]
 
-    def requests_of(self, agent: str) -> list[dict[str, Any]]:
+    def requests_of(self, agent: str, *, as_agent: bool = False) -> list[dict[str, Any]]:
         """Every request of ``agent``, oldest first, with its outcome and who gave it (``result``
-        and ``answered_by`` are ``None`` while it waits): what its history is made of."""
-        with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
+        and ``answered_by`` are ``None`` while it waits): what its history is made of.
+        ``as_agent``: read as the agent itself (its history tools), where row-level security
+        admits only its own rows; else as the desk (the page's history of every agent)."""
+        role, key = (AGENT_ROLE, agent) if as_agent else (DESK_ROLE, None)
+        with self._transaction(role, key) as conn, conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(
                 f"SELECT r.request_id, r.params, r.background, r.created_at, o.result,"
                 f" o.answered_by, o.answered_on, o.answered_at"

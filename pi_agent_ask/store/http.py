@@ -86,13 +86,18 @@ def _agent(ctx: Any) -> str:
 
 
 def team_mcp_server(
-    store: AsyncStore, wakes: Wakes, *, progress_interval: float | None = None
+    store: AsyncStore,
+    wakes: Wakes,
+    *,
+    progress_interval: float | None = None,
+    history_tools: bool = False,
 ) -> Server[Any]:
-    """The team desk's MCP server: the tools of the agent the request's token names."""
+    """The team desk's MCP server: the tools of the agent the request's token names
+    (``history_tools``: with its history tools, the desk's ``behaviour.historyTools``)."""
 
     def tools(ctx: Any) -> StoreAgentTools:
         extra = {} if progress_interval is None else {"progress_interval": progress_interval}
-        return StoreAgentTools(store, wakes, _agent(ctx), **extra)
+        return StoreAgentTools(store, wakes, _agent(ctx), history_tools=history_tools, **extra)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools(ctx).list_tools())

@@ -99,6 +99,12 @@ async def run_team_desk(
     check_tls(where, tls_cert, tls_key, tls_elsewhere)
     if not is_loopback(where.host):
         warn(REMOTE_WARNING.format(host=where.host, file="the store's token table"))
+    from pi_agent_ask.persistence.settings import load_settings, settings_path
+
+    settings_file = settings if settings is not None else settings_path(os.environ)
+    loaded = await trio.to_thread.run_sync(
+        lambda: load_settings(settings_file, project_dir=Path.cwd())
+    )
     store = Store(store_url)
     await trio.to_thread.run_sync(store.open)
     try:
@@ -126,9 +132,14 @@ async def run_team_desk(
             web = team_web_desk(page, shared, token=new_token(), secure=tls_cert is not None)
             display = None
             if not headless:
-                display = await _terminal(board, nursery, settings, input, output)
+                display = await _terminal(board, nursery, loaded, input, output)
             manager = StreamableHTTPSessionManager(
-                team_mcp_server(shared, wakes, progress_interval=progress_interval),
+                team_mcp_server(
+                    shared,
+                    wakes,
+                    progress_interval=progress_interval,
+                    history_tools=loaded.config.behaviour.history_tools,
+                ),
                 session_idle_timeout=SESSION_IDLE_TIMEOUT,
             )
             app = TeamDeskApp(
@@ -163,20 +174,15 @@ async def run_team_desk(
 
 
 async def _terminal(
-    team: TeamBoard, nursery: trio.Nursery, settings: Path | None, input: Any, output: Any
+    team: TeamBoard, nursery: trio.Nursery, loaded: Any, input: Any, output: Any
 ) -> Any:
     """The desk's screen on the team board; Ctrl-Q cancels ``nursery`` (the desk stops)."""
     from pi_agent_ask.actors.config import config_from_settings
     from pi_agent_ask.desk.board import Board
     from pi_agent_ask.desk.terminal import DeskSurface
-    from pi_agent_ask.persistence.settings import load_settings, settings_path
     from pi_agent_ask.store.terminal import answer_on_terminal
     from pi_agent_ask.ui.surface import run_terminal_surface
 
-    settings_file = settings if settings is not None else settings_path(os.environ)
-    loaded = await trio.to_thread.run_sync(
-        lambda: load_settings(settings_file, project_dir=Path.cwd())
-    )
     display = DeskSurface(loaded, quit=nursery.cancel_scope.cancel)
     board = Board(display=display)
     board.on_change = display.invalidate
