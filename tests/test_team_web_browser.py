@@ -206,16 +206,16 @@ async def test_two_desks_pages_show_who_is_on_a_form_and_refuse_the_other_in_wor
                 wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
 
             await run(ann_puts_back)
-            rows = await ann.board.wait_for(
+            # The page claims the form, then saves the text under the claim (two writes).
+            await ann.board.wait_for(
                 lambda rows: (
                     (row := _row(rows, second)) is not None
                     and row.claimed_by == "bob"
                     and row.claim_live
+                    and row.draft is not None
+                    and row.draft["drafts"][0]["note"].endswith("bob: call it moonbeam")
                 )
             )
-            row = _row(rows, second)
-            assert row is not None and row.draft is not None
-            assert row.draft["drafts"][0]["note"].endswith("bob: call it moonbeam")
 
             def bob_saved() -> tuple[str, str]:
                 to(bob_tab_handle)
