@@ -12,7 +12,6 @@ login-url``, which reads the page's address and sign-in token there.
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import os
 from collections.abc import Callable
@@ -21,29 +20,16 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from pi_agent_ask.desk.http import (
-    MCP_PATH,
-    ListenError,
-    is_loopback,
-    parse_listen,
-    server_config,
-)
-from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT, check_tls, sign_in_text
-from pi_agent_ask.mcp_common.connection import (
-    DeskAddress,
-    new_token,
-    remove_desk_file,
-    write_desk_file,
-)
+from pi_agent_ask.desk.run import checked_listen, desk_settings, serving, show_terminal
+from pi_agent_ask.mcp_common.connection import new_token
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.http import TeamDeskApp, team_mcp_server
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 from pi_agent_ask.store.web import TeamPage, team_web_desk
-from pi_agent_ask.web.app import WebDesk, web_base_url
+from pi_agent_ask.web.app import WebDesk
 
 __all__ = ["TeamDesk", "default_person", "run_team_desk"]
 
@@ -90,21 +76,17 @@ async def run_team_desk(
     quits (Ctrl-Q) the terminal view (``headless=False``; ``input``/``output``: prompt_toolkit
     objects, ``None`` for the process's terminal). ``login_file``: where ``desk login-url``
     finds the page (written once the desk listens, removed when it stops)."""
-    where = parse_listen(listen_on)
-    if not is_loopback(where.host) and not allow_remote:
-        raise ListenError(
-            f"refusing to listen on {where.host}, which is not a loopback address; "
-            "pass --allow-remote to do it anyway (every request still needs an agent token)"
-        )
-    check_tls(where, tls_cert, tls_key, tls_elsewhere)
-    if not is_loopback(where.host):
-        warn(REMOTE_WARNING.format(host=where.host, file="the store's token table"))
-    from pi_agent_ask.persistence.settings import load_settings, settings_path
-
-    settings_file = settings if settings is not None else settings_path(os.environ)
-    loaded = await trio.to_thread.run_sync(
-        lambda: load_settings(settings_file, project_dir=Path.cwd())
+    where = checked_listen(
+        listen_on,
+        allow_remote=allow_remote,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        tls_elsewhere=tls_elsewhere,
+        guard="an agent token",
+        secrets_in="the store's token table",
+        warn=warn,
     )
+    _settings_file, loaded = await desk_settings(settings)
     store = Store(store_url)
     await trio.to_thread.run_sync(store.open)
     try:
@@ -133,41 +115,34 @@ async def run_team_desk(
             display = None
             if not headless:
                 display = await _terminal(board, nursery, loaded, input, output)
-            manager = StreamableHTTPSessionManager(
-                team_mcp_server(
-                    shared,
-                    wakes,
-                    progress_interval=progress_interval,
-                    history_tools=loaded.config.behaviour.history_tools,
-                ),
-                session_idle_timeout=SESSION_IDLE_TIMEOUT,
+            server = team_mcp_server(
+                shared,
+                wakes,
+                progress_interval=progress_interval,
+                history_tools=loaded.config.behaviour.history_tools,
             )
-            app = TeamDeskApp(
-                manager=manager, token="", listen=where, pid=os.getpid(), store=shared, web=web
-            )
-            config = server_config(where, tls_cert, tls_key)
-            async with manager.run():
-                binds: list[str] = await nursery.start(serve, app, config)
-                app.port = int(binds[0].rsplit(":", 1)[1])
-                scheme = "https" if tls_cert is not None else "http"
-                web.base_url = web_base_url(scheme, where.host, app.port)
-                url = f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{app.port}{MCP_PATH}"
-                address = DeskAddress(url=url, token=web.token, pid=os.getpid())
-                try:
-                    if login_file is not None:
-                        await trio.to_thread.run_sync(write_desk_file, login_file, address)
-                    if display is not None:
-                        display.url = url
-                        display.sign_in = sign_in_text(web.login_url(), is_loopback(where.host))
-                        display.invalidate()
-                    task_status.started(
-                        TeamDesk(url, board, shared, nursery.cancel_scope.cancel, web)
-                    )
-                    await trio.sleep_forever()
-                finally:
-                    if login_file is not None:
-                        with contextlib.suppress(OSError):
-                            remove_desk_file(login_file, address)
+
+            def app_of(manager: StreamableHTTPSessionManager) -> TeamDeskApp:
+                return TeamDeskApp(
+                    manager=manager, token="", listen=where, pid=os.getpid(), store=shared, web=web
+                )
+
+            async with serving(
+                nursery,
+                server,
+                app_of,
+                web,
+                where,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                token=web.token,
+                address_file=login_file,
+                display=display,
+            ) as address:
+                task_status.started(
+                    TeamDesk(address.url, board, shared, nursery.cancel_scope.cancel, web)
+                )
+                await trio.sleep_forever()
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(store.close)
@@ -181,19 +156,10 @@ async def _terminal(
     from pi_agent_ask.desk.board import Board
     from pi_agent_ask.desk.terminal import DeskSurface
     from pi_agent_ask.store.terminal import answer_on_terminal
-    from pi_agent_ask.ui.surface import run_terminal_surface
 
     display = DeskSurface(loaded, quit=nursery.cancel_scope.cancel)
     board = Board(display=display)
-    board.on_change = display.invalidate
-    display.board = board
-    for text in loaded.notices:
-        display.notice(text)
-    await nursery.start(
-        lambda task_status: run_terminal_surface(
-            display, input=input, output=output, task_status=task_status
-        )
-    )
+    await show_terminal(nursery, display, board, loaded, input, output)
     form_settings = config_from_settings(loaded).form_settings
     nursery.start_soon(answer_on_terminal, team, board, display.notice, form_settings)
     return display
