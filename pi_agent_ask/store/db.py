@@ -445,14 +445,18 @@ class Store:
         return None if row is None else row[0]
 
     def save_draft(self, token: str, draft: dict[str, Any], *, person: str) -> bool:
-        """Keep the claimed form's draft (it comes back with the form if the claim is lost)."""
+        """Keep the claimed form's draft (it comes back with the form if the claim is lost).
+        The other desks are woken too: they show the holder's draft as it is typed."""
         with self._transaction(DESK_ROLE) as conn:
             cursor = conn.execute(
                 f"UPDATE {SCHEMA}.requests SET draft = %s, draft_at = now(), draft_by = %s"
                 " WHERE claim_token = %s AND state = 'pending'",
                 (json.dumps(draft), person, token),
             )
-            return cursor.rowcount == 1
+            if cursor.rowcount != 1:
+                return False
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+            return True
 
     def release(self, token: str, draft: dict[str, Any] | None = None) -> None:
         """Give a claimed form back to every desk (with its draft when given)."""

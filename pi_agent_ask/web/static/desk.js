@@ -18,6 +18,7 @@
   // text stays in the page, unsaved: nothing from the stream replaces it, leaving the page
   // asks first, and it is saved again as soon as the form is free.
   let unsaved = null;
+  let loads = 0; // form loads asked for (``loadMain``)
   // Revisions of drafts this page sent: the live stream may report an older one of them
   // after a newer save was answered; only a revision this page never made is news.
   const ownRevs = [];
@@ -160,11 +161,15 @@
     if (review.hidden) { showReview(); return; }
     const id = formId();
     if (leaving === id) return; // sent already: a second click waits for the first
+    // The answer carries the drafts; a draft save still due is made only if it is refused.
+    const due = saveTimer !== null;
     clearTimeout(saveTimer);
+    saveTimer = null;
     leaving = id;
     const result = await post("/api/submit", { form: id, drafts: drafts() });
     if (result.status === 200) { unsaved = null; say("Sent to the agent."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
+    if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
     else showError(result.data.error || "The answer was not accepted.");
   }
@@ -192,7 +197,10 @@
   }
 
   // ``skip``: a form this page just answered, which the board may still show for a moment.
+  // Loads may overlap (live updates come quickly): only the last one asked for is shown, so
+  // an older answer arriving late never replaces a newer one.
   async function loadMain(id, skip) {
+    const mine = ++loads;
     const params = new URLSearchParams();
     if (id) params.set("form", id);
     if (skip) params.set("skip", skip);
@@ -200,6 +208,7 @@
     const response = await fetch(url, { credentials: "same-origin" });
     if (response.status !== 200) return;
     const html = await response.text();
+    if (mine !== loads) return;
     const hadFocus = slot.contains(document.activeElement);
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
