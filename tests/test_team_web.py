@@ -222,3 +222,36 @@ async def test_desk_login_url_reaches_a_team_desk_process(
         assert gone.returncode == 2
         assert gone.stdout == b""
         assert b"no desk is running" in gone.stderr
+
+
+async def test_a_page_claim_ends_a_lease_after_its_last_draft(desk_url: str) -> None:  # noqa: F811
+    """A draft typed on the page claims the form; a page that goes quiet (its person left,
+    the tab closed) puts the form back for every desk a lease after its last draft, with
+    that draft, so another desk can take it over; the page's next draft claims it again."""
+    with trio.fail_after(90):
+        async with (
+            team_desk(desk_url, "ann", lease=1.0, heartbeat=0.25) as ann,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            held = await _ask(ann, "alpha", "c1", "Held")
+            await ann.board.wait_for(lambda rows: any(r.request_id == held for r in rows))
+            base = ann.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                csrf = await signed_in(http, ann.web.login_url())
+                headers = {"origin": base, "x-csrf-token": csrf}
+                typed = {"form": f"alpha/{held}", "drafts": [{"note": "ann was here"}]}
+                saved = await http.post(base + "/api/draft", json=typed, headers=headers)
+                assert saved.status_code == 200, saved.text
+                await bob.board.wait_for(lambda rows: _claimed_by(rows, held, "ann"))
+                # Nothing more from the page: the claim ends, the draft stays.
+                rows = await bob.board.wait_for(
+                    lambda rows: any(r.request_id == held and r.claimed_by is None for r in rows)
+                )
+                (row,) = rows
+                assert row.draft is not None and row.draft["drafts"][0]["note"] == "ann was here"
+                claim = await bob.board.open(held)
+                assert isinstance(claim, Claim)
+                await bob.board.close(held)
+                again = await http.post(base + "/api/draft", json=typed, headers=headers)
+                assert again.status_code == 200, again.text
+                await bob.board.wait_for(lambda rows: _claimed_by(rows, held, "ann"))

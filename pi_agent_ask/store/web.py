@@ -9,6 +9,8 @@ them to the store:
   and is saved to the store with the claim, so a desk that dies hands the form back with it;
   on a form another desk holds the claim is refused and so is the draft
   (:meth:`TeamPage.save_drafts` answers the page with who holds it; the page keeps the text);
+  a page that goes quiet (its person left, its tab closed) puts the form back for every desk,
+  with its draft, a lease (``TeamBoard.lease``) after its last draft;
 - Submit and Cancel are ``TeamBoard.answer`` under this desk's person (``--as``): the first
   submission wins, and a later one is refused with the store's sentence, which the page shows;
 - "Later" puts the form back for every desk, with its draft.
@@ -19,6 +21,8 @@ History is the store's (``store/history.py``), with who answered each question.
 """
 
 from __future__ import annotations
+
+import math
 
 import attrs
 import trio
@@ -71,6 +75,8 @@ class TeamPage:
     team: TeamBoard
     board: Board = attrs.field(factory=lambda: Board(display=NullSurface()))
     _forms: dict[str, _Form] = attrs.field(factory=dict)
+    _page_claims: set[str] = attrs.field(factory=set)
+    """Forms this desk claimed for the page (not for its terminal)."""
     _nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -153,13 +159,24 @@ class TeamPage:
     async def _serve(
         self, key: str, request_id: str, receive: trio.MemoryReceiveChannel[FormInput | _SaveDrafts]
     ) -> None:
-        """One form's actor: the page's commands to the store, one at a time."""
+        """One form's actor: the page's commands to the store, one at a time; a claim the page
+        took ends a lease after the page's last draft."""
         async with receive:
-            async for message in receive:
-                if isinstance(message, _SaveDrafts):
+            while True:
+                quiet = self.team.lease if request_id in self._page_claims else math.inf
+                message: FormInput | _SaveDrafts | None = None
+                with trio.move_on_after(quiet):
+                    try:
+                        message = await receive.receive()
+                    except trio.EndOfChannel:
+                        return
+                if message is None:
+                    await self._put_back(request_id)
+                elif isinstance(message, _SaveDrafts):
                     with message.reply as reply:
                         reply.send_nowait(await self._save(key, request_id, message.drafts))
                 elif isinstance(message, RemoteResponse):
+                    self._page_claims.discard(request_id)  # answering ends this desk's claim
                     done = await self.team.answer(request_id, message.response)
                     with message.reply as reply:
                         reply.send_nowait(
@@ -180,11 +197,18 @@ class TeamPage:
                 claim = await self.team.open(request_id)
                 if isinstance(claim, Refused):
                     return claim
+                self._page_claims.add(request_id)
             if await self.team.save_draft(request_id, draft_json(state)):
                 self.board.update(key, request_id, state)
                 return None
             await self.team.close(request_id)  # the claim was lost: forget it
         return await self._refusal(request_id)
+
+    async def _put_back(self, request_id: str) -> None:
+        """The page went quiet on a form it claimed: back for every desk, with its draft."""
+        self._page_claims.discard(request_id)
+        shown = self._shown(request_id)
+        await self.team.close(request_id, None if shown is None else draft_json(shown.state))
 
     async def _refusal(self, request_id: str) -> Refused:
         """Why the form cannot take drafts now (answered meanwhile, or another desk holds it)."""
@@ -195,6 +219,7 @@ class TeamPage:
         if shown is None:
             return
         if isinstance(command, fs.Cancel):
+            self._page_claims.discard(request_id)
             await self.team.close(request_id, draft_json(shown.state))
             await self.team.refresh()
 
