@@ -55,9 +55,11 @@ async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[Team
             desk.cancel()
 
 
-async def _ask(desk: TeamDesk, agent: str, call: str, label: str) -> str:
+async def _ask(
+    desk: TeamDesk, agent: str, call: str, label: str, *, background: bool = True
+) -> str:
     request_id, _bg, _state = await desk.store.run(
-        Store.ask, desk.store.store, agent, call, _params(label), background=True
+        Store.ask, desk.store.store, agent, call, _params(label), background=background
     )
     return request_id
 
@@ -72,6 +74,7 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
             first = await _ask(ann, "alpha", "c1", "Ship")
             held = await _ask(ann, "alpha", "c2", "Held")
             other = await _ask(ann, "beta", "c1", "Other")
+            waited = await _ask(ann, "gamma", "c1", "Waited on", background=False)
             claim = await bob.board.open(held)
             assert isinstance(claim, Claim) and claim.request_id == held
             await ann.board.wait_for(lambda rows: _claimed_by(rows, held, "bob"))
@@ -85,6 +88,15 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
                 on_held = await http.get(base + "/", params={"form": f"alpha/{held}"})
                 assert f'data-form-id="alpha/{held}"' in on_held.text
                 assert "bob is answering this on desk" in on_held.text
+                # A background question can wait ("Later"); one the agent waits on says so.
+                assert 'id="later"' in on_held.text
+                blocked = '<p class="badge blocked when-blocked">The agent is blocked'
+                assert blocked not in on_held.text
+                on_waited = await http.get(base + "/", params={"form": f"gamma/{waited}"})
+                assert f'data-form-id="gamma/{waited}"' in on_waited.text
+                assert blocked in on_waited.text and 'id="later"' not in on_waited.text
+                # Four forms waiting: the page shows one, three behind it (each counted once).
+                assert '<a href="#queue">3 more waiting</a>' in on_waited.text
 
                 # A form another desk holds: the store refuses, in its words.
                 refused = await http.post(

@@ -56,6 +56,13 @@ class StoreHistories:
         return team_records(rows) if rows else None
 
 
+def _page_state(row: FormRow) -> fs.FormState | None:
+    """``row``'s form as the page shows it: with its draft, and waited on by its agent unless
+    it is a background question (the terminal shows every form as one it may put back)."""
+    state = form_of(row, None)
+    return None if state is None else attrs.evolve(state, background=row.background)
+
+
 @attrs.frozen
 class _SaveDrafts:
     """The page's drafts for a form, answered with ``None`` (kept) or why not."""
@@ -118,7 +125,7 @@ class TeamPage:
             pending[row.agent_key] = pending.get(row.agent_key, 0) + 1
             form = self._forms.get(request_id)
             if form is None:
-                state = form_of(row, None)
+                state = _page_state(row)
                 if state is None:
                     continue  # its stored questions are not valid: nothing a page can show
                 send, receive = trio.open_memory_channel[FormInput | _SaveDrafts](16)
@@ -127,15 +134,24 @@ class TeamPage:
                 self._nursery.start_soon(self._serve, row.agent_key, request_id, receive)
                 continue
             form.row = row
+            shown = self._shown(request_id)
+            if shown is None:
+                continue
             if self.team.claimed_here(request_id) is None:
-                state = form_of(row, None)
-                shown = self._shown(request_id)
-                if state is not None and shown is not None and state.drafts != shown.state.drafts:
+                state = _page_state(row)
+                if state is not None and (
+                    state.drafts != shown.state.drafts or state.background != shown.state.background
+                ):
                     self.board.update(row.agent_key, request_id, state)
-        for agent in self.board.agents():
-            self.board.set_pending(agent.key, pending.get(agent.key, 0))
-        for key, count in pending.items():
-            self.board.set_pending(key, count)
+            elif shown.state.background != row.background:  # a cut call left a background form
+                state = attrs.evolve(shown.state, background=row.background)
+                self.board.update(row.agent_key, request_id, state)
+        # The board counts an agent's shown foreground form itself (as a desk of files shows
+        # one at a time, the rest queued): the pending count here is the rest.
+        last = {shown.key: shown for shown in self.board.shown_forms()}
+        for key in {agent.key for agent in self.board.agents()} | pending.keys():
+            itself = 1 if key in last and not last[key].state.background else 0
+            self.board.set_pending(key, max(0, pending.get(key, 0) - itself))
         self.board.touch()  # claims changed: the page's "who is on it"
 
     def _shown(self, request_id: str) -> Shown | None:
