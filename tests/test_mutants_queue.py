@@ -689,3 +689,18 @@ def test_a_restore_starts_a_period_that_may_wake_the_idle_agent_again() -> None:
     state, effects = _reduce(state, qs.Restore(state.epoch + 1, items, True, FakeJournal(), Box()))
     [wake] = [e for e in effects if isinstance(e, qs.Wake)]
     assert _answered_ids([wake.message]) == ["r2"]
+
+
+def test_a_request_shown_for_the_first_time_gets_a_fresh_background_form_with_its_settings() -> (
+    None
+):
+    """A queued request keeps only the settings of its form until it is shown; the form the
+    queue starts is a fresh one of its own parameters, with those settings, as a background
+    form."""
+    settings = fs.FormSettings(auto_submit_when_answered_without_notes=True)
+    request = _request("r1")
+    _, effects = _reduce(qs.initial_state(), qs.Enqueue(request, settings, Box()))
+    [started] = [effect for effect in effects if isinstance(effect, qs.StartForm)]
+    assert started.request is request
+    assert started.form == fs.new_form(_PARAMS, settings, background=True)
+    assert started.form.background is True

@@ -233,8 +233,7 @@ class RuntimeCore:
         message has nothing left to do, so a closed channel is not an error.
         """
         with (
-            trio.CancelScope(shield=True),
-            trio.move_on_after(TEARDOWN_TIMEOUT),
+            trio.CancelScope(shield=True, relative_deadline=TEARDOWN_TIMEOUT),
             suppress(trio.BrokenResourceError, trio.ClosedResourceError),
         ):
             await self._queue_tx.send(message)

@@ -361,17 +361,7 @@ async def serve_persistence(
         with requests:
             try:
                 while True:
-                    request = await requests.receive()
-                    owner.check()
-                    appends, other = _drain(request, requests)
-                    try:
-                        if appends:
-                            current = await _serve_appends(current, appends)
-                    finally:
-                        if other is not None:
-                            # Served after the batch (or, if the actor is ending, told so).
-                            with other.reply:
-                                current = await _serve(current, other)
+                    current = await _serve_wake(current, requests, owner)
             except trio.EndOfChannel:
                 pass  # every handle is closed
             finally:
@@ -383,6 +373,26 @@ async def serve_persistence(
                         break
     finally:
         await _teardown(current)
+
+
+async def _serve_wake(
+    session: SessionFile, requests: trio.MemoryReceiveChannel[Request], owner: Owner
+) -> SessionFile:
+    """Wait for the next request, serve it with the appends waiting behind it, and return
+    the session to continue with. A function of its own so that nothing of the requests
+    served (their entries' data) stays referenced while the actor waits for the next ones."""
+    request = await requests.receive()
+    owner.check()
+    appends, other = _drain(request, requests)
+    try:
+        if appends:
+            session = await _serve_appends(session, appends)
+    finally:
+        if other is not None:
+            # Served after the batch (or, if the actor is ending, told so).
+            with other.reply:
+                session = await _serve(session, other)
+    return session
 
 
 DRAIN_LIMIT: Final = 256

@@ -247,3 +247,10 @@ class QueueState:
 
 def initial_state(*, tui: bool = True, surface_ready: bool = True, idle: bool = True) -> QueueState:
     return QueueState(tui=tui, surface_ready=surface_ready, idle=idle)
+
+
+def active_flow(state: QueueState, flow_id: str) -> Active | None:
+    """The flow holding the surface when it is ``flow_id`` (``FindFlow``'s rule; the shell's
+    ``QueueActor.flow_commands`` reads it from the committed state)."""
+    active = state.active
+    return active if active is not None and active.flow_id == flow_id else None

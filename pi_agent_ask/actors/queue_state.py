@@ -63,6 +63,7 @@ from pi_agent_ask.actors.queue_data import (
     QueueState,
     Table,
     Wait,
+    active_flow,
     initial_state,
 )
 from pi_agent_ask.actors.queue_effects import (
@@ -331,13 +332,6 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
     return step.result()
 
 
-def active_flow(state: QueueState, flow_id: str) -> Active | None:
-    """The flow holding the surface when it is ``flow_id`` (``FindFlow``'s rule; the shell's
-    ``QueueActor.flow_commands`` reads it from the committed state)."""
-    active = state.active
-    return active if active is not None and active.flow_id == flow_id else None
-
-
 # -- herdr ----------------------------------------------------------------------------------
 
 
@@ -391,7 +385,7 @@ def _enqueue(step: Step, message: Enqueue) -> None:
         step.items().set(rid, item)
         step.by_seq().set(seq, rid)
         step.set(next_seq=seq + 1, pending_count=s.pending_count + 1)
-    step.emit(Reply(message.reply, step.s.pending_count))
+    step.emit(Reply(message.reply, step.field("pending_count")))
     _schedule(step)
 
 
@@ -406,34 +400,37 @@ def _release(step: Step, claim_id: int) -> None:
 
 def _first_pending(step: Step) -> Item | None:
     """The oldest request without an outcome; advances ``pending_head`` past answered ones."""
-    s = step.s
-    head = s.pending_head
+    start: int = step.field("pending_head")
+    end: int = step.field("next_seq")
+    by_seq, items = step.field("by_seq"), step.field("items")
+    head = start
     found: Item | None = None
-    while head < s.next_seq:
-        rid = s.by_seq.get(head)
+    while head < end:
+        rid = by_seq.get(head)
         if rid is not None:
-            item = s.items.get(rid)
+            item = items.get(rid)
             if item is not None and item.outcome is None:
                 found = item
                 break
         head += 1
-    if head != s.pending_head:
+    if head != start:
         step.set(pending_head=head)
     return found
 
 
 def _schedule(step: Step) -> None:
     """Give the surface to the next claimant when nobody holds it."""
-    s = step.s
-    if s.active is not None or s.held or not s.surface_ready:
+    # Read through ``field``: the transition's changes so far, without building a state.
+    if step.field("active") is not None or step.field("held") or not step.field("surface_ready"):
         return
-    first = _first_pending(step) if s.tui and s.panel_visible else None
-    if s.claims:
-        best_claim = min(s.claims, key=lambda c: c.seq)
+    first = _first_pending(step) if step.field("tui") and step.field("panel_visible") else None
+    claims: tuple[Claim, ...] = step.field("claims")
+    if claims:
+        best_claim = min(claims, key=lambda c: c.seq)
         if first is None or best_claim.seq < first.seq:
             step.set(active=Active(best_claim.flow_id, claim=best_claim))
             _herdr_add(step, f"foreground:{best_claim.claim_id}")
-            step.emit(Reply(best_claim.reply, Grant(best_claim.claim_id, s.epoch)))
+            step.emit(Reply(best_claim.reply, Grant(best_claim.claim_id, step.field("epoch"))))
             return
     if first is not None:
         request = first.request
@@ -443,7 +440,7 @@ def _schedule(step: Step) -> None:
         if not isinstance(form, fs.FormState):  # shown for the first time, without a draft
             assert form is not None  # pending (``Item.form``)
             form = fs.new_form(request.params, form, background=True)
-        step.emit(StartForm(request, form, s.epoch))
+        step.emit(StartForm(request, form, step.field("epoch")))
 
 
 def _draft_changed(step: Step, request_id: str, epoch: int, form: fs.FormState) -> None:
@@ -478,9 +475,10 @@ def _save_drafts(step: Step) -> None:
 
 def _form_stopped(step: Step, message: FormStopped) -> None:
     rid = message.request_id
-    item = step.s.items.get(rid)
-    if message.epoch == step.s.epoch and item is not None:
-        active = step.s.active
+    s = step.s  # as the transition began: the changes below leave what it reads as it was
+    item = s.items.get(rid)
+    if message.epoch == s.epoch and item is not None:
+        active = s.active
         if active is not None and active.request_id == rid:
             step.set(active=None)
             _herdr_remove(step, "panel")
@@ -488,14 +486,14 @@ def _form_stopped(step: Step, message: FormStopped) -> None:
             if message.outcome is None:
                 # Interrupted (hidden, deferred): keep the draft on the branch right away.
                 step.put(attrs.evolve(item, form=message.form))
-                step.set(dirty=step.s.dirty | {rid})
+                step.set(dirty=s.dirty | {rid})
             else:
                 # Answered: the form is done with (``Item.form``).
                 step.put(attrs.evolve(item, form=None, outcome=message.outcome))
-                if item.seq == step.s.pending_head:
+                if item.seq == s.pending_head:
                     # Nothing below it is pending now (``_first_pending`` starts past it).
                     step.set(pending_head=item.seq + 1)
-                step.set(dirty=step.s.dirty - {rid})
+                step.set(dirty=s.dirty - {rid})
                 _route_completion(step, rid)
                 step.later(TryWake())
         _schedule(step)
@@ -587,10 +585,10 @@ def _try_wake(step: Step) -> None:
 
 
 def _route_completion(step: Step, rid: str) -> None:
-    wait = step.s.wait
+    wait: Wait | None = step.field("wait")
     if wait is None or wait.answered:
         return
-    item = step.s.items.get(rid)
+    item = step.field("items").get(rid)
     assert item is not None
     if item.member_of != wait.wait_id:
         return

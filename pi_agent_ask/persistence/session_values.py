@@ -129,14 +129,14 @@ def freeze(value: Any) -> Any:
         )
     if kind is list or kind is tuple:
         return tuple([v if type(v) in _ATOMS else freeze(v) for v in value])
+    if kind is codec.Spliced:  # stored as its value
+        return value.frozen(freeze)
     if isinstance(value, Mapping):
         return FrozenMap({freeze(k): freeze(v) for k, v in value.items()})
     if isinstance(value, set | frozenset):
         return frozenset(freeze(v) for v in value)
     if isinstance(value, bytearray):
         return bytes(value)
-    if kind is codec.Spliced:  # stored as its value
-        return value.frozen(freeze)
     return value
 
 
@@ -146,7 +146,7 @@ _ATOMS: Final = frozenset({str, int, float, bool, bytes, type(None)})
 def _frozen_data(value: Mapping[Any, Any] | None) -> FrozenMap:
     if value is None:
         return FrozenMap()
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise TypeError(f"entry data must be a mapping, not {type(value).__name__}")
     frozen: FrozenMap = freeze(value)
     return frozen
