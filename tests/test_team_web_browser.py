@@ -9,7 +9,7 @@ typing and his Submit with the store's sentence and keeps his text; ann's answer
 agent and leaves bob's page (his unsent text shown in the status line); a background form ann
 puts back ("Later") is taken over by bob's page with the text he typed while ann held it; the
 history names who answered. The screenshot of bob's page while ann holds the form is
-``docs/team-web.png``."""
+``docs/team-web.png`` (``PI_AGENT_ASK_SCREENSHOTS=docs``, see ``tests/test_web_browser.py``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,15 @@ from pi_agent_ask.store.db import FormRow, Store
 from pi_agent_ask.web.testing import browser_missing, by_role
 from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
 from tests.test_team_desk import agent, ask, team_desk
-from tests.test_web_browser import browser, d_text, form_shown, run, sign_in, wait_until  # noqa: F401
+from tests.test_web_browser import (  # noqa: F401
+    browser,
+    d_text,
+    form_shown,
+    run,
+    screenshots,
+    sign_in,
+    wait_until,
+)
 
 MISSING = browser_missing()
 pytestmark = [
@@ -32,7 +40,6 @@ pytestmark = [
     pytest.mark.skipif(MISSING is not None, reason=MISSING or ""),
     pytest.mark.e2e,
 ]
-DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def _row(rows: list[FormRow], request_id: str) -> FormRow | None:
@@ -64,6 +71,7 @@ async def test_two_desks_pages_show_who_is_on_a_form_and_refuse_the_other_in_wor
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     browser: Any,  # noqa: F811
+    screenshots: Path,  # noqa: F811
 ) -> None:
     token = Store.new_token(pg_cluster.url(store_db), "alpha")
     with trio.fail_after(240):
@@ -135,7 +143,7 @@ async def test_two_desks_pages_show_who_is_on_a_form_and_refuse_the_other_in_wor
                 (row,) = await bob.store.run(Store.board, bob.store.store)
                 assert row.claimed_by == "ann"  # bob's page did not take the form
                 assert row.draft is not None and "ann: ship" in str(row.draft)
-                await run(lambda: browser.save_screenshot(str(DOCS / "team-web.png")))
+                assert await run(lambda: browser.save_screenshot(str(screenshots / "team-web.png")))
 
                 # Bob submits anyway: refused with the store's sentence, his text stays.
                 def bob_submits() -> str:
