@@ -18,10 +18,11 @@ from a stale connection file.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 DISCONNECTED = "pi_agent_ask.disconnected"
-"""The ASGI scope key of the event set when the request's client went away."""
+"""The ASGI scope key of the request's :class:`Disconnect`."""
 MCP_PATH = "/mcp"
 INVALID_PARAMS = -32602
 
@@ -225,20 +226,51 @@ class DeskApp:
             await _respond(send, 404, {"error": "Not found."})
 
 
+@attrs.define(eq=False)
+class Disconnect:
+    """Whether a request's client went away, and the tool calls that end when it does.
+
+    The request's ``receive`` notes the ``http.disconnect`` (:func:`_watch_disconnect`), and
+    that cancels the scope of every call running under :meth:`cancelling` there and then: no
+    task of its own watches for it, so a call's result goes back to the transport in the
+    task that made it."""
+
+    gone: bool = False
+    _calls: set[trio.CancelScope] = attrs.field(factory=set, init=False)
+
+    def note(self) -> None:
+        self.gone = True
+        for scope in self._calls:
+            scope.cancel()
+
+    @contextlib.contextmanager
+    def cancelling(self) -> Iterator[trio.CancelScope]:
+        """A cancel scope that is cancelled when (or since) the client went away."""
+        with trio.CancelScope() as scope:
+            if self.gone:
+                scope.cancel()
+            self._calls.add(scope)
+            try:
+                yield scope
+            finally:
+                self._calls.discard(scope)
+
+
 def _watch_disconnect(scope: Scope, receive: Receive) -> Receive:
     """``receive``, noting in the request's scope when its client goes away.
 
     A client that drops its connection in the middle of a call (killed, or cut without the
     courtesy ``notifications/cancelled``) leaves the SDK's handler running, and the result it
-    returns later has nowhere to go. The event in the scope lets the tool handler end the
-    call instead, so a foreground form stays queued and its answer is delivered later."""
-    disconnected = trio.Event()
-    scope[DISCONNECTED] = disconnected
+    returns later has nowhere to go. The :class:`Disconnect` in the scope lets the tool
+    handler end the call instead, so a foreground form stays queued and its answer is
+    delivered later."""
+    disconnect = Disconnect()
+    scope[DISCONNECTED] = disconnect
 
     async def watched() -> dict[str, Any]:
         message = await receive()
         if message.get("type") == "http.disconnect":
-            disconnected.set()
+            disconnect.note()
         return message
 
     return watched
@@ -306,26 +338,13 @@ def mcp_server(registry: AgentRegistry, *, version: str = "") -> Server[Any]:
 
 
 async def _unless_gone(
-    call: Awaitable[types.CallToolResult], disconnected: trio.Event
+    call: Awaitable[types.CallToolResult], disconnected: Disconnect
 ) -> types.CallToolResult:
     """Await ``call`` unless the client's connection closes first: then the call is cancelled
     (a foreground form stays queued, its answer delivered later) and nothing is answered."""
-    results: list[types.CallToolResult] = []
-    async with trio.open_nursery() as nursery:
-
-        async def run() -> None:
-            results.append(await call)
-            nursery.cancel_scope.cancel()
-
-        async def watch() -> None:
-            await disconnected.wait()
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(run)
-        nursery.start_soon(watch)
-    if not results:
-        raise MCPError(CONNECTION_CLOSED, "The client went away; its question stays queued.")
-    return results[0]
+    with disconnected.cancelling():
+        return await call
+    raise MCPError(CONNECTION_CLOSED, "The client went away; its question stays queued.")
 
 
 def _has_progress_token(ctx: Any) -> bool:
