@@ -7,8 +7,13 @@ history and export naming the answerer, and the TLS rule of a non-loopback liste
 from __future__ import annotations
 
 import functools
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -16,8 +21,9 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.http import ListenError
-from pi_agent_ask.store.db import FormRow, Store
+from pi_agent_ask.store.db import Claim, FormRow, Store
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
+from pi_agent_ask.store.testing import desk_process
 from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
 from tests.test_web import signed_in
 
@@ -49,9 +55,11 @@ async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[Team
             desk.cancel()
 
 
-async def _ask(desk: TeamDesk, agent: str, call: str, label: str) -> str:
+async def _ask(
+    desk: TeamDesk, agent: str, call: str, label: str, *, background: bool = True
+) -> str:
     request_id, _bg, _state = await desk.store.run(
-        Store.ask, desk.store.store, agent, call, _params(label), background=True
+        Store.ask, desk.store.store, agent, call, _params(label), background=background
     )
     return request_id
 
@@ -66,8 +74,9 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
             first = await _ask(ann, "alpha", "c1", "Ship")
             held = await _ask(ann, "alpha", "c2", "Held")
             other = await _ask(ann, "beta", "c1", "Other")
+            waited = await _ask(ann, "gamma", "c1", "Waited on", background=False)
             claim = await bob.board.open(held)
-            assert not isinstance(claim, str) and claim.request_id == held
+            assert isinstance(claim, Claim) and claim.request_id == held
             await ann.board.wait_for(lambda rows: _claimed_by(rows, held, "bob"))
             base = ann.web.base_url
             async with httpx2.AsyncClient(timeout=30) as http:
@@ -79,6 +88,15 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
                 on_held = await http.get(base + "/", params={"form": f"alpha/{held}"})
                 assert f'data-form-id="alpha/{held}"' in on_held.text
                 assert "bob is answering this on desk" in on_held.text
+                # A background question can wait ("Later"); one the agent waits on says so.
+                assert 'id="later"' in on_held.text
+                blocked = '<p class="badge blocked when-blocked">The agent is blocked'
+                assert blocked not in on_held.text
+                on_waited = await http.get(base + "/", params={"form": f"gamma/{waited}"})
+                assert f'data-form-id="gamma/{waited}"' in on_waited.text
+                assert blocked in on_waited.text and 'id="later"' not in on_waited.text
+                # Four forms waiting: the page shows one, three behind it (each counted once).
+                assert '<a href="#queue">3 more waiting</a>' in on_waited.text
 
                 # A form another desk holds: the store refuses, in its words.
                 refused = await http.post(
@@ -124,11 +142,128 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
                 assert export.status_code == 200
                 assert "### Answered by\n\n```text\nann\n```" in export.text
 
-                # A team desk has no desk token: no sign-in code for an empty bearer token.
+                # A sign-in code needs the page's own token (desk login-url reads it from the
+                # desk's sign-in file); an agent's token or none is refused.
                 no_code = await http.post(base + "/login-code", headers={"authorization": "Bearer"})
-                assert no_code.status_code == 404
+                assert no_code.status_code == 401
+                code = await http.post(
+                    base + "/login-code", headers={"authorization": f"Bearer {ann.web.token}"}
+                )
+                assert code.json()["url"].startswith(base + "/login?code=")
 
 
 async def test_a_non_loopback_team_desk_needs_tls(desk_url: str) -> None:  # noqa: F811
     with pytest.raises(ListenError, match="without TLS"):
         await run_team_desk(desk_url, listen_on="0.0.0.0:0", allow_remote=True)
+
+
+async def test_a_draft_on_a_form_another_desk_holds_is_refused_and_says_who(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """Typing on the page into a form another desk holds: the draft is refused (423) with the
+    store's sentence and who holds it, the holder's claim and draft stay as they were, and
+    the same draft goes through once the holder lets the form go."""
+    with trio.fail_after(90):
+        async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
+            held = await _ask(ann, "alpha", "c1", "Held")
+            claim = await bob.board.open(held)
+            assert isinstance(claim, Claim) and claim.request_id == held
+            mine = {"drafts": [{"selected": [1], "note": "bob's"}]}
+            assert await bob.board.save_draft(held, mine)
+            await ann.board.wait_for(lambda rows: _claimed_by(rows, held, "bob"))
+            base = ann.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                csrf = await signed_in(http, ann.web.login_url())
+                headers = {"origin": base, "x-csrf-token": csrf}
+                typed = {"form": f"alpha/{held}", "drafts": [{"selected": [0], "note": "ann's"}]}
+                refused = await http.post(base + "/api/draft", json=typed, headers=headers)
+                assert refused.status_code == 423, refused.text
+                body = refused.json()
+                assert body["code"] == "held"
+                assert body["heldBy"] == "bob" and body["desk"] == bob.board.desk
+                assert body["error"].startswith(
+                    f"bob is answering this form on desk {bob.board.desk}"
+                )
+                (row,) = await ann.store.run(Store.board, ann.store.store)
+                assert row.claimed_by == "bob" and row.draft == mine
+
+                await bob.board.close(held)
+                await ann.board.wait_for(
+                    lambda rows: any(r.request_id == held and not r.claim_live for r in rows)
+                )
+                saved = await http.post(base + "/api/draft", json=typed, headers=headers)
+                assert saved.status_code == 200, saved.text
+                (row,) = await ann.store.run(Store.board, ann.store.store)
+                assert row.claimed_by == "ann" and row.claim_live
+                assert row.draft is not None and row.draft["drafts"][0]["note"] == "ann's"
+
+
+async def _login_url(env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    command = [sys.executable, "-m", "pi_agent_ask", "desk", "login-url"]
+    return await trio.run_process(
+        command, env=env, capture_stdout=True, capture_stderr=True, check=False
+    )
+
+
+async def test_desk_login_url_reaches_a_team_desk_process(
+    desk_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """``pi-agent-ask desk login-url`` against a ``desk --store`` process: a one-time URL that
+    signs a browser in, as for a desk of files; once the desk is gone (killed, its sign-in file
+    left behind), "no desk is running"."""
+    env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")}
+    with trio.fail_after(90):
+        process, mcp_url = await desk_process(desk_url, "ann", env=env)
+        try:
+            assert (tmp_path / "desk.team.json").stat().st_mode & 0o777 == 0o600
+            made = await _login_url(env)
+            assert made.returncode == 0, made.stderr
+            (url,) = made.stdout.decode().splitlines()
+            base = mcp_url.removesuffix("/mcp")
+            assert url.startswith(base + "/login?code=")
+            async with httpx2.AsyncClient(timeout=30) as http:
+                await signed_in(http, url)
+                page = await http.get(base + "/")
+                assert page.status_code == 200 and "No questions waiting" in page.text
+        finally:
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+        assert (tmp_path / "desk.team.json").exists()  # a killed desk leaves its file
+        gone = await _login_url(env)
+        assert gone.returncode == 2
+        assert gone.stdout == b""
+        assert b"no desk is running" in gone.stderr
+
+
+async def test_a_page_claim_ends_a_lease_after_its_last_draft(desk_url: str) -> None:  # noqa: F811
+    """A draft typed on the page claims the form; a page that goes quiet (its person left,
+    the tab closed) puts the form back for every desk a lease after its last draft, with
+    that draft, so another desk can take it over; the page's next draft claims it again."""
+    with trio.fail_after(90):
+        async with (
+            team_desk(desk_url, "ann", lease=1.0, heartbeat=0.25) as ann,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            held = await _ask(ann, "alpha", "c1", "Held")
+            await ann.board.wait_for(lambda rows: any(r.request_id == held for r in rows))
+            base = ann.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                csrf = await signed_in(http, ann.web.login_url())
+                headers = {"origin": base, "x-csrf-token": csrf}
+                typed = {"form": f"alpha/{held}", "drafts": [{"note": "ann was here"}]}
+                saved = await http.post(base + "/api/draft", json=typed, headers=headers)
+                assert saved.status_code == 200, saved.text
+                await bob.board.wait_for(lambda rows: _claimed_by(rows, held, "ann"))
+                # Nothing more from the page: the claim ends, the draft stays.
+                rows = await bob.board.wait_for(
+                    lambda rows: any(r.request_id == held and r.claimed_by is None for r in rows)
+                )
+                (row,) = rows
+                assert row.draft is not None and row.draft["drafts"][0]["note"] == "ann was here"
+                claim = await bob.board.open(held)
+                assert isinstance(claim, Claim)
+                await bob.board.close(held)
+                again = await http.post(base + "/api/draft", json=typed, headers=headers)
+                assert again.status_code == 200, again.text
+                await bob.board.wait_for(lambda rows: _claimed_by(rows, held, "ann"))

@@ -18,25 +18,31 @@ from a stale connection file.
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import ipaddress
-import json
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 import mcp.types as types
-import trio
 from hypercorn.config import Config as HypercornConfig
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
 
 from pi_agent_ask.desk.agents import Agent, AgentRegistry, AgentUnavailable
+from pi_agent_ask.mcp_common.asgi import (
+    Receive,
+    Scope,
+    Send,
+    header,
+    progress_reporter,
+    respond_json,
+    unless_gone,
+    watch_disconnect,
+)
 from pi_agent_ask.mcp_common.connection import KEY_HEADER, SERVICE, STATUS_PATH
 from pi_agent_ask.mcp_common.journals import InvalidKey
 
@@ -51,14 +57,8 @@ __all__ = [
     "server_config",
 ]
 
-DISCONNECTED = "pi_agent_ask.disconnected"
-"""The ASGI scope key of the request's :class:`Disconnect`."""
 MCP_PATH = "/mcp"
 INVALID_PARAMS = -32602
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 class ListenError(ValueError):
@@ -119,32 +119,6 @@ def parse_listen(text: str | None) -> Listen:
     return Listen(host, port)
 
 
-def _header(scope: Scope, name: str) -> str | None:
-    raw = name.encode("ascii")
-    for key, value in scope.get("headers", ()):
-        if key.lower() == raw:
-            return bytes(value).decode("latin-1")
-    return None
-
-
-async def _respond(
-    send: Send, status: int, body: object, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    payload = json.dumps(body).encode("utf-8")
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode("ascii")),
-                *(headers or []),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
-
-
 @attrs.define(eq=False)
 class DeskApp:
     """The ASGI application: checks, then ``/mcp`` to the SDK, ``/desk`` to the status."""
@@ -176,7 +150,7 @@ class DeskApp:
         refused = self.place_refusal(scope)
         if refused is not None:
             return refused
-        authorization = _header(scope, "authorization") or ""
+        authorization = header(scope, "authorization") or ""
         scheme, _, credential = authorization.partition(" ")
         expected = self.token.encode("utf-8")
         if scheme.lower() != "bearer" or not hmac.compare_digest(
@@ -190,10 +164,10 @@ class DeskApp:
         token: a team desk checks each agent's own token instead (``store/http.py``)."""
         if self.port is None:
             return 503, "The desk is starting."
-        origin = _header(scope, "origin")
+        origin = header(scope, "origin")
         if origin is not None and origin not in self.allowed_origins():
             return 403, "Origin not allowed."
-        if not self.host_allowed(_header(scope, "host")):
+        if not self.host_allowed(header(scope, "host")):
             return 421, "Host not allowed."
         return None
 
@@ -206,9 +180,9 @@ class DeskApp:
         path = scope.get("path", "")
         if self.web is not None and path not in (MCP_PATH, MCP_PATH + "/", STATUS_PATH):
             if self.port is None:
-                await _respond(send, 503, {"error": "The desk is starting."})
-            elif not self.host_allowed(_header(scope, "host")):
-                await _respond(send, 421, {"error": "Host not allowed."})
+                await respond_json(send, 503, {"error": "The desk is starting."})
+            elif not self.host_allowed(header(scope, "host")):
+                await respond_json(send, 421, {"error": "Host not allowed."})
             else:
                 await self.web(scope, receive, send)
             return
@@ -216,64 +190,14 @@ class DeskApp:
         if refusal is not None:
             status, message = refusal
             extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
-            await _respond(send, status, {"error": message}, extra)
+            await respond_json(send, status, {"error": message}, extra)
             return
         if path in (MCP_PATH, MCP_PATH + "/"):
-            await self.manager.handle_request(scope, _watch_disconnect(scope, receive), send)
+            await self.manager.handle_request(scope, watch_disconnect(scope, receive), send)
         elif path == STATUS_PATH and scope.get("method") == "GET":
-            await _respond(send, 200, {"service": SERVICE, "pid": self.pid})
+            await respond_json(send, 200, {"service": SERVICE, "pid": self.pid})
         else:
-            await _respond(send, 404, {"error": "Not found."})
-
-
-@attrs.define(eq=False)
-class Disconnect:
-    """Whether a request's client went away, and the tool calls that end when it does.
-
-    The request's ``receive`` notes the ``http.disconnect`` (:func:`_watch_disconnect`), and
-    that cancels the scope of every call running under :meth:`cancelling` there and then: no
-    task of its own watches for it, so a call's result goes back to the transport in the
-    task that made it."""
-
-    gone: bool = False
-    _calls: set[trio.CancelScope] = attrs.field(factory=set, init=False)
-
-    def note(self) -> None:
-        self.gone = True
-        for scope in self._calls:
-            scope.cancel()
-
-    @contextlib.contextmanager
-    def cancelling(self) -> Iterator[trio.CancelScope]:
-        """A cancel scope that is cancelled when (or since) the client went away."""
-        with trio.CancelScope() as scope:
-            if self.gone:
-                scope.cancel()
-            self._calls.add(scope)
-            try:
-                yield scope
-            finally:
-                self._calls.discard(scope)
-
-
-def _watch_disconnect(scope: Scope, receive: Receive) -> Receive:
-    """``receive``, noting in the request's scope when its client goes away.
-
-    A client that drops its connection in the middle of a call (killed, or cut without the
-    courtesy ``notifications/cancelled``) leaves the SDK's handler running, and the result it
-    returns later has nowhere to go. The :class:`Disconnect` in the scope lets the tool
-    handler end the call instead, so a foreground form stays queued and its answer is
-    delivered later."""
-    disconnect = Disconnect()
-    scope[DISCONNECTED] = disconnect
-
-    async def watched() -> dict[str, Any]:
-        message = await receive()
-        if message.get("type") == "http.disconnect":
-            disconnect.note()
-        return message
-
-    return watched
+            await respond_json(send, 404, {"error": "Not found."})
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
@@ -317,13 +241,10 @@ def mcp_server(registry: AgentRegistry, *, version: str = "") -> Server[Any]:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         agent = await _agent(registry, ctx)
-        report = ctx.session.report_progress if _has_progress_token(ctx) else None
-        call = agent.call_tool(params.name, params.arguments, report_progress=report)
-        scope = getattr(ctx.request, "scope", None)
-        disconnected = scope.get(DISCONNECTED) if isinstance(scope, dict) else None
-        if disconnected is None:
-            return await call
-        return await _unless_gone(call, disconnected)
+        call = agent.call_tool(
+            params.name, params.arguments, report_progress=progress_reporter(ctx)
+        )
+        return await unless_gone(ctx, call)
 
     return Server(
         "pi-agent-ask-desk",
@@ -335,20 +256,3 @@ def mcp_server(registry: AgentRegistry, *, version: str = "") -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-
-
-async def _unless_gone(
-    call: Awaitable[types.CallToolResult], disconnected: Disconnect
-) -> types.CallToolResult:
-    """Await ``call`` unless the client's connection closes first: then the call is cancelled
-    (a foreground form stays queued, its answer delivered later) and nothing is answered."""
-    with disconnected.cancelling():
-        return await call
-    raise MCPError(CONNECTION_CLOSED, "The client went away; its question stays queued.")
-
-
-def _has_progress_token(ctx: Any) -> bool:
-    meta = ctx.meta
-    if not isinstance(meta, dict):
-        return False
-    return meta.get("progressToken", meta.get("progress_token")) is not None

@@ -3,10 +3,15 @@
 :func:`run_desk` starts, in this order: the display (the terminal, or nothing when headless),
 the agent registry (every journal under the state directory is reopened, so forms queued
 before a restart are on the board before any agent reconnects), the session manager and
-hypercorn on Trio, and then writes the connection file (and leaves the heap it started with
-out of later garbage collections, which keeps their pauses short). Leaving (cancellation,
-Ctrl-Q) removes the connection file first, so no client finds a desk that is going away, then
-stops the server and disposes every runtime (drafts saved).
+hypercorn on Trio, and then writes the connection file. Leaving (cancellation, Ctrl-Q) removes
+the connection file first, so no client finds a desk that is going away, then stops the
+server and disposes every runtime (drafts saved).
+
+The start-up shape both desks share (a desk of files here, a team desk in ``store/run.py``)
+is one implementation: :func:`checked_listen` (the listen rules: loopback unless
+``--allow-remote``, TLS off loopback, the warning) and :func:`serving` (the session manager,
+hypercorn, the page's address, the address file written and removed, the terminal's sign-in
+lines).
 """
 
 from __future__ import annotations
@@ -14,14 +19,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import attrs
 import trio
 from hypercorn.trio import serve
+from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from pi_agent_ask.actors.form import NullSurface
@@ -55,7 +61,11 @@ __all__ = [
     "Desk",
     "DeskAlreadyRunning",
     "check_tls",
+    "checked_listen",
+    "desk_settings",
     "run_desk",
+    "serving",
+    "show_terminal",
     "sign_in_text",
 ]
 
@@ -107,6 +117,113 @@ def check_tls(
         )
 
 
+def checked_listen(
+    listen: str | None,
+    *,
+    allow_remote: bool,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    tls_elsewhere: bool,
+    guard: str,
+    secrets_in: str,
+    warn: Callable[[str], None],
+) -> Listen:
+    """The ``--listen`` address, under the listen rules: a non-loopback one needs
+    ``allow_remote`` and TLS (:func:`check_tls`), and is warned about (``secrets_in``: where
+    whoever reaches it finds what lets them in; ``guard``: what every request still needs).
+    Raises ``ListenError``."""
+    where = parse_listen(listen)
+    if not is_loopback(where.host) and not allow_remote:
+        raise ListenError(
+            f"refusing to listen on {where.host}, which is not a loopback address; "
+            f"pass --allow-remote to do it anyway (every request still needs {guard})"
+        )
+    check_tls(where, tls_cert, tls_key, tls_elsewhere)
+    if not is_loopback(where.host):
+        warn(REMOTE_WARNING.format(host=where.host, file=secrets_in))
+    return where
+
+
+async def desk_settings(settings: Path | None) -> tuple[Path, Any]:
+    """The settings file (``None``: the default one) and what loading it gave
+    (``LoadedSettings``), read in a worker thread."""
+    from pi_agent_ask.persistence.settings import load_settings, settings_path
+
+    settings_file = settings if settings is not None else settings_path(os.environ)
+    loaded = await trio.to_thread.run_sync(
+        lambda: load_settings(settings_file, project_dir=Path.cwd())
+    )
+    return settings_file, loaded
+
+
+async def show_terminal(
+    nursery: trio.Nursery, display: Any, board: Board, loaded: Any, input: Any, output: Any
+) -> None:
+    """Start the desk's terminal ``display`` (a ``DeskSurface``) on ``board`` in ``nursery``,
+    with the settings' notices."""
+    from pi_agent_ask.ui.surface import run_terminal_surface
+
+    board.on_change = display.invalidate
+    display.board = board
+    for text in loaded.notices:
+        display.notice(text)
+    await nursery.start(
+        lambda task_status: run_terminal_surface(
+            display, input=input, output=output, task_status=task_status
+        )
+    )
+
+
+@asynccontextmanager
+async def serving(
+    nursery: trio.Nursery,
+    server: Server[Any],
+    app_of: Callable[[StreamableHTTPSessionManager], DeskApp],
+    web: WebDesk,
+    where: Listen,
+    *,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    token: str,
+    address_file: Path | None,
+    display: Any = None,
+) -> AsyncIterator[DeskAddress]:
+    """Serve ``server`` at ``/mcp`` and ``web`` beside it (the ASGI app ``app_of`` makes) on
+    hypercorn in ``nursery`` for the block; yields the desk's address (its ``/mcp`` URL, with
+    ``token``). Once it listens: the page's base URL is set, ``address_file`` written (mode
+    0600), the terminal ``display`` shows the URL and the page's sign-in lines, and the heap
+    as it stands is left out of later garbage collections (``_freeze_heap``). Leaving removes
+    ``address_file`` first (if still this desk's), then stops the server."""
+    manager = StreamableHTTPSessionManager(server, session_idle_timeout=SESSION_IDLE_TIMEOUT)
+    app = app_of(manager)
+    async with manager.run():
+        binds: list[str] = await nursery.start(serve, app, server_config(where, tls_cert, tls_key))
+        port = int(binds[0].rsplit(":", 1)[1])
+        app.port = port
+        scheme = "https" if tls_cert is not None else "http"
+        web.base_url = web_base_url(scheme, where.host, port)
+        address = DeskAddress(
+            url=f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{port}{MCP_PATH}",
+            token=token,
+            pid=os.getpid(),
+        )
+        try:
+            # Inside the try: a cancellation while the file is written still removes it.
+            if address_file is not None:
+                await trio.to_thread.run_sync(write_desk_file, address_file, address)
+            if display is not None:  # shown once the file is written: a client can read it then
+                display.url = address.url
+                display.sign_in = sign_in_text(web.login_url(), is_loopback(where.host))
+                display.invalidate()
+            _freeze_heap()
+            yield address
+        finally:
+            if address_file is not None:
+                with suppress(OSError):
+                    remove_desk_file(address_file, address)
+            gc.unfreeze()
+
+
 async def run_desk(
     *,
     listen: str | None = None,
@@ -134,14 +251,17 @@ async def run_desk(
     non-loopback listen needs them, or ``tls_elsewhere`` (a tunnel or a proxy protects the
     traffic). Raises ``ListenError`` and :class:`DeskAlreadyRunning`.
     """
-    where = parse_listen(listen)
-    if not is_loopback(where.host) and not allow_remote:
-        raise ListenError(
-            f"refusing to listen on {where.host}, which is not a loopback address; "
-            "pass --allow-remote to do it anyway (every request still needs the token)"
-        )
-    check_tls(where, tls_cert, tls_key, tls_elsewhere)
     file = desk_file if desk_file is not None else desk_file_path()
+    where = checked_listen(
+        listen,
+        allow_remote=allow_remote,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        tls_elsewhere=tls_elsewhere,
+        guard="the token",
+        secrets_in=str(file),
+        warn=warn,
+    )
     running = await find_desk(path=file)
     if running is not None:
         raise DeskAlreadyRunning(
@@ -149,8 +269,6 @@ async def run_desk(
             f"file is {file}"
         )
     state = state_dir if state_dir is not None else default_state_dir()
-    if not is_loopback(where.host):
-        warn(REMOTE_WARNING.format(host=where.host, file=file))
     with contextlib.ExitStack() as held:
         try:
             held.enter_context(lock_state_dir(state))
@@ -185,13 +303,7 @@ async def _run(
     tls_key: Path | None,
     task_status: trio.TaskStatus[Desk],
 ) -> None:
-
-    from pi_agent_ask.persistence.settings import load_settings, settings_path
-
-    settings_file = settings if settings is not None else settings_path(os.environ)
-    loaded = await trio.to_thread.run_sync(
-        lambda: load_settings(settings_file, project_dir=Path.cwd())
-    )
+    settings_file, loaded = await desk_settings(settings)
     stopped = trio.Event()
     async with trio.open_nursery() as nursery:
         display: Any
@@ -223,44 +335,26 @@ async def _run(
         )
         registry.form_url = web.form_url
         if not headless:
-            from pi_agent_ask.ui.surface import run_terminal_surface
-
-            board.on_change = display.invalidate
-            display.board = board
             display.on_settings_saved = registry.apply_settings
-            for text in loaded.notices:
-                display.notice(text)
-            await nursery.start(
-                lambda task_status: run_terminal_surface(
-                    display, input=input, output=output, task_status=task_status
-                )
-            )
+            await show_terminal(nursery, display, board, loaded, input, output)
         await nursery.start(registry.run)
-        manager = StreamableHTTPSessionManager(
-            mcp_server(registry, version=package_version()),
-            session_idle_timeout=SESSION_IDLE_TIMEOUT,
-        )
-        app = DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
-        config = server_config(where, tls_cert, tls_key)
-        async with manager.run():
-            binds: list[str] = await nursery.start(serve, app, config)
-            port = int(binds[0].rsplit(":", 1)[1])
-            app.port = port
-            scheme = "https" if tls_cert is not None else "http"
-            web.base_url = web_base_url(scheme, where.host, port)
-            address = DeskAddress(
-                url=f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{port}{MCP_PATH}",
+
+        def app_of(manager: StreamableHTTPSessionManager) -> DeskApp:
+            return DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
+
+        try:
+            async with serving(
+                nursery,
+                mcp_server(registry, version=package_version()),
+                app_of,
+                web,
+                where,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
                 token=token,
-                pid=os.getpid(),
-            )
-            try:
-                # Inside the try: a cancellation while the file is written still removes it.
-                await trio.to_thread.run_sync(write_desk_file, file, address)
-                if not headless:  # shown once the file is written: a client can read it then
-                    display.url = address.url
-                    display.sign_in = sign_in_text(web.login_url(), is_loopback(where.host))
-                    display.invalidate()
-                _freeze_heap()
+                address_file=file,
+                display=None if headless else display,
+            ) as address:
                 task_status.started(
                     Desk(
                         address=address,
@@ -273,23 +367,18 @@ async def _run(
                     )
                 )
                 await trio.sleep_forever()
-            finally:
-                with suppress(OSError):
-                    remove_desk_file(file, address)
-                gc.unfreeze()
-                stopped.set()
-                nursery.cancel_scope.cancel()
+        finally:
+            stopped.set()  # the connection file is gone (``serving`` removed it)
+            nursery.cancel_scope.cancel()
 
 
-def sign_in_text(
-    url: str, loopback: bool, *, another: str = "'pi-agent-ask desk login-url' makes another"
-) -> str:
+def sign_in_text(url: str, loopback: bool) -> str:
     """The terminal desk's sign-in lines for its web page (with a QR code for a phone when
-    other machines can reach the listen); ``another`` says how to get a new URL."""
+    other machines can reach the listen)."""
     lines = [
         "",
         " Answer in a browser too: open this link once (it lasts 10 minutes;",
-        f" {another}):",
+        " 'pi-agent-ask desk login-url' makes another):",
         f" {url}",
     ]
     if not loopback:

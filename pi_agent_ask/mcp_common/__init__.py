@@ -4,7 +4,9 @@ two import in one direction only (neither imports the other):
 - ``tools.py``: ``AgentTools``, one agent's tools on one runtime in MCP's terms;
 - ``answers.py``: background answers as MCP clients see them (no SDK import);
 - ``connection.py``: the desk's connection file, its agent-key header, and finding a running
-  desk through them.
+  desk through them;
+- ``asgi.py``: the ASGI pieces both desks' HTTP sides share (headers, JSON responses, a
+  client gone in the middle of a call).
 
 Importing this package stays cheap: the SDK loads with ``tools.py``."""
 

@@ -11,6 +11,9 @@ request's ``_meta``) resumes what the first attempt started. Per call:
   becomes a background one, so its answer arrives later, like any background answer.
 - ``wait_for_answers``: waits until none of the agent's background requests is pending, then
   takes every undelivered background outcome with the call key.
+- ``list_ask_history``, ``read_ask_history`` (when the desk's settings turn the history tools
+  on, as on a desk of files): the agent's own requests and outcomes, read under its own key
+  (``store/history.py``);
 - every result carries the background answers taken with the call key (``backgroundAnswers``,
   as on a desk of files).
 
@@ -44,6 +47,7 @@ from pi_agent_ask.mcp_common.tools import (
     with_background_answers,
 )
 from pi_agent_ask.store.db import Delivered, Store
+from pi_agent_ask.store.history import TEAM_HISTORY_TOOLS, history_tool, team_records
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
 
 __all__ = ["CALL_KEY_META", "StoreAgentTools"]
@@ -51,6 +55,11 @@ __all__ = ["CALL_KEY_META", "StoreAgentTools"]
 CALL_KEY_META: Final = "pi-agent-ask/callKey"
 """The ``_meta`` key of a tool call's key: the same for every attempt of one call."""
 OWN_SUFFIX: Final = "/own"
+EXPORT_ELSEWHERE_TEXT: Final = (
+    "export_ask_history is not offered by a team desk: the file would be written on the desk's "
+    "host, not this agent's. Read the records with list_ask_history and read_ask_history, or "
+    "export from the desk's web page (History)."
+)
 MAX_CALL_KEY: Final = 200
 
 
@@ -79,9 +88,16 @@ class StoreAgentTools:
     wakes: Wakes
     key: str
     progress_interval: float = PROGRESS_INTERVAL
+    history_tools: bool = False
+    """Offer ``TEAM_HISTORY_TOOLS`` (the desk's ``behaviour.historyTools``)."""
 
     def list_tools(self) -> list[types.Tool]:
-        return [mcp_tool(tool) for tool in tool_names.tool_definitions_for()]
+        definitions = tool_names.tool_definitions_for(history_tools=self.history_tools)
+        return [
+            mcp_tool(tool)
+            for tool in definitions
+            if tool["name"] not in tool_names.HISTORY_TOOLS or tool["name"] in TEAM_HISTORY_TOOLS
+        ]
 
     async def call_tool(
         self,
@@ -96,6 +112,15 @@ class StoreAgentTools:
         elif name == tool_names.WAIT_FOR_ANSWERS:
             async with progress_ticks(report_progress, self.progress_interval):
                 return await self._wait(call_key)
+        elif name == tool_names.EXPORT_ASK_HISTORY and self.history_tools:
+            result = error_result(EXPORT_ELSEWHERE_TEXT)
+        elif name in TEAM_HISTORY_TOOLS and self.history_tools:
+            rows = await self.store.run(
+                Store.requests_of, self.store.store, self.key, as_agent=True
+            )
+            result = await trio.to_thread.run_sync(
+                lambda: history_tool(name, arguments, team_records(rows))
+            )
         else:
             result = error_result(f"Unknown tool {name!r} on this desk.")
         return with_background_answers(result, await self._background(call_key))

@@ -69,7 +69,9 @@ def run_desk_on_store(
 ) -> Any:
     """The ``desk --store`` body for ``cmd_desk``'s nursery: an awaitable factory. ``on_exit``
     is called when the desk ends by itself (the person quit)."""
+    from pi_agent_ask.mcp_common.connection import desk_file_path
     from pi_agent_ask.store.run import run_team_desk
+    from pi_agent_ask.web.login import team_login_file
 
     async def serve(task_status: Any) -> None:
         await run_team_desk(
@@ -83,6 +85,7 @@ def run_desk_on_store(
             warn=warn,
             headless=args.headless,
             settings=args.settings,
+            login_file=team_login_file(desk_file_path()),
             task_status=task_status,
         )
         if on_exit is not None:

@@ -97,6 +97,12 @@ class Refused:
 
     reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid"]
     message: str
+    holder: str | None = None
+    """``claimed``: who is on the form (their ``--as`` name)."""
+    desk: str | None = None
+    """``claimed``: the desk that holds it."""
+    until: datetime | None = None
+    """``claimed``: when the holder's lease runs out unless their desk extends it."""
 
 
 @attrs.frozen
@@ -328,10 +334,13 @@ class Store:
             ).fetchall()
         return [row[0] for row in rows]
 
-    def requests_of(self, agent: str) -> list[dict[str, Any]]:
+    def requests_of(self, agent: str, *, as_agent: bool = False) -> list[dict[str, Any]]:
         """Every request of ``agent``, oldest first, with its outcome and who gave it (``result``
-        and ``answered_by`` are ``None`` while it waits): what its history is made of."""
-        with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
+        and ``answered_by`` are ``None`` while it waits): what its history is made of.
+        ``as_agent``: read as the agent itself (its history tools), where row-level security
+        admits only its own rows; else as the desk (the page's history of every agent)."""
+        role, key = (AGENT_ROLE, agent) if as_agent else (DESK_ROLE, None)
+        with self._transaction(role, key) as conn, conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(
                 f"SELECT r.request_id, r.params, r.background, r.created_at, o.result,"
                 f" o.answered_by, o.answered_on, o.answered_at"
@@ -414,6 +423,9 @@ class Store:
             "claimed",
             f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
             f"(until {row['lease_until']:%H:%M:%S} unless they keep it).",
+            holder=row["claimed_by"],
+            desk=row["claim_desk"],
+            until=row["lease_until"],
         )
 
     def submit_refusal(self, request_id: str) -> Refused:
@@ -433,14 +445,18 @@ class Store:
         return None if row is None else row[0]
 
     def save_draft(self, token: str, draft: dict[str, Any], *, person: str) -> bool:
-        """Keep the claimed form's draft (it comes back with the form if the claim is lost)."""
+        """Keep the claimed form's draft (it comes back with the form if the claim is lost).
+        The other desks are woken too: they show the holder's draft as it is typed."""
         with self._transaction(DESK_ROLE) as conn:
             cursor = conn.execute(
                 f"UPDATE {SCHEMA}.requests SET draft = %s, draft_at = now(), draft_by = %s"
                 " WHERE claim_token = %s AND state = 'pending'",
                 (json.dumps(draft), person, token),
             )
-            return cursor.rowcount == 1
+            if cursor.rowcount != 1:
+                return False
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+            return True
 
     def release(self, token: str, draft: dict[str, Any] | None = None) -> None:
         """Give a claimed form back to every desk (with its draft when given)."""

@@ -3,6 +3,12 @@
 The records are the history tools' own (``persistence/history_records.py``), so the web page and
 the Markdown export render them as they render a desk of files' journal, with one more field:
 ``answered_by``, the person (``desk --as``) whose outcome it is.
+
+:func:`history_tool` answers an agent's ``list_ask_history`` and ``read_ask_history`` over the
+records of its own requests (read under its own key: ``Store.requests_of(..., as_agent=True)``,
+where row-level security admits no other agent's rows), with the results a desk of files gives.
+``export_ask_history`` writes a file where the desk runs, which for an agent on another host is
+the wrong machine: a team desk does not offer it (the page's History has the Markdown export).
 """
 
 from __future__ import annotations
@@ -11,11 +17,27 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pi_agent_ask.form.result import AskResult
-from pi_agent_ask.form.validate import params_from_saved
-from pi_agent_ask.persistence.history_records import HistoryRecord, Request, outcome_records
+import mcp.types as types
 
-__all__ = ["team_records"]
+from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.form.result import AskResult
+from pi_agent_ask.form.schema_check import schema_error_text, schema_issues
+from pi_agent_ask.form.schemas import HISTORY_DEFAULT_LIMIT
+from pi_agent_ask.form.validate import params_from_saved
+from pi_agent_ask.mcp_common.tools import call_tool_result, error_result
+from pi_agent_ask.persistence.history import read_result_content, tool_text
+from pi_agent_ask.persistence.history_records import (
+    HistoryError,
+    HistoryRecord,
+    Request,
+    find_record,
+    outcome_records,
+)
+
+__all__ = ["TEAM_HISTORY_TOOLS", "history_tool", "team_records"]
+
+TEAM_HISTORY_TOOLS = (tool_names.LIST_ASK_HISTORY, tool_names.READ_ASK_HISTORY)
+"""The history tools a team desk offers (``behaviour.historyTools`` in its settings)."""
 
 
 def _iso(moment: dt.datetime) -> str:
@@ -50,3 +72,55 @@ def team_records(rows: Iterable[Mapping[str, Any]]) -> list[HistoryRecord]:
             outcome_records(request, _result(row["result"]), answered_by=row["answered_by"])
         )
     return records
+
+
+def _listing(
+    records: list[HistoryRecord], query: object, answered_only: bool, offset: int, limit: int
+) -> dict[str, Any]:
+    """``list_ask_history``'s page: the filtered records (``query`` a case-insensitive
+    substring of a record's JSON), ``total`` counting them, ``nextOffset`` when more remain."""
+    needle = query.strip().lower() if isinstance(query, str) else ""
+    matches = [
+        record
+        for record in records
+        if (not answered_only or record.has_answer)
+        and (not needle or needle in record.search_text())
+    ]
+    page = matches[offset : offset + limit]
+    out: dict[str, Any] = {"total": len(matches), "offset": offset}
+    if offset + len(page) < len(matches):
+        out["nextOffset"] = offset + len(page)
+    out["records"] = [record.summary() for record in page]
+    return out
+
+
+def history_tool(name: str, arguments: Any, records: list[HistoryRecord]) -> types.CallToolResult:
+    """One ``list_ask_history`` or ``read_ask_history`` call over ``records`` (the agent's own,
+    oldest first); a bad argument or an unknown key is the tool's error result, in words."""
+    issues = schema_issues(name, arguments)
+    if issues:
+        return error_result(schema_error_text(name, issues))
+    content: list[dict[str, Any]] | None = None
+    if name == tool_names.LIST_ASK_HISTORY:
+        data = _listing(
+            records,
+            arguments.get("query"),
+            bool(arguments.get("answeredOnly", False)),
+            arguments.get("offset", 0),
+            arguments.get("limit", HISTORY_DEFAULT_LIMIT),
+        )
+    else:
+        try:
+            record = find_record(records, arguments["requestId"], arguments["questionId"])
+        except HistoryError as error:
+            return error_result(str(error))
+        data = {"record": record.to_json()}
+        content = read_result_content(record)
+    return call_tool_result(
+        {
+            "content": content
+            if content is not None
+            else [{"type": "text", "text": tool_text(data)}],
+            "structuredContent": data,
+        }
+    )

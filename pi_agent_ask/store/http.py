@@ -18,17 +18,15 @@ import mcp.types as types
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.desk.http import (
-    DISCONNECTED,
-    INVALID_PARAMS,
-    MCP_PATH,
-    DeskApp,
+from pi_agent_ask.desk.http import INVALID_PARAMS, MCP_PATH, DeskApp
+from pi_agent_ask.mcp_common.asgi import (
     Receive,
     Scope,
     Send,
-    _header,
-    _respond,
-    _unless_gone,
+    header,
+    progress_reporter,
+    respond_json,
+    unless_gone,
 )
 from pi_agent_ask.mcp_common.connection import STATUS_PATH
 from pi_agent_ask.store.agent import StoreAgentTools, call_key_of
@@ -54,14 +52,14 @@ class TeamDeskApp(DeskApp):
             await super().__call__(scope, receive, send)  # the page: its own checks
             return
         if scope["type"] == "http" and self.place_refusal(scope) is None:
-            scheme, _, credential = (_header(scope, "authorization") or "").partition(" ")
+            scheme, _, credential = (header(scope, "authorization") or "").partition(" ")
             agent = None
             if scheme.lower() == "bearer" and credential.strip() and self.store is not None:
                 agent = await self.store.run(
                     Store.agent_for_token, self.store.store, credential.strip()
                 )
             if agent is None:
-                await _respond(
+                await respond_json(
                     send,
                     401,
                     {"error": TOKEN_REFUSED},
@@ -86,32 +84,30 @@ def _agent(ctx: Any) -> str:
 
 
 def team_mcp_server(
-    store: AsyncStore, wakes: Wakes, *, progress_interval: float | None = None
+    store: AsyncStore,
+    wakes: Wakes,
+    *,
+    progress_interval: float | None = None,
+    history_tools: bool = False,
 ) -> Server[Any]:
-    """The team desk's MCP server: the tools of the agent the request's token names."""
+    """The team desk's MCP server: the tools of the agent the request's token names
+    (``history_tools``: with its history tools, the desk's ``behaviour.historyTools``)."""
 
     def tools(ctx: Any) -> StoreAgentTools:
         extra = {} if progress_interval is None else {"progress_interval": progress_interval}
-        return StoreAgentTools(store, wakes, _agent(ctx), **extra)
+        return StoreAgentTools(store, wakes, _agent(ctx), history_tools=history_tools, **extra)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools(ctx).list_tools())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        meta = ctx.meta if isinstance(ctx.meta, dict) else {}
-        report = (
-            ctx.session.report_progress
-            if meta.get("progressToken", meta.get("progress_token")) is not None
-            else None
-        )
         call = tools(ctx).call_tool(
-            params.name, params.arguments, call_key=call_key_of(meta), report_progress=report
+            params.name,
+            params.arguments,
+            call_key=call_key_of(ctx.meta),
+            report_progress=progress_reporter(ctx),
         )
-        scope = getattr(ctx.request, "scope", None)
-        disconnected = scope.get(DISCONNECTED) if isinstance(scope, dict) else None
-        if disconnected is None:
-            return await call
-        return await _unless_gone(call, disconnected)
+        return await unless_gone(ctx, call)
 
     return Server(
         "pi-agent-ask-desk",

@@ -4,8 +4,10 @@
 of files (hypercorn on Trio, the SDK's session manager, the Origin and Host checks), with the
 agents' state in the store, and the same web page beside ``/mcp`` (``store/web.py``), with the
 same TLS rule. It writes no connection file: a team desk admits agents by their own tokens
-(``pi-agent-ask store token``), which a connection file cannot hand out; so its page's
-one-time sign-in URLs come from the desk's own output (``TeamDesk.web.login_url()``).
+(``pi-agent-ask store token``), which a connection file cannot hand out. Its page's one-time
+sign-in URLs come from the desk's own output (``TeamDesk.web.login_url()``) and, given a
+``login_file`` (the command line's is ``web.login.team_login_file``), from ``pi-agent-ask desk
+login-url``, which reads the page's address and sign-in token there.
 """
 
 from __future__ import annotations
@@ -18,23 +20,16 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.trio import serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from pi_agent_ask.desk.http import (
-    MCP_PATH,
-    ListenError,
-    is_loopback,
-    parse_listen,
-    server_config,
-)
-from pi_agent_ask.desk.run import REMOTE_WARNING, SESSION_IDLE_TIMEOUT, check_tls, sign_in_text
+from pi_agent_ask.desk.run import checked_listen, desk_settings, serving, show_terminal
+from pi_agent_ask.mcp_common.connection import new_token
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.http import TeamDeskApp, team_mcp_server
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 from pi_agent_ask.store.web import TeamPage, team_web_desk
-from pi_agent_ask.web.app import WebDesk, web_base_url
+from pi_agent_ask.web.app import WebDesk
 
 __all__ = ["TeamDesk", "default_person", "run_team_desk"]
 
@@ -72,22 +67,26 @@ async def run_team_desk(
     on_change: Callable[[], None] = lambda: None,
     headless: bool = True,
     settings: Path | None = None,
+    login_file: Path | None = None,
     input: Any = None,
     output: Any = None,
     task_status: trio.TaskStatus[TeamDesk] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve a team desk on the store at ``store_url`` until cancelled, or until the person
     quits (Ctrl-Q) the terminal view (``headless=False``; ``input``/``output``: prompt_toolkit
-    objects, ``None`` for the process's terminal)."""
-    where = parse_listen(listen_on)
-    if not is_loopback(where.host) and not allow_remote:
-        raise ListenError(
-            f"refusing to listen on {where.host}, which is not a loopback address; "
-            "pass --allow-remote to do it anyway (every request still needs an agent token)"
-        )
-    check_tls(where, tls_cert, tls_key, tls_elsewhere)
-    if not is_loopback(where.host):
-        warn(REMOTE_WARNING.format(host=where.host, file="the store's token table"))
+    objects, ``None`` for the process's terminal). ``login_file``: where ``desk login-url``
+    finds the page (written once the desk listens, removed when it stops)."""
+    where = checked_listen(
+        listen_on,
+        allow_remote=allow_remote,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        tls_elsewhere=tls_elsewhere,
+        guard="an agent token",
+        secrets_in="the store's token table",
+        warn=warn,
+    )
+    _settings_file, loaded = await desk_settings(settings)
     store = Store(store_url)
     await trio.to_thread.run_sync(store.open)
     try:
@@ -112,33 +111,37 @@ async def run_team_desk(
             await nursery.start(board.run)
             page = TeamPage(board)
             await nursery.start(page.run)
-            web = team_web_desk(page, shared, secure=tls_cert is not None)
+            web = team_web_desk(page, shared, token=new_token(), secure=tls_cert is not None)
             display = None
             if not headless:
-                display = await _terminal(board, nursery, settings, input, output)
-            manager = StreamableHTTPSessionManager(
-                team_mcp_server(shared, wakes, progress_interval=progress_interval),
-                session_idle_timeout=SESSION_IDLE_TIMEOUT,
+                display = await _terminal(board, nursery, loaded, input, output)
+            server = team_mcp_server(
+                shared,
+                wakes,
+                progress_interval=progress_interval,
+                history_tools=loaded.config.behaviour.history_tools,
             )
-            app = TeamDeskApp(
-                manager=manager, token="", listen=where, pid=os.getpid(), store=shared, web=web
-            )
-            config = server_config(where, tls_cert, tls_key)
-            async with manager.run():
-                binds: list[str] = await nursery.start(serve, app, config)
-                app.port = int(binds[0].rsplit(":", 1)[1])
-                scheme = "https" if tls_cert is not None else "http"
-                web.base_url = web_base_url(scheme, where.host, app.port)
-                url = f"{scheme}://{where.bind.rsplit(':', 1)[0]}:{app.port}{MCP_PATH}"
-                if display is not None:
-                    display.url = url
-                    display.sign_in = sign_in_text(
-                        web.login_url(),
-                        is_loopback(where.host),
-                        another="the desk shows a new one when it restarts",
-                    )
-                    display.invalidate()
-                task_status.started(TeamDesk(url, board, shared, nursery.cancel_scope.cancel, web))
+
+            def app_of(manager: StreamableHTTPSessionManager) -> TeamDeskApp:
+                return TeamDeskApp(
+                    manager=manager, token="", listen=where, pid=os.getpid(), store=shared, web=web
+                )
+
+            async with serving(
+                nursery,
+                server,
+                app_of,
+                web,
+                where,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                token=web.token,
+                address_file=login_file,
+                display=display,
+            ) as address:
+                task_status.started(
+                    TeamDesk(address.url, board, shared, nursery.cancel_scope.cancel, web)
+                )
                 await trio.sleep_forever()
     finally:
         with trio.CancelScope(shield=True):
@@ -146,31 +149,17 @@ async def run_team_desk(
 
 
 async def _terminal(
-    team: TeamBoard, nursery: trio.Nursery, settings: Path | None, input: Any, output: Any
+    team: TeamBoard, nursery: trio.Nursery, loaded: Any, input: Any, output: Any
 ) -> Any:
     """The desk's screen on the team board; Ctrl-Q cancels ``nursery`` (the desk stops)."""
     from pi_agent_ask.actors.config import config_from_settings
     from pi_agent_ask.desk.board import Board
     from pi_agent_ask.desk.terminal import DeskSurface
-    from pi_agent_ask.persistence.settings import load_settings, settings_path
     from pi_agent_ask.store.terminal import answer_on_terminal
-    from pi_agent_ask.ui.surface import run_terminal_surface
 
-    settings_file = settings if settings is not None else settings_path(os.environ)
-    loaded = await trio.to_thread.run_sync(
-        lambda: load_settings(settings_file, project_dir=Path.cwd())
-    )
     display = DeskSurface(loaded, quit=nursery.cancel_scope.cancel)
     board = Board(display=display)
-    board.on_change = display.invalidate
-    display.board = board
-    for text in loaded.notices:
-        display.notice(text)
-    await nursery.start(
-        lambda task_status: run_terminal_surface(
-            display, input=input, output=output, task_status=task_status
-        )
-    )
+    await show_terminal(nursery, display, board, loaded, input, output)
     form_settings = config_from_settings(loaded).form_settings
     nursery.start_soon(answer_on_terminal, team, board, display.notice, form_settings)
     return display

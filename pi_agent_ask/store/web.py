@@ -7,6 +7,10 @@ them to the store:
 
 - a draft typed on the page claims the form for this desk (the other desks show who is on it)
   and is saved to the store with the claim, so a desk that dies hands the form back with it;
+  on a form another desk holds the claim is refused and so is the draft
+  (:meth:`TeamPage.save_drafts` answers the page with who holds it; the page keeps the text);
+  a page that goes quiet (its person left, its tab closed) puts the form back for every desk,
+  with its draft, a lease (``TeamBoard.lease``) after its last draft;
 - Submit and Cancel are ``TeamBoard.answer`` under this desk's person (``--as``): the first
   submission wins, and a later one is refused with the store's sentence, which the page shows;
 - "Later" puts the form back for every desk, with its draft.
@@ -18,19 +22,22 @@ History is the store's (``store/history.py``), with who answered each question.
 
 from __future__ import annotations
 
+import math
+
 import attrs
 import trio
 
 from pi_agent_ask.actors.form import FormInput, NullSurface, RemoteResponse, UserCommand
 from pi_agent_ask.desk.board import Board, Shown
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.types import Draft
 from pi_agent_ask.persistence.history_records import HistoryRecord
 from pi_agent_ask.store.board import TeamBoard
 from pi_agent_ask.store.db import FormRow, Refused, Store
 from pi_agent_ask.store.history import team_records
 from pi_agent_ask.store.terminal import draft_json, form_of
 from pi_agent_ask.store.wakes import AsyncStore
-from pi_agent_ask.web.app import WebDesk
+from pi_agent_ask.web.app import DraftRefused, WebDesk
 
 __all__ = ["StoreHistories", "TeamPage", "team_web_desk"]
 
@@ -49,10 +56,25 @@ class StoreHistories:
         return team_records(rows) if rows else None
 
 
+def _page_state(row: FormRow) -> fs.FormState | None:
+    """``row``'s form as the page shows it: with its draft, and waited on by its agent unless
+    it is a background question (the terminal shows every form as one it may put back)."""
+    state = form_of(row, None)
+    return None if state is None else attrs.evolve(state, background=row.background)
+
+
+@attrs.frozen
+class _SaveDrafts:
+    """The page's drafts for a form, answered with ``None`` (kept) or why not."""
+
+    drafts: tuple[Draft, ...]
+    reply: trio.MemorySendChannel[Refused | None]
+
+
 @attrs.define(eq=False)
 class _Form:
     row: FormRow
-    send: trio.MemorySendChannel[FormInput]
+    send: trio.MemorySendChannel[FormInput | _SaveDrafts]
 
 
 @attrs.define(eq=False)
@@ -60,6 +82,8 @@ class TeamPage:
     team: TeamBoard
     board: Board = attrs.field(factory=lambda: Board(display=NullSurface()))
     _forms: dict[str, _Form] = attrs.field(factory=dict)
+    _page_claims: set[str] = attrs.field(factory=set)
+    """Forms this desk claimed for the page (not for its terminal)."""
     _nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -101,36 +125,74 @@ class TeamPage:
             pending[row.agent_key] = pending.get(row.agent_key, 0) + 1
             form = self._forms.get(request_id)
             if form is None:
-                state = form_of(row, None)
+                state = _page_state(row)
                 if state is None:
                     continue  # its stored questions are not valid: nothing a page can show
-                send, receive = trio.open_memory_channel[FormInput](16)
+                send, receive = trio.open_memory_channel[FormInput | _SaveDrafts](16)
                 self._forms[request_id] = _Form(row, send)
                 self.board.show(row.agent_key, request_id, state, send)
                 self._nursery.start_soon(self._serve, row.agent_key, request_id, receive)
                 continue
             form.row = row
+            shown = self._shown(request_id)
+            if shown is None:
+                continue
             if self.team.claimed_here(request_id) is None:
-                state = form_of(row, None)
-                shown = self._shown(request_id)
-                if state is not None and shown is not None and state.drafts != shown.state.drafts:
+                state = _page_state(row)
+                if state is not None and (
+                    state.drafts != shown.state.drafts or state.background != shown.state.background
+                ):
                     self.board.update(row.agent_key, request_id, state)
-        for agent in self.board.agents():
-            self.board.set_pending(agent.key, pending.get(agent.key, 0))
-        for key, count in pending.items():
-            self.board.set_pending(key, count)
+            elif shown.state.background != row.background:  # a cut call left a background form
+                state = attrs.evolve(shown.state, background=row.background)
+                self.board.update(row.agent_key, request_id, state)
+        # The board counts an agent's shown foreground form itself (as a desk of files shows
+        # one at a time, the rest queued): the pending count here is the rest.
+        last = {shown.key: shown for shown in self.board.shown_forms()}
+        for key in {agent.key for agent in self.board.agents()} | pending.keys():
+            itself = 1 if key in last and not last[key].state.background else 0
+            self.board.set_pending(key, max(0, pending.get(key, 0) - itself))
         self.board.touch()  # claims changed: the page's "who is on it"
 
     def _shown(self, request_id: str) -> Shown | None:
         return next((s for s in self.board.shown_forms() if s.flow_id == request_id), None)
 
+    async def save_drafts(self, shown: Shown, drafts: tuple[Draft, ...]) -> DraftRefused | None:
+        """The page's drafts for ``shown`` (the web desk's ``drafter``): kept in the store
+        under this desk's claim, or refused with who holds the form."""
+        form = self._forms.get(shown.flow_id)
+        if form is None:
+            raise trio.ClosedResourceError  # answered: the page hears "answered elsewhere"
+        reply_tx, reply_rx = trio.open_memory_channel[Refused | None](1)
+        await form.send.send(_SaveDrafts(drafts, reply_tx))
+        refused = await reply_rx.receive()
+        if refused is None:
+            return None
+        until = None if refused.until is None else refused.until.isoformat()
+        code = "held" if refused.reason in ("claimed", "lease_lost") else "answered"
+        return DraftRefused(code, refused.message, refused.holder, refused.desk, until)
+
     async def _serve(
-        self, key: str, request_id: str, receive: trio.MemoryReceiveChannel[FormInput]
+        self, key: str, request_id: str, receive: trio.MemoryReceiveChannel[FormInput | _SaveDrafts]
     ) -> None:
-        """One form's actor: the page's commands to the store, one at a time."""
+        """One form's actor: the page's commands to the store, one at a time; a claim the page
+        took ends a lease after the page's last draft."""
         async with receive:
-            async for message in receive:
-                if isinstance(message, RemoteResponse):
+            while True:
+                quiet = self.team.lease if request_id in self._page_claims else math.inf
+                message: FormInput | _SaveDrafts | None = None
+                with trio.move_on_after(quiet):
+                    try:
+                        message = await receive.receive()
+                    except trio.EndOfChannel:
+                        return
+                if message is None:
+                    await self._put_back(request_id)
+                elif isinstance(message, _SaveDrafts):
+                    with message.reply as reply:
+                        reply.send_nowait(await self._save(key, request_id, message.drafts))
+                elif isinstance(message, RemoteResponse):
+                    self._page_claims.discard(request_id)  # answering ends this desk's claim
                     done = await self.team.answer(request_id, message.response)
                     with message.reply as reply:
                         reply.send_nowait(
@@ -139,28 +201,53 @@ class TeamPage:
                 elif isinstance(message, UserCommand):
                     await self._command(key, request_id, message.command)
 
+    async def _save(self, key: str, request_id: str, drafts: tuple[Draft, ...]) -> Refused | None:
+        """Claim the form unless this desk holds it, then keep the drafts under the claim.
+        Refused: the page's board keeps the store's drafts, the page keeps the person's."""
+        shown = self._shown(request_id)
+        if shown is None:
+            return await self._refusal(request_id)
+        state = attrs.evolve(shown.state, drafts=drafts)
+        for _attempt in range(2):  # a claim that ran out meanwhile is claimed again, once
+            if self.team.claimed_here(request_id) is None:
+                claim = await self.team.open(request_id)
+                if isinstance(claim, Refused):
+                    return claim
+                self._page_claims.add(request_id)
+            if await self.team.save_draft(request_id, draft_json(state)):
+                self.board.update(key, request_id, state)
+                return None
+            await self.team.close(request_id)  # the claim was lost: forget it
+        return await self._refusal(request_id)
+
+    async def _put_back(self, request_id: str) -> None:
+        """The page went quiet on a form it claimed: back for every desk, with its draft."""
+        self._page_claims.discard(request_id)
+        shown = self._shown(request_id)
+        await self.team.close(request_id, None if shown is None else draft_json(shown.state))
+
+    async def _refusal(self, request_id: str) -> Refused:
+        """Why the form cannot take drafts now (answered meanwhile, or another desk holds it)."""
+        return await self.team.store.run(Store.submit_refusal, self.team.store.store, request_id)
+
     async def _command(self, key: str, request_id: str, command: fs.Command) -> None:
         shown = self._shown(request_id)
         if shown is None:
             return
-        if isinstance(command, fs.ReplaceDrafts):
-            state = attrs.evolve(shown.state, drafts=tuple(command.drafts))
-            self.board.update(key, request_id, state)
-            if self.team.claimed_here(request_id) is None:
-                await self.team.open(request_id)  # refused when another desk is on it
-            await self.team.save_draft(request_id, draft_json(state))
-        elif isinstance(command, fs.Cancel):
+        if isinstance(command, fs.Cancel):
+            self._page_claims.discard(request_id)
             await self.team.close(request_id, draft_json(shown.state))
             await self.team.refresh()
 
 
-def team_web_desk(page: TeamPage, store: AsyncStore, *, secure: bool) -> WebDesk:
-    """The web desk of a team desk (no ``/login-code``: a team desk has no desk token; its
-    sign-in URLs are printed by the desk itself)."""
+def team_web_desk(page: TeamPage, store: AsyncStore, *, token: str, secure: bool) -> WebDesk:
+    """The web desk of a team desk; ``token`` opens its ``/login-code`` (``desk login-url``
+    reads it from the desk's sign-in file), never its ``/mcp``."""
     return WebDesk(
         board=page.board,
         histories=StoreHistories(store),
-        token="",
+        token=token,
         secure=secure,
         holder=page.held_by,
+        drafter=page.save_drafts,
     )

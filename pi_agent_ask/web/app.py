@@ -8,7 +8,9 @@ place that decides what is shown: the page reads its snapshots and sends command
 channel each form's runtime handed the board, as the terminal does:
 
 - a draft typed on the page is a ``ReplaceDrafts`` command (the form journals it as it does any
-  draft change, so a reload, a crash or another device finds it);
+  draft change, so a reload, a crash or another device finds it); a team desk keeps drafts
+  its own way (:attr:`WebDesk.drafter`) and may refuse one (another desk holds the form): the
+  page is told who holds it (``423``) and keeps what the person typed;
 - Submit and Cancel are remote responses (``pi-agent-ask:submit``'s path): the form checks the
   answer and the first submission wins; a form already gone is "answered elsewhere";
 - "Later" is the terminal's Esc on a background form (the agent's questions wait their turn).
@@ -25,7 +27,7 @@ import functools
 import hmac
 import json
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -48,12 +50,21 @@ from starlette.templating import Jinja2Templates
 from pi_agent_ask.actors.form import RemoteResponse, UserCommand
 from pi_agent_ask.desk.board import Board, Shown
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.types import Draft
 from pi_agent_ask.web import history as hist
 from pi_agent_ask.web import view
 from pi_agent_ask.web.auth import SESSION_LIFETIME, Auth, Session
 from pi_agent_ask.web.security import COOKIE, SecurityHeaders, refusal, session_of
 
-__all__ = ["ANSWERED_ELSEWHERE", "KEEPALIVE", "WebDesk", "web_base_url"]
+__all__ = [
+    "ANSWERED_ELSEWHERE",
+    "KEEPALIVE",
+    "DraftRefused",
+    "Drafter",
+    "WebDesk",
+    "form_drafts",
+    "web_base_url",
+]
 
 HERE = Path(__file__).parent
 KEEPALIVE = 15.0
@@ -91,6 +102,34 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
+@attrs.frozen
+class DraftRefused:
+    """A draft the desk did not keep, with the sentence the person reads.
+
+    ``held``: another desk holds the form (``held_by`` on desk ``desk``, its lease until
+    ``until``, ISO 8601); the page keeps the text and tries again when the form is free.
+    ``answered``: the form was answered meanwhile."""
+
+    code: str
+    message: str
+    held_by: str | None = None
+    desk: str | None = None
+    until: str | None = None
+
+
+Drafter = Callable[[Shown, tuple[Draft, ...]], Awaitable[DraftRefused | None]]
+"""Keeps a form's drafts typed on the page; ``None`` when kept. Raises
+``trio.ClosedResourceError``, ``trio.BrokenResourceError`` or ``trio.EndOfChannel`` when the
+form is gone."""
+
+
+async def form_drafts(shown: Shown, drafts: tuple[Draft, ...]) -> DraftRefused | None:
+    """A desk of files: the form's ``ReplaceDrafts`` command, which its runtime journals (it
+    refuses no draft)."""
+    await shown.commands.send(UserCommand(fs.ReplaceDrafts(drafts)))
+    return None
+
+
 @attrs.define(eq=False)
 class WebDesk:
     """The web desk of one running desk. ``base_url`` is set once the desk listens."""
@@ -106,6 +145,8 @@ class WebDesk:
     base_url: str = ""
     holder: view.Holder = view.nobody
     """Who is answering a form on another desk (a team desk's claims)."""
+    drafter: Drafter = form_drafts
+    """Where the page's drafts go (a team desk: its store, under a claim)."""
     auth: Auth = attrs.field(init=False)
     templates: Jinja2Templates = attrs.field(init=False, factory=_templates)
     app: Any = attrs.field(init=False)
@@ -314,10 +355,23 @@ class WebDesk:
         except view.DraftError as error:
             return _error(400, str(error))
         try:
-            await shown.commands.send(UserCommand(fs.ReplaceDrafts(drafts)))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            refused = await self.drafter(shown, drafts)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
             return _error(409, ANSWERED_ELSEWHERE)
-        return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
+        if refused is None:
+            return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
+        if refused.code != "held":
+            return JSONResponse({"error": refused.message, "code": refused.code}, status_code=409)
+        return JSONResponse(
+            {
+                "error": refused.message,
+                "code": "held",
+                "heldBy": refused.held_by,
+                "desk": refused.desk,
+                "until": refused.until,
+            },
+            status_code=423,
+        )
 
     async def _respond(self, shown: Shown, response: dict[str, object]) -> Response:
         """Send a remote response to the form and wait for its verdict."""

@@ -14,6 +14,11 @@
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
+  // The id of a form whose draft the desk refused (a team desk: another desk holds it). Its
+  // text stays in the page, unsaved: nothing from the stream replaces it, leaving the page
+  // asks first, and it is saved again as soon as the form is free.
+  let unsaved = null;
+  let loads = 0; // form loads asked for (``loadMain``)
   // Revisions of drafts this page sent: the live stream may report an older one of them
   // after a newer save was answered; only a revision this page never made is news.
   const ownRevs = [];
@@ -68,9 +73,22 @@
     return { status: response.status, data: data };
   }
 
-  function gone() {
-    say(ELSEWHERE);
+  // What the person typed and the desk never kept, as the review's lines.
+  function notSent() {
+    if (!unsaved || unsaved !== formId()) return "";
+    unsaved = null;
+    const lines = Array.from(form().querySelectorAll("fieldset.question")).map(function (fs) {
+      return reviewText(fs, questionDraft(fs));
+    });
+    return " What you typed here was not sent: " + lines.join("; ");
+  }
+  function gone(text) {
+    say((text || ELSEWHERE) + notSent());
     loadMain(null);
+  }
+  function heldElsewhere(data) {
+    showError((data.error || "Another desk is answering this form.") +
+      " What you typed stays on this page and is saved as soon as the form is free.");
   }
 
   async function saveNow(leavingPage) {
@@ -89,9 +107,11 @@
       ownRevs.push(result.data.rev);
       if (ownRevs.length > 64) ownRevs.shift();
       if (formId() === id) form().dataset.rev = result.data.rev;
+      if (unsaved === id) { unsaved = null; showError(""); say("Your draft is saved: you are on this form now."); }
     }
-    if (result.status === 409 && formId() === id) gone();
-    else if (result.status >= 400 && result.status !== 409) showError(result.data.error || "The draft was not saved.");
+    if (result.status === 423 && formId() === id) { unsaved = id; heldElsewhere(result.data); }
+    else if (result.status === 409 && formId() === id) gone(result.data.error);
+    else if (result.status >= 400 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
   }
   function changed(fs) {
     cancelArmed = false;
@@ -141,11 +161,15 @@
     if (review.hidden) { showReview(); return; }
     const id = formId();
     if (leaving === id) return; // sent already: a second click waits for the first
+    // The answer carries the drafts; a draft save still due is made only if it is refused.
+    const due = saveTimer !== null;
     clearTimeout(saveTimer);
+    saveTimer = null;
     leaving = id;
     const result = await post("/api/submit", { form: id, drafts: drafts() });
-    if (result.status === 200) { say("Sent to the agent."); if (formId() === id) loadMain(null, id); return; }
+    if (result.status === 200) { unsaved = null; say("Sent to the agent."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
+    if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
     else showError(result.data.error || "The answer was not accepted.");
   }
@@ -173,7 +197,10 @@
   }
 
   // ``skip``: a form this page just answered, which the board may still show for a moment.
+  // Loads may overlap (live updates come quickly): only the last one asked for is shown, so
+  // an older answer arriving late never replaces a newer one.
   async function loadMain(id, skip) {
+    const mine = ++loads;
     const params = new URLSearchParams();
     if (id) params.set("form", id);
     if (skip) params.set("skip", skip);
@@ -181,6 +208,7 @@
     const response = await fetch(url, { credentials: "same-origin" });
     if (response.status !== 200) return;
     const html = await response.text();
+    if (mine !== loads) return;
     const hadFocus = slot.contains(document.activeElement);
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
@@ -272,10 +300,13 @@
     changed(fs);
   });
   window.addEventListener("pagehide", function () { if (saveTimer) saveNow(true); });
+  window.addEventListener("beforeunload", function (event) {
+    if (unsaved && unsaved === formId()) { event.preventDefault(); event.returnValue = ""; }
+  });
   // Drafts edited in another view (the terminal, another page) are shown here once the
   // person is not in the middle of typing on this one.
   function typingHere() {
-    return saveTimer !== null || saving > 0 ||
+    return saveTimer !== null || saving > 0 || unsaved !== null ||
       (form() && form().contains(document.activeElement) &&
        document.activeElement.tagName === "TEXTAREA");
   }
@@ -307,7 +338,7 @@
     const ids = digest.forms.map(function (f) { return f.id; });
     const id = formId();
     if (id && ids.indexOf(id) < 0) {
-      if (leaving !== id) say(ELSEWHERE);
+      if (leaving !== id) say(ELSEWHERE + notSent());
       leaving = null;
       loadMain(null);
     } else if (!id && ids.length) {
@@ -322,7 +353,8 @@
         const held = f.querySelector(".held-by");
         held.textContent = mine.held || "";
         held.hidden = !mine.held;
-        syncDrafts(mine.rev);
+        if (unsaved === id && !mine.held && !saving) saveNow(); // free now: claim it, keep the text
+        else syncDrafts(mine.rev);
       }
     }
   });
