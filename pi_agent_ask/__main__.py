@@ -1,3 +1,3 @@
-from pi_agent_ask.cli import main
+from pi_agent_ask.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import gc
+import importlib
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 EXIT_OK = 0
 EXIT_CANCELLED = 1
@@ -614,9 +617,30 @@ def _parse_key(text: str) -> dict[str, str]:
     return {"requestId": request_id, "questionId": question_id}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(argv) if argv is not None else sys.argv[1:]
+RUNS: dict[str, str] = {
+    "ask": "pi_agent_ask.ui.commands",
+    "validate": "pi_agent_ask.form.validate",
+    "demo": "pi_agent_ask.host.demo",
+    "settings": "pi_agent_ask.ui.commands",
+    "history": "pi_agent_ask.persistence.history",
+    "desk": "pi_agent_ask.desk.command",
+    "mcp": "pi_agent_ask.mcp_server.command",
+    "hook": "pi_agent_ask.mcp_server.command",
+    "store": "pi_agent_ask.store.command",
+}
+"""The module each command runs, imported by ``prepare``: the bulk of a command's start-up
+(``ask`` imports the form's; without a terminal it prints the fallback with a part of them)."""
+
+
+def prepare(arguments: Sequence[str]) -> Callable[[], int]:
+    """Start-up: parse ``arguments`` and import what the command runs; the function returned
+    runs the command and returns its exit status."""
     args = build_parser(arguments[0] if arguments else None).parse_args(arguments)
+    importlib.import_module(RUNS[args.command])
+    return functools.partial(_run, args)
+
+
+def _run(args: argparse.Namespace) -> int:
     stdin, stdout, stderr = sys.stdin, sys.stdout, sys.stderr
     match args.command:
         case "validate":
@@ -648,5 +672,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_INTERNAL  # pragma: no cover - argparse rejects other commands
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line as a function (``argv``: its arguments, default ``sys.argv[1:]``), for
+    programs and tests: it leaves the heap of the process that calls it as that process set
+    it. The installed command is ``entry``."""
+    return prepare(list(argv) if argv is not None else sys.argv[1:])()
+
+
+@contextlib.contextmanager
+def settled_heap() -> Iterator[None]:
+    """Start-up of a process that is the command's own (``entry``, never the library): the
+    cyclic collector is off while start-up imports modules and builds the parser, then what
+    start-up made is frozen and the collector is on again.
+
+    Start-up makes hundreds of thousands of long-lived objects (modules, classes, functions)
+    and next to no garbage, so each collection during it would walk the growing heap for
+    nothing. Frozen, those objects are left out of every later collection: a full collection
+    while the person types walks only what the command made since it started, not the
+    interpreter and every imported library as well."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+def entry() -> NoReturn:
+    """The ``pi-agent-ask`` command (and ``python -m pi_agent_ask``): start-up with the heap
+    settled (``settled_heap``), then the command; exits with its status."""
+    with settled_heap():
+        run = prepare(sys.argv[1:])
+    raise SystemExit(run())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    os._exit(main())
+    entry()

@@ -48,8 +48,10 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "pi_agent_ask.integrations",
     # Read by the history tools and the history command, not by a form.
     "pi_agent_ask.persistence.history",
-    # Imported on first use: a paste of a clipboard image, the settings overlay opening.
+    # Imported on first use: a paste of a clipboard image, the settings overlay opening, a Tab
+    # completing an ``@`` path in an editor.
     "pi_agent_ask.clipboard",
+    "pi_agent_ask.ui.paths",
     "pi_agent_ask.persistence.settings_list",
     # The waiter: only a wait_for_answers call needs it.
     "pi_agent_ask.actors.wait",

@@ -1,5 +1,6 @@
 """The heap is the host's: an embedded runtime leaves CPython's cyclic collector as the host set
-it (on or off, with or without objects frozen) and never calls it.
+it (on or off, with or without objects frozen) and never calls it. Only the installed command,
+a process of its own, settles its heap, in one place (``cli.settled_heap``).
 
 Frozen objects are still freed by reference counting, so with objects frozen the count may only
 fall: what the host froze stays frozen, and nothing is frozen on top.
@@ -11,9 +12,12 @@ switch the collector off, collect or freeze.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import gc
+import importlib.util
 import inspect
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from prompt_toolkit.input import create_pipe_input
 
 import pi_agent_ask
 import pi_agent_ask.aio as aio
+from pi_agent_ask import cli
 from pi_agent_ask.ui.testing import asking
 
 from .aio_support import AsyncTerminal, run
@@ -144,3 +149,74 @@ def test_an_embedded_asyncio_runtime_leaves_the_host_s_collector(
     run(main)
     host_heap.check()
     assert package_calls == []
+
+
+def _validate_argv(tmp_path: Path) -> list[str]:
+    arguments = tmp_path / "payload.json"
+    arguments.write_text(json.dumps(payload("a")))
+    return ["validate", str(arguments)]
+
+
+def test_the_command_line_called_as_a_function_leaves_the_host_s_collector(
+    tmp_path: Path,
+    host_heap: HostHeap,
+    package_calls: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(_validate_argv(tmp_path)) == cli.EXIT_OK
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+    host_heap.check()
+    assert package_calls == []
+
+
+def test_the_installed_command_settles_its_own_heap_once_at_start_up(
+    tmp_path: Path,
+    package_calls: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr("sys.argv", ["pi-agent-ask", *_validate_argv(tmp_path)])
+    gc.unfreeze()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli.entry()
+        assert exited.value.code == cli.EXIT_OK
+        assert json.loads(capsys.readouterr().out)["ok"] is True
+        # Off while it started, what start-up made frozen, on again for the command's run.
+        assert package_calls == ["disable", "freeze", "enable"]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > 0
+        assert "pi_agent_ask.form.validate" in cli.RUNS.values()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def test_only_the_command_s_start_up_touches_the_collector() -> None:
+    """Every use of ``gc`` in the package is inside ``cli.settled_heap``."""
+    users = []
+    for path in sorted(Path(PACKAGE).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+        for node in ast.walk(tree):
+            imported = isinstance(node, ast.Import | ast.ImportFrom) and any(
+                (alias.name if isinstance(node, ast.Import) else node.module) == "gc"
+                for alias in node.names
+            )
+            used = isinstance(node, ast.Name) and node.id == "gc"
+            if not (imported or used):
+                continue
+            inside = [f.name for f in functions if f.lineno <= node.lineno <= (f.end_lineno or 0)]
+            where = inside[-1] if inside else "<module>"
+            users.append(
+                (path.relative_to(PACKAGE).as_posix(), where, "import" if imported else "use")
+            )
+    assert sorted(set(users)) == [
+        ("cli.py", "<module>", "import"),
+        ("cli.py", "settled_heap", "use"),
+    ]
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_each_command_names_the_module_it_runs(command: str) -> None:
+    assert importlib.util.find_spec(cli.RUNS[command]) is not None

@@ -107,3 +107,37 @@ async def test_the_cursor_stands_right_after_the_typed_text(
         status, result = await ask.finished()
     assert status == 0
     assert result["details"]["answers"]["goal"]["customText"] == typed
+
+
+@pytest.fixture
+def processed_keys(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every key the key processor takes from its queue, whether a binding acts on it or not."""
+    keys: list[str] = []
+    original = KeyProcessor.process_keys
+
+    def recording(self: KeyProcessor) -> None:
+        keys.extend(str(key.data) for key in self.input_queue)
+        original(self)
+
+    monkeypatch.setattr(KeyProcessor, "process_keys", recording)
+    return keys
+
+
+async def test_key_handling_is_made_ready_after_the_first_frame_and_changes_nothing(
+    tmp_path: Path, processed_keys: list[str], handler_calls: list[str]
+) -> None:
+    """Right after the first frame the key processor takes one key that no binding acts on
+    (prompt_toolkit fills its binding caches then, not on the person's first key): nothing
+    happens, and the person's keys act as ever."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        assert processed_keys == ["<ignore>"]
+        assert handler_calls == []
+        ask.send("2")
+        await ask.wait("Review your answers")
+        assert processed_keys == ["<ignore>", "2"]
+        assert handler_calls == ["2"]
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["goal"]["values"] == ["size"]

@@ -41,7 +41,6 @@ from pi_agent_ask.form.sanitize import sanitize_text
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_view import FormController
-from pi_agent_ask.ui.paths import CompletionMenu, complete_at_path
 from pi_agent_ask.ui.render.header import NEXT_UNANSWERED_KEY
 
 __all__ = ["FIXED_SKIP_KEY", "editing_key_bindings", "form_key_bindings", "keymap_key_bindings"]
@@ -189,6 +188,8 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
         if controller.menu is not None:
             choose(1)
             return
+        from pi_agent_ask.ui.paths import CompletionMenu, complete_at_path
+
         completion = complete_at_path(
             buffer.text, buffer.cursor_position, controller.cwd or Path.cwd()
         )

@@ -42,6 +42,7 @@ from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -61,8 +62,10 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.transcript import cell_width
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_window import FormWindow
-from pi_agent_ask.ui.paths import CompletionMenu
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
+
+if TYPE_CHECKING:  # path completion is imported on the first Tab in an editor
+    from pi_agent_ask.ui.paths import CompletionMenu
 
 __all__ = ["WHEEL_ROWS", "FormControl", "FormController", "form_container"]
 

@@ -38,6 +38,7 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import DynamicKeyBindings, KeyBindings, merge_key_bindings
 from prompt_toolkit.key_binding.key_processor import KeyPress
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import Float, FloatContainer, Layout
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
@@ -384,8 +385,9 @@ JUMP_TIMEOUT = 0.6
 
 def tune_application(app: Application[Any], controller: FormController) -> None:
     """The timing every application showing the form shares: a short ``Esc``, redraws at once,
-    and a short ``timeoutlen`` except on a question with 10+ numbered rows, where a digit may be
-    the first of two (``1`` ``2`` picks 12) and a person needs time for the second."""
+    a short ``timeoutlen`` except on a question with 10+ numbered rows, where a digit may be
+    the first of two (``1`` ``2`` picks 12) and a person needs time for the second, and key
+    handling made ready after the first frame, not on the first key."""
     app.ttimeoutlen = ESCAPE_TIMEOUT
     # Redraw at once: prompt_toolkit would postpone a redraw up to 10 ms while "other work is
     # scheduled", which under trio-asyncio is always, so every key waited the full 10 ms.
@@ -397,6 +399,18 @@ def tune_application(app: Application[Any], controller: FormController) -> None:
 
     tune(app)
     app.before_render += tune
+
+    def fill_key_caches(_app: object) -> None:
+        # prompt_toolkit fills its binding caches (each of its default bindings wrapped with
+        # its conditions, over a thousand) on the first key it processes: the person's first
+        # key after a form appeared waited for that. A key no binding acts on (``Keys.Ignore``)
+        # fills them right after the first frame, while the person reads the form.
+        app.after_render -= fill_key_caches
+        with set_app(app):
+            app.key_processor.feed(KeyPress(Keys.Ignore))
+            app.key_processor.process_keys()
+
+    app.after_render += fill_key_caches
 
 
 async def _system_clipboard() -> ClipboardResult:
