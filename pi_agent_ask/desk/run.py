@@ -17,7 +17,6 @@ lines).
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -191,9 +190,8 @@ async def serving(
     """Serve ``server`` at ``/mcp`` and ``web`` beside it (the ASGI app ``app_of`` makes) on
     hypercorn in ``nursery`` for the block; yields the desk's address (its ``/mcp`` URL, with
     ``token``). Once it listens: the page's base URL is set, ``address_file`` written (mode
-    0600), the terminal ``display`` shows the URL and the page's sign-in lines, and the heap
-    as it stands is left out of later garbage collections (``_freeze_heap``). Leaving removes
-    ``address_file`` first (if still this desk's), then stops the server."""
+    0600) and the terminal ``display`` shows the URL and the page's sign-in lines. Leaving
+    removes ``address_file`` first (if still this desk's), then stops the server."""
     manager = StreamableHTTPSessionManager(server, session_idle_timeout=SESSION_IDLE_TIMEOUT)
     app = app_of(manager)
     async with manager.run():
@@ -215,13 +213,11 @@ async def serving(
                 display.url = address.url
                 display.sign_in = sign_in_text(web.login_url(), is_loopback(where.host))
                 display.invalidate()
-            _freeze_heap()
             yield address
         finally:
             if address_file is not None:
                 with suppress(OSError):
                     remove_desk_file(address_file, address)
-            gc.unfreeze()
 
 
 async def run_desk(
@@ -390,16 +386,6 @@ def sign_in_text(url: str, loopback: bool) -> str:
         print_qr(url, drawn)
         lines.extend(" " + line for line in drawn.getvalue().splitlines())
     return "\n".join(lines) + "\n"
-
-
-def _freeze_heap() -> None:
-    """Leave the heap the desk started with (modules, the SDK, the agents reopened) out of
-    every later garbage collection: a full collection then walks only what the desk made
-    since, so its pause, which delays whatever answer it lands on, stays short (measured: 30
-    ms at most instead of 90, 20 agents on the desk). What is garbage already is collected
-    first, so nothing dead is kept; leaving the desk thaws it again."""
-    gc.collect()
-    gc.freeze()
 
 
 def _ignore(_text: str) -> None:
