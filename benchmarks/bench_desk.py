@@ -6,15 +6,24 @@ session journal per agent on disk):
 - queueing: forms/s for 20 agents queueing 100 background forms each at once;
 - answering: forms/s for the desk answering all 2000 through ``pi-agent-ask:submit`` events,
   one form on display at a time, FIFO across agents;
-- round trips: 20 agents each asking one form and waiting for it (``wait_for_answers``), 100
-  times; the p50/p99 latency from the submit event of an answer to the agent's
-  ``wait_for_answers`` result (or to the receipt, when the answer came before the receipt was
-  made and was appended to it); checked: every answer reaches its agent exactly once;
+- answer to agent (the target of issue 25, p99 <= 50 ms): 20 agents, in a process of their
+  own, each asking one form and waiting for it (``wait_for_answers``), 100 times. The person
+  answers the form on display once its agent waits for it (the desk marks it), one answer
+  after the other: the next once the one before reached its agent (faster than any person).
+  The p50/p99 latency from the submit event of an answer to the agent's ``wait_for_answers``
+  result. The person starts once all 20 agents wait, each having had one result of both tools
+  (the desk and its agents warm);
+- round trips at machine speed: the same agents, 10 forms each, every form answered the moment
+  it is shown, before its agent has had its receipt (let alone called ``wait_for_answers``):
+  forms/s, and the latency from the answer to the agent's result (or its receipt, when the
+  answer came before the receipt was made and was appended to it). The desk and the agents
+  are saturated, so this latency is queueing (each answer waits behind the work of the 19
+  others), not what a person feels;
 - memory: the resident size a desk process (``pi-agent-ask desk --headless``) grows by per
   pending form, 2000 forms queued.
 
-Its checks are about correctness only (each answer exactly once); timings are printed, never
-asserted: machines here are shared and noisy.
+Its checks are about correctness only (each answer reaches its agent exactly once); timings
+are printed, never asserted: machines here are shared and noisy.
 """
 
 from __future__ import annotations
@@ -102,6 +111,10 @@ async def agents_process(url: str, token: str, pid: int, forms: int) -> None:
 
     async def agent(index: int) -> None:
         async with desk_client(address, f"agent-{index:02d}") as client:
+            # Warm: the first result of each tool compiles the SDK client's validator of its
+            # output schema (tens of milliseconds, once per session): not the desk's time.
+            # Nothing is pending yet, so this wait returns at once.
+            await client.call_tool("wait_for_answers", {})
             for n in range(forms):
                 label = f"{index}-{n}"
                 receipt = await client.call_tool("ask_user", form(label))
@@ -126,13 +139,24 @@ async def agents_process(url: str, token: str, pid: int, forms: int) -> None:
             nursery.start_soon(agent, index)
 
 
-async def round_trips(base: Path) -> None:
+def percentiles(latencies: list[float]) -> tuple[float, float]:
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return statistics.median(ordered), p99
+
+
+async def round_trips(base: Path, forms: int, *, person: bool) -> None:
     """The desk in this process, the 20 agents in another (their SDK clients validate every
     result against the output schemas: their CPU is theirs, as in life); the latency is from
-    the submit of an answer here to its arrival there, on the monotonic clock both share."""
+    the submit of an answer here to its arrival there, on the monotonic clock both share.
+
+    ``person``: answers as a (very fast) person gives them, once every agent waits: the form on
+    display once its agent waits for it, the next once the answer before reached its agent.
+    Otherwise at machine speed: each form the moment it is shown."""
     async with open_desk(base) as desk:
         submitted: dict[str, float] = {}
-        remaining = AGENTS * FORMS
+        arrived: dict[str, trio.Event] = {}
+        remaining = AGENTS * forms
         command = [
             sys.executable,
             "-m",
@@ -141,9 +165,8 @@ async def round_trips(base: Path) -> None:
             desk.address.url,
             desk.address.token,
             str(desk.address.pid),
-            str(FORMS),
+            str(forms),
         ]
-        started = time.perf_counter()
         async with trio.open_nursery() as nursery:
             agents = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE)
             arrivals: list[dict[str, Any]] = []
@@ -154,29 +177,56 @@ async def round_trips(base: Path) -> None:
                 async for chunk in agents.stdout:
                     buffer += chunk
                     *lines, buffer = buffer.split(b"\n")
-                    arrivals.extend(json.loads(line) for line in lines if line)
+                    for line in lines:
+                        if line:
+                            arrival = json.loads(line)
+                            arrivals.append(arrival)
+                            arrived.setdefault(arrival["label"], trio.Event()).set()
 
             nursery.start_soon(read)
+            if person:
+                await desk.board.wait_for(
+                    lambda board: (
+                        len(board.shown_forms()) == AGENTS
+                        and all(agent.waiting for agent in board.agents())
+                        and len(board.agents()) == AGENTS
+                    )
+                )
+            started = time.perf_counter()
             while remaining:
-                await desk.board.wait_for(lambda board: board.current is not None)
+                if person:
+                    await desk.board.wait_for(
+                        lambda board: board.current is not None and board.is_blocked(board.current)
+                    )
+                else:
+                    await desk.board.wait_for(lambda board: board.current is not None)
                 shown = desk.board.current
                 assert shown is not None
-                submitted[shown.state.params.questions[0].label] = time.perf_counter()
+                label = shown.state.params.questions[0].label
+                submitted[label] = time.perf_counter()
                 await answer_displayed(desk)
                 remaining -= 1
+                if person:
+                    await arrived.setdefault(label, trio.Event()).wait()
             assert await agents.wait() == 0, "an agent's check failed"
         seconds = time.perf_counter() - started
-        latencies = sorted(a["at"] - submitted[a["label"]] for a in arrivals)
-        assert len(latencies) == AGENTS * FORMS
+        latencies = [a["at"] - submitted[a["label"]] for a in arrivals]
+        assert len(latencies) == AGENTS * forms
         through_receipt = sum(a["way"] == "receipt" for a in arrivals)
-        p50 = statistics.median(latencies)
-        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-        print(
-            f"round trips: {len(latencies)} ask+answer+wait in {seconds:.2f}s = "
-            f"{len(latencies) / seconds:.0f} forms/s; answer -> wait_for_answers result "
-            f"p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms (target p99 <= 50 ms; "
-            f"{through_receipt} answers came with their own receipt)"
-        )
+        p50, p99 = percentiles(latencies)
+        if person:
+            print(
+                f"answer to agent: {len(latencies)} answers, each given while its agent waits, "
+                f"one after the other, {AGENTS} agents on the desk: answer -> wait_for_answers "
+                f"result p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms (target p99 <= 50 ms)"
+            )
+        else:
+            print(
+                f"round trips at machine speed: {len(latencies)} ask+answer+wait in "
+                f"{seconds:.2f}s = {len(latencies) / seconds:.0f} forms/s; answer -> result "
+                f"p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, queueing in a saturated "
+                f"desk ({through_receipt} answers came with their own receipt)"
+            )
 
 
 def resident_kib(pid: int) -> int:
@@ -228,7 +278,8 @@ async def run() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         await bulk(base / "bulk")
-        await round_trips(base / "trips")
+        await round_trips(base / "person", FORMS, person=True)
+        await round_trips(base / "trips", FORMS // 10, person=False)
         await memory(base / "memory")
 
 

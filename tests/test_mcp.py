@@ -31,7 +31,12 @@ from pi_agent_ask.form import schemas
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.tools import in_format, tool_definitions_for
 from pi_agent_ask.form.types import AskParams, Option, Question
-from pi_agent_ask.mcp_common.tools import BACKGROUND_ANSWERS
+from pi_agent_ask.mcp_common.tools import (
+    BACKGROUND_ANSWERS,
+    NO_FORMS_HEAD,
+    NO_FORMS_TAIL,
+    NO_FORMS_WAIT_TEXT,
+)
 from pi_agent_ask.mcp_server.elicitation import (
     elicitation_schema,
     response_from_elicitation,
@@ -421,7 +426,7 @@ async def test_cut_foreground_answer_rides_the_next_tool_result(tmp_path: Path) 
 # -- the fallback --------------------------------------------------------------------------
 
 
-async def test_without_elicitation_the_contract_fallback_answers(tmp_path: Path) -> None:
+async def test_without_elicitation_the_fallback_answers_in_mcp_words(tmp_path: Path) -> None:
     with trio.fail_after(30):
         async with connected(tmp_path) as h:
             foreground = await h.call("ask_user", ASK)
@@ -434,9 +439,15 @@ async def test_without_elicitation_the_contract_fallback_answers(tmp_path: Path)
         text = result.content[0]
         assert isinstance(text, types.TextContent)
         assert "Postgres [pg]" in text.text
+        # What helps over MCP, not the host's words (no TUI mode, no ``details`` here).
+        assert text.text.count(NO_FORMS_HEAD) == 1
+        assert text.text.endswith(NO_FORMS_TAIL)
+        assert "`pi-agent-ask desk`" in text.text
+        assert "TUI" not in text.text
+        assert "details." not in text.text
     assert wait.is_error
     assert isinstance(wait.content[0], types.TextContent)
-    assert "interactive TUI mode" in wait.content[0].text
+    assert wait.content[0].text == NO_FORMS_WAIT_TEXT
 
 
 # -- hostile input -------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from pi_agent_ask.mcp_common.journals import journal_path
 from pi_agent_ask.mcp_common.tools import BACKGROUND_ANSWERS
+from pi_agent_ask.mcp_server.router import NO_FORMS_LOG
 from tests.test_mcp import ASK, accept, background_of
 
 
@@ -113,10 +114,18 @@ async def test_stdio_without_elicitation_falls_back(home: Home) -> None:
     with trio.fail_after(60):
         async with server(home, "--desk", "off") as client:
             result = await call(client, "ask_user", ASK)
+            wait = await call(client, "wait_for_answers", {})
     assert result.structured_content["cancelled"] is True
-    assert "Postgres [pg]" in result.content[0].text
+    # The questions as text, and what helps, in MCP's words (the host's TUI mode and
+    # ``details.questions`` mean nothing to an MCP client).
+    text = plain(result)
+    assert "Postgres [pg]" in text
+    assert "`pi-agent-ask desk`" in text
+    assert wait.is_error
+    assert "`pi-agent-ask desk`" in plain(wait)
     log = (home.root / "server.log").read_text()
     assert "pi-agent-ask: Config was invalid" in log  # the notice reached standard error
+    assert NO_FORMS_LOG in log  # and the server says the same there
 
 
 async def test_queued_forms_and_answers_outlive_a_server_restart(home: Home) -> None:

@@ -66,7 +66,9 @@ class Agent:
             self._waits += waits
             self.board.wait_started(self.key)
         report = report_progress
-        if blocking:
+        if blocking and not waits:
+            # A wait blocks the agent on every form from its start: nothing to redraw later,
+            # and no ticks unless the client asked for progress.
 
             async def report(progress: float, total: float | None, message: str | None) -> None:
                 # Each tick redraws the desk: by the first, a foreground ask's request is

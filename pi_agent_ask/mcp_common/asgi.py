@@ -4,10 +4,12 @@ the middle of a call, and ending that call instead of answering nobody."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 
+import attrs
 import mcp.types as types
 import trio
 from mcp.shared.exceptions import MCPError
@@ -15,6 +17,7 @@ from mcp_types import CONNECTION_CLOSED
 
 __all__ = [
     "DISCONNECTED",
+    "Disconnect",
     "Receive",
     "Scope",
     "Send",
@@ -26,7 +29,7 @@ __all__ = [
 ]
 
 DISCONNECTED = "pi_agent_ask.disconnected"
-"""The ASGI scope key of the event set when the request's client went away."""
+"""The ASGI scope key of the request's :class:`Disconnect`."""
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -61,21 +64,51 @@ async def respond_json(
     await send({"type": "http.response.body", "body": payload})
 
 
+@attrs.define(eq=False)
+class Disconnect:
+    """Whether a request's client went away, and the tool calls that end when it does.
+
+    The request's ``receive`` notes the ``http.disconnect`` (:func:`watch_disconnect`), and
+    that cancels the scope of every call running under :meth:`cancelling` there and then: no
+    task of its own watches for it, so a call's result goes back to the transport in the
+    task that made it."""
+
+    gone: bool = False
+    _calls: set[trio.CancelScope] = attrs.field(factory=set, init=False)
+
+    def note(self) -> None:
+        self.gone = True
+        for scope in self._calls:
+            scope.cancel()
+
+    @contextlib.contextmanager
+    def cancelling(self) -> Iterator[trio.CancelScope]:
+        """A cancel scope that is cancelled when (or since) the client went away."""
+        with trio.CancelScope() as scope:
+            if self.gone:
+                scope.cancel()
+            self._calls.add(scope)
+            try:
+                yield scope
+            finally:
+                self._calls.discard(scope)
+
+
 def watch_disconnect(scope: Scope, receive: Receive) -> Receive:
     """``receive``, noting in the request's scope when its client goes away.
 
     A client that drops its connection in the middle of a call (killed, or cut without the
     courtesy ``notifications/cancelled``) leaves the SDK's handler running, and the result it
-    returns later has nowhere to go. The event in the scope lets the tool handler end the
-    call instead (:func:`unless_gone`), so a foreground form stays queued and its answer is
-    delivered later."""
-    disconnected = trio.Event()
-    scope[DISCONNECTED] = disconnected
+    returns later has nowhere to go. The :class:`Disconnect` in the scope lets the tool
+    handler end the call instead (:func:`unless_gone`), so a foreground form stays queued and
+    its answer is delivered later."""
+    disconnect = Disconnect()
+    scope[DISCONNECTED] = disconnect
 
     async def watched() -> dict[str, Any]:
         message = await receive()
         if message.get("type") == "http.disconnect":
-            disconnected.set()
+            disconnect.note()
         return message
 
     return watched
@@ -86,25 +119,12 @@ async def unless_gone(ctx: Any, call: Awaitable[types.CallToolResult]) -> types.
     closes first (:func:`watch_disconnect`): then the call is cancelled (a foreground form
     stays queued, its answer delivered later) and nothing is answered."""
     scope = getattr(ctx.request, "scope", None)
-    disconnected = scope.get(DISCONNECTED) if isinstance(scope, dict) else None
-    if disconnected is None:
+    disconnect = scope.get(DISCONNECTED) if isinstance(scope, dict) else None
+    if not isinstance(disconnect, Disconnect):
         return await call
-    results: list[types.CallToolResult] = []
-    async with trio.open_nursery() as nursery:
-
-        async def run() -> None:
-            results.append(await call)
-            nursery.cancel_scope.cancel()
-
-        async def watch() -> None:
-            await disconnected.wait()
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(run)
-        nursery.start_soon(watch)
-    if not results:
-        raise MCPError(CONNECTION_CLOSED, "The client went away; its question stays queued.")
-    return results[0]
+    with disconnect.cancelling():
+        return await call
+    raise MCPError(CONNECTION_CLOSED, "The client went away; its question stays queued.")
 
 
 def progress_reporter(ctx: Any) -> Any:

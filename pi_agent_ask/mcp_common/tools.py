@@ -83,6 +83,22 @@ ELSEWHERE_TEXT = (
     "(backgroundAnswers or wait_for_answers); look for that requestId there."
 )
 INTERNAL_ERROR_TEXT = "pi-agent-ask internal error: {error}"
+NO_FORMS_HEAD = (
+    "Needs user input: this MCP server cannot show a form (it uses no pi-agent-ask desk, and "
+    "the MCP client has no form elicitation). Ask the user these questions yourself:"
+)
+NO_FORMS_TAIL = (
+    "Nothing was answered (structuredContent: cancelled, no answers). To answer in a form "
+    "instead, the user runs `pi-agent-ask desk` in a terminal and this server without "
+    "`--desk off`: forms are then kept for the desk until answered."
+)
+NO_FORMS_WAIT_TEXT = (
+    "wait_for_answers has nothing to wait for: this MCP server cannot show forms (it uses no "
+    "pi-agent-ask desk, and the MCP client has no form elicitation). To answer in forms, the "
+    "user runs `pi-agent-ask desk` in a terminal and this server without `--desk off`."
+)
+"""The non-TUI fallback in MCP's words: the contract's text speaks of the host's interactive
+TUI mode and of ``details``, which an MCP client has neither of."""
 BACKGROUND_HEAD = "Background answers that arrived meanwhile:"
 
 ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -124,6 +140,24 @@ def call_tool_result(result: Mapping[str, Any]) -> types.CallToolResult:
 
 def error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def in_mcp_words(result: types.CallToolResult) -> types.CallToolResult:
+    """A result of the non-TUI fallback (an ``ask_user`` that returns its questions as text,
+    a refused ``wait_for_answers``) with the contract's host words in MCP's
+    (``NO_FORMS_HEAD``, ``NO_FORMS_TAIL``, ``NO_FORMS_WAIT_TEXT``); any other result as it is."""
+    content: list[Any] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            text = block.text
+            if text == texts.WAIT_NON_TUI_TEXT:
+                text = NO_FORMS_WAIT_TEXT
+            elif texts.FALLBACK_HEAD in text:
+                text = text.replace(texts.FALLBACK_HEAD, NO_FORMS_HEAD)
+                text = text.replace(texts.FALLBACK_TAIL, NO_FORMS_TAIL)
+            block = block.model_copy(update={"text": text}) if text != block.text else block
+        content.append(block)
+    return result.model_copy(update={"content": content})
 
 
 def _image_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -224,6 +258,8 @@ class AgentTools:
             else:
                 result = await self.runtime.call_tool(name, arguments, tool_call_id=call_id)
             out = call_tool_result(result)
+            if self.runtime.mode != "tui":
+                out = in_mcp_words(out)
         except Exception as error:  # a bug must be an error result, never a dead server
             out = error_result(INTERNAL_ERROR_TEXT.format(error=f"{type(error).__name__}: {error}"))
         return with_background_answers(out, await self._handed_out())

@@ -52,6 +52,7 @@ __all__ = [
     "KEPT_HINT",
     "KEPT_TEXT",
     "MOVED_TEXT",
+    "NO_FORMS_LOG",
     "Router",
 ]
 
@@ -72,6 +73,11 @@ KEPT_LOG = (
 WAIT_LOG = (
     "pi-agent-ask: wait_for_answers waits for a desk: run `pi-agent-ask desk` in a terminal "
     "to answer the questions kept"
+)
+NO_FORMS_LOG = (
+    "pi-agent-ask: with --desk off and a client that cannot show forms, ask_user returns its "
+    "questions as text for the agent to ask; to answer in forms, run `pi-agent-ask desk` in a "
+    "terminal and this server without --desk off"
 )
 DESK_STOPPED_TEXT = (
     "The pi-agent-ask desk did not answer this call (it stopped, or is not running). Nothing "
@@ -235,7 +241,10 @@ class Router:
         self._attach(side)
         tools: AgentTools = side.local.tools
         if not side.local.keep:
-            return await tools.call_tool(name, arguments, report_progress=report)
+            result = await tools.call_tool(name, arguments, report_progress=report)
+            if side.local.runtime.mode != "tui" and name == tool_names.ASK_USER:
+                self.log(NO_FORMS_LOG)  # the non-TUI fallback: the agent is told the same
+            return result
         if name == tool_names.ASK_USER and isinstance(arguments, Mapping):
             background = arguments.get("background") is True
             result = await tools.call_tool(name, {**arguments, "background": True})
