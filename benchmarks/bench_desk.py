@@ -40,6 +40,7 @@ from typing import Any
 
 import trio
 
+from pi_agent_ask.cli import settled_heap
 from pi_agent_ask.desk.testing import answer_displayed, desk_client, open_desk
 from pi_agent_ask.mcp_common.connection import DeskAddress, read_desk_file
 
@@ -288,6 +289,9 @@ def main() -> None:
 
     logging.getLogger("mcp").addHandler(logging.NullHandler())
     logging.getLogger("mcp").propagate = False
+    # The desk runs in this process: settle its heap as `pi-agent-ask desk` does at start-up.
+    with settled_heap():
+        pass
     trio.run(run)
 
 

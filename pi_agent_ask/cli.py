@@ -623,20 +623,30 @@ RUNS: dict[str, str] = {
     "demo": "pi_agent_ask.host.demo",
     "settings": "pi_agent_ask.ui.commands",
     "history": "pi_agent_ask.persistence.history",
-    "desk": "pi_agent_ask.desk.command",
+    "desk": "pi_agent_ask.desk.run",
     "mcp": "pi_agent_ask.mcp_server.command",
     "hook": "pi_agent_ask.mcp_server.command",
     "store": "pi_agent_ask.store.command",
 }
 """The module each command runs, imported by ``prepare``: the bulk of a command's start-up
-(``ask`` imports the form's; without a terminal it prints the fallback with a part of them)."""
+(``ask`` imports the form's; without a terminal it prints the fallback with a part of them).
+The desk imports its server (the MCP SDK, hypercorn, the runtime) here, so the heap frozen at
+start-up holds them and a full collection while it serves walks only what it made since: such
+a pause lands on an answer on its way to an agent."""
+
+LIGHT_ACTIONS: dict[tuple[str, str], str] = {
+    ("desk", "login-url"): "pi_agent_ask.desk.command",
+}
+"""Actions of a command that need less than the command's module (``desk login-url`` only
+asks the running desk for a link)."""
 
 
 def prepare(arguments: Sequence[str]) -> Callable[[], int]:
     """Start-up: parse ``arguments`` and import what the command runs; the function returned
     runs the command and returns its exit status."""
     args = build_parser(arguments[0] if arguments else None).parse_args(arguments)
-    importlib.import_module(RUNS[args.command])
+    action = (args.command, getattr(args, "action", None) or "")
+    importlib.import_module(LIGHT_ACTIONS.get(action, RUNS[args.command]))
     return functools.partial(_run, args)
 
 

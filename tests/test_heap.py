@@ -18,6 +18,8 @@ import gc
 import importlib.util
 import inspect
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -220,3 +222,25 @@ def test_only_the_command_s_start_up_touches_the_collector() -> None:
 @pytest.mark.parametrize("command", sorted(cli.COMMANDS))
 def test_each_command_names_the_module_it_runs(command: str) -> None:
     assert importlib.util.find_spec(cli.RUNS[command]) is not None
+
+
+@pytest.mark.parametrize(
+    ("argv", "imported"),
+    [
+        (["desk", "--headless"], True),  # the server is in the heap start-up freezes
+        (["desk", "login-url"], False),  # asking a running desk for a link needs none of it
+    ],
+)
+def test_the_desk_s_start_up_imports_its_server_and_login_url_does_not(
+    argv: list[str], imported: bool
+) -> None:
+    script = (
+        "import sys\n"
+        "from pi_agent_ask import cli\n"
+        f"cli.prepare({argv!r})\n"
+        "print('mcp.server' in sys.modules and 'pi_agent_ask.desk.run' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == str(imported)
