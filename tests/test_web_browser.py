@@ -197,10 +197,18 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
                     from selenium.common.exceptions import StaleElementReferenceException
 
                     clicks = 0
-                    while form_shown(browser):
+                    while True:
+                        # The form gone (sent), or its Submit button: a form can leave the
+                        # page between the two looks.
+                        submit = wait_until(
+                            browser,
+                            lambda d: not form_shown(d) or by_role(d, "button", "Submit"),
+                        )
+                        if submit is True:
+                            return
                         assert clicks < 3, "Submit did not send the form"
                         try:
-                            by_role(browser, "button", "Submit").click()
+                            submit.click()
                         except StaleElementReferenceException:
                             continue  # the page is swapping the form out
                         clicks += 1
