@@ -7,7 +7,10 @@ people answering (each a board on the store, claiming then submitting). Prints:
 
 - forms/s: 2000 forms from the first ask to the last result;
 - answer -> agent: the time from a submission's commit to the agent holding its result,
-  p50 and p99 (target: p99 at most 100 ms on loopback);
+  p50 and p99 (target: p99 at most 100 ms on loopback), measured twice: with the two people
+  answering at machine speed (every core busy: the figure is mostly queueing), and as a person
+  answers (``paced``: one answer at a time, each given once all 20 agents wait on a form, the
+  next once the answer before reached its agent; half the answers cross to the other desk);
 - rows and bytes per form: the store's rows (requests, outcomes) and their tables' and
   indexes' size, divided by the forms.
 
@@ -53,7 +56,17 @@ def form(label: str) -> dict[str, Any]:
     }
 
 
-async def agent(url: str, token: str, forms: int, received: dict[str, float]) -> None:
+PACED_FORMS = 10
+"""Answers per agent in the paced figure (200 in all)."""
+
+
+async def agent(
+    url: str,
+    token: str,
+    forms: int,
+    received: dict[str, float],
+    arrived: dict[str, trio.Event] | None = None,
+) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=None)) as http,
@@ -63,7 +76,44 @@ async def agent(url: str, token: str, forms: int, received: dict[str, float]) ->
         await session.initialize()
         for n in range(forms):
             result = await session.call_tool("ask_user", form(f"f{n}"))
-            received[result.structured_content["requestId"]] = time.time()
+            request_id = result.structured_content["requestId"]
+            received[request_id] = time.time()
+            if arrived is not None:
+                arrived.setdefault(request_id, trio.Event()).set()
+
+
+async def paced(desk_url: str, desks: list[Any], tokens: list[str], agents: int) -> list[float]:
+    """One person answering as people do: each answer once every agent waits on a form, the
+    next once the answer before reached its agent. Returns the latencies in ms."""
+    submitted: dict[str, float] = {}
+    received: dict[str, float] = {}
+    arrived: dict[str, trio.Event] = {}
+    last: list[str] = []
+    enough = trio.Event()
+
+    def answered(request_id: str) -> None:
+        submitted[request_id] = time.time()
+        last.append(request_id)
+        if len(submitted) == agents * PACED_FORMS:
+            enough.set()
+
+    async def pace(board: Any) -> None:
+        if last:
+            await arrived.setdefault(last[-1], trio.Event()).wait()
+        await board.wait_for(lambda forms: len(forms) >= agents)
+
+    async with (
+        answering(desk_url, "cy", on_answer=answered, pace=pace),
+        trio.open_nursery() as asking,
+    ):
+        for i in range(agents):
+            url = desks[i % 2][1]
+            # Agents ask until the person is done; the forms left are never answered.
+            asking.start_soon(agent, url, tokens[i], 10**6, received, arrived)
+        await enough.wait()
+        await arrived.setdefault(last[-1], trio.Event()).wait()
+        asking.cancel_scope.cancel()
+    return [1000 * (received[r] - submitted[r]) for r in submitted if r in received]
 
 
 async def person(url: str, name: str, submitted: dict[str, float], stop: trio.Event) -> None:
@@ -104,6 +154,7 @@ async def run(agents: int = AGENTS, forms: int = FORMS) -> None:
                         nursery.start_soon(agent, url, tokens[i], forms, received)
                 elapsed = time.perf_counter() - start
                 stop.set()
+            paced_latencies = await paced(desk_url, desks, tokens, agents)
         finally:
             for process, _url in desks:
                 process.send_signal(signal.SIGTERM)
@@ -127,6 +178,11 @@ async def run(agents: int = AGENTS, forms: int = FORMS) -> None:
         print(
             f"answer -> agent's result: p50 {statistics.median(latencies):.1f} ms, "
             f"p99 {percentile(latencies, 0.99):.1f} ms ({len(latencies)} forms)"
+        )
+        print(
+            f"answer -> agent's result, paced (one person, each answer while all {agents} agents"
+            f" wait): p50 {statistics.median(paced_latencies):.1f} ms, "
+            f"p99 {percentile(paced_latencies, 0.99):.1f} ms ({len(paced_latencies)} forms)"
         )
         print(f"store: {rows[0] / total:.1f} rows and {size[0] / total:.0f} bytes per form")
 

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -55,9 +55,11 @@ async def answering(
     *,
     respond: Callable[[FormRow], Mapping[str, Any]] = first_options,
     on_answer: Callable[[str], None] | None = None,
+    pace: Callable[[TeamBoard], Awaitable[None]] | None = None,
 ) -> AsyncIterator[TeamBoard]:
     """A person answering every free form on the store at ``url`` until the block ends;
-    ``on_answer(request_id)`` after each submission of theirs that won."""
+    ``on_answer(request_id)`` after each submission of theirs that won; ``pace(board)``, when
+    given, before each form they open (a person's rhythm, not the machine's)."""
     store = Store(url)
     await trio.to_thread.run_sync(store.open)
     try:
@@ -71,6 +73,8 @@ async def answering(
 
             async def work() -> None:
                 while True:
+                    if pace is not None:
+                        await pace(board)
                     await board.wait_for(lambda forms: any(not form.claim_live for form in forms))
                     claim = await board.open()
                     if not isinstance(claim, Claim):
