@@ -373,3 +373,32 @@ async def test_a_draft_sent_by_the_page_is_in_the_journal_after_a_desk_restart(
             assert again.board.current is not None
             (draft,) = again.board.current.state.drafts
             assert draft.selected == (1,) and draft.note == "typed on the phone"
+
+
+async def test_at_40_columns_the_desk_s_title_and_sign_in_lines_keep_their_words_whole(
+    tmp_path: Path,
+) -> None:
+    from prompt_toolkit.input import create_pipe_input
+
+    from pi_agent_ask.ui.testing import VirtualTerminal
+
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk:
+            await term.wait_for("/login?code=")
+            rows = term.text().splitlines()
+            # The title shows no cut address: the whole one, or none.
+            assert "pi-agent-ask desk" in rows[0]
+            assert "127.0.0.1" not in rows[0] or desk.address.url in rows[0], rows[0]
+            # The sentence wraps between words: every word of it is on one row.
+            words = " ".join(rows).split()
+            for word in (
+                "Answer",
+                "browser",
+                "minutes;",
+                "'pi-agent-ask",
+                "login-url'",
+                "another):",
+            ):
+                assert word in words, (word, rows)
+            assert all(len(row) <= 40 for row in rows)

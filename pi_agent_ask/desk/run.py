@@ -373,7 +373,7 @@ def sign_in_text(url: str, loopback: bool) -> str:
     other machines can reach the listen)."""
     lines = [
         "",
-        " Answer in a browser too: open this link once (it lasts 10 minutes;",
+        " Answer in a browser too: open this link once (it lasts 10 minutes;"
         " 'pi-agent-ask desk login-url' makes another):",
         f" {url}",
     ]

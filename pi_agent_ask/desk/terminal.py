@@ -16,6 +16,7 @@ stays until the desk stops.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -147,6 +148,11 @@ def _narrow(columns: int) -> bool:
     return columns < AGENTS_WIDTH + 1 + FORM_MIN_WIDTH
 
 
+def _form_width(columns: int) -> int:
+    """The columns the form's side has: all of them when the agents pane gives way."""
+    return columns if _narrow(columns) else columns - AGENTS_WIDTH - 1
+
+
 @attrs.define(eq=False)
 class DeskSurface(TerminalSurface):
     """The desk's display: a ``TerminalSurface`` in the desk layout (see the module docstring).
@@ -187,17 +193,42 @@ class DeskSurface(TerminalSurface):
             app.output.write_raw(text)
             app.output.flush()
 
-    def _title(self) -> StyleAndTextTuples:
+    def _title(self, width: int | None = None) -> StyleAndTextTuples:
+        """The desk's name, address, agent count and how to quit: the parts that fit in
+        ``width`` whole (a cut address would name another port), dropped from the end."""
         board = self.board
         count = len(board.agents()) if board is not None else 0
-        return [
+        parts: StyleAndTextTuples = [
             ("class:ask.title", " pi-agent-ask desk"),
-            ("class:ask.muted", f"  {self.url}  ·  {count} agent{'s' if count != 1 else ''}"),
+            ("class:ask.muted", f"  {self.url}"),
+            ("class:ask.muted", f"  ·  {count} agent{'s' if count != 1 else ''}"),
             ("class:ask.muted", "  ·  Ctrl-Q quits"),
         ]
+        while width is not None and len(parts) > 1 and fragment_list_width(parts) > width:
+            parts.pop()
+        return parts
 
     def _sign_in(self) -> StyleAndTextTuples:
-        return [("class:ask.muted", self.sign_in)] if self.sign_in else []
+        """The sign-in lines, each sentence wrapped between words at the form's width (the
+        address and the QR code as they are: neither may change)."""
+        if not self.sign_in:
+            return []
+        width = _form_width(get_app().output.get_size().columns) - 1
+        lines = []
+        for line in self.sign_in.split("\n"):
+            if " " in line.strip() and any(c.isascii() and c.isalpha() for c in line):
+                lines.append(
+                    textwrap.fill(
+                        line.strip(),
+                        max(10, width),
+                        initial_indent=" ",
+                        subsequent_indent=" ",
+                        break_on_hyphens=False,
+                    )
+                )
+            else:
+                lines.append(line)
+        return [("class:ask.muted", "\n".join(lines))]
 
     def _status(self) -> StyleAndTextTuples:
         if not self.notices:
@@ -226,15 +257,13 @@ class DeskSurface(TerminalSurface):
 
         def top_line() -> StyleAndTextTuples:
             if self.board is None or not self.board.agents():
-                return self._title()
+                return self._title(get_app().output.get_size().columns)
             return agent_line(self.board)
 
         def header() -> StyleAndTextTuples:
             if self.board is None:
                 return []
-            columns = get_app().output.get_size().columns
-            width = columns if _narrow(columns) else columns - AGENTS_WIDTH - 1
-            return form_header(self.board, width)
+            return form_header(self.board, _form_width(get_app().output.get_size().columns))
 
         body = VSplit(
             [
