@@ -2,16 +2,71 @@
 (``pi_agent_ask.store.testing.Cluster``: ``initdb`` and ``pg_ctl`` on a Unix socket in a
 temporary folder, run as the ``postgres`` system user or ``nobody`` when the tests run as root,
 since ``initdb`` refuses root). Tests that need it skip, saying why, only when the binaries are
-missing.
+missing. Beside it, what the team tests share: a team desk in the test's Trio run, an agent on
+the official SDK's stdio client over ``pi-agent-ask mcp --desk``, a yes/no form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
+import trio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
+from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.store.testing import Cluster, find_pg_bin, throwaway_cluster
+
+YES = {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
+"""The response answering ``ask``'s question "yes"."""
+
+
+def ask(label: str, *, background: bool = False) -> dict[str, Any]:
+    """``ask_user`` arguments: one yes/no question ``q``, labelled ``label``."""
+    return {
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"{label}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+        "background": background,
+    }
+
+
+@asynccontextmanager
+async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[TeamDesk]:
+    """A team desk on the store at ``url``, answering as ``person``, for the block."""
+    async with trio.open_nursery() as nursery:
+        desk: TeamDesk = await nursery.start(
+            functools.partial(run_team_desk, url, person=person, **options)
+        )
+        try:
+            yield desk
+        finally:
+            desk.cancel()
+
+
+@asynccontextmanager
+async def agent(urls: list[str], token: str) -> AsyncIterator[ClientSession]:
+    """An agent: the SDK's stdio client over ``pi-agent-ask mcp --desk URL,...`` with its
+    token."""
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pi_agent_ask", "mcp", "--desk", ",".join(urls)],
+        env={**os.environ, "PI_AGENT_ASK_TOKEN": token},
+    )
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
 
 
 @pytest.fixture(scope="session")

@@ -4,65 +4,27 @@ once; a revoked token refused."""
 
 from __future__ import annotations
 
-import functools
-import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
 from pi_agent_ask.store.db import Store, Submitted
-from pi_agent_ask.store.run import TeamDesk, run_team_desk
-from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+from pi_agent_ask.store.run import TeamDesk
+from tests.store_support import (  # noqa: F401
+    YES,
+    Cluster,
+    agent,
+    ask,
+    desk_url,
+    pg_cluster,
+    store_db,
+    team_desk,
+)
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
-
-
-def ask(label: str, *, background: bool = False) -> dict[str, Any]:
-    return {
-        "questions": [
-            {
-                "id": "q",
-                "label": label,
-                "prompt": f"{label}?",
-                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
-            }
-        ],
-        "background": background,
-    }
-
-
-YES = {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
-
-
-@asynccontextmanager
-async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[TeamDesk]:
-    async with trio.open_nursery() as nursery:
-        desk: TeamDesk = await nursery.start(
-            functools.partial(run_team_desk, url, person=person, **options)
-        )
-        try:
-            yield desk
-        finally:
-            desk.cancel()
-
-
-@asynccontextmanager
-async def agent(urls: list[str], token: str) -> AsyncIterator[ClientSession]:
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pi_agent_ask", "mcp", "--desk", ",".join(urls)],
-        env={**os.environ, "PI_AGENT_ASK_TOKEN": token},
-    )
-    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
 
 
 async def test_one_desk_one_agent_answers_delivered_once(

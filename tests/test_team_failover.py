@@ -4,54 +4,29 @@ PostgreSQL restarted in the middle. Nothing is lost and nothing is delivered twi
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.testing import answering, desk_process
-from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+from tests.store_support import (  # noqa: F401
+    Cluster,
+    agent,
+    ask,
+    desk_url,
+    pg_cluster,
+    store_db,
+)
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
 AGENTS = 20
 ROUNDS = 3  # each round: one foreground ask, one background ask and a wait
-
-
-def ask(label: str, *, background: bool) -> dict[str, Any]:
-    return {
-        "questions": [
-            {
-                "id": "q",
-                "label": label,
-                "prompt": f"{label}?",
-                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
-            }
-        ],
-        "background": background,
-    }
-
-
-@asynccontextmanager
-async def agent(urls: list[str], token: str) -> AsyncIterator[ClientSession]:
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pi_agent_ask", "mcp", "--desk", ",".join(urls)],
-        env={**os.environ, "PI_AGENT_ASK_TOKEN": token},
-    )
-    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
 
 
 def received(result: Any) -> list[str]:

@@ -19,8 +19,16 @@ from pi_agent_ask.store.board import result_of_response
 from pi_agent_ask.store.db import Store, Submitted
 from pi_agent_ask.store.history import team_records
 from pi_agent_ask.web.history import record_view
-from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
-from tests.test_team_desk import YES, agent, ask, team_desk
+from tests.store_support import (  # noqa: F401
+    YES,
+    Cluster,
+    agent,
+    ask,
+    desk_url,
+    pg_cluster,
+    store_db,
+    team_desk,
+)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ recorded under the person's name; the agent gets the answer."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,9 +17,14 @@ from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
 from pi_agent_ask.store.db import Store
-from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.ui.testing import VirtualTerminal
-from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+from tests.store_support import (  # noqa: F401
+    Cluster,
+    desk_url,
+    pg_cluster,
+    store_db,
+    team_desk,
+)
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -37,18 +41,6 @@ def ask(label: str) -> dict[str, Any]:
         ],
         "background": True,
     }
-
-
-@asynccontextmanager
-async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[TeamDesk]:
-    async with trio.open_nursery() as nursery:
-        desk: TeamDesk = await nursery.start(
-            functools.partial(run_team_desk, url, person=person, **options)
-        )
-        try:
-            yield desk
-        finally:
-            desk.cancel()
 
 
 @asynccontextmanager

@@ -6,13 +6,10 @@ history and export naming the answerer, and the TLS rule of a non-loopback liste
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +21,13 @@ from pi_agent_ask.desk.http import ListenError
 from pi_agent_ask.store.db import Claim, FormRow, Store
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.store.testing import desk_process
-from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+from tests.store_support import (  # noqa: F401
+    Cluster,
+    desk_url,
+    pg_cluster,
+    store_db,
+    team_desk,
+)
 from tests.test_web import signed_in
 
 
@@ -41,18 +44,6 @@ def _params(label: str) -> dict[str, Any]:
             }
         ],
     }
-
-
-@asynccontextmanager
-async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[TeamDesk]:
-    async with trio.open_nursery() as nursery:
-        desk: TeamDesk = await nursery.start(
-            functools.partial(run_team_desk, url, person=person, **options)
-        )
-        try:
-            yield desk
-        finally:
-            desk.cancel()
 
 
 async def _ask(

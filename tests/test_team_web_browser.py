@@ -22,8 +22,15 @@ import trio
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
 from pi_agent_ask.store.db import FormRow, Store
 from pi_agent_ask.web.testing import browser_missing, by_role
-from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
-from tests.test_team_desk import agent, ask, team_desk
+from tests.store_support import (  # noqa: F401
+    Cluster,
+    agent,
+    ask,
+    desk_url,
+    pg_cluster,
+    store_db,
+    team_desk,
+)
 from tests.test_web_browser import (  # noqa: F401
     browser,
     d_text,
