@@ -83,6 +83,11 @@ class Pane:
     async def literal(self, text: str) -> None:
         await self.tmux("send-keys", "-t", self.target, "-l", text)
 
+    async def finished(self) -> None:
+        """Until the command signals ``wait-for -S finished`` (tmux keeps a signal sent before
+        anyone waits, so this may come after it)."""
+        await self.tmux("wait-for", "finished")
+
 
 @asynccontextmanager
 async def pane(tmp_path: Path, command: str, columns: int, lines: int) -> AsyncIterator[Pane]:
@@ -146,14 +151,7 @@ async def test_ask_in_a_real_terminal_with_a_resize(tmp_path: Path) -> None:
         f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished"
     )
     with trio.fail_after(60):
-        async with pane(tmp_path, command, 120, 30) as term, trio.open_nursery() as nursery:
-            finished = trio.Event()
-
-            async def wait_finished() -> None:
-                await term.tmux("wait-for", "finished")
-                finished.set()
-
-            nursery.start_soon(wait_finished)
+        async with pane(tmp_path, command, 120, 30) as term:
             screen = await term.wait_for("What should I optimize for?")
             assert "Build setup" in screen
             assert "(recommended)" in screen
@@ -181,7 +179,7 @@ async def test_ask_in_a_real_terminal_with_a_resize(tmp_path: Path) -> None:
             await term.keys("1")
             await term.wait_for("Press 1 again")
             await term.keys("1")
-            await finished.wait()
+            await term.finished()
 
     assert status.read_text().strip() == "0"
     result = json.loads(out.read_text())
@@ -206,17 +204,10 @@ async def test_escape_cancels_and_the_exit_status_says_so(tmp_path: Path) -> Non
         f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished"
     )
     with trio.fail_after(60):
-        async with pane(tmp_path, command, 100, 30) as term, trio.open_nursery() as nursery:
-            finished = trio.Event()
-
-            async def wait_finished() -> None:
-                await term.tmux("wait-for", "finished")
-                finished.set()
-
-            nursery.start_soon(wait_finished)
+        async with pane(tmp_path, command, 100, 30) as term:
             await term.wait_for("What should I optimize for?")
             await term.keys("Escape")
-            await finished.wait()
+            await term.finished()
     assert status.read_text().strip() == "1"
     assert json.loads(out.read_text())["details"]["cancelled"] is True
 
@@ -230,14 +221,7 @@ async def test_interactive_demo_answers_background_forms(tmp_path: Path) -> None
         f"tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished; sleep 5"
     )
     with trio.fail_after(90):
-        async with pane(tmp_path, command, 100, 30) as term, trio.open_nursery() as nursery:
-            finished = trio.Event()
-
-            async def wait_finished() -> None:
-                await term.tmux("wait-for", "finished")
-                finished.set()
-
-            nursery.start_soon(wait_finished)
+        async with pane(tmp_path, command, 100, 30) as term:
             for prompt, keys in (
                 ("Where should the service run first?", ["1"]),
                 ("Which checks must pass before the rollout?", ["1", "3", "Enter"]),
@@ -252,7 +236,7 @@ async def test_interactive_demo_answers_background_forms(tmp_path: Path) -> None
             await term.wait_for("Done: every answer is in.")
             await term.literal("/quit")
             await term.keys("Enter")
-            await finished.wait()
+            await term.finished()
             screen = await term.tmux("capture-pane", "-p", "-t", "ask", "-S", "-100")
     assert status.read_text().strip() == "0"
     assert "Done: every answer is in." in screen
@@ -290,14 +274,7 @@ async def test_at_40_columns_the_editor_wraps_at_words_and_n_notes_a_typed_answe
     )
     words = set(LONG_ANSWER.split())
     with trio.fail_after(60):
-        async with pane(tmp_path, command, 40, 12) as term, trio.open_nursery() as nursery:
-            finished = trio.Event()
-
-            async def wait_finished() -> None:
-                await term.tmux("wait-for", "finished")
-                finished.set()
-
-            nursery.start_soon(wait_finished)
+        async with pane(tmp_path, command, 40, 12) as term:
             await term.wait_for("What should I optimize for?")
             await term.keys("Down", "Down")
             await term.wait_for("Type answer")
@@ -324,7 +301,7 @@ async def test_at_40_columns_the_editor_wraps_at_words_and_n_notes_a_typed_answe
             await term.keys("1")
             await term.wait_for("again")
             await term.keys("1")
-            await finished.wait()
+            await term.finished()
     assert status.read_text().strip() == "0"
     answer = json.loads(out.read_text())["details"]["answers"]["goal"]
     assert answer["customText"] == LONG_ANSWER
@@ -360,5 +337,5 @@ async def test_a_settings_file_fixed_by_a_save_clears_its_load_warning(tmp_path:
             screen = await term.wait_for("Live settings")
             assert warning not in screen
             await term.keys("Escape", "Escape")
-            await term.tmux("wait-for", "finished")
+            await term.finished()
     assert json.loads(settings.read_text())["schemaVersion"] == 6
