@@ -31,6 +31,7 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from pi_agent_ask.desk.testing import yes_no_form
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.testing import (
     answering,
@@ -41,19 +42,6 @@ from pi_agent_ask.store.testing import (
 
 AGENTS = 20
 FORMS = 100
-
-
-def form(label: str) -> dict[str, Any]:
-    return {
-        "questions": [
-            {
-                "id": "q",
-                "label": label,
-                "prompt": f"{label}?",
-                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
-            }
-        ]
-    }
 
 
 PACED_FORMS = 10
@@ -75,7 +63,7 @@ async def agent(
     ):
         await session.initialize()
         for n in range(forms):
-            result = await session.call_tool("ask_user", form(f"f{n}"))
+            result = await session.call_tool("ask_user", yes_no_form(f"f{n}", background=False))
             request_id = result.structured_content["requestId"]
             received[request_id] = time.time()
             if arrived is not None:

@@ -20,6 +20,7 @@ import trio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from pi_agent_ask.desk.testing import yes_no_form
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.store.testing import Cluster, find_pg_bin, throwaway_cluster
 
@@ -29,17 +30,7 @@ YES = {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
 
 def ask(label: str, *, background: bool = False) -> dict[str, Any]:
     """``ask_user`` arguments: one yes/no question ``q``, labelled ``label``."""
-    return {
-        "questions": [
-            {
-                "id": "q",
-                "label": label,
-                "prompt": f"{label}?",
-                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
-            }
-        ],
-        "background": background,
-    }
+    return yes_no_form(label, background=background)
 
 
 @asynccontextmanager

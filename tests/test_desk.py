@@ -24,6 +24,7 @@ from pi_agent_ask.desk.testing import (
     desk_client,
     open_desk,
     submit,
+    yes_no_form,
 )
 from pi_agent_ask.mcp_common.connection import find_desk, read_desk_file
 
@@ -33,17 +34,7 @@ BACKGROUND_ANSWERS = "backgroundAnswers"
 
 
 def ask(label: str, *, background: bool = True) -> dict[str, Any]:
-    return {
-        "questions": [
-            {
-                "id": "q",
-                "label": label,
-                "prompt": f"{label}?",
-                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
-            }
-        ],
-        "background": background,
-    }
+    return yes_no_form(label, background=background)
 
 
 def request_id(result: Any) -> str:

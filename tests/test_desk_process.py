@@ -18,24 +18,20 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from pi_agent_ask.desk.run import run_desk
-from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
+from pi_agent_ask.desk.testing import (
+    SDK_CLIENT_WARNINGS,
+    answer_displayed,
+    desk_client,
+    open_desk,
+    yes_no_form,
+)
 from pi_agent_ask.mcp_common.connection import find_desk, read_desk_file
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
 
 def ask(label: str, *, background: bool = True) -> dict[str, Any]:
-    return {
-        "questions": [
-            {
-                "id": "q",
-                "label": label,
-                "prompt": f"{label}?",
-                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
-            }
-        ],
-        "background": background,
-    }
+    return yes_no_form(label, background=background)
 
 
 async def read_line(stream: trio.abc.ReceiveStream) -> str:

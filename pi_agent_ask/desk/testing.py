@@ -3,7 +3,8 @@
 :func:`desk_client` connects the official SDK client (``mcp.client.streamable_http``) to a
 desk with a token and an agent key. :func:`answer_displayed` answers the form on the desk's
 display through a ``pi-agent-ask:submit`` event on that form's own runtime, the way a remote
-answerer would, and returns which agent's form it was.
+answerer would, and returns which agent's form it was. :func:`yes_no_form` is the one-question
+form the tests and benchmarks ask.
 """
 
 from __future__ import annotations
@@ -25,9 +26,31 @@ from pi_agent_ask.desk.board import Shown
 from pi_agent_ask.desk.run import Desk, run_desk
 from pi_agent_ask.mcp_common.connection import KEY_HEADER, DeskAddress
 
-__all__ = ["SDK_CLIENT_WARNINGS", "answer_displayed", "desk_client", "open_desk", "submit"]
+__all__ = [
+    "SDK_CLIENT_WARNINGS",
+    "answer_displayed",
+    "desk_client",
+    "open_desk",
+    "submit",
+    "yes_no_form",
+]
 
 _ids = itertools.count(1)
+
+
+def yes_no_form(label: str, *, background: bool) -> dict[str, Any]:
+    """``ask_user`` arguments: one question ``q`` labelled ``label``, "yes" or "no"."""
+    return {
+        "questions": [
+            {
+                "id": "q",
+                "label": label,
+                "prompt": f"{label}?",
+                "options": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+            }
+        ],
+        "background": background,
+    }
 
 
 @asynccontextmanager
