@@ -512,10 +512,10 @@ class SessionFile(FoldedSession):
         if size > MAX_FRAME_BYTES:
             raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
         links = [(e.id, e.parent_id) for e in entries]
-        self._index.check_links(links)
+        parents = self._index.check_links(links)
         offset = self._store(payload)
         first = len(self._index)
-        self._index.add_frame(links, offset, len(payload), single=single)
+        self._index.add_checked(links, parents, offset, len(payload), single=single)
         self._follow(entries, first, under_leaf)
         self._maybe_checkpoint()
 

@@ -70,6 +70,19 @@ class Index:
         leaf. ``single``: a version 1 frame of one entry. ``BadFrame`` (or ``NeedFullIndex``,
         ``partial``) when they do not fit, and then nothing is indexed."""
         parents = self.check_links(links, partial=partial)
+        self.add_checked(links, parents, frame_off, frame_len, single=single)
+
+    def add_checked(
+        self,
+        links: Sequence[tuple[str, str | None]],
+        parents: Sequence[int],
+        frame_off: int,
+        frame_len: int,
+        *,
+        single: bool = False,
+    ) -> None:
+        """``add_frame`` for links ``check_links`` gave ``parents`` for, with nothing indexed
+        since (a writer checks them before it writes the frame)."""
         for slot, ((entry_id, _), parent) in enumerate(zip(links, parents, strict=True)):
             self.add(entry_id, parent, frame_off, frame_len, -1 if single else slot)
         self.leaf = len(self.ids) - 1
