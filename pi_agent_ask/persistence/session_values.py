@@ -119,16 +119,14 @@ def freeze(value: Any) -> Any:
     kind = type(value)
     if kind in _ATOMS:
         return value
-    # Text, numbers and the like are their own frozen form: only containers recurse. A map is
-    # copied whole, then its containers are replaced by their frozen form.
+    # Text, numbers and the like are their own frozen form: only containers recurse.
     if kind is dict or kind is FrozenMap:
-        frozen = dict(value)
-        for k, v in value.items():
-            if type(k) not in _ATOMS:
-                return FrozenMap({freeze(k): freeze(v) for k, v in value.items()})
-            if type(v) not in _ATOMS:
-                frozen[k] = freeze(v)
-        return FrozenMap(frozen)
+        return FrozenMap(
+            {
+                k if type(k) in _ATOMS else freeze(k): v if type(v) in _ATOMS else freeze(v)
+                for k, v in value.items()
+            }
+        )
     if kind is list or kind is tuple:
         return tuple([v if type(v) in _ATOMS else freeze(v) for v in value])
     if kind is codec.Spliced:  # stored as its value
