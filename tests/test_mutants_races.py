@@ -39,7 +39,9 @@ from pi_agent_ask.actors.notifications import Notify, run_notifications
 from pi_agent_ask.actors.records import StaleBranch
 from pi_agent_ask.form import state as fs
 
-from .test_queue_shell import _PARAMS, Forms, Journal, Running, _enqueue, running
+from .queue_support import PARAMS as _PARAMS
+from .queue_support import Forms, Journal, Running, running
+from .queue_support import enqueue as _enqueue
 
 FLOW = "tool:r1"
 
