@@ -83,26 +83,26 @@ async def test_the_writes_of_messages_waiting_together_go_out_as_one_frame_per_w
 
 
 async def test_a_failed_frame_is_written_again_one_write_at_a_time() -> None:
-    """Only the transition whose own write fails is void: the defer before it and the
-    boundary after it happen, and the messages given back are not queued again."""
+    """Only the transition whose own write fails is void: the defer before it happens, and
+    the messages given back are not queued again. Nothing of the failed frame counts: the
+    agent stays busy, so the answer a session change brings waits for the boundary."""
     journal = Journal(fail_on="ask:returned")
-    forms = Forms()
-    async with running(journal, forms, idle=False, buffer=math.inf) as queue:
-        await enqueue(queue, "r1")
-        await trio.testing.wait_all_tasks_blocked()
-        await queue.inbox.send(_stopped("r1"))  # the agent is busy: the answer waits
-        deferred, given, boundary = _channel(), _channel(), _channel()
+    async with running(journal, Forms(), idle=False, buffer=math.inf) as queue:
+        deferred, given = _channel(), _channel()
         back = {"customType": "ask:background-answer", "content": "r0"}
         queue.inbox.send_nowait(q.Defer("hidden", deferred[0]))
         queue.inbox.send_nowait(
             q.GiveBack((q.FollowUp("ask:background-answer", back, True),), given[0])
         )
-        queue.inbox.send_nowait(q.TurnBoundary(boundary[0]))
         assert await deferred[1].receive() is None
         assert isinstance(await given[1].receive(), StaleBranch)
-        [message] = await boundary[1].receive()
-        assert message["details"]["requestId"] == "r1"
-        _no_wake(queue)  # nothing here told the queue that the agent settled
+        assert PARAMS is not None
+        answer = Outcome("r2", result=AskResult(cancelled=False))
+        restored = q.RestoredItem(request("r2"), fs.new_form(PARAMS), answer, delivered=False)
+        await queue.ask(lambda reply: q.Restore(1, (restored,), True, journal, reply))
+        _no_wake(queue)
+        [message] = await queue.ask(q.TurnBoundary)
+        assert message["details"]["requestId"] == "r2"
     assert journal.frames == [["ask:panel"], ["ask:background-answer"]]
     assert _panel(journal) == [False]
 
