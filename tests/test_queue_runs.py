@@ -69,6 +69,7 @@ async def test_the_writes_of_messages_waiting_together_go_out_as_one_frame_per_w
         queue.inbox.send_nowait(_recorded_enqueue("r1", caller, enqueued[0]))
         queue.inbox.send_nowait(q.Defer("hidden", deferred[0]))
         queue.inbox.send_nowait(q.Show(shown[0]))
+        # A hook call: read before the first transition, its forwarded message skipped.
         _hook(queue, idle=True)
         queue.inbox.send_nowait(q.Defer("hidden", deferred_again[0]))
         assert await enqueued[1].receive() == 1
