@@ -364,3 +364,36 @@ async def test_after_a_restore_the_queue_writes_through_the_new_branch_writer() 
     assert old.entries == []
     assert new.frames == [["ask:panel"], ["ask:panel"]]
     assert [data["visible"] for _, data in new.entries] == [False, True]
+
+
+async def _shown_when_the_claim_hid() -> list[str]:
+    """A granted foreground claim, then a session change to a branch with a pending request:
+    what the form runner had shown when the claim's form ended."""
+    assert PARAMS is not None
+    journal, forms = Journal(), Forms()
+    seen: list[str] = []
+
+    async def foreground(scope: trio.CancelScope) -> None:
+        with scope:
+            await trio.sleep_forever()
+        seen.extend(rid for rid, _ in forms.shown)
+
+    async with running(journal, forms) as queue, trio.open_nursery() as nursery:
+        scope = trio.CancelScope()
+        commands_tx, _commands_rx = trio.open_memory_channel[FormInput](1)
+        await queue.ask(lambda reply: q.AcquireSurface(1, "fg:1", commands_tx, scope, reply))
+        nursery.start_soon(foreground, scope)
+        await trio.testing.wait_all_tasks_blocked()
+        pending = q.RestoredItem(request("r2"), fs.new_form(PARAMS), None, delivered=False)
+        await queue.ask(lambda reply: q.Restore(1, (pending,), True, journal, reply))
+        await forms.started.wait()
+    return seen
+
+
+async def test_a_claim_cancelled_by_a_session_change_hides_before_the_next_form_shows() -> None:
+    """A session change cancels the granted foreground claim and shows the new branch's
+    pending request in one transition: the claim's form ends first (the form runner passes
+    through the scheduler before each form). Trio runs a batch of ready tasks in either
+    order, so the change is made several times."""
+    for _ in range(8):
+        assert await _shown_when_the_claim_hid() == []
