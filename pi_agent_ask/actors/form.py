@@ -56,7 +56,7 @@ class ResponseReply(Protocol):
     ) -> Any: ...
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class RemoteResponse:
     """A validated-envelope ``pi-agent-ask:submit`` response for this flow.
 

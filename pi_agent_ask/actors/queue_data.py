@@ -138,7 +138,7 @@ class Item:
     routed_to: int | None = None
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Claim:
     claim_id: int
     seq: int
@@ -157,7 +157,7 @@ class Active:
     claim: Claim | None = None
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Wait:
     """The active wait. ``members`` in FIFO order (``late`` joined while it ran);
     ``outstanding`` counts members without an outcome."""

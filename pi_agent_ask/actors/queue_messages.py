@@ -55,7 +55,7 @@ class JournalHandle(Protocol):
 # ------------------------------------------------------------------------------------------
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Recording:
     """A request's entries that the queue writes itself, in the transition that enqueues it,
     followed by the call's tool result: the receipt, which names the pending count that only
@@ -70,7 +70,7 @@ class Recording:
     writer: JournalHandle
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Enqueue:
     """Queue a background request. The reply is the pending count after it; with a
     ``recording`` whose write failed, the error instead (nothing was enqueued)."""
@@ -88,7 +88,7 @@ class Grant:
     epoch: int
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class AcquireSurface:
     """A foreground form asks for the surface; the reply is its grant, in FIFO order."""
 
@@ -121,18 +121,18 @@ class FormStopped:
     outcome: Outcome | None
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Defer:
     reason: Literal["hidden", "user_message"]
     reply: ReplyTo[None]
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Show:
     reply: ReplyTo[None]
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class TurnBoundary:
     reply: ReplyTo[list[Json]]
     text_only: bool = False
@@ -153,7 +153,7 @@ class AgentActivity:
     the idle period that wake belongs to, so the period has had its one wake."""
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class StartWait:
     wait_id: int
     reply: ReplyTo[WaitEnd]
@@ -167,7 +167,7 @@ class EndWait:
     acknowledged: bool
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class FindFlow:
     flow_id: str
     reply: ReplyTo[CommandSink | None]
@@ -204,7 +204,7 @@ class FollowUp:
     wake: bool
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class GiveBack:
     """Messages a turn boundary handed out that never reached the agent (the call that took
     them was cut): journaled as given back (``ask:returned``), then they go out again first,
@@ -215,7 +215,7 @@ class GiveBack:
     reply: ReplyTo[Exception | None]
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Restore:
     """Replace everything with the state rebuilt from a new branch (session change).
 
@@ -231,12 +231,12 @@ class Restore:
     follow_ups: tuple[FollowUp, ...] = ()
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Inspect:
     reply: ReplyTo[QueueStats]
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Quiesce:
     """Close the visible background form and save every draft; reply once all is saved.
 
