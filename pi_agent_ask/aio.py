@@ -405,12 +405,14 @@ def _start_trio(
 
         task.add_done_callback(settled)
         return done
+    # Guest mode exists only in trio.lowlevel; one Trio run per thread, so look first.
     if trio.lowlevel.in_trio_run():
         raise RuntimeError(
             "pi_agent_ask.aio.open_runtime: this thread already runs Trio (another "
             "pi_agent_ask.aio runtime, or a Trio program): one asyncio runtime per loop, "
             "or use pi_agent_ask.open_runtime from Trio"
         )
+    # Trio as the asyncio loop's guest: the one way to run Trio inside a running asyncio loop.
     trio.lowlevel.start_guest_run(
         main,
         run_sync_soon_threadsafe=loop.call_soon_threadsafe,

@@ -17,6 +17,7 @@ module or package fails here until it is given a layer.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -220,3 +221,36 @@ def test_the_desk_and_the_mcp_server_import_in_one_direction() -> None:
     assert _crossings({"pi_agent_ask.mcp_server": [("pi_agent_ask.desk.connection", 9)]})
     assert _crossings({"pi_agent_ask.mcp_common.tools": [("pi_agent_ask.desk", 1)]})
     assert _crossings(GRAPH) == []
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _mapped_paths(text: str) -> set[str]:
+    """The ``.py`` paths with a folder that the module map names in backticks."""
+    return set(re.findall(r"`([\w/]+/[\w]+\.py)`", text))
+
+
+def test_the_module_map_names_every_module_and_no_module_that_is_gone() -> None:
+    # docs/architecture.md maps every module in a line, so a behaviour leads to its module in
+    # one hop. A package's __init__ is its package's entry, named with the package.
+    mapped = _mapped_paths(ARCHITECTURE.read_text(encoding="utf-8"))
+    modules = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "__init__.py"
+    }
+    top_level = {name for name in modules if "/" not in name}
+    named = ARCHITECTURE.read_text(encoding="utf-8")
+    assert sorted(m for m in modules - top_level if m not in mapped) == []
+    assert sorted(m for m in top_level if f"`{m}`" not in named) == []
+    repo = PACKAGE.parent
+    gone = sorted(
+        path for path in mapped if not (PACKAGE / path).exists() and not (repo / path).exists()
+    )
+    assert gone == []
+
+
+def test_the_module_map_check_reads_paths_in_backticks() -> None:
+    text = "| `actors/queue.py`, `web/app.py` | ... `queue_state.py` and tests/x.py |"
+    assert _mapped_paths(text) == {"actors/queue.py", "web/app.py"}

@@ -12,6 +12,8 @@ a comment or a docstring does not count) and fails on:
 - the hand-made scheduling of ``trio.lowlevel`` (``wait_task_rescheduled``, ``reschedule``,
   ``current_task``) or ``tasks_waiting_receive`` in ``actors/``: actors talk through memory
   channels and run their own transitions;
+- ``trio.lowlevel`` in ``actors/``, or elsewhere without a comment on its line or the line
+  above saying why no public API does (``# ...``);
 - a module over 800 lines;
 - ``desk/`` and ``mcp_server/`` importing each other (what both need lives below them).
 
@@ -84,6 +86,7 @@ KNOWN: dict[str, dict[str, str]] = {
     "class-assignment": {},
     "object-new": {},
     "actor-scheduling": {},
+    "lowlevel-reason": {},
     "module-size": {},
     "desk-mcp-direction": {},
 }
@@ -303,6 +306,33 @@ def actor_scheduling(path: str, source: str) -> Iterator[Offence]:
                     yield node.lineno, f"import of {alias.name}"
 
 
+def _uses_lowlevel(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.module == "trio.lowlevel"
+    if isinstance(node, ast.Import):
+        return any(alias.name == "trio.lowlevel" for alias in node.names)
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "lowlevel"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "trio"
+    )
+
+
+def lowlevel_reason(path: str, source: str) -> Iterator[Offence]:
+    """``trio.lowlevel``: none in ``actors/`` (they talk through memory channels); elsewhere
+    only what no public API offers, each use with its reason in a comment beside or above."""
+    lines = source.splitlines()
+    for node in ast.walk(_parse(source)):
+        if not _uses_lowlevel(node):
+            continue
+        used = getattr(node, "lineno", 0)
+        if path.startswith("actors/"):
+            yield used, "trio.lowlevel in an actor"
+        elif not any("#" in line for line in lines[max(used - 2, 0) : used]):
+            yield used, "trio.lowlevel without a comment saying why"
+
+
 def module_size(path: str, source: str) -> Iterator[Offence]:
     lines = len(source.splitlines())
     if lines > MAX_LINES:
@@ -366,6 +396,7 @@ CHECKS: dict[str, FileCheck] = {
     "class-assignment": class_assignment,
     "object-new": object_new,
     "actor-scheduling": actor_scheduling,
+    "lowlevel-reason": lowlevel_reason,
     "module-size": module_size,
 }
 
@@ -444,6 +475,11 @@ OFFENDING = {
         "from trio.lowlevel import current_task\n",
         "tx.statistics().tasks_waiting_receive\n",
     ],
+    "lowlevel-reason": [
+        "import trio\nawait trio.lowlevel.checkpoint()  # a reason, but in an actor\n",
+        "from trio.lowlevel import checkpoint\n",
+        "import trio.lowlevel\n",
+    ],
     "module-size": ["x = 1\n" * (MAX_LINES + 1)],
 }
 
@@ -462,6 +498,7 @@ PLAIN = {
     "class-assignment": ["x = y.__class__\n", "__class__ = 1\n"],
     "object-new": ["x = C.__new__(C)\n", "'object.__new__'\n"],
     "actor-scheduling": ["import trio\ntrio.lowlevel.checkpoint()\n"],
+    "lowlevel-reason": ["import trio\nawait trio.sleep(0)\n", "'trio.lowlevel'\n"],
     "module-size": ["x = 1\n" * MAX_LINES],
 }
 
@@ -499,3 +536,14 @@ def test_desk_and_mcp_server_import_one_way() -> None:
         "mcp_server/b.py:1: imports pi_agent_ask.desk.connection",
     ]
     assert offences("desk-mcp-direction", both, frozenset({"mcp_server/b.py"})) == []
+
+
+def test_trio_lowlevel_outside_actors_needs_its_reason() -> None:
+    bare = "import trio\n\nawait trio.lowlevel.wait_readable(fd)\n"
+    assert offences("lowlevel-reason", {"mcp_server/w.py": bare}, frozenset()) == [
+        "mcp_server/w.py:3: trio.lowlevel without a comment saying why"
+    ]
+    above = "import trio\n# no trio stream wraps this descriptor\nawait trio.lowlevel.wait_readable(fd)\n"
+    beside = "import trio\n\nawait trio.lowlevel.wait_readable(fd)  # no stream wraps fd\n"
+    for source in (above, beside):
+        assert offences("lowlevel-reason", {"mcp_server/w.py": source}, frozenset()) == []

@@ -316,6 +316,8 @@ class AgentTools:
             else:
                 kept.append(message)
         try:
+            # A cancel point and nothing else (trio.sleep(0) as ruff asks it spelled): a
+            # caller cancelled here gives the messages back.
             await trio.lowlevel.checkpoint()
         except trio.Cancelled:
             await self.give_back(kept)

@@ -99,6 +99,7 @@ async def desk_process(
 ) -> tuple[trio.Process, str]:
     """``pi-agent-ask desk --store URL --headless --as PERSON`` and the URL it listens at."""
     command = [sys.executable, "-m", "pi_agent_ask", "desk", "--headless", "--store", url]
+    # A process the caller keeps and stops (trio.run_process would wait for it to exit).
     process = await trio.lowlevel.open_process(
         [*command, "--as", person, *extra], stdout=subprocess.PIPE, env=env
     )

@@ -114,6 +114,7 @@ class Wakes:
 async def listen(conninfo: str, wakes: Wakes) -> None:
     """Run the listener until cancelled (the thread notices within ``LISTEN_TIMEOUT``)."""
     stop = threading.Event()
+    # The listener is a plain thread, not a trio.to_thread one: its calls back need the token.
     token = trio.lowlevel.current_trio_token()
 
     def call(function: Callable[..., None], *args: Any) -> None:
