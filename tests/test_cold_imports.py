@@ -56,10 +56,6 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     # The waiter: only a wait_for_answers call needs it.
     "pi_agent_ask.actors.wait",
     "pi_agent_ask.actors.wait_state",
-    # What cbor2 imports the first time it searches the types it can encode itself, which a
-    # journal entry's spliced values never make it do (codec.Spliced: found by its type).
-    "email",
-    "fractions",
 )
 NEEDED = ("trio", "prompt_toolkit", "pi_agent_ask.ui.render", "pi_agent_ask.form.validate")
 

@@ -235,7 +235,7 @@ def _loads(plain: bytes) -> Any:
 class Spliced:
     """A value of entry data encoded once, for data that several entries hold (a request's
     normalised parameters in three of its entries, a result in two): cbor2 writes ``cbor``
-    where the value sits (its encoder for the type, ``_splice``) instead of encoding the value
+    where the value sits (its ``default`` hook, ``_splice``) instead of encoding the value
     again. A CBOR item is the same bytes inside any other item, so the entry reads back as
     the plain value in its place.
 
@@ -250,7 +250,7 @@ class Spliced:
         self.value = value
         if cbor is None:
             try:
-                cbor = cbor2.dumps(value, encoders=_ENCODERS)
+                cbor = cbor2.dumps(value, default=_splice)
             except cbor2.CBOREncodeError as exc:
                 raise TypeError(f"entry data cannot be stored: {exc}") from exc
         self.cbor: bytes = cbor
@@ -265,21 +265,18 @@ class Spliced:
 
 
 def _splice(encoder: cbor2.CBOREncoder, value: Any) -> None:
+    # cbor2 hands over only what it cannot encode itself: a ``Spliced``, or an error, raised
+    # as cbor2 raises it without this hook.
+    if type(value) is not Spliced:
+        raise cbor2.CBOREncodeError(f"cannot encode type {type(value)}")
     encoder.write(value.cbor)
-
-
-_ENCODERS: Final[dict[type, Callable[[cbor2.CBOREncoder, Any], None]]] = {Spliced: _splice}
-"""cbor2's encoder for ``Spliced``, found by its type before cbor2 looks through the types it
-encodes itself: a ``default`` hook is reached only after that search, whose first run imports
-every standard-library module cbor2 can encode a type of (``email``, ``decimal``,
-``fractions``, ...), a cost on the first entry before ``ask``'s first frame. Never changed."""
 
 
 def dumps(value: Any) -> bytes:
     """``cbor2.dumps`` with ``Spliced`` values written in place; ``TypeError`` for what CBOR
     cannot hold."""
     try:
-        return cbor2.dumps(value, encoders=_ENCODERS)
+        return cbor2.dumps(value, default=_splice)
     except cbor2.CBOREncodeError as exc:
         raise TypeError(f"entry data cannot be stored: {exc}") from exc
 
