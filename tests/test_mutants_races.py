@@ -3,8 +3,8 @@ produces: a form whose inbox closed while the queue still names it visible, a qu
 a ``Quiesce`` reply instead of answering it, a writer revoked under its caller, an actor started
 under a cancelled caller, a background form's inbox filled by key handlers that never wait.
 
-The queue is the real ``QueueActor`` on real Trio channels (the shell of
-``tests/test_queue_shell.py``, with its fake form runner); the runtime's side is a real
+The queue is the real ``QueueActor`` on real Trio channels (the harness of
+``tests/queue_support.py``, with its fake form runner); the runtime's side is a real
 ``RuntimeCore`` talking to it, so ``_find_flow``, ``statistics``, ``quiesce`` and the functions
 of ``hooks`` and ``remote`` run as they do in a runtime. ``docs/mutation-runtime.md`` and
 ``docs/mutation-queue.md`` list the mutants each test kills.
@@ -39,7 +39,9 @@ from pi_agent_ask.actors.notifications import Notify, run_notifications
 from pi_agent_ask.actors.records import StaleBranch
 from pi_agent_ask.form import state as fs
 
-from .test_queue_shell import _PARAMS, Forms, Journal, Running, _enqueue, running
+from .queue_support import PARAMS as _PARAMS
+from .queue_support import Forms, Journal, Running, running
+from .queue_support import enqueue as _enqueue
 
 FLOW = "tool:r1"
 

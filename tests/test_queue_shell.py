@@ -4,11 +4,9 @@ waiting when the queue ends. A fake form runner stands in for the runtime's back
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import math
 from typing import Any
 
-import attrs
 import pytest
 import trio
 import trio.testing
@@ -17,107 +15,11 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors import queue_state as qs
 from pi_agent_ask.actors.form import FormInput
-from pi_agent_ask.actors.records import AskRequest, Outcome, StaleBranch
+from pi_agent_ask.actors.records import Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import AskResult
-from pi_agent_ask.form.validate import validate_ask_params
 
-from .runtime_support import payload
-
-GUARD = 20
-_PARAMS = validate_ask_params(payload("a", background=True)).params
-assert _PARAMS is not None
-
-
-@attrs.define(eq=False)
-class Journal:
-    """Records the queue's writes; ``fail`` makes every write raise ``StaleBranch``, ``error``
-    raise that error; ``stuck`` makes writes wait forever, ``hold`` until it is set."""
-
-    entries: list[tuple[str, Any]] = attrs.field(factory=list)
-    fail: bool = False
-    stuck: bool = False
-    error: BaseException | None = None
-    hold: trio.Event | None = None
-
-    async def append(self, type_: str, data: Any) -> None:
-        await self.append_many([(type_, data)])
-
-    async def append_many(self, entries: Any) -> None:
-        if self.stuck:
-            await trio.sleep_forever()
-        if self.hold is not None:
-            await self.hold.wait()
-        await trio.lowlevel.checkpoint()
-        if self.error is not None:
-            raise self.error
-        if self.fail:
-            raise StaleBranch("revoked")
-        self.entries.extend(entries)
-
-
-@attrs.define(eq=False)
-class Forms:
-    """The form runner: remembers each form it was asked to show, with its cancel scope."""
-
-    shown: list[tuple[str, trio.CancelScope]] = attrs.field(factory=list)
-    started: trio.Event = attrs.field(factory=trio.Event)
-    epochs: list[int] = attrs.field(factory=list)
-    inboxes: list[trio.MemoryReceiveChannel[FormInput]] = attrs.field(factory=list)
-    commands: list[trio.MemorySendChannel[FormInput]] = attrs.field(factory=list)
-
-    async def __call__(
-        self,
-        request: AskRequest,
-        form: fs.FormState,
-        epoch: int,
-        scope: trio.CancelScope,
-        commands: trio.MemorySendChannel[FormInput],
-        inbox: trio.MemoryReceiveChannel[FormInput],
-    ) -> None:
-        self.shown.append((request.request_id, scope))
-        self.epochs.append(epoch)
-        self.inboxes.append(inbox)
-        self.commands.append(commands)
-        self.started.set()
-
-
-@attrs.frozen
-class Running:
-    actor: q.QueueActor
-    inbox: trio.MemorySendChannel[q.QueueMessage]
-    wakes: trio.MemoryReceiveChannel[dict[str, Any]]
-    scope: trio.CancelScope
-
-    async def ask(self, make: Any) -> Any:
-        reply_tx, reply_rx = trio.open_memory_channel[Any](1)
-        await self.inbox.send(make(reply_tx))
-        return await reply_rx.receive()
-
-
-@asynccontextmanager
-async def running(journal: Journal, forms: Forms, **options: Any) -> AsyncIterator[Running]:
-    wake_tx, wake_rx = trio.open_memory_channel[dict[str, Any]](float("inf"))
-    queue_tx, queue_rx = trio.open_memory_channel[q.QueueMessage](0)
-    events = options.pop("events", None) or ev.EventBus()
-    actor = q.QueueActor(
-        journal=journal, events=events, wakeups=wake_tx, run_background_form=forms, **options
-    )
-    with trio.fail_after(GUARD):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(actor.run, queue_rx, queue_tx.clone())
-            yield Running(actor, queue_tx, wake_rx, nursery.cancel_scope)
-            nursery.cancel_scope.cancel()
-
-
-def _request(rid: str) -> AskRequest:
-    assert _PARAMS is not None
-    return AskRequest(rid, _PARAMS, background=True, created_at="t")
-
-
-async def _enqueue(queue: Running, rid: str) -> None:
-    assert _PARAMS is not None
-    await queue.ask(lambda reply: q.Enqueue(_request(rid), fs.new_form(_PARAMS), reply))
+from .queue_support import PARAMS, Forms, Journal, Running, enqueue, request, running
 
 
 @pytest.mark.parametrize("fail", [False, True])
@@ -128,7 +30,7 @@ async def test_quiesce_answers_when_the_closing_form_ends_with_an_answer(fail: b
     journal = Journal()
     forms = Forms()
     async with running(journal, forms) as queue:
-        await _enqueue(queue, "r1")
+        await enqueue(queue, "r1")
         await forms.started.wait()
         [(rid, scope)] = forms.shown
         quiesce_tx, quiesce_rx = trio.open_memory_channel[None](1)
@@ -137,7 +39,7 @@ async def test_quiesce_answers_when_the_closing_form_ends_with_an_answer(fail: b
         assert scope.cancel_called
         journal.fail = fail
         outcome = Outcome(rid, result=AskResult(cancelled=False))
-        await queue.inbox.send(q.FormStopped(rid, 0, fs.new_form(_PARAMS), outcome))
+        await queue.inbox.send(q.FormStopped(rid, 0, fs.new_form(PARAMS), outcome))
         assert await quiesce_rx.receive() is None
         stats = queue.actor.stats()
         assert stats.completed == ("r1",)
@@ -163,12 +65,15 @@ async def test_a_caller_hears_when_the_queue_ends_during_its_write() -> None:
 async def test_a_queue_shows_forms_at_once_unless_told_to_wait_for_the_surface() -> None:
     forms = Forms()
     async with running(Journal(), forms) as queue:
-        await _enqueue(queue, "r1")
-        await forms.started.wait()
+        assert PARAMS is not None
+        form = fs.new_form(PARAMS)
+        await queue.ask(lambda reply: q.Enqueue(request("r1"), form, reply))
+        await trio.testing.wait_all_tasks_blocked()
         assert [rid for rid, _ in forms.shown] == ["r1"]
+        assert forms.forms == [form]  # the form it was given (its draft, say)
     waiting = Forms()
     async with running(Journal(), waiting, surface_ready=False) as queue:
-        await _enqueue(queue, "r1")
+        await enqueue(queue, "r1")
         await trio.testing.wait_all_tasks_blocked()
         assert waiting.shown == []
         await queue.inbox.send(q.SurfaceReady())
@@ -178,7 +83,7 @@ async def test_a_queue_shows_forms_at_once_unless_told_to_wait_for_the_surface()
 async def test_a_queue_without_a_terminal_shows_nothing_and_delivers_nothing() -> None:
     forms = Forms()
     async with running(Journal(), forms, tui=False) as queue:
-        await _enqueue(queue, "r1")
+        await enqueue(queue, "r1")
         await trio.testing.wait_all_tasks_blocked()
         assert forms.shown == []
         assert await queue.ask(q.TurnBoundary) == []
@@ -190,10 +95,10 @@ _ANSWER = Outcome("r1", result=AskResult(cancelled=False))
 
 async def _answered(queue: Running, forms: Forms) -> None:
     """r1 enqueued, shown, and answered (its outcome journaled by the form, as the runtime's)."""
-    await _enqueue(queue, "r1")
+    await enqueue(queue, "r1")
     await forms.started.wait()
-    assert _PARAMS is not None
-    await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(_PARAMS), _ANSWER))
+    assert PARAMS is not None
+    await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(PARAMS), _ANSWER))
 
 
 async def test_a_boundary_whose_mark_write_fails_gets_nothing_and_the_answer_waits() -> None:
@@ -285,7 +190,7 @@ async def test_a_caller_that_left_before_its_reply_does_not_end_the_queue() -> N
 async def test_find_flow_hands_out_the_visible_forms_command_channel() -> None:
     forms = Forms()
     async with running(Journal(), forms) as queue:
-        await _enqueue(queue, "r1")
+        await enqueue(queue, "r1")
         await forms.started.wait()
         assert forms.epochs == [0]
         commands = await queue.ask(lambda reply: q.FindFlow("tool:r1", reply))
@@ -318,11 +223,11 @@ async def test_herdr_hears_when_the_first_owner_comes_and_the_last_one_goes() ->
     bus.on(ev.HERDR_BLOCKED, heard.append)
     forms = Forms()
     async with running(Journal(), forms, idle=False, events=bus) as queue:
-        await _enqueue(queue, "r1")
+        await enqueue(queue, "r1")
         await forms.started.wait()
         assert heard == [{"active": True, "label": "Waiting for user response"}]
-        assert _PARAMS is not None
-        await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(_PARAMS), _ANSWER))
+        assert PARAMS is not None
+        await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(PARAMS), _ANSWER))
         assert (await queue.ask(q.Inspect)).herdr_owners == frozenset()
         assert heard == [
             {"active": True, "label": "Waiting for user response"},
@@ -336,10 +241,10 @@ async def test_a_changed_draft_is_written_once_the_draft_delay_runs_out(
     journal = Journal()
     forms = Forms()
     async with running(journal, forms, draft_delay=0.25) as queue:
-        await _enqueue(queue, "r1")
+        await enqueue(queue, "r1")
         await forms.started.wait()
-        assert _PARAMS is not None
-        await queue.inbox.send(q.DraftChanged("r1", 0, fs.new_form(_PARAMS)))
+        assert PARAMS is not None
+        await queue.inbox.send(q.DraftChanged("r1", 0, fs.new_form(PARAMS)))
         await trio.testing.wait_all_tasks_blocked()
         assert journal.entries == []  # within the delay
         mock_clock.jump(0.25)
@@ -353,11 +258,11 @@ async def test_an_idle_wake_that_failed_on_the_disk_goes_out_when_the_retry_time
     journal = Journal()
     forms = Forms()
     async with running(journal, forms) as queue:
-        await _enqueue(queue, "r1")
+        await enqueue(queue, "r1")
         await forms.started.wait()
         journal.error = OSError(5, "disk")
-        assert _PARAMS is not None
-        await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(_PARAMS), _ANSWER))
+        assert PARAMS is not None
+        await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(PARAMS), _ANSWER))
         await trio.testing.wait_all_tasks_blocked()
         journal.error = None
         with pytest.raises(trio.WouldBlock):
@@ -376,15 +281,119 @@ async def test_a_settle_the_hooks_did_not_number_starts_a_period_that_may_wake()
     forms = Forms()
     async with running(Journal(), forms) as queue:
         for rid in ("r1", "r2"):
-            await _enqueue(queue, rid)
+            await enqueue(queue, rid)
         await forms.started.wait()
-        assert _PARAMS is not None
-        await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(_PARAMS), _ANSWER))
+        assert PARAMS is not None
+        await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(PARAMS), _ANSWER))
         await trio.testing.wait_all_tasks_blocked()
         assert queue.wakes.receive_nowait()["details"]["requestId"] == "r1"
         await queue.inbox.send(q.AgentActivity(idle=True))
         await trio.testing.wait_all_tasks_blocked()
         second = Outcome("r2", result=AskResult(cancelled=False))
-        await queue.inbox.send(q.FormStopped("r2", 0, fs.new_form(_PARAMS), second))
+        await queue.inbox.send(q.FormStopped("r2", 0, fs.new_form(PARAMS), second))
         await trio.testing.wait_all_tasks_blocked()
         assert queue.wakes.receive_nowait()["details"]["requestId"] == "r2"
+
+
+async def test_a_form_cut_short_by_the_queues_end_still_finishes() -> None:
+    """The form runner is shielded: the queue's end cancels the visible form through its own
+    scope, and what the form does once that scope has ended (writing its outcome, telling the
+    queue) is not cut off."""
+    forms = Forms(hold=True)
+    async with running(Journal(), forms) as queue:
+        await enqueue(queue, "r1")
+        await trio.testing.wait_all_tasks_blocked()
+        queue.scope.cancel()
+    assert forms.finished == ["r1"]
+
+
+async def test_the_command_channel_of_a_visible_flow_is_found_without_a_round_trip() -> None:
+    forms = Forms()
+    async with running(Journal(), forms) as queue:
+        assert queue.actor.flow_commands("tool:r1") is None
+        await enqueue(queue, "r1")
+        await trio.testing.wait_all_tasks_blocked()
+        assert queue.actor.flow_commands("tool:r1") is forms.commands[0]
+        assert queue.actor.flow_commands("tool:r2") is None
+    async with running(Journal(), Forms()) as queue:
+        commands_tx, commands_rx = trio.open_memory_channel[FormInput](1)
+        await queue.ask(
+            lambda reply: q.AcquireSurface(1, "fg:1", commands_tx, trio.CancelScope(), reply)
+        )
+        assert queue.actor.flow_commands("fg:1") is commands_tx
+        # FindFlow hands out a clone of the foreground form's own channel.
+        found = await queue.ask(lambda reply: q.FindFlow("fg:1", reply))
+        key = fs.Number(1)
+        found.send_nowait(key)
+        assert commands_rx.receive_nowait() is key
+
+
+async def test_a_draft_write_that_failed_on_the_disk_is_written_when_its_retry_timer_ends(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    journal = Journal()
+    forms = Forms()
+    async with running(journal, forms, draft_delay=0.25) as queue:
+        await enqueue(queue, "r1")
+        await trio.testing.wait_all_tasks_blocked()
+        assert PARAMS is not None
+        await queue.inbox.send(q.DraftChanged("r1", 0, fs.new_form(PARAMS)))
+        await trio.testing.wait_all_tasks_blocked()
+        journal.error = OSError(5, "disk")
+        mock_clock.jump(0.25)
+        await trio.testing.wait_all_tasks_blocked()
+        journal.error = None
+        assert journal.entries == []
+        mock_clock.jump(qs.DRAFT_RETRY_FIRST)
+        await trio.testing.wait_all_tasks_blocked()
+        assert [type_ for type_, _ in journal.entries] == ["ask:draft"]
+
+
+async def test_after_a_restore_the_queue_writes_through_the_new_branch_writer() -> None:
+    """``Restore`` names the new branch's writer: the writes after it go there, both in the
+    same batch of messages and later."""
+    old, new = Journal(), Journal()
+    async with running(old, Forms(), buffer=math.inf) as queue:
+        restored_tx, restored_rx = trio.open_memory_channel[Any](1)
+        deferred_tx, deferred_rx = trio.open_memory_channel[Any](1)
+        queue.inbox.send_nowait(q.Restore(1, (), True, new, restored_tx))
+        queue.inbox.send_nowait(q.Defer("hidden", deferred_tx))
+        assert await restored_rx.receive() is None
+        assert await deferred_rx.receive() is None
+        assert await queue.ask(q.Show) is None
+    assert old.entries == []
+    assert new.frames == [["ask:panel"], ["ask:panel"]]
+    assert [data["visible"] for _, data in new.entries] == [False, True]
+
+
+async def _shown_when_the_claim_hid() -> list[str]:
+    """A granted foreground claim, then a session change to a branch with a pending request:
+    what the form runner had shown when the claim's form ended."""
+    assert PARAMS is not None
+    journal, forms = Journal(), Forms()
+    seen: list[str] = []
+
+    async def foreground(scope: trio.CancelScope) -> None:
+        with scope:
+            await trio.sleep_forever()
+        seen.extend(rid for rid, _ in forms.shown)
+
+    async with running(journal, forms) as queue, trio.open_nursery() as nursery:
+        scope = trio.CancelScope()
+        commands_tx, _commands_rx = trio.open_memory_channel[FormInput](1)
+        await queue.ask(lambda reply: q.AcquireSurface(1, "fg:1", commands_tx, scope, reply))
+        nursery.start_soon(foreground, scope)
+        await trio.testing.wait_all_tasks_blocked()
+        pending = q.RestoredItem(request("r2"), fs.new_form(PARAMS), None, delivered=False)
+        await queue.ask(lambda reply: q.Restore(1, (pending,), True, journal, reply))
+        await forms.started.wait()
+    return seen
+
+
+async def test_a_claim_cancelled_by_a_session_change_hides_before_the_next_form_shows() -> None:
+    """A session change cancels the granted foreground claim and shows the new branch's
+    pending request in one transition: the claim's form ends first (the form runner passes
+    through the scheduler before each form). Trio runs a batch of ready tasks in either
+    order, so the change is made several times."""
+    for _ in range(8):
+        assert await _shown_when_the_claim_hid() == []

@@ -159,9 +159,7 @@ class FormRunner(Protocol):
 @attrs.define(eq=False, repr=False)
 class _FormJob:
     """A ``StartForm`` handed to the form runner, and the visible background form's live
-    handles while it runs (the reducer knows it by request id). ``settle``: a foreground claim
-    was cancelled since the last form started, so the runner passes through the scheduler
-    first (the claim's form hides itself in that pass, before this one is shown)."""
+    handles while it runs (the reducer knows it by request id)."""
 
     request: AskRequest
     form: fs.FormState
@@ -169,7 +167,6 @@ class _FormJob:
     scope: trio.CancelScope
     commands: trio.MemorySendChannel[FormInput]
     inbox: trio.MemoryReceiveChannel[FormInput]
-    settle: bool
 
 
 # A refused write (an entry that cannot be stored) is as unrecorded as a revoked branch's, and
@@ -232,12 +229,11 @@ class _Run:
     effects: list[Effect] = attrs.Factory(list)
     messages: list[QueueMessage] = attrs.Factory(list)
     """The messages reduced in the run (a reply each waits for if the queue ends)."""
-    before_write: tuple[QueueState, int, int] | None = None
-    """The state before the first write's transition, how many effects came before it, and
-    its message's place in ``messages``."""
-    after_write: tuple[list[QueueMessage], int] | None = None
-    """The messages to come and ``hook_calls`` seen right after the first write's transition
-    (without the transitions it continues into)."""
+    first_write: tuple[QueueState, int, int, list[QueueMessage], int] | None = None
+    """Where the run stands at its first write's transition, for when that write fails alone:
+    the state before it, how many effects came before it, its message's place in
+    ``messages``, the messages to come after it (without the transitions it continues into)
+    and ``hook_calls`` seen."""
 
 
 @attrs.define(eq=False, repr=False, on_setattr=owned)
@@ -277,8 +273,6 @@ class QueueActor:
     _nursery: trio.Nursery | None = None
     _self_tx: trio.MemorySendChannel[QueueMessage] | None = None
     _jobs: trio.MemorySendChannel[_FormJob] | None = None
-    _settle: bool = False
-    """A foreground claim was cancelled since the last ``StartForm`` (see ``_FormJob``)."""
 
     async def run(
         self,
@@ -299,11 +293,8 @@ class QueueActor:
             task_status.started()
             try:
                 async with rx:
-                    while True:
-                        batch, ended = await _take_waiting(rx)
+                    while batch := await _take_waiting(rx):
                         await self._handle(batch)
-                        if ended:
-                            break
             finally:
                 for effect in release_all_herdr(self.state):
                     self._perform_now(effect)
@@ -323,10 +314,9 @@ class QueueActor:
         scopes, and the runner ends when the queue closes ``jobs``."""
         with trio.CancelScope(shield=True), jobs:
             async for job in jobs:
-                if job.settle:
-                    # A cancelled foreground claim's form hides itself in this pass, before
-                    # this one is shown.
-                    await trio.sleep(0)  # noqa: ASYNC115 (a pass through the scheduler)
+                # A pass through the scheduler first: a foreground claim's form cancelled in
+                # the same transition (a session change) hides itself before this one shows.
+                await trio.sleep(0)  # noqa: ASYNC115 (a pass through the scheduler)
                 await self.run_background_form(
                     job.request, job.form, job.epoch, job.scope, job.commands, job.inbox
                 )
@@ -342,7 +332,7 @@ class QueueActor:
         if calls.count == self._hooks_seen:
             return None
         self._hooks_seen = calls.count
-        return AgentActivity(calls.idle, calls.count, woken_after=calls.count <= self._woken_at)
+        return AgentActivity(calls.idle, woken_after=calls.count <= self._woken_at)
 
     async def _handle(self, messages: list[QueueMessage]) -> None:
         """Handle ``messages`` in order, with the transitions they continue into: in runs
@@ -372,7 +362,6 @@ class QueueActor:
         todo_before, hooks_before = list(todo), self._hooks_seen
         run = _Run(self.state, self.journal)
         while todo or self.hook_calls.count != self._hooks_seen:
-            seen = self._hooks_seen
             message: QueueMessage | None = self._unseen_hook()
             if message is None:
                 message = todo.pop(0)
@@ -384,13 +373,18 @@ class QueueActor:
                 through = write.through if isinstance(write, Append) else None
                 writer = through or run.journal
                 if run.writes and (single or writer is not run.writer):
-                    # This write goes in a run of its own: reduced again after this one.
-                    self._hooks_seen = seen
-                    if type(message) is not AgentActivity or not message.call:
-                        todo.insert(0, message)
+                    # This write goes in a run of its own: reduced again after this one. (A
+                    # hook call's transition never writes: the message came from ``todo``.)
+                    todo.insert(0, message)
                     break
-                if run.before_write is None:
-                    run.before_write = (run.state, len(run.effects), len(run.messages))
+                if run.first_write is None:
+                    run.first_write = (
+                        run.state,
+                        len(run.effects),
+                        len(run.messages),
+                        list(todo),
+                        self._hooks_seen,
+                    )
                 run.writer = writer
                 run.writes += 1
                 run.entries.extend(write.entries)
@@ -404,8 +398,6 @@ class QueueActor:
                     run.journal = effect.journal
                 if not isinstance(effect, Continue):
                     run.effects.append(effect)
-            if write is not None and run.after_write is None:
-                run.after_write = (list(todo), self._hooks_seen)
             todo[:0] = follow  # reduced next, before any other message
             if len(run.messages) >= BATCH_LIMIT:
                 break
@@ -418,9 +410,8 @@ class QueueActor:
                 return False
             # The write's transition is void, and so are the transitions it would continue
             # into; the ones before it stand, and the ones after it are reduced again.
-            assert run.before_write is not None and run.after_write is not None
-            state, performed, failed = run.before_write
-            todo[:], self._hooks_seen = run.after_write
+            assert run.first_write is not None
+            state, performed, failed, todo[:], self._hooks_seen = run.first_write
             self._commit(state, run.effects[:performed])
             self._unrecorded(run.messages[failed], error)
             return True
@@ -481,11 +472,8 @@ class QueueActor:
                 scope = trio.CancelScope()
                 # 64: key handlers send without awaiting.
                 send, receive = trio.open_memory_channel[FormInput](64)
-                self._live = job = _FormJob(
-                    request, form, epoch, scope, send, receive, self._settle
-                )
+                self._live = job = _FormJob(request, form, epoch, scope, send, receive)
                 self._jobs.send_nowait(job)
-                self._settle = False
             case CloseReply(channel=channel):
                 channel.close()
             case ReplyCommands(channel=channel, commands=commands, request_id=request_id):
@@ -499,7 +487,6 @@ class QueueActor:
                     self._live.scope.cancel()
             case CancelClaim(scope=scope):
                 scope.cancel()
-                self._settle = True
             case UseJournal(journal=journal):
                 self.journal = journal
             case ScheduleFlush():
@@ -544,23 +531,19 @@ class QueueActor:
         return None
 
 
-async def _take_waiting(
-    rx: trio.MemoryReceiveChannel[QueueMessage],
-) -> tuple[list[QueueMessage], bool]:
-    """The next message and every one waiting behind it (at most ``BATCH_LIMIT``), and
-    whether the channel has ended (no message will follow). Waits only for the first."""
+async def _take_waiting(rx: trio.MemoryReceiveChannel[QueueMessage]) -> list[QueueMessage]:
+    """The next message and every one waiting behind it (at most ``BATCH_LIMIT``); none once
+    the channel has ended (an ended channel keeps saying so). Waits only for the first."""
     try:
         batch = [await rx.receive()]
     except trio.EndOfChannel:
-        return [], True
+        return []
     while len(batch) < BATCH_LIMIT:
         try:
             batch.append(rx.receive_nowait())
-        except trio.WouldBlock:
+        except (trio.WouldBlock, trio.EndOfChannel):
             break
-        except trio.EndOfChannel:
-            return batch, True
-    return batch, False
+    return batch
 
 
 async def _send_after(
@@ -575,5 +558,5 @@ def _reply(channel: ReplyTo[Any], value: Any) -> None:
     has closed its end; the queue's state already holds what the answer would have told it (a
     grant it no longer wants is released by its ReleaseSurface, a wait it abandoned gives its
     results back with EndWait), so the queue goes on."""
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+    with contextlib.suppress(trio.BrokenResourceError):
         channel.send_nowait(value)

@@ -146,7 +146,9 @@ class AgentActivity:
 
     idle: bool
     call: int = 0
-    """The call's number among the host's hook calls (``queue.HookCalls``)."""
+    """On the message a hook call forwards: the call's number among the host's hook calls
+    (``queue.HookCalls``). The shell reads each call before the next transition, so it skips
+    a numbered message; it reduces the call it read as an activity without a number."""
     woken_after: bool = False
     """A wake went out after the host made this call (the shell knows, ``queue.HookCalls``): a
     settle that reached the queue late, while a wake's delivery mark was being written, starts
