@@ -26,7 +26,7 @@ HERDR_BLOCKED = "herdr:blocked"
 Callback = Callable[[Any], object]
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class EventBus:
     """Synchronous publish/subscribe by channel name."""
 

@@ -61,7 +61,7 @@ _TWO_DIGITS = tuple(f"{n:02}" for n in range(100))
 _THREE_DIGITS = tuple(f"{n:03}" for n in range(1000))
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Timestamps:
     """``now_iso`` for one runtime, keeping the head of the last second it wrote (``2026-01-
     02T03:04:05.``): a timestamp within that second is that text and its milliseconds, with no
@@ -86,7 +86,7 @@ def tool_error(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class BranchWriter:
     """The journal as one branch's surfaces see it: revoked when the session changes."""
 
@@ -110,7 +110,7 @@ class BranchWriter:
         return await self.journal.read(read)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class PendingCall:
     """A tool call's ``tool-call`` entry until it is on the branch.
 
@@ -143,7 +143,7 @@ class PendingCall:
         self.written = True
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RuntimeConfig:
     """What the runtime reads from the settings at open (and on explicit changes)."""
 
@@ -155,7 +155,7 @@ class RuntimeConfig:
     notification_channels: tuple[Any, ...] = ()
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class RuntimeCore:
     """The state of a running runtime, and the ways its parts talk to the queue."""
 

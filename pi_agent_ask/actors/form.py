@@ -28,7 +28,7 @@ from pi_agent_ask.form.result import answers_from_remote
 from pi_agent_ask.form.untrusted import scrub_text
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class UserCommand:
     """A command from the terminal surface (a key press or a click, already mapped)."""
 
@@ -56,7 +56,7 @@ class ResponseReply(Protocol):
     ) -> Any: ...
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class RemoteResponse:
     """A validated-envelope ``pi-agent-ask:submit`` response for this flow.
 
@@ -67,12 +67,12 @@ class RemoteResponse:
     reply: ResponseReply
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SettingsUpdate:
     settings: fs.FormSettings
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SurfaceFailed:
     """The terminal surface showing this form broke: the form ends with an error."""
 
@@ -145,7 +145,7 @@ TerminalFactory = Callable[[Any], Terminal]
 """Makes the terminal for the loaded settings (``persistence.settings.LoadedSettings``)."""
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class FailedSurface:
     """Stands in for a surface that broke: every form shown on it fails at once."""
 
@@ -163,7 +163,7 @@ class FailedSurface:
         pass
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class NullSurface:
     """The surface of a headless runtime: forms are answered through remote events only."""
 

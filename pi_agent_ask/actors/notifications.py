@@ -81,28 +81,28 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Bell:
     """Write BEL to the terminal."""
 
     name: ClassVar[str] = "bell"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Osc9:
     """Write an OSC 9 desktop notification (iTerm2, WezTerm, kitty, ...) to the terminal."""
 
     name: ClassVar[str] = "osc9"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Osc777:
     """Write an OSC 777 ``notify`` sequence (urxvt, foot, Ghostty, ...) to the terminal."""
 
     name: ClassVar[str] = "osc777"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Command:
     """Run ``command`` through the shell with the notification in its environment."""
 
@@ -229,7 +229,7 @@ def _channels(items: Iterable[Channel]) -> tuple[Channel, ...]:
     return tuple(items)  # a Python converter: attrs inspects a built-in's signature slowly
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Notify:
     """Send one "question waiting" notification for the form ``flow_id``.
 
@@ -245,7 +245,7 @@ class Notify:
     """Where the form can be answered (the web desk's page), for command channels."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Attempt:
     """What one channel did: ``attempted`` (written / exited 0), ``failed`` or ``skipped``."""
 
@@ -258,7 +258,7 @@ def _attempts(items: Iterable[Attempt]) -> tuple[Attempt, ...]:
     return tuple(items)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Notified:
     """The outcome of one :class:`Notify`: its message and one attempt per channel, in order."""
 

@@ -24,7 +24,7 @@ class NotOwner(RuntimeError):
     """An actor's state changed outside the actor's own task (checked mode only)."""
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Owner:
     """The task an actor's state belongs to (set by ``enter``); ``checked``: changes check it."""
 

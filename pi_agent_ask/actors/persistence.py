@@ -106,7 +106,7 @@ class WriteRefused(Exception):
         self.cause = cause
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Reply(Generic[T]):
     """The outcome of one request: a value, or the exception the session raised."""
 
@@ -119,7 +119,7 @@ class Reply(Generic[T]):
         return self.value  # type: ignore[return-value]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SessionInfo:
     """A snapshot of the open session."""
 
@@ -140,7 +140,7 @@ actor never blocks on it; closed unanswered when the actor ends first."""
 # ---- requests: a closed set; every one carries its request id and one-shot reply slot ------
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Append:
     request_id: int
     type: str
@@ -149,7 +149,7 @@ class Append:
     reply: ReplyTo[Reply[Entry]]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class AppendMany:
     """A chain of entries written as one frame: all of them reach the file, or none."""
 
@@ -159,21 +159,21 @@ class AppendMany:
     reply: ReplyTo[Reply[tuple[Entry, ...]]]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Branch:
     request_id: int
     leaf_id: LeafRef
     reply: ReplyTo[Reply[tuple[Entry, ...]]]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class MoveLeaf:
     request_id: int
     entry_id: str | None
     reply: ReplyTo[Reply[None]]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Fork:
     """Write the active branch into a new file; the actor continues with the new file."""
 
@@ -182,7 +182,7 @@ class Fork:
     reply: ReplyTo[Reply[OpenReport]]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Reload:
     """Re-read the file from disk."""
 
@@ -190,7 +190,7 @@ class Reload:
     reply: ReplyTo[Reply[OpenReport]]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Flush:
     """Force everything written so far to the disk."""
 
@@ -198,13 +198,13 @@ class Flush:
     reply: ReplyTo[Reply[None]]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Info:
     request_id: int
     reply: ReplyTo[Reply[SessionInfo]]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Read:
     """Run a reading function on the session where it lives (the journal's fold, the
     history index): ``read(session)`` returns a value that no longer needs the session."""
@@ -220,7 +220,7 @@ Request = Append | AppendMany | Branch | MoveLeaf | Fork | Reload | Flush | Info
 # ---- the handle ----------------------------------------------------------------------------
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class PersistenceHandle:
     """What other actors hold to use the session file. ``clone()`` one per owner.
 

@@ -156,7 +156,7 @@ class FormRunner(Protocol):
     ) -> None: ...
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class _FormJob:
     """A ``StartForm`` handed to the form runner, and the visible background form's live
     handles while it runs (the reducer knows it by request id)."""
@@ -185,7 +185,7 @@ def _no_notice(_text: str) -> None:
     pass
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class HookCalls:
     """How many times the host called ``agent_started`` or ``agent_settled``, and what the
     last call said.
@@ -212,7 +212,7 @@ BATCH_LIMIT = 64
 copy a transition's changes into the next candidate, so a run is kept short)."""
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class _Run:
     """Transitions reduced one on top of the other and not committed yet: the state the last
     one left, their journal entries (one chain), and the effects each performs after the
@@ -236,7 +236,7 @@ class _Run:
     and ``hook_calls`` seen."""
 
 
-@attrs.define(eq=False, on_setattr=owned)
+@attrs.define(eq=False, repr=False, on_setattr=owned)
 class QueueActor:
     """The queue's one task (``run``), its state, and the live objects its effects need.
 

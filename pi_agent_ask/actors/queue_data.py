@@ -103,7 +103,7 @@ class Table(Generic[K, V]):
         return f"Table({shown!r})"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Delivered:
     """What a delivered item keeps of its outcome: that it had one (``DELIVERED``, the only
     instance). The outcome is on the branch, and so is the message that delivered it; the
@@ -115,7 +115,7 @@ class Delivered:
 DELIVERED: Final = Delivered()
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Item:
     """One background request of this epoch. ``member_of`` names the active wait it belongs
     to; ``routed_to`` is set once its outcome is routed to that wait."""
@@ -138,7 +138,7 @@ class Item:
     routed_to: int | None = None
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Claim:
     claim_id: int
     seq: int
@@ -148,7 +148,7 @@ class Claim:
     reply: ReplyTo[Grant]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Active:
     """The visible form: a background request (``request_id``) or a foreground ``claim``."""
 
@@ -157,7 +157,7 @@ class Active:
     claim: Claim | None = None
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Wait:
     """The active wait. ``members`` in FIFO order (``late`` joined while it ran);
     ``outstanding`` counts members without an outcome."""
@@ -174,7 +174,7 @@ class Wait:
         yield from self.late
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class QueueState:
     """Everything the queue knows. Build the first one with ``initial_state``."""
 

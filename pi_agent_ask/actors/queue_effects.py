@@ -27,7 +27,7 @@ T = TypeVar("T")
 # ------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Append:
     """Journal ``entries`` (one write). Fails with the journal's errors: the transition is void.
     ``through`` a caller's branch writer when given, else the queue's own."""
@@ -36,27 +36,27 @@ class Append:
     through: JournalHandle | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class MarkDelivered:
     """Journal delivery marks, shielded: once a mark may be on the branch its messages leave."""
 
     entries: tuple[Entry, ...]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Reply(Generic[T]):
     channel: ReplyTo[T]
     value: T
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CloseReply:
     """Close a reply channel unanswered: its caller hears that nothing happened."""
 
     channel: ReplyTo[Any]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ReplyCommands:
     """Answer ``FindFlow`` with a clone of a command channel: a foreground claim's
     ``commands``, or the visible background form's (``request_id``), whose channel the shell
@@ -67,17 +67,17 @@ class ReplyCommands:
     request_id: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Wake:
     message: Json
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class HerdrChanged:
     active: bool
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class StartForm:
     """Open ``request`` as the visible background form (a task in the shell's nursery)."""
 
@@ -86,45 +86,45 @@ class StartForm:
     epoch: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CancelForm:
     """Cancel the visible background form of ``request_id``."""
 
     request_id: str
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CancelClaim:
     """Cancel a foreground claim's scope."""
 
     scope: Cancellable
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class UseJournal:
     journal: JournalHandle
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ScheduleFlush:
     """Send ``FlushDrafts`` after the draft delay."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ScheduleWakeRetry:
     """Send ``RetryWake`` after ``delay`` seconds."""
 
     delay: float
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ScheduleDraftRetry:
     """Send ``RetryDrafts`` after ``delay`` seconds."""
 
     delay: float
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Continue:
     """Reduce ``message`` next, as a transition of its own, before any other message."""
 

@@ -55,7 +55,7 @@ class JournalHandle(Protocol):
 # ------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Recording:
     """A request's entries that the queue writes itself, in the transition that enqueues it,
     followed by the call's tool result: the receipt, which names the pending count that only
@@ -70,7 +70,7 @@ class Recording:
     writer: JournalHandle
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Enqueue:
     """Queue a background request. The reply is the pending count after it; with a
     ``recording`` whose write failed, the error instead (nothing was enqueued)."""
@@ -82,13 +82,13 @@ class Enqueue:
     recording: Recording | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Grant:
     claim_id: int
     epoch: int
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class AcquireSurface:
     """A foreground form asks for the surface; the reply is its grant, in FIFO order."""
 
@@ -99,19 +99,19 @@ class AcquireSurface:
     reply: ReplyTo[Grant]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ReleaseSurface:
     claim_id: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DraftChanged:
     request_id: str
     epoch: int
     form: fs.FormState
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class FormStopped:
     """A background form task ended: with an outcome (journaled already) or interrupted."""
 
@@ -121,18 +121,18 @@ class FormStopped:
     outcome: Outcome | None
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Defer:
     reason: Literal["hidden", "user_message"]
     reply: ReplyTo[None]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Show:
     reply: ReplyTo[None]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class TurnBoundary:
     reply: ReplyTo[list[Json]]
     text_only: bool = False
@@ -140,7 +140,7 @@ class TurnBoundary:
     (a caller that can pass on text only, such as a hook)."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AgentActivity:
     """The host called ``agent_started`` (``idle=False``) or ``agent_settled``."""
 
@@ -155,13 +155,13 @@ class AgentActivity:
     the idle period that wake belongs to, so the period has had its one wake."""
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class StartWait:
     wait_id: int
     reply: ReplyTo[WaitEnd]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EndWait:
     """The waiter is done: ``acknowledged`` when its result was journaled and returned."""
 
@@ -169,23 +169,23 @@ class EndWait:
     acknowledged: bool
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class FindFlow:
     flow_id: str
     reply: ReplyTo[CommandSink | None]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ModeChanged:
     background_only: bool
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class FlushDrafts:
     """The draft debounce elapsed: write the drafts changed since the last write."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RestoredItem:
     request: AskRequest
     form: fs.FormState
@@ -193,7 +193,7 @@ class RestoredItem:
     delivered: bool
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class FollowUp:
     """A message for the agent that is not a background answer (a recovered form's answer).
 
@@ -206,7 +206,7 @@ class FollowUp:
     wake: bool
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class GiveBack:
     """Messages a turn boundary handed out that never reached the agent (the call that took
     them was cut): journaled as given back (``ask:returned``), then they go out again first,
@@ -217,7 +217,7 @@ class GiveBack:
     reply: ReplyTo[Exception | None]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Restore:
     """Replace everything with the state rebuilt from a new branch (session change).
 
@@ -233,12 +233,12 @@ class Restore:
     follow_ups: tuple[FollowUp, ...] = ()
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Inspect:
     reply: ReplyTo[QueueStats]
 
 
-@attrs.frozen
+@attrs.frozen(eq=False, repr=False)
 class Quiesce:
     """Close the visible background form and save every draft; reply once all is saved.
 
@@ -249,7 +249,7 @@ class Quiesce:
     reply: ReplyTo[None]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SurfaceReady:
     """The host's input surface is up: forms, recovered ones first, may be shown now."""
 
@@ -258,29 +258,29 @@ class SurfaceReady:
 # half's write, or whose first half must be committed even if the second half's write fails.
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class TryWake:
     """Wake an idle agent if something is ready; then answer ``reply`` (a ``Restore``'s)."""
 
     reply: ReplyTo[None] | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SaveDrafts:
     """Write the dirty drafts; then answer the ``Quiesce`` callers if nothing is open."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RetryWake:
     """The wake retry timer (``ScheduleWakeRetry``) ran out: try the idle wake again."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RetryDrafts:
     """The draft retry timer (``ScheduleDraftRetry``) ran out: write the dirty drafts again."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Unrecorded:
     """The write of ``message``'s transition failed (the branch was revoked, the journal
     ended, the entry was refused, or the disk failed): none of it happened. Its caller hears
@@ -325,7 +325,7 @@ QueueMessage = (
 # ------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class WaitEnd:
     """How a wait ended. ``status`` is ``complete``, ``deferred``, ``busy`` or ``aborted``."""
 
@@ -336,7 +336,7 @@ class WaitEnd:
     reason: WaitReason | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class QueueStats:
     """A snapshot for tests and the status line."""
 

@@ -28,7 +28,7 @@ from pi_agent_ask.actors.queue_state import CommandSink
 from pi_agent_ask.form import untrusted
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class SubmitReply:
     """The reply of one routed submission: the form's answer (``None``, or ``(error,
     message)``) becomes its ``submit-result`` event, emitted once; closed unanswered (the form

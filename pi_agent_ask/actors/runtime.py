@@ -98,7 +98,7 @@ __all__ = [
 ]
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Runtime(RuntimeCore):
     """A running pi-agent-ask runtime. Created by ``open_runtime``; see ``API.md``.
 
@@ -437,7 +437,7 @@ async def _supervise_terminal(
         await runtime.surface_failed(failure_text(error))
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class _StartOnce:
     """A task status that may be marked started more than once (only the first counts)."""
 

@@ -51,7 +51,7 @@ def open_session_file(path: str | os.PathLike[str] | None) -> SessionFile:
     return SessionFile.open(path, projection=JOURNAL)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class SessionJournal:
     """The journal of whichever session the runtime is on now."""
 

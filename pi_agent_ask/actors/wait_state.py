@@ -46,7 +46,7 @@ class WaiterError(Exception):
     """A message the waiter's current phase does not accept: a bug in the shell."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Waiter:
     """One waiter. ``sent``: ``StartWait`` was sent (the queue may know the wait)."""
 
@@ -63,31 +63,31 @@ class Waiter:
 # -- messages: what came of the last effect ----------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Sent:
     """``StartWait`` reached the queue's channel."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Ended:
     """The queue's reply: how the wait ended."""
 
     end: WaitEnd
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ParamsFound:
     """The parameters of the queue's requests (for option labels in the result)."""
 
     params: Mapping[str, AskParams]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Written:
     """The tool-result entry is on the branch."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class WriteStale:
     """The tool-result write was refused: the session changed under the wait."""
 
@@ -98,31 +98,31 @@ Message = Sent | Ended | ParamsFound | Written | WriteStale
 # -- effects: what the shell does next ---------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class StartWait:
     """Send ``StartWait(wait_id)`` to the queue; reduce ``Sent`` once it is sent."""
 
     wait_id: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ReceiveEnd:
     """Receive the queue's reply; reduce ``Ended``."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class LookupParams:
     """Ask the queue for its requests' parameters; reduce ``ParamsFound``."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class WriteResult:
     """Write the tool-result entry (shielded); reduce ``Written``, or ``WriteStale``."""
 
     entry: Mapping[str, Any]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Fail:
     """End the call with a tool error; ``interrupted``: it ended without an outcome."""
 
@@ -130,14 +130,14 @@ class Fail:
     interrupted: bool = False
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Return:
     """End the call with this result (the one the written entry holds)."""
 
     result: Mapping[str, Any]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EndWait:
     """Tell the queue the wait ended (shielded); ``acknowledged``: its result is recorded."""
 

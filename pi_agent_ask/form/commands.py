@@ -18,119 +18,119 @@ from pi_agent_ask.form.types import Draft, Image
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class NextTab:
     """Next tab, wrapping from Review to the first question."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PreviousTab:
     """Previous tab, wrapping from the first question to Review."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SelectTab:
     """Jump to a tab (a click): ``0..n-1`` questions, ``n`` Review; others are ignored."""
 
     index: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class NextOption:
     """Cursor down (on Review: towards Cancel)."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PreviousOption:
     """Cursor up (on Review: towards Submit)."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Confirm:
     """Enter in navigation."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Cancel:
     """Esc in navigation: cancel the flow (dirty confirmation may apply)."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Toggle:
     """Space in navigation."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Number:
     """Digit ``1..9``, or a click on row ``row`` (1-based, any row) or on Review action ``row``."""
 
     row: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ChangeQuestionType:
     """``t``: single <-> multi for the current question."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class OpenOptionNote:
     """``n``: note on the highlighted real option."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class OpenQuestionNote:
     """``Shift+N``: note on the current question."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Skip:
     """``D`` in question navigation: skip the current question and advance."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Dismiss:
     """Ctrl+C from anywhere: dismiss the flow without saving the open editor."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EditorChanged:
     """The open editor's text is now ``text``."""
 
     text: str
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EditorSubmit:
     """Enter in the custom editor, save in a note editor."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EditorClose:
     """Esc in an editor: save the draft and close."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EditorMoveOption:
     """``*OptionWhenEmpty``: close the empty editor and move the option cursor by ``delta``."""
 
     delta: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EditorMoveTab:
     """``*TabWhenEmpty``: close the empty editor and move ``delta`` tabs (wrapping)."""
 
     delta: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ReviewAction:
     """A click on a Review action; keeps the double-press safeguard."""
 
     kind: ReviewKind
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AttachImage:
     """A clipboard image read finished for the editor whose serial is ``editor_serial``."""
 
@@ -138,12 +138,12 @@ class AttachImage:
     editor_serial: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RemoveLastImage:
     """``Ctrl+Alt+D``: remove the open editor's last image."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SettingsChanged:
     """Live settings changed while the form is open."""
 
@@ -154,19 +154,19 @@ def _drafts(items: Iterable[Draft]) -> tuple[Draft, ...]:
     return items if type(items) is tuple else tuple(items)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SubmitAnswers:
     """A validated remote answer: replace every draft and submit (the editor is discarded)."""
 
     drafts: tuple[Draft, ...] = attrs.field(converter=_drafts)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ExternalCancel:
     """A remote ``cancel`` response: cancel at once, without the dirty confirmation."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ReplaceDrafts:
     """Drafts edited in another view of the form (the web desk): replace every draft and stay
     open. An open editor stays open with its unsaved text (it saves over its own field)."""
@@ -209,19 +209,19 @@ Command: TypeAlias = (
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Completed:
     """The form has its outcome; build the result from the returned state."""
 
     outcome: Outcome
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DraftChanged:
     """What ``state_to_json`` records changed; journal it (coalescing is the runtime's)."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DeferRequested:
     """Esc in a background form's navigation: hide the panel and defer every question."""
 

@@ -41,7 +41,7 @@ def optional_text(value: object) -> str | None:
     return text or None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class LegacyPreview:
     """An option's preview fields from an older release, taken off the option.
 

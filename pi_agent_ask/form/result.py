@@ -89,7 +89,7 @@ def _answers_mapping(value: Mapping[str, AnswerResult] | None) -> Mapping[str, A
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AnswerResult:
     """One question's submitted answer.
 
@@ -215,7 +215,7 @@ class AnswerResult:
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class QuestionMeta:
     """A question as a result describes it: ``type`` is the requested type;
     ``presented_type`` is set only when the form finally presented it differently."""
@@ -264,7 +264,7 @@ class QuestionMeta:
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AskResult:
     """The outcome of one ``ask_user`` flow (submitted, cancelled, or invalid input).
 
@@ -365,7 +365,7 @@ class AskResult:
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class BackgroundOutcome:
     """A finished background request as waits and background-answer messages carry it:
     ``{requestId, parentToolCallId?, result?, error?}``. Exactly one of ``result`` and

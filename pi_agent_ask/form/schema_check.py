@@ -78,9 +78,13 @@ def _input_schema(tool_name: str, *, background: bool) -> dict[str, Any]:
 @functools.cache
 def _passes(tool_name: str, *, background: bool) -> Callable[[object], object]:
     """The compiled check of one tool's input schema: returns, or raises on the first error.
-    ``use_default=False``: the check never writes the schema's defaults into the arguments."""
+    ``use_default=False``: the check never writes the schema's defaults into the arguments.
+    ``detailed_exceptions=False``: its error only says that the arguments fail (jsonschema
+    lists the issues), so the code compiled for it holds no error messages."""
     return fastjsonschema.compile(
-        _input_schema(tool_name, background=background), use_default=False
+        _input_schema(tool_name, background=background),
+        use_default=False,
+        detailed_exceptions=False,
     )
 
 

@@ -33,7 +33,7 @@ OutcomeKind = Literal["submitted", "cancelled", "dismissed"]
 SNAPSHOT_VERSION = 1
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class FormSettings:
     """The live behaviour settings a form follows (``behaviour.*`` in the settings file)."""
 
@@ -46,7 +46,7 @@ def _images(items: Iterable[Image]) -> tuple[Image, ...]:
     return items if isinstance(items, tuple) else tuple(items)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EditorState:
     """The open editor: what it edits and its unsaved content.
 
@@ -66,7 +66,7 @@ class EditorState:
         return not self.text and not self.images
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class TypeChanged:
     """Notice of the last type change on the current tab (cleared when the tab changes)."""
 
@@ -75,7 +75,7 @@ class TypeChanged:
     new: QuestionType
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Outcome:
     """How the form ended. Cancelled and dismissed both produce ``cancelled: true`` results."""
 
@@ -86,7 +86,7 @@ class Outcome:
         return self.kind != "submitted"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class FormState:
     """Everything one open form knows. Build with ``new_form``; change only with ``reduce``."""
 

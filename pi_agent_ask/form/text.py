@@ -229,7 +229,7 @@ _Captioned = tuple[str, str, str, str]
 """An image of a result: ``(id, caption, mime type, data)``."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class _Texts:
     """What the agent-facing texts of one result read, for one params (option labels come from
     them). ``facts`` is the summary without its question names: per question, the text after

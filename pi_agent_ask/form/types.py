@@ -31,7 +31,7 @@ def _tuple(items: Any) -> tuple[Any, ...]:
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Option:
     """One answer option of a question, trimmed, with blank optional fields omitted."""
 
@@ -49,7 +49,7 @@ class Option:
         return out
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Question:
     """A normalised question.
 
@@ -84,7 +84,7 @@ class Question:
         return out
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AskParams:
     """Normalised ``ask_user`` arguments."""
 
@@ -109,7 +109,7 @@ class AskParams:
         return None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Issue:
     """One problem with ``ask_user`` arguments: where (``path``) and what (``message``)."""
 
@@ -120,7 +120,7 @@ class Issue:
         return {"path": self.path, "message": self.message}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Validation:
     """The outcome of validating ``ask_user`` arguments."""
 
@@ -139,7 +139,7 @@ class Validation:
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Image:
     """An attached image: ``data`` is base64 without a data-URI prefix."""
 
@@ -180,7 +180,7 @@ def frozen_mapping(items: Mapping[str, V] | None = None) -> Mapping[str, V]:
     return _FrozenDict(items or {})
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Draft:
     """One question's draft answer.
 

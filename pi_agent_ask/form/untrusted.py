@@ -59,7 +59,7 @@ _PLAIN_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SHOWN_KEY_CHARS: Final = 40
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Refusal:
     """Why an untrusted value was refused: where (``path``, e.g. ``questions[0].note``; empty
     for the value itself) and what (``message``). Both are plain ASCII-safe text."""

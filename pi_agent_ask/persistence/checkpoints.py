@@ -50,7 +50,7 @@ CHECKPOINT_TRIES: Final = 3
 """Checkpoints an open tries, newest first, before it reads the whole file instead."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Checkpoint:
     """A usable checkpoint an open starts from."""
 

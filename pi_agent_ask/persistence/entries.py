@@ -90,7 +90,7 @@ class _Record:
         return parse(Entry("-", None, kind, 0.0, data))
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ToolCall(_Record):
     TYPE: ClassVar[str] = "tool-call"
     tool_call_id: str | None
@@ -114,7 +114,7 @@ class ToolCall(_Record):
         return out
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ToolResult(_Record):
     TYPE: ClassVar[str] = "tool-result"
     tool_call_id: str | None
@@ -144,7 +144,7 @@ class ToolResult(_Record):
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class UserMessage(_Record):
     TYPE: ClassVar[str] = "user-message"
     text: str | None
@@ -157,7 +157,7 @@ class UserMessage(_Record):
         return {"text": self.text}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Payload(_Record):
     TYPE: ClassVar[str] = "ask:payload"
     version: Any
@@ -184,7 +184,7 @@ class Payload(_Record):
         }
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class HistoryRequest(_Record):
     TYPE: ClassVar[str] = "ask:history-request"
     request_id: str | None
@@ -228,7 +228,7 @@ class HistoryRequest(_Record):
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class _Completion(_Record):
     request_id: str | None
     result: Mapping[str, Any] | None
@@ -244,7 +244,7 @@ class _Completion(_Record):
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class HistoryCompleted(_Completion):
     TYPE: ClassVar[str] = "ask:history-completed"
 
@@ -256,7 +256,7 @@ class HistoryCompleted(_Completion):
         return {"version": 1, **super().to_data()}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class QueueCompleted(_Completion):
     TYPE: ClassVar[str] = "ask:queue-completed"
 
@@ -265,7 +265,7 @@ class QueueCompleted(_Completion):
         return cls(_str(data, "requestId"), _map(data, "result"), _str(data, "error"))
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Queued(_Record):
     TYPE: ClassVar[str] = "ask:queued"
     request_id: str | None
@@ -300,7 +300,7 @@ class Queued(_Record):
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PendingDismissed(_Record):
     TYPE: ClassVar[str] = "ask:pending-dismissed"
     tool_call_id: str | None
@@ -313,7 +313,7 @@ class PendingDismissed(_Record):
         return {"toolCallId": self.tool_call_id}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class _Message(_Record):
     """A delivered custom message; ``request_id`` is the one its details name."""
 
@@ -329,17 +329,17 @@ class _Message(_Record):
         return dict(self.message)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class BackgroundAnswer(_Message):
     TYPE: ClassVar[str] = "ask:background-answer"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ResumeAnswer(_Message):
     TYPE: ClassVar[str] = "ask:resume-answer"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Returned(_Record):
     """Delivered messages given back undelivered (``Runtime.give_back``): the agent never got
     them (the call that took them was cut, a connection broke). Each goes out again, and is
@@ -370,7 +370,7 @@ class Returned(_Record):
         return tuple(found)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Draft(_Record):
     TYPE: ClassVar[str] = "ask:draft"
     request_id: str | None
@@ -384,7 +384,7 @@ class Draft(_Record):
         return {"requestId": self.request_id, "form": self.form}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Panel(_Record):
     TYPE: ClassVar[str] = "ask:panel"
     visible: bool
@@ -397,7 +397,7 @@ class Panel(_Record):
         return {"visible": self.visible}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Other(_Record):
     """Any entry the ask journal does not read (host records, compaction, other tools)."""
 

@@ -105,7 +105,7 @@ from pi_agent_ask.persistence.history_records import (  # noqa: E402
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class HistorySource:
     """The history of one branch: which requests it recorded, where, and a reader for them.
 
@@ -245,7 +245,7 @@ def source_records(
     return records_of(requests, completions)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RecordIndex:
     """Every record of one branch state, with its search text, built once.
 

@@ -38,7 +38,7 @@ def not_found_text(request_id: str, question_id: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class HistoryRecord:
     """One recorded question of one ``ask_user`` request and what became of it.
 
@@ -131,7 +131,7 @@ class HistoryRecord:
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")).lower()
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Request:
     request_id: str
     created_at: str
@@ -140,7 +140,7 @@ class Request:
     questions: tuple[Question, ...]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class _Completion:
     result: AskResult | None
     error: str | None

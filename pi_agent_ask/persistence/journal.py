@@ -236,7 +236,7 @@ def apply_presented_types(params: AskParams, types: Sequence[Any] | None) -> Ask
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RebuiltRequest:
     request: AskRequest
     draft: Mapping[str, Any] | None
@@ -244,7 +244,7 @@ class RebuiltRequest:
     delivered: bool
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RecoveredAnswer:
     """A reopened interrupted form that was answered, its answer not yet delivered."""
 
@@ -254,7 +254,7 @@ class RecoveredAnswer:
     outcome: Outcome
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RebuiltQueue:
     """What a branch says about the background queue (catalog §3.5)."""
 
@@ -386,7 +386,7 @@ def _recovered_answers(fold: JournalFold, load: Load) -> tuple[RecoveredAnswer, 
 RESUME_ANSWER = "ask:resume-answer"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class InterruptedCall:
     """The newest ``ask_user`` call on a branch that never got a result (000 §Interrupted ask
     resume). ``params`` are ready to show; ``request_id`` is the journal key to complete, when

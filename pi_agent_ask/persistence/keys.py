@@ -146,7 +146,7 @@ _RESERVED_WHY: dict[str, str] = {
 }
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class KeyId:
     """A parsed, canonical key id."""
 

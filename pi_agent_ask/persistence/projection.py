@@ -54,7 +54,7 @@ Read = Callable[[int], Mapping[str, Any]]
 """The checked map of the checkpoint at a file offset (``ValueError`` when unusable)."""
 
 
-@attrs.define
+@attrs.define(repr=False)
 class PendingRequest:
     """A background request the queue still has to do something with."""
 
@@ -64,7 +64,7 @@ class PendingRequest:
     delivered: bool = False
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class JournalFold:
     """The fold of one branch (see the module header). Owned by its session; readers take
     what they need at once and never keep it."""
@@ -347,7 +347,7 @@ def _text(value: Any) -> str:
     return value
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class JournalProjection:
     """The projection sessions of the ask journal are opened with."""
 
@@ -401,7 +401,7 @@ _LEGACY: Final = -1
 _LE: Final = sys.byteorder == "little"
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class LogColumns:
     """Log items in columns: the request ids of the ``q`` items with ``(offset, slot, count)``
     triples in ``qnum``, the ids of the ``c`` items with ``(offset, slot)`` pairs in ``cnum``;

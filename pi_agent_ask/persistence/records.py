@@ -12,7 +12,7 @@ from pi_agent_ask.form.types import AskParams
 Source = Literal["tool", "background", "ask:resume"]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AskRequest:
     """One valid ``ask_user`` call, journaled before anything waits on it.
 

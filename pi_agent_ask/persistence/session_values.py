@@ -152,7 +152,7 @@ def _frozen_data(value: Mapping[Any, Any] | None) -> FrozenMap:
     return frozen
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Entry:
     """One node of the session tree.
 
@@ -222,7 +222,7 @@ def entry_fields(value: Any) -> tuple[str, str | None, str, float, dict[Any, Any
     return entry_id, parent_id, entry_type, float(timestamp), data
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Header:
     """The first frame of a session file."""
 
@@ -249,7 +249,7 @@ class Header:
         return cls(FORMAT_VERSION, clock(), secrets.token_hex(16), forked_from)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Damage:
     """The damaged tail found on open: bytes ``start`` to ``end`` (exclusive) of the file."""
 
@@ -263,7 +263,7 @@ class Damage:
         return self.end - self.start
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class OpenReport:
     """What opening a session file found and did.
 

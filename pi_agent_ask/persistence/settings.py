@@ -165,7 +165,7 @@ def _is_bool(value: object) -> bool:
     return isinstance(value, bool)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Behaviour:
     """The ``behaviour`` section."""
 
@@ -202,7 +202,7 @@ class Behaviour:
         return cls(**values)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CommandChannel:
     """A notification channel that runs ``command`` through the shell."""
 
@@ -254,7 +254,7 @@ def _channels_converter(value: Iterable[NotificationChannel]) -> tuple[Notificat
     return tuple(value)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Notifications:
     """The ``notifications`` section; channels run in this order."""
 
@@ -294,7 +294,7 @@ def _paths(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(items)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Config:
     """The whole settings file (current schema version)."""
 
@@ -351,7 +351,7 @@ class Config:
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DecodedConfig:
     """The config a parsed file yields, the notices to show, and whether defaults replaced it."""
 
@@ -560,7 +560,7 @@ def _create_defaults(path: Path) -> None:
         raise SettingsSaveError(path, str(error)) from error
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class LoadedSettings:
     """What loading the settings produced.
 

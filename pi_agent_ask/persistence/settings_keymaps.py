@@ -79,7 +79,7 @@ class KeymapContext:
         return {name: list(keys) for name, keys in self.actions()}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class GlobalKeymap(KeymapContext):
     """``keymaps.global``: active in the main flow and in both editors."""
 
@@ -88,7 +88,7 @@ class GlobalKeymap(KeymapContext):
     settings: Binding = attrs.field(default=("?",), converter=_keys)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class MainKeymap(KeymapContext):
     """``keymaps.main``: question navigation and Review."""
 
@@ -105,7 +105,7 @@ class MainKeymap(KeymapContext):
     question_note: Binding = attrs.field(default=("shift+n",), converter=_keys)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EditorKeymap(KeymapContext):
     """``keymaps.editor``: the custom-answer editor."""
 
@@ -119,7 +119,7 @@ class EditorKeymap(KeymapContext):
     paste_image: Binding = attrs.field(default=("ctrl+v",), converter=_keys)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class NoteEditorKeymap(KeymapContext):
     """``keymaps.noteEditor``: question and option note editors."""
 
@@ -133,7 +133,7 @@ class NoteEditorKeymap(KeymapContext):
     paste_image: Binding = attrs.field(default=("ctrl+v",), converter=_keys)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SettingsModalKeymap(KeymapContext):
     """``keymaps.settingsModal``: the settings overlay."""
 
@@ -178,7 +178,7 @@ def _keys_of(value: JSON, where: str) -> Binding:
     return tuple(keys)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Keymaps:
     """The ``keymaps`` section: one record per context, each action a tuple of key ids."""
 

@@ -87,7 +87,7 @@ SettingKey = Literal[
 ]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SettingItem:
     """One row of the list: what it is, where it is grouped, what it says."""
 
@@ -191,31 +191,31 @@ def reset_config(config: Config) -> Config:
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class MoveFocus:
     """Move the highlight by ``delta`` rows, wrapping around."""
 
     delta: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Activate:
     """The toggle binding on the highlighted row."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Close:
     """The close binding."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SaveSucceeded:
     """The shell saved ``config``."""
 
     config: Config
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SaveFailed:
     """The shell could not save ``config``; ``message`` is the text to show."""
 
@@ -223,7 +223,7 @@ class SaveFailed:
     message: str
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ConfigChanged:
     """The config changed outside the overlay (reload, another surface saved it)."""
 
@@ -233,14 +233,14 @@ class ConfigChanged:
 SettingsCommand = MoveFocus | Activate | Close | SaveSucceeded | SaveFailed | ConfigChanged
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SaveConfig:
     """Effect: write ``config`` to the settings file, then report the outcome."""
 
     config: Config
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CloseSettings:
     """Effect: close the overlay (and give focus back to where it was)."""
 
@@ -253,7 +253,7 @@ SettingsEffect = SaveConfig | CloseSettings
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SettingsListState:
     """The overlay's state.
 
@@ -372,7 +372,7 @@ def save_command(path: str | os.PathLike[str], effect: SaveConfig) -> SaveSuccee
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SettingsRow:
     """One rendered row: a toggle shows ``on``/``off``; the reset action ``reset all`` or
     ``confirm reset`` while armed."""
@@ -389,7 +389,7 @@ class SettingsRow:
         return f"[{self.value}]"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SettingsView:
     """Everything the overlay shows, in order."""
 

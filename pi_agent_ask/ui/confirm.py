@@ -17,7 +17,7 @@ from pi_agent_ask.form.transcript import wrap_line
 __all__ = ["Confirmation", "confirm_bindings", "confirm_fragments"]
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Confirmation:
     """An open yes/no question; ``reply`` receives the one answer."""
 

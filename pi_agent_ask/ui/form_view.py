@@ -73,7 +73,7 @@ WHEEL_ROWS = 3
 """Rows one wheel step scrolls."""
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class FormController:
     """The visible form as the terminal sees it: see the module docstring.
 
@@ -351,7 +351,7 @@ class FormController:
         self.invalidate()
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class _Viewport:
     """What the control put on screen last: the frame and, per visible row, its frame row."""
 

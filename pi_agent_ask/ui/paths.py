@@ -17,7 +17,7 @@ CANDIDATE_LIMIT = 200
 """Directory entries looked at, at most: a huge directory must not stall a key press."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PathCompletion:
     text: str
     cursor: int
@@ -28,7 +28,7 @@ class PathCompletion:
     """``@`` and the directory part every candidate follows (``@docs/``)."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CompletionMenu:
     """Candidates of an ``@`` path shown as a list under the editor; ``index`` is the one
     put into the text (-1: none yet, the common prefix is there)."""

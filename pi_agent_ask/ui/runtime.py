@@ -18,7 +18,7 @@ from pi_agent_ask.ui import surface as terminal_ui
 from pi_agent_ask.ui.surface import TerminalSurface
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class _Screen:
     """The runtime's ``Terminal``: a ``TerminalSurface`` and its application."""
 

@@ -57,7 +57,7 @@ ROW_ACTIVE = "class:ask.option.active"
 POINTER = "class:ask.pointer"
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class SettingsOverlay:
     """One open settings overlay.
 

@@ -105,19 +105,19 @@ and says so in the status line rather than block the terminal."""
 # -- commands to the host -------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EditorInput:
     """Enter in the ordinary editor: the text the person sent (never empty)."""
 
     text: str
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DeferAll:
     """``Esc`` in the panel on a background form: hide the panel, defer every question."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Quit:
     """``Ctrl+D`` in the empty editor: the person wants to leave."""
 
@@ -128,7 +128,7 @@ ShellCommand = EditorInput | DeferAll | Quit
 # -- the surface ----------------------------------------------------------------------------
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class ShellSurface(TerminalSurface):
     """The ``Surface`` of the host shell (see the module docstring).
 

@@ -104,7 +104,7 @@ def form_settings_of(config: Config) -> fs.FormSettings:
     )
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class TerminalSurface:
     """The ``Surface`` of a terminal: one visible form and the settings overlay.
 

@@ -129,7 +129,7 @@ def sgr_click(column: int, row: int) -> str:
     return sgr_mouse(0, column, row) + sgr_mouse(0, column, row, release=True)
 
 
-@attrs.define
+@attrs.define(repr=False)
 class Asking:
     """A running ``ask`` command on a virtual terminal (see :func:`asking`)."""
 

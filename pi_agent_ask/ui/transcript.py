@@ -37,7 +37,7 @@ def _is_rule(line: Line) -> bool:
     return bool(text) and set(text) == {"─"}
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Transcript:
     """The transcript's lines, neutralised once on arrival, and their rows at one width.
 

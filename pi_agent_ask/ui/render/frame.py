@@ -43,7 +43,7 @@ NO_POINTER = "  "
 TargetKind = Literal["option", "tab", "review"]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RenderOptions:
     """What rendering needs besides the form snapshot: live settings and the live editor.
 
@@ -69,7 +69,7 @@ class RenderOptions:
 SHORT_SCREEN_ROWS = 18
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Target:
     """A click target: rows ``first_row..last_row-1``, columns ``start_col..end_col-1``.
 
@@ -100,7 +100,7 @@ class Target:
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Frame:
     """One rendered form: see the module docstring."""
 

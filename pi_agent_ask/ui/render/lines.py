@@ -62,7 +62,7 @@ def clean_parts(text: str) -> tuple[str, ...]:
     return tuple(sanitize_text(text).split("\n"))
 
 
-@attrs.define
+@attrs.define(repr=False)
 class Block:
     """Rows under construction, with targets relative to the block's first row."""
 
