@@ -9,6 +9,7 @@ timing them: ``just bench cold`` has the figures.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
@@ -139,3 +140,35 @@ def test_the_parser_of_one_command_parses_as_the_whole_parser(argv: list[str]) -
     from pi_agent_ask import cli
 
     assert cli.build_parser(argv[0]).parse_args(argv) == cli.build_parser().parse_args(argv)
+
+
+FORM_LAYERS = ("form", "persistence", "actors", "ui")
+
+
+def _form_layer_modules() -> list[str]:
+    package = ROOT / "pi_agent_ask"
+    paths = [package / "events.py"]
+    for layer in FORM_LAYERS:
+        paths.extend(sorted((package / layer).rglob("*.py")))
+    return [
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for path in paths
+    ]
+
+
+@pytest.mark.parametrize("module", _form_layer_modules())
+def test_the_layers_a_form_loads_make_no_attrs_repr(module: str) -> None:
+    # attrs compiles each generated method as its class is made; a ``__repr__`` nobody reads at
+    # run time was about a tenth of ask's first frame (docs/architecture.md, "Start-up").
+    import attrs
+
+    loaded = importlib.import_module(module)
+    with_repr = [
+        name
+        for name, value in vars(loaded).items()
+        if isinstance(value, type)
+        and value.__module__ == module
+        and attrs.has(value)
+        and "__repr__" in vars(value)
+    ]
+    assert with_repr == []
