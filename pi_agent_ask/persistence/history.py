@@ -291,10 +291,27 @@ def list_history(
         return _page(source, offset, limit)
     if index is None or index.key != source.key:
         index = index_records(source)
+    return list_records(index.records, needle, answered_only, offset, limit, texts=index.texts)
+
+
+def list_records(
+    records: Sequence[HistoryRecord],
+    query: object,
+    answered_only: bool,
+    offset: int,
+    limit: int,
+    *,
+    texts: Sequence[str] | None = None,
+) -> dict[str, JSON]:
+    """``list_ask_history``'s filter and page over records already built (a journal's index,
+    a team desk's rows): ``query`` as :func:`list_history` reads it; ``texts``, the records'
+    search texts when they are known already."""
+    needle = query.strip().lower() if isinstance(query, str) else ""
     matches = [
         record
-        for record, text in zip(index.records, index.texts, strict=True)
-        if (not answered_only or record.has_answer) and (not needle or needle in text)
+        for n, record in enumerate(records)
+        if (not answered_only or record.has_answer)
+        and (not needle or needle in (record.search_text() if texts is None else texts[n]))
     ]
     return _listing(matches[offset : offset + limit], offset, len(matches))
 

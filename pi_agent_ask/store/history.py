@@ -25,7 +25,7 @@ from pi_agent_ask.form.schema_check import schema_error_text, schema_issues
 from pi_agent_ask.form.schemas import HISTORY_DEFAULT_LIMIT
 from pi_agent_ask.form.validate import params_from_saved
 from pi_agent_ask.mcp_common.tools import call_tool_result, error_result
-from pi_agent_ask.persistence.history import read_result_content, tool_text
+from pi_agent_ask.persistence.history import list_records, read_result_content, tool_text
 from pi_agent_ask.persistence.history_records import (
     HistoryError,
     HistoryRecord,
@@ -74,26 +74,6 @@ def team_records(rows: Iterable[Mapping[str, Any]]) -> list[HistoryRecord]:
     return records
 
 
-def _listing(
-    records: list[HistoryRecord], query: object, answered_only: bool, offset: int, limit: int
-) -> dict[str, Any]:
-    """``list_ask_history``'s page: the filtered records (``query`` a case-insensitive
-    substring of a record's JSON), ``total`` counting them, ``nextOffset`` when more remain."""
-    needle = query.strip().lower() if isinstance(query, str) else ""
-    matches = [
-        record
-        for record in records
-        if (not answered_only or record.has_answer)
-        and (not needle or needle in record.search_text())
-    ]
-    page = matches[offset : offset + limit]
-    out: dict[str, Any] = {"total": len(matches), "offset": offset}
-    if offset + len(page) < len(matches):
-        out["nextOffset"] = offset + len(page)
-    out["records"] = [record.summary() for record in page]
-    return out
-
-
 def history_tool(name: str, arguments: Any, records: list[HistoryRecord]) -> types.CallToolResult:
     """One ``list_ask_history`` or ``read_ask_history`` call over ``records`` (the agent's own,
     oldest first); a bad argument or an unknown key is the tool's error result, in words."""
@@ -101,8 +81,9 @@ def history_tool(name: str, arguments: Any, records: list[HistoryRecord]) -> typ
     if issues:
         return error_result(schema_error_text(name, issues))
     content: list[dict[str, Any]] | None = None
+    data: dict[str, Any]
     if name == tool_names.LIST_ASK_HISTORY:
-        data = _listing(
+        data = list_records(
             records,
             arguments.get("query"),
             bool(arguments.get("answeredOnly", False)),
