@@ -451,17 +451,17 @@ def receipt_tool_result(
 ) -> dict[str, JSON]:
     """The tool result of a queued background call; details = structuredContent."""
     text = receipt_text(request_id, pending_requests, background_only=background_only)
-
-    def details() -> dict[str, JSON]:
-        # Made twice: details and structuredContent are separate copies (``_copy_wait``).
-        return {
-            "status": "queued",
-            "requestId": request_id,
-            "questionIds": list(question_ids),
-            "pendingRequests": pending_requests,
-        }
-
-    return {"content": [_text_block(text)], "details": details(), "structuredContent": details()}
+    details: dict[str, JSON] = {
+        "status": "queued",
+        "requestId": request_id,
+        "questionIds": list(question_ids),
+        "pendingRequests": pending_requests,
+    }
+    return {
+        "content": [_text_block(text)],
+        "details": details,
+        "structuredContent": _copy_wait(details),
+    }
 
 
 def background_answer_text(outcome: BackgroundOutcome, *, params: AskParams | None = None) -> str:

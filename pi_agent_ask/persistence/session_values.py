@@ -146,7 +146,7 @@ _ATOMS: Final = frozenset({str, int, float, bool, bytes, type(None)})
 def _frozen_data(value: Mapping[Any, Any] | None) -> FrozenMap:
     if value is None:
         return FrozenMap()
-    if type(value) is not dict and not isinstance(value, Mapping):
+    if not isinstance(value, Mapping):
         raise TypeError(f"entry data must be a mapping, not {type(value).__name__}")
     frozen: FrozenMap = freeze(value)
     return frozen
