@@ -16,13 +16,15 @@ from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.actors.records import AskRequest, StaleBranch
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.types import AskParams
 from pi_agent_ask.form.validate import validate_ask_params
 
 from .runtime_support import payload
 
 GUARD = 20
-PARAMS = validate_ask_params(payload("a", background=True)).params
-assert PARAMS is not None
+_VALID = validate_ask_params(payload("a", background=True)).params
+assert _VALID is not None
+PARAMS: AskParams = _VALID
 
 
 @attrs.define(eq=False)

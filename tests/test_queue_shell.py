@@ -14,7 +14,7 @@ import trio.testing
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors import queue_state as qs
-from pi_agent_ask.actors.form import FormInput
+from pi_agent_ask.actors.form import FormInput, UserCommand
 from pi_agent_ask.actors.records import Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import AskResult
@@ -40,7 +40,7 @@ async def test_quiesce_answers_when_the_closing_form_ends_with_an_answer(fail: b
         journal.fail = fail
         outcome = Outcome(rid, result=AskResult(cancelled=False))
         await queue.inbox.send(q.FormStopped(rid, 0, fs.new_form(PARAMS), outcome))
-        assert await quiesce_rx.receive() is None
+        await quiesce_rx.receive()  # answered once the form's stop is committed
         stats = queue.actor.stats()
         assert stats.completed == ("r1",)
         assert stats.delivered == (() if fail else ("r1",))
@@ -195,7 +195,7 @@ async def test_find_flow_hands_out_the_visible_forms_command_channel() -> None:
         assert forms.epochs == [0]
         commands = await queue.ask(lambda reply: q.FindFlow("tool:r1", reply))
         assert commands is not None
-        key = fs.Number(1)
+        key = UserCommand(fs.Number(1))
         commands.send_nowait(key)
         assert forms.inboxes[0].receive_nowait() is key
         assert await queue.ask(lambda reply: q.FindFlow("tool:r2", reply)) is None
@@ -323,7 +323,7 @@ async def test_the_command_channel_of_a_visible_flow_is_found_without_a_round_tr
         assert queue.actor.flow_commands("fg:1") is commands_tx
         # FindFlow hands out a clone of the foreground form's own channel.
         found = await queue.ask(lambda reply: q.FindFlow("fg:1", reply))
-        key = fs.Number(1)
+        key = UserCommand(fs.Number(1))
         found.send_nowait(key)
         assert commands_rx.receive_nowait() is key
 
