@@ -119,20 +119,19 @@ def freeze(value: Any) -> Any:
     kind = type(value)
     if kind in _ATOMS:
         return value
-    # Text, numbers and the like are their own frozen form: only containers recurse.
-    if kind is dict or kind is FrozenMap:
+    # Text, numbers and the like are their own frozen form: only containers recurse (an atom
+    # inside one is taken as it is, without a call).
+    if kind is list or kind is tuple:
+        return tuple([v if type(v) in _ATOMS else freeze(v) for v in value])
+    if kind is codec.Spliced:  # stored as its value
+        return value.frozen(freeze)
+    if isinstance(value, Mapping):
         return FrozenMap(
             {
                 k if type(k) in _ATOMS else freeze(k): v if type(v) in _ATOMS else freeze(v)
                 for k, v in value.items()
             }
         )
-    if kind is list or kind is tuple:
-        return tuple([v if type(v) in _ATOMS else freeze(v) for v in value])
-    if kind is codec.Spliced:  # stored as its value
-        return value.frozen(freeze)
-    if isinstance(value, Mapping):
-        return FrozenMap({freeze(k): freeze(v) for k, v in value.items()})
     if isinstance(value, set | frozenset):
         return frozenset(freeze(v) for v in value)
     if isinstance(value, bytearray):
