@@ -17,9 +17,7 @@ a comment or a docstring does not count) and fails on:
 - a module over 800 lines;
 - ``desk/`` and ``mcp_server/`` importing each other (what both need lives below them).
 
-``KNOWN`` lists the files that offend a check today, each with its reason; a check skips only
-those. The list may only shrink: an entry whose file no longer offends fails
-``test_known_entries_still_offend``, so the fix and the removal of its entry land together.
+Every check holds for every module, with no list of exceptions: the last ones were fixed.
 """
 
 from __future__ import annotations
@@ -79,18 +77,6 @@ ACTOR_SCHEDULING = frozenset(
 
 Offence = tuple[int, str]
 """A line and what is wrong on it."""
-
-KNOWN: dict[str, dict[str, str]] = {
-    "private-names": {},
-    "linecache": {},
-    "class-assignment": {},
-    "object-new": {},
-    "actor-scheduling": {},
-    "lowlevel-reason": {},
-    "module-size": {},
-    "desk-mcp-direction": {},
-}
-
 
 # -- reading the source --------------------------------------------------------------------
 
@@ -361,9 +347,7 @@ def _package_imports(path: str, source: str) -> Iterator[tuple[int, str]]:
                 yield node.lineno, f"{source_module}.{alias.name}"
 
 
-def _cross_imports(
-    sources: dict[str, str], skip: frozenset[str]
-) -> dict[tuple[str, str], list[str]]:
+def _cross_imports(sources: dict[str, str]) -> dict[tuple[str, str], list[str]]:
     """Imports from ``desk/`` into ``mcp_server/`` and back, by direction."""
     found: dict[tuple[str, str], list[str]] = {
         ("desk", "mcp_server"): [],
@@ -371,7 +355,7 @@ def _cross_imports(
     }
     for path, source in sources.items():
         top = path.split("/")[0]
-        if top not in ("desk", "mcp_server") or path in skip:
+        if top not in ("desk", "mcp_server"):
             continue
         other = "mcp_server" if top == "desk" else "desk"
         for line, name in _package_imports(path, source):
@@ -380,9 +364,9 @@ def _cross_imports(
     return found
 
 
-def desk_mcp_direction(sources: dict[str, str], skip: frozenset[str]) -> list[str]:
+def desk_mcp_direction(sources: dict[str, str]) -> list[str]:
     """Offences when imports run both ways between ``desk/`` and ``mcp_server/``."""
-    found = _cross_imports(sources, skip)
+    found = _cross_imports(sources)
     if all(found.values()):
         return [line for lines in found.values() for line in lines]
     return []
@@ -401,13 +385,12 @@ CHECKS: dict[str, FileCheck] = {
 }
 
 
-def offences(check: str, sources: dict[str, str], skip: frozenset[str]) -> list[str]:
+def offences(check: str, sources: dict[str, str]) -> list[str]:
     if check == "desk-mcp-direction":
-        return desk_mcp_direction(sources, skip)
+        return desk_mcp_direction(sources)
     return [
         offence
         for path, source in sources.items()
-        if path not in skip
         for offence in _file_offences(check, path, source)
     ]
 
@@ -425,24 +408,8 @@ ALL_CHECKS = [*CHECKS, "desk-mcp-direction"]
 
 @pytest.mark.parametrize("check", ALL_CHECKS)
 def test_the_package_passes(check: str) -> None:
-    found = offences(check, SOURCES, frozenset(KNOWN[check]))
+    found = offences(check, SOURCES)
     assert found == [], f"{check}:\n" + "\n".join(found)
-
-
-@pytest.mark.parametrize(
-    ("check", "path"), [(check, path) for check in ALL_CHECKS for path in KNOWN[check]]
-)
-def test_known_entries_still_offend(check: str, path: str) -> None:
-    # An entry whose removal would leave its check passing is stale: remove it from KNOWN.
-    assert path in SOURCES, f"{path} is gone: remove it from KNOWN[{check!r}]"
-    without = frozenset(KNOWN[check]) - {path}
-    assert offences(check, SOURCES, without) != [], (
-        f"{path} no longer offends {check}: remove it from KNOWN[{check!r}]"
-    )
-
-
-def test_every_check_has_a_known_list() -> None:
-    assert sorted(KNOWN) == sorted(ALL_CHECKS)
 
 
 # The checks themselves, on small sources: each finds what it is for and nothing else.
@@ -508,20 +475,19 @@ PLAIN = {
 )
 def test_each_check_finds_its_offence(check: str, source: str) -> None:
     path = "actors/x.py"
-    assert offences(check, {path: source}, frozenset()) != []
-    assert offences(check, {path: source}, frozenset({path})) == []
+    assert offences(check, {path: source}) != []
 
 
 @pytest.mark.parametrize(
     ("check", "source"), [(check, s) for check, sources in PLAIN.items() for s in sources]
 )
 def test_each_check_passes_plain_code(check: str, source: str) -> None:
-    assert offences(check, {"actors/x.py": source}, frozenset()) == []
+    assert offences(check, {"actors/x.py": source}) == []
 
 
 def test_actor_scheduling_is_checked_in_actors_only() -> None:
     source = "import trio\ntrio.lowlevel.current_task()\n"
-    assert offences("actor-scheduling", {"aio.py": source}, frozenset()) == []
+    assert offences("actor-scheduling", {"aio.py": source}) == []
 
 
 def test_desk_and_mcp_server_import_one_way() -> None:
@@ -529,21 +495,20 @@ def test_desk_and_mcp_server_import_one_way() -> None:
         "desk/a.py": "from pi_agent_ask.mcp_server.tools import AgentTools\n",
         "mcp_server/b.py": "import trio\n",
     }
-    assert offences("desk-mcp-direction", one_way, frozenset()) == []
+    assert offences("desk-mcp-direction", one_way) == []
     both = {**one_way, "mcp_server/b.py": "from ..desk import connection\n"}
-    assert offences("desk-mcp-direction", both, frozenset()) == [
+    assert offences("desk-mcp-direction", both) == [
         "desk/a.py:1: imports pi_agent_ask.mcp_server.tools.AgentTools",
         "mcp_server/b.py:1: imports pi_agent_ask.desk.connection",
     ]
-    assert offences("desk-mcp-direction", both, frozenset({"mcp_server/b.py"})) == []
 
 
 def test_trio_lowlevel_outside_actors_needs_its_reason() -> None:
     bare = "import trio\n\nawait trio.lowlevel.wait_readable(fd)\n"
-    assert offences("lowlevel-reason", {"mcp_server/w.py": bare}, frozenset()) == [
+    assert offences("lowlevel-reason", {"mcp_server/w.py": bare}) == [
         "mcp_server/w.py:3: trio.lowlevel without a comment saying why"
     ]
     above = "import trio\n# no trio stream wraps this descriptor\nawait trio.lowlevel.wait_readable(fd)\n"
     beside = "import trio\n\nawait trio.lowlevel.wait_readable(fd)  # no stream wraps fd\n"
     for source in (above, beside):
-        assert offences("lowlevel-reason", {"mcp_server/w.py": source}, frozenset()) == []
+        assert offences("lowlevel-reason", {"mcp_server/w.py": source}) == []
