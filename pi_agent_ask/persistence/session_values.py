@@ -125,7 +125,9 @@ def freeze(value: Any) -> Any:
         return tuple([v if type(v) in _ATOMS else freeze(v) for v in value])
     if kind is codec.Spliced:  # stored as its value
         return value.frozen(freeze)
-    if isinstance(value, Mapping):
+    # A dict is checked before the Mapping ABC: most data is dicts, and an ABC's check is a
+    # call into ``abc`` where a dict's is not.
+    if isinstance(value, (dict, Mapping)):
         return FrozenMap(
             {
                 k if type(k) in _ATOMS else freeze(k): v if type(v) in _ATOMS else freeze(v)
