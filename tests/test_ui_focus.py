@@ -10,8 +10,10 @@ from pathlib import Path
 
 import trio
 
+from pi_agent_ask.host.demo import REGION
+from pi_agent_ask.host.local import LocalHost
 from pi_agent_ask.ui.panel import PANEL_FOCUSED_LABEL, PANEL_UNFOCUSED_LABEL
-from tests.test_shell import ALT_Q, REGION_PROMPT, demo, status_row
+from tests.test_shell import ALT_Q, REGION_PROMPT, demo, shell, status_row
 
 
 def editor_prompt_style(term: object) -> tuple[str, bool]:
@@ -46,3 +48,23 @@ async def test_focus_is_shown_by_the_rule_the_prompt_and_the_status_line(tmp_pat
         await sh.wait(lambda term: "keys: questions" in status_row(term))
         with trio.fail_after(5):
             await sh.wait(lambda term: editor_prompt_style(term) == ("brightblack", False))
+
+
+async def test_an_80_column_status_line_still_says_where_the_keys_go(tmp_path: Path) -> None:
+    """The agent's activity and the focus note do not both fit beside ``Questions pending``
+    at 80 columns: the activity gives way, the focus note stays at the right end."""
+    async with shell(tmp_path, columns=80) as sh, trio.open_nursery() as nursery:
+
+        async def body(h: LocalHost) -> None:
+            await h.call("ask_user", REGION)
+            await h.call("wait_for_answers", {})
+
+        nursery.start_soon(sh.local.turn, body)
+        await sh.wait(REGION_PROMPT)
+        await sh.wait(lambda term: "keys: questions · Alt+Q: editor ─" in status_row(term))
+        assert status_row(sh.term).startswith("─ Questions pending: 1 ─")
+        sh.send(ALT_Q)
+        await sh.wait(lambda term: "keys: editor · Alt+Q: questions ─" in status_row(term))
+        sh.host.view.set_notice("Questions deferred; /ask-queue shows them again.")
+        await sh.wait(lambda term: "/ask-queue shows them again." in status_row(term))
+        nursery.cancel_scope.cancel()
