@@ -87,6 +87,21 @@ def _report_session_refusal(refusal: Any, stderr: TextIO) -> int:
     return EXIT_SESSION
 
 
+def _session_unopenable(error: BaseException) -> OSError | None:
+    """The ``SessionOpenError`` behind ``error`` (also inside exception groups), or ``None``."""
+    from pi_agent_ask.actors.session import SessionOpenError
+
+    for cause in _leaves(error):
+        if isinstance(cause, SessionOpenError):
+            return cause
+    return None
+
+
+def _report_unopenable_session(path: Any, error: OSError, stderr: TextIO) -> None:
+    reason = error.strerror or str(error)
+    stderr.write(f"pi-agent-ask: cannot open session {str(path)!r}: {reason}\n")
+
+
 EXIT_INTERRUPTED = 130
 """Ctrl+C before the form was on screen (or while the command shut down): nothing printed on
 standard output, one line on standard error."""
@@ -322,8 +337,13 @@ def _ask_session(args: argparse.Namespace) -> Path | None:
         return None
     if args.session is not None:
         return Path(args.session)
+    from pi_agent_ask.actors.session import SessionOpenError
+
     path = default_session_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # said as the session's own refusal: why it cannot be made
+        raise SessionOpenError(error.errno, error.strerror, str(path)) from error
     return path
 
 
@@ -344,6 +364,13 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
     except PayloadError as error:
         stderr.write(f"pi-agent-ask: {error}\n")
         return EXIT_INVALID
+    if args.output is not None:
+        try:  # before the form: the answers must have somewhere to go
+            with open(args.output, "a", encoding="utf-8"):
+                pass
+        except OSError as error:
+            _report_unwritable_output(args.output, error, stderr)
+            return EXIT_INVALID
     out = stdout
     try:
         args.session = _ask_session(args)
@@ -370,8 +397,13 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
                 for file in files:
                     file.close()
         if args.output is not None:
-            with open(args.output, "w", encoding="utf-8") as out:
-                _dump(result, out)
+            try:
+                with open(args.output, "w", encoding="utf-8") as out:
+                    _dump(result, out)
+            except OSError as error:  # it went away meanwhile: the result still reaches stdout
+                _report_unwritable_output(args.output, error, stderr)
+                _dump(result, stdout)
+                return EXIT_INTERNAL
         else:
             _dump(result, out)
         return code
@@ -379,9 +411,18 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
         refusal = _session_refusal(error)
         if refusal is not None:
             return _report_session_refusal(refusal, stderr)
+        unopenable = _session_unopenable(error)
+        if unopenable is not None:
+            _report_unopenable_session(unopenable.filename, unopenable, stderr)
+            return EXIT_SESSION
         for cause in _leaves(error):
             stderr.write(f"pi-agent-ask: internal error: {type(cause).__name__}: {cause}\n")
         return EXIT_INTERNAL
+
+
+def _report_unwritable_output(path: Path, error: OSError, stderr: TextIO) -> None:
+    reason = error.strerror or str(error)
+    stderr.write(f"pi-agent-ask: cannot write the result to {str(path)!r}: {reason}\n")
 
 
 def _print_notices(notices: Sequence[str], stderr: TextIO) -> None:
@@ -420,9 +461,13 @@ def cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO = sys.stde
         return EXIT_INTERRUPTED
     except Exception as error:
         refusal = _session_refusal(error)
-        if refusal is None:
+        if refusal is not None:
+            return _report_session_refusal(refusal, stderr)
+        unopenable = _session_unopenable(error)
+        if unopenable is None:
             raise
-        return _report_session_refusal(refusal, stderr)
+        _report_unopenable_session(unopenable.filename, unopenable, stderr)
+        return EXIT_SESSION
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -492,7 +537,7 @@ def cmd_history(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
             except SessionFileError as error:
                 return _report_session_refusal(error, stderr)
             except OSError as error:
-                stderr.write(f"pi-agent-ask: cannot open session {str(path)!r}: {error}\n")
+                _report_unopenable_session(path, error, stderr)
                 return EXIT_INVALID
             stack.enter_context(session)
             # The history index comes from the journal's checkpoints: a page or a read decodes

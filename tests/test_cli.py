@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -167,3 +168,95 @@ def test_history_list_for_a_person_fits_80_columns(tmp_path: Path) -> None:
             shown = line.split()
             assert set(shown[:-1]) <= words
             assert shown[-1] in words or shown[-1].endswith("…")
+
+
+def test_ask_and_demo_name_a_session_file_that_cannot_be_created(tmp_path: Path) -> None:
+    """A session path in a directory that does not exist (or cannot be written) is the
+    person's mistake, said in one line with exit 5 before any form opens: not an internal
+    error (ask) or a traceback (demo)."""
+    session = tmp_path / "no-such-dir" / "s.pias"
+    settings = str(tmp_path / "settings.json")
+    ask = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pi_agent_ask",
+            "ask",
+            "--session",
+            str(session),
+            "--settings",
+            settings,
+            "examples/deploy.json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        start_new_session=True,
+        check=False,
+    )
+    demo = run("demo", "--headless", "--session", str(session), "--settings", settings)
+    for done in (ask, demo):
+        assert done.returncode == 5, done.stderr
+        assert done.stdout == ""
+        assert done.stderr == (
+            f"pi-agent-ask: cannot open session {str(session)!r}: No such file or directory\n"
+        )
+    assert not session.parent.exists()
+
+
+def test_ask_refuses_an_output_file_it_cannot_write_before_the_form(tmp_path: Path) -> None:
+    """``--output`` in a directory that does not exist: said before anything is asked (the
+    answers would have nowhere to go), exit 2, nothing journalled."""
+    output = tmp_path / "no-such-dir" / "result.json"
+    session = tmp_path / "s.pias"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pi_agent_ask",
+            "ask",
+            "--output",
+            str(output),
+            "--session",
+            str(session),
+            "--settings",
+            str(tmp_path / "settings.json"),
+            "examples/deploy.json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        start_new_session=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"pi-agent-ask: cannot write the result to {str(output)!r}: No such file or directory\n"
+    )
+    assert not session.exists()
+
+
+def test_ask_names_the_default_session_it_cannot_make(tmp_path: Path) -> None:
+    """The default history session under an agent directory that cannot be made (a file is in
+    the way): the reason is the directory's, said with exit 5 before any form opens."""
+    blocker = tmp_path / "agent"
+    blocker.write_text("a file where the agent directory should be\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_agent_ask", "ask", "examples/deploy.json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PI_CODING_AGENT_DIR": str(blocker)},
+        start_new_session=True,
+        check=False,
+    )
+    assert done.returncode == 5, done.stderr
+    assert done.stdout == ""
+    session = blocker / "pi-agent-ask" / "history.pias"
+    assert done.stderr.endswith(
+        f"pi-agent-ask: cannot open session {str(session)!r}: Not a directory\n"
+    )

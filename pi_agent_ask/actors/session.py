@@ -41,14 +41,26 @@ from pi_agent_ask.persistence.session_file import Entry, OpenReport, SessionFile
 T = TypeVar("T")
 
 
+class SessionOpenError(OSError):
+    """The operating system refused to open or create the session file (a directory that does
+    not exist, no permission): ``filename`` is the session's path, ``strerror`` the reason,
+    whichever file of the open (the file itself, its temporary sibling) was refused."""
+
+
 def open_session_file(path: str | os.PathLike[str] | None) -> SessionFile:
     """Open (or create) the session file at ``path``; ``None``: a fresh in-memory session.
 
-    Raises ``SessionFileError`` for a file that is not a session file (left untouched). The
-    session keeps the journal's fold (``persistence.projection``) and its checkpoints."""
+    Raises ``SessionFileError`` for a file that is not a session file (left untouched) and
+    ``SessionOpenError`` when the operating system refuses the open. The session keeps the
+    journal's fold (``persistence.projection``) and its checkpoints."""
     if path is None:
         return SessionFile.in_memory(projection=JOURNAL)
-    return SessionFile.open(path, projection=JOURNAL)
+    try:
+        return SessionFile.open(path, projection=JOURNAL)
+    except SessionOpenError:
+        raise
+    except OSError as error:
+        raise SessionOpenError(error.errno, error.strerror, os.fspath(path)) from error
 
 
 @attrs.define(eq=False, repr=False)
