@@ -595,12 +595,14 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
     if not records:
         return "\n".join(_wrapped(f"No questions recorded in {path}.", columns)) + "\n"
     rows = []
+    id_pairs = [("REQUEST", "QUESTION-ID")]
     for record in records:
         when = str(record.get("createdAt", ""))[:16].replace("T", " ")
-        key = f"{record.get('requestId', '')} {record.get('questionId', '')}"
+        ids = (str(record.get("requestId", "")), str(record.get("questionId", "")))
         status = str(record.get("status", ""))
         text = " ".join(f"{record.get('label', '')}: {record.get('prompt', '')}".split())
-        rows.append((status, when, text, key))
+        rows.append((status, when, text, " ".join(ids)))
+        id_pairs.append(ids)
     header = ("STATUS", "WHEN", "QUESTION", "REQUEST QUESTION-ID")
     widths = [max(cell_width(row[i]) for row in [header, *rows]) for i in range(4)]
     room = columns - widths[0] - widths[1] - widths[3] - 6
@@ -621,10 +623,10 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
         # Below its status and time, the question; the key too when the row cannot hold it.
         indent = " " * (widths[0] + 2)
         key_below = widths[0] + widths[1] + widths[3] + 4 > columns
-        for status, when, text, key in [header, *rows]:
+        for (status, when, text, key), ids in zip([header, *rows], id_pairs, strict=True):
             lead = status + " " * (widths[0] - cell_width(status)) + "  " + when
             if key_below:
-                out.extend([lead, indent + key])
+                out.extend([lead, *_key_lines(ids, indent, widths[3], columns)])
             else:
                 out.append(lead + " " * (widths[1] - cell_width(when)) + "  " + key)
             out.append(indent + _clipped(text, max(1, columns - len(indent))))
@@ -639,6 +641,17 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
         )
     )
     return "\n".join(out) + "\n"
+
+
+def _key_lines(ids: tuple[str, str], indent: str, widest: int, columns: int) -> list[str]:
+    """The request and question ids under a row, each whole, laid out alike on every row (by
+    the ``widest`` key): indented when they fit so, else from the first column, else one id a
+    line."""
+    if len(indent) + widest <= columns:
+        return [indent + " ".join(ids)]
+    if widest <= columns:
+        return [" ".join(ids)]
+    return list(ids)
 
 
 def _wrapped(text: str, width: int) -> list[str]:

@@ -260,3 +260,20 @@ def test_ask_names_the_default_session_it_cannot_make(tmp_path: Path) -> None:
     assert done.stderr.endswith(
         f"pi-agent-ask: cannot open session {str(session)!r}: Not a directory\n"
     )
+
+
+def test_history_list_for_a_person_fits_40_columns(tmp_path: Path) -> None:
+    """At 40 columns (the narrowest screen the product supports) a request id and its question
+    id do not fit beside the status column: they still stay whole, each within the width."""
+    from pi_agent_ask.cli import history_table
+    from pi_agent_ask.form.transcript import cell_width
+
+    session = tmp_path / "demo.pas"
+    assert run("demo", "--headless", "--session", str(session)).returncode == 0
+    data = json.loads(run("history", "list", "--session", str(session)).stdout)
+    table = history_table(data, session, width=40)
+    lines = table.splitlines()
+    assert max(cell_width(line) for line in lines) <= 40, table
+    words = {word for line in lines for word in line.split()}
+    for record in data["records"]:
+        assert record["requestId"] in words and record["questionId"] in words, table
