@@ -115,6 +115,9 @@ class FormController:
     """``@`` path candidates listed under the open editor (closed by any other edit)."""
     page_rows: int = 10
     """Body rows the control showed last (one page for PageUp/PageDown)."""
+    laid_out: tuple[int, int] | None = None
+    """The width and height of the last layout: a new size brings the focus back into view (a
+    scroll position taken on the old size points at stale rows)."""
     _syncing: bool = False
     _last_frame: tuple[fs.FormState, RenderOptions, int, Frame] | None = None
     """The latest frame with what it was rendered from (see :meth:`render`)."""
@@ -428,6 +431,9 @@ class FormControl(UIControl):
             room -= 1
         controller = self.controller
         controller.page_rows = max(1, room)
+        if controller.laid_out != (frame.width, height):
+            controller.laid_out = (frame.width, height)
+            controller.follow_focus = True
         if controller.follow_focus:
             wanted = [frame.focus_row]
             if frame.cursor is not None:

@@ -140,3 +140,22 @@ async def test_focus_is_shown_in_the_demo(tmp_path: Path) -> None:
             screen = await term.wait_for("> 2")
             assert "Review your answers" not in screen
             await term.keys("C-u", "C-d")
+
+
+async def test_a_resize_after_end_keeps_the_highlighted_row_in_view(tmp_path: Path) -> None:
+    """``End`` at 100x20 shows the last rows (the highlighted one among them); the window then
+    shrinks to 40x12: the highlighted row is still on screen, not left above a stale scroll."""
+    options = [
+        {"value": f"o{i}", "label": f"Choice {i}", "description": "why " * i} for i in range(11)
+    ]
+    payload = {"questions": [{"id": "many", "prompt": "Which one?", "options": options}]}
+    async with asking(tmp_path, lines=20, payload=payload) as term:
+        await term.wait_for("Which one?")
+        await term.keys(*["Down"] * 9)
+        await term.wait_for("› 10. ( ) Choice 9")
+        await term.keys("End")
+        await term.wait_for("↑")
+        await term.tmux("resize-window", "-t", "ask", "-x", "40", "-y", "12")
+        await term.wait_for(lambda text: "↓" in text)  # the 40x12 layout
+        with trio.fail_after(5):
+            await term.wait_for("› 10. ( ) Choice 9")
