@@ -203,6 +203,13 @@ async def test_an_invalid_agent_key_is_an_error_not_a_crash(tmp_path: Path) -> N
                 bad = await client.call_tool("ask_user", {"questions": "not a list"})
                 assert bad.is_error
                 assert (await client.list_tools()).tools
+            bad_utf8 = {"x-pi-agent-ask-key-utf8": "caf%E9"}  # Latin-1, not UTF-8
+            async with desk_client(desk.address, None, headers=bad_utf8) as client:
+                with pytest.raises(MCPError, match="not percent-encoded UTF-8"):
+                    await client.list_tools()
+            async with desk_client(desk.address, "café-日本") as client:  # sent encoded
+                assert (await client.list_tools()).tools
+            assert "café-日本" in desk.registry.keys
 
 
 async def test_a_client_without_a_key_is_its_own_agent(tmp_path: Path) -> None:

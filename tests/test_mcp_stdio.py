@@ -283,6 +283,30 @@ async def test_desk_auto_forwards_to_a_running_desk_with_the_default_key(home: H
     assert item["requestId"] == receipt.structured_content["requestId"]
 
 
+async def test_a_project_directory_with_a_non_ascii_name_reaches_the_desk(home: Home) -> None:
+    """The default key holds the working directory, and HTTP headers are ASCII: a project in
+    ``café-日本`` still reaches the desk, under its own key, instead of a question lost with
+    "the desk did not answer"."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    work = home.root / "café-日本"
+    work.mkdir()
+    home = attrs.evolve(home, work=work.resolve())
+    desk_file = home.root / "no-desk.json"
+    with trio.fail_after(90):
+        async with (
+            open_desk(home.root / "desk", desk_file=desk_file) as desk,
+            server(home, name="tester") as client,
+        ):
+            receipt = await call(client, "ask_user", {**ASK, "background": True})
+            assert not receipt.is_error, plain(receipt)
+            shown = await answer_displayed(desk)
+            waited = await call(client, "wait_for_answers", {})
+    assert shown.key == f"tester@{home.work}"
+    [item] = waited.structured_content["results"]
+    assert item["requestId"] == receipt.structured_content["requestId"]
+
+
 FORBIDDEN = ("interactive TUI mode", "details.questions", "SSE stream", "ExceptionGroup")
 
 

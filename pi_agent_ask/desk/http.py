@@ -43,7 +43,7 @@ from pi_agent_ask.mcp_common.asgi import (
     unless_gone,
     watch_disconnect,
 )
-from pi_agent_ask.mcp_common.connection import KEY_HEADER, SERVICE, STATUS_PATH
+from pi_agent_ask.mcp_common.connection import SERVICE, STATUS_PATH, key_from_headers
 from pi_agent_ask.mcp_common.journals import InvalidKey
 
 __all__ = [
@@ -212,10 +212,16 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 def agent_key(ctx: Any) -> str:
-    """A request's agent key: ``X-Pi-Agent-Ask-Key``, else its MCP session id."""
+    """A request's agent key: ``X-Pi-Agent-Ask-Key`` (or its UTF-8 form), else its MCP
+    session id."""
     request = ctx.request
     headers = getattr(request, "headers", None)
-    key: str | None = headers.get(KEY_HEADER) if headers is not None else None
+    try:
+        key = key_from_headers(headers) if headers is not None else None
+    except ValueError:
+        raise MCPError(
+            INVALID_PARAMS, "Invalid X-Pi-Agent-Ask-Key-UTF8: not percent-encoded UTF-8."
+        ) from None
     if key is None and headers is not None:
         key = headers.get(MCP_SESSION_ID_HEADER)
     if key is None:

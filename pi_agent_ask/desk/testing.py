@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pi_agent_ask import events as ev
 from pi_agent_ask.desk.board import Shown
 from pi_agent_ask.desk.run import Desk, run_desk
-from pi_agent_ask.mcp_common.connection import KEY_HEADER, DeskAddress
+from pi_agent_ask.mcp_common.connection import DeskAddress, key_headers
 
 __all__ = [
     "SDK_CLIENT_WARNINGS",
@@ -66,7 +66,7 @@ async def desk_client(
     header, the desk uses the MCP session id)."""
     sent = {"Authorization": f"Bearer {token if token is not None else address.token}"}
     if key is not None:
-        sent[KEY_HEADER] = key
+        sent.update(key_headers(key))
     sent.update(headers or {})
     timeout = httpx2.Timeout(30.0, read=300.0)
     async with (

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import secrets
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,11 +21,14 @@ import attrs
 __all__ = [
     "DESK_FILE_ENV",
     "KEY_HEADER",
+    "KEY_UTF8_HEADER",
     "STATUS_PATH",
     "DeskAddress",
     "DeskFileError",
     "desk_file_path",
     "find_desk",
+    "key_from_headers",
+    "key_headers",
     "new_token",
     "pid_alive",
     "read_desk_file",
@@ -35,6 +39,27 @@ __all__ = [
 DESK_FILE_ENV = "PI_AGENT_ASK_DESK_FILE"
 KEY_HEADER = "x-pi-agent-ask-key"
 """The request header naming the agent a desk request is for (else its MCP session id)."""
+KEY_UTF8_HEADER = "x-pi-agent-ask-key-utf8"
+"""The same, percent-encoded UTF-8 (``caf%C3%A9``): header values are ASCII, and a key holds
+any printable text (the stdio server's default key holds the working directory)."""
+
+
+def key_headers(key: str) -> dict[str, str]:
+    """The header that sends ``key``: as it is when it is ASCII, else percent-encoded."""
+    if key.isascii():
+        return {KEY_HEADER: key}
+    return {KEY_UTF8_HEADER: urllib.parse.quote(key, safe="")}
+
+
+def key_from_headers(headers: Mapping[str, str]) -> str | None:
+    """The agent key a request's headers send (the encoded header first), or ``None``.
+    ``ValueError`` for an encoded key that is not UTF-8."""
+    encoded = headers.get(KEY_UTF8_HEADER)
+    if encoded is not None:
+        return urllib.parse.unquote(encoded, errors="strict")
+    return headers.get(KEY_HEADER)
+
+
 STATUS_PATH = "/desk"
 """An authenticated ``GET`` there answers ``{"service": "pi-agent-ask desk", "pid": ...}``."""
 SERVICE = "pi-agent-ask desk"

@@ -1,8 +1,8 @@
 """``pi-agent-ask mcp`` while a desk runs: one MCP client session on the desk for this agent.
 
 :class:`DeskUpstream` holds a Streamable HTTP client session on the desk, sent with the desk's
-token and the agent key in ``X-Pi-Agent-Ask-Key``; it opens on first use and again after it
-broke. :func:`forward_call` sends one ``tools/call`` there and raises :class:`DeskGone` when
+token and the agent key in ``X-Pi-Agent-Ask-Key`` (``-UTF8``, percent-encoded, when it is not
+ASCII); it opens on first use and again after it broke. :func:`forward_call` sends one ``tools/call`` there and raises :class:`DeskGone` when
 the connection, not the desk's answer, failed (a closed connection, an unknown session, an
 HTTP error, a refused connection): the caller (``router.py``) then tells the agent in a plain
 sentence and moves to whatever shows forms now. A ``tools/call`` is never retried, since it
@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
-from pi_agent_ask.mcp_common.connection import KEY_HEADER, desk_file_path, find_desk
+from pi_agent_ask.mcp_common.connection import desk_file_path, find_desk, key_headers
 
 __all__ = ["DeskGone", "DeskUpstream", "forward_call", "forward_list"]
 
@@ -75,7 +75,7 @@ class DeskUpstream:
     async def _hold(
         self, *, task_status: trio.TaskStatus[tuple[ClientSession, trio.Event]]
     ) -> None:
-        headers = {"Authorization": f"Bearer {self.token}", KEY_HEADER: self.key}
+        headers = {"Authorization": f"Bearer {self.token}", **key_headers(self.key)}
         # No read timeout: a person may answer hours later (the desk sends progress meanwhile).
         timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)
         close = trio.Event()
