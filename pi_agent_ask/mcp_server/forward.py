@@ -2,14 +2,15 @@
 
 :class:`DeskUpstream` holds a Streamable HTTP client session on the desk, sent with the desk's
 token and the agent key in ``X-Pi-Agent-Ask-Key`` (``-UTF8``, percent-encoded, when it is not
-ASCII); it opens on first use and again after it broke. :func:`forward_call` sends one ``tools/call`` there and raises :class:`DeskGone` when
-the connection, not the desk's answer, failed (a closed connection, an unknown session, an
-HTTP error, a refused connection): the caller (``router.py``) then tells the agent in a plain
-sentence and moves to whatever shows forms now. A ``tools/call`` is never retried, since it
-may have reached the desk already (a question asked twice). The desk does all the validation:
-this side adds nothing and drops nothing (nor does it check the desk's results again: the
-client it answers does). Progress of long waits is the caller's (at its own
-``--progress-interval``), so no progress is asked of the desk.
+ASCII); it opens on first use and again after it broke. :func:`forward_call` sends one
+``tools/call`` there and raises :class:`DeskGone` when the connection, not the desk's answer,
+failed (a closed connection, an unknown session, an HTTP error, a refused connection): the
+caller (``router.py``) then tells the agent in a plain sentence and moves to whatever shows
+forms now. A ``tools/call`` is never retried, since it may have reached the desk already (a
+question asked twice). The desk does all the validation: this side adds nothing and drops
+nothing (nor does it check the desk's results again: the client it answers does). Progress of
+long waits is the caller's (at its own ``--progress-interval``), so no progress is asked of the
+desk.
 """
 
 from __future__ import annotations
