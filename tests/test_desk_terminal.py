@@ -151,3 +151,31 @@ async def test_settings_saved_on_the_desk_apply_to_every_agent(tmp_path: Path) -
             for key in ("alpha", "beta"):
                 runtime = desk.registry.get(key).runtime  # type: ignore[union-attr]
                 assert runtime.config.form_settings.auto_submit_when_answered_without_notes
+
+
+async def test_the_narrow_agents_line_keeps_whole_agents_only(tmp_path: Path) -> None:
+    """At 40 columns the agents line holds the agents that fit whole, the one on display
+    among them: no agent's name is cut and no separator is left dangling at the edge."""
+    term = VirtualTerminal(40, 12)
+    long_key = "release-bot-with-a-really-long-name-for-testing"
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+            desk_client(desk.address, long_key) as long,
+        ):
+            await alpha.call_tool("ask_user", ask("One"))
+            await beta.call_tool("ask_user", ask("Two"))
+            await long.call_tool("ask_user", ask("Three"))
+            await term.wait_for("Question One?")
+            await term.wait_for(lambda t: "beta 1" in t.rows()[0])
+            line = term.rows()[0].rstrip()
+            assert line == " Agents · ▶ alpha 1 · beta 1", line
+            pipe.send_text("\x1b")  # later: beta's form
+            await term.wait_for("Question Two?")
+            pipe.send_text("\x1b")  # later: the long-named agent's form, on display
+            await term.wait_for("Question Three?")
+            line = term.rows()[0].rstrip()
+            assert "▶" in line and not line.endswith("·"), line
+            assert "release-bot" not in line or "…" in line, line

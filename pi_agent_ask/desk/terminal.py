@@ -37,7 +37,7 @@ from prompt_toolkit.layout import (
 )
 from prompt_toolkit.output import Output
 
-from pi_agent_ask.desk.board import Board
+from pi_agent_ask.desk.board import AgentSnapshot, Board
 from pi_agent_ask.form.sanitize import sanitize_line
 from pi_agent_ask.persistence.settings import Config
 from pi_agent_ask.ui.surface import TerminalSurface
@@ -84,21 +84,43 @@ def agent_rows(board: Board, width: int = AGENTS_WIDTH) -> StyleAndTextTuples:
     return rows
 
 
-def agent_line(board: Board) -> StyleAndTextTuples:
+def agent_line(board: Board, width: int | None = None) -> StyleAndTextTuples:
     """The agents pane on one line (a narrow screen): each agent's key, pending count and
-    blocked mark, the one on display first marked ``▶``."""
+    blocked mark, the one on display marked ``▶``. Within ``width`` only whole agents are
+    kept, the one on display always (its key clipped, visibly, when it alone is too long)."""
     parts: StyleAndTextTuples = [("class:ask.title", " Agents")]
-    for agent in board.agents():
-        parts.append(("class:ask.muted", " ·"))
+    agents = board.agents()
+    groups = [_agent_group(agent, sanitize_line(agent.key)) for agent in agents]
+    if width is None:
+        return parts + [part for group in groups for part in group]
+    used = fragment_list_width(parts)
+    shown = [g for a, g in zip(agents, groups, strict=True) if a.displayed]
+    reserved = sum(fragment_list_width(g) for g in shown)
+    for agent, group in zip(agents, groups, strict=True):
+        size = fragment_list_width(group)
         if agent.displayed:
-            parts.append(("class:ask.pointer", " ▶"))
-        style = "class:ask.option.active" if agent.displayed else ""
-        parts.append((style, f" {sanitize_line(agent.key)}"))
-        parts.append(
-            ("class:ask.accent" if agent.pending else "class:ask.muted", f" {agent.pending}")
-        )
-        if agent.blocked:
-            parts.append(("class:ask.warning", " ⏸"))
+            reserved = 0
+            key = sanitize_line(agent.key)
+            while used + size > width and len(key) > 1:  # alone too long: its key gives way
+                key = key[:-1]
+                group = _agent_group(agent, key + "…")
+                size = fragment_list_width(group)
+        elif used + size + reserved > width:
+            continue
+        parts.extend(group)
+        used += size
+    return parts
+
+
+def _agent_group(agent: AgentSnapshot, key: str) -> StyleAndTextTuples:
+    parts: StyleAndTextTuples = [("class:ask.muted", " ·")]
+    if agent.displayed:
+        parts.append(("class:ask.pointer", " ▶"))
+    style = "class:ask.option.active" if agent.displayed else ""
+    parts.append((style, f" {key}"))
+    parts.append(("class:ask.accent" if agent.pending else "class:ask.muted", f" {agent.pending}"))
+    if agent.blocked:
+        parts.append(("class:ask.warning", " ⏸"))
     return parts
 
 
@@ -258,7 +280,7 @@ class DeskSurface(TerminalSurface):
         def top_line() -> StyleAndTextTuples:
             if self.board is None or not self.board.agents():
                 return self._title(get_app().output.get_size().columns)
-            return agent_line(self.board)
+            return agent_line(self.board, get_app().output.get_size().columns)
 
         def header() -> StyleAndTextTuples:
             if self.board is None:
