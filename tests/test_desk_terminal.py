@@ -179,3 +179,22 @@ async def test_the_narrow_agents_line_keeps_whole_agents_only(tmp_path: Path) ->
             line = term.rows()[0].rstrip()
             assert "▶" in line and not line.endswith("·"), line
             assert "release-bot" not in line or "…" in line, line
+
+
+async def test_a_wide_character_key_keeps_its_count_in_the_agents_pane(tmp_path: Path) -> None:
+    """A key of CJK characters takes two cells a character: the pane clips it by cells, so
+    its pending count stays in the pane's count column."""
+    term = VirtualTerminal(110, 30)
+    key = "bot-日本語日本語日本語日本語日本語"
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, key) as wide,
+        ):
+            await alpha.call_tool("ask_user", ask("One"))
+            await wide.call_tool("ask_user", ask("Two"))
+            await term.wait_for(lambda t: any("bot-日本" in row for row in t.rows()))
+            row = next(row for row in term.rows() if "bot-日本" in row)
+            pane = row.split("│", 1)[0]
+            assert pane.rstrip().endswith("…   1"), row

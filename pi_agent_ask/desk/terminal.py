@@ -39,6 +39,7 @@ from prompt_toolkit.output import Output
 
 from pi_agent_ask.desk.board import AgentSnapshot, Board
 from pi_agent_ask.form.sanitize import sanitize_line
+from pi_agent_ask.form.transcript import cell_width
 from pi_agent_ask.persistence.settings import Config
 from pi_agent_ask.ui.surface import TerminalSurface
 
@@ -61,7 +62,17 @@ MAX_NOTICES = 20
 
 
 def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+    """``text`` in at most ``width`` cells (a wide character takes two), ending in ``…`` when
+    it had to give way."""
+    if cell_width(text) <= width:
+        return text
+    while text and cell_width(text) > width - 1:
+        text = text[:-1]
+    return text + "…"
+
+
+def _padded(text: str, width: int) -> str:
+    return text + " " * max(0, width - cell_width(text))
 
 
 def agent_rows(board: Board, width: int = AGENTS_WIDTH) -> StyleAndTextTuples:
@@ -77,7 +88,7 @@ def agent_rows(board: Board, width: int = AGENTS_WIDTH) -> StyleAndTextTuples:
         name = _clip(sanitize_line(agent.key), width - len(count) - len(mark) - 4)
         style = "class:ask.option.active" if agent.displayed else ""
         rows.append(("class:ask.pointer", pointer + " "))
-        rows.append((style, name.ljust(width - len(count) - len(mark) - 4) + " "))
+        rows.append((style, _padded(name, width - len(count) - len(mark) - 4) + " "))
         rows.append(("class:ask.accent" if agent.pending else "class:ask.muted", count))
         rows.append(("class:ask.warning", mark + "\n"))
     rows.append(("class:ask.muted", "\n ⏸ blocked on you\n … waiting for answers\n"))
