@@ -198,3 +198,19 @@ async def test_a_wide_character_key_keeps_its_count_in_the_agents_pane(tmp_path:
             row = next(row for row in term.rows() if "bot-日本" in row)
             pane = row.split("│", 1)[0]
             assert pane.rstrip().endswith("…   1"), row
+
+
+async def test_a_long_notice_is_read_whole_on_a_narrow_desk(tmp_path: Path) -> None:
+    """The notice about a damaged journal names its file: at 78 columns it wraps onto the
+    rows it needs (up to three) instead of ending mid-path at the screen's edge."""
+    from pi_agent_ask.mcp_common.journals import record_key
+
+    journal = record_key(tmp_path / "state", "zz")
+    journal.write_text("not a session file\n")
+    term = VirtualTerminal(78, 20)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with open_desk(tmp_path, headless=False, input=pipe, output=term.output):
+            await term.wait_for("cannot open the journal")
+            await term.wait_for(lambda t: "not a pi-agent-ask session file" in "".join(t.rows()))
+            text = "".join(row.strip() for row in term.rows())
+            assert str(journal) in text

@@ -39,8 +39,9 @@ from prompt_toolkit.output import Output
 
 from pi_agent_ask.desk.board import AgentSnapshot, Board
 from pi_agent_ask.form.sanitize import sanitize_line
-from pi_agent_ask.form.transcript import cell_width
+from pi_agent_ask.form.transcript import cell_width, wrap_line
 from pi_agent_ask.persistence.settings import Config
+from pi_agent_ask.ui.render.frame import SHORT_SCREEN_ROWS
 from pi_agent_ask.ui.surface import TerminalSurface
 
 __all__ = [
@@ -59,6 +60,8 @@ FORM_MIN_WIDTH = 48
 QUIT_KEY = "c-q"
 EMPTY_TEXT = "No questions waiting."
 MAX_NOTICES = 20
+NOTICE_ROWS = 3
+"""The most rows the latest notice takes at the bottom (it wraps up to there)."""
 
 
 def _clip(text: str, width: int) -> str:
@@ -263,10 +266,24 @@ class DeskSurface(TerminalSurface):
                 lines.append(line)
         return [("class:ask.muted", "\n".join(lines))]
 
+    def _notice_lines(self) -> list[str]:
+        """The latest notice wrapped between words at the screen's width, at most
+        ``NOTICE_ROWS`` lines (one on a short screen, where the rows are the form's): a notice
+        names a file, so it wraps rather than ending at the edge."""
+        if not self.notices:
+            return [""]
+        size = get_app().output.get_size()
+        wrapped = wrap_line([("text", sanitize_line(self.notices[-1]))], max(1, size.columns - 1))
+        rows = 1 if size.rows <= SHORT_SCREEN_ROWS else NOTICE_ROWS  # short: rows go to the form
+        return [" " + "".join(text for _, text in line) for line in wrapped[:rows]]
+
     def _status(self) -> StyleAndTextTuples:
         if not self.notices:
             return [("class:ask.muted", "")]
-        return [("class:ask.warning", " " + sanitize_line(self.notices[-1]))]
+        return [("class:ask.warning", "\n".join(self._notice_lines()))]
+
+    def _status_height(self) -> Dimension:
+        return Dimension.exact(len(self._notice_lines()))
 
     def build_application(
         self,
@@ -339,7 +356,7 @@ class DeskSurface(TerminalSurface):
                 ConditionalContainer(
                     Window(
                         FormattedTextControl(self._status),
-                        height=Dimension.exact(1),
+                        height=self._status_height,
                         wrap_lines=False,
                     ),
                     filter=wide | notice,
