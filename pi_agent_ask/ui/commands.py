@@ -83,7 +83,8 @@ async def run_ask(
     """Ask one ``ask_user`` call on the terminal; return ``(exit status, tool result)``.
 
     ``input``/``output`` are the terminal's prompt_toolkit objects (``None``: the process's
-    own terminal). ``session`` journals the call into that session file. The form appears only
+    own terminal). ``session`` journals the call into that session file; a ``background: true``
+    call is asked in the foreground (shown and answered). The form appears only
     once the call is valid; an invalid call returns at once with status ``2``. ``clipboard``
     replaces the system clipboard for the editors' paste-image key. ``on_notices`` receives the
     settings file's problems, if any, before the form opens (the command prints them on
@@ -115,9 +116,17 @@ async def run_ask(
             # form's behaviour, forms created later).
             surface.on_settings_saved = runtime.apply_settings
             surface.controller.cwd = work_dir  # relative ``@`` paths start here
-            result = await runtime.call_tool("ask_user", arguments)
+            result = await runtime.call_tool("ask_user", _in_the_foreground(arguments))
         nursery.cancel_scope.cancel()
     return exit_status(result), result
+
+
+def _in_the_foreground(arguments: object) -> object:
+    """``background: true`` asked as a foreground call: the command is one call that prints
+    its answer, and a background queue ends with the command (its form never shown)."""
+    if isinstance(arguments, dict) and arguments.get("background") is True:
+        return {**arguments, "background": False}
+    return arguments
 
 
 async def run_settings(

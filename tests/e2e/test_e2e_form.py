@@ -159,3 +159,20 @@ async def test_a_resize_after_end_keeps_the_highlighted_row_in_view(tmp_path: Pa
         await term.wait_for(lambda text: "↓" in text)  # the 40x12 layout
         with trio.fail_after(5):
             await term.wait_for("› 10. ( ) Choice 9")
+
+
+async def test_a_background_payload_is_still_shown_and_answered(tmp_path: Path) -> None:
+    """``ask`` is one call on a terminal: ``background: true`` still opens the form, and the
+    answer (not a queued receipt for a queue that ends with the command) is printed."""
+    payload = {**PAYLOAD, "background": True}
+    async with asking(tmp_path, payload=payload) as term:
+        await term.wait_for("What should I optimize for?")
+        await term.keys("2")
+        await term.wait_for("Which tones fit?")
+        await term.keys("Space", "Enter")
+        await term.wait_for("Review your answers")
+        await term.keys("1", "1")
+        await term.finished()
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["details"]["answers"]["goal"]["values"] == ["size"]
+    assert result["details"]["answers"]["tone"]["values"] == ["formal"]
