@@ -37,6 +37,23 @@ async def test_enter_on_review_cancel_asks_again_for_a_dirty_form(tmp_path: Path
     assert result["details"]["cancelled"] is True
 
 
+async def test_two_after_the_dirty_cancel_warning_cancels_as_it_says(tmp_path: Path) -> None:
+    """The warning says "Choose Cancel again (Enter, 2 or Esc)": with double-press review
+    shortcuts on, ``2`` is that choice, not the first of two more presses."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("2")
+        await ask.wait("Review your answers")
+        ask.send(DOWN)
+        await ask.wait("› 2. Cancel")
+        ask.send(ENTER)
+        await ask.wait("Choose Cancel again (Enter, 2 or Esc)")
+        ask.send("2")
+        status, result = await ask.finished()
+    assert status == 1
+    assert result["details"]["cancelled"] is True
+
+
 async def test_enter_on_review_cancel_of_a_clean_form_cancels_at_once(tmp_path: Path) -> None:
     async with asking(tmp_path, GOAL) as ask:
         await ask.wait("What should I optimize for?")
