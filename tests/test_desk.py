@@ -310,10 +310,16 @@ async def test_the_connection_file_lives_as_long_as_the_desk(tmp_path: Path) -> 
 
 
 async def test_a_non_loopback_listen_needs_allow_remote(tmp_path: Path) -> None:
-    with pytest.RaisesGroup(
-        pytest.RaisesExc(ListenError, match="--allow-remote"), flatten_subgroups=True
-    ):
+    # Without TLS either, the one refusal names everything the listen needs, not one at a time.
+    needs_all = "pass --allow-remote, and --tls-cert and --tls-key or --tls-elsewhere"
+    with pytest.RaisesGroup(pytest.RaisesExc(ListenError, match=needs_all), flatten_subgroups=True):
         async with open_desk(tmp_path, listen="0.0.0.0:0"):
+            pass
+    with pytest.RaisesGroup(
+        pytest.RaisesExc(ListenError, match="pass --allow-remote to do it anyway"),
+        flatten_subgroups=True,
+    ):
+        async with open_desk(tmp_path, listen="0.0.0.0:0", tls_elsewhere=True):
             pass
     warnings: list[str] = []
     with trio.fail_after(60):

@@ -133,9 +133,16 @@ def checked_listen(
     Raises ``ListenError``."""
     where = parse_listen(listen)
     if not is_loopback(where.host) and not allow_remote:
+        # Said whole: a person fixing one refusal should not meet the next (TLS) after it.
+        tls = not (tls_elsewhere or (tls_cert is not None and tls_key is not None))
+        needed = (
+            "pass --allow-remote, and --tls-cert and --tls-key or --tls-elsewhere (docs/web.md),"
+            if tls
+            else "pass --allow-remote"
+        )
         raise ListenError(
             f"refusing to listen on {where.host}, which is not a loopback address; "
-            f"pass --allow-remote to do it anyway (every request still needs {guard})"
+            f"{needed} to do it anyway (every request still needs {guard})"
         )
     check_tls(where, tls_cert, tls_key, tls_elsewhere)
     if not is_loopback(where.host):
