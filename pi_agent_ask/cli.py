@@ -366,8 +366,11 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
         return EXIT_INVALID
     if args.output is not None:
         try:  # before the form: the answers must have somewhere to go
+            existed = os.path.lexists(args.output)
             with open(args.output, "a", encoding="utf-8"):
                 pass
+            if not existed:  # made only by this check: the result makes it again
+                Path(args.output).unlink()
         except OSError as error:
             _report_unwritable_output(args.output, error, stderr)
             return EXIT_INVALID

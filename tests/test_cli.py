@@ -173,9 +173,10 @@ def test_history_list_for_a_person_fits_80_columns(tmp_path: Path) -> None:
 def test_ask_and_demo_name_a_session_file_that_cannot_be_created(tmp_path: Path) -> None:
     """A session path in a directory that does not exist (or cannot be written) is the
     person's mistake, said in one line with exit 5 before any form opens: not an internal
-    error (ask) or a traceback (demo)."""
+    error (ask) or a traceback (demo). The ``--output`` file is not left behind empty."""
     session = tmp_path / "no-such-dir" / "s.pias"
     settings = str(tmp_path / "settings.json")
+    output = tmp_path / "result.json"
     ask = subprocess.run(
         [
             sys.executable,
@@ -186,6 +187,8 @@ def test_ask_and_demo_name_a_session_file_that_cannot_be_created(tmp_path: Path)
             str(session),
             "--settings",
             settings,
+            "--output",
+            str(output),
             "examples/deploy.json",
         ],
         capture_output=True,
@@ -203,6 +206,7 @@ def test_ask_and_demo_name_a_session_file_that_cannot_be_created(tmp_path: Path)
             f"pi-agent-ask: cannot open session {str(session)!r}: No such file or directory\n"
         )
     assert not session.parent.exists()
+    assert not output.exists()
 
 
 def test_ask_refuses_an_output_file_it_cannot_write_before_the_form(tmp_path: Path) -> None:
