@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
@@ -84,7 +85,8 @@ async def run_ask(
 
     ``input``/``output`` are the terminal's prompt_toolkit objects (``None``: the process's
     own terminal). ``session`` journals the call into that session file; a ``background: true``
-    call is asked in the foreground (shown and answered). The form appears only
+    call, and any call in the background-only question mode, is asked in the foreground
+    (shown and answered). The form appears only
     once the call is valid; an invalid call returns at once with status ``2``. ``clipboard``
     replaces the system clipboard for the editors' paste-image key. ``on_notices`` receives the
     settings file's problems, if any, before the form opens (the command prints them on
@@ -116,6 +118,9 @@ async def run_ask(
             # form's behaviour, forms created later).
             surface.on_settings_saved = runtime.apply_settings
             surface.controller.cwd = work_dir  # relative ``@`` paths start here
+            # One call, so no background queue outlives it: the background-only question mode
+            # would queue the form and end with it unseen. The settings file keeps its mode.
+            runtime.config = attrs.evolve(runtime.config, background_only=False)
             result = await runtime.call_tool("ask_user", _in_the_foreground(arguments))
         nursery.cancel_scope.cancel()
     return exit_status(result), result

@@ -176,3 +176,25 @@ async def test_a_background_payload_is_still_shown_and_answered(tmp_path: Path) 
     result = json.loads((tmp_path / "out.json").read_text())
     assert result["details"]["answers"]["goal"]["values"] == ["size"]
     assert result["details"]["answers"]["tone"]["values"] == ["formal"]
+
+
+async def test_the_background_only_mode_still_shows_the_form(tmp_path: Path) -> None:
+    """A settings file in the background-only question mode (``/ask-mode`` in the demo saves
+    it) does not turn ``ask``'s one call into a receipt: the form is shown and answered, and
+    the file keeps its mode."""
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(
+        json.dumps({"schemaVersion": 6, "behaviour": {"questionMode": "background-only"}})
+    )
+    async with asking(tmp_path) as term:
+        await term.wait_for("What should I optimize for?")
+        await term.keys("1")
+        await term.wait_for("Which tones fit?")
+        await term.keys("Space", "Enter")
+        await term.wait_for("Review your answers")
+        await term.keys("1", "1")
+        await term.finished()
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["details"]["answers"]["goal"]["values"] == ["speed"]
+    assert json.loads(settings.read_text())["behaviour"]["questionMode"] == "background-only"
