@@ -46,6 +46,23 @@ async def test_options_and_context_wrap_at_words_with_hanging_indents(tmp_path: 
         await ask.finished()
 
 
+async def test_japanese_context_fills_its_bullet_line(tmp_path: Path) -> None:
+    """Japanese has no spaces and may break between any two characters: a bullet's text
+    starts beside its ``- `` and wraps where the row ends, not on a row of its own below a
+    lone dash."""
+    text = "二番目の項目はとても長いテキストです。折り返しが必要です。"
+    question = {**QUESTION, "context": f"- {text}"}
+    async with asking(tmp_path, question, columns=120) as ask:
+        await ask.wait("What should I optimize for?")
+        rows = ask.term.rows()
+        first = next(i for i, row in enumerate(rows) if "│ -" in row)
+        assert rows[first].split("│ -", 1)[1].strip().startswith("二番目"), rows[first]
+        shown = "".join(row.split("│", 1)[1].strip(" -") for row in rows[first : first + 3])
+        assert text in shown.replace(" ", "")
+        ask.send("\x03", "\x03")
+        await ask.finished()
+
+
 async def test_hints_wrap_whole_at_40_columns(tmp_path: Path) -> None:
     async with asking(tmp_path, QUESTION, columns=40, lines=40) as ask:
         await ask.wait("What should I optimize for?")

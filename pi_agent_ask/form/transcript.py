@@ -94,6 +94,30 @@ def cell_width(text: str) -> int:
     return sum(_char_width(char) for char in text)
 
 
+def _break_units(piece: str) -> list[str]:
+    """``piece`` (a word, or a run of blanks) as the units a line may break between: itself,
+    except that wide (CJK) characters, written without spaces, each stand alone (with the
+    zero-width marks that follow them)."""
+    if piece.isascii():
+        return [piece]
+    units: list[str] = []
+    narrow = ""
+    for char in piece:
+        width = _char_width(char)
+        if width == 2:
+            if narrow:
+                units.append(narrow)
+                narrow = ""
+            units.append(char)
+        elif width == 0 and units and not narrow:
+            units[-1] += char
+        else:
+            narrow += char
+    if narrow:
+        units.append(narrow)
+    return units
+
+
 def wrap_line(
     line: Iterable[tuple[_S, str]], width: int, indent: int = 0
 ) -> list[tuple[tuple[_S | Literal["text"], str], ...]]:
@@ -103,7 +127,12 @@ def wrap_line(
     line of its own."""
     width = max(1, width)
     indent = max(0, min(indent, width - 1))
-    tokens = [(style, piece) for style, text in line for piece in re.findall(r"\s+|\S+", text)]
+    tokens = [
+        (style, unit)
+        for style, text in line
+        for piece in re.findall(r"\s+|\S+", text)
+        for unit in _break_units(piece)
+    ]
     lines: list[tuple[tuple[_S | Literal["text"], str], ...]] = []
     current: list[tuple[_S | Literal["text"], str]] = []
     used = 0
