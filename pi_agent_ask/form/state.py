@@ -74,8 +74,7 @@ review screen shows a hint) and the same action again -- by key or click -- fire
 takes a deliberate move, while digits and clicks are what slip. Review Cancel that fires
 without a double press (Enter on it, or a digit or click with double press off) on a dirty form
 with ``confirm_dismiss_when_dirty`` first arms ``pending_dismiss = "cancel"`` and the warning;
-Cancel again (Enter, 2, a click, Esc) completes, at once also with double press on. A double
-press already is that confirmation.
+Cancel again (Enter, 2, a click, Esc) completes at once; a double press is that confirmation.
 Submit is never blocked by unanswered or skipped questions.
 Pending confirmations. ``pending_type_change`` and ``pending_review`` are disarmed by every
 command except the one that fires them (and SettingsChanged, which is not the person's doing).
@@ -747,10 +746,8 @@ def _set_type(state: FormState, q: int, new: QuestionType) -> FormState:
 
 
 def _review_press(state: FormState, kind: ReviewKind) -> FormState:
-    if not state.settings.double_press_review_shortcuts:
-        return _fire_review(state, kind)
-    if kind == "cancel" and state.pending_dismiss == "cancel":
-        return _fire_review(state, kind)  # the dirty-cancel warning asked for this very press
+    if not state.settings.double_press_review_shortcuts or state.pending_dismiss == kind:
+        return _fire_review(state, kind)  # (a dirty-cancel warning asked for this very press)
     if state.pending_review == kind:
         return _fire_review(state, kind, confirmed=True)
     return _with(state, pending_review=kind, review_cursor=REVIEW_ACTIONS.index(kind))
