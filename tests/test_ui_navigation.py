@@ -57,6 +57,17 @@ async def test_progress_marker_and_next_unanswered_key(tmp_path: Path) -> None:
         await ask.finished()
 
 
+async def test_progress_shows_when_the_tabs_fill_the_row(tmp_path: Path) -> None:
+    """Forty questions and no title: the tab bar takes the whole row, and the progress (the
+    one count of what is left) gets a row of its own rather than vanishing."""
+    questions = [{**TONE, "id": f"q{i}", "label": f"Q{i}"} for i in range(40)]
+    async with asking(tmp_path, *questions, columns=80, lines=30) as ask:
+        await ask.wait("Which tone?")
+        await ask.wait("0/40 answered · U next unanswered")
+        ask.send("\x03", "\x03")
+        await ask.finished()
+
+
 async def test_at_completion_is_a_list_to_move_through(tmp_path: Path) -> None:
     import trio
 

@@ -246,7 +246,9 @@ def test_many_tabs_show_a_window_around_the_current_one() -> None:
     ]
     state = run(fs.new_form(params(questions=questions, title=None)), *[fs.NextTab()] * 12)
     frame = render_form(state, 80)
-    bar = line_text(frame.lines[0])
+    # The tabs fill their row, so the progress has one of its own above them.
+    assert line_text(frame.lines[0]) == "0/30 answered · U next unanswered"
+    bar = line_text(frame.lines[1])
     assert "Question 12" in bar
     assert bar.startswith("‹ +")
     assert bar.endswith(" ›")

@@ -160,6 +160,10 @@ def header_block(state: fs.FormState, width: int, short: bool = False) -> Block:
     tabs = _tab_bar(state, width, answered == len(state.drafts))
     if progress and line_width(tabs.lines[0]) + 3 + cells(progress) <= width:
         tabs.lines[0] = merge_segments([*tabs.lines[0], (MUTED, f"   {progress}")])
+    elif progress and not short:
+        # The tabs fill their row (many questions): the count of what is left is the one
+        # overview of the whole form, so it takes a row of its own above them.
+        block.extend(wrap_fragments([(MUTED, progress)], width))
     block.append_block(tabs)
     if not short:
         block.blank()
