@@ -462,3 +462,18 @@ async def test_an_elicitation_the_client_fails_is_not_a_cancellation(home: Home)
     assert all(item["result"]["cancelled"] is False for item in results)
     log = (home.root / "server.log").read_text()
     assert "the client could not show a form (the handler crashed)" in log
+
+
+async def test_a_kept_ask_with_a_background_that_is_not_a_boolean_is_refused(home: Home) -> None:
+    settings = home.root / "agent" / "extensions" / "pi-agent-ask.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"schemaVersion": 6, "behaviour": {"historyTools": True}}))
+    with trio.fail_after(60):
+        # No desk and no elicitation: forms are kept for a desk, yet the arguments are the
+        # model's and must pass the schema as anywhere else.
+        async with server(home) as client:
+            refused = await call(client, "ask_user", {**ASK, "background": "yes"})
+            listed = await call(client, "list_ask_history", {})
+    assert refused.is_error
+    assert "background: must be boolean, not string" in plain(refused)
+    assert listed.structured_content["total"] == 0  # nothing was queued

@@ -246,9 +246,12 @@ class Router:
                 self.log(NO_FORMS_LOG)  # the non-TUI fallback: the agent is told the same
             return result
         if name == tool_names.ASK_USER and isinstance(arguments, Mapping):
-            background = arguments.get("background") is True
-            result = await tools.call_tool(name, {**arguments, "background": True})
-            return self._kept(result, background=background)
+            given = arguments.get("background", False)
+            if isinstance(given, bool):
+                arguments = {**arguments, "background": True}
+            # Any other ``background`` goes as it came, for the schema to refuse.
+            result = await tools.call_tool(name, arguments)
+            return self._kept(result, background=given is True)
         if name == tool_names.WAIT_FOR_ANSWERS:
             stats = await side.local.runtime.statistics()
             if stats.pending:
