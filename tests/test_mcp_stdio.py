@@ -477,3 +477,22 @@ async def test_a_kept_ask_with_a_background_that_is_not_a_boolean_is_refused(hom
     assert refused.is_error
     assert "background: must be boolean, not string" in plain(refused)
     assert listed.structured_content["total"] == 0  # nothing was queued
+
+
+async def test_a_long_answer_reaches_the_agent_through_the_forwarder(home: Home) -> None:
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    # A typed answer of 400 KB (a pasted log) comes back in the text, in the compact answers
+    # and in the full result: one message of more than 1 MiB from the desk.
+    long_text = "line of a pasted log\n" * 20_000
+    with trio.fail_after(90):
+        async with (
+            open_desk(home.root / "desk", desk_file=home.root / "no-desk.json") as desk,
+            server(home) as client,
+        ):
+            await call(client, "ask_user", {**ASK, "background": True})
+            await answer_displayed(desk, {"db": {"customText": long_text}})
+            waited = await call(client, "wait_for_answers", {})
+    plain(waited)
+    [item] = waited.structured_content["results"]
+    assert item["result"]["answers"]["db"]["customText"] == long_text.strip()

@@ -14,6 +14,8 @@ client it answers does). Progress of long waits is the caller's (at its own
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
 from pi_agent_ask.mcp_common.connection import KEY_HEADER, desk_file_path, find_desk
 
-__all__ = ["DeskGone", "DeskUpstream", "forward_call", "forward_list"]
+__all__ = ["DeskGone", "DeskUpstream", "desk_session", "forward_call", "forward_list"]
 
 CONNECT_TIMEOUT = 30.0
 BROKEN_CODES = frozenset({CONNECTION_CLOSED, INVALID_REQUEST, INTERNAL_ERROR})
@@ -36,6 +38,22 @@ BROKEN_CODES = frozenset({CONNECTION_CLOSED, INVALID_REQUEST, INTERNAL_ERROR})
 response: the connection is what failed, so the next call opens a new one. (The desk's own
 refusals, such as an unusable journal, are ``INVALID_PARAMS`` and keep the connection, so
 calls in flight on it go on.)"""
+
+
+@asynccontextmanager
+async def desk_session(url: str, http: httpx2.AsyncClient) -> AsyncIterator[ClientSession]:
+    """An initialised SDK client session on the desk at ``url``, over ``http``.
+
+    Its messages may be of any size. The SDK's client refuses a server-sent event over 1 MiB
+    by default, and a desk's result can be larger (a pasted log as the answer, images, a
+    history record with a context file): that would end the connection under a result the
+    desk has already handed out, so the answers in it would never reach the agent."""
+    async with (
+        streamable_http_client(url, http_client=http, max_sse_event_size=None) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 @attrs.define(eq=False)
@@ -83,10 +101,8 @@ class DeskUpstream:
         try:
             async with (
                 httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-                streamable_http_client(self.url, http_client=http) as (read, write),
-                ClientSession(read, write) as session,
+                desk_session(self.url, http) as session,
             ):
-                await session.initialize()
                 task_status.started((session, close))
                 started = True
                 await close.wait()
