@@ -544,3 +544,17 @@ async def test_an_answer_given_before_the_receipt_returns_comes_with_the_receipt
                 assert waited["status"] == "complete"
                 delivered = carried + [e["requestId"] for e in waited["results"]]
                 assert delivered == [own]  # exactly once, one way or the other
+
+
+async def test_a_request_over_the_size_limit_is_a_json_rpc_error_that_says_so(
+    tmp_path: Path,
+) -> None:
+    huge = {"questions": [{"id": "q", "prompt": "p" * 5_000_000, "options": [{"value": "v"}]}]}
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as client:
+            with pytest.raises(MCPError, match="larger than the 4194304 bytes") as refused:
+                await client.call_tool("ask_user", huge)
+            # The session goes on; nothing of the refused call was asked.
+            listed = await client.call_tool("ask_user", ask("After"))
+            assert listed.structured_content["pendingRequests"] == 1
+    assert refused.value.error.code == -32602

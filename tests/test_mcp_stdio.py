@@ -496,3 +496,21 @@ async def test_a_long_answer_reaches_the_agent_through_the_forwarder(home: Home)
     plain(waited)
     [item] = waited.structured_content["results"]
     assert item["result"]["answers"]["db"]["customText"] == long_text.strip()
+
+
+async def test_a_call_too_large_for_the_desk_is_refused_in_words_through_the_forwarder(
+    home: Home,
+) -> None:
+    from pi_agent_ask.desk.testing import open_desk
+
+    huge = {"questions": [{"id": "q", "prompt": "p" * 5_000_000, "options": [{"value": "v"}]}]}
+    with trio.fail_after(90):
+        async with (
+            open_desk(home.root / "desk", desk_file=home.root / "no-desk.json"),
+            server(home) as client,
+        ):
+            with pytest.raises(MCPError, match="larger than the 4194304 bytes"):
+                await client.call_tool("ask_user", huge)
+            after = await call(client, "ask_user", {**ASK, "background": True})
+    assert after.structured_content["pendingRequests"] == 1  # the same desk, nothing else asked
+    assert "Traceback" not in (home.root / "server.log").read_text()

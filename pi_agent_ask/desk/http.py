@@ -59,6 +59,12 @@ __all__ = [
 
 MCP_PATH = "/mcp"
 INVALID_PARAMS = -32602
+MAX_REQUEST_BODY = 4 * 1024 * 1024
+"""Bytes of one request body the desk takes (also its session manager's limit)."""
+TOO_LARGE_TEXT = (
+    "The request has {size} bytes, larger than the {limit} bytes the desk takes; nothing of it "
+    "was asked or stored. Ask with shorter text (a long context can be a file path)."
+)
 
 
 class ListenError(ValueError):
@@ -193,11 +199,31 @@ class DeskApp:
             await respond_json(send, status, {"error": message}, extra)
             return
         if path in (MCP_PATH, MCP_PATH + "/"):
+            size = _declared_size(scope)
+            if size is not None and size > MAX_REQUEST_BODY:
+                await _refuse_too_large(send, size)
+                return
             await self.manager.handle_request(scope, watch_disconnect(scope, receive), send)
         elif path == STATUS_PATH and scope.get("method") == "GET":
             await respond_json(send, 200, {"service": SERVICE, "pid": self.pid})
         else:
             await respond_json(send, 404, {"error": "Not found."})
+
+
+def _declared_size(scope: Scope) -> int | None:
+    try:
+        return int(header(scope, "content-length") or "")
+    except ValueError:
+        return None
+
+
+async def _refuse_too_large(send: Send, size: int) -> None:
+    """413 with a JSON-RPC error as its body: the SDK's own 413 is plain text, which its
+    client reports as "Server returned an error response" (and a forwarder as a desk gone).
+    A body sent without its length still meets the session manager's own limit."""
+    message = TOO_LARGE_TEXT.format(size=size, limit=MAX_REQUEST_BODY)
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_PARAMS, "message": message}}
+    await respond_json(send, 413, error)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
