@@ -558,3 +558,20 @@ async def test_a_request_over_the_size_limit_is_a_json_rpc_error_that_says_so(
             listed = await client.call_tool("ask_user", ask("After"))
             assert listed.structured_content["pendingRequests"] == 1
     assert refused.value.error.code == -32602
+
+
+async def test_a_call_without_arguments_is_a_call_with_none(tmp_path: Path) -> None:
+    # MCP's ``arguments`` is optional: a tool whose every parameter is optional is called
+    # without it, and a tool with required ones names what is missing.
+    with trio.fail_after(60):
+        async with (
+            open_desk(tmp_path, settings=with_history(tmp_path)) as desk,
+            desk_client(desk.address, "alpha") as client,
+        ):
+            listed = await client.call_tool("list_ask_history", None)
+            waited = await client.call_tool("wait_for_answers", None)
+            asked = await client.call_tool("ask_user", None)
+    assert not listed.is_error and listed.structured_content["total"] == 0
+    assert waited.structured_content["status"] == "complete"
+    assert asked.is_error
+    assert "questions: must have required property 'questions'" in asked.content[0].text

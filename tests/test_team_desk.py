@@ -216,3 +216,16 @@ async def test_a_long_answer_reaches_the_agent_through_the_forwarder(
             waited = await session.call_tool("wait_for_answers", {})
     [item] = waited.structured_content["results"]
     assert item["result"]["answers"]["q"]["customText"] == long_text.strip()
+
+
+async def test_a_call_without_arguments_is_a_call_with_none(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk, agent([desk.url], token) as session:
+            asked = await session.call_tool("ask_user", None)
+    assert asked.is_error
+    assert "questions: must have required property 'questions'" in asked.content[0].text

@@ -17,7 +17,8 @@ runtime's turn boundary). Forms need a ``tui``-mode runtime with a surface that 
   every ``progress_interval`` seconds while a foreground ``ask_user`` or a
   ``wait_for_answers`` waits for the person (pass it only when the client gave a
   ``progressToken``); a failing callback stops the ticks, never the call. Malformed arguments
-  and unexpected failures are tool errors (``isError``), never exceptions.
+  and unexpected failures are tool errors (``isError``), never exceptions; ``None`` (a call
+  without MCP's optional ``arguments``) is ``{}``.
 - ``await take_background_answers() -> list[dict]``: the waiting background answers, marked
   delivered; each is ``{"customType", "text", "details"}`` (``details``: ``{requestId,
   parentToolCallId?, result?, error?}``). ``await take_background_messages(text_only=False)``
@@ -138,6 +139,12 @@ def call_tool_result(result: Mapping[str, Any]) -> types.CallToolResult:
     return types.CallToolResult.model_validate(data)
 
 
+def given_arguments(arguments: Any) -> Any:
+    """A call's arguments as the runtime takes them: MCP's ``arguments`` is optional, and a
+    call without it (``None`` from the SDK) has no arguments, ``{}``."""
+    return {} if arguments is None else arguments
+
+
 def error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
@@ -249,6 +256,7 @@ class AgentTools:
         tool_call_id: str | None = None,
     ) -> types.CallToolResult:
         call_id = tool_call_id or f"mcp-{uuid.uuid4().hex}"
+        arguments = given_arguments(arguments)
         try:
             if self._runs_as_background(name, arguments):
                 return await self._foreground_ask(call_id, arguments, report_progress)
