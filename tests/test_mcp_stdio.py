@@ -514,3 +514,62 @@ async def test_a_call_too_large_for_the_desk_is_refused_in_words_through_the_for
             after = await call(client, "ask_user", {**ASK, "background": True})
     assert after.structured_content["pendingRequests"] == 1  # the same desk, nothing else asked
     assert "Traceback" not in (home.root / "server.log").read_text()
+
+
+async def test_every_message_the_sdk_cannot_read_is_answered(home: Home) -> None:
+    """Lines the SDK's stdio transport cannot read (it drops them) get a JSON-RPC error, so
+    no client waits forever for the answer to a request it sent."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": %s}'
+    lone = '{"name": "ask_user", "arguments": {"questions": [{"id": "a\\ud800b"}]}}'
+    deep = '{"name": "ask_user", "arguments": {"questions": %s}}' % ("[" * 300 + "]" * 300)
+    lines = [
+        json.dumps(initialize),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        "this is not JSON",
+        call % (1, lone),
+        call % (2, deep),
+        '[{"jsonrpc": "2.0", "id": 3, "method": "ping"}]',
+        '{"id": 4, "method": "ping"}',
+        '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "x\\udc00"}',
+        '{"jsonrpc": "2.0", "id": 5, "method": "ping"}',
+    ]
+    with trio.fail_after(60), (home.root / "server.log").open("w") as log:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", "off"],
+            stdin=-1,
+            stdout=-1,
+            stderr=log,
+            env=home.env(),
+            cwd=home.work,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
+        received = b""
+        while received.count(b"\n") < 7:
+            chunk = await process.stdout.receive_some(65536)
+            assert chunk, received
+            received += chunk
+        await process.stdin.aclose()
+        assert await process.wait() == 0
+    answers = [json.loads(line) for line in received.splitlines()]
+    errors = {a["id"]: a["error"] for a in answers if "error" in a and a["id"] is not None}
+    parse, batch = (a["error"] for a in answers if a["id"] is None)
+    assert [a["id"] for a in answers if "result" in a] == [0, 5]  # the ping after them all
+    assert parse["code"] == -32700 and parse["message"].startswith("Parse error: ")
+    assert batch["code"] == -32600 and "batch" in batch["message"]
+    assert errors[1]["code"] == -32600
+    assert "params.arguments.questions[0].id: is not valid Unicode" in errors[1]["message"]
+    assert errors[2]["code"] == -32600
+    assert "is nested deeper than 64 levels" in errors[2]["message"]
+    assert errors[4]["code"] == -32600 and "JSON-RPC 2.0" in errors[4]["message"]
+    assert (home.root / "server.log").read_text() == ""

@@ -120,14 +120,21 @@ class ReplayedStdin:
 
     first: str | None
     rest: Any
+    last: str = ""
+    """The line handed out last (``unreadable.py``: the one the SDK could not read)."""
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
+    def last_line(self) -> str:
+        return self.last
+
     async def _lines(self) -> AsyncIterator[str]:
         if self.first:
+            self.last = self.first
             yield self.first
         async for line in self.rest:
+            self.last = line
             yield line
 
 
@@ -218,6 +225,7 @@ async def serve(
     from pi_agent_ask.mcp_common.connection import desk_file_path
     from pi_agent_ask.mcp_common.journals import default_state_dir
     from pi_agent_ask.mcp_server.router import Router
+    from pi_agent_ask.mcp_server.unreadable import AnsweredReads
 
     desk_file = desk_file_path()
     token = _desk_token(desk, desk_file) if desk not in ("auto", "off") else None
@@ -260,7 +268,8 @@ async def serve(
         server = routed_server(router)
         # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that concrete type.
         async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
-            await server.run(read, write, server.create_initialization_options())
+            reads = AnsweredReads(read, write, replay.last_line)
+            await server.run(reads, write, server.create_initialization_options())
         nursery.cancel_scope.cancel()
 
 
