@@ -573,3 +573,32 @@ async def test_every_message_the_sdk_cannot_read_is_answered(home: Home) -> None
     assert "is nested deeper than 64 levels" in errors[2]["message"]
     assert errors[4]["code"] == -32600 and "JSON-RPC 2.0" in errors[4]["message"]
     assert (home.root / "server.log").read_text() == ""
+
+
+async def test_a_second_server_of_one_key_keeps_no_question_it_cannot_keep(home: Home) -> None:
+    """Two clients of one name in one directory share a key, and so a journal, which the
+    first server holds. With no desk and no elicitation the second cannot keep a question
+    where a desk will find it: it says so instead of queuing it in memory, where no desk ever
+    sees it."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    with trio.fail_after(90):
+        async with server(home, name="twin") as first, server(home, name="twin") as second:
+            kept = await call(first, "ask_user", {**ASK, "background": True})
+            refused = await call(second, "ask_user", {**ASK, "background": True})
+            assert refused.is_error
+            text = plain(refused)
+            assert "Nothing was asked" in text and "`pi-agent-ask desk`" in text
+            async with open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk:
+                await answer_displayed(desk)
+                later = await call(second, "ask_user", {**ASK, "background": True})
+                await answer_displayed(desk)
+                waited = await call(first, "wait_for_answers", {})
+    # One key, one queue: each answer reaches whichever of the two asks first, once.
+    ids = [item["requestId"] for item in waited.structured_content["results"]]
+    ids += [entry["details"]["requestId"] for entry in background_of(later)]
+    assert sorted(ids) == sorted(
+        [kept.structured_content["requestId"], later.structured_content["requestId"]]
+    )

@@ -53,6 +53,7 @@ __all__ = [
     "KEPT_TEXT",
     "MOVED_TEXT",
     "NO_FORMS_LOG",
+    "SHARED_TEXT",
     "Router",
 ]
 
@@ -78,6 +79,18 @@ NO_FORMS_LOG = (
     "pi-agent-ask: with --desk off and a client that cannot show forms, ask_user returns its "
     "questions as text for the agent to ask; to answer in forms, run `pi-agent-ask desk` in a "
     "terminal and this server without --desk off"
+)
+SHARED_TEXT = (
+    "Nothing was asked: no pi-agent-ask desk is running, this MCP client cannot show forms, "
+    "and another pi-agent-ask server of the same agent key ({key!r}: the same client in the "
+    "same directory) holds the journal where questions are kept for a desk. The user runs "
+    "`pi-agent-ask desk` in a terminal (then ask again: both servers use it), or gives this "
+    "server its own `--key`."
+)
+SHARED_LOG = (
+    "pi-agent-ask: a question was refused: no desk is running, the client cannot show forms, "
+    "and another server of the key {key!r} holds its journal; run `pi-agent-ask desk` in a "
+    "terminal, or give this server its own --key"
 )
 DESK_STOPPED_TEXT = (
     "The pi-agent-ask desk did not answer this call (it stopped, or is not running). Nothing "
@@ -245,6 +258,11 @@ class Router:
             if side.local.runtime.mode != "tui" and name == tool_names.ASK_USER:
                 self.log(NO_FORMS_LOG)  # the non-TUI fallback: the agent is told the same
             return result
+        if name == tool_names.ASK_USER and side.local.in_memory:
+            from pi_agent_ask.mcp_common.tools import error_result
+
+            self.log(SHARED_LOG.format(key=self.key))
+            return error_result(SHARED_TEXT.format(key=self.key))
         if name == tool_names.ASK_USER and isinstance(arguments, Mapping):
             given = arguments.get("background", False)
             if isinstance(given, bool):

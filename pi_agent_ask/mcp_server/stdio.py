@@ -297,8 +297,9 @@ def routed_server(router: Any) -> Any:
 class LocalServer:
     """A local (desk-less) server: its runtime, the agent's tools, the MCP server object, the
     hook socket (``None`` when it could not be made), the elicitation surface (``None``
-    without elicitation), the nursery its forms run in, and whether its forms are kept for a
-    desk (no surface shows them)."""
+    without elicitation), the nursery its forms run in, whether its forms are kept for a
+    desk (no surface shows them), and whether its journal is in memory only (another server
+    of the same key holds the file, so no desk would ever see a form kept here)."""
 
     runtime: Any
     tools: AgentTools
@@ -307,6 +308,7 @@ class LocalServer:
     surface: ElicitationSurface | None = None
     nursery: Any = None
     keep: bool = False
+    in_memory: bool = False
 
 
 @asynccontextmanager
@@ -350,6 +352,7 @@ async def open_local(
         journal.parent.mkdir(parents=True, exist_ok=True)
     else:
         journal = await trio.to_thread.run_sync(default_session, key, state_dir)
+    in_memory = False
     async with contextlib.AsyncExitStack() as stack:
         try:
             runtime = await stack.enter_async_context(
@@ -377,6 +380,7 @@ async def open_local(
                     mode=mode, settings=settings, cwd=cwd, surface=runtime_surface, agent_idle=False
                 )
             )
+            in_memory = True
         tools = stack.enter_context(AgentTools(runtime, progress_interval=progress_interval))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_print_notices, runtime)
@@ -395,6 +399,7 @@ async def open_local(
                     surface=surface,
                     nursery=nursery,
                     keep=keep,
+                    in_memory=in_memory,
                 )
             finally:
                 nursery.cancel_scope.cancel()
