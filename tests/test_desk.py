@@ -575,3 +575,22 @@ async def test_a_call_without_arguments_is_a_call_with_none(tmp_path: Path) -> N
     assert waited.structured_content["status"] == "complete"
     assert asked.is_error
     assert "questions: must have required property 'questions'" in asked.content[0].text
+
+
+async def test_a_foreground_ask_behind_a_background_form_is_counted_at_once(
+    tmp_path: Path,
+) -> None:
+    # The default progress interval (10 s): nothing ticks within this test.
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await alpha.call_tool("ask_user", ask("Earlier"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(alpha.call_tool, "ask_user", ask("Now", background=False))
+                with trio.fail_after(5):
+                    # Two forms pending, and alpha is not blocked on the one on display.
+                    await desk.board.wait_for(lambda board: board.agents()[0].pending == 2)
+                (row,) = desk.board.agents()
+                assert row.waiting and not row.blocked
+                await answer_displayed(desk)
+                await answer_displayed(desk)

@@ -28,7 +28,8 @@ runtime's turn boundary). Forms need a ``tui``-mode runtime with a surface that 
   journaled as given back (``Runtime.give_back``) and come first in the next result or take,
   also after a restart (kept in memory only when that write fails).
 - ``awaited_requests``: the request ids of the foreground asks waiting now (a desk can mark
-  exactly the forms its agent is blocked on).
+  exactly the forms its agent is blocked on); ``on_awaiting()``, when set, is called each
+  time they change.
 - ``close()``: unsubscribe from the runtime's events (also ``with AgentTools(...) as tools``).
 
 Background answers: MCP cannot push into a model's context, so every answer the runtime's turn
@@ -203,6 +204,8 @@ class AgentTools:
     runtime: Any
     """The ``Runtime`` (``pi_agent_ask.actors.runtime``) this agent's calls run on."""
     progress_interval: float = attrs.field(default=PROGRESS_INTERVAL, kw_only=True)
+    on_awaiting: Callable[[], None] | None = attrs.field(default=None, kw_only=True)
+    """Called when ``awaited_requests`` changed (a desk redraws what its agent is blocked on)."""
     _by_call: dict[str, _Waiter] = attrs.field(factory=dict, init=False)
     """Foreground asks in flight by tool-call id (their completion event names it)."""
     _by_request: dict[str, _Waiter] = attrs.field(factory=dict, init=False)
@@ -359,6 +362,7 @@ class AgentTools:
                 return with_background_answers(call_tool_result(queued), await self._handed_out())
             request_id = str(receipt["requestId"])
             self._by_request[request_id] = waiter
+            self._awaiting_changed()
             params = dict((await self.runtime.statistics()).params).get(request_id)
             async with self._progress(report_progress):
                 await waiter.ready.wait()
@@ -388,8 +392,13 @@ class AgentTools:
             del self._by_call[call_id]
             if request_id is not None:
                 self._by_request.pop(request_id, None)
+                self._awaiting_changed()
             if waiter.message is not None:
                 await self.give_back([waiter.message])
+
+    def _awaiting_changed(self) -> None:
+        if self.on_awaiting is not None:
+            self.on_awaiting()
 
     def _progress(self, report_progress: ReportProgress | None) -> Any:
         return progress_ticks(report_progress, self.progress_interval)
