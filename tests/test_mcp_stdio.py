@@ -602,3 +602,31 @@ async def test_a_second_server_of_one_key_keeps_no_question_it_cannot_keep(home:
     assert sorted(ids) == sorted(
         [kept.structured_content["requestId"], later.structured_content["requestId"]]
     )
+
+
+async def test_an_agent_in_a_directory_with_non_ascii_letters_uses_the_desk(home: Home) -> None:
+    """The default key names the working directory, which may hold any letters: the key
+    header carries it in UTF-8, and the desk reads the same key the server's own journal has,
+    so kept forms move to the desk."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    work = home.work / "café-日本"
+    work.mkdir()
+    home = attrs.evolve(home, work=work)
+    with trio.fail_after(90):
+        async with server(home, name="tester") as client:
+            kept = await call(client, "ask_user", {**ASK, "background": True})
+            async with open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk:
+                first = await answer_displayed(desk)
+                forwarded = await call(client, "ask_user", {**ASK, "background": True})
+                assert not forwarded.is_error, plain(forwarded)
+                second = await answer_displayed(desk)
+                waited = await call(client, "wait_for_answers", {})
+    assert first.key == second.key == f"tester@{work}"
+    ids = [item["requestId"] for item in waited.structured_content["results"]]
+    ids += [entry["details"]["requestId"] for entry in background_of(forwarded)]
+    assert sorted(ids) == sorted(
+        [kept.structured_content["requestId"], forwarded.structured_content["requestId"]]
+    )

@@ -43,7 +43,12 @@ from pi_agent_ask.mcp_common.asgi import (
     unless_gone,
     watch_disconnect,
 )
-from pi_agent_ask.mcp_common.connection import KEY_HEADER, SERVICE, STATUS_PATH
+from pi_agent_ask.mcp_common.connection import (
+    KEY_HEADER,
+    SERVICE,
+    STATUS_PATH,
+    key_from_header,
+)
 from pi_agent_ask.mcp_common.journals import InvalidKey
 
 __all__ = [
@@ -241,7 +246,8 @@ def agent_key(ctx: Any) -> str:
     """A request's agent key: ``X-Pi-Agent-Ask-Key``, else its MCP session id."""
     request = ctx.request
     headers = getattr(request, "headers", None)
-    key: str | None = headers.get(KEY_HEADER) if headers is not None else None
+    given: str | None = headers.get(KEY_HEADER) if headers is not None else None
+    key = key_from_header(given) if given is not None else None
     if key is None and headers is not None:
         key = headers.get(MCP_SESSION_ID_HEADER)
     if key is None:

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pi_agent_ask import events as ev
 from pi_agent_ask.desk.board import Shown
 from pi_agent_ask.desk.run import Desk, run_desk
-from pi_agent_ask.mcp_common.connection import KEY_HEADER, DeskAddress
+from pi_agent_ask.mcp_common.connection import KEY_HEADER, DeskAddress, key_header_value
 
 __all__ = [
     "SDK_CLIENT_WARNINGS",
@@ -64,10 +64,16 @@ async def desk_client(
 ) -> AsyncIterator[ClientSession]:
     """An initialised SDK client session on the desk, as agent ``key`` (``None``: no key
     header, the desk uses the MCP session id)."""
-    sent = {"Authorization": f"Bearer {token if token is not None else address.token}"}
+    bearer = f"Bearer {token if token is not None else address.token}"
+    sent = {b"authorization": bearer.encode("latin-1")}
     if key is not None:
-        sent[KEY_HEADER] = key
-    sent.update(headers or {})
+        sent[KEY_HEADER.encode("ascii")] = key_header_value(key)
+    sent.update(
+        {
+            name.lower().encode("latin-1"): value.encode("latin-1")
+            for name, value in (headers or {}).items()
+        }
+    )
     timeout = httpx2.Timeout(30.0, read=300.0)
     async with (
         httpx2.AsyncClient(headers=sent, timeout=timeout) as http,

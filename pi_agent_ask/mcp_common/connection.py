@@ -25,6 +25,8 @@ __all__ = [
     "DeskFileError",
     "desk_file_path",
     "find_desk",
+    "key_from_header",
+    "key_header_value",
     "new_token",
     "pid_alive",
     "read_desk_file",
@@ -34,11 +36,27 @@ __all__ = [
 
 DESK_FILE_ENV = "PI_AGENT_ASK_DESK_FILE"
 KEY_HEADER = "x-pi-agent-ask-key"
-"""The request header naming the agent a desk request is for (else its MCP session id)."""
+"""The request header naming the agent a desk request is for (else its MCP session id), in
+UTF-8 (:func:`key_header_value`, :func:`key_from_header`)."""
 STATUS_PATH = "/desk"
 """An authenticated ``GET`` there answers ``{"service": "pi-agent-ask desk", "pid": ...}``."""
 SERVICE = "pi-agent-ask desk"
 PROBE_TIMEOUT = 3.0
+
+
+def key_header_value(key: str) -> bytes:
+    """The ``X-Pi-Agent-Ask-Key`` value of ``key``: its UTF-8 bytes (a key names a working
+    directory, which may hold any letters; an HTTP client refuses such text as a ``str``)."""
+    return key.encode("utf-8")
+
+
+def key_from_header(value: str) -> str:
+    """The agent key of an ``X-Pi-Agent-Ask-Key`` value as the ASGI server gives it (each
+    byte one Latin-1 character): the UTF-8 text of those bytes, else the value as it is."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value
 
 
 class DeskFileError(Exception):

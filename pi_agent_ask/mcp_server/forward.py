@@ -28,7 +28,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
-from pi_agent_ask.mcp_common.connection import KEY_HEADER, desk_file_path, find_desk
+from pi_agent_ask.mcp_common.connection import (
+    KEY_HEADER,
+    desk_file_path,
+    find_desk,
+    key_header_value,
+)
 
 __all__ = ["DeskGone", "DeskUpstream", "desk_session", "forward_call", "forward_list"]
 
@@ -93,7 +98,10 @@ class DeskUpstream:
     async def _hold(
         self, *, task_status: trio.TaskStatus[tuple[ClientSession, trio.Event]]
     ) -> None:
-        headers = {"Authorization": f"Bearer {self.token}", KEY_HEADER: self.key}
+        headers = {
+            b"authorization": f"Bearer {self.token}".encode("latin-1"),
+            KEY_HEADER.encode("ascii"): key_header_value(self.key),
+        }
         # No read timeout: a person may answer hours later (the desk sends progress meanwhile).
         timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)
         close = trio.Event()
