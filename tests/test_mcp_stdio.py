@@ -630,3 +630,28 @@ async def test_an_agent_in_a_directory_with_non_ascii_letters_uses_the_desk(home
     assert sorted(ids) == sorted(
         [kept.structured_content["requestId"], forwarded.structured_content["requestId"]]
     )
+
+
+async def test_an_agent_deep_in_the_file_tree_uses_the_desk(home: Home) -> None:
+    """The default key names the working directory, whose path can be longer than a key may
+    be: the key keeps the client's name and the end of the path, and the desk takes it."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    work = home.work / ("a-rather-deep-directory-name/" * 8) / "project"
+    work.mkdir(parents=True)
+    home = attrs.evolve(home, work=work)
+    with trio.fail_after(90):
+        async with (
+            open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk,
+            server(home, name="tester") as client,
+        ):
+            asked = await call(client, "ask_user", {**ASK, "background": True})
+            assert not asked.is_error, plain(asked)
+            shown = await answer_displayed(desk)
+            waited = await call(client, "wait_for_answers", {})
+    assert len(shown.key) <= 200
+    assert shown.key.startswith("tester@…") and shown.key.split("#")[0].endswith("/project")
+    [item] = waited.structured_content["results"]
+    assert item["requestId"] == asked.structured_content["requestId"]

@@ -101,10 +101,6 @@ def _declares_form(capabilities: dict[str, Any]) -> bool:
     return not elicitation or "form" in elicitation
 
 
-def default_key(client: str, cwd: Path) -> str:
-    return f"{client}@{cwd}"
-
-
 def default_session(key: str, state_dir: Path | None = None) -> Path:
     """``key``'s journal under the desk's state directory (made, with its key file, so a desk
     that starts later finds it): the desk and this server keep an agent's forms in one file."""
@@ -223,7 +219,7 @@ async def serve(
     from mcp.server.stdio import stdio_server
 
     from pi_agent_ask.mcp_common.connection import desk_file_path
-    from pi_agent_ask.mcp_common.journals import default_state_dir
+    from pi_agent_ask.mcp_common.journals import default_key, default_state_dir
     from pi_agent_ask.mcp_server.router import Router
     from pi_agent_ask.mcp_server.unreadable import AnsweredReads
 
