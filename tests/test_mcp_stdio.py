@@ -655,3 +655,22 @@ async def test_an_agent_deep_in_the_file_tree_uses_the_desk(home: Home) -> None:
     assert shown.key.startswith("tester@…") and shown.key.split("#")[0].endswith("/project")
     [item] = waited.structured_content["results"]
     assert item["requestId"] == asked.structured_content["requestId"]
+
+
+async def test_an_agent_in_a_directory_named_with_a_tab_uses_the_desk(home: Home) -> None:
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    work = home.work / "tab\there"
+    work.mkdir()
+    home = attrs.evolve(home, work=work)
+    with trio.fail_after(90):
+        async with (
+            open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk,
+            server(home, name="tester") as client,
+        ):
+            asked = await call(client, "ask_user", {**ASK, "background": True})
+            assert not asked.is_error, plain(asked)
+            shown = await answer_displayed(desk)
+    assert shown.key == f"tester@{home.work.parent}/tab?here"  # what no key may hold, as ?

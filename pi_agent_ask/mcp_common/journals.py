@@ -105,14 +105,21 @@ def default_key(client: str, cwd: str | os.PathLike[str]) -> str:
 
     One that would be longer than ``MAX_KEY_LENGTH`` keeps the client's name (its first 60
     characters) and the end of the directory, after ``…``, and ends in ``#`` and 8 hex digits
-    of the whole one's SHA-256, so two directories that end alike stay two agents."""
-    full = f"{client}@{os.fspath(cwd)}"
+    of the whole one's SHA-256, so two directories that end alike stay two agents. A
+    character no key may hold (a control or invisible one: a tab in a directory's name) is
+    ``?``."""
+    client, place = _printable(client), _printable(os.fspath(cwd))
+    full = f"{client}@{place}"
     if len(full) <= MAX_KEY_LENGTH:
         return full
     digest = hashlib.sha256(full.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     head = f"{client[:60]}@…"
     room = MAX_KEY_LENGTH - len(head) - len(digest) - 1
-    return f"{head}{os.fspath(cwd)[-room:]}#{digest}"
+    return f"{head}{place[-room:]}#{digest}"
+
+
+def _printable(text: str) -> str:
+    return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
 
 
 def default_state_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
