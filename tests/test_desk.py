@@ -594,3 +594,21 @@ async def test_a_foreground_ask_behind_a_background_form_is_counted_at_once(
                 assert row.waiting and not row.blocked
                 await answer_displayed(desk)
                 await answer_displayed(desk)
+
+
+async def test_a_relative_export_path_on_the_desk_is_refused_in_words(tmp_path: Path) -> None:
+    # The desk does not know an HTTP client's working directory; its own is no better guess.
+    with trio.fail_after(60):
+        async with (
+            open_desk(tmp_path, settings=with_history(tmp_path)) as desk,
+            desk_client(desk.address, "alpha") as client,
+        ):
+            await client.call_tool("ask_user", ask("Export"))
+            refused = await client.call_tool("export_ask_history", {"path": "notes/asked.md"})
+            exported = await client.call_tool(
+                "export_ask_history", {"path": str(tmp_path / "asked.md")}
+            )
+    assert refused.is_error
+    assert "absolute path" in refused.content[0].text
+    assert "notes/asked.md" in refused.content[0].text
+    assert not exported.is_error and (tmp_path / "asked.md").is_file()

@@ -674,3 +674,23 @@ async def test_an_agent_in_a_directory_named_with_a_tab_uses_the_desk(home: Home
             assert not asked.is_error, plain(asked)
             shown = await answer_displayed(desk)
     assert shown.key == f"tester@{home.work.parent}/tab?here"  # what no key may hold, as ?
+
+
+async def test_an_export_through_the_desk_lands_in_the_agents_directory(home: Home) -> None:
+    """A relative export path is relative to the agent's working directory, also when the
+    desk (a process with a working directory of its own) writes the file."""
+    from pi_agent_ask.desk.testing import open_desk
+
+    settings = home.root / "settings.json"
+    settings.write_text(json.dumps({"schemaVersion": 6, "behaviour": {"historyTools": True}}))
+    (home.work / "notes").mkdir()
+    with trio.fail_after(90):
+        async with (
+            open_desk(home.root / "d", desk_file=home.root / "no-desk.json", settings=settings),
+            server(home) as client,
+        ):
+            await call(client, "ask_user", {**ASK, "background": True})
+            exported = await call(client, "export_ask_history", {"path": "notes/asked.md"})
+    assert not exported.is_error, plain(exported)
+    assert exported.structured_content["path"] == str(home.work / "notes" / "asked.md")
+    assert "Which database?" in (home.work / "notes" / "asked.md").read_text()

@@ -25,7 +25,13 @@ from pi_agent_ask.desk.board import AgentSurface, Board, Shown
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
 from pi_agent_ask.mcp_common.journals import check_key, known_keys, record_key
-from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
+from pi_agent_ask.mcp_common.tools import (
+    RELATIVE_EXPORT_TEXT,
+    AgentTools,
+    ReportProgress,
+    error_result,
+    relative_export_path,
+)
 from pi_agent_ask.persistence.session_file import SessionFileError
 
 __all__ = ["Agent", "AgentRegistry", "AgentUnavailable"]
@@ -61,6 +67,10 @@ class Agent:
     ) -> types.CallToolResult:
         """One tool call of this agent (``AgentTools.call_tool``); while it waits for the person
         (a foreground ``ask_user``, ``wait_for_answers``) the board marks the agent blocked."""
+        relative = relative_export_path(name, arguments)
+        if relative is not None:
+            # The desk's own working directory is no agent's: never write a file there.
+            return error_result(RELATIVE_EXPORT_TEXT.format(path=relative))
         blocking = self._blocks(name, arguments)
         waits = name == tool_names.WAIT_FOR_ANSWERS
         if blocking:

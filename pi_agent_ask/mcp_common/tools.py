@@ -64,6 +64,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -138,6 +139,22 @@ def call_tool_result(result: Mapping[str, Any]) -> types.CallToolResult:
         data["structuredContent"] = result["structuredContent"]
     data["isError"] = bool(result.get("isError", False))
     return types.CallToolResult.model_validate(data)
+
+
+RELATIVE_EXPORT_TEXT = (
+    "export_ask_history on the pi-agent-ask desk needs an absolute path, not {path!r}: the "
+    "desk does not know this agent's working directory. (Through `pi-agent-ask mcp`, a "
+    "relative path is taken in the agent's directory.)"
+)
+
+
+def relative_export_path(name: str, arguments: Any) -> str | None:
+    """The ``path`` of an ``export_ask_history`` call when it is a relative one (a path the
+    runtime would take in its own working directory), else ``None``."""
+    if name != tool_names.EXPORT_ASK_HISTORY or not isinstance(arguments, Mapping):
+        return None
+    path = arguments.get("path")
+    return path if isinstance(path, str) and path and not Path(path).is_absolute() else None
 
 
 def given_arguments(arguments: Any) -> Any:

@@ -163,6 +163,9 @@ class Router:
     token: str | None = None
     state_dir: Path | None = None
     """The desk state directory holding the local side's journal (``None``: another file)."""
+    cwd: Path = attrs.field(factory=Path.cwd)
+    """The agent's working directory (a relative export path forwarded to a desk is taken
+    there)."""
     log: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True)
     _nursery: trio.Nursery | None = None
     _side: _Side | None = None
@@ -245,7 +248,12 @@ class Router:
             and arguments.get("background") is not True
         )
         if side.upstream is not None:
-            from pi_agent_ask.mcp_common.tools import progress_ticks
+            from pi_agent_ask.mcp_common.tools import progress_ticks, relative_export_path
+
+            relative = relative_export_path(name, arguments)
+            if relative is not None and isinstance(arguments, Mapping):
+                # The agent's working directory is this server's; the desk's is not.
+                arguments = {**arguments, "path": str(self.cwd / relative)}
 
             if not waits:
                 return await forward_call(side.upstream, name, arguments)
