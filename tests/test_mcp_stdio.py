@@ -694,3 +694,31 @@ async def test_an_export_through_the_desk_lands_in_the_agents_directory(home: Ho
     assert not exported.is_error, plain(exported)
     assert exported.structured_content["path"] == str(home.work / "notes" / "asked.md")
     assert "Which database?" in (home.work / "notes" / "asked.md").read_text()
+
+
+async def test_a_desk_that_stops_under_calls_leaves_plain_words_in_the_log(home: Home) -> None:
+    """The agent's calls say what happened; the log (the client shows it) has the server's
+    sentences, not the SDK's tracebacks of the connections the desk closed."""
+    from pi_agent_ask.desk.testing import open_desk
+
+    desk_file = home.root / "no-desk.json"
+    results: list[types.CallToolResult] = []
+    with trio.fail_after(90):
+        async with server(home) as client:
+            for attempt in range(2):
+                async with (
+                    open_desk(home.root / f"d{attempt}", desk_file=desk_file) as desk,
+                    trio.open_nursery() as nursery,
+                ):
+
+                    async def ask() -> None:
+                        results.append(await call(client, "ask_user", ASK))
+
+                    nursery.start_soon(ask)
+                    await desk.board.wait_for(lambda board: board.current is not None)
+                    desk.cancel()
+            later = await call(client, "ask_user", {**ASK, "background": True})
+    assert all("desk stopped while this call waited" in plain(result) for result in results)
+    assert "`pi-agent-ask desk`" in plain(later)
+    log = (home.root / "server.log").read_text()
+    assert "Traceback" not in log, log
