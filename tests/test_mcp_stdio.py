@@ -722,3 +722,29 @@ async def test_a_desk_that_stops_under_calls_leaves_plain_words_in_the_log(home:
     assert "`pi-agent-ask desk`" in plain(later)
     log = (home.root / "server.log").read_text()
     assert "Traceback" not in log, log
+
+
+async def test_a_desk_that_refuses_the_token_is_said_so(home: Home) -> None:
+    """``--desk URL`` with a token of an earlier start of that desk: every call says the desk
+    refused the token (not that it stopped), and listing the tools fails in the same words."""
+    from pi_agent_ask.desk.testing import open_desk
+
+    with trio.fail_after(90):
+        async with open_desk(home.root / "d", desk_file=home.root / "desk.json") as desk:
+            params = StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "pi_agent_ask", "mcp", "--desk", desk.address.url],
+                env={**home.env(), "PI_AGENT_ASK_DESK_TOKEN": "an-old-token"},
+                cwd=home.work,
+            )
+            with (home.root / "server.log").open("a") as log:
+                async with (
+                    stdio_client(params, errlog=log) as (read, write),
+                    ClientSession(read, write) as client,
+                ):
+                    await client.initialize()
+                    with pytest.raises(MCPError, match="refused this server's token"):
+                        await client.list_tools()
+                    refused = await call(client, "ask_user", {**ASK, "background": True})
+    assert refused.is_error
+    assert "refused this server's token" in plain(refused) and "Nothing was asked" in plain(refused)

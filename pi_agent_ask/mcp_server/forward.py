@@ -30,6 +30,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
 from pi_agent_ask.mcp_common.connection import (
     KEY_HEADER,
+    STATUS_PATH,
     desk_file_path,
     find_desk,
     key_header_value,
@@ -38,6 +39,12 @@ from pi_agent_ask.mcp_common.connection import (
 __all__ = ["DeskGone", "DeskUpstream", "desk_session", "forward_call", "forward_list"]
 
 CONNECT_TIMEOUT = 30.0
+TOKEN_REFUSED_TEXT = (
+    "The pi-agent-ask desk at {url} refused this server's token ($PI_AGENT_ASK_DESK_TOKEN, "
+    "or the connection file): the desk was restarted since (each start makes a new token), "
+    "or the token is wrong. Nothing was asked. Set the desk's current token, or run this "
+    "server with `--desk auto` (the default), which reads it from the connection file."
+)
 BROKEN_CODES = frozenset({CONNECTION_CLOSED, INVALID_REQUEST, INTERNAL_ERROR})
 """The SDK client's codes for a closed connection, an unknown session (404) and an HTTP error
 response: the connection is what failed, so the next call opens a new one. (The desk's own
@@ -107,13 +114,16 @@ class DeskUpstream:
         close = trio.Event()
         started = False
         try:
-            async with (
-                httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-                desk_session(self.url, http) as session,
-            ):
-                task_status.started((session, close))
-                started = True
-                await close.wait()
+            async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+                # The desk's status first: a refused token is told apart from a desk that is
+                # away (the SDK reports every HTTP error alike).
+                status = await http.get(self.url.rsplit("/", 1)[0] + STATUS_PATH)
+                if status.status_code == 401:
+                    raise DeskGone(TOKEN_REFUSED_TEXT.format(url=self.url), refused=True)
+                async with desk_session(self.url, http) as session:
+                    task_status.started((session, close))
+                    started = True
+                    await close.wait()
         except Exception:
             if not started:
                 raise
@@ -125,7 +135,12 @@ class DeskUpstream:
 
 
 class DeskGone(Exception):
-    """The desk did not answer the call: its connection failed (the desk stopped or restarted)."""
+    """The desk did not answer the call: its connection failed (the desk stopped or
+    restarted), or (``refused``) it refused this server's token."""
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 async def forward_call(
@@ -151,7 +166,7 @@ async def forward_call(
         raise DeskGone(error.error.message) from None
     except Exception as error:
         upstream.reset()
-        raise DeskGone(_plain(error)) from None
+        raise _gone(error) from None
 
 
 async def forward_list(upstream: DeskUpstream) -> types.ListToolsResult:
@@ -166,7 +181,14 @@ async def forward_list(upstream: DeskUpstream) -> types.ListToolsResult:
         raise DeskGone(error.error.message) from None
     except Exception as error:
         upstream.reset()
-        raise DeskGone(_plain(error)) from None
+        raise _gone(error) from None
+
+
+def _gone(error: BaseException) -> DeskGone:
+    inner = error
+    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+        inner = inner.exceptions[0]
+    return inner if isinstance(inner, DeskGone) else DeskGone(_plain(error))
 
 
 def _plain(error: BaseException) -> str:

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import mcp.types as types
 import trio
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 
 if TYPE_CHECKING:
     # The tools (and the runtime under them) load with the first call, after ``initialize``.
@@ -204,9 +206,11 @@ class Router:
                 return types.ListToolsResult(tools=side.local.tools.list_tools())
             try:
                 return await forward_list(side.upstream)
-            except DeskGone:
+            except DeskGone as gone:
+                failure = gone
                 await self._desk_failed(side)
-        raise AssertionError("a second side is always local or answers")
+        # Still the desk (``--desk URL``: no other side), and it does not answer.
+        raise MCPError(INTERNAL_ERROR, _gone_text(failure))
 
     async def call_tool(
         self, ctx: Any, name: str, arguments: dict[str, Any] | None
@@ -217,18 +221,18 @@ class Router:
         report = _reporter(ctx)
         while True:
             side = await self._current()
-            gone = False
+            gone: DeskGone | None = None
             with trio.CancelScope() as scope:
                 side.calls.add(scope)
                 try:
                     return await self._call_on(side, name, arguments, report)
-                except DeskGone:
-                    gone = True
+                except DeskGone as failure:
+                    gone = failure
                 finally:
                     side.calls.discard(scope)
-            if gone:
+            if gone is not None:
                 await self._desk_failed(side)
-                return error_result(DESK_STOPPED_TEXT)
+                return error_result(_gone_text(gone))
             # The side changed under the call (``_leave`` cancelled it).
             if name != tool_names.WAIT_FOR_ANSWERS:
                 return error_result(side.left_because)
@@ -436,6 +440,12 @@ class Router:
         if self._side is side and self.desk == "auto":
             self._seen = None
             await self._settle()
+
+
+def _gone_text(gone: DeskGone) -> str:
+    """What the agent is told of a desk that did not answer: its refusal of the token in its
+    own words, else that it stopped."""
+    return str(gone) if gone.refused else DESK_STOPPED_TEXT
 
 
 def _reporter(ctx: Any) -> ReportProgress | None:
