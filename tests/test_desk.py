@@ -612,3 +612,42 @@ async def test_a_relative_export_path_on_the_desk_is_refused_in_words(tmp_path: 
     assert "absolute path" in refused.content[0].text
     assert "notes/asked.md" in refused.content[0].text
     assert not exported.is_error and (tmp_path / "asked.md").is_file()
+
+
+async def test_a_client_that_sends_its_whole_large_body_first_reads_the_refusal(
+    tmp_path: Path,
+) -> None:
+    # As Node's fetch does (the TypeScript SDK's client): the whole body goes out before the
+    # response is read, so a refusal sent early, with the connection closed under the rest of
+    # the body, reached that client as a reset ("fetch failed").
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "ask_user", "arguments": {"questions": "x" * 5_000_000}},
+        }
+    ).encode()
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            host, port = desk.address.url.split("/")[2].split(":")
+            stream = await trio.open_tcp_stream(host, int(port))
+            head = (
+                f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Authorization: Bearer {desk.address.token}\r\n"
+                "Content-Type: application/json\r\n"
+                "Accept: application/json, text/event-stream\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            async with stream:
+                await stream.send_all(head)
+                for start in range(0, len(body), 65536):
+                    await stream.send_all(body[start : start + 65536])
+                reply = b""
+                while chunk := await stream.receive_some(65536):
+                    reply += chunk
+    status, _, rest = reply.partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 413")
+    refusal = json.loads(rest.partition(b"\r\n\r\n")[2])
+    assert refusal["error"]["code"] == -32602
+    assert "larger than the 4194304 bytes" in refusal["error"]["message"]
