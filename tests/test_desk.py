@@ -557,3 +557,110 @@ async def test_an_answer_given_before_the_receipt_returns_comes_with_the_receipt
                 assert waited["status"] == "complete"
                 delivered = carried + [e["requestId"] for e in waited["results"]]
                 assert delivered == [own]  # exactly once, one way or the other
+
+
+async def test_a_request_over_the_size_limit_is_a_json_rpc_error_that_says_so(
+    tmp_path: Path,
+) -> None:
+    huge = {"questions": [{"id": "q", "prompt": "p" * 5_000_000, "options": [{"value": "v"}]}]}
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as client:
+            with pytest.raises(MCPError, match="larger than the 4194304 bytes") as refused:
+                await client.call_tool("ask_user", huge)
+            # The session goes on; nothing of the refused call was asked.
+            listed = await client.call_tool("ask_user", ask("After"))
+            assert listed.structured_content["pendingRequests"] == 1
+    assert refused.value.error.code == -32602
+
+
+async def test_a_call_without_arguments_is_a_call_with_none(tmp_path: Path) -> None:
+    # MCP's ``arguments`` is optional: a tool whose every parameter is optional is called
+    # without it, and a tool with required ones names what is missing.
+    with trio.fail_after(60):
+        async with (
+            open_desk(tmp_path, settings=with_history(tmp_path)) as desk,
+            desk_client(desk.address, "alpha") as client,
+        ):
+            listed = await client.call_tool("list_ask_history", None)
+            waited = await client.call_tool("wait_for_answers", None)
+            asked = await client.call_tool("ask_user", None)
+    assert not listed.is_error and listed.structured_content["total"] == 0
+    assert waited.structured_content["status"] == "complete"
+    assert asked.is_error
+    assert "questions: must have required property 'questions'" in asked.content[0].text
+
+
+async def test_a_foreground_ask_behind_a_background_form_is_counted_at_once(
+    tmp_path: Path,
+) -> None:
+    # The default progress interval (10 s): nothing ticks within this test.
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await alpha.call_tool("ask_user", ask("Earlier"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(alpha.call_tool, "ask_user", ask("Now", background=False))
+                with trio.fail_after(5):
+                    # Two forms pending, and alpha is not blocked on the one on display.
+                    await desk.board.wait_for(lambda board: board.agents()[0].pending == 2)
+                (row,) = desk.board.agents()
+                assert row.waiting and not row.blocked
+                await answer_displayed(desk)
+                await answer_displayed(desk)
+
+
+async def test_a_relative_export_path_on_the_desk_is_refused_in_words(tmp_path: Path) -> None:
+    # The desk does not know an HTTP client's working directory; its own is no better guess.
+    with trio.fail_after(60):
+        async with (
+            open_desk(tmp_path, settings=with_history(tmp_path)) as desk,
+            desk_client(desk.address, "alpha") as client,
+        ):
+            await client.call_tool("ask_user", ask("Export"))
+            refused = await client.call_tool("export_ask_history", {"path": "notes/asked.md"})
+            exported = await client.call_tool(
+                "export_ask_history", {"path": str(tmp_path / "asked.md")}
+            )
+    assert refused.is_error
+    assert "absolute path" in refused.content[0].text
+    assert "notes/asked.md" in refused.content[0].text
+    assert not exported.is_error and (tmp_path / "asked.md").is_file()
+
+
+async def test_a_client_that_sends_its_whole_large_body_first_reads_the_refusal(
+    tmp_path: Path,
+) -> None:
+    # As Node's fetch does (the TypeScript SDK's client): the whole body goes out before the
+    # response is read, so a refusal sent early, with the connection closed under the rest of
+    # the body, reached that client as a reset ("fetch failed").
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "ask_user", "arguments": {"questions": "x" * 5_000_000}},
+        }
+    ).encode()
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            host, port = desk.address.url.split("/")[2].split(":")
+            stream = await trio.open_tcp_stream(host, int(port))
+            head = (
+                f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Authorization: Bearer {desk.address.token}\r\n"
+                "Content-Type: application/json\r\n"
+                "Accept: application/json, text/event-stream\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            async with stream:
+                await stream.send_all(head)
+                for start in range(0, len(body), 65536):
+                    await stream.send_all(body[start : start + 65536])
+                reply = b""
+                while chunk := await stream.receive_some(65536):
+                    reply += chunk
+    status, _, rest = reply.partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 413")
+    refusal = json.loads(rest.partition(b"\r\n\r\n")[2])
+    assert refusal["error"]["code"] == -32602
+    assert "larger than the 4194304 bytes" in refusal["error"]["message"]

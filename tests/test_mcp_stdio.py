@@ -283,30 +283,6 @@ async def test_desk_auto_forwards_to_a_running_desk_with_the_default_key(home: H
     assert item["requestId"] == receipt.structured_content["requestId"]
 
 
-async def test_a_project_directory_with_a_non_ascii_name_reaches_the_desk(home: Home) -> None:
-    """The default key holds the working directory, and HTTP headers are ASCII: a project in
-    ``café-日本`` still reaches the desk, under its own key, instead of a question lost with
-    "the desk did not answer"."""
-    from pi_agent_ask.desk.testing import answer_displayed, open_desk
-
-    work = home.root / "café-日本"
-    work.mkdir()
-    home = attrs.evolve(home, work=work.resolve())
-    desk_file = home.root / "no-desk.json"
-    with trio.fail_after(90):
-        async with (
-            open_desk(home.root / "desk", desk_file=desk_file) as desk,
-            server(home, name="tester") as client,
-        ):
-            receipt = await call(client, "ask_user", {**ASK, "background": True})
-            assert not receipt.is_error, plain(receipt)
-            shown = await answer_displayed(desk)
-            waited = await call(client, "wait_for_answers", {})
-    assert shown.key == f"tester@{home.work}"
-    [item] = waited.structured_content["results"]
-    assert item["requestId"] == receipt.structured_content["requestId"]
-
-
 FORBIDDEN = ("interactive TUI mode", "details.questions", "SSE stream", "ExceptionGroup")
 
 
@@ -486,3 +462,289 @@ async def test_an_elicitation_the_client_fails_is_not_a_cancellation(home: Home)
     assert all(item["result"]["cancelled"] is False for item in results)
     log = (home.root / "server.log").read_text()
     assert "the client could not show a form (the handler crashed)" in log
+
+
+async def test_a_kept_ask_with_a_background_that_is_not_a_boolean_is_refused(home: Home) -> None:
+    settings = home.root / "agent" / "extensions" / "pi-agent-ask.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"schemaVersion": 6, "behaviour": {"historyTools": True}}))
+    with trio.fail_after(60):
+        # No desk and no elicitation: forms are kept for a desk, yet the arguments are the
+        # model's and must pass the schema as anywhere else.
+        async with server(home) as client:
+            refused = await call(client, "ask_user", {**ASK, "background": "yes"})
+            listed = await call(client, "list_ask_history", {})
+    assert refused.is_error
+    assert "background: must be boolean, not string" in plain(refused)
+    assert listed.structured_content["total"] == 0  # nothing was queued
+
+
+async def test_a_long_answer_reaches_the_agent_through_the_forwarder(home: Home) -> None:
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    # A typed answer of 400 KB (a pasted log) comes back in the text, in the compact answers
+    # and in the full result: one message of more than 1 MiB from the desk.
+    long_text = "line of a pasted log\n" * 20_000
+    with trio.fail_after(90):
+        async with (
+            open_desk(home.root / "desk", desk_file=home.root / "no-desk.json") as desk,
+            server(home) as client,
+        ):
+            await call(client, "ask_user", {**ASK, "background": True})
+            await answer_displayed(desk, {"db": {"customText": long_text}})
+            waited = await call(client, "wait_for_answers", {})
+    plain(waited)
+    [item] = waited.structured_content["results"]
+    assert item["result"]["answers"]["db"]["customText"] == long_text.strip()
+
+
+async def test_a_call_too_large_for_the_desk_is_refused_in_words_through_the_forwarder(
+    home: Home,
+) -> None:
+    from pi_agent_ask.desk.testing import open_desk
+
+    huge = {"questions": [{"id": "q", "prompt": "p" * 5_000_000, "options": [{"value": "v"}]}]}
+    with trio.fail_after(90):
+        async with (
+            open_desk(home.root / "desk", desk_file=home.root / "no-desk.json"),
+            server(home) as client,
+        ):
+            with pytest.raises(MCPError, match="larger than the 4194304 bytes"):
+                await client.call_tool("ask_user", huge)
+            after = await call(client, "ask_user", {**ASK, "background": True})
+    assert after.structured_content["pendingRequests"] == 1  # the same desk, nothing else asked
+    assert "Traceback" not in (home.root / "server.log").read_text()
+
+
+async def test_every_message_the_sdk_cannot_read_is_answered(home: Home) -> None:
+    """Lines the SDK's stdio transport cannot read (it drops them) get a JSON-RPC error, so
+    no client waits forever for the answer to a request it sent."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": %s}'
+    lone = '{"name": "ask_user", "arguments": {"questions": [{"id": "a\\ud800b"}]}}'
+    deep = '{"name": "ask_user", "arguments": {"questions": %s}}' % ("[" * 300 + "]" * 300)
+    lines = [
+        json.dumps(initialize),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        "this is not JSON",
+        call % (1, lone),
+        call % (2, deep),
+        '[{"jsonrpc": "2.0", "id": 3, "method": "ping"}]',
+        '{"id": 4, "method": "ping"}',
+        '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "x\\udc00"}',
+        '{"jsonrpc": "2.0", "id": 5, "method": "ping"}',
+    ]
+    with trio.fail_after(60), (home.root / "server.log").open("w") as log:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", "off"],
+            stdin=-1,
+            stdout=-1,
+            stderr=log,
+            env=home.env(),
+            cwd=home.work,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
+        received = b""
+        while received.count(b"\n") < 7:
+            chunk = await process.stdout.receive_some(65536)
+            assert chunk, received
+            received += chunk
+        await process.stdin.aclose()
+        assert await process.wait() == 0
+    answers = [json.loads(line) for line in received.splitlines()]
+    errors = {a["id"]: a["error"] for a in answers if "error" in a and a["id"] is not None}
+    parse, batch = (a["error"] for a in answers if a["id"] is None)
+    assert [a["id"] for a in answers if "result" in a] == [0, 5]  # the ping after them all
+    assert parse["code"] == -32700 and parse["message"].startswith("Parse error: ")
+    assert batch["code"] == -32600 and "batch" in batch["message"]
+    assert errors[1]["code"] == -32600
+    assert "params.arguments.questions[0].id: is not valid Unicode" in errors[1]["message"]
+    assert errors[2]["code"] == -32600
+    assert "is nested deeper than 64 levels" in errors[2]["message"]
+    assert errors[4]["code"] == -32600 and "JSON-RPC 2.0" in errors[4]["message"]
+    assert (home.root / "server.log").read_text() == ""
+
+
+async def test_a_second_server_of_one_key_keeps_no_question_it_cannot_keep(home: Home) -> None:
+    """Two clients of one name in one directory share a key, and so a journal, which the
+    first server holds. With no desk and no elicitation the second cannot keep a question
+    where a desk will find it: it says so instead of queuing it in memory, where no desk ever
+    sees it."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    with trio.fail_after(90):
+        async with server(home, name="twin") as first, server(home, name="twin") as second:
+            kept = await call(first, "ask_user", {**ASK, "background": True})
+            refused = await call(second, "ask_user", {**ASK, "background": True})
+            assert refused.is_error
+            text = plain(refused)
+            assert "Nothing was asked" in text and "`pi-agent-ask desk`" in text
+            async with open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk:
+                await answer_displayed(desk)
+                later = await call(second, "ask_user", {**ASK, "background": True})
+                await answer_displayed(desk)
+                waited = await call(first, "wait_for_answers", {})
+    # One key, one queue: each answer reaches whichever of the two asks first, once.
+    ids = [item["requestId"] for item in waited.structured_content["results"]]
+    ids += [entry["details"]["requestId"] for entry in background_of(later)]
+    assert sorted(ids) == sorted(
+        [kept.structured_content["requestId"], later.structured_content["requestId"]]
+    )
+
+
+async def test_an_agent_in_a_directory_with_non_ascii_letters_uses_the_desk(home: Home) -> None:
+    """The default key names the working directory, which may hold any letters, and HTTP
+    headers are ASCII: the key goes percent-encoded (``X-Pi-Agent-Ask-Key-UTF8``), and the desk
+    reads the same key the server's own journal has, so kept forms move to the desk."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    work = home.work / "café-日本"
+    work.mkdir()
+    home = attrs.evolve(home, work=work)
+    with trio.fail_after(90):
+        async with server(home, name="tester") as client:
+            kept = await call(client, "ask_user", {**ASK, "background": True})
+            async with open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk:
+                first = await answer_displayed(desk)
+                forwarded = await call(client, "ask_user", {**ASK, "background": True})
+                assert not forwarded.is_error, plain(forwarded)
+                second = await answer_displayed(desk)
+                waited = await call(client, "wait_for_answers", {})
+    assert first.key == second.key == f"tester@{work}"
+    ids = [item["requestId"] for item in waited.structured_content["results"]]
+    ids += [entry["details"]["requestId"] for entry in background_of(forwarded)]
+    assert sorted(ids) == sorted(
+        [kept.structured_content["requestId"], forwarded.structured_content["requestId"]]
+    )
+
+
+async def test_an_agent_deep_in_the_file_tree_uses_the_desk(home: Home) -> None:
+    """The default key names the working directory, whose path can be longer than a key may
+    be: the key keeps the client's name and the end of the path, and the desk takes it."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    work = home.work / ("a-rather-deep-directory-name/" * 8) / "project"
+    work.mkdir(parents=True)
+    home = attrs.evolve(home, work=work)
+    with trio.fail_after(90):
+        async with (
+            open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk,
+            server(home, name="tester") as client,
+        ):
+            asked = await call(client, "ask_user", {**ASK, "background": True})
+            assert not asked.is_error, plain(asked)
+            shown = await answer_displayed(desk)
+            waited = await call(client, "wait_for_answers", {})
+    assert len(shown.key) <= 200
+    assert shown.key.startswith("tester@…") and shown.key.split("#")[0].endswith("/project")
+    [item] = waited.structured_content["results"]
+    assert item["requestId"] == asked.structured_content["requestId"]
+
+
+async def test_an_agent_in_a_directory_named_with_a_tab_uses_the_desk(home: Home) -> None:
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    work = home.work / "tab\there"
+    work.mkdir()
+    home = attrs.evolve(home, work=work)
+    with trio.fail_after(90):
+        async with (
+            open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk,
+            server(home, name="tester") as client,
+        ):
+            asked = await call(client, "ask_user", {**ASK, "background": True})
+            assert not asked.is_error, plain(asked)
+            shown = await answer_displayed(desk)
+    assert shown.key == f"tester@{home.work.parent}/tab?here"  # what no key may hold, as ?
+
+
+async def test_an_export_through_the_desk_lands_in_the_agents_directory(home: Home) -> None:
+    """A relative export path is relative to the agent's working directory, also when the
+    desk (a process with a working directory of its own) writes the file."""
+    from pi_agent_ask.desk.testing import open_desk
+
+    settings = home.root / "settings.json"
+    settings.write_text(json.dumps({"schemaVersion": 6, "behaviour": {"historyTools": True}}))
+    (home.work / "notes").mkdir()
+    with trio.fail_after(90):
+        async with (
+            open_desk(home.root / "d", desk_file=home.root / "no-desk.json", settings=settings),
+            server(home) as client,
+        ):
+            await call(client, "ask_user", {**ASK, "background": True})
+            exported = await call(client, "export_ask_history", {"path": "notes/asked.md"})
+    assert not exported.is_error, plain(exported)
+    assert exported.structured_content["path"] == str(home.work / "notes" / "asked.md")
+    assert "Which database?" in (home.work / "notes" / "asked.md").read_text()
+
+
+async def test_a_desk_that_stops_under_calls_leaves_plain_words_in_the_log(home: Home) -> None:
+    """The agent's calls say what happened; the log (the client shows it) has the server's
+    sentences, not the SDK's tracebacks of the connections the desk closed."""
+    from pi_agent_ask.desk.testing import open_desk
+
+    desk_file = home.root / "no-desk.json"
+    results: list[types.CallToolResult] = []
+    with trio.fail_after(90):
+        async with server(home) as client:
+            for attempt in range(2):
+                async with (
+                    open_desk(home.root / f"d{attempt}", desk_file=desk_file) as desk,
+                    trio.open_nursery() as nursery,
+                ):
+
+                    async def ask() -> None:
+                        results.append(await call(client, "ask_user", ASK))
+
+                    nursery.start_soon(ask)
+                    await desk.board.wait_for(lambda board: board.current is not None)
+                    desk.cancel()
+            later = await call(client, "ask_user", {**ASK, "background": True})
+    assert all("desk stopped while this call waited" in plain(result) for result in results)
+    assert "`pi-agent-ask desk`" in plain(later)
+    log = (home.root / "server.log").read_text()
+    assert "Traceback" not in log, log
+
+
+async def test_a_desk_that_refuses_the_token_is_said_so(home: Home) -> None:
+    """``--desk URL`` with a token of an earlier start of that desk: every call says the desk
+    refused the token (not that it stopped), and listing the tools fails in the same words."""
+    from pi_agent_ask.desk.testing import open_desk
+
+    with trio.fail_after(90):
+        async with open_desk(home.root / "d", desk_file=home.root / "desk.json") as desk:
+            params = StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "pi_agent_ask", "mcp", "--desk", desk.address.url],
+                env={**home.env(), "PI_AGENT_ASK_DESK_TOKEN": "an-old-token"},
+                cwd=home.work,
+            )
+            with (home.root / "server.log").open("a") as log:
+                async with (
+                    stdio_client(params, errlog=log) as (read, write),
+                    ClientSession(read, write) as client,
+                ):
+                    await client.initialize()
+                    with pytest.raises(MCPError, match="refused this server's token"):
+                        await client.list_tools()
+                    refused = await call(client, "ask_user", {**ASK, "background": True})
+    assert refused.is_error
+    assert "refused this server's token" in plain(refused) and "Nothing was asked" in plain(refused)

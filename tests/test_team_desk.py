@@ -195,3 +195,37 @@ async def test_two_people_submitting_one_form_at_once_make_one_outcome(
             assert value == (["yes"] if won.answered_by == "ann" else ["no"])
             rows = await one.store.run(Store.outcomes, one.store.store)
             assert len(rows) == 1 and rows[0]["answered_by"] == won.answered_by
+
+
+async def test_a_long_answer_reaches_the_agent_through_the_forwarder(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    # A typed answer of 400 KB comes back in the text, in the compact answers and in the full
+    # result: one message of more than 1 MiB from the desk.
+    long_text = "line of a pasted log\n" * 20_000
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk, agent([desk.url], token) as session:
+            receipt = await session.call_tool("ask_user", ask("Log", background=True))
+            request_id = receipt.structured_content["requestId"]
+            await desk.board.wait_for(lambda forms: len(forms) == 1)
+            answer = {"kind": "answer", "answers": {"q": {"customText": long_text}}}
+            assert isinstance(await desk.board.answer(request_id, answer), Submitted)
+            waited = await session.call_tool("wait_for_answers", {})
+    [item] = waited.structured_content["results"]
+    assert item["result"]["answers"]["q"]["customText"] == long_text.strip()
+
+
+async def test_a_call_without_arguments_is_a_call_with_none(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk, agent([desk.url], token) as session:
+            asked = await session.call_tool("ask_user", None)
+    assert asked.is_error
+    assert "questions: must have required property 'questions'" in asked.content[0].text

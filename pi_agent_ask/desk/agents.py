@@ -23,8 +23,15 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import open_runtime
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown
 from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
 from pi_agent_ask.mcp_common.journals import check_key, known_keys, record_key
-from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
+from pi_agent_ask.mcp_common.tools import (
+    RELATIVE_EXPORT_TEXT,
+    AgentTools,
+    ReportProgress,
+    error_result,
+    relative_export_path,
+)
 from pi_agent_ask.persistence.session_file import SessionFileError
 
 __all__ = ["Agent", "AgentRegistry", "AgentUnavailable"]
@@ -60,25 +67,17 @@ class Agent:
     ) -> types.CallToolResult:
         """One tool call of this agent (``AgentTools.call_tool``); while it waits for the person
         (a foreground ``ask_user``, ``wait_for_answers``) the board marks the agent blocked."""
+        relative = relative_export_path(name, arguments)
+        if relative is not None:
+            # The desk's own working directory is no agent's: never write a file there.
+            return error_result(RELATIVE_EXPORT_TEXT.format(path=relative))
         blocking = self._blocks(name, arguments)
         waits = name == tool_names.WAIT_FOR_ANSWERS
         if blocking:
             self._waits += waits
             self.board.wait_started(self.key)
-        report = report_progress
-        if blocking and not waits:
-            # A wait blocks the agent on every form from its start: nothing to redraw later,
-            # and no ticks unless the client asked for progress.
-
-            async def report(progress: float, total: float | None, message: str | None) -> None:
-                # Each tick redraws the desk: by the first, a foreground ask's request is
-                # known, and the blocked mark moves to exactly the form it waits for.
-                self.board.touch()
-                if report_progress is not None:
-                    await report_progress(progress, total, message)
-
         try:
-            result = await self.tools.call_tool(name, arguments, report_progress=report)
+            result = await self.tools.call_tool(name, arguments, report_progress=report_progress)
             return _in_desk_words(result) if waits else result
         finally:
             if blocking:
@@ -245,14 +244,12 @@ class AgentRegistry:
                 agent_idle=False,
                 notify_link=self._link(key),
             ) as runtime:
-                extra = (
-                    {}
-                    if self.progress_interval is None
-                    else {"progress_interval": self.progress_interval}
+                interval = (
+                    PROGRESS_INTERVAL if self.progress_interval is None else self.progress_interval
                 )
                 # Everything that listens to the runtime's events subscribes before the first
                 # checkpoint, so the events of forms recovered at open are seen too.
-                with AgentTools(runtime, **extra) as tools:
+                with AgentTools(runtime, progress_interval=interval) as tools:
                     agent = Agent(
                         key=key, runtime=runtime, tools=tools, board=self.board, journal=journal
                     )
@@ -261,6 +258,9 @@ class AgentRegistry:
                         runtime.events.on(ev.COMPLETED, agent.on_completed),
                     ]
                     surface.on_show_or_hide = agent.changed
+                    # A foreground ask's form is queued (or done): count it and redraw the
+                    # blocked marks at once.
+                    tools.on_awaiting = agent.changed
                     try:
                         async with trio.open_nursery() as nursery:
                             nursery.start_soon(agent.keep_count)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -101,15 +100,12 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
 
     from pi_agent_ask.desk.http import ListenError
     from pi_agent_ask.desk.run import DeskAlreadyRunning, run_desk
+    from pi_agent_ask.mcp_common import quiet_library_logs
 
     if not args.headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
         stderr.write("pi-agent-ask: the desk needs a terminal (or --headless)\n")
         return EXIT_INVALID
-    # The SDK and the server log to stderr, which is the desk's screen: keep them off it.
-    for name in ("mcp", "hypercorn", "httpx2", "sse_starlette"):
-        logger = logging.getLogger(name)
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
+    quiet_library_logs()  # stderr is the desk's screen
 
     def warn(text: str) -> None:
         stderr.write(text + "\n")

@@ -59,6 +59,14 @@ __all__ = [
 
 MCP_PATH = "/mcp"
 INVALID_PARAMS = -32602
+MAX_REQUEST_BODY = 4 * 1024 * 1024
+"""Bytes of one request body the desk takes (also its session manager's limit)."""
+DRAIN_LIMIT = 16 * MAX_REQUEST_BODY
+"""Bytes of a refused body read before the refusal, at most."""
+TOO_LARGE_TEXT = (
+    "The request has {size} bytes, larger than the {limit} bytes the desk takes; nothing of it "
+    "was asked or stored. Ask with shorter text (a long context can be a file path)."
+)
 
 
 class ListenError(ValueError):
@@ -193,11 +201,42 @@ class DeskApp:
             await respond_json(send, status, {"error": message}, extra)
             return
         if path in (MCP_PATH, MCP_PATH + "/"):
+            size = _declared_size(scope)
+            if size is not None and size > MAX_REQUEST_BODY:
+                await _refuse_too_large(receive, send, size)
+                return
             await self.manager.handle_request(scope, watch_disconnect(scope, receive), send)
         elif path == STATUS_PATH and scope.get("method") == "GET":
             await respond_json(send, 200, {"service": SERVICE, "pid": self.pid})
         else:
             await respond_json(send, 404, {"error": "Not found."})
+
+
+def _declared_size(scope: Scope) -> int | None:
+    try:
+        return int(header(scope, "content-length") or "")
+    except ValueError:
+        return None
+
+
+async def _refuse_too_large(receive: Receive, send: Send, size: int) -> None:
+    """413 with a JSON-RPC error as its body: the SDK's own 413 is plain text, which its
+    client reports as "Server returned an error response" (and a forwarder as a desk gone).
+    A body sent without its length still meets the session manager's own limit.
+
+    The body is read (and dropped) first, up to ``DRAIN_LIMIT`` bytes: a client still sending
+    when the answer comes and the connection closes (Node's fetch) sees only a reset."""
+    drained = 0
+    while drained <= DRAIN_LIMIT:
+        message = await receive()
+        if message.get("type") != "http.request":
+            return  # the client went away
+        drained += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    text = TOO_LARGE_TEXT.format(size=size, limit=MAX_REQUEST_BODY)
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_PARAMS, "message": text}}
+    await respond_json(send, 413, error)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

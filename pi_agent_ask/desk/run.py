@@ -33,6 +33,7 @@ from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.agents import AgentRegistry
 from pi_agent_ask.desk.board import Board
 from pi_agent_ask.desk.http import (
+    MAX_REQUEST_BODY,
     MCP_PATH,
     DeskApp,
     Listen,
@@ -199,7 +200,9 @@ async def serving(
     ``token``). Once it listens: the page's base URL is set, ``address_file`` written (mode
     0600) and the terminal ``display`` shows the URL and the page's sign-in lines. Leaving
     removes ``address_file`` first (if still this desk's), then stops the server."""
-    manager = StreamableHTTPSessionManager(server, session_idle_timeout=SESSION_IDLE_TIMEOUT)
+    manager = StreamableHTTPSessionManager(
+        server, session_idle_timeout=SESSION_IDLE_TIMEOUT, max_request_body_size=MAX_REQUEST_BODY
+    )
     app = app_of(manager)
     async with manager.run():
         binds: list[str] = await nursery.start(serve, app, server_config(where, tls_cert, tls_key))

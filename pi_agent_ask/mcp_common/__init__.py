@@ -10,6 +10,8 @@ two import in one direction only (neither imports the other):
 
 Importing this package stays cheap: the SDK loads with ``tools.py``."""
 
+import logging
+
 PROGRESS_INTERVAL = 10.0
 """Seconds between progress notifications while a call waits for the person."""
 
@@ -22,3 +24,19 @@ def package_version() -> str:
         return version("pi-agent-ask")
     except PackageNotFoundError:
         return "0"
+
+
+LIBRARY_LOGGERS = ("mcp", "hypercorn", "httpx2", "sse_starlette")
+"""The loggers of the SDK and the HTTP stack under the servers."""
+
+
+def quiet_library_logs() -> None:
+    """Keep the SDK's and the HTTP stack's log records off standard error, for a command's
+    whole process. Python prints them there by default, tracebacks included: on the desk's
+    terminal they would break its screen, and in an MCP client's log of ``pi-agent-ask mcp``
+    they report, as failures, the connections to a desk that stopped, which the server
+    already says in its own words (on standard error and in the call's result)."""
+    for name in LIBRARY_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False

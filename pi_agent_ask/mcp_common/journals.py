@@ -30,6 +30,7 @@ __all__ = [
     "InvalidKey",
     "StateDirInUse",
     "check_key",
+    "default_key",
     "default_state_dir",
     "journal_name",
     "journal_path",
@@ -97,6 +98,28 @@ def check_key(key: str) -> str:
     if not key.isprintable():
         raise InvalidKey("The agent key contains control or invisible characters.")
     return key
+
+
+def default_key(client: str, cwd: str | os.PathLike[str]) -> str:
+    """An agent's default key, ``<client>@<cwd>`` (the stdio server's, the hook's).
+
+    One that would be longer than ``MAX_KEY_LENGTH`` keeps the client's name (its first 60
+    characters) and the end of the directory, after ``…``, and ends in ``#`` and 8 hex digits
+    of the whole one's SHA-256, so two directories that end alike stay two agents. A
+    character no key may hold (a control or invisible one: a tab in a directory's name) is
+    ``?``."""
+    client, place = _printable(client), _printable(os.fspath(cwd))
+    full = f"{client}@{place}"
+    if len(full) <= MAX_KEY_LENGTH:
+        return full
+    digest = hashlib.sha256(full.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    head = f"{client[:60]}@…"
+    room = MAX_KEY_LENGTH - len(head) - len(digest) - 1
+    return f"{head}{place[-room:]}#{digest}"
+
+
+def _printable(text: str) -> str:
+    return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
 
 
 def default_state_dir(env: os._Environ[str] | dict[str, str] | None = None) -> Path:

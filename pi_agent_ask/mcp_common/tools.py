@@ -17,7 +17,8 @@ runtime's turn boundary). Forms need a ``tui``-mode runtime with a surface that 
   every ``progress_interval`` seconds while a foreground ``ask_user`` or a
   ``wait_for_answers`` waits for the person (pass it only when the client gave a
   ``progressToken``); a failing callback stops the ticks, never the call. Malformed arguments
-  and unexpected failures are tool errors (``isError``), never exceptions.
+  and unexpected failures are tool errors (``isError``), never exceptions; ``None`` (a call
+  without MCP's optional ``arguments``) is ``{}``.
 - ``await take_background_answers() -> list[dict]``: the waiting background answers, marked
   delivered; each is ``{"customType", "text", "details"}`` (``details``: ``{requestId,
   parentToolCallId?, result?, error?}``). ``await take_background_messages(text_only=False)``
@@ -27,7 +28,8 @@ runtime's turn boundary). Forms need a ``tui``-mode runtime with a surface that 
   journaled as given back (``Runtime.give_back``) and come first in the next result or take,
   also after a restart (kept in memory only when that write fails).
 - ``awaited_requests``: the request ids of the foreground asks waiting now (a desk can mark
-  exactly the forms its agent is blocked on).
+  exactly the forms its agent is blocked on); ``on_awaiting()``, when set, is called each
+  time they change.
 - ``close()``: unsubscribe from the runtime's events (also ``with AgentTools(...) as tools``).
 
 Background answers: MCP cannot push into a model's context, so every answer the runtime's turn
@@ -62,6 +64,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -138,6 +141,28 @@ def call_tool_result(result: Mapping[str, Any]) -> types.CallToolResult:
     return types.CallToolResult.model_validate(data)
 
 
+RELATIVE_EXPORT_TEXT = (
+    "export_ask_history on the pi-agent-ask desk needs an absolute path, not {path!r}: the "
+    "desk does not know this agent's working directory. (Through `pi-agent-ask mcp`, a "
+    "relative path is taken in the agent's directory.)"
+)
+
+
+def relative_export_path(name: str, arguments: Any) -> str | None:
+    """The ``path`` of an ``export_ask_history`` call when it is a relative one (a path the
+    runtime would take in its own working directory), else ``None``."""
+    if name != tool_names.EXPORT_ASK_HISTORY or not isinstance(arguments, Mapping):
+        return None
+    path = arguments.get("path")
+    return path if isinstance(path, str) and path and not Path(path).is_absolute() else None
+
+
+def given_arguments(arguments: Any) -> Any:
+    """A call's arguments as the runtime takes them: MCP's ``arguments`` is optional, and a
+    call without it (``None`` from the SDK) has no arguments, ``{}``."""
+    return {} if arguments is None else arguments
+
+
 def error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
@@ -196,6 +221,8 @@ class AgentTools:
     runtime: Any
     """The ``Runtime`` (``pi_agent_ask.actors.runtime``) this agent's calls run on."""
     progress_interval: float = attrs.field(default=PROGRESS_INTERVAL, kw_only=True)
+    on_awaiting: Callable[[], None] | None = attrs.field(default=None, kw_only=True)
+    """Called when ``awaited_requests`` changed (a desk redraws what its agent is blocked on)."""
     _by_call: dict[str, _Waiter] = attrs.field(factory=dict, init=False)
     """Foreground asks in flight by tool-call id (their completion event names it)."""
     _by_request: dict[str, _Waiter] = attrs.field(factory=dict, init=False)
@@ -249,6 +276,7 @@ class AgentTools:
         tool_call_id: str | None = None,
     ) -> types.CallToolResult:
         call_id = tool_call_id or f"mcp-{uuid.uuid4().hex}"
+        arguments = given_arguments(arguments)
         try:
             if self._runs_as_background(name, arguments):
                 return await self._foreground_ask(call_id, arguments, report_progress)
@@ -351,6 +379,7 @@ class AgentTools:
                 return with_background_answers(call_tool_result(queued), await self._handed_out())
             request_id = str(receipt["requestId"])
             self._by_request[request_id] = waiter
+            self._awaiting_changed()
             params = dict((await self.runtime.statistics()).params).get(request_id)
             async with self._progress(report_progress):
                 await waiter.ready.wait()
@@ -380,8 +409,13 @@ class AgentTools:
             del self._by_call[call_id]
             if request_id is not None:
                 self._by_request.pop(request_id, None)
+                self._awaiting_changed()
             if waiter.message is not None:
                 await self.give_back([waiter.message])
+
+    def _awaiting_changed(self) -> None:
+        if self.on_awaiting is not None:
+            self.on_awaiting()
 
     def _progress(self, report_progress: ReportProgress | None) -> Any:
         return progress_ticks(report_progress, self.progress_interval)

@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
-from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, quiet_library_logs
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -63,6 +63,7 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
     except ValueError as error:
         stderr.write(f"pi-agent-ask mcp: {error}\n")
         return EXIT_USAGE
+    quiet_library_logs()
     if team is not None:  # desks of a team store, with this agent's token (docs/team.md)
         from pi_agent_ask.store.forward import serve_stdio_via_team
 

@@ -15,6 +15,8 @@ desk.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +29,43 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
-from pi_agent_ask.mcp_common.connection import desk_file_path, find_desk, key_headers
+from pi_agent_ask.mcp_common.connection import (
+    STATUS_PATH,
+    desk_file_path,
+    find_desk,
+    key_headers,
+)
 
-__all__ = ["DeskGone", "DeskUpstream", "forward_call", "forward_list"]
+__all__ = ["DeskGone", "DeskUpstream", "desk_session", "forward_call", "forward_list"]
 
 CONNECT_TIMEOUT = 30.0
+TOKEN_REFUSED_TEXT = (
+    "The pi-agent-ask desk at {url} refused this server's token ($PI_AGENT_ASK_DESK_TOKEN, "
+    "or the connection file): the desk was restarted since (each start makes a new token), "
+    "or the token is wrong. Nothing was asked. Set the desk's current token, or run this "
+    "server with `--desk auto` (the default), which reads it from the connection file."
+)
 BROKEN_CODES = frozenset({CONNECTION_CLOSED, INVALID_REQUEST, INTERNAL_ERROR})
 """The SDK client's codes for a closed connection, an unknown session (404) and an HTTP error
 response: the connection is what failed, so the next call opens a new one. (The desk's own
 refusals, such as an unusable journal, are ``INVALID_PARAMS`` and keep the connection, so
 calls in flight on it go on.)"""
+
+
+@asynccontextmanager
+async def desk_session(url: str, http: httpx2.AsyncClient) -> AsyncIterator[ClientSession]:
+    """An initialised SDK client session on the desk at ``url``, over ``http``.
+
+    Its messages may be of any size. The SDK's client refuses a server-sent event over 1 MiB
+    by default, and a desk's result can be larger (a pasted log as the answer, images, a
+    history record with a context file): that would end the connection under a result the
+    desk has already handed out, so the answers in it would never reach the agent."""
+    async with (
+        streamable_http_client(url, http_client=http, max_sse_event_size=None) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 @attrs.define(eq=False)
@@ -82,15 +111,16 @@ class DeskUpstream:
         close = trio.Event()
         started = False
         try:
-            async with (
-                httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-                streamable_http_client(self.url, http_client=http) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                task_status.started((session, close))
-                started = True
-                await close.wait()
+            async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+                # The desk's status first: a refused token is told apart from a desk that is
+                # away (the SDK reports every HTTP error alike).
+                status = await http.get(self.url.rsplit("/", 1)[0] + STATUS_PATH)
+                if status.status_code == 401:
+                    raise DeskGone(TOKEN_REFUSED_TEXT.format(url=self.url), refused=True)
+                async with desk_session(self.url, http) as session:
+                    task_status.started((session, close))
+                    started = True
+                    await close.wait()
         except Exception:
             if not started:
                 raise
@@ -102,7 +132,12 @@ class DeskUpstream:
 
 
 class DeskGone(Exception):
-    """The desk did not answer the call: its connection failed (the desk stopped or restarted)."""
+    """The desk did not answer the call: its connection failed (the desk stopped or
+    restarted), or (``refused``) it refused this server's token."""
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 async def forward_call(
@@ -128,7 +163,7 @@ async def forward_call(
         raise DeskGone(error.error.message) from None
     except Exception as error:
         upstream.reset()
-        raise DeskGone(_plain(error)) from None
+        raise _gone(error) from None
 
 
 async def forward_list(upstream: DeskUpstream) -> types.ListToolsResult:
@@ -143,7 +178,14 @@ async def forward_list(upstream: DeskUpstream) -> types.ListToolsResult:
         raise DeskGone(error.error.message) from None
     except Exception as error:
         upstream.reset()
-        raise DeskGone(_plain(error)) from None
+        raise _gone(error) from None
+
+
+def _gone(error: BaseException) -> DeskGone:
+    inner = error
+    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+        inner = inner.exceptions[0]
+    return inner if isinstance(inner, DeskGone) else DeskGone(_plain(error))
 
 
 def _plain(error: BaseException) -> str:

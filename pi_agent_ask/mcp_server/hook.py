@@ -38,6 +38,7 @@ from typing import Any, TextIO
 import trio
 
 from pi_agent_ask.mcp_common.answers import answer_entry
+from pi_agent_ask.mcp_common.journals import default_key
 
 MAX_LINE = 1 << 16
 """Bytes of a request line the endpoint reads; a longer line is refused."""
@@ -316,7 +317,7 @@ def run_claude_code_hook(
         event = "UserPromptSubmit" if "prompt" in payload else "PostToolUse"
     given_cwd = payload.get("cwd")
     cwd = given_cwd if isinstance(given_cwd, str) else str(Path.cwd())
-    wanted = key if key is not None else f"claude-code@{cwd}"
+    wanted = key if key is not None else default_key("claude-code", cwd)
     candidates = _candidates(runtime_dir(env), wanted, cwd)
     server = choose_server(candidates, ancestors())
     if server is None:

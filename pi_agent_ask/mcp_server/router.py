@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import mcp.types as types
 import trio
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 
 if TYPE_CHECKING:
     # The tools (and the runtime under them) load with the first call, after ``initialize``.
@@ -53,6 +55,7 @@ __all__ = [
     "KEPT_TEXT",
     "MOVED_TEXT",
     "NO_FORMS_LOG",
+    "SHARED_TEXT",
     "Router",
 ]
 
@@ -78,6 +81,18 @@ NO_FORMS_LOG = (
     "pi-agent-ask: with --desk off and a client that cannot show forms, ask_user returns its "
     "questions as text for the agent to ask; to answer in forms, run `pi-agent-ask desk` in a "
     "terminal and this server without --desk off"
+)
+SHARED_TEXT = (
+    "Nothing was asked: no pi-agent-ask desk is running, this MCP client cannot show forms, "
+    "and another pi-agent-ask server of the same agent key ({key!r}: the same client in the "
+    "same directory) holds the journal where questions are kept for a desk. The user runs "
+    "`pi-agent-ask desk` in a terminal (then ask again: both servers use it), or gives this "
+    "server its own `--key`."
+)
+SHARED_LOG = (
+    "pi-agent-ask: a question was refused: no desk is running, the client cannot show forms, "
+    "and another server of the key {key!r} holds its journal; run `pi-agent-ask desk` in a "
+    "terminal, or give this server its own --key"
 )
 DESK_STOPPED_TEXT = (
     "The pi-agent-ask desk did not answer this call (it stopped, or is not running). Nothing "
@@ -150,6 +165,9 @@ class Router:
     token: str | None = None
     state_dir: Path | None = None
     """The desk state directory holding the local side's journal (``None``: another file)."""
+    cwd: Path = attrs.field(factory=Path.cwd)
+    """The agent's working directory (a relative export path forwarded to a desk is taken
+    there)."""
     log: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True)
     _nursery: trio.Nursery | None = None
     _side: _Side | None = None
@@ -188,9 +206,11 @@ class Router:
                 return types.ListToolsResult(tools=side.local.tools.list_tools())
             try:
                 return await forward_list(side.upstream)
-            except DeskGone:
+            except DeskGone as gone:
+                failure = gone
                 await self._desk_failed(side)
-        raise AssertionError("a second side is always local or answers")
+        # Still the desk (``--desk URL``: no other side), and it does not answer.
+        raise MCPError(INTERNAL_ERROR, _gone_text(failure))
 
     async def call_tool(
         self, ctx: Any, name: str, arguments: dict[str, Any] | None
@@ -201,18 +221,18 @@ class Router:
         report = _reporter(ctx)
         while True:
             side = await self._current()
-            gone = False
+            gone: DeskGone | None = None
             with trio.CancelScope() as scope:
                 side.calls.add(scope)
                 try:
                     return await self._call_on(side, name, arguments, report)
-                except DeskGone:
-                    gone = True
+                except DeskGone as failure:
+                    gone = failure
                 finally:
                     side.calls.discard(scope)
-            if gone:
+            if gone is not None:
                 await self._desk_failed(side)
-                return error_result(DESK_STOPPED_TEXT)
+                return error_result(_gone_text(gone))
             # The side changed under the call (``_leave`` cancelled it).
             if name != tool_names.WAIT_FOR_ANSWERS:
                 return error_result(side.left_because)
@@ -232,7 +252,12 @@ class Router:
             and arguments.get("background") is not True
         )
         if side.upstream is not None:
-            from pi_agent_ask.mcp_common.tools import progress_ticks
+            from pi_agent_ask.mcp_common.tools import progress_ticks, relative_export_path
+
+            relative = relative_export_path(name, arguments)
+            if relative is not None and isinstance(arguments, Mapping):
+                # The agent's working directory is this server's; the desk's is not.
+                arguments = {**arguments, "path": str(self.cwd / relative)}
 
             if not waits:
                 return await forward_call(side.upstream, name, arguments)
@@ -245,10 +270,18 @@ class Router:
             if side.local.runtime.mode != "tui" and name == tool_names.ASK_USER:
                 self.log(NO_FORMS_LOG)  # the non-TUI fallback: the agent is told the same
             return result
+        if name == tool_names.ASK_USER and side.local.in_memory:
+            from pi_agent_ask.mcp_common.tools import error_result
+
+            self.log(SHARED_LOG.format(key=self.key))
+            return error_result(SHARED_TEXT.format(key=self.key))
         if name == tool_names.ASK_USER and isinstance(arguments, Mapping):
-            background = arguments.get("background") is True
-            result = await tools.call_tool(name, {**arguments, "background": True})
-            return self._kept(result, background=background)
+            given = arguments.get("background", False)
+            if isinstance(given, bool):
+                arguments = {**arguments, "background": True}
+            # Any other ``background`` goes as it came, for the schema to refuse.
+            result = await tools.call_tool(name, arguments)
+            return self._kept(result, background=given is True)
         if name == tool_names.WAIT_FOR_ANSWERS:
             stats = await side.local.runtime.statistics()
             if stats.pending:
@@ -407,6 +440,12 @@ class Router:
         if self._side is side and self.desk == "auto":
             self._seen = None
             await self._settle()
+
+
+def _gone_text(gone: DeskGone) -> str:
+    """What the agent is told of a desk that did not answer: its refusal of the token in its
+    own words, else that it stopped."""
+    return str(gone) if gone.refused else DESK_STOPPED_TEXT
 
 
 def _reporter(ctx: Any) -> ReportProgress | None:

@@ -101,10 +101,6 @@ def _declares_form(capabilities: dict[str, Any]) -> bool:
     return not elicitation or "form" in elicitation
 
 
-def default_key(client: str, cwd: Path) -> str:
-    return f"{client}@{cwd}"
-
-
 def default_session(key: str, state_dir: Path | None = None) -> Path:
     """``key``'s journal under the desk's state directory (made, with its key file, so a desk
     that starts later finds it): the desk and this server keep an agent's forms in one file."""
@@ -120,14 +116,21 @@ class ReplayedStdin:
 
     first: str | None
     rest: Any
+    last: str = ""
+    """The line handed out last (``unreadable.py``: the one the SDK could not read)."""
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
+    def last_line(self) -> str:
+        return self.last
+
     async def _lines(self) -> AsyncIterator[str]:
         if self.first:
+            self.last = self.first
             yield self.first
         async for line in self.rest:
+            self.last = line
             yield line
 
 
@@ -216,8 +219,9 @@ async def serve(
     from mcp.server.stdio import stdio_server
 
     from pi_agent_ask.mcp_common.connection import desk_file_path
-    from pi_agent_ask.mcp_common.journals import default_state_dir
+    from pi_agent_ask.mcp_common.journals import default_key, default_state_dir
     from pi_agent_ask.mcp_server.router import Router
+    from pi_agent_ask.mcp_server.unreadable import AnsweredReads
 
     desk_file = desk_file_path()
     token = _desk_token(desk, desk_file) if desk not in ("auto", "off") else None
@@ -254,13 +258,15 @@ async def serve(
         progress_interval=progress_interval,
         token=token,
         state_dir=state if session is None else None,
+        cwd=work_dir,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(router.run)
         server = routed_server(router)
         # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that concrete type.
         async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
-            await server.run(read, write, server.create_initialization_options())
+            reads = AnsweredReads(read, write, replay.last_line)
+            await server.run(reads, write, server.create_initialization_options())
         nursery.cancel_scope.cancel()
 
 
@@ -288,8 +294,9 @@ def routed_server(router: Any) -> Any:
 class LocalServer:
     """A local (desk-less) server: its runtime, the agent's tools, the MCP server object, the
     hook socket (``None`` when it could not be made), the elicitation surface (``None``
-    without elicitation), the nursery its forms run in, and whether its forms are kept for a
-    desk (no surface shows them)."""
+    without elicitation), the nursery its forms run in, whether its forms are kept for a
+    desk (no surface shows them), and whether its journal is in memory only (another server
+    of the same key holds the file, so no desk would ever see a form kept here)."""
 
     runtime: Any
     tools: AgentTools
@@ -298,6 +305,7 @@ class LocalServer:
     surface: ElicitationSurface | None = None
     nursery: Any = None
     keep: bool = False
+    in_memory: bool = False
 
 
 @asynccontextmanager
@@ -341,6 +349,7 @@ async def open_local(
         journal.parent.mkdir(parents=True, exist_ok=True)
     else:
         journal = await trio.to_thread.run_sync(default_session, key, state_dir)
+    in_memory = False
     async with contextlib.AsyncExitStack() as stack:
         try:
             runtime = await stack.enter_async_context(
@@ -368,6 +377,7 @@ async def open_local(
                     mode=mode, settings=settings, cwd=cwd, surface=runtime_surface, agent_idle=False
                 )
             )
+            in_memory = True
         tools = stack.enter_context(AgentTools(runtime, progress_interval=progress_interval))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_print_notices, runtime)
@@ -386,6 +396,7 @@ async def open_local(
                     surface=surface,
                     nursery=nursery,
                     keep=keep,
+                    in_memory=in_memory,
                 )
             finally:
                 nursery.cancel_scope.cancel()

@@ -42,6 +42,7 @@ from pi_agent_ask.mcp_common.tools import (
     ReportProgress,
     call_tool_result,
     error_result,
+    given_arguments,
     mcp_tool,
     progress_ticks,
     with_background_answers,
@@ -107,6 +108,7 @@ class StoreAgentTools:
         call_key: str,
         report_progress: ReportProgress | None = None,
     ) -> types.CallToolResult:
+        arguments = given_arguments(arguments)
         if name == tool_names.ASK_USER:
             result = await self._ask(arguments, call_key, report_progress)
         elif name == tool_names.WAIT_FOR_ANSWERS:

@@ -23,13 +23,12 @@ import httpx2
 import mcp.types as types
 import trio
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
 from pi_agent_ask.mcp_common.connection import STATUS_PATH
-from pi_agent_ask.mcp_server.forward import BROKEN_CODES, CONNECT_TIMEOUT
+from pi_agent_ask.mcp_server.forward import BROKEN_CODES, CONNECT_TIMEOUT, desk_session
 from pi_agent_ask.store.agent import CALL_KEY_META
 
 __all__ = ["RETRY_FOR", "FailoverUpstream", "parse_desk_urls", "serve_stdio_via_team"]
@@ -139,11 +138,7 @@ class FailoverUpstream:
                 if status.status_code == 401:
                     raise TokenRefused(TOKEN_REFUSED_TEXT.format(url=url))
                 status.raise_for_status()
-                async with (
-                    streamable_http_client(url, http_client=http) as (read, write),
-                    ClientSession(read, write) as session,
-                ):
-                    await session.initialize()
+                async with desk_session(url, http) as session:
                     task_status.started((session, close))
                     started = True
                     await close.wait()
