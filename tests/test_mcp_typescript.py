@@ -1,6 +1,7 @@
 """``pi-agent-ask mcp`` driven by a client that is not Python: the official TypeScript MCP SDK
 over stdio (``tests/node/mcp_client.mjs``), installed from the npm registry into the test's
-own temporary folder. The tools are listed, every ``inputSchema`` and ``outputSchema``
+own temporary folder with ``npm ci`` from ``tests/node/package-lock.json`` (the same versions
+on every machine). The tools are listed, every ``inputSchema`` and ``outputSchema``
 compiles under Ajv's JSON Schema 2020-12 validator, and a background question answered on a
 desk reaches the client exactly once. Skipped, saying why, only when there is no Node or the
 npm registry cannot be reached.
@@ -24,19 +25,21 @@ from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, ope
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
-CLIENT = Path(__file__).parent / "node" / "mcp_client.mjs"
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("@modelcontextprotocol/sdk", "ajv")
+NODE = Path(__file__).parent / "node"
+CLIENT = NODE / "mcp_client.mjs"
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "network")
 
 
 def install(folder: Path) -> None:
-    """``npm install`` the client's packages into ``folder``; skip when npm's registry is out of
-    reach (any other failure fails the test)."""
+    """``npm ci`` the client's locked packages into ``folder``; skip when npm's registry is
+    out of reach (any other failure fails the test)."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("Node.js and npm are not installed")
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(NODE / name, folder / name)
     done = subprocess.run(
-        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", *PACKAGES],
+        ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
         cwd=folder,
         capture_output=True,
         text=True,
@@ -46,7 +49,7 @@ def install(folder: Path) -> None:
     if done.returncode != 0:
         if any(word in done.stderr for word in UNREACHABLE):
             pytest.skip(f"the npm registry cannot be reached: {done.stderr.strip()[:300]}")
-        raise AssertionError(f"npm install failed:\n{done.stderr}")
+        raise AssertionError(f"npm ci failed:\n{done.stderr}")
 
 
 @pytest.fixture(scope="module")
