@@ -375,6 +375,57 @@ async def test_a_draft_sent_by_the_page_is_in_the_journal_after_a_desk_restart(
             assert draft.selected == (1,) and draft.note == "typed on the phone"
 
 
+async def test_bad_requests_get_a_sentence_and_leave_the_form_answerable(tmp_path: Path) -> None:
+    """Malformed bodies of the page's API are refused with a 400 and a sentence naming what is
+    wrong, never taken for a form answered elsewhere and never let through to the journal: a
+    lone UTF-16 surrogate (valid JSON, ``"\\ud800"``, but not text) cannot be stored, and a
+    draft or answer holding one used to be accepted and leave the form unanswerable."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("Shape"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            shown = desk.board.current
+            assert shown is not None
+            form_id = f"alpha/{shown.flow_id}"
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                headers = {
+                    "origin": base,
+                    "x-csrf-token": csrf,
+                    "content-type": "application/json",
+                }
+
+                async def post(path: str, body: object) -> httpx2.Response:
+                    # json.dumps escapes the surrogate as JSON spells it: "\ud800".
+                    return await http.post(base + path, content=json.dumps(body), headers=headers)
+
+                for path in ("/api/draft", "/api/submit", "/api/cancel", "/api/later"):
+                    for body in ({}, {"form": 7}, {"form": [form_id]}):
+                        refused = await post(path, body)
+                        assert refused.status_code == 400, (path, body, refused.text)
+                        assert "form" in refused.json()["error"], refused.text
+                for path in ("/api/draft", "/api/submit"):
+                    for draft in (
+                        {"custom": "round \ud800", "customSelected": True},
+                        {"selected": [0], "note": "\udfff"},
+                        {"optionNotes": {"yes": "x\ud83d"}},
+                    ):
+                        refused = await post(path, {"form": form_id, "drafts": [draft]})
+                        assert refused.status_code == 400, (path, draft, refused.text)
+                        assert "drafts[0]" in refused.json()["error"], refused.text
+                # The form is still there and takes a good answer, which reaches the agent.
+                good = {"form": form_id, "drafts": [{"selected": [1], "note": "fine"}]}
+                assert (await post("/api/draft", good)).status_code == 200
+                sent = await post("/api/submit", good)
+                assert sent.status_code == 200, sent.text
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["no"]
+            assert entry["result"]["answers"]["q"]["note"] == "fine"
+
+
 async def test_at_40_columns_the_desk_s_title_and_sign_in_lines_keep_their_words_whole(
     tmp_path: Path,
 ) -> None:

@@ -233,7 +233,10 @@ class WebDesk:
         if isinstance(checked, JSONResponse):
             return checked
         data = checked[1]
-        shown = self._find(data.get("form"))
+        wanted = data.get("form")
+        if not isinstance(wanted, str):
+            return _error(400, 'The request must name its form: "form", the form\'s id (a string).')
+        shown = self._find(wanted)
         if shown is None:
             return _error(409, ANSWERED_ELSEWHERE)
         return shown, data
