@@ -324,6 +324,49 @@ async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keep
             assert entry["result"]["answers"]["q"]["note"] == "teal, from the terminal"
 
 
+def in_view(driver: Any, element: Any) -> bool:
+    """Whether ``element`` is wholly inside the browser's viewport (where the person looks)."""
+    return bool(
+        driver.execute_script(
+            "const r = arguments[0].getBoundingClientRect();"
+            "return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight;",
+            element,
+        )
+    )
+
+
+async def test_on_a_long_form_cancel_asks_again_where_the_person_pressed_it(
+    tmp_path: Path, browser: Any
+) -> None:
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "gamma") as gamma:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: browser.set_window_size(1280, 900))
+            await run(lambda: sign_in(browser, url))
+            await gamma.call_tool("ask_user", {**FULL_FORM, "background": True})
+            await run(lambda: wait_until(browser, form_shown))
+
+            def first_cancel() -> tuple[bool, str]:
+                by_role(question(browser, "Database"), "radio", "SQLite").click()
+                cancel = by_role(browser, "button", "Cancel")
+                browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", cancel)
+                cancel.click()
+                alert = by_role(browser, "alert", "", exact=False)
+                wait_until(browser, lambda d: "Press Cancel again" in alert.text)
+                return in_view(browser, alert), str(alert.text)
+
+            seen, text = await run(first_cancel)
+            # The sentence is next to the button, not a screen away above the questions.
+            assert seen, text
+            assert desk.board.current is not None  # asked, not cancelled
+            await run(lambda: by_role(browser, "button", "Cancel").click())
+            await run(lambda: wait_until(browser, lambda d: not form_shown(d)))
+            waited = await gamma.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["cancelled"] is True
+
+
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
