@@ -218,7 +218,8 @@ async def test_login_url_talks_to_the_running_desk(tmp_path: Path) -> None:
             assert url.startswith(desk.web.base_url + "/login?code=")
             async with httpx2.AsyncClient() as http:
                 assert (await http.get(url)).status_code == 200
-                assert (await http.get(url)).status_code == 403  # used once
+            async with httpx2.AsyncClient() as other:
+                assert (await other.get(url)).status_code == 403  # used once
 
 
 async def test_a_notification_command_gets_the_forms_url(tmp_path: Path) -> None:
@@ -373,6 +374,27 @@ async def test_a_draft_sent_by_the_page_is_in_the_journal_after_a_desk_restart(
             assert again.board.current is not None
             (draft,) = again.board.current.state.drafts
             assert draft.selected == (1,) and draft.note == "typed on the phone"
+
+
+async def test_a_used_link_opened_again_by_a_signed_in_browser_opens_the_desk(
+    tmp_path: Path,
+) -> None:
+    """The terminal and a notification keep showing the link after it was used: the browser
+    that used it, opening it again, goes to the desk instead of reading "not valid". Any
+    other browser is still refused."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, url)
+                again = await http.get(url)
+                assert again.status_code == 200, again.text
+                assert 'content="0;url=/"' in again.text and "not valid" not in again.text
+                assert (await http.get(desk.web.base_url + "/")).status_code == 200
+            async with httpx2.AsyncClient() as stranger:
+                refused = await stranger.get(url)
+                assert refused.status_code == 403 and "not valid" in refused.text
 
 
 async def test_bad_requests_get_a_sentence_and_leave_the_form_answerable(tmp_path: Path) -> None:

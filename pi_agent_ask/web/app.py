@@ -275,6 +275,10 @@ class WebDesk:
     async def login(self, request: Request) -> Response:
         code = request.query_params.get("code", "")
         outcome, session = self.auth.sign_in(code)
+        if session is None and session_of(self.auth, request) is not None:
+            # This browser is signed in already: a link it opens again (the terminal and a
+            # notification keep showing a used one) leads to the desk, not to "not valid".
+            return self.templates.TemplateResponse(request, "signed_in.html", {})
         if outcome == "limited":
             return self.templates.TemplateResponse(
                 request, "signin.html", {"problem": "limited"}, status_code=429
