@@ -367,6 +367,42 @@ async def test_on_a_long_form_cancel_asks_again_where_the_person_pressed_it(
             assert entry["result"]["cancelled"] is True
 
 
+async def test_enter_twice_from_an_option_reviews_then_submits(
+    tmp_path: Path, browser: Any
+) -> None:
+    """The keyboard way, as on the terminal: a number key chooses, Enter shows the review
+    (which takes the focus, so a screen reader reads it), Enter again sends it."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "delta") as delta:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            await delta.call_tool(
+                "ask_user",
+                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
+            )
+            await run(lambda: wait_until(browser, form_shown))
+
+            def keyboard() -> str:
+                by_role(question(browser, "Colour"), "radio", "Red").send_keys("2")
+                ActionChains(browser).send_keys(Keys.ENTER).perform()
+                review = by_role(browser, "heading", "Review your answers")
+                wait_until(browser, lambda d: review.is_displayed())
+                assert "Colour: Blue" in d_text(browser, "#review-list")
+                focused = str(browser.switch_to.active_element.text)
+                ActionChains(browser).send_keys(Keys.ENTER).perform()
+                wait_until(browser, lambda d: not form_shown(d))
+                return focused
+
+            assert await run(keyboard) == "Review your answers"
+            waited = await delta.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+
+
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 

@@ -280,6 +280,13 @@
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const target = event.target;
+    // Enter on an option shows the review and moves the focus to it; Enter there sends it,
+    // as Enter twice does on the terminal.
+    if (event.key === "Enter" && target.id === "review-heading") {
+      event.preventDefault();
+      submit();
+      return;
+    }
     if (target.matches && target.matches("textarea, input[type=search], input[type=text], select")) return;
     if (!/^[1-9]$/.test(event.key) || !form()) return;
     const fs = (target.closest && target.closest("fieldset.question")) || form().querySelector("fieldset.question");
