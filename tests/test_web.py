@@ -249,6 +249,38 @@ async def test_a_notification_command_gets_the_forms_url(tmp_path: Path) -> None
             assert link.startswith(desk.web.base_url + "/?form=alpha%2F")
 
 
+async def test_a_link_to_a_form_no_longer_waiting_says_so_over_the_next_form(
+    tmp_path: Path,
+) -> None:
+    """A notification's link opened after its form was answered (on the terminal, on another
+    page) shows the next form with a sentence saying the linked one is gone, so no one takes
+    another agent's question for the one they tapped."""
+    with trio.fail_after(60):
+        async with (
+            open_desk(tmp_path) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+        ):
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("Tone"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            await beta.call_tool("ask_user", ask("Budget"))
+            await desk.board.wait_for(lambda board: len(board.shown_forms()) == 2)
+            answered = await answer_displayed(desk)
+            assert answered.key == "alpha"
+            await desk.board.wait_for(lambda board: len(board.shown_forms()) == 1)
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                gone = await http.get(desk.web.form_url("alpha", answered.flow_id))
+                assert gone.status_code == 200 and "Budget?" in gone.text
+                assert "no longer waiting" in gone.text
+                (live,) = desk.board.shown_forms()
+                shown = await http.get(desk.web.form_url("beta", live.flow_id))
+                assert "Budget?" in shown.text and "no longer waiting" not in shown.text
+                plain = await http.get(desk.web.base_url + "/")
+                assert "no longer waiting" not in plain.text
+
+
 async def test_a_non_loopback_listen_needs_tls_or_an_explicit_flag(tmp_path: Path) -> None:
     with pytest.RaisesGroup(
         pytest.RaisesExc(ListenError, match="--tls-elsewhere"), flatten_subgroups=True

@@ -70,6 +70,10 @@ HERE = Path(__file__).parent
 KEEPALIVE = 15.0
 """Seconds between keep-alive comments on an idle live stream (proxies close silent ones)."""
 ANSWERED_ELSEWHERE = "This form was already answered elsewhere (on the terminal or another page)."
+LINKED_FORM_GONE = (
+    "The form this link opened is no longer waiting: it was answered elsewhere (on the terminal "
+    "or another page) or its agent withdrew it."
+)
 MAX_BODY = 4 * 1024 * 1024
 
 
@@ -250,8 +254,13 @@ class WebDesk:
                 request, "signin.html", {"problem": None}, status_code=401
             )
         shown = self._chosen(request)
+        wanted = request.query_params.get("form")
+        # A link to one form (a notification's) whose form is gone shows another: say so.
+        gone = bool(wanted) and (shown is None or view.form_id(shown) != wanted)
         return self.templates.TemplateResponse(
-            request, "page.html", self._context(request, session, shown)
+            request,
+            "page.html",
+            {**self._context(request, session, shown), "notice": LINKED_FORM_GONE if gone else ""},
         )
 
     async def form_fragment(self, request: Request) -> Response:
