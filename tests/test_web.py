@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -478,6 +479,53 @@ async def test_bad_requests_get_a_sentence_and_leave_the_form_answerable(tmp_pat
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["no"]
             assert entry["result"]["answers"]["q"]["note"] == "fine"
+
+
+async def test_a_body_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """A signed-in client announcing a body over the limit gets its 413 at once: the desk does
+    not wait for (and hold in memory) the bytes first; nor does it for a chunked body."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                cookie = next(c.value for c in http.cookies.jar if c.name == COOKIE)
+            host, port = base.removeprefix("http://").rsplit(":", 1)
+            for framing in (f"content-length: {1 << 30}", "transfer-encoding: chunked"):
+                stream = await trio.open_tcp_stream(host, int(port))
+                async with stream:
+                    head = (
+                        f"POST /api/draft HTTP/1.1\r\nhost: {host}:{port}\r\n"
+                        f"origin: {base}\r\nx-csrf-token: {csrf}\r\n"
+                        f"cookie: {COOKIE}={cookie}\r\ncontent-type: application/json\r\n"
+                        f"{framing}\r\n\r\n"
+                    )
+                    await stream.send_all(head.encode())
+                    chunk = b"x" * (1 << 20)
+                    if framing.startswith("transfer"):
+                        chunk = b"%x\r\n%s\r\n" % (len(chunk), chunk)
+
+                    async def send_body(
+                        stream: trio.SocketStream = stream, chunk: bytes = chunk
+                    ) -> None:
+                        # 5 MiB, and the client then waits; the desk may close the connection
+                        # once it answered, before the client is done sending.
+                        with suppress(trio.BrokenResourceError):
+                            for _ in range(5):
+                                await stream.send_all(chunk)
+
+                    reply = b""
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(send_body)
+                        with trio.move_on_after(10):
+                            while b"}" not in reply:  # the head, then the JSON sentence
+                                received = await stream.receive_some(65536)
+                                if not received:
+                                    break
+                                reply += received
+                    assert reply.startswith(b"HTTP/1.1 413"), (framing, reply[:200])
+                    assert b"too large" in reply
 
 
 async def test_at_40_columns_the_desk_s_title_and_sign_in_lines_keep_their_words_whole(

@@ -28,6 +28,7 @@ import hmac
 import json
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -104,6 +105,22 @@ def _differs(seen: str, holder: view.Holder, board: Board) -> bool:
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
+
+
+async def _body(request: Request) -> bytes | None:
+    """The request's body, or ``None`` when it is over :data:`MAX_BODY`: told from its
+    declared length before anything is read, else as it arrives (a chunked body), so an
+    oversized one is never held in memory whole."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        return None
+    body = bytearray()
+    async with aclosing(request.stream()) as chunks:
+        async for chunk in chunks:
+            body += chunk
+            if len(body) > MAX_BODY:
+                return None
+    return bytes(body)
 
 
 @attrs.frozen
@@ -221,8 +238,8 @@ class WebDesk:
         if status is not None:
             return _error(status, str(checked))
         assert isinstance(checked, Session)
-        body = await request.body()
-        if len(body) > MAX_BODY:
+        body = await _body(request)
+        if body is None:
             return _error(413, "The request is too large.")
         try:
             data = json.loads(body)
