@@ -470,6 +470,11 @@ async def test_bad_requests_get_a_sentence_and_leave_the_form_answerable(tmp_pat
                         refused = await post(path, {"form": form_id, "drafts": [draft]})
                         assert refused.status_code == 400, (path, draft, refused.text)
                         assert "drafts[0]" in refused.json()["error"], refused.text
+                # A wrong method or an unknown path of the API is a JSON sentence too.
+                wrong = await http.get(base + "/api/draft", headers=headers)
+                assert wrong.status_code == 405 and "POST" in wrong.json()["error"]
+                unknown = await post("/api/answer", {"form": form_id})
+                assert unknown.status_code == 404 and "/api/answer" in unknown.json()["error"]
                 # The form is still there and takes a good answer, which reaches the agent.
                 good = {"form": form_id, "drafts": [{"selected": [1], "note": "fine"}]}
                 assert (await post("/api/draft", good)).status_code == 200

@@ -37,6 +37,7 @@ import attrs
 import jinja2
 import trio
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import (
     JSONResponse,
@@ -105,6 +106,23 @@ def _differs(seen: str, holder: view.Holder, board: Board) -> bool:
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
+
+
+async def _not_routed(request: Request, exc: Exception) -> Response:
+    """An unknown path or a wrong method: the API's callers read a JSON sentence, like every
+    other refusal of theirs; a page's path gets Starlette's plain text."""
+    assert isinstance(exc, HTTPException)
+    path = request.url.path
+    if not path.startswith(("/api/", "/login-code")):
+        return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("allow", "POST")
+        message = f"{request.method} is not allowed on {path}: use {allowed}."
+    else:
+        message = (
+            f"There is no {path} (the API is /api/draft, /api/submit, /api/cancel, /api/later)."
+        )
+    return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def _body(request: Request) -> bytes | None:
@@ -190,7 +208,8 @@ class WebDesk:
             Route("/history/export", self.history_export),
             Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         ]
-        self.app = SecurityHeaders(Starlette(routes=routes))
+        handlers = {404: _not_routed, 405: _not_routed}
+        self.app = SecurityHeaders(Starlette(routes=routes, exception_handlers=handlers))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.app(scope, receive, send)
