@@ -185,6 +185,26 @@ async def test_the_page_needs_a_session_and_history_exports_as_a_download(
         assert await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.md"))) == []
 
 
+async def test_history_lists_forms_newest_first_and_each_forms_questions_in_order(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            first = ask("Early")
+            second = ask("Database")
+            second["questions"].append({**second["questions"][0], "id": "r", "label": "Region"})
+            for payload in (first, second):
+                await alpha.call_tool("ask_user", payload)
+                await answer_displayed(desk)
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+            # The newer form first; within it, its questions as they were asked.
+            where = [page.index(f"<h2>{label}</h2>") for label in ("Database", "Region", "Early")]
+            assert where == sorted(where), where
+
+
 async def test_the_live_stream_reports_the_board(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:

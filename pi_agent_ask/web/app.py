@@ -503,7 +503,9 @@ class WebDesk:
             )
         keys, found = await self._history(request)
         agent_key, query, records = found if found is not None else (None, "", [])
-        shown = [hist.record_view(record) for record in reversed(records)][: hist.MAX_SHOWN]
+        shown = [hist.record_view(record) for record in hist.newest_first(records)][
+            : hist.MAX_SHOWN
+        ]
         export = (
             f"/history/export?agent={quote(agent_key, safe='')}&q={quote(query, safe='')}"
             if agent_key is not None
