@@ -495,6 +495,18 @@ def small_targets(driver: Any) -> list[str]:
     )
 
 
+def contrast(one: str, two: str) -> float:
+    """WCAG's contrast ratio of two CSS ``rgb(...)`` colours (as ``getComputedStyle`` gives)."""
+
+    def luminance(colour: str) -> float:
+        channels = [int(part) / 255 for part in colour.split("(")[1].split(")")[0].split(",")[:3]]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    light, dark = sorted((luminance(one), luminance(two)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
 def axe_core(tmp: Path) -> str | None:
     """axe-core's script, installed with npm into ``tmp``; ``None`` when npm cannot get it."""
     npm = shutil.which("npm")
@@ -598,19 +610,24 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
             await run(lambda: wait_until(browser, form_shown))
             assert await run(lambda: no_horizontal_scroll(browser))
 
-            def focus_ring() -> str:
+            def focus_ring() -> list[str]:
                 from selenium.webdriver.common.action_chains import ActionChains
                 from selenium.webdriver.common.keys import Keys
 
                 browser.find_element("tag name", "body").click()
                 ActionChains(browser).send_keys(Keys.TAB).perform()
-                return str(
+                return list(
                     browser.execute_script(
-                        "return getComputedStyle(document.activeElement).outlineStyle"
+                        "const s = getComputedStyle(document.activeElement);"
+                        "return [s.outlineStyle, s.outlineColor,"
+                        " getComputedStyle(document.body).backgroundColor];"
                     )
                 )
 
-            assert await run(focus_ring) == "solid"
+            style, ring, page = await run(focus_ring)
+            assert style == "solid"
+            # WCAG 1.4.11: a focus indicator contrasts 3:1 with what is around it (the page).
+            assert contrast(ring, page) >= 3.0, (ring, page)
             await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
             # Later: the agent's question goes back in the queue, the next agent's comes up.
             assert "build-agent" in await run(lambda: d_text(browser, ".from"))
