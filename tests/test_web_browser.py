@@ -403,6 +403,92 @@ async def test_enter_twice_from_an_option_reviews_then_submits(
             assert entry["result"]["answers"]["q"]["values"] == ["blue"]
 
 
+def offline(driver: Any, off: bool) -> None:
+    """Cut the page off the network (a phone in a tunnel), or give it back."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd(
+        "Network.emulateNetworkConditions",
+        {"offline": off, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+
+
+async def test_a_submit_the_network_lost_says_so_and_can_be_sent_again(
+    tmp_path: Path, browser: Any
+) -> None:
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "eps") as eps:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            await eps.call_tool(
+                "ask_user",
+                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
+            )
+            await run(lambda: wait_until(browser, form_shown))
+
+            def lost() -> str:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                offline(browser, True)
+                try:
+                    submit.click()
+                    return str(
+                        wait_until(
+                            browser,
+                            lambda d: (
+                                "could not be reached"
+                                in (alert := by_role(d, "alert", "", exact=False)).text
+                                and alert.text
+                            ),
+                        )
+                    )
+                finally:
+                    offline(browser, False)
+
+            told = await run(lost)
+            assert "nothing was sent" in told
+            assert desk.board.current is not None
+
+            def typed_offline() -> str:
+                offline(browser, True)
+                try:
+                    by_role(question(browser, "Colour"), "textbox", "Note").send_keys("navy")
+                    return str(
+                        wait_until(
+                            browser,
+                            lambda d: (
+                                "could not be reached"
+                                in (alert := by_role(d, "alert", "", exact=False)).text
+                                and alert.text
+                            ),
+                        )
+                    )
+                finally:
+                    offline(browser, False)
+
+            assert "nothing was sent" in await run(typed_offline)
+            # Back online, the page saves what was typed meanwhile by itself.
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].note == "navy"
+            )
+            assert "Your draft is saved" in await run(lambda: d_text(browser, "#status"))
+
+            def again() -> None:
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review again (the note changed it)
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+                wait_until(browser, lambda d: not form_shown(d))
+
+            await run(again)
+            waited = await eps.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+            assert entry["result"]["answers"]["q"]["note"] == "navy"
+
+
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 

@@ -9,15 +9,19 @@
   const queueBox = document.getElementById("queue");
   const SAVE_DELAY = 300;
   const ELSEWHERE = "This form was answered elsewhere (on the terminal or another page).";
+  const UNREACHABLE = "The desk could not be reached (the network or the desk is down): " +
+    "nothing was sent. What you entered is still here; try again.";
   let saveTimer = null;
   let leaving = null; // the id of a form this page itself just sent away
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
-  // The id of a form whose draft the desk refused (a team desk: another desk holds it). Its
-  // text stays in the page, unsaved: nothing from the stream replaces it, leaving the page
-  // asks first, and it is saved again as soon as the form is free.
+  // The id of a form whose draft the desk did not keep: a team desk refused it (another desk
+  // holds the form), or it never reached the desk (the network). Its text stays in the page,
+  // unsaved: nothing from the stream replaces it, leaving the page asks first, and it is
+  // saved again as soon as the form is free (the live stream says so, also once it is back).
   let unsaved = null;
+  let unsavedHeld = false; // ``unsaved`` because another desk holds the form
   let loads = 0; // form loads asked for (``loadMain``)
   // Revisions of drafts this page sent: the live stream may report an older one of them
   // after a newer save was answered; only a revision this page never made is news.
@@ -60,14 +64,22 @@
 
   // ``keepalive`` (the last draft as the page goes away) lets the request outlive the page;
   // browsers take only small bodies that way, so it is not the default.
+  // A request that never reached the desk (the network dropped, the desk is down) answers
+  // with status 0 and a sentence, as the desk's refusals do, so every caller says so and
+  // lets the person try again.
   async function post(path, body, keepalive) {
-    const response = await fetch(path, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-      body: JSON.stringify(body),
-      credentials: "same-origin",
-      keepalive: keepalive === true,
-    });
+    let response;
+    try {
+      response = await fetch(path, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+        body: JSON.stringify(body),
+        credentials: "same-origin",
+        keepalive: keepalive === true,
+      });
+    } catch (e) {
+      return { status: 0, data: { error: UNREACHABLE } };
+    }
     let data = {};
     try { data = await response.json(); } catch (e) { data = {}; }
     return { status: response.status, data: data };
@@ -107,11 +119,16 @@
       ownRevs.push(result.data.rev);
       if (ownRevs.length > 64) ownRevs.shift();
       if (formId() === id) form().dataset.rev = result.data.rev;
-      if (unsaved === id) { unsaved = null; showError(""); say("Your draft is saved: you are on this form now."); }
+      if (unsaved === id) {
+        unsaved = null;
+        showError("");
+        say(unsavedHeld ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
+      }
     }
-    if (result.status === 423 && formId() === id) { unsaved = id; heldElsewhere(result.data); }
+    if (result.status === 0 && formId() === id) { unsaved = id; unsavedHeld = false; }
+    if (result.status === 423 && formId() === id) { unsaved = id; unsavedHeld = true; heldElsewhere(result.data); }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
-    else if (result.status >= 400 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
+    else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
   }
   function changed(fs) {
     cancelArmed = false;
