@@ -354,10 +354,11 @@ async def test_on_a_long_form_cancel_asks_again_where_the_person_pressed_it(
                 cancel.click()
                 alert = by_role(browser, "alert", "", exact=False)
                 wait_until(browser, lambda d: "Press Cancel again" in alert.text)
-                return in_view(browser, alert), str(alert.text)
+                return in_view(browser, alert) and in_view(browser, cancel), str(alert.text)
 
             seen, text = await run(first_cancel)
-            # The sentence is next to the button, not a screen away above the questions.
+            # The sentence is next to the button, not a screen away above the questions, and
+            # the button is still where the person can press it again.
             assert seen, text
             assert desk.board.current is not None  # asked, not cancelled
             await run(lambda: by_role(browser, "button", "Cancel").click())

@@ -34,6 +34,13 @@
     const box = document.getElementById("form-errors");
     if (box) box.textContent = text; else say(text);
   }
+  // What a button answers: the sentence (just above the buttons) and the buttons in view, so
+  // the person reads it and can press again where they pressed.
+  function answerButton(text) {
+    showError(text);
+    const actions = form() && form().querySelector(".actions");
+    if (actions) actions.scrollIntoView({ block: "nearest" });
+  }
 
   function questionDraft(fs) {
     const custom = fs.querySelector("textarea.custom");
@@ -188,12 +195,12 @@
     leaving = null;
     if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
-    else showError(result.data.error || "The answer was not accepted.");
+    else answerButton(result.data.error || "The answer was not accepted.");
   }
   async function cancelForm() {
     if (dirty() && !cancelArmed) {
       cancelArmed = true;
-      showError("Press Cancel again to discard these answers and cancel the question.");
+      answerButton("Press Cancel again to discard these answers and cancel the question.");
       return;
     }
     const id = formId();
@@ -201,7 +208,7 @@
     const result = await post("/api/cancel", { form: id });
     if (result.status === 200) { say("Cancelled."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
-    if (result.status === 409) gone(); else showError(result.data.error || "Not cancelled.");
+    if (result.status === 409) gone(); else answerButton(result.data.error || "Not cancelled.");
   }
   async function later() {
     const id = formId();
@@ -210,7 +217,7 @@
     const result = await post("/api/later", { form: id });
     if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
     leaving = null;
-    if (result.status === 409) gone(); else showError(result.data.error || "Not deferred.");
+    if (result.status === 409) gone(); else answerButton(result.data.error || "Not deferred.");
   }
 
   // ``skip``: a form this page just answered, which the board may still show for a moment.
