@@ -205,6 +205,24 @@ async def test_history_lists_forms_newest_first_and_each_forms_questions_in_orde
             assert where == sorted(where), where
 
 
+async def test_a_long_history_says_how_much_of_it_the_page_lists(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            many = ask("Q0")
+            many["questions"] = [
+                {**many["questions"][0], "id": f"q{n}", "label": f"Q{n}"} for n in range(205)
+            ]
+            await alpha.call_tool("ask_user", many)
+            await answer_displayed(desk)
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+            assert page.count('<li class="record">') == 200
+            assert "205 questions" in page
+            assert "the newest 200 are listed here; the export has them all" in page
+
+
 async def test_the_live_stream_reports_the_board(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
