@@ -4,6 +4,7 @@ accessible name (``pi_agent_ask.web.testing``)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 import httpx2
 import pytest
 import trio
+import trio.testing
 
 from pi_agent_ask.actors.form import UserCommand
 from pi_agent_ask.desk.board import Board
@@ -488,6 +490,35 @@ async def test_a_submit_the_network_lost_says_so_and_can_be_sent_again(
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["blue"]
             assert entry["result"]["answers"]["q"]["note"] == "navy"
+
+
+async def test_a_page_whose_desk_went_away_says_so(tmp_path: Path, browser: Any) -> None:
+    """A page left open (a phone) while the desk stops (the laptop sleeps, the desk restarts)
+    does not go on looking live: its status line says the live connection is lost."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "zeta") as zeta:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            await zeta.call_tool(
+                "ask_user",
+                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
+            )
+            await run(lambda: wait_until(browser, form_shown))
+            assert await run(lambda: d_text(browser, "#status")) == ""
+        told = await run(
+            lambda: wait_until(
+                browser,
+                lambda d: (
+                    "connection to the desk is lost" in d_text(d, "#status")
+                    and d_text(d, "#status")
+                ),
+            )
+        )
+        assert "reconnects by itself" in told
+        # The desk's side of the stream ended with the desk, leaving nothing to finalise.
+        gc.collect()
+        await trio.testing.wait_all_tasks_blocked()
 
 
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'

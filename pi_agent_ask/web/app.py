@@ -27,7 +27,7 @@ import functools
 import hmac
 import json
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,38 @@ def _digest(board: Board, holder: view.Holder) -> str:
 
 def _differs(seen: str, holder: view.Holder, board: Board) -> bool:
     return _digest(board, holder) != seen
+
+
+@attrs.define(eq=False)
+class BoardEvents:
+    """The live stream's events: a ``retry`` line, then the board's digest whenever it
+    changes, and a keep-alive comment after :data:`KEEPALIVE` quiet seconds.
+
+    An async iterator, not an async generator: the response is cancelled between two events
+    when the page goes away or the desk stops, and a generator left at its ``yield`` would be
+    finalised later by the garbage collector (Trio warns of each one)."""
+
+    board: Board
+    holder: view.Holder
+    last: str | None = None
+    """The digest sent last; ``None`` before the first event."""
+
+    def __aiter__(self) -> BoardEvents:
+        return self
+
+    async def __anext__(self) -> str:
+        if self.last is None:
+            self.last = ""
+            return "retry: 1000\n\n"
+        while True:
+            digest = _digest(self.board, self.holder)
+            if digest != self.last:
+                self.last = digest
+                return f"event: board\ndata: {digest}\n\n"
+            with trio.move_on_after(KEEPALIVE) as idle:
+                await self.board.wait_for(functools.partial(_differs, self.last, self.holder))
+            if idle.cancelled_caught:
+                return ": keep-alive\n\n"
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -375,25 +407,10 @@ class WebDesk:
         if session_of(self.auth, request) is None:
             return PlainTextResponse("Not signed in.", status_code=401)
         return StreamingResponse(
-            self._stream(),
+            BoardEvents(self.board, self.holder),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
-
-    async def _stream(self) -> AsyncIterator[str]:
-        board = self.board
-        last = ""
-        yield "retry: 1000\n\n"
-        while True:
-            digest = _digest(board, self.holder)
-            if digest != last:
-                last = digest
-                yield f"event: board\ndata: {digest}\n\n"
-                continue
-            with trio.move_on_after(KEEPALIVE) as idle:
-                await board.wait_for(functools.partial(_differs, last, self.holder))
-            if idle.cancelled_caught:
-                yield ": keep-alive\n\n"
 
     # -- state changes ------------------------------------------------------------------------
 

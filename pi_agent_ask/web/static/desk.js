@@ -358,11 +358,18 @@
 
   // -- the live stream --------------------------------------------------------------------
   const stream = new EventSource("/events");
+  const LOST = "The live connection to the desk is lost (the network, or the desk stopped): " +
+    "this page may not be up to date. It reconnects by itself.";
   stream.addEventListener("error", function () {
     // The browser reconnects by itself unless the desk refused the stream (signed out).
     if (stream.readyState === EventSource.CLOSED) {
       say("The live connection to the desk closed: reload the page, or sign in again.");
+    } else {
+      say(LOST);
     }
+  });
+  stream.addEventListener("open", function () {
+    if (statusBox.textContent === LOST) say("");
   });
   stream.addEventListener("board", function (event) {
     const digest = JSON.parse(event.data);
