@@ -521,6 +521,41 @@ async def test_a_page_whose_desk_went_away_says_so(tmp_path: Path, browser: Any)
         await trio.testing.wait_all_tasks_blocked()
 
 
+async def test_text_typed_after_the_session_ended_is_not_left_without_asking(
+    tmp_path: Path, browser: Any
+) -> None:
+    """A desk restart signs everyone out: a page still open has the drafts typed after it
+    refused, says so, keeps the text, and leaving it (to open a new sign-in link) asks
+    first."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "eta") as eta:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            await eta.call_tool(
+                "ask_user",
+                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
+            )
+            await run(lambda: wait_until(browser, form_shown))
+            cookie = (await run(lambda: browser.get_cookie(COOKIE)))["value"]
+            desk.web.auth.sign_out(cookie)
+
+            def typed_signed_out() -> bool:
+                by_role(question(browser, "Colour"), "textbox", "Note").send_keys("teal")
+                wait_until(browser, lambda d: "Not signed in" in d_text(d, "#form-errors"))
+                # Whether leaving would ask (chromedriver answers a real dialog by itself).
+                return bool(
+                    browser.execute_script(
+                        "const e = new Event('beforeunload', {cancelable: true});"
+                        "window.dispatchEvent(e); return e.defaultPrevented;"
+                    )
+                )
+
+            assert await run(typed_signed_out), "leaving the page would not ask"
+            note = by_role(question(browser, "Colour"), "textbox", "Note")
+            assert await run(lambda: note.get_attribute("value")) == "teal"
+
+
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 

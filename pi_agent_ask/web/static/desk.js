@@ -17,9 +17,10 @@
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
   // The id of a form whose draft the desk did not keep: a team desk refused it (another desk
-  // holds the form), or it never reached the desk (the network). Its text stays in the page,
-  // unsaved: nothing from the stream replaces it, leaving the page asks first, and it is
-  // saved again as soon as the form is free (the live stream says so, also once it is back).
+  // holds the form), or it never reached the desk (the network, an ended session). Its text
+  // stays in the page, unsaved: nothing from the stream replaces it, leaving the page asks
+  // first, and it is saved again as soon as the form is free (the live stream says so, also
+  // once it is back).
   let unsaved = null;
   let unsavedHeld = false; // ``unsaved`` because another desk holds the form
   let loads = 0; // form loads asked for (``loadMain``)
@@ -132,7 +133,9 @@
         say(unsavedHeld ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
       }
     }
-    if (result.status === 0 && formId() === id) { unsaved = id; unsavedHeld = false; }
+    // Not kept, and the text is nowhere else: the network lost it, or the session ended (a
+    // desk restart signs everyone out; leaving to sign in again asks first).
+    if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedHeld = false; }
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedHeld = true; heldElsewhere(result.data); }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
