@@ -395,6 +395,11 @@ async def test_enter_twice_from_an_option_reviews_then_submits(
                 review = by_role(browser, "heading", "Review your answers")
                 wait_until(browser, lambda d: review.is_displayed())
                 assert "Colour: Blue" in d_text(browser, "#review-list")
+                # A digit on the review (the terminal's review reads 1 as Submit) changes no
+                # answer: the number keys choose only in the question that has the focus.
+                ActionChains(browser).send_keys("1").perform()
+                assert review.is_displayed()
+                assert by_role(question(browser, "Colour"), "radio", "Blue").is_selected()
                 focused = str(browser.switch_to.active_element.text)
                 ActionChains(browser).send_keys(Keys.ENTER).perform()
                 wait_until(browser, lambda d: not form_shown(d))

@@ -316,7 +316,12 @@
     }
     if (target.matches && target.matches("textarea, input[type=search], input[type=text], select")) return;
     if (!/^[1-9]$/.test(event.key) || !form()) return;
-    const fs = (target.closest && target.closest("fieldset.question")) || form().querySelector("fieldset.question");
+    // The question that has the focus; with the focus nowhere (the page itself), the first.
+    // Elsewhere (the buttons, the review, the agents) a digit chooses nothing: on the
+    // terminal's review 1 means Submit, and here it must not change an answer unseen.
+    const fs = (target.closest && target.closest("fieldset.question")) ||
+      (target === document.body ? form().querySelector("fieldset.question") : null);
+    if (!fs) return;
     const choices = fs.querySelectorAll("input.choice");
     const choice = choices[Number(event.key) - 1];
     if (!choice) return;
