@@ -481,7 +481,9 @@ async def test_a_submit_the_network_lost_says_so_and_can_be_sent_again(
             await desk.board.wait_for(
                 lambda b: b.current is not None and b.current.state.drafts[0].note == "navy"
             )
-            assert "Your draft is saved" in await run(lambda: d_text(browser, "#status"))
+            await run(
+                lambda: wait_until(browser, lambda d: "Your draft is saved" in d_text(d, "#status"))
+            )
 
             def again() -> None:
                 submit = by_role(browser, "button", "Submit")
