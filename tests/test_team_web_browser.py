@@ -150,7 +150,18 @@ async def test_two_desks_pages_show_who_is_on_a_form_and_refuse_the_other_in_wor
                 (row,) = await bob.store.run(Store.board, bob.store.store)
                 assert row.claimed_by == "ann"  # bob's page did not take the form
                 assert row.draft is not None and "ann: ship" in str(row.draft)
-                assert await run(lambda: browser.save_screenshot(str(screenshots / "team-web.png")))
+
+                def picture() -> bool:
+                    """The whole form in the picture: who holds it above, the refusal of bob's
+                    typing below, next to the buttons."""
+                    size = browser.get_window_size()
+                    browser.set_window_size(size["width"], 1100)
+                    try:
+                        return bool(browser.save_screenshot(str(screenshots / "team-web.png")))
+                    finally:
+                        browser.set_window_size(size["width"], size["height"])
+
+                assert await run(picture)
 
                 # Bob submits anyway: refused with the store's sentence, his text stays.
                 def bob_submits() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,44 @@ async def test_the_page_needs_a_session_and_history_exports_as_a_download(
         assert await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.md"))) == []
 
 
+async def test_history_lists_forms_newest_first_and_each_forms_questions_in_order(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            first = ask("Early")
+            second = ask("Database")
+            second["questions"].append({**second["questions"][0], "id": "r", "label": "Region"})
+            for payload in (first, second):
+                await alpha.call_tool("ask_user", payload)
+                await answer_displayed(desk)
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+            # The newer form first; within it, its questions as they were asked.
+            where = [page.index(f"<h2>{label}</h2>") for label in ("Database", "Region", "Early")]
+            assert where == sorted(where), where
+
+
+async def test_a_long_history_says_how_much_of_it_the_page_lists(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            many = ask("Q0")
+            many["questions"] = [
+                {**many["questions"][0], "id": f"q{n}", "label": f"Q{n}"} for n in range(205)
+            ]
+            await alpha.call_tool("ask_user", many)
+            await answer_displayed(desk)
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+            assert page.count('<li class="record">') == 200
+            assert "205 questions" in page
+            assert "the newest 200 are listed here; the export has them all" in page
+
+
 async def test_the_live_stream_reports_the_board(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
@@ -218,7 +257,8 @@ async def test_login_url_talks_to_the_running_desk(tmp_path: Path) -> None:
             assert url.startswith(desk.web.base_url + "/login?code=")
             async with httpx2.AsyncClient() as http:
                 assert (await http.get(url)).status_code == 200
-                assert (await http.get(url)).status_code == 403  # used once
+            async with httpx2.AsyncClient() as other:
+                assert (await other.get(url)).status_code == 403  # used once
 
 
 async def test_a_notification_command_gets_the_forms_url(tmp_path: Path) -> None:
@@ -246,6 +286,38 @@ async def test_a_notification_command_gets_the_forms_url(tmp_path: Path) -> None
             assert desk.web is not None and desk.board.current is not None
             assert link == desk.web.form_url("alpha", desk.board.current.flow_id)
             assert link.startswith(desk.web.base_url + "/?form=alpha%2F")
+
+
+async def test_a_link_to_a_form_no_longer_waiting_says_so_over_the_next_form(
+    tmp_path: Path,
+) -> None:
+    """A notification's link opened after its form was answered (on the terminal, on another
+    page) shows the next form with a sentence saying the linked one is gone, so no one takes
+    another agent's question for the one they tapped."""
+    with trio.fail_after(60):
+        async with (
+            open_desk(tmp_path) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+        ):
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("Tone"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            await beta.call_tool("ask_user", ask("Budget"))
+            await desk.board.wait_for(lambda board: len(board.shown_forms()) == 2)
+            answered = await answer_displayed(desk)
+            assert answered.key == "alpha"
+            await desk.board.wait_for(lambda board: len(board.shown_forms()) == 1)
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                gone = await http.get(desk.web.form_url("alpha", answered.flow_id))
+                assert gone.status_code == 200 and "Budget?" in gone.text
+                assert "no longer waiting" in gone.text
+                (live,) = desk.board.shown_forms()
+                shown = await http.get(desk.web.form_url("beta", live.flow_id))
+                assert "Budget?" in shown.text and "no longer waiting" not in shown.text
+                plain = await http.get(desk.web.base_url + "/")
+                assert "no longer waiting" not in plain.text
 
 
 async def test_a_non_loopback_listen_needs_tls_or_an_explicit_flag(tmp_path: Path) -> None:
@@ -373,6 +445,130 @@ async def test_a_draft_sent_by_the_page_is_in_the_journal_after_a_desk_restart(
             assert again.board.current is not None
             (draft,) = again.board.current.state.drafts
             assert draft.selected == (1,) and draft.note == "typed on the phone"
+
+
+async def test_a_used_link_opened_again_by_a_signed_in_browser_opens_the_desk(
+    tmp_path: Path,
+) -> None:
+    """The terminal and a notification keep showing the link after it was used: the browser
+    that used it, opening it again, goes to the desk instead of reading "not valid". Any
+    other browser is still refused."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, url)
+                again = await http.get(url)
+                assert again.status_code == 200, again.text
+                assert 'content="0;url=/"' in again.text and "not valid" not in again.text
+                assert (await http.get(desk.web.base_url + "/")).status_code == 200
+            async with httpx2.AsyncClient() as stranger:
+                refused = await stranger.get(url)
+                assert refused.status_code == 403 and "not valid" in refused.text
+
+
+async def test_bad_requests_get_a_sentence_and_leave_the_form_answerable(tmp_path: Path) -> None:
+    """Malformed bodies of the page's API are refused with a 400 and a sentence naming what is
+    wrong, never taken for a form answered elsewhere and never let through to the journal: a
+    lone UTF-16 surrogate (valid JSON, ``"\\ud800"``, but not text) cannot be stored, and a
+    draft or answer holding one used to be accepted and leave the form unanswerable."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("Shape"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            shown = desk.board.current
+            assert shown is not None
+            form_id = f"alpha/{shown.flow_id}"
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                headers = {
+                    "origin": base,
+                    "x-csrf-token": csrf,
+                    "content-type": "application/json",
+                }
+
+                async def post(path: str, body: object) -> httpx2.Response:
+                    # json.dumps escapes the surrogate as JSON spells it: "\ud800".
+                    return await http.post(base + path, content=json.dumps(body), headers=headers)
+
+                for path in ("/api/draft", "/api/submit", "/api/cancel", "/api/later"):
+                    for body in ({}, {"form": 7}, {"form": [form_id]}):
+                        refused = await post(path, body)
+                        assert refused.status_code == 400, (path, body, refused.text)
+                        assert "form" in refused.json()["error"], refused.text
+                for path in ("/api/draft", "/api/submit"):
+                    for draft in (
+                        {"custom": "round \ud800", "customSelected": True},
+                        {"selected": [0], "note": "\udfff"},
+                        {"optionNotes": {"yes": "x\ud83d"}},
+                    ):
+                        refused = await post(path, {"form": form_id, "drafts": [draft]})
+                        assert refused.status_code == 400, (path, draft, refused.text)
+                        assert "drafts[0]" in refused.json()["error"], refused.text
+                # A wrong method or an unknown path of the API is a JSON sentence too.
+                wrong = await http.get(base + "/api/draft", headers=headers)
+                assert wrong.status_code == 405 and "POST" in wrong.json()["error"]
+                unknown = await post("/api/answer", {"form": form_id})
+                assert unknown.status_code == 404 and "/api/answer" in unknown.json()["error"]
+                # The form is still there and takes a good answer, which reaches the agent.
+                good = {"form": form_id, "drafts": [{"selected": [1], "note": "fine"}]}
+                assert (await post("/api/draft", good)).status_code == 200
+                sent = await post("/api/submit", good)
+                assert sent.status_code == 200, sent.text
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["no"]
+            assert entry["result"]["answers"]["q"]["note"] == "fine"
+
+
+async def test_a_body_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """A signed-in client announcing a body over the limit gets its 413 at once: the desk does
+    not wait for (and hold in memory) the bytes first; nor does it for a chunked body."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                cookie = next(c.value for c in http.cookies.jar if c.name == COOKIE)
+            host, port = base.removeprefix("http://").rsplit(":", 1)
+            for framing in (f"content-length: {1 << 30}", "transfer-encoding: chunked"):
+                stream = await trio.open_tcp_stream(host, int(port))
+                async with stream:
+                    head = (
+                        f"POST /api/draft HTTP/1.1\r\nhost: {host}:{port}\r\n"
+                        f"origin: {base}\r\nx-csrf-token: {csrf}\r\n"
+                        f"cookie: {COOKIE}={cookie}\r\ncontent-type: application/json\r\n"
+                        f"{framing}\r\n\r\n"
+                    )
+                    await stream.send_all(head.encode())
+                    chunk = b"x" * (1 << 20)
+                    if framing.startswith("transfer"):
+                        chunk = b"%x\r\n%s\r\n" % (len(chunk), chunk)
+
+                    async def send_body(
+                        stream: trio.SocketStream = stream, chunk: bytes = chunk
+                    ) -> None:
+                        # 5 MiB, and the client then waits; the desk may close the connection
+                        # once it answered, before the client is done sending.
+                        with suppress(trio.BrokenResourceError):
+                            for _ in range(5):
+                                await stream.send_all(chunk)
+
+                    reply = b""
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(send_body)
+                        with trio.move_on_after(10):
+                            while b"}" not in reply:  # the head, then the JSON sentence
+                                received = await stream.receive_some(65536)
+                                if not received:
+                                    break
+                                reply += received
+                    assert reply.startswith(b"HTTP/1.1 413"), (framing, reply[:200])
+                    assert b"too large" in reply
 
 
 async def test_at_40_columns_the_desk_s_title_and_sign_in_lines_keep_their_words_whole(

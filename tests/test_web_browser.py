@@ -4,6 +4,7 @@ accessible name (``pi_agent_ask.web.testing``)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 import httpx2
 import pytest
 import trio
+import trio.testing
 
 from pi_agent_ask.actors.form import UserCommand
 from pi_agent_ask.desk.board import Board
@@ -324,6 +326,240 @@ async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keep
             assert entry["result"]["answers"]["q"]["note"] == "teal, from the terminal"
 
 
+def in_view(driver: Any, element: Any) -> bool:
+    """Whether ``element`` is wholly inside the browser's viewport (where the person looks)."""
+    return bool(
+        driver.execute_script(
+            "const r = arguments[0].getBoundingClientRect();"
+            "return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight;",
+            element,
+        )
+    )
+
+
+async def test_on_a_long_form_cancel_asks_again_where_the_person_pressed_it(
+    tmp_path: Path, browser: Any
+) -> None:
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "gamma") as gamma:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: browser.set_window_size(1280, 900))
+            await run(lambda: sign_in(browser, url))
+            await gamma.call_tool("ask_user", {**FULL_FORM, "background": True})
+            await run(lambda: wait_until(browser, form_shown))
+
+            def first_cancel() -> tuple[bool, str]:
+                by_role(question(browser, "Database"), "radio", "SQLite").click()
+                cancel = by_role(browser, "button", "Cancel")
+                browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", cancel)
+                cancel.click()
+                alert = by_role(browser, "alert", "", exact=False)
+                wait_until(browser, lambda d: "Press Cancel again" in alert.text)
+                return in_view(browser, alert) and in_view(browser, cancel), str(alert.text)
+
+            seen, text = await run(first_cancel)
+            # The sentence is next to the button, not a screen away above the questions, and
+            # the button is still where the person can press it again.
+            assert seen, text
+            assert desk.board.current is not None  # asked, not cancelled
+            await run(lambda: by_role(browser, "button", "Cancel").click())
+            await run(lambda: wait_until(browser, lambda d: not form_shown(d)))
+            waited = await gamma.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["cancelled"] is True
+
+
+async def test_enter_twice_from_an_option_reviews_then_submits(
+    tmp_path: Path, browser: Any
+) -> None:
+    """The keyboard way, as on the terminal: a number key chooses, Enter shows the review
+    (which takes the focus, so a screen reader reads it), Enter again sends it."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "delta") as delta:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            await delta.call_tool(
+                "ask_user",
+                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
+            )
+            await run(lambda: wait_until(browser, form_shown))
+
+            def keyboard() -> str:
+                by_role(question(browser, "Colour"), "radio", "Red").send_keys("2")
+                ActionChains(browser).send_keys(Keys.ENTER).perform()
+                review = by_role(browser, "heading", "Review your answers")
+                wait_until(browser, lambda d: review.is_displayed())
+                assert "Colour: Blue" in d_text(browser, "#review-list")
+                # A digit on the review (the terminal's review reads 1 as Submit) changes no
+                # answer: the number keys choose only in the question that has the focus.
+                ActionChains(browser).send_keys("1").perform()
+                assert review.is_displayed()
+                assert by_role(question(browser, "Colour"), "radio", "Blue").is_selected()
+                focused = str(browser.switch_to.active_element.text)
+                ActionChains(browser).send_keys(Keys.ENTER).perform()
+                wait_until(browser, lambda d: not form_shown(d))
+                return focused
+
+            assert await run(keyboard) == "Review your answers"
+            waited = await delta.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+
+
+def offline(driver: Any, off: bool) -> None:
+    """Cut the page off the network (a phone in a tunnel), or give it back."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd(
+        "Network.emulateNetworkConditions",
+        {"offline": off, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+
+
+async def test_a_submit_the_network_lost_says_so_and_can_be_sent_again(
+    tmp_path: Path, browser: Any
+) -> None:
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "eps") as eps:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            await eps.call_tool(
+                "ask_user",
+                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
+            )
+            await run(lambda: wait_until(browser, form_shown))
+
+            def lost() -> str:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                offline(browser, True)
+                try:
+                    submit.click()
+                    return str(
+                        wait_until(
+                            browser,
+                            lambda d: (
+                                "could not be reached"
+                                in (alert := by_role(d, "alert", "", exact=False)).text
+                                and alert.text
+                            ),
+                        )
+                    )
+                finally:
+                    offline(browser, False)
+
+            told = await run(lost)
+            assert "nothing was sent" in told
+            assert desk.board.current is not None
+
+            def typed_offline() -> str:
+                offline(browser, True)
+                try:
+                    by_role(question(browser, "Colour"), "textbox", "Note").send_keys("navy")
+                    return str(
+                        wait_until(
+                            browser,
+                            lambda d: (
+                                "could not be reached"
+                                in (alert := by_role(d, "alert", "", exact=False)).text
+                                and alert.text
+                            ),
+                        )
+                    )
+                finally:
+                    offline(browser, False)
+
+            assert "nothing was sent" in await run(typed_offline)
+            # Back online, the page saves what was typed meanwhile by itself.
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].note == "navy"
+            )
+
+            def again() -> None:
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review again (the note changed it)
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+                wait_until(browser, lambda d: not form_shown(d))
+
+            await run(again)
+            waited = await eps.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+            assert entry["result"]["answers"]["q"]["note"] == "navy"
+
+
+async def test_a_page_whose_desk_went_away_says_so(tmp_path: Path, browser: Any) -> None:
+    """A page left open (a phone) while the desk stops (the laptop sleeps, the desk restarts)
+    does not go on looking live: its status line says the live connection is lost."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "zeta") as zeta:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            await zeta.call_tool(
+                "ask_user",
+                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
+            )
+            await run(lambda: wait_until(browser, form_shown))
+            assert await run(lambda: d_text(browser, "#status")) == ""
+        told = await run(
+            lambda: wait_until(
+                browser,
+                lambda d: (
+                    "connection to the desk is lost" in d_text(d, "#status")
+                    and d_text(d, "#status")
+                ),
+            )
+        )
+        assert "reconnects by itself" in told
+        # The desk's side of the stream ended with the desk, leaving nothing to finalise.
+        gc.collect()
+        await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_text_typed_after_the_session_ended_is_not_left_without_asking(
+    tmp_path: Path, browser: Any
+) -> None:
+    """A desk restart signs everyone out: a page still open has the drafts typed after it
+    refused, says so, keeps the text, and leaving it (to open a new sign-in link) asks
+    first."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "eta") as eta:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            await eta.call_tool(
+                "ask_user",
+                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
+            )
+            await run(lambda: wait_until(browser, form_shown))
+            cookie = (await run(lambda: browser.get_cookie(COOKIE)))["value"]
+            desk.web.auth.sign_out(cookie)
+
+            def typed_signed_out() -> bool:
+                by_role(question(browser, "Colour"), "textbox", "Note").send_keys("teal")
+                wait_until(browser, lambda d: "Not signed in" in d_text(d, "#form-errors"))
+                # Whether leaving would ask (chromedriver answers a real dialog by itself).
+                return bool(
+                    browser.execute_script(
+                        "const e = new Event('beforeunload', {cancelable: true});"
+                        "window.dispatchEvent(e); return e.defaultPrevented;"
+                    )
+                )
+
+            assert await run(typed_signed_out), "leaving the page would not ask"
+            note = by_role(question(browser, "Colour"), "textbox", "Note")
+            assert await run(lambda: note.get_attribute("value")) == "teal"
+
+
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
@@ -414,6 +650,18 @@ def small_targets(driver: Any) -> list[str]:
             """
         )
     )
+
+
+def contrast(one: str, two: str) -> float:
+    """WCAG's contrast ratio of two CSS ``rgb(...)`` colours (as ``getComputedStyle`` gives)."""
+
+    def luminance(colour: str) -> float:
+        channels = [int(part) / 255 for part in colour.split("(")[1].split(")")[0].split(",")[:3]]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    light, dark = sorted((luminance(one), luminance(two)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
 
 
 def axe_core(tmp: Path) -> str | None:
@@ -519,19 +767,24 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
             await run(lambda: wait_until(browser, form_shown))
             assert await run(lambda: no_horizontal_scroll(browser))
 
-            def focus_ring() -> str:
+            def focus_ring() -> list[str]:
                 from selenium.webdriver.common.action_chains import ActionChains
                 from selenium.webdriver.common.keys import Keys
 
                 browser.find_element("tag name", "body").click()
                 ActionChains(browser).send_keys(Keys.TAB).perform()
-                return str(
+                return list(
                     browser.execute_script(
-                        "return getComputedStyle(document.activeElement).outlineStyle"
+                        "const s = getComputedStyle(document.activeElement);"
+                        "return [s.outlineStyle, s.outlineColor,"
+                        " getComputedStyle(document.body).backgroundColor];"
                     )
                 )
 
-            assert await run(focus_ring) == "solid"
+            style, ring, page = await run(focus_ring)
+            assert style == "solid"
+            # WCAG 1.4.11: a focus indicator contrasts 3:1 with what is around it (the page).
+            assert contrast(ring, page) >= 3.0, (ring, page)
             await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
             # Later: the agent's question goes back in the queue, the next agent's comes up.
             assert "build-agent" in await run(lambda: d_text(browser, ".from"))

@@ -27,7 +27,8 @@ import functools
 import hmac
 import json
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -36,6 +37,7 @@ import attrs
 import jinja2
 import trio
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import (
     JSONResponse,
@@ -70,6 +72,10 @@ HERE = Path(__file__).parent
 KEEPALIVE = 15.0
 """Seconds between keep-alive comments on an idle live stream (proxies close silent ones)."""
 ANSWERED_ELSEWHERE = "This form was already answered elsewhere (on the terminal or another page)."
+LINKED_FORM_GONE = (
+    "The form this link opened is no longer waiting: it was answered elsewhere (on the terminal "
+    "or another page) or its agent withdrew it."
+)
 MAX_BODY = 4 * 1024 * 1024
 
 
@@ -98,8 +104,73 @@ def _differs(seen: str, holder: view.Holder, board: Board) -> bool:
     return _digest(board, holder) != seen
 
 
+@attrs.define(eq=False)
+class BoardEvents:
+    """The live stream's events: a ``retry`` line, then the board's digest whenever it
+    changes, and a keep-alive comment after :data:`KEEPALIVE` quiet seconds.
+
+    An async iterator, not an async generator: the response is cancelled between two events
+    when the page goes away or the desk stops, and a generator left at its ``yield`` would be
+    finalised later by the garbage collector (Trio warns of each one)."""
+
+    board: Board
+    holder: view.Holder
+    last: str | None = None
+    """The digest sent last; ``None`` before the first event."""
+
+    def __aiter__(self) -> BoardEvents:
+        return self
+
+    async def __anext__(self) -> str:
+        if self.last is None:
+            self.last = ""
+            return "retry: 1000\n\n"
+        while True:
+            digest = _digest(self.board, self.holder)
+            if digest != self.last:
+                self.last = digest
+                return f"event: board\ndata: {digest}\n\n"
+            with trio.move_on_after(KEEPALIVE) as idle:
+                await self.board.wait_for(functools.partial(_differs, self.last, self.holder))
+            if idle.cancelled_caught:
+                return ": keep-alive\n\n"
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
+
+
+async def _not_routed(request: Request, exc: Exception) -> Response:
+    """An unknown path or a wrong method: the API's callers read a JSON sentence, like every
+    other refusal of theirs; a page's path gets Starlette's plain text."""
+    assert isinstance(exc, HTTPException)
+    path = request.url.path
+    if not path.startswith(("/api/", "/login-code")):
+        return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("allow", "POST")
+        message = f"{request.method} is not allowed on {path}: use {allowed}."
+    else:
+        message = (
+            f"There is no {path} (the API is /api/draft, /api/submit, /api/cancel, /api/later)."
+        )
+    return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _body(request: Request) -> bytes | None:
+    """The request's body, or ``None`` when it is over :data:`MAX_BODY`: told from its
+    declared length before anything is read, else as it arrives (a chunked body), so an
+    oversized one is never held in memory whole."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        return None
+    body = bytearray()
+    async with aclosing(request.stream()) as chunks:
+        async for chunk in chunks:
+            body += chunk
+            if len(body) > MAX_BODY:
+                return None
+    return bytes(body)
 
 
 @attrs.frozen
@@ -169,7 +240,8 @@ class WebDesk:
             Route("/history/export", self.history_export),
             Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         ]
-        self.app = SecurityHeaders(Starlette(routes=routes))
+        handlers = {404: _not_routed, 405: _not_routed}
+        self.app = SecurityHeaders(Starlette(routes=routes, exception_handlers=handlers))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.app(scope, receive, send)
@@ -217,8 +289,8 @@ class WebDesk:
         if status is not None:
             return _error(status, str(checked))
         assert isinstance(checked, Session)
-        body = await request.body()
-        if len(body) > MAX_BODY:
+        body = await _body(request)
+        if body is None:
             return _error(413, "The request is too large.")
         try:
             data = json.loads(body)
@@ -233,7 +305,10 @@ class WebDesk:
         if isinstance(checked, JSONResponse):
             return checked
         data = checked[1]
-        shown = self._find(data.get("form"))
+        wanted = data.get("form")
+        if not isinstance(wanted, str):
+            return _error(400, 'The request must name its form: "form", the form\'s id (a string).')
+        shown = self._find(wanted)
         if shown is None:
             return _error(409, ANSWERED_ELSEWHERE)
         return shown, data
@@ -247,8 +322,13 @@ class WebDesk:
                 request, "signin.html", {"problem": None}, status_code=401
             )
         shown = self._chosen(request)
+        wanted = request.query_params.get("form")
+        # A link to one form (a notification's) whose form is gone shows another: say so.
+        gone = bool(wanted) and (shown is None or view.form_id(shown) != wanted)
         return self.templates.TemplateResponse(
-            request, "page.html", self._context(request, session, shown)
+            request,
+            "page.html",
+            {**self._context(request, session, shown), "notice": LINKED_FORM_GONE if gone else ""},
         )
 
     async def form_fragment(self, request: Request) -> Response:
@@ -272,6 +352,10 @@ class WebDesk:
     async def login(self, request: Request) -> Response:
         code = request.query_params.get("code", "")
         outcome, session = self.auth.sign_in(code)
+        if session is None and session_of(self.auth, request) is not None:
+            # This browser is signed in already: a link it opens again (the terminal and a
+            # notification keep showing a used one) leads to the desk, not to "not valid".
+            return self.templates.TemplateResponse(request, "signed_in.html", {})
         if outcome == "limited":
             return self.templates.TemplateResponse(
                 request, "signin.html", {"problem": "limited"}, status_code=429
@@ -323,25 +407,10 @@ class WebDesk:
         if session_of(self.auth, request) is None:
             return PlainTextResponse("Not signed in.", status_code=401)
         return StreamingResponse(
-            self._stream(),
+            BoardEvents(self.board, self.holder),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
-
-    async def _stream(self) -> AsyncIterator[str]:
-        board = self.board
-        last = ""
-        yield "retry: 1000\n\n"
-        while True:
-            digest = _digest(board, self.holder)
-            if digest != last:
-                last = digest
-                yield f"event: board\ndata: {digest}\n\n"
-                continue
-            with trio.move_on_after(KEEPALIVE) as idle:
-                await board.wait_for(functools.partial(_differs, last, self.holder))
-            if idle.cancelled_caught:
-                yield ": keep-alive\n\n"
 
     # -- state changes ------------------------------------------------------------------------
 
@@ -451,7 +520,9 @@ class WebDesk:
             )
         keys, found = await self._history(request)
         agent_key, query, records = found if found is not None else (None, "", [])
-        shown = [hist.record_view(record) for record in reversed(records)][: hist.MAX_SHOWN]
+        shown = [hist.record_view(record) for record in hist.newest_first(records)][
+            : hist.MAX_SHOWN
+        ]
         export = (
             f"/history/export?agent={quote(agent_key, safe='')}&q={quote(query, safe='')}"
             if agent_key is not None

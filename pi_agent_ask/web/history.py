@@ -26,6 +26,7 @@ __all__ = [
     "agent_records",
     "export_markdown",
     "matching",
+    "newest_first",
     "record_view",
 ]
 
@@ -86,6 +87,18 @@ def matching(records: list[HistoryRecord], query: str) -> list[HistoryRecord]:
     if not needle:
         return records
     return [record for record in records if needle in record.search_text()]
+
+
+def newest_first(records: list[HistoryRecord]) -> list[HistoryRecord]:
+    """The forms newest first, each form's questions in the order they were asked (a form's
+    records are consecutive, oldest form first)."""
+    forms: list[list[HistoryRecord]] = []
+    for record in records:
+        if forms and forms[-1][0].request_id == record.request_id:
+            forms[-1].append(record)
+        else:
+            forms.append([record])
+    return [record for form in reversed(forms) for record in form]
 
 
 def record_view(record: HistoryRecord) -> RecordView:

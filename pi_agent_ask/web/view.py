@@ -22,6 +22,7 @@ from pi_agent_ask.desk.board import Board, Shown
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
 from pi_agent_ask.form.types import Draft, Question
+from pi_agent_ask.form.untrusted import has_surrogate
 
 __all__ = [
     "MAX_TEXT",
@@ -235,6 +236,9 @@ def _string(value: object, where: str) -> str:
         raise DraftError(f"{where} must be a string.")
     if len(value) > MAX_TEXT:
         raise DraftError(f"{where} is longer than {MAX_TEXT} characters.")
+    if has_surrogate(value):
+        # Valid JSON ("\ud800") but not text: the journal cannot store it (untrusted.py).
+        raise DraftError(f"{where} holds a lone UTF-16 surrogate, which is not text.")
     return value
 
 

@@ -9,15 +9,20 @@
   const queueBox = document.getElementById("queue");
   const SAVE_DELAY = 300;
   const ELSEWHERE = "This form was answered elsewhere (on the terminal or another page).";
+  const UNREACHABLE = "The desk could not be reached (the network or the desk is down): " +
+    "nothing was sent. What you entered is still here; try again.";
   let saveTimer = null;
   let leaving = null; // the id of a form this page itself just sent away
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
-  // The id of a form whose draft the desk refused (a team desk: another desk holds it). Its
-  // text stays in the page, unsaved: nothing from the stream replaces it, leaving the page
-  // asks first, and it is saved again as soon as the form is free.
+  // The id of a form whose draft the desk did not keep: a team desk refused it (another desk
+  // holds the form), or it never reached the desk (the network, an ended session). Its text
+  // stays in the page, unsaved: nothing from the stream replaces it, leaving the page asks
+  // first, and it is saved again as soon as the form is free (the live stream says so, also
+  // once it is back).
   let unsaved = null;
+  let unsavedHeld = false; // ``unsaved`` because another desk holds the form
   let loads = 0; // form loads asked for (``loadMain``)
   // Revisions of drafts this page sent: the live stream may report an older one of them
   // after a newer save was answered; only a revision this page never made is news.
@@ -29,6 +34,13 @@
   function showError(text) {
     const box = document.getElementById("form-errors");
     if (box) box.textContent = text; else say(text);
+  }
+  // What a button answers: the sentence (just above the buttons) and the buttons in view, so
+  // the person reads it and can press again where they pressed.
+  function answerButton(text) {
+    showError(text);
+    const actions = form() && form().querySelector(".actions");
+    if (actions) actions.scrollIntoView({ block: "nearest" });
   }
 
   function questionDraft(fs) {
@@ -60,14 +72,22 @@
 
   // ``keepalive`` (the last draft as the page goes away) lets the request outlive the page;
   // browsers take only small bodies that way, so it is not the default.
+  // A request that never reached the desk (the network dropped, the desk is down) answers
+  // with status 0 and a sentence, as the desk's refusals do, so every caller says so and
+  // lets the person try again.
   async function post(path, body, keepalive) {
-    const response = await fetch(path, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-      body: JSON.stringify(body),
-      credentials: "same-origin",
-      keepalive: keepalive === true,
-    });
+    let response;
+    try {
+      response = await fetch(path, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+        body: JSON.stringify(body),
+        credentials: "same-origin",
+        keepalive: keepalive === true,
+      });
+    } catch (e) {
+      return { status: 0, data: { error: UNREACHABLE } };
+    }
     let data = {};
     try { data = await response.json(); } catch (e) { data = {}; }
     return { status: response.status, data: data };
@@ -107,11 +127,18 @@
       ownRevs.push(result.data.rev);
       if (ownRevs.length > 64) ownRevs.shift();
       if (formId() === id) form().dataset.rev = result.data.rev;
-      if (unsaved === id) { unsaved = null; showError(""); say("Your draft is saved: you are on this form now."); }
+      if (unsaved === id) {
+        unsaved = null;
+        showError("");
+        say(unsavedHeld ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
+      }
     }
-    if (result.status === 423 && formId() === id) { unsaved = id; heldElsewhere(result.data); }
+    // Not kept, and the text is nowhere else: the network lost it, or the session ended (a
+    // desk restart signs everyone out; leaving to sign in again asks first).
+    if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedHeld = false; }
+    if (result.status === 423 && formId() === id) { unsaved = id; unsavedHeld = true; heldElsewhere(result.data); }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
-    else if (result.status >= 400 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
+    else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
   }
   function changed(fs) {
     cancelArmed = false;
@@ -171,12 +198,12 @@
     leaving = null;
     if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
-    else showError(result.data.error || "The answer was not accepted.");
+    else answerButton(result.data.error || "The answer was not accepted.");
   }
   async function cancelForm() {
     if (dirty() && !cancelArmed) {
       cancelArmed = true;
-      showError("Press Cancel again to discard these answers and cancel the question.");
+      answerButton("Press Cancel again to discard these answers and cancel the question.");
       return;
     }
     const id = formId();
@@ -184,7 +211,7 @@
     const result = await post("/api/cancel", { form: id });
     if (result.status === 200) { say("Cancelled."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
-    if (result.status === 409) gone(); else showError(result.data.error || "Not cancelled.");
+    if (result.status === 409) gone(); else answerButton(result.data.error || "Not cancelled.");
   }
   async function later() {
     const id = formId();
@@ -193,7 +220,7 @@
     const result = await post("/api/later", { form: id });
     if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
     leaving = null;
-    if (result.status === 409) gone(); else showError(result.data.error || "Not deferred.");
+    if (result.status === 409) gone(); else answerButton(result.data.error || "Not deferred.");
   }
 
   // ``skip``: a form this page just answered, which the board may still show for a moment.
@@ -280,9 +307,21 @@
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const target = event.target;
+    // Enter on an option shows the review and moves the focus to it; Enter there sends it,
+    // as Enter twice does on the terminal.
+    if (event.key === "Enter" && target.id === "review-heading") {
+      event.preventDefault();
+      submit();
+      return;
+    }
     if (target.matches && target.matches("textarea, input[type=search], input[type=text], select")) return;
     if (!/^[1-9]$/.test(event.key) || !form()) return;
-    const fs = (target.closest && target.closest("fieldset.question")) || form().querySelector("fieldset.question");
+    // The question that has the focus; with the focus nowhere (the page itself), the first.
+    // Elsewhere (the buttons, the review, the agents) a digit chooses nothing: on the
+    // terminal's review 1 means Submit, and here it must not change an answer unseen.
+    const fs = (target.closest && target.closest("fieldset.question")) ||
+      (target === document.body ? form().querySelector("fieldset.question") : null);
+    if (!fs) return;
     const choices = fs.querySelectorAll("input.choice");
     const choice = choices[Number(event.key) - 1];
     if (!choice) return;
@@ -327,11 +366,18 @@
 
   // -- the live stream --------------------------------------------------------------------
   const stream = new EventSource("/events");
+  const LOST = "The live connection to the desk is lost (the network, or the desk stopped): " +
+    "this page may not be up to date. It reconnects by itself.";
   stream.addEventListener("error", function () {
     // The browser reconnects by itself unless the desk refused the stream (signed out).
     if (stream.readyState === EventSource.CLOSED) {
       say("The live connection to the desk closed: reload the page, or sign in again.");
+    } else {
+      say(LOST);
     }
+  });
+  stream.addEventListener("open", function () {
+    if (statusBox.textContent === LOST) say("");
   });
   stream.addEventListener("board", function (event) {
     const digest = JSON.parse(event.data);
