@@ -93,6 +93,21 @@ def single(qid: str, label: str, *options: dict[str, Any], **extra: Any) -> dict
     return {"id": qid, "label": label, "prompt": f"{label}?", "options": list(options), **extra}
 
 
+def colour() -> dict[str, Any]:
+    """One background question with two choices: the form most tests answer on the page."""
+    return ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True)
+
+
+async def shown_on_page(browser: Any, desk: Any, client: Any, payload: dict[str, Any]) -> None:
+    """Sign ``browser`` in to ``desk``, have ``client`` ask ``payload``, and wait until the
+    page shows its form."""
+    assert desk.web is not None
+    url = desk.web.login_url()
+    await run(lambda: sign_in(browser, url))
+    await client.call_tool("ask_user", payload)
+    await run(lambda: wait_until(browser, form_shown))
+
+
 def opt(value: str, label: str, **extra: Any) -> dict[str, Any]:
     return {"value": value, "label": label, **extra}
 
@@ -281,14 +296,7 @@ async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keep
 ) -> None:
     with trio.fail_after(120):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "beta") as beta:
-            assert desk.web is not None
-            url = desk.web.login_url()
-            await run(lambda: sign_in(browser, url))
-            one = ask(
-                single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True
-            )
-            await beta.call_tool("ask_user", one)
-            await run(lambda: wait_until(browser, form_shown))
+            await shown_on_page(browser, desk, beta, colour())
             # A draft typed on the page is journaled as it is typed; a reload shows it.
             await run(
                 lambda: by_role(question(browser, "Colour"), "textbox", "Note").send_keys("teal?")
@@ -380,14 +388,7 @@ async def test_enter_twice_from_an_option_reviews_then_submits(
 
     with trio.fail_after(120):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "delta") as delta:
-            assert desk.web is not None
-            url = desk.web.login_url()
-            await run(lambda: sign_in(browser, url))
-            await delta.call_tool(
-                "ask_user",
-                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
-            )
-            await run(lambda: wait_until(browser, form_shown))
+            await shown_on_page(browser, desk, delta, colour())
 
             def keyboard() -> str:
                 by_role(question(browser, "Colour"), "radio", "Red").send_keys("2")
@@ -425,14 +426,7 @@ async def test_a_submit_the_network_lost_says_so_and_can_be_sent_again(
 ) -> None:
     with trio.fail_after(120):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "eps") as eps:
-            assert desk.web is not None
-            url = desk.web.login_url()
-            await run(lambda: sign_in(browser, url))
-            await eps.call_tool(
-                "ask_user",
-                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
-            )
-            await run(lambda: wait_until(browser, form_shown))
+            await shown_on_page(browser, desk, eps, colour())
 
             def lost() -> str:
                 by_role(question(browser, "Colour"), "radio", "Blue").click()
@@ -501,14 +495,7 @@ async def test_a_page_whose_desk_went_away_says_so(tmp_path: Path, browser: Any)
     does not go on looking live: its status line says the live connection is lost."""
     with trio.fail_after(120):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "zeta") as zeta:
-            assert desk.web is not None
-            url = desk.web.login_url()
-            await run(lambda: sign_in(browser, url))
-            await zeta.call_tool(
-                "ask_user",
-                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
-            )
-            await run(lambda: wait_until(browser, form_shown))
+            await shown_on_page(browser, desk, zeta, colour())
             assert await run(lambda: d_text(browser, "#status")) == ""
         told = await run(
             lambda: wait_until(
@@ -533,14 +520,7 @@ async def test_text_typed_after_the_session_ended_is_not_left_without_asking(
     first."""
     with trio.fail_after(120):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "eta") as eta:
-            assert desk.web is not None
-            url = desk.web.login_url()
-            await run(lambda: sign_in(browser, url))
-            await eta.call_tool(
-                "ask_user",
-                ask(single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")), background=True),
-            )
-            await run(lambda: wait_until(browser, form_shown))
+            await shown_on_page(browser, desk, eta, colour())
             cookie = (await run(lambda: browser.get_cookie(COOKIE)))["value"]
             desk.web.auth.sign_out(cookie)
 
