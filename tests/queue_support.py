@@ -133,10 +133,8 @@ async def running(
 
 
 def request(rid: str) -> AskRequest:
-    assert PARAMS is not None
     return AskRequest(rid, PARAMS, background=True, created_at="t")
 
 
 async def enqueue(queue: Running, rid: str) -> None:
-    assert PARAMS is not None
     await queue.ask(lambda reply: q.Enqueue(request(rid), fs.new_form(PARAMS), reply))

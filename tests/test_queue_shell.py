@@ -65,7 +65,6 @@ async def test_a_caller_hears_when_the_queue_ends_during_its_write() -> None:
 async def test_a_queue_shows_forms_at_once_unless_told_to_wait_for_the_surface() -> None:
     forms = Forms()
     async with running(Journal(), forms) as queue:
-        assert PARAMS is not None
         form = fs.new_form(PARAMS)
         await queue.ask(lambda reply: q.Enqueue(request("r1"), form, reply))
         await trio.testing.wait_all_tasks_blocked()
@@ -97,7 +96,6 @@ async def _answered(queue: Running, forms: Forms) -> None:
     """r1 enqueued, shown, and answered (its outcome journaled by the form, as the runtime's)."""
     await enqueue(queue, "r1")
     await forms.started.wait()
-    assert PARAMS is not None
     await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(PARAMS), _ANSWER))
 
 
@@ -226,7 +224,6 @@ async def test_herdr_hears_when_the_first_owner_comes_and_the_last_one_goes() ->
         await enqueue(queue, "r1")
         await forms.started.wait()
         assert heard == [{"active": True, "label": "Waiting for user response"}]
-        assert PARAMS is not None
         await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(PARAMS), _ANSWER))
         assert (await queue.ask(q.Inspect)).herdr_owners == frozenset()
         assert heard == [
@@ -243,7 +240,6 @@ async def test_a_changed_draft_is_written_once_the_draft_delay_runs_out(
     async with running(journal, forms, draft_delay=0.25) as queue:
         await enqueue(queue, "r1")
         await forms.started.wait()
-        assert PARAMS is not None
         await queue.inbox.send(q.DraftChanged("r1", 0, fs.new_form(PARAMS)))
         await trio.testing.wait_all_tasks_blocked()
         assert journal.entries == []  # within the delay
@@ -261,7 +257,6 @@ async def test_an_idle_wake_that_failed_on_the_disk_goes_out_when_the_retry_time
         await enqueue(queue, "r1")
         await forms.started.wait()
         journal.error = OSError(5, "disk")
-        assert PARAMS is not None
         await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(PARAMS), _ANSWER))
         await trio.testing.wait_all_tasks_blocked()
         journal.error = None
@@ -283,7 +278,6 @@ async def test_a_settle_the_hooks_did_not_number_starts_a_period_that_may_wake()
         for rid in ("r1", "r2"):
             await enqueue(queue, rid)
         await forms.started.wait()
-        assert PARAMS is not None
         await queue.inbox.send(q.FormStopped("r1", 0, fs.new_form(PARAMS), _ANSWER))
         await trio.testing.wait_all_tasks_blocked()
         assert queue.wakes.receive_nowait()["details"]["requestId"] == "r1"
@@ -336,7 +330,6 @@ async def test_a_draft_write_that_failed_on_the_disk_is_written_when_its_retry_t
     async with running(journal, forms, draft_delay=0.25) as queue:
         await enqueue(queue, "r1")
         await trio.testing.wait_all_tasks_blocked()
-        assert PARAMS is not None
         await queue.inbox.send(q.DraftChanged("r1", 0, fs.new_form(PARAMS)))
         await trio.testing.wait_all_tasks_blocked()
         journal.error = OSError(5, "disk")
@@ -369,7 +362,6 @@ async def test_after_a_restore_the_queue_writes_through_the_new_branch_writer() 
 async def _shown_when_the_claim_hid() -> list[str]:
     """A granted foreground claim, then a session change to a branch with a pending request:
     what the form runner had shown when the claim's form ended."""
-    assert PARAMS is not None
     journal, forms = Journal(), Forms()
     seen: list[str] = []
 
