@@ -11,6 +11,7 @@ import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -161,19 +162,28 @@ async def test_a_resize_after_end_keeps_the_highlighted_row_in_view(tmp_path: Pa
             await term.wait_for("› 10. ( ) Choice 9")
 
 
-async def test_a_background_payload_is_still_shown_and_answered(tmp_path: Path) -> None:
-    """``ask`` is one call on a terminal: ``background: true`` still opens the form, and the
-    answer (not a queued receipt for a queue that ends with the command) is printed."""
-    payload = {**PAYLOAD, "background": True}
+async def answer_goal_and_first_tone(
+    tmp_path: Path, goal: str, payload: dict | None = None
+) -> dict[str, Any]:
+    """Run ``ask`` on ``payload`` (default ``PAYLOAD``): the goal option ``goal``, the first
+    tone, submit on the review; the printed result."""
     async with asking(tmp_path, payload=payload) as term:
         await term.wait_for("What should I optimize for?")
-        await term.keys("2")
+        await term.keys(goal)
         await term.wait_for("Which tones fit?")
         await term.keys("Space", "Enter")
         await term.wait_for("Review your answers")
         await term.keys("1", "1")
         await term.finished()
-    result = json.loads((tmp_path / "out.json").read_text())
+    result: dict[str, Any] = json.loads((tmp_path / "out.json").read_text())
+    return result
+
+
+async def test_a_background_payload_is_still_shown_and_answered(tmp_path: Path) -> None:
+    """``ask`` is one call on a terminal: ``background: true`` still opens the form, and the
+    answer (not a queued receipt for a queue that ends with the command) is printed."""
+    payload = {**PAYLOAD, "background": True}
+    result = await answer_goal_and_first_tone(tmp_path, "2", payload)
     assert result["details"]["answers"]["goal"]["values"] == ["size"]
     assert result["details"]["answers"]["tone"]["values"] == ["formal"]
 
@@ -187,14 +197,6 @@ async def test_the_background_only_mode_still_shows_the_form(tmp_path: Path) -> 
     settings.write_text(
         json.dumps({"schemaVersion": 6, "behaviour": {"questionMode": "background-only"}})
     )
-    async with asking(tmp_path) as term:
-        await term.wait_for("What should I optimize for?")
-        await term.keys("1")
-        await term.wait_for("Which tones fit?")
-        await term.keys("Space", "Enter")
-        await term.wait_for("Review your answers")
-        await term.keys("1", "1")
-        await term.finished()
-    result = json.loads((tmp_path / "out.json").read_text())
+    result = await answer_goal_and_first_tone(tmp_path, "1")
     assert result["details"]["answers"]["goal"]["values"] == ["speed"]
     assert json.loads(settings.read_text())["behaviour"]["questionMode"] == "background-only"
