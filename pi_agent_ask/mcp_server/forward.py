@@ -36,7 +36,14 @@ from pi_agent_ask.mcp_common.connection import (
     key_headers,
 )
 
-__all__ = ["DeskGone", "DeskUpstream", "desk_session", "forward_call", "forward_list"]
+__all__ = [
+    "DeskGone",
+    "DeskUpstream",
+    "desk_session",
+    "desk_status",
+    "forward_call",
+    "forward_list",
+]
 
 CONNECT_TIMEOUT = 30.0
 TOKEN_REFUSED_TEXT = (
@@ -66,6 +73,13 @@ async def desk_session(url: str, http: httpx2.AsyncClient) -> AsyncIterator[Clie
     ):
         await session.initialize()
         yield session
+
+
+async def desk_status(url: str, http: httpx2.AsyncClient) -> httpx2.Response:
+    """The status of the desk whose MCP endpoint is ``url``, asked before its session opens:
+    a refused token (401) is told apart from a desk that is away, which the SDK's client
+    cannot do (it reports every HTTP error alike)."""
+    return await http.get(url.rsplit("/", 1)[0] + STATUS_PATH)
 
 
 @attrs.define(eq=False)
@@ -112,9 +126,7 @@ class DeskUpstream:
         started = False
         try:
             async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-                # The desk's status first: a refused token is told apart from a desk that is
-                # away (the SDK reports every HTTP error alike).
-                status = await http.get(self.url.rsplit("/", 1)[0] + STATUS_PATH)
+                status = await desk_status(self.url, http)
                 if status.status_code == 401:
                     raise DeskGone(TOKEN_REFUSED_TEXT.format(url=self.url), refused=True)
                 async with desk_session(self.url, http) as session:

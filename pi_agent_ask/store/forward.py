@@ -27,8 +27,12 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
-from pi_agent_ask.mcp_common.connection import STATUS_PATH
-from pi_agent_ask.mcp_server.forward import BROKEN_CODES, CONNECT_TIMEOUT, desk_session
+from pi_agent_ask.mcp_server.forward import (
+    BROKEN_CODES,
+    CONNECT_TIMEOUT,
+    desk_session,
+    desk_status,
+)
 from pi_agent_ask.store.agent import CALL_KEY_META
 
 __all__ = ["RETRY_FOR", "FailoverUpstream", "parse_desk_urls", "serve_stdio_via_team"]
@@ -132,9 +136,7 @@ class FailoverUpstream:
         started = False
         try:
             async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-                # The desk's status first: a refused token is told apart from a desk that is
-                # away (the SDK reports every HTTP error alike).
-                status = await http.get(url.rsplit("/", 1)[0] + STATUS_PATH)
+                status = await desk_status(url, http)
                 if status.status_code == 401:
                     raise TokenRefused(TOKEN_REFUSED_TEXT.format(url=url))
                 status.raise_for_status()
