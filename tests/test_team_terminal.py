@@ -99,3 +99,55 @@ async def test_the_person_answers_on_the_team_desks_terminal(
             assert result["result"]["answers"]["q"]["values"] == ["no"]
             rows = await desk.store.run(Store.outcomes, desk.store.store)
             assert [r["answered_by"] for r in rows] == ["ann"]
+
+
+async def test_the_team_terminal_says_when_the_agent_waits_on_the_form(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Every form on a team desk's terminal is put back with Esc, but the header and the agents
+    pane still tell a foreground ask (its agent is blocked) from a background one."""
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            team_desk(
+                desk_url,
+                "ann",
+                headless=False,
+                settings=tmp_path / "settings.json",
+                input=pipe,
+                output=term.output,
+            ) as desk,
+            client(desk.url, token) as alpha,
+            trio.open_nursery() as nursery,
+        ):
+            await term.wait_for("pi-agent-ask desk")
+            answers: dict[str, Any] = {}
+            answered = trio.Event()
+
+            async def foreground() -> None:
+                result = await alpha.call_tool("ask_user", {**ask("Now"), "background": False})
+                answers.update(result.structured_content["answers"])
+                answered.set()
+
+            nursery.start_soon(foreground)
+            await term.wait_for("Question Now?")
+            await term.wait_for("the agent is blocked until you answer")
+            assert "background question" not in term.text()
+            (pane_row,) = [line for line in term.text().splitlines() if "▶ alpha" in line]
+            assert "⏸" in pane_row.split("│")[0]  # the agents pane marks it
+            pipe.send_text("1")
+            await term.wait_for("Review your answers")
+            pipe.send_text("1")
+            await term.wait_for("again")
+            pipe.send_text("1")
+            await term.wait_for("No questions waiting")
+            await answered.wait()
+            assert answers["q"]["values"] == ["yes"]
+            await alpha.call_tool("ask_user", ask("Later"))
+            await term.wait_for("Question Later?")
+            await term.wait_for("background question: the agent goes on working")
+            assert "blocked until you answer" not in term.text()

@@ -16,7 +16,9 @@ once:
    the display and only that form's own runtime.
 4. **Blocked** means the agent waits on the form now: a foreground form, any form of an agent
    with a ``wait_for_answers`` call in progress, or the form a foreground ``ask_user`` call
-   of the agent waits for (``blocked_on`` tells which).
+   of the agent waits for (``blocked_on`` tells which). A team desk shows every form as a
+   background one (Esc puts it back for every desk); ``waited_on`` says which of them a
+   foreground call waits on.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ class Board:
     blocked_on: Callable[[Shown], bool] | None = None
     """While an agent waits, whether it waits on this form of its own (``None``: on every
     one). The desk asks the agent's tools which requests its foreground asks wait for."""
+    waited_on: Callable[[Shown], bool] = lambda _shown: False
+    """Whether a foreground call waits on ``shown`` though it is shown as a background form (a
+    team desk's terminal, whose store knows each request's kind)."""
     _shown: list[Shown] = attrs.field(factory=list)
     _agents: dict[str, _Agent] = attrs.field(factory=dict)
     _displayed: Shown | None = None
@@ -155,7 +160,7 @@ class Board:
 
     def is_blocked(self, shown: Shown) -> bool:
         agent = self._agents.get(shown.key)
-        if not shown.state.background:
+        if not shown.state.background or self.waited_on(shown):
             return True
         if agent is None or agent.waits == 0:
             return False

@@ -18,7 +18,7 @@ import attrs
 import trio
 
 from pi_agent_ask.actors.form import FormInput, run_form
-from pi_agent_ask.desk.board import AgentSurface, Board
+from pi_agent_ask.desk.board import AgentSurface, Board, Shown
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
@@ -73,9 +73,15 @@ async def answer_on_terminal(
             pending[row.agent_key] = pending.get(row.agent_key, 0) + 1
         for key in {*pending, *(agent.key for agent in board.agents())}:
             board.set_pending(key, pending.get(key, 0))
+        board.touch()  # a foreground call cut meanwhile leaves its form a background one
         text = _others(team)
         if text:
             notice(text)
+
+    def waited_on(shown: Shown) -> bool:
+        return any(not row.background for row in team.snapshot() if row.request_id == shown.flow_id)
+
+    board.waited_on = waited_on
 
     previous = team.on_change
 
