@@ -14,7 +14,10 @@ runtime on the agent's journal, ``stdio.open_local``). Which one is decided agai
 Moving between sides keeps every form, because both sides use one journal per agent key: by
 default the local runtime opens the very journal the desk keeps for this key
 (``mcp_common.journals``), closing it before the desk is called (so the desk can open it) and
-opening it again when the desk is gone. A call in flight when the side changes: a
+opening it again when the desk is gone. Before a local side with the client's form
+elicitation is left for a desk, the forms the client shows are let end (answered or dismissed
+there: nothing a person answered is dropped, and the desk never shows such a form again);
+the side serves calls meanwhile and shows no new form. A call in flight when the side changes: a
 ``wait_for_answers`` goes on on the new side; any other call returns a sentence saying where
 its question is (its answer arrives through ``wait_for_answers`` or a later tool result). A
 desk that stops under a call (killed, or restarted) is reported in a plain sentence, never the
@@ -44,6 +47,7 @@ from mcp_types import INTERNAL_ERROR
 if TYPE_CHECKING:
     # The tools (and the runtime under them) load with the first call, after ``initialize``.
     from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
+from pi_agent_ask import events as ev
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
 from pi_agent_ask.mcp_common.journals import wait_until_free
@@ -114,6 +118,10 @@ ELICITATION_FAILED_LOG = (
     "pi-agent-ask: the client could not show a form ({error}); questions are kept for a desk: "
     "run `pi-agent-ask desk` in a terminal to answer them"
 )
+DRAIN_LOG = (
+    "pi-agent-ask: a desk started; the form open in the client stays there until it is "
+    "answered or dismissed, then this agent's questions go to the desk"
+)
 SIGNATURE_MISSING = (0, 0, -1)
 HANDOVER_TIMEOUT = 10.0
 """Seconds a local side waits for a stopping desk to let go of the state directory."""
@@ -139,6 +147,8 @@ class _Side:
     closed: trio.Event = attrs.field(factory=trio.Event)
     calls: set[trio.CancelScope] = attrs.field(factory=set)
     attached: bool = False
+    draining: bool = False
+    """A local side that lets the client's open forms end before a move: it still serves."""
     left_because: str = ""
     """What a call cut by the move away from this side returns (its question stays queued)."""
 
@@ -178,6 +188,8 @@ class Router:
     _reopen: str = ""
     """Set when the local side must be opened again (the client's elicitation failed): what
     the calls cut by that return."""
+    _drain: trio.CancelScope | None = None
+    """The wait for the client's open forms before a move (the server's end cuts it)."""
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -192,6 +204,8 @@ class Router:
                 task_status.started()
                 await trio.sleep_forever()
             finally:
+                if self._drain is not None:
+                    self._drain.cancel()
                 if self._side is not None:
                     await self._leave(self._side, shielded=True)
 
@@ -314,7 +328,7 @@ class Router:
             result: types.ElicitResult = await session.elicit_form(message, schema)
             return result
 
-        surface.attach(side.local.nursery, elicit)
+        side.local.nursery.start_soon(surface.serve, elicit)
 
     # -- choosing the side ---------------------------------------------------------------------
 
@@ -328,6 +342,11 @@ class Router:
         that is closing."""
         if self._side is None or self._seen != _signature(self.desk_file):
             await self._settle()
+        side = self._side
+        if side is not None and side.draining:
+            # Its calls are cut when the move goes on, like those in flight before it (the
+            # caller registers its call with no checkpoint after this return).
+            return side
         async with self._lock:
             assert self._side is not None
             return self._side
@@ -344,6 +363,8 @@ class Router:
                 wanted = await self._wanted()
                 side = self._side
                 reopen, self._reopen = self._reopen, ""
+                if side is not None and side.is_desk:
+                    reopen = ""  # the client's elicitation failed after its side was left
                 if side is not None and side.address == wanted and not reopen:
                     return
                 if side is not None:
@@ -351,6 +372,7 @@ class Router:
                         side.left_because = reopen
                     elif wanted is not None:
                         side.left_because = MOVED_TEXT.format(what="started", where="there")
+                        await self._let_client_forms_end(side)
                     else:
                         side.left_because = MOVED_TEXT.format(
                             what="stopped", where="by the next desk"
@@ -421,6 +443,43 @@ class Router:
                 await side.close.wait()
         finally:
             side.closed.set()
+
+    async def _let_client_forms_end(self, side: _Side) -> None:
+        """Before a local side is left for a desk: the forms the client shows stay there until
+        the person answers or dismisses them (their answers reach the journal the desk opens
+        next, and the desk never shows them again); no new form is shown there. The side
+        serves calls meanwhile."""
+        surface = side.local.surface if side.local is not None else None
+        if surface is None:
+            return
+        if surface.showing:
+            self.log(DRAIN_LOG)
+        side.draining = True
+        completed: set[str] = set()
+        awaited: set[str] | None = None
+        recorded = trio.Event()
+
+        def on_completed(payload: Any) -> None:
+            if isinstance(payload, Mapping):
+                completed.add(str(payload.get("flowId")))
+            if awaited is not None and awaited <= completed:
+                recorded.set()
+
+        # Subscribed before ``finish``: every form decided after it completes after this.
+        unsubscribe = side.local.runtime.events.on(ev.COMPLETED, on_completed)
+        try:
+            with trio.CancelScope() as self._drain:
+                awaited = set(await surface.finish())
+                if awaited <= completed:
+                    recorded.set()
+                # The answers are recorded, and a foreground ask waiting for one returns it
+                # (instead of being cut below as a call that still waits for the person).
+                await recorded.wait()
+                await side.local.tools.wait_answered_returned()
+        finally:
+            unsubscribe()
+            self._drain = None
+            side.draining = False
 
     async def _leave(self, side: _Side, *, shielded: bool = False) -> None:
         """Cancel the calls on ``side`` and close it (a local side's journal is closed when

@@ -149,7 +149,7 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
             result: types.ElicitResult = await session.elicit_form(message, schema)
             return result
 
-        surface.attach(nursery, elicit)
+        nursery.start_soon(surface.serve, elicit)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         attach(ctx)
