@@ -122,6 +122,13 @@ DRAIN_LOG = (
     "pi-agent-ask: a desk started; the form open in the client stays there until it is "
     "answered or dismissed, then this agent's questions go to the desk"
 )
+JOURNAL_REFUSED_TEXT = "pi-agent-ask cannot open its session journal: {why}. {hint}"
+JOURNAL_REFUSED_LOG = "pi-agent-ask: cannot open the session journal: {why}. {hint}"
+SESSION_HINT = (
+    "Give --session a pi-agent-ask session file, or a path where one may be made, or leave "
+    "--session out; then call again."
+)
+STATE_HINT = "Check that the state directory (--state) is a directory this user may write."
 SIGNATURE_MISSING = (0, 0, -1)
 HANDOVER_TIMEOUT = 10.0
 """Seconds a local side waits for a stopping desk to let go of the state directory."""
@@ -175,6 +182,8 @@ class Router:
     token: str | None = None
     state_dir: Path | None = None
     """The desk state directory holding the local side's journal (``None``: another file)."""
+    session_given: bool = False
+    """The local side's journal is the one ``--session`` names."""
     cwd: Path = attrs.field(factory=Path.cwd)
     """The agent's working directory (a relative export path forwarded to a desk is taken
     there)."""
@@ -188,6 +197,8 @@ class Router:
     _reopen: str = ""
     """Set when the local side must be opened again (the client's elicitation failed): what
     the calls cut by that return."""
+    _refused: str = ""
+    """The last journal refusal said on standard error (said again only when it changes)."""
     _drain: trio.CancelScope | None = None
     """The wait for the client's open forms before a move (the server's end cuts it)."""
 
@@ -335,7 +346,13 @@ class Router:
     def _changed(self) -> None:
         """The connection file changed between calls: settle now (in the background)."""
         assert self._nursery is not None
-        self._nursery.start_soon(self._settle)
+        self._nursery.start_soon(self._settle_in_background)
+
+    async def _settle_in_background(self) -> None:
+        """``_settle`` with no call to report to: a journal that cannot be opened is said on
+        standard error (``_enter``), and the next call tries again and gets the error."""
+        with contextlib.suppress(MCPError):
+            await self._settle()
 
     async def _current(self) -> _Side:
         """The side to call now; after a move that is in progress (the lock), never a side
@@ -378,6 +395,7 @@ class Router:
                             what="stopped", where="by the next desk"
                         )
                     await self._leave(side)
+                self._side = None  # until one is entered (a journal refused leaves none)
                 self._side = await self._enter(wanted)
 
     async def _wanted(self) -> DeskAddress | None:
@@ -395,7 +413,10 @@ class Router:
         assert self._nursery is not None
         if address is None:
             side = _Side(address=None)
-            side.local = await self._nursery.start(self._hold_local, side)
+            try:
+                side.local = await self._nursery.start(self._hold_local, side)
+            except Exception as error:
+                raise self._journal_refused(error) from error
             return side
         side = _Side(address=address)
         side.upstream = DeskUpstream(
@@ -410,6 +431,27 @@ class Router:
             # kept meanwhile appear on it before the agent's next call.
             self._nursery.start_soon(self._greet, side)
         return side
+
+    def _journal_refused(self, error: Exception) -> Exception:
+        """The JSON-RPC error of every request while the local side's journal cannot be opened
+        (said once on standard error as well); anything else is a bug, left as it is."""
+        from pi_agent_ask.persistence.session_values import SessionFileError
+
+        reason: str
+        if isinstance(error, SessionFileError):
+            path, reason, why = error.path, error.reason, str(error)
+        elif isinstance(error, OSError):
+            path, reason = error.filename, "cannot-open"
+            why = f"{error.filename}: {error.strerror or error}"
+        else:
+            return error
+        hint = SESSION_HINT if self.session_given else STATE_HINT
+        text = JOURNAL_REFUSED_TEXT.format(why=why, hint=hint)
+        if text != self._refused:
+            self._refused = text
+            self.log(JOURNAL_REFUSED_LOG.format(why=why, hint=hint))
+        data = {"session": None if path is None else os.fspath(path), "reason": reason}
+        return MCPError(INTERNAL_ERROR, text, data)
 
     async def _greet(self, side: _Side) -> None:
         assert side.upstream is not None
@@ -426,7 +468,7 @@ class Router:
         self._reopen = ELICITATION_FAILED_TEXT.format(error=message)
         self._seen = None
         assert self._nursery is not None
-        self._nursery.start_soon(self._settle)
+        self._nursery.start_soon(self._settle_in_background)
 
     async def _hold_local(self, side: _Side, *, task_status: trio.TaskStatus[Any]) -> None:
         keep = not self.elicitation and self.desk != "off"

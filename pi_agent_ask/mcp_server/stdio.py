@@ -258,6 +258,7 @@ async def serve(
         progress_interval=progress_interval,
         token=token,
         state_dir=state if session is None else None,
+        session_given=session is not None,
         cwd=work_dir,
     )
     async with trio.open_nursery() as nursery:
