@@ -530,7 +530,13 @@ class Router:
             scope.cancel()
         side.close.set()
         if side.upstream is not None:
-            side.upstream.reset()
+            if shielded:
+                # The server's end, the desk still there: end the session there, so the desk
+                # frees it now. Any other move leaves a desk that is gone: nothing to end.
+                with trio.CancelScope(shield=True):
+                    await side.upstream.close()
+            else:
+                side.upstream.reset()
             side.closed.set()
             return
         with trio.CancelScope(shield=shielded):
