@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp.types as types
+import pytest
 import trio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -55,7 +56,15 @@ async def wait_for_line(log: trio.abc.ReceiveStream, text: str) -> None:
         seen += chunk
 
 
-async def test_an_answer_given_in_the_client_while_a_desk_starts_is_delivered(home: Home) -> None:
+@pytest.mark.parametrize(
+    ("given", "cancelled"),
+    [(accept({"db": "lite"}), False), (types.ElicitResult(action="decline"), True)],
+    ids=["answered", "declined"],
+)
+async def test_an_answer_given_in_the_client_while_a_desk_starts_is_delivered(
+    home: Home, given: types.ElicitResult, cancelled: bool
+) -> None:
+    """Answered or declined there, the person's decision is the call's result."""
     from pi_agent_ask.desk.testing import answer_displayed, open_desk
 
     shown = trio.Event()
@@ -71,7 +80,7 @@ async def test_an_answer_given_in_the_client_while_a_desk_starts_is_delivered(ho
             cut.append("the server withdrew the form from the client")
             noticed.set()
             raise
-        return accept({"db": "lite"})
+        return given
 
     results: list[types.CallToolResult] = []
     answered = trio.Event()
@@ -104,7 +113,9 @@ async def test_an_answer_given_in_the_client_while_a_desk_starts_is_delivered(ho
                 assert not cut, cut
                 [result] = results
                 assert result.structured_content is not None, plain(result)
-                assert result.structured_content["answers"]["db"]["values"] == ["lite"]
+                assert result.structured_content["cancelled"] is cancelled
+                if not cancelled:
+                    assert result.structured_content["answers"]["db"]["values"] == ["lite"]
                 # The desk shows the new form only, never the one answered in the client.
                 shown_on_desk = await answer_displayed(desk)
                 waited = await call(client, "wait_for_answers", {})
