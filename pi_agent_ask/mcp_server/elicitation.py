@@ -23,8 +23,9 @@ request; the answer goes into the form's inbox as a remote response. ``accept`` 
 client that answers the elicitation with an error is a client failure, not a person's
 decision: the form stays pending and ``on_failure`` is told (the server then keeps its forms
 for a desk); a connection that closed leaves the form pending too (the next start shows it).
-``finish`` stops showing forms and waits for the elicitations open then (a server moving to a
-desk: the person's answer in the client is never dropped).
+``finish`` stops showing forms and waits for the elicitations open then, and for the runtime to
+record what the person decided there (``recorded``): a server moving to a desk never drops the
+person's answer in the client.
 """
 
 from __future__ import annotations
@@ -166,11 +167,15 @@ class ElicitationSurface:
     _open: set[str] = attrs.field(factory=set)
     """The forms whose elicitation is open now."""
     _decided: set[str] = attrs.field(factory=set)
-    """The forms the person answered or dismissed in the client since :meth:`finish` was
-    called (the runtime records their outcomes next)."""
+    """Forms the person answered or dismissed in the client since :meth:`finish` began whose
+    outcome the runtime has not recorded yet."""
+    _recorded: set[str] = attrs.field(factory=set)
+    """Forms whose outcome was recorded since :meth:`finish` began."""
     _stop: trio.Event = attrs.field(factory=trio.Event)
     _served: trio.Event | None = None
     """Set when :meth:`serve` has returned (``None``: it never started)."""
+    _settled: trio.Event = attrs.field(factory=trio.Event)
+    """Set once finishing, served, and no decided form awaits its record."""
     _scopes: dict[str, trio.CancelScope] = attrs.field(factory=dict)
     _early: list[tuple[str, fs.FormState, trio.MemorySendChannel[FormInput]]] = attrs.field(
         factory=list
@@ -207,24 +212,39 @@ class ElicitationSurface:
         finally:
             served.set()
 
-    async def finish(self) -> frozenset[str]:
+    async def finish(self) -> None:
         """Show no more forms (they stay pending, for whatever shows forms next), and return
-        once every elicitation open now has ended: the flow ids of the forms the person
-        answered or dismissed in the client meanwhile (the runtime records their outcomes
-        next)."""
+        once every elicitation open now has ended and each outcome the person gave there is
+        recorded (:meth:`recorded`), or the form is pending again (its record failed)."""
         self._stop.set()
         for _flow_id, _state, commands in self._early:
             commands.close()
         self._early = []
         if self._served is not None:
             await self._served.wait()
-        return frozenset(self._decided)
+        self._check_settled()
+        await self._settled.wait()
+
+    def recorded(self, flow_id: str) -> None:
+        """The runtime recorded the outcome of form ``flow_id`` (its ``completed`` event)."""
+        if self._stop.is_set():
+            self._recorded.add(flow_id)
+            self._decided.discard(flow_id)
+            self._check_settled()
+
+    def _check_settled(self) -> None:
+        if (self._served is None or self._served.is_set()) and not self._decided:
+            self._settled.set()
 
     def show(
         self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
     ) -> None:
         if self._stop.is_set():
-            return  # this surface shows no more forms: the form stays pending
+            # This surface shows no more forms: the form stays pending. One decided here and
+            # shown again was not recorded (its write failed): nothing more to wait for.
+            self._decided.discard(flow_id)
+            self._check_settled()
+            return
         scope = self._scopes[flow_id] = trio.CancelScope()
         if self._nursery is None:
             self._early.append((flow_id, state, commands.clone()))
@@ -249,7 +269,8 @@ class ElicitationSurface:
         self._open.add(flow_id)
         try:
             with scope, commands:
-                if await self._ask(state, commands) and self._stop.is_set():
+                decided = await self._ask(state, commands)
+                if decided and self._stop.is_set() and flow_id not in self._recorded:
                     self._decided.add(flow_id)
         finally:
             self._open.discard(flow_id)

@@ -497,26 +497,18 @@ class Router:
         if surface.showing:
             self.log(DRAIN_LOG)
         side.draining = True
-        completed: set[str] = set()
-        awaited: set[str] | None = None
-        recorded = trio.Event()
 
         def on_completed(payload: Any) -> None:
-            if isinstance(payload, Mapping):
-                completed.add(str(payload.get("flowId")))
-            if awaited is not None and awaited <= completed:
-                recorded.set()
+            if isinstance(payload, Mapping) and isinstance(payload.get("flowId"), str):
+                surface.recorded(payload["flowId"])
 
-        # Subscribed before ``finish``: every form decided after it completes after this.
+        # Subscribed before ``finish``: every outcome decided in the client comes after this.
         unsubscribe = side.local.runtime.events.on(ev.COMPLETED, on_completed)
         try:
             with trio.CancelScope() as self._drain:
-                awaited = set(await surface.finish())
-                if awaited <= completed:
-                    recorded.set()
-                # The answers are recorded, and a foreground ask waiting for one returns it
-                # (instead of being cut below as a call that still waits for the person).
-                await recorded.wait()
+                await surface.finish()
+                # A foreground ask whose answer is recorded returns it (instead of being cut
+                # below as a call that still waits for the person).
                 await side.local.tools.wait_answered_returned()
         finally:
             unsubscribe()
