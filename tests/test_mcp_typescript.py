@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 ROOT = Path(__file__).resolve().parent.parent
 NODE = Path(__file__).parent / "node"
 CLIENT = NODE / "mcp_client.mjs"
+FORM_CLIENT = NODE / "handover_client.mjs"
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "network")
 
 
@@ -59,7 +60,19 @@ def client_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("ts-client")
     install(folder)
     shutil.copy(CLIENT, folder / "mcp_client.mjs")
+    shutil.copy(FORM_CLIENT, folder / "handover_client.mjs")
     return folder
+
+
+def client_env(tmp_path: Path, runtime: str, desk_file: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+        "XDG_RUNTIME_DIR": runtime,
+        "PI_AGENT_ASK_DESK_FILE": str(desk_file),
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 async def next_event(stream: Any, buffer: list[bytes]) -> dict[str, Any]:
@@ -79,14 +92,7 @@ async def test_the_typescript_sdk_lists_compiles_and_gets_an_answer_once(
     folder = client_folder
     desk_file = tmp_path / "desk.json"
     with tempfile.TemporaryDirectory(prefix="pia-") as runtime:
-        env = {
-            **os.environ,
-            "HOME": str(tmp_path),
-            "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
-            "XDG_RUNTIME_DIR": runtime,
-            "PI_AGENT_ASK_DESK_FILE": str(desk_file),
-            "PYTHONPATH": str(ROOT),
-        }
+        env = client_env(tmp_path, runtime, desk_file)
         command = ["node", "mcp_client.mjs", sys.executable, "--key", "ts-agent"]
         with trio.fail_after(180):
             async with open_desk(tmp_path / "d", desk_file=desk_file) as desk:
@@ -128,3 +134,62 @@ async def test_the_typescript_sdk_lists_compiles_and_gets_an_answer_once(
     [item] = first["results"]
     assert item["result"]["answers"]["db"]["values"] == ["pg"]
     assert second["status"] == "complete" and second["results"] == []
+
+
+async def test_the_typescript_sdk_s_own_form_answered_while_a_desk_starts_is_delivered(
+    tmp_path: Path, client_folder: Path
+) -> None:
+    """A client that shows forms itself: the person answers its form after a desk started.
+    The answer is the call's result (never dropped), and the desk does not show the form."""
+    from pi_agent_ask.mcp_server.router import DRAIN_LOG
+
+    desk_file = tmp_path / "desk.json"
+    command = ["node", "handover_client.mjs", sys.executable, "--key", "ts-form-agent"]
+    events: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="pia-") as runtime, trio.fail_after(180):
+        client = await trio.lowlevel.open_process(
+            command,
+            cwd=client_folder,
+            env=client_env(tmp_path, runtime, desk_file),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,  # the server's standard error (the client inherits it)
+        )
+        try:
+            stdin, stdout, stderr = client.stdin, client.stdout, client.stderr
+            assert stdin is not None and stdout is not None and stderr is not None
+            buffer = [b""]
+            events.append(await next_event(stdout, buffer))  # the form is shown
+            async with open_desk(tmp_path / "d", desk_file=desk_file) as desk:
+                # The server has seen the desk: it says so, or (before) withdrew the form.
+                async with trio.open_nursery() as nursery:
+
+                    async def said() -> None:
+                        log = b""
+                        while DRAIN_LOG.encode() not in log:
+                            chunk = await stderr.receive_some(65536)
+                            assert chunk, log
+                            log += chunk
+                        nursery.cancel_scope.cancel()
+
+                    async def withdrawn() -> None:
+                        events.append(await next_event(stdout, buffer))
+                        nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(said)
+                    nursery.start_soon(withdrawn)
+                await stdin.send_all(b"answer\n")  # the person answers in the client
+                while events[-1]["event"] != "waited":
+                    events.append(await next_event(stdout, buffer))
+                assert desk.board.current is None
+            assert await client.wait() == 0
+        finally:
+            if client.returncode is None:
+                client.kill()
+                await client.wait()
+    kinds = [event["event"] for event in events]
+    assert kinds == ["shown", "asked", "waited"], events
+    asked = events[1]["result"]
+    assert asked is not None, events[1]["text"]
+    assert asked["answers"]["db"]["values"] == ["lite"]
+    assert events[2]["result"]["results"] == []
