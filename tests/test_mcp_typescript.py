@@ -3,7 +3,9 @@ over stdio (``tests/node/mcp_client.mjs``), installed from the npm registry into
 own temporary folder with ``npm ci`` from ``tests/node/package-lock.json`` (the same versions
 on every machine). The tools are listed, every ``inputSchema`` and ``outputSchema``
 compiles under Ajv's JSON Schema 2020-12 validator, and a background question answered on a
-desk reaches the client exactly once. Skipped, saying why, only when there is no Node or the
+desk reaches the client exactly once. A second client (``tests/node/handover_client.mjs``)
+shows forms itself (form elicitation): its answer given after a desk started is the call's
+result, never dropped. Skipped, saying why, only when there is no Node or the
 npm registry cannot be reached.
 """
 
