@@ -47,7 +47,6 @@ from mcp_types import INTERNAL_ERROR
 if TYPE_CHECKING:
     # The tools (and the runtime under them) load with the first call, after ``initialize``.
     from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
-from pi_agent_ask import events as ev
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
 from pi_agent_ask.mcp_common.journals import wait_until_free
@@ -491,6 +490,8 @@ class Router:
         the person answers or dismisses them (their answers reach the journal the desk opens
         next, and the desk never shows them again); no new form is shown there. The side
         serves calls meanwhile."""
+        from pi_agent_ask import events as ev
+
         surface = side.local.surface if side.local is not None else None
         if surface is None:
             return
