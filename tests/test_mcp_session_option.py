@@ -56,7 +56,7 @@ async def test_a_session_that_is_not_a_session_file_is_a_json_rpc_error(home: Ho
             f"pi-agent-ask cannot open its session journal: {notes}: not a pi-agent-ask "
             "session file. Give --session a pi-agent-ask session file"
         )
-        assert refused.data == {"session": str(notes), "reason": "not-a-session-file"}
+        assert refused.data == {"path": str(notes), "reason": "not-a-session-file"}
     assert "`pi-agent-ask desk`" in plain(asked)  # served (--desk off: the fallback text)
     assert (home.root / "notes-kept.txt").read_text() == "my notes, not a journal\n"
     log = (home.root / "server.log").read_text()

@@ -449,7 +449,7 @@ class Router:
         if text != self._refused:
             self._refused = text
             self.log(JOURNAL_REFUSED_LOG.format(why=why, hint=hint))
-        data = {"session": None if path is None else os.fspath(path), "reason": reason}
+        data = {"path": None if path is None else os.fspath(path), "reason": reason}
         return MCPError(INTERNAL_ERROR, text, data)
 
     async def _greet(self, side: _Side) -> None:
