@@ -355,7 +355,8 @@ class Router:
 
     async def _current(self) -> _Side:
         """The side to call now; after a move that is in progress (the lock), never a side
-        that is closing."""
+        that is closing. A local side letting the client's forms end before a move is not
+        closing yet: it serves without waiting for the move."""
         if self._side is None or self._seen != _signature(self.desk_file):
             await self._settle()
         side = self._side
