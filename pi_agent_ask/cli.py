@@ -39,6 +39,9 @@ PAYLOAD_MAX_CHARS = 64 * 1024 * 1024
 ``form/untrusted.py``), so only endless or absurd inputs (``/dev/zero``) are cut off here."""
 
 
+BYTE_ORDER_MARK = "\ufeff"
+
+
 def read_payload(source: str | None, stdin: TextIO) -> Any:
     """The JSON arguments from a file, or from standard input for ``-`` / no argument."""
     try:
@@ -52,7 +55,9 @@ def read_payload(source: str | None, stdin: TextIO) -> Any:
     if len(text) > PAYLOAD_MAX_CHARS:
         raise PayloadError(f"Payload is larger than {PAYLOAD_MAX_CHARS} characters")
     try:
-        return json.loads(text)
+        # A leading byte order mark (some editors and shells write one) is not part of the
+        # JSON text (RFC 8259 lets a parser ignore it); one anywhere else is still refused.
+        return json.loads(text.removeprefix(BYTE_ORDER_MARK))
     except json.JSONDecodeError as error:
         raise PayloadError(f"Payload is not valid JSON: {error}") from error
     except RecursionError:

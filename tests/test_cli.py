@@ -281,3 +281,51 @@ def test_history_list_for_a_person_fits_40_columns(tmp_path: Path) -> None:
     words = {word for line in lines for word in line.split()}
     for record in data["records"]:
         assert record["requestId"] in words and record["questionId"] in words, table
+
+
+BOM = "\ufeff".encode()
+
+
+def ask_without_terminal(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "pi_agent_ask", "ask", "--no-session", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        start_new_session=True,  # no controlling terminal: the fallback lists the questions
+        check=False,
+    )
+
+
+def test_a_payload_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """An editor (or a shell) that writes a UTF-8 byte order mark before the JSON: ``ask`` and
+    ``validate`` read the payload, from a file and from standard input alike."""
+    payload = BOM + (ROOT / "examples/deploy.json").read_bytes()
+    saved = tmp_path / "payload.json"
+    saved.write_bytes(payload)
+    settings = str(tmp_path / "settings.json")
+    for done in (
+        ask_without_terminal("--settings", settings, str(saved)),
+        ask_without_terminal("--settings", settings, "-", stdin=payload),
+    ):
+        assert done.returncode == 3, done.stderr  # asked (no terminal here: the fallback)
+        text = json.loads(done.stdout)["content"][0]["text"]
+        assert "Where should the service run first?" in text, text
+    validated = run("validate", str(saved))
+    assert validated.returncode == 0, validated.stdout
+    assert json.loads(validated.stdout)["ok"] is True
+
+
+def test_a_byte_order_mark_anywhere_else_is_still_refused(tmp_path: Path) -> None:
+    body = (ROOT / "examples/deploy.json").read_bytes()
+    cases = {
+        "twice": (BOM + BOM + body, "Payload is not valid JSON: Unexpected UTF-8 BOM"),
+        "inside": (b"[" + BOM + b"]", "Payload is not valid JSON: Expecting value"),
+        "utf-16": (b"\xff\xfe" + body.decode().encode("utf-16-le"), "Cannot read payload"),
+    }
+    for name, (payload, message) in cases.items():
+        saved = tmp_path / f"{name}.json"
+        saved.write_bytes(payload)
+        done = ask_without_terminal(str(saved))
+        assert done.returncode == 2, (name, done.stdout)
+        assert done.stderr.decode().startswith(f"pi-agent-ask: {message}"), (name, done.stderr)

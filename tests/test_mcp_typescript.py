@@ -3,7 +3,9 @@ over stdio (``tests/node/mcp_client.mjs``), installed from the npm registry into
 own temporary folder with ``npm ci`` from ``tests/node/package-lock.json`` (the same versions
 on every machine). The tools are listed, every ``inputSchema`` and ``outputSchema``
 compiles under Ajv's JSON Schema 2020-12 validator, and a background question answered on a
-desk reaches the client exactly once. Skipped, saying why, only when there is no Node or the
+desk reaches the client exactly once. A second client (``tests/node/handover_client.mjs``)
+shows forms itself (form elicitation): its answer given after a desk started is the call's
+result, never dropped. Skipped, saying why, only when there is no Node or the
 npm registry cannot be reached.
 """
 
@@ -28,6 +30,7 @@ pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 ROOT = Path(__file__).resolve().parent.parent
 NODE = Path(__file__).parent / "node"
 CLIENT = NODE / "mcp_client.mjs"
+FORM_CLIENT = NODE / "handover_client.mjs"
 UNREACHABLE = ("ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "network")
 
 
@@ -59,7 +62,19 @@ def client_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("ts-client")
     install(folder)
     shutil.copy(CLIENT, folder / "mcp_client.mjs")
+    shutil.copy(FORM_CLIENT, folder / "handover_client.mjs")
     return folder
+
+
+def client_env(tmp_path: Path, runtime: str, desk_file: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+        "XDG_RUNTIME_DIR": runtime,
+        "PI_AGENT_ASK_DESK_FILE": str(desk_file),
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 async def next_event(stream: Any, buffer: list[bytes]) -> dict[str, Any]:
@@ -79,14 +94,7 @@ async def test_the_typescript_sdk_lists_compiles_and_gets_an_answer_once(
     folder = client_folder
     desk_file = tmp_path / "desk.json"
     with tempfile.TemporaryDirectory(prefix="pia-") as runtime:
-        env = {
-            **os.environ,
-            "HOME": str(tmp_path),
-            "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
-            "XDG_RUNTIME_DIR": runtime,
-            "PI_AGENT_ASK_DESK_FILE": str(desk_file),
-            "PYTHONPATH": str(ROOT),
-        }
+        env = client_env(tmp_path, runtime, desk_file)
         command = ["node", "mcp_client.mjs", sys.executable, "--key", "ts-agent"]
         with trio.fail_after(180):
             async with open_desk(tmp_path / "d", desk_file=desk_file) as desk:
@@ -128,3 +136,68 @@ async def test_the_typescript_sdk_lists_compiles_and_gets_an_answer_once(
     [item] = first["results"]
     assert item["result"]["answers"]["db"]["values"] == ["pg"]
     assert second["status"] == "complete" and second["results"] == []
+
+
+async def test_the_typescript_sdk_s_own_form_answered_while_a_desk_starts_is_delivered(
+    tmp_path: Path, client_folder: Path
+) -> None:
+    """A client that shows forms itself: the person answers its form after a desk started.
+    The answer is the call's result (never dropped), and the desk does not show the form."""
+    from pi_agent_ask.mcp_server.router import DRAIN_LOG
+
+    desk_file = tmp_path / "desk.json"
+    command = ["node", "handover_client.mjs", sys.executable, "--key", "ts-form-agent"]
+    events: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="pia-") as runtime, trio.fail_after(180):
+        client = await trio.lowlevel.open_process(
+            command,
+            cwd=client_folder,
+            env=client_env(tmp_path, runtime, desk_file),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,  # the server's standard error (the client inherits it)
+        )
+        try:
+            stdin, stdout, stderr = client.stdin, client.stdout, client.stderr
+            assert stdin is not None and stdout is not None and stderr is not None
+            buffer = [b""]
+            events.append(await next_event(stdout, buffer))  # the form is shown
+            # The desk's state directory is the server's default (this home's): the journal
+            # where the server keeps this agent's forms is the one the desk opens.
+            state = tmp_path / ".pi" / "agent" / "pi-agent-ask" / "desk"
+            async with open_desk(tmp_path / "d", desk_file=desk_file, state_dir=state) as desk:
+                # The server has seen the desk: it says so, or (before) withdrew the form.
+                async with trio.open_nursery() as nursery:
+
+                    async def said() -> None:
+                        log = b""
+                        while DRAIN_LOG.encode() not in log:
+                            chunk = await stderr.receive_some(65536)
+                            assert chunk, log
+                            log += chunk
+                        nursery.cancel_scope.cancel()
+
+                    async def withdrawn() -> None:
+                        events.append(await next_event(stdout, buffer))
+                        nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(said)
+                    nursery.start_soon(withdrawn)
+                await stdin.send_all(b"answer\n")  # the person answers in the client
+                while events[-1]["event"] != "asked":
+                    events.append(await next_event(stdout, buffer))
+                asked = events[-1]["result"]
+                assert asked is not None, events  # the call was cut, not answered
+                assert asked["answers"]["db"]["values"] == ["lite"]
+                events.append(await next_event(stdout, buffer))  # the wait, on the desk
+                assert desk.board.current is None
+                agent = desk.registry.get("ts-form-agent")
+                assert agent is not None and (await agent.runtime.statistics()).pending == ()
+            assert await client.wait() == 0
+        finally:
+            if client.returncode is None:
+                client.kill()
+                await client.wait()
+    kinds = [event["event"] for event in events]
+    assert kinds == ["shown", "asked", "waited"], events
+    assert events[2]["result"]["results"] == []

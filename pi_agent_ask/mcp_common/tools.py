@@ -412,6 +412,14 @@ class AgentTools:
                 self._awaiting_changed()
             if waiter.message is not None:
                 await self.give_back([waiter.message])
+            waiter.returned.set()
+
+    async def wait_answered_returned(self) -> None:
+        """Return once every foreground ask whose answer has come has returned it: a server
+        that leaves this runtime then cuts only the calls that still wait for the person."""
+        for waiter in list(self._by_call.values()):
+            if waiter.ready.is_set():
+                await waiter.returned.wait()
 
     def _awaiting_changed(self) -> None:
         if self.on_awaiting is not None:
@@ -428,6 +436,8 @@ class _Waiter:
 
     ready: trio.Event = attrs.field(factory=trio.Event)
     message: dict[str, Any] | None = None
+    returned: trio.Event = attrs.field(factory=trio.Event)
+    """Set when its call has returned (or was cut)."""
 
 
 def _as_foreground(message: Mapping[str, Any], params: Any) -> types.CallToolResult:

@@ -14,6 +14,7 @@ from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, quiet_library_logs
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_INTERNAL = 4
+EXIT_SESSION = 5
 
 
 def add_mcp_parsers(commands: Any) -> None:
@@ -63,6 +64,11 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
     except ValueError as error:
         stderr.write(f"pi-agent-ask mcp: {error}\n")
         return EXIT_USAGE
+    if args.session is not None:
+        refusal = _session_refusal(args.session)
+        if refusal:
+            stderr.write(f"pi-agent-ask mcp: {refusal}\n")
+            return EXIT_SESSION
     quiet_library_logs()
     if team is not None:  # desks of a team store, with this agent's token (docs/team.md)
         from pi_agent_ask.store.forward import serve_stdio_via_team
@@ -91,6 +97,20 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
         traceback.print_exc(file=stderr)
         return EXIT_INTERNAL
     return EXIT_OK
+
+
+def _session_refusal(path: Path) -> str:
+    """What start-up can tell is wrong with ``--session`` without reading it (a directory, a
+    FIFO, a device: never a session file), else ``""``; what only opening the journal tells
+    is the JSON-RPC error of the first request that needs it (``router.py``)."""
+    from pi_agent_ask.persistence.frames import refuse_odd_file
+    from pi_agent_ask.persistence.session_values import SessionFileError
+
+    try:
+        refuse_odd_file(path)
+    except SessionFileError as error:
+        return f"session file refused ({error.reason}): {error}"
+    return ""
 
 
 def cmd_hook(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:

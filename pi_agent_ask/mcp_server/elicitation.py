@@ -23,6 +23,9 @@ request; the answer goes into the form's inbox as a remote response. ``accept`` 
 client that answers the elicitation with an error is a client failure, not a person's
 decision: the form stays pending and ``on_failure`` is told (the server then keeps its forms
 for a desk); a connection that closed leaves the form pending too (the next start shows it).
+``finish`` stops showing forms and waits for the elicitations open then, and for the runtime to
+record what the person decided there (``recorded``): a server moving to a desk never drops the
+person's answer in the client.
 """
 
 from __future__ import annotations
@@ -150,8 +153,8 @@ def _once(values: Any) -> Any:
 class ElicitationSurface:
     """A runtime ``Surface`` that shows each form as one form elicitation on the client.
 
-    ``attach(nursery, elicit)`` makes it live (the server calls it once the client's session
-    is known); forms shown before that wait for it.
+    ``serve(elicit)`` makes it live (the server starts it once the client's session is known;
+    forms shown before that wait for it) and runs the elicitations until :meth:`finish`.
     """
 
     on_failure: Callable[[str], None] = _log_failure
@@ -159,26 +162,89 @@ class ElicitationSurface:
     refused form mode): that is the client's failure, not a person's decision, so the form
     is neither cancelled nor answered: it stays pending, and the server decides where forms
     go now (``router.py``: kept for a desk)."""
-    _nursery: trio.Nursery | None = None
     _elicit: Elicit | None = None
-    _ready: trio.Event = attrs.field(factory=trio.Event)
+    _nursery: trio.Nursery | None = None
+    _open: set[str] = attrs.field(factory=set)
+    """The forms whose elicitation is open now."""
+    _decided: set[str] = attrs.field(factory=set)
+    """Forms the person answered or dismissed in the client since :meth:`finish` began whose
+    outcome the runtime has not recorded yet."""
+    _recorded: set[str] = attrs.field(factory=set)
+    """Forms whose outcome was recorded since :meth:`finish` began."""
+    _stop: trio.Event = attrs.field(factory=trio.Event)
+    _served: trio.Event | None = None
+    """Set when :meth:`serve` has returned (``None``: it never started)."""
+    _settled: trio.Event = attrs.field(factory=trio.Event)
+    """Set once finishing, served, and no decided form awaits its record."""
     _scopes: dict[str, trio.CancelScope] = attrs.field(factory=dict)
     _early: list[tuple[str, fs.FormState, trio.MemorySendChannel[FormInput]]] = attrs.field(
         factory=list
     )
 
-    def attach(self, nursery: trio.Nursery, elicit: Elicit) -> None:
-        self._nursery = nursery
-        self._elicit = elicit
-        self._ready.set()
-        for flow_id, state, commands in self._early:
-            if flow_id in self._scopes:
-                nursery.start_soon(self._run, flow_id, state, commands, self._scopes[flow_id])
+    @property
+    def showing(self) -> int:
+        """How many forms the client shows now (their elicitations are open)."""
+        return len(self._open)
+
+    async def serve(
+        self, elicit: Elicit, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Show the forms through ``elicit`` until :meth:`finish`; then wait for every form
+        the client shows still to end (answered, dismissed, or the client gone), so an answer
+        the person gives there is never dropped."""
+        served = self._served = trio.Event()
+        try:
+            async with trio.open_nursery() as nursery:
+                if not self._stop.is_set():
+                    self._elicit = elicit
+                    self._nursery = nursery
+                    for flow_id, state, commands in self._early:
+                        if flow_id in self._scopes:
+                            nursery.start_soon(
+                                self._run, flow_id, state, commands, self._scopes[flow_id]
+                            )
+                        else:
+                            commands.close()
+                    self._early = []
+                task_status.started()
+                await self._stop.wait()
+                self._nursery = None  # no new elicitation; the block waits for the open ones
+        finally:
+            served.set()
+
+    async def finish(self) -> None:
+        """Show no more forms (they stay pending, for whatever shows forms next), and return
+        once every elicitation open now has ended and each outcome the person gave there is
+        recorded (:meth:`recorded`), or the form is pending again (its record failed)."""
+        self._stop.set()
+        for _flow_id, _state, commands in self._early:
+            commands.close()
         self._early = []
+        if self._served is not None:
+            await self._served.wait()
+        self._check_settled()
+        await self._settled.wait()
+
+    def recorded(self, flow_id: str) -> None:
+        """The runtime recorded the outcome of form ``flow_id`` (its ``completed`` event)."""
+        if self._stop.is_set():
+            self._recorded.add(flow_id)
+            self._decided.discard(flow_id)
+            self._check_settled()
+
+    def _check_settled(self) -> None:
+        if (self._served is None or self._served.is_set()) and not self._decided:
+            self._settled.set()
 
     def show(
         self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
     ) -> None:
+        if self._stop.is_set():
+            # This surface shows no more forms: the form stays pending. One decided here and
+            # shown again was not recorded (its write failed): nothing more to wait for.
+            self._decided.discard(flow_id)
+            self._check_settled()
+            return
         scope = self._scopes[flow_id] = trio.CancelScope()
         if self._nursery is None:
             self._early.append((flow_id, state, commands.clone()))
@@ -200,39 +266,51 @@ class ElicitationSurface:
         commands: trio.MemorySendChannel[FormInput],
         scope: trio.CancelScope,
     ) -> None:
+        self._open.add(flow_id)
+        try:
+            with scope, commands:
+                decided = await self._ask(state, commands)
+                if decided and self._stop.is_set() and flow_id not in self._recorded:
+                    self._decided.add(flow_id)
+        finally:
+            self._open.discard(flow_id)
+
+    async def _ask(self, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]) -> bool:
+        """One form's elicitations until it is answered, dismissed, or cannot be shown;
+        whether the form took a final response from the client."""
         assert self._elicit is not None
         presented = tuple(state.types)
         problem: str | None = None
-        with scope, commands:
-            for _attempt in range(MAX_ATTEMPTS):
-                schema = elicitation_schema(state.params, presented)
-                try:
-                    result = await self._elicit(elicitation_message(state.params, problem), schema)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
-                    return  # the client is gone: the form stays pending for the next start
-                except MCPError as error:
-                    if error.error.code != types.CONNECTION_CLOSED:
-                        self.on_failure(error.error.message or str(error))
-                    return  # the form stays pending: no person decided anything
-                except Exception as error:  # a malformed reply: the client cannot ask here
-                    self.on_failure(f"{type(error).__name__}: {error}")
-                    return
-                response = response_from_elicitation(state.params, presented, result)
-                replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
-                try:
-                    await commands.send(RemoteResponse(response, replies))
-                    async with reply:
-                        answer = await reply.receive()
-                except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
-                    return  # the form ended meanwhile
-                if answer is None:
-                    return
-                problem = answer[1]
-            # The person's answers kept failing the form's checks: dismiss, never guess.
+        for _attempt in range(MAX_ATTEMPTS):
+            schema = elicitation_schema(state.params, presented)
+            try:
+                result = await self._elicit(elicitation_message(state.params, problem), schema)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
+                return False  # the client is gone: the form stays pending for the next start
+            except MCPError as error:
+                if error.error.code != types.CONNECTION_CLOSED:
+                    self.on_failure(error.error.message or str(error))
+                return False  # the form stays pending: no person decided anything
+            except Exception as error:  # a malformed reply: the client cannot ask here
+                self.on_failure(f"{type(error).__name__}: {error}")
+                return False
+            response = response_from_elicitation(state.params, presented, result)
             replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
             try:
-                await commands.send(RemoteResponse({"kind": "cancel"}, replies))
+                await commands.send(RemoteResponse(response, replies))
                 async with reply:
-                    await reply.receive()
+                    answer = await reply.receive()
             except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
-                return
+                return False  # the form ended meanwhile
+            if answer is None:
+                return True
+            problem = answer[1]
+        # The person's answers kept failing the form's checks: dismiss, never guess.
+        replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
+        try:
+            await commands.send(RemoteResponse({"kind": "cancel"}, replies))
+            async with reply:
+                await reply.receive()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
+            return False
+        return True

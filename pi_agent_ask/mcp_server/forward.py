@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 CONNECT_TIMEOUT = 30.0
+CLOSE_TIMEOUT = 5.0
+"""Seconds a desk may take to end a session the agent is done with."""
 TOKEN_REFUSED_TEXT = (
     "The pi-agent-ask desk at {url} refused this server's token ($PI_AGENT_ASK_DESK_TOKEN, "
     "or the connection file): the desk was restarted since (each start makes a new token), "
@@ -84,7 +86,13 @@ async def desk_status(url: str, http: httpx2.AsyncClient) -> httpx2.Response:
 
 @attrs.define(eq=False)
 class DeskUpstream:
-    """One MCP client session on the desk, opened on first use and again after it broke."""
+    """One MCP client session on the desk, opened on first use and again after it broke.
+
+    It ends in one of two ways. :meth:`close`: the desk is there and the agent is done, so
+    the session is ended on the desk (the SDK's ``DELETE``; the desk frees it at once), within
+    ``CLOSE_TIMEOUT``. :meth:`reset`: the desk is gone or its connection broke, so nothing is
+    asked of it (a ``DELETE`` to a desk that stopped can only fail, and the SDK would log
+    that failure)."""
 
     url: str
     token: str
@@ -93,7 +101,7 @@ class DeskUpstream:
     desk_file: Path | None = None
     """The connection file to follow after a break (``None``: the default path)."""
     _session: ClientSession | None = None
-    _close: trio.Event | None = None
+    _held: _Held | None = None
     _broke: bool = False
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
 
@@ -104,43 +112,68 @@ class DeskUpstream:
                     found = await find_desk(path=self.desk_file or desk_file_path())
                     if found is not None:
                         self.url, self.token = found.url, found.token
-                self._session, self._close = await self._nursery.start(self._hold)
+                self._session, self._held = await self._nursery.start(self._hold)
                 self._broke = False
             return self._session
 
     def reset(self) -> None:
-        """Drop the current session (it broke); the next call opens a new one."""
-        if self._close is not None:
-            self._close.set()
+        """Drop the current session (it broke, or the desk is gone) without a word to the
+        desk; the next call opens a new one."""
+        if self._held is not None:
+            self._held.scope.cancel()
         self._session = None
-        self._close = None
+        self._held = None
         self._broke = True
 
-    async def _hold(
-        self, *, task_status: trio.TaskStatus[tuple[ClientSession, trio.Event]]
-    ) -> None:
+    async def close(self) -> None:
+        """End the current session on the desk, which is still there; returns once it has
+        ended (at most ``CLOSE_TIMEOUT`` seconds after a desk that does not answer)."""
+        held, self._held, self._session = self._held, None, None
+        if held is not None:
+            held.close.set()
+            await held.ended.wait()
+
+    async def _hold(self, *, task_status: trio.TaskStatus[tuple[ClientSession, _Held]]) -> None:
         headers = {"Authorization": f"Bearer {self.token}", **key_headers(self.key)}
         # No read timeout: a person may answer hours later (the desk sends progress meanwhile).
         timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)
-        close = trio.Event()
+        held = _Held()
         started = False
         try:
-            async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-                status = await desk_status(self.url, http)
-                if status.status_code == 401:
-                    raise DeskGone(TOKEN_REFUSED_TEXT.format(url=self.url), refused=True)
-                async with desk_session(self.url, http) as session:
-                    task_status.started((session, close))
-                    started = True
-                    await close.wait()
+            with held.scope:
+                async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+                    status = await desk_status(self.url, http)
+                    if status.status_code == 401:
+                        raise DeskGone(TOKEN_REFUSED_TEXT.format(url=self.url), refused=True)
+                    async with desk_session(self.url, http) as session:
+                        # Once handed out, the session ends only through ``close`` or
+                        # ``reset``: the end of the nursery it runs in must not cut the
+                        # ``DELETE`` of a normal close.
+                        held.scope.shield = True
+                        task_status.started((session, held))
+                        started = True
+                        await held.close.wait()
+                        held.scope.deadline = trio.current_time() + CLOSE_TIMEOUT
         except Exception:
             if not started:
                 raise
             # The connection broke under a session handed out: its calls fail on their own.
-            if self._close is close:
+            if self._held is held:
                 self._session = None
-                self._close = None
+                self._held = None
                 self._broke = True
+        finally:
+            held.ended.set()
+
+
+@attrs.frozen
+class _Held:
+    """How a held session ends: ``close`` (a normal end: ``DELETE``), ``scope`` cancelled
+    (dropped), ``ended`` once it has."""
+
+    close: trio.Event = attrs.field(factory=trio.Event)
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    ended: trio.Event = attrs.field(factory=trio.Event)
 
 
 class DeskGone(Exception):

@@ -14,7 +14,10 @@ runtime on the agent's journal, ``stdio.open_local``). Which one is decided agai
 Moving between sides keeps every form, because both sides use one journal per agent key: by
 default the local runtime opens the very journal the desk keeps for this key
 (``mcp_common.journals``), closing it before the desk is called (so the desk can open it) and
-opening it again when the desk is gone. A call in flight when the side changes: a
+opening it again when the desk is gone. Before a local side with the client's form
+elicitation is left for a desk, the forms the client shows are let end (answered or dismissed
+there: nothing a person answered is dropped, and the desk never shows such a form again);
+the side serves calls meanwhile and shows no new form. A call in flight when the side changes: a
 ``wait_for_answers`` goes on on the new side; any other call returns a sentence saying where
 its question is (its answer arrives through ``wait_for_answers`` or a later tool result). A
 desk that stops under a call (killed, or restarted) is reported in a plain sentence, never the
@@ -114,6 +117,17 @@ ELICITATION_FAILED_LOG = (
     "pi-agent-ask: the client could not show a form ({error}); questions are kept for a desk: "
     "run `pi-agent-ask desk` in a terminal to answer them"
 )
+DRAIN_LOG = (
+    "pi-agent-ask: a desk started; the form open in the client stays there until it is "
+    "answered or dismissed, then this agent's questions go to the desk"
+)
+JOURNAL_REFUSED_TEXT = "pi-agent-ask cannot open its session journal: {why}. {hint}"
+JOURNAL_REFUSED_LOG = "pi-agent-ask: cannot open the session journal: {why}. {hint}"
+SESSION_HINT = (
+    "Give --session a pi-agent-ask session file, or a path where one may be made, or leave "
+    "--session out; then call again."
+)
+STATE_HINT = "Check that the state directory (--state) is a directory this user may write."
 SIGNATURE_MISSING = (0, 0, -1)
 HANDOVER_TIMEOUT = 10.0
 """Seconds a local side waits for a stopping desk to let go of the state directory."""
@@ -139,6 +153,8 @@ class _Side:
     closed: trio.Event = attrs.field(factory=trio.Event)
     calls: set[trio.CancelScope] = attrs.field(factory=set)
     attached: bool = False
+    draining: bool = False
+    """A local side that lets the client's open forms end before a move: it still serves."""
     left_because: str = ""
     """What a call cut by the move away from this side returns (its question stays queued)."""
 
@@ -165,6 +181,8 @@ class Router:
     token: str | None = None
     state_dir: Path | None = None
     """The desk state directory holding the local side's journal (``None``: another file)."""
+    session_given: bool = False
+    """The local side's journal is the one ``--session`` names."""
     cwd: Path = attrs.field(factory=Path.cwd)
     """The agent's working directory (a relative export path forwarded to a desk is taken
     there)."""
@@ -178,6 +196,10 @@ class Router:
     _reopen: str = ""
     """Set when the local side must be opened again (the client's elicitation failed): what
     the calls cut by that return."""
+    _refused: str = ""
+    """The last journal refusal said on standard error (said again only when it changes)."""
+    _drain: trio.CancelScope | None = None
+    """The wait for the client's open forms before a move (the server's end cuts it)."""
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -192,6 +214,8 @@ class Router:
                 task_status.started()
                 await trio.sleep_forever()
             finally:
+                if self._drain is not None:
+                    self._drain.cancel()
                 if self._side is not None:
                     await self._leave(self._side, shielded=True)
 
@@ -314,20 +338,32 @@ class Router:
             result: types.ElicitResult = await session.elicit_form(message, schema)
             return result
 
-        surface.attach(side.local.nursery, elicit)
+        side.local.nursery.start_soon(surface.serve, elicit)
 
     # -- choosing the side ---------------------------------------------------------------------
 
     def _changed(self) -> None:
         """The connection file changed between calls: settle now (in the background)."""
         assert self._nursery is not None
-        self._nursery.start_soon(self._settle)
+        self._nursery.start_soon(self._settle_in_background)
+
+    async def _settle_in_background(self) -> None:
+        """``_settle`` with no call to report to: a journal that cannot be opened is said on
+        standard error (``_enter``), and the next call tries again and gets the error."""
+        with contextlib.suppress(MCPError):
+            await self._settle()
 
     async def _current(self) -> _Side:
         """The side to call now; after a move that is in progress (the lock), never a side
-        that is closing."""
+        that is closing. A local side letting the client's forms end before a move is not
+        closing yet: it serves without waiting for the move."""
         if self._side is None or self._seen != _signature(self.desk_file):
             await self._settle()
+        side = self._side
+        if side is not None and side.draining:
+            # Its calls are cut when the move goes on, like those in flight before it (the
+            # caller registers its call with no checkpoint after this return).
+            return side
         async with self._lock:
             assert self._side is not None
             return self._side
@@ -344,6 +380,8 @@ class Router:
                 wanted = await self._wanted()
                 side = self._side
                 reopen, self._reopen = self._reopen, ""
+                if side is not None and side.is_desk:
+                    reopen = ""  # the client's elicitation failed after its side was left
                 if side is not None and side.address == wanted and not reopen:
                     return
                 if side is not None:
@@ -351,11 +389,13 @@ class Router:
                         side.left_because = reopen
                     elif wanted is not None:
                         side.left_because = MOVED_TEXT.format(what="started", where="there")
+                        await self._let_client_forms_end(side)
                     else:
                         side.left_because = MOVED_TEXT.format(
                             what="stopped", where="by the next desk"
                         )
                     await self._leave(side)
+                self._side = None  # until one is entered (a journal refused leaves none)
                 self._side = await self._enter(wanted)
 
     async def _wanted(self) -> DeskAddress | None:
@@ -373,7 +413,10 @@ class Router:
         assert self._nursery is not None
         if address is None:
             side = _Side(address=None)
-            side.local = await self._nursery.start(self._hold_local, side)
+            try:
+                side.local = await self._nursery.start(self._hold_local, side)
+            except Exception as error:
+                raise self._journal_refused(error) from error
             return side
         side = _Side(address=address)
         side.upstream = DeskUpstream(
@@ -388,6 +431,27 @@ class Router:
             # kept meanwhile appear on it before the agent's next call.
             self._nursery.start_soon(self._greet, side)
         return side
+
+    def _journal_refused(self, error: Exception) -> Exception:
+        """The JSON-RPC error of every request while the local side's journal cannot be opened
+        (said once on standard error as well); anything else is a bug, left as it is."""
+        from pi_agent_ask.persistence.session_values import SessionFileError
+
+        reason: str
+        if isinstance(error, SessionFileError):
+            path, reason, why = error.path, error.reason, str(error)
+        elif isinstance(error, OSError):
+            path, reason = error.filename, "cannot-open"
+            why = f"{error.filename}: {error.strerror or error}"
+        else:
+            return error
+        hint = SESSION_HINT if self.session_given else STATE_HINT
+        text = JOURNAL_REFUSED_TEXT.format(why=why, hint=hint)
+        if text != self._refused:
+            self._refused = text
+            self.log(JOURNAL_REFUSED_LOG.format(why=why, hint=hint))
+        data = {"path": None if path is None else os.fspath(path), "reason": reason}
+        return MCPError(INTERNAL_ERROR, text, data)
 
     async def _greet(self, side: _Side) -> None:
         assert side.upstream is not None
@@ -404,7 +468,7 @@ class Router:
         self._reopen = ELICITATION_FAILED_TEXT.format(error=message)
         self._seen = None
         assert self._nursery is not None
-        self._nursery.start_soon(self._settle)
+        self._nursery.start_soon(self._settle_in_background)
 
     async def _hold_local(self, side: _Side, *, task_status: trio.TaskStatus[Any]) -> None:
         keep = not self.elicitation and self.desk != "off"
@@ -422,6 +486,37 @@ class Router:
         finally:
             side.closed.set()
 
+    async def _let_client_forms_end(self, side: _Side) -> None:
+        """Before a local side is left for a desk: the forms the client shows stay there until
+        the person answers or dismisses them (their answers reach the journal the desk opens
+        next, and the desk never shows them again); no new form is shown there. The side
+        serves calls meanwhile."""
+        from pi_agent_ask import events as ev
+
+        surface = side.local.surface if side.local is not None else None
+        if surface is None:
+            return
+        if surface.showing:
+            self.log(DRAIN_LOG)
+        side.draining = True
+
+        def on_completed(payload: Any) -> None:
+            if isinstance(payload, Mapping) and isinstance(payload.get("flowId"), str):
+                surface.recorded(payload["flowId"])
+
+        # Subscribed before ``finish``: every outcome decided in the client comes after this.
+        unsubscribe = side.local.runtime.events.on(ev.COMPLETED, on_completed)
+        try:
+            with trio.CancelScope() as self._drain:
+                await surface.finish()
+                # A foreground ask whose answer is recorded returns it (instead of being cut
+                # below as a call that still waits for the person).
+                await side.local.tools.wait_answered_returned()
+        finally:
+            unsubscribe()
+            self._drain = None
+            side.draining = False
+
     async def _leave(self, side: _Side, *, shielded: bool = False) -> None:
         """Cancel the calls on ``side`` and close it (a local side's journal is closed when
         this returns, so a desk can open it)."""
@@ -429,7 +524,13 @@ class Router:
             scope.cancel()
         side.close.set()
         if side.upstream is not None:
-            side.upstream.reset()
+            if shielded:
+                # The server's end, the desk still there: end the session there, so the desk
+                # frees it now. Any other move leaves a desk that is gone: nothing to end.
+                with trio.CancelScope(shield=True):
+                    await side.upstream.close()
+            else:
+                side.upstream.reset()
             side.closed.set()
             return
         with trio.CancelScope(shield=shielded):

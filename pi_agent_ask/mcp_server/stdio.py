@@ -149,7 +149,7 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
             result: types.ElicitResult = await session.elicit_form(message, schema)
             return result
 
-        surface.attach(nursery, elicit)
+        nursery.start_soon(surface.serve, elicit)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         attach(ctx)
@@ -258,6 +258,7 @@ async def serve(
         progress_interval=progress_interval,
         token=token,
         state_dir=state if session is None else None,
+        session_given=session is not None,
         cwd=work_dir,
     )
     async with trio.open_nursery() as nursery:

@@ -1,0 +1,77 @@
+"""How ``pi-agent-ask mcp``'s session on a desk ends: quietly and correctly.
+
+The agent done while the desk runs: the session is ended on the desk (the SDK's ``DELETE``),
+so the desk frees it at once instead of keeping it for hours. The desk gone first: nothing is
+asked of it, so the SDK has no failed ``DELETE`` to log ("Session termination failed")."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import trio
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, open_desk
+from pi_agent_ask.mcp_server.forward import DeskUpstream, forward_list
+from tests.test_mcp import ASK
+from tests.test_mcp_stdio import Home, call, home, server
+
+__all__ = ["home"]
+
+pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+
+@contextmanager
+def records_of(name: str) -> Iterator[list[logging.LogRecord]]:
+    """The records of logger ``name`` (from INFO) while the block runs, whatever its parents
+    do with them."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger(name)
+    handler, level = Keep(logging.INFO), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+async def test_an_agent_that_ends_ends_its_session_on_the_desk(home: Home) -> None:
+    with (
+        records_of("mcp.server.streamable_http") as desk_log,
+        trio.fail_after(60),
+    ):
+        async with open_desk(
+            home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+        ):
+            async with server(home, name="done") as client:
+                await call(client, "ask_user", {**ASK, "background": True})
+            # The server process has ended, and the desk heard the end of its session.
+            ended = [r for r in desk_log if r.getMessage().startswith("Terminating session")]
+    assert len(ended) == 1, [r.getMessage() for r in desk_log]
+
+
+async def test_a_session_on_a_desk_that_stopped_is_dropped_without_a_word(tmp_path: Path) -> None:
+    with (
+        records_of("mcp.client.streamable_http") as client_log,
+        trio.fail_after(60),
+    ):
+        async with trio.open_nursery() as nursery:
+            async with open_desk(tmp_path / "d") as desk:
+                upstream = DeskUpstream(
+                    url=desk.address.url, token=desk.address.token, key="k", nursery=nursery
+                )
+                await forward_list(upstream)
+            # The desk has stopped (and removed its connection file): the router drops the
+            # session, as it does on every move away from a desk.
+            upstream.reset()
+    assert [r.getMessage() for r in client_log if r.levelno >= logging.WARNING] == []

@@ -1,0 +1,127 @@
+"""A desk that starts while ``pi-agent-ask mcp`` shows a form through the client's own form
+elicitation: the person's answer there is delivered, never dropped, and the desk does not show
+that form again. Real processes: the server under the SDK's stdio client, the desk in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp.types as types
+import pytest
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from pi_agent_ask.mcp_server.router import DRAIN_LOG
+from tests.test_mcp import ASK, accept
+from tests.test_mcp_stdio import Home, call, home, plain
+
+__all__ = ["home"]
+
+
+@asynccontextmanager
+async def server_with_log(
+    home: Home, elicit: Any, name: str
+) -> AsyncIterator[tuple[ClientSession, trio.abc.ReceiveStream]]:
+    """The stdio server under the SDK's client, its standard error readable as it is written."""
+    read_end, write_end = os.pipe()
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "pi_agent_ask", "mcp"], env=home.env(), cwd=home.work
+    )
+    with os.fdopen(write_end, "w") as errlog:
+        async with (
+            trio.lowlevel.FdStream(read_end) as log,
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(
+                read,
+                write,
+                elicitation_callback=elicit,
+                client_info=types.Implementation(name=name, version="1"),
+            ) as client,
+        ):
+            await client.initialize()
+            yield client, log
+
+
+async def wait_for_line(log: trio.abc.ReceiveStream, text: str) -> None:
+    seen = b""
+    while text.encode() not in seen:
+        chunk = await log.receive_some()
+        assert chunk, f"the server's standard error ended without {text!r}: {seen!r}"
+        seen += chunk
+
+
+@pytest.mark.parametrize(
+    ("given", "cancelled"),
+    [(accept({"db": "lite"}), False), (types.ElicitResult(action="decline"), True)],
+    ids=["answered", "declined"],
+)
+async def test_an_answer_given_in_the_client_while_a_desk_starts_is_delivered(
+    home: Home, given: types.ElicitResult, cancelled: bool
+) -> None:
+    """Answered or declined there, the person's decision is the call's result."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    shown = trio.Event()
+    release = trio.Event()
+    noticed = trio.Event()
+    cut: list[str] = []
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        shown.set()
+        try:
+            await release.wait()
+        except trio.Cancelled:
+            cut.append("the server withdrew the form from the client")
+            noticed.set()
+            raise
+        return given
+
+    results: list[types.CallToolResult] = []
+    answered = trio.Event()
+    with trio.fail_after(90):
+        async with (
+            server_with_log(home, elicit, "both") as (client, log),
+            trio.open_nursery() as nursery,
+        ):
+
+            async def ask() -> None:
+                results.append(await call(client, "ask_user", ASK))
+                answered.set()
+
+            async def read_log() -> None:
+                await wait_for_line(log, DRAIN_LOG)
+                noticed.set()
+
+            nursery.start_soon(ask)
+            await shown.wait()  # the person has the form in the client
+            nursery.start_soon(read_log)
+            async with open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk:
+                await noticed.wait()  # the server has seen the desk
+                # Meanwhile the agent's calls are served; a new form waits for the desk.
+                later = await call(client, "ask_user", {**ASK, "background": True})
+                assert later.structured_content["status"] == "queued", plain(later)
+                release.set()  # and the person answers in the client's form
+                await answered.wait()
+                assert not cut, cut
+                [result] = results
+                assert result.structured_content is not None, plain(result)
+                assert result.structured_content["cancelled"] is cancelled
+                if not cancelled:
+                    assert result.structured_content["answers"]["db"]["values"] == ["lite"]
+                # The desk shows the new form only, never the one answered in the client.
+                shown_on_desk = await answer_displayed(desk)
+                waited = await call(client, "wait_for_answers", {})
+                assert desk.board.current is None
+            nursery.cancel_scope.cancel()
+    assert shown_on_desk.key == f"both@{home.work}"
+    [item] = waited.structured_content["results"]
+    assert item["requestId"] == later.structured_content["requestId"]
+    assert item["result"]["answers"]["db"]["values"] == ["pg"]

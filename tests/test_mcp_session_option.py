@@ -1,0 +1,63 @@
+"""``pi-agent-ask mcp --session PATH`` that cannot be a journal, as a client and a person see it:
+refused at start when start-up can tell (exit 5, a line on standard error), else a JSON-RPC
+error naming the file on each request that needs it (and a line on standard error)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import trio
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
+
+from tests.test_mcp import ASK
+from tests.test_mcp_stdio import Home, call, home, plain, server
+
+__all__ = ["home"]
+
+
+async def test_a_session_that_is_a_folder_is_refused_at_start(home: Home) -> None:
+    folder = home.root / "sessions"
+    folder.mkdir()
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp", "--session", str(folder)],
+            stdin=b"",
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env=home.env(),
+            cwd=home.work,
+        )
+    assert done.returncode == 5
+    assert done.stdout == b""
+    assert done.stderr.decode() == (
+        f"pi-agent-ask mcp: session file refused (not-a-regular-file): {folder}: not a regular "
+        "file (a FIFO, device or directory)\n"
+    )
+
+
+async def test_a_session_that_is_not_a_session_file_is_a_json_rpc_error(home: Home) -> None:
+    notes = home.root / "notes.txt"
+    notes.write_text("my notes, not a journal\n")
+    with trio.fail_after(60):
+        async with server(home, "--desk", "off", "--session", str(notes)) as client:
+            with pytest.raises(MCPError) as listed:
+                await client.list_tools()
+            with pytest.raises(MCPError) as called:
+                await client.call_tool("ask_user", ASK)
+            # The person moves the file away: the next call makes the journal there.
+            notes.rename(home.root / "notes-kept.txt")
+            asked = await call(client, "ask_user", ASK)
+    for refused in (listed.value.error, called.value.error):
+        assert refused.code == INTERNAL_ERROR
+        assert refused.message.startswith(
+            f"pi-agent-ask cannot open its session journal: {notes}: not a pi-agent-ask "
+            "session file. Give --session a pi-agent-ask session file"
+        )
+        assert refused.data == {"path": str(notes), "reason": "not-a-session-file"}
+    assert "`pi-agent-ask desk`" in plain(asked)  # served (--desk off: the fallback text)
+    assert (home.root / "notes-kept.txt").read_text() == "my notes, not a journal\n"
+    log = (home.root / "server.log").read_text()
+    assert log.count(f"pi-agent-ask: cannot open the session journal: {notes}:") == 1, log
