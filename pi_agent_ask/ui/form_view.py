@@ -105,8 +105,8 @@ class FormController:
     follow_focus: bool = True
     pressed: tuple[str, int, int] | None = None
     notice: str | None = None
-    """Shown under the open editor until the next command (clipboard read results, ``@``
-    path candidates)."""
+    """Shown until the next command: under the open editor (clipboard read results, ``@``
+    path candidates), else above the key hints (an Alt key that does nothing)."""
     cwd: Path | None = None
     """Where relative ``@`` paths start (the runtime's working directory)."""
     config_notices: tuple[str, ...] = ()
