@@ -214,3 +214,30 @@ async def test_a_long_notice_is_read_whole_on_a_narrow_desk(tmp_path: Path) -> N
             await term.wait_for(lambda t: "not a pi-agent-ask session file" in "".join(t.rows()))
             text = "".join(row.strip() for row in term.rows())
             assert str(journal) in text
+
+
+async def test_escape_on_a_one_agent_desk_says_what_it_did(tmp_path: Path) -> None:
+    """With one agent, Esc ("later") has no other agent's form to put this one behind: the
+    same form comes straight back, and the status line says why, until the next key. With a
+    second agent's form waiting, it says which way the form went."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "solo") as solo,
+        ):
+            await solo.call_tool("ask_user", ask("First"))
+            await solo.call_tool("ask_user", ask("Second"))
+            await term.wait_for("Question First?")
+            pipe.send_text("\x1b")
+            await term.wait_for("Nothing else is in line: it stays.")
+            assert "Question First?" in term.text()
+            pipe.send_text("\x1b[B")  # Down: the next key, and the words go
+            await term.wait_for("› 2. ( ) No")
+            assert "Nothing else" not in term.text()
+            async with desk_client(desk.address, "other") as other:
+                await other.call_tool("ask_user", ask("Third"))
+                await term.wait_for(lambda t: "other 1" in t.rows()[0])
+                pipe.send_text("\x1b")
+                await term.wait_for("Question Third?")
+                await term.wait_for("Deferred: 1 other form goes first.")

@@ -199,6 +199,9 @@ class DeskSurface(TerminalSurface):
     url: str = ""
     quit: Callable[[], None] = lambda: None
     notices: list[str] = attrs.field(factory=list)
+    hint_text: str | None = None
+    """What the person's last key did where the screen does not show it, in the status line
+    (over the latest notice) until the next key."""
     sign_in: str = ""
     """Shown while no form is on display: the web page's sign-in URL (and its QR code, for a
     listen other machines reach), set by the desk once it listens."""
@@ -212,6 +215,17 @@ class DeskSurface(TerminalSurface):
         self.notices.append(text)
         del self.notices[:-MAX_NOTICES]
         self.invalidate()
+
+    def hint(self, text: str) -> None:
+        """Say what a key did, in the status line until the next key (``Esc`` on a desk where
+        no other form waits brings the same form back: without words it looked ignored)."""
+        self.hint_text = text
+        self.invalidate()
+
+    def _clear_hint(self, _processor: object) -> None:
+        if self.hint_text is not None:
+            self.hint_text = None
+            self.invalidate()
 
     def apply_config(self, config: Config) -> None:
         """A config was saved: the settings file loads now, so the notices its load gave
@@ -270,17 +284,17 @@ class DeskSurface(TerminalSurface):
         """The latest notice wrapped between words at the screen's width, at most
         ``NOTICE_ROWS`` lines (one on a short screen, where the rows are the form's): a notice
         names a file, so it wraps rather than ending at the edge."""
-        if not self.notices:
+        text = self.hint_text or (self.notices[-1] if self.notices else None)
+        if text is None:
             return [""]
         size = get_app().output.get_size()
-        wrapped = wrap_line([("text", sanitize_line(self.notices[-1]))], max(1, size.columns - 1))
+        wrapped = wrap_line([("text", sanitize_line(text))], max(1, size.columns - 1))
         rows = 1 if size.rows <= SHORT_SCREEN_ROWS else NOTICE_ROWS  # short: rows go to the form
         return [" " + "".join(text for _, text in line) for line in wrapped[:rows]]
 
     def _status(self) -> StyleAndTextTuples:
-        if not self.notices:
-            return [("class:ask.muted", "")]
-        return [("class:ask.warning", "\n".join(self._notice_lines()))]
+        style = "class:ask.accent" if self.hint_text else "class:ask.warning"
+        return [(style, "\n".join(self._notice_lines()))]
 
     def _status_height(self) -> Dimension:
         return Dimension.exact(len(self._notice_lines()))
@@ -300,7 +314,7 @@ class DeskSurface(TerminalSurface):
         empty = Condition(lambda: self.board is None or self.board.current is None)
         narrow = Condition(lambda: _narrow(get_app().output.get_size().columns))
         wide = ~narrow
-        notice = Condition(lambda: bool(self.notices))
+        notice = Condition(lambda: bool(self.notices) or self.hint_text is not None)
 
         def agents() -> StyleAndTextTuples:
             return agent_rows(self.board) if self.board is not None else []
@@ -373,4 +387,5 @@ class DeskSurface(TerminalSurface):
         form_keys = app.key_bindings
         assert form_keys is not None, "the form application always has its key bindings"
         app.key_bindings = merge_key_bindings([desk_keys, form_keys])
+        app.key_processor.before_key_press += self._clear_hint
         return app
