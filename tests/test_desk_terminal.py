@@ -13,6 +13,7 @@ import pytest
 import trio
 from prompt_toolkit.input import create_pipe_input
 
+from pi_agent_ask.desk.terminal import AGENTS_WIDTH
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
 from pi_agent_ask.ui.testing import VirtualTerminal, sgr_click
 
@@ -241,3 +242,28 @@ async def test_escape_on_a_one_agent_desk_says_what_it_did(tmp_path: Path) -> No
                 pipe.send_text("\x1b")
                 await term.wait_for("Question Third?")
                 await term.wait_for("Deferred: 1 other form goes first.")
+
+
+async def test_an_emoji_key_keeps_its_count_in_the_agents_pane(tmp_path: Path) -> None:
+    """A key with a skin tone and VS16: the pane counts its cells as the
+    screen does, so the count stands in the same column as a plain key's."""
+    term = VirtualTerminal(110, 30)
+    key = "bot-👍🏽❤️"
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, key) as emoji,
+        ):
+            await alpha.call_tool("ask_user", ask("One"))
+            await emoji.call_tool("ask_user", ask("Two"))
+            await term.wait_for(lambda t: any("bot-👍" in row for row in t.rows()))
+            rows = term.rows()
+            plain = next(i for i, row in enumerate(rows) if row[2:].startswith("alpha"))
+            wide = next(i for i, row in enumerate(rows) if "bot-👍" in row)
+            # Cells, as the screen has them: where each row's count stands.
+            counts = [
+                [c for c in range(AGENTS_WIDTH) if term.style_at(row, c).data == "1"]
+                for row in (plain, wide)
+            ]
+            assert len(counts[0]) == 1 and counts[0] == counts[1], (rows[plain], rows[wide])

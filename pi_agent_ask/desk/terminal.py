@@ -39,7 +39,7 @@ from prompt_toolkit.output import Output
 
 from pi_agent_ask.desk.board import AgentSnapshot, Board
 from pi_agent_ask.form.sanitize import sanitize_line
-from pi_agent_ask.form.transcript import cell_width, wrap_line
+from pi_agent_ask.form.transcript import cell_width, drawn, wrap_line
 from pi_agent_ask.persistence.settings import Config
 from pi_agent_ask.ui.render.frame import SHORT_SCREEN_ROWS
 from pi_agent_ask.ui.surface import TerminalSurface
@@ -74,6 +74,13 @@ def _clip(text: str, width: int) -> str:
     return text + "…"
 
 
+def _shown(text: str) -> str:
+    """Text from elsewhere (an agent's key, a notice) on one line, as the terminal is given it:
+    neutralised (``sanitize_line``) and without emoji joiners (``drawn``), so its cells are
+    the cells it takes."""
+    return drawn(sanitize_line(text))
+
+
 def _padded(text: str, width: int) -> str:
     return text + " " * max(0, width - cell_width(text))
 
@@ -88,7 +95,7 @@ def agent_rows(board: Board, width: int = AGENTS_WIDTH) -> StyleAndTextTuples:
         pointer = "▶" if agent.displayed else " "
         mark = " ⏸" if agent.blocked else ("  " if not agent.waiting else " …")
         count = f"{agent.pending:>3}"
-        name = _clip(sanitize_line(agent.key), width - len(count) - len(mark) - 4)
+        name = _clip(_shown(agent.key), width - len(count) - len(mark) - 4)
         style = "class:ask.option.active" if agent.displayed else ""
         rows.append(("class:ask.pointer", pointer + " "))
         rows.append((style, _padded(name, width - len(count) - len(mark) - 4) + " "))
@@ -104,7 +111,7 @@ def agent_line(board: Board, width: int | None = None) -> StyleAndTextTuples:
     kept, the one on display always (its key clipped, visibly, when it alone is too long)."""
     parts: StyleAndTextTuples = [("class:ask.title", " Agents")]
     agents = board.agents()
-    groups = [_agent_group(agent, sanitize_line(agent.key)) for agent in agents]
+    groups = [_agent_group(agent, _shown(agent.key)) for agent in agents]
     if width is None:
         return parts + [part for group in groups for part in group]
     used = fragment_list_width(parts)
@@ -114,7 +121,7 @@ def agent_line(board: Board, width: int | None = None) -> StyleAndTextTuples:
         size = fragment_list_width(group)
         if agent.displayed:
             reserved = 0
-            key = sanitize_line(agent.key)
+            key = _shown(agent.key)
             while used + size > width and len(key) > 1:  # alone too long: its key gives way
                 key = key[:-1]
                 group = _agent_group(agent, key + "…")
@@ -145,7 +152,7 @@ def form_header(board: Board, width: int | None = None) -> StyleAndTextTuples:
     current = board.current
     if current is None:
         return [("class:ask.muted", " " + EMPTY_TEXT)]
-    name = sanitize_line(current.key)
+    name = _shown(current.key)
     states: list[tuple[str, str]]
     if board.is_blocked(current):
         states = [
@@ -288,7 +295,7 @@ class DeskSurface(TerminalSurface):
         if text is None:
             return [""]
         size = get_app().output.get_size()
-        wrapped = wrap_line([("text", sanitize_line(text))], max(1, size.columns - 1))
+        wrapped = wrap_line([("text", _shown(text))], max(1, size.columns - 1))
         rows = 1 if size.rows <= SHORT_SCREEN_ROWS else NOTICE_ROWS  # short: rows go to the form
         return [" " + "".join(text for _, text in line) for line in wrapped[:rows]]
 

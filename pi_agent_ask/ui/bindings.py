@@ -39,7 +39,7 @@ from prompt_toolkit.key_binding import (
 from prompt_toolkit.keys import Keys
 
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.sanitize import sanitize_text
+from pi_agent_ask.form.sanitize import is_safe, sanitize_text
 from pi_agent_ask.persistence.keys import format_key, from_prompt_toolkit, to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_view import FormController
@@ -99,7 +99,7 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
         key = event.key_sequence[0].key
         if isinstance(key, Keys):
             return  # a key without a binding here (F5, ctrl+g, ...): not text
-        if event.data.isprintable():
+        if is_safe(event.data):  # not ``isprintable``: that refused the ZWJ of 👩‍💻
             buffer.insert_text(event.data)
 
     @kb.add(Keys.BracketedPaste, filter=in_editor)

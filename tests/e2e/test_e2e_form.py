@@ -69,6 +69,51 @@ async def test_the_terminal_cursor_follows_typed_text(
         await wait_cursor(term, (col + cells, row) if cells > 5 else (col + 1 + cells, row))
 
 
+EMOJI = {
+    "questions": [
+        {
+            "id": "mood",
+            "label": "Mood",
+            "prompt": "How is it going? ❤️ 👍🏽 👩‍💻 ok",
+            "options": [
+                {"value": "great", "label": "Great ❤️❤️❤️❤️ and 👍🏽👍🏽 and 👩‍💻👩‍💻 yes"},
+                {"value": "fine", "label": "Fine"},
+            ],
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("typed", "cells", "rows_down"),
+    [
+        # Drawn as "ab❤👍👩💻cd": 2 + 1 + 2 + 4 + 2 cells (the text keeps the joiners).
+        ("ab❤️👍🏽👩‍💻cd", 11, 0),
+        # 28 hearts fill the editor's first row at 40 columns (one cell each), 12 and x follow.
+        ("❤️" * 40 + "x", 13, 1),
+    ],
+)
+async def test_emoji_keep_the_cursor_where_the_terminal_draws_at_40x12(
+    tmp_path: Path, typed: str, cells: int, rows_down: int
+) -> None:
+    """VS16, skin tones and joined emoji: the layout, prompt_toolkit and tmux agree on every
+    cell, so the cursor stands right after the last character typed and the rows fit."""
+    async with asking(tmp_path, 40, 12, payload=EMOJI) as term:
+        await term.wait_for("How is it going?")
+        await term.keys("3")
+        screen = await term.wait_for("> Type answer...")
+        row, col = row_of(screen, "> Type answer")
+        await wait_cursor(term, (col + 2, row))
+        await term.literal(typed)
+        await wait_cursor(term, (col + 2 + cells, row + rows_down))
+        await term.keys("Enter")
+        await term.wait_for("Review your answers")
+        await term.keys("1", "1")
+        await term.tmux("wait-for", "finished")
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["details"]["answers"]["mood"]["customText"] == typed
+
+
 def click(column: int, row: int) -> str:
     return f"\x1b[<0;{column + 1};{row + 1}M\x1b[<0;{column + 1};{row + 1}m"
 
