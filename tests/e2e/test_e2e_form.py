@@ -188,6 +188,28 @@ async def test_focus_is_shown_in_the_demo(tmp_path: Path) -> None:
             await term.keys("C-u", "C-d")
 
 
+async def test_the_demo_editor_draws_text_after_emoji_where_it_belongs_at_40x12(
+    tmp_path: Path,
+) -> None:
+    """The host's own input editor (a prompt_toolkit buffer) draws emoji as the form does.
+    Typed ``ab👩‍💻cd``, then ``XYZ``: tmux drew the joined picture in two cells where
+    prompt_toolkit counted four, so ``XYZ`` landed two cells away from ``cd``."""
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    command = f"{COMMAND} demo --settings {settings}"
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 40, 12) as term:
+            await term.wait_for("keys answer here")
+            await term.keys("M-q")
+            screen = await term.wait_for("Alt+Q to answer")
+            row = next(i for i, line in enumerate(screen.splitlines()) if line.startswith("> "))
+            await term.literal("ab👩‍💻cd")
+            await wait_cursor(term, (2 + 2 + 4 + 2, row))
+            await term.literal("XYZ")
+            await wait_cursor(term, (2 + 2 + 4 + 2 + 3, row))
+            assert (await term.screen()).splitlines()[row].rstrip() == "> ab👩💻cdXYZ"
+            await term.keys("C-u", "C-d")
+
+
 async def test_a_resize_after_end_keeps_the_highlighted_row_in_view(tmp_path: Path) -> None:
     """``End`` at 100x20 shows the last rows (the highlighted one among them); the window then
     shrinks to 40x12: the highlighted row is still on screen, not left above a stale scroll."""
