@@ -120,3 +120,20 @@ def test_prompt_toolkit_key_names_read_back_as_key_ids() -> None:
     assert from_prompt_toolkit(" ") == "space"
     assert from_prompt_toolkit("é") == "é"
     assert from_prompt_toolkit("<sigint>") is None
+
+
+async def test_a_paste_right_after_esc_is_kept(tmp_path: Path) -> None:
+    """Esc and a paste in one read are no Alt key: the paste is processed as a paste (it
+    stays in the editor), not taken as the key after Alt and lost."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        ask.send(ESC + "\x1b[200~pasted text\x1b[201~")
+        await ask.wait("> pasted text")
+        ask.send(ENTER)
+        await ask.wait("Review your answers")
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == "pasted text"
