@@ -596,7 +596,12 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
     below. A question too long for its room ends at a word, with ``…``."""
     import shutil
 
-    from pi_agent_ask.form.transcript import cell_width
+    from pi_agent_ask.form.sanitize import sanitize_line
+    from pi_agent_ask.form.transcript import cell_width, drawn
+
+    def shown(value: object) -> str:
+        # The journal's text is the agent's: neutralised, and drawn as the form draws it.
+        return drawn(sanitize_line(str(value)))
 
     columns = width if width is not None else shutil.get_terminal_size().columns
     records = data.get("records", []) if isinstance(data, dict) else []
@@ -605,10 +610,10 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
     rows = []
     id_pairs = [("REQUEST", "QUESTION-ID")]
     for record in records:
-        when = str(record.get("createdAt", ""))[:16].replace("T", " ")
-        ids = (str(record.get("requestId", "")), str(record.get("questionId", "")))
-        status = str(record.get("status", ""))
-        text = " ".join(f"{record.get('label', '')}: {record.get('prompt', '')}".split())
+        when = shown(record.get("createdAt", ""))[:16].replace("T", " ")
+        ids = (shown(record.get("requestId", "")), shown(record.get("questionId", "")))
+        status = shown(record.get("status", ""))
+        text = " ".join(shown(f"{record.get('label', '')}: {record.get('prompt', '')}").split())
         rows.append((status, when, text, " ".join(ids)))
         id_pairs.append(ids)
     header = ("STATUS", "WHEN", "QUESTION", "REQUEST QUESTION-ID")

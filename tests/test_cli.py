@@ -329,3 +329,23 @@ def test_a_byte_order_mark_anywhere_else_is_still_refused(tmp_path: Path) -> Non
         done = ask_without_terminal(str(saved))
         assert done.returncode == 2, (name, done.stdout)
         assert done.stderr.decode().startswith(f"pi-agent-ask: {message}"), (name, done.stderr)
+
+
+def test_history_list_for_a_person_never_prints_the_agents_escapes(tmp_path: Path) -> None:
+    """Labels and prompts are the agent's text: on a terminal the table shows them neutralised
+    (an OSC retitled the window, a CSI recoloured the screen) and drawn as the form draws them,
+    so the columns hold."""
+    from pi_agent_ask.cli import history_table
+
+    record = {
+        "requestId": "r-1",
+        "questionId": "q",
+        "status": "answered",
+        "createdAt": "2026-12-06T16:06:00Z",
+        "label": "L\x1b[31mRED",
+        "prompt": "P\x1b]0;pwned\x07 ok 👍🏽",
+    }
+    table = history_table({"records": [record], "total": 1}, tmp_path / "h.pias", width=80)
+    assert "\x1b" not in table and "\x07" not in table, repr(table)
+    assert "ok 👍" in table
+    assert "\U0001f3fd" not in table

@@ -13,6 +13,7 @@ import pytest
 import trio
 from prompt_toolkit.input import create_pipe_input
 
+from pi_agent_ask.desk.terminal import AGENTS_WIDTH
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
 from pi_agent_ask.ui.testing import VirtualTerminal, sgr_click
 
@@ -214,3 +215,55 @@ async def test_a_long_notice_is_read_whole_on_a_narrow_desk(tmp_path: Path) -> N
             await term.wait_for(lambda t: "not a pi-agent-ask session file" in "".join(t.rows()))
             text = "".join(row.strip() for row in term.rows())
             assert str(journal) in text
+
+
+async def test_escape_on_a_one_agent_desk_says_what_it_did(tmp_path: Path) -> None:
+    """With one agent, Esc ("later") has no other agent's form to put this one behind: the
+    same form comes straight back, and the status line says why, until the next key. With a
+    second agent's form waiting, it says which way the form went."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "solo") as solo,
+        ):
+            await solo.call_tool("ask_user", ask("First"))
+            await solo.call_tool("ask_user", ask("Second"))
+            await term.wait_for("Question First?")
+            pipe.send_text("\x1b")
+            await term.wait_for("Nothing else is in line: it stays.")
+            assert "Question First?" in term.text()
+            pipe.send_text("\x1b[B")  # Down: the next key, and the words go
+            await term.wait_for("› 2. ( ) No")
+            assert "Nothing else" not in term.text()
+            async with desk_client(desk.address, "other") as other:
+                await other.call_tool("ask_user", ask("Third"))
+                await term.wait_for(lambda t: "other 1" in t.rows()[0])
+                pipe.send_text("\x1b")
+                await term.wait_for("Question Third?")
+                await term.wait_for("Deferred: 1 other form goes first.")
+
+
+async def test_an_emoji_key_keeps_its_count_in_the_agents_pane(tmp_path: Path) -> None:
+    """A key with a skin tone and VS16: the pane counts its cells as the
+    screen does, so the count stands in the same column as a plain key's."""
+    term = VirtualTerminal(110, 30)
+    key = "bot-👍🏽❤️"
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, key) as emoji,
+        ):
+            await alpha.call_tool("ask_user", ask("One"))
+            await emoji.call_tool("ask_user", ask("Two"))
+            await term.wait_for(lambda t: any("bot-👍" in row for row in t.rows()))
+            rows = term.rows()
+            plain = next(i for i, row in enumerate(rows) if row[2:].startswith("alpha"))
+            wide = next(i for i, row in enumerate(rows) if "bot-👍" in row)
+            # Cells, as the screen has them: where each row's count stands.
+            counts = [
+                [c for c in range(AGENTS_WIDTH) if term.style_at(row, c).data == "1"]
+                for row in (plain, wide)
+            ]
+            assert len(counts[0]) == 1 and counts[0] == counts[1], (rows[plain], rows[wide])

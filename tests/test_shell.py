@@ -543,3 +543,11 @@ def test_transcript_rows_wrap_rules_span_and_text_is_neutralised() -> None:
         (("text", f"{MARKER}line"),),
     ]
     assert transcript.rows(40)[0] == (("accent", "─" * 40),)
+
+
+def test_transcript_rows_are_drawn_without_emoji_joiners() -> None:
+    """As the form draws them (``form.transcript.drawn``): a joined picture, a skin tone and
+    VS16 take the cells the wrapping counted, in every terminal."""
+    transcript = Transcript()
+    transcript.append((("text", "You: 👩\u200d💻 👍\U0001f3fd ❤\ufe0f done"),))
+    assert transcript.rows(40) == [(("text", "You: 👩💻 👍 ❤ done"),)]

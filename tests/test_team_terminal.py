@@ -151,3 +151,36 @@ async def test_the_team_terminal_says_when_the_agent_waits_on_the_form(
             await term.wait_for("Question Later?")
             await term.wait_for("background question: the agent goes on working")
             assert "blocked until you answer" not in term.text()
+
+
+async def test_escape_with_nothing_else_in_line_says_the_form_stays(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Esc puts the form behind every other free form; with none, the same form is back at
+    once, and the status line says so (before, nothing on screen changed)."""
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            team_desk(
+                desk_url,
+                "ann",
+                headless=False,
+                settings=tmp_path / "settings.json",
+                input=pipe,
+                output=term.output,
+            ) as desk,
+            client(desk.url, token) as alpha,
+        ):
+            await alpha.call_tool("ask_user", ask("Deploy"))
+            await term.wait_for("Question Deploy?")
+            pipe.send_text("\x1b")
+            await term.wait_for("Nothing else is in line: it stays.")
+            await alpha.call_tool("ask_user", ask("Merge"))
+            await term.wait_for(lambda t: "alpha 2" in t.rows()[0])
+            pipe.send_text("\x1b")
+            await term.wait_for("Question Merge?")
+            await term.wait_for("Deferred: 1 other form goes first.")

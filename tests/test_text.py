@@ -6,6 +6,8 @@ import re
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pi_agent_ask.form.result import (
     AskResult,
@@ -34,6 +36,7 @@ from pi_agent_ask.form.transcript import (
     background_card,
     call_rows,
     cell_width,
+    drawn,
     line_text,
     receipt_row,
     result_rows,
@@ -643,3 +646,29 @@ def test_wrap_line_keeps_words_and_styles() -> None:
     ]
     assert _texts(wrap_line((("text", "abcdefghij"),), 4)) == ["abcd", "efgh", "ij"]
     assert _texts(wrap_line((("text", "日本語テキスト"),), 5)) == ["日本", "語テ", "キス", "ト"]
+
+
+# Emoji and the characters that join or restyle them, beside wide, combining and plain ones.
+_WIDTH_ALPHABET = "a ❤☺⚠#👍👩💻🔥中日é\u0301\u20e3\u200d\ufe0f\ufe0e\U0001f3fb\U0001f3fd\U0001f3ff\U0001f1ef\U0001f1f5"
+
+
+@given(st.text(alphabet=_WIDTH_ALPHABET, max_size=40))
+def test_cell_width_is_prompt_toolkits_and_drawn_text_keeps_it(text: str) -> None:
+    """One width rule: the layout counts cells as prompt_toolkit places characters. What the
+    terminal is given (``drawn``) has no joiner, VS16 or skin tone, whose widths terminals
+    disagree on, and takes exactly the cells the text was laid out in."""
+    from prompt_toolkit.utils import get_cwidth
+
+    assert cell_width(text) == get_cwidth(text)
+    shown = drawn(text)
+    assert cell_width(shown) == cell_width(text) == get_cwidth(shown)
+    assert not set(shown) & {"\u200d", "\ufe0f", *map(chr, range(0x1F3FB, 0x1F400))}
+    assert drawn(shown) == shown
+
+
+def test_emoji_widths_as_a_terminal_draws_them() -> None:
+    # tmux 3.3a, cursor after printing each: ❤️ 1, 👍 2, 中 2, é (combining) 1.
+    assert cell_width("❤️") == 1
+    assert cell_width("👍🏽") == 2 and drawn("👍🏽") == "👍"
+    assert drawn("👩‍💻") == "👩💻" and cell_width("👩‍💻") == 4
+    assert cell_width("e\u0301中") == 3

@@ -574,3 +574,23 @@ async def test_closing_settings_waits_for_the_save_so_the_form_follows_what_it_s
         ask.send("1")  # one press is enough now
         status, _result = await ask.finished()
     assert status == 0
+
+
+async def test_typed_text_keeps_joiners_and_wide_spaces(tmp_path: Path) -> None:
+    """A key is text when the terminal may show it as typed (``is_safe``), not only when
+    Python calls it printable: the ZWJ of 👩‍💻 and an ideographic space (what a Japanese
+    input method types for a space) were dropped from the answer."""
+    typed = "👩\u200d💻\u3000ok\u00a0!"
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        for char in typed:
+            ask.send(char)
+        await ask.wait("ok")
+        ask.send(ENTER)
+        await ask.wait("Review your answers")
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == typed

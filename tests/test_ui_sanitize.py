@@ -141,3 +141,11 @@ async def test_pasted_text_is_neutralised_before_it_is_echoed(tmp_path: Path) ->
     )
     assert_clean(term.raw)
     assert "pasted\ufffdtext" in term.raw
+
+
+def test_is_safe_is_what_sanitize_line_leaves_alone() -> None:
+    from pi_agent_ask.form.sanitize import is_safe, sanitize_line
+
+    for text in ["a", " ", "~", "\t", "\n", "\x1b", "\x7f", "é", "\u200d", "\u200b", "👩‍💻"]:
+        assert is_safe(text) == (sanitize_line(text) == text), repr(text)
+    assert is_safe("\u200d") and not is_safe("\u200b") and not is_safe("\t")

@@ -21,7 +21,7 @@ import trio
 
 from pi_agent_ask import events as ev
 from pi_agent_ask.actors.runtime import open_runtime
-from pi_agent_ask.desk.board import AgentSurface, Board, Shown
+from pi_agent_ask.desk.board import AgentSurface, Board, Shown, put_aside_hint
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
 from pi_agent_ask.mcp_common.journals import check_key, known_keys, record_key
@@ -58,6 +58,8 @@ class Agent:
     _completed: set[str] = attrs.field(factory=set)
     """Requests announced completed (``pi-agent-ask:completed``, sent once the outcome is
     journaled) that the last statistics may still count as pending."""
+    put_aside: Callable[[str], None] = lambda _key: None
+    """Called with the key once a deferred queue of this agent is back in the line."""
 
     def list_tools(self) -> list[types.Tool]:
         return self.tools.list_tools()
@@ -127,7 +129,8 @@ class Agent:
         """Keep the board's pending count of this agent current (woken by :meth:`changed`).
 
         A deferred queue (Esc on a background form) is reopened at once: on the desk, Esc
-        means "later", and the agent's next form takes its turn behind every other agent's."""
+        means "later", and the agent's next form takes its turn behind every other agent's
+        (``put_aside`` says so)."""
         while True:
             await self._dirty.wait()
             self._dirty = trio.Event()
@@ -137,6 +140,7 @@ class Agent:
             self.board.set_pending(self.key, len(pending - self._completed))
             if not stats.panel_visible and stats.pending:
                 await self.runtime.show_queue()
+                self.put_aside(self.key)
 
 
 @attrs.define(eq=False)
@@ -148,6 +152,8 @@ class AgentRegistry:
     settings: Path | None = None
     cwd: Path | None = None
     notice: Callable[[str], None] = lambda _text: None
+    hint: Callable[[str], None] = lambda _text: None
+    """Words on what a key did, shown until the next key (``DeskSurface.hint``)."""
     progress_interval: float | None = None
     """Seconds between progress notifications of long waits (``None``: AgentTools' default)."""
     write_terminal: Callable[[str], None] | None = None
@@ -251,7 +257,12 @@ class AgentRegistry:
                 # checkpoint, so the events of forms recovered at open are seen too.
                 with AgentTools(runtime, progress_interval=interval) as tools:
                     agent = Agent(
-                        key=key, runtime=runtime, tools=tools, board=self.board, journal=journal
+                        key=key,
+                        runtime=runtime,
+                        tools=tools,
+                        board=self.board,
+                        journal=journal,
+                        put_aside=self._put_aside,
                     )
                     unsubscribes = [
                         runtime.events.on(ev.STARTED, agent.on_started),
@@ -281,6 +292,11 @@ class AgentRegistry:
             if not started:
                 raise
             self.notice(f"Agent {key!r} stopped: {type(error).__name__}: {error}")
+
+    def _put_aside(self, key: str) -> None:
+        """Agent ``key``'s questions were put aside (Esc, the page's Later) and are back in
+        the line, behind every other agent's shown form: say so (``put_aside_hint``)."""
+        self.hint(put_aside_hint(sum(1 for s in self.board.shown_forms() if s.key != key)))
 
     def _link(self, key: str) -> Callable[[str], str | None] | None:
         form_url = self.form_url

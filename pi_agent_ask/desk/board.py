@@ -32,9 +32,18 @@ import trio
 from pi_agent_ask.actors.form import FormInput, Surface
 from pi_agent_ask.form import state as fs
 
-__all__ = ["SEP", "AgentSnapshot", "AgentSurface", "Board", "Shown"]
+__all__ = ["SEP", "AgentSnapshot", "AgentSurface", "Board", "Shown", "put_aside_hint"]
 
 SEP = "\x1f"
+
+
+def put_aside_hint(ahead: int) -> str:
+    """What the status line says once Esc ("later") put the form on display behind the
+    ``ahead`` forms in the line: with none, the same form is back at once, which looked like
+    a key ignored. Short enough for one row of a 40-column desk."""
+    if ahead == 0:
+        return "Nothing else is in line: it stays."
+    return f"Deferred: {ahead} other form{'s go' if ahead > 1 else ' goes'} first."
 
 
 @attrs.define(eq=False)

@@ -315,12 +315,12 @@ async def _run(
         display: Any
         if headless:
             display = NullSurface()
-            notice = _ignore
+            notice = hint = _ignore
         else:
             from pi_agent_ask.desk.terminal import DeskSurface
 
             display = DeskSurface(loaded, quit=nursery.cancel_scope.cancel)
-            notice = display.notice
+            notice, hint = display.notice, display.hint
         board = Board(display=display)
         registry = AgentRegistry(
             state_dir=state,
@@ -328,6 +328,7 @@ async def _run(
             settings=settings_file,
             cwd=Path.cwd(),
             notice=notice,
+            hint=hint,
             progress_interval=progress_interval,
             write_terminal=None if headless else display.write_terminal,
         )

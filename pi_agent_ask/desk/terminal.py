@@ -39,7 +39,7 @@ from prompt_toolkit.output import Output
 
 from pi_agent_ask.desk.board import AgentSnapshot, Board
 from pi_agent_ask.form.sanitize import sanitize_line
-from pi_agent_ask.form.transcript import cell_width, wrap_line
+from pi_agent_ask.form.transcript import cell_width, drawn, wrap_line
 from pi_agent_ask.persistence.settings import Config
 from pi_agent_ask.ui.render.frame import SHORT_SCREEN_ROWS
 from pi_agent_ask.ui.surface import TerminalSurface
@@ -74,6 +74,13 @@ def _clip(text: str, width: int) -> str:
     return text + "…"
 
 
+def _shown(text: str) -> str:
+    """Text from elsewhere (an agent's key, a notice) on one line, as the terminal is given it:
+    neutralised (``sanitize_line``) and without emoji joiners (``drawn``), so its cells are
+    the cells it takes."""
+    return drawn(sanitize_line(text))
+
+
 def _padded(text: str, width: int) -> str:
     return text + " " * max(0, width - cell_width(text))
 
@@ -88,7 +95,7 @@ def agent_rows(board: Board, width: int = AGENTS_WIDTH) -> StyleAndTextTuples:
         pointer = "▶" if agent.displayed else " "
         mark = " ⏸" if agent.blocked else ("  " if not agent.waiting else " …")
         count = f"{agent.pending:>3}"
-        name = _clip(sanitize_line(agent.key), width - len(count) - len(mark) - 4)
+        name = _clip(_shown(agent.key), width - len(count) - len(mark) - 4)
         style = "class:ask.option.active" if agent.displayed else ""
         rows.append(("class:ask.pointer", pointer + " "))
         rows.append((style, _padded(name, width - len(count) - len(mark) - 4) + " "))
@@ -104,7 +111,7 @@ def agent_line(board: Board, width: int | None = None) -> StyleAndTextTuples:
     kept, the one on display always (its key clipped, visibly, when it alone is too long)."""
     parts: StyleAndTextTuples = [("class:ask.title", " Agents")]
     agents = board.agents()
-    groups = [_agent_group(agent, sanitize_line(agent.key)) for agent in agents]
+    groups = [_agent_group(agent, _shown(agent.key)) for agent in agents]
     if width is None:
         return parts + [part for group in groups for part in group]
     used = fragment_list_width(parts)
@@ -114,7 +121,7 @@ def agent_line(board: Board, width: int | None = None) -> StyleAndTextTuples:
         size = fragment_list_width(group)
         if agent.displayed:
             reserved = 0
-            key = sanitize_line(agent.key)
+            key = _shown(agent.key)
             while used + size > width and len(key) > 1:  # alone too long: its key gives way
                 key = key[:-1]
                 group = _agent_group(agent, key + "…")
@@ -145,7 +152,7 @@ def form_header(board: Board, width: int | None = None) -> StyleAndTextTuples:
     current = board.current
     if current is None:
         return [("class:ask.muted", " " + EMPTY_TEXT)]
-    name = sanitize_line(current.key)
+    name = _shown(current.key)
     states: list[tuple[str, str]]
     if board.is_blocked(current):
         states = [
@@ -199,6 +206,9 @@ class DeskSurface(TerminalSurface):
     url: str = ""
     quit: Callable[[], None] = lambda: None
     notices: list[str] = attrs.field(factory=list)
+    hint_text: str | None = None
+    """What the person's last key did where the screen does not show it, in the status line
+    (over the latest notice) until the next key."""
     sign_in: str = ""
     """Shown while no form is on display: the web page's sign-in URL (and its QR code, for a
     listen other machines reach), set by the desk once it listens."""
@@ -212,6 +222,17 @@ class DeskSurface(TerminalSurface):
         self.notices.append(text)
         del self.notices[:-MAX_NOTICES]
         self.invalidate()
+
+    def hint(self, text: str) -> None:
+        """Say what a key did, in the status line until the next key (``Esc`` on a desk where
+        no other form waits brings the same form back: without words it looked ignored)."""
+        self.hint_text = text
+        self.invalidate()
+
+    def _clear_hint(self, _processor: object) -> None:
+        if self.hint_text is not None:
+            self.hint_text = None
+            self.invalidate()
 
     def apply_config(self, config: Config) -> None:
         """A config was saved: the settings file loads now, so the notices its load gave
@@ -270,17 +291,17 @@ class DeskSurface(TerminalSurface):
         """The latest notice wrapped between words at the screen's width, at most
         ``NOTICE_ROWS`` lines (one on a short screen, where the rows are the form's): a notice
         names a file, so it wraps rather than ending at the edge."""
-        if not self.notices:
+        text = self.hint_text or (self.notices[-1] if self.notices else None)
+        if text is None:
             return [""]
         size = get_app().output.get_size()
-        wrapped = wrap_line([("text", sanitize_line(self.notices[-1]))], max(1, size.columns - 1))
+        wrapped = wrap_line([("text", _shown(text))], max(1, size.columns - 1))
         rows = 1 if size.rows <= SHORT_SCREEN_ROWS else NOTICE_ROWS  # short: rows go to the form
         return [" " + "".join(text for _, text in line) for line in wrapped[:rows]]
 
     def _status(self) -> StyleAndTextTuples:
-        if not self.notices:
-            return [("class:ask.muted", "")]
-        return [("class:ask.warning", "\n".join(self._notice_lines()))]
+        style = "class:ask.accent" if self.hint_text else "class:ask.warning"
+        return [(style, "\n".join(self._notice_lines()))]
 
     def _status_height(self) -> Dimension:
         return Dimension.exact(len(self._notice_lines()))
@@ -300,7 +321,7 @@ class DeskSurface(TerminalSurface):
         empty = Condition(lambda: self.board is None or self.board.current is None)
         narrow = Condition(lambda: _narrow(get_app().output.get_size().columns))
         wide = ~narrow
-        notice = Condition(lambda: bool(self.notices))
+        notice = Condition(lambda: bool(self.notices) or self.hint_text is not None)
 
         def agents() -> StyleAndTextTuples:
             return agent_rows(self.board) if self.board is not None else []
@@ -373,4 +394,5 @@ class DeskSurface(TerminalSurface):
         form_keys = app.key_bindings
         assert form_keys is not None, "the form application always has its key bindings"
         app.key_bindings = merge_key_bindings([desk_keys, form_keys])
+        app.key_processor.before_key_press += self._clear_hint
         return app

@@ -52,6 +52,7 @@ __all__ = [
     "TAB_SIZE",
     "escape_for_json",
     "escape_visibly",
+    "is_safe",
     "sanitize_line",
     "sanitize_text",
 ]
@@ -144,6 +145,14 @@ def sanitize_text(text: str, *, keep_newlines: bool = True) -> str:
 def sanitize_line(text: str) -> str:
     """Like :func:`sanitize_text`, for single-line places (labels, titles): newlines -> spaces."""
     return sanitize_text(text, keep_newlines=False)
+
+
+def is_safe(text: str) -> bool:
+    """Whether :func:`sanitize_line` leaves ``text`` as it is: what a typed key may insert and
+    an editor may show as typed (a joiner of emoji or of a script included, a control not)."""
+    if text.isascii():  # the same answer: ASCII keeps exactly its printable characters
+        return text.isprintable()
+    return sanitize_line(text) == text
 
 
 # -- keeping the text, escaped (printed JSON, Markdown exports) ------------------------------

@@ -8,10 +8,12 @@ message types. Pure.
 
 from __future__ import annotations
 
+import functools
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
+
+from wcwidth import wcwidth
 
 from pi_agent_ask.form.result import AnswerResult, AskResult, BackgroundOutcome
 from pi_agent_ask.form.sanitize import sanitize_text
@@ -35,6 +37,8 @@ __all__ = [
     "background_card",
     "call_rows",
     "cell_width",
+    "drawn",
+    "drawn_line",
     "line_text",
     "merge_segments",
     "receipt_row",
@@ -53,9 +57,9 @@ any style names, not only ``Style``: the UI passes its own (prompt_toolkit class
 
 
 def _clean(text: str) -> str:
-    """Neutralise text for the terminal (escape sequences, controls, invisible formatting);
-    newlines are kept for the caller to split into lines."""
-    return sanitize_text(text)
+    """Neutralise text for the terminal (escape sequences, controls, invisible formatting) as
+    it is drawn (:func:`drawn`); newlines are kept for the caller to split into lines."""
+    return drawn(sanitize_text(text))
 
 
 def _split(text: str) -> list[str]:
@@ -80,18 +84,43 @@ def merge_segments(segments: Iterable[tuple[_S, str]]) -> tuple[tuple[_S, str], 
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def _char_width(char: str) -> int:
-    if unicodedata.combining(char) or char in "\u200b\u200d":
-        return 0
-    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    # prompt_toolkit's rule, which decides where it puts every character on the screen: each
+    # character on its own, as ``wcwidth.wcwidth`` says (a control character counts 0).
+    width: int = wcwidth(char)
+    return max(0, width)
 
 
 def cell_width(text: str) -> int:
-    """The terminal cells ``text`` occupies (wide East Asian characters count two); ASCII
-    text (one cell per character) takes a fast path."""
+    """The terminal cells ``text`` occupies, as prompt_toolkit counts them (wide East Asian
+    characters and emoji two, combining marks and the joiners of emoji nothing), so a layout
+    made with it is where prompt_toolkit draws. Drawn through :func:`drawn`, a real terminal
+    agrees. ASCII text (one cell per character) takes a fast path."""
     if text.isascii():
         return len(text)
-    return sum(_char_width(char) for char in text)
+    return sum(map(_char_width, text))
+
+
+# What joins or restyles emoji: ZERO WIDTH JOINER, VARIATION SELECTOR-16 (emoji style) and the
+# five skin-tone modifiers. prompt_toolkit counts each as nothing, terminals do not agree:
+# tmux 3.3 draws a skin tone as a swatch of two cells of its own and a joined sequence as one
+# picture of two cells; kitty, WezTerm or iTerm2 draw an emoji-style ``❤️`` two cells wide.
+_JOINERS = re.compile("[\u200d\ufe0f\U0001f3fb-\U0001f3ff]")
+
+
+def drawn(text: str) -> str:
+    """``text`` as the terminal is given it: without the characters that join or restyle emoji
+    (``👩‍💻`` is drawn as ``👩💻``, ``👍🏽`` as ``👍``, ``❤️`` as ``❤``), whose width terminals
+    draw differently from :func:`cell_width`. Each part left is drawn as wide as it counts, in
+    every terminal, and ``cell_width(drawn(text)) == cell_width(text)``: a layout made on the
+    text holds on the screen. Only the screen loses them; answers and drafts keep them."""
+    return text if text.isascii() else _JOINERS.sub("", text)
+
+
+def drawn_line(line: Iterable[tuple[_S, str]]) -> tuple[tuple[_S, str], ...]:
+    """A styled line's segments through :func:`drawn`."""
+    return tuple((style, drawn(text)) for style, text in line)
 
 
 def _break_units(piece: str) -> list[str]:

@@ -35,6 +35,7 @@ __all__ = [
     "KeyId",
     "KeyIdError",
     "format_key",
+    "from_prompt_toolkit",
     "is_valid_key",
     "normalize_key",
     "parse_key",
@@ -290,6 +291,30 @@ def to_prompt_toolkit(key: str) -> tuple[str, ...]:
     parsed = parse_key(key)
     name = _without_alt(parsed)
     return ("escape", name) if parsed.alt else (name,)
+
+
+_FROM_PT_NAMED: dict[str, str] = {name: key for key, name in _PT_NAMED.items()}
+_PT_MODIFIER_PREFIXES = (("c-s-", "ctrl+shift+"), ("c-", "ctrl+"), ("s-", "shift+"))
+
+
+def from_prompt_toolkit(name: str) -> str | None:
+    """The key id of one prompt_toolkit key name (``to_prompt_toolkit`` read back, without
+    alt): ``c-m`` → ``enter``, ``Q`` → ``shift+q``, ``c-s-left`` → ``ctrl+shift+left``; None for
+    a name no key id spells (``<sigint>``, a bracketed paste)."""
+    if name in _FROM_PT_NAMED:
+        return _FROM_PT_NAMED[name]
+    if len(name) == 1:
+        candidate = f"shift+{name.lower()}" if "A" <= name <= "Z" else name
+    else:
+        candidate = next(
+            (
+                words + _FROM_PT_NAMED.get(name[len(prefix) :], name[len(prefix) :])
+                for prefix, words in _PT_MODIFIER_PREFIXES
+                if name.startswith(prefix) and len(name) > len(prefix)
+            ),
+            "",
+        )
+    return str(parse_key(candidate)) if is_valid_key(candidate) else None
 
 
 _DISPLAY_NAMES: dict[str, str] = {

@@ -12,6 +12,7 @@ login-url``, which reads the page's address and sign-in token there.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 from collections.abc import Callable
@@ -161,5 +162,11 @@ async def _terminal(
     board = Board(display=display)
     await show_terminal(nursery, display, board, loaded, input, output)
     form_settings = config_from_settings(loaded).form_settings
-    nursery.start_soon(answer_on_terminal, team, board, display.notice, form_settings)
+    nursery.start_soon(
+        functools.partial(answer_on_terminal, hint=display.hint),
+        team,
+        board,
+        display.notice,
+        form_settings,
+    )
     return display

@@ -12,13 +12,14 @@ and the status line says what the other desks are answering.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 import trio
 
 from pi_agent_ask.actors.form import FormInput, run_form
-from pi_agent_ask.desk.board import AgentSurface, Board, Shown
+from pi_agent_ask.desk.board import AgentSurface, Board, Shown, put_aside_hint
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
@@ -63,8 +64,10 @@ async def answer_on_terminal(
     board: Board,
     notice: Any,
     settings: fs.FormSettings | None = None,
+    hint: Callable[[str], None] = lambda _text: None,
 ) -> None:
-    """Show the store's free forms one at a time on ``board``'s display until cancelled."""
+    """Show the store's free forms one at a time on ``board``'s display until cancelled;
+    ``hint`` says what Esc did (``DeskSurface.hint``)."""
     later: set[str] = set()  # put back with Esc: behind every other free form
 
     def counts() -> None:
@@ -103,6 +106,12 @@ async def answer_on_terminal(
         outcome = await _show(team, board, claim, settings)
         if outcome == "later":
             later.add(claim.request_id)
+            ahead = sum(
+                1
+                for row in team.snapshot()
+                if not row.claim_live and row.request_id != claim.request_id
+            )
+            hint(put_aside_hint(ahead))
         elif isinstance(outcome, Refused):
             notice(outcome.message)
 

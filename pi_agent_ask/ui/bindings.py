@@ -10,6 +10,8 @@ Contexts, each a ``Condition`` over the controller's latest snapshot:
   ``D``, ``?`` in a non-empty editor, arrows and Tab in a non-empty editor.
 - *global*: ``global.dismiss`` wherever a form is shown; ``global.settings`` in navigation and
   in an empty editor.
+- *Alt+<key>* without a binding of its own, everywhere: nothing but a notice naming it (a
+  terminal sends Alt+Q as Esc followed by ``q``, which must not read as Esc and then ``q``).
 
 prompt_toolkit calls the last added of several matching bindings, so the text-editing defaults
 are added first and the configurable actions after them: a person who binds ``editor.submit``
@@ -37,13 +39,19 @@ from prompt_toolkit.key_binding import (
 from prompt_toolkit.keys import Keys
 
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.persistence.keys import to_prompt_toolkit
+from pi_agent_ask.form.sanitize import is_safe, sanitize_text
+from pi_agent_ask.persistence.keys import format_key, from_prompt_toolkit, to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_view import FormController
 from pi_agent_ask.ui.render.header import NEXT_UNANSWERED_KEY
 
-__all__ = ["FIXED_SKIP_KEY", "editing_key_bindings", "form_key_bindings", "keymap_key_bindings"]
+__all__ = [
+    "FIXED_SKIP_KEY",
+    "alt_key_bindings",
+    "editing_key_bindings",
+    "form_key_bindings",
+    "keymap_key_bindings",
+]
 
 FIXED_SKIP_KEY = "D"
 """``shift+d``: skip the current question (navigation only; text in editors)."""
@@ -91,7 +99,7 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
         key = event.key_sequence[0].key
         if isinstance(key, Keys):
             return  # a key without a binding here (F5, ctrl+g, ...): not text
-        if event.data.isprintable():
+        if is_safe(event.data):  # not ``isprintable``: that refused the ZWJ of 👩‍💻
             buffer.insert_text(event.data)
 
     @kb.add(Keys.BracketedPaste, filter=in_editor)
@@ -225,6 +233,57 @@ async def _edit(editing: Awaitable[bool], controller: FormController) -> None:
         controller.invalidate()
 
 
+NOT_TYPED_KEYS = frozenset(
+    {
+        Keys.Escape,
+        Keys.BracketedPaste,
+        Keys.Vt100MouseEvent,
+        Keys.WindowsMouseEvent,
+        Keys.CPRResponse,
+        Keys.SIGINT,
+        Keys.Ignore,
+    }
+)
+"""Input that can follow an Esc in one read without being the Alt form of a key: another Esc,
+a paste, a mouse report, a terminal's reply."""
+
+
+def alt_key_notice(key: str | Keys) -> str:
+    """What the form says to Alt+``key`` when nothing is bound to it."""
+    name = from_prompt_toolkit(key.value if isinstance(key, Keys) else key)
+    if name == "q":
+        return "Alt+Q does nothing here: the form has the keys."
+    if name is None:
+        return "That Alt key does nothing here."
+    return f"{format_key('alt+' + name)} does nothing here."
+
+
+def alt_key_bindings(controller: FormController, overlay_open: Filter) -> KeyBindings:
+    """Alt+<key> with no binding of its own (see the module docstring).
+
+    A terminal sends Alt+<key> as Esc and the key in one write, and prompt_toolkit reads them
+    as two key presses. Bound as the pair, they never reach the Esc bindings (cancel, close an
+    editor, close the overlay) or the key's own. Every Alt binding that names its key (a
+    configured ``alt+n``, Alt+Enter, Ctrl+Alt+D, the host's Alt+Q) is the more specific match
+    and wins. A lone Esc is a prefix of the pair now, so it waits for the key processor's
+    timeout, which ``ui.surface.tune_application`` makes zero after an Esc: the input parser
+    has already waited for the rest of an escape sequence by then."""
+    kb = KeyBindings()
+
+    @kb.add("escape", Keys.Any)
+    def _alt(event: KeyPressEvent) -> None:
+        follower = event.key_sequence[1]
+        if follower.key in NOT_TYPED_KEYS:
+            # Not an Alt key: the Esc before it goes, the input after it is processed.
+            event.app.key_processor.feed(follower, first=True)
+            return
+        if not overlay_open():
+            controller.notice = alt_key_notice(follower.key)
+            controller.invalidate()
+
+    return kb
+
+
 def keymap_key_bindings(
     controller: FormController,
     keymaps: Keymaps,
@@ -310,7 +369,8 @@ def form_key_bindings(
     overlay_open: Filter,
     paste_image: Callable[[], None] | None = None,
 ) -> KeyBindingsBase:
-    """Every key binding of the form: parking, text editing, then the live keymaps."""
+    """Every key binding of the form: parking, text editing, Alt keys, then the live
+    keymaps."""
     parking = KeyBindings()
 
     @parking.add(Keys.Any, filter=Condition(lambda: controller.in_flight > 0), eager=True)
@@ -338,4 +398,5 @@ def form_key_bindings(
         return cached[1]
 
     # merge_key_bindings: later registries win ties, so the parking set comes last.
-    return merge_key_bindings([editing, DynamicKeyBindings(current), parking])
+    alt = alt_key_bindings(controller, overlay_open)
+    return merge_key_bindings([editing, alt, DynamicKeyBindings(current), parking])

@@ -59,7 +59,7 @@ from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
 from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.transcript import cell_width
+from pi_agent_ask.form.transcript import cell_width, drawn_line
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_window import FormWindow
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
@@ -105,8 +105,8 @@ class FormController:
     follow_focus: bool = True
     pressed: tuple[str, int, int] | None = None
     notice: str | None = None
-    """Shown under the open editor until the next command (clipboard read results, ``@``
-    path candidates)."""
+    """Shown until the next command: under the open editor (clipboard read results, ``@``
+    path candidates), else above the key hints (an Alt key that does nothing)."""
     cwd: Path | None = None
     """Where relative ``@`` paths start (the runtime's working directory)."""
     config_notices: tuple[str, ...] = ()
@@ -391,7 +391,10 @@ class FormControl(UIControl):
         if frame is None or height <= 0:
             self._viewport = None
             return UIContent(line_count=0, show_cursor=False)
-        lines, rows = self._layout(frame, height)
+        laid_out, rows = self._layout(frame, height)
+        # What the terminal is given (``drawn``): the same cells, so the cursor's cell column
+        # still holds, and it is mapped to an index of the characters drawn.
+        lines = [drawn_line(line) for line in laid_out]
         self._viewport = _Viewport(frame, rows)
         cursor: Point | None = None
         if frame.cursor is not None and frame.cursor[0] in rows:

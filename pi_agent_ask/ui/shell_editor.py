@@ -14,7 +14,7 @@ from prompt_toolkit.layout import BufferControl, Dimension, Window
 from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
 
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.transcript import cell_width
+from pi_agent_ask.form.transcript import cell_width, drawn
 
 __all__ = ["EDITOR_MAX_ROWS", "EDITOR_PLACEHOLDER", "editor_bindings", "editor_window"]
 
@@ -40,6 +40,42 @@ class _Placeholder(Processor):
         return Transformation(ti.fragments)
 
 
+class _Drawn(Processor):
+    """Draws the text as the rest of the screen is drawn (``form.transcript.drawn``): without
+    the joiners of emoji, whose width terminals draw differently from what prompt_toolkit
+    counts (tmux drew ``👩‍💻`` in two cells where four were counted, and what followed stood
+    two cells off). The buffer keeps them; the cursor maps across the characters left out."""
+
+    def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
+        fragments = transformation_input.fragments
+        if all(text.isascii() for _, text, *_ in fragments):
+            return Transformation(fragments)
+        shown: StyleAndTextTuples = []
+        to_display: list[int] = []  # source position -> display position
+        to_source: list[int] = []  # display position -> source position
+        for style, text, *handler in fragments:
+            kept = []
+            for char in text:
+                to_display.append(len(to_source))
+                if drawn(char):
+                    to_source.append(len(to_display) - 1)
+                    kept.append(char)
+            shown.append((style, "".join(kept), *handler))  # type: ignore[arg-type]
+        source_end, display_end = len(to_display), len(to_source)
+
+        def source_to_display(position: int) -> int:
+            if position < source_end:
+                return to_display[position]
+            return display_end + position - source_end
+
+        def display_to_source(position: int) -> int:
+            if position < display_end:
+                return to_source[position]
+            return source_end + position - display_end
+
+        return Transformation(shown, source_to_display, display_to_source)
+
+
 def editor_window(
     editor: Buffer, columns: Callable[[], int], focused: Callable[[], bool]
 ) -> Window:
@@ -54,7 +90,7 @@ def editor_window(
     return Window(
         BufferControl(
             editor,
-            input_processors=[_Placeholder(EDITOR_PLACEHOLDER, columns)],
+            input_processors=[_Drawn(), _Placeholder(EDITOR_PLACEHOLDER, columns)],
             focus_on_click=True,
         ),
         height=Dimension(min=1, max=EDITOR_MAX_ROWS),

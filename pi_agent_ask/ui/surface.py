@@ -385,20 +385,30 @@ JUMP_TIMEOUT = 0.6
 
 def tune_application(app: Application[Any], controller: FormController) -> None:
     """The timing every application showing the form shares: a short ``Esc``, redraws at once,
-    a short ``timeoutlen`` except on a question with 10+ numbered rows, where a digit may be
-    the first of two (``1`` ``2`` picks 12) and a person needs time for the second, and key
-    handling made ready after the first frame, not on the first key."""
+    the key processor's timeout (``timeoutlen``) chosen for the keys it holds, and key handling
+    made ready after the first frame, not on the first key."""
     app.ttimeoutlen = ESCAPE_TIMEOUT
     # Redraw at once: prompt_toolkit would postpone a redraw up to 10 ms while "other work is
     # scheduled", which under trio-asyncio is always, so every key waited the full 10 ms.
     # Invalidations are still coalesced into one redraw.
     app.max_render_postpone_time = None
 
-    def tune(_app: object) -> None:
-        app.timeoutlen = JUMP_TIMEOUT if controller.option_rows() >= 10 else SEQUENCE_TIMEOUT
+    def tune(_processor: object = None) -> None:
+        # Read after every key, just before the key processor starts its timeout for the keys
+        # it holds. A held Esc waits no more: the input parser already gave the rest of an
+        # escape sequence (Alt+<key> included) ``ESCAPE_TIMEOUT`` to arrive, so this Esc is
+        # a lone one. A digit on a question with 10+ numbered rows may be the first of two
+        # (``1`` ``2`` picks 12), and a person needs time for the second.
+        held = app.key_processor.key_buffer
+        if held and held[0].key == Keys.Escape:
+            app.timeoutlen = 0.0
+        elif controller.option_rows() >= 10:
+            app.timeoutlen = JUMP_TIMEOUT
+        else:
+            app.timeoutlen = SEQUENCE_TIMEOUT
 
-    tune(app)
-    app.before_render += tune
+    tune()
+    app.key_processor.after_key_press += tune
 
     def fill_key_caches(_app: object) -> None:
         # prompt_toolkit fills its binding caches (each of its default bindings wrapped with

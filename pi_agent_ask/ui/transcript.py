@@ -11,7 +11,7 @@ from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 
 from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.transcript import wrap_line
+from pi_agent_ask.form.transcript import drawn, wrap_line
 
 __all__ = ["TRANSCRIPT_PAGE", "WHEEL_ROWS", "Line", "Transcript", "TranscriptControl"]
 
@@ -55,10 +55,11 @@ class Transcript:
     """How many of ``lines`` are in ``_rows`` (rows are added as lines arrive)."""
 
     def append(self, line: Line) -> None:
-        """Add a line; text is neutralised and line breaks inside it start new lines."""
+        """Add a line; text is neutralised, kept as it is drawn (``drawn``: emoji without their
+        joiners) and line breaks inside it start new lines."""
         current: list[tuple[str, str]] = []
         for style, text in line:
-            parts = sanitize_text(text).split("\n")
+            parts = drawn(sanitize_text(text)).split("\n")
             for index, part in enumerate(parts):
                 if index:
                     self.lines.append(tuple(current))

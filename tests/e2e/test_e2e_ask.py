@@ -195,6 +195,7 @@ async def test_ask_in_a_real_terminal_with_a_resize(tmp_path: Path) -> None:
 
 
 async def test_escape_cancels_and_the_exit_status_says_so(tmp_path: Path) -> None:
+    """Alt+Q first (tmux sends Esc and ``q`` in one write), which must not read as Esc."""
     payload = tmp_path / "payload.json"
     payload.write_text(json.dumps(PAYLOAD))
     out, status = tmp_path / "out.json", tmp_path / "status"
@@ -206,6 +207,8 @@ async def test_escape_cancels_and_the_exit_status_says_so(tmp_path: Path) -> Non
     with trio.fail_after(60):
         async with pane(tmp_path, command, 100, 30) as term:
             await term.wait_for("What should I optimize for?")
+            await term.keys("M-q")
+            await term.wait_for("Alt+Q does nothing here")
             await term.keys("Escape")
             await term.finished()
     assert status.read_text().strip() == "1"

@@ -69,6 +69,51 @@ async def test_the_terminal_cursor_follows_typed_text(
         await wait_cursor(term, (col + cells, row) if cells > 5 else (col + 1 + cells, row))
 
 
+EMOJI = {
+    "questions": [
+        {
+            "id": "mood",
+            "label": "Mood",
+            "prompt": "How is it going? ❤️ 👍🏽 👩‍💻 ok",
+            "options": [
+                {"value": "great", "label": "Great ❤️❤️❤️❤️ and 👍🏽👍🏽 and 👩‍💻👩‍💻 yes"},
+                {"value": "fine", "label": "Fine"},
+            ],
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("typed", "cells", "rows_down"),
+    [
+        # Drawn as "ab❤👍👩💻cd": 2 + 1 + 2 + 4 + 2 cells (the text keeps the joiners).
+        ("ab❤️👍🏽👩‍💻cd", 11, 0),
+        # 28 hearts fill the editor's first row at 40 columns (one cell each), 12 and x follow.
+        ("❤️" * 40 + "x", 13, 1),
+    ],
+)
+async def test_emoji_keep_the_cursor_where_the_terminal_draws_at_40x12(
+    tmp_path: Path, typed: str, cells: int, rows_down: int
+) -> None:
+    """VS16, skin tones and joined emoji: the layout, prompt_toolkit and tmux agree on every
+    cell, so the cursor stands right after the last character typed and the rows fit."""
+    async with asking(tmp_path, 40, 12, payload=EMOJI) as term:
+        await term.wait_for("How is it going?")
+        await term.keys("3")
+        screen = await term.wait_for("> Type answer...")
+        row, col = row_of(screen, "> Type answer")
+        await wait_cursor(term, (col + 2, row))
+        await term.literal(typed)
+        await wait_cursor(term, (col + 2 + cells, row + rows_down))
+        await term.keys("Enter")
+        await term.wait_for("Review your answers")
+        await term.keys("1", "1")
+        await term.tmux("wait-for", "finished")
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["details"]["answers"]["mood"]["customText"] == typed
+
+
 def click(column: int, row: int) -> str:
     return f"\x1b[<0;{column + 1};{row + 1}M\x1b[<0;{column + 1};{row + 1}m"
 
@@ -140,6 +185,28 @@ async def test_focus_is_shown_in_the_demo(tmp_path: Path) -> None:
             await term.literal("2")  # goes to the editor, not to the questions
             screen = await term.wait_for("> 2")
             assert "Review your answers" not in screen
+            await term.keys("C-u", "C-d")
+
+
+async def test_the_demo_editor_draws_text_after_emoji_where_it_belongs_at_40x12(
+    tmp_path: Path,
+) -> None:
+    """The host's own input editor (a prompt_toolkit buffer) draws emoji as the form does.
+    Typed ``ab👩‍💻cd``, then ``XYZ``: tmux drew the joined picture in two cells where
+    prompt_toolkit counted four, so ``XYZ`` landed two cells away from ``cd``."""
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    command = f"{COMMAND} demo --settings {settings}"
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 40, 12) as term:
+            await term.wait_for("keys answer here")
+            await term.keys("M-q")
+            screen = await term.wait_for("Alt+Q to answer")
+            row = next(i for i, line in enumerate(screen.splitlines()) if line.startswith("> "))
+            await term.literal("ab👩‍💻cd")
+            await wait_cursor(term, (2 + 2 + 4 + 2, row))
+            await term.literal("XYZ")
+            await wait_cursor(term, (2 + 2 + 4 + 2 + 3, row))
+            assert (await term.screen()).splitlines()[row].rstrip() == "> ab👩💻cdXYZ"
             await term.keys("C-u", "C-d")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.sanitize import MARKER, sanitize_line
+from pi_agent_ask.form.sanitize import MARKER, is_safe, sanitize_line
 from pi_agent_ask.form.text import image_marker
 from pi_agent_ask.form.transcript import merge_segments
 from pi_agent_ask.ui.render.frame import (
@@ -28,9 +28,7 @@ from pi_agent_ask.ui.render.lines import Block, cells, line_width, truncate, wra
 
 
 def _display_char(char: str) -> str:
-    if char.isprintable():
-        return char
-    return MARKER
+    return char if is_safe(char) else MARKER
 
 
 def _editor_rows(

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.sanitize import sanitize_text
+from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
 from pi_agent_ask.form.transcript import merge_segments
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import EditorKeymap, Keymaps
@@ -158,6 +158,8 @@ def footer_rows(state: fs.FormState, options: RenderOptions, width: int) -> list
         for part in sanitize_text(notice).split("\n")
         for row in wrap_fragments([(WARNING, part)], width)
     ]
+    if options.notice and state.editor is None:  # an open editor shows it under its text
+        alerts.extend(wrap_fragments([(WARNING, sanitize_line(options.notice))], width))
     if not state.on_review:
         alerts.extend(_question_alerts(state, options.keymaps, width))
     short = options.height is not None and options.height <= SHORT_SCREEN_ROWS

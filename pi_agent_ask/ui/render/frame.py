@@ -56,7 +56,8 @@ class RenderOptions:
     editor_text: str | None = None
     editor_cursor: int | None = None
     notice: str | None = None
-    """A short notice shown under the open editor (clipboard reads)."""
+    """A short notice: under the open editor (clipboard reads), else above the key hints (an
+    Alt key that does nothing)."""
     config_notices: tuple[str, ...] = ()
     """Problems with the settings file (shown above the key hints until the first key)."""
     menu: tuple[tuple[str, bool], ...] = ()
