@@ -23,7 +23,14 @@ from pi_agent_ask.desk.board import Board
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.web.security import COOKIE
-from pi_agent_ask.web.testing import browser_missing, by_role, set_viewport, start_browser
+from pi_agent_ask.web.testing import (
+    brightness,
+    browser_missing,
+    by_role,
+    emulate_scheme,
+    set_viewport,
+    start_browser,
+)
 
 MISSING = browser_missing()
 pytestmark = [
@@ -788,3 +795,43 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
             assert violations == [], json.dumps(violations, indent=1)[:4000]
             if script is None:
                 pytest.skip("axe-core could not be installed from the npm registry")
+
+
+async def test_in_dark_mode_every_control_is_drawn_dark(tmp_path: Path, browser: Any) -> None:
+    """A browser set to dark shows the page dark, its native controls included: radio
+    buttons, checkboxes, text boxes and the history's select are drawn by the browser in the
+    page's scheme, not as white boxes on a dark page."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "kappa") as kappa:
+            payload = ask(
+                single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")),
+                single("f", "Flavours", opt("a", "Apple"), opt("b", "Banana"), type="multi"),
+                background=True,
+            )
+            await shown_on_page(browser, desk, kappa, payload)
+
+            def drawn(scheme: str) -> dict[str, float]:
+                emulate_scheme(browser, scheme)
+                browser.refresh()
+                wait_until(browser, form_shown)
+                controls = {
+                    "radio": by_role(question(browser, "Colour"), "radio", "Red"),
+                    "checkbox": by_role(question(browser, "Flavours"), "checkbox", "Apple"),
+                    "textbox": by_role(question(browser, "Colour"), "textbox", "Note"),
+                }
+                seen = {name: brightness(browser, control) for name, control in controls.items()}
+                by_role(browser, "link", "History").click()
+                wait_until(browser, lambda d: d.find_elements("css selector", "#q"))
+                seen["combobox"] = brightness(browser, by_role(browser, "combobox", "Agent"))
+                seen["searchbox"] = brightness(browser, by_role(browser, "searchbox", "Search"))
+                browser.back()
+                return seen
+
+            try:
+                dark = await run(lambda: drawn("dark"))
+                light = await run(lambda: drawn("light"))
+            finally:
+                await run(lambda: emulate_scheme(browser, ""))
+            for name, level in dark.items():
+                assert level < 0.3, (name, dark)
+                assert light[name] > 0.7, (name, light)
