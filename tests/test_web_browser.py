@@ -835,3 +835,39 @@ async def test_in_dark_mode_every_control_is_drawn_dark(tmp_path: Path, browser:
             for name, level in dark.items():
                 assert level < 0.3, (name, dark)
                 assert light[name] > 0.7, (name, light)
+
+
+async def test_pages_load_with_an_icon_and_no_failed_request(tmp_path: Path, browser: Any) -> None:
+    """Every page names the desk's icon, which the desk serves (no request of a page fails:
+    a browser asks for /favicon.ico on its own when a page names none)."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            base = desk.web.base_url
+
+            def failures() -> tuple[list[Any], list[str]]:
+                browser.get_log("browser")  # what earlier tests left
+                sign_in(browser, url)
+                icons = []
+                for path in ("/", "/history"):
+                    browser.get(base + path)
+                    named = browser.find_elements("css selector", 'link[rel="icon"]')
+                    icons.extend(link.get_attribute("href") for link in named)
+                browser.get(base + "/")  # a load that follows another finished
+                logged = browser.get_log("browser")
+                browser.delete_all_cookies()
+                browser.get(base + "/")  # the sign-in message (a 401) names it too
+                named = browser.find_elements("css selector", 'link[rel="icon"]')
+                icons.extend(link.get_attribute("href") for link in named)
+                return logged, icons
+
+            logged, icons = await run(failures)
+            assert [entry for entry in logged if entry["level"] == "SEVERE"] == [], logged
+            assert len(icons) == 3, icons
+            async with httpx2.AsyncClient() as http:
+                for icon in {*icons, base + "/favicon.ico"}:
+                    got = await http.get(icon)
+                    assert got.status_code == 200, icon
+                    assert got.headers["content-type"].startswith("image/svg+xml"), icon
+                    assert got.text.startswith("<svg")

@@ -18,7 +18,8 @@ channel each form's runtime handed the board, as the terminal does:
 Routes: ``/`` (the page, or the sign-in message), ``/login`` (one-time code -> session),
 ``/login-code`` (``POST`` with the desk's bearer token: a new sign-in URL), ``/events`` (the
 live stream), ``/fragment/form`` and ``/fragment/queue`` (parts of the page, for the live
-updates), ``/api/*`` (state changes), ``/history`` and ``/history/export``, ``/static``.
+updates), ``/api/*`` (state changes), ``/history`` and ``/history/export``, ``/static``,
+``/favicon.ico`` (the desk's icon, ``static/icon.svg``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import (
+    FileResponse,
     JSONResponse,
     PlainTextResponse,
     Response,
@@ -69,6 +71,7 @@ __all__ = [
 ]
 
 HERE = Path(__file__).parent
+ICON = HERE / "static" / "icon.svg"
 KEEPALIVE = 15.0
 """Seconds between keep-alive comments on an idle live stream (proxies close silent ones)."""
 ANSWERED_ELSEWHERE = "This form was already answered elsewhere (on the terminal or another page)."
@@ -157,6 +160,11 @@ async def _not_routed(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
+async def _icon(request: Request) -> Response:
+    """The desk's icon where a browser looks for one by itself (the pages name it too)."""
+    return FileResponse(ICON, media_type="image/svg+xml")
+
+
 async def _body(request: Request) -> bytes | None:
     """The request's body, or ``None`` when it is over :data:`MAX_BODY`: told from its
     declared length before anything is read, else as it arrives (a chunked body), so an
@@ -238,6 +246,7 @@ class WebDesk:
             Route("/api/later", self.api_later, methods=["POST"]),
             Route("/history", self.history),
             Route("/history/export", self.history_export),
+            Route("/favicon.ico", _icon),
             Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         ]
         handlers = {404: _not_routed, 405: _not_routed}
