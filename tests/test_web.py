@@ -4,8 +4,10 @@ form's ``ReplaceDrafts``, and the desk's HTTP side (sign-in, history, export, th
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import re
 import sys
 from contextlib import suppress
 from pathlib import Path
@@ -203,6 +205,29 @@ async def test_history_lists_forms_newest_first_and_each_forms_questions_in_orde
             # The newer form first; within it, its questions as they were asked.
             where = [page.index(f"<h2>{label}</h2>") for label in ("Database", "Region", "Early")]
             assert where == sorted(where), where
+
+
+async def test_history_times_carry_their_utc_value_and_read_as_utc_without_script(
+    tmp_path: Path,
+) -> None:
+    """Each question's time is a ``<time>`` whose ``datetime`` is the recorded UTC instant; its
+    text, what a page without script shows, is a readable time marked as UTC (the page's
+    script shows it in the person's own time zone: ``test_web_browser.py``)."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("When"))
+            await answer_displayed(desk)
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+            found = re.search(r'<time datetime="([^"]+)"[^>]*>([^<]+)</time>', page)
+            assert found is not None, page
+            stamp, text = found.groups()
+            moment = dt.datetime.fromisoformat(stamp)
+            assert moment.utcoffset() == dt.timedelta(0) and stamp.endswith("Z"), stamp
+            assert abs(dt.datetime.now(dt.UTC) - moment) < dt.timedelta(minutes=5)
+            assert text == moment.strftime("%Y-%m-%d %H:%M UTC"), text
 
 
 async def test_a_long_history_says_how_much_of_it_the_page_lists(tmp_path: Path) -> None:

@@ -871,3 +871,51 @@ async def test_pages_load_with_an_icon_and_no_failed_request(tmp_path: Path, bro
                     assert got.status_code == 200, icon
                     assert got.headers["content-type"].startswith("image/svg+xml"), icon
                     assert got.text.startswith("<svg")
+
+
+async def test_history_shows_times_in_the_persons_time_zone(tmp_path: Path, browser: Any) -> None:
+    """A browser in Kolkata (UTC+5:30, a zone no clock shares by accident) reads each
+    question's time in its own zone, as words, not as the journal's UTC stamp."""
+    import datetime as dt
+
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "lambda") as agent:
+            assert desk.web is not None
+            await agent.call_tool("ask_user", colour())
+            await answer_on_the_board_when_shown(desk.board)
+            url = desk.web.login_url()
+            base = desk.web.base_url
+
+            def shown() -> tuple[str, str, str]:
+                browser.execute_cdp_cmd(
+                    "Emulation.setTimezoneOverride", {"timezoneId": "Asia/Kolkata"}
+                )
+                try:
+                    sign_in(browser, url)
+                    browser.get(base + "/history")
+                    time = browser.find_element("css selector", "li.record time")
+                    wait_until(browser, lambda d: "UTC" not in time.text)
+                    return (
+                        str(time.get_attribute("datetime")),
+                        str(time.text),
+                        str(time.get_attribute("title")),
+                    )
+                finally:
+                    browser.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ""})
+
+            stamp, text, title = await run(shown)
+            local = dt.datetime.fromisoformat(stamp).astimezone(
+                dt.timezone(dt.timedelta(hours=5, minutes=30))
+            )
+            assert local.strftime("%I:%M") in text or local.strftime("%H:%M") in text, (
+                stamp,
+                text,
+            )
+            assert stamp[:10] not in text and "Z" not in text, text  # not the ISO stamp
+            assert str(local.year) in text and "GMT+5:30" in text, text
+            assert title.endswith("UTC"), title  # the UTC time on hover
+
+
+async def answer_on_the_board_when_shown(board: Board) -> None:
+    await board.wait_for(lambda b: b.current is not None)
+    await answer_on_the_board(board)
