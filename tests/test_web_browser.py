@@ -180,7 +180,11 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
             # Used once: the same URL no longer signs anyone in.
             await run(browser.delete_all_cookies)
             await run(lambda: browser.get(url))
-            assert "not valid" in by_role(browser, "alert", "", exact=False).text
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: "not valid" in by_role(d, "alert", "", exact=False).text
+                )
+            )
             await run(lambda: browser.get(url.split("/login")[0] + "/"))
             assert not form_shown(browser) and "Sign in" in browser.page_source
             fresh = desk.web.login_url()
@@ -919,3 +923,29 @@ async def test_history_shows_times_in_the_persons_time_zone(tmp_path: Path, brow
 async def answer_on_the_board_when_shown(board: Board) -> None:
     await board.wait_for(lambda b: b.current is not None)
     await answer_on_the_board(board)
+
+
+async def test_a_link_a_chat_app_previewed_still_signs_in_with_one_tap(
+    tmp_path: Path, browser: Any
+) -> None:
+    """A chat app's preview bot fetched the link first; the person then taps it in the chat
+    (a navigation from another site, here a page of its own origin) and lands signed in on
+    the desk, with nothing more to press."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "mu") as mu:
+            assert desk.web is not None
+            await mu.call_tool("ask_user", colour())
+            url = desk.web.login_url()
+            async with httpx2.AsyncClient(headers={"user-agent": "WhatsApp/2.23"}) as bot:
+                for _ in range(2):
+                    assert (await bot.get(url)).status_code == 200
+
+            def tapped() -> None:
+                browser.delete_all_cookies()
+                browser.get("data:text/html,<a href='" + url + "'>Sign in link</a>")
+                by_role(browser, "link", "Sign in link").click()
+                wait_until(browser, form_shown)
+
+            await run(tapped)
+            assert await run(lambda: browser.current_url) == desk.web.base_url + "/"
+            assert "Colour" in await run(lambda: d_text(browser, "#ask-form"))

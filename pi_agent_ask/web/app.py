@@ -15,7 +15,8 @@ channel each form's runtime handed the board, as the terminal does:
   answer and the first submission wins; a form already gone is "answered elsewhere";
 - "Later" is the terminal's Esc on a background form (the agent's questions wait their turn).
 
-Routes: ``/`` (the page, or the sign-in message), ``/login`` (one-time code -> session),
+Routes: ``/`` (the page, or the sign-in message), ``/login`` (``GET``: the sign-in page of a
+one-time link, which tries nothing; ``POST``, from that page: the code tried -> a session),
 ``/login-code`` (``POST`` with the desk's bearer token: a new sign-in URL), ``/events`` (the
 live stream), ``/fragment/form`` and ``/fragment/queue`` (parts of the page, for the live
 updates), ``/api/*`` (state changes), ``/history`` and ``/history/export``, ``/static``,
@@ -27,12 +28,13 @@ from __future__ import annotations
 import functools
 import hmac
 import json
+import secrets
 import socket
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import attrs
 import jinja2
@@ -44,6 +46,7 @@ from starlette.responses import (
     FileResponse,
     JSONResponse,
     PlainTextResponse,
+    RedirectResponse,
     Response,
     StreamingResponse,
 )
@@ -57,8 +60,15 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.web import history as hist
 from pi_agent_ask.web import view
-from pi_agent_ask.web.auth import SESSION_LIFETIME, Auth, Session
-from pi_agent_ask.web.security import COOKIE, SecurityHeaders, refusal, session_of
+from pi_agent_ask.web.auth import CODE_LIFETIME, SESSION_LIFETIME, Auth, Session
+from pi_agent_ask.web.security import (
+    COOKIE,
+    SIGN_IN_COOKIE,
+    SecurityHeaders,
+    refusal,
+    same_origin,
+    session_of,
+)
 
 __all__ = [
     "ANSWERED_ELSEWHERE",
@@ -234,7 +244,8 @@ class WebDesk:
         self.auth = Auth(clock=self.clock)
         routes = [
             Route("/", self.page),
-            Route("/login", self.login),
+            Route("/login", self.login, methods=["GET"]),
+            Route("/login", self.login_post, methods=["POST"]),
             Route("/login-code", self.login_code, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
             Route("/events", self.events),
@@ -359,12 +370,49 @@ class WebDesk:
         )
 
     async def login(self, request: Request) -> Response:
-        code = request.query_params.get("code", "")
-        outcome, session = self.auth.sign_in(code)
-        if session is None and session_of(self.auth, request) is not None:
+        """A sign-in link opened: a page whose form signs in (``login_post``), submitted by its
+        script at once. Nothing is tried here, so a chat app's link preview (a GET by a bot)
+        uses nothing up, and nothing here tells a valid code from a wrong one."""
+        if session_of(self.auth, request) is not None:
             # This browser is signed in already: a link it opens again (the terminal and a
             # notification keep showing a used one) leads to the desk, not to "not valid".
             return self.templates.TemplateResponse(request, "signed_in.html", {})
+        nonce = secrets.token_urlsafe(32)
+        response = self.templates.TemplateResponse(
+            request,
+            "login.html",
+            {"code": request.query_params.get("code", ""), "nonce": nonce},
+            # Under the desk's usual no-referrer a form's POST says "Origin: null"; this page's
+            # own POST names its origin (and a referrer goes to the desk itself only).
+            headers={"referrer-policy": "same-origin"},
+        )
+        response.set_cookie(
+            SIGN_IN_COOKIE,
+            nonce,
+            max_age=int(CODE_LIFETIME),
+            path="/login",
+            secure=self.secure,
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    async def login_post(self, request: Request) -> Response:
+        """Sign in with the code the sign-in page posts: the only place a code is tried."""
+        body = await _body(request)
+        fields = parse_qs(body.decode("utf-8", "replace")) if body is not None else {}
+        code = (fields.get("code") or [""])[0]
+        nonce = (fields.get("nonce") or [""])[0]
+        cookie = request.cookies.get(SIGN_IN_COOKIE, "")
+        if not same_origin(request, request.headers.get("origin")) or not (
+            nonce and hmac.compare_digest(cookie.encode(), nonce.encode("utf-8", "replace"))
+        ):
+            # Not the desk's own sign-in page in this browser (another site's form, or a page
+            # from before the cookie ran out): the code is not tried, so it is not used up.
+            return self.templates.TemplateResponse(
+                request, "signin.html", {"problem": "foreign"}, status_code=403
+            )
+        outcome, session = self.auth.sign_in(code)
         if outcome == "limited":
             return self.templates.TemplateResponse(
                 request, "signin.html", {"problem": "limited"}, status_code=429
@@ -373,10 +421,9 @@ class WebDesk:
             return self.templates.TemplateResponse(
                 request, "signin.html", {"problem": "invalid"}, status_code=403
             )
-        # A page, not a redirect: a SameSite=Strict cookie set during a navigation that began
-        # on another site (a QR scanner, a notification) is not sent on the redirect's next
-        # request; the page's own navigation is same-site.
-        response = self.templates.TemplateResponse(request, "signed_in.html", {})
+        # The browser posted from the desk's own page, so the request is same-site and the
+        # SameSite=Strict cookie goes with the redirect's request.
+        response = RedirectResponse("/", status_code=303)
         response.set_cookie(
             COOKIE,
             session.id,
@@ -385,6 +432,9 @@ class WebDesk:
             secure=self.secure,
             httponly=True,
             samesite="strict",
+        )
+        response.delete_cookie(
+            SIGN_IN_COOKIE, path="/login", secure=self.secure, httponly=True, samesite="strict"
         )
         return response
 

@@ -5,7 +5,9 @@ Rules, stated once:
 1. A sign-in code is made only for a caller holding the desk's bearer token
    (``pi-agent-ask desk login-url``) or by the desk itself at start. It is 128 random bits,
    valid for :data:`CODE_LIFETIME` seconds and for one use: it is removed when it is used,
-   whether the sign-in then succeeds or not.
+   whether the sign-in then succeeds or not. The page tries a code only on the ``POST`` of
+   a sign-in link's own page (``app.py``), never on opening the link, so a link preview
+   fetched by a chat app uses nothing up.
 2. Using a code opens a session: a random session id (the cookie's value) and a random CSRF
    token (the page sends it back in a header with every state-changing request). Sessions live
    in the desk's memory: a desk restart signs everyone out.
