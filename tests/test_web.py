@@ -5,6 +5,7 @@ form's ``ReplaceDrafts``, and the desk's HTTP side (sign-in, history, export, th
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import html
 import json
 import os
@@ -59,7 +60,11 @@ def test_sign_in_attempts_are_limited_for_everyone() -> None:
         assert auth.sign_in("guess")[0] == "invalid"
     good = auth.new_code()
     assert auth.sign_in(good)[0] == "limited"  # even a good code waits (and stays unused)
-    clock.now += ATTEMPT_WINDOW + 1
+    assert auth.retry_after() == ATTEMPT_WINDOW
+    clock.now += ATTEMPT_WINDOW / 2
+    assert auth.retry_after() == ATTEMPT_WINDOW / 2
+    clock.now += ATTEMPT_WINDOW / 2
+    assert auth.retry_after() == 0.0
     assert auth.sign_in(good)[0] == "ok"
 
 
@@ -542,6 +547,41 @@ async def test_a_link_preview_uses_nothing_up_and_only_the_desks_own_page_signs_
             async with httpx2.AsyncClient() as late:
                 used = await sign_in_post(late, url)
                 assert used.status_code == 403 and "not valid" in used.text  # still once
+
+
+async def test_past_the_sign_in_limit_the_page_says_when_the_same_link_works_again(
+    tmp_path: Path,
+) -> None:
+    """Past the limit of failed sign-ins a good link is refused unused: the page says so and
+    when to try it again (``Retry-After`` in seconds, and the same number in its words), and
+    then the same link signs in."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as guesser:
+                for _ in range(ATTEMPT_LIMIT):
+                    guessed = await sign_in_post(guesser, base + "/login?code=guess")
+                    assert guessed.status_code == 403
+            url = desk.web.login_url()
+            async with httpx2.AsyncClient() as person:
+                opened = await person.get(url)
+                fields = sign_in_fields(opened.text)
+                headers = {"origin": base}
+                limited = await person.post(base + "/login", data=fields, headers=headers)
+                assert limited.status_code == 429
+                wait = int(limited.headers["retry-after"])
+                assert 0 < wait <= ATTEMPT_WINDOW
+                text = " ".join(limited.text.split())
+                assert f"in {wait} seconds" in text, text
+                assert "new link" not in text and "not used up" in text, text
+                # A button posts the same link again.
+                assert sign_in_fields(limited.text) == fields
+                # The window moves on: the same link, posted again, signs in.
+                auth = desk.web.auth
+                auth.clock = functools.partial(lambda now, later: now() + later, auth.clock, wait)
+                again = await person.post(base + "/login", data=fields, headers=headers)
+                assert again.status_code == 303, again.text
 
 
 async def test_a_used_link_opened_again_by_a_signed_in_browser_opens_the_desk(

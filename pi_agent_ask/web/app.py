@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hmac
 import json
+import math
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
@@ -414,8 +415,14 @@ class WebDesk:
             )
         outcome, session = self.auth.sign_in(code)
         if outcome == "limited":
+            # The code was not tried: the same link works once the window moves on.
+            wait = max(1, math.ceil(self.auth.retry_after()))
             return self.templates.TemplateResponse(
-                request, "signin.html", {"problem": "limited"}, status_code=429
+                request,
+                "signin.html",
+                {"problem": "limited", "wait": wait, "code": code, "nonce": nonce},
+                status_code=429,
+                headers={"retry-after": str(wait), "referrer-policy": "same-origin"},
             )
         if session is None:
             return self.templates.TemplateResponse(
