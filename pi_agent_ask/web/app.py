@@ -198,7 +198,9 @@ class DraftRefused:
 
     ``held``: another desk holds the form (``held_by`` on desk ``desk``, its lease until
     ``until``, ISO 8601); the page keeps the text and tries again when the form is free.
-    ``answered``: the form was answered meanwhile."""
+    ``answered``: the form was answered meanwhile. ``refused``: the store cannot keep this
+    text (the message says what to change); the form stays, the page keeps the text and
+    saves it again once the person changes it."""
 
     code: str
     message: str
@@ -495,6 +497,10 @@ class WebDesk:
             return _error(409, ANSWERED_ELSEWHERE)
         if refused is None:
             return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
+        if refused.code == "refused":
+            # Behind the page's checks the store could not keep this text: the form is still
+            # there and the person changes the text (the page keeps it meanwhile).
+            return JSONResponse({"error": refused.message, "code": "refused"}, status_code=422)
         if refused.code != "held":
             return JSONResponse({"error": refused.message, "code": refused.code}, status_code=409)
         return JSONResponse(

@@ -22,7 +22,10 @@
   // first, and it is saved again as soon as the form is free (the live stream says so, also
   // once it is back).
   let unsaved = null;
-  let unsavedHeld = false; // ``unsaved`` because another desk holds the form
+  // Why ``unsaved``: "held" (another desk holds the form: saved again once it is free),
+  // "refused" (the desk cannot keep this text: saved again once the person changes it) or
+  // "lost" (never reached the desk: saved again once the live stream is back).
+  let unsavedWhy = null;
   let loads = 0; // form loads asked for (``loadMain``)
   // Revisions of drafts this page sent: the live stream may report an older one of them
   // after a newer save was answered; only a revision this page never made is news.
@@ -130,13 +133,21 @@
       if (unsaved === id) {
         unsaved = null;
         showError("");
-        say(unsavedHeld ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
+        say(unsavedWhy === "held" ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
       }
     }
     // Not kept, and the text is nowhere else: the network lost it, or the session ended (a
     // desk restart signs everyone out; leaving to sign in again asks first).
-    if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedHeld = false; }
-    if (result.status === 423 && formId() === id) { unsaved = id; unsavedHeld = true; heldElsewhere(result.data); }
+    if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedWhy = "lost"; }
+    if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
+    else if (result.status === 422 && result.data.code === "refused" && formId() === id) {
+      // The desk's store could not keep this text: nothing from the stream replaces it,
+      // leaving the page asks first, and the next change saves it again.
+      unsaved = id;
+      unsavedWhy = "refused";
+      showError((result.data.error || "The desk could not keep this draft.") +
+        " What you typed stays on this page; it is saved once you change it.");
+    }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
   }
@@ -399,7 +410,7 @@
         const held = f.querySelector(".held-by");
         held.textContent = mine.held || "";
         held.hidden = !mine.held;
-        if (unsaved === id && !mine.held && !saving) saveNow(); // free now: claim it, keep the text
+        if (unsaved === id && unsavedWhy !== "refused" && !mine.held && !saving) saveNow(); // free now: claim it, keep the text
         else syncDrafts(mine.rev);
       }
     }
