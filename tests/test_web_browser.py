@@ -7,9 +7,12 @@ from __future__ import annotations
 import gc
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -949,3 +952,86 @@ async def test_a_link_a_chat_app_previewed_still_signs_in_with_one_tap(
             await run(tapped)
             assert await run(lambda: browser.current_url) == desk.web.base_url + "/"
             assert "Colour" in await run(lambda: d_text(browser, "#ask-form"))
+
+
+@contextmanager
+def writes_refused_past(size: int) -> Iterator[None]:
+    """Every write of this process past ``size`` bytes into a file fails (``EFBIG``, as a full
+    disk fails it with ``ENOSPC``): the journal of a desk in this process cannot grow."""
+    ignored = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # else the kernel ends the process
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, ignored)
+
+
+def pictures(driver: Any, folder: Path, name: str) -> None:
+    """The page as it is now, light and dark, on a desktop and a phone (no reload)."""
+    for scheme in ("light", "dark"):
+        for where, width, height, mobile in (
+            ("desktop", 1280, 900, False),
+            ("phone", 390, 844, True),
+        ):
+            emulate_scheme(driver, scheme)
+            set_viewport(driver, width, height, mobile=mobile)
+            assert driver.save_screenshot(str(folder / f"{name}-{scheme}-{where}.png"))
+    emulate_scheme(driver, "")
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+async def test_an_answer_the_journal_could_not_record_comes_back_to_the_page_to_send_again(
+    tmp_path: Path, browser: Any, screenshots: Path
+) -> None:
+    """The form takes the page's answer, then writing it to the agent's journal fails (the
+    disk): nothing was recorded, and the form is shown again with the answer as its draft.
+    The page says so in words, shows the form again with what the person entered, and its
+    Submit works (it used to say "Sent to the agent." and leave the form out of sight, its
+    Submit dead)."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "nu") as nu:
+            await shown_on_page(browser, desk, nu, colour())
+            (journal,) = await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.pias")))
+
+            def answer_twice() -> None:
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+
+            def answered() -> None:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                by_role(question(browser, "Colour"), "textbox", "Note").send_keys("navy")
+                answer_twice()
+
+            with writes_refused_past(journal.stat().st_size):
+                await run(answered)
+                told = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            "not recorded" in d_text(d, "#status")
+                            and form_shown(d)
+                            and d_text(d, "#status")
+                        ),
+                    )
+                )
+            assert "send it again" in told, told
+            await run(lambda: pictures(browser, screenshots, "web-not-recorded"))
+
+            def kept() -> tuple[bool, str]:
+                colour_now = question(browser, "Colour")
+                return (
+                    by_role(colour_now, "radio", "Blue").is_selected(),
+                    str(by_role(colour_now, "textbox", "Note").get_attribute("value")),
+                )
+
+            assert await run(kept) == (True, "navy")
+            await run(answer_twice)
+            await run(lambda: wait_until(browser, lambda d: not form_shown(d)))
+            waited = await nu.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+            assert entry["result"]["answers"]["q"]["note"] == "navy"

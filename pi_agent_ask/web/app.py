@@ -526,7 +526,9 @@ class WebDesk:
         except trio.EndOfChannel:
             return _error(409, ANSWERED_ELSEWHERE)
         if verdict is None:
-            return JSONResponse({"ok": True})
+            # Which showing of the form took it: should the answer not be recorded (its
+            # journal's write failed), the form is shown again, and the page tells the two apart.
+            return JSONResponse({"ok": True, "shown": shown.seq})
         error, message = verdict
         if error == "flow_not_found":
             return _error(409, ANSWERED_ELSEWHERE)

@@ -13,6 +13,14 @@
     "nothing was sent. What you entered is still here; try again.";
   let saveTimer = null;
   let leaving = null; // the id of a form this page itself just sent away
+  let sending = false; // a Submit is on its way: a second click waits for the first
+  // The form this page's answer went to, and which showing of it (the live stream's
+  // ``shown``): listed again under another showing, the answer was not recorded (writing the
+  // agent's journal failed) and the form is back.
+  let sent = null;
+  let lastDigest = null;
+  const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
+    "the agent's journal): the form is back with your answers; send it again.";
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
@@ -198,14 +206,22 @@
     const review = document.getElementById("review");
     if (review.hidden) { showReview(); return; }
     const id = formId();
-    if (leaving === id) return; // sent already: a second click waits for the first
+    if (sending) return; // sent already: a second click waits for the first
     // The answer carries the drafts; a draft save still due is made only if it is refused.
     const due = saveTimer !== null;
     clearTimeout(saveTimer);
     saveTimer = null;
     leaving = id;
+    sending = true;
     const result = await post("/api/submit", { form: id, drafts: drafts() });
-    if (result.status === 200) { unsaved = null; say("Sent to the agent."); if (formId() === id) loadMain(null, id); return; }
+    sending = false;
+    if (result.status === 200) {
+      unsaved = null;
+      say("Sent to the agent.");
+      sent = { id: id, shown: result.data.shown };
+      if (!cameBack(lastDigest) && formId() === id) loadMain(null, id);
+      return;
+    }
     leaving = null;
     if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
@@ -390,8 +406,25 @@
   stream.addEventListener("open", function () {
     if (statusBox.textContent === LOST) say("");
   });
+  // Whether the form this page answered is listed again under another showing (see
+  // ``sent``); if so the page says so and shows it again.
+  function cameBack(digest) {
+    if (!sent || !digest) return false;
+    // Not listed means nothing yet: the board drops a form for a moment before showing it
+    // again. A recorded answer's form never comes back, so ``sent`` may stay.
+    const listed = digest.forms.filter(function (f) { return f.id === sent.id; })[0];
+    if (!listed || listed.shown === sent.shown) return false;
+    const id = sent.id;
+    sent = null;
+    leaving = null;
+    say(NOT_RECORDED);
+    loadMain(id);
+    return true;
+  }
   stream.addEventListener("board", function (event) {
     const digest = JSON.parse(event.data);
+    lastDigest = digest;
+    if (cameBack(digest)) return;
     const ids = digest.forms.map(function (f) { return f.id; });
     const id = formId();
     if (id && ids.indexOf(id) < 0) {
