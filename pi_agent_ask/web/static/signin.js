@@ -8,7 +8,7 @@
   function send() {
     if (sent || document.visibilityState !== "visible") return;
     sent = true;
-    form.requestSubmit();
+    form.submit(); // not requestSubmit: older Safari lacks it
   }
   document.addEventListener("visibilitychange", send);
   send();
