@@ -4,6 +4,7 @@ accessible name (``pi_agent_ask.web.testing``)."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -25,6 +26,7 @@ from pi_agent_ask.actors.form import UserCommand
 from pi_agent_ask.desk.board import Board
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.web.auth import ATTEMPT_LIMIT
 from pi_agent_ask.web.security import COOKIE
 from pi_agent_ask.web.testing import (
     brightness,
@@ -1035,3 +1037,44 @@ async def test_an_answer_the_journal_could_not_record_comes_back_to_the_page_to_
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["blue"]
             assert entry["result"]["answers"]["q"]["note"] == "navy"
+
+
+async def test_past_the_sign_in_limit_try_again_signs_in_with_the_same_link(
+    tmp_path: Path, browser: Any
+) -> None:
+    """Past the limit of failed sign-ins the page says when to try again, and its Try again
+    button, pressed once the minute is over, signs in with the same link."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            web = desk.web
+            for _ in range(ATTEMPT_LIMIT):
+                web.auth.sign_in("guess")
+            url = web.login_url()
+
+            def limited() -> str:
+                browser.delete_all_cookies()
+                browser.get(url)
+                return str(
+                    wait_until(
+                        browser,
+                        lambda d: (
+                            "try it again in" in (a := by_role(d, "alert", "", exact=False)).text
+                            and a.text
+                        ),
+                    )
+                )
+
+            told = await run(limited)
+            assert "not used up" in told and "new link" not in told, told
+            wait = web.auth.retry_after()
+            web.auth.clock = functools.partial(
+                lambda now, later: now() + later, web.auth.clock, wait
+            )
+
+            def again() -> None:
+                by_role(browser, "button", "Try again").click()
+                wait_until(browser, lambda d: "No questions waiting" in d.page_source)
+
+            await run(again)
+            assert await run(lambda: browser.current_url) == web.base_url + "/"
