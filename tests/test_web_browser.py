@@ -798,6 +798,13 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
                 by_role(browser, "button", "Search").click()
                 wait_until(browser, lambda d: "Export as Markdown" in d.page_source)
                 assert no_horizontal_scroll(browser)
+                # The Search button stands level with the search box beside it.
+                box = by_role(browser, "searchbox", "Search").rect
+                button = by_role(browser, "button", "Search").rect
+                assert abs(box["y"] + box["height"] - button["y"] - button["height"]) < 1, (
+                    box,
+                    button,
+                )
                 return axe_violations(browser, script) if script is not None else []
 
             violations = await run(history)
