@@ -796,6 +796,8 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
                 wait_until(browser, lambda d: d.find_elements("css selector", "#q"))
                 by_role(browser, "searchbox", "Search").send_keys("Tone")
                 by_role(browser, "button", "Search").click()
+                # The search's own page (the first one had the export link too).
+                wait_until(browser, lambda d: "q=Tone" in d.current_url)
                 wait_until(browser, lambda d: "Export as Markdown" in d.page_source)
                 assert no_horizontal_scroll(browser)
                 # The Search button stands level with the search box beside it.
