@@ -4,8 +4,12 @@ form's ``ReplaceDrafts``, and the desk's HTTP side (sign-in, history, export, th
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
+import html
 import json
 import os
+import re
 import sys
 from contextlib import suppress
 from pathlib import Path
@@ -56,7 +60,11 @@ def test_sign_in_attempts_are_limited_for_everyone() -> None:
         assert auth.sign_in("guess")[0] == "invalid"
     good = auth.new_code()
     assert auth.sign_in(good)[0] == "limited"  # even a good code waits (and stays unused)
-    clock.now += ATTEMPT_WINDOW + 1
+    assert auth.retry_after() == ATTEMPT_WINDOW
+    clock.now += ATTEMPT_WINDOW / 2
+    assert auth.retry_after() == ATTEMPT_WINDOW / 2
+    clock.now += ATTEMPT_WINDOW / 2
+    assert auth.retry_after() == 0.0
     assert auth.sign_in(good)[0] == "ok"
 
 
@@ -143,10 +151,29 @@ def ask(label: str) -> dict[str, Any]:
     }
 
 
+def sign_in_fields(page: str) -> dict[str, str]:
+    """The hidden fields of a sign-in link's page (its form posts them to ``/login``)."""
+    return {
+        name: html.unescape(value)
+        for name, value in re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', page)
+    }
+
+
+async def sign_in_post(http: httpx2.AsyncClient, url: str) -> httpx2.Response:
+    """What a browser does with a sign-in link: open it (``GET``), then post its page's form,
+    from the page's origin; the ``POST``'s response (a redirect to the desk when signed in)."""
+    opened = await http.get(url)
+    assert opened.status_code == 200, opened.text
+    base = url.split("/login")[0]
+    return await http.post(
+        base + "/login", data=sign_in_fields(opened.text), headers={"origin": base}
+    )
+
+
 async def signed_in(http: httpx2.AsyncClient, url: str) -> str:
     """Sign ``http`` in with ``url``; the page's CSRF token."""
-    response = await http.get(url)
-    assert response.status_code == 200, response.text
+    response = await sign_in_post(http, url)
+    assert response.status_code == 303, response.text
     page = await http.get(url.split("/login")[0] + "/")
     assert page.status_code == 200
     marker = 'name="csrf-token" content="'
@@ -205,6 +232,29 @@ async def test_history_lists_forms_newest_first_and_each_forms_questions_in_orde
             assert where == sorted(where), where
 
 
+async def test_history_times_carry_their_utc_value_and_read_as_utc_without_script(
+    tmp_path: Path,
+) -> None:
+    """Each question's time is a ``<time>`` whose ``datetime`` is the recorded UTC instant; its
+    text, what a page without script shows, is a readable time marked as UTC (the page's
+    script shows it in the person's own time zone: ``test_web_browser.py``)."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("When"))
+            await answer_displayed(desk)
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+            found = re.search(r'<time datetime="([^"]+)"[^>]*>([^<]+)</time>', page)
+            assert found is not None, page
+            stamp, text = found.groups()
+            moment = dt.datetime.fromisoformat(stamp)
+            assert moment.utcoffset() == dt.timedelta(0) and stamp.endswith("Z"), stamp
+            assert abs(dt.datetime.now(dt.UTC) - moment) < dt.timedelta(minutes=5)
+            assert text == moment.strftime("%Y-%m-%d %H:%M UTC"), text
+
+
 async def test_a_long_history_says_how_much_of_it_the_page_lists(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
@@ -256,9 +306,9 @@ async def test_login_url_talks_to_the_running_desk(tmp_path: Path) -> None:
             url = done.stdout.decode().strip()
             assert url.startswith(desk.web.base_url + "/login?code=")
             async with httpx2.AsyncClient() as http:
-                assert (await http.get(url)).status_code == 200
+                assert (await sign_in_post(http, url)).status_code == 303
             async with httpx2.AsyncClient() as other:
-                assert (await other.get(url)).status_code == 403  # used once
+                assert (await sign_in_post(other, url)).status_code == 403  # used once
 
 
 async def test_a_notification_command_gets_the_forms_url(tmp_path: Path) -> None:
@@ -366,9 +416,13 @@ async def test_a_tls_desk_serves_the_page_over_https_with_a_secure_cookie(tmp_pa
             assert desk.address.url.startswith("https://")
             trusted = ssl.create_default_context(cafile=str(cert))
             async with httpx2.AsyncClient(verify=trusted) as http:
-                signed = await http.get(desk.web.login_url())
-                assert signed.status_code == 200
-                cookie = signed.headers["set-cookie"].lower()
+                signed = await sign_in_post(http, desk.web.login_url())
+                assert signed.status_code == 303
+                (cookie,) = [
+                    c.lower()
+                    for c in signed.headers.get_list("set-cookie")
+                    if c.startswith(COOKIE + "=")
+                ]
                 assert "secure" in cookie and "httponly" in cookie and "samesite=strict" in cookie
 
 
@@ -399,9 +453,8 @@ async def test_the_terminal_desk_shows_a_sign_in_link_and_a_qr_code_beyond_loopb
             assert url.startswith(desk.web.base_url)
             assert ("█" in term.text()) is remote  # the QR code, for a phone's camera
             async with httpx2.AsyncClient() as http:
-                assert (
-                    await http.get(url.replace(url.split("/login")[0], _loopback(url)))
-                ).status_code == 200
+                reached = url.replace(url.split("/login")[0], _loopback(url))
+                assert (await sign_in_post(http, reached)).status_code == 303
 
 
 def _loopback(url: str) -> str:
@@ -447,6 +500,90 @@ async def test_a_draft_sent_by_the_page_is_in_the_journal_after_a_desk_restart(
             assert draft.selected == (1,) and draft.note == "typed on the phone"
 
 
+async def test_a_link_preview_uses_nothing_up_and_only_the_desks_own_page_signs_in(
+    tmp_path: Path,
+) -> None:
+    """A chat app that previews a sign-in link fetches it (``HEAD``, ``GET``, often twice,
+    no script run): that tries no code and makes no session, so the person's tap afterwards
+    still signs in. The code is tried only by a ``POST`` from the link's own page in the same
+    browser (its origin, and the nonce its page set as a cookie); any other ``POST`` is refused
+    without trying the code. Signing in sets the session cookie with today's flags."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            base = desk.web.base_url
+            bot_headers = {
+                "user-agent": "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"
+            }
+            async with httpx2.AsyncClient(headers=bot_headers) as bot:
+                assert (await bot.head(url)).status_code == 200
+                for _ in range(2):
+                    preview = await bot.get(url)
+                    assert preview.status_code == 200, preview.text
+                    assert 'method="post" action="/login"' in preview.text
+                    assert ">Sign in</button>" in preview.text
+                    assert not any(c.name == COOKIE for c in bot.cookies.jar)
+                fields = sign_in_fields(preview.text)
+                # Another site's form (its own origin), or a page's fields without the
+                # page's cookie: refused, and the code is not tried.
+                foreign = await bot.post(
+                    base + "/login", data=fields, headers={"origin": "http://evil.example"}
+                )
+                assert foreign.status_code == 403 and "not tried" in foreign.text
+            async with httpx2.AsyncClient() as other:
+                copied = await other.post(base + "/login", data=fields, headers={"origin": base})
+                assert copied.status_code == 403 and "not tried" in copied.text
+            async with httpx2.AsyncClient() as person:
+                signed = await sign_in_post(person, url)
+                assert signed.status_code == 303 and signed.headers["location"] == "/"
+                (cookie,) = [
+                    c.lower()
+                    for c in signed.headers.get_list("set-cookie")
+                    if c.startswith(COOKIE + "=")
+                ]
+                assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+                assert (await person.get(base + "/")).status_code == 200
+            async with httpx2.AsyncClient() as late:
+                used = await sign_in_post(late, url)
+                assert used.status_code == 403 and "not valid" in used.text  # still once
+
+
+async def test_past_the_sign_in_limit_the_page_says_when_the_same_link_works_again(
+    tmp_path: Path,
+) -> None:
+    """Past the limit of failed sign-ins a good link is refused unused: the page says so and
+    when to try it again (``Retry-After`` in seconds, and the same number in its words), and
+    then the same link signs in."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as guesser:
+                for _ in range(ATTEMPT_LIMIT):
+                    guessed = await sign_in_post(guesser, base + "/login?code=guess")
+                    assert guessed.status_code == 403
+            url = desk.web.login_url()
+            async with httpx2.AsyncClient() as person:
+                opened = await person.get(url)
+                fields = sign_in_fields(opened.text)
+                headers = {"origin": base}
+                limited = await person.post(base + "/login", data=fields, headers=headers)
+                assert limited.status_code == 429
+                wait = int(limited.headers["retry-after"])
+                assert 0 < wait <= ATTEMPT_WINDOW
+                text = " ".join(limited.text.split())
+                assert f"in {wait} seconds" in text, text
+                assert "new link" not in text and "not used up" in text, text
+                # A button posts the same link again.
+                assert sign_in_fields(limited.text) == fields
+                # The window moves on: the same link, posted again, signs in.
+                auth = desk.web.auth
+                auth.clock = functools.partial(lambda now, later: now() + later, auth.clock, wait)
+                again = await person.post(base + "/login", data=fields, headers=headers)
+                assert again.status_code == 303, again.text
+
+
 async def test_a_used_link_opened_again_by_a_signed_in_browser_opens_the_desk(
     tmp_path: Path,
 ) -> None:
@@ -464,7 +601,7 @@ async def test_a_used_link_opened_again_by_a_signed_in_browser_opens_the_desk(
                 assert 'content="0;url=/"' in again.text and "not valid" not in again.text
                 assert (await http.get(desk.web.base_url + "/")).status_code == 200
             async with httpx2.AsyncClient() as stranger:
-                refused = await stranger.get(url)
+                refused = await sign_in_post(stranger, url)
                 assert refused.status_code == 403 and "not valid" in refused.text
 
 

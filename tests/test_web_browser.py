@@ -4,12 +4,16 @@ accessible name (``pi_agent_ask.web.testing``)."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,8 +26,16 @@ from pi_agent_ask.actors.form import UserCommand
 from pi_agent_ask.desk.board import Board
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.web.auth import ATTEMPT_LIMIT
 from pi_agent_ask.web.security import COOKIE
-from pi_agent_ask.web.testing import browser_missing, by_role, set_viewport, start_browser
+from pi_agent_ask.web.testing import (
+    brightness,
+    browser_missing,
+    by_role,
+    emulate_scheme,
+    set_viewport,
+    start_browser,
+)
 
 MISSING = browser_missing()
 pytestmark = [
@@ -173,7 +185,11 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
             # Used once: the same URL no longer signs anyone in.
             await run(browser.delete_all_cookies)
             await run(lambda: browser.get(url))
-            assert "not valid" in by_role(browser, "alert", "", exact=False).text
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: "not valid" in by_role(d, "alert", "", exact=False).text
+                )
+            )
             await run(lambda: browser.get(url.split("/login")[0] + "/"))
             assert not form_shown(browser) and "Sign in" in browser.page_source
             fresh = desk.web.login_url()
@@ -780,11 +796,294 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
                 wait_until(browser, lambda d: d.find_elements("css selector", "#q"))
                 by_role(browser, "searchbox", "Search").send_keys("Tone")
                 by_role(browser, "button", "Search").click()
+                # The search's own page (the first one had the export link too).
+                wait_until(browser, lambda d: "q=Tone" in d.current_url)
                 wait_until(browser, lambda d: "Export as Markdown" in d.page_source)
                 assert no_horizontal_scroll(browser)
+                # The Search button stands level with the search box beside it.
+                box = by_role(browser, "searchbox", "Search").rect
+                button = by_role(browser, "button", "Search").rect
+                assert abs(box["y"] + box["height"] - button["y"] - button["height"]) < 1, (
+                    box,
+                    button,
+                )
                 return axe_violations(browser, script) if script is not None else []
 
             violations = await run(history)
             assert violations == [], json.dumps(violations, indent=1)[:4000]
             if script is None:
                 pytest.skip("axe-core could not be installed from the npm registry")
+
+
+async def test_in_dark_mode_every_control_is_drawn_dark(tmp_path: Path, browser: Any) -> None:
+    """A browser set to dark shows the page dark, its native controls included: radio
+    buttons, checkboxes, text boxes and the history's select are drawn by the browser in the
+    page's scheme, not as white boxes on a dark page."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "kappa") as kappa:
+            payload = ask(
+                single("q", "Colour", opt("red", "Red"), opt("blue", "Blue")),
+                single("f", "Flavours", opt("a", "Apple"), opt("b", "Banana"), type="multi"),
+                background=True,
+            )
+            await shown_on_page(browser, desk, kappa, payload)
+
+            def drawn(scheme: str) -> dict[str, float]:
+                emulate_scheme(browser, scheme)
+                browser.refresh()
+                wait_until(browser, form_shown)
+                controls = {
+                    "radio": by_role(question(browser, "Colour"), "radio", "Red"),
+                    "checkbox": by_role(question(browser, "Flavours"), "checkbox", "Apple"),
+                    "textbox": by_role(question(browser, "Colour"), "textbox", "Note"),
+                }
+                seen = {name: brightness(browser, control) for name, control in controls.items()}
+                by_role(browser, "link", "History").click()
+                wait_until(browser, lambda d: d.find_elements("css selector", "#q"))
+                seen["combobox"] = brightness(browser, by_role(browser, "combobox", "Agent"))
+                seen["searchbox"] = brightness(browser, by_role(browser, "searchbox", "Search"))
+                browser.back()
+                return seen
+
+            try:
+                dark = await run(lambda: drawn("dark"))
+                light = await run(lambda: drawn("light"))
+            finally:
+                await run(lambda: emulate_scheme(browser, ""))
+            for name, level in dark.items():
+                assert level < 0.3, (name, dark)
+                assert light[name] > 0.7, (name, light)
+
+
+async def test_pages_load_with_an_icon_and_no_failed_request(tmp_path: Path, browser: Any) -> None:
+    """Every page names the desk's icon, which the desk serves (no request of a page fails:
+    a browser asks for /favicon.ico on its own when a page names none)."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            url = desk.web.login_url()
+            base = desk.web.base_url
+
+            def failures() -> tuple[list[Any], list[str]]:
+                browser.get_log("browser")  # what earlier tests left
+                sign_in(browser, url)
+                icons = []
+                for path in ("/", "/history"):
+                    browser.get(base + path)
+                    named = browser.find_elements("css selector", 'link[rel="icon"]')
+                    icons.extend(link.get_attribute("href") for link in named)
+                browser.get(base + "/")  # a load that follows another finished
+                logged = browser.get_log("browser")
+                browser.delete_all_cookies()
+                browser.get(base + "/")  # the sign-in message (a 401) names it too
+                named = browser.find_elements("css selector", 'link[rel="icon"]')
+                icons.extend(link.get_attribute("href") for link in named)
+                return logged, icons
+
+            logged, icons = await run(failures)
+            assert [entry for entry in logged if entry["level"] == "SEVERE"] == [], logged
+            assert len(icons) == 3, icons
+            async with httpx2.AsyncClient() as http:
+                for icon in {*icons, base + "/favicon.ico"}:
+                    got = await http.get(icon)
+                    assert got.status_code == 200, icon
+                    assert got.headers["content-type"].startswith("image/svg+xml"), icon
+                    assert got.text.startswith("<svg")
+
+
+async def test_history_shows_times_in_the_persons_time_zone(tmp_path: Path, browser: Any) -> None:
+    """A browser in Kolkata (UTC+5:30, a zone no clock shares by accident) reads each
+    question's time in its own zone, as words, not as the journal's UTC stamp."""
+    import datetime as dt
+
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "lambda") as agent:
+            assert desk.web is not None
+            await agent.call_tool("ask_user", colour())
+            await answer_on_the_board_when_shown(desk.board)
+            url = desk.web.login_url()
+            base = desk.web.base_url
+
+            def shown() -> tuple[str, str, str]:
+                browser.execute_cdp_cmd(
+                    "Emulation.setTimezoneOverride", {"timezoneId": "Asia/Kolkata"}
+                )
+                try:
+                    sign_in(browser, url)
+                    browser.get(base + "/history")
+                    time = browser.find_element("css selector", "li.record time")
+                    wait_until(browser, lambda d: "UTC" not in time.text)
+                    return (
+                        str(time.get_attribute("datetime")),
+                        str(time.text),
+                        str(time.get_attribute("title")),
+                    )
+                finally:
+                    browser.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ""})
+
+            stamp, text, title = await run(shown)
+            local = dt.datetime.fromisoformat(stamp).astimezone(
+                dt.timezone(dt.timedelta(hours=5, minutes=30))
+            )
+            assert local.strftime("%I:%M") in text or local.strftime("%H:%M") in text, (
+                stamp,
+                text,
+            )
+            assert stamp[:10] not in text and "Z" not in text, text  # not the ISO stamp
+            assert str(local.year) in text and "GMT+5:30" in text, text
+            assert title.endswith("UTC"), title  # the UTC time on hover
+
+
+async def answer_on_the_board_when_shown(board: Board) -> None:
+    await board.wait_for(lambda b: b.current is not None)
+    await answer_on_the_board(board)
+
+
+async def test_a_link_a_chat_app_previewed_still_signs_in_with_one_tap(
+    tmp_path: Path, browser: Any
+) -> None:
+    """A chat app's preview bot fetched the link first; the person then taps it in the chat
+    (a navigation from another site, here a page of its own origin) and lands signed in on
+    the desk, with nothing more to press."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "mu") as mu:
+            assert desk.web is not None
+            await mu.call_tool("ask_user", colour())
+            url = desk.web.login_url()
+            async with httpx2.AsyncClient(headers={"user-agent": "WhatsApp/2.23"}) as bot:
+                for _ in range(2):
+                    assert (await bot.get(url)).status_code == 200
+
+            def tapped() -> None:
+                browser.delete_all_cookies()
+                browser.get("data:text/html,<a href='" + url + "'>Sign in link</a>")
+                by_role(browser, "link", "Sign in link").click()
+                wait_until(browser, form_shown)
+
+            await run(tapped)
+            assert await run(lambda: browser.current_url) == desk.web.base_url + "/"
+            assert "Colour" in await run(lambda: d_text(browser, "#ask-form"))
+
+
+@contextmanager
+def writes_refused_past(size: int) -> Iterator[None]:
+    """Every write of this process past ``size`` bytes into a file fails (``EFBIG``, as a full
+    disk fails it with ``ENOSPC``): the journal of a desk in this process cannot grow."""
+    ignored = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # else the kernel ends the process
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, ignored)
+
+
+def pictures(driver: Any, folder: Path, name: str) -> None:
+    """The page as it is now, light and dark, on a desktop and a phone (no reload)."""
+    for scheme in ("light", "dark"):
+        for where, width, height, mobile in (
+            ("desktop", 1280, 900, False),
+            ("phone", 390, 844, True),
+        ):
+            emulate_scheme(driver, scheme)
+            set_viewport(driver, width, height, mobile=mobile)
+            assert driver.save_screenshot(str(folder / f"{name}-{scheme}-{where}.png"))
+    emulate_scheme(driver, "")
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+async def test_an_answer_the_journal_could_not_record_comes_back_to_the_page_to_send_again(
+    tmp_path: Path, browser: Any, screenshots: Path
+) -> None:
+    """The form takes the page's answer, then writing it to the agent's journal fails (the
+    disk): nothing was recorded, and the form is shown again with the answer as its draft.
+    The page says so in words, shows the form again with what the person entered, and its
+    Submit works (it used to say "Sent to the agent." and leave the form out of sight, its
+    Submit dead)."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "nu") as nu:
+            await shown_on_page(browser, desk, nu, colour())
+            (journal,) = await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.pias")))
+
+            def answer_twice() -> None:
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+
+            def answered() -> None:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                by_role(question(browser, "Colour"), "textbox", "Note").send_keys("navy")
+                answer_twice()
+
+            with writes_refused_past(journal.stat().st_size):
+                await run(answered)
+                told = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            "not recorded" in d_text(d, "#status")
+                            and form_shown(d)
+                            and d_text(d, "#status")
+                        ),
+                    )
+                )
+            assert "send it again" in told, told
+            await run(lambda: pictures(browser, screenshots, "web-not-recorded"))
+
+            def kept() -> tuple[bool, str]:
+                colour_now = question(browser, "Colour")
+                return (
+                    by_role(colour_now, "radio", "Blue").is_selected(),
+                    str(by_role(colour_now, "textbox", "Note").get_attribute("value")),
+                )
+
+            assert await run(kept) == (True, "navy")
+            await run(answer_twice)
+            await run(lambda: wait_until(browser, lambda d: not form_shown(d)))
+            waited = await nu.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+            assert entry["result"]["answers"]["q"]["note"] == "navy"
+
+
+async def test_past_the_sign_in_limit_try_again_signs_in_with_the_same_link(
+    tmp_path: Path, browser: Any
+) -> None:
+    """Past the limit of failed sign-ins the page says when to try again, and its Try again
+    button, pressed once the minute is over, signs in with the same link."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            web = desk.web
+            for _ in range(ATTEMPT_LIMIT):
+                web.auth.sign_in("guess")
+            url = web.login_url()
+
+            def limited() -> str:
+                browser.delete_all_cookies()
+                browser.get(url)
+                return str(
+                    wait_until(
+                        browser,
+                        lambda d: (
+                            "try it again in" in (a := by_role(d, "alert", "", exact=False)).text
+                            and a.text
+                        ),
+                    )
+                )
+
+            told = await run(limited)
+            assert "not used up" in told and "new link" not in told, told
+            wait = web.auth.retry_after()
+            web.auth.clock = functools.partial(
+                lambda now, later: now() + later, web.auth.clock, wait
+            )
+
+            def again() -> None:
+                by_role(browser, "button", "Try again").click()
+                wait_until(browser, lambda d: "No questions waiting" in d.page_source)
+
+            await run(again)
+            assert await run(lambda: browser.current_url) == web.base_url + "/"

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 import attrs
+import psycopg
 import trio
 
 from pi_agent_ask.form.result import answers_from_remote, build_result
@@ -29,7 +30,14 @@ from pi_agent_ask.form.validate import params_from_saved
 from pi_agent_ask.store.db import Claim, FormRow, Refused, Store, Submitted
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
 
-__all__ = ["HEARTBEAT", "LEASE", "TeamBoard", "desk_name", "result_of_response"]
+__all__ = [
+    "HEARTBEAT",
+    "LEASE",
+    "NOT_STORABLE",
+    "TeamBoard",
+    "desk_name",
+    "result_of_response",
+]
 
 LEASE: Final = 30.0
 """Seconds a claim lives without a heartbeat (a dead desk's forms come back after this)."""
@@ -40,6 +48,17 @@ HEARTBEAT: Final = 10.0
 def desk_name() -> str:
     """This desk's name on the board: host, process and a short random tail."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:4]}"
+
+
+NOT_STORABLE: Final = Refused(
+    "invalid",
+    "The team's store cannot keep this text. The usual cause is a NUL character (U+0000), as "
+    "in text pasted from a binary file, which PostgreSQL does not store: remove it and try "
+    "again.",
+)
+"""A draft or an answer whose text PostgreSQL refused (a ``psycopg.DataError``; the
+transaction wrote nothing). Text may hold any character but NUL, which PostgreSQL's text and
+JSON cannot store (a desk of files keeps it); the person's text stays with them."""
 
 
 def result_of_response(row: FormRow, response: Mapping[str, Any]) -> dict[str, Any] | str:
@@ -159,13 +178,18 @@ class TeamBoard:
                 self._claims.pop(claim.request_id, None)
                 return
 
-    async def save_draft(self, request_id: str, draft: dict[str, Any]) -> bool:
+    async def save_draft(self, request_id: str, draft: dict[str, Any]) -> bool | Refused:
+        """Keep the draft of a form this desk holds: ``False`` when the claim was lost,
+        refused when the store cannot hold its text (:data:`NOT_STORABLE`)."""
         claim = self._claims.get(request_id)
         if claim is None:
             return False
-        return await self.store.run(
-            Store.save_draft, self.store.store, claim.token, draft, person=self.person
-        )
+        try:
+            return await self.store.run(
+                Store.save_draft, self.store.store, claim.token, draft, person=self.person
+            )
+        except psycopg.DataError:
+            return NOT_STORABLE
 
     async def close(self, request_id: str, draft: dict[str, Any] | None = None) -> None:
         """Put a claimed form back for every desk (with its draft)."""
@@ -189,12 +213,17 @@ class TeamBoard:
 
     async def submit(self, request_id: str, result: dict[str, Any]) -> Submitted | Refused:
         claim = self._claims.pop(request_id, None)
-        return await self.store.run(
-            Store.submit,
-            self.store.store,
-            request_id,
-            result,
-            person=self.person,
-            desk=self.desk,
-            claim_token=None if claim is None else claim.token,
-        )
+        try:
+            return await self.store.run(
+                Store.submit,
+                self.store.store,
+                request_id,
+                result,
+                person=self.person,
+                desk=self.desk,
+                claim_token=None if claim is None else claim.token,
+            )
+        except psycopg.DataError:
+            if claim is not None:
+                self._claims[request_id] = claim  # nothing was written: the claim holds
+            return NOT_STORABLE

@@ -169,7 +169,9 @@ class TeamPage:
         if refused is None:
             return None
         until = None if refused.until is None else refused.until.isoformat()
-        code = "held" if refused.reason in ("claimed", "lease_lost") else "answered"
+        code = {"claimed": "held", "lease_lost": "held", "invalid": "refused"}.get(
+            refused.reason, "answered"
+        )
         return DraftRefused(code, refused.message, refused.holder, refused.desk, until)
 
     async def _serve(
@@ -214,7 +216,10 @@ class TeamPage:
                 if isinstance(claim, Refused):
                     return claim
                 self._page_claims.add(request_id)
-            if await self.team.save_draft(request_id, draft_json(state)):
+            saved = await self.team.save_draft(request_id, draft_json(state))
+            if isinstance(saved, Refused):
+                return saved  # the store cannot hold the text: the claim stays, nothing changed
+            if saved:
                 self.board.update(key, request_id, state)
                 return None
             await self.team.close(request_id)  # the claim was lost: forget it

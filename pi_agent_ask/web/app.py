@@ -15,10 +15,12 @@ channel each form's runtime handed the board, as the terminal does:
   answer and the first submission wins; a form already gone is "answered elsewhere";
 - "Later" is the terminal's Esc on a background form (the agent's questions wait their turn).
 
-Routes: ``/`` (the page, or the sign-in message), ``/login`` (one-time code -> session),
+Routes: ``/`` (the page, or the sign-in message), ``/login`` (``GET``: the sign-in page of a
+one-time link, which tries nothing; ``POST``, from that page: the code tried -> a session),
 ``/login-code`` (``POST`` with the desk's bearer token: a new sign-in URL), ``/events`` (the
 live stream), ``/fragment/form`` and ``/fragment/queue`` (parts of the page, for the live
-updates), ``/api/*`` (state changes), ``/history`` and ``/history/export``, ``/static``.
+updates), ``/api/*`` (state changes), ``/history`` and ``/history/export``, ``/static``,
+``/favicon.ico`` (the desk's icon, ``static/icon.svg``).
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from __future__ import annotations
 import functools
 import hmac
 import json
+import math
+import secrets
 import socket
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import attrs
 import jinja2
@@ -40,8 +44,10 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import (
+    FileResponse,
     JSONResponse,
     PlainTextResponse,
+    RedirectResponse,
     Response,
     StreamingResponse,
 )
@@ -55,8 +61,15 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.web import history as hist
 from pi_agent_ask.web import view
-from pi_agent_ask.web.auth import SESSION_LIFETIME, Auth, Session
-from pi_agent_ask.web.security import COOKIE, SecurityHeaders, refusal, session_of
+from pi_agent_ask.web.auth import CODE_LIFETIME, SESSION_LIFETIME, Auth, Session
+from pi_agent_ask.web.security import (
+    COOKIE,
+    SIGN_IN_COOKIE,
+    SecurityHeaders,
+    refusal,
+    same_origin,
+    session_of,
+)
 
 __all__ = [
     "ANSWERED_ELSEWHERE",
@@ -69,6 +82,7 @@ __all__ = [
 ]
 
 HERE = Path(__file__).parent
+ICON = HERE / "static" / "icon.svg"
 KEEPALIVE = 15.0
 """Seconds between keep-alive comments on an idle live stream (proxies close silent ones)."""
 ANSWERED_ELSEWHERE = "This form was already answered elsewhere (on the terminal or another page)."
@@ -157,6 +171,11 @@ async def _not_routed(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
+async def _icon(request: Request) -> Response:
+    """The desk's icon where a browser looks for one by itself (the pages name it too)."""
+    return FileResponse(ICON, media_type="image/svg+xml")
+
+
 async def _body(request: Request) -> bytes | None:
     """The request's body, or ``None`` when it is over :data:`MAX_BODY`: told from its
     declared length before anything is read, else as it arrives (a chunked body), so an
@@ -179,7 +198,9 @@ class DraftRefused:
 
     ``held``: another desk holds the form (``held_by`` on desk ``desk``, its lease until
     ``until``, ISO 8601); the page keeps the text and tries again when the form is free.
-    ``answered``: the form was answered meanwhile."""
+    ``answered``: the form was answered meanwhile. ``refused``: the store cannot keep this
+    text (the message says what to change); the form stays, the page keeps the text and
+    saves it again once the person changes it."""
 
     code: str
     message: str
@@ -226,7 +247,8 @@ class WebDesk:
         self.auth = Auth(clock=self.clock)
         routes = [
             Route("/", self.page),
-            Route("/login", self.login),
+            Route("/login", self.login, methods=["GET"]),
+            Route("/login", self.login_post, methods=["POST"]),
             Route("/login-code", self.login_code, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
             Route("/events", self.events),
@@ -238,6 +260,7 @@ class WebDesk:
             Route("/api/later", self.api_later, methods=["POST"]),
             Route("/history", self.history),
             Route("/history/export", self.history_export),
+            Route("/favicon.ico", _icon),
             Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         ]
         handlers = {404: _not_routed, 405: _not_routed}
@@ -350,24 +373,66 @@ class WebDesk:
         )
 
     async def login(self, request: Request) -> Response:
-        code = request.query_params.get("code", "")
-        outcome, session = self.auth.sign_in(code)
-        if session is None and session_of(self.auth, request) is not None:
+        """A sign-in link opened: a page whose form signs in (``login_post``), submitted by its
+        script at once. Nothing is tried here, so a chat app's link preview (a GET by a bot)
+        uses nothing up, and nothing here tells a valid code from a wrong one."""
+        if session_of(self.auth, request) is not None:
             # This browser is signed in already: a link it opens again (the terminal and a
             # notification keep showing a used one) leads to the desk, not to "not valid".
             return self.templates.TemplateResponse(request, "signed_in.html", {})
-        if outcome == "limited":
+        nonce = secrets.token_urlsafe(32)
+        response = self.templates.TemplateResponse(
+            request,
+            "login.html",
+            {"code": request.query_params.get("code", ""), "nonce": nonce},
+            # Under the desk's usual no-referrer a form's POST says "Origin: null"; this page's
+            # own POST names its origin (and a referrer goes to the desk itself only).
+            headers={"referrer-policy": "same-origin"},
+        )
+        response.set_cookie(
+            SIGN_IN_COOKIE,
+            nonce,
+            max_age=int(CODE_LIFETIME),
+            path="/login",
+            secure=self.secure,
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    async def login_post(self, request: Request) -> Response:
+        """Sign in with the code the sign-in page posts: the only place a code is tried."""
+        body = await _body(request)
+        fields = parse_qs(body.decode("utf-8", "replace")) if body is not None else {}
+        code = (fields.get("code") or [""])[0]
+        nonce = (fields.get("nonce") or [""])[0]
+        cookie = request.cookies.get(SIGN_IN_COOKIE, "")
+        if not same_origin(request, request.headers.get("origin")) or not (
+            nonce and hmac.compare_digest(cookie.encode(), nonce.encode("utf-8", "replace"))
+        ):
+            # Not the desk's own sign-in page in this browser (another site's form, or a page
+            # from before the cookie ran out): the code is not tried, so it is not used up.
             return self.templates.TemplateResponse(
-                request, "signin.html", {"problem": "limited"}, status_code=429
+                request, "signin.html", {"problem": "foreign"}, status_code=403
+            )
+        outcome, session = self.auth.sign_in(code)
+        if outcome == "limited":
+            # The code was not tried: the same link works once the window moves on.
+            wait = max(1, math.ceil(self.auth.retry_after()))
+            return self.templates.TemplateResponse(
+                request,
+                "signin.html",
+                {"problem": "limited", "wait": wait, "code": code, "nonce": nonce},
+                status_code=429,
+                headers={"retry-after": str(wait), "referrer-policy": "same-origin"},
             )
         if session is None:
             return self.templates.TemplateResponse(
                 request, "signin.html", {"problem": "invalid"}, status_code=403
             )
-        # A page, not a redirect: a SameSite=Strict cookie set during a navigation that began
-        # on another site (a QR scanner, a notification) is not sent on the redirect's next
-        # request; the page's own navigation is same-site.
-        response = self.templates.TemplateResponse(request, "signed_in.html", {})
+        # The browser posted from the desk's own page, so the request is same-site and the
+        # SameSite=Strict cookie goes with the redirect's request.
+        response = RedirectResponse("/", status_code=303)
         response.set_cookie(
             COOKIE,
             session.id,
@@ -376,6 +441,9 @@ class WebDesk:
             secure=self.secure,
             httponly=True,
             samesite="strict",
+        )
+        response.delete_cookie(
+            SIGN_IN_COOKIE, path="/login", secure=self.secure, httponly=True, samesite="strict"
         )
         return response
 
@@ -429,6 +497,10 @@ class WebDesk:
             return _error(409, ANSWERED_ELSEWHERE)
         if refused is None:
             return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
+        if refused.code == "refused":
+            # Behind the page's checks the store could not keep this text: the form is still
+            # there and the person changes the text (the page keeps it meanwhile).
+            return JSONResponse({"error": refused.message, "code": "refused"}, status_code=422)
         if refused.code != "held":
             return JSONResponse({"error": refused.message, "code": refused.code}, status_code=409)
         return JSONResponse(
@@ -454,7 +526,9 @@ class WebDesk:
         except trio.EndOfChannel:
             return _error(409, ANSWERED_ELSEWHERE)
         if verdict is None:
-            return JSONResponse({"ok": True})
+            # Which showing of the form took it: should the answer not be recorded (its
+            # journal's write failed), the form is shown again, and the page tells the two apart.
+            return JSONResponse({"ok": True, "shown": shown.seq})
         error, message = verdict
         if error == "flow_not_found":
             return _error(409, ANSWERED_ELSEWHERE)

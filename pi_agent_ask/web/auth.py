@@ -5,13 +5,16 @@ Rules, stated once:
 1. A sign-in code is made only for a caller holding the desk's bearer token
    (``pi-agent-ask desk login-url``) or by the desk itself at start. It is 128 random bits,
    valid for :data:`CODE_LIFETIME` seconds and for one use: it is removed when it is used,
-   whether the sign-in then succeeds or not.
+   whether the sign-in then succeeds or not. The page tries a code only on the ``POST`` of
+   a sign-in link's own page (``app.py``), never on opening the link, so a link preview
+   fetched by a chat app uses nothing up.
 2. Using a code opens a session: a random session id (the cookie's value) and a random CSRF
    token (the page sends it back in a header with every state-changing request). Sessions live
    in the desk's memory: a desk restart signs everyone out.
 3. Sign-in attempts are limited across all clients (an attacker can change addresses): at most
    :data:`ATTEMPT_LIMIT` failed attempts per :data:`ATTEMPT_WINDOW` seconds; past that every
-   attempt, good or bad, is refused until the window moves on.
+   attempt, good or bad, is refused (and its code left unused) until the window moves on,
+   :meth:`Auth.retry_after` seconds later.
 4. Codes and CSRF tokens are compared in constant time (a session is found by its id, 256
    random bits, in a dict).
 
@@ -95,6 +98,15 @@ class Auth:
         )
         self._sessions[session.id] = session
         return "ok", session
+
+    def retry_after(self) -> float:
+        """Seconds until a sign-in attempt is tried again (``0``: it is now): past the limit,
+        until the oldest failure in the window leaves it."""
+        now = self.clock()
+        recent = [t for t in self._failures if t > now - ATTEMPT_WINDOW]
+        if len(recent) < ATTEMPT_LIMIT:
+            return 0.0
+        return recent[-ATTEMPT_LIMIT] + ATTEMPT_WINDOW - now
 
     def session(self, session_id: str | None) -> Session | None:
         """The live session with this cookie value, if any."""

@@ -7,6 +7,7 @@ where its journal is. Nothing is written on the server: the export is the respon
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Protocol
 
 import attrs
@@ -28,6 +29,7 @@ __all__ = [
     "matching",
     "newest_first",
     "record_view",
+    "utc_label",
 ]
 
 MAX_SHOWN = 200
@@ -40,6 +42,9 @@ class RecordView:
     label: str
     prompt: str
     created_at: str
+    """When it was asked: the journal's ISO 8601 UTC stamp (the ``<time>``'s ``datetime``)."""
+    created_utc: str
+    """The same instant for people, marked as UTC (the page's script shows local time)."""
     status: str
     answer: str
     note: str
@@ -115,11 +120,24 @@ def record_view(record: HistoryRecord) -> RecordView:
         label=sanitize_line(record.question.label),
         prompt=sanitize_text(record.question.prompt),
         created_at=record.created_at,
+        created_utc=utc_label(record.created_at),
         status=record.status,
         answer=sanitize_text(", ".join(parts)),
         note=sanitize_text(note),
         answered_by=sanitize_line(record.answered_by) if record.answered_by else None,
     )
+
+
+def utc_label(stamp: str) -> str:
+    """An ISO 8601 stamp as a person reads it, in UTC: ``2026-05-01 14:03 UTC``. A stamp
+    without an offset is UTC (the journal's); one that is not a time is shown as it is."""
+    try:
+        moment = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return sanitize_line(stamp)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def export_markdown(records: list[HistoryRecord]) -> str:

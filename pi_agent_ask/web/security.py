@@ -26,6 +26,7 @@ __all__ = [
     "COOKIE",
     "CSP",
     "CSRF_HEADER",
+    "SIGN_IN_COOKIE",
     "SecurityHeaders",
     "refusal",
     "same_origin",
@@ -33,6 +34,9 @@ __all__ = [
 ]
 
 COOKIE = "pi_agent_ask_session"
+SIGN_IN_COOKIE = "pi_agent_ask_sign_in"
+"""Set by a sign-in link's page (``GET /login``) and posted back in its form: the sign-in
+``POST`` comes from that page in this browser, not from another site's form (login CSRF)."""
 CSRF_HEADER = "x-csrf-token"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "

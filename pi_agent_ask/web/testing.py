@@ -15,8 +15,10 @@ from typing import Any
 __all__ = [
     "CHROMEDRIVER",
     "CHROMIUM",
+    "brightness",
     "browser_missing",
     "by_role",
+    "emulate_scheme",
     "roles",
     "set_viewport",
     "start_browser",
@@ -117,3 +119,77 @@ def by_role(scope: Any, role: str, name: str, *, exact: bool = True) -> Any:
     names = [found for _e, found in named]
     assert len(matches) == 1, f"{len(matches)} {role} named {name!r}; there are {names}"
     return matches[0]
+
+
+def emulate_scheme(driver: Any, scheme: str) -> None:
+    """The page sees ``prefers-color-scheme: scheme`` (``light`` or ``dark``), as a browser
+    set to that scheme does; ``""`` gives the system's back."""
+    features = [{"name": "prefers-color-scheme", "value": scheme}] if scheme else []
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": features})
+
+
+def brightness(driver: Any, element: Any) -> float:
+    """The mean relative brightness (0 black to 1 white) of the pixels Chromium draws for
+    ``element``, from a screenshot of its box (PNG, decoded here: no imaging library)."""
+    import base64
+
+    box = driver.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "return {x: r.left + window.scrollX, y: r.top + window.scrollY,"
+        " width: r.width, height: r.height, scale: 1};",
+        element,
+    )
+    shot = driver.execute_cdp_cmd(
+        "Page.captureScreenshot",
+        {"format": "png", "clip": box, "captureBeyondViewport": True},
+    )
+    width, channels, rows = _png_rows(base64.b64decode(shot["data"]))
+    total = 0
+    for row in rows:
+        for x in range(width):
+            pixel = row[x * channels : x * channels + 3]
+            total += sum(pixel)
+    return total / (3 * 255 * width * len(rows))
+
+
+def _png_rows(data: bytes) -> tuple[int, int, list[bytes]]:
+    """An 8-bit RGB or RGBA PNG's width, bytes per pixel and unfiltered rows (what Chromium's
+    screenshots are)."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    at, idat, width, height, channels = 8, b"", 0, 0, 0
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at : at + 4])
+        kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6) and body[12] == 0, "unexpected PNG format"
+            channels = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows: list[bytes] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        method = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if method == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif method == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif method == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif method == 4:
+                guess = left + up - corner
+                near = min((abs(guess - left), 0), (abs(guess - up), 1), (abs(guess - corner), 2))
+                line[i] = (line[i] + (left, up, corner)[near[1]]) & 0xFF
+        rows.append(bytes(line))
+        previous = line
+    return width, channels, rows

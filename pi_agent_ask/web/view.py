@@ -219,6 +219,9 @@ def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
                 "blocked": board.is_blocked(shown),
                 "rev": draft_rev(shown.state.drafts),
                 "held": holder(shown),
+                # Which showing of the form: a form shown again (an answer its journal could
+                # not record) is told from one still shown.
+                "shown": shown.seq,
             }
             for shown in board.shown_forms()
         ],

@@ -13,6 +13,14 @@
     "nothing was sent. What you entered is still here; try again.";
   let saveTimer = null;
   let leaving = null; // the id of a form this page itself just sent away
+  let sending = false; // a Submit is on its way: a second click waits for the first
+  // The form this page's answer went to, and which showing of it (the live stream's
+  // ``shown``): listed again under another showing, the answer was not recorded (writing the
+  // agent's journal failed) and the form is back.
+  let sent = null;
+  let lastDigest = null;
+  const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
+    "the agent's journal): the form is back with your answers; send it again.";
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
@@ -22,7 +30,10 @@
   // first, and it is saved again as soon as the form is free (the live stream says so, also
   // once it is back).
   let unsaved = null;
-  let unsavedHeld = false; // ``unsaved`` because another desk holds the form
+  // Why ``unsaved``: "held" (another desk holds the form: saved again once it is free),
+  // "refused" (the desk cannot keep this text: saved again once the person changes it) or
+  // "lost" (never reached the desk: saved again once the live stream is back).
+  let unsavedWhy = null;
   let loads = 0; // form loads asked for (``loadMain``)
   // Revisions of drafts this page sent: the live stream may report an older one of them
   // after a newer save was answered; only a revision this page never made is news.
@@ -130,13 +141,21 @@
       if (unsaved === id) {
         unsaved = null;
         showError("");
-        say(unsavedHeld ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
+        say(unsavedWhy === "held" ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
       }
     }
     // Not kept, and the text is nowhere else: the network lost it, or the session ended (a
     // desk restart signs everyone out; leaving to sign in again asks first).
-    if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedHeld = false; }
-    if (result.status === 423 && formId() === id) { unsaved = id; unsavedHeld = true; heldElsewhere(result.data); }
+    if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedWhy = "lost"; }
+    if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
+    else if (result.status === 422 && result.data.code === "refused" && formId() === id) {
+      // The desk's store could not keep this text: nothing from the stream replaces it,
+      // leaving the page asks first, and the next change saves it again.
+      unsaved = id;
+      unsavedWhy = "refused";
+      showError((result.data.error || "The desk could not keep this draft.") +
+        " What you typed stays on this page; it is saved once you change it.");
+    }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
   }
@@ -187,14 +206,22 @@
     const review = document.getElementById("review");
     if (review.hidden) { showReview(); return; }
     const id = formId();
-    if (leaving === id) return; // sent already: a second click waits for the first
+    if (sending) return; // sent already: a second click waits for the first
     // The answer carries the drafts; a draft save still due is made only if it is refused.
     const due = saveTimer !== null;
     clearTimeout(saveTimer);
     saveTimer = null;
     leaving = id;
+    sending = true;
     const result = await post("/api/submit", { form: id, drafts: drafts() });
-    if (result.status === 200) { unsaved = null; say("Sent to the agent."); if (formId() === id) loadMain(null, id); return; }
+    sending = false;
+    if (result.status === 200) {
+      unsaved = null;
+      say("Sent to the agent.");
+      sent = { id: id, shown: result.data.shown };
+      if (!cameBack(lastDigest) && formId() === id) loadMain(null, id);
+      return;
+    }
     leaving = null;
     if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
@@ -379,8 +406,25 @@
   stream.addEventListener("open", function () {
     if (statusBox.textContent === LOST) say("");
   });
+  // Whether the form this page answered is listed again under another showing (see
+  // ``sent``); if so the page says so and shows it again.
+  function cameBack(digest) {
+    if (!sent || !digest) return false;
+    // Not listed means nothing yet: the board drops a form for a moment before showing it
+    // again. A recorded answer's form never comes back, so ``sent`` may stay.
+    const listed = digest.forms.filter(function (f) { return f.id === sent.id; })[0];
+    if (!listed || listed.shown === sent.shown) return false;
+    const id = sent.id;
+    sent = null;
+    leaving = null;
+    say(NOT_RECORDED);
+    loadMain(id);
+    return true;
+  }
   stream.addEventListener("board", function (event) {
     const digest = JSON.parse(event.data);
+    lastDigest = digest;
+    if (cameBack(digest)) return;
     const ids = digest.forms.map(function (f) { return f.id; });
     const id = formId();
     if (id && ids.indexOf(id) < 0) {
@@ -399,7 +443,7 @@
         const held = f.querySelector(".held-by");
         held.textContent = mine.held || "";
         held.hidden = !mine.held;
-        if (unsaved === id && !mine.held && !saving) saveNow(); // free now: claim it, keep the text
+        if (unsaved === id && unsavedWhy !== "refused" && !mine.held && !saving) saveNow(); // free now: claim it, keep the text
         else syncDrafts(mine.rev);
       }
     }
