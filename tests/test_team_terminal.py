@@ -55,6 +55,23 @@ async def client(url: str, token: str) -> AsyncIterator[ClientSession]:
         yield session
 
 
+@asynccontextmanager
+async def ann_at_a_terminal(
+    url: str, tmp_path: Any, pipe: Any, term: VirtualTerminal
+) -> AsyncIterator[Any]:
+    """A team desk with its terminal: keys from ``pipe``, the screen on ``term``; answers are
+    recorded as ann's."""
+    async with team_desk(
+        url,
+        "ann",
+        headless=False,
+        settings=tmp_path / "settings.json",
+        input=pipe,
+        output=term.output,
+    ) as desk:
+        yield desk
+
+
 async def test_the_person_answers_on_the_team_desks_terminal(
     pg_cluster: Cluster,  # noqa: F811
     store_db: str,  # noqa: F811
@@ -65,14 +82,7 @@ async def test_the_person_answers_on_the_team_desks_terminal(
     term = VirtualTerminal(110, 30)
     with trio.fail_after(60), create_pipe_input() as pipe:
         async with (
-            team_desk(
-                desk_url,
-                "ann",
-                headless=False,
-                settings=tmp_path / "settings.json",
-                input=pipe,
-                output=term.output,
-            ) as desk,
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
             team_desk(desk_url, "bob") as other,
             client(desk.url, token) as alpha,
         ):
@@ -113,14 +123,7 @@ async def test_the_team_terminal_says_when_the_agent_waits_on_the_form(
     term = VirtualTerminal(110, 30)
     with trio.fail_after(60), create_pipe_input() as pipe:
         async with (
-            team_desk(
-                desk_url,
-                "ann",
-                headless=False,
-                settings=tmp_path / "settings.json",
-                input=pipe,
-                output=term.output,
-            ) as desk,
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
             client(desk.url, token) as alpha,
             trio.open_nursery() as nursery,
         ):
@@ -165,14 +168,7 @@ async def test_escape_with_nothing_else_in_line_says_the_form_stays(
     term = VirtualTerminal(40, 12)
     with trio.fail_after(60), create_pipe_input() as pipe:
         async with (
-            team_desk(
-                desk_url,
-                "ann",
-                headless=False,
-                settings=tmp_path / "settings.json",
-                input=pipe,
-                output=term.output,
-            ) as desk,
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
             client(desk.url, token) as alpha,
         ):
             await alpha.call_tool("ask_user", ask("Deploy"))
