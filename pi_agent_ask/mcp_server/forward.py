@@ -15,7 +15,7 @@ desk.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -39,10 +39,12 @@ from pi_agent_ask.mcp_common.connection import (
 __all__ = [
     "DeskGone",
     "DeskUpstream",
+    "Held",
     "desk_session",
     "desk_status",
     "forward_call",
     "forward_list",
+    "hold_desk_session",
 ]
 
 CONNECT_TIMEOUT = 30.0
@@ -101,7 +103,7 @@ class DeskUpstream:
     desk_file: Path | None = None
     """The connection file to follow after a break (``None``: the default path)."""
     _session: ClientSession | None = None
-    _held: _Held | None = None
+    _held: Held | None = None
     _broke: bool = False
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
 
@@ -133,43 +135,66 @@ class DeskUpstream:
             held.close.set()
             await held.ended.wait()
 
-    async def _hold(self, *, task_status: trio.TaskStatus[tuple[ClientSession, _Held]]) -> None:
+    async def _hold(self, *, task_status: trio.TaskStatus[tuple[ClientSession, Held]]) -> None:
         headers = {"Authorization": f"Bearer {self.token}", **key_headers(self.key)}
-        # No read timeout: a person may answer hours later (the desk sends progress meanwhile).
-        timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)
-        held = _Held()
-        started = False
-        try:
-            with held.scope:
-                async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-                    status = await desk_status(self.url, http)
-                    if status.status_code == 401:
-                        raise DeskGone(TOKEN_REFUSED_TEXT.format(url=self.url), refused=True)
-                    async with desk_session(self.url, http) as session:
-                        # Once handed out, the session ends only through ``close`` or
-                        # ``reset``: the end of the nursery it runs in must not cut the
-                        # ``DELETE`` of a normal close.
-                        held.scope.shield = True
-                        task_status.started((session, held))
-                        started = True
-                        await held.close.wait()
-                        held.scope.deadline = trio.current_time() + CLOSE_TIMEOUT
-        except Exception:
-            if not started:
-                raise
-            # The connection broke under a session handed out: its calls fail on their own.
-            if self._held is held:
-                self._session = None
-                self._held = None
-                self._broke = True
-        finally:
-            held.ended.set()
+        refused = DeskGone(TOKEN_REFUSED_TEXT.format(url=self.url), refused=True)
+        await hold_desk_session(
+            self.url, headers, refused, on_broken=self._broke_under, task_status=task_status
+        )
+
+    def _broke_under(self, held: Held) -> None:
+        """The connection broke under a session handed out: its calls fail on their own."""
+        if self._held is held:
+            self._session = None
+            self._held = None
+            self._broke = True
+
+
+async def hold_desk_session(
+    url: str,
+    headers: Mapping[str, str],
+    refused: Exception,
+    *,
+    on_broken: Callable[[Held], None],
+    task_status: trio.TaskStatus[tuple[ClientSession, Held]],
+) -> None:
+    """Open an SDK client session on the desk at ``url`` and hold it until its ``Held`` says
+    how it ends (both forwarders' sessions: the agent's desk, a team's desks). ``refused`` is
+    raised when the desk refuses the token; another failure before the session is handed out
+    is raised as it is; a failure after that (the connection broke) is ``on_broken``'s."""
+    # No read timeout: a person may answer hours later (the desk sends progress meanwhile).
+    timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)
+    held = Held()
+    started = False
+    try:
+        with held.scope:
+            async with httpx2.AsyncClient(headers=dict(headers), timeout=timeout) as http:
+                status = await desk_status(url, http)
+                if status.status_code == 401:
+                    raise refused
+                status.raise_for_status()
+                async with desk_session(url, http) as session:
+                    # Once handed out, the session ends only through ``close`` or the
+                    # scope's cancel: the end of the nursery it runs in must not cut the
+                    # ``DELETE`` of a normal close.
+                    held.scope.shield = True
+                    task_status.started((session, held))
+                    started = True
+                    await held.close.wait()
+                    held.scope.deadline = trio.current_time() + CLOSE_TIMEOUT
+    except Exception:
+        if not started:
+            raise
+        on_broken(held)
+    finally:
+        held.ended.set()
 
 
 @attrs.frozen
-class _Held:
-    """How a held session ends: ``close`` (a normal end: ``DELETE``), ``scope`` cancelled
-    (dropped), ``ended`` once it has."""
+class Held:
+    """How a held session ends: ``close`` set (a normal end: the SDK's ``DELETE``, within
+    ``CLOSE_TIMEOUT``), ``scope`` cancelled (dropped without a word to a desk that is gone),
+    ``ended`` once it has."""
 
     close: trio.Event = attrs.field(factory=trio.Event)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import attrs
-import httpx2
 import mcp.types as types
 import trio
 from mcp.client.session import ClientSession
@@ -27,12 +26,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
-from pi_agent_ask.mcp_server.forward import (
-    BROKEN_CODES,
-    CONNECT_TIMEOUT,
-    desk_session,
-    desk_status,
-)
+from pi_agent_ask.mcp_server.forward import BROKEN_CODES, Held, hold_desk_session
 from pi_agent_ask.store.agent import CALL_KEY_META
 
 __all__ = ["RETRY_FOR", "FailoverUpstream", "parse_desk_urls", "serve_stdio_via_team"]
@@ -77,7 +71,7 @@ class FailoverUpstream:
     retry_for: float = RETRY_FOR
     _index: int = 0
     _session: ClientSession | None = None
-    _close: trio.Event | None = None
+    _held: Held | None = None
     _generation: int = 0
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
 
@@ -95,7 +89,7 @@ class FailoverUpstream:
             tried = 0
             while True:
                 try:
-                    self._session, self._close = await self._nursery.start(self._hold, self.url)
+                    self._session, self._held = await self._nursery.start(self._hold, self.url)
                     self._generation += 1
                     return self._session, self._generation
                 except Exception as error:
@@ -121,36 +115,36 @@ class FailoverUpstream:
         """The session of ``generation`` failed: the next call moves to the next desk."""
         if generation != self._generation or self._session is None:
             return
-        if self._close is not None:
-            self._close.set()
+        if self._held is not None:
+            self._held.scope.cancel()  # the desk is gone: nothing is asked of it
         self._session = None
-        self._close = None
+        self._held = None
         self._index = (self._index + 1) % len(self.urls)
 
     async def _hold(
-        self, url: str, *, task_status: trio.TaskStatus[tuple[ClientSession, trio.Event]]
+        self, url: str, *, task_status: trio.TaskStatus[tuple[ClientSession, Held]]
     ) -> None:
         headers = {"Authorization": f"Bearer {self.token}"}
-        timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)
-        close = trio.Event()
-        started = False
-        try:
-            async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-                status = await desk_status(url, http)
-                if status.status_code == 401:
-                    raise TokenRefused(TOKEN_REFUSED_TEXT.format(url=url))
-                status.raise_for_status()
-                async with desk_session(url, http) as session:
-                    task_status.started((session, close))
-                    started = True
-                    await close.wait()
-        except Exception:
-            if not started:
-                raise
-            if self._close is close:  # the connection broke under a session handed out
-                self._session = None
-                self._close = None
-                self._index = (self._index + 1) % len(self.urls)
+        refused = TokenRefused(TOKEN_REFUSED_TEXT.format(url=url))
+        await hold_desk_session(
+            url, headers, refused, on_broken=self._broke_under, task_status=task_status
+        )
+
+    def _broke_under(self, held: Held) -> None:
+        """The connection broke under a session handed out: the next call moves on."""
+        if self._held is held:
+            self._session = None
+            self._held = None
+            self._index = (self._index + 1) % len(self.urls)
+
+    async def close(self) -> None:
+        """End the current session on its desk, which is still there (the agent is done):
+        the desk frees it at once (at most ``CLOSE_TIMEOUT`` seconds after a desk that does
+        not answer)."""
+        held, self._held, self._session = self._held, None, None
+        if held is not None:
+            held.close.set()
+            await held.ended.wait()
 
 
 def _token_refused(error: BaseException) -> TokenRefused | None:
@@ -222,4 +216,5 @@ async def serve_stdio_via_team(
         server = failover_server(upstream)
         async with stdio_server(stdin, stdout) as (read, write):
             await server.run(read, write, server.create_initialization_options())
+        await upstream.close()
         nursery.cancel_scope.cancel()

@@ -1,0 +1,59 @@
+"""How a team agent's session on a desk ends (``pi-agent-ask mcp --desk URL,...``): the agent
+done while the desk runs, the session is ended on the desk (the SDK's ``DELETE``), so the desk
+frees it at once; a desk gone under it, nothing is asked of that desk, so the SDK has no failed
+``DELETE`` to log."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import trio
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.forward import FailoverUpstream
+from tests.store_support import (  # noqa: F401
+    Cluster,
+    agent,
+    ask,
+    desk_url,
+    pg_cluster,
+    store_db,
+    team_desk,
+)
+from tests.test_mcp_desk_close import records_of
+
+pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+
+async def test_a_team_agent_that_ends_ends_its_session_on_the_desk(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with records_of("mcp.server.streamable_http") as desk_log, trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk:
+            async with agent([desk.url], token) as alpha:
+                await alpha.call_tool("ask_user", ask("Deploy", background=True))
+            # The agent's server has ended, and the desk heard the end of its session.
+            ended = [r for r in desk_log if r.getMessage().startswith("Terminating session")]
+    assert len(ended) == 1, [r.getMessage() for r in desk_log]
+
+
+async def test_a_session_on_a_team_desk_that_stopped_is_dropped_without_a_word(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with records_of("mcp.client.streamable_http") as client_log, trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            async with team_desk(desk_url, "ann") as desk:
+                upstream = FailoverUpstream(urls=[desk.url], token=token, nursery=nursery)
+                session, generation = await upstream.session()
+                await session.list_tools()
+            # The desk has stopped: the forwarder's next call finds its session broken.
+            upstream.broken(generation)
+    assert [r.getMessage() for r in client_log if r.levelno >= logging.WARNING] == []
