@@ -159,21 +159,16 @@ def sign_in_fields(page: str) -> dict[str, str]:
     }
 
 
-async def sign_in_post(http: httpx2.AsyncClient, url: str) -> httpx2.Response:
-    """What a browser does with a sign-in link: open it (``GET``), then post its page's form,
-    from the page's origin; the ``POST``'s response (a redirect to the desk when signed in)."""
-    opened = await http.get(url)
-    assert opened.status_code == 200, opened.text
-    base = url.split("/login")[0]
-    return await http.post(
-        base + "/login", data=sign_in_fields(opened.text), headers={"origin": base}
-    )
+async def open_link(http: httpx2.AsyncClient, url: str) -> httpx2.Response:
+    """What a person's browser does with a sign-in link: open it. Signed in, the answer is a
+    page leading to the desk, with the session cookie."""
+    return await http.get(url)
 
 
 async def signed_in(http: httpx2.AsyncClient, url: str) -> str:
     """Sign ``http`` in with ``url``; the page's CSRF token."""
-    response = await sign_in_post(http, url)
-    assert response.status_code == 303, response.text
+    response = await open_link(http, url)
+    assert response.status_code == 200 and 'content="0;url=/"' in response.text, response.text
     page = await http.get(url.split("/login")[0] + "/")
     assert page.status_code == 200
     marker = 'name="csrf-token" content="'
@@ -306,9 +301,9 @@ async def test_login_url_talks_to_the_running_desk(tmp_path: Path) -> None:
             url = done.stdout.decode().strip()
             assert url.startswith(desk.web.base_url + "/login?code=")
             async with httpx2.AsyncClient() as http:
-                assert (await sign_in_post(http, url)).status_code == 303
+                assert (await open_link(http, url)).status_code == 200
             async with httpx2.AsyncClient() as other:
-                assert (await sign_in_post(other, url)).status_code == 403  # used once
+                assert (await open_link(other, url)).status_code == 403  # used once
 
 
 async def test_a_notification_command_gets_the_forms_url(tmp_path: Path) -> None:
@@ -416,8 +411,8 @@ async def test_a_tls_desk_serves_the_page_over_https_with_a_secure_cookie(tmp_pa
             assert desk.address.url.startswith("https://")
             trusted = ssl.create_default_context(cafile=str(cert))
             async with httpx2.AsyncClient(verify=trusted) as http:
-                signed = await sign_in_post(http, desk.web.login_url())
-                assert signed.status_code == 303
+                signed = await open_link(http, desk.web.login_url())
+                assert signed.status_code == 200
                 (cookie,) = [
                     c.lower()
                     for c in signed.headers.get_list("set-cookie")
@@ -454,7 +449,7 @@ async def test_the_terminal_desk_shows_a_sign_in_link_and_a_qr_code_beyond_loopb
             assert ("█" in term.text()) is remote  # the QR code, for a phone's camera
             async with httpx2.AsyncClient() as http:
                 reached = url.replace(url.split("/login")[0], _loopback(url))
-                assert (await sign_in_post(http, reached)).status_code == 303
+                assert (await open_link(http, reached)).status_code == 200
 
 
 def _loopback(url: str) -> str:
@@ -504,10 +499,11 @@ async def test_a_link_preview_uses_nothing_up_and_only_the_desks_own_page_signs_
     tmp_path: Path,
 ) -> None:
     """A chat app that previews a sign-in link fetches it (``HEAD``, ``GET``, often twice,
-    no script run): that tries no code and makes no session, so the person's tap afterwards
-    still signs in. The code is tried only by a ``POST`` from the link's own page in the same
-    browser (its origin, and the nonce its page set as a cookie); any other ``POST`` is refused
-    without trying the code. Signing in sets the session cookie with today's flags."""
+    no script run), as does a browser's prefetch: that tries no code and makes no session, so
+    the person's tap afterwards still signs in. The page such a fetch gets signs in only by a
+    ``POST`` from that page in the same browser (its origin, and the nonce it set as a
+    cookie); any other ``POST`` is refused without trying the code. Signing in sets the
+    session cookie with today's flags."""
     with trio.fail_after(60):
         async with open_desk(tmp_path) as desk:
             assert desk.web is not None
@@ -525,6 +521,7 @@ async def test_a_link_preview_uses_nothing_up_and_only_the_desks_own_page_signs_
                     assert ">Sign in</button>" in preview.text
                     assert not any(c.name == COOKIE for c in bot.cookies.jar)
                 fields = sign_in_fields(preview.text)
+                assert fields["code"] == url.split("code=")[1]
                 # Another site's form (its own origin), or a page's fields without the
                 # page's cookie: refused, and the code is not tried.
                 foreign = await bot.post(
@@ -534,9 +531,12 @@ async def test_a_link_preview_uses_nothing_up_and_only_the_desks_own_page_signs_
             async with httpx2.AsyncClient() as other:
                 copied = await other.post(base + "/login", data=fields, headers={"origin": base})
                 assert copied.status_code == 403 and "not tried" in copied.text
+                prefetched = await other.get(url, headers={"sec-purpose": "prefetch"})
+                assert 'method="post" action="/login"' in prefetched.text
+                assert not any(c.name == COOKIE for c in other.cookies.jar)
             async with httpx2.AsyncClient() as person:
-                signed = await sign_in_post(person, url)
-                assert signed.status_code == 303 and signed.headers["location"] == "/"
+                signed = await open_link(person, url)
+                assert signed.status_code == 200 and 'content="0;url=/"' in signed.text
                 (cookie,) = [
                     c.lower()
                     for c in signed.headers.get_list("set-cookie")
@@ -545,7 +545,7 @@ async def test_a_link_preview_uses_nothing_up_and_only_the_desks_own_page_signs_
                 assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
                 assert (await person.get(base + "/")).status_code == 200
             async with httpx2.AsyncClient() as late:
-                used = await sign_in_post(late, url)
+                used = await open_link(late, url)
                 assert used.status_code == 403 and "not valid" in used.text  # still once
 
 
@@ -561,14 +561,11 @@ async def test_past_the_sign_in_limit_the_page_says_when_the_same_link_works_aga
             base = desk.web.base_url
             async with httpx2.AsyncClient() as guesser:
                 for _ in range(ATTEMPT_LIMIT):
-                    guessed = await sign_in_post(guesser, base + "/login?code=guess")
+                    guessed = await open_link(guesser, base + "/login?code=guess")
                     assert guessed.status_code == 403
             url = desk.web.login_url()
             async with httpx2.AsyncClient() as person:
-                opened = await person.get(url)
-                fields = sign_in_fields(opened.text)
-                headers = {"origin": base}
-                limited = await person.post(base + "/login", data=fields, headers=headers)
+                limited = await open_link(person, url)
                 assert limited.status_code == 429
                 wait = int(limited.headers["retry-after"])
                 assert 0 < wait <= ATTEMPT_WINDOW
@@ -576,11 +573,12 @@ async def test_past_the_sign_in_limit_the_page_says_when_the_same_link_works_aga
                 assert f"in {wait} seconds" in text, text
                 assert "new link" not in text and "not used up" in text, text
                 # A button posts the same link again.
-                assert sign_in_fields(limited.text) == fields
+                fields = sign_in_fields(limited.text)
+                assert fields["code"] == url.split("code=")[1]
                 # The window moves on: the same link, posted again, signs in.
                 auth = desk.web.auth
                 auth.clock = functools.partial(lambda now, later: now() + later, auth.clock, wait)
-                again = await person.post(base + "/login", data=fields, headers=headers)
+                again = await person.post(base + "/login", data=fields, headers={"origin": base})
                 assert again.status_code == 303, again.text
 
 
@@ -601,7 +599,7 @@ async def test_a_used_link_opened_again_by_a_signed_in_browser_opens_the_desk(
                 assert 'content="0;url=/"' in again.text and "not valid" not in again.text
                 assert (await http.get(desk.web.base_url + "/")).status_code == 200
             async with httpx2.AsyncClient() as stranger:
-                refused = await sign_in_post(stranger, url)
+                refused = await open_link(stranger, url)
                 assert refused.status_code == 403 and "not valid" in refused.text
 
 

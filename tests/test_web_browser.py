@@ -965,6 +965,33 @@ async def test_a_link_a_chat_app_previewed_still_signs_in_with_one_tap(
             assert "Colour" in await run(lambda: d_text(browser, "#ask-form"))
 
 
+async def test_a_browser_taken_for_a_previewer_signs_in_through_the_links_page(
+    tmp_path: Path, browser: Any
+) -> None:
+    """A browser whose User-Agent reads like a preview robot's (an in-app browser) gets the
+    page a preview gets; its script posts the sign-in at once, so the person lands on the
+    desk all the same."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "nu") as nu:
+            assert desk.web is not None
+            await nu.call_tool("ask_user", colour())
+            url = desk.web.login_url()
+
+            def opened() -> None:
+                browser.delete_all_cookies()
+                own = browser.execute_script("return navigator.userAgent")
+                override = "Network.setUserAgentOverride"
+                browser.execute_cdp_cmd(override, {"userAgent": "ExampleApp LinkPreview/1.0"})
+                try:
+                    browser.get(url)
+                    wait_until(browser, form_shown)
+                finally:
+                    browser.execute_cdp_cmd(override, {"userAgent": own})
+
+            await run(opened)
+            assert await run(lambda: browser.current_url) == desk.web.base_url + "/"
+
+
 @contextmanager
 def writes_refused_past(size: int) -> Iterator[None]:
     """Every write of this process past ``size`` bytes into a file fails (``EFBIG``, as a full

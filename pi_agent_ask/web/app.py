@@ -15,8 +15,9 @@ channel each form's runtime handed the board, as the terminal does:
   answer and the first submission wins; a form already gone is "answered elsewhere";
 - "Later" is the terminal's Esc on a background form (the agent's questions wait their turn).
 
-Routes: ``/`` (the page, or the sign-in message), ``/login`` (``GET``: the sign-in page of a
-one-time link, which tries nothing; ``POST``, from that page: the code tried -> a session),
+Routes: ``/`` (the page, or the sign-in message), ``/login`` (``GET``: a one-time link opened ->
+a session; fetched by a preview, a page that tries nothing; ``POST``, from that page: the code
+tried -> a session),
 ``/login-code`` (``POST`` with the desk's bearer token: a new sign-in URL), ``/events`` (the
 live stream), ``/fragment/form`` and ``/fragment/queue`` (parts of the page, for the live
 updates), ``/api/*`` (state changes), ``/history`` and ``/history/export``, ``/static``,
@@ -66,6 +67,7 @@ from pi_agent_ask.web.security import (
     COOKIE,
     SIGN_IN_COOKIE,
     SecurityHeaders,
+    is_preview,
     refusal,
     same_origin,
     session_of,
@@ -373,21 +375,38 @@ class WebDesk:
         )
 
     async def login(self, request: Request) -> Response:
-        """A sign-in link opened: a page whose form signs in (``login_post``), submitted by its
-        script at once. Nothing is tried here, so a chat app's link preview (a GET by a bot)
-        uses nothing up, and nothing here tells a valid code from a wrong one."""
+        """A sign-in link opened. A person's browser is signed in at once (the session cookie,
+        then the desk); a fetch no person asked for (a chat app's link preview, a prefetch:
+        ``is_preview``) gets a page whose form signs in (``login_post``, posted by its script
+        or its button), and nothing is tried, so the preview uses nothing up."""
         if session_of(self.auth, request) is not None:
             # This browser is signed in already: a link it opens again (the terminal and a
             # notification keep showing a used one) leads to the desk, not to "not valid".
             return self.templates.TemplateResponse(request, "signed_in.html", {})
+        code = request.query_params.get("code", "")
+        if is_preview(request):
+            return self._sign_in_page(request, "login.html", {"code": code})
+        outcome, session = self.auth.sign_in(code)
+        if session is None:
+            return self._refused_sign_in(request, outcome, code)
+        # A page, not a redirect: a SameSite=Strict cookie set during a navigation that began
+        # on another site (a QR scanner, a notification) is not sent on the redirect's next
+        # request; the page's own navigation is same-site.
+        response = self.templates.TemplateResponse(request, "signed_in.html", {})
+        self._set_session_cookie(response, session.id)
+        return response
+
+    def _sign_in_page(
+        self, request: Request, template: str, context: dict[str, Any], **options: Any
+    ) -> Response:
+        """``template`` with a form that posts ``code`` to ``login_post``, and the nonce that
+        post must carry set as a cookie (only this browser's own page can post it)."""
         nonce = secrets.token_urlsafe(32)
+        headers = {**options.pop("headers", {}), "referrer-policy": "same-origin"}
+        # Under the desk's usual no-referrer a form's POST says "Origin: null"; this page's
+        # own POST names its origin (and a referrer goes to the desk itself only).
         response = self.templates.TemplateResponse(
-            request,
-            "login.html",
-            {"code": request.query_params.get("code", ""), "nonce": nonce},
-            # Under the desk's usual no-referrer a form's POST says "Origin: null"; this page's
-            # own POST names its origin (and a referrer goes to the desk itself only).
-            headers={"referrer-policy": "same-origin"},
+            request, template, {**context, "nonce": nonce}, headers=headers, **options
         )
         response.set_cookie(
             SIGN_IN_COOKIE,
@@ -400,8 +419,36 @@ class WebDesk:
         )
         return response
 
+    def _refused_sign_in(self, request: Request, outcome: str, code: str) -> Response:
+        """A code not signed in with: past the limit of failed sign-ins (the code was not
+        tried: the page says when the same link works again), or not valid."""
+        if outcome == "limited":
+            wait = max(1, math.ceil(self.auth.retry_after()))
+            return self._sign_in_page(
+                request,
+                "signin.html",
+                {"problem": "limited", "wait": wait, "code": code},
+                status_code=429,
+                headers={"retry-after": str(wait)},
+            )
+        return self.templates.TemplateResponse(
+            request, "signin.html", {"problem": "invalid"}, status_code=403
+        )
+
+    def _set_session_cookie(self, response: Response, session_id: str) -> None:
+        response.set_cookie(
+            COOKIE,
+            session_id,
+            max_age=int(SESSION_LIFETIME),
+            path="/",
+            secure=self.secure,
+            httponly=True,
+            samesite="strict",
+        )
+
     async def login_post(self, request: Request) -> Response:
-        """Sign in with the code the sign-in page posts: the only place a code is tried."""
+        """Sign in with the code a sign-in page posts (the page a preview gets, the limit page's
+        Try again), from that page in this browser only."""
         body = await _body(request)
         fields = parse_qs(body.decode("utf-8", "replace")) if body is not None else {}
         code = (fields.get("code") or [""])[0]
@@ -416,32 +463,12 @@ class WebDesk:
                 request, "signin.html", {"problem": "foreign"}, status_code=403
             )
         outcome, session = self.auth.sign_in(code)
-        if outcome == "limited":
-            # The code was not tried: the same link works once the window moves on.
-            wait = max(1, math.ceil(self.auth.retry_after()))
-            return self.templates.TemplateResponse(
-                request,
-                "signin.html",
-                {"problem": "limited", "wait": wait, "code": code, "nonce": nonce},
-                status_code=429,
-                headers={"retry-after": str(wait), "referrer-policy": "same-origin"},
-            )
         if session is None:
-            return self.templates.TemplateResponse(
-                request, "signin.html", {"problem": "invalid"}, status_code=403
-            )
+            return self._refused_sign_in(request, outcome, code)
         # The browser posted from the desk's own page, so the request is same-site and the
         # SameSite=Strict cookie goes with the redirect's request.
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(
-            COOKIE,
-            session.id,
-            max_age=int(SESSION_LIFETIME),
-            path="/",
-            secure=self.secure,
-            httponly=True,
-            samesite="strict",
-        )
+        self._set_session_cookie(response, session.id)
         response.delete_cookie(
             SIGN_IN_COOKIE, path="/login", secure=self.secure, httponly=True, samesite="strict"
         )

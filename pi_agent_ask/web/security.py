@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, Final
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -26,8 +26,10 @@ __all__ = [
     "COOKIE",
     "CSP",
     "CSRF_HEADER",
+    "PREVIEW_AGENTS",
     "SIGN_IN_COOKIE",
     "SecurityHeaders",
+    "is_preview",
     "refusal",
     "same_origin",
     "session_of",
@@ -77,6 +79,32 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+PREVIEW_AGENTS: Final = (
+    "bot",
+    "preview",
+    "facebookexternalhit",
+    "whatsapp",
+    "crawler",
+    "spider",
+    "embedly",
+    "iframely",
+)
+"""Words in the User-Agent of the robots that fetch a link to preview it (Slackbot, Discordbot,
+TelegramBot, Twitterbot, SkypeUriPreview, WhatsApp, iMessage's facebookexternalhit, ...)."""
+
+
+def is_preview(request: Request) -> bool:
+    """A fetch of a link that no person opened: a ``HEAD``, a browser's prefetch or prerender,
+    or a link-preview robot (by its User-Agent). A sign-in link fetched so is not used up."""
+    if request.method == "HEAD":
+        return True
+    purpose = (request.headers.get("sec-purpose") or request.headers.get("purpose") or "").lower()
+    if "prefetch" in purpose or "prerender" in purpose:
+        return True
+    agent = request.headers.get("user-agent", "").lower()
+    return any(word in agent for word in PREVIEW_AGENTS)
 
 
 def same_origin(request: Request, origin: str | None) -> bool:
