@@ -5,9 +5,9 @@ Rules, stated once:
 1. A sign-in code is made only for a caller holding the desk's bearer token
    (``pi-agent-ask desk login-url``) or by the desk itself at start. It is 128 random bits,
    valid for :data:`CODE_LIFETIME` seconds and for one use: it is removed when it is used,
-   whether the sign-in then succeeds or not. The page tries a code only on the ``POST`` of
-   a sign-in link's own page (``app.py``), never on opening the link, so a link preview
-   fetched by a chat app uses nothing up.
+   whether the sign-in then succeeds or not. A fetch no person asked for (a chat app's link
+   preview, a prefetch) tries no code: it gets a page that posts the code (``app.py``), so
+   the person's own opening of the link still signs in.
 2. Using a code opens a session: a random session id (the cookie's value) and a random CSRF
    token (the page sends it back in a header with every state-changing request). Sessions live
    in the desk's memory: a desk restart signs everyone out.
@@ -79,9 +79,7 @@ class Auth:
     def sign_in(self, code: str) -> tuple[SignIn, Session | None]:
         """Use ``code``: a new session when it is valid, else why not."""
         now = self.clock()
-        while self._failures and self._failures[0] <= now - ATTEMPT_WINDOW:
-            self._failures.popleft()
-        if len(self._failures) >= ATTEMPT_LIMIT:
+        if len(self._recent_failures(now)) >= ATTEMPT_LIMIT:
             return "limited", None
         found = None
         for known in self._codes:
@@ -103,10 +101,17 @@ class Auth:
         """Seconds until a sign-in attempt is tried again (``0``: it is now): past the limit,
         until the oldest failure in the window leaves it."""
         now = self.clock()
-        recent = [t for t in self._failures if t > now - ATTEMPT_WINDOW]
+        recent = self._recent_failures(now)
         if len(recent) < ATTEMPT_LIMIT:
             return 0.0
         return recent[-ATTEMPT_LIMIT] + ATTEMPT_WINDOW - now
+
+    def _recent_failures(self, now: float) -> deque[float]:
+        """The failed attempts of the last :data:`ATTEMPT_WINDOW` seconds, oldest first (the
+        older ones are dropped)."""
+        while self._failures and self._failures[0] <= now - ATTEMPT_WINDOW:
+            self._failures.popleft()
+        return self._failures
 
     def session(self, session_id: str | None) -> Session | None:
         """The live session with this cookie value, if any."""

@@ -37,8 +37,9 @@ __all__ = [
 
 COOKIE = "pi_agent_ask_session"
 SIGN_IN_COOKIE = "pi_agent_ask_sign_in"
-"""Set by a sign-in link's page (``GET /login``) and posted back in its form: the sign-in
-``POST`` comes from that page in this browser, not from another site's form (login CSRF)."""
+"""Set by a page whose form posts a sign-in code (the page a link preview gets, the limit
+page's Try again) and posted back in that form: the sign-in ``POST`` comes from that page in
+this browser, not from another site's form (login CSRF)."""
 CSRF_HEADER = "x-csrf-token"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
