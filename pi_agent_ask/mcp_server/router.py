@@ -47,6 +47,7 @@ from mcp_types import INTERNAL_ERROR
 if TYPE_CHECKING:
     # The tools (and the runtime under them) load with the first call, after ``initialize``.
     from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
+    from pi_agent_ask.persistence.session_values import SessionFileError
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
 from pi_agent_ask.mcp_common.journals import wait_until_free
@@ -412,10 +413,12 @@ class Router:
     async def _enter(self, address: DeskAddress | None) -> _Side:
         assert self._nursery is not None
         if address is None:
+            from pi_agent_ask.persistence.session_values import SessionFileError
+
             side = _Side(address=None)
             try:
                 side.local = await self._nursery.start(self._hold_local, side)
-            except Exception as error:
+            except (SessionFileError, OSError) as error:
                 raise self._journal_refused(error) from error
             return side
         side = _Side(address=address)
@@ -432,19 +435,17 @@ class Router:
             self._nursery.start_soon(self._greet, side)
         return side
 
-    def _journal_refused(self, error: Exception) -> Exception:
+    def _journal_refused(self, error: SessionFileError | OSError) -> MCPError:
         """The JSON-RPC error of every request while the local side's journal cannot be opened
-        (said once on standard error as well); anything else is a bug, left as it is."""
+        (said once on standard error as well)."""
         from pi_agent_ask.persistence.session_values import SessionFileError
 
         reason: str
         if isinstance(error, SessionFileError):
             path, reason, why = error.path, error.reason, str(error)
-        elif isinstance(error, OSError):
+        else:
             path, reason = error.filename, "cannot-open"
             why = f"{error.filename}: {error.strerror or error}"
-        else:
-            return error
         hint = SESSION_HINT if self.session_given else STATE_HINT
         text = JOURNAL_REFUSED_TEXT.format(why=why, hint=hint)
         if text != self._refused:
