@@ -360,7 +360,12 @@ def encode_entries(
 
 def decode_entries(payload: bytes | memoryview) -> list[EntryFields]:
     """The entries of an entries frame; ``CodecError`` when malformed."""
-    items = _loads(inflate(payload[1:]))
+    return decode_plain_entries(inflate(payload[1:]))
+
+
+def decode_plain_entries(plain: bytes) -> list[EntryFields]:
+    """The entries of an entries frame's plain CBOR; ``CodecError`` when malformed."""
+    items = _loads(plain)
     if type(items) is not list or not items:
         raise CodecError("an entries frame holds no entries")
     out: list[EntryFields] = []

@@ -305,7 +305,7 @@ class SessionFile(FoldedSession):
         self._check_open()
         offset, slot = loc
         if self._memory is not None:
-            return self._decode_entry(self._memory[offset], offset, slot)
+            return self._entry_in(self._memory_frame(self._memory, offset), offset, slot)
         if self._fd is None:
             raise ValueError("session file is closed")
         payload = read_frame(self._fd, offset, self._size)
@@ -498,24 +498,24 @@ class SessionFile(FoldedSession):
         """Write one frame holding ``entries`` (a chain, each encoded by ``_chain``), index
         them, make the last the leaf and fold them. ``ValueError`` for a frame past the size
         limit, ``OSError`` for a failed write: nothing is written then."""
-        single = False
-        if self._header.version >= 2:
-            plain = codec.entries_plain(items_cbor)
-            payload = codec.entries_payload(plain, self._packer)
-            size = max(len(plain), len(payload))
-        elif len(items_cbor) == 1:
-            payload, single = items_cbor[0], True
-            size = len(payload)
-        else:
-            payload = codec.dumps({"batch": [codec.Spliced(None, item) for item in items_cbor]})
-            size = len(payload)
-        if size > MAX_FRAME_BYTES:
-            raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
         links = [(e.id, e.parent_id) for e in entries]
         parents = self._index.check_links(links)
-        offset = self._store(payload)
+        single = False
+        if self._header.version >= 2:
+            offset, length = self._store_entries(codec.entries_plain(items_cbor))
+        else:
+            if len(items_cbor) == 1:
+                payload, single = items_cbor[0], True
+            else:
+                batch = [codec.Spliced(None, item) for item in items_cbor]
+                payload = codec.dumps({"batch": batch})
+            if len(payload) > MAX_FRAME_BYTES:
+                raise ValueError(
+                    f"entry too large: {len(payload)} bytes (at most {MAX_FRAME_BYTES})"
+                )
+            offset, length = self._store(payload), len(payload)
         first = len(self._index)
-        self._index.add_checked(links, parents, offset, len(payload), single=single)
+        self._index.add_checked(links, parents, offset, length, single=single)
         self._follow(entries, first, under_leaf)
         self._maybe_checkpoint()
 

@@ -15,8 +15,10 @@ from typing import Any
 from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence.checkpoints import CHECKPOINT_EVERY, CHECKPOINT_RATIO, Checkpoint
 from pi_agent_ask.persistence.frames import BadFrame, Reader, decode, encode_frame, write_all
+from pi_agent_ask.persistence.memory_frames import GROUPED_FRAME, MemoryFrames
 from pi_agent_ask.persistence.session_index import Index
 from pi_agent_ask.persistence.session_values import (
+    MAX_FRAME_BYTES,
     Entry,
     Fold,
     Header,
@@ -55,10 +57,10 @@ class SessionStorage:
         self._closed = False
         self._broken: BaseException | None = None
         self._index = Index()
-        # In memory: every entries frame, encoded (an entry's ``frame_off`` is its frame's
-        # place in it): a queued form costs its compressed bytes, not a tree of frozen maps.
-        self._memory: list[bytes] | None = [] if path is None else None
         self._packer = codec.Packer()
+        # In memory: every entries frame, compressed (an entry's ``frame_off`` is its frame's
+        # place in it): a queued form costs its compressed bytes, not a tree of frozen maps.
+        self._memory = MemoryFrames(self._packer) if path is None else None
         self._report = OpenReport(path, 0)
         self._projection = projection
         self._checkpoint_every = checkpoint_every
@@ -117,12 +119,33 @@ class SessionStorage:
         """Keep one frame: written to the file, or held in memory. Its offset (in memory:
         its place)."""
         if self._memory is not None:
-            self._memory.append(payload)
-            return len(self._memory) - 1
+            return self._memory.add(payload)
         return self._write_frame(payload)
+
+    def _store_entries(self, plain: bytes) -> tuple[int, int]:
+        """Keep an entries frame (a version 2 session) given as its plain CBOR: deflated and
+        written to the file, or held in memory, where a small frame waits to be deflated
+        with its group (``MemoryFrames``). Its offset (in memory: its place) and its length.
+        ``ValueError`` for a frame past the size limit, ``OSError`` for a failed write:
+        nothing is kept then."""
+        if len(plain) > MAX_FRAME_BYTES:
+            raise ValueError(f"entry too large: {len(plain)} bytes (at most {MAX_FRAME_BYTES})")
+        if self._memory is not None and len(plain) <= GROUPED_FRAME:
+            return self._memory.add_to_group(plain), len(plain)
+        payload = codec.entries_payload(plain, self._packer)
+        if len(payload) > MAX_FRAME_BYTES:
+            raise ValueError(f"entry too large: {len(payload)} bytes (at most {MAX_FRAME_BYTES})")
+        return self._store(payload), len(payload)
 
     def _decode_entry(self, payload: memoryview | bytes, offset: int, slot: int) -> Entry:
         return self._entry_in(self._decode_frame(payload, offset), offset, slot)
+
+    def _memory_frame(self, memory: MemoryFrames, offset: int) -> tuple[bool, Any]:
+        """The frame at ``offset`` of an in-memory session, decoded (as ``_decode_frame``)."""
+        grouped, held = memory.read(offset)
+        if grouped:
+            return True, codec.decode_plain_entries(held)
+        return self._decode_frame(held, offset)
 
     def _decode_frame(self, payload: memoryview | bytes, offset: int) -> tuple[bool, Any]:
         """An indexed frame decoded: ``(True, entry tuples)`` for an entries frame, ``(False,
@@ -160,7 +183,7 @@ class SessionStorage:
             offset = index.frame_off[i]
             if offset != last_offset:  # entries of one frame come together: decode it once
                 if memory is not None:
-                    frame = self._decode_frame(memory[offset], offset)
+                    frame = self._memory_frame(memory, offset)
                 else:
                     assert reader is not None
                     payload = reader.payload(offset, index.frame_len[i])
