@@ -184,9 +184,16 @@ def test_ids_stay_unique_when_the_random_source_repeats(
     """A writer never hands out an id twice: not within one call, not one already in the
     file, whatever the random source returns."""
     same, other, third, fourth = "00112233445566ff", "08090a0b0c0d0e0f", "a" * 16, "b" * 16
-    draws = iter([same, same, other, same, other, third, fourth])
+    # A chain's ids come from one draw (16 hex digits each); an id held already, one more.
+    draws = iter([same + same, other, same + other, third, fourth])
+
+    def token_hex(nbytes: int) -> str:
+        drawn = next(draws)
+        assert len(drawn) == 2 * nbytes
+        return drawn
+
     with SessionFile.open(tmp_path / "s.pias") as session:
-        monkeypatch.setattr(sf.secrets, "token_hex", lambda n: next(draws))
+        monkeypatch.setattr(sf.secrets, "token_hex", token_hex)
         [chain] = session.append_chains([[("a", {}), ("b", {})]])
         assert isinstance(chain, tuple)
         assert [e.id for e in chain] == [same, other]

@@ -470,11 +470,12 @@ class SessionFile(FoldedSession):
         items_cbor: list[bytes] = []
         compact = self._header.version >= 2
         size = 9  # the frame's array head, at most 9 bytes: a chain fits a frame on its own
-        for entry_type, data in items:
+        items = list(items)
+        for (entry_type, data), entry_id in zip(
+            items, self._new_ids(len(items), taken), strict=True
+        ):
             if not isinstance(entry_type, str) or not entry_type:
                 raise ValueError("entry type must be a non-empty string")
-            entry_id = self._new_id(taken)
-            taken.add(entry_id)  # a refused chain's ids stay taken: harmless
             entry = Entry(entry_id, parent, entry_type, now, data)
             if not compact:
                 item = entry.to_cbor()
@@ -657,12 +658,20 @@ class SessionFile(FoldedSession):
         if self._broken is not None:
             raise OSError("session file is unusable after a failed write") from self._broken
 
-    def _new_id(self, taken: set[str]) -> str:
-        """A new entry id: 16 lower-case hex digits (8 random bytes), held by no entry."""
-        while True:
-            candidate = secrets.token_hex(8)
-            if candidate not in self._index.pos and candidate not in taken:
-                return candidate
+    def _new_ids(self, count: int, taken: set[str]) -> list[str]:
+        """``count`` new entry ids, each 16 lower-case hex digits (8 random bytes), held by no
+        entry and not in ``taken``; they are added to ``taken`` (a refused chain's ids stay
+        taken: harmless). The system's randomness is asked once for the whole chain, and
+        once more for each id that happens to be held already."""
+        drawn = secrets.token_hex(8 * count)
+        ids = []
+        for start in range(0, 16 * count, 16):
+            candidate = drawn[start : start + 16]
+            while candidate in self._index.pos or candidate in taken:
+                candidate = secrets.token_hex(8)
+            taken.add(candidate)
+            ids.append(candidate)
+        return ids
 
     def _leaf_index(self, leaf_id: LeafRef) -> int:
         if leaf_id is CURRENT_LEAF:
