@@ -222,7 +222,9 @@ async def test_a_resize_after_end_keeps_the_highlighted_row_in_view(tmp_path: Pa
         await term.keys(*["Down"] * 9)
         await term.wait_for("› 10. ( ) Choice 9")
         await term.keys("End")
-        await term.wait_for("↑")
+        # The last row on screen proves ``End`` was taken at 100x20 (``↑`` is there before it
+        # already): a resize that overtook it would test ``End`` at 40x12 instead.
+        await term.wait_for("12. ( ) Type your own")
         await term.tmux("resize-window", "-t", "ask", "-x", "40", "-y", "12")
         await term.wait_for(lambda text: "↓" in text)  # the 40x12 layout
         with trio.fail_after(5):
