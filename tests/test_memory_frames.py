@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pi_agent_ask.persistence import codec
@@ -58,6 +58,7 @@ def test_a_fork_and_another_branch_read_entries_of_closed_and_open_groups() -> N
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.binary(min_size=1, max_size=GROUPED_FRAME), min_size=1, max_size=40))
+@example([b"x" * GROUPED_FRAME, b"y"])  # the largest frame a group takes
 def test_frames_read_back_as_given_whichever_group_holds_them(plains: list[bytes]) -> None:
     frames = MemoryFrames(codec.Packer())
     places = [frames.add_to_group(plain) for plain in plains]
