@@ -121,10 +121,10 @@ def agent_line(board: Board, width: int | None = None) -> StyleAndTextTuples:
         size = fragment_list_width(group)
         if agent.displayed:
             reserved = 0
-            key = _shown(agent.key)
-            while used + size > width and len(key) > 1:  # alone too long: its key gives way
-                key = key[:-1]
-                group = _agent_group(agent, key + "…")
+            if used + size > width:  # alone too long: its key gives way (``_clip``)
+                key = _shown(agent.key)
+                rest = size - cell_width(key)  # the group's cells besides its key
+                group = _agent_group(agent, _clip(key, max(2, width - used - rest)))
                 size = fragment_list_width(group)
         elif used + size + reserved > width:
             continue
