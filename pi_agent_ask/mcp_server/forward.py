@@ -122,7 +122,7 @@ class DeskUpstream:
         """Drop the current session (it broke, or the desk is gone) without a word to the
         desk; the next call opens a new one."""
         if self._held is not None:
-            self._held.scope.cancel()
+            self._held.drop()
         self._session = None
         self._held = None
         self._broke = True
@@ -132,8 +132,7 @@ class DeskUpstream:
         ended (at most ``CLOSE_TIMEOUT`` seconds after a desk that does not answer)."""
         held, self._held, self._session = self._held, None, None
         if held is not None:
-            held.close.set()
-            await held.ended.wait()
+            await held.end()
 
     async def _hold(self, *, task_status: trio.TaskStatus[tuple[ClientSession, Held]]) -> None:
         headers = {"Authorization": f"Bearer {self.token}", **key_headers(self.key)}
@@ -199,6 +198,15 @@ class Held:
     close: trio.Event = attrs.field(factory=trio.Event)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     ended: trio.Event = attrs.field(factory=trio.Event)
+
+    async def end(self) -> None:
+        """End the session on its desk, which is still there; returns once it has ended."""
+        self.close.set()
+        await self.ended.wait()
+
+    def drop(self) -> None:
+        """Drop the session without a word to its desk (gone, or its connection broke)."""
+        self.scope.cancel()
 
 
 class DeskGone(Exception):

@@ -116,7 +116,7 @@ class FailoverUpstream:
         if generation != self._generation or self._session is None:
             return
         if self._held is not None:
-            self._held.scope.cancel()  # the desk is gone: nothing is asked of it
+            self._held.drop()  # the desk is gone: nothing is asked of it
         self._session = None
         self._held = None
         self._index = (self._index + 1) % len(self.urls)
@@ -143,8 +143,7 @@ class FailoverUpstream:
         not answer)."""
         held, self._held, self._session = self._held, None, None
         if held is not None:
-            held.close.set()
-            await held.ended.wait()
+            await held.end()
 
 
 def _token_refused(error: BaseException) -> TokenRefused | None:
