@@ -596,12 +596,11 @@ def history_table(data: Any, path: Path, width: int | None = None) -> str:
     below. A question too long for its room ends at a word, with ``…``."""
     import shutil
 
-    from pi_agent_ask.form.sanitize import sanitize_line
-    from pi_agent_ask.form.transcript import cell_width, drawn
+    from pi_agent_ask.form.transcript import cell_width, drawn_text
 
     def shown(value: object) -> str:
         # The journal's text is the agent's: neutralised, and drawn as the form draws it.
-        return drawn(sanitize_line(str(value)))
+        return drawn_text(str(value), keep_newlines=False)
 
     columns = width if width is not None else shutil.get_terminal_size().columns
     records = data.get("records", []) if isinstance(data, dict) else []

@@ -38,8 +38,7 @@ from prompt_toolkit.layout import (
 from prompt_toolkit.output import Output
 
 from pi_agent_ask.desk.board import AgentSnapshot, Board
-from pi_agent_ask.form.sanitize import sanitize_line
-from pi_agent_ask.form.transcript import cell_width, drawn, wrap_line
+from pi_agent_ask.form.transcript import cell_width, drawn_text, wrap_line
 from pi_agent_ask.persistence.settings import Config
 from pi_agent_ask.ui.render.frame import SHORT_SCREEN_ROWS
 from pi_agent_ask.ui.surface import TerminalSurface
@@ -75,10 +74,9 @@ def _clip(text: str, width: int) -> str:
 
 
 def _shown(text: str) -> str:
-    """Text from elsewhere (an agent's key, a notice) on one line, as the terminal is given it:
-    neutralised (``sanitize_line``) and without emoji joiners (``drawn``), so its cells are
-    the cells it takes."""
-    return drawn(sanitize_line(text))
+    """Text from elsewhere (an agent's key, a notice) on one line, as the terminal is given it
+    (``drawn_text``), so its cells are the cells it takes."""
+    return drawn_text(text, keep_newlines=False)
 
 
 def _padded(text: str, width: int) -> str:

@@ -39,6 +39,7 @@ __all__ = [
     "cell_width",
     "drawn",
     "drawn_line",
+    "drawn_text",
     "line_text",
     "merge_segments",
     "receipt_row",
@@ -56,14 +57,16 @@ _S = TypeVar("_S", bound=str)
 any style names, not only ``Style``: the UI passes its own (prompt_toolkit class names)."""
 
 
-def _clean(text: str) -> str:
-    """Neutralise text for the terminal (escape sequences, controls, invisible formatting) as
-    it is drawn (:func:`drawn`); newlines are kept for the caller to split into lines."""
-    return drawn(sanitize_text(text))
+def drawn_text(text: str, *, keep_newlines: bool = True) -> str:
+    """Text from elsewhere (an agent's, a journal's, a notice) as the terminal is given it:
+    neutralised (escape sequences, controls, invisible formatting: ``sanitize_text``) and
+    drawn (:func:`drawn`). Newlines are kept for the caller to split into lines, or (without
+    ``keep_newlines``) the text is one line."""
+    return drawn(sanitize_text(text, keep_newlines=keep_newlines))
 
 
 def _split(text: str) -> list[str]:
-    return _clean(text).split("\n")
+    return drawn_text(text).split("\n")
 
 
 def line_text(line: Iterable[tuple[str, str]]) -> str:
@@ -280,7 +283,9 @@ def result_rows(
         rows: list[tuple[Line, int]] = [(merge_segments([("warning", "Invalid tool payload")]), 2)]
         for issue in result.issues:
             rows.extend(
-                _text_rows([("muted", f"  - {_clean(issue.path)}: ")], issue.message, "muted", "  ")
+                _text_rows(
+                    [("muted", f"  - {drawn_text(issue.path)}: ")], issue.message, "muted", "  "
+                )
             )
         return _wrap_all(rows, width)
     if result.cancelled:

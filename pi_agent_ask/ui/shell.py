@@ -72,8 +72,7 @@ from prompt_toolkit.output import Output
 
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.transcript import drawn
+from pi_agent_ask.form.transcript import drawn_text
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui import rebind_event_loop_lookup
@@ -211,7 +210,7 @@ class ShellSurface(TerminalSurface):
 
     def notice(self, text: str) -> None:
         """A notice for the person: a transcript line, and the status line until the next input."""
-        self.notice_text = drawn(sanitize_text(text, keep_newlines=False))
+        self.notice_text = drawn_text(text, keep_newlines=False)
         self.transcript.append((("warning", "! " + text),))
         self.invalidate()
 
@@ -222,12 +221,12 @@ class ShellSurface(TerminalSurface):
 
     def set_notice(self, text: str) -> None:
         """A short notice in the status line only, until the next input."""
-        self.notice_text = drawn(sanitize_text(text, keep_newlines=False))
+        self.notice_text = drawn_text(text, keep_newlines=False)
         self.invalidate()
 
     def set_agent_note(self, text: str) -> None:
         """What the agent is doing, at the right of the status line."""
-        self.agent_note = drawn(sanitize_text(text, keep_newlines=False))
+        self.agent_note = drawn_text(text, keep_newlines=False)
         self.invalidate()
 
     def mark_background(self, flow_id: str) -> None:

@@ -10,8 +10,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.layout.controls import UIContent, UIControl
 from prompt_toolkit.mouse_events import MouseEvent, MouseEventType
 
-from pi_agent_ask.form.sanitize import sanitize_text
-from pi_agent_ask.form.transcript import drawn, wrap_line
+from pi_agent_ask.form.transcript import drawn_text, wrap_line
 
 __all__ = ["TRANSCRIPT_PAGE", "WHEEL_ROWS", "Line", "Transcript", "TranscriptControl"]
 
@@ -59,7 +58,7 @@ class Transcript:
         joiners) and line breaks inside it start new lines."""
         current: list[tuple[str, str]] = []
         for style, text in line:
-            parts = drawn(sanitize_text(text)).split("\n")
+            parts = drawn_text(text).split("\n")
             for index, part in enumerate(parts):
                 if index:
                     self.lines.append(tuple(current))
