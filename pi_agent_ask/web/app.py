@@ -409,13 +409,7 @@ class WebDesk:
             request, template, {**context, "nonce": nonce}, headers=headers, **options
         )
         response.set_cookie(
-            SIGN_IN_COOKIE,
-            nonce,
-            max_age=int(CODE_LIFETIME),
-            path="/login",
-            secure=self.secure,
-            httponly=True,
-            samesite="strict",
+            SIGN_IN_COOKIE, nonce, max_age=int(CODE_LIFETIME), path="/login", **self._cookie_flags
         )
         return response
 
@@ -435,15 +429,15 @@ class WebDesk:
             request, "signin.html", {"problem": "invalid"}, status_code=403
         )
 
+    @property
+    def _cookie_flags(self) -> dict[str, Any]:
+        """Every cookie the desk sets or removes: sent over TLS only when the desk serves it,
+        never read by scripts, never sent from another site's page."""
+        return {"secure": self.secure, "httponly": True, "samesite": "strict"}
+
     def _set_session_cookie(self, response: Response, session_id: str) -> None:
         response.set_cookie(
-            COOKIE,
-            session_id,
-            max_age=int(SESSION_LIFETIME),
-            path="/",
-            secure=self.secure,
-            httponly=True,
-            samesite="strict",
+            COOKIE, session_id, max_age=int(SESSION_LIFETIME), path="/", **self._cookie_flags
         )
 
     async def login_post(self, request: Request) -> Response:
@@ -469,9 +463,7 @@ class WebDesk:
         # SameSite=Strict cookie goes with the redirect's request.
         response = RedirectResponse("/", status_code=303)
         self._set_session_cookie(response, session.id)
-        response.delete_cookie(
-            SIGN_IN_COOKIE, path="/login", secure=self.secure, httponly=True, samesite="strict"
-        )
+        response.delete_cookie(SIGN_IN_COOKIE, path="/login", **self._cookie_flags)
         return response
 
     async def login_code(self, request: Request) -> Response:
@@ -491,9 +483,7 @@ class WebDesk:
         assert isinstance(checked, Session)
         self.auth.sign_out(checked.id)
         response = JSONResponse({"ok": True})
-        response.delete_cookie(
-            COOKIE, path="/", secure=self.secure, httponly=True, samesite="strict"
-        )
+        response.delete_cookie(COOKIE, path="/", **self._cookie_flags)
         return response
 
     # -- the live stream ----------------------------------------------------------------------
