@@ -551,3 +551,15 @@ def test_transcript_rows_are_drawn_without_emoji_joiners() -> None:
     transcript = Transcript()
     transcript.append((("text", "You: 👩\u200d💻 👍\U0001f3fd ❤\ufe0f done"),))
     assert transcript.rows(40) == [(("text", "You: 👩💻 👍 ❤ done"),)]
+
+
+@pytest.mark.parametrize("lines", [24, 30, 40])
+async def test_the_panel_is_as_tall_as_the_form_it_shows(tmp_path: Path, lines: int) -> None:
+    """The panel's height is the form's drawn at that height: a form that drops its blank rows
+    on a short panel (18 rows or fewer) leaves no blank rows under its key hints either."""
+    async with demo(tmp_path, lines=lines) as sh:
+        await sh.wait(REGION_PROMPT)
+        await sh.wait(lambda term: bool(status_row(term)))
+        rows = sh.term.rows()
+        status = rows.index(status_row(sh.term))
+        assert rows[status - 1].strip(), "\n".join(rows)  # the hints, not blank rows

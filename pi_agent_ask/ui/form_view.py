@@ -384,7 +384,14 @@ class FormControl(UIControl):
         get_line_prefix: object,
     ) -> int | None:
         frame = self.controller.render(width, max_available_height)
-        return min(max_available_height, len(frame.lines)) if frame is not None else 0
+        if frame is None:
+            return 0
+        rows = min(max_available_height, len(frame.lines))
+        # Shown in ``rows``, the form may be drawn shorter (18 rows or fewer drop its blank
+        # rows): the height it asks for is that frame's, or a panel keeps the difference blank.
+        # Drawn in that many rows again it stays the same.
+        shorter = self.controller.render(width, rows)
+        return min(rows, len(shorter.lines)) if shorter is not None else rows
 
     def create_content(self, width: int, height: int) -> UIContent:
         frame = self.controller.render(width, height)
