@@ -15,7 +15,7 @@ from tests.test_ui_keys import CTRL_C, ENTER, ESC, GOAL, TONE, answers, asking
 
 ALT_Q = "\x1bq"
 ALT_2 = "\x1b2"
-ALT_B = "\x1bb"
+ALT_X = "\x1bx"
 ALT_UP = "\x1b[1;3A"
 
 
@@ -66,8 +66,8 @@ async def test_alt_in_an_editor_keeps_it_open(tmp_path: Path) -> None:
         await ask.wait("> Type answer...")
         ask.send("Wr")
         await ask.wait("> Wr")
-        ask.send(ALT_B)  # read as Esc then b: the editor saved and closed, the b lost
-        await ask.wait("Alt+B does nothing here.")
+        ask.send(ALT_X)  # read as Esc then x: the editor saved and closed, the x lost
+        await ask.wait("Alt+X does nothing here.")
         ask.send("y")
         await ask.wait("> Wry")
         ask.send(ENTER)

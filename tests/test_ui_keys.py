@@ -594,3 +594,40 @@ async def test_typed_text_keeps_joiners_and_wide_spaces(tmp_path: Path) -> None:
         status, result = await ask.finished()
     assert status == 0
     assert answers(result)["goal"]["customText"] == typed
+
+
+async def test_word_jumps_and_word_deletion_in_the_editor(tmp_path: Path) -> None:
+    """Ctrl+Left/Right and Alt+B/F move by words, Alt+Backspace and Alt+D delete one, as in the
+    host's own editor and a shell (they were Alt keys that did nothing, or nothing at all)."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        ask.send("alpha beta gamma")
+        await ask.wait("> alpha beta gamma")
+        row, col = ask.term.find("> alpha")
+        ask.send("\x1b[1;5D")  # Ctrl+Left: to "gamma"
+        await ask.term.wait_for(lambda term: term.cursor() == (row, col + 2 + 11))
+        ask.send("\x1bb")  # Alt+B: to "beta"
+        await ask.term.wait_for(lambda term: term.cursor() == (row, col + 2 + 6))
+        ask.send("new ")
+        await ask.wait("> alpha new beta gamma")
+        ask.send("\x1b[1;5C")  # Ctrl+Right: to the end of "beta"
+        await ask.term.wait_for(lambda term: term.cursor() == (row, col + 2 + 14))
+        ask.send("s")
+        await ask.wait("> alpha new betas gamma")
+        ask.send("\x1bb", "\x1bb")  # back to "new"
+        await ask.term.wait_for(lambda term: term.cursor() == (row, col + 2 + 6))
+        ask.send("\x1bd")  # Alt+D: "new" goes
+        await ask.wait("> alpha  betas gamma")
+        ask.send("\x1bf", "\x1bf")  # Alt+F twice: to the end of "gamma"
+        await ask.term.wait_for(lambda term: term.cursor() == (row, col + 2 + 18))
+        ask.send("\x1b\x7f")  # Alt+Backspace: "gamma" goes
+        await ask.wait("> alpha  betas ")
+        assert "does nothing here" not in ask.term.text()
+        ask.send(ENTER)
+        await ask.wait("Review your answers")
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == "alpha  betas"

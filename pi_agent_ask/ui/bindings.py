@@ -172,6 +172,26 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
         start = buffer.document.find_start_of_previous_word() or 0
         buffer.delete_before_cursor(-start)
 
+    # Words, as the host's editor and a shell have them: Ctrl+Left/Right and Alt+B/F move,
+    # Alt+Backspace and Alt+D delete (bound as Alt pairs, so not the "does nothing" notice).
+    @kb.add("c-left", filter=in_editor)
+    @kb.add("escape", "b", filter=in_editor)
+    def _word_left(_event: KeyPressEvent) -> None:
+        buffer.cursor_position += buffer.document.find_previous_word_beginning() or 0
+
+    @kb.add("c-right", filter=in_editor)
+    @kb.add("escape", "f", filter=in_editor)
+    def _word_right(_event: KeyPressEvent) -> None:
+        buffer.cursor_position += buffer.document.find_next_word_ending() or 0
+
+    @kb.add("escape", "c-h", filter=in_editor)
+    def _kill_word_left(_event: KeyPressEvent) -> None:
+        buffer.delete_before_cursor(-(buffer.document.find_previous_word_beginning() or 0))
+
+    @kb.add("escape", "d", filter=in_editor)
+    def _kill_word_right(_event: KeyPressEvent) -> None:
+        buffer.delete(buffer.document.find_next_word_ending() or 0)
+
     # Ctrl+Alt+D (fixed): remove the editor's last image. Configured keys win over it.
     @kb.add("escape", "c-d", filter=in_editor)
     def _remove_image(_event: KeyPressEvent) -> None:
