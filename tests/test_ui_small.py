@@ -87,3 +87,30 @@ async def test_the_settings_overlay_fits_40_columns_and_follows_the_selection(
             pipe.send_text("\x1b")
             await term.wait_gone("Live settings")
             nursery.cancel_scope.cancel()
+
+
+async def test_a_screen_shrunk_below_the_editor_and_grown_again_draws_from_the_left(
+    tmp_path: Path,
+) -> None:
+    """A pane made narrower than the editor's indent (a tmux split) scrolled the form's window
+    sideways to keep the cursor in view, and it stayed scrolled at 40x12 again: every row
+    lost its first cells, the cursor stood off the text."""
+    async with asking(tmp_path, LONG, columns=40, lines=12) as ask:
+        await ask.wait("Option 0")
+        ask.send("5")
+        await ask.wait("> Type answer...")
+        ask.send("hello")
+        await ask.wait("> hello")
+        ask.term.resize(5, 3)
+        ask.send("x")
+        await ask.term.wait_for(lambda term: term.screen.columns == 5 and bool(term.chunks))
+        await ask.term.wait_for(lambda term: "x" in term.text())
+        ask.term.resize(40, 12)
+        ask.send("y")
+        await ask.wait("> helloxy")
+        row, col = ask.term.find("> helloxy")
+        assert ask.term.rows()[row - 1].startswith("› 5. ( ) Type your own")
+        assert col == 9 and ask.term.cursor() == (row, col + 9)
+        ask.send("\x03", "\x03")
+        status, _result = await ask.finished()
+    assert status == 1

@@ -12,6 +12,7 @@ its row from the window's top.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.data_structures import Point
@@ -24,7 +25,15 @@ __all__ = ["FormWindow"]
 
 
 class FormWindow(Window):
-    """A ``Window`` whose control receives clicks as cells (see the module docstring)."""
+    """A ``Window`` whose control receives clicks as cells (see the module docstring).
+
+    It never stays scrolled sideways: the form fits its rows to the width, so only a screen
+    narrower than the editor's indent puts the cursor past the right edge, where ``Window``
+    scrolls to show it; each redraw starts again from the left edge (a screen grown back
+    would otherwise keep that scroll and cut the first cells off every row)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(get_horizontal_scroll=lambda _window: 0, **options)
 
     def write_to_screen(
         self,
