@@ -378,6 +378,28 @@ async def test_a_non_loopback_listen_needs_tls_or_an_explicit_flag(tmp_path: Pat
             pass
 
 
+async def test_tls_files_that_cannot_be_used_are_named_before_the_desk_starts(
+    tmp_path: Path,
+) -> None:
+    """A missing or unreadable file, or one that is not a PEM certificate and its key, is
+    refused with the option and the path (it was ``[Errno 2] No such file or directory`` with
+    no name, or ``[SSL] PEM lib (_ssl.c:3905)``)."""
+    text = tmp_path / "notes.txt"
+    text.write_text("not a certificate")
+    missing = tmp_path / "missing.pem"
+    for cert, key, said in (
+        (missing, text, f"--tls-cert {missing}: no such file"),
+        (text, missing, f"--tls-key {missing}: no such file"),
+        (tmp_path, text, f"--tls-cert {tmp_path}: not a file"),
+        (text, text, f"--tls-cert {text} and --tls-key {text}: not a PEM certificate"),
+    ):
+        with pytest.RaisesGroup(
+            pytest.RaisesExc(ListenError, match=re.escape(said)), flatten_subgroups=True
+        ):
+            async with open_desk(tmp_path, tls_cert=cert, tls_key=key):
+                pass
+
+
 async def test_a_tls_desk_serves_the_page_over_https_with_a_secure_cookie(tmp_path: Path) -> None:
     import ssl
 

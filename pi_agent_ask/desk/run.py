@@ -110,11 +110,35 @@ def check_tls(
     unless the person says a tunnel or a proxy protects the traffic (``--tls-elsewhere``)."""
     if (tls_cert is None) != (tls_key is None):
         raise ListenError("--tls-cert and --tls-key go together")
+    if tls_cert is not None and tls_key is not None:
+        _check_tls_files(tls_cert, tls_key)
     if not is_loopback(where.host) and tls_cert is None and not tls_elsewhere:
         raise ListenError(
             f"refusing to listen on {where.host} without TLS: pass --tls-cert and --tls-key, "
             "or --tls-elsewhere when a tunnel or a proxy protects the traffic (docs/web.md)"
         )
+
+
+def _check_tls_files(cert: Path, key: Path) -> None:
+    """Both files load as a PEM certificate and its key, or the refusal names them (the TLS
+    library's own words name neither: ``[SSL] PEM lib``)."""
+    import ssl
+
+    for option, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if not path.exists():
+            raise ListenError(f"{option} {path}: no such file")
+        if not path.is_file():
+            raise ListenError(f"{option} {path}: not a file")
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except ssl.SSLError as error:
+        detail = f" ({error.reason})" if error.reason else ""
+        raise ListenError(
+            f"--tls-cert {cert} and --tls-key {key}: not a PEM certificate and its private "
+            f"key{detail}"
+        ) from None
+    except OSError as error:
+        raise ListenError(f"--tls-cert {cert} and --tls-key {key}: {error.strerror}") from None
 
 
 def checked_listen(
