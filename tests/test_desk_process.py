@@ -259,3 +259,20 @@ async def test_a_second_desk_on_the_same_state_directory_is_refused(tmp_path: Pa
         # The lock went with the first desk: a desk starts there again.
         async with open_desk(tmp_path, state_dir=state):
             pass
+
+
+async def test_a_state_path_that_is_a_file_is_refused_by_name(tmp_path: Path) -> None:
+    """``--state`` naming a file: said so, with the path (it was ``[Errno 17] File exists``)."""
+    state = tmp_path / "state"
+    state.write_text("a file of the person's")
+    with trio.fail_after(30):
+        with pytest.RaisesGroup(
+            pytest.RaisesExc(
+                NotADirectoryError,
+                match=f"the state directory is a file, not a directory: '{state}'",
+            ),
+            flatten_subgroups=True,
+        ):
+            async with open_desk(tmp_path, state_dir=state):
+                pass
+    assert state.read_text() == "a file of the person's"

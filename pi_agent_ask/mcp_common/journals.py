@@ -15,6 +15,7 @@ is the kernel's (``flock``): it goes with the process, so a killed desk leaves n
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
@@ -58,6 +59,11 @@ class StateDirInUse(Exception):
 def lock_state_dir(state_dir: Path) -> Iterator[None]:
     """Hold the state directory's desk lock (creating the directory, mode 0700) while the block
     runs; raises :class:`StateDirInUse` when another desk holds it."""
+    if state_dir.exists() and not state_dir.is_dir():
+        # mkdir's own words for it are "File exists", which does not say what is wrong.
+        raise NotADirectoryError(
+            errno.ENOTDIR, "the state directory is a file, not a directory", str(state_dir)
+        )
     state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:
