@@ -631,3 +631,24 @@ async def test_word_jumps_and_word_deletion_in_the_editor(tmp_path: Path) -> Non
         status, result = await ask.finished()
     assert status == 0
     assert answers(result)["goal"]["customText"] == "alpha  betas"
+
+
+async def test_a_paste_with_no_editor_open_says_where_pasted_text_goes(tmp_path: Path) -> None:
+    """Pasted text in question navigation has nowhere to go: it is not taken as keys (it
+    would select, skip, switch types), and it is not dropped without a word either."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("\x1b[200~D2 pasted\x1b[201~")
+        await ask.wait("Pasted text goes into an editor: open Type your own, or a note (n).")
+        assert "( ) Size" in ask.term.text() and "Review your answers" not in ask.term.text()
+        ask.send("3")  # the next key clears the notice and opens the editor, where it goes
+        await ask.wait("> Type answer...")
+        assert "Pasted text goes" not in ask.term.text()
+        ask.send("\x1b[200~D2 pasted\x1b[201~")
+        await ask.wait("> D2 pasted")
+        ask.send(ENTER)
+        await ask.wait("Review your answers")
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == "D2 pasted"

@@ -321,6 +321,7 @@ def keymap_key_bindings(
     custom = shown & Condition(lambda: controller.editor_kind() == "custom")
     note = shown & Condition(lambda: controller.editor_kind() in ("note", "option_note"))
     empty = Condition(lambda: controller.editor_empty)
+    main = keymaps.main
     kb = KeyBindings()
 
     # Scrolling (fixed keys): PageUp/PageDown wherever a form is shown, Home/End in navigation
@@ -340,7 +341,14 @@ def keymap_key_bindings(
     kb.add(FIXED_SKIP_KEY, filter=navigation)(_send(controller, fs.Skip()))
     kb.add(NEXT_UNANSWERED_KEY, filter=navigation)(_call(controller.next_unanswered))
 
-    main = keymaps.main
+    # Pasted text with no editor open is neither keys (it would select, skip, switch types)
+    # nor dropped without a word: the form says where it goes.
+    @kb.add(Keys.BracketedPaste, filter=navigation)
+    def _paste_nowhere(_event: KeyPressEvent) -> None:
+        note = f" ({format_key(main.option_note[0])})" if main.option_note else ""
+        controller.notice = f"Pasted text goes into an editor: open Type your own, or a note{note}."
+        controller.invalidate()
+
     for keys, command in (
         (main.confirm, fs.Confirm()),
         (main.cancel, fs.Cancel()),
