@@ -267,3 +267,23 @@ async def test_an_emoji_key_keeps_its_count_in_the_agents_pane(tmp_path: Path) -
                 for row in (plain, wide)
             ]
             assert len(counts[0]) == 1 and counts[0] == counts[1], (rows[plain], rows[wide])
+
+
+async def test_the_agent_on_display_stays_in_a_full_agents_pane(tmp_path: Path) -> None:
+    """More agents than the pane has rows: the one whose form is on display is still listed
+    (it was below the pane's last row, out of sight), and a row counts the agents left out."""
+    term = VirtualTerminal(100, 12)
+    keys = [f"agent-{i:02d}" for i in range(10)]
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk:
+            for key in keys:  # a background question stays on the desk when its client goes
+                async with desk_client(desk.address, key) as client:
+                    await client.call_tool("ask_user", ask(key))
+            await term.wait_for("Question agent-00?")
+            for key in keys[1:]:
+                pipe.send_text("\x1b")  # later: the next agent's form
+                await term.wait_for(f"Question {key}?")
+            pane = [row.split("│", 1)[0] for row in term.rows()[2:-1]]
+            assert any(row.startswith("▶ agent-09") for row in pane), "\n".join(pane)
+            assert any("more" in row for row in pane), "\n".join(pane)
+            assert all("agent-" in row or "more" in row for row in pane[1:]), "\n".join(pane)

@@ -83,13 +83,29 @@ def _padded(text: str, width: int) -> str:
     return text + " " * max(0, width - cell_width(text))
 
 
-def agent_rows(board: Board, width: int = AGENTS_WIDTH) -> StyleAndTextTuples:
-    """The agents pane: a heading and one row per agent (pending count, blocked mark)."""
+LEGEND = "\n ⏸ blocked on you\n … waiting for answers\n"
+
+
+def agent_rows(
+    board: Board, width: int = AGENTS_WIDTH, height: int | None = None
+) -> StyleAndTextTuples:
+    """The agents pane: a heading, one row per agent (pending count, blocked mark) and the
+    marks' legend. In ``height`` rows the legend gives way first; then the agents that fit
+    are listed, from the first or so that the one on display is the last, and a row counts
+    the others."""
     rows: StyleAndTextTuples = [("class:ask.title", " Agents\n")]
     agents = board.agents()
     if not agents:
         rows.append(("class:ask.muted", " none yet\n"))
-    for agent in agents:
+    listed, left_out = agents, 0
+    room = None if height is None else height - 1  # below the heading
+    if room is not None and len(agents) > room:
+        room = max(1, room - 1)  # the last row counts the agents left out
+        shown = next((i for i, agent in enumerate(agents) if agent.displayed), 0)
+        first = max(0, shown - room + 1)
+        listed = agents[first : first + room]
+        left_out = len(agents) - len(listed)
+    for agent in listed:
         pointer = "▶" if agent.displayed else " "
         mark = " ⏸" if agent.blocked else ("  " if not agent.waiting else " …")
         count = f"{agent.pending:>3}"
@@ -99,7 +115,10 @@ def agent_rows(board: Board, width: int = AGENTS_WIDTH) -> StyleAndTextTuples:
         rows.append((style, _padded(name, width - len(count) - len(mark) - 4) + " "))
         rows.append(("class:ask.accent" if agent.pending else "class:ask.muted", count))
         rows.append(("class:ask.warning", mark + "\n"))
-    rows.append(("class:ask.muted", "\n ⏸ blocked on you\n … waiting for answers\n"))
+    if left_out:
+        rows.append(("class:ask.muted", f"  +{left_out} more\n"))
+    elif room is None or len(agents) + LEGEND.count("\n") <= room:
+        rows.append(("class:ask.muted", LEGEND))
     return rows
 
 
@@ -322,7 +341,11 @@ class DeskSurface(TerminalSurface):
         notice = Condition(lambda: bool(self.notices) or self.hint_text is not None)
 
         def agents() -> StyleAndTextTuples:
-            return agent_rows(self.board) if self.board is not None else []
+            if self.board is None:
+                return []
+            # The pane's rows: the screen's less the title, its rule and the status line.
+            rows = get_app().output.get_size().rows - 2 - len(self._notice_lines())
+            return agent_rows(self.board, height=rows)
 
         def top_line() -> StyleAndTextTuples:
             if self.board is None or not self.board.agents():
