@@ -161,13 +161,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _add_ask(commands: Any) -> None:
     ask = commands.add_parser("ask", help="open the form for one ask_user call, print the result")
     ask.add_argument("payload", nargs="?", help="JSON file with the ask_user arguments (- : stdin)")
-    ask.add_argument(
+    journal = ask.add_mutually_exclusive_group()
+    journal.add_argument(
         "--session",
         type=Path,
         help="journal the request into this session file "
         "(default: <agent dir>/pi-agent-ask/history.pias)",
     )
-    ask.add_argument(
+    journal.add_argument(
         "--no-session", action="store_true", help="journal nothing (no history of this ask)"
     )
     ask.add_argument("--settings", type=Path, help="settings file instead of the default")

@@ -138,3 +138,13 @@ def test_ctrl_c_while_starting_prints_no_traceback(env: dict[str, str], tmp_path
     assert process.returncode == cli.EXIT_INTERRUPTED
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert out == ""
+
+
+def test_session_and_no_session_together_are_refused(env: dict[str, str], tmp_path: Path) -> None:
+    """``--session FILE --no-session`` asked for two things: a usage error, nothing asked and
+    nothing journalled (``--no-session`` silently won)."""
+    session = tmp_path / "s.pias"
+    done = run("ask", "--session", str(session), "--no-session", env=env, stdin=json.dumps(PAYLOAD))
+    assert done.returncode == 2
+    assert "not allowed with argument" in done.stderr and done.stdout == ""
+    assert not session.exists()
