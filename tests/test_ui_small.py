@@ -114,3 +114,34 @@ async def test_a_screen_shrunk_below_the_editor_and_grown_again_draws_from_the_l
         ask.send("\x03", "\x03")
         status, _result = await ask.finished()
     assert status == 1
+
+
+async def test_the_chosen_path_candidate_stays_in_view_at_40x12(tmp_path: Path) -> None:
+    """Down/Tab through the ``@`` candidates under the editor: on a short screen the chosen
+    one is on screen, not below the last row while the text above it changes."""
+    from pi_agent_ask.ui.testing import asking as run_asking
+
+    project = tmp_path / "project"
+    project.mkdir()
+    for i in range(12):
+        (project / f"o{i:02d}.json").write_text("")
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    question = {**LONG, "context": "Cold build 41s."}
+    with trio.fail_after(30):
+        async with run_asking(
+            {"questions": [question]}, settings, columns=40, lines=12, cwd=project
+        ) as ask:
+            await ask.wait("Option 0")
+            ask.send("5")
+            await ask.wait("> Type answer...")
+            ask.send("see @o", "\t")
+            await ask.wait("o00.json")  # the list opened under the editor
+            for chosen in ("o00.json", "o01.json", "o02.json"):
+                ask.send(DOWN)
+                await ask.wait(f"> see @{chosen}")
+                await ask.term.wait_for(
+                    lambda term, name=chosen: any(row.strip() == f"› {name}" for row in term.rows())
+                )
+            ask.send("\x03", "\x03")
+            status, _result = await ask.finished()
+    assert status == 1

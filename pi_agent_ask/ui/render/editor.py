@@ -133,14 +133,18 @@ def add_editor(
             wrap_fragments([(TEXT, pad), (WARNING, sanitize_line(options.notice))], width, len(pad))
         )
     if options.menu:
-        block.extend(_menu_rows(options.menu, pad, width))
+        rows, chosen = _menu_rows(options.menu, pad, width)
+        # The chosen candidate is what the person just moved to: on screen like a warning.
+        block.alerts.append(len(block.lines) + chosen)
+        block.extend(rows)
 
 
 MENU_ROWS = 6
 """Candidates the ``@`` list shows at once (a window around the chosen one)."""
 
 
-def _menu_rows(menu: Sequence[tuple[str, bool]], pad: str, width: int) -> list[Line]:
+def _menu_rows(menu: Sequence[tuple[str, bool]], pad: str, width: int) -> tuple[list[Line], int]:
+    """The candidates' rows and hint, and the row of the chosen candidate among them."""
     chosen = next((i for i, (_, on) in enumerate(menu) if on), 0)
     first = max(0, min(chosen - MENU_ROWS // 2, len(menu) - MENU_ROWS))
     rows: list[Line] = []
@@ -160,7 +164,7 @@ def _menu_rows(menu: Sequence[tuple[str, bool]], pad: str, width: int) -> list[L
     if more > 0:
         hint = f"{hint} · {first} above, {max(0, len(menu) - first - MENU_ROWS)} below"
     rows.extend(wrap_fragments([(TEXT, pad), (MUTED, hint)], width, len(pad)))
-    return rows
+    return rows, chosen - first
 
 
 def with_images(text: str, count: int) -> str:

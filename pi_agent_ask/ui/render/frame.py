@@ -113,8 +113,8 @@ class Frame:
     focus_row: int
     cursor: tuple[int, int] | None = None
     alert_rows: tuple[int, ...] = ()
-    """Rows of a warning the person must see now (a dirty-dismiss warning, an armed Review
-    action): the surface keeps them on screen with the focus row."""
+    """Rows the person must see now (a dirty-dismiss warning, an armed Review action, the
+    chosen ``@`` path candidate): the surface keeps them on screen with the focus row."""
     lead_rows: int = 0
     """Rows right after the header (the question's prompt) that the surface keeps on screen
     with it while the body scrolls, when the height leaves room for them."""
