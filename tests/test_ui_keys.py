@@ -652,3 +652,30 @@ async def test_a_paste_with_no_editor_open_says_where_pasted_text_goes(tmp_path:
         status, result = await ask.finished()
     assert status == 0
     assert answers(result)["goal"]["customText"] == "D2 pasted"
+
+
+async def test_ctrl_l_draws_the_screen_again(tmp_path: Path) -> None:
+    """Another program's output over the form (a background job writing to the terminal) is
+    gone after Ctrl+L, as in other terminal programs; in an editor too, where it is no text."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.term.write("\x1b[1;1HJUNK FROM ANOTHER PROGRAM")  # not through the form
+        ask.term.flush()
+        assert "JUNK" in ask.term.text()
+        ask.send("\x0c")
+        await ask.wait_gone("JUNK")
+        await ask.wait("What should I optimize for?")  # drawn again
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        ask.send("ok")
+        await ask.wait("> ok")
+        ask.term.write("\x1b[1;1HJUNK AGAIN")
+        ask.term.flush()
+        ask.send("\x0c")
+        await ask.wait_gone("JUNK")
+        ask.send(ENTER)
+        await ask.wait("Review your answers")
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == "ok"

@@ -425,6 +425,14 @@ def form_key_bindings(
             return built
         return cached[1]
 
+    # Ctrl+L (fixed, unless a keymap takes it), as in other terminal programs: the screen is
+    # drawn again from scratch, so another program's output over the form goes.
+    redraw = KeyBindings()
+
+    @redraw.add("c-l")
+    def _redraw(event: KeyPressEvent) -> None:
+        event.app.renderer.clear()
+
     # merge_key_bindings: later registries win ties, so the parking set comes last.
     alt = alt_key_bindings(controller, overlay_open)
-    return merge_key_bindings([editing, alt, DynamicKeyBindings(current), parking])
+    return merge_key_bindings([editing, alt, redraw, DynamicKeyBindings(current), parking])
