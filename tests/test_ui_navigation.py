@@ -136,3 +136,44 @@ async def test_new_line_key_and_external_editor(tmp_path: Path, monkeypatch: obj
             status, result = await ask.finished()
     assert status == 0
     assert result["details"]["answers"]["goal"]["customText"] == "first\nsecond\nfrom the editor"
+
+
+async def test_an_external_editor_that_fails_is_named_and_the_text_stays(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    """``$EDITOR`` set but not runnable, or exiting with an error: the notice says which and
+    why (it said "No external editor: set $VISUAL or $EDITOR.", set as it was)."""
+    import stat
+
+    import trio
+
+    from pi_agent_ask.ui.testing import asking as run_asking
+
+    failing = tmp_path / "failing-editor"
+    failing.write_text("#!/bin/sh\nexit 3\n")
+    failing.chmod(failing.stat().st_mode | stat.S_IEXEC)
+    missing = tmp_path / "no-such-editor"
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    for editor, said in (
+        (missing, f"Could not run {missing}: No such file or directory; the text is unchanged."),
+        (failing, f"{failing} exited with status 3; the text is unchanged."),
+    ):
+        monkeypatch.setenv("VISUAL", str(editor))  # type: ignore[attr-defined]
+        with trio.fail_after(20):
+            async with run_asking({"questions": [GOAL]}, settings, lines=40) as ask:
+                await ask.wait("What should I optimize for?")
+                ask.send("3")
+                await ask.wait("> Type answer...")
+                ask.send("keep me")
+                await ask.wait("> keep me")
+                ask.send("\x07")  # Ctrl+G
+                # The notice wraps between words under the editor: read its rows as one text.
+                await ask.term.wait_for(
+                    lambda term, said=said: said in " ".join(row.strip() for row in term.rows())
+                )
+                ask.send("\r")
+                await ask.wait("Review your answers")
+                ask.send("1", "1")
+                status, result = await ask.finished()
+        assert status == 0
+        assert result["details"]["answers"]["goal"]["customText"] == "keep me"

@@ -247,9 +247,10 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
     return kb
 
 
-async def _edit(editing: Awaitable[bool], controller: FormController) -> None:
-    if not await editing:
-        controller.notice = "No external editor: set $VISUAL or $EDITOR."
+async def _edit(editing: Awaitable[str | None], controller: FormController) -> None:
+    problem = await editing
+    if problem is not None:
+        controller.notice = problem
         controller.invalidate()
 
 

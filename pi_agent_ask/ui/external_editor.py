@@ -24,7 +24,7 @@ from prompt_toolkit.document import Document
 
 from pi_agent_ask.form.sanitize import sanitize_text
 
-__all__ = ["edit_in_external_editor", "editor_command"]
+__all__ = ["EditorFailed", "edit_in_external_editor", "editor_command"]
 
 FALLBACK_EDITORS = ("editor", "nano", "vi")
 
@@ -52,8 +52,13 @@ def _terminal() -> Iterator[IO[bytes] | None]:
         yield tty
 
 
-def _edit_file(command: list[str], text: str) -> str | None:
-    """Blocking (run in a worker thread): the text after the editor saved it, or None."""
+class EditorFailed(Exception):
+    """The editor could not be run, or exited with an error: the text stays as it was."""
+
+
+def _edit_file(command: list[str], text: str) -> str:
+    """Blocking (run in a worker thread): the text after the editor saved it; raises
+    :class:`EditorFailed` saying what went wrong."""
     handle, name = tempfile.mkstemp(suffix=".md", prefix="pi-agent-ask-")
     path = Path(name)
     try:
@@ -62,26 +67,29 @@ def _edit_file(command: list[str], text: str) -> str | None:
         with _terminal() as tty:
             try:
                 status = subprocess.call([*command, name], stdin=tty, stdout=tty, stderr=tty)
-            except OSError:
-                return None
+            except OSError as error:
+                raise EditorFailed(
+                    f"Could not run {command[0]}: {error.strerror}; the text is unchanged."
+                ) from None
         if status != 0:
-            return None
+            raise EditorFailed(f"{command[0]} exited with status {status}; the text is unchanged.")
         return path.read_text(encoding="utf-8", errors="replace")
     finally:
         with contextlib.suppress(OSError):
             path.unlink()
 
 
-async def edit_in_external_editor(buffer: Buffer) -> bool:
-    """Open ``buffer``'s text in the external editor and take back what it saved; False when
-    there is no editor or it failed (the text is then left as it was)."""
+async def edit_in_external_editor(buffer: Buffer) -> str | None:
+    """Open ``buffer``'s text in the external editor and take back what it saved. ``None``
+    when it did; else what went wrong, for the person (the text is then left as it was)."""
     command = editor_command(os.environ)
     if command is None:
-        return False
+        return "No external editor: set $VISUAL or $EDITOR."
     original = buffer.text
-    edited = await run_in_terminal(lambda: _edit_file(command, original), in_executor=True)
-    if edited is None:
-        return False
+    try:
+        edited = await run_in_terminal(lambda: _edit_file(command, original), in_executor=True)
+    except EditorFailed as failure:
+        return str(failure)
     text = sanitize_text(edited.removesuffix("\n"))
     buffer.set_document(Document(text, len(text)))
-    return True
+    return None
