@@ -370,6 +370,8 @@ def _cmd_ask(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
     except PayloadError as error:
         stderr.write(f"pi-agent-ask: {error}\n")
         return EXIT_INVALID
+    if args.output == Path("-"):  # standard output, as ``-`` is standard input for the payload
+        args.output = None
     if args.output is not None:
         try:  # before the form: the answers must have somewhere to go
             existed = os.path.lexists(args.output)

@@ -349,3 +349,20 @@ def test_history_list_for_a_person_never_prints_the_agents_escapes(tmp_path: Pat
     assert "\x1b" not in table and "\x07" not in table, repr(table)
     assert "ok 👍" in table
     assert "\U0001f3fd" not in table
+
+
+def test_output_dash_is_standard_output(tmp_path: Path) -> None:
+    """``--output -`` is standard output, as ``-`` is standard input for the payload; it
+    wrote a file named ``-`` in the working directory."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_agent_ask", "ask", "--no-session", "--output", "-"],
+        input=(ROOT / "examples" / "deploy.json").read_bytes(),
+        capture_output=True,
+        timeout=60,
+        cwd=tmp_path,
+        start_new_session=True,  # no terminal: the fallback result is printed
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)["details"]["cancelled"] is True
+    assert not (tmp_path / "-").exists()
