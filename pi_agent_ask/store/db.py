@@ -39,6 +39,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from pi_agent_ask.store import StoreUnavailable
 from pi_agent_ask.store.schema import AGENT_ROLE, DESK_ROLE, SCHEMA, TOKENS_ROLE, migrate
 
 __all__ = [
@@ -132,6 +133,10 @@ _FORM_COLUMNS: Final = (
 )
 
 
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
+
+
 def _form(row: dict[str, Any]) -> FormRow:
     return FormRow(**{field.name: row[field.name] for field in attrs.fields(FormRow)})
 
@@ -146,6 +151,8 @@ class Store:
     _pool: ConnectionPool[Any] | None = None
 
     def open(self, *, timeout: float = 30.0) -> None:
+        """Check that the store can serve a desk (:meth:`check`), then open the pool."""
+        self.check()
         self._pool = ConnectionPool(
             self.conninfo,
             min_size=1,
@@ -156,6 +163,42 @@ class Store:
             kwargs={"autocommit": True},
         )
         self._pool.open(wait=True, timeout=timeout)
+
+    def check(self) -> None:
+        """Raise :class:`StoreUnavailable` with what to do when the store cannot serve a desk.
+
+        One plain connection, so that the first problem is said at once in its own words: the
+        pool would only retry it in the background and time out."""
+        try:
+            conn = psycopg.connect(self.conninfo, autocommit=True)
+        except psycopg.ProgrammingError as error:  # libpq could not parse it
+            raise StoreUnavailable(
+                f"the store's address is not a connection string (postgresql://USER@HOST/DB "
+                f"or host=... dbname=... user=...): {_one_line(error)}"
+            ) from None
+        except psycopg.OperationalError as error:
+            raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
+        with conn:
+            schema = conn.execute(
+                "SELECT 1 FROM pg_catalog.pg_class c"
+                " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = %s AND c.relname = 'requests'",
+                (SCHEMA,),
+            ).fetchone()
+            if schema is None:
+                raise StoreUnavailable(
+                    f"the database has no {SCHEMA} schema yet: run `pi-agent-ask store init "
+                    "URL` once, as a role that may create roles (docs/team.md, Set-up)."
+                )
+            row = conn.execute(
+                "SELECT current_user, pg_has_role(current_user, %s, 'MEMBER')", (DESK_ROLE,)
+            ).fetchone()
+            if row is None or not row[1]:
+                user = "?" if row is None else row[0]
+                raise StoreUnavailable(
+                    f"the login role {user} may not act as a desk: GRANT {DESK_ROLE} TO "
+                    f"{user}; (docs/team.md, Set-up)."
+                )
 
     def close(self) -> None:
         if self._pool is not None:
