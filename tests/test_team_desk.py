@@ -229,3 +229,40 @@ async def test_a_call_without_arguments_is_a_call_with_none(
             asked = await session.call_tool("ask_user", None)
     assert asked.is_error
     assert "questions: must have required property 'questions'" in asked.content[0].text
+
+
+async def test_a_second_different_answer_from_the_same_desk_is_refused_not_reported_sent(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """Submitting is idempotent for its submitter only as a retry (the same answer again, its
+    first reply lost): a person who answers a form a second time with another answer (the
+    page still showed it, or the same desk's terminal and page) is told it was not sent,
+    never "ok" while the agent gets the first one."""
+    from pi_agent_ask.store.db import Refused
+
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk:
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            store, name = desk.store.store, desk.board.desk
+
+            def result(value: str) -> dict[str, Any]:
+                return {"cancelled": False, "answers": {"q": {"values": [value]}}}
+
+            first = await desk.store.run(
+                Store.submit, store, request_id, result("yes"), person="ann", desk=name
+            )
+            assert isinstance(first, Submitted)
+            again = await desk.store.run(
+                Store.submit, store, request_id, result("yes"), person="ann", desk=name
+            )
+            assert again == first  # a retry: the same outcome
+            other = await desk.store.run(
+                Store.submit, store, request_id, result("no"), person="ann", desk=name
+            )
+            assert isinstance(other, Refused) and other.reason == "answered"
+            assert other.message.startswith("ann already answered this form on desk ")
+            assert other.message.endswith("your answer was not sent.")
+            (row,) = await desk.store.run(Store.outcomes, store, [request_id])
+            assert row["result"]["answers"]["q"]["values"] == ["yes"]

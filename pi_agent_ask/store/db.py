@@ -523,8 +523,9 @@ class Store:
     ) -> Submitted | Refused:
         """Record the one outcome of ``request_id``. Allowed while the request is pending and
         either ``claim_token`` holds its claim or no live claim exists; otherwise refused,
-        unless the outcome is already this person's on this desk (then it is that outcome:
-        submitting is idempotent for its submitter)."""
+        unless the outcome is already this one, by this person on this desk (then it is that
+        outcome: a retry whose reply was lost). Another answer from the same desk is refused
+        like anyone's: it was not sent."""
         with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
             row = cur.execute(
                 f"UPDATE {SCHEMA}.requests SET state = 'done', claim_token = NULL,"
@@ -538,12 +539,13 @@ class Store:
             if row is None:
                 mine = cur.execute(
                     f"SELECT agent_key, answered_at FROM {SCHEMA}.outcomes"
-                    " WHERE request_id = %s AND answered_by = %s AND answered_on = %s",
-                    (request_id, person, desk),
+                    " WHERE request_id = %s AND answered_by = %s AND answered_on = %s"
+                    " AND result = %s::jsonb",
+                    (request_id, person, desk, json.dumps(result)),
                 ).fetchone()
                 if mine is not None:
-                    # This desk's person answered it already: a retry whose first attempt
-                    # committed (its reply was lost with the connection), or a second press.
+                    # This very answer is recorded: a retry whose first attempt committed (its
+                    # reply was lost with the connection), or a second press of Submit.
                     return Submitted(request_id, mine["agent_key"], person, mine["answered_at"])
                 refused = self._why_not(cur, request_id)
                 if claim_token is not None and refused.reason == "claimed":
