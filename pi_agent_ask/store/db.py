@@ -96,7 +96,7 @@ class Claim:
 class Refused:
     """A claim or a submission that did not happen, with the sentence a person reads."""
 
-    reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid"]
+    reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid", "unavailable"]
     message: str
     holder: str | None = None
     """``claimed``: who is on the form (their ``--as`` name)."""
@@ -148,6 +148,8 @@ class Store:
 
     conninfo: str
     max_connections: int = 8
+    wait: float = 30.0
+    """Seconds an operation waits for a connection (all in use, or the server away)."""
     _pool: ConnectionPool[Any] | None = None
 
     def open(self, *, timeout: float = 30.0) -> None:
@@ -160,6 +162,7 @@ class Store:
             open=False,
             # A connection broken by a server restart is found and replaced before use.
             check=ConnectionPool.check_connection,
+            timeout=self.wait,
             kwargs={"autocommit": True},
         )
         self._pool.open(wait=True, timeout=timeout)
