@@ -113,3 +113,26 @@ async def test_the_pool_says_nothing_on_standard_error_while_postgresql_is_down(
             process.send_signal(signal.SIGTERM)
             await process.wait()
     assert (tmp_path / "stderr").read_text() == ""
+
+
+@pytest.mark.parametrize("case", ["no schema", "not a tokens role"])
+async def test_store_token_on_a_store_that_cannot_take_it_says_what_to_do(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    case: str,
+) -> None:
+    """``store token`` (and ``store revoke``) before ``store init``, or as a role that may not
+    manage tokens: one line naming the fix, not the database's error with its SQL."""
+    if case == "no schema":
+        url, says = pg_cluster.url(_empty_database(pg_cluster, "team_no_tokens")), "store init"
+    else:
+        url, says = desk_url, "GRANT pi_agent_ask_tokens TO team_desk;"
+    for action in ("token", "revoke"):
+        command = [sys.executable, "-m", "pi_agent_ask", "store", action, url, "--agent", "a"]
+        done = await trio.run_process(
+            command, capture_stdout=True, capture_stderr=True, check=False
+        )
+        (line,) = done.stderr.decode().splitlines()
+        assert done.returncode == 1 and done.stdout == b""
+        assert line.startswith("pi-agent-ask store: ") and says in line, line

@@ -133,6 +133,42 @@ _FORM_COLUMNS: Final = (
 )
 
 
+def check_store(conninfo: str, role: str, acting: str) -> None:
+    """Raise :class:`StoreUnavailable`, in a sentence naming the fix, unless ``conninfo`` is a
+    connection string that reaches a database with the schema, as a login role that is a
+    member of ``role`` (``acting``: what that role does, in words)."""
+    try:
+        conn = psycopg.connect(conninfo, autocommit=True)
+    except psycopg.ProgrammingError as error:  # libpq could not parse it
+        raise StoreUnavailable(
+            f"the store's address is not a connection string (postgresql://USER@HOST/DB "
+            f"or host=... dbname=... user=...): {_one_line(error)}"
+        ) from None
+    except psycopg.OperationalError as error:
+        raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
+    with conn:
+        schema = conn.execute(
+            "SELECT 1 FROM pg_catalog.pg_class c"
+            " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relname = 'requests'",
+            (SCHEMA,),
+        ).fetchone()
+        if schema is None:
+            raise StoreUnavailable(
+                f"the database has no {SCHEMA} schema yet: run `pi-agent-ask store init "
+                "URL` once, as a role that may create roles (docs/team.md, Set-up)."
+            )
+        row = conn.execute(
+            "SELECT current_user, pg_has_role(current_user, %s, 'MEMBER')", (role,)
+        ).fetchone()
+        if row is None or not row[1]:
+            user = "?" if row is None else row[0]
+            raise StoreUnavailable(
+                f"the login role {user} may not {acting}: GRANT {role} TO {user}; "
+                "(docs/team.md, Set-up)."
+            )
+
+
 def _one_line(error: Exception) -> str:
     return " ".join(str(error).split())
 
@@ -172,36 +208,7 @@ class Store:
 
         One plain connection, so that the first problem is said at once in its own words: the
         pool would only retry it in the background and time out."""
-        try:
-            conn = psycopg.connect(self.conninfo, autocommit=True)
-        except psycopg.ProgrammingError as error:  # libpq could not parse it
-            raise StoreUnavailable(
-                f"the store's address is not a connection string (postgresql://USER@HOST/DB "
-                f"or host=... dbname=... user=...): {_one_line(error)}"
-            ) from None
-        except psycopg.OperationalError as error:
-            raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
-        with conn:
-            schema = conn.execute(
-                "SELECT 1 FROM pg_catalog.pg_class c"
-                " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = %s AND c.relname = 'requests'",
-                (SCHEMA,),
-            ).fetchone()
-            if schema is None:
-                raise StoreUnavailable(
-                    f"the database has no {SCHEMA} schema yet: run `pi-agent-ask store init "
-                    "URL` once, as a role that may create roles (docs/team.md, Set-up)."
-                )
-            row = conn.execute(
-                "SELECT current_user, pg_has_role(current_user, %s, 'MEMBER')", (DESK_ROLE,)
-            ).fetchone()
-            if row is None or not row[1]:
-                user = "?" if row is None else row[0]
-                raise StoreUnavailable(
-                    f"the login role {user} may not act as a desk: GRANT {DESK_ROLE} TO "
-                    f"{user}; (docs/team.md, Set-up)."
-                )
+        check_store(self.conninfo, DESK_ROLE, "act as a desk")
 
     def close(self) -> None:
         if self._pool is not None:
@@ -232,6 +239,7 @@ class Store:
     @staticmethod
     def new_token(conninfo: str, agent: str) -> str:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        check_store(conninfo, TOKENS_ROLE, "manage agent tokens")
         with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
             conn.execute(f"SET LOCAL ROLE {TOKENS_ROLE}")
             conn.execute(
@@ -243,6 +251,7 @@ class Store:
     @staticmethod
     def revoke(conninfo: str, agent: str) -> int:
         """Revoke every live token of ``agent``; returns how many."""
+        check_store(conninfo, TOKENS_ROLE, "manage agent tokens")
         with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
             conn.execute(f"SET LOCAL ROLE {TOKENS_ROLE}")
             cursor = conn.execute(
