@@ -129,10 +129,12 @@ class TeamBoard:
 
     def _until_next_expiry(self) -> float:
         now = datetime.now(UTC)
+        # Only live leases: one that ran out stays in its row (a dead desk's) until another
+        # desk takes the form, and it has nothing more to time.
         leases = [
             (row.lease_until - now).total_seconds()
             for row in self._forms
-            if row.lease_until is not None and row.request_id not in self._claims
+            if row.claim_live and row.lease_until is not None and row.request_id not in self._claims
         ]
         return max(0.05, min(leases) + 0.05) if leases else math.inf
 
