@@ -169,6 +169,12 @@ def check_store(conninfo: str, role: str, acting: str) -> None:
             )
 
 
+def _clock(moment: datetime) -> str:
+    """``moment`` as this desk's clock reads it (the server's session may run in another zone),
+    for the sentences a person reads."""
+    return f"{moment.astimezone():%H:%M:%S}"
+
+
 def _one_line(error: Exception) -> str:
     return " ".join(str(error).split())
 
@@ -461,7 +467,8 @@ class Store:
     def _why_not(self, cur: Any, request_id: str) -> Refused:
         row = cur.execute(
             f"SELECT r.state, r.claimed_by, r.claim_desk, r.lease_until, o.answered_by,"
-            f" o.answered_on, o.answered_at"
+            f" o.answered_on, o.answered_at,"
+            f" (r.claim_token IS NOT NULL AND r.lease_until > now()) AS claim_live"
             f" FROM {SCHEMA}.requests r LEFT JOIN {SCHEMA}.outcomes o USING (request_id)"
             f" WHERE r.request_id = %s",
             (request_id,),
@@ -472,12 +479,16 @@ class Store:
             return Refused(
                 "answered",
                 f"{row['answered_by']} already answered this form on desk {row['answered_on']} "
-                f"at {row['answered_at']:%H:%M:%S}; your answer was not sent.",
+                f"at {_clock(row['answered_at'])}; your answer was not sent.",
             )
+        if not row["claim_live"]:
+            # Pending and free as last committed, yet not claimable: another desk's claim of
+            # it is in flight (its row is locked, which SKIP LOCKED passes by).
+            return Refused("claimed", "Another desk is opening this form at this moment.")
         return Refused(
             "claimed",
             f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
-            f"(until {row['lease_until']:%H:%M:%S} unless they keep it).",
+            f"(until {_clock(row['lease_until'])} unless they keep it).",
             holder=row["claimed_by"],
             desk=row["claim_desk"],
             until=row["lease_until"],
