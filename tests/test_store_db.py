@@ -153,3 +153,58 @@ def test_a_retried_claim_or_submission_finds_its_own(store: Store) -> None:
     assert isinstance(done, Submitted) and retried == done
     other = store.submit(rid, {"x": 2}, person="ann", desk="d2")
     assert isinstance(other, Refused) and other.reason == "answered"
+
+
+def test_times_in_refusals_are_the_desks_own_clock_not_the_servers_zone(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+) -> None:
+    """The sentences a person reads ("until 10:42:37", "at 10:42:07") give the time as the
+    desk's clock shows it, whatever time zone the database session runs in (here Tokyo's)."""
+    role = pg_cluster.login_role("team_desk_tokyo", "pi_agent_ask_desk")
+    with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
+        conn.execute(f"ALTER ROLE {role} SET timezone = 'Asia/Tokyo'")
+    store = Store(pg_cluster.url(store_db, role))
+    store.open()
+    try:
+        rid, _bg, _state = store.ask("a", "tz-1", PARAMS, background=True)
+        claim = store.claim(rid, desk="d1", person="bob", lease=30)
+        assert isinstance(claim, Claim)
+        held = store.claim(rid, desk="d2", person="ann", lease=30)
+        assert isinstance(held, Refused) and held.until is not None
+        assert f"(until {held.until.astimezone():%H:%M:%S} unless" in held.message
+        done = store.submit(rid, {"x": 1}, person="bob", desk="d1", claim_token=claim.token)
+        assert isinstance(done, Submitted)
+        late = store.submit(rid, {"x": 2}, person="ann", desk="d2")
+        assert isinstance(late, Refused)
+        assert f" at {done.answered_at.astimezone():%H:%M:%S};" in late.message
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("before", ["free", "lease ran out"])
+def test_a_form_another_desk_is_claiming_this_instant_is_refused_in_words(
+    store: Store,
+    desk_url: str,  # noqa: F811
+    before: str,
+) -> None:
+    """Two desks opening one form at the same instant: the claim that finds the row locked
+    (``SKIP LOCKED``: the other desk's claim is in flight, not committed) is refused with a
+    sentence, not an error from formatting a lease that is not there yet (or is over)."""
+    rid, _bg, _state = store.ask("a", f"race-{before}", PARAMS, background=True)
+    if before == "lease ran out":
+        old = store.claim(rid, desk="d0", person="carol", lease=0.01)
+        assert isinstance(old, Claim)
+        with psycopg.connect(desk_url, autocommit=True) as conn:
+            conn.execute("SELECT pg_sleep(0.05)")
+    with psycopg.connect(desk_url) as other:
+        other.execute("SET ROLE pi_agent_ask_desk")
+        other.execute(
+            "SELECT 1 FROM pi_agent_ask.requests WHERE request_id = %s FOR UPDATE", (rid,)
+        )
+        refused = store.claim(rid, desk="d2", person="ann", lease=30)
+        other.rollback()
+    assert isinstance(refused, Refused) and refused.reason == "claimed"
+    assert refused.message == "Another desk is opening this form at this moment."
+    claim = store.claim(rid, desk="d2", person="ann", lease=30)
+    assert isinstance(claim, Claim)

@@ -229,3 +229,63 @@ async def test_a_call_without_arguments_is_a_call_with_none(
             asked = await session.call_tool("ask_user", None)
     assert asked.is_error
     assert "questions: must have required property 'questions'" in asked.content[0].text
+
+
+async def test_a_second_different_answer_from_the_same_desk_is_refused_not_reported_sent(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """Submitting is idempotent for its submitter only as a retry (the same answer again, its
+    first reply lost): a person who answers a form a second time with another answer (the
+    page still showed it, or the same desk's terminal and page) is told it was not sent,
+    never "ok" while the agent gets the first one."""
+    from pi_agent_ask.store.db import Refused
+
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk:
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            store, name = desk.store.store, desk.board.desk
+
+            def result(value: str) -> dict[str, Any]:
+                return {"cancelled": False, "answers": {"q": {"values": [value]}}}
+
+            first = await desk.store.run(
+                Store.submit, store, request_id, result("yes"), person="ann", desk=name
+            )
+            assert isinstance(first, Submitted)
+            again = await desk.store.run(
+                Store.submit, store, request_id, result("yes"), person="ann", desk=name
+            )
+            assert again == first  # a retry: the same outcome
+            other = await desk.store.run(
+                Store.submit, store, request_id, result("no"), person="ann", desk=name
+            )
+            assert isinstance(other, Refused) and other.reason == "answered"
+            assert other.message.startswith("ann already answered this form on desk ")
+            assert other.message.endswith("your answer was not sent.")
+            (row,) = await desk.store.run(Store.outcomes, store, [request_id])
+            assert row["result"]["answers"]["q"]["values"] == ["yes"]
+
+
+async def test_a_form_with_a_nul_character_is_refused_in_words_not_a_database_error(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    """NUL (U+0000) is valid text for a form (a desk of files keeps it) but PostgreSQL cannot
+    store it: the agent gets a tool error naming where it is and what to do, not the
+    database's message about its JSON parameter; nothing is asked, and the next ask works."""
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk, agent([desk.url], token) as session:
+            form = ask("Deploy", background=True)
+            form["questions"][0]["prompt"] = "Deploy\x00 now?"
+            refused = await session.call_tool("ask_user", form)
+            assert refused.is_error
+            text = refused.content[0].text
+            assert "questions[0].prompt" in text and "NUL" in text
+            assert "DETAIL" not in text and "portal" not in text
+            assert await desk.store.run(Store.board, desk.store.store) == []
+            fine = await session.call_tool("ask_user", ask("Deploy", background=True))
+            assert fine.structured_content["status"] == "queued"

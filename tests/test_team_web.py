@@ -258,3 +258,38 @@ async def test_a_page_claim_ends_a_lease_after_its_last_draft(desk_url: str) -> 
                 again = await http.post(base + "/api/draft", json=typed, headers=headers)
                 assert again.status_code == 200, again.text
                 await bob.board.wait_for(lambda rows: _claimed_by(rows, held, "ann"))
+
+
+async def test_a_refused_submit_leaves_the_page_s_claim_to_end_when_the_page_goes_quiet(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """A Submit the store refuses while the page holds the form (text PostgreSQL cannot keep:
+    a NUL) keeps the claim for the person to fix the text; if they leave instead, the claim
+    ends a lease after the page's last word, as after a draft, and the form goes back for
+    every desk with the draft it had: it is not held by this desk for as long as it runs."""
+    with trio.fail_after(90):
+        async with (
+            team_desk(desk_url, "ann", lease=1.0, heartbeat=0.25) as ann,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            held = await _ask(ann, "alpha", "c1", "Held")
+            await ann.board.wait_for(lambda rows: any(r.request_id == held for r in rows))
+            base = ann.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                csrf = await signed_in(http, ann.web.login_url())
+                headers = {"origin": base, "x-csrf-token": csrf}
+                typed = {"form": f"alpha/{held}", "drafts": [{"note": "ann was here"}]}
+                saved = await http.post(base + "/api/draft", json=typed, headers=headers)
+                assert saved.status_code == 200, saved.text
+                await bob.board.wait_for(lambda rows: _claimed_by(rows, held, "ann"))
+                bad = {"form": f"alpha/{held}", "drafts": [{"selected": [0], "note": "a\x00b"}]}
+                refused = await http.post(base + "/api/submit", json=bad, headers=headers)
+                assert refused.status_code == 422, refused.text
+                assert "NUL" in refused.json()["error"]
+                rows = await bob.board.wait_for(
+                    lambda rows: any(r.request_id == held and r.claimed_by is None for r in rows)
+                )
+                (row,) = rows
+                assert row.draft is not None and row.draft["drafts"][0]["note"] == "ann was here"
+                claim = await bob.board.open(held)
+                assert isinstance(claim, Claim)

@@ -151,10 +151,14 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
     try:
         trio.run(main)
     except Exception as error:
+        from pi_agent_ask.store import StoreUnavailable
+
         causes = _leaves(error)
-        if all(isinstance(cause, ListenError | DeskAlreadyRunning | OSError) for cause in causes):
+        refusals = ListenError | DeskAlreadyRunning | OSError | StoreUnavailable
+        if all(isinstance(cause, refusals) for cause in causes):
             for cause in causes:
-                prefix = "cannot start the desk: " if isinstance(cause, OSError) else ""
+                said = isinstance(cause, OSError | StoreUnavailable)
+                prefix = "cannot start the desk: " if said else ""
                 stderr.write(f"pi-agent-ask: {prefix}{cause}\n")
             return EXIT_INVALID
         for cause in causes:

@@ -26,8 +26,9 @@ def package_version() -> str:
         return "0"
 
 
-LIBRARY_LOGGERS = ("mcp", "hypercorn", "httpx2", "sse_starlette")
-"""The loggers of the SDK and the HTTP stack under the servers."""
+LIBRARY_LOGGERS = ("mcp", "hypercorn", "httpx2", "sse_starlette", "psycopg")
+"""The loggers of the SDK, the HTTP stack and the store's driver (its pool reports its own
+retries while PostgreSQL is away) under the servers."""
 
 
 def quiet_library_logs() -> None:

@@ -62,6 +62,32 @@ EXPORT_ELSEWHERE_TEXT: Final = (
     "export from the desk's web page (History)."
 )
 MAX_CALL_KEY: Final = 200
+NUL_TEXT: Final = (
+    "ask_user was not asked: {path} holds a NUL character (U+0000), which the team's store "
+    "(PostgreSQL) cannot keep. Remove it (it often comes with text from a binary file) and ask "
+    "again."
+)
+
+
+def _nul_at(value: object, path: str = "") -> str | None:
+    """The path (``questions[0].prompt``) of the first key or text in ``value`` that holds
+    NUL, which PostgreSQL's text and JSON cannot store; ``None`` when there is none."""
+    if isinstance(value, str):
+        return (path or "the form") if "\x00" in value else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if "\x00" in str(key):
+                return where
+            found = _nul_at(item, where)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = _nul_at(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def call_key_of(meta: object) -> str:
@@ -144,12 +170,16 @@ class StoreAgentTools:
             title = arguments.get("title") if isinstance(arguments, Mapping) else None
             return call_tool_result(texts.tool_result(invalid_result(title, validation.issues)))
         background = isinstance(arguments, Mapping) and arguments.get("background") is True
+        saved = params.to_json()
+        nul = _nul_at(saved)
+        if nul is not None:
+            return error_result(NUL_TEXT.format(path=nul))
         request_id, _background, _state = await self.store.run(
             Store.ask,
             self.store.store,
             self.key,
             call_key,
-            params.to_json(),
+            saved,
             background=background,
         )
         if background:

@@ -13,6 +13,7 @@ instant, since nothing notifies an expiry).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
@@ -34,6 +35,7 @@ __all__ = [
     "HEARTBEAT",
     "LEASE",
     "NOT_STORABLE",
+    "UNREACHABLE",
     "TeamBoard",
     "desk_name",
     "result_of_response",
@@ -59,6 +61,16 @@ NOT_STORABLE: Final = Refused(
 """A draft or an answer whose text PostgreSQL refused (a ``psycopg.DataError``; the
 transaction wrote nothing). Text may hold any character but NUL, which PostgreSQL's text and
 JSON cannot store (a desk of files keeps it); the person's text stays with them."""
+
+
+UNREACHABLE: Final = Refused(
+    "unavailable",
+    "The team's store cannot be reached (PostgreSQL is away or restarting). What you typed "
+    "is kept here: try again in a moment.",
+)
+"""A claim, a draft or an answer the store could not take because it stayed unreachable for
+longer than a store call retries (``AsyncStore.retry_for``). The desk carries on: its person
+keeps what they typed, and every desk re-reads the board when its listener is back."""
 
 
 def result_of_response(row: FormRow, response: Mapping[str, Any]) -> dict[str, Any] | str:
@@ -112,20 +124,27 @@ class TeamBoard:
                         await woken.wait()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(5):
-                for claim in list(self._claims.values()):
-                    await self.store.run(Store.release, self.store.store, claim.token)
+                for request_id in list(self._claims):
+                    await self.close(request_id)  # the store away: the leases run out
 
     def _until_next_expiry(self) -> float:
         now = datetime.now(UTC)
+        # Only live leases: one that ran out stays in its row (a dead desk's) until another
+        # desk takes the form, and it has nothing more to time.
         leases = [
             (row.lease_until - now).total_seconds()
             for row in self._forms
-            if row.lease_until is not None and row.request_id not in self._claims
+            if row.claim_live and row.lease_until is not None and row.request_id not in self._claims
         ]
         return max(0.05, min(leases) + 0.05) if leases else math.inf
 
     async def refresh(self) -> None:
-        self._forms = await self.store.run(Store.board, self.store.store)
+        """Re-read the board; while the store stays unreachable the snapshot stays as it was
+        (the listener's reconnection wakes every board to read it again)."""
+        try:
+            self._forms = await self.store.run(Store.board, self.store.store)
+        except psycopg.OperationalError:
+            return
         for request_id in list(self._claims):
             if not any(row.request_id == request_id for row in self._forms):
                 self._claims.pop(request_id, None)  # answered (here or elsewhere)
@@ -151,15 +170,18 @@ class TeamBoard:
 
     async def open(self, request_id: str | None = None) -> Claim | Refused:
         """Claim a form (``None``: the first free one) and keep its lease alive."""
-        claim = await self.store.run(
-            Store.claim,
-            self.store.store,
-            request_id,
-            desk=self.desk,
-            person=self.person,
-            lease=self.lease,
-            token=str(uuid.uuid4()),  # the same for a retry of this claim
-        )
+        try:
+            claim = await self.store.run(
+                Store.claim,
+                self.store.store,
+                request_id,
+                desk=self.desk,
+                person=self.person,
+                lease=self.lease,
+                token=str(uuid.uuid4()),  # the same for a retry of this claim
+            )
+        except psycopg.OperationalError:
+            return UNREACHABLE
         if isinstance(claim, Claim):
             self._claims[claim.request_id] = claim
             assert self._nursery is not None, "TeamBoard.run is not running"
@@ -171,9 +193,12 @@ class TeamBoard:
             await trio.sleep(self.heartbeat)
             if self._claims.get(claim.request_id) is not claim:
                 return
-            alive = await self.store.run(
-                Store.heartbeat, self.store.store, claim.token, lease=self.lease
-            )
+            try:
+                alive = await self.store.run(
+                    Store.heartbeat, self.store.store, claim.token, lease=self.lease
+                )
+            except psycopg.OperationalError:
+                continue  # the store is away: extend at the next beat (the claim may run out)
             if alive is None:
                 self._claims.pop(claim.request_id, None)
                 return
@@ -190,12 +215,17 @@ class TeamBoard:
             )
         except psycopg.DataError:
             return NOT_STORABLE
+        except psycopg.OperationalError:
+            return UNREACHABLE
 
     async def close(self, request_id: str, draft: dict[str, Any] | None = None) -> None:
-        """Put a claimed form back for every desk (with its draft)."""
+        """Put a claimed form back for every desk (with its draft). While the store stays
+        unreachable the claim is dropped here only: its lease runs out by itself, and the form
+        comes back with the last draft the store kept."""
         claim = self._claims.pop(request_id, None)
         if claim is not None:
-            await self.store.run(Store.release, self.store.store, claim.token, draft)
+            with contextlib.suppress(psycopg.OperationalError):
+                await self.store.run(Store.release, self.store.store, claim.token, draft)
 
     async def answer(self, request_id: str, response: Mapping[str, Any]) -> Submitted | Refused:
         """Answer a form as this desk's person: ``response`` as ``pi-agent-ask:submit`` takes
@@ -205,16 +235,23 @@ class TeamBoard:
             await self.refresh()
             row = next((r for r in self._forms if r.request_id == request_id), None)
         if row is None:
-            return await self.store.run(Store.submit_refusal, self.store.store, request_id)
+            return await self.refusal(request_id)
         result = result_of_response(row, response)
         if isinstance(result, str):
             return Refused("invalid", result)
         return await self.submit(request_id, result)
 
-    async def submit(self, request_id: str, result: dict[str, Any]) -> Submitted | Refused:
-        claim = self._claims.pop(request_id, None)
+    async def refusal(self, request_id: str) -> Refused:
+        """Why ``request_id`` cannot be answered now (answered, held elsewhere, unknown)."""
         try:
-            return await self.store.run(
+            return await self.store.run(Store.submit_refusal, self.store.store, request_id)
+        except psycopg.OperationalError:
+            return UNREACHABLE
+
+    async def submit(self, request_id: str, result: dict[str, Any]) -> Submitted | Refused:
+        claim = self._claims.get(request_id)
+        try:
+            done = await self.store.run(
                 Store.submit,
                 self.store.store,
                 request_id,
@@ -224,6 +261,9 @@ class TeamBoard:
                 claim_token=None if claim is None else claim.token,
             )
         except psycopg.DataError:
-            if claim is not None:
-                self._claims[request_id] = claim  # nothing was written: the claim holds
-            return NOT_STORABLE
+            return NOT_STORABLE  # nothing was written: the claim holds
+        except psycopg.OperationalError:
+            return UNREACHABLE  # the claim holds (its heartbeat goes on)
+        if self._claims.get(request_id) is claim:
+            self._claims.pop(request_id, None)  # answered, or the claim is gone
+        return done

@@ -43,6 +43,7 @@ def cmd_store(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import psycopg
 
     from pi_agent_ask.mcp_common.journals import InvalidKey, check_key
+    from pi_agent_ask.store import StoreUnavailable
     from pi_agent_ask.store.db import Store
 
     try:
@@ -58,6 +59,9 @@ def cmd_store(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except InvalidKey as error:
         stderr.write(f"pi-agent-ask store: {error}\n")
         return EXIT_USAGE
+    except StoreUnavailable as error:
+        stderr.write(f"pi-agent-ask store: {error}\n")
+        return EXIT_FAILED
     except psycopg.Error as error:
         stderr.write(f"pi-agent-ask store: {type(error).__name__}: {error}".rstrip() + "\n")
         return EXIT_FAILED

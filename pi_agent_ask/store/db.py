@@ -39,6 +39,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from pi_agent_ask.store import StoreUnavailable
 from pi_agent_ask.store.schema import AGENT_ROLE, DESK_ROLE, SCHEMA, TOKENS_ROLE, migrate
 
 __all__ = [
@@ -95,7 +96,7 @@ class Claim:
 class Refused:
     """A claim or a submission that did not happen, with the sentence a person reads."""
 
-    reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid"]
+    reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid", "unavailable"]
     message: str
     holder: str | None = None
     """``claimed``: who is on the form (their ``--as`` name)."""
@@ -132,6 +133,52 @@ _FORM_COLUMNS: Final = (
 )
 
 
+def check_store(conninfo: str, role: str, acting: str) -> None:
+    """Raise :class:`StoreUnavailable`, in a sentence naming the fix, unless ``conninfo`` is a
+    connection string that reaches a database with the schema, as a login role that is a
+    member of ``role`` (``acting``: what that role does, in words)."""
+    try:
+        conn = psycopg.connect(conninfo, autocommit=True)
+    except psycopg.ProgrammingError as error:  # libpq could not parse it
+        raise StoreUnavailable(
+            f"the store's address is not a connection string (postgresql://USER@HOST/DB "
+            f"or host=... dbname=... user=...): {_one_line(error)}"
+        ) from None
+    except psycopg.OperationalError as error:
+        raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
+    with conn:
+        schema = conn.execute(
+            "SELECT 1 FROM pg_catalog.pg_class c"
+            " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relname = 'requests'",
+            (SCHEMA,),
+        ).fetchone()
+        if schema is None:
+            raise StoreUnavailable(
+                f"the database has no {SCHEMA} schema yet: run `pi-agent-ask store init "
+                "URL` once, as a role that may create roles (docs/team.md, Set-up)."
+            )
+        row = conn.execute(
+            "SELECT current_user, pg_has_role(current_user, %s, 'MEMBER')", (role,)
+        ).fetchone()
+        if row is None or not row[1]:
+            user = "?" if row is None else row[0]
+            raise StoreUnavailable(
+                f"the login role {user} may not {acting}: GRANT {role} TO {user}; "
+                "(docs/team.md, Set-up)."
+            )
+
+
+def _clock(moment: datetime) -> str:
+    """``moment`` as this desk's clock reads it (the server's session may run in another zone),
+    for the sentences a person reads."""
+    return f"{moment.astimezone():%H:%M:%S}"
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
+
+
 def _form(row: dict[str, Any]) -> FormRow:
     return FormRow(**{field.name: row[field.name] for field in attrs.fields(FormRow)})
 
@@ -143,9 +190,13 @@ class Store:
 
     conninfo: str
     max_connections: int = 8
+    wait: float = 30.0
+    """Seconds an operation waits for a connection (all in use, or the server away)."""
     _pool: ConnectionPool[Any] | None = None
 
     def open(self, *, timeout: float = 30.0) -> None:
+        """Check that the store can serve a desk (:meth:`check`), then open the pool."""
+        self.check()
         self._pool = ConnectionPool(
             self.conninfo,
             min_size=1,
@@ -153,9 +204,17 @@ class Store:
             open=False,
             # A connection broken by a server restart is found and replaced before use.
             check=ConnectionPool.check_connection,
+            timeout=self.wait,
             kwargs={"autocommit": True},
         )
         self._pool.open(wait=True, timeout=timeout)
+
+    def check(self) -> None:
+        """Raise :class:`StoreUnavailable` with what to do when the store cannot serve a desk.
+
+        One plain connection, so that the first problem is said at once in its own words: the
+        pool would only retry it in the background and time out."""
+        check_store(self.conninfo, DESK_ROLE, "act as a desk")
 
     def close(self) -> None:
         if self._pool is not None:
@@ -186,6 +245,7 @@ class Store:
     @staticmethod
     def new_token(conninfo: str, agent: str) -> str:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        check_store(conninfo, TOKENS_ROLE, "manage agent tokens")
         with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
             conn.execute(f"SET LOCAL ROLE {TOKENS_ROLE}")
             conn.execute(
@@ -197,6 +257,7 @@ class Store:
     @staticmethod
     def revoke(conninfo: str, agent: str) -> int:
         """Revoke every live token of ``agent``; returns how many."""
+        check_store(conninfo, TOKENS_ROLE, "manage agent tokens")
         with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
             conn.execute(f"SET LOCAL ROLE {TOKENS_ROLE}")
             cursor = conn.execute(
@@ -406,7 +467,8 @@ class Store:
     def _why_not(self, cur: Any, request_id: str) -> Refused:
         row = cur.execute(
             f"SELECT r.state, r.claimed_by, r.claim_desk, r.lease_until, o.answered_by,"
-            f" o.answered_on, o.answered_at"
+            f" o.answered_on, o.answered_at,"
+            f" (r.claim_token IS NOT NULL AND r.lease_until > now()) AS claim_live"
             f" FROM {SCHEMA}.requests r LEFT JOIN {SCHEMA}.outcomes o USING (request_id)"
             f" WHERE r.request_id = %s",
             (request_id,),
@@ -417,12 +479,16 @@ class Store:
             return Refused(
                 "answered",
                 f"{row['answered_by']} already answered this form on desk {row['answered_on']} "
-                f"at {row['answered_at']:%H:%M:%S}; your answer was not sent.",
+                f"at {_clock(row['answered_at'])}; your answer was not sent.",
             )
+        if not row["claim_live"]:
+            # Pending and free as last committed, yet not claimable: another desk's claim of
+            # it is in flight (its row is locked, which SKIP LOCKED passes by).
+            return Refused("claimed", "Another desk is opening this form at this moment.")
         return Refused(
             "claimed",
             f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
-            f"(until {row['lease_until']:%H:%M:%S} unless they keep it).",
+            f"(until {_clock(row['lease_until'])} unless they keep it).",
             holder=row["claimed_by"],
             desk=row["claim_desk"],
             until=row["lease_until"],
@@ -480,8 +546,9 @@ class Store:
     ) -> Submitted | Refused:
         """Record the one outcome of ``request_id``. Allowed while the request is pending and
         either ``claim_token`` holds its claim or no live claim exists; otherwise refused,
-        unless the outcome is already this person's on this desk (then it is that outcome:
-        submitting is idempotent for its submitter)."""
+        unless the outcome is already this one, by this person on this desk (then it is that
+        outcome: a retry whose reply was lost). Another answer from the same desk is refused
+        like anyone's: it was not sent."""
         with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
             row = cur.execute(
                 f"UPDATE {SCHEMA}.requests SET state = 'done', claim_token = NULL,"
@@ -495,12 +562,13 @@ class Store:
             if row is None:
                 mine = cur.execute(
                     f"SELECT agent_key, answered_at FROM {SCHEMA}.outcomes"
-                    " WHERE request_id = %s AND answered_by = %s AND answered_on = %s",
-                    (request_id, person, desk),
+                    " WHERE request_id = %s AND answered_by = %s AND answered_on = %s"
+                    " AND result = %s::jsonb",
+                    (request_id, person, desk, json.dumps(result)),
                 ).fetchone()
                 if mine is not None:
-                    # This desk's person answered it already: a retry whose first attempt
-                    # committed (its reply was lost with the connection), or a second press.
+                    # This very answer is recorded: a retry whose first attempt committed (its
+                    # reply was lost with the connection), or a second press of Submit.
                     return Submitted(request_id, mine["agent_key"], person, mine["answered_at"])
                 refused = self._why_not(cur, request_id)
                 if claim_token is not None and refused.reason == "claimed":

@@ -103,7 +103,7 @@ async def answer_on_terminal(
         if not isinstance(claim, Claim):
             await team.refresh()
             continue
-        outcome = await _show(team, board, claim, settings)
+        outcome = await _show(team, board, claim, settings, notice)
         if outcome == "later":
             later.add(claim.request_id)
             ahead = sum(
@@ -117,13 +117,46 @@ async def answer_on_terminal(
 
 
 async def _show(
-    team: TeamBoard, board: Board, claim: Claim, settings: fs.FormSettings | None
+    team: TeamBoard,
+    board: Board,
+    claim: Claim,
+    settings: fs.FormSettings | None,
+    notice: Any,
 ) -> str | Refused | None:
     request_id = claim.request_id
     state = form_of(claim.row, settings)
     if state is None:
         await team.close(request_id)
         return Refused("invalid", "A form's stored questions are not valid; it was skipped.")
+    while True:
+        final, last, deferred, gone = await _run(team, board, claim, state)
+        if gone is not None:
+            return gone
+        if final is None or final.outcome is None or deferred:
+            await team.close(request_id, draft_json(last if final is None else final))
+            return "later"
+        result = build_result(
+            final.params,
+            final.drafts,
+            presented_types=final.types,
+            cancelled=final.outcome.cancelled,
+            request_id=request_id,
+        )
+        done = await team.submit(request_id, result.to_details())
+        if isinstance(done, Refused) and done.reason == "unavailable":
+            # Nothing reached the store: the form comes back as it was answered, to send again.
+            notice(done.message)
+            state = attrs.evolve(final, outcome=None)
+            continue
+        return done if isinstance(done, Refused) else None
+
+
+async def _run(
+    team: TeamBoard, board: Board, claim: Claim, state: fs.FormState
+) -> tuple[fs.FormState | None, fs.FormState, bool, Refused | None]:
+    """One showing of the claimed form: its final state, its last state, whether it was put
+    back (Esc), and why it left the screen when it was answered elsewhere."""
+    request_id = claim.request_id
     send, receive = trio.open_memory_channel[FormInput](16)
     last = state
     deferred = False
@@ -146,9 +179,7 @@ async def _show(
             nonlocal gone
             await team.wait_for(lambda rows: all(row.request_id != request_id for row in rows))
             if team.claimed_here(request_id) is None:
-                gone = await team.store.run(
-                    type(team.store.store).submit_refusal, team.store.store, request_id
-                )
+                gone = await team.refusal(request_id)
                 scope.cancel()
 
         nursery.start_soon(answered_elsewhere)
@@ -163,17 +194,4 @@ async def _show(
             scope=scope,
         )
         nursery.cancel_scope.cancel()
-    if gone is not None:
-        return gone
-    if final is None or final.outcome is None or deferred:
-        await team.close(request_id, draft_json(last if final is None else final))
-        return "later"
-    result = build_result(
-        final.params,
-        final.drafts,
-        presented_types=final.types,
-        cancelled=final.outcome.cancelled,
-        request_id=request_id,
-    )
-    done = await team.submit(request_id, result.to_details())
-    return done if isinstance(done, Refused) else None
+    return final, last, deferred, gone

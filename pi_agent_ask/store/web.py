@@ -169,9 +169,12 @@ class TeamPage:
         if refused is None:
             return None
         until = None if refused.until is None else refused.until.isoformat()
-        code = {"claimed": "held", "lease_lost": "held", "invalid": "refused"}.get(
-            refused.reason, "answered"
-        )
+        code = {
+            "claimed": "held",
+            "lease_lost": "held",
+            "invalid": "refused",
+            "unavailable": "refused",
+        }.get(refused.reason, "answered")
         return DraftRefused(code, refused.message, refused.holder, refused.desk, until)
 
     async def _serve(
@@ -194,8 +197,12 @@ class TeamPage:
                     with message.reply as reply:
                         reply.send_nowait(await self._save(key, request_id, message.drafts))
                 elif isinstance(message, RemoteResponse):
-                    self._page_claims.discard(request_id)  # answering ends this desk's claim
                     done = await self.team.answer(request_id, message.response)
+                    if self.team.claimed_here(request_id) is None:
+                        # Answered, or the claim was lost: the page holds nothing. A refusal
+                        # that kept the claim (text the store cannot hold, the store away)
+                        # leaves it to the quiet timer, like a draft.
+                        self._page_claims.discard(request_id)
                     with message.reply as reply:
                         reply.send_nowait(
                             (done.reason, done.message) if isinstance(done, Refused) else None
@@ -233,7 +240,7 @@ class TeamPage:
 
     async def _refusal(self, request_id: str) -> Refused:
         """Why the form cannot take drafts now (answered meanwhile, or another desk holds it)."""
-        return await self.team.store.run(Store.submit_refusal, self.team.store.store, request_id)
+        return await self.team.refusal(request_id)
 
     async def _command(self, key: str, request_id: str, command: fs.Command) -> None:
         shown = self._shown(request_id)

@@ -1,0 +1,109 @@
+"""A desk's board over time, without a person: PostgreSQL away for longer than a store call
+keeps retrying (``AsyncStore.retry_for``, 60 s in a desk; a fraction of a second here, with as
+short a wait for a pooled connection): the board, which extends its claims' leases and
+re-reads the board, carries on once the server is back instead of ending the desk, its claim
+still its own; and a dead desk's lease that ran out is timed once, not re-read in a loop."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from pi_agent_ask.store.board import TeamBoard
+from pi_agent_ask.store.db import Claim, Store, Submitted
+from pi_agent_ask.store.testing import first_options
+from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
+from tests.store_support import (  # noqa: F401
+    Cluster,
+    ask,
+    desk_url,
+    pg_cluster,
+    store_db,
+)
+
+
+@pytest.mark.parametrize("claimed", [True, False])
+async def test_a_board_carries_on_after_an_outage_longer_than_its_retries(
+    pg_cluster: Cluster,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    claimed: bool,
+) -> None:
+    store = Store(desk_url, wait=0.3)
+    await trio.to_thread.run_sync(store.open)
+    try:
+        limiter = trio.CapacityLimiter(store.max_connections)
+        shared = AsyncStore(store, limiter, retry_for=0.3)
+        patient = AsyncStore(store, limiter)  # the agents' side, as a desk's retries
+        wakes = Wakes()
+        board = TeamBoard(shared, wakes, "ann", lease=5.0, heartbeat=0.1)
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(listen, desk_url, wakes)
+                await wakes.connected.wait()
+                await nursery.start(board.run)
+                first, _bg, _state = await patient.run(
+                    Store.ask, store, "alpha", "c1", ask("First"), background=True
+                )
+                await board.wait_for(lambda rows: len(rows) == 1)
+                if claimed:
+                    claim = await board.open(first)
+                    assert isinstance(claim, Claim)
+                pg_cluster.stop()
+                try:
+                    # Heartbeats (and a wake's re-read) fail for longer than their retries.
+                    woken = wakes.board()
+                    wakes.wake_board()
+                    await woken.wait()
+                    await trio.sleep(1.0)
+                finally:
+                    pg_cluster.start()
+                second, _bg, _state = await patient.run(
+                    Store.ask, store, "alpha", "c2", ask("Second"), background=True
+                )
+                rows = await board.wait_for(lambda rows: len(rows) == 2)
+                assert [row.request_id for row in rows] == [first, second]
+                if claimed:
+                    assert board.claimed_here(first) is not None
+                done = await board.answer(first, first_options(rows[0]))
+                assert isinstance(done, Submitted) and done.answered_by == "ann"
+                nursery.cancel_scope.cancel()
+    finally:
+        await trio.to_thread.run_sync(store.close)
+
+
+async def test_a_lease_that_ran_out_is_read_once_not_over_and_over(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """A desk that died leaves its claim in the row, its lease in the past, until another desk
+    takes the form. The other desks re-read the board once when that lease runs out (a timer
+    at that instant, since nothing notifies an expiry), and not again until something changes:
+    an expired lease is not a timer that has always just fired."""
+    store = Store(desk_url)
+    await trio.to_thread.run_sync(store.open)
+    try:
+        shared = AsyncStore.of(store)
+        wakes = Wakes()
+        reads: list[float] = []
+        board = TeamBoard(shared, wakes, "ann", on_change=lambda: reads.append(trio.current_time()))
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(listen, desk_url, wakes)
+                await wakes.connected.wait()
+                await nursery.start(board.run)
+                request_id, _bg, _state = await shared.run(
+                    Store.ask, store, "alpha", "c1", ask("First"), background=True
+                )
+                # Another desk claims it for half a second and dies (never releases it).
+                claim = await shared.run(
+                    Store.claim, store, request_id, desk="gone:1:ab", person="bob", lease=0.5
+                )
+                assert isinstance(claim, Claim)
+                await board.wait_for(lambda rows: bool(rows) and rows[0].claim_live)
+                rows = await board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
+                assert rows[0].claimed_by == "bob"  # the dead desk's claim is still in the row
+                settled = len(reads)
+                await trio.sleep(1.0)
+                assert len(reads) - settled <= 1
+                nursery.cancel_scope.cancel()
+    finally:
+        await trio.to_thread.run_sync(store.close)
