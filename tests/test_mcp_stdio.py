@@ -7,6 +7,7 @@ session file, the default key and the hook socket are the real ones.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import tempfile
@@ -332,6 +333,48 @@ async def test_a_desk_started_after_the_server_gets_its_kept_forms_and_waits(hom
     [item] = result.structured_content["results"]
     assert item["requestId"] == request_id
     assert item["result"]["answers"]["db"]["values"] == ["pg"]
+
+
+async def test_progress_of_a_wait_that_moves_to_a_desk_keeps_increasing(home: Home) -> None:
+    """MCP requires each progress value of a request to be larger than the one before: a
+    ``wait_for_answers`` that goes on on a desk started meanwhile does not count again from
+    the start."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    desk_file = home.root / "no-desk.json"
+    progress: list[float] = []
+    ticks = trio.Condition()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        async with ticks:
+            progress.append(value)
+            ticks.notify_all()
+
+    async def ticked(count: int) -> None:
+        async with ticks:
+            while len(progress) < count:
+                await ticks.wait()
+
+    with trio.fail_after(90):
+        async with server(home, "--progress-interval", "0.2", name="counting") as client:
+            await call(client, "ask_user", {**ASK, "background": True})
+            async with trio.open_nursery() as nursery:
+                done = trio.Event()
+
+                async def wait() -> None:
+                    await call(client, "wait_for_answers", {}, progress_callback=on_progress)
+                    done.set()
+
+                nursery.start_soon(wait)
+                await ticked(3)  # counted by the server itself
+                async with open_desk(
+                    home.root / "d", state_dir=home.state, desk_file=desk_file
+                ) as desk:
+                    before = len(progress)
+                    await ticked(before + 3)  # counted while the wait is on the desk
+                    await answer_displayed(desk)
+                    await done.wait()
+    assert all(a < b for a, b in itertools.pairwise(progress)), progress
 
 
 async def test_a_killed_desk_is_a_plain_sentence_and_its_forms_wait_for_the_next(

@@ -243,9 +243,12 @@ class Router:
         from pi_agent_ask.mcp_common.tools import error_result
 
         self._session = ctx.session
-        report = _reporter(ctx)
+        progress = _progress(ctx)
+        report = None if progress is None else progress.report
         while True:
             side = await self._current()
+            if progress is not None:
+                progress.next_side()
             gone: DeskGone | None = None
             with trio.CancelScope() as scope:
                 side.calls.add(scope)
@@ -550,12 +553,26 @@ def _gone_text(gone: DeskGone) -> str:
     return str(gone) if gone.refused else DESK_STOPPED_TEXT
 
 
-def _reporter(ctx: Any) -> ReportProgress | None:
+@attrs.define(eq=False)
+class _Progress:
+    """The progress of one call, which may wait on several sides in turn: each side counts
+    its seconds from zero, and MCP requires every value of a request to be larger than the
+    one before, so a side's count goes on from what the earlier sides sent."""
+
+    session: Any
+    sent: float = 0.0
+    base: float = 0.0
+
+    def next_side(self) -> None:
+        self.base = self.sent
+
+    async def report(self, progress: float, total: float | None, message: str | None) -> None:
+        self.sent = self.base + progress
+        await self.session.report_progress(self.sent, total, message)
+
+
+def _progress(ctx: Any) -> _Progress | None:
     meta = ctx.meta or {}
     if meta.get("progress_token", meta.get("progressToken")) is None:
         return None
-
-    async def report(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.report_progress(progress, total, message)
-
-    return report
+    return _Progress(ctx.session)
