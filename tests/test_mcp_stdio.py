@@ -618,6 +618,65 @@ async def test_every_message_the_sdk_cannot_read_is_answered(home: Home) -> None
     assert (home.root / "server.log").read_text() == ""
 
 
+async def raw_exchange(home: Home, lines: list[str], answers: int) -> list[dict[str, Any]]:
+    """Send ``lines`` to ``pi-agent-ask mcp --desk off`` and read ``answers`` lines back."""
+    with trio.fail_after(60), (home.root / "server.log").open("w") as log:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", "off"],
+            stdin=-1,
+            stdout=-1,
+            stderr=log,
+            env=home.env(),
+            cwd=home.work,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
+        received = b""
+        while received.count(b"\n") < answers:
+            chunk = await process.stdout.receive_some(65536)
+            assert chunk, received
+            received += chunk
+        await process.stdin.aclose()
+        assert await process.wait() == 0
+    return [json.loads(line) for line in received.splitlines()]
+
+
+async def test_requests_the_sdk_refuses_say_what_is_wrong(home: Home) -> None:
+    """The SDK answers params that do not fit the protocol, and any request before
+    ``initialize``, with a bare ``Invalid request parameters``; the client is told where and
+    why instead, and the server goes on."""
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    request = '{"jsonrpc": "2.0", "id": %d, "method": "%s", "params": %s}'
+    lines = [
+        request % (1, "tools/list", "{}"),
+        request % (2, "initialize", json.dumps(hello)),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        request % (3, "tools/call", '{"name": "ask_user", "arguments": [1, 2]}'),
+        request % (4, "tools/call", '{"arguments": {}}'),
+        request % (5, "tools/call", '{"name": 5}'),
+        request % (6, "ping", "{}"),
+    ]
+    answers = {answer["id"]: answer for answer in await raw_exchange(home, lines, 6)}
+    assert answers[2]["result"]["serverInfo"]["name"] == "pi-agent-ask"
+    assert answers[6]["result"] == {}
+    early = answers[1]["error"]
+    assert early["code"] == -32602
+    assert "initialize" in early["message"], early
+    wrong = {n: answers[n]["error"] for n in (3, 4, 5)}
+    assert {error["code"] for error in wrong.values()} == {-32602}
+    assert "params.arguments: Input should be a valid object" in wrong[3]["message"]
+    assert "params.name: Field required" in wrong[4]["message"]
+    assert "params.name: Input should be a valid string" in wrong[5]["message"]
+    assert wrong[3]["data"] == {
+        "issues": [{"path": "params.arguments", "message": "Input should be a valid object"}]
+    }
+    assert (home.root / "server.log").read_text() == ""
+
+
 async def test_a_second_server_of_one_key_keeps_no_question_it_cannot_keep(home: Home) -> None:
     """Two clients of one name in one directory share a key, and so a journal, which the
     first server holds. With no desk and no elicitation the second cannot keep a question

@@ -40,6 +40,7 @@ import trio
 from mcp.server.lowlevel.server import Server
 
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, package_version
+from pi_agent_ask.mcp_common.params import describing
 
 if TYPE_CHECKING:
     from pi_agent_ask.actors.runtime import Mode
@@ -166,12 +167,14 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
 
         return await tools.call_tool(params.name, params.arguments, report_progress=report)
 
-    return Server(
-        SERVER_NAME,
-        version=package_version(),
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+    return describing(
+        Server(
+            SERVER_NAME,
+            version=package_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
     )
 
 
@@ -282,12 +285,14 @@ def routed_server(router: Any) -> Any:
         result: types.CallToolResult = await router.call_tool(ctx, params.name, params.arguments)
         return result
 
-    return Server(
-        SERVER_NAME,
-        version=package_version(),
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+    return describing(
+        Server(
+            SERVER_NAME,
+            version=package_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
     )
 
 
