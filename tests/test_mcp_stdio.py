@@ -677,6 +677,60 @@ async def test_requests_the_sdk_refuses_say_what_is_wrong(home: Home) -> None:
     assert (home.root / "server.log").read_text() == ""
 
 
+async def test_a_client_killed_during_a_call_ends_the_server_quietly(home: Home) -> None:
+    """A client that dies while a call waits (its pipes close under the server, which still
+    answers the call "Connection closed") is an ordinary end: exit 0, nothing on standard
+    error but the server's own lines, and the question kept for a desk."""
+    import subprocess
+
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "doomed", "version": "1"},
+        },
+    }
+    call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": %s}'
+    lines = [
+        json.dumps(initialize),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        call % (1, json.dumps({"name": "ask_user", "arguments": {**ASK, "background": True}})),
+        call % (2, '{"name": "wait_for_answers", "arguments": {}}'),
+    ]
+    with trio.fail_after(90):
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=home.env(),
+            cwd=home.work,
+        )
+        assert process.stdin and process.stdout and process.stderr
+        await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
+        received = b""
+        while received.count(b"\n") < 2:  # initialize and the receipt; the wait goes on
+            chunk = await process.stdout.receive_some(65536)
+            assert chunk, received
+            received += chunk
+        await process.stdout.aclose()
+        await process.stdin.aclose()
+        said = b""
+        while chunk := await process.stderr.receive_some(65536):
+            said += chunk
+        assert await process.wait() == 0, said.decode()
+        for line in said.decode().splitlines():
+            assert line.startswith("pi-agent-ask: "), said.decode()
+        async with open_desk(home.root / "d", state_dir=home.state) as desk:
+            shown = await answer_displayed(desk)
+    assert shown.key == f"doomed@{home.work}"
+
+
 async def test_a_second_server_of_one_key_keeps_no_question_it_cannot_keep(home: Home) -> None:
     """Two clients of one name in one directory share a key, and so a journal, which the
     first server holds. With no desk and no elicitation the second cannot keep a question

@@ -28,7 +28,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -267,11 +267,24 @@ async def serve(
     async with trio.open_nursery() as nursery:
         await nursery.start(router.run)
         server = routed_server(router)
-        # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that concrete type.
-        async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
-            reads = AnsweredReads(read, write, replay.last_line)
-            await server.run(reads, write, server.create_initialization_options())
+        with until_the_client_is_gone():
+            # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that type.
+            async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
+                reads = AnsweredReads(read, write, replay.last_line)
+                await server.run(reads, write, server.create_initialization_options())
         nursery.cancel_scope.cancel()
+
+
+@contextlib.contextmanager
+def until_the_client_is_gone() -> Iterator[None]:
+    """Run the stdio server's block; a client that died (or closed its end of standard output)
+    with a call in flight ends it as closing standard input does. The SDK answers such a call
+    "Connection closed" as the input ends, and the write fails on the broken pipe: nothing can
+    reach that client any more, so there is nothing to report."""
+    try:
+        yield
+    except* (BrokenPipeError, ConnectionResetError):
+        pass
 
 
 def routed_server(router: Any) -> Any:

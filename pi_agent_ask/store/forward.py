@@ -225,16 +225,17 @@ async def serve_stdio_via_team(
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from pi_agent_ask.mcp_server.stdio import ReplayedStdin
+    from pi_agent_ask.mcp_server.stdio import ReplayedStdin, until_the_client_is_gone
     from pi_agent_ask.mcp_server.unreadable import AnsweredReads
 
     replay = ReplayedStdin(None, stdin if stdin is not None else anyio.wrap_file(sys.stdin))
     async with trio.open_nursery() as nursery:
         upstream = FailoverUpstream(urls=list(urls), token=token, nursery=nursery)
         server = failover_server(upstream)
-        # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that concrete type.
-        async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
-            reads = AnsweredReads(read, write, replay.last_line)
-            await server.run(reads, write, server.create_initialization_options())
+        with until_the_client_is_gone():
+            # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that type.
+            async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
+                reads = AnsweredReads(read, write, replay.last_line)
+                await server.run(reads, write, server.create_initialization_options())
         await upstream.close()
         nursery.cancel_scope.cancel()
