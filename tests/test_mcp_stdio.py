@@ -677,6 +677,35 @@ async def test_requests_the_sdk_refuses_say_what_is_wrong(home: Home) -> None:
     assert (home.root / "server.log").read_text() == ""
 
 
+async def test_a_request_whose_id_is_no_string_or_integer_is_answered(home: Home) -> None:
+    """The SDK reads ``{"id": null, "method": "ping"}`` (or an id that is a number with a
+    fraction, a boolean, an object) as a notification and drops it: its client would wait
+    forever. It gets ``-32600`` with ``id`` null instead (MCP: an id is a string or an
+    integer, never null); real notifications still get nothing."""
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        '{"jsonrpc": "2.0", "id": null, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": true, "method": "tools/list"}',
+        '{"jsonrpc": "2.0", "id": {"n": 1}, "method": "ping"}',
+        '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}',
+        '{"jsonrpc": "2.0", "id": 2, "method": "ping"}',
+    ]
+    answers = await raw_exchange(home, lines, 6)
+    assert answers[0]["id"] == 0 and answers[-1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    refused = answers[1:-1]
+    assert [answer["id"] for answer in refused] == [None] * 4
+    for answer in refused:
+        assert answer["error"]["code"] == -32600
+        assert "id" in answer["error"]["message"], answer
+
+
 async def test_a_client_killed_during_a_call_ends_the_server_quietly(home: Home) -> None:
     """A client that dies while a call waits (its pipes close under the server, which still
     answers the call "Connection closed") is an ordinary end: exit 0, nothing on standard
