@@ -618,15 +618,18 @@ async def test_every_message_the_sdk_cannot_read_is_answered(home: Home) -> None
     assert (home.root / "server.log").read_text() == ""
 
 
-async def raw_exchange(home: Home, lines: list[str], answers: int) -> list[dict[str, Any]]:
-    """Send ``lines`` to ``pi-agent-ask mcp --desk off`` and read ``answers`` lines back."""
+async def raw_exchange(
+    home: Home, lines: list[str], answers: int, env: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Send ``lines`` (UTF-8) to ``pi-agent-ask mcp --desk off`` and read ``answers`` lines
+    back (``env``: added to the home's environment)."""
     with trio.fail_after(60), (home.root / "server.log").open("w") as log:
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", "off"],
             stdin=-1,
             stdout=-1,
             stderr=log,
-            env=home.env(),
+            env={**home.env(), **(env or {})},
             cwd=home.work,
         )
         assert process.stdin is not None and process.stdout is not None
@@ -675,6 +678,31 @@ async def test_requests_the_sdk_refuses_say_what_is_wrong(home: Home) -> None:
         "issues": [{"path": "params.arguments", "message": "Input should be a valid object"}]
     }
     assert (home.root / "server.log").read_text() == ""
+
+
+async def test_standard_input_is_read_as_utf_8_whatever_the_locale(home: Home) -> None:
+    """MCP's stdio messages are UTF-8; a server started in a locale that is not (here the
+    plain C locale, with Python's switch to UTF-8 turned off) reads them as UTF-8 all the
+    same, and answers in UTF-8."""
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    ask = {**ASK, "questions": [{**ASK["questions"][0], "prompt": "Café 日本?"}]}
+    call = {"name": "ask_user", "arguments": ask}
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}, ensure_ascii=False
+        ),
+    ]
+    legacy = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    answers = await raw_exchange(home, lines, 2, env=legacy)
+    result = answers[1]["result"]
+    assert not result["isError"], result
+    assert "Café 日本?" in result["content"][0]["text"]
 
 
 async def test_a_request_whose_id_is_no_string_or_integer_is_answered(home: Home) -> None:

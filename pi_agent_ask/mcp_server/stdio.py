@@ -135,6 +135,17 @@ class ReplayedStdin:
             yield line
 
 
+def standard_input() -> Any:
+    """Standard input as the stdio transport reads it: UTF-8 as MCP says, whatever the
+    locale's encoding (``sys.stdin`` decodes with that); bytes that are not UTF-8 become lone
+    surrogates, which the boundary check refuses in words (``unreadable.py``). The file
+    descriptor stays open when this object goes."""
+    text = open(  # noqa: SIM115 - the stdio transport reads it until the client ends
+        sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False
+    )
+    return anyio.wrap_file(text)
+
+
 def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: trio.Nursery) -> Any:
     """The low-level MCP server over one agent's tools."""
     attached = False
@@ -229,7 +240,7 @@ async def serve(
     desk_file = desk_file_path()
     token = _desk_token(desk, desk_file) if desk not in ("auto", "off") else None
     work_dir = cwd if cwd is not None else Path.cwd()
-    source = stdin if stdin is not None else anyio.wrap_file(sys.stdin)
+    source = stdin if stdin is not None else standard_input()
     first = await source.readline()
     if not first:
         return  # the client closed before saying anything

@@ -220,15 +220,16 @@ async def serve_stdio_via_team(
 ) -> None:
     """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers. A line
     the SDK cannot read is answered as ``pi-agent-ask mcp`` answers it (``unreadable.py``)."""
-    import sys
-
-    import anyio
     from mcp.server.stdio import stdio_server
 
-    from pi_agent_ask.mcp_server.stdio import ReplayedStdin, until_the_client_is_gone
+    from pi_agent_ask.mcp_server.stdio import (
+        ReplayedStdin,
+        standard_input,
+        until_the_client_is_gone,
+    )
     from pi_agent_ask.mcp_server.unreadable import AnsweredReads
 
-    replay = ReplayedStdin(None, stdin if stdin is not None else anyio.wrap_file(sys.stdin))
+    replay = ReplayedStdin(None, stdin if stdin is not None else standard_input())
     async with trio.open_nursery() as nursery:
         upstream = FailoverUpstream(urls=list(urls), token=token, nursery=nursery)
         server = failover_server(upstream)
