@@ -705,6 +705,99 @@ async def test_standard_input_is_read_as_utf_8_whatever_the_locale(home: Home) -
     assert "Café 日本?" in result["content"][0]["text"]
 
 
+async def test_a_client_of_the_2025_06_18_protocol_gets_forms_it_can_show(home: Home) -> None:
+    """Elicitation came with protocol 2025-06-18, whose form fields are strings, numbers,
+    booleans and string enums (``enum`` with ``enumNames``); titled choices (``oneOf``) and
+    multi-select arrays came later. A client that negotiated 2025-06-18 gets each choice of a
+    single-select question as an enum and each option of a multi-select one as a boolean,
+    and its answer is the person's answer."""
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "older", "version": "1"},
+    }
+    ask = {
+        "questions": [
+            ASK["questions"][0],
+            {
+                "id": "langs",
+                "prompt": "Which languages?",
+                "type": "multi",
+                "options": [
+                    {"label": "Python", "value": "py", "recommended": True},
+                    {"label": "Rust", "value": "rs"},
+                    {"label": "Go", "value": "go"},
+                ],
+            },
+        ]
+    }
+    with trio.fail_after(60), (home.root / "server.log").open("w") as log:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", "off"],
+            stdin=-1,
+            stdout=-1,
+            stderr=log,
+            env=home.env(),
+            cwd=home.work,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        buffer = [b""]
+
+        async def send(message: dict[str, Any]) -> None:
+            assert process.stdin is not None
+            await process.stdin.send_all(json.dumps(message).encode() + b"\n")
+
+        async def receive() -> dict[str, Any]:
+            assert process.stdout is not None
+            while b"\n" not in buffer[0]:
+                chunk = await process.stdout.receive_some(65536)
+                assert chunk, buffer[0]
+                buffer[0] += chunk
+            line, buffer[0] = buffer[0].split(b"\n", 1)
+            received: dict[str, Any] = json.loads(line)
+            return received
+
+        await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+        assert (await receive())["result"]["protocolVersion"] == "2025-06-18"
+        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "ask_user", "arguments": ask}
+        await send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+        request = await receive()
+        assert request["method"] == "elicitation/create"
+        properties = request["params"]["requestedSchema"]["properties"]
+        content = {"db": "lite", "langs.1": True, "langs.2": False, "langs.3": True}
+        await send(
+            {
+                "jsonrpc": "2.0",
+                "id": request["id"],
+                "result": {"action": "accept", "content": content},
+            }
+        )
+        result = (await receive())["result"]
+        await process.stdin.aclose()
+        assert await process.wait() == 0
+    assert properties["db"] == {
+        "type": "string",
+        "title": "Q1",
+        "description": "Which database?",
+        "enum": ["pg", "lite"],
+        "enumNames": ["Postgres", "SQLite"],
+    }
+    assert properties["langs.1"] == {
+        "type": "boolean",
+        "title": "Q2: Python (recommended)",
+        "description": "Which languages?",
+    }
+    assert properties["langs.3"] == {"type": "boolean", "title": "Q2: Go"}
+    assert "langs" not in properties
+    for field in properties.values():
+        assert field["type"] in ("string", "number", "integer", "boolean"), field
+        assert "oneOf" not in field, field
+    answers = result["structuredContent"]["answers"]
+    assert answers["db"]["values"] == ["lite"]
+    assert answers["langs"]["values"] == ["py", "go"]
+
+
 async def test_a_request_whose_id_is_no_string_or_integer_is_answered(home: Home) -> None:
     """The SDK reads ``{"id": null, "method": "ping"}`` (or an id that is a number with a
     fraction, a boolean, an object) as a notification and drops it: its client would wait

@@ -342,7 +342,7 @@ class Router:
             result: types.ElicitResult = await session.elicit_form(message, schema)
             return result
 
-        side.local.nursery.start_soon(surface.serve, elicit)
+        side.local.nursery.start_soon(surface.serve, elicit, session.protocol_version)
 
     # -- choosing the side ---------------------------------------------------------------------
 

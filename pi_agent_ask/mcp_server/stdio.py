@@ -161,7 +161,7 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
             result: types.ElicitResult = await session.elicit_form(message, schema)
             return result
 
-        nursery.start_soon(surface.serve, elicit)
+        nursery.start_soon(surface.serve, elicit, session.protocol_version)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         attach(ctx)
