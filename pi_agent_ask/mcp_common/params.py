@@ -45,8 +45,8 @@ async def described_params(ctx: Any, call_next: Any) -> Any:
     try:
         return await call_next(ctx)
     except ValidationError as error:
-        if ctx.request_id is None:
-            raise  # a notification gets no answer
+        if ctx.request_id is None or not all(d["loc"][:1] == ("params",) for d in error.errors()):
+            raise  # a notification gets no answer; anything else is not the request's params
         issues = _issues(error)
         said = "; ".join(f"{issue['path']}: {issue['message']}" for issue in issues[:SHOWN_ISSUES])
         more = len(issues) - SHOWN_ISSUES
