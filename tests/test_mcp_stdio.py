@@ -267,6 +267,36 @@ async def test_explicit_desk_without_a_token_is_refused(home: Home) -> None:
     assert done.stdout == b""
 
 
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--key", ""], "The agent key is empty."),
+        (["--key", "x" * 201], "The agent key is longer than 200 characters."),
+        (["--key", "two\nlines"], "The agent key contains control or invisible characters."),
+        (["--progress-interval", "nan"], "--progress-interval must be a positive number"),
+        (["--progress-interval", "inf"], "--progress-interval must be a positive number"),
+    ],
+)
+async def test_options_a_server_could_not_serve_with_are_refused_at_start(
+    home: Home, option: list[str], said: str
+) -> None:
+    """A key a desk refuses (it fails every call once a desk runs, naming a header the person
+    never set) and a progress interval that is no positive number (every waiting call an
+    internal error) are usage errors at start, before anything is read from the client."""
+    done = await trio.run_process(
+        [sys.executable, "-m", "pi_agent_ask", "mcp", *option],
+        stdin=b"",
+        capture_stdout=True,
+        capture_stderr=True,
+        env=home.env(),
+        cwd=home.work,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert said in done.stderr.decode()
+    assert done.stdout == b""
+
+
 async def test_desk_auto_forwards_to_a_running_desk_with_the_default_key(home: Home) -> None:
     from pi_agent_ask.desk.testing import answer_displayed, open_desk
 

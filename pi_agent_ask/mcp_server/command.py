@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import traceback
@@ -54,9 +55,18 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
 
     from pi_agent_ask.mcp_server.stdio import DeskUnavailable, serve
 
-    if args.progress_interval <= 0:
-        stderr.write("pi-agent-ask mcp: --progress-interval must be positive\n")
+    if not (math.isfinite(args.progress_interval) and args.progress_interval > 0):
+        stderr.write("pi-agent-ask mcp: --progress-interval must be a positive number\n")
         return EXIT_USAGE
+    if args.key is not None:
+        from pi_agent_ask.mcp_common.journals import InvalidKey, check_key
+
+        try:
+            check_key(args.key)
+        except InvalidKey as error:
+            # A key a desk would refuse on every call: say so now, not at the first call.
+            stderr.write(f"pi-agent-ask mcp: --key {args.key!r}: {error}\n")
+            return EXIT_USAGE
     from pi_agent_ask.store.command import team_desk_urls
 
     try:
