@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import traceback
@@ -55,7 +54,7 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
 
     from pi_agent_ask.mcp_server.stdio import DeskUnavailable, serve
 
-    if not (math.isfinite(args.progress_interval) and args.progress_interval > 0):
+    if not args.progress_interval > 0:  # also NaN, which compares false with everything
         stderr.write("pi-agent-ask mcp: --progress-interval must be a positive number\n")
         return EXIT_USAGE
     if args.key is not None:
