@@ -364,6 +364,31 @@ async def test_a_desk_started_after_the_server_gets_its_kept_forms_and_waits(hom
     assert item["result"]["answers"]["db"]["values"] == ["pg"]
 
 
+async def test_a_desk_that_stops_hands_its_forms_to_the_client_at_once(home: Home) -> None:
+    """A client that shows forms itself, its question on a desk that then stops: the form
+    comes to the client as soon as the server is back on its own runtime, without waiting for
+    the agent's next call (an agent that ended its turn makes none)."""
+    from pi_agent_ask.desk.testing import open_desk
+
+    desk_file = home.root / "no-desk.json"
+    shown = trio.Event()
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        shown.set()
+        return accept({"db": "pg"})
+
+    with trio.fail_after(90):
+        async with server(home, elicit=elicit, name="idle") as client:
+            async with open_desk(home.root / "d", state_dir=home.state, desk_file=desk_file):
+                # The server notices the desk (the connection file) and forwards to it.
+                await call(client, "ask_user", {**ASK, "background": True})
+                assert not shown.is_set()
+            await shown.wait()  # no call of the agent meanwhile
+            waited = await call(client, "wait_for_answers", {})
+    [item] = waited.structured_content["results"]
+    assert item["result"]["answers"]["db"]["values"] == ["pg"]
+
+
 async def test_progress_of_a_wait_that_moves_to_a_desk_keeps_increasing(home: Home) -> None:
     """MCP requires each progress value of a request to be larger than the one before: a
     ``wait_for_answers`` that goes on on a desk started meanwhile does not count again from

@@ -423,6 +423,9 @@ class Router:
                 side.local = await self._nursery.start(self._hold_local, side)
             except (SessionFileError, OSError) as error:
                 raise self._journal_refused(error) from error
+            # Show the forms in the client now (once a call told its session), not at the
+            # agent's next call: after a desk stops, an idle agent makes none.
+            self._attach(side)
             return side
         side = _Side(address=address)
         side.upstream = DeskUpstream(
