@@ -26,7 +26,9 @@ transport's exception text.
 Local, without the client's form elicitation, nothing can show a form, so the forms are
 **kept** for a desk: ``ask_user`` queues the form and says so (start ``pi-agent-ask desk``),
 also on standard error, and ``wait_for_answers`` waits until a desk shows them. With
-``--desk off`` (no desk will ever come) the contract's non-TUI fallback applies instead.
+``--desk off`` (no desk will ever come) the contract's non-TUI fallback applies instead. A
+journal no desk would see (``--session``, or one held in memory because another server of the
+key has the file) keeps no such question: ``ask_user`` is refused, saying what helps.
 """
 
 from __future__ import annotations
@@ -97,6 +99,17 @@ SHARED_LOG = (
     "pi-agent-ask: a question was refused: no desk is running, the client cannot show forms, "
     "and another server of the key {key!r} holds its journal; run `pi-agent-ask desk` in a "
     "terminal, or give this server its own --key"
+)
+UNSEEN_TEXT = (
+    "Nothing was asked: no pi-agent-ask desk is running, this MCP client cannot show forms, "
+    "and a desk does not see the questions kept in this server's --session file. The user "
+    "runs `pi-agent-ask desk` in a terminal (then ask again: the question goes there), or "
+    "runs this server without --session."
+)
+UNSEEN_LOG = (
+    "pi-agent-ask: a question was refused: no desk is running, the client cannot show forms, "
+    "and a desk does not see this server's --session file; run `pi-agent-ask desk` in a "
+    "terminal, or run this server without --session"
 )
 DESK_STOPPED_TEXT = (
     "The pi-agent-ask desk did not answer this call (it stopped, or is not running). Nothing "
@@ -303,6 +316,13 @@ class Router:
 
             self.log(SHARED_LOG.format(key=self.key))
             return error_result(SHARED_TEXT.format(key=self.key))
+        if name == tool_names.ASK_USER and self.session_given:
+            # Kept in the --session file, a question would wait for a desk that never looks
+            # there (the desk keeps its own journals): refused, as for a journal in memory.
+            from pi_agent_ask.mcp_common.tools import error_result
+
+            self.log(UNSEEN_LOG)
+            return error_result(UNSEEN_TEXT)
         if name == tool_names.ASK_USER and isinstance(arguments, Mapping):
             given = arguments.get("background", False)
             if isinstance(given, bool):
