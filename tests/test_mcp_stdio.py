@@ -274,14 +274,18 @@ async def test_explicit_desk_without_a_token_is_refused(home: Home) -> None:
         (["--key", "x" * 201], "The agent key is longer than 200 characters."),
         (["--key", "two\nlines"], "The agent key contains control or invisible characters."),
         (["--progress-interval", "nan"], "--progress-interval must be a positive number"),
+        (["--desk", "Off"], "a desk URL must start with http:// or https://, not 'Off'"),
+        (["--desk", "localhost:8080"], "a desk URL must start with http:// or https://"),
+        (["--desk", "http://a.test/mcp,http://b.test/mcp"], "PI_AGENT_ASK_TOKEN"),
     ],
 )
 async def test_options_a_server_could_not_serve_with_are_refused_at_start(
     home: Home, option: list[str], said: str
 ) -> None:
     """A key a desk refuses (it fails every call once a desk runs, naming a header the person
-    never set) and a progress interval that is no positive number (every waiting call an
-    internal error) are usage errors at start, before anything is read from the client."""
+    never set), a progress interval that is no positive number (every waiting call an
+    internal error) and a --desk that is no URL (every call "the desk did not answer") are
+    usage errors at start, before anything is read from the client."""
     done = await trio.run_process(
         [sys.executable, "-m", "pi_agent_ask", "mcp", *option],
         stdin=b"",

@@ -66,10 +66,20 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
             # A key a desk would refuse on every call: say so now, not at the first call.
             stderr.write(f"pi-agent-ask mcp: --key {args.key!r}: {error}\n")
             return EXIT_USAGE
-    from pi_agent_ask.store.command import team_desk_urls
+    from pi_agent_ask.store.command import TOKEN_ENV, team_desk_urls
 
     try:
         team = team_desk_urls(args.desk, os.environ)
+        if team is None and args.desk not in ("auto", "off"):
+            from pi_agent_ask.store.forward import parse_desk_urls
+
+            # Checked now: a --desk that is no URL ("Off", "localhost:8080") would make every
+            # call say that the desk did not answer.
+            if len(parse_desk_urls(args.desk)) > 1:
+                raise ValueError(
+                    f"several desk URLs are the desks of a team store: set {TOKEN_ENV} to the "
+                    "agent's token (docs/team.md)"
+                )
     except ValueError as error:
         stderr.write(f"pi-agent-ask mcp: {error}\n")
         return EXIT_USAGE
