@@ -419,6 +419,48 @@ async def test_a_foreground_call_whose_client_drops_the_connection_is_answered_l
             assert entry["result"]["questions"][0]["label"] == "Dropped"
 
 
+async def test_params_the_sdk_refuses_are_described_over_http(tmp_path: Path) -> None:
+    """``arguments`` that are not an object get ``-32602`` saying so, not a bare ``Invalid
+    request parameters``."""
+    version = "2025-11-25"
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "ask_user", "arguments": ["not", "an", "object"]},
+    }
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            headers = {
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {desk.address.token}",
+                "X-Pi-Agent-Ask-Key": "alpha",
+            }
+            async with httpx2.AsyncClient(headers=headers) as http:
+                opened = await http.post(desk.address.url, json=initialize)
+                session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+                session["mcp-protocol-version"] = version
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await http.post(desk.address.url, json=initialized, headers=session)
+                refused = await http.post(desk.address.url, json=call, headers=session)
+    [data] = [line for line in refused.text.splitlines() if line.startswith("data: ")]
+    error = json.loads(data.removeprefix("data: "))["error"]
+    assert error["code"] == -32602
+    assert error["message"] == (
+        "Invalid request parameters: params.arguments: Input should be a valid object"
+    )
+
+
 async def test_an_answer_left_undelivered_at_a_restart_reaches_its_agent(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:

@@ -61,3 +61,35 @@ async def test_a_session_that_is_not_a_session_file_is_a_json_rpc_error(home: Ho
     assert (home.root / "notes-kept.txt").read_text() == "my notes, not a journal\n"
     log = (home.root / "server.log").read_text()
     assert log.count(f"pi-agent-ask: cannot open the session journal: {notes}:") == 1, log
+
+
+async def test_a_question_no_desk_could_see_is_refused_not_kept(home: Home) -> None:
+    """With ``--session``, no desk and a client that cannot show forms, a question kept "for
+    a desk" would be kept where no desk looks (the desk keeps its own journals): the agent
+    was told to have the user start a desk, whose wait then found nothing. It is refused
+    instead, saying what helps, and asked again once a desk runs it is answered there."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    journal = home.root / "mine.pias"
+    desk_file = home.root / "no-desk.json"
+    with trio.fail_after(90):
+        async with server(home, "--session", str(journal), name="own") as client:
+            refused = [
+                await call(client, "ask_user", {**ASK, "background": background})
+                for background in (True, False)
+            ]
+            async with open_desk(
+                home.root / "d", state_dir=home.state, desk_file=desk_file
+            ) as desk:
+                asked = await call(client, "ask_user", {**ASK, "background": True})
+                await answer_displayed(desk)
+                waited = await call(client, "wait_for_answers", {})
+    for result in refused:
+        assert result.is_error
+        text = plain(result)
+        assert text.startswith("Nothing was asked"), text
+        assert "--session" in text and "`pi-agent-ask desk`" in text
+    [item] = waited.structured_content["results"]
+    assert item["requestId"] == asked.structured_content["requestId"]
+    log = (home.root / "server.log").read_text()
+    assert "pi-agent-ask: a question was refused" in log and "--session" in log

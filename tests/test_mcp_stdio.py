@@ -7,6 +7,7 @@ session file, the default key and the hook socket are the real ones.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import tempfile
@@ -266,6 +267,39 @@ async def test_explicit_desk_without_a_token_is_refused(home: Home) -> None:
     assert done.stdout == b""
 
 
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--key", ""], "The agent key is empty."),
+        (["--key", "x" * 201], "The agent key is longer than 200 characters."),
+        (["--key", "two\nlines"], "The agent key contains control or invisible characters."),
+        (["--progress-interval", "nan"], "--progress-interval must be a positive number"),
+        (["--desk", "Off"], "a desk URL must start with http:// or https://, not 'Off'"),
+        (["--desk", "localhost:8080"], "a desk URL must start with http:// or https://"),
+        (["--desk", "http://a.test/mcp,http://b.test/mcp"], "PI_AGENT_ASK_TOKEN"),
+    ],
+)
+async def test_options_a_server_could_not_serve_with_are_refused_at_start(
+    home: Home, option: list[str], said: str
+) -> None:
+    """A key a desk refuses (it fails every call once a desk runs, naming a header the person
+    never set), a progress interval that is no positive number (every waiting call an
+    internal error) and a --desk that is no URL (every call "the desk did not answer") are
+    usage errors at start, before anything is read from the client."""
+    done = await trio.run_process(
+        [sys.executable, "-m", "pi_agent_ask", "mcp", *option],
+        stdin=b"",
+        capture_stdout=True,
+        capture_stderr=True,
+        env=home.env(),
+        cwd=home.work,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert said in done.stderr.decode()
+    assert done.stdout == b""
+
+
 async def test_desk_auto_forwards_to_a_running_desk_with_the_default_key(home: Home) -> None:
     from pi_agent_ask.desk.testing import answer_displayed, open_desk
 
@@ -332,6 +366,73 @@ async def test_a_desk_started_after_the_server_gets_its_kept_forms_and_waits(hom
     [item] = result.structured_content["results"]
     assert item["requestId"] == request_id
     assert item["result"]["answers"]["db"]["values"] == ["pg"]
+
+
+async def test_a_desk_that_stops_hands_its_forms_to_the_client_at_once(home: Home) -> None:
+    """A client that shows forms itself, its question on a desk that then stops: the form
+    comes to the client as soon as the server is back on its own runtime, without waiting for
+    the agent's next call (an agent that ended its turn makes none)."""
+    from pi_agent_ask.desk.testing import open_desk
+
+    desk_file = home.root / "no-desk.json"
+    shown = trio.Event()
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        shown.set()
+        return accept({"db": "pg"})
+
+    with trio.fail_after(90):
+        async with server(home, elicit=elicit, name="idle") as client:
+            async with open_desk(home.root / "d", state_dir=home.state, desk_file=desk_file):
+                # The server notices the desk (the connection file) and forwards to it.
+                await call(client, "ask_user", {**ASK, "background": True})
+                assert not shown.is_set()
+            await shown.wait()  # no call of the agent meanwhile
+            waited = await call(client, "wait_for_answers", {})
+    [item] = waited.structured_content["results"]
+    assert item["result"]["answers"]["db"]["values"] == ["pg"]
+
+
+async def test_progress_of_a_wait_that_moves_to_a_desk_keeps_increasing(home: Home) -> None:
+    """MCP requires each progress value of a request to be larger than the one before: a
+    ``wait_for_answers`` that goes on on a desk started meanwhile does not count again from
+    the start."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    desk_file = home.root / "no-desk.json"
+    progress: list[float] = []
+    ticks = trio.Condition()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        async with ticks:
+            progress.append(value)
+            ticks.notify_all()
+
+    async def ticked(count: int) -> None:
+        async with ticks:
+            while len(progress) < count:
+                await ticks.wait()
+
+    with trio.fail_after(90):
+        async with server(home, "--progress-interval", "0.2", name="counting") as client:
+            await call(client, "ask_user", {**ASK, "background": True})
+            async with trio.open_nursery() as nursery:
+                done = trio.Event()
+
+                async def wait() -> None:
+                    await call(client, "wait_for_answers", {}, progress_callback=on_progress)
+                    done.set()
+
+                nursery.start_soon(wait)
+                await ticked(3)  # counted by the server itself
+                async with open_desk(
+                    home.root / "d", state_dir=home.state, desk_file=desk_file
+                ) as desk:
+                    before = len(progress)
+                    await ticked(before + 3)  # counted while the wait is on the desk
+                    await answer_displayed(desk)
+                    await done.wait()
+    assert all(a < b for a, b in itertools.pairwise(progress)), progress
 
 
 async def test_a_killed_desk_is_a_plain_sentence_and_its_forms_wait_for_the_next(
@@ -573,6 +674,269 @@ async def test_every_message_the_sdk_cannot_read_is_answered(home: Home) -> None
     assert "is nested deeper than 64 levels" in errors[2]["message"]
     assert errors[4]["code"] == -32600 and "JSON-RPC 2.0" in errors[4]["message"]
     assert (home.root / "server.log").read_text() == ""
+
+
+async def raw_exchange(
+    home: Home, lines: list[str], answers: int, env: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Send ``lines`` (UTF-8) to ``pi-agent-ask mcp --desk off`` and read ``answers`` lines
+    back (``env``: added to the home's environment)."""
+    with trio.fail_after(60), (home.root / "server.log").open("w") as log:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", "off"],
+            stdin=-1,
+            stdout=-1,
+            stderr=log,
+            env={**home.env(), **(env or {})},
+            cwd=home.work,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
+        received = b""
+        while received.count(b"\n") < answers:
+            chunk = await process.stdout.receive_some(65536)
+            assert chunk, received
+            received += chunk
+        await process.stdin.aclose()
+        assert await process.wait() == 0
+    return [json.loads(line) for line in received.splitlines()]
+
+
+async def test_requests_the_sdk_refuses_say_what_is_wrong(home: Home) -> None:
+    """The SDK answers params that do not fit the protocol, and any request before
+    ``initialize``, with a bare ``Invalid request parameters``; the client is told where and
+    why instead, and the server goes on."""
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    request = '{"jsonrpc": "2.0", "id": %d, "method": "%s", "params": %s}'
+    lines = [
+        request % (1, "tools/list", "{}"),
+        request % (2, "initialize", json.dumps(hello)),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        request % (3, "tools/call", '{"name": "ask_user", "arguments": [1, 2]}'),
+        request % (4, "tools/call", '{"arguments": {}}'),
+        request % (5, "tools/call", '{"name": 5}'),
+        request % (6, "ping", "{}"),
+    ]
+    answers = {answer["id"]: answer for answer in await raw_exchange(home, lines, 6)}
+    assert answers[2]["result"]["serverInfo"]["name"] == "pi-agent-ask"
+    assert answers[6]["result"] == {}
+    early = answers[1]["error"]
+    assert early["code"] == -32602
+    assert "initialize" in early["message"], early
+    wrong = {n: answers[n]["error"] for n in (3, 4, 5)}
+    assert {error["code"] for error in wrong.values()} == {-32602}
+    assert "params.arguments: Input should be a valid object" in wrong[3]["message"]
+    assert "params.name: Field required" in wrong[4]["message"]
+    assert "params.name: Input should be a valid string" in wrong[5]["message"]
+    assert wrong[3]["data"] == {
+        "issues": [{"path": "params.arguments", "message": "Input should be a valid object"}]
+    }
+    assert (home.root / "server.log").read_text() == ""
+
+
+async def test_standard_input_is_read_as_utf_8_whatever_the_locale(home: Home) -> None:
+    """MCP's stdio messages are UTF-8; a server started in a locale that is not (here the
+    plain C locale, with Python's switch to UTF-8 turned off) reads them as UTF-8 all the
+    same, and answers in UTF-8."""
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    ask = {**ASK, "questions": [{**ASK["questions"][0], "prompt": "Café 日本?"}]}
+    call = {"name": "ask_user", "arguments": ask}
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}, ensure_ascii=False
+        ),
+    ]
+    legacy = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    answers = await raw_exchange(home, lines, 2, env=legacy)
+    result = answers[1]["result"]
+    assert not result["isError"], result
+    assert "Café 日本?" in result["content"][0]["text"]
+
+
+async def test_a_client_of_the_2025_06_18_protocol_gets_forms_it_can_show(home: Home) -> None:
+    """Elicitation came with protocol 2025-06-18, whose form fields are strings, numbers,
+    booleans and string enums (``enum`` with ``enumNames``); titled choices (``oneOf``) and
+    multi-select arrays came later. A client that negotiated 2025-06-18 gets each choice of a
+    single-select question as an enum and each option of a multi-select one as a boolean,
+    and its answer is the person's answer."""
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "older", "version": "1"},
+    }
+    ask = {
+        "questions": [
+            ASK["questions"][0],
+            {
+                "id": "langs",
+                "prompt": "Which languages?",
+                "type": "multi",
+                "options": [
+                    {"label": "Python", "value": "py", "recommended": True},
+                    {"label": "Rust", "value": "rs"},
+                    {"label": "Go", "value": "go"},
+                ],
+            },
+        ]
+    }
+    with trio.fail_after(60), (home.root / "server.log").open("w") as log:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", "off"],
+            stdin=-1,
+            stdout=-1,
+            stderr=log,
+            env=home.env(),
+            cwd=home.work,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        buffer = [b""]
+
+        async def send(message: dict[str, Any]) -> None:
+            assert process.stdin is not None
+            await process.stdin.send_all(json.dumps(message).encode() + b"\n")
+
+        async def receive() -> dict[str, Any]:
+            assert process.stdout is not None
+            while b"\n" not in buffer[0]:
+                chunk = await process.stdout.receive_some(65536)
+                assert chunk, buffer[0]
+                buffer[0] += chunk
+            line, buffer[0] = buffer[0].split(b"\n", 1)
+            received: dict[str, Any] = json.loads(line)
+            return received
+
+        await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+        assert (await receive())["result"]["protocolVersion"] == "2025-06-18"
+        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "ask_user", "arguments": ask}
+        await send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+        request = await receive()
+        assert request["method"] == "elicitation/create"
+        properties = request["params"]["requestedSchema"]["properties"]
+        content = {"db": "lite", "langs.1": True, "langs.2": False, "langs.3": True}
+        await send(
+            {
+                "jsonrpc": "2.0",
+                "id": request["id"],
+                "result": {"action": "accept", "content": content},
+            }
+        )
+        result = (await receive())["result"]
+        await process.stdin.aclose()
+        assert await process.wait() == 0
+    assert properties["db"] == {
+        "type": "string",
+        "title": "Q1",
+        "description": "Which database?",
+        "enum": ["pg", "lite"],
+        "enumNames": ["Postgres", "SQLite"],
+    }
+    assert properties["langs.1"] == {
+        "type": "boolean",
+        "title": "Q2: Python (recommended)",
+        "description": "Which languages?",
+    }
+    assert properties["langs.3"] == {"type": "boolean", "title": "Q2: Go"}
+    assert "langs" not in properties
+    for field in properties.values():
+        assert field["type"] in ("string", "number", "integer", "boolean"), field
+        assert "oneOf" not in field, field
+    answers = result["structuredContent"]["answers"]
+    assert answers["db"]["values"] == ["lite"]
+    assert answers["langs"]["values"] == ["py", "go"]
+
+
+async def test_a_request_whose_id_is_no_string_or_integer_is_answered(home: Home) -> None:
+    """The SDK reads ``{"id": null, "method": "ping"}`` (or an id that is a number with a
+    fraction, a boolean, an object) as a notification and drops it: its client would wait
+    forever. It gets ``-32600`` with ``id`` null instead (MCP: an id is a string or an
+    integer, never null); real notifications still get nothing."""
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        '{"jsonrpc": "2.0", "id": null, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": true, "method": "tools/list"}',
+        '{"jsonrpc": "2.0", "id": {"n": 1}, "method": "ping"}',
+        '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}',
+        '{"jsonrpc": "2.0", "id": 2, "method": "ping"}',
+    ]
+    answers = await raw_exchange(home, lines, 6)
+    assert answers[0]["id"] == 0 and answers[-1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    refused = answers[1:-1]
+    assert [answer["id"] for answer in refused] == [None] * 4
+    for answer in refused:
+        assert answer["error"]["code"] == -32600
+        assert "id" in answer["error"]["message"], answer
+
+
+async def test_a_client_killed_during_a_call_ends_the_server_quietly(home: Home) -> None:
+    """A client that dies while a call waits (its pipes close under the server, which still
+    answers the call "Connection closed") is an ordinary end: exit 0, nothing on standard
+    error but the server's own lines, and the question kept for a desk."""
+    import subprocess
+
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "doomed", "version": "1"},
+        },
+    }
+    call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": %s}'
+    lines = [
+        json.dumps(initialize),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        call % (1, json.dumps({"name": "ask_user", "arguments": {**ASK, "background": True}})),
+        call % (2, '{"name": "wait_for_answers", "arguments": {}}'),
+    ]
+    with trio.fail_after(90):
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=home.env(),
+            cwd=home.work,
+        )
+        assert process.stdin and process.stdout and process.stderr
+        await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
+        received = b""
+        while received.count(b"\n") < 2:  # initialize and the receipt; the wait goes on
+            chunk = await process.stdout.receive_some(65536)
+            assert chunk, received
+            received += chunk
+        await process.stdout.aclose()
+        await process.stdin.aclose()
+        said = b""
+        while chunk := await process.stderr.receive_some(65536):
+            said += chunk
+        assert await process.wait() == 0, said.decode()
+        for line in said.decode().splitlines():
+            assert line.startswith("pi-agent-ask: "), said.decode()
+        async with open_desk(home.root / "d", state_dir=home.state) as desk:
+            shown = await answer_displayed(desk)
+    assert shown.key == f"doomed@{home.work}"
 
 
 async def test_a_second_server_of_one_key_keeps_no_question_it_cannot_keep(home: Home) -> None:

@@ -93,6 +93,81 @@ async def test_a_revoked_token_is_refused(
             assert "revoked" in response.json()["error"]
 
 
+async def test_requests_the_sdk_cannot_read_or_refuses_are_answered_in_words(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    """On the team desk and through ``pi-agent-ask mcp --desk URL``, as on a local desk: a
+    line that is not JSON gets a parse error (no client waits forever), and params the SDK
+    refuses are described."""
+    import json
+    import os
+    import subprocess
+
+    import httpx2
+
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    version = "2025-11-25"
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "ask_user", "arguments": ["not", "an", "object"]},
+    }
+    described = "Invalid request parameters: params.arguments: Input should be a valid object"
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk:
+            headers = {
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {token}",
+            }
+            async with httpx2.AsyncClient(headers=headers) as http:
+                opened = await http.post(desk.url, json=initialize)
+                session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+                session["mcp-protocol-version"] = version
+                await http.post(desk.url, json=initialized, headers=session)
+                refused = await http.post(desk.url, json=call, headers=session)
+            [data] = [line for line in refused.text.splitlines() if line.startswith("data: ")]
+            assert json.loads(data.removeprefix("data: "))["error"]["message"] == described
+
+            ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+            lines = [initialize, initialized, "not JSON", call, ping]
+            sent = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", desk.url],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={**os.environ, "PI_AGENT_ASK_TOKEN": token},
+            )
+            assert process.stdin is not None and process.stdout is not None
+            await process.stdin.send_all(sent.encode())
+            received = b""
+            while received.count(b"\n") < 4:
+                chunk = await process.stdout.receive_some(65536)
+                assert chunk, received
+                received += chunk
+            await process.stdin.aclose()
+            assert await process.wait() == 0
+    answers = [json.loads(line) for line in received.splitlines()]
+    hello, parse, refusal, pong = answers
+    assert hello["result"]["serverInfo"]["version"]
+    assert parse["id"] is None and parse["error"]["code"] == -32700
+    assert refusal["id"] == 2 and refusal["error"]["message"] == described
+    assert pong == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
 CLAIMER = """
 import sys, trio
 from pi_agent_ask.store.board import TeamBoard

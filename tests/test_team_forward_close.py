@@ -57,3 +57,59 @@ async def test_a_session_on_a_team_desk_that_stopped_is_dropped_without_a_word(
             # The desk has stopped: the forwarder's next call finds its session broken.
             upstream.broken(generation)
     assert [r.getMessage() for r in client_log if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_team_agent_killed_during_a_call_ends_its_server_quietly(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    """The client dies while its wait runs on the desk: its pipes close under the server,
+    which ends as when standard input closes (exit 0, no traceback)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "doomed", "version": "1"},
+        },
+    }
+    call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": %s}'
+    lines = [
+        json.dumps(initialize),
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        call % (1, json.dumps({"name": "ask_user", "arguments": ask("Deploy", background=True)})),
+        call % (2, '{"name": "wait_for_answers", "arguments": {}}'),
+    ]
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk:
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", desk.url],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**os.environ, "PI_AGENT_ASK_TOKEN": token},
+            )
+            assert process.stdin and process.stdout and process.stderr
+            await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
+            received = b""
+            while received.count(b"\n") < 2:  # initialize and the receipt; the wait goes on
+                chunk = await process.stdout.receive_some(65536)
+                assert chunk, received
+                received += chunk
+            await desk.board.wait_for(lambda forms: len(forms) == 1)
+            await process.stdout.aclose()
+            await process.stdin.aclose()
+            said = b""
+            while chunk := await process.stderr.receive_some(65536):
+                said += chunk
+            assert await process.wait() == 0, said.decode()
+    assert said == b""

@@ -45,6 +45,7 @@ from pi_agent_ask.mcp_common.asgi import (
 )
 from pi_agent_ask.mcp_common.connection import SERVICE, STATUS_PATH, key_from_headers
 from pi_agent_ask.mcp_common.journals import InvalidKey
+from pi_agent_ask.mcp_common.params import describing
 
 __all__ = [
     "MCP_PATH",
@@ -291,13 +292,15 @@ def mcp_server(registry: AgentRegistry, *, version: str = "") -> Server[Any]:
         )
         return await unless_gone(ctx, call)
 
-    return Server(
-        "pi-agent-ask-desk",
-        version=version,
-        instructions=(
-            "pi-agent-ask desk: ask the user structured questions with ask_user; background "
-            "answers arrive through wait_for_answers and with the next tool result."
-        ),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+    return describing(
+        Server(
+            "pi-agent-ask-desk",
+            version=version,
+            instructions=(
+                "pi-agent-ask desk: ask the user structured questions with ask_user; background "
+                "answers arrive through wait_for_answers and with the next tool result."
+            ),
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
     )

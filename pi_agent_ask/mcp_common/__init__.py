@@ -5,6 +5,7 @@ two import in one direction only (neither imports the other):
 - ``answers.py``: background answers as MCP clients see them (no SDK import);
 - ``connection.py``: the desk's connection file, its agent-key header, and finding a running
   desk through them;
+- ``params.py``: the SDK's bare refusals of a request's params, described;
 - ``asgi.py``: the ASGI pieces both desks' HTTP sides share (headers, JSON responses, a
   client gone in the middle of a call).
 

@@ -54,13 +54,32 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
 
     from pi_agent_ask.mcp_server.stdio import DeskUnavailable, serve
 
-    if args.progress_interval <= 0:
-        stderr.write("pi-agent-ask mcp: --progress-interval must be positive\n")
+    if not args.progress_interval > 0:  # also NaN, which compares false with everything
+        stderr.write("pi-agent-ask mcp: --progress-interval must be a positive number\n")
         return EXIT_USAGE
-    from pi_agent_ask.store.command import team_desk_urls
+    if args.key is not None:
+        from pi_agent_ask.mcp_common.journals import InvalidKey, check_key
+
+        try:
+            check_key(args.key)
+        except InvalidKey as error:
+            # A key a desk would refuse on every call: say so now, not at the first call.
+            stderr.write(f"pi-agent-ask mcp: --key {args.key!r}: {error}\n")
+            return EXIT_USAGE
+    from pi_agent_ask.store.command import TOKEN_ENV, team_desk_urls
 
     try:
         team = team_desk_urls(args.desk, os.environ)
+        if team is None and args.desk not in ("auto", "off"):
+            from pi_agent_ask.store.forward import parse_desk_urls
+
+            # Checked now: a --desk that is no URL ("Off", "localhost:8080") would make every
+            # call say that the desk did not answer.
+            if len(parse_desk_urls(args.desk)) > 1:
+                raise ValueError(
+                    f"several desk URLs are the desks of a team store: set {TOKEN_ENV} to the "
+                    "agent's token (docs/team.md)"
+                )
     except ValueError as error:
         stderr.write(f"pi-agent-ask mcp: {error}\n")
         return EXIT_USAGE

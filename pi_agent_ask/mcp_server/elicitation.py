@@ -11,6 +11,14 @@ The mapping (a pure core, no I/O):
   ``<id>.note`` (a string: a note on the answer); nothing is required, so a question can be
   left unanswered.
 
+Titled choices and arrays came to elicitation schemas with protocol 2025-11-25. A client that
+negotiated an earlier version (2025-06-18 brought elicitation, with string, number, boolean
+and string-enum fields only) gets the **plain** mapping instead (``plain=True``): a
+single-select question is a string with ``enum`` (the values) and ``enumNames`` (the titles),
+and each option of a multi-select question is a boolean ``<id>.<n>`` (its 1-based position)
+titled with the question's label and the option's title (the first one also carries the
+question's description).
+
 What elicitation cannot carry (``docs/mcp.md``): per-option notes, images and pasted
 attachments, the ``skipped`` mark, option descriptions as separate text (they go into the
 property description), the form's tabs and review screen, and drafts (an elicitation is
@@ -48,7 +56,16 @@ NOTE_SUFFIX = ".note"
 MAX_ATTEMPTS = 3
 """Elicitations per form before an answer the form keeps refusing dismisses it."""
 
+TITLED_CHOICES_SINCE = "2025-11-25"
+"""The protocol version that brought titled choices and multi-select arrays to elicitation."""
+
 Elicit = Callable[[str, dict[str, Any]], Awaitable[types.ElicitResult]]
+
+
+def plain_for(protocol_version: str) -> bool:
+    """Whether a client on ``protocol_version`` gets the plain mapping (module docstring);
+    versions are dates, so they compare as text."""
+    return protocol_version < TITLED_CHOICES_SINCE
 
 
 def _log_failure(message: str) -> None:
@@ -69,12 +86,31 @@ def _describe(question: Any) -> str:
     return "\n".join(parts)
 
 
-def elicitation_schema(params: AskParams, presented: tuple[str, ...]) -> dict[str, Any]:
-    """The ``requestedSchema`` of one form (``presented``: each question's presented type)."""
+def elicitation_schema(
+    params: AskParams, presented: tuple[str, ...], *, plain: bool = False
+) -> dict[str, Any]:
+    """The ``requestedSchema`` of one form (``presented``: each question's presented type;
+    ``plain``: the mapping for a client before titled choices, module docstring)."""
     properties: dict[str, Any] = {}
     for question, kind in zip(params.questions, presented, strict=True):
         choices = [{"const": o.value, "title": _option_title(o)} for o in question.options]
-        if kind == "multi":
+        if plain and kind == "multi":
+            for number, option in enumerate(question.options, start=1):
+                properties[f"{question.id}.{number}"] = {
+                    "type": "boolean",
+                    "title": f"{question.label}: {_option_title(option)}",
+                }
+            # The question itself, said once, on its first option.
+            properties[f"{question.id}.1"]["description"] = _describe(question)
+        elif plain:
+            properties[question.id] = {
+                "type": "string",
+                "title": question.label,
+                "description": _describe(question),
+                "enum": [o.value for o in question.options],
+                "enumNames": [_option_title(o) for o in question.options],
+            }
+        elif kind == "multi":
             properties[question.id] = {
                 "type": "array",
                 "title": question.label,
@@ -113,9 +149,14 @@ def elicitation_message(params: AskParams, problem: str | None = None) -> str:
 
 
 def response_from_elicitation(
-    params: AskParams, presented: tuple[str, ...], result: types.ElicitResult
+    params: AskParams,
+    presented: tuple[str, ...],
+    result: types.ElicitResult,
+    *,
+    plain: bool = False,
 ) -> dict[str, Any]:
-    """The remote response (``submit`` event shape) of an elicitation result.
+    """The remote response (``submit`` event shape) of an elicitation result (``plain``: of
+    the schema :func:`elicitation_schema` made with it).
 
     Values of the wrong type are passed on as they are: the form's own validation refuses them
     (``answers_from_remote``), exactly as for any remote answer."""
@@ -126,6 +167,13 @@ def response_from_elicitation(
     for question, kind in zip(params.questions, presented, strict=True):
         entry: dict[str, Any] = {}
         chosen = content.get(question.id)
+        if plain and kind == "multi":
+            ticked = [
+                content.get(f"{question.id}.{n}") for n in range(1, len(question.options) + 1)
+            ]
+            chosen = [
+                o.value for o, tick in zip(question.options, ticked, strict=True) if tick is True
+            ]
         if chosen not in (None, "", []):
             entry["values"] = _once(chosen) if kind == "multi" else [chosen]
         custom = content.get(question.id + CUSTOM_SUFFIX)
@@ -163,6 +211,8 @@ class ElicitationSurface:
     is neither cancelled nor answered: it stays pending, and the server decides where forms
     go now (``router.py``: kept for a desk)."""
     _elicit: Elicit | None = None
+    _plain: bool = False
+    """The client gets the plain mapping (``serve``)."""
     _nursery: trio.Nursery | None = None
     _open: set[str] = attrs.field(factory=set)
     """The forms whose elicitation is open now."""
@@ -187,11 +237,17 @@ class ElicitationSurface:
         return len(self._open)
 
     async def serve(
-        self, elicit: Elicit, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        self,
+        elicit: Elicit,
+        protocol_version: str = TITLED_CHOICES_SINCE,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Show the forms through ``elicit`` until :meth:`finish`; then wait for every form
-        the client shows still to end (answered, dismissed, or the client gone), so an answer
-        the person gives there is never dropped."""
+        """Show the forms through ``elicit`` (to a client of ``protocol_version``) until
+        :meth:`finish`; then wait for every form the client shows still to end (answered,
+        dismissed, or the client gone), so an answer the person gives there is never
+        dropped."""
+        self._plain = plain_for(protocol_version)
         served = self._served = trio.Event()
         try:
             async with trio.open_nursery() as nursery:
@@ -282,7 +338,7 @@ class ElicitationSurface:
         presented = tuple(state.types)
         problem: str | None = None
         for _attempt in range(MAX_ATTEMPTS):
-            schema = elicitation_schema(state.params, presented)
+            schema = elicitation_schema(state.params, presented, plain=self._plain)
             try:
                 result = await self._elicit(elicitation_message(state.params, problem), schema)
             except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
@@ -294,7 +350,7 @@ class ElicitationSurface:
             except Exception as error:  # a malformed reply: the client cannot ask here
                 self.on_failure(f"{type(error).__name__}: {error}")
                 return False
-            response = response_from_elicitation(state.params, presented, result)
+            response = response_from_elicitation(state.params, presented, result, plain=self._plain)
             replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
             try:
                 await commands.send(RemoteResponse(response, replies))

@@ -26,7 +26,9 @@ transport's exception text.
 Local, without the client's form elicitation, nothing can show a form, so the forms are
 **kept** for a desk: ``ask_user`` queues the form and says so (start ``pi-agent-ask desk``),
 also on standard error, and ``wait_for_answers`` waits until a desk shows them. With
-``--desk off`` (no desk will ever come) the contract's non-TUI fallback applies instead.
+``--desk off`` (no desk will ever come) the contract's non-TUI fallback applies instead. A
+journal no desk would see (``--session``, or one held in memory because another server of the
+key has the file) keeps no such question: ``ask_user`` is refused, saying what helps.
 """
 
 from __future__ import annotations
@@ -97,6 +99,17 @@ SHARED_LOG = (
     "pi-agent-ask: a question was refused: no desk is running, the client cannot show forms, "
     "and another server of the key {key!r} holds its journal; run `pi-agent-ask desk` in a "
     "terminal, or give this server its own --key"
+)
+UNSEEN_TEXT = (
+    "Nothing was asked: no pi-agent-ask desk is running, this MCP client cannot show forms, "
+    "and a desk does not see the questions kept in this server's --session file. The user "
+    "runs `pi-agent-ask desk` in a terminal (then ask again: the question goes there), or "
+    "runs this server without --session."
+)
+UNSEEN_LOG = (
+    "pi-agent-ask: a question was refused: no desk is running, the client cannot show forms, "
+    "and a desk does not see this server's --session file; run `pi-agent-ask desk` in a "
+    "terminal, or run this server without --session"
 )
 DESK_STOPPED_TEXT = (
     "The pi-agent-ask desk did not answer this call (it stopped, or is not running). Nothing "
@@ -243,9 +256,12 @@ class Router:
         from pi_agent_ask.mcp_common.tools import error_result
 
         self._session = ctx.session
-        report = _reporter(ctx)
+        progress = _progress(ctx)
+        report = None if progress is None else progress.report
         while True:
             side = await self._current()
+            if progress is not None:
+                progress.next_side()
             gone: DeskGone | None = None
             with trio.CancelScope() as scope:
                 side.calls.add(scope)
@@ -300,6 +316,13 @@ class Router:
 
             self.log(SHARED_LOG.format(key=self.key))
             return error_result(SHARED_TEXT.format(key=self.key))
+        if name == tool_names.ASK_USER and self.session_given:
+            # Kept in the --session file, a question would wait for a desk that never looks
+            # there (the desk keeps its own journals): refused, as for a journal in memory.
+            from pi_agent_ask.mcp_common.tools import error_result
+
+            self.log(UNSEEN_LOG)
+            return error_result(UNSEEN_TEXT)
         if name == tool_names.ASK_USER and isinstance(arguments, Mapping):
             given = arguments.get("background", False)
             if isinstance(given, bool):
@@ -339,7 +362,7 @@ class Router:
             result: types.ElicitResult = await session.elicit_form(message, schema)
             return result
 
-        side.local.nursery.start_soon(surface.serve, elicit)
+        side.local.nursery.start_soon(surface.serve, elicit, session.protocol_version)
 
     # -- choosing the side ---------------------------------------------------------------------
 
@@ -420,6 +443,9 @@ class Router:
                 side.local = await self._nursery.start(self._hold_local, side)
             except (SessionFileError, OSError) as error:
                 raise self._journal_refused(error) from error
+            # Show the forms in the client now (once a call told its session), not at the
+            # agent's next call: after a desk stops, an idle agent makes none.
+            self._attach(side)
             return side
         side = _Side(address=address)
         side.upstream = DeskUpstream(
@@ -550,12 +576,26 @@ def _gone_text(gone: DeskGone) -> str:
     return str(gone) if gone.refused else DESK_STOPPED_TEXT
 
 
-def _reporter(ctx: Any) -> ReportProgress | None:
+@attrs.define(eq=False)
+class _Progress:
+    """The progress of one call, which may wait on several sides in turn: each side counts
+    its seconds from zero, and MCP requires every value of a request to be larger than the
+    one before, so a side's count goes on from what the earlier sides sent."""
+
+    session: Any
+    sent: float = 0.0
+    base: float = 0.0
+
+    def next_side(self) -> None:
+        self.base = self.sent
+
+    async def report(self, progress: float, total: float | None, message: str | None) -> None:
+        self.sent = self.base + progress
+        await self.session.report_progress(self.sent, total, message)
+
+
+def _progress(ctx: Any) -> _Progress | None:
     meta = ctx.meta or {}
     if meta.get("progress_token", meta.get("progressToken")) is None:
         return None
-
-    async def report(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.report_progress(progress, total, message)
-
-    return report
+    return _Progress(ctx.session)

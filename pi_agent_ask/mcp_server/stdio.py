@@ -28,7 +28,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ import trio
 from mcp.server.lowlevel.server import Server
 
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, package_version
+from pi_agent_ask.mcp_common.params import describing
 
 if TYPE_CHECKING:
     from pi_agent_ask.actors.runtime import Mode
@@ -134,6 +135,17 @@ class ReplayedStdin:
             yield line
 
 
+def standard_input() -> Any:
+    """Standard input as the stdio transport reads it: UTF-8 as MCP says, whatever the
+    locale's encoding (``sys.stdin`` decodes with that); bytes that are not UTF-8 become lone
+    surrogates, which the boundary check refuses in words (``unreadable.py``). The file
+    descriptor stays open when this object goes."""
+    text = open(  # noqa: SIM115 - the stdio transport reads it until the client ends
+        sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False
+    )
+    return anyio.wrap_file(text)
+
+
 def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: trio.Nursery) -> Any:
     """The low-level MCP server over one agent's tools."""
     attached = False
@@ -149,7 +161,7 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
             result: types.ElicitResult = await session.elicit_form(message, schema)
             return result
 
-        nursery.start_soon(surface.serve, elicit)
+        nursery.start_soon(surface.serve, elicit, session.protocol_version)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         attach(ctx)
@@ -166,12 +178,14 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
 
         return await tools.call_tool(params.name, params.arguments, report_progress=report)
 
-    return Server(
-        SERVER_NAME,
-        version=package_version(),
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+    return describing(
+        Server(
+            SERVER_NAME,
+            version=package_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
     )
 
 
@@ -226,7 +240,7 @@ async def serve(
     desk_file = desk_file_path()
     token = _desk_token(desk, desk_file) if desk not in ("auto", "off") else None
     work_dir = cwd if cwd is not None else Path.cwd()
-    source = stdin if stdin is not None else anyio.wrap_file(sys.stdin)
+    source = stdin if stdin is not None else standard_input()
     first = await source.readline()
     if not first:
         return  # the client closed before saying anything
@@ -264,11 +278,24 @@ async def serve(
     async with trio.open_nursery() as nursery:
         await nursery.start(router.run)
         server = routed_server(router)
-        # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that concrete type.
-        async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
-            reads = AnsweredReads(read, write, replay.last_line)
-            await server.run(reads, write, server.create_initialization_options())
+        with until_the_client_is_gone():
+            # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that type.
+            async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
+                reads = AnsweredReads(read, write, replay.last_line)
+                await server.run(reads, write, server.create_initialization_options())
         nursery.cancel_scope.cancel()
+
+
+@contextlib.contextmanager
+def until_the_client_is_gone() -> Iterator[None]:
+    """Run the stdio server's block; a client that died (or closed its end of standard output)
+    with a call in flight ends it as closing standard input does. The SDK answers such a call
+    "Connection closed" as the input ends, and the write fails on the broken pipe: nothing can
+    reach that client any more, so there is nothing to report."""
+    try:
+        yield
+    except* (BrokenPipeError, ConnectionResetError):
+        pass
 
 
 def routed_server(router: Any) -> Any:
@@ -282,12 +309,14 @@ def routed_server(router: Any) -> Any:
         result: types.CallToolResult = await router.call_tool(ctx, params.name, params.arguments)
         return result
 
-    return Server(
-        SERVER_NAME,
-        version=package_version(),
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+    return describing(
+        Server(
+            SERVER_NAME,
+            version=package_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
     )
 
 

@@ -8,11 +8,14 @@ its answer. :class:`AnsweredReads` is the server's read stream with those lines 
 JSON-RPC error, ``-32700`` (parse error, ``id`` null) for a line that is not JSON, else
 ``-32600`` (invalid request) with the request's ``id`` and what is wrong with it, in the
 words of the boundary check every tool argument passes (``form/untrusted.py``). Notifications
-and responses get no answer, as JSON-RPC says.
+and responses get no answer, as JSON-RPC says. The SDK also reads a request whose ``id`` is no
+string or integer (``null``, ``1.5``, ``true``) as a notification and drops it; such a line
+gets ``-32600`` with ``id`` null (:func:`misread_reply`).
 
-Which line failed: the SDK's reader parses a line and hands the result on (a stream without a
-buffer) before it asks for the next one, so the line the server's standard input handed out
-last (:class:`~pi_agent_ask.mcp_server.stdio.ReplayedStdin`) is the one an exception is about.
+Which line failed (or was misread): the SDK's reader parses a line and hands the result on (a
+stream without a buffer) before it asks for the next one, so the line the server's standard
+input handed out last (:class:`~pi_agent_ask.mcp_server.stdio.ReplayedStdin`) is the one an
+exception (or a notification) is about.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import attrs
 import mcp.types as types
 from mcp.shared.message import SessionMessage
 
-__all__ = ["AnsweredReads", "unreadable_reply"]
+__all__ = ["AnsweredReads", "misread_reply", "unreadable_reply"]
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -35,6 +38,10 @@ NOT_A_REQUEST = (
     'Invalid Request: not a JSON-RPC 2.0 request ({"jsonrpc": "2.0", "id", "method", "params"})'
 )
 BATCH = "Invalid Request: a batch (a JSON array); send one JSON-RPC 2.0 message per line"
+BAD_ID = (
+    "Invalid Request: the id of a request is a string or an integer (MCP: never null); a "
+    "message without an id is a notification and gets no answer"
+)
 
 
 def _error(request_id: str | int | None, code: int, message: str) -> types.JSONRPCError:
@@ -69,6 +76,19 @@ def unreadable_reply(line: str) -> types.JSONRPCError | None:
     return _error(request_id, INVALID_REQUEST, f"Invalid Request: {refusal.describe()}")
 
 
+def misread_reply(line: str) -> types.JSONRPCError | None:
+    """The answer to a line the SDK read as a notification: ``None`` for a notification; a
+    request whose ``id`` is no string or integer (``null``, ``1.5``, ``true``), which the SDK
+    takes for a notification and drops, gets ``-32600`` (``id`` null, as it cannot be used)."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None  # the SDK read it: not a line of this kind
+    if isinstance(message, dict) and "id" in message:
+        return _error(None, INVALID_REQUEST, BAD_ID)
+    return None
+
+
 @attrs.define(eq=False)
 class AnsweredReads:
     """The server's read stream (``inner``, from the SDK's ``stdio_server``) with each line it
@@ -87,9 +107,14 @@ class AnsweredReads:
     async def receive(self) -> Any:
         while True:
             item = await self.inner.receive()
-            if not isinstance(item, Exception):
+            if isinstance(item, Exception):
+                reply = unreadable_reply(self.last_line())
+            elif isinstance(item.message, types.JSONRPCNotification):
+                reply = misread_reply(self.last_line())
+                if reply is None:
+                    return item
+            else:
                 return item
-            reply = unreadable_reply(self.last_line())
             if reply is not None:
                 await self.write.send(SessionMessage(reply))
 

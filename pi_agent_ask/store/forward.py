@@ -26,7 +26,10 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
+from pi_agent_ask.mcp_common import package_version
+from pi_agent_ask.mcp_common.params import describing
 from pi_agent_ask.mcp_server.forward import BROKEN_CODES, Held, hold_desk_session
+from pi_agent_ask.mcp_server.stdio import INSTRUCTIONS, SERVER_NAME
 from pi_agent_ask.store.agent import CALL_KEY_META
 
 __all__ = ["RETRY_FOR", "FailoverUpstream", "parse_desk_urls", "serve_stdio_via_team"]
@@ -201,19 +204,39 @@ def failover_server(upstream: FailoverUpstream) -> Server[Any]:
             assert isinstance(result, types.CallToolResult)
             return result
 
-    return Server("pi-agent-ask", on_list_tools=list_tools, on_call_tool=call_tool)
+    return describing(
+        Server(
+            SERVER_NAME,
+            version=package_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
+    )
 
 
 async def serve_stdio_via_team(
     urls: Sequence[str], token: str, *, stdin: Any = None, stdout: Any = None
 ) -> None:
-    """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers."""
+    """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers. A line
+    the SDK cannot read is answered as ``pi-agent-ask mcp`` answers it (``unreadable.py``)."""
     from mcp.server.stdio import stdio_server
 
+    from pi_agent_ask.mcp_server.stdio import (
+        ReplayedStdin,
+        standard_input,
+        until_the_client_is_gone,
+    )
+    from pi_agent_ask.mcp_server.unreadable import AnsweredReads
+
+    replay = ReplayedStdin(None, stdin if stdin is not None else standard_input())
     async with trio.open_nursery() as nursery:
         upstream = FailoverUpstream(urls=list(urls), token=token, nursery=nursery)
         server = failover_server(upstream)
-        async with stdio_server(stdin, stdout) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        with until_the_client_is_gone():
+            # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that type.
+            async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
+                reads = AnsweredReads(read, write, replay.last_line)
+                await server.run(reads, write, server.create_initialization_options())
         await upstream.close()
         nursery.cancel_scope.cancel()

@@ -29,6 +29,7 @@ from pi_agent_ask.mcp_common.asgi import (
     unless_gone,
 )
 from pi_agent_ask.mcp_common.connection import STATUS_PATH
+from pi_agent_ask.mcp_common.params import describing
 from pi_agent_ask.store.agent import StoreAgentTools, call_key_of
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
@@ -109,12 +110,14 @@ def team_mcp_server(
         )
         return await unless_gone(ctx, call)
 
-    return Server(
-        "pi-agent-ask-desk",
-        instructions=(
-            "pi-agent-ask team desk: ask the user structured questions with ask_user; "
-            "background answers arrive through wait_for_answers and with the next tool result."
-        ),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+    return describing(
+        Server(
+            "pi-agent-ask-desk",
+            instructions=(
+                "pi-agent-ask team desk: ask the user structured questions with ask_user; "
+                "background answers arrive through wait_for_answers and with the next tool result."
+            ),
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
     )
