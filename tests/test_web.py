@@ -643,6 +643,13 @@ async def test_bad_requests_get_a_sentence_and_leave_the_form_answerable(tmp_pat
                         refused = await post(path, {"form": form_id, "drafts": [draft]})
                         assert refused.status_code == 400, (path, draft, refused.text)
                         assert "drafts[0]" in refused.json()["error"], refused.text
+                # JSON nested deeper than the parser goes is not JSON the desk reads: a
+                # sentence, not the server's error page.
+                deep = b'{"form": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+                for path in ("/api/draft", "/api/submit", "/api/cancel", "/api/later"):
+                    refused = await http.post(base + path, content=deep, headers=headers)
+                    assert refused.status_code == 400, (path, refused.text[:200])
+                    assert "JSON" in refused.json()["error"], refused.text
                 # A wrong method or an unknown path of the API is a JSON sentence too.
                 wrong = await http.get(base + "/api/draft", headers=headers)
                 assert wrong.status_code == 405 and "POST" in wrong.json()["error"]

@@ -319,7 +319,8 @@ class WebDesk:
             return _error(413, "The request is too large.")
         try:
             data = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
+            # RecursionError: nested deeper than the parser goes, which no page sends.
             return _error(400, "The request body is not JSON.")
         if not isinstance(data, dict):
             return _error(400, "The request body must be a JSON object.")
