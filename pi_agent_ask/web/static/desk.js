@@ -12,7 +12,8 @@
   const UNREACHABLE = "The desk could not be reached (the network or the desk is down): " +
     "nothing was sent. What you entered is still here; try again.";
   let saveTimer = null;
-  let leaving = null; // the id of a form this page itself just sent away
+  // The id of a form this page itself just sent away, until another form is on the page.
+  let leaving = null;
   let sending = false; // a Submit is on its way: a second click waits for the first
   // The form this page's answer went to, and which showing of it (the live stream's
   // ``shown``): listed again under another showing, the answer was not recorded (writing the
@@ -266,6 +267,7 @@
     const hadFocus = slot.contains(document.activeElement);
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
+    if (formId() !== leaving) leaving = null;
     refreshQueue();
     if (hadFocus || document.activeElement === document.body) {
       const heading = slot.querySelector("h1");
@@ -428,8 +430,9 @@
     const ids = digest.forms.map(function (f) { return f.id; });
     const id = formId();
     if (id && ids.indexOf(id) < 0) {
+      // Until the next form is on the page (a load takes a while on a slow link, and the
+      // board may change again meanwhile), the form shown is still the one this page sent.
       if (leaving !== id) say(ELSEWHERE + notSent());
-      leaving = null;
       loadMain(null);
     } else if (!id && ids.length) {
       loadMain(null);
