@@ -5,6 +5,7 @@ desk (see ``tests/test_web_browser.py``, whose helpers these tests use)."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from tests.test_web_browser import (  # noqa: F401
     ask,
     browser,
     colour,
+    d_text,
     form_shown,
     opt,
     question,
@@ -95,3 +97,84 @@ async def test_the_page_that_sent_an_answer_never_says_it_was_answered_elsewhere
             waited = await alpha.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def note_box(driver: Any) -> Any:
+    return by_role(question(driver, "Colour"), "textbox", "Note")
+
+
+async def test_text_typed_across_a_desk_restart_is_saved_once_the_person_signs_in_again(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A desk restart signs everyone out. The page left open keeps what was typed while the
+    desk was down and after it came back; the person signs in again in another tab (a new
+    link) and comes back: the page takes the new session up, its live stream comes back, and
+    the text is saved and sent (it used to refuse every request for good: "reload the page",
+    which drops the text)."""
+    listen = f"127.0.0.1:{free_port()}"
+    with trio.fail_after(110):
+        async with (
+            open_desk(tmp_path, listen=listen) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+            await run(lambda: note_box(browser).send_keys("teal"))
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].note == "teal"
+            )
+        await run(lambda: note_box(browser).send_keys(", navy"))  # the desk is down
+        async with open_desk(tmp_path, listen=listen) as desk:
+            assert desk.web is not None
+
+            def signed_out() -> str:
+                note_box(browser).send_keys(", sky")
+                return str(
+                    wait_until(
+                        browser,
+                        lambda d: "Not signed in" in (text := d_text(d, "#form-errors")) and text,
+                    )
+                )
+
+            assert "keeps what you typed" in await run(signed_out)
+            url = desk.web.login_url()
+
+            def sign_in_elsewhere() -> None:
+                """A new link opened in another tab (which shows the form as the journal
+                has it), then back to the first page."""
+                first = browser.current_window_handle
+                browser.switch_to.new_window("tab")
+                browser.get(url)
+                wait_until(browser, lambda d: note_box(d).get_attribute("value") == "teal")
+                browser.close()
+                browser.switch_to.window(first)
+
+            await run(sign_in_elsewhere)
+            with trio.fail_after(20):  # what the first page kept, saved by itself
+                await desk.board.wait_for(
+                    lambda b: (
+                        b.current is not None
+                        and b.current.state.drafts[0].note == "teal, navy, sky"
+                    )
+                )
+
+            def send() -> None:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+                wait_until(browser, lambda d: not form_shown(d))
+
+            await run(send)
+            async with desk_client(desk.address, "alpha") as alpha:
+                waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+            assert entry["result"]["answers"]["q"]["note"] == "teal, navy, sky"

@@ -18,7 +18,8 @@ channel each form's runtime handed the board, as the terminal does:
 Routes: ``/`` (the page, or the sign-in message), ``/login`` (``GET``: a one-time link opened ->
 a session; fetched by a preview, a page that tries nothing; ``POST``, from that page: the code
 tried -> a session),
-``/login-code`` (``POST`` with the desk's bearer token: a new sign-in URL), ``/events`` (the
+``/login-code`` (``POST`` with the desk's bearer token: a new sign-in URL), ``/session`` (the
+browser's session's CSRF token, for a page open from before a new sign-in), ``/events`` (the
 live stream), ``/fragment/form`` and ``/fragment/queue`` (parts of the page, for the live
 updates), ``/api/*`` (state changes), ``/history`` and ``/history/export``, ``/static``,
 ``/favicon.ico`` (the desk's icon, ``static/icon.svg``).
@@ -65,6 +66,7 @@ from pi_agent_ask.web import view
 from pi_agent_ask.web.auth import CODE_LIFETIME, SESSION_LIFETIME, Auth, Session
 from pi_agent_ask.web.security import (
     COOKIE,
+    NOT_SIGNED_IN,
     SIGN_IN_COOKIE,
     SecurityHeaders,
     is_preview,
@@ -253,6 +255,7 @@ class WebDesk:
             Route("/login", self.login_post, methods=["POST"]),
             Route("/login-code", self.login_code, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
+            Route("/session", self.session_token),
             Route("/events", self.events),
             Route("/fragment/form", self.form_fragment),
             Route("/fragment/queue", self.queue_fragment),
@@ -486,6 +489,16 @@ class WebDesk:
         response = JSONResponse({"ok": True})
         response.delete_cookie(COOKIE, path="/", **self._cookie_flags)
         return response
+
+    async def session_token(self, request: Request) -> Response:
+        """The CSRF token of the browser's session. A page open from before the browser signed
+        in again (a desk restart signs everyone out; the person opens a new link in another
+        tab) takes it up and goes on, with what was typed meanwhile, instead of being reloaded.
+        Only the desk's own pages can read it, as they can read the page that carries it."""
+        session = session_of(self.auth, request)
+        if session is None:
+            return _error(401, NOT_SIGNED_IN)
+        return JSONResponse({"csrf": session.csrf})
 
     # -- the live stream ----------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 // (textContent, never markup built from agent text) and swaps server-rendered fragments.
 "use strict";
 (function () {
-  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  // The session's token; replaced when the browser signs in again (``renew``).
+  let csrf = document.querySelector('meta[name="csrf-token"]').content;
   const slot = document.getElementById("slot");
   const statusBox = document.getElementById("status");
   const queueBox = document.getElementById("queue");
@@ -20,6 +21,8 @@
   // agent's journal failed) and the form is back.
   let sent = null;
   let lastDigest = null;
+  const SIGNED_OUT = " Open it in another tab, then come back here: this page keeps what you " +
+    "typed and saves it then.";
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
   let cancelArmed = false;
@@ -87,7 +90,16 @@
   // A request that never reached the desk (the network dropped, the desk is down) answers
   // with status 0 and a sentence, as the desk's refusals do, so every caller says so and
   // lets the person try again.
+  // A request refused for its session (401, or 403: the token of a session the browser
+  // signed out of) is sent again once with the browser's session now, if it has a new one.
   async function post(path, body, keepalive) {
+    const result = await send(path, body, keepalive);
+    if ((result.status === 401 || result.status === 403) && await renew()) {
+      return send(path, body, keepalive);
+    }
+    return result;
+  }
+  async function send(path, body, keepalive) {
     let response;
     try {
       response = await fetch(path, {
@@ -104,6 +116,34 @@
     try { data = await response.json(); } catch (e) { data = {}; }
     return { status: response.status, data: data };
   }
+
+  // The browser's session now: a desk restart signs everyone out, and the person signs in
+  // again with a new link, in another tab. Then this page takes the new session up (its
+  // token, its live stream) and goes on, keeping what was typed here meanwhile: the stream's
+  // first event saves it. True when there was something to take up.
+  async function renew() {
+    let response;
+    try {
+      response = await fetch("/session", { credentials: "same-origin" });
+    } catch (e) {
+      return false;
+    }
+    if (response.status !== 200) return false;
+    let data = {};
+    try { data = await response.json(); } catch (e) { return false; }
+    const fresh = data.csrf !== csrf;
+    csrf = data.csrf;
+    const closed = stream.readyState === EventSource.CLOSED;
+    if (closed) connect();
+    if (closed || fresh) say("");
+    return fresh;
+  }
+  // Coming back to the page (after signing in in another tab) takes up a new session.
+  function backToPage() {
+    if (document.visibilityState === "visible" && stream.readyState === EventSource.CLOSED) renew();
+  }
+  window.addEventListener("focus", backToPage);
+  document.addEventListener("visibilitychange", backToPage);
 
   // What the person typed and the desk never kept, as the review's lines.
   function notSent() {
@@ -158,6 +198,7 @@
         " What you typed stays on this page; it is saved once you change it.");
     }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
+    else if (result.status === 401) showError(result.data.error + SIGNED_OUT);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
   }
   function changed(fs) {
@@ -226,6 +267,7 @@
     leaving = null;
     if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
+    else if (result.status === 401) answerButton(result.data.error + SIGNED_OUT);
     else answerButton(result.data.error || "The answer was not accepted.");
   }
   async function cancelForm() {
@@ -394,20 +436,22 @@
   });
 
   // -- the live stream --------------------------------------------------------------------
-  const stream = new EventSource("/events");
+  let stream = null;
   const LOST = "The live connection to the desk is lost (the network, or the desk stopped): " +
     "this page may not be up to date. It reconnects by itself.";
-  stream.addEventListener("error", function () {
+  function streamError() {
     // The browser reconnects by itself unless the desk refused the stream (signed out).
     if (stream.readyState === EventSource.CLOSED) {
-      say("The live connection to the desk closed: reload the page, or sign in again.");
+      say("This page is signed out of the desk (a desk restart signs everyone out): open a new " +
+        "sign-in link (pi-agent-ask desk login-url) in another tab, then come back here. " +
+        "This page keeps what you typed and saves it then.");
     } else {
       say(LOST);
     }
-  });
-  stream.addEventListener("open", function () {
+  }
+  function streamOpen() {
     if (statusBox.textContent === LOST) say("");
-  });
+  }
   // Whether the form this page answered is listed again under another showing (see
   // ``sent``); if so the page says so and shows it again.
   function cameBack(digest) {
@@ -423,7 +467,7 @@
     loadMain(id);
     return true;
   }
-  stream.addEventListener("board", function (event) {
+  function boardEvent(event) {
     const digest = JSON.parse(event.data);
     lastDigest = digest;
     if (cameBack(digest)) return;
@@ -450,5 +494,12 @@
         else syncDrafts(mine.rev);
       }
     }
-  });
+  }
+  function connect() {
+    stream = new EventSource("/events");
+    stream.addEventListener("error", streamError);
+    stream.addEventListener("open", streamOpen);
+    stream.addEventListener("board", boardEvent);
+  }
+  connect();
 })();
