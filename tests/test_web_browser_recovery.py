@@ -14,6 +14,7 @@ import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
 from pi_agent_ask.web.testing import browser_missing, by_role
+from pi_agent_ask.web.view import MAX_TEXT
 from tests.test_web_browser import (  # noqa: F401
     ask,
     browser,
@@ -178,3 +179,57 @@ async def test_text_typed_across_a_desk_restart_is_saved_once_the_person_signs_i
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["blue"]
             assert entry["result"]["answers"]["q"]["note"] == "teal, navy, sky"
+
+
+def leaving_asks(driver: Any) -> bool:
+    """Whether leaving the page would ask first (chromedriver answers a real dialog itself)."""
+    return bool(
+        driver.execute_script(
+            "const e = new Event('beforeunload', {cancelable: true});"
+            "window.dispatchEvent(e); return e.defaultPrevented;"
+        )
+    )
+
+
+async def test_text_past_the_limit_is_named_in_words_and_nothing_typed_is_lost(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A paste longer than the desk takes: the page says which box and by how much, in words;
+    what is typed meanwhile elsewhere on the form stays on the page (leaving asks first), and
+    once the text is short enough all of it is saved (it used to read ``drafts[0].custom is
+    longer than 100000 characters.``, and a reload then dropped the note typed after it)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def pasted() -> str:
+                own = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                own.click()
+                browser.execute_cdp_cmd("Input.insertText", {"text": "y" * (MAX_TEXT + 5)})
+                said = wait_until(browser, lambda d: (text := d_text(d, "#form-errors")) and text)
+                note_box(browser).send_keys("keep me")
+                return str(said)
+
+            said = await run(pasted)
+            assert "Type your own" in said and f"{MAX_TEXT + 5:,}" in said, said
+            assert "drafts[0]" not in said.split("(")[0], said
+            assert await run(lambda: leaving_asks(browser)), "leaving the page would not ask"
+            assert desk.board.current is not None
+            assert desk.board.current.state.drafts[0].note == ""
+
+            def shortened() -> None:
+                own = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                browser.execute_script("arguments[0].select()", own)
+                own.send_keys("short")
+
+            await run(shortened)
+            with trio.fail_after(20):
+                await desk.board.wait_for(
+                    lambda b: (
+                        b.current is not None
+                        and b.current.state.drafts[0].note == "keep me"
+                        and b.current.state.drafts[0].custom_text == "short"
+                    )
+                )
+            assert not await run(lambda: leaving_asks(browser))

@@ -189,9 +189,11 @@
     // desk restart signs everyone out; leaving to sign in again asks first).
     if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedWhy = "lost"; }
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
-    else if (result.status === 422 && result.data.code === "refused" && formId() === id) {
-      // The desk's store could not keep this text: nothing from the stream replaces it,
-      // leaving the page asks first, and the next change saves it again.
+    else if ((result.status === 400 || (result.status === 422 && result.data.code === "refused")) &&
+             formId() === id) {
+      // The desk cannot keep this text (over its limit; a team desk's store refusing it):
+      // nothing from the stream replaces it, leaving the page asks first, and the next
+      // change saves it again.
       unsaved = id;
       unsavedWhy = "refused";
       showError((result.data.error || "The desk could not keep this draft.") +
