@@ -559,6 +559,42 @@ async def test_text_typed_after_the_session_ended_is_not_left_without_asking(
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
+async def test_right_to_left_agent_text_reads_right_to_left(tmp_path: Path, browser: Any) -> None:
+    """Hebrew or Arabic from an agent (a prompt, a label, a description) and typed by the
+    person each run in their own direction, whatever the page's: a Hebrew prompt starts at the
+    right, its question mark at its end, and an option's number stays before its label."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "rtl") as rtl:
+            form = ask(
+                single(
+                    "q",
+                    "שאלה",
+                    opt("y", "כן", description="وصف بالعربية"),
+                    opt("n", "No"),
+                    prompt="מה דעתך?",
+                ),
+                background=True,
+                title="עברית",
+            )
+            await shown_on_page(browser, desk, rtl, form)
+
+            def directions() -> list[str]:
+                group = question(browser, "שאלה")
+                by_role(group, "textbox", "Note").send_keys("הערה")
+                return list(
+                    browser.execute_script(
+                        "const g = arguments[0];"
+                        "const dir = e => getComputedStyle(e).direction;"
+                        "return [dir(document.querySelector('h1')), dir(g.querySelector('.prompt')),"
+                        " dir(g.querySelector('.olabel span')), dir(g.querySelector('.desc span')),"
+                        " dir(g.querySelector('textarea.note')), dir(g.querySelector('label'))];",
+                        group,
+                    )
+                )
+
+            assert await run(directions) == ["rtl", "rtl", "rtl", "rtl", "rtl", "ltr"]
+
+
 async def test_hostile_agent_text_is_text_and_the_page_refuses_other_origins(
     tmp_path: Path, browser: Any
 ) -> None:
