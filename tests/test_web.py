@@ -207,6 +207,28 @@ async def test_the_page_needs_a_session_and_history_exports_as_a_download(
         assert await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.md"))) == []
 
 
+async def test_an_agent_key_beyond_ascii_exports_under_its_own_name(tmp_path: Path) -> None:
+    """A key such as ``café-日本`` (allowed, ``docs/desk.md``) names the download: its UTF-8
+    name in ``filename*``, an ASCII one in ``filename`` for older clients (the export used to
+    fail with the server's 500 page: a header is Latin-1)."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "café-日本") as agent:
+            assert desk.web is not None
+            await agent.call_tool("ask_user", ask("Colour"))
+            await answer_displayed(desk, {"q": {"values": ["no"]}})
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                export = await http.get(
+                    desk.web.base_url + "/history/export", params={"agent": "café-日本"}
+                )
+            assert export.status_code == 200, export.text[:200]
+            assert export.text.startswith("# Ask history")
+            disposition = export.headers["content-disposition"]
+            assert disposition.isascii(), disposition
+            assert "filename*=UTF-8''ask-history-caf%C3%A9-%E6%97%A5%E6%9C%AC.md" in disposition
+            assert 'filename="ask-history-caf----.md"' in disposition
+
+
 async def test_history_lists_forms_newest_first_and_each_forms_questions_in_order(
     tmp_path: Path,
 ) -> None:

@@ -654,9 +654,16 @@ class WebDesk:
         if found is None:
             return PlainTextResponse("No such agent.", status_code=404)
         agent_key, _query, records = found
-        safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(agent_key))[:60]
+        name = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(agent_key))[:60]
+        # A header is Latin-1: the key's own name goes percent-encoded UTF-8 (RFC 6266's
+        # filename*), and an ASCII one for clients that read only filename.
+        plain = "".join(c if c.isascii() else "-" for c in name)
+        disposition = (
+            f'attachment; filename="ask-history-{plain}.md"; '
+            f"filename*=UTF-8''{quote(f'ask-history-{name}.md', safe='')}"
+        )
         return Response(
             hist.export_markdown(records),
             media_type="text/markdown; charset=utf-8",
-            headers={"content-disposition": f'attachment; filename="ask-history-{safe}.md"'},
+            headers={"content-disposition": disposition},
         )
