@@ -245,7 +245,7 @@ async def test_history_lists_forms_newest_first_and_each_forms_questions_in_orde
                 await signed_in(http, desk.web.login_url())
                 page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
             # The newer form first; within it, its questions as they were asked.
-            where = [page.index(f"<h2>{label}</h2>") for label in ("Database", "Region", "Early")]
+            where = [page.index(f">{label}</h2>") for label in ("Database", "Region", "Early")]
             assert where == sorted(where), where
 
 
