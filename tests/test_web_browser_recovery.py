@@ -148,11 +148,12 @@ async def test_text_typed_across_a_desk_restart_is_saved_once_the_person_signs_i
 
             def sign_in_elsewhere() -> None:
                 """A new link opened in another tab (which shows the form as the journal
-                has it), then back to the first page."""
+                has it: the first page may have saved its text already, a save of its
+                retried with the new session), then back to the first page."""
                 first = browser.current_window_handle
                 browser.switch_to.new_window("tab")
                 browser.get(url)
-                wait_until(browser, lambda d: note_box(d).get_attribute("value") == "teal")
+                wait_until(browser, lambda d: note_box(d).get_attribute("value").startswith("teal"))
                 browser.close()
                 browser.switch_to.window(first)
 
@@ -233,3 +234,81 @@ async def test_text_past_the_limit_is_named_in_words_and_nothing_typed_is_lost(
                     )
                 )
             assert not await run(lambda: leaving_asks(browser))
+
+
+async def test_typing_on_a_second_device_keeps_what_the_first_one_typed(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A phone left with its keyboard up in one box (its page does not redraw the form under
+    the person's fingers), the person types a note on the laptop, then goes on typing on the
+    phone: the phone's draft carries the laptop's note along, it does not wipe it (it used to
+    save the note as the phone last saw it, empty, and the laptop's page then lost it too)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def own_text(driver: Any) -> Any:
+                return by_role(question(driver, "Colour"), "textbox", "Type your own")
+
+            def phone_types() -> tuple[str, str]:
+                laptop = browser.current_window_handle
+                page = browser.current_url
+                browser.switch_to.new_window("tab")
+                phone = browser.current_window_handle
+                browser.get(page)
+                wait_until(browser, lambda d: own_text(d))
+                own_text(browser).send_keys("teal")  # the focus stays in the box
+                return laptop, phone
+
+            laptop, phone = await run(phone_types)
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].custom_text == "teal"
+            )
+
+            def laptop_types() -> None:
+                browser.switch_to.window(laptop)
+                wait_until(browser, lambda d: own_text(d).get_attribute("value") == "teal")
+                note_box(browser).send_keys("for the hall")
+
+            await run(laptop_types)
+            await desk.board.wait_for(
+                lambda b: (
+                    b.current is not None
+                    and b.current.state.drafts[0].note == "for the hall"
+                    and b.current.state.drafts[0].custom_text == "teal"
+                )
+            )
+
+            def phone_again() -> None:
+                browser.switch_to.window(phone)
+                browser.switch_to.active_element.send_keys(" and navy")
+
+            await run(phone_again)
+            with trio.fail_after(20):
+                await desk.board.wait_for(
+                    lambda b: (
+                        b.current is not None
+                        and b.current.state.drafts[0].custom_text == "teal and navy"
+                    )
+                )
+            await trio.sleep(1)  # the phone's saves after the last keystroke, if any
+            assert desk.board.current is not None
+            assert desk.board.current.state.drafts[0].note == "for the hall"
+
+            def on_both() -> list[str]:
+                notes = []
+                for tab in (phone, laptop):
+                    browser.switch_to.window(tab)
+                    browser.find_element("tag name", "h1").click()  # the focus leaves the box
+                    wait_until(
+                        browser,
+                        lambda d: own_text(d).get_attribute("value") == "teal and navy",
+                    )
+                    notes.append(str(note_box(browser).get_attribute("value")))
+                browser.switch_to.window(phone)
+                browser.close()
+                browser.switch_to.window(laptop)
+                return notes
+
+            assert await run(on_both) == ["for the hall", "for the hall"]

@@ -39,6 +39,9 @@
   // "lost" (never reached the desk: saved again once the live stream is back).
   let unsavedWhy = null;
   let loads = 0; // form loads asked for (``loadMain``)
+  // The drafts of the form on the page as the desk has them (loaded, or saved from here):
+  // a field the person has not changed since is one the page may take from elsewhere.
+  let base = null; // { id, drafts }
   // Revisions of drafts this page sent: the live stream may report an older one of them
   // after a newer save was answered; only a revision this page never made is news.
   const ownRevs = [];
@@ -78,6 +81,7 @@
   function drafts() {
     return Array.from(form().querySelectorAll("fieldset.question")).map(questionDraft);
   }
+  function agreed() { base = form() ? { id: formId(), drafts: drafts() } : null; }
   function dirty() {
     return drafts().some(function (d) {
       return d.skipped || d.selected.length || d.custom.trim() || d.note.trim() ||
@@ -170,15 +174,16 @@
     if (!id) return;
     saving += 1;
     let result;
+    const sent = drafts();
     try {
-      result = await post("/api/draft", { form: id, drafts: drafts() }, leavingPage === true);
+      result = await post("/api/draft", { form: id, drafts: sent }, leavingPage === true);
     } finally {
       saving -= 1;
     }
     if (result.status === 200) {
       ownRevs.push(result.data.rev);
       if (ownRevs.length > 64) ownRevs.shift();
-      if (formId() === id) form().dataset.rev = result.data.rev;
+      if (formId() === id) { form().dataset.rev = result.data.rev; base = { id: id, drafts: sent }; }
       if (unsaved === id) {
         unsaved = null;
         showError("");
@@ -311,6 +316,7 @@
     const hadFocus = slot.contains(document.activeElement);
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
+    agreed();
     if (formId() !== leaving) leaving = null;
     refreshQueue();
     if (hadFocus || document.activeElement === document.body) {
@@ -425,13 +431,73 @@
   function syncDrafts(rev) {
     const f = form();
     if (!f || f.dataset.rev === rev || ownRevs.indexOf(rev) >= 0) { staleRev = null; return; }
-    if (typingHere()) { staleRev = rev; return; }
+    if (typingHere()) { staleRev = rev; mergeDrafts(f.dataset.formId); return; }
     staleRev = null;
     const focused = document.activeElement && document.activeElement.id;
     loadMain(f.dataset.formId).then(function () {
       const again = focused && document.getElementById(focused);
       if (again) again.focus();
     });
+  }
+  // While the person types here, drafts changed elsewhere (another device) are taken into the
+  // fields the person has not changed since the page last agreed with the desk; the others
+  // keep what was typed here. So the draft this page saves next carries both, and never
+  // sends back, as its own, what another device has replaced.
+  async function mergeDrafts(id) {
+    const response = await fetch("/fragment/form?form=" + encodeURIComponent(id),
+      { credentials: "same-origin" });
+    if (response.status !== 200) return;
+    const there = new DOMParser().parseFromString(await response.text(), "text/html")
+      .getElementById("ask-form"); // inert: nothing in it runs
+    const f = form();
+    if (!there || !f || there.dataset.formId !== id || formId() !== id || !base || base.id !== id) return;
+    const theirs = Array.from(there.querySelectorAll("fieldset.question")).map(questionDraft);
+    let took = false;
+    f.querySelectorAll("fieldset.question").forEach(function (fs, q) {
+      took = takeTheirs(fs, theirs[q], base.drafts[q]) || took;
+    });
+    base = { id: id, drafts: theirs };
+    f.dataset.rev = there.dataset.rev;
+    staleRev = null;
+    // A save on its way carries what was here before: save again once it is in.
+    if (took && saving > 0) { clearTimeout(saveTimer); saveTimer = setTimeout(saveNow, SAVE_DELAY); }
+  }
+  function takeTheirs(fs, theirs, was) {
+    const mine = questionDraft(fs);
+    const same = function (a, b) { return JSON.stringify(a) === JSON.stringify(b); };
+    let took = false;
+    const custom = fs.querySelector("textarea.custom");
+    if (same([mine.selected, mine.customSelected], [was.selected, was.customSelected]) &&
+        !same([mine.selected, mine.customSelected], [theirs.selected, theirs.customSelected])) {
+      fs.querySelectorAll("input.choice").forEach(function (i) {
+        i.checked = theirs.selected.indexOf(Number(i.value)) >= 0;
+      });
+      custom.dataset.selected = theirs.customSelected ? "true" : "false";
+      took = true;
+    }
+    function text(box, now, before, then) {
+      if (now !== before || now === then) return;
+      box.value = then;
+      took = true;
+    }
+    text(custom, mine.custom, was.custom, theirs.custom);
+    text(fs.querySelector("textarea.note"), mine.note, was.note, theirs.note);
+    fs.querySelectorAll("textarea.option-note-text").forEach(function (box) {
+      const value = box.dataset.value;
+      const then = theirs.optionNotes[value] || "";
+      text(box, mine.optionNotes[value] || "", was.optionNotes[value] || "", then);
+      if (then.trim()) {
+        const toggle = fs.querySelector('[aria-controls="' + box.parentNode.id + '"]');
+        toggle.setAttribute("aria-expanded", "true");
+        box.parentNode.hidden = false;
+      }
+    });
+    if (mine.skipped === was.skipped && mine.skipped !== theirs.skipped) {
+      fs.querySelector("button.skip").setAttribute("aria-pressed", theirs.skipped ? "true" : "false");
+      fs.classList.toggle("skipped", theirs.skipped);
+      took = true;
+    }
+    return took;
   }
   slot.addEventListener("focusout", function () {
     if (staleRev !== null) setTimeout(function () { if (staleRev !== null) syncDrafts(staleRev); }, 0);
@@ -503,5 +569,6 @@
     stream.addEventListener("open", streamOpen);
     stream.addEventListener("board", boardEvent);
   }
+  agreed();
   connect();
 })();
