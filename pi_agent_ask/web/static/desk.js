@@ -459,6 +459,7 @@
     base = { id: id, drafts: theirs };
     f.dataset.rev = there.dataset.rev;
     staleRev = null;
+    if (took) document.getElementById("review").hidden = true; // it showed the answers before
     // A save on its way carries what was here before: save again once it is in.
     if (took && saving > 0) { clearTimeout(saveTimer); saveTimer = setTimeout(saveNow, SAVE_DELAY); }
   }
