@@ -21,7 +21,7 @@
   // agent's journal failed) and the form is back.
   let sent = null;
   let lastDigest = null;
-  const SIGNED_OUT = " Open it in another tab, then come back here: this page keeps what you " +
+  const SIGNED_OUT = " Open the new link in another tab, then come back here: this page keeps what you " +
     "typed and saves it then.";
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
@@ -205,7 +205,7 @@
         " What you typed stays on this page; it is saved once you change it.");
     }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
-    else if (result.status === 401) showError(result.data.error + SIGNED_OUT);
+    else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
   }
   function changed(fs) {
@@ -274,7 +274,7 @@
     leaving = null;
     if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
-    else if (result.status === 401) answerButton(result.data.error + SIGNED_OUT);
+    else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(result.data.error || "The answer was not accepted.");
   }
   async function cancelForm() {
