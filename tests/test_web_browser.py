@@ -594,6 +594,17 @@ async def test_right_to_left_agent_text_reads_right_to_left(tmp_path: Path, brow
 
             assert await run(directions) == ["rtl", "rtl", "rtl", "rtl", "rtl", "ltr"]
 
+            def review_direction() -> str:
+                by_role(browser, "button", "Submit").click()
+                review = by_role(browser, "heading", "Review your answers")
+                wait_until(browser, lambda d: review.is_displayed())
+                line = browser.find_element("css selector", "#review-list li")
+                return str(
+                    browser.execute_script("return getComputedStyle(arguments[0]).direction", line)
+                )
+
+            assert await run(review_direction) == "rtl"
+
 
 async def test_hostile_agent_text_is_text_and_the_page_refuses_other_origins(
     tmp_path: Path, browser: Any

@@ -243,6 +243,7 @@
     list.replaceChildren();
     form().querySelectorAll("fieldset.question").forEach(function (fs) {
       const item = document.createElement("li");
+      item.dir = "auto"; // a line in a question's own direction, as the question itself
       item.textContent = reviewText(fs, questionDraft(fs));
       list.appendChild(item);
     });
