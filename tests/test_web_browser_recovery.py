@@ -131,8 +131,21 @@ async def test_text_typed_across_a_desk_restart_is_saved_once_the_person_signs_i
                 lambda b: b.current is not None and b.current.state.drafts[0].note == "teal"
             )
         await run(lambda: note_box(browser).send_keys(", navy"))  # the desk is down
+        await run(
+            lambda: wait_until(
+                browser, lambda d: "could not be reached" in d_text(d, "#form-errors")
+            )
+        )
         async with open_desk(tmp_path, listen=listen) as desk:
             assert desk.web is not None
+            # Back, and this page's session gone: said where the person read "could not be
+            # reached", next to the buttons, before anything more is typed.
+            said = await run(
+                lambda: wait_until(
+                    browser, lambda d: "signed out" in (t := d_text(d, "#form-errors")) and t
+                )
+            )
+            assert "keeps what you typed" in said
 
             def signed_out() -> str:
                 note_box(browser).send_keys(", sky")

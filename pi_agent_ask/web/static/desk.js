@@ -512,9 +512,13 @@
   function streamError() {
     // The browser reconnects by itself unless the desk refused the stream (signed out).
     if (stream.readyState === EventSource.CLOSED) {
-      say("This page is signed out of the desk (a desk restart signs everyone out): open a new " +
-        "sign-in link (pi-agent-ask desk login-url) in another tab, then come back here. " +
-        "This page keeps what you typed and saves it then.");
+      const text = "This page is signed out of the desk (a desk restart signs everyone out): " +
+        "open a new sign-in link (pi-agent-ask desk login-url) in another tab, then come back " +
+        "here. This page keeps what you typed and saves it then.";
+      say(text);
+      // Where the person last read that the desk could not be reached: what holds now.
+      const box = document.getElementById("form-errors");
+      if (box && box.textContent === UNREACHABLE) box.textContent = text;
     } else {
       say(LOST);
     }
