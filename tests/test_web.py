@@ -188,12 +188,16 @@ async def test_the_page_needs_a_session_and_history_exports_as_a_download(
                 assert "script-src 'self'" in page.headers["content-security-policy"]
                 assert (await anonymous.get(base + "/history/export")).status_code == 401
                 assert (await anonymous.get(base + "/events")).status_code == 401
+                nobody = await anonymous.get(base + "/session")
+                assert nobody.status_code == 401 and "sign-in link" in nobody.json()["error"]
                 wrong = await anonymous.post(base + "/login-code")
                 assert wrong.status_code == 401
             await alpha.call_tool("ask_user", ask("Colour <i>please</i>"))
             await answer_displayed(desk, {"q": {"values": ["no"], "note": "navy"}})
             async with httpx2.AsyncClient() as http:
-                await signed_in(http, desk.web.login_url())
+                csrf = await signed_in(http, desk.web.login_url())
+                # The session's token, for a page open from before this sign-in.
+                assert (await http.get(base + "/session")).json() == {"csrf": csrf}
                 cookie = http.cookies.jar
                 assert any(c.name == COOKIE for c in cookie)
                 history = await http.get(base + "/history", params={"agent": "alpha", "q": "navy"})
