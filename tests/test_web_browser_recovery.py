@@ -16,6 +16,7 @@ from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_des
 from pi_agent_ask.web.testing import browser_missing, by_role
 from pi_agent_ask.web.view import MAX_TEXT
 from tests.test_web_browser import (  # noqa: F401
+    answer_on_the_board,
     ask,
     browser,
     colour,
@@ -325,3 +326,29 @@ async def test_typing_on_a_second_device_keeps_what_the_first_one_typed(
                 return notes
 
             assert await run(on_both) == ["for the hall", "for the hall"]
+
+
+async def test_a_form_put_back_with_later_then_answered_elsewhere_is_told(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Later on the only waiting form: it comes back on the page; answered on the terminal
+    then, the page says it was answered elsewhere (the page's own Later is not its answer)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            shown = desk.board.current
+            assert shown is not None
+            await run(lambda: by_role(browser, "button", "Later").click())
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.seq != shown.seq
+            )
+            await run(
+                lambda: wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
+            )
+            await run(lambda: wait_until(browser, form_shown))
+            await answer_on_the_board(desk.board)
+            told = await run(
+                lambda: wait_until(browser, lambda d: not form_shown(d) and d_text(d, "#status"))
+            )
+            assert "answered elsewhere" in told, told

@@ -13,7 +13,7 @@
   const UNREACHABLE = "The desk could not be reached (the network or the desk is down): " +
     "nothing was sent. What you entered is still here; try again.";
   let saveTimer = null;
-  // The id of a form this page itself just sent away, until another form is on the page.
+  // The id of a form this page itself just sent away, until the page shows what follows.
   let leaving = null;
   let sending = false; // a Submit is on its way: a second click waits for the first
   // The form this page's answer went to, and which showing of it (the live stream's
@@ -318,7 +318,10 @@
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
     agreed();
-    if (formId() !== leaving) leaving = null;
+    // The form this page sent is gone from the page, or back in it after all (put back with
+    // Later, shown again): from now on its leaving is news. Only while its Submit is on its
+    // way is a reload of it (drafts changed elsewhere) still the form being sent.
+    if (!sending || formId() !== leaving) leaving = null;
     refreshQueue();
     if (hadFocus || document.activeElement === document.body) {
       const heading = slot.querySelector("h1");
