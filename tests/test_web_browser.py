@@ -606,6 +606,40 @@ async def test_right_to_left_agent_text_reads_right_to_left(tmp_path: Path, brow
             assert await run(review_direction) == "rtl"
 
 
+async def test_on_a_phone_agents_in_the_menu_keeps_the_form_shown(
+    tmp_path: Path, browser: Any
+) -> None:
+    """The phone's menu link to the agents goes down the same page: the form on display (and
+    anything typed in it) stays, where it used to reload the desk's first form."""
+    with trio.fail_after(120):
+        async with (
+            open_desk(tmp_path) as desk,
+            desk_client(desk.address, "first") as first,
+            desk_client(desk.address, "second") as second,
+        ):
+            await shown_on_page(browser, desk, first, colour())
+            await second.call_tool(
+                "ask_user", ask(single("t", "Tone", opt("plain", "Plain")), background=True)
+            )
+
+            def agents_from_the_menu() -> tuple[str, bool]:
+                set_viewport(browser, 390, 844, mobile=True)
+                try:
+                    link = wait_until(browser, lambda d: by_role(d, "link", "second"))
+                    link.click()
+                    wait_until(browser, lambda d: "second" in d_text(d, ".from"))
+                    by_role(question(browser, "Tone"), "textbox", "Note").send_keys("calm")
+                    by_role(browser, "link", "Agents").click()
+                    queue = by_role(browser, "heading", "Agents")
+                    wait_until(browser, lambda d: in_view(d, queue))
+                    return d_text(browser, ".from"), "form=" in browser.current_url
+                finally:
+                    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+            shown, kept = await run(agents_from_the_menu)
+            assert "second" in shown and kept
+
+
 async def test_hostile_agent_text_is_text_and_the_page_refuses_other_origins(
     tmp_path: Path, browser: Any
 ) -> None:
