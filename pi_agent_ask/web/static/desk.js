@@ -21,8 +21,8 @@
   // agent's journal failed) and the form is back.
   let sent = null;
   let lastDigest = null;
-  const SIGNED_OUT = " Open the new link in another tab, then come back here: this page keeps what you " +
-    "typed and saves it then.";
+  const SIGNED_OUT = " Open the new link in another tab, then come back here: this page " +
+    "keeps what you typed and saves it then.";
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
   let cancelArmed = false;
