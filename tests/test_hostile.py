@@ -16,7 +16,7 @@ from pi_agent_ask import open_runtime, validate_ask_params
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.actors.persistence import WriteRefused
 from pi_agent_ask.form import untrusted
-from pi_agent_ask.persistence import session_file as sf
+from pi_agent_ask.persistence import session_values
 from pi_agent_ask.persistence.session_file import SessionFile
 
 from .runtime_support import EventLog, answer, payload, settings_file, submit
@@ -205,7 +205,7 @@ async def test_an_entry_over_the_frame_limit_is_a_tool_error(
     settings: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The limit is 256 MiB; lowered here so the test need not build such a call.
-    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", 4096)
+    monkeypatch.setattr(session_values, "MAX_FRAME_BYTES", 4096)
     session = tmp_path / "s.pas"
     big = payload("a") | {"title": "t" * 3000}
     async with open_runtime(session=session, settings=settings, surface=NullSurface()) as rt:
@@ -264,7 +264,7 @@ async def test_a_submit_racing_the_end_of_a_flow_still_gets_its_submit_result(
 async def test_a_tool_call_too_large_to_record_leaves_no_entry(
     settings: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", 4096)
+    monkeypatch.setattr(session_values, "MAX_FRAME_BYTES", 4096)
     session = tmp_path / "s.pas"
     async with open_runtime(session=session, settings=settings, surface=NullSurface()) as rt:
         result = await rt.call_tool("ask_user", payload("a") | {"title": "t" * 5000}, "c1")

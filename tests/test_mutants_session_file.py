@@ -19,7 +19,7 @@ from typing import Any
 import cbor2
 import pytest
 
-from pi_agent_ask.persistence import codec
+from pi_agent_ask.persistence import codec, session_values
 from pi_agent_ask.persistence import session_file as sf
 from pi_agent_ask.persistence.session_file import (
     Entry,
@@ -284,7 +284,7 @@ def _data_of_chain_size(size: int) -> dict[str, Any]:
 
 @pytest.fixture
 def small_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", LIMIT)
+    monkeypatch.setattr(session_values, "MAX_FRAME_BYTES", LIMIT)
     yield
 
 

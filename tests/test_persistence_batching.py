@@ -22,6 +22,7 @@ from pi_agent_ask.actors.persistence import (
     serve_persistence,
 )
 from pi_agent_ask.persistence import session_file as sf
+from pi_agent_ask.persistence import session_values
 from pi_agent_ask.persistence.frames import create_file
 from pi_agent_ask.persistence.session_file import Entry, SessionFile
 from tests.session_frames import decode_payload
@@ -135,7 +136,7 @@ async def test_a_failed_frame_write_fails_its_requests_and_records_nothing_twice
 
     session = SessionFile.open(path)
     # Small frames: the batch below needs two, and the second one's write fails.
-    monkeypatch.setattr(sf, "MAX_FRAME_BYTES", 6_000)
+    monkeypatch.setattr(session_values, "MAX_FRAME_BYTES", 6_000)
     monkeypatch.setattr(sf.os, "write", second_write_fails)
     text = "x" * 1_000  # each chain about 1 KB of CBOR: three fit in one frame's budget
     calls = [append(f"t{n}", {"text": text + str(n)}) for n in range(6)]

@@ -80,6 +80,8 @@ from pi_agent_ask.persistence.session_values import (
     Projection,
     SessionFileError,
     SessionFileErrorReason,
+    check_frame_size,
+    frame_budget,
     freeze,
 )
 
@@ -424,7 +426,7 @@ class SessionFile(FoldedSession):
         # Frames to write: the numbers of their chains, their entries, each entry encoded.
         frames: list[tuple[list[int], list[Entry], list[bytes]]] = []
         size = 0
-        budget = MAX_FRAME_BYTES // 2  # room for DEFLATE's worst case on incompressible data
+        budget = frame_budget()
         for number, chain in enumerate(chains):
             try:
                 entries, items_cbor = self._chain(chain, parent, now, taken)
@@ -486,8 +488,7 @@ class SessionFile(FoldedSession):
                 except TypeError:
                     item = codec.encode_entry((entry_id, parent, entry_type, now, entry.data))
             size += len(item)
-            if size > MAX_FRAME_BYTES:
-                raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
+            check_frame_size(size)
             entries.append(entry)
             items_cbor.append(item)
             parent = entry_id
@@ -510,10 +511,7 @@ class SessionFile(FoldedSession):
             else:
                 batch = [codec.Spliced(None, item) for item in items_cbor]
                 payload = codec.dumps({"batch": batch})
-            if len(payload) > MAX_FRAME_BYTES:
-                raise ValueError(
-                    f"entry too large: {len(payload)} bytes (at most {MAX_FRAME_BYTES})"
-                )
+            check_frame_size(len(payload))
             offset, length = self._store(payload), len(payload)
         first = len(self._index)
         self._index.add_checked(links, parents, offset, length, single=single)

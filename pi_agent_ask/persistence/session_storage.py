@@ -18,13 +18,13 @@ from pi_agent_ask.persistence.frames import BadFrame, Reader, decode, encode_fra
 from pi_agent_ask.persistence.memory_frames import GROUPED_FRAME, MemoryFrames
 from pi_agent_ask.persistence.session_index import Index
 from pi_agent_ask.persistence.session_values import (
-    MAX_FRAME_BYTES,
     Entry,
     Fold,
     Header,
     OpenReport,
     Projection,
     SessionFileError,
+    check_frame_size,
 )
 
 __all__ = ["SessionStorage"]
@@ -128,13 +128,11 @@ class SessionStorage:
         with its group (``MemoryFrames``). Its offset (in memory: its place) and its length.
         ``ValueError`` for a frame past the size limit, ``OSError`` for a failed write:
         nothing is kept then."""
-        if len(plain) > MAX_FRAME_BYTES:
-            raise ValueError(f"entry too large: {len(plain)} bytes (at most {MAX_FRAME_BYTES})")
+        check_frame_size(len(plain))
         if self._memory is not None and len(plain) <= GROUPED_FRAME:
             return self._memory.add_to_group(plain), len(plain)
         payload = codec.entries_payload(plain, self._packer)
-        if len(payload) > MAX_FRAME_BYTES:
-            raise ValueError(f"entry too large: {len(payload)} bytes (at most {MAX_FRAME_BYTES})")
+        check_frame_size(len(payload))
         return self._store(payload), len(payload)
 
     def _decode_entry(self, payload: memoryview | bytes, offset: int, slot: int) -> Entry:

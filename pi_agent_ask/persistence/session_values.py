@@ -37,7 +37,9 @@ __all__ = [
     "Projection",
     "SessionFileError",
     "SessionFileErrorReason",
+    "check_frame_size",
     "entry_fields",
+    "frame_budget",
     "freeze",
     "header_from",
 ]
@@ -47,6 +49,20 @@ FORMAT_VERSION: Final = 2
 COMPACTION_TYPE: Final = "compaction"
 MAX_FRAME_BYTES: Final = 256 * 1024 * 1024
 """Largest payload a frame may declare; a larger length field is damage, not a huge entry."""
+
+
+def check_frame_size(size: int) -> None:
+    """``ValueError`` ("entry too large") for a frame, or the part of one made so far, of
+    ``size`` bytes past ``MAX_FRAME_BYTES``: an append refuses it before writing anything."""
+    if size > MAX_FRAME_BYTES:
+        raise ValueError(f"entry too large: {size} bytes (at most {MAX_FRAME_BYTES})")
+
+
+def frame_budget() -> int:
+    """The plain CBOR an entries frame is filled with before the next frame begins: half the
+    limit, which leaves room for DEFLATE's worst case on data that does not compress."""
+    return MAX_FRAME_BYTES // 2
+
 
 DamageReason = Literal["torn", "length", "checksum", "undecodable", "invalid"]
 SessionFileErrorReason = Literal[
