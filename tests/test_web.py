@@ -188,12 +188,16 @@ async def test_the_page_needs_a_session_and_history_exports_as_a_download(
                 assert "script-src 'self'" in page.headers["content-security-policy"]
                 assert (await anonymous.get(base + "/history/export")).status_code == 401
                 assert (await anonymous.get(base + "/events")).status_code == 401
+                nobody = await anonymous.get(base + "/session")
+                assert nobody.status_code == 401 and "sign-in link" in nobody.json()["error"]
                 wrong = await anonymous.post(base + "/login-code")
                 assert wrong.status_code == 401
             await alpha.call_tool("ask_user", ask("Colour <i>please</i>"))
             await answer_displayed(desk, {"q": {"values": ["no"], "note": "navy"}})
             async with httpx2.AsyncClient() as http:
-                await signed_in(http, desk.web.login_url())
+                csrf = await signed_in(http, desk.web.login_url())
+                # The session's token, for a page open from before this sign-in.
+                assert (await http.get(base + "/session")).json() == {"csrf": csrf}
                 cookie = http.cookies.jar
                 assert any(c.name == COOKIE for c in cookie)
                 history = await http.get(base + "/history", params={"agent": "alpha", "q": "navy"})
@@ -205,6 +209,28 @@ async def test_the_page_needs_a_session_and_history_exports_as_a_download(
                 assert export.text.startswith("# Ask history") and "navy" in export.text
         # Nothing was written on the server.
         assert await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.md"))) == []
+
+
+async def test_an_agent_key_beyond_ascii_exports_under_its_own_name(tmp_path: Path) -> None:
+    """A key such as ``café-日本`` (allowed, ``docs/desk.md``) names the download: its UTF-8
+    name in ``filename*``, an ASCII one in ``filename`` for older clients (the export used to
+    fail with the server's 500 page: a header is Latin-1)."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "café-日本") as agent:
+            assert desk.web is not None
+            await agent.call_tool("ask_user", ask("Colour"))
+            await answer_displayed(desk, {"q": {"values": ["no"]}})
+            async with httpx2.AsyncClient() as http:
+                await signed_in(http, desk.web.login_url())
+                export = await http.get(
+                    desk.web.base_url + "/history/export", params={"agent": "café-日本"}
+                )
+            assert export.status_code == 200, export.text[:200]
+            assert export.text.startswith("# Ask history")
+            disposition = export.headers["content-disposition"]
+            assert disposition.isascii(), disposition
+            assert "filename*=UTF-8''ask-history-caf%C3%A9-%E6%97%A5%E6%9C%AC.md" in disposition
+            assert 'filename="ask-history-caf----.md"' in disposition
 
 
 async def test_history_lists_forms_newest_first_and_each_forms_questions_in_order(
@@ -223,7 +249,7 @@ async def test_history_lists_forms_newest_first_and_each_forms_questions_in_orde
                 await signed_in(http, desk.web.login_url())
                 page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
             # The newer form first; within it, its questions as they were asked.
-            where = [page.index(f"<h2>{label}</h2>") for label in ("Database", "Region", "Early")]
+            where = [page.index(f">{label}</h2>") for label in ("Database", "Region", "Early")]
             assert where == sorted(where), where
 
 
@@ -665,6 +691,13 @@ async def test_bad_requests_get_a_sentence_and_leave_the_form_answerable(tmp_pat
                         refused = await post(path, {"form": form_id, "drafts": [draft]})
                         assert refused.status_code == 400, (path, draft, refused.text)
                         assert "drafts[0]" in refused.json()["error"], refused.text
+                # JSON nested deeper than the parser goes is not JSON the desk reads: a
+                # sentence, not the server's error page.
+                deep = b'{"form": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+                for path in ("/api/draft", "/api/submit", "/api/cancel", "/api/later"):
+                    refused = await http.post(base + path, content=deep, headers=headers)
+                    assert refused.status_code == 400, (path, refused.text[:200])
+                    assert "JSON" in refused.json()["error"], refused.text
                 # A wrong method or an unknown path of the API is a JSON sentence too.
                 wrong = await http.get(base + "/api/draft", headers=headers)
                 assert wrong.status_code == 405 and "POST" in wrong.json()["error"]

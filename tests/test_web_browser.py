@@ -559,6 +559,87 @@ async def test_text_typed_after_the_session_ended_is_not_left_without_asking(
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
+async def test_right_to_left_agent_text_reads_right_to_left(tmp_path: Path, browser: Any) -> None:
+    """Hebrew or Arabic from an agent (a prompt, a label, a description) and typed by the
+    person each run in their own direction, whatever the page's: a Hebrew prompt starts at the
+    right, its question mark at its end, and an option's number stays before its label."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "rtl") as rtl:
+            form = ask(
+                single(
+                    "q",
+                    "שאלה",
+                    opt("y", "כן", description="وصف بالعربية"),
+                    opt("n", "No"),
+                    prompt="מה דעתך?",
+                ),
+                background=True,
+                title="עברית",
+            )
+            await shown_on_page(browser, desk, rtl, form)
+
+            def directions() -> list[str]:
+                group = question(browser, "שאלה")
+                by_role(group, "textbox", "Note").send_keys("הערה")
+                return list(
+                    browser.execute_script(
+                        "const g = arguments[0];"
+                        "const dir = e => getComputedStyle(e).direction;"
+                        "return [dir(document.querySelector('h1')), dir(g.querySelector('.prompt')),"
+                        " dir(g.querySelector('.olabel span')), dir(g.querySelector('.desc span')),"
+                        " dir(g.querySelector('textarea.note')), dir(g.querySelector('label'))];",
+                        group,
+                    )
+                )
+
+            assert await run(directions) == ["rtl", "rtl", "rtl", "rtl", "rtl", "ltr"]
+
+            def review_direction() -> str:
+                by_role(browser, "button", "Submit").click()
+                review = by_role(browser, "heading", "Review your answers")
+                wait_until(browser, lambda d: review.is_displayed())
+                line = browser.find_element("css selector", "#review-list li")
+                return str(
+                    browser.execute_script("return getComputedStyle(arguments[0]).direction", line)
+                )
+
+            assert await run(review_direction) == "rtl"
+
+
+async def test_on_a_phone_agents_in_the_menu_keeps_the_form_shown(
+    tmp_path: Path, browser: Any
+) -> None:
+    """The phone's menu link to the agents goes down the same page: the form on display (and
+    anything typed in it) stays, where it used to reload the desk's first form."""
+    with trio.fail_after(120):
+        async with (
+            open_desk(tmp_path) as desk,
+            desk_client(desk.address, "first") as first,
+            desk_client(desk.address, "second") as second,
+        ):
+            await shown_on_page(browser, desk, first, colour())
+            await second.call_tool(
+                "ask_user", ask(single("t", "Tone", opt("plain", "Plain")), background=True)
+            )
+
+            def agents_from_the_menu() -> tuple[str, bool]:
+                set_viewport(browser, 390, 844, mobile=True)
+                try:
+                    link = wait_until(browser, lambda d: by_role(d, "link", "second"))
+                    link.click()
+                    wait_until(browser, lambda d: "second" in d_text(d, ".from"))
+                    by_role(question(browser, "Tone"), "textbox", "Note").send_keys("calm")
+                    by_role(browser, "link", "Agents").click()
+                    queue = by_role(browser, "heading", "Agents")
+                    wait_until(browser, lambda d: in_view(d, queue))
+                    return d_text(browser, ".from"), "form=" in browser.current_url
+                finally:
+                    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+            shown, kept = await run(agents_from_the_menu)
+            assert "second" in shown and kept
+
+
 async def test_hostile_agent_text_is_text_and_the_page_refuses_other_origins(
     tmp_path: Path, browser: Any
 ) -> None:

@@ -18,7 +18,8 @@ channel each form's runtime handed the board, as the terminal does:
 Routes: ``/`` (the page, or the sign-in message), ``/login`` (``GET``: a one-time link opened ->
 a session; fetched by a preview, a page that tries nothing; ``POST``, from that page: the code
 tried -> a session),
-``/login-code`` (``POST`` with the desk's bearer token: a new sign-in URL), ``/events`` (the
+``/login-code`` (``POST`` with the desk's bearer token: a new sign-in URL), ``/session`` (the
+browser's session's CSRF token, for a page open from before a new sign-in), ``/events`` (the
 live stream), ``/fragment/form`` and ``/fragment/queue`` (parts of the page, for the live
 updates), ``/api/*`` (state changes), ``/history`` and ``/history/export``, ``/static``,
 ``/favicon.ico`` (the desk's icon, ``static/icon.svg``).
@@ -65,6 +66,7 @@ from pi_agent_ask.web import view
 from pi_agent_ask.web.auth import CODE_LIFETIME, SESSION_LIFETIME, Auth, Session
 from pi_agent_ask.web.security import (
     COOKIE,
+    NOT_SIGNED_IN,
     SIGN_IN_COOKIE,
     SecurityHeaders,
     is_preview,
@@ -253,6 +255,7 @@ class WebDesk:
             Route("/login", self.login_post, methods=["POST"]),
             Route("/login-code", self.login_code, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
+            Route("/session", self.session_token),
             Route("/events", self.events),
             Route("/fragment/form", self.form_fragment),
             Route("/fragment/queue", self.queue_fragment),
@@ -319,7 +322,8 @@ class WebDesk:
             return _error(413, "The request is too large.")
         try:
             data = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
+            # RecursionError: nested deeper than the parser goes, which no page sends.
             return _error(400, "The request body is not JSON.")
         if not isinstance(data, dict):
             return _error(400, "The request body must be a JSON object.")
@@ -486,6 +490,16 @@ class WebDesk:
         response.delete_cookie(COOKIE, path="/", **self._cookie_flags)
         return response
 
+    async def session_token(self, request: Request) -> Response:
+        """The CSRF token of the browser's session. A page open from before the browser signed
+        in again (a desk restart signs everyone out; the person opens a new link in another
+        tab) takes it up and goes on, with what was typed meanwhile, instead of being reloaded.
+        Only the desk's own pages can read it, as they can read the page that carries it."""
+        session = session_of(self.auth, request)
+        if session is None:
+            return _error(401, NOT_SIGNED_IN)
+        return JSONResponse({"csrf": session.csrf})
+
     # -- the live stream ----------------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
@@ -640,9 +654,16 @@ class WebDesk:
         if found is None:
             return PlainTextResponse("No such agent.", status_code=404)
         agent_key, _query, records = found
-        safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(agent_key))[:60]
+        name = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(agent_key))[:60]
+        # A header is Latin-1: the key's own name goes percent-encoded UTF-8 (RFC 6266's
+        # filename*), and an ASCII one for clients that read only filename.
+        plain = "".join(c if c.isascii() else "-" for c in name)
+        disposition = (
+            f'attachment; filename="ask-history-{plain}.md"; '
+            f"filename*=UTF-8''{quote(f'ask-history-{name}.md', safe='')}"
+        )
         return Response(
             hist.export_markdown(records),
             media_type="text/markdown; charset=utf-8",
-            headers={"content-disposition": f'attachment; filename="ask-history-{safe}.md"'},
+            headers={"content-disposition": disposition},
         )

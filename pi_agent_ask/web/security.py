@@ -26,6 +26,7 @@ __all__ = [
     "COOKIE",
     "CSP",
     "CSRF_HEADER",
+    "NOT_SIGNED_IN",
     "PREVIEW_AGENTS",
     "SIGN_IN_COOKIE",
     "SecurityHeaders",
@@ -41,6 +42,7 @@ SIGN_IN_COOKIE = "pi_agent_ask_sign_in"
 page's Try again) and posted back in that form: the sign-in ``POST`` comes from that page in
 this browser, not from another site's form (login CSRF)."""
 CSRF_HEADER = "x-csrf-token"
+NOT_SIGNED_IN = "Not signed in: open a new sign-in link (pi-agent-ask desk login-url)."
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -124,7 +126,7 @@ def refusal(auth: Auth, request: Request) -> tuple[int, str] | tuple[None, Sessi
     """Why a state-changing request is refused (status, sentence), or its session."""
     session = session_of(auth, request)
     if session is None:
-        return 401, "Not signed in: open a new sign-in link (pi-agent-ask desk login-url)."
+        return 401, NOT_SIGNED_IN
     if not same_origin(request, request.headers.get("origin")):
         return 403, "Refused: the request does not come from the desk's own page."
     if not auth.csrf_ok(session, request.headers.get(CSRF_HEADER)):

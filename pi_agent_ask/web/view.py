@@ -234,20 +234,26 @@ def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
 # -- what the page sends ------------------------------------------------------------------------
 
 
-def _string(value: object, where: str) -> str:
+def _string(value: object, where: str, box: str) -> str:
+    """A text the person typed into ``box`` (the page's words for it), checked."""
     if not isinstance(value, str):
         raise DraftError(f"{where} must be a string.")
     if len(value) > MAX_TEXT:
-        raise DraftError(f"{where} is longer than {MAX_TEXT} characters.")
+        # Said in the page's words (the person pasted too much), the JSON's name after them.
+        raise DraftError(
+            f"The text in {box} is {len(value):,} characters long, over the {MAX_TEXT:,} the "
+            f"desk takes: shorten it ({where})."
+        )
     if has_surrogate(value):
         # Valid JSON ("\ud800") but not text: the journal cannot store it (untrusted.py).
         raise DraftError(f"{where} holds a lone UTF-16 surrogate, which is not text.")
     return value
 
 
-def _draft(question: Question, multi: bool, data: object, where: str, kept: Draft) -> Draft:
-    """One question's draft from the page. The page edits no images: those attached on the
+def _draft(question: Question, multi: bool, data: object, q: int, kept: Draft) -> Draft:
+    """Question ``q``'s draft from the page. The page edits no images: those attached on the
     terminal (``kept``, the form's draft now) stay with the draft, so nothing is lost."""
+    where = f"drafts[{q}]"
     if not isinstance(data, Mapping):
         raise DraftError(f"{where} must be an object.")
     unknown = set(data) - {
@@ -268,12 +274,14 @@ def _draft(question: Question, multi: bool, data: object, where: str, kept: Draf
     selected = sorted(set(selected_raw))
     if any(not 0 <= i < len(question.options) for i in selected):
         raise DraftError(f"{where}.selected names an option the question does not have.")
-    custom = _string(data.get("custom", ""), f"{where}.custom")
+    custom = _string(
+        data.get("custom", ""), f"{where}.custom", f"question {q + 1}'s “Type your own” box"
+    )
     custom_selected = data.get("customSelected", False)
     skipped = data.get("skipped", False)
     if not isinstance(custom_selected, bool) or not isinstance(skipped, bool):
         raise DraftError(f"{where}.customSelected and .skipped must be true or false.")
-    note = _string(data.get("note", ""), f"{where}.note")
+    note = _string(data.get("note", ""), f"{where}.note", f"question {q + 1}'s “Note” box")
     notes_raw = data.get("optionNotes", {})
     if not isinstance(notes_raw, Mapping):
         raise DraftError(f"{where}.optionNotes must be an object.")
@@ -282,7 +290,7 @@ def _draft(question: Question, multi: bool, data: object, where: str, kept: Draf
     for value, text in notes_raw.items():
         if value not in values:
             raise DraftError(f"{where}.optionNotes names an option the question does not have.")
-        text = _string(text, f"{where}.optionNotes")
+        text = _string(text, f"{where}.optionNotes", f"a note on an option of question {q + 1}")
         if text.strip():
             option_notes[value] = text
     custom_selected = custom_selected and (bool(custom.strip()) or bool(kept.custom_images))
@@ -315,7 +323,7 @@ def drafts_from_json(state: fs.FormState, data: object) -> tuple[Draft, ...]:
     if not isinstance(data, list) or len(data) != len(questions):
         raise DraftError(f"drafts must be a list of {len(questions)} objects.")
     return tuple(
-        _draft(question, state.types[q] == "multi", data[q], f"drafts[{q}]", state.drafts[q])
+        _draft(question, state.types[q] == "multi", data[q], q, state.drafts[q])
         for q, question in enumerate(questions)
     )
 

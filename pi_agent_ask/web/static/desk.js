@@ -3,7 +3,8 @@
 // (textContent, never markup built from agent text) and swaps server-rendered fragments.
 "use strict";
 (function () {
-  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  // The session's token; replaced when the browser signs in again (``renew``).
+  let csrf = document.querySelector('meta[name="csrf-token"]').content;
   const slot = document.getElementById("slot");
   const statusBox = document.getElementById("status");
   const queueBox = document.getElementById("queue");
@@ -12,13 +13,16 @@
   const UNREACHABLE = "The desk could not be reached (the network or the desk is down): " +
     "nothing was sent. What you entered is still here; try again.";
   let saveTimer = null;
-  let leaving = null; // the id of a form this page itself just sent away
+  // The id of a form this page itself just sent away, until the page shows what follows.
+  let leaving = null;
   let sending = false; // a Submit is on its way: a second click waits for the first
   // The form this page's answer went to, and which showing of it (the live stream's
   // ``shown``): listed again under another showing, the answer was not recorded (writing the
   // agent's journal failed) and the form is back.
   let sent = null;
   let lastDigest = null;
+  const SIGNED_OUT = " Open the new link in another tab, then come back here: this page " +
+    "keeps what you typed and saves it then.";
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
   let cancelArmed = false;
@@ -35,6 +39,9 @@
   // "lost" (never reached the desk: saved again once the live stream is back).
   let unsavedWhy = null;
   let loads = 0; // form loads asked for (``loadMain``)
+  // The drafts of the form on the page as the desk has them (loaded, or saved from here):
+  // a field the person has not changed since is one the page may take from elsewhere.
+  let base = null; // { id, drafts }
   // Revisions of drafts this page sent: the live stream may report an older one of them
   // after a newer save was answered; only a revision this page never made is news.
   const ownRevs = [];
@@ -74,6 +81,7 @@
   function drafts() {
     return Array.from(form().querySelectorAll("fieldset.question")).map(questionDraft);
   }
+  function agreed() { base = form() ? { id: formId(), drafts: drafts() } : null; }
   function dirty() {
     return drafts().some(function (d) {
       return d.skipped || d.selected.length || d.custom.trim() || d.note.trim() ||
@@ -86,7 +94,16 @@
   // A request that never reached the desk (the network dropped, the desk is down) answers
   // with status 0 and a sentence, as the desk's refusals do, so every caller says so and
   // lets the person try again.
+  // A request refused for its session (401, or 403: the token of a session the browser
+  // signed out of) is sent again once with the browser's session now, if it has a new one.
   async function post(path, body, keepalive) {
+    const result = await send(path, body, keepalive);
+    if ((result.status === 401 || result.status === 403) && await renew()) {
+      return send(path, body, keepalive);
+    }
+    return result;
+  }
+  async function send(path, body, keepalive) {
     let response;
     try {
       response = await fetch(path, {
@@ -103,6 +120,34 @@
     try { data = await response.json(); } catch (e) { data = {}; }
     return { status: response.status, data: data };
   }
+
+  // The browser's session now: a desk restart signs everyone out, and the person signs in
+  // again with a new link, in another tab. Then this page takes the new session up (its
+  // token, its live stream) and goes on, keeping what was typed here meanwhile: the stream's
+  // first event saves it. True when there was something to take up.
+  async function renew() {
+    let response;
+    try {
+      response = await fetch("/session", { credentials: "same-origin" });
+    } catch (e) {
+      return false;
+    }
+    if (response.status !== 200) return false;
+    let data = {};
+    try { data = await response.json(); } catch (e) { return false; }
+    const fresh = data.csrf !== csrf;
+    csrf = data.csrf;
+    const closed = stream.readyState === EventSource.CLOSED;
+    if (closed) connect();
+    if (closed || fresh) say("");
+    return fresh;
+  }
+  // Coming back to the page (after signing in in another tab) takes up a new session.
+  function backToPage() {
+    if (document.visibilityState === "visible" && stream.readyState === EventSource.CLOSED) renew();
+  }
+  window.addEventListener("focus", backToPage);
+  document.addEventListener("visibilitychange", backToPage);
 
   // What the person typed and the desk never kept, as the review's lines.
   function notSent() {
@@ -129,15 +174,16 @@
     if (!id) return;
     saving += 1;
     let result;
+    const sent = drafts();
     try {
-      result = await post("/api/draft", { form: id, drafts: drafts() }, leavingPage === true);
+      result = await post("/api/draft", { form: id, drafts: sent }, leavingPage === true);
     } finally {
       saving -= 1;
     }
     if (result.status === 200) {
       ownRevs.push(result.data.rev);
       if (ownRevs.length > 64) ownRevs.shift();
-      if (formId() === id) form().dataset.rev = result.data.rev;
+      if (formId() === id) { form().dataset.rev = result.data.rev; base = { id: id, drafts: sent }; }
       if (unsaved === id) {
         unsaved = null;
         showError("");
@@ -148,15 +194,18 @@
     // desk restart signs everyone out; leaving to sign in again asks first).
     if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedWhy = "lost"; }
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
-    else if (result.status === 422 && result.data.code === "refused" && formId() === id) {
-      // The desk's store could not keep this text: nothing from the stream replaces it,
-      // leaving the page asks first, and the next change saves it again.
+    else if ((result.status === 400 || (result.status === 422 && result.data.code === "refused")) &&
+             formId() === id) {
+      // The desk cannot keep this text (over its limit; a team desk's store refusing it):
+      // nothing from the stream replaces it, leaving the page asks first, and the next
+      // change saves it again.
       unsaved = id;
       unsavedWhy = "refused";
       showError((result.data.error || "The desk could not keep this draft.") +
         " What you typed stays on this page; it is saved once you change it.");
     }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
+    else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
   }
   function changed(fs) {
@@ -194,6 +243,7 @@
     list.replaceChildren();
     form().querySelectorAll("fieldset.question").forEach(function (fs) {
       const item = document.createElement("li");
+      item.dir = "auto"; // a line in a question's own direction, as the question itself
       item.textContent = reviewText(fs, questionDraft(fs));
       list.appendChild(item);
     });
@@ -225,6 +275,7 @@
     leaving = null;
     if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
+    else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(result.data.error || "The answer was not accepted.");
   }
   async function cancelForm() {
@@ -266,6 +317,11 @@
     const hadFocus = slot.contains(document.activeElement);
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
+    agreed();
+    // The form this page sent is gone from the page, or back in it after all (put back with
+    // Later, shown again): from now on its leaving is news. Only while its Submit is on its
+    // way is a reload of it (drafts changed elsewhere) still the form being sent.
+    if (!sending || formId() !== leaving) leaving = null;
     refreshQueue();
     if (hadFocus || document.activeElement === document.body) {
       const heading = slot.querySelector("h1");
@@ -379,7 +435,7 @@
   function syncDrafts(rev) {
     const f = form();
     if (!f || f.dataset.rev === rev || ownRevs.indexOf(rev) >= 0) { staleRev = null; return; }
-    if (typingHere()) { staleRev = rev; return; }
+    if (typingHere()) { staleRev = rev; mergeDrafts(f.dataset.formId); return; }
     staleRev = null;
     const focused = document.activeElement && document.activeElement.id;
     loadMain(f.dataset.formId).then(function () {
@@ -387,25 +443,92 @@
       if (again) again.focus();
     });
   }
+  // While the person types here, drafts changed elsewhere (another device) are taken into the
+  // fields the person has not changed since the page last agreed with the desk; the others
+  // keep what was typed here. So the draft this page saves next carries both, and never
+  // sends back, as its own, what another device has replaced.
+  async function mergeDrafts(id) {
+    const response = await fetch("/fragment/form?form=" + encodeURIComponent(id),
+      { credentials: "same-origin" });
+    if (response.status !== 200) return;
+    const there = new DOMParser().parseFromString(await response.text(), "text/html")
+      .getElementById("ask-form"); // inert: nothing in it runs
+    const f = form();
+    if (!there || !f || there.dataset.formId !== id || formId() !== id || !base || base.id !== id) return;
+    const theirs = Array.from(there.querySelectorAll("fieldset.question")).map(questionDraft);
+    let took = false;
+    f.querySelectorAll("fieldset.question").forEach(function (fs, q) {
+      took = takeTheirs(fs, theirs[q], base.drafts[q]) || took;
+    });
+    base = { id: id, drafts: theirs };
+    f.dataset.rev = there.dataset.rev;
+    staleRev = null;
+    if (took) document.getElementById("review").hidden = true; // it showed the answers before
+    // A save on its way carries what was here before: save again once it is in.
+    if (took && saving > 0) { clearTimeout(saveTimer); saveTimer = setTimeout(saveNow, SAVE_DELAY); }
+  }
+  function takeTheirs(fs, theirs, was) {
+    const mine = questionDraft(fs);
+    const same = function (a, b) { return JSON.stringify(a) === JSON.stringify(b); };
+    let took = false;
+    const custom = fs.querySelector("textarea.custom");
+    if (same([mine.selected, mine.customSelected], [was.selected, was.customSelected]) &&
+        !same([mine.selected, mine.customSelected], [theirs.selected, theirs.customSelected])) {
+      fs.querySelectorAll("input.choice").forEach(function (i) {
+        i.checked = theirs.selected.indexOf(Number(i.value)) >= 0;
+      });
+      custom.dataset.selected = theirs.customSelected ? "true" : "false";
+      took = true;
+    }
+    function text(box, now, before, then) {
+      if (now !== before || now === then) return;
+      box.value = then;
+      took = true;
+    }
+    text(custom, mine.custom, was.custom, theirs.custom);
+    text(fs.querySelector("textarea.note"), mine.note, was.note, theirs.note);
+    fs.querySelectorAll("textarea.option-note-text").forEach(function (box) {
+      const value = box.dataset.value;
+      const then = theirs.optionNotes[value] || "";
+      text(box, mine.optionNotes[value] || "", was.optionNotes[value] || "", then);
+      if (then.trim()) {
+        const toggle = fs.querySelector('[aria-controls="' + box.parentNode.id + '"]');
+        toggle.setAttribute("aria-expanded", "true");
+        box.parentNode.hidden = false;
+      }
+    });
+    if (mine.skipped === was.skipped && mine.skipped !== theirs.skipped) {
+      fs.querySelector("button.skip").setAttribute("aria-pressed", theirs.skipped ? "true" : "false");
+      fs.classList.toggle("skipped", theirs.skipped);
+      took = true;
+    }
+    return took;
+  }
   slot.addEventListener("focusout", function () {
     if (staleRev !== null) setTimeout(function () { if (staleRev !== null) syncDrafts(staleRev); }, 0);
   });
 
   // -- the live stream --------------------------------------------------------------------
-  const stream = new EventSource("/events");
+  let stream = null;
   const LOST = "The live connection to the desk is lost (the network, or the desk stopped): " +
     "this page may not be up to date. It reconnects by itself.";
-  stream.addEventListener("error", function () {
+  function streamError() {
     // The browser reconnects by itself unless the desk refused the stream (signed out).
     if (stream.readyState === EventSource.CLOSED) {
-      say("The live connection to the desk closed: reload the page, or sign in again.");
+      const text = "This page is signed out of the desk (a desk restart signs everyone out): " +
+        "open a new sign-in link (pi-agent-ask desk login-url) in another tab, then come back " +
+        "here. This page keeps what you typed and saves it then.";
+      say(text);
+      // Where the person last read that the desk could not be reached: what holds now.
+      const box = document.getElementById("form-errors");
+      if (box && box.textContent === UNREACHABLE) box.textContent = text;
     } else {
       say(LOST);
     }
-  });
-  stream.addEventListener("open", function () {
+  }
+  function streamOpen() {
     if (statusBox.textContent === LOST) say("");
-  });
+  }
   // Whether the form this page answered is listed again under another showing (see
   // ``sent``); if so the page says so and shows it again.
   function cameBack(digest) {
@@ -421,15 +544,16 @@
     loadMain(id);
     return true;
   }
-  stream.addEventListener("board", function (event) {
+  function boardEvent(event) {
     const digest = JSON.parse(event.data);
     lastDigest = digest;
     if (cameBack(digest)) return;
     const ids = digest.forms.map(function (f) { return f.id; });
     const id = formId();
     if (id && ids.indexOf(id) < 0) {
+      // Until the next form is on the page (a load takes a while on a slow link, and the
+      // board may change again meanwhile), the form shown is still the one this page sent.
       if (leaving !== id) say(ELSEWHERE + notSent());
-      leaving = null;
       loadMain(null);
     } else if (!id && ids.length) {
       loadMain(null);
@@ -447,5 +571,13 @@
         else syncDrafts(mine.rev);
       }
     }
-  });
+  }
+  function connect() {
+    stream = new EventSource("/events");
+    stream.addEventListener("error", streamError);
+    stream.addEventListener("open", streamOpen);
+    stream.addEventListener("board", boardEvent);
+  }
+  agreed();
+  connect();
 })();

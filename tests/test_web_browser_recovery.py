@@ -1,0 +1,354 @@
+"""The web desk in a real browser when things go wrong around a person's answer: a slow
+network while the board keeps changing, a session that ended while text was typed, text past
+the desk's limit. Chromium driven by Selenium, agents on the official MCP SDK client, a real
+desk (see ``tests/test_web_browser.py``, whose helpers these tests use)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
+from pi_agent_ask.web.testing import browser_missing, by_role
+from pi_agent_ask.web.view import MAX_TEXT
+from tests.test_web_browser import (  # noqa: F401
+    answer_on_the_board,
+    ask,
+    browser,
+    colour,
+    d_text,
+    form_shown,
+    opt,
+    question,
+    run,
+    shown_on_page,
+    single,
+    wait_until,
+)
+
+MISSING = browser_missing()
+pytestmark = [
+    *(pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS),
+    pytest.mark.skipif(MISSING is not None, reason=MISSING or ""),
+    pytest.mark.e2e,
+]
+
+
+def slow_network(driver: Any, latency_ms: int) -> None:
+    """Every request of the page takes ``latency_ms`` longer (a phone on a slow link); 0 gives
+    the network back."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": latency_ms, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+
+
+def record_status(driver: Any) -> None:
+    """From now on, every sentence the page's status line says is kept in ``window.said``
+    (what a screen reader announces: the line is ``aria-live``)."""
+    driver.execute_script(
+        "window.said = [];"
+        "const box = document.getElementById('status');"
+        "new MutationObserver(() => { if (box.textContent) window.said.push(box.textContent); })"
+        ".observe(box, {childList: true, characterData: true, subtree: true});"
+    )
+
+
+async def test_the_page_that_sent_an_answer_never_says_it_was_answered_elsewhere(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """On a slow link the board changes again (another agent asks) while the page is still
+    loading what follows its own answer: the page says its answer was sent, and never that
+    the form was answered elsewhere (it used to, once the second change came in)."""
+    with trio.fail_after(120):
+        async with (
+            open_desk(tmp_path) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "beta") as beta,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def send() -> None:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                record_status(browser)
+                slow_network(browser, 700)
+                submit.click()
+
+            try:
+                await run(send)
+                await desk.board.wait_for(lambda b: not b.shown_forms())
+                await beta.call_tool(
+                    "ask_user",
+                    ask(single("t", "Tone", opt("plain", "Plain")), background=True, title="Tone"),
+                )
+                await run(lambda: wait_until(browser, lambda d: by_role(d, "heading", "Tone"), 20))
+            finally:
+                await run(lambda: slow_network(browser, 0))
+            said = await run(lambda: browser.execute_script("return window.said"))
+            assert not [s for s in said if "answered elsewhere" in s], said
+            assert said and said[-1] == "Sent to the agent.", said
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def note_box(driver: Any) -> Any:
+    return by_role(question(driver, "Colour"), "textbox", "Note")
+
+
+async def test_text_typed_across_a_desk_restart_is_saved_once_the_person_signs_in_again(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A desk restart signs everyone out. The page left open keeps what was typed while the
+    desk was down and after it came back; the person signs in again in another tab (a new
+    link) and comes back: the page takes the new session up, its live stream comes back, and
+    the text is saved and sent (it used to refuse every request for good: "reload the page",
+    which drops the text)."""
+    listen = f"127.0.0.1:{free_port()}"
+    with trio.fail_after(110):
+        async with (
+            open_desk(tmp_path, listen=listen) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+            await run(lambda: note_box(browser).send_keys("teal"))
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].note == "teal"
+            )
+        await run(lambda: note_box(browser).send_keys(", navy"))  # the desk is down
+        await run(
+            lambda: wait_until(
+                browser, lambda d: "could not be reached" in d_text(d, "#form-errors")
+            )
+        )
+        async with open_desk(tmp_path, listen=listen) as desk:
+            assert desk.web is not None
+            # Back, and this page's session gone: said where the person read "could not be
+            # reached", next to the buttons, before anything more is typed.
+            said = await run(
+                lambda: wait_until(
+                    browser, lambda d: "signed out" in (t := d_text(d, "#form-errors")) and t
+                )
+            )
+            assert "keeps what you typed" in said
+
+            def signed_out() -> str:
+                note_box(browser).send_keys(", sky")
+                return str(
+                    wait_until(
+                        browser,
+                        lambda d: "Not signed in" in (text := d_text(d, "#form-errors")) and text,
+                    )
+                )
+
+            assert "keeps what you typed" in await run(signed_out)
+            url = desk.web.login_url()
+
+            def sign_in_elsewhere() -> None:
+                """A new link opened in another tab (which shows the form as the journal
+                has it: the first page may have saved its text already, a save of its
+                retried with the new session), then back to the first page."""
+                first = browser.current_window_handle
+                browser.switch_to.new_window("tab")
+                browser.get(url)
+                wait_until(browser, lambda d: note_box(d).get_attribute("value").startswith("teal"))
+                browser.close()
+                browser.switch_to.window(first)
+
+            await run(sign_in_elsewhere)
+            with trio.fail_after(20):  # what the first page kept, saved by itself
+                await desk.board.wait_for(
+                    lambda b: (
+                        b.current is not None
+                        and b.current.state.drafts[0].note == "teal, navy, sky"
+                    )
+                )
+
+            def send() -> None:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+                wait_until(browser, lambda d: not form_shown(d))
+
+            await run(send)
+            async with desk_client(desk.address, "alpha") as alpha:
+                waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+            assert entry["result"]["answers"]["q"]["note"] == "teal, navy, sky"
+
+
+def leaving_asks(driver: Any) -> bool:
+    """Whether leaving the page would ask first (chromedriver answers a real dialog itself)."""
+    return bool(
+        driver.execute_script(
+            "const e = new Event('beforeunload', {cancelable: true});"
+            "window.dispatchEvent(e); return e.defaultPrevented;"
+        )
+    )
+
+
+async def test_text_past_the_limit_is_named_in_words_and_nothing_typed_is_lost(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A paste longer than the desk takes: the page says which box and by how much, in words;
+    what is typed meanwhile elsewhere on the form stays on the page (leaving asks first), and
+    once the text is short enough all of it is saved (it used to read ``drafts[0].custom is
+    longer than 100000 characters.``, and a reload then dropped the note typed after it)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def pasted() -> str:
+                own = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                own.click()
+                browser.execute_cdp_cmd("Input.insertText", {"text": "y" * (MAX_TEXT + 5)})
+                said = wait_until(browser, lambda d: (text := d_text(d, "#form-errors")) and text)
+                note_box(browser).send_keys("keep me")
+                return str(said)
+
+            said = await run(pasted)
+            assert "Type your own" in said and f"{MAX_TEXT + 5:,}" in said, said
+            assert "drafts[0]" not in said.split("(")[0], said
+            assert await run(lambda: leaving_asks(browser)), "leaving the page would not ask"
+            assert desk.board.current is not None
+            assert desk.board.current.state.drafts[0].note == ""
+
+            def shortened() -> None:
+                own = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                browser.execute_script("arguments[0].select()", own)
+                own.send_keys("short")
+
+            await run(shortened)
+            with trio.fail_after(20):
+                await desk.board.wait_for(
+                    lambda b: (
+                        b.current is not None
+                        and b.current.state.drafts[0].note == "keep me"
+                        and b.current.state.drafts[0].custom_text == "short"
+                    )
+                )
+            assert not await run(lambda: leaving_asks(browser))
+
+
+async def test_typing_on_a_second_device_keeps_what_the_first_one_typed(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A phone left with its keyboard up in one box (its page does not redraw the form under
+    the person's fingers), the person types a note on the laptop, then goes on typing on the
+    phone: the phone's draft carries the laptop's note along, it does not wipe it (it used to
+    save the note as the phone last saw it, empty, and the laptop's page then lost it too)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def own_text(driver: Any) -> Any:
+                return by_role(question(driver, "Colour"), "textbox", "Type your own")
+
+            def phone_types() -> tuple[str, str]:
+                laptop = browser.current_window_handle
+                page = browser.current_url
+                browser.switch_to.new_window("tab")
+                phone = browser.current_window_handle
+                browser.get(page)
+                wait_until(browser, lambda d: own_text(d))
+                own_text(browser).send_keys("teal")  # the focus stays in the box
+                return laptop, phone
+
+            laptop, phone = await run(phone_types)
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].custom_text == "teal"
+            )
+
+            def laptop_types() -> None:
+                browser.switch_to.window(laptop)
+                wait_until(browser, lambda d: own_text(d).get_attribute("value") == "teal")
+                note_box(browser).send_keys("for the hall")
+
+            await run(laptop_types)
+            await desk.board.wait_for(
+                lambda b: (
+                    b.current is not None
+                    and b.current.state.drafts[0].note == "for the hall"
+                    and b.current.state.drafts[0].custom_text == "teal"
+                )
+            )
+
+            def phone_again() -> None:
+                browser.switch_to.window(phone)
+                browser.switch_to.active_element.send_keys(" and navy")
+
+            await run(phone_again)
+            with trio.fail_after(20):
+                await desk.board.wait_for(
+                    lambda b: (
+                        b.current is not None
+                        and b.current.state.drafts[0].custom_text == "teal and navy"
+                    )
+                )
+            await trio.sleep(1)  # the phone's saves after the last keystroke, if any
+            assert desk.board.current is not None
+            assert desk.board.current.state.drafts[0].note == "for the hall"
+
+            def on_both() -> list[str]:
+                notes = []
+                for tab in (phone, laptop):
+                    browser.switch_to.window(tab)
+                    browser.find_element("tag name", "h1").click()  # the focus leaves the box
+                    wait_until(
+                        browser,
+                        lambda d: own_text(d).get_attribute("value") == "teal and navy",
+                    )
+                    notes.append(str(note_box(browser).get_attribute("value")))
+                browser.switch_to.window(phone)
+                browser.close()
+                browser.switch_to.window(laptop)
+                return notes
+
+            assert await run(on_both) == ["for the hall", "for the hall"]
+
+
+async def test_a_form_put_back_with_later_then_answered_elsewhere_is_told(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Later on the only waiting form: it comes back on the page; answered on the terminal
+    then, the page says it was answered elsewhere (the page's own Later is not its answer)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            shown = desk.board.current
+            assert shown is not None
+            await run(lambda: by_role(browser, "button", "Later").click())
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.seq != shown.seq
+            )
+            await run(
+                lambda: wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
+            )
+            await run(lambda: wait_until(browser, form_shown))
+            await answer_on_the_board(desk.board)
+            told = await run(
+                lambda: wait_until(browser, lambda d: not form_shown(d) and d_text(d, "#status"))
+            )
+            assert "answered elsewhere" in told, told
