@@ -178,15 +178,7 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
 
         return await tools.call_tool(params.name, params.arguments, report_progress=report)
 
-    return describing(
-        Server(
-            SERVER_NAME,
-            version=package_version(),
-            instructions=INSTRUCTIONS,
-            on_list_tools=list_tools,
-            on_call_tool=call_tool,
-        )
-    )
+    return ask_server(list_tools, call_tool)
 
 
 async def _print_notices(runtime: Any) -> None:
@@ -298,6 +290,20 @@ def until_the_client_is_gone() -> Iterator[None]:
         pass
 
 
+def ask_server(list_tools: Any, call_tool: Any) -> Server[Any]:
+    """The MCP server agents see (its name, version and instructions; refused params
+    described), answering ``tools/list`` and ``tools/call`` with the two handlers."""
+    return describing(
+        Server(
+            SERVER_NAME,
+            version=package_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
+    )
+
+
 def routed_server(router: Any) -> Any:
     """The stdio MCP server: every call goes where the router says forms are shown now."""
 
@@ -309,15 +315,7 @@ def routed_server(router: Any) -> Any:
         result: types.CallToolResult = await router.call_tool(ctx, params.name, params.arguments)
         return result
 
-    return describing(
-        Server(
-            SERVER_NAME,
-            version=package_version(),
-            instructions=INSTRUCTIONS,
-            on_list_tools=list_tools,
-            on_call_tool=call_tool,
-        )
-    )
+    return ask_server(list_tools, call_tool)
 
 
 @attrs.frozen

@@ -26,10 +26,8 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
-from pi_agent_ask.mcp_common import package_version
-from pi_agent_ask.mcp_common.params import describing
 from pi_agent_ask.mcp_server.forward import BROKEN_CODES, Held, hold_desk_session
-from pi_agent_ask.mcp_server.stdio import INSTRUCTIONS, SERVER_NAME
+from pi_agent_ask.mcp_server.stdio import ask_server
 from pi_agent_ask.store.agent import CALL_KEY_META
 
 __all__ = ["RETRY_FOR", "FailoverUpstream", "parse_desk_urls", "serve_stdio_via_team"]
@@ -204,15 +202,7 @@ def failover_server(upstream: FailoverUpstream) -> Server[Any]:
             assert isinstance(result, types.CallToolResult)
             return result
 
-    return describing(
-        Server(
-            SERVER_NAME,
-            version=package_version(),
-            instructions=INSTRUCTIONS,
-            on_list_tools=list_tools,
-            on_call_tool=call_tool,
-        )
-    )
+    return ask_server(list_tools, call_tool)
 
 
 async def serve_stdio_via_team(
