@@ -28,7 +28,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -222,12 +222,9 @@ async def serve(
     hook_dir: Path | None = None,
 ) -> None:
     """Serve MCP on standard input and output until the client closes its side."""
-    from mcp.server.stdio import stdio_server
-
     from pi_agent_ask.mcp_common.connection import desk_file_path
     from pi_agent_ask.mcp_common.journals import default_key, default_state_dir
     from pi_agent_ask.mcp_server.router import Router
-    from pi_agent_ask.mcp_server.unreadable import AnsweredReads
 
     desk_file = desk_file_path()
     token = _desk_token(desk, desk_file) if desk not in ("auto", "off") else None
@@ -270,22 +267,27 @@ async def serve(
     async with trio.open_nursery() as nursery:
         await nursery.start(router.run)
         server = routed_server(router)
-        with until_the_client_is_gone():
-            # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that type.
-            async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
-                reads = AnsweredReads(read, write, replay.last_line)
-                await server.run(reads, write, server.create_initialization_options())
+        await serve_lines(server, replay, stdout)
         nursery.cancel_scope.cancel()
 
 
-@contextlib.contextmanager
-def until_the_client_is_gone() -> Iterator[None]:
-    """Run the stdio server's block; a client that died (or closed its end of standard output)
-    with a call in flight ends it as closing standard input does. The SDK answers such a call
-    "Connection closed" as the input ends, and the write fails on the broken pipe: nothing can
-    reach that client any more, so there is nothing to report."""
+async def serve_lines(server: Server[Any], replay: ReplayedStdin, stdout: Any) -> None:
+    """Run ``server`` on the stdio transport over ``replay``'s lines until the client ends.
+
+    A line the SDK cannot read is answered (``unreadable.AnsweredReads``). A client that died
+    (or closed its end of standard output) with a call in flight ends the server as closing
+    standard input does: the SDK answers such a call "Connection closed" as the input ends,
+    and the write fails on the broken pipe; nothing can reach that client any more, so there
+    is nothing to report."""
+    from mcp.server.stdio import stdio_server
+
+    from pi_agent_ask.mcp_server.unreadable import AnsweredReads
+
     try:
-        yield
+        # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that type.
+        async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
+            reads = AnsweredReads(read, write, replay.last_line)
+            await server.run(reads, write, server.create_initialization_options())
     except* (BrokenPipeError, ConnectionResetError):
         pass
 

@@ -210,23 +210,11 @@ async def serve_stdio_via_team(
 ) -> None:
     """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers. A line
     the SDK cannot read is answered as ``pi-agent-ask mcp`` answers it (``unreadable.py``)."""
-    from mcp.server.stdio import stdio_server
-
-    from pi_agent_ask.mcp_server.stdio import (
-        ReplayedStdin,
-        standard_input,
-        until_the_client_is_gone,
-    )
-    from pi_agent_ask.mcp_server.unreadable import AnsweredReads
+    from pi_agent_ask.mcp_server.stdio import ReplayedStdin, serve_lines, standard_input
 
     replay = ReplayedStdin(None, stdin if stdin is not None else standard_input())
     async with trio.open_nursery() as nursery:
         upstream = FailoverUpstream(urls=list(urls), token=token, nursery=nursery)
-        server = failover_server(upstream)
-        with until_the_client_is_gone():
-            # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that type.
-            async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
-                reads = AnsweredReads(read, write, replay.last_line)
-                await server.run(reads, write, server.create_initialization_options())
+        await serve_lines(failover_server(upstream), replay, stdout)
         await upstream.close()
         nursery.cancel_scope.cancel()
