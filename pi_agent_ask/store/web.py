@@ -215,7 +215,7 @@ class TeamPage:
         Refused: the page's board keeps the store's drafts, the page keeps the person's."""
         shown = self._shown(request_id)
         if shown is None:
-            return await self._refusal(request_id)
+            return await self.team.refusal(request_id)
         state = attrs.evolve(shown.state, drafts=drafts)
         for _attempt in range(2):  # a claim that ran out meanwhile is claimed again, once
             if self.team.claimed_here(request_id) is None:
@@ -230,17 +230,13 @@ class TeamPage:
                 self.board.update(key, request_id, state)
                 return None
             await self.team.close(request_id)  # the claim was lost: forget it
-        return await self._refusal(request_id)
+        return await self.team.refusal(request_id)
 
     async def _put_back(self, request_id: str) -> None:
         """The page went quiet on a form it claimed: back for every desk, with its draft."""
         self._page_claims.discard(request_id)
         shown = self._shown(request_id)
         await self.team.close(request_id, None if shown is None else draft_json(shown.state))
-
-    async def _refusal(self, request_id: str) -> Refused:
-        """Why the form cannot take drafts now (answered meanwhile, or another desk holds it)."""
-        return await self.team.refusal(request_id)
 
     async def _command(self, key: str, request_id: str, command: fs.Command) -> None:
         shown = self._shown(request_id)
