@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
     from pi_agent_ask.persistence.session_values import SessionFileError
 from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.mcp_common.asgi import progress_reporter
 from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
 from pi_agent_ask.mcp_common.journals import wait_until_free
 from pi_agent_ask.mcp_server.forward import DeskGone, DeskUpstream, forward_call, forward_list
@@ -582,7 +583,8 @@ class _Progress:
     its seconds from zero, and MCP requires every value of a request to be larger than the
     one before, so a side's count goes on from what the earlier sides sent."""
 
-    session: Any
+    send: ReportProgress
+    """The session's ``report_progress``."""
     sent: float = 0.0
     base: float = 0.0
 
@@ -591,11 +593,10 @@ class _Progress:
 
     async def report(self, progress: float, total: float | None, message: str | None) -> None:
         self.sent = self.base + progress
-        await self.session.report_progress(self.sent, total, message)
+        await self.send(self.sent, total, message)
 
 
 def _progress(ctx: Any) -> _Progress | None:
-    meta = ctx.meta or {}
-    if meta.get("progress_token", meta.get("progressToken")) is None:
-        return None
-    return _Progress(ctx.session)
+    """The call's progress when it asked for progress (``progress_reporter``), else ``None``."""
+    send = progress_reporter(ctx)
+    return None if send is None else _Progress(send)

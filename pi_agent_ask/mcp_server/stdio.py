@@ -40,6 +40,7 @@ import trio
 from mcp.server.lowlevel.server import Server
 
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, package_version
+from pi_agent_ask.mcp_common.asgi import progress_reporter
 from pi_agent_ask.mcp_common.params import describing
 
 if TYPE_CHECKING:
@@ -169,14 +170,9 @@ def mcp_server(tools: AgentTools, surface: ElicitationSurface | None, nursery: t
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         attach(ctx)
-        meta = ctx.meta or {}
-        report = None
-        if meta.get("progress_token", meta.get("progressToken")) is not None:
-
-            async def report(progress: float, total: float | None, message: str | None) -> None:
-                await ctx.session.report_progress(progress, total, message)
-
-        return await tools.call_tool(params.name, params.arguments, report_progress=report)
+        return await tools.call_tool(
+            params.name, params.arguments, report_progress=progress_reporter(ctx)
+        )
 
     return ask_server(list_tools, call_tool)
 
