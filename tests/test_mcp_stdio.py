@@ -50,6 +50,27 @@ class Home:
         }
 
 
+def hello(
+    name: str = "raw", *, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The params of a raw client's ``initialize``."""
+    return {
+        "protocolVersion": version,
+        "capabilities": capabilities or {},
+        "clientInfo": {"name": name, "version": "1"},
+    }
+
+
+def opening(name: str = "raw") -> list[str]:
+    """A raw client's first two lines on the stdio transport: ``initialize`` (id 0), then
+    ``notifications/initialized``."""
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello(name)}
+    return [json.dumps(initialize), INITIALIZED]
+
+
+INITIALIZED = '{"jsonrpc": "2.0", "method": "notifications/initialized"}'
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[Home]:
     work = tmp_path / "project"
@@ -243,19 +264,9 @@ async def test_claude_code_hook_adds_waiting_answers_once(home: Home) -> None:
 
 
 async def test_explicit_desk_without_a_token_is_refused(home: Home) -> None:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "x", "version": "1"},
-        },
-    }
     done = await trio.run_process(
         [sys.executable, "-m", "pi_agent_ask", "mcp", "--desk", "http://127.0.0.1:9/mcp"],
-        stdin=(json.dumps(init) + "\n").encode(),
+        stdin=(opening("x")[0] + "\n").encode(),
         capture_stdout=True,
         capture_stderr=True,
         env={**home.env(), "PATH": "/usr/bin:/bin"},
@@ -620,22 +631,11 @@ async def test_a_call_too_large_for_the_desk_is_refused_in_words_through_the_for
 async def test_every_message_the_sdk_cannot_read_is_answered(home: Home) -> None:
     """Lines the SDK's stdio transport cannot read (it drops them) get a JSON-RPC error, so
     no client waits forever for the answer to a request it sent."""
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
     call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": %s}'
     lone = '{"name": "ask_user", "arguments": {"questions": [{"id": "a\\ud800b"}]}}'
     deep = '{"name": "ask_user", "arguments": {"questions": %s}}' % ("[" * 300 + "]" * 300)
     lines = [
-        json.dumps(initialize),
-        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        *opening(),
         "this is not JSON",
         call % (1, lone),
         call % (2, deep),
@@ -706,16 +706,11 @@ async def test_requests_the_sdk_refuses_say_what_is_wrong(home: Home) -> None:
     """The SDK answers params that do not fit the protocol, and any request before
     ``initialize``, with a bare ``Invalid request parameters``; the client is told where and
     why instead, and the server goes on."""
-    hello = {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    }
     request = '{"jsonrpc": "2.0", "id": %d, "method": "%s", "params": %s}'
     lines = [
         request % (1, "tools/list", "{}"),
-        request % (2, "initialize", json.dumps(hello)),
-        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        request % (2, "initialize", json.dumps(hello())),
+        INITIALIZED,
         request % (3, "tools/call", '{"name": "ask_user", "arguments": [1, 2]}'),
         request % (4, "tools/call", '{"arguments": {}}'),
         request % (5, "tools/call", '{"name": 5}'),
@@ -742,16 +737,10 @@ async def test_standard_input_is_read_as_utf_8_whatever_the_locale(home: Home) -
     """MCP's stdio messages are UTF-8; a server started in a locale that is not (here the
     plain C locale, with Python's switch to UTF-8 turned off) reads them as UTF-8 all the
     same, and answers in UTF-8."""
-    hello = {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    }
     ask = {**ASK, "questions": [{**ASK["questions"][0], "prompt": "Café 日本?"}]}
     call = {"name": "ask_user", "arguments": ask}
     lines = [
-        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
-        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        *opening(),
         json.dumps(
             {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}, ensure_ascii=False
         ),
@@ -769,11 +758,7 @@ async def test_a_client_of_the_2025_06_18_protocol_gets_forms_it_can_show(home: 
     multi-select arrays came later. A client that negotiated 2025-06-18 gets each choice of a
     single-select question as an enum and each option of a multi-select one as a boolean,
     and its answer is the person's answer."""
-    hello = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "older", "version": "1"},
-    }
+    older = hello("older", version="2025-06-18", capabilities={"elicitation": {}})
     ask = {
         "questions": [
             ASK["questions"][0],
@@ -815,7 +800,7 @@ async def test_a_client_of_the_2025_06_18_protocol_gets_forms_it_can_show(home: 
             received: dict[str, Any] = json.loads(line)
             return received
 
-        await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+        await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": older})
         assert (await receive())["result"]["protocolVersion"] == "2025-06-18"
         await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         call = {"name": "ask_user", "arguments": ask}
@@ -861,14 +846,8 @@ async def test_a_request_whose_id_is_no_string_or_integer_is_answered(home: Home
     fraction, a boolean, an object) as a notification and drops it: its client would wait
     forever. It gets ``-32600`` with ``id`` null instead (MCP: an id is a string or an
     integer, never null); real notifications still get nothing."""
-    hello = {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    }
     lines = [
-        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
-        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        *opening(),
         '{"jsonrpc": "2.0", "id": null, "method": "ping"}',
         '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',
         '{"jsonrpc": "2.0", "id": true, "method": "tools/list"}',
@@ -893,20 +872,9 @@ async def test_a_client_killed_during_a_call_ends_the_server_quietly(home: Home)
 
     from pi_agent_ask.desk.testing import answer_displayed, open_desk
 
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "doomed", "version": "1"},
-        },
-    }
     call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": %s}'
     lines = [
-        json.dumps(initialize),
-        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        *opening("doomed"),
         call % (1, json.dumps({"name": "ask_user", "arguments": {**ASK, "background": True}})),
         call % (2, '{"name": "wait_for_answers", "arguments": {}}'),
     ]

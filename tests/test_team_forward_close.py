@@ -23,6 +23,7 @@ from tests.store_support import (  # noqa: F401
     team_desk,
 )
 from tests.test_mcp_desk_close import records_of
+from tests.test_mcp_stdio import opening
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -72,20 +73,9 @@ async def test_a_team_agent_killed_during_a_call_ends_its_server_quietly(
     import sys
 
     token = Store.new_token(pg_cluster.url(store_db), "alpha")
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "doomed", "version": "1"},
-        },
-    }
     call = '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": %s}'
     lines = [
-        json.dumps(initialize),
-        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        *opening("doomed"),
         call % (1, json.dumps({"name": "ask_user", "arguments": ask("Deploy", background=True)})),
         call % (2, '{"name": "wait_for_answers", "arguments": {}}'),
     ]
