@@ -39,6 +39,7 @@
   // "lost" (never reached the desk: saved again once the live stream is back).
   let unsavedWhy = null;
   let loads = 0; // form loads asked for (``loadMain``)
+  let boards = 0; // board events received (``boardEvent``)
   // The drafts of the form on the page as the desk has them (loaded, or saved from here):
   // a field the person has not changed since is one the page may take from elsewhere.
   let base = null; // { id, drafts }
@@ -306,6 +307,7 @@
   // an older answer arriving late never replaces a newer one.
   async function loadMain(id, skip) {
     const mine = ++loads;
+    const seen = boards;
     const params = new URLSearchParams();
     if (id) params.set("form", id);
     if (skip) params.set("skip", skip);
@@ -322,6 +324,10 @@
     // Later, shown again): from now on its leaving is news. Only while its Submit is on its
     // way is a reload of it (drafts changed elsewhere) still the form being sent.
     if (!sending || formId() !== leaving) leaving = null;
+    // The board changed while this load was on its way (it drops a form for a moment before
+    // showing it again), and its events were read against the page as it was: the last one
+    // is followed again against the page as it is now.
+    if (boards !== seen) { follow(lastDigest, skip); return; }
     refreshQueue();
     if (hadFocus || document.activeElement === document.body) {
       const heading = slot.querySelector("h1");
@@ -545,18 +551,24 @@
     return true;
   }
   function boardEvent(event) {
-    const digest = JSON.parse(event.data);
-    lastDigest = digest;
+    boards += 1;
+    lastDigest = JSON.parse(event.data);
+    follow(lastDigest);
+  }
+  // The page brought in line with the board's ``digest`` (``skip``: as ``loadMain``'s, a form
+  // this page just answered, which the digest may still list).
+  function follow(digest, skip) {
     if (cameBack(digest)) return;
-    const ids = digest.forms.map(function (f) { return f.id; });
+    const ids = digest.forms.map(function (f) { return f.id; })
+      .filter(function (listed) { return listed !== skip; });
     const id = formId();
     if (id && ids.indexOf(id) < 0) {
       // Until the next form is on the page (a load takes a while on a slow link, and the
       // board may change again meanwhile), the form shown is still the one this page sent.
       if (leaving !== id) say(ELSEWHERE + notSent());
-      loadMain(null);
+      loadMain(null, skip);
     } else if (!id && ids.length) {
-      loadMain(null);
+      loadMain(null, skip);
     } else {
       refreshQueue();
       const mine = digest.forms.filter(function (f) { return f.id === id; })[0];
