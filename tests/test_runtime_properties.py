@@ -598,6 +598,9 @@ class World:
     """Answers of recovered foreground forms, by request id."""
     problems: list[str] = attrs.field(factory=list)
     hooks: HookLog = attrs.field(factory=HookLog)
+    outside_done: list[trio.Event] = attrs.field(factory=list)
+    """Set by the program's own tasks outside the runtime as they end (the count of tasks
+    left after disposal is taken once they have: they are not the runtime's)."""
     idle: bool = True
     """What the host's last hook call said; no wake may find the agent busy unless its
     delivery mark's write began before that call (``HookLog``)."""
@@ -1416,6 +1419,10 @@ async def run_program(
         await trio.testing.wait_all_tasks_blocked()
         before = count_tasks(root)
         world = await run_in_runtime(program, session, settings_path, clock, gate, hooks, watch)
+        # Tasks waiting in ``wait_all_tasks_blocked`` with one cushion are woken together, in
+        # any order: the gate's opener may still be on its way out when this count is taken.
+        for done in world.outside_done:
+            await done.wait()
         await trio.testing.wait_all_tasks_blocked()
         assert count_tasks(root) == before, "disposal left tasks running"
         if program.damage:
@@ -1512,9 +1519,13 @@ async def cancel_the_runtime(
         if world.gate.held:
             note("the runtime was cancelled with a write held")
 
+        opened = trio.Event()
+        world.outside_done.append(opened)
+
         async def open_the_gate() -> None:
             await trio.testing.wait_all_tasks_blocked()
             world.gate.release()
+            opened.set()
 
         outside.start_soon(open_the_gate)
     host.cancel()
