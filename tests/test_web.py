@@ -332,6 +332,27 @@ async def test_login_url_talks_to_the_running_desk(tmp_path: Path) -> None:
                 assert (await open_link(other, url)).status_code == 403  # used once
 
 
+async def test_login_url_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    """``desk login-url --qr | head -1``: the reader is gone before the QR code (here before
+    anything) is written. The command ends with 141 (128 + SIGPIPE, what a shell reports for
+    a program a closed pipe ended) and nothing on standard error (it used to end in a
+    ``BrokenPipeError`` traceback)."""
+    command = [sys.executable, "-m", "pi_agent_ask", "desk", "login-url", "--qr"]
+    env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")}
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            read_end, write_end = os.pipe()
+            os.close(read_end)  # the reader is gone, as ``head -1`` is after its line
+            try:
+                done = await trio.run_process(
+                    command, env=env, stdout=write_end, check=False, capture_stderr=True
+                )
+            finally:
+                os.close(write_end)
+    assert (done.returncode, done.stderr.decode()) == (141, "")
+
+
 async def test_a_notification_command_gets_the_forms_url(tmp_path: Path) -> None:
     out = tmp_path / "notified.fifo"
     os.mkfifo(out)  # the test reads it in a thread: the read ends when the command wrote
