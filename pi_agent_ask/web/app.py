@@ -95,6 +95,10 @@ LINKED_FORM_GONE = (
     "or another page) or its agent withdrew it."
 )
 MAX_BODY = 4 * 1024 * 1024
+TOO_LARGE = (
+    f"The request is too large: over the {MAX_BODY // (1024 * 1024)} MiB ({MAX_BODY:,} bytes) "
+    "the desk takes at once."
+)
 
 
 def _templates() -> Jinja2Templates:
@@ -319,7 +323,7 @@ class WebDesk:
         assert isinstance(checked, Session)
         body = await _body(request)
         if body is None:
-            return _error(413, "The request is too large.")
+            return _error(413, TOO_LARGE)
         try:
             data = json.loads(body)
         except (ValueError, RecursionError):

@@ -62,6 +62,19 @@
     if (actions) actions.scrollIntoView({ block: "nearest" });
   }
 
+  // A text box runs in the direction of its text's first strong letter (HTML's dir=auto
+  // rule, letters standing for strong characters). Set here, not with dir=auto on the box:
+  // Chromium works that out again across the whole text at every change, which froze the
+  // page for minutes after a long paste (a million characters: half a minute).
+  const RTL = /[\p{Script=Hebrew}\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}\p{Script=Samaritan}\p{Script=Mandaic}\p{Script=Adlam}\p{Script=Hanifi_Rohingya}\p{Script=Yezidi}]/u;
+  function setDirection(box) {
+    const first = /\p{L}/u.exec(box.value);
+    box.dir = first && RTL.test(first[0]) ? "rtl" : "ltr";
+  }
+  function setDirections() {
+    if (form()) form().querySelectorAll("textarea").forEach(setDirection);
+  }
+
   function questionDraft(fs) {
     const custom = fs.querySelector("textarea.custom");
     const optionNotes = {};
@@ -82,7 +95,10 @@
   function drafts() {
     return Array.from(form().querySelectorAll("fieldset.question")).map(questionDraft);
   }
-  function agreed() { base = form() ? { id: formId(), drafts: drafts() } : null; }
+  function agreed() {
+    setDirections();
+    base = form() ? { id: formId(), drafts: drafts() } : null;
+  }
   function dirty() {
     return drafts().some(function (d) {
       return d.skipped || d.selected.length || d.custom.trim() || d.note.trim() ||
@@ -195,19 +211,39 @@
     // desk restart signs everyone out; leaving to sign in again asks first).
     if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedWhy = "lost"; }
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
-    else if ((result.status === 400 || (result.status === 422 && result.data.code === "refused")) &&
-             formId() === id) {
-      // The desk cannot keep this text (over its limit; a team desk's store refusing it):
-      // nothing from the stream replaces it, leaving the page asks first, and the next
-      // change saves it again.
+    else if ((result.status === 400 || result.status === 413 ||
+              (result.status === 422 && result.data.code === "refused")) && formId() === id) {
+      // The desk cannot keep this text (over its limit for a box or for a whole request; a
+      // team desk's store refusing it): nothing from the stream replaces it, leaving the
+      // page asks first, and the next change saves it again.
       unsaved = id;
       unsavedWhy = "refused";
-      showError((result.data.error || "The desk could not keep this draft.") +
+      showError(refusal(result, "The desk could not keep this draft.") +
         " What you typed stays on this page; it is saved once you change it.");
     }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
     else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
+  }
+  // What a refused request says: the desk's sentence; for a request over the desk's size
+  // limit (413, refused unread, so the desk cannot say which box), the page names the box
+  // with the longest text and its length, as the desk does for one box over its limit.
+  function refusal(result, otherwise) {
+    const said = result.data.error || otherwise;
+    if (result.status !== 413 || !form()) return said;
+    let longest = null;
+    form().querySelectorAll("fieldset.question").forEach(function (fs, q) {
+      fs.querySelectorAll("textarea").forEach(function (box) {
+        // Characters, as the desk counts them (a pair of UTF-16 surrogates is one).
+        const pairs = box.value.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g);
+        const length = box.value.length - (pairs ? pairs.length : 0);
+        if (!longest || length > longest.length) longest = { box: box, q: q, length: length };
+      });
+    });
+    if (!longest || !longest.length) return said;
+    const label = document.querySelector('label[for="' + longest.box.id + '"]').textContent.trim();
+    return "The text in question " + (longest.q + 1) + "'s “" + label + "” box is " +
+      longest.length.toLocaleString("en-US") + " characters long. " + said + " Shorten it.";
   }
   function changed(fs) {
     cancelArmed = false;
@@ -277,7 +313,7 @@
     if (due && formId() === id) saveNow();
     if (result.status === 409) gone();
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
-    else answerButton(result.data.error || "The answer was not accepted.");
+    else answerButton(refusal(result, "The answer was not accepted."));
   }
   async function cancelForm() {
     if (dirty() && !cancelArmed) {
@@ -346,6 +382,7 @@
     const target = event.target;
     const fs = target.closest("fieldset.question");
     if (!fs) return;
+    if (target.tagName === "TEXTAREA") setDirection(target);
     if (target.classList.contains("custom")) {
       const has = target.value.trim() !== "";
       target.dataset.selected = has ? "true" : "false";
@@ -489,6 +526,7 @@
     function text(box, now, before, then) {
       if (now !== before || now === then) return;
       box.value = then;
+      setDirection(box);
       took = true;
     }
     text(custom, mine.custom, was.custom, theirs.custom);
