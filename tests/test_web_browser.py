@@ -556,6 +556,50 @@ async def test_text_typed_after_the_session_ended_is_not_left_without_asking(
             assert await run(lambda: note.get_attribute("value")) == "teal"
 
 
+@pytest.mark.parametrize("width", [390, 1280], ids=["phone", "desktop"])
+async def test_sign_out_in_the_header_ends_the_session_on_the_desk(
+    tmp_path: Path, browser: Any, screenshots: Path, width: int
+) -> None:
+    """Sign out, in the header on a phone and on a desktop: a draft still on its way is saved
+    first, the desk ends the session (its cookie no longer opens the page, the desk's live
+    stream or its API, for any client), the browser shows the sign-in page saying so, and
+    only a new link signs in again."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "eta") as eta:
+            await shown_on_page(browser, desk, eta, colour())
+            cookie = (await run(lambda: browser.get_cookie(COOKIE)))["value"]
+            base = desk.web.base_url
+
+            def sign_out() -> tuple[str, bool]:
+                set_viewport(browser, width, 844, mobile=width < 900)
+                try:
+                    by_role(question(browser, "Colour"), "textbox", "Note").send_keys("teal")
+                    button = by_role(browser, "button", "Sign out")
+                    reachable = in_view(browser, button) and no_horizontal_scroll(browser)
+                    browser.save_screenshot(str(screenshots / f"web-sign-out-{width}.png"))
+                    button.click()
+                    wait_until(browser, lambda d: by_role(d, "heading", "Sign in to the desk"))
+                    return d_text(browser, "main"), reachable
+                finally:
+                    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+            said, reachable = await run(sign_out)
+            assert reachable, "Sign out is off screen or the page scrolls sideways"
+            assert "You signed out" in said, said
+            assert desk.board.current is not None
+            assert desk.board.current.state.drafts[0].note == "teal"  # saved before leaving
+            assert await run(lambda: browser.get_cookie(COOKIE)) is None
+            async with httpx2.AsyncClient(cookies={COOKIE: cookie}) as old:
+                assert (await old.get(base + "/")).status_code == 401
+                assert (await old.get(base + "/events")).status_code == 401
+                assert (await old.get(base + "/session")).status_code == 401
+            await run(lambda: browser.get(base + "/"))
+            assert not await run(lambda: form_shown(browser))
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            assert await run(lambda: form_shown(browser))
+
+
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 

@@ -95,6 +95,10 @@ LINKED_FORM_GONE = (
     "or another page) or its agent withdrew it."
 )
 MAX_BODY = 4 * 1024 * 1024
+SIGN_OUT_HEADERS = {"referrer-policy": "same-origin"}
+"""The pages with Sign out in their header: under the desk's usual no-referrer its form's
+``POST`` says "Origin: null"; so its own origin is named (a referrer goes to the desk itself
+only)."""
 TOO_LARGE = (
     f"The request is too large: over the {MAX_BODY // (1024 * 1024)} MiB ({MAX_BODY:,} bytes) "
     "the desk takes at once."
@@ -137,6 +141,9 @@ class BoardEvents:
 
     board: Board
     holder: view.Holder
+    signed_in: Callable[[], bool] = lambda: True
+    """Whether the stream's session still lives: once it is signed out, the stream ends
+    before its next event (within :data:`KEEPALIVE` seconds), telling nothing more."""
     last: str | None = None
     """The digest sent last; ``None`` before the first event."""
 
@@ -148,6 +155,8 @@ class BoardEvents:
             self.last = ""
             return "retry: 1000\n\n"
         while True:
+            if not self.signed_in():
+                raise StopAsyncIteration
             digest = _digest(self.board, self.holder)
             if digest != self.last:
                 self.last = digest
@@ -351,8 +360,9 @@ class WebDesk:
     async def page(self, request: Request) -> Response:
         session = session_of(self.auth, request)
         if session is None:
+            problem = "signed_out" if "signed-out" in request.query_params else None
             return self.templates.TemplateResponse(
-                request, "signin.html", {"problem": None}, status_code=401
+                request, "signin.html", {"problem": problem}, status_code=401
             )
         shown = self._chosen(request)
         wanted = request.query_params.get("form")
@@ -362,6 +372,7 @@ class WebDesk:
             request,
             "page.html",
             {**self._context(request, session, shown), "notice": LINKED_FORM_GONE if gone else ""},
+            headers=SIGN_OUT_HEADERS,
         )
 
     async def form_fragment(self, request: Request) -> Response:
@@ -485,12 +496,21 @@ class WebDesk:
         return JSONResponse({"url": self.login_url()})
 
     async def logout(self, request: Request) -> Response:
-        status, checked = refusal(self.auth, request)
+        """Sign out (the header's Sign out, a form posting the session's CSRF token): the desk
+        ends the session, so its cookie opens nothing any more (a page open in another tab
+        included: its live stream ends), and the browser goes to the sign-in page, which
+        says so. A browser signed out already is only sent there."""
+        body = await _body(request)
+        fields = parse_qs(body.decode("utf-8", "replace")) if body is not None else {}
+        if session_of(self.auth, request) is None:
+            return RedirectResponse("/?signed-out", status_code=303)
+        token = (fields.get("csrf") or [""])[0]
+        status, checked = refusal(self.auth, request, token or None)
         if status is not None:
             return _error(status, str(checked))
         assert isinstance(checked, Session)
         self.auth.sign_out(checked.id)
-        response = JSONResponse({"ok": True})
+        response = RedirectResponse("/?signed-out", status_code=303)
         response.delete_cookie(COOKIE, path="/", **self._cookie_flags)
         return response
 
@@ -507,10 +527,15 @@ class WebDesk:
     # -- the live stream ----------------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
-        if session_of(self.auth, request) is None:
+        session = session_of(self.auth, request)
+        if session is None:
             return PlainTextResponse("Not signed in.", status_code=401)
         return StreamingResponse(
-            BoardEvents(self.board, self.holder),
+            BoardEvents(
+                self.board,
+                self.holder,
+                lambda: self.auth.session(session.id) is not None,
+            ),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
@@ -649,6 +674,7 @@ class WebDesk:
                 "total": len(records),
                 "export": export,
             },
+            headers=SIGN_OUT_HEADERS,
         )
 
     async def history_export(self, request: Request) -> Response:

@@ -464,6 +464,15 @@
     }
     changed(fs);
   });
+  // Sign out (the header's form): a draft still due is saved first, with the session it is
+  // typed in; after the post there is no session to save it with.
+  const signOut = document.getElementById("sign-out");
+  signOut.addEventListener("submit", async function (event) {
+    if (saveTimer === null) return;
+    event.preventDefault();
+    await saveNow();
+    signOut.submit();
+  });
   window.addEventListener("pagehide", function () { if (saveTimer) saveNow(true); });
   window.addEventListener("beforeunload", function (event) {
     if (unsaved && unsaved === formId()) { event.preventDefault(); event.returnValue = ""; }
