@@ -428,6 +428,65 @@ async def test_enter_twice_from_an_option_reviews_then_submits(
             assert entry["result"]["answers"]["q"]["values"] == ["blue"]
 
 
+async def test_options_from_ten_on_are_chosen_with_two_digits_as_on_the_terminal(
+    tmp_path: Path, browser: Any, screenshots: Path
+) -> None:
+    """Twelve options, numbered rows 1 to 13 (Type your own is the thirteenth, as on the
+    terminal): two digits typed in a row choose from 10 on (1 then 2: option 12), a lone 1
+    chooses option 1 once no second digit follows, and 13 goes to Type your own. Options 10
+    and up used to have no key at all."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    twelve = [opt(f"o{n}", f"Option {n}") for n in range(1, 13)]
+    payload = ask(
+        single("many", "Many", *twelve),
+        single("multi", "Several", *twelve, type="multi"),
+        background=True,
+    )
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "zeta") as zeta:
+            await shown_on_page(browser, desk, zeta, payload)
+
+            def keyboard() -> tuple[str, str, str]:
+                many = question(browser, "Many")
+                by_role(many, "radio", "Option 3").send_keys("12")
+                wait_until(browser, lambda d: by_role(many, "radio", "Option 12").is_selected())
+                # A one-answer question's choice moves the focus on, as any digit does.
+                several = question(browser, "Several")
+                by_role(several, "checkbox", "Option 2").send_keys("1", "1")
+                wait_until(
+                    browser, lambda d: by_role(several, "checkbox", "Option 11").is_selected()
+                )
+                ActionChains(browser).send_keys("1").perform()  # a lone 1: option 1, a moment later
+                wait_until(
+                    browser, lambda d: by_role(several, "checkbox", "Option 1").is_selected()
+                )
+                hint = d_text(browser, "fieldset.question .hint")
+                ActionChains(browser).send_keys("1", "3").perform()
+                wait_until(
+                    browser,
+                    lambda d: "custom" in str(d.switch_to.active_element.get_attribute("class")),
+                )
+                active = browser.switch_to.active_element
+                return (
+                    str(active.get_attribute("id")),
+                    hint,
+                    ",".join(
+                        str(i.get_attribute("value"))
+                        for i in several.find_elements("css selector", "input:checked")
+                    ),
+                )
+
+            focused, hint, checked = await run(keyboard)
+            await run(lambda: browser.save_screenshot(str(screenshots / "web-twelve-options.png")))
+            assert focused == "q1-custom", focused
+            assert "1 then 2" in hint, hint
+            assert checked == "0,10", checked  # options 1 and 11; 13 chose no option
+            assert not await run(
+                lambda: by_role(question(browser, "Several"), "checkbox", "Option 3").is_selected()
+            )
+
+
 def offline(driver: Any, off: bool) -> None:
     """Cut the page off the network (a phone in a tunnel), or give it back."""
     driver.execute_cdp_cmd("Network.enable", {})

@@ -66,7 +66,10 @@
   // rule, letters standing for strong characters). Set here, not with dir=auto on the box:
   // Chromium works that out again across the whole text at every change, which froze the
   // page for minutes after a long paste (a million characters: half a minute).
-  const RTL = /[\p{Script=Hebrew}\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}\p{Script=Samaritan}\p{Script=Mandaic}\p{Script=Adlam}\p{Script=Hanifi_Rohingya}\p{Script=Yezidi}]/u;
+  const RTL = new RegExp("[" + ["Hebrew", "Arabic", "Syriac", "Thaana", "Nko", "Samaritan",
+    "Mandaic", "Adlam", "Hanifi_Rohingya", "Yezidi"].map(function (script) {
+    return "\\p{Script=" + script + "}";
+  }).join("") + "]", "u");
   function setDirection(box) {
     const first = /\p{L}/u.exec(box.value);
     box.dir = first && RTL.test(first[0]) ? "rtl" : "ltr";
@@ -440,18 +443,64 @@
       submit();
       return;
     }
+    const isDigit = /^[0-9]$/.test(event.key);
+    // Another key after a digit held for a second one: the digit acts first, as typed.
+    if (held && !isDigit) letGo();
     if (target.matches && target.matches("textarea, input[type=search], input[type=text], select")) return;
-    if (!/^[1-9]$/.test(event.key) || !form()) return;
+    if (!isDigit || !form()) return;
     // The question that has the focus; with the focus nowhere (the page itself), the first.
     // Elsewhere (the buttons, the review, the agents) a digit chooses nothing: on the
     // terminal's review 1 means Submit, and here it must not change an answer unseen.
     const fs = (target.closest && target.closest("fieldset.question")) ||
       (target === document.body ? form().querySelector("fieldset.question") : null);
     if (!fs) return;
-    const choices = fs.querySelectorAll("input.choice");
-    const choice = choices[Number(event.key) - 1];
-    if (!choice) return;
+    const digit = Number(event.key);
+    if (held) {
+      const first = held;
+      clearTimeout(first.timer);
+      held = null;
+      const number = first.digit * 10 + digit;
+      if (first.fs === fs && number <= rows(fs)) {
+        event.preventDefault();
+        chooseRow(fs, number);
+        return;
+      }
+      // No such row: the first digit acts alone, and this one is a key of its own, in the
+      // question that has the focus now.
+      chooseRow(first.fs, first.digit);
+      const now = document.activeElement;
+      const there = now && now.closest && now.closest("fieldset.question");
+      if (there) digitIn(event, there, digit);
+      else event.preventDefault();
+      return;
+    }
+    digitIn(event, fs, digit);
+  });
+  // Numbered rows, as on the terminal: a question's options, then Type your own. From 10 on
+  // a row is two digits typed in a row (1 then 2: row 12); so on a question with ten rows or
+  // more, a digit that can start one waits ``JUMP_TIMEOUT`` ms for a second one (the
+  // terminal's wait), else it acts at once.
+  const JUMP_TIMEOUT = 600;
+  let held = null; // { fs, digit, timer }: a first digit waiting for a second
+  function rows(fs) { return fs.querySelectorAll("input.choice").length + 1; }
+  function digitIn(event, fs, digit) {
+    if (digit === 0) return; // no row 0; 0 is only ever a second digit
     event.preventDefault();
+    if (digit * 10 > rows(fs)) { chooseRow(fs, digit); return; }
+    held = { fs: fs, digit: digit, timer: setTimeout(letGo, JUMP_TIMEOUT) };
+  }
+  function letGo() {
+    if (!held) return;
+    const first = held;
+    clearTimeout(first.timer);
+    held = null;
+    if (first.fs.isConnected) chooseRow(first.fs, first.digit);
+  }
+  function chooseRow(fs, number) {
+    const choices = fs.querySelectorAll("input.choice");
+    if (number === choices.length + 1) { fs.querySelector("textarea.custom").focus(); return; }
+    const choice = choices[number - 1];
+    if (!choice) return;
     if (fs.dataset.multi === "true") {
       choice.checked = !choice.checked;
       choice.focus();
@@ -463,7 +512,7 @@
       (next || choice).focus();
     }
     changed(fs);
-  });
+  }
   // Sign out (the header's form): a draft still due is saved first, with the session it is
   // typed in; after the post there is no session to save it with.
   const signOut = document.getElementById("sign-out");
