@@ -360,3 +360,34 @@ async def test_a_form_put_back_with_later_then_answered_elsewhere_is_told(
                 lambda: wait_until(browser, lambda d: not form_shown(d) and d_text(d, "#status"))
             )
             assert "answered elsewhere" in told, told
+
+
+async def test_a_form_cancelled_on_another_page_is_told_as_cancelled(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """The page says what became of the form it shows: cancelled on another page, the agent
+    told "User cancelled the ask flow" (it used to say "answered elsewhere"). The board's
+    other endings (put back, withdrawn) come the same way: ``test_form_runner``."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            base = desk.web.base_url
+
+            def cancel_in_another_tab() -> str:
+                first = browser.current_window_handle
+                browser.switch_to.new_window("tab")
+                browser.get(base + "/")
+                wait_until(browser, form_shown)
+                by_role(browser, "button", "Cancel").click()
+                wait_until(browser, lambda d: not form_shown(d))
+                browser.close()
+                browser.switch_to.window(first)
+                return str(
+                    wait_until(browser, lambda d: not form_shown(d) and d_text(d, "#status"))
+                )
+
+            told = await run(cancel_in_another_tab)
+            assert "cancelled elsewhere" in told and "User cancelled the ask flow" in told, told
+            assert "answered" not in told, told

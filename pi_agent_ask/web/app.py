@@ -352,8 +352,13 @@ class WebDesk:
             return _error(400, 'The request must name its form: "form", the form\'s id (a string).')
         shown = self._find(wanted)
         if shown is None:
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(wanted)
         return shown, data
+
+    def _gone(self, wanted: str) -> JSONResponse:
+        """A form the page named is no longer waiting: what became of it, as the board
+        remembers it, else "answered elsewhere"."""
+        return _error(409, view.ended_text(self.board, wanted) or ANSWERED_ELSEWHERE)
 
     # -- pages --------------------------------------------------------------------------------
 
@@ -554,7 +559,7 @@ class WebDesk:
         try:
             refused = await self.drafter(shown, drafts)
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         if refused is None:
             return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
         if refused.code == "refused":
@@ -580,18 +585,18 @@ class WebDesk:
         try:
             await shown.commands.send(RemoteResponse(response, reply_tx))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         try:
             verdict = await reply_rx.receive()
         except trio.EndOfChannel:
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         if verdict is None:
             # Which showing of the form took it: should the answer not be recorded (its
             # journal's write failed), the form is shown again, and the page tells the two apart.
             return JSONResponse({"ok": True, "shown": shown.seq})
         error, message = verdict
         if error == "flow_not_found":
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         return _error(422, message)
 
     async def api_submit(self, request: Request) -> Response:
@@ -630,7 +635,7 @@ class WebDesk:
         try:
             await shown.commands.send(UserCommand(fs.Cancel()))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         return JSONResponse({"ok": True})
 
     # -- history ------------------------------------------------------------------------------

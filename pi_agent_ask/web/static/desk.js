@@ -314,7 +314,7 @@
     }
     leaving = null;
     if (due && formId() === id) saveNow();
-    if (result.status === 409) gone();
+    if (result.status === 409) gone(result.data.error);
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(refusal(result, "The answer was not accepted."));
   }
@@ -329,7 +329,8 @@
     const result = await post("/api/cancel", { form: id });
     if (result.status === 200) { say("Cancelled."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
-    if (result.status === 409) gone(); else answerButton(result.data.error || "Not cancelled.");
+    if (result.status === 409) gone(result.data.error);
+    else answerButton(result.data.error || "Not cancelled.");
   }
   async function later() {
     const id = formId();
@@ -338,7 +339,8 @@
     const result = await post("/api/later", { form: id });
     if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
     leaving = null;
-    if (result.status === 409) gone(); else answerButton(result.data.error || "Not deferred.");
+    if (result.status === 409) gone(result.data.error);
+    else answerButton(result.data.error || "Not deferred.");
   }
 
   // ``skip``: a form this page just answered, which the board may still show for a moment.
@@ -661,7 +663,7 @@
     if (id && ids.indexOf(id) < 0) {
       // Until the next form is on the page (a load takes a while on a slow link, and the
       // board may change again meanwhile), the form shown is still the one this page sent.
-      if (leaving !== id) say(ELSEWHERE + notSent());
+      if (leaving !== id) say((digest.ended[id] || ELSEWHERE) + notSent());
       loadMain(null, skip);
     } else if (!id && ids.length) {
       loadMain(null, skip);
