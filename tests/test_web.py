@@ -315,6 +315,35 @@ async def test_the_live_stream_reports_the_board(tmp_path: Path) -> None:
             assert seen[-1]["agents"][0][:2] == ["alpha", 1]
 
 
+async def test_signing_out_ends_a_live_stream_open_in_another_tab(tmp_path: Path) -> None:
+    """A tab signs out while another tab of the same browser has the live stream open: the
+    stream ends before its next event, so nothing more of the board (a new form, its agent)
+    reaches the signed-out browser (it used to go on streaming for as long as it stayed
+    open)."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            base = desk.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                seen: list[dict[str, Any]] = []
+                async with http.stream("GET", base + "/events") as stream:
+                    async for line in stream.aiter_lines():
+                        if not line.startswith("data: "):
+                            continue
+                        seen.append(json.loads(line[6:]))
+                        if len(seen) == 1:
+                            out = await http.post(
+                                base + "/logout",
+                                data={"csrf": csrf},
+                                headers={"origin": base},
+                            )
+                            assert out.status_code == 303, out.text
+                            await alpha.call_tool("ask_user", ask("After"))
+            assert all(not event["forms"] for event in seen), seen
+            assert desk.board.shown_forms()  # the form is there; the stream told nothing of it
+
+
 async def test_login_url_talks_to_the_running_desk(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "pi_agent_ask", "desk", "login-url"]
     env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")}
