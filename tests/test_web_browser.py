@@ -394,6 +394,32 @@ async def test_on_a_long_form_cancel_asks_again_where_the_person_pressed_it(
             assert entry["result"]["cancelled"] is True
 
 
+async def test_on_a_phone_the_review_and_its_submit_are_in_view_once_shown(
+    tmp_path: Path, browser: Any
+) -> None:
+    """At 390x844, Submit on a four-question form shows the review: its heading, its last
+    line and the Submit that sends it are all on screen (the page used to scroll only as far
+    as the heading, the answers and the button below the fold)."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "theta") as theta:
+            await shown_on_page(browser, desk, theta, {**FULL_FORM, "background": True})
+
+            def review_in_view() -> list[bool]:
+                set_viewport(browser, 390, 844, mobile=True)
+                try:
+                    submit = by_role(browser, "button", "Submit")
+                    browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", submit)
+                    submit.click()
+                    heading = by_role(browser, "heading", "Review your answers")
+                    wait_until(browser, lambda d: heading.is_displayed())
+                    last = browser.find_elements("css selector", "#review-list li")[-1]
+                    return [in_view(browser, e) for e in (heading, last, submit)]
+                finally:
+                    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+            assert await run(review_in_view) == [True, True, True]
+
+
 async def test_enter_twice_from_an_option_reviews_then_submits(
     tmp_path: Path, browser: Any
 ) -> None:

@@ -289,7 +289,13 @@
     });
     const review = document.getElementById("review");
     review.hidden = false;
-    document.getElementById("review-heading").focus();
+    // The review from its heading down to the buttons in view, the least scroll that does
+    // it (on a phone, focusing the heading alone left the answers and Submit below the
+    // fold); a review taller than the screen starts at its heading.
+    const heading = document.getElementById("review-heading");
+    heading.focus({ preventScroll: true });
+    form().querySelector(".actions").scrollIntoView({ block: "nearest" });
+    if (heading.getBoundingClientRect().top < 0) heading.scrollIntoView({ block: "start" });
   }
 
   async function submit() {
