@@ -391,3 +391,40 @@ async def test_a_form_cancelled_on_another_page_is_told_as_cancelled(
             told = await run(cancel_in_another_tab)
             assert "cancelled elsewhere" in told and "User cancelled the ask flow" in told, told
             assert "answered" not in told, told
+
+
+async def test_a_page_open_in_another_tab_hears_it_was_signed_out(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Sign out in one tab: the page open in the other tab stops following the board (its
+    live stream ends with the session) and says it is signed out, naming Sign out as a cause
+    (it used to name only a desk restart), keeping what was typed there."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            base = desk.web.base_url
+
+            def sign_out_in_another_tab() -> None:
+                note_box(browser).send_keys("teal")
+                first = browser.current_window_handle
+                browser.switch_to.new_window("tab")
+                browser.get(base + "/")
+                by_role(browser, "button", "Sign out").click()
+                wait_until(browser, lambda d: by_role(d, "heading", "Sign in to the desk"))
+                browser.close()
+                browser.switch_to.window(first)
+
+            await run(sign_out_in_another_tab)
+            await alpha.call_tool(  # a change on the board: the old stream tells it nothing
+                "ask_user",
+                ask(single("t", "Tone", opt("plain", "Plain")), background=True, title="Tone"),
+            )
+            said = await run(
+                lambda: wait_until(
+                    browser, lambda d: "signed out" in (t := d_text(d, "#status")) and t
+                )
+            )
+            assert "Sign out in another tab" in said and "keeps what you typed" in said, said
+            assert await run(lambda: note_box(browser).get_attribute("value")) == "teal"

@@ -625,7 +625,8 @@
   function streamError() {
     // The browser reconnects by itself unless the desk refused the stream (signed out).
     if (stream.readyState === EventSource.CLOSED) {
-      const text = "This page is signed out of the desk (a desk restart signs everyone out): " +
+      const text = "This page is signed out of the desk (Sign out in another tab, or a desk " +
+        "restart, which signs everyone out): " +
         "open a new sign-in link (pi-agent-ask desk login-url) in another tab, then come back " +
         "here. This page keeps what you typed and saves it then.";
       say(text);
