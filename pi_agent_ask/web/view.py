@@ -56,8 +56,8 @@ ENDED_TEXT: dict[Ended, str] = {
         "host): its agent was told “User cancelled the ask flow”."
     ),
     "withdrawn": (
-        "Its agent withdrew this form (the agent's call was cancelled, or the agent went "
-        "away): there is nothing to answer."
+        "This form was withdrawn without an answer (its agent's session ended or changed, or "
+        "the desk set it aside): if it still waits, it comes back here."
     ),
     "deferred": (
         "This form was put back for later elsewhere (on the terminal or another page): its "
