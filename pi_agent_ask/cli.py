@@ -781,41 +781,18 @@ def settled_heap() -> Iterator[None]:
         gc.enable()
 
 
-EXIT_PIPE_CLOSED = 141
-"""Standard output's reader went away (``| head -1``): 128 + ``SIGPIPE``, what a shell
-reports for a program that such a pipe ended."""
-
-
-def _reader_gone(fd: int) -> bool:
-    """Whether ``fd`` is a pipe whose reading end is closed (``poll`` reports an error on
-    it)."""
-    import select
-
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    return any(events & select.POLLERR for _fd, events in poller.poll(0))
-
-
 def entry() -> NoReturn:
     """The ``pi-agent-ask`` command (and ``python -m pi_agent_ask``): start-up with the heap
-    settled (``settled_heap``), then the command; exits with its status.
+    settled (``settled_heap``), then the command; exits with its status (a reader of its
+    output that went away ends it quietly: ``closed_pipe``)."""
+    from pi_agent_ask.closed_pipe import unless_pipe_closed
 
-    Every command ends quietly with :data:`EXIT_PIPE_CLOSED` when the reader of its standard
-    output is gone (``desk login-url --qr | head -1``), as the tools of a shell pipeline
-    do; a broken pipe anywhere else is an error like any other."""
-    try:
+    def command() -> int:
         with settled_heap():
             run = prepare(sys.argv[1:])
-        status = run()
-        sys.stdout.flush()  # here, not at exit, where a failure is only printed
-    except BrokenPipeError:
-        if not _reader_gone(sys.stdout.fileno()):
-            raise
-        # What is still buffered can go nowhere: the interpreter's last flush writes it to
-        # the null device instead of failing again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        status = EXIT_PIPE_CLOSED
-    raise SystemExit(status)
+        return run()
+
+    raise SystemExit(unless_pipe_closed(command))
 
 
 if __name__ == "__main__":  # pragma: no cover
