@@ -441,6 +441,32 @@ async def test_a_link_to_a_form_no_longer_waiting_says_so_over_the_next_form(
                 assert "no longer waiting" not in plain.text
 
 
+async def test_a_link_to_a_form_cancelled_elsewhere_says_it_was_cancelled(tmp_path: Path) -> None:
+    """A notification's link opened after its form was cancelled on another page: the page
+    says the form is no longer waiting because it was cancelled (it used to offer "answered
+    elsewhere ... or its agent withdrew it")."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("Tone"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            (shown,) = desk.board.shown_forms()
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                cancelled = await http.post(
+                    base + "/api/cancel",
+                    json={"form": f"alpha/{shown.flow_id}"},
+                    headers={"origin": base, "x-csrf-token": csrf},
+                )
+                assert cancelled.status_code == 200, cancelled.text
+                await desk.board.wait_for(lambda board: not board.shown_forms())
+                gone = await http.get(desk.web.form_url("alpha", shown.flow_id))
+            text = html.unescape(gone.text)
+            assert "no longer waiting" in text and "cancelled elsewhere" in text, text
+            assert "answered elsewhere" not in text, text
+
+
 async def test_a_non_loopback_listen_needs_tls_or_an_explicit_flag(tmp_path: Path) -> None:
     with pytest.RaisesGroup(
         pytest.RaisesExc(ListenError, match="--tls-elsewhere"), flatten_subgroups=True

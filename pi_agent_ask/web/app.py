@@ -373,10 +373,16 @@ class WebDesk:
         wanted = request.query_params.get("form")
         # A link to one form (a notification's) whose form is gone shows another: say so.
         gone = bool(wanted) and (shown is None or view.form_id(shown) != wanted)
+        ended = view.ended_text(self.board, wanted) if gone and wanted else None
+        notice = (
+            f"The form this link opened is no longer waiting. {ended}"
+            if ended
+            else LINKED_FORM_GONE
+        )
         return self.templates.TemplateResponse(
             request,
             "page.html",
-            {**self._context(request, session, shown), "notice": LINKED_FORM_GONE if gone else ""},
+            {**self._context(request, session, shown), "notice": notice if gone else ""},
             headers=SIGN_OUT_HEADERS,
         )
 
