@@ -769,6 +769,46 @@ async def test_on_a_phone_agents_in_the_menu_keeps_the_form_shown(
             assert "second" in shown and kept
 
 
+async def test_on_a_phone_a_form_answered_elsewhere_is_told_where_the_person_reads(
+    tmp_path: Path, browser: Any
+) -> None:
+    """Scrolled down a long form on a phone when the terminal answers it: the next form takes
+    its place, and the sentence saying the first was answered elsewhere is on screen (it
+    used to be at the top of the page, off screen, over another agent's form shown without
+    a word)."""
+    with trio.fail_after(120):
+        async with (
+            open_desk(tmp_path) as desk,
+            desk_client(desk.address, "first") as first,
+            desk_client(desk.address, "second") as second,
+        ):
+            many = [
+                opt(f"o{n}", f"Option {n}", description="what it means " * 6) for n in range(12)
+            ]
+            await shown_on_page(
+                browser, desk, first, ask(single("q", "Many", *many), background=True)
+            )
+            await second.call_tool("ask_user", {**FULL_FORM, "background": True, "title": "Next"})
+
+            def scrolled_down() -> None:
+                set_viewport(browser, 390, 844, mobile=True)
+                submit = by_role(browser, "button", "Submit")
+                browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", submit)
+
+            def told() -> bool:
+                try:
+                    wait_until(browser, lambda d: by_role(d, "heading", "Next"))
+                    status = by_role(browser, "status", "", exact=False)
+                    wait_until(browser, lambda d: "answered elsewhere" in status.text)
+                    return in_view(browser, status)
+                finally:
+                    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+            await run(scrolled_down)
+            await answer_on_the_board(desk.board)
+            assert await run(told), "the sentence is off screen"
+
+
 async def test_hostile_agent_text_is_text_and_the_page_refuses_other_origins(
     tmp_path: Path, browser: Any
 ) -> None:

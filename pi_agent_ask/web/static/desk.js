@@ -364,9 +364,15 @@
     const html = await response.text();
     if (mine !== loads) return;
     const hadFocus = slot.contains(document.activeElement);
+    const before = formId();
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
     agreed();
+    // Another form in the place of the one shown: what the status line says of it (answered
+    // elsewhere, sent) is brought on screen, where a person scrolled down a long form on a
+    // phone would otherwise read another form with no word.
+    const told = formId() !== before && statusBox.textContent !== "";
+    if (told) statusBox.scrollIntoView({ block: "nearest" });
     // The form this page sent is gone from the page, or back in it after all (put back with
     // Later, shown again): from now on its leaving is news. Only while its Submit is on its
     // way is a reload of it (drafts changed elsewhere) still the form being sent.
@@ -378,7 +384,7 @@
     refreshQueue();
     if (hadFocus || document.activeElement === document.body) {
       const heading = slot.querySelector("h1");
-      if (heading && hadFocus) heading.focus();
+      if (heading && hadFocus) heading.focus({ preventScroll: told }); // just under the status
     }
   }
   async function refreshQueue() {
