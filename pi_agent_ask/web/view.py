@@ -28,6 +28,7 @@ from pi_agent_ask.form.untrusted import has_surrogate
 __all__ = [
     "ENDED_TEXT",
     "MAX_TEXT",
+    "STREAMED_ENDINGS",
     "AgentRow",
     "DraftError",
     "FormView",
@@ -66,6 +67,8 @@ ENDED_TEXT: dict[Ended, str] = {
     "failed": "This form ended with an error on the desk (its display failed); its agent was told.",
 }
 """What a page still showing a form reads once it left (``Board.endings``)."""
+STREAMED_ENDINGS = 8
+"""The newest endings each live-stream event carries."""
 
 
 class DraftError(ValueError):
@@ -257,8 +260,13 @@ def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
         "agents": [
             [agent.key, agent.pending, agent.blocked, agent.waiting] for agent in board.agents()
         ],
-        # What became of the forms that left lately: a page still showing one says so.
-        "ended": {f"{key}/{flow_id}": ENDED_TEXT[ended] for key, flow_id, ended in board.endings()},
+        # What became of the forms that left last: a page still showing one says so (it
+        # reads this in the event that drops the form; older endings stay on the desk, for
+        # the API and a notification's link).
+        "ended": {
+            f"{key}/{flow_id}": ENDED_TEXT[ended]
+            for key, flow_id, ended in board.endings()[-STREAMED_ENDINGS:]
+        },
     }
 
 
