@@ -783,10 +783,16 @@ def settled_heap() -> Iterator[None]:
 
 def entry() -> NoReturn:
     """The ``pi-agent-ask`` command (and ``python -m pi_agent_ask``): start-up with the heap
-    settled (``settled_heap``), then the command; exits with its status."""
-    with settled_heap():
-        run = prepare(sys.argv[1:])
-    raise SystemExit(run())
+    settled (``settled_heap``), then the command; exits with its status (a reader of its
+    output that went away ends it quietly: ``closed_pipe``)."""
+    from pi_agent_ask.closed_pipe import unless_pipe_closed
+
+    def command() -> int:
+        with settled_heap():
+            run = prepare(sys.argv[1:])
+        return run()
+
+    raise SystemExit(unless_pipe_closed(command))
 
 
 if __name__ == "__main__":  # pragma: no cover

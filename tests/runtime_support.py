@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.form import FormInput
+from pi_agent_ask.actors.form import Ended, FormInput
 from pi_agent_ask.actors.runtime import Runtime, open_runtime
 from pi_agent_ask.form import state as fs
 
@@ -95,7 +95,7 @@ class RecordingSurface:
     def update(self, flow_id: str, state: fs.FormState) -> None:
         self.states[flow_id] = state
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         self.hidden.append(flow_id)
         if self.visible == flow_id:
             self.visible = None

@@ -8,6 +8,7 @@ import trio
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from pi_agent_ask.actors.form import Ended
 from pi_agent_ask.desk.board import SEP, Board
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import AskParams, Option, Question
@@ -39,7 +40,7 @@ class RecordingDisplay:
     def update(self, flow_id: str, state: fs.FormState) -> None:
         assert flow_id == self.holding
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         assert flow_id == self.holding
         self.holding = None
 

@@ -19,6 +19,7 @@ from pi_agent_ask.actors import ask
 from pi_agent_ask.actors.core import TEARDOWN_TIMEOUT
 from pi_agent_ask.actors.form import (
     FLOW_NOT_ACTIVE,
+    Ended,
     FormInput,
     NullSurface,
     RemoteResponse,
@@ -63,9 +64,9 @@ class OverlapSurface(RecordingSurface):
         self.open_forms += 1
         super().show(flow_id, state, commands)
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         self.open_forms -= 1
-        super().hide(flow_id)
+        super().hide(flow_id, ended)
 
 
 async def test_a_foreground_form_cut_by_a_session_change_hides_before_the_background_form_shows(
@@ -222,3 +223,67 @@ async def test_an_answer_written_while_disposal_gives_up_waiting_is_still_announ
             outer.start_soon(release_late)
     [completed] = log.of(ev.COMPLETED)
     assert completed["flowId"] == "tool:b1"
+
+
+@attrs.define(eq=False)
+class EndingSurface(RecordingSurface):
+    """Keeps why each form left (``hide``'s ``ended``)."""
+
+    endings: list[Ended | None] = attrs.field(factory=list)
+
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
+        self.endings.append(ended)
+        super().hide(flow_id, ended)
+
+
+@pytest.mark.parametrize(
+    ("given", "ended"),
+    [
+        ("answer", "submitted"),
+        ("cancel", "cancelled"),
+        ("later", "deferred"),
+        ("scope", "withdrawn"),
+    ],
+)
+async def test_a_form_tells_its_surface_why_it_left(given: str, ended: Ended) -> None:
+    """Answered, cancelled (a remote cancel, the agent told "User cancelled"), put back with
+    Esc or Later (it comes back), or ended with no outcome (its call cancelled): the surface
+    hears which, so the desk's page can say what happened to a form it shows."""
+    form, _request = _form()
+    commands, inbox = trio.open_memory_channel[FormInput](64)
+    replies, _reply = trio.open_memory_channel[tuple[str, str] | None](1)
+    surface = EndingSurface()
+    scope = trio.CancelScope()
+
+    async def on_change(state: fs.FormState) -> None:
+        pass
+
+    async def on_defer() -> None:
+        scope.cancel()  # as the queue does: the panel hidden, the form's scope cancelled
+        await trio.sleep_forever()
+
+    async def run() -> None:
+        await run_form(
+            flow_id="tool:c1",
+            state=form,
+            inbox=inbox,
+            commands=commands,
+            surface=surface,
+            on_change=on_change,
+            on_defer=on_defer,
+            scope=scope,
+        )
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            await settle()
+            if given == "answer":
+                await commands.send(RemoteResponse(answer({"a": ["a1"]}), replies))
+            elif given == "cancel":
+                await commands.send(RemoteResponse({"kind": "cancel"}, replies))
+            elif given == "later":
+                await commands.send(UserCommand(fs.Cancel()))  # Esc on a background form
+            else:
+                scope.cancel()
+    assert surface.endings == [ended]

@@ -13,7 +13,7 @@ import trio.testing
 
 from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
-from pi_agent_ask.actors.form import NullSurface, failure_text
+from pi_agent_ask.actors.form import Ended, NullSurface, failure_text
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.session_file import SessionFile
 
@@ -34,7 +34,7 @@ class RejectingSurface:
     def update(self, flow_id: str, state: fs.FormState) -> None:
         pass
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         pass
 
 

@@ -34,6 +34,7 @@ LAYERS = {
     "clipboard": 3,
     "host": 4,
     "cli": 4,
+    "closed_pipe": 4,
     "__main__": 4,
     "aio": 4,
     "integrations": 4,

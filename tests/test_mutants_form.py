@@ -20,6 +20,7 @@ from pi_agent_ask import events as ev
 from pi_agent_ask import open_runtime
 from pi_agent_ask.actors.form import (
     FLOW_NOT_ACTIVE,
+    Ended,
     FormInput,
     NullSurface,
     RemoteResponse,
@@ -55,8 +56,8 @@ class BreakingSurface(RecordingSurface):
             raise self.error
         super().show(flow_id, state, commands)
 
-    def hide(self, flow_id: str) -> None:
-        super().hide(flow_id)
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
+        super().hide(flow_id, ended)
         if self.breaks == "hide":
             raise self.error
 

@@ -71,6 +71,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from pi_agent_ask import events as ev
+from pi_agent_ask.actors.form import Ended
 from pi_agent_ask.actors.persistence import WriteRefused
 from pi_agent_ask.actors.runtime import (
     FORM_INTERRUPTED_TEXT,
@@ -488,9 +489,9 @@ class CheckingSurface(RecordingSurface):
             self.lost_drafts.append((flow_id, want, fs.state_to_json(state)))
         super().show(flow_id, state, commands)
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         self.open_forms -= 1
-        super().hide(flow_id)
+        super().hide(flow_id, ended)
 
 
 @attrs.define(eq=False)

@@ -315,6 +315,35 @@ async def test_the_live_stream_reports_the_board(tmp_path: Path) -> None:
             assert seen[-1]["agents"][0][:2] == ["alpha", 1]
 
 
+async def test_signing_out_ends_a_live_stream_open_in_another_tab(tmp_path: Path) -> None:
+    """A tab signs out while another tab of the same browser has the live stream open: the
+    stream ends before its next event, so nothing more of the board (a new form, its agent)
+    reaches the signed-out browser (it used to go on streaming for as long as it stayed
+    open)."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            base = desk.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                seen: list[dict[str, Any]] = []
+                async with http.stream("GET", base + "/events") as stream:
+                    async for line in stream.aiter_lines():
+                        if not line.startswith("data: "):
+                            continue
+                        seen.append(json.loads(line[6:]))
+                        if len(seen) == 1:
+                            out = await http.post(
+                                base + "/logout",
+                                data={"csrf": csrf},
+                                headers={"origin": base},
+                            )
+                            assert out.status_code == 303, out.text
+                            await alpha.call_tool("ask_user", ask("After"))
+            assert all(not event["forms"] for event in seen), seen
+            assert desk.board.shown_forms()  # the form is there; the stream told nothing of it
+
+
 async def test_login_url_talks_to_the_running_desk(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "pi_agent_ask", "desk", "login-url"]
     env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")}
@@ -330,6 +359,27 @@ async def test_login_url_talks_to_the_running_desk(tmp_path: Path) -> None:
                 assert (await open_link(http, url)).status_code == 200
             async with httpx2.AsyncClient() as other:
                 assert (await open_link(other, url)).status_code == 403  # used once
+
+
+async def test_login_url_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    """``desk login-url --qr | head -1``: the reader is gone before the QR code (here before
+    anything) is written. The command ends with 141 (128 + SIGPIPE, what a shell reports for
+    a program a closed pipe ended) and nothing on standard error (it used to end in a
+    ``BrokenPipeError`` traceback)."""
+    command = [sys.executable, "-m", "pi_agent_ask", "desk", "login-url", "--qr"]
+    env = {**os.environ, "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json")}
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk:
+            assert desk.web is not None
+            read_end, write_end = os.pipe()
+            os.close(read_end)  # the reader is gone, as ``head -1`` is after its line
+            try:
+                done = await trio.run_process(
+                    command, env=env, stdout=write_end, check=False, capture_stderr=True
+                )
+            finally:
+                os.close(write_end)
+    assert (done.returncode, done.stderr.decode()) == (141, "")
 
 
 async def test_a_notification_command_gets_the_forms_url(tmp_path: Path) -> None:
@@ -389,6 +439,32 @@ async def test_a_link_to_a_form_no_longer_waiting_says_so_over_the_next_form(
                 assert "Budget?" in shown.text and "no longer waiting" not in shown.text
                 plain = await http.get(desk.web.base_url + "/")
                 assert "no longer waiting" not in plain.text
+
+
+async def test_a_link_to_a_form_cancelled_elsewhere_says_it_was_cancelled(tmp_path: Path) -> None:
+    """A notification's link opened after its form was cancelled on another page: the page
+    says the form is no longer waiting because it was cancelled (it used to offer "answered
+    elsewhere ... or its agent withdrew it")."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("Tone"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            (shown,) = desk.board.shown_forms()
+            base = desk.web.base_url
+            async with httpx2.AsyncClient() as http:
+                csrf = await signed_in(http, desk.web.login_url())
+                cancelled = await http.post(
+                    base + "/api/cancel",
+                    json={"form": f"alpha/{shown.flow_id}"},
+                    headers={"origin": base, "x-csrf-token": csrf},
+                )
+                assert cancelled.status_code == 200, cancelled.text
+                await desk.board.wait_for(lambda board: not board.shown_forms())
+                gone = await http.get(desk.web.form_url("alpha", shown.flow_id))
+            text = html.unescape(gone.text)
+            assert "no longer waiting" in text and "cancelled elsewhere" in text, text
+            assert "answered elsewhere" not in text, text
 
 
 async def test_a_non_loopback_listen_needs_tls_or_an_explicit_flag(tmp_path: Path) -> None:

@@ -394,6 +394,32 @@ async def test_on_a_long_form_cancel_asks_again_where_the_person_pressed_it(
             assert entry["result"]["cancelled"] is True
 
 
+async def test_on_a_phone_the_review_and_its_submit_are_in_view_once_shown(
+    tmp_path: Path, browser: Any
+) -> None:
+    """At 390x844, Submit on a four-question form shows the review: its heading, its last
+    line and the Submit that sends it are all on screen (the page used to scroll only as far
+    as the heading, the answers and the button below the fold)."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "theta") as theta:
+            await shown_on_page(browser, desk, theta, {**FULL_FORM, "background": True})
+
+            def review_in_view() -> list[bool]:
+                set_viewport(browser, 390, 844, mobile=True)
+                try:
+                    submit = by_role(browser, "button", "Submit")
+                    browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", submit)
+                    submit.click()
+                    heading = by_role(browser, "heading", "Review your answers")
+                    wait_until(browser, lambda d: heading.is_displayed())
+                    last = browser.find_elements("css selector", "#review-list li")[-1]
+                    return [in_view(browser, e) for e in (heading, last, submit)]
+                finally:
+                    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+            assert await run(review_in_view) == [True, True, True]
+
+
 async def test_enter_twice_from_an_option_reviews_then_submits(
     tmp_path: Path, browser: Any
 ) -> None:
@@ -426,6 +452,65 @@ async def test_enter_twice_from_an_option_reviews_then_submits(
             waited = await delta.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+
+
+async def test_options_from_ten_on_are_chosen_with_two_digits_as_on_the_terminal(
+    tmp_path: Path, browser: Any, screenshots: Path
+) -> None:
+    """Twelve options, numbered rows 1 to 13 (Type your own is the thirteenth, as on the
+    terminal): two digits typed in a row choose from 10 on (1 then 2: option 12), a lone 1
+    chooses option 1 once no second digit follows, and 13 goes to Type your own. Options 10
+    and up used to have no key at all."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    twelve = [opt(f"o{n}", f"Option {n}") for n in range(1, 13)]
+    payload = ask(
+        single("many", "Many", *twelve),
+        single("multi", "Several", *twelve, type="multi"),
+        background=True,
+    )
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "zeta") as zeta:
+            await shown_on_page(browser, desk, zeta, payload)
+
+            def keyboard() -> tuple[str, str, str]:
+                many = question(browser, "Many")
+                by_role(many, "radio", "Option 3").send_keys("12")
+                wait_until(browser, lambda d: by_role(many, "radio", "Option 12").is_selected())
+                # A one-answer question's choice moves the focus on, as any digit does.
+                several = question(browser, "Several")
+                by_role(several, "checkbox", "Option 2").send_keys("1", "1")
+                wait_until(
+                    browser, lambda d: by_role(several, "checkbox", "Option 11").is_selected()
+                )
+                ActionChains(browser).send_keys("1").perform()  # a lone 1: option 1, a moment later
+                wait_until(
+                    browser, lambda d: by_role(several, "checkbox", "Option 1").is_selected()
+                )
+                hint = d_text(browser, "fieldset.question .hint")
+                ActionChains(browser).send_keys("1", "3").perform()
+                wait_until(
+                    browser,
+                    lambda d: "custom" in str(d.switch_to.active_element.get_attribute("class")),
+                )
+                active = browser.switch_to.active_element
+                return (
+                    str(active.get_attribute("id")),
+                    hint,
+                    ",".join(
+                        str(i.get_attribute("value"))
+                        for i in several.find_elements("css selector", "input:checked")
+                    ),
+                )
+
+            focused, hint, checked = await run(keyboard)
+            await run(lambda: browser.save_screenshot(str(screenshots / "web-twelve-options.png")))
+            assert focused == "q1-custom", focused
+            assert "1 then 2" in hint, hint
+            assert checked == "0,10", checked  # options 1 and 11; 13 chose no option
+            assert not await run(
+                lambda: by_role(question(browser, "Several"), "checkbox", "Option 3").is_selected()
+            )
 
 
 def offline(driver: Any, off: bool) -> None:
@@ -556,6 +641,50 @@ async def test_text_typed_after_the_session_ended_is_not_left_without_asking(
             assert await run(lambda: note.get_attribute("value")) == "teal"
 
 
+@pytest.mark.parametrize("width", [390, 1280], ids=["phone", "desktop"])
+async def test_sign_out_in_the_header_ends_the_session_on_the_desk(
+    tmp_path: Path, browser: Any, screenshots: Path, width: int
+) -> None:
+    """Sign out, in the header on a phone and on a desktop: a draft still on its way is saved
+    first, the desk ends the session (its cookie no longer opens the page, the desk's live
+    stream or its API, for any client), the browser shows the sign-in page saying so, and
+    only a new link signs in again."""
+    with trio.fail_after(120):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "eta") as eta:
+            await shown_on_page(browser, desk, eta, colour())
+            cookie = (await run(lambda: browser.get_cookie(COOKIE)))["value"]
+            base = desk.web.base_url
+
+            def sign_out() -> tuple[str, bool]:
+                set_viewport(browser, width, 844, mobile=width < 900)
+                try:
+                    by_role(question(browser, "Colour"), "textbox", "Note").send_keys("teal")
+                    button = by_role(browser, "button", "Sign out")
+                    reachable = in_view(browser, button) and no_horizontal_scroll(browser)
+                    browser.save_screenshot(str(screenshots / f"web-sign-out-{width}.png"))
+                    button.click()
+                    wait_until(browser, lambda d: by_role(d, "heading", "Sign in to the desk"))
+                    return d_text(browser, "main"), reachable
+                finally:
+                    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+            said, reachable = await run(sign_out)
+            assert reachable, "Sign out is off screen or the page scrolls sideways"
+            assert "You signed out" in said, said
+            assert desk.board.current is not None
+            assert desk.board.current.state.drafts[0].note == "teal"  # saved before leaving
+            assert await run(lambda: browser.get_cookie(COOKIE)) is None
+            async with httpx2.AsyncClient(cookies={COOKIE: cookie}) as old:
+                assert (await old.get(base + "/")).status_code == 401
+                assert (await old.get(base + "/events")).status_code == 401
+                assert (await old.get(base + "/session")).status_code == 401
+            await run(lambda: browser.get(base + "/"))
+            assert not await run(lambda: form_shown(browser))
+            url = desk.web.login_url()
+            await run(lambda: sign_in(browser, url))
+            assert await run(lambda: form_shown(browser))
+
+
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
@@ -639,6 +768,46 @@ async def test_on_a_phone_agents_in_the_menu_keeps_the_form_shown(
 
             shown, kept = await run(agents_from_the_menu)
             assert "second" in shown and kept
+
+
+async def test_on_a_phone_a_form_answered_elsewhere_is_told_where_the_person_reads(
+    tmp_path: Path, browser: Any
+) -> None:
+    """Scrolled down a long form on a phone when the terminal answers it: the next form takes
+    its place, and the sentence saying the first was answered elsewhere is on screen (it
+    used to be at the top of the page, off screen, over another agent's form shown without
+    a word)."""
+    with trio.fail_after(120):
+        async with (
+            open_desk(tmp_path) as desk,
+            desk_client(desk.address, "first") as first,
+            desk_client(desk.address, "second") as second,
+        ):
+            many = [
+                opt(f"o{n}", f"Option {n}", description="what it means " * 6) for n in range(12)
+            ]
+            await shown_on_page(
+                browser, desk, first, ask(single("q", "Many", *many), background=True)
+            )
+            await second.call_tool("ask_user", {**FULL_FORM, "background": True, "title": "Next"})
+
+            def scrolled_down() -> None:
+                set_viewport(browser, 390, 844, mobile=True)
+                submit = by_role(browser, "button", "Submit")
+                browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", submit)
+
+            def told() -> bool:
+                try:
+                    wait_until(browser, lambda d: by_role(d, "heading", "Next"))
+                    status = by_role(browser, "status", "", exact=False)
+                    wait_until(browser, lambda d: "answered elsewhere" in status.text)
+                    return in_view(browser, status)
+                finally:
+                    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+            await run(scrolled_down)
+            await answer_on_the_board(desk.board)
+            assert await run(told), "the sentence is off screen"
 
 
 async def test_hostile_agent_text_is_text_and_the_page_refuses_other_origins(

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
+from pi_agent_ask.web.app import MAX_BODY
 from pi_agent_ask.web.testing import browser_missing, by_role
 from pi_agent_ask.web.view import MAX_TEXT
 from tests.test_web_browser import (  # noqa: F401
@@ -206,14 +207,18 @@ def leaving_asks(driver: Any) -> bool:
     )
 
 
+@pytest.mark.parametrize("size", [MAX_TEXT + 5, MAX_BODY + 5], ids=["text", "body"])
 async def test_text_past_the_limit_is_named_in_words_and_nothing_typed_is_lost(
     tmp_path: Path,
     browser: Any,  # noqa: F811
+    size: int,
 ) -> None:
     """A paste longer than the desk takes: the page says which box and by how much, in words;
     what is typed meanwhile elsewhere on the form stays on the page (leaving asks first), and
     once the text is short enough all of it is saved (it used to read ``drafts[0].custom is
-    longer than 100000 characters.``, and a reload then dropped the note typed after it)."""
+    longer than 100000 characters.``, and a reload then dropped the note typed after it).
+    ``body``: a paste past the desk's limit for a whole request (its 413, refused before the
+    body is read), which used to read "The request is too large." and keep nothing back."""
     with trio.fail_after(110):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
             await shown_on_page(browser, desk, alpha, colour())
@@ -221,13 +226,14 @@ async def test_text_past_the_limit_is_named_in_words_and_nothing_typed_is_lost(
             def pasted() -> str:
                 own = by_role(question(browser, "Colour"), "textbox", "Type your own")
                 own.click()
-                browser.execute_cdp_cmd("Input.insertText", {"text": "y" * (MAX_TEXT + 5)})
+                # A real paste (of four million characters: the page must not freeze).
+                browser.execute_cdp_cmd("Input.insertText", {"text": "y" * size})
                 said = wait_until(browser, lambda d: (text := d_text(d, "#form-errors")) and text)
                 note_box(browser).send_keys("keep me")
                 return str(said)
 
             said = await run(pasted)
-            assert "Type your own" in said and f"{MAX_TEXT + 5:,}" in said, said
+            assert "Type your own" in said and f"{size:,}" in said, said
             assert "drafts[0]" not in said.split("(")[0], said
             assert await run(lambda: leaving_asks(browser)), "leaving the page would not ask"
             assert desk.board.current is not None
@@ -354,3 +360,71 @@ async def test_a_form_put_back_with_later_then_answered_elsewhere_is_told(
                 lambda: wait_until(browser, lambda d: not form_shown(d) and d_text(d, "#status"))
             )
             assert "answered elsewhere" in told, told
+
+
+async def test_a_form_cancelled_on_another_page_is_told_as_cancelled(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """The page says what became of the form it shows: cancelled on another page, the agent
+    told "User cancelled the ask flow" (it used to say "answered elsewhere"). The board's
+    other endings (put back, withdrawn) come the same way: ``test_form_runner``."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            base = desk.web.base_url
+
+            def cancel_in_another_tab() -> str:
+                first = browser.current_window_handle
+                browser.switch_to.new_window("tab")
+                browser.get(base + "/")
+                wait_until(browser, form_shown)
+                by_role(browser, "button", "Cancel").click()
+                wait_until(browser, lambda d: not form_shown(d))
+                browser.close()
+                browser.switch_to.window(first)
+                return str(
+                    wait_until(browser, lambda d: not form_shown(d) and d_text(d, "#status"))
+                )
+
+            told = await run(cancel_in_another_tab)
+            assert "cancelled elsewhere" in told and "User cancelled the ask flow" in told, told
+            assert "answered" not in told, told
+
+
+async def test_a_page_open_in_another_tab_hears_it_was_signed_out(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Sign out in one tab: the page open in the other tab stops following the board (its
+    live stream ends with the session) and says it is signed out, naming Sign out as a cause
+    (it used to name only a desk restart), keeping what was typed there."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            base = desk.web.base_url
+
+            def sign_out_in_another_tab() -> None:
+                note_box(browser).send_keys("teal")
+                first = browser.current_window_handle
+                browser.switch_to.new_window("tab")
+                browser.get(base + "/")
+                by_role(browser, "button", "Sign out").click()
+                wait_until(browser, lambda d: by_role(d, "heading", "Sign in to the desk"))
+                browser.close()
+                browser.switch_to.window(first)
+
+            await run(sign_out_in_another_tab)
+            await alpha.call_tool(  # a change on the board: the old stream tells it nothing
+                "ask_user",
+                ask(single("t", "Tone", opt("plain", "Plain")), background=True, title="Tone"),
+            )
+            said = await run(
+                lambda: wait_until(
+                    browser, lambda d: "signed out" in (t := d_text(d, "#status")) and t
+                )
+            )
+            assert "Sign out in another tab" in said and "keeps what you typed" in said, said
+            assert await run(lambda: note_box(browser).get_attribute("value")) == "teal"

@@ -112,10 +112,19 @@ def failure_text(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
+Ended = Literal["submitted", "cancelled", "deferred", "withdrawn", "failed"]
+"""Why a form left its surface: answered; cancelled (a person cancelled or dismissed it);
+put back for later (Esc or Later on a background form: it comes back); withdrawn (it ended
+with no outcome: its call was cancelled, its session changed, its owner went away); failed
+(its surface broke)."""
+
+
 class Surface(Protocol):
     """What a terminal UI offers the runtime: show, update and hide form views.
 
     Calls are synchronous and must not block: the UI copies the snapshot and redraws later.
+    ``hide``'s ``ended`` says why the form left (``run_form`` always says); ``None`` when it
+    only left the display (the desk's board shows another).
     """
 
     def show(
@@ -124,7 +133,7 @@ class Surface(Protocol):
 
     def update(self, flow_id: str, state: fs.FormState) -> None: ...
 
-    def hide(self, flow_id: str) -> None: ...
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None: ...
 
 
 class Terminal(Protocol):
@@ -159,7 +168,7 @@ class FailedSurface:
     def update(self, flow_id: str, state: fs.FormState) -> None:
         pass
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         pass
 
 
@@ -177,7 +186,7 @@ class NullSurface:
     def update(self, flow_id: str, state: fs.FormState) -> None:
         pass
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         pass
 
 
@@ -221,27 +230,55 @@ async def run_form(
     scope. ``None`` when the scope cancelled the form.
     """
     _on_surface(surface.show, flow_id, state, commands)
+    ended: Ended = "withdrawn"  # until the form has an outcome, or is put back
+
+    async def defer() -> None:
+        nonlocal ended
+        ended = "deferred"
+        assert on_defer is not None
+        await on_defer()
+
+    deferring = defer if on_defer is not None else None
     try:
-        if scope is None:
-            return await _serve(flow_id, state, "read", inbox, surface, on_change, on_defer)
-        step: _Step = "read"
-        if not scope.cancel_called:  # else the scope's first check ends it, reading nothing
-            try:
-                message = inbox.receive_nowait()
-            except trio.WouldBlock:
-                pass
-            except trio.EndOfChannel:
-                return state
-            else:
-                state, step = _take(state, message, on_defer is not None)
-                if step == "done":
-                    return state
-        with scope:
-            return await _serve(flow_id, state, step, inbox, surface, on_change, on_defer)
-        return None
+        final = await _run(flow_id, state, inbox, surface, on_change, deferring, scope)
+        if final is not None and final.outcome is not None:
+            ended = "submitted" if final.outcome.kind == "submitted" else "cancelled"
+        return final
+    except FormFailed:
+        ended = "failed"
+        raise
     finally:
         with contextlib.suppress(Exception):  # a broken surface already failed the form
-            surface.hide(flow_id)
+            surface.hide(flow_id, ended)
+
+
+async def _run(
+    flow_id: str,
+    state: fs.FormState,
+    inbox: trio.MemoryReceiveChannel[FormInput],
+    surface: Surface,
+    on_change: Callable[[fs.FormState], Awaitable[None]],
+    on_defer: Callable[[], Awaitable[None]] | None,
+    scope: trio.CancelScope | None,
+) -> fs.FormState | None:
+    """``run_form``'s form, shown already, until it has an outcome (see there)."""
+    if scope is None:
+        return await _serve(flow_id, state, "read", inbox, surface, on_change, on_defer)
+    step: _Step = "read"
+    if not scope.cancel_called:  # else the scope's first check ends it, reading nothing
+        try:
+            message = inbox.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        except trio.EndOfChannel:
+            return state
+        else:
+            state, step = _take(state, message, on_defer is not None)
+            if step == "done":
+                return state
+    with scope:
+        return await _serve(flow_id, state, step, inbox, surface, on_change, on_defer)
+    return None
 
 
 _Step = Literal["read", "changed", "defer", "done"]

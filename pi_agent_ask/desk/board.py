@@ -29,12 +29,23 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from pi_agent_ask.actors.form import FormInput, Surface
+from pi_agent_ask.actors.form import Ended, FormInput, Surface
 from pi_agent_ask.form import state as fs
 
-__all__ = ["SEP", "AgentSnapshot", "AgentSurface", "Board", "Shown", "put_aside_hint"]
+__all__ = [
+    "ENDINGS_KEPT",
+    "SEP",
+    "AgentSnapshot",
+    "AgentSurface",
+    "Board",
+    "Shown",
+    "put_aside_hint",
+]
 
 SEP = "\x1f"
+ENDINGS_KEPT = 64
+"""Forms whose ending the board remembers (the newest): a page still showing one says what
+became of it."""
 
 
 def put_aside_hint(ahead: int) -> str:
@@ -99,6 +110,7 @@ class Board:
     _displayed: Shown | None = None
     _seq: itertools.count[int] = attrs.field(factory=itertools.count)
     _watchers: list[trio.Event] = attrs.field(factory=list)
+    _endings: dict[tuple[str, str], Ended] = attrs.field(factory=dict)
 
     # -- what the runtimes call (through their AgentSurface) -----------------------------------
 
@@ -111,6 +123,7 @@ class Board:
     ) -> None:
         self.add_agent(key)
         self._drop(key, flow_id)
+        self._endings.pop((key, flow_id), None)
         self._shown.append(Shown(key, flow_id, state, commands, next(self._seq)))
         self._refresh()
 
@@ -123,8 +136,14 @@ class Board:
             self.display.update(shown.display_id, state)
         self._changed()
 
-    def hide(self, key: str, flow_id: str) -> None:
+    def hide(self, key: str, flow_id: str, ended: Ended | None = None) -> None:
+        """The form left (``ended``: why, remembered for the last :data:`ENDINGS_KEPT` forms
+        so a page showing it can say what happened)."""
         if self._drop(key, flow_id):
+            if ended is not None:
+                self._endings[(key, flow_id)] = ended
+                while len(self._endings) > ENDINGS_KEPT:
+                    del self._endings[next(iter(self._endings))]
             self._refresh()
 
     # -- what the desk's tool handling reports ------------------------------------------------
@@ -192,6 +211,15 @@ class Board:
             )
         return rows
 
+    def endings(self) -> list[tuple[str, str, Ended]]:
+        """Why the forms that left lately left, ``(key, flow_id, ended)``, oldest first (a
+        form shown again is not among them)."""
+        return [(key, flow_id, ended) for (key, flow_id), ended in self._endings.items()]
+
+    def ended(self, key: str, flow_id: str) -> Ended | None:
+        """Why agent ``key``'s form ``flow_id`` left lately, if it did and is remembered."""
+        return self._endings.get((key, flow_id))
+
     def shown_forms(self) -> list[Shown]:
         """Every shown form in display order (the first is on the display)."""
         return list(self._shown)
@@ -253,6 +281,6 @@ class AgentSurface:
     def update(self, flow_id: str, state: fs.FormState) -> None:
         self.board.update(self.key, flow_id, state)
 
-    def hide(self, flow_id: str) -> None:
-        self.board.hide(self.key, flow_id)
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
+        self.board.hide(self.key, flow_id, ended)
         self.on_show_or_hide()

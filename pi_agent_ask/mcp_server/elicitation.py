@@ -47,7 +47,7 @@ import mcp.types as types
 import trio
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.actors.form import FormInput, RemoteResponse
+from pi_agent_ask.actors.form import Ended, FormInput, RemoteResponse
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import AskParams
 
@@ -310,7 +310,7 @@ class ElicitationSurface:
     def update(self, flow_id: str, state: fs.FormState) -> None:
         pass
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         scope = self._scopes.pop(flow_id, None)
         if scope is not None:
             scope.cancel()

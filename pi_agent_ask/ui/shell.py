@@ -70,7 +70,7 @@ from prompt_toolkit.layout import (
 )
 from prompt_toolkit.output import Output
 
-from pi_agent_ask.actors.form import FormInput
+from pi_agent_ask.actors.form import Ended, FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.transcript import drawn_text
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
@@ -172,7 +172,7 @@ class ShellSurface(TerminalSurface):
         self.focus_panel()
         self._changed()
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         """The form is gone: the panel closes and the editor has focus again.
 
         A settings overlay the form opened (``?``) closes with it; one opened with

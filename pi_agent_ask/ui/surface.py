@@ -43,7 +43,7 @@ from prompt_toolkit.layout import Float, FloatContainer, Layout
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
-from pi_agent_ask.actors.form import FormInput
+from pi_agent_ask.actors.form import Ended, FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.persistence.settings import Config, Keymaps, LoadedSettings
 from pi_agent_ask.ui import rebind_event_loop_lookup
@@ -162,7 +162,7 @@ class TerminalSurface:
         """A new snapshot of a visible form."""
         self.controller.apply(flow_id, state)
 
-    def hide(self, flow_id: str) -> None:
+    def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         """The form is gone; the settings overlay it opened, if any, closes with it."""
         if flow_id == self.controller.flow_id and self.overlay is not None:
             self._drop_overlay()

@@ -95,6 +95,14 @@ LINKED_FORM_GONE = (
     "or another page) or its agent withdrew it."
 )
 MAX_BODY = 4 * 1024 * 1024
+SIGN_OUT_HEADERS = {"referrer-policy": "same-origin"}
+"""The pages with Sign out in their header: under the desk's usual no-referrer its form's
+``POST`` says "Origin: null"; so its own origin is named (a referrer goes to the desk itself
+only)."""
+TOO_LARGE = (
+    f"The request is too large: over the {MAX_BODY // (1024 * 1024)} MiB ({MAX_BODY:,} bytes) "
+    "the desk takes at once."
+)
 
 
 def _templates() -> Jinja2Templates:
@@ -133,6 +141,9 @@ class BoardEvents:
 
     board: Board
     holder: view.Holder
+    signed_in: Callable[[], bool] = lambda: True
+    """Whether the stream's session still lives: once it is signed out, the stream ends
+    before its next event (within :data:`KEEPALIVE` seconds), telling nothing more."""
     last: str | None = None
     """The digest sent last; ``None`` before the first event."""
 
@@ -144,6 +155,8 @@ class BoardEvents:
             self.last = ""
             return "retry: 1000\n\n"
         while True:
+            if not self.signed_in():
+                raise StopAsyncIteration
             digest = _digest(self.board, self.holder)
             if digest != self.last:
                 self.last = digest
@@ -319,7 +332,7 @@ class WebDesk:
         assert isinstance(checked, Session)
         body = await _body(request)
         if body is None:
-            return _error(413, "The request is too large.")
+            return _error(413, TOO_LARGE)
         try:
             data = json.loads(body)
         except (ValueError, RecursionError):
@@ -339,25 +352,38 @@ class WebDesk:
             return _error(400, 'The request must name its form: "form", the form\'s id (a string).')
         shown = self._find(wanted)
         if shown is None:
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(wanted)
         return shown, data
+
+    def _gone(self, wanted: str) -> JSONResponse:
+        """A form the page named is no longer waiting: what became of it, as the board
+        remembers it, else "answered elsewhere"."""
+        return _error(409, view.ended_text(self.board, wanted) or ANSWERED_ELSEWHERE)
 
     # -- pages --------------------------------------------------------------------------------
 
     async def page(self, request: Request) -> Response:
         session = session_of(self.auth, request)
         if session is None:
+            problem = "signed_out" if "signed-out" in request.query_params else None
             return self.templates.TemplateResponse(
-                request, "signin.html", {"problem": None}, status_code=401
+                request, "signin.html", {"problem": problem}, status_code=401
             )
         shown = self._chosen(request)
         wanted = request.query_params.get("form")
         # A link to one form (a notification's) whose form is gone shows another: say so.
         gone = bool(wanted) and (shown is None or view.form_id(shown) != wanted)
+        ended = view.ended_text(self.board, wanted) if gone and wanted else None
+        notice = (
+            f"The form this link opened is no longer waiting. {ended}"
+            if ended
+            else LINKED_FORM_GONE
+        )
         return self.templates.TemplateResponse(
             request,
             "page.html",
-            {**self._context(request, session, shown), "notice": LINKED_FORM_GONE if gone else ""},
+            {**self._context(request, session, shown), "notice": notice if gone else ""},
+            headers=SIGN_OUT_HEADERS,
         )
 
     async def form_fragment(self, request: Request) -> Response:
@@ -481,12 +507,21 @@ class WebDesk:
         return JSONResponse({"url": self.login_url()})
 
     async def logout(self, request: Request) -> Response:
-        status, checked = refusal(self.auth, request)
+        """Sign out (the header's Sign out, a form posting the session's CSRF token): the desk
+        ends the session, so its cookie opens nothing any more (a page open in another tab
+        included: its live stream ends), and the browser goes to the sign-in page, which
+        says so. A browser signed out already is only sent there."""
+        body = await _body(request)
+        fields = parse_qs(body.decode("utf-8", "replace")) if body is not None else {}
+        if session_of(self.auth, request) is None:
+            return RedirectResponse("/?signed-out", status_code=303)
+        token = (fields.get("csrf") or [""])[0]
+        status, checked = refusal(self.auth, request, token or None)
         if status is not None:
             return _error(status, str(checked))
         assert isinstance(checked, Session)
         self.auth.sign_out(checked.id)
-        response = JSONResponse({"ok": True})
+        response = RedirectResponse("/?signed-out", status_code=303)
         response.delete_cookie(COOKIE, path="/", **self._cookie_flags)
         return response
 
@@ -503,10 +538,15 @@ class WebDesk:
     # -- the live stream ----------------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
-        if session_of(self.auth, request) is None:
+        session = session_of(self.auth, request)
+        if session is None:
             return PlainTextResponse("Not signed in.", status_code=401)
         return StreamingResponse(
-            BoardEvents(self.board, self.holder),
+            BoardEvents(
+                self.board,
+                self.holder,
+                lambda: self.auth.session(session.id) is not None,
+            ),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
@@ -525,7 +565,7 @@ class WebDesk:
         try:
             refused = await self.drafter(shown, drafts)
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         if refused is None:
             return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
         if refused.code == "refused":
@@ -551,18 +591,18 @@ class WebDesk:
         try:
             await shown.commands.send(RemoteResponse(response, reply_tx))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         try:
             verdict = await reply_rx.receive()
         except trio.EndOfChannel:
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         if verdict is None:
             # Which showing of the form took it: should the answer not be recorded (its
             # journal's write failed), the form is shown again, and the page tells the two apart.
             return JSONResponse({"ok": True, "shown": shown.seq})
         error, message = verdict
         if error == "flow_not_found":
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         return _error(422, message)
 
     async def api_submit(self, request: Request) -> Response:
@@ -601,7 +641,7 @@ class WebDesk:
         try:
             await shown.commands.send(UserCommand(fs.Cancel()))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return _error(409, ANSWERED_ELSEWHERE)
+            return self._gone(view.form_id(shown))
         return JSONResponse({"ok": True})
 
     # -- history ------------------------------------------------------------------------------
@@ -645,6 +685,7 @@ class WebDesk:
                 "total": len(records),
                 "export": export,
             },
+            headers=SIGN_OUT_HEADERS,
         )
 
     async def history_export(self, request: Request) -> Response:

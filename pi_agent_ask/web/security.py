@@ -122,13 +122,17 @@ def session_of(auth: Auth, request: Request) -> Session | None:
     return auth.session(request.cookies.get(COOKIE))
 
 
-def refusal(auth: Auth, request: Request) -> tuple[int, str] | tuple[None, Session]:
-    """Why a state-changing request is refused (status, sentence), or its session."""
+def refusal(
+    auth: Auth, request: Request, token: str | None = None
+) -> tuple[int, str] | tuple[None, Session]:
+    """Why a state-changing request is refused (status, sentence), or its session.
+    ``token``: the CSRF token a page's own form posted (Sign out), where no script sets the
+    header."""
     session = session_of(auth, request)
     if session is None:
         return 401, NOT_SIGNED_IN
     if not same_origin(request, request.headers.get("origin")):
         return 403, "Refused: the request does not come from the desk's own page."
-    if not auth.csrf_ok(session, request.headers.get(CSRF_HEADER)):
+    if not auth.csrf_ok(session, request.headers.get(CSRF_HEADER) or token):
         return 403, "Refused: the page's security token is missing or wrong; reload the page."
     return None, session

@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from pi_agent_ask.actors.form import Ended
 from pi_agent_ask.desk.board import Board, Shown
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
@@ -25,7 +26,9 @@ from pi_agent_ask.form.types import Draft, Question
 from pi_agent_ask.form.untrusted import has_surrogate
 
 __all__ = [
+    "ENDED_TEXT",
     "MAX_TEXT",
+    "STREAMED_ENDINGS",
     "AgentRow",
     "DraftError",
     "FormView",
@@ -37,6 +40,7 @@ __all__ = [
     "draft_json",
     "draft_rev",
     "drafts_from_json",
+    "ended_text",
     "form_view",
     "has_images",
     "nobody",
@@ -45,6 +49,26 @@ __all__ = [
 
 MAX_TEXT = 100_000
 """Longest text (custom answer or note) the page may send, in characters."""
+
+ENDED_TEXT: dict[Ended, str] = {
+    "submitted": "This form was answered elsewhere (on the terminal or another page).",
+    "cancelled": (
+        "This form was cancelled elsewhere (on the terminal, another page or by its agent's "
+        "host): its agent was told “User cancelled the ask flow”."
+    ),
+    "withdrawn": (
+        "This form was withdrawn without an answer (its agent's session ended or changed, or "
+        "the desk set it aside): if it still waits, it comes back here."
+    ),
+    "deferred": (
+        "This form was put back for later elsewhere (on the terminal or another page): its "
+        "agent's questions wait their turn."
+    ),
+    "failed": "This form ended with an error on the desk (its display failed); its agent was told.",
+}
+"""What a page still showing a form reads once it left (``Board.endings``)."""
+STREAMED_ENDINGS = 8
+"""The newest endings each live-stream event carries."""
 
 
 class DraftError(ValueError):
@@ -116,6 +140,14 @@ def _text(value: str) -> str:
 def form_id(shown: Shown) -> str:
     """The page's name of a shown form: stable while it is shown, unique across agents."""
     return f"{shown.key}/{shown.flow_id}"
+
+
+def ended_text(board: Board, wanted: str) -> str | None:
+    """What became of the form the page names ``wanted`` (``form_id``), if the board
+    remembers it leaving."""
+    key, _, flow_id = wanted.rpartition("/")
+    ended = board.ended(key, flow_id)
+    return ENDED_TEXT[ended] if ended is not None else None
 
 
 def draft_rev(drafts: Sequence[Draft]) -> str:
@@ -228,6 +260,13 @@ def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
         "agents": [
             [agent.key, agent.pending, agent.blocked, agent.waiting] for agent in board.agents()
         ],
+        # What became of the forms that left last: a page still showing one says so (it
+        # reads this in the event that drops the form; older endings stay on the desk, for
+        # the API and a notification's link).
+        "ended": {
+            f"{key}/{flow_id}": ENDED_TEXT[ended]
+            for key, flow_id, ended in board.endings()[-STREAMED_ENDINGS:]
+        },
     }
 
 

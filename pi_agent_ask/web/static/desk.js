@@ -62,6 +62,22 @@
     if (actions) actions.scrollIntoView({ block: "nearest" });
   }
 
+  // A text box runs in the direction of its text's first strong letter (HTML's dir=auto
+  // rule, letters standing for strong characters). Set here, not with dir=auto on the box:
+  // Chromium works that out again across the whole text at every change, which froze the
+  // page for minutes after a long paste (a million characters: half a minute).
+  const RTL = new RegExp("[" + ["Hebrew", "Arabic", "Syriac", "Thaana", "Nko", "Samaritan",
+    "Mandaic", "Adlam", "Hanifi_Rohingya", "Yezidi"].map(function (script) {
+    return "\\p{Script=" + script + "}";
+  }).join("") + "]", "u");
+  function setDirection(box) {
+    const first = /\p{L}/u.exec(box.value);
+    box.dir = first && RTL.test(first[0]) ? "rtl" : "ltr";
+  }
+  function setDirections() {
+    if (form()) form().querySelectorAll("textarea").forEach(setDirection);
+  }
+
   function questionDraft(fs) {
     const custom = fs.querySelector("textarea.custom");
     const optionNotes = {};
@@ -82,7 +98,10 @@
   function drafts() {
     return Array.from(form().querySelectorAll("fieldset.question")).map(questionDraft);
   }
-  function agreed() { base = form() ? { id: formId(), drafts: drafts() } : null; }
+  function agreed() {
+    setDirections();
+    base = form() ? { id: formId(), drafts: drafts() } : null;
+  }
   function dirty() {
     return drafts().some(function (d) {
       return d.skipped || d.selected.length || d.custom.trim() || d.note.trim() ||
@@ -195,19 +214,39 @@
     // desk restart signs everyone out; leaving to sign in again asks first).
     if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedWhy = "lost"; }
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
-    else if ((result.status === 400 || (result.status === 422 && result.data.code === "refused")) &&
-             formId() === id) {
-      // The desk cannot keep this text (over its limit; a team desk's store refusing it):
-      // nothing from the stream replaces it, leaving the page asks first, and the next
-      // change saves it again.
+    else if ((result.status === 400 || result.status === 413 ||
+              (result.status === 422 && result.data.code === "refused")) && formId() === id) {
+      // The desk cannot keep this text (over its limit for a box or for a whole request; a
+      // team desk's store refusing it): nothing from the stream replaces it, leaving the
+      // page asks first, and the next change saves it again.
       unsaved = id;
       unsavedWhy = "refused";
-      showError((result.data.error || "The desk could not keep this draft.") +
+      showError(refusal(result, "The desk could not keep this draft.") +
         " What you typed stays on this page; it is saved once you change it.");
     }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
     else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
+  }
+  // What a refused request says: the desk's sentence; for a request over the desk's size
+  // limit (413, refused unread, so the desk cannot say which box), the page names the box
+  // with the longest text and its length, as the desk does for one box over its limit.
+  function refusal(result, otherwise) {
+    const said = result.data.error || otherwise;
+    if (result.status !== 413 || !form()) return said;
+    let longest = null;
+    form().querySelectorAll("fieldset.question").forEach(function (fs, q) {
+      fs.querySelectorAll("textarea").forEach(function (box) {
+        // Characters, as the desk counts them (a pair of UTF-16 surrogates is one).
+        const pairs = box.value.match(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g);
+        const length = box.value.length - (pairs ? pairs.length : 0);
+        if (!longest || length > longest.length) longest = { box: box, q: q, length: length };
+      });
+    });
+    if (!longest || !longest.length) return said;
+    const label = document.querySelector('label[for="' + longest.box.id + '"]').textContent.trim();
+    return "The text in question " + (longest.q + 1) + "'s “" + label + "” box is " +
+      longest.length.toLocaleString("en-US") + " characters long. " + said + " Shorten it.";
   }
   function changed(fs) {
     cancelArmed = false;
@@ -250,7 +289,13 @@
     });
     const review = document.getElementById("review");
     review.hidden = false;
-    document.getElementById("review-heading").focus();
+    // The review from its heading down to the buttons in view, the least scroll that does
+    // it (on a phone, focusing the heading alone left the answers and Submit below the
+    // fold); a review taller than the screen starts at its heading.
+    const heading = document.getElementById("review-heading");
+    heading.focus({ preventScroll: true });
+    form().querySelector(".actions").scrollIntoView({ block: "nearest" });
+    if (heading.getBoundingClientRect().top < 0) heading.scrollIntoView({ block: "start" });
   }
 
   async function submit() {
@@ -275,9 +320,9 @@
     }
     leaving = null;
     if (due && formId() === id) saveNow();
-    if (result.status === 409) gone();
+    if (result.status === 409) gone(result.data.error);
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
-    else answerButton(result.data.error || "The answer was not accepted.");
+    else answerButton(refusal(result, "The answer was not accepted."));
   }
   async function cancelForm() {
     if (dirty() && !cancelArmed) {
@@ -290,7 +335,8 @@
     const result = await post("/api/cancel", { form: id });
     if (result.status === 200) { say("Cancelled."); if (formId() === id) loadMain(null, id); return; }
     leaving = null;
-    if (result.status === 409) gone(); else answerButton(result.data.error || "Not cancelled.");
+    if (result.status === 409) gone(result.data.error);
+    else answerButton(result.data.error || "Not cancelled.");
   }
   async function later() {
     const id = formId();
@@ -299,7 +345,8 @@
     const result = await post("/api/later", { form: id });
     if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
     leaving = null;
-    if (result.status === 409) gone(); else answerButton(result.data.error || "Not deferred.");
+    if (result.status === 409) gone(result.data.error);
+    else answerButton(result.data.error || "Not deferred.");
   }
 
   // ``skip``: a form this page just answered, which the board may still show for a moment.
@@ -317,9 +364,15 @@
     const html = await response.text();
     if (mine !== loads) return;
     const hadFocus = slot.contains(document.activeElement);
+    const before = formId();
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
     agreed();
+    // Another form in the place of the one shown: what the status line says of it (answered
+    // elsewhere, sent) is brought on screen, where a person scrolled down a long form on a
+    // phone would otherwise read another form with no word.
+    const told = formId() !== before && statusBox.textContent !== "";
+    if (told) statusBox.scrollIntoView({ block: "nearest" });
     // The form this page sent is gone from the page, or back in it after all (put back with
     // Later, shown again): from now on its leaving is news. Only while its Submit is on its
     // way is a reload of it (drafts changed elsewhere) still the form being sent.
@@ -331,7 +384,7 @@
     refreshQueue();
     if (hadFocus || document.activeElement === document.body) {
       const heading = slot.querySelector("h1");
-      if (heading && hadFocus) heading.focus();
+      if (heading && hadFocus) heading.focus({ preventScroll: told }); // just under the status
     }
   }
   async function refreshQueue() {
@@ -346,6 +399,7 @@
     const target = event.target;
     const fs = target.closest("fieldset.question");
     if (!fs) return;
+    if (target.tagName === "TEXTAREA") setDirection(target);
     if (target.classList.contains("custom")) {
       const has = target.value.trim() !== "";
       target.dataset.selected = has ? "true" : "false";
@@ -403,18 +457,64 @@
       submit();
       return;
     }
+    const isDigit = /^[0-9]$/.test(event.key);
+    // Another key after a digit held for a second one: the digit acts first, as typed.
+    if (held && !isDigit) letGo();
     if (target.matches && target.matches("textarea, input[type=search], input[type=text], select")) return;
-    if (!/^[1-9]$/.test(event.key) || !form()) return;
+    if (!isDigit || !form()) return;
     // The question that has the focus; with the focus nowhere (the page itself), the first.
     // Elsewhere (the buttons, the review, the agents) a digit chooses nothing: on the
     // terminal's review 1 means Submit, and here it must not change an answer unseen.
     const fs = (target.closest && target.closest("fieldset.question")) ||
       (target === document.body ? form().querySelector("fieldset.question") : null);
     if (!fs) return;
-    const choices = fs.querySelectorAll("input.choice");
-    const choice = choices[Number(event.key) - 1];
-    if (!choice) return;
+    const digit = Number(event.key);
+    if (held) {
+      const first = held;
+      clearTimeout(first.timer);
+      held = null;
+      const number = first.digit * 10 + digit;
+      if (first.fs === fs && number <= rows(fs)) {
+        event.preventDefault();
+        chooseRow(fs, number);
+        return;
+      }
+      // No such row: the first digit acts alone, and this one is a key of its own, in the
+      // question that has the focus now.
+      chooseRow(first.fs, first.digit);
+      const now = document.activeElement;
+      const there = now && now.closest && now.closest("fieldset.question");
+      if (there) digitIn(event, there, digit);
+      else event.preventDefault();
+      return;
+    }
+    digitIn(event, fs, digit);
+  });
+  // Numbered rows, as on the terminal: a question's options, then Type your own. From 10 on
+  // a row is two digits typed in a row (1 then 2: row 12); so on a question with ten rows or
+  // more, a digit that can start one waits ``JUMP_TIMEOUT`` ms for a second one (the
+  // terminal's wait), else it acts at once.
+  const JUMP_TIMEOUT = 600;
+  let held = null; // { fs, digit, timer }: a first digit waiting for a second
+  function rows(fs) { return fs.querySelectorAll("input.choice").length + 1; }
+  function digitIn(event, fs, digit) {
+    if (digit === 0) return; // no row 0; 0 is only ever a second digit
     event.preventDefault();
+    if (digit * 10 > rows(fs)) { chooseRow(fs, digit); return; }
+    held = { fs: fs, digit: digit, timer: setTimeout(letGo, JUMP_TIMEOUT) };
+  }
+  function letGo() {
+    if (!held) return;
+    const first = held;
+    clearTimeout(first.timer);
+    held = null;
+    if (first.fs.isConnected) chooseRow(first.fs, first.digit);
+  }
+  function chooseRow(fs, number) {
+    const choices = fs.querySelectorAll("input.choice");
+    if (number === choices.length + 1) { fs.querySelector("textarea.custom").focus(); return; }
+    const choice = choices[number - 1];
+    if (!choice) return;
     if (fs.dataset.multi === "true") {
       choice.checked = !choice.checked;
       choice.focus();
@@ -426,6 +526,15 @@
       (next || choice).focus();
     }
     changed(fs);
+  }
+  // Sign out (the header's form): a draft still due is saved first, with the session it is
+  // typed in; after the post there is no session to save it with.
+  const signOut = document.getElementById("sign-out");
+  signOut.addEventListener("submit", async function (event) {
+    if (saveTimer === null) return;
+    event.preventDefault();
+    await saveNow();
+    signOut.submit();
   });
   window.addEventListener("pagehide", function () { if (saveTimer) saveNow(true); });
   window.addEventListener("beforeunload", function (event) {
@@ -489,6 +598,7 @@
     function text(box, now, before, then) {
       if (now !== before || now === then) return;
       box.value = then;
+      setDirection(box);
       took = true;
     }
     text(custom, mine.custom, was.custom, theirs.custom);
@@ -521,7 +631,8 @@
   function streamError() {
     // The browser reconnects by itself unless the desk refused the stream (signed out).
     if (stream.readyState === EventSource.CLOSED) {
-      const text = "This page is signed out of the desk (a desk restart signs everyone out): " +
+      const text = "This page is signed out of the desk (Sign out in another tab, or a desk " +
+        "restart, which signs everyone out): " +
         "open a new sign-in link (pi-agent-ask desk login-url) in another tab, then come back " +
         "here. This page keeps what you typed and saves it then.";
       say(text);
@@ -565,7 +676,7 @@
     if (id && ids.indexOf(id) < 0) {
       // Until the next form is on the page (a load takes a while on a slow link, and the
       // board may change again meanwhile), the form shown is still the one this page sent.
-      if (leaving !== id) say(ELSEWHERE + notSent());
+      if (leaving !== id) say((digest.ended[id] || ELSEWHERE) + notSent());
       loadMain(null, skip);
     } else if (!id && ids.length) {
       loadMain(null, skip);
