@@ -8,7 +8,9 @@ seconds, extended every ``heartbeat`` seconds while it stays open); answering it
 one outcome under the person's name (``--as``); a form of a desk that died comes back when
 its lease runs out, with its draft. The snapshot is refreshed when the store says the board
 changed (``LISTEN``), and once more when the earliest lease it shows runs out (a timer at that
-instant, since nothing notifies an expiry).
+instant, since nothing notifies an expiry). That instant is the time left that the database
+reports with the board (``FormRow.lease_left``), counted on this process's monotonic clock: the
+desk's wall clock may be ahead of the database's or behind it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, Final
 
 import attrs
@@ -106,6 +107,8 @@ class TeamBoard:
     _claims: dict[str, Claim] = attrs.field(factory=dict)
     """This desk's live claims by request id."""
     _changed: trio.Event = attrs.field(factory=trio.Event)
+    _read_at: float = 0.0
+    """When (``trio.current_time``) the snapshot was read: its ``lease_left`` count from then."""
     _nursery: trio.Nursery | None = None
 
     # -- running ---------------------------------------------------------------------------
@@ -128,13 +131,16 @@ class TeamBoard:
                     await self.close(request_id)  # the store away: the leases run out
 
     def _until_next_expiry(self) -> float:
-        now = datetime.now(UTC)
+        # The time left that the database reported, less the time since it was read (on this
+        # process's monotonic clock): a desk whose wall clock is not the database's neither
+        # re-reads over and over nor waits the difference on top.
+        elapsed = trio.current_time() - self._read_at
         # Only live leases: one that ran out stays in its row (a dead desk's) until another
         # desk takes the form, and it has nothing more to time.
         leases = [
-            (row.lease_until - now).total_seconds()
+            row.lease_left - elapsed
             for row in self._forms
-            if row.claim_live and row.lease_until is not None and row.request_id not in self._claims
+            if row.claim_live and row.lease_left is not None and row.request_id not in self._claims
         ]
         return max(0.05, min(leases) + 0.05) if leases else math.inf
 
@@ -145,6 +151,7 @@ class TeamBoard:
             self._forms = await self.store.run(Store.board, self.store.store)
         except psycopg.OperationalError:
             return
+        self._read_at = trio.current_time()
         for request_id in list(self._claims):
             if not any(row.request_id == request_id for row in self._forms):
                 self._claims.pop(request_id, None)  # answered (here or elsewhere)

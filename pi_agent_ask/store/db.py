@@ -29,9 +29,9 @@ import hashlib
 import json
 import secrets
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 
 import attrs
@@ -79,7 +79,10 @@ class FormRow:
     draft_by: str | None
     claimed_by: str | None
     claim_desk: str | None
-    lease_until: datetime | None
+    lease_left: float | None
+    """Seconds the claim's lease had left when the board was read, by the database's clock
+    (negative: it ran out; ``None``: never claimed). A desk times a lease by this, never by
+    comparing its own clock with the database's: the two clocks may differ."""
     claim_live: bool
     """The claim's lease has not run out (as the database's clock says)."""
 
@@ -88,7 +91,6 @@ class FormRow:
 class Claim:
     request_id: str
     token: str
-    lease_until: datetime
     row: FormRow
 
 
@@ -103,7 +105,8 @@ class Refused:
     desk: str | None = None
     """``claimed``: the desk that holds it."""
     until: datetime | None = None
-    """``claimed``: when the holder's lease runs out unless their desk extends it."""
+    """``claimed``: when the holder's lease runs out unless their desk extends it, on the
+    reading desk's clock (``Store.clock``)."""
 
 
 @attrs.frozen
@@ -127,9 +130,10 @@ class Delivered:
     answered_at: datetime
 
 
+_LEASE_LEFT: Final = "extract(epoch FROM lease_until - now())::float8 AS lease_left"
 _FORM_COLUMNS: Final = (
     "request_id, agent_key, params, background, seq, created_at, draft, draft_by, claimed_by, "
-    "claim_desk, lease_until, (claim_token IS NOT NULL AND lease_until > now()) AS claim_live"
+    f"claim_desk, {_LEASE_LEFT}, (claim_token IS NOT NULL AND lease_until > now()) AS claim_live"
 )
 
 
@@ -170,7 +174,7 @@ def check_store(conninfo: str, role: str, acting: str) -> None:
 
 
 def _clock(moment: datetime) -> str:
-    """``moment`` as this desk's clock reads it (the server's session may run in another zone),
+    """``moment`` in this desk's time zone (the server's session may run in another zone),
     for the sentences a person reads."""
     return f"{moment.astimezone():%H:%M:%S}"
 
@@ -192,6 +196,9 @@ class Store:
     max_connections: int = 8
     wait: float = 30.0
     """Seconds an operation waits for a connection (all in use, or the server away)."""
+    clock: Callable[[], datetime] = attrs.field(default=lambda: datetime.now(UTC))
+    """This desk's wall clock, which may differ from the database's: a lease's end in a
+    sentence is this clock's now plus the time the database says is left."""
     _pool: ConnectionPool[Any] | None = None
 
     def open(self, *, timeout: float = 30.0) -> None:
@@ -459,14 +466,14 @@ class Store:
             ).fetchone()
             if row is not None:
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
-                return Claim(row["request_id"], token, row["lease_until"], _form(row))
+                return Claim(row["request_id"], token, _form(row))
             if request_id is None:
                 return Refused("unknown", "No form is waiting.")
             return self._why_not(cur, request_id)
 
     def _why_not(self, cur: Any, request_id: str) -> Refused:
         row = cur.execute(
-            f"SELECT r.state, r.claimed_by, r.claim_desk, r.lease_until, o.answered_by,"
+            f"SELECT r.state, r.claimed_by, r.claim_desk, {_LEASE_LEFT}, o.answered_by,"
             f" o.answered_on, o.answered_at,"
             f" (r.claim_token IS NOT NULL AND r.lease_until > now()) AS claim_live"
             f" FROM {SCHEMA}.requests r LEFT JOIN {SCHEMA}.outcomes o USING (request_id)"
@@ -485,13 +492,14 @@ class Store:
             # Pending and free as last committed, yet not claimable: another desk's claim of
             # it is in flight (its row is locked, which SKIP LOCKED passes by).
             return Refused("claimed", "Another desk is opening this form at this moment.")
+        until = self.clock() + timedelta(seconds=row["lease_left"])
         return Refused(
             "claimed",
             f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
-            f"(until {_clock(row['lease_until'])} unless they keep it).",
+            f"(until {_clock(until)} unless they keep it).",
             holder=row["claimed_by"],
             desk=row["claim_desk"],
-            until=row["lease_until"],
+            until=until,
         )
 
     def submit_refusal(self, request_id: str) -> Refused:
