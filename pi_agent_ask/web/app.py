@@ -13,7 +13,8 @@ channel each form's runtime handed the board, as the terminal does:
   page is told who holds it (``423``) and keeps what the person typed;
 - Submit and Cancel are remote responses (``pi-agent-ask:submit``'s path): the form checks the
   answer and the first submission wins; a form already gone is "answered elsewhere";
-- "Later" is the terminal's Esc on a background form (the agent's questions wait their turn).
+- "Later" is the terminal's Esc on a background form (the agent's questions wait their turn);
+  on a form someone else is on (:attr:`WebDesk.holder`) it changes nothing and says so.
 
 Routes: ``/`` (the page, or the sign-in message), ``/login`` (``GET``: a one-time link opened ->
 a session; fetched by a preview, a page that tries nothing; ``POST``, from that page: the code
@@ -597,6 +598,17 @@ class WebDesk:
         if not shown.state.background:
             return _error(
                 400, "The agent waits on this question now: answer it, skip it or cancel it."
+            )
+        held = self.holder(shown)
+        if held is not None:
+            # Someone else is on it (another desk, or a team desk's own terminal): Later here
+            # would take the form from under them, so it changes nothing and says so.
+            return JSONResponse(
+                {
+                    "error": f"{held} Later here changes nothing: it stays with them.",
+                    "code": "held",
+                },
+                status_code=423,
             )
         try:
             await shown.commands.send(UserCommand(fs.Cancel()))
