@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.db import Refused, Store
 from pi_agent_ask.ui.testing import VirtualTerminal
 from tests.store_support import (  # noqa: F401
     Cluster,
@@ -180,3 +180,38 @@ async def test_escape_with_nothing_else_in_line_says_the_form_stays(
             pipe.send_text("\x1b")
             await term.wait_for("Question Merge?")
             await term.wait_for("Deferred: 1 other form goes first.")
+
+
+async def test_the_status_line_stops_naming_another_desk_once_it_lets_its_form_go(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """"Other desks: bob on alpha's form" is what the other desks are on now: once bob puts
+    the form back, or answers it, the line says no one is (it stayed for as long as the desk
+    ran)."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("First"), background=True
+            )
+            await term.wait_for("Question First?")
+            second, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c2", ask("Second"), background=True
+            )
+            await bob.board.wait_for(lambda rows: len(rows) == 2)
+            assert not isinstance(await bob.board.open(second), Refused)
+            await term.wait_for("Other desks: bob on alpha's form")
+            await bob.board.close(second)
+            await term.wait_for("Other desks: none is answering a form now.")
+            assert not isinstance(await bob.board.open(second), Refused)
+            await term.wait_for("Other desks: bob on alpha's form")
+            done = await bob.board.answer(
+                second, {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
+            )
+            assert not isinstance(done, Refused)
+            await term.wait_for("Other desks: none is answering a form now.")
+            assert "bob on alpha's form" not in term.text()

@@ -50,6 +50,9 @@ def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | No
     return state
 
 
+NO_OTHERS = "Other desks: none is answering a form now."
+
+
 def _others(team: TeamBoard) -> str:
     busy = [
         f"{row.claimed_by} on {row.agent_key}'s form"
@@ -69,17 +72,23 @@ async def answer_on_terminal(
     """Show the store's free forms one at a time on ``board``'s display until cancelled;
     ``hint`` says what Esc did (``DeskSurface.hint``)."""
     later: set[str] = set()  # put back with Esc: behind every other free form
+    others = ""  # what the status line last said the other desks are on
 
     def counts() -> None:
+        nonlocal others
         pending: dict[str, int] = {}
         for row in team.snapshot():
             pending[row.agent_key] = pending.get(row.agent_key, 0) + 1
         for key in {*pending, *(agent.key for agent in board.agents())}:
             board.set_pending(key, pending.get(key, 0))
         board.touch()  # a foreground call cut meanwhile leaves its form a background one
+        # Said when it changes, not at every change of the board: the same line again would
+        # push out a sentence shown after it; and when no other desk is on a form any more,
+        # the line saying one was must go.
         text = _others(team)
-        if text:
-            notice(text)
+        if text != others:
+            others = text
+            notice(text or NO_OTHERS)
 
     def waited_on(shown: Shown) -> bool:
         return any(not row.background for row in team.snapshot() if row.request_id == shown.flow_id)
