@@ -296,10 +296,15 @@ class WebDesk:
     def _chosen(self, request: Request) -> Shown | None:
         """The form the page asks for (``?form=``), else that agent's form, else the first in
         the board's order; never ``?skip=`` (a form the page just answered, which the board
-        may show until its runtime takes the answer in)."""
+        may show until its runtime takes the answer in). Forms someone else is on
+        (:attr:`holder`, a team desk's claims) come after the rest: this page could only
+        watch them."""
         wanted = request.query_params.get("form")
         skip = request.query_params.get("skip")
-        forms = [s for s in self.board.shown_forms() if view.form_id(s) != skip]
+        forms = sorted(  # stable: the board's order within each part
+            (s for s in self.board.shown_forms() if view.form_id(s) != skip),
+            key=lambda s: self.holder(s) is not None,
+        )
         found = next((s for s in forms if view.form_id(s) == wanted), None)
         if found is None and wanted:
             key = wanted.rsplit("/", 1)[0]
