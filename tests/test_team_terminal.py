@@ -186,9 +186,9 @@ async def test_the_status_line_stops_naming_another_desk_once_it_lets_its_form_g
     desk_url: str,  # noqa: F811
     tmp_path: Any,
 ) -> None:
-    """"Other desks: bob on alpha's form" is what the other desks are on now: once bob puts
-    the form back, or answers it, the line says no one is (it stayed for as long as the desk
-    ran)."""
+    """The status line's "Other desks: bob on alpha's form" is what the other desks are on
+    now: once bob puts the form back, or answers it, the line says no one is (it stayed for as
+    long as the desk ran)."""
     term = VirtualTerminal(110, 30)
     with trio.fail_after(60), create_pipe_input() as pipe:
         async with (
