@@ -215,3 +215,35 @@ async def test_the_status_line_stops_naming_another_desk_once_it_lets_its_form_g
             assert not isinstance(done, Refused)
             await term.wait_for("Other desks: none is answering a form now.")
             assert "bob on alpha's form" not in term.text()
+
+
+async def test_the_agents_pane_marks_every_agent_blocked_on_a_form_not_only_the_one_shown(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """An agent whose foreground ask waits in line behind the form on display is blocked on
+    the team too: its row in the agents pane has the ⏸ of the legend, as on a desk of files,
+    and loses it once its form is answered."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("First"), background=True
+            )
+            await term.wait_for("Question First?")
+            waited, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "beta", "c1", ask("Blocking"), background=False
+            )
+
+            def pane_row(text: str, key: str) -> str:
+                """The agents pane's part of ``key``'s row ("" while it has none)."""
+                rows = [line.split("│")[0] for line in text.splitlines()]
+                return next((row for row in rows if f" {key} " in row), "")
+
+            await term.wait_for(lambda t: "⏸" in pane_row(t.text(), "beta"))
+            assert "⏸" not in pane_row(term.text(), "alpha")  # its form is a background one
+            done = await desk.board.answer(
+                waited, {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
+            )
+            assert not isinstance(done, Refused)
+            await term.wait_for(lambda t: "⏸" not in pane_row(t.text(), "beta"))

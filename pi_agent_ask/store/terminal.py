@@ -93,7 +93,11 @@ async def answer_on_terminal(
     def waited_on(shown: Shown) -> bool:
         return any(not row.background for row in team.snapshot() if row.request_id == shown.flow_id)
 
+    def waits_in_line(key: str) -> bool:
+        return any(not row.background and row.agent_key == key for row in team.snapshot())
+
     board.waited_on = waited_on
+    board.waits_in_line = waits_in_line
 
     previous = team.on_change
 
