@@ -206,14 +206,14 @@ async def test_the_status_line_stops_naming_another_desk_once_it_lets_its_form_g
             assert not isinstance(await bob.board.open(second), Refused)
             await term.wait_for("Other desks: bob on alpha's form")
             await bob.board.close(second)
-            await term.wait_for("Other desks: none is answering a form now.")
+            await term.wait_for("Other desks: no one is on a form.")
             assert not isinstance(await bob.board.open(second), Refused)
             await term.wait_for("Other desks: bob on alpha's form")
             done = await bob.board.answer(
                 second, {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
             )
             assert not isinstance(done, Refused)
-            await term.wait_for("Other desks: none is answering a form now.")
+            await term.wait_for("Other desks: no one is on a form.")
             assert "bob on alpha's form" not in term.text()
 
 

@@ -50,7 +50,7 @@ def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | No
     return state
 
 
-NO_OTHERS = "Other desks: none is answering a form now."
+NO_OTHERS = "Other desks: no one is on a form."
 
 
 def _others(team: TeamBoard) -> str:
