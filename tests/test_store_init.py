@@ -72,7 +72,7 @@ def test_two_inits_on_two_databases_of_one_cluster_at_once_both_succeed(
             assert _roles(conn) == set()  # each round starts with no roles: both create them
         applied, errors = _inits_at_once(fresh_cluster, names)
         assert errors == [], f"round {round_}: {errors!r}"
-        assert applied == [[1], [1]]
+        assert applied == [[1, 2], [1, 2]]
         with psycopg.connect(fresh_cluster.url(), autocommit=True) as conn:
             assert _roles(conn) == {DESK_ROLE, AGENT_ROLE, TOKENS_ROLE}
             member = conn.execute(

@@ -25,6 +25,7 @@ from tests.store_support import (  # noqa: F401
     store_db,
     team_desk,
 )
+from tests.test_web import signed_in
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -53,6 +54,12 @@ async def client(url: str, token: str) -> AsyncIterator[ClientSession]:
     ):
         await session.initialize()
         yield session
+
+
+def _pane_row(text: str, key: str) -> str:
+    """The agents pane's part of ``key``'s row on the screen ("" while it has none)."""
+    rows = [line.split("│")[0] for line in text.splitlines()]
+    return next((row for row in rows if f" {key} " in row), "")
 
 
 @asynccontextmanager
@@ -235,15 +242,54 @@ async def test_the_agents_pane_marks_every_agent_blocked_on_a_form_not_only_the_
                 Store.ask, desk.store.store, "beta", "c1", ask("Blocking"), background=False
             )
 
-            def pane_row(text: str, key: str) -> str:
-                """The agents pane's part of ``key``'s row ("" while it has none)."""
-                rows = [line.split("│")[0] for line in text.splitlines()]
-                return next((row for row in rows if f" {key} " in row), "")
-
-            await term.wait_for(lambda t: "⏸" in pane_row(t.text(), "beta"))
-            assert "⏸" not in pane_row(term.text(), "alpha")  # its form is a background one
+            await term.wait_for(lambda t: "⏸" in _pane_row(t.text(), "beta"))
+            assert "⏸" not in _pane_row(term.text(), "alpha")  # its form is a background one
             done = await desk.board.answer(
                 waited, {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
             )
             assert not isinstance(done, Refused)
-            await term.wait_for(lambda t: "⏸" not in pane_row(t.text(), "beta"))
+            await term.wait_for(lambda t: "⏸" not in _pane_row(t.text(), "beta"))
+
+
+async def test_an_agent_waiting_for_answers_shows_blocked_on_every_desk(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """``wait_for_answers`` blocks the agent on its pending background forms, whichever desk
+    serves the call (here bob's): ann's terminal (header and agents pane) and ann's page say
+    so, as a desk of files does (they said the agent goes on working), until the call ends."""
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    term = VirtualTerminal(110, 30)
+    blocked = '<p class="badge blocked when-blocked">The agent is blocked'
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+            httpx2.AsyncClient(timeout=30) as http,
+        ):
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            await term.wait_for("background question: the agent goes on working")
+            await signed_in(http, desk.web.login_url())
+            page = desk.web.base_url + "/"
+            form = {"form": f"alpha/{request_id}"}
+            assert blocked not in (await http.get(page, params=form)).text
+            async with trio.open_nursery() as nursery:
+
+                async def waits() -> None:
+                    async with client(bob.url, token) as alpha:
+                        await alpha.call_tool("wait_for_answers", {})
+
+                nursery.start_soon(waits)
+                await term.wait_for("the agent is blocked until you answer")
+                await term.wait_for(lambda t: "⏸" in _pane_row(t.text(), "alpha"))
+                shown = await http.get(page, params=form)
+                assert blocked in shown.text and 'id="later"' in shown.text
+                nursery.cancel_scope.cancel()  # the agent goes away: its call ends
+            await term.wait_for("background question: the agent goes on working")
+            assert "⏸" not in _pane_row(term.text(), "alpha")
+            assert blocked not in (await http.get(page, params=form)).text

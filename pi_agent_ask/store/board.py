@@ -163,6 +163,8 @@ class TeamBoard:
             for row in self._forms
             if row.claim_live and row.lease_left is not None and row.request_id not in self._claims
         ]
+        # And an agent's wait whose desk stopped extending it: the agent is blocked no more.
+        leases += [row.wait_left - elapsed for row in self._forms if row.wait_left is not None]
         return max(0.05, min(leases) + 0.05) if leases else math.inf
 
     async def refresh(self) -> None:

@@ -85,6 +85,16 @@ class FormRow:
     comparing its own clock with the database's: the two clocks may differ."""
     claim_live: bool
     """The claim's lease has not run out (as the database's clock says)."""
+    wait_left: float | None
+    """Seconds the lease of the agent's ``wait_for_answers`` call in progress (on any desk; the
+    longest, if several) had left when the board was read, by the database's clock
+    (``None``: no call waits)."""
+
+    @property
+    def agent_waits(self) -> bool:
+        """A ``wait_for_answers`` call of the agent is in progress: it is blocked on this form
+        though it asked it in the background."""
+        return self.wait_left is not None
 
 
 @attrs.frozen
@@ -131,9 +141,14 @@ class Delivered:
 
 
 _LEASE_LEFT: Final = "extract(epoch FROM lease_until - now())::float8 AS lease_left"
+_WAIT_LEFT: Final = (
+    f"(SELECT extract(epoch FROM max(w.until) - now())::float8 FROM {SCHEMA}.waits w"
+    f" WHERE w.agent_key = requests.agent_key AND w.until > now())"
+)
 _FORM_COLUMNS: Final = (
     "request_id, agent_key, params, background, seq, created_at, draft, draft_by, claimed_by, "
-    f"claim_desk, {_LEASE_LEFT}, (claim_token IS NOT NULL AND lease_until > now()) AS claim_live"
+    f"claim_desk, {_LEASE_LEFT}, (claim_token IS NOT NULL AND lease_until > now()) AS claim_live, "
+    f"{_WAIT_LEFT} AS wait_left"
 )
 
 
@@ -363,6 +378,34 @@ class Store:
             )
             for row in rows
         ]
+
+    def mark_wait(self, agent: str, call_key: str, *, lease: float) -> None:
+        """The agent's ``wait_for_answers`` call ``call_key`` is in progress for ``lease``
+        seconds more (made, or extended); every desk's board is woken when it begins. The
+        agent's marks whose lease ran out (their desk died mid-wait) go at the same time."""
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            conn.execute(
+                f"DELETE FROM {SCHEMA}.waits WHERE agent_key = %s AND until <= now()", (agent,)
+            )
+            row = conn.execute(
+                f"INSERT INTO {SCHEMA}.waits (agent_key, call_key, until)"
+                " VALUES (%s, %s, now() + make_interval(secs => %s))"
+                " ON CONFLICT (agent_key, call_key) DO UPDATE SET until = excluded.until"
+                " RETURNING xmax = 0",
+                (agent, call_key, lease),
+            ).fetchone()
+            if row is not None and row[0]:  # a new wait, not an extended one
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+
+    def unmark_wait(self, agent: str, call_key: str) -> None:
+        """The wait ``call_key`` ended (answered, or its client went away)."""
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            cursor = conn.execute(
+                f"DELETE FROM {SCHEMA}.waits WHERE agent_key = %s AND call_key = %s",
+                (agent, call_key),
+            )
+            if cursor.rowcount:
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
 
     def request_state(self, agent: str, request_id: str) -> str | None:
         with self._transaction(AGENT_ROLE, agent) as conn:

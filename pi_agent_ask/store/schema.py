@@ -140,6 +140,27 @@ GRANT EXECUTE ON FUNCTION {SCHEMA}.token_agent(bytea) TO {DESK_ROLE};
 GRANT SELECT, INSERT, UPDATE ON {SCHEMA}.tokens TO {TOKENS_ROLE};
 """,
     ),
+    (
+        2,
+        # An agent's wait_for_answers in progress, on whichever desk serves it: it blocks the
+        # agent on all its pending background forms, which every desk shows as blocking. A
+        # lease, like a claim's: a desk that dies mid-wait stops extending it.
+        f"""
+CREATE TABLE {SCHEMA}.waits (
+    agent_key text NOT NULL CHECK (length(agent_key) BETWEEN 1 AND 200),
+    call_key text NOT NULL,
+    until timestamptz NOT NULL,
+    PRIMARY KEY (agent_key, call_key)
+);
+ALTER TABLE {SCHEMA}.waits ENABLE ROW LEVEL SECURITY;
+CREATE POLICY desk_all ON {SCHEMA}.waits TO {DESK_ROLE} USING (true) WITH CHECK (true);
+CREATE POLICY own_rows ON {SCHEMA}.waits TO {AGENT_ROLE}
+    USING (agent_key = current_setting('pi_agent_ask.agent', true))
+    WITH CHECK (agent_key = current_setting('pi_agent_ask.agent', true));
+GRANT SELECT ON {SCHEMA}.waits TO {DESK_ROLE};
+GRANT SELECT, INSERT, UPDATE, DELETE ON {SCHEMA}.waits TO {AGENT_ROLE};
+""",
+    ),
 )
 
 

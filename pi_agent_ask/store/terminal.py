@@ -27,7 +27,7 @@ from pi_agent_ask.form.validate import params_from_saved
 from pi_agent_ask.store.board import TeamBoard
 from pi_agent_ask.store.db import Claim, FormRow, Refused
 
-__all__ = ["answer_on_terminal", "draft_json", "form_of"]
+__all__ = ["answer_on_terminal", "blocks", "draft_json", "form_of"]
 
 
 def draft_json(state: fs.FormState) -> dict[str, Any]:
@@ -51,6 +51,11 @@ def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | No
 
 
 NO_OTHERS = "Other desks: no one is on a form."
+
+
+def blocks(row: FormRow) -> bool:
+    """``row``'s agent waits on it: a foreground ask, or a ``wait_for_answers`` in progress."""
+    return not row.background or row.agent_waits
 
 
 def _others(team: TeamBoard) -> str:
@@ -91,10 +96,10 @@ async def answer_on_terminal(
             notice(text or NO_OTHERS)
 
     def waited_on(shown: Shown) -> bool:
-        return any(not row.background for row in team.snapshot() if row.request_id == shown.flow_id)
+        return any(blocks(row) for row in team.snapshot() if row.request_id == shown.flow_id)
 
     def waits_in_line(key: str) -> bool:
-        return any(not row.background and row.agent_key == key for row in team.snapshot())
+        return any(blocks(row) and row.agent_key == key for row in team.snapshot())
 
     board.waited_on = waited_on
     board.waits_in_line = waits_in_line

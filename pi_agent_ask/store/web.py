@@ -99,12 +99,19 @@ class TeamPage:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self.team.on_change = changed
+            self.board.waited_on = self._waited_on
             try:
                 self._sync()
                 task_status.started()
                 await trio.sleep_forever()
             finally:
                 self.team.on_change = previous
+
+    def _waited_on(self, shown: Shown) -> bool:
+        """A ``wait_for_answers`` of ``shown``'s agent is in progress (on any desk): the page
+        says the agent is blocked on its background form, which still has Later."""
+        form = self._forms.get(shown.flow_id)
+        return form is not None and form.row.agent_waits
 
     def held_by(self, shown: Shown) -> str | None:
         """Who is on ``shown`` at another desk or on this desk's terminal, in words (``None``:
