@@ -14,13 +14,15 @@ import trio
 from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.db import Claim, Refused, Store
 from pi_agent_ask.ui.testing import VirtualTerminal
 from tests.store_support import (  # noqa: F401
+    YES,
     Cluster,
     desk_url,
     pg_cluster,
     store_db,
+    team_desk,
 )
 from tests.test_team_terminal import ann_at_a_terminal, ask
 from tests.test_web import signed_in
@@ -86,3 +88,34 @@ async def test_the_page_leaves_a_form_open_on_the_same_desk_s_terminal_to_it(
             (outcome,) = await desk.store.run(Store.outcomes, desk.store.store, [request_id])
             assert outcome["answered_by"] == "ann"
             assert outcome["result"]["answers"]["q"]["values"] == ["no"]
+
+
+async def test_the_terminal_leaves_a_form_the_same_desk_s_page_holds_to_it(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """The other way round, on the desk's board: a form the page claimed (its person typing)
+    is not the terminal's to open, draft, answer or put back; each is refused in a sentence
+    and the page's claim and draft stay."""
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk:
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await desk.board.wait_for(lambda rows: bool(rows))
+            claim = await desk.board.open(request_id, surface="page")
+            assert isinstance(claim, Claim)
+            typed = {"drafts": [{"note": "from the page"}]}
+            assert await desk.board.save_draft(request_id, typed, surface="page") is True
+            on_the_page = "ann is answering this form on this desk's web page"
+            refusals = [
+                await desk.board.open(request_id),
+                await desk.board.save_draft(request_id, {"drafts": []}),
+                await desk.board.close(request_id),
+                await desk.board.answer(request_id, YES),
+            ]
+            for refused in refusals:
+                assert isinstance(refused, Refused), refused
+                assert refused.reason == "claimed" and refused.message.startswith(on_the_page)
+            assert desk.board.surface_of(request_id) == "page"
+            (row,) = await desk.store.run(Store.board, desk.store.store)
+            assert row.claim_live and row.draft == typed
