@@ -59,7 +59,7 @@ async def test_a_desk_with_a_skewed_clock_sees_a_lease_run_out_once_and_on_time(
                 # Free when the lease runs out, not the skew later (generous for a busy machine).
                 with trio.fail_after(LEASE + 4):
                     await board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
-                assert trio.current_time() - claimed_at >= LEASE - 0.1
+                assert trio.current_time() - claimed_at >= LEASE - 0.5  # the claim took a while
                 assert len(reads) - held <= 2, f"{len(reads) - held} reads while the lease ran"
                 nursery.cancel_scope.cancel()
     finally:
