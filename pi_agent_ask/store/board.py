@@ -13,8 +13,11 @@ reports with the board (``FormRow.lease_left``), counted on this process's monot
 desk's wall clock may be ahead of the database's or behind it.
 
 A desk may have two surfaces, its terminal and its web page (:data:`Surface`). Each claim
-remembers the one that took it, and the other surface's draft, answer or release of that form
-is refused with a sentence: Later on the page must not take a form from under the terminal.
+remembers the one that took it, and the other surface's claim, draft or release of that form
+is refused with a sentence: Later on the page must not take a form from under the terminal,
+nor its drafts replace what the terminal shows. An answer from either surface is taken: one
+desk is one person (``--as``), and answering is their own explicit act (from the page while
+away from the terminal, say).
 """
 
 from __future__ import annotations
@@ -198,17 +201,17 @@ class TeamBoard:
         return None if held is None else held.surface
 
     def _elsewhere_here(self, request_id: str, surface: Surface) -> Refused | None:
-        """The refusal of ``surface``'s claim, draft, answer or release of a form another
-        surface of this desk holds: that surface's person is working on it, and a Later, a
-        draft or an answer from here would take it away from under them."""
+        """The refusal of ``surface``'s claim, draft or release of a form another surface of
+        this desk holds: that surface shows it, and a Later or a draft from here would take
+        it away from under it or write over what it shows."""
         held = self._claims.get(request_id)
         if held is None or held.surface == surface:
             return None
         where = _SURFACE_NAMES[held.surface]
         return Refused(
             "claimed",
-            f"{self.person} is answering this form on this desk's {where}: it stays there, to "
-            "answer or put back there.",
+            f"{self.person} is answering this form on this desk's {where}: it stays open "
+            "there, and an answer sent here is taken.",
             holder=self.person,
             desk=self.desk,
         )
@@ -305,10 +308,8 @@ class TeamBoard:
                 await self.store.run(Store.release, self.store.store, held.claim.token, draft)
         return None
 
-    async def answer(
-        self, request_id: str, response: Mapping[str, Any], *, surface: Surface = "terminal"
-    ) -> Submitted | Refused:
-        """Answer a form as this desk's person, from ``surface``: ``response`` as
+    async def answer(self, request_id: str, response: Mapping[str, Any]) -> Submitted | Refused:
+        """Answer a form as this desk's person, from any of its surfaces: ``response`` as
         ``pi-agent-ask:submit`` takes it. The first submission wins; a later one is refused
         with a sentence."""
         row = next((r for r in self._forms if r.request_id == request_id), None)
@@ -320,7 +321,7 @@ class TeamBoard:
         result = result_of_response(row, response)
         if isinstance(result, str):
             return Refused("invalid", result)
-        return await self.submit(request_id, result, surface=surface)
+        return await self.submit(request_id, result)
 
     async def refusal(self, request_id: str) -> Refused:
         """Why ``request_id`` cannot be answered now (answered, held elsewhere, unknown)."""
@@ -329,12 +330,9 @@ class TeamBoard:
         except psycopg.OperationalError:
             return UNREACHABLE
 
-    async def submit(
-        self, request_id: str, result: dict[str, Any], *, surface: Surface = "terminal"
-    ) -> Submitted | Refused:
-        refused = self._elsewhere_here(request_id, surface)
-        if refused is not None:
-            return refused
+    async def submit(self, request_id: str, result: dict[str, Any]) -> Submitted | Refused:
+        """Record the answer under this desk's claim when it holds the form, whichever of its
+        surfaces holds it (:meth:`answer`)."""
         held = self._claims.get(request_id)
         try:
             done = await self.store.run(

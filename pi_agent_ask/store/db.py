@@ -111,9 +111,9 @@ class Refused:
     reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid", "unavailable"]
     message: str
     holder: str | None = None
-    """``claimed``: who is on the form (their ``--as`` name)."""
+    """``claimed``: who is on the form (their ``--as`` name); ``answered``: who answered it."""
     desk: str | None = None
-    """``claimed``: the desk that holds it."""
+    """``claimed``: the desk that holds it; ``answered``: the desk it was answered on."""
     until: datetime | None = None
     """``claimed``: when the holder's lease runs out unless their desk extends it, on the
     reading desk's clock (``Store.clock``)."""
@@ -530,6 +530,8 @@ class Store:
                 "answered",
                 f"{row['answered_by']} already answered this form on desk {row['answered_on']} "
                 f"at {_clock(row['answered_at'])}; your answer was not sent.",
+                holder=row["answered_by"],
+                desk=row["answered_on"],
             )
         if not row["claim_live"]:
             # Pending and free as last committed, yet not claimable: another desk's claim of

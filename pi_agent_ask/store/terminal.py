@@ -198,6 +198,11 @@ async def _run(
             await team.wait_for(lambda rows: all(row.request_id != request_id for row in rows))
             if team.claimed_here(request_id) is None:
                 gone = await team.refusal(request_id)
+                if gone.reason == "answered" and gone.desk == team.desk:
+                    # Answered from this desk's web page, while shown here.
+                    gone = Refused(
+                        "answered", f"{gone.holder} answered this form on this desk's web page."
+                    )
                 scope.cancel()
 
         nursery.start_soon(answered_elsewhere)

@@ -17,7 +17,8 @@ them to the store:
 
 The page and this desk's terminal (a desk may run both) each keep to the forms they claimed
 (``TeamBoard.surface_of``): a form open on the terminal is shown as the terminal's, and the
-page's drafts, answers and Later leave it there, refused with a sentence.
+page's drafts and Later leave it there, refused with a sentence; an answer from the page is
+taken (one desk is one person), and the terminal says it was answered here.
 
 A form claimed by another desk stays on the page, saying who is on it (:meth:`held_by`); a
 draft saved elsewhere replaces the page's copy while this desk holds no claim on the form.
@@ -214,7 +215,7 @@ class TeamPage:
                 elif isinstance(message, RemoteResponse):
                     # A refusal that kept the page's claim (text the store cannot hold, the
                     # store away) leaves it to the quiet timer, like a draft.
-                    done = await self.team.answer(request_id, message.response, surface="page")
+                    done = await self.team.answer(request_id, message.response)
                     with message.reply as reply:
                         reply.send_nowait(
                             (done.reason, done.message) if isinstance(done, Refused) else None
