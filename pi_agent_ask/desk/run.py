@@ -17,6 +17,7 @@ lines).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -38,6 +39,7 @@ from pi_agent_ask.desk.http import (
     DeskApp,
     Listen,
     ListenError,
+    agent_hook,
     is_loopback,
     mcp_server,
     parse_listen,
@@ -371,7 +373,14 @@ async def _run(
         await nursery.start(registry.run)
 
         def app_of(manager: StreamableHTTPSessionManager) -> DeskApp:
-            return DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
+            return DeskApp(
+                manager=manager,
+                token=token,
+                listen=where,
+                pid=os.getpid(),
+                web=web,
+                hooks=functools.partial(agent_hook, registry),
+            )
 
         try:
             async with serving(

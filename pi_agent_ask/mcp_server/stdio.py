@@ -220,6 +220,7 @@ async def serve(
     """Serve MCP on standard input and output until the client closes its side."""
     from pi_agent_ask.mcp_common.connection import desk_file_path
     from pi_agent_ask.mcp_common.journals import default_key, default_state_dir
+    from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
     from pi_agent_ask.mcp_server.router import Router
 
     desk_file = desk_file_path()
@@ -259,6 +260,9 @@ async def serve(
         state_dir=state if session is None else None,
         session_given=session is not None,
         cwd=work_dir,
+        serve_hooks=functools.partial(
+            serve_hook_endpoint, key=agent_key, client=hello.name, cwd=work_dir, directory=hook_dir
+        ),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(router.run)
@@ -360,7 +364,7 @@ async def open_local(
     from pi_agent_ask.actors.runtime import open_runtime
     from pi_agent_ask.mcp_common.tools import AgentTools
     from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
-    from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
+    from pi_agent_ask.mcp_server.hook import local_take, serve_hook_endpoint
     from pi_agent_ask.persistence.session_file import SessionFileError
 
     surface: ElicitationSurface | None = None
@@ -409,7 +413,12 @@ async def open_local(
             nursery.start_soon(_print_notices, runtime)
             hook_path = await nursery.start(
                 functools.partial(
-                    serve_hook_endpoint, tools, key, hello.name, cwd, directory=hook_dir
+                    serve_hook_endpoint,
+                    local_take(tools),
+                    key,
+                    hello.name,
+                    cwd,
+                    directory=hook_dir,
                 )
             )
             server = mcp_server(tools, surface, nursery)
