@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
+import psycopg
 import pytest
 import trio
 from mcp.client.session import ClientSession
@@ -16,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import Refused, Store
+from pi_agent_ask.store.db import Claim, Refused, Store
 from pi_agent_ask.ui.testing import VirtualTerminal
 from tests.store_support import (  # noqa: F401
     Cluster,
@@ -54,6 +55,13 @@ async def client(url: str, token: str) -> AsyncIterator[ClientSession]:
     ):
         await session.initialize()
         yield session
+
+
+def _lease_ran_out(url: str) -> None:
+    """Every claim's lease in the store is over (as after a desk stalled that long)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET ROLE pi_agent_ask_desk")
+        conn.execute("UPDATE pi_agent_ask.requests SET lease_until = now() - interval '1 s'")
 
 
 def _pane_row(text: str, key: str) -> str:
@@ -293,3 +301,43 @@ async def test_an_agent_waiting_for_answers_shows_blocked_on_every_desk(
             await term.wait_for("background question: the agent goes on working")
             assert "⏸" not in _pane_row(term.text(), "alpha")
             assert blocked not in (await http.get(page, params=form)).text
+
+
+async def test_typing_on_a_form_whose_claim_ran_out_says_so_or_takes_it_back(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Ann's claim ran out (her desk stalled, or the store was away longer than a lease) and
+    bob's desk took the form: what she types is not kept, and her terminal says so and who is
+    on it (it was dropped without a word). Once bob lets it go, her next change takes the
+    form back and keeps her draft."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            await trio.to_thread.run_sync(_lease_ran_out, desk_url)
+            await bob.board.refresh()  # nothing notifies a lease that ran out by hand
+            assert isinstance(await bob.board.open(request_id), Claim)
+            pipe.send_text("2")  # "No": a change of the draft
+            await term.wait_for("Your claim ran out:")  # ... what you type here is not kept.
+            assert "bob is answering this form on desk" in term.text()
+            await bob.board.close(request_id)
+            await desk.board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
+            pipe.send_text("\x1b[Z")  # Shift+Tab, back to the question: another change
+            pipe.send_text("1")
+            # The claim, then the draft under it (two writes).
+            rows = await bob.board.wait_for(
+                lambda rows: (
+                    bool(rows)
+                    and rows[0].claimed_by == "ann"
+                    and rows[0].claim_live
+                    and rows[0].draft is not None
+                )
+            )
+            assert rows[0].draft_by == "ann"

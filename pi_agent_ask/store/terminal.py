@@ -147,7 +147,7 @@ async def _show(
         await team.close(request_id)
         return Refused("invalid", "A form's stored questions are not valid; it was skipped.")
     while True:
-        final, last, deferred, gone = await _run(team, board, claim, state)
+        final, last, deferred, gone = await _run(team, board, claim, state, notice)
         if gone is not None:
             return gone
         if final is None or final.outcome is None or deferred:
@@ -170,7 +170,7 @@ async def _show(
 
 
 async def _run(
-    team: TeamBoard, board: Board, claim: Claim, state: fs.FormState
+    team: TeamBoard, board: Board, claim: Claim, state: fs.FormState, notice: Any
 ) -> tuple[fs.FormState | None, fs.FormState, bool, Refused | None]:
     """One showing of the claimed form: its final state, its last state, whether it was put
     back (Esc), and why it left the screen when it was answered elsewhere."""
@@ -183,7 +183,16 @@ async def _run(
     async def on_change(changed: fs.FormState) -> None:
         nonlocal last
         last = changed
-        await team.save_draft(request_id, draft_json(changed))
+        if await team.save_draft(request_id, draft_json(changed)) is not False:
+            return
+        # The claim is gone (it ran out while this desk stalled or the store was away, and
+        # another desk took the form): take it back if that desk let it go, else say that
+        # what is typed here is not kept, and who is on the form.
+        again = await team.open(request_id)
+        if isinstance(again, Claim):
+            await team.save_draft(request_id, draft_json(changed))
+        else:
+            notice(f"{again.message} Your claim ran out: what you type here is not kept.")
 
     async with trio.open_nursery() as nursery:
         scope = trio.CancelScope()
