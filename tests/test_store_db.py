@@ -208,3 +208,26 @@ def test_a_form_another_desk_is_claiming_this_instant_is_refused_in_words(
     assert refused.message == "Another desk is opening this form at this moment."
     claim = store.claim(rid, desk="d2", person="ann", lease=30)
     assert isinstance(claim, Claim)
+
+
+def test_an_agent_s_wait_marks_its_forms_until_it_ends_or_its_lease_runs_out(
+    store: Store,
+) -> None:
+    """``wait_for_answers`` in progress is a lease in the store (a desk that dies mid-wait
+    stops extending it): the board shows the agent's forms as waited on while it lives, and
+    only the agent's own key can end it."""
+    store.ask("a", "c1", PARAMS, background=True)
+    store.ask("b", "c1", PARAMS, background=True)
+    store.mark_wait("a", "wait-1", lease=30)
+    waits = {row.agent_key: row.agent_waits for row in store.board()}
+    assert waits == {"a": True, "b": False}
+    store.unmark_wait("b", "wait-1")  # another agent's key: row-level security admits nothing
+    assert [row.agent_waits for row in store.board() if row.agent_key == "a"] == [True]
+    store.unmark_wait("a", "wait-1")
+    assert not any(row.agent_waits for row in store.board())
+    store.mark_wait("a", "wait-2", lease=0.2)
+    (left,) = [row.wait_left for row in store.board() if row.agent_key == "a"]
+    assert left is not None and 0 < left <= 0.2
+    with psycopg.connect(store.conninfo, autocommit=True) as conn:
+        conn.execute("SELECT pg_sleep(0.3)")
+    assert not any(row.agent_waits for row in store.board())

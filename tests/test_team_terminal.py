@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
+import psycopg
 import pytest
 import trio
 from mcp.client.session import ClientSession
@@ -16,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.db import Claim, Refused, Store
 from pi_agent_ask.ui.testing import VirtualTerminal
 from tests.store_support import (  # noqa: F401
     Cluster,
@@ -25,6 +26,7 @@ from tests.store_support import (  # noqa: F401
     store_db,
     team_desk,
 )
+from tests.test_web import signed_in
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -53,6 +55,19 @@ async def client(url: str, token: str) -> AsyncIterator[ClientSession]:
     ):
         await session.initialize()
         yield session
+
+
+def _lease_ran_out(url: str) -> None:
+    """Every claim's lease in the store is over (as after a desk stalled that long)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET ROLE pi_agent_ask_desk")
+        conn.execute("UPDATE pi_agent_ask.requests SET lease_until = now() - interval '1 s'")
+
+
+def _pane_row(text: str, key: str) -> str:
+    """The agents pane's part of ``key``'s row on the screen ("" while it has none)."""
+    rows = [line.split("│")[0] for line in text.splitlines()]
+    return next((row for row in rows if f" {key} " in row), "")
 
 
 @asynccontextmanager
@@ -180,3 +195,149 @@ async def test_escape_with_nothing_else_in_line_says_the_form_stays(
             pipe.send_text("\x1b")
             await term.wait_for("Question Merge?")
             await term.wait_for("Deferred: 1 other form goes first.")
+
+
+async def test_the_status_line_stops_naming_another_desk_once_it_lets_its_form_go(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """The status line's "Other desks: bob on alpha's form" is what the other desks are on
+    now: once bob puts the form back, or answers it, the line says no one is (it stayed for as
+    long as the desk ran)."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("First"), background=True
+            )
+            await term.wait_for("Question First?")
+            second, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c2", ask("Second"), background=True
+            )
+            await bob.board.wait_for(lambda rows: len(rows) == 2)
+            assert not isinstance(await bob.board.open(second), Refused)
+            await term.wait_for("Other desks: bob on alpha's form")
+            await bob.board.close(second)
+            await term.wait_for("Other desks: no one is on a form.")
+            assert not isinstance(await bob.board.open(second), Refused)
+            await term.wait_for("Other desks: bob on alpha's form")
+            done = await bob.board.answer(
+                second, {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
+            )
+            assert not isinstance(done, Refused)
+            await term.wait_for("Other desks: no one is on a form.")
+            assert "bob on alpha's form" not in term.text()
+
+
+async def test_the_agents_pane_marks_every_agent_blocked_on_a_form_not_only_the_one_shown(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """An agent whose foreground ask waits in line behind the form on display is blocked on
+    the team too: its row in the agents pane has the ⏸ of the legend, as on a desk of files,
+    and loses it once its form is answered."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("First"), background=True
+            )
+            await term.wait_for("Question First?")
+            waited, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "beta", "c1", ask("Blocking"), background=False
+            )
+
+            await term.wait_for(lambda t: "⏸" in _pane_row(t.text(), "beta"))
+            assert "⏸" not in _pane_row(term.text(), "alpha")  # its form is a background one
+            done = await desk.board.answer(
+                waited, {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
+            )
+            assert not isinstance(done, Refused)
+            await term.wait_for(lambda t: "⏸" not in _pane_row(t.text(), "beta"))
+
+
+async def test_an_agent_waiting_for_answers_shows_blocked_on_every_desk(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """``wait_for_answers`` blocks the agent on its pending background forms, whichever desk
+    serves the call (here bob's): ann's terminal (header and agents pane) and ann's page say
+    so, as a desk of files does (they said the agent goes on working), until the call ends."""
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    term = VirtualTerminal(110, 30)
+    blocked = '<p class="badge blocked when-blocked">The agent is blocked'
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+            httpx2.AsyncClient(timeout=30) as http,
+        ):
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            await term.wait_for("background question: the agent goes on working")
+            await signed_in(http, desk.web.login_url())
+            page = desk.web.base_url + "/"
+            form = {"form": f"alpha/{request_id}"}
+            assert blocked not in (await http.get(page, params=form)).text
+            async with trio.open_nursery() as nursery:
+
+                async def waits() -> None:
+                    async with client(bob.url, token) as alpha:
+                        await alpha.call_tool("wait_for_answers", {})
+
+                nursery.start_soon(waits)
+                await term.wait_for("the agent is blocked until you answer")
+                await term.wait_for(lambda t: "⏸" in _pane_row(t.text(), "alpha"))
+                shown = await http.get(page, params=form)
+                assert blocked in shown.text and 'id="later"' in shown.text
+                nursery.cancel_scope.cancel()  # the agent goes away: its call ends
+            await term.wait_for("background question: the agent goes on working")
+            assert "⏸" not in _pane_row(term.text(), "alpha")
+            assert blocked not in (await http.get(page, params=form)).text
+
+
+async def test_typing_on_a_form_whose_claim_ran_out_says_so_or_takes_it_back(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Ann's claim ran out (her desk stalled, or the store was away longer than a lease) and
+    bob's desk took the form: what she types is not kept, and her terminal says so and who is
+    on it (it was dropped without a word). Once bob lets it go, her next change takes the
+    form back and keeps her draft."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            await trio.to_thread.run_sync(_lease_ran_out, desk_url)
+            await bob.board.refresh()  # nothing notifies a lease that ran out by hand
+            assert isinstance(await bob.board.open(request_id), Claim)
+            pipe.send_text("2")  # "No": a change of the draft
+            await term.wait_for("Your claim ran out:")  # ... what you type here is not kept.
+            assert "bob is answering this form on desk" in term.text()
+            await bob.board.close(request_id)
+            await desk.board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
+            pipe.send_text("\x1b[Z")  # Shift+Tab, back to the question: another change
+            pipe.send_text("1")
+            # The claim, then the draft under it (two writes).
+            rows = await bob.board.wait_for(
+                lambda rows: (
+                    bool(rows)
+                    and rows[0].claimed_by == "ann"
+                    and rows[0].claim_live
+                    and rows[0].draft is not None
+                )
+            )
+            assert rows[0].draft_by == "ann"

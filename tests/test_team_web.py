@@ -293,3 +293,28 @@ async def test_a_refused_submit_leaves_the_page_s_claim_to_end_when_the_page_goe
                 assert row.draft is not None and row.draft["drafts"][0]["note"] == "ann was here"
                 claim = await bob.board.open(held)
                 assert isinstance(claim, Claim)
+
+
+async def test_the_page_opens_on_a_form_no_one_else_is_answering(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """With two people on duty, a page opened (or moving on after a form left) shows the first
+    form no one else is on, not the one another desk or this desk's terminal holds: that one
+    it could only watch. When every form is held, it shows the first."""
+    with trio.fail_after(90):
+        async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
+            held = await _ask(ann, "alpha", "c1", "Held")
+            free = await _ask(ann, "alpha", "c2", "Free")
+            assert isinstance(await bob.board.open(held), Claim)
+            await ann.board.wait_for(lambda rows: _claimed_by(rows, held, "bob"))
+            base = ann.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                await signed_in(http, ann.web.login_url())
+                page = await http.get(base + "/")
+                assert f'data-form-id="alpha/{free}"' in page.text
+                fragment = await http.get(base + "/fragment/form")
+                assert f'data-form-id="alpha/{free}"' in fragment.text
+                assert isinstance(await bob.board.open(free), Claim)
+                await ann.board.wait_for(lambda rows: _claimed_by(rows, free, "bob"))
+                page = await http.get(base + "/")
+                assert f'data-form-id="alpha/{held}"' in page.text

@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import FormRow, Store
+from pi_agent_ask.store.db import FormRow, Refused, Store
 from pi_agent_ask.web.testing import browser_missing, by_role
 from tests.store_support import (  # noqa: F401
     Cluster,
@@ -273,3 +273,52 @@ async def test_two_desks_pages_show_who_is_on_a_form_and_refuse_the_other_in_wor
 
             assert await run(history) == "ann"
             await run(lambda: browser.switch_to.window(ann_tab))
+
+
+async def test_later_on_a_form_another_desk_holds_says_so_and_never_claims_it_later(
+    desk_url: str,  # noqa: F811
+    browser: Any,  # noqa: F811
+) -> None:
+    """Ann presses Later on a form bob's desk holds, having typed nothing: the page says that
+    Later changes nothing, and sends no draft. (It saved the drafts first, which the store
+    refused while bob held the form; the page then kept them as unsaved text and, once bob
+    let the form go, claimed it for ann by itself.)"""
+    with trio.fail_after(120):
+        async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
+            request_id, _bg, _state = await ann.store.run(
+                Store.ask,
+                ann.store.store,
+                "alpha",
+                "c1",
+                ask("Rename", background=True),
+                background=True,
+            )
+            await bob.board.wait_for(lambda rows: _row(rows, request_id) is not None)
+            assert not isinstance(await bob.board.open(request_id), Refused)
+            await ann.board.wait_for(
+                lambda rows: (row := _row(rows, request_id)) is not None and row.claim_live
+            )
+            ann_url = ann.web.login_url()
+
+            def ann_presses_later() -> list[str]:
+                sign_in(browser, ann_url)
+                browser.get(ann_url.split("/login")[0] + "/")
+                wait_until(browser, form_shown)
+                wait_until(browser, lambda d: held_badge(d).startswith("bob is answering"))
+                by_role(browser, "button", "Later").click()
+                wait_until(browser, lambda d: "Later here changes nothing" in errors(d))
+                return [
+                    str(name)
+                    for name in browser.execute_script(
+                        "return performance.getEntriesByType('resource')"
+                        ".map(function (e) { return e.name; })"
+                    )
+                    if "/api/" in str(name)
+                ]
+
+            sent = await run(ann_presses_later)
+            assert [name.rsplit("/", 1)[1] for name in sent] == ["later"]
+            await bob.board.close(request_id)
+            await run(lambda: wait_until(browser, lambda d: held_badge(d) == ""))
+            (row,) = await ann.store.run(Store.board, ann.store.store)
+            assert row.claimed_by is None and not row.claim_live

@@ -105,6 +105,9 @@ class Board:
     waited_on: Callable[[Shown], bool] = lambda _shown: False
     """Whether a foreground call waits on ``shown`` though it is shown as a background form (a
     team desk's terminal, whose store knows each request's kind)."""
+    waits_in_line: Callable[[str], bool] = lambda _key: False
+    """Whether a foreground call of agent ``key`` waits on a form not shown on this board (a
+    team desk's terminal shows one form of the store at a time; the rest wait in line)."""
     _shown: list[Shown] = attrs.field(factory=list)
     _agents: dict[str, _Agent] = attrs.field(factory=dict)
     _displayed: Shown | None = None
@@ -205,7 +208,8 @@ class Board:
                     key=agent.key,
                     pending=agent.pending + (1 if foreground else 0),
                     waiting=agent.waits > 0,
-                    blocked=shown is not None and self.is_blocked(shown),
+                    blocked=(shown is not None and self.is_blocked(shown))
+                    or self.waits_in_line(agent.key),
                     displayed=self._displayed is not None and self._displayed.key == agent.key,
                 )
             )

@@ -10,7 +10,9 @@ request's ``_meta``) resumes what the first attempt started. Per call:
   call key ``KEY/own``. When the call ends without it (the client went away), the request
   becomes a background one, so its answer arrives later, like any background answer.
 - ``wait_for_answers``: waits until none of the agent's background requests is pending, then
-  takes every undelivered background outcome with the call key.
+  takes every undelivered background outcome with the call key. While it waits, the store
+  has a mark of it (a lease, extended as a claim's is), so every desk shows the agent blocked
+  on its pending forms, whichever desk serves the call.
 - ``list_ask_history``, ``read_ask_history`` (when the desk's settings turn the history tools
   on, as on a desk of files): the agent's own requests and outcomes, read under its own key
   (``store/history.py``);
@@ -22,12 +24,14 @@ Waits sleep on :class:`~pi_agent_ask.store.wakes.Wakes` (``LISTEN``), never on a
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping
 from typing import Any, Final, TypeGuard
 
 import attrs
 import mcp.types as types
+import psycopg
 import trio
 
 from pi_agent_ask.form import text as texts
@@ -47,6 +51,7 @@ from pi_agent_ask.mcp_common.tools import (
     progress_ticks,
     with_background_answers,
 )
+from pi_agent_ask.store.board import HEARTBEAT, LEASE
 from pi_agent_ask.store.db import Delivered, Store
 from pi_agent_ask.store.history import TEAM_HISTORY_TOOLS, history_tool, team_records
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
@@ -251,6 +256,33 @@ class StoreAgentTools:
             await woken.wait()
 
     async def _wait(self, call_key: str) -> types.CallToolResult:
+        """``wait_for_answers``, marked in the store while it waits (every desk shows the
+        agent's pending forms as blocking it), the mark extended like a claim's lease."""
+        await self.store.run(Store.mark_wait, self.store.store, self.key, call_key, lease=LEASE)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._keep_marked, call_key)
+                result = await self._wait_for_answers(call_key)
+                nursery.cancel_scope.cancel()
+            return result
+        finally:
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(5),
+                contextlib.suppress(psycopg.OperationalError),
+            ):
+                # The store away: the mark's lease runs out by itself.
+                await self.store.run(Store.unmark_wait, self.store.store, self.key, call_key)
+
+    async def _keep_marked(self, call_key: str) -> None:
+        while True:
+            await trio.sleep(HEARTBEAT)
+            with contextlib.suppress(psycopg.OperationalError):  # extended at the next beat
+                await self.store.run(
+                    Store.mark_wait, self.store.store, self.key, call_key, lease=LEASE
+                )
+
+    async def _wait_for_answers(self, call_key: str) -> types.CallToolResult:
         while True:
             woken = self.wakes.agent(self.key)
             pending = await self.store.run(Store.pending_of, self.store.store, self.key)

@@ -8,7 +8,16 @@ seconds, extended every ``heartbeat`` seconds while it stays open); answering it
 one outcome under the person's name (``--as``); a form of a desk that died comes back when
 its lease runs out, with its draft. The snapshot is refreshed when the store says the board
 changed (``LISTEN``), and once more when the earliest lease it shows runs out (a timer at that
-instant, since nothing notifies an expiry).
+instant, since nothing notifies an expiry). That instant is the time left that the database
+reports with the board (``FormRow.lease_left``), counted on this process's monotonic clock: the
+desk's wall clock may be ahead of the database's or behind it.
+
+A desk may have two surfaces, its terminal and its web page (:data:`Surface`). Each claim
+remembers the one that took it, and the other surface's claim, draft or release of that form
+is refused with a sentence: Later on the page must not take a form from under the terminal,
+nor its drafts replace what the terminal shows. An answer from either surface is taken: one
+desk is one person (``--as``), and answering is their own explicit act (from the page while
+away from the terminal, say).
 """
 
 from __future__ import annotations
@@ -19,8 +28,7 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 import psycopg
@@ -36,6 +44,7 @@ __all__ = [
     "LEASE",
     "NOT_STORABLE",
     "UNREACHABLE",
+    "Surface",
     "TeamBoard",
     "desk_name",
     "result_of_response",
@@ -73,6 +82,21 @@ longer than a store call retries (``AsyncStore.retry_for``). The desk carries on
 keeps what they typed, and every desk re-reads the board when its listener is back."""
 
 
+Surface = Literal["terminal", "page"]
+"""Where on one desk a person works on a form: its terminal or its web page. One desk process
+may run both; each surface keeps to the forms it claimed (:meth:`TeamBoard.surface_of`)."""
+
+_SURFACE_NAMES: Final[dict[Surface, str]] = {"terminal": "terminal", "page": "web page"}
+
+
+@attrs.frozen
+class _Held:
+    """A live claim of this desk, and the surface that took it."""
+
+    claim: Claim
+    surface: Surface
+
+
 def result_of_response(row: FormRow, response: Mapping[str, Any]) -> dict[str, Any] | str:
     """The result (``AskResult.to_details()``) a remote response makes of ``row``'s form:
     ``{"kind": "answer", "answers": {...}}`` or ``{"kind": "cancel"}``; a message when it is
@@ -103,9 +127,11 @@ class TeamBoard:
     heartbeat: float = HEARTBEAT
     on_change: Callable[[], None] = lambda: None
     _forms: list[FormRow] = attrs.field(factory=list)
-    _claims: dict[str, Claim] = attrs.field(factory=dict)
-    """This desk's live claims by request id."""
+    _claims: dict[str, _Held] = attrs.field(factory=dict)
+    """This desk's live claims by request id, each with the surface that took it."""
     _changed: trio.Event = attrs.field(factory=trio.Event)
+    _read_at: float = 0.0
+    """When (``trio.current_time``) the snapshot was read: its ``lease_left`` count from then."""
     _nursery: trio.Nursery | None = None
 
     # -- running ---------------------------------------------------------------------------
@@ -124,18 +150,24 @@ class TeamBoard:
                         await woken.wait()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(5):
-                for request_id in list(self._claims):
-                    await self.close(request_id)  # the store away: the leases run out
+                for request_id, held in list(self._claims.items()):
+                    # The store away: the leases run out.
+                    await self.close(request_id, surface=held.surface)
 
     def _until_next_expiry(self) -> float:
-        now = datetime.now(UTC)
+        # The time left that the database reported, less the time since it was read (on this
+        # process's monotonic clock): a desk whose wall clock is not the database's neither
+        # re-reads over and over nor waits the difference on top.
+        elapsed = trio.current_time() - self._read_at
         # Only live leases: one that ran out stays in its row (a dead desk's) until another
         # desk takes the form, and it has nothing more to time.
         leases = [
-            (row.lease_until - now).total_seconds()
+            row.lease_left - elapsed
             for row in self._forms
-            if row.claim_live and row.lease_until is not None and row.request_id not in self._claims
+            if row.claim_live and row.lease_left is not None and row.request_id not in self._claims
         ]
+        # And an agent's wait whose desk stopped extending it: the agent is blocked no more.
+        leases += [row.wait_left - elapsed for row in self._forms if row.wait_left is not None]
         return max(0.05, min(leases) + 0.05) if leases else math.inf
 
     async def refresh(self) -> None:
@@ -145,6 +177,7 @@ class TeamBoard:
             self._forms = await self.store.run(Store.board, self.store.store)
         except psycopg.OperationalError:
             return
+        self._read_at = trio.current_time()
         for request_id in list(self._claims):
             if not any(row.request_id == request_id for row in self._forms):
                 self._claims.pop(request_id, None)  # answered (here or elsewhere)
@@ -159,7 +192,29 @@ class TeamBoard:
         return list(self._forms)
 
     def claimed_here(self, request_id: str) -> Claim | None:
-        return self._claims.get(request_id)
+        held = self._claims.get(request_id)
+        return None if held is None else held.claim
+
+    def surface_of(self, request_id: str) -> Surface | None:
+        """Which surface of this desk holds ``request_id`` (``None``: none of them)."""
+        held = self._claims.get(request_id)
+        return None if held is None else held.surface
+
+    def _elsewhere_here(self, request_id: str, surface: Surface) -> Refused | None:
+        """The refusal of ``surface``'s claim, draft or release of a form another surface of
+        this desk holds: that surface shows it, and a Later or a draft from here would take
+        it away from under it or write over what it shows."""
+        held = self._claims.get(request_id)
+        if held is None or held.surface == surface:
+            return None
+        where = _SURFACE_NAMES[held.surface]
+        return Refused(
+            "claimed",
+            f"{self.person} is answering this form on this desk's {where}: it stays open "
+            "there, and an answer sent here is taken.",
+            holder=self.person,
+            desk=self.desk,
+        )
 
     async def wait_for(self, predicate: Callable[[list[FormRow]], bool]) -> list[FormRow]:
         while not predicate(self._forms):
@@ -168,8 +223,16 @@ class TeamBoard:
 
     # -- what a person does ------------------------------------------------------------------
 
-    async def open(self, request_id: str | None = None) -> Claim | Refused:
-        """Claim a form (``None``: the first free one) and keep its lease alive."""
+    async def open(
+        self, request_id: str | None = None, *, surface: Surface = "terminal"
+    ) -> Claim | Refused:
+        """Claim a form (``None``: the first free one) for ``surface`` and keep its lease
+        alive."""
+        if (
+            request_id is not None
+            and (refused := self._elsewhere_here(request_id, surface)) is not None
+        ):
+            return refused
         try:
             claim = await self.store.run(
                 Store.claim,
@@ -183,15 +246,16 @@ class TeamBoard:
         except psycopg.OperationalError:
             return UNREACHABLE
         if isinstance(claim, Claim):
-            self._claims[claim.request_id] = claim
+            held = self._claims[claim.request_id] = _Held(claim, surface)
             assert self._nursery is not None, "TeamBoard.run is not running"
-            self._nursery.start_soon(self._keep, claim)
+            self._nursery.start_soon(self._keep, held)
         return claim
 
-    async def _keep(self, claim: Claim) -> None:
-        while self._claims.get(claim.request_id) is claim:
+    async def _keep(self, held: _Held) -> None:
+        claim = held.claim
+        while self._claims.get(claim.request_id) is held:
             await trio.sleep(self.heartbeat)
-            if self._claims.get(claim.request_id) is not claim:
+            if self._claims.get(claim.request_id) is not held:
                 return
             try:
                 alive = await self.store.run(
@@ -203,33 +267,51 @@ class TeamBoard:
                 self._claims.pop(claim.request_id, None)
                 return
 
-    async def save_draft(self, request_id: str, draft: dict[str, Any]) -> bool | Refused:
-        """Keep the draft of a form this desk holds: ``False`` when the claim was lost,
-        refused when the store cannot hold its text (:data:`NOT_STORABLE`)."""
-        claim = self._claims.get(request_id)
-        if claim is None:
+    async def save_draft(
+        self, request_id: str, draft: dict[str, Any], *, surface: Surface = "terminal"
+    ) -> bool | Refused:
+        """Keep the draft of a form ``surface`` holds: ``False`` when the claim was lost,
+        refused when another surface of this desk holds it or the store cannot hold its text
+        (:data:`NOT_STORABLE`)."""
+        refused = self._elsewhere_here(request_id, surface)
+        if refused is not None:
+            return refused
+        held = self._claims.get(request_id)
+        if held is None:
             return False
         try:
             return await self.store.run(
-                Store.save_draft, self.store.store, claim.token, draft, person=self.person
+                Store.save_draft, self.store.store, held.claim.token, draft, person=self.person
             )
         except psycopg.DataError:
             return NOT_STORABLE
         except psycopg.OperationalError:
             return UNREACHABLE
 
-    async def close(self, request_id: str, draft: dict[str, Any] | None = None) -> None:
-        """Put a claimed form back for every desk (with its draft). While the store stays
+    async def close(
+        self,
+        request_id: str,
+        draft: dict[str, Any] | None = None,
+        *,
+        surface: Surface = "terminal",
+    ) -> Refused | None:
+        """Put a form ``surface`` claimed back for every desk (with its draft); refused, and
+        nothing changed, when another surface of this desk holds it. While the store stays
         unreachable the claim is dropped here only: its lease runs out by itself, and the form
         comes back with the last draft the store kept."""
-        claim = self._claims.pop(request_id, None)
-        if claim is not None:
+        refused = self._elsewhere_here(request_id, surface)
+        if refused is not None:
+            return refused
+        held = self._claims.pop(request_id, None)
+        if held is not None:
             with contextlib.suppress(psycopg.OperationalError):
-                await self.store.run(Store.release, self.store.store, claim.token, draft)
+                await self.store.run(Store.release, self.store.store, held.claim.token, draft)
+        return None
 
     async def answer(self, request_id: str, response: Mapping[str, Any]) -> Submitted | Refused:
-        """Answer a form as this desk's person: ``response`` as ``pi-agent-ask:submit`` takes
-        it. The first submission wins; a later one is refused with a sentence."""
+        """Answer a form as this desk's person, from any of its surfaces: ``response`` as
+        ``pi-agent-ask:submit`` takes it. The first submission wins; a later one is refused
+        with a sentence."""
         row = next((r for r in self._forms if r.request_id == request_id), None)
         if row is None:
             await self.refresh()
@@ -249,7 +331,9 @@ class TeamBoard:
             return UNREACHABLE
 
     async def submit(self, request_id: str, result: dict[str, Any]) -> Submitted | Refused:
-        claim = self._claims.get(request_id)
+        """Record the answer under this desk's claim when it holds the form, whichever of its
+        surfaces holds it (:meth:`answer`)."""
+        held = self._claims.get(request_id)
         try:
             done = await self.store.run(
                 Store.submit,
@@ -258,12 +342,12 @@ class TeamBoard:
                 result,
                 person=self.person,
                 desk=self.desk,
-                claim_token=None if claim is None else claim.token,
+                claim_token=None if held is None else held.claim.token,
             )
         except psycopg.DataError:
             return NOT_STORABLE  # nothing was written: the claim holds
         except psycopg.OperationalError:
             return UNREACHABLE  # the claim holds (its heartbeat goes on)
-        if self._claims.get(request_id) is claim:
+        if self._claims.get(request_id) is held:
             self._claims.pop(request_id, None)  # answered, or the claim is gone
         return done

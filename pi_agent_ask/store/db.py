@@ -29,9 +29,9 @@ import hashlib
 import json
 import secrets
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
 
 import attrs
@@ -79,16 +79,28 @@ class FormRow:
     draft_by: str | None
     claimed_by: str | None
     claim_desk: str | None
-    lease_until: datetime | None
+    lease_left: float | None
+    """Seconds the claim's lease had left when the board was read, by the database's clock
+    (negative: it ran out; ``None``: never claimed). A desk times a lease by this, never by
+    comparing its own clock with the database's: the two clocks may differ."""
     claim_live: bool
     """The claim's lease has not run out (as the database's clock says)."""
+    wait_left: float | None
+    """Seconds the lease of the agent's ``wait_for_answers`` call in progress (on any desk; the
+    longest, if several) had left when the board was read, by the database's clock
+    (``None``: no call waits)."""
+
+    @property
+    def agent_waits(self) -> bool:
+        """A ``wait_for_answers`` call of the agent is in progress: it is blocked on this form
+        though it asked it in the background."""
+        return self.wait_left is not None
 
 
 @attrs.frozen
 class Claim:
     request_id: str
     token: str
-    lease_until: datetime
     row: FormRow
 
 
@@ -99,11 +111,12 @@ class Refused:
     reason: Literal["answered", "claimed", "unknown", "lease_lost", "invalid", "unavailable"]
     message: str
     holder: str | None = None
-    """``claimed``: who is on the form (their ``--as`` name)."""
+    """``claimed``: who is on the form (their ``--as`` name); ``answered``: who answered it."""
     desk: str | None = None
-    """``claimed``: the desk that holds it."""
+    """``claimed``: the desk that holds it; ``answered``: the desk it was answered on."""
     until: datetime | None = None
-    """``claimed``: when the holder's lease runs out unless their desk extends it."""
+    """``claimed``: when the holder's lease runs out unless their desk extends it, on the
+    reading desk's clock (``Store.clock``)."""
 
 
 @attrs.frozen
@@ -127,9 +140,15 @@ class Delivered:
     answered_at: datetime
 
 
+_LEASE_LEFT: Final = "extract(epoch FROM lease_until - now())::float8 AS lease_left"
+_WAIT_LEFT: Final = (
+    f"(SELECT extract(epoch FROM max(w.until) - now())::float8 FROM {SCHEMA}.waits w"
+    f" WHERE w.agent_key = requests.agent_key AND w.until > now())"
+)
 _FORM_COLUMNS: Final = (
     "request_id, agent_key, params, background, seq, created_at, draft, draft_by, claimed_by, "
-    "claim_desk, lease_until, (claim_token IS NOT NULL AND lease_until > now()) AS claim_live"
+    f"claim_desk, {_LEASE_LEFT}, (claim_token IS NOT NULL AND lease_until > now()) AS claim_live, "
+    f"{_WAIT_LEFT} AS wait_left"
 )
 
 
@@ -170,7 +189,7 @@ def check_store(conninfo: str, role: str, acting: str) -> None:
 
 
 def _clock(moment: datetime) -> str:
-    """``moment`` as this desk's clock reads it (the server's session may run in another zone),
+    """``moment`` in this desk's time zone (the server's session may run in another zone),
     for the sentences a person reads."""
     return f"{moment.astimezone():%H:%M:%S}"
 
@@ -192,6 +211,9 @@ class Store:
     max_connections: int = 8
     wait: float = 30.0
     """Seconds an operation waits for a connection (all in use, or the server away)."""
+    clock: Callable[[], datetime] = attrs.field(default=lambda: datetime.now(UTC))
+    """This desk's wall clock, which may differ from the database's: a lease's end in a
+    sentence is this clock's now plus the time the database says is left."""
     _pool: ConnectionPool[Any] | None = None
 
     def open(self, *, timeout: float = 30.0) -> None:
@@ -372,6 +394,34 @@ class Store:
             for row in rows
         ]
 
+    def mark_wait(self, agent: str, call_key: str, *, lease: float) -> None:
+        """The agent's ``wait_for_answers`` call ``call_key`` is in progress for ``lease``
+        seconds more (made, or extended); every desk's board is woken when it begins. The
+        agent's marks whose lease ran out (their desk died mid-wait) go at the same time."""
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            conn.execute(
+                f"DELETE FROM {SCHEMA}.waits WHERE agent_key = %s AND until <= now()", (agent,)
+            )
+            row = conn.execute(
+                f"INSERT INTO {SCHEMA}.waits (agent_key, call_key, until)"
+                " VALUES (%s, %s, now() + make_interval(secs => %s))"
+                " ON CONFLICT (agent_key, call_key) DO UPDATE SET until = excluded.until"
+                " RETURNING xmax = 0",
+                (agent, call_key, lease),
+            ).fetchone()
+            if row is not None and row[0]:  # a new wait, not an extended one
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+
+    def unmark_wait(self, agent: str, call_key: str) -> None:
+        """The wait ``call_key`` ended (answered, or its client went away)."""
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            cursor = conn.execute(
+                f"DELETE FROM {SCHEMA}.waits WHERE agent_key = %s AND call_key = %s",
+                (agent, call_key),
+            )
+            if cursor.rowcount:
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+
     def request_state(self, agent: str, request_id: str) -> str | None:
         with self._transaction(AGENT_ROLE, agent) as conn:
             row = conn.execute(
@@ -474,14 +524,14 @@ class Store:
             ).fetchone()
             if row is not None:
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
-                return Claim(row["request_id"], token, row["lease_until"], _form(row))
+                return Claim(row["request_id"], token, _form(row))
             if request_id is None:
                 return Refused("unknown", "No form is waiting.")
             return self._why_not(cur, request_id)
 
     def _why_not(self, cur: Any, request_id: str) -> Refused:
         row = cur.execute(
-            f"SELECT r.state, r.claimed_by, r.claim_desk, r.lease_until, o.answered_by,"
+            f"SELECT r.state, r.claimed_by, r.claim_desk, {_LEASE_LEFT}, o.answered_by,"
             f" o.answered_on, o.answered_at,"
             f" (r.claim_token IS NOT NULL AND r.lease_until > now()) AS claim_live"
             f" FROM {SCHEMA}.requests r LEFT JOIN {SCHEMA}.outcomes o USING (request_id)"
@@ -495,18 +545,21 @@ class Store:
                 "answered",
                 f"{row['answered_by']} already answered this form on desk {row['answered_on']} "
                 f"at {_clock(row['answered_at'])}; your answer was not sent.",
+                holder=row["answered_by"],
+                desk=row["answered_on"],
             )
         if not row["claim_live"]:
             # Pending and free as last committed, yet not claimable: another desk's claim of
             # it is in flight (its row is locked, which SKIP LOCKED passes by).
             return Refused("claimed", "Another desk is opening this form at this moment.")
+        until = self.clock() + timedelta(seconds=row["lease_left"])
         return Refused(
             "claimed",
             f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
-            f"(until {_clock(row['lease_until'])} unless they keep it).",
+            f"(until {_clock(until)} unless they keep it).",
             holder=row["claimed_by"],
             desk=row["claim_desk"],
-            until=row["lease_until"],
+            until=until,
         )
 
     def submit_refusal(self, request_id: str) -> Refused:

@@ -1,9 +1,12 @@
 """The team store's schema: an ordered list of versioned SQL migrations, and the roles.
 
 ``migrate`` applies, in one transaction under a transaction-level advisory lock (so two
-``store init`` runs at once serialise), every migration whose version is above the highest
-recorded in ``pi_agent_ask.schema_version``. A migration is never edited once released: a
-change is a new, higher version. Running it again is a no-op (exit 0).
+``store init`` runs on one database at once serialise), every migration whose version is above
+the highest recorded in ``pi_agent_ask.schema_version``. The roles are the cluster's, shared by
+all its databases, which that lock does not cover: each is created (and the desk role made a
+member of the agent role) in a block that lets an init on another database win the race. A
+migration is never edited once released: a change is a new, higher version. Running it again
+is a no-op (exit 0).
 
 Why no migration tool: Alembic needs SQLAlchemy and a configuration tree, yoyo-migrations and
 Sqitch read migration files from a directory outside the package (Sqitch is Perl); this store
@@ -33,21 +36,33 @@ AGENT_ROLE: Final = "pi_agent_ask_agent"
 TOKENS_ROLE: Final = "pi_agent_ask_tokens"
 _LOCK_KEY: Final = 0x70695F61736B  # "pi_ask": the advisory lock that serialises migrations
 
+
+def _guarded(statement: str) -> str:
+    """``statement`` in a PL/pgSQL block of its own that lets another ``store init`` win: roles
+    and their memberships are the cluster's, while the advisory lock is one database's, so an
+    init on another database of the cluster may create the same object at the same moment. Its
+    insert then holds the catalog's unique index: this one waits for it to commit and gets
+    ``unique_violation`` (or ``duplicate_object`` when it looked after that commit)."""
+    return f"BEGIN {statement}; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END;"
+
+
 _ROLES = f"""
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{DESK_ROLE}') THEN
-        CREATE ROLE {DESK_ROLE} NOLOGIN;
+        {_guarded(f"CREATE ROLE {DESK_ROLE} NOLOGIN")}
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{AGENT_ROLE}') THEN
-        CREATE ROLE {AGENT_ROLE} NOLOGIN;
+        {_guarded(f"CREATE ROLE {AGENT_ROLE} NOLOGIN")}
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{TOKENS_ROLE}') THEN
-        CREATE ROLE {TOKENS_ROLE} NOLOGIN;
+        {_guarded(f"CREATE ROLE {TOKENS_ROLE} NOLOGIN")}
+    END IF;
+    IF NOT pg_has_role('{DESK_ROLE}', '{AGENT_ROLE}', 'MEMBER') THEN
+        {_guarded(f"GRANT {AGENT_ROLE} TO {DESK_ROLE}")}
     END IF;
 END
 $$;
-GRANT {AGENT_ROLE} TO {DESK_ROLE};
 """
 
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
@@ -123,6 +138,27 @@ GRANT SELECT, UPDATE (delivered_call, delivered_at) ON {SCHEMA}.outcomes TO {AGE
 GRANT UPDATE (background) ON {SCHEMA}.requests TO {AGENT_ROLE};
 GRANT EXECUTE ON FUNCTION {SCHEMA}.token_agent(bytea) TO {DESK_ROLE};
 GRANT SELECT, INSERT, UPDATE ON {SCHEMA}.tokens TO {TOKENS_ROLE};
+""",
+    ),
+    (
+        2,
+        # An agent's wait_for_answers in progress, on whichever desk serves it: it blocks the
+        # agent on all its pending background forms, which every desk shows as blocking. A
+        # lease, like a claim's: a desk that dies mid-wait stops extending it.
+        f"""
+CREATE TABLE {SCHEMA}.waits (
+    agent_key text NOT NULL CHECK (length(agent_key) BETWEEN 1 AND 200),
+    call_key text NOT NULL,
+    until timestamptz NOT NULL,
+    PRIMARY KEY (agent_key, call_key)
+);
+ALTER TABLE {SCHEMA}.waits ENABLE ROW LEVEL SECURITY;
+CREATE POLICY desk_all ON {SCHEMA}.waits TO {DESK_ROLE} USING (true) WITH CHECK (true);
+CREATE POLICY own_rows ON {SCHEMA}.waits TO {AGENT_ROLE}
+    USING (agent_key = current_setting('pi_agent_ask.agent', true))
+    WITH CHECK (agent_key = current_setting('pi_agent_ask.agent', true));
+GRANT SELECT ON {SCHEMA}.waits TO {DESK_ROLE};
+GRANT SELECT, INSERT, UPDATE, DELETE ON {SCHEMA}.waits TO {AGENT_ROLE};
 """,
     ),
 )

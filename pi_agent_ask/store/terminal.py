@@ -27,7 +27,7 @@ from pi_agent_ask.form.validate import params_from_saved
 from pi_agent_ask.store.board import TeamBoard
 from pi_agent_ask.store.db import Claim, FormRow, Refused
 
-__all__ = ["answer_on_terminal", "draft_json", "form_of"]
+__all__ = ["answer_on_terminal", "blocks", "draft_json", "form_of"]
 
 
 def draft_json(state: fs.FormState) -> dict[str, Any]:
@@ -50,6 +50,14 @@ def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | No
     return state
 
 
+NO_OTHERS = "Other desks: no one is on a form."
+
+
+def blocks(row: FormRow) -> bool:
+    """``row``'s agent waits on it: a foreground ask, or a ``wait_for_answers`` in progress."""
+    return not row.background or row.agent_waits
+
+
 def _others(team: TeamBoard) -> str:
     busy = [
         f"{row.claimed_by} on {row.agent_key}'s form"
@@ -69,22 +77,32 @@ async def answer_on_terminal(
     """Show the store's free forms one at a time on ``board``'s display until cancelled;
     ``hint`` says what Esc did (``DeskSurface.hint``)."""
     later: set[str] = set()  # put back with Esc: behind every other free form
+    others = ""  # what the status line last said the other desks are on
 
     def counts() -> None:
+        nonlocal others
         pending: dict[str, int] = {}
         for row in team.snapshot():
             pending[row.agent_key] = pending.get(row.agent_key, 0) + 1
         for key in {*pending, *(agent.key for agent in board.agents())}:
             board.set_pending(key, pending.get(key, 0))
         board.touch()  # a foreground call cut meanwhile leaves its form a background one
+        # Said when it changes, not at every change of the board: the same line again would
+        # push out a sentence shown after it; and when no other desk is on a form any more,
+        # the line saying one was must go.
         text = _others(team)
-        if text:
-            notice(text)
+        if text != others:
+            others = text
+            notice(text or NO_OTHERS)
 
     def waited_on(shown: Shown) -> bool:
-        return any(not row.background for row in team.snapshot() if row.request_id == shown.flow_id)
+        return any(blocks(row) for row in team.snapshot() if row.request_id == shown.flow_id)
+
+    def waits_in_line(key: str) -> bool:
+        return any(blocks(row) and row.agent_key == key for row in team.snapshot())
 
     board.waited_on = waited_on
+    board.waits_in_line = waits_in_line
 
     previous = team.on_change
 
@@ -129,7 +147,7 @@ async def _show(
         await team.close(request_id)
         return Refused("invalid", "A form's stored questions are not valid; it was skipped.")
     while True:
-        final, last, deferred, gone = await _run(team, board, claim, state)
+        final, last, deferred, gone = await _run(team, board, claim, state, notice)
         if gone is not None:
             return gone
         if final is None or final.outcome is None or deferred:
@@ -152,7 +170,7 @@ async def _show(
 
 
 async def _run(
-    team: TeamBoard, board: Board, claim: Claim, state: fs.FormState
+    team: TeamBoard, board: Board, claim: Claim, state: fs.FormState, notice: Any
 ) -> tuple[fs.FormState | None, fs.FormState, bool, Refused | None]:
     """One showing of the claimed form: its final state, its last state, whether it was put
     back (Esc), and why it left the screen when it was answered elsewhere."""
@@ -165,7 +183,16 @@ async def _run(
     async def on_change(changed: fs.FormState) -> None:
         nonlocal last
         last = changed
-        await team.save_draft(request_id, draft_json(changed))
+        if await team.save_draft(request_id, draft_json(changed)) is not False:
+            return
+        # The claim is gone (it ran out while this desk stalled or the store was away, and
+        # another desk took the form): take it back if that desk let it go, else say that
+        # what is typed here is not kept, and who is on the form.
+        again = await team.open(request_id)
+        if isinstance(again, Claim):
+            await team.save_draft(request_id, draft_json(changed))
+        else:
+            notice(f"{again.message} Your claim ran out: what you type here is not kept.")
 
     async with trio.open_nursery() as nursery:
         scope = trio.CancelScope()
@@ -180,6 +207,11 @@ async def _run(
             await team.wait_for(lambda rows: all(row.request_id != request_id for row in rows))
             if team.claimed_here(request_id) is None:
                 gone = await team.refusal(request_id)
+                if gone.reason == "answered" and gone.desk == team.desk:
+                    # Answered from this desk's web page, while shown here.
+                    gone = Refused(
+                        "answered", f"{gone.holder} answered this form on this desk's web page."
+                    )
                 scope.cancel()
 
         nursery.start_soon(answered_elsewhere)

@@ -15,6 +15,11 @@ them to the store:
   submission wins, and a later one is refused with the store's sentence, which the page shows;
 - "Later" puts the form back for every desk, with its draft.
 
+The page and this desk's terminal (a desk may run both) each keep to the forms they claimed
+(``TeamBoard.surface_of``): a form open on the terminal is shown as the terminal's, and the
+page's drafts and Later leave it there, refused with a sentence; an answer from the page is
+taken (one desk is one person), and the terminal says it was answered here.
+
 A form claimed by another desk stays on the page, saying who is on it (:meth:`held_by`); a
 draft saved elsewhere replaces the page's copy while this desk holds no claim on the form.
 History is the store's (``store/history.py``), with who answered each question.
@@ -82,8 +87,6 @@ class TeamPage:
     team: TeamBoard
     board: Board = attrs.field(factory=lambda: Board(display=NullSurface()))
     _forms: dict[str, _Form] = attrs.field(factory=dict)
-    _page_claims: set[str] = attrs.field(factory=set)
-    """Forms this desk claimed for the page (not for its terminal)."""
     _nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -97,6 +100,7 @@ class TeamPage:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self.team.on_change = changed
+            self.board.waited_on = self._waited_on
             try:
                 self._sync()
                 task_status.started()
@@ -104,12 +108,22 @@ class TeamPage:
             finally:
                 self.team.on_change = previous
 
-    def held_by(self, shown: Shown) -> str | None:
-        """Who is on ``shown`` at another desk, in words (``None``: no one, or this desk)."""
+    def _waited_on(self, shown: Shown) -> bool:
+        """A ``wait_for_answers`` of ``shown``'s agent is in progress (on any desk): the page
+        says the agent is blocked on its background form, which still has Later."""
         form = self._forms.get(shown.flow_id)
-        if form is None or not form.row.claim_live:
+        return form is not None and form.row.agent_waits
+
+    def held_by(self, shown: Shown) -> str | None:
+        """Who is on ``shown`` at another desk or on this desk's terminal, in words (``None``:
+        no one, or this page)."""
+        form = self._forms.get(shown.flow_id)
+        if form is None:
             return None
-        if self.team.claimed_here(shown.flow_id) is not None:
+        surface = self.team.surface_of(shown.flow_id)
+        if surface == "terminal":
+            return f"{self.team.person} is answering this on this desk's terminal."
+        if surface == "page" or not form.row.claim_live:
             return None
         return f"{form.row.claimed_by} is answering this on desk {form.row.claim_desk}."
 
@@ -137,7 +151,9 @@ class TeamPage:
             shown = self._shown(request_id)
             if shown is None:
                 continue
-            if self.team.claimed_here(request_id) is None:
+            if self.team.surface_of(request_id) != "page":
+                # Not the page's: the store's draft is the one typed elsewhere (another desk,
+                # or this desk's terminal), shown as it is typed.
                 state = _page_state(row)
                 if state is not None and (
                     state.drafts != shown.state.drafts or state.background != shown.state.background
@@ -184,7 +200,7 @@ class TeamPage:
         took ends a lease after the page's last draft."""
         async with receive:
             while True:
-                quiet = self.team.lease if request_id in self._page_claims else math.inf
+                quiet = self.team.lease if self.team.surface_of(request_id) == "page" else math.inf
                 message: FormInput | _SaveDrafts | None = None
                 with trio.move_on_after(quiet):
                     try:
@@ -197,12 +213,9 @@ class TeamPage:
                     with message.reply as reply:
                         reply.send_nowait(await self._save(key, request_id, message.drafts))
                 elif isinstance(message, RemoteResponse):
+                    # A refusal that kept the page's claim (text the store cannot hold, the
+                    # store away) leaves it to the quiet timer, like a draft.
                     done = await self.team.answer(request_id, message.response)
-                    if self.team.claimed_here(request_id) is None:
-                        # Answered, or the claim was lost: the page holds nothing. A refusal
-                        # that kept the claim (text the store cannot hold, the store away)
-                        # leaves it to the quiet timer, like a draft.
-                        self._page_claims.discard(request_id)
                     with message.reply as reply:
                         reply.send_nowait(
                             (done.reason, done.message) if isinstance(done, Refused) else None
@@ -219,32 +232,36 @@ class TeamPage:
         state = attrs.evolve(shown.state, drafts=drafts)
         for _attempt in range(2):  # a claim that ran out meanwhile is claimed again, once
             if self.team.claimed_here(request_id) is None:
-                claim = await self.team.open(request_id)
+                claim = await self.team.open(request_id, surface="page")
                 if isinstance(claim, Refused):
                     return claim
-                self._page_claims.add(request_id)
-            saved = await self.team.save_draft(request_id, draft_json(state))
+            saved = await self.team.save_draft(request_id, draft_json(state), surface="page")
             if isinstance(saved, Refused):
-                return saved  # the store cannot hold the text: the claim stays, nothing changed
+                # This desk's terminal holds the form, or the store cannot hold the text: the
+                # claim stays as it was, nothing changed.
+                return saved
             if saved:
                 self.board.update(key, request_id, state)
                 return None
-            await self.team.close(request_id)  # the claim was lost: forget it
+            await self.team.close(request_id, surface="page")  # the claim was lost: forget it
         return await self.team.refusal(request_id)
 
     async def _put_back(self, request_id: str) -> None:
         """The page went quiet on a form it claimed: back for every desk, with its draft."""
-        self._page_claims.discard(request_id)
         shown = self._shown(request_id)
-        await self.team.close(request_id, None if shown is None else draft_json(shown.state))
+        await self.team.close(
+            request_id, None if shown is None else draft_json(shown.state), surface="page"
+        )
 
     async def _command(self, key: str, request_id: str, command: fs.Command) -> None:
         shown = self._shown(request_id)
         if shown is None:
             return
         if isinstance(command, fs.Cancel):
-            self._page_claims.discard(request_id)
-            await self.team.close(request_id, draft_json(shown.state))
+            # Later: only a claim the page took goes back; one of this desk's terminal stays
+            # with it (the web desk refused this Later already, saying so, unless the terminal
+            # claimed the form just now).
+            await self.team.close(request_id, draft_json(shown.state), surface="page")
             await self.team.refresh()
 
 

@@ -13,7 +13,8 @@ channel each form's runtime handed the board, as the terminal does:
   page is told who holds it (``423``) and keeps what the person typed;
 - Submit and Cancel are remote responses (``pi-agent-ask:submit``'s path): the form checks the
   answer and the first submission wins; a form already gone is "answered elsewhere";
-- "Later" is the terminal's Esc on a background form (the agent's questions wait their turn).
+- "Later" is the terminal's Esc on a background form (the agent's questions wait their turn);
+  on a form someone else is on (:attr:`WebDesk.holder`) it changes nothing and says so.
 
 Routes: ``/`` (the page, or the sign-in message), ``/login`` (``GET``: a one-time link opened ->
 a session; fetched by a preview, a page that tries nothing; ``POST``, from that page: the code
@@ -308,10 +309,15 @@ class WebDesk:
     def _chosen(self, request: Request) -> Shown | None:
         """The form the page asks for (``?form=``), else that agent's form, else the first in
         the board's order; never ``?skip=`` (a form the page just answered, which the board
-        may show until its runtime takes the answer in)."""
+        may show until its runtime takes the answer in). Forms someone else is on
+        (:attr:`holder`, a team desk's claims) come after the rest: this page could only
+        watch them."""
         wanted = request.query_params.get("form")
         skip = request.query_params.get("skip")
-        forms = [s for s in self.board.shown_forms() if view.form_id(s) != skip]
+        forms = sorted(  # stable: the board's order within each part
+            (s for s in self.board.shown_forms() if view.form_id(s) != skip),
+            key=lambda s: self.holder(s) is not None,
+        )
         found = next((s for s in forms if view.form_id(s) == wanted), None)
         if found is None and wanted:
             key = wanted.rsplit("/", 1)[0]
@@ -637,6 +643,17 @@ class WebDesk:
         if not shown.state.background:
             return _error(
                 400, "The agent waits on this question now: answer it, skip it or cancel it."
+            )
+        held = self.holder(shown)
+        if held is not None:
+            # Someone else is on it (another desk, or a team desk's own terminal): Later here
+            # would take the form from under them, so it changes nothing and says so.
+            return JSONResponse(
+                {
+                    "error": f"{held} Later here changes nothing: it stays with them.",
+                    "code": "held",
+                },
+                status_code=423,
             )
         try:
             await shown.commands.send(UserCommand(fs.Cancel()))

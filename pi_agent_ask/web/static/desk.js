@@ -338,9 +338,19 @@
     if (result.status === 409) gone(result.data.error);
     else answerButton(result.data.error || "Not cancelled.");
   }
+  // The page holds text the desk has not kept: a save is due, or the drafts differ from the
+  // last ones the desk and the page agreed on (a save refused while another desk holds the
+  // form, or lost).
+  function unsavedHere() {
+    return saveTimer !== null || !base || base.id !== formId() ||
+      JSON.stringify(drafts()) !== JSON.stringify(base.drafts);
+  }
   async function later() {
     const id = formId();
-    await saveNow();
+    // Only text the desk does not have yet: on a team desk a save claims the form, and on a
+    // form someone else holds a refused save would claim it for this page once they let it
+    // go, although nothing was typed here.
+    if (unsavedHere()) await saveNow();
     leaving = id;
     const result = await post("/api/later", { form: id });
     if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
