@@ -15,10 +15,13 @@ forms are shown, in order (``--desk auto``):
 
 ``--desk off`` skips the desk; ``--desk URL`` requires it (the token comes from
 ``$PI_AGENT_ASK_DESK_TOKEN`` or the connection file naming that URL). The session journal is
-``--session FILE``, by default ``<agent dir>/pi-agent-ask/mcp/<key slug>.pias``, so queued
-forms and undelivered answers outlive a restart of the client (a second server with the same
-key finds the file locked and keeps its journal in memory, saying so on standard error). While
-it runs the server also serves Claude Code's hook (``hook.py``).
+``--session FILE``, by default the journal the desk keeps for the agent key under its state
+directory, so queued forms and undelivered answers outlive a restart of the client. Without
+``--key`` the server claims its default key for as long as it runs
+(``journals.claim_default_key``): a second server of the same client in the same directory
+gets ``<client>@<cwd> #2``, its own journal and its own place on a desk. A second server
+given the same ``--key`` finds the journal locked and keeps its questions in memory, saying so
+on standard error. While it runs the server also serves Claude Code's hook (``hook.py``).
 """
 
 from __future__ import annotations
@@ -219,7 +222,7 @@ async def serve(
 ) -> None:
     """Serve MCP on standard input and output until the client closes its side."""
     from pi_agent_ask.mcp_common.connection import desk_file_path
-    from pi_agent_ask.mcp_common.journals import default_key, default_state_dir
+    from pi_agent_ask.mcp_common.journals import claim_default_key, default_key, default_state_dir
     from pi_agent_ask.mcp_server.router import Router
 
     desk_file = desk_file_path()
@@ -230,14 +233,25 @@ async def serve(
     if not first:
         return  # the client closed before saying anything
     hello = parse_hello(first)
-    agent_key = key or default_key(hello.name, work_dir)
     replay = ReplayedStdin(first, source)
     state = state_dir if state_dir is not None else default_state_dir()
+    base_key = key or default_key(hello.name, work_dir)
+    agent_key, claim = base_key, None
+    if key is None:
+        # Two agents of one client in one directory run at once: the second gets the next
+        # free key, never the first's (whose answers it would take).
+        # A state directory that cannot hold the claim cannot hold the journal either: the
+        # server goes on under the default key, and its journal says so on each call.
+        with contextlib.suppress(OSError):
+            agent_key, claim = await trio.to_thread.run_sync(
+                claim_default_key, state, hello.name, work_dir
+            )
 
     def local(keep: bool, on_elicitation_failure: Any) -> Any:
         return open_local(
             hello,
             key=agent_key,
+            base_key=base_key,
             session=session,
             state_dir=state,
             settings=settings,
@@ -260,11 +274,15 @@ async def serve(
         session_given=session is not None,
         cwd=work_dir,
     )
-    async with trio.open_nursery() as nursery:
-        await nursery.start(router.run)
-        server = routed_server(router)
-        await serve_lines(server, replay, stdout)
-        nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(router.run)
+            server = routed_server(router)
+            await serve_lines(server, replay, stdout)
+            nursery.cancel_scope.cancel()
+    finally:
+        if claim is not None:
+            os.close(claim)  # the key is free for the next server of this agent
 
 
 async def serve_lines(server: Server[Any], replay: ReplayedStdin, stdout: Any) -> None:
@@ -339,6 +357,7 @@ async def open_local(
     hello: ClientHello,
     *,
     key: str,
+    base_key: str | None = None,
     session: Path | None = None,
     settings: Path | None = None,
     cwd: Path,
@@ -409,7 +428,13 @@ async def open_local(
             nursery.start_soon(_print_notices, runtime)
             hook_path = await nursery.start(
                 functools.partial(
-                    serve_hook_endpoint, tools, key, hello.name, cwd, directory=hook_dir
+                    serve_hook_endpoint,
+                    tools,
+                    key,
+                    hello.name,
+                    cwd,
+                    directory=hook_dir,
+                    base_key=base_key or key,
                 )
             )
             server = mcp_server(tools, surface, nursery)
