@@ -423,7 +423,8 @@ def _schedule(step: Step) -> None:
     # Read through ``field``: the transition's changes so far, without building a state.
     if step.field("active") is not None or step.field("held") or not step.field("surface_ready"):
         return
-    first = _first_pending(step) if step.field("tui") and step.field("panel_visible") else None
+    shown = step.field("tui") and step.field("panel_visible") and step.field("background_shown")
+    first = _first_pending(step) if shown else None
     claims: tuple[Claim, ...] = step.field("claims")
     if claims:
         best_claim = min(claims, key=lambda c: c.seq)

@@ -253,6 +253,7 @@ async def _open_runtime(
     surface: Surface | None = None,
     write_terminal: Any = None,
     agent_idle: bool = True,
+    background_forms: bool = True,
     terminal: TerminalFactory | None = None,
     check_actors: bool = False,
     notify_link: Callable[[str], str | None] | None = None,
@@ -263,6 +264,8 @@ async def _open_runtime(
     ``write_terminal`` receives notification bytes (bell, OSC) instead of the terminal.
     ``agent_idle=False`` opens with the agent busy: a host that never reads ``wakeups`` (an
     MCP server) passes it, so an answer recovered at open is not handed to an idle wake.
+    ``background_forms=False`` shows no background form: the session's pending ones stay
+    pending, untouched (the ``ask`` command, one foreground call, passes it).
     ``terminal`` makes the terminal surface of a ``tui`` runtime without ``surface`` (the UI
     layer passes it: ``pi_agent_ask.open_runtime``; ``pi_agent_ask.aio`` passes one whose
     application runs on the host loop); without it such a runtime is headless. The runtime
@@ -354,6 +357,7 @@ async def _open_runtime(
                 tui=mode == "tui",
                 surface_ready=False,
                 idle=agent_idle,
+                background_shown=background_forms,
                 notice=runtime.notice,
                 hook_calls=hook_calls,
                 owner=Owner("queue", checked=check_actors),
