@@ -252,7 +252,7 @@ class QueueActor:
     idle: bool = True
     """Whether the agent starts idle (``open_runtime(agent_idle=)``)."""
     background_shown: bool = True
-    """Whether background forms are shown (``open_runtime(background_forms=)``)."""
+    """Whether background forms are shown (not in ``open_runtime(one_call=True)``)."""
     notice: Callable[[str], None] = _no_notice
     """Tells the person of a failed disk write (the runtime's ``notice``); never blocks."""
     hook_calls: HookCalls = attrs.field(factory=HookCalls)

@@ -81,8 +81,8 @@ async def open_one_call_runtime(
     write_terminal: Any = None,
 ) -> AsyncIterator[rt.Runtime]:
     """A ``tui`` runtime on ``surface`` for one foreground call (the ``ask`` command): the
-    session's pending background forms are not shown, and stay pending, untouched, for the
-    host that asked them."""
+    session's pending background forms are not shown and its interrupted calls not reopened;
+    they stay pending, untouched, for the host that asked them."""
     async with rt.open_runtime(
         session,
         "tui",
@@ -90,6 +90,6 @@ async def open_one_call_runtime(
         cwd=cwd,
         surface=surface,
         write_terminal=write_terminal,
-        background_forms=False,
+        one_call=True,
     ) as runtime:
         yield runtime
