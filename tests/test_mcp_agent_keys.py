@@ -93,7 +93,7 @@ async def test_two_agents_of_one_client_in_one_directory_keep_their_answers_apar
             # Two agents on the desk, two keys: the first keeps the default key, the
             # second gets the next free one.
             assert shown[0].key == f"twin@{project}"
-            assert shown[1].key == f"twin@{project} #2"
+            assert shown[1].key == f"twin #2@{project}"
 
 
 async def test_twins_without_a_desk_keep_their_own_questions_and_a_restart_finds_its_own(
@@ -116,7 +116,7 @@ async def test_twins_without_a_desk_keep_their_own_questions_and_a_restart_finds
                     shown[form.state.params.questions[0].label] = form.key
                 assert await waited(restarted) == [before_restart]
                 assert await waited(first) == [mine]
-    assert shown == {"First": f"twin@{project}", "Second": f"twin@{project} #2"}
+    assert shown == {"First": f"twin@{project}", "Second": f"twin #2@{project}"}
 
 
 async def test_an_explicit_key_is_shared_on_purpose(tmp_path: Path, project: Path) -> None:
@@ -150,7 +150,8 @@ def test_a_numbered_default_key_of_a_long_directory_stays_a_key(tmp_path: Path) 
     first = default_key("claude-code", deep)
     numbered = default_key("claude-code", deep, 12)
     assert len(first) == len(numbered) == MAX_KEY_LENGTH
-    assert numbered.endswith(" #12") and numbered[:-4].rsplit("#", 1)[1] == first.rsplit("#")[1]
+    assert numbered.startswith("claude-code #12@…")
+    assert numbered.rsplit("#", 1)[1] == first.rsplit("#", 1)[1]  # the whole one's digest
     check_key(numbered)
     claims = [claim_default_key(tmp_path, "claude-code", deep) for _ in range(3)]
     try:

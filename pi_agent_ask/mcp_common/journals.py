@@ -9,7 +9,7 @@ the hash cannot be reversed, and a desk that starts reopens every journal it fin
 A stdio server with no ``--key`` claims its default key (:func:`claim_default_key`): it holds a
 lock on ``<journal name>.live`` beside the journal for as long as it runs. A second server of
 the same client in the same directory, started while the first runs, finds that key claimed and
-takes the next free one (``<client>@<cwd> #2``, ...): two agents running at once never share a
+takes the next free one (``<client> #2@<cwd>``, ...): two agents running at once never share a
 key, so neither takes the other's answers, and an agent that restarts after its server ended
 claims the first key again and finds its own journal.
 
@@ -120,23 +120,25 @@ def check_key(key: str) -> str:
 
 def default_key(client: str, cwd: str | os.PathLike[str], run: int = 1) -> str:
     """An agent's default key, ``<client>@<cwd>`` (the stdio server's, the hook's); for the
-    ``run``-th server of that client running in that directory at once, ``<client>@<cwd> #run``
-    (:func:`claim_default_key`).
+    ``run``-th server of that client running in that directory at once, ``<client> #run@<cwd>``
+    (:func:`claim_default_key`; the number comes first, where a display that shortens a long
+    key at its end keeps it).
 
     One that would be longer than ``MAX_KEY_LENGTH`` keeps the client's name (its first 60
     characters) and the end of the directory, after ``…``, and ends in ``#`` and 8 hex digits
-    of the whole one's SHA-256 (then `` #run``), so two directories that end alike stay two
-    agents. A character no key may hold (a control or invisible one: a tab in a directory's
-    name) is ``?``."""
+    of the unnumbered whole one's SHA-256, so two directories that end alike stay two agents.
+    A character no key may hold (a control or invisible one: a tab in a directory's name) is
+    ``?``."""
     client, place = _printable(client), _printable(os.fspath(cwd))
-    full = f"{client}@{place}"
     number = "" if run == 1 else f" #{run}"
-    if len(full) + len(number) <= MAX_KEY_LENGTH:
-        return full + number
-    digest = hashlib.sha256(full.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    head = f"{client[:60]}@…"
-    room = MAX_KEY_LENGTH - len(head) - len(digest) - 1 - len(number)
-    return f"{head}{place[-room:]}#{digest}{number}"
+    full = f"{client}{number}@{place}"
+    if len(full) <= MAX_KEY_LENGTH:
+        return full
+    whole = f"{client}@{place}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(whole).hexdigest()[:8]
+    head = f"{client[:60]}{number}@…"
+    room = MAX_KEY_LENGTH - len(head) - len(digest) - 1
+    return f"{head}{place[-room:]}#{digest}"
 
 
 def claim_default_key(state_dir: Path, client: str, cwd: str | os.PathLike[str]) -> tuple[str, int]:

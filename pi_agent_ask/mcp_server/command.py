@@ -38,7 +38,7 @@ def add_mcp_parsers(commands: Any) -> None:
     mcp.add_argument(
         "--key",
         help="the agent's name on the desk, shared by every server given it (default: "
-        "client@cwd, or client@cwd #2 while another server of the client runs there)",
+        "client@cwd, or client #2@cwd while another server of the client runs there)",
     )
     mcp.add_argument(
         "--progress-interval",

@@ -18,7 +18,7 @@ text only; a tool result carries the images).
 its waiting answers and prints ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``.
 It prints nothing and exits 0 when there is no server or nothing waits. Which server: the
 ones whose key is ``--key`` (default ``claude-code@<cwd>``, the stdio server's default key for
-Claude Code) or that key numbered (``claude-code@<cwd> #2``: a second session there), else
+Claude Code) or that key numbered (``claude-code #2@<cwd>``: a second session there), else
 those started by a client named like Claude in the hook's directory; among them the one that
 shares the nearest ancestor process with the hook (the Claude Code process that started both),
 so two sessions in one directory keep their answers apart.
@@ -134,7 +134,7 @@ async def serve_hook_endpoint(
 ) -> None:
     """Listen for hooks until cancelled; ``task_status`` gets the socket path (``None`` when
     it could not be made: the server goes on without hooks). ``base_key``: the default key
-    ``key`` numbers (``<client>@<cwd> #2``), which the hook command looks for."""
+    ``key`` numbers (``<client> #2@<cwd>``), which the hook command looks for."""
     folder = directory if directory is not None else runtime_dir()
     path = folder / f"{slug(key)}.sock"
     meta = folder / f"{slug(key)}.json"

@@ -19,7 +19,7 @@ forms are shown, in order (``--desk auto``):
 directory, so queued forms and undelivered answers outlive a restart of the client. Without
 ``--key`` the server claims its default key for as long as it runs
 (``journals.claim_default_key``): a second server of the same client in the same directory
-gets ``<client>@<cwd> #2``, its own journal and its own place on a desk. A second server
+gets ``<client> #2@<cwd>``, its own journal and its own place on a desk. A second server
 given the same ``--key`` finds the journal locked and keeps its questions in memory, saying so
 on standard error. While it runs the server also serves Claude Code's hook (``hook.py``).
 """
