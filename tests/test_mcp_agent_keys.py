@@ -4,12 +4,15 @@ keep apart on a desk and without one; a restarted agent finds its own journal ag
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import mcp.types as types
 import pytest
@@ -20,6 +23,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, open_desk, yes_no_form
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
+
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -167,3 +173,60 @@ def test_a_numbered_default_key_of_a_long_directory_stays_a_key(tmp_path: Path) 
     finally:
         for _key, fd in claims:
             os.close(fd)
+
+
+async def read_event(stream: trio.abc.ReceiveStream, buffer: bytearray) -> dict[str, Any]:
+    while b"\n" not in buffer:
+        chunk = await stream.receive_some(65536)
+        assert chunk, f"the session ended early: {bytes(buffer)!r}"
+        buffer += chunk
+    line, _, rest = bytes(buffer).partition(b"\n")
+    buffer[:] = rest
+    event: dict[str, Any] = json.loads(line)
+    return event
+
+
+async def test_two_claude_code_sessions_in_one_directory_each_hook_takes_its_own_answer(
+    tmp_path: Path, project: Path
+) -> None:
+    """Two Claude Code sessions (stand-ins: ``tests/claude_stand_in.py``) in one project, no
+    desk: each server answers its own hook. Before, the second server shared the first's key,
+    served no hooks, and the second session's hook took the first session's answer."""
+    env = {
+        **server(tmp_path, project).env,  # type: ignore[dict-item]
+        "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+        "PYTHONPATH": str(ROOT),
+    }
+    command = [sys.executable, "-m", "tests.claude_stand_in"]
+    with trio.fail_after(120):
+        sessions = [
+            await trio.lowlevel.open_process(
+                [*command, label],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                cwd=project,
+                env=env,
+            )
+            for label in ("Alpha", "Beta")
+        ]
+        buffers = [bytearray(), bytearray()]
+        try:
+            for process, buffer in zip(sessions, buffers, strict=True):
+                assert process.stdout is not None
+                assert (await read_event(process.stdout, buffer))["event"] == "answered"
+            contexts = []
+            for process, buffer in zip(sessions, buffers, strict=True):
+                assert process.stdin is not None and process.stdout is not None
+                await process.stdin.send_all(b"go\n")
+                event = await read_event(process.stdout, buffer)
+                assert event["event"] == "hook"
+                contexts.append(event["context"])
+        finally:
+            for process in sessions:
+                with trio.CancelScope(shield=True):
+                    if process.stdin is not None:
+                        await process.stdin.aclose()
+                    await process.wait()
+    alpha, beta = contexts
+    assert alpha is not None and "Alpha, question 1?" in alpha and "Beta" not in alpha
+    assert beta is not None and "Beta, question 1?" in beta and "Alpha" not in beta
