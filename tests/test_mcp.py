@@ -784,7 +784,7 @@ async def test_hook_endpoint_leaves_answers_with_images_for_a_tool_result() -> N
     client, server = trio.testing.memory_stream_pair()
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(hook._serve_one, tools, server)
+            nursery.start_soon(hook._serve_one, hook.local_take(tools), server)
             await client.send_all(b'{"op": "take"}\n')
             reply = b""
             while chunk := await client.receive_some(65536):

@@ -630,8 +630,9 @@ async def test_on_a_phone_agents_in_the_menu_keeps_the_form_shown(
                     wait_until(browser, lambda d: "second" in d_text(d, ".from"))
                     by_role(question(browser, "Tone"), "textbox", "Note").send_keys("calm")
                     by_role(browser, "link", "Agents").click()
-                    queue = by_role(browser, "heading", "Agents")
-                    wait_until(browser, lambda d: in_view(d, queue))
+                    # The list comes into view as the page scrolls to it (and may be swapped
+                    # by a board change meanwhile): found again until it is there.
+                    wait_until(browser, lambda d: in_view(d, by_role(d, "heading", "Agents")))
                     return d_text(browser, ".from"), "form=" in browser.current_url
                 finally:
                     browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

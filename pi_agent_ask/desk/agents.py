@@ -10,6 +10,7 @@ history; nothing here takes a request id from one agent to another.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
@@ -34,7 +35,10 @@ from pi_agent_ask.mcp_common.tools import (
 )
 from pi_agent_ask.persistence.session_file import SessionFileError
 
-__all__ = ["Agent", "AgentRegistry", "AgentUnavailable"]
+__all__ = ["HANDED_KEPT", "Agent", "AgentRegistry", "AgentUnavailable"]
+
+HANDED_KEPT = 8
+"""Hook takes of one agent whose messages the desk keeps to be given back."""
 
 
 class AgentUnavailable(Exception):
@@ -60,6 +64,30 @@ class Agent:
     journaled) that the last statistics may still count as pending."""
     put_aside: Callable[[str], None] = lambda _key: None
     """Called with the key once a deferred queue of this agent is back in the line."""
+    _handed: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)
+    """Receipt -> the messages a hook take handed out, until given back or pushed out by
+    ``HANDED_KEPT`` later takes (a hook's reply is written within seconds of its take)."""
+
+    async def take_for_hook(self) -> tuple[str, list[dict[str, Any]]]:
+        """The agent's waiting text answers for its server's Claude Code hook, marked
+        delivered, and the receipt that gives them back (``""`` when there are none)."""
+        messages = await self.tools.take_background_messages(text_only=True)
+        if not messages:
+            return "", messages
+        receipt = secrets.token_urlsafe(12)
+        self._handed[receipt] = messages
+        while len(self._handed) > HANDED_KEPT:
+            del self._handed[next(iter(self._handed))]
+        return receipt, messages
+
+    async def give_back_taken(self, receipt: str) -> bool:
+        """Give back what the take with ``receipt`` handed out (its hook could not pass it on):
+        journaled, and first in the agent's next result. ``False`` for an unknown receipt."""
+        messages = self._handed.pop(receipt, None)
+        if messages is None:
+            return False
+        await self.tools.give_back(messages)
+        return True
 
     def list_tools(self) -> list[types.Tool]:
         return self.tools.list_tools()

@@ -13,7 +13,10 @@ three checks, in this order, before the SDK's session manager sees it:
 
 The agent key of a request is its ``X-Pi-Agent-Ask-Key`` header, else its MCP session id.
 ``GET /desk`` (authenticated too) answers the desk's pid, so a finder can tell a live desk
-from a stale connection file.
+from a stale connection file. ``POST /hook`` (authenticated, with an agent key) serves the
+Claude Code hook of that agent's stdio server: ``?op=take`` hands out the agent's waiting text
+answers, marked delivered, with a receipt; ``?op=give-back&receipt=R`` gives back what a take
+handed out when the hook could not pass it on (``Agent.take_for_hook``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import ipaddress
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import attrs
 import mcp.types as types
@@ -43,7 +47,12 @@ from pi_agent_ask.mcp_common.asgi import (
     unless_gone,
     watch_disconnect,
 )
-from pi_agent_ask.mcp_common.connection import SERVICE, STATUS_PATH, key_from_headers
+from pi_agent_ask.mcp_common.connection import (
+    HOOK_PATH,
+    SERVICE,
+    STATUS_PATH,
+    key_from_headers,
+)
 from pi_agent_ask.mcp_common.journals import InvalidKey
 from pi_agent_ask.mcp_common.params import describing
 
@@ -139,8 +148,11 @@ class DeskApp:
     port: int | None = None
     """The bound port (known once hypercorn listens; requests before that get 503)."""
     web: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
-    """The web desk (``pi_agent_ask.web``): every path but ``/mcp`` and ``/desk`` goes to it,
-    after the ``Host`` check; it checks its own sign-in, ``Origin`` and CSRF token."""
+    """The web desk (``pi_agent_ask.web``): every path but ``/mcp``, ``/desk`` and ``/hook``
+    goes to it, after the ``Host`` check; it checks its own sign-in, ``Origin`` and CSRF
+    token."""
+    registry: AgentRegistry | None = None
+    """The agents whose hooks ``/hook`` serves (``None``: no such endpoint, 404)."""
 
     def allowed_origins(self) -> set[str]:
         names = {"127.0.0.1", "localhost", "[::1]"}
@@ -187,7 +199,7 @@ class DeskApp:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
-        if self.web is not None and path not in (MCP_PATH, MCP_PATH + "/", STATUS_PATH):
+        if self.web is not None and path not in (MCP_PATH, MCP_PATH + "/", STATUS_PATH, HOOK_PATH):
             if self.port is None:
                 await respond_json(send, 503, {"error": "The desk is starting."})
             elif not self.host_allowed(header(scope, "host")):
@@ -209,8 +221,42 @@ class DeskApp:
             await self.manager.handle_request(scope, watch_disconnect(scope, receive), send)
         elif path == STATUS_PATH and scope.get("method") == "GET":
             await respond_json(send, 200, {"service": SERVICE, "pid": self.pid})
+        elif path == HOOK_PATH and scope.get("method") == "POST" and self.registry is not None:
+            status, body = await _hook(self.registry, scope)
+            await respond_json(send, status, body)
         else:
             await respond_json(send, 404, {"error": "Not found."})
+
+
+async def _hook(registry: AgentRegistry, scope: Scope) -> tuple[int, dict[str, Any]]:
+    """``POST /hook``: a take or a give-back for the agent of the request's key header."""
+    query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
+    op = query.get("op", [""])[0]
+    if op not in ("take", "give-back"):
+        return 400, {"error": "Unknown hook request: op must be take or give-back."}
+    headers = {
+        bytes(name).decode("latin-1").lower(): bytes(value).decode("latin-1")
+        for name, value in scope.get("headers", ())
+    }
+    try:
+        key = key_from_headers(headers)
+    except ValueError:
+        return 400, {"error": "Invalid X-Pi-Agent-Ask-Key-UTF8: not percent-encoded UTF-8."}
+    if key is None:
+        return 400, {"error": "No agent key: send the X-Pi-Agent-Ask-Key header."}
+    try:
+        agent = await registry.agent(key)
+    except InvalidKey as error:
+        return 400, {"error": f"Invalid X-Pi-Agent-Ask-Key: {error}"}
+    except AgentUnavailable as error:
+        return 503, {"error": str(error)}
+    if op == "take":
+        receipt, messages = await agent.take_for_hook()
+        return 200, {"messages": messages, "receipt": receipt}
+    receipt = query.get("receipt", [""])[0]
+    if not await agent.give_back_taken(receipt):
+        return 404, {"error": "No such receipt: nothing was given back."}
+    return 200, {"ok": True}
 
 
 def _declared_size(scope: Scope) -> int | None:

@@ -371,7 +371,14 @@ async def _run(
         await nursery.start(registry.run)
 
         def app_of(manager: StreamableHTTPSessionManager) -> DeskApp:
-            return DeskApp(manager=manager, token=token, listen=where, pid=os.getpid(), web=web)
+            return DeskApp(
+                manager=manager,
+                token=token,
+                listen=where,
+                pid=os.getpid(),
+                web=web,
+                registry=registry,
+            )
 
         try:
             async with serving(

@@ -20,12 +20,14 @@ import attrs
 
 __all__ = [
     "DESK_FILE_ENV",
+    "HOOK_PATH",
     "KEY_HEADER",
     "KEY_UTF8_HEADER",
     "STATUS_PATH",
     "DeskAddress",
     "DeskFileError",
     "desk_file_path",
+    "desk_url",
     "find_desk",
     "key_from_headers",
     "key_headers",
@@ -62,6 +64,10 @@ def key_from_headers(headers: Mapping[str, str]) -> str | None:
 
 STATUS_PATH = "/desk"
 """An authenticated ``GET`` there answers ``{"service": "pi-agent-ask desk", "pid": ...}``."""
+HOOK_PATH = "/hook"
+"""An authenticated ``POST`` there, with an agent key, serves that agent's Claude Code hook
+through its stdio server: ``?op=take`` answers ``{"messages": [...], "receipt": R}`` (the
+waiting text answers, marked delivered), ``?op=give-back&receipt=R`` gives those back."""
 SERVICE = "pi-agent-ask desk"
 PROBE_TIMEOUT = 3.0
 
@@ -96,8 +102,13 @@ class DeskAddress:
 
     @property
     def status_url(self) -> str:
-        base = self.url.rsplit("/", 1)[0] if self.url.endswith("/mcp") else self.url.rstrip("/")
-        return base + STATUS_PATH
+        return desk_url(self.url, STATUS_PATH)
+
+
+def desk_url(mcp_url: str, path: str) -> str:
+    """The URL of the desk's endpoint ``path`` beside its MCP endpoint ``mcp_url``."""
+    base = mcp_url.rsplit("/", 1)[0] if mcp_url.endswith("/mcp") else mcp_url.rstrip("/")
+    return base + path
 
 
 def new_token() -> str:

@@ -15,7 +15,7 @@ desk.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -30,11 +30,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
 from pi_agent_ask.mcp_common.connection import (
+    HOOK_PATH,
     STATUS_PATH,
     desk_file_path,
+    desk_url,
     find_desk,
     key_headers,
 )
+from pi_agent_ask.mcp_server.hook import TakeForHook, Taken
 
 __all__ = [
     "DeskGone",
@@ -42,12 +45,19 @@ __all__ = [
     "Held",
     "desk_session",
     "desk_status",
+    "desk_take",
     "forward_call",
     "forward_list",
     "hold_desk_session",
 ]
 
 CONNECT_TIMEOUT = 30.0
+HOOK_TIMEOUT = 5.0
+"""Seconds one hook request to the desk may take (a take, or a give-back)."""
+GIVE_BACK_FAILED_LOG = (
+    "pi-agent-ask: answers a Claude Code hook could not pass on were not given back to the "
+    "desk ({error}): they were handed out there, and the agent does not get them"
+)
 CLOSE_TIMEOUT = 5.0
 """Seconds a desk may take to end a session the agent is done with."""
 TOKEN_REFUSED_TEXT = (
@@ -83,7 +93,7 @@ async def desk_status(url: str, http: httpx2.AsyncClient) -> httpx2.Response:
     """The status of the desk whose MCP endpoint is ``url``, asked before its session opens:
     a refused token (401) is told apart from a desk that is away, which the SDK's client
     cannot do (it reports every HTTP error alike)."""
-    return await http.get(url.rsplit("/", 1)[0] + STATUS_PATH)
+    return await http.get(desk_url(url, STATUS_PATH))
 
 
 @attrs.define(eq=False)
@@ -272,3 +282,50 @@ def _plain(error: BaseException) -> str:
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     return str(error) or type(error).__name__
+
+
+def desk_take(upstream: DeskUpstream, log: Callable[[str], None]) -> TakeForHook:
+    """Takes for the hook socket from the desk's runtime of this agent (the desk's ``/hook``):
+    the desk marks the answers delivered and keeps them under a receipt, which gives them back
+    when the hook's reply cannot be written. A desk that does not answer gives nothing."""
+
+    def post(http: httpx2.AsyncClient, **params: str) -> Awaitable[httpx2.Response]:
+        return http.post(desk_url(upstream.url, HOOK_PATH), params=params)
+
+    def client() -> httpx2.AsyncClient:
+        headers = {"Authorization": f"Bearer {upstream.token}", **key_headers(upstream.key)}
+        return httpx2.AsyncClient(headers=headers, timeout=HOOK_TIMEOUT)
+
+    async def take() -> Taken:
+        try:
+            async with client() as http:
+                response = await post(http, op="take")
+                response.raise_for_status()
+                body = response.json()
+        except (httpx2.HTTPError, ValueError) as error:
+            log(f"pi-agent-ask: a Claude Code hook got nothing from the desk: {_plain(error)}")
+            return Taken([], _nothing)
+        messages, receipt = body.get("messages"), body.get("receipt")
+        if not isinstance(messages, list) or not isinstance(receipt, str):
+            log("pi-agent-ask: a Claude Code hook got nothing from the desk: not a take's reply")
+            return Taken([], _nothing)
+
+        async def give_back() -> None:
+            if not messages:
+                return
+            # Shielded: it runs when the hook's reply failed, also under a cancellation.
+            with trio.CancelScope(shield=True):
+                try:
+                    async with client() as http:
+                        response = await post(http, op="give-back", receipt=receipt)
+                        response.raise_for_status()
+                except httpx2.HTTPError as error:
+                    log(GIVE_BACK_FAILED_LOG.format(error=_plain(error)))
+
+        return Taken(messages, give_back)
+
+    return take
+
+
+async def _nothing() -> None:
+    """Giving back an empty take."""

@@ -7,11 +7,12 @@ too long, a private ``<temp dir>/pi-agent-ask-<uid>``: see :func:`runtime_dir`),
 ``<slug>.json`` beside it: ``{"key", "base", "client", "cwd", "pid", "ancestors"}`` (``base``:
 the key before its run number, ``journals.claim_default_key``). The protocol is
 one JSON line each way: the hook sends ``{"op": "take"}``, the server answers
-``{"messages": [...]}`` (the turn-boundary messages, marked delivered in the server by the
-runtime's boundary) and closes. Delivery stays
-exactly once because it happens in the server process; a reply that cannot be written is
-given back to the server's next tool result, and so are answers with images (a hook adds
-text only; a tool result carries the images).
+``{"messages": [...]}`` (the turn-boundary messages, marked delivered by the runtime's
+boundary) and closes. Delivery stays exactly once because it is decided where the agent's
+runtime is: the server's own (:func:`local_take`), or, while the server forwards to a desk,
+the desk's runtime of this agent (``forward.desk_take``, the desk's ``/hook``). A reply that
+cannot be written is given back to the next tool result, and so are answers with images (a
+hook adds text only; a tool result carries the images).
 
 ``pi-agent-ask hook claude-code`` reads the hook's JSON on standard input
 (``UserPromptSubmit`` or ``PostToolUse``), finds the server of this Claude Code session, takes
@@ -27,16 +28,18 @@ so two sessions in one directory keep their answers apart.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+import attrs
 import trio
 
 from pi_agent_ask.mcp_common.answers import answer_entry
@@ -122,8 +125,32 @@ def ancestors(pid: int | None = None) -> list[int]:
 # -- the server's endpoint ---------------------------------------------------------------
 
 
+@attrs.frozen
+class Taken:
+    """What one take handed out (marked delivered), and how to give it back when the hook's
+    reply cannot be written."""
+
+    messages: list[dict[str, Any]]
+    give_back: Callable[[], Awaitable[None]]
+
+
+TakeForHook = Callable[[], Awaitable[Taken]]
+"""A take of the agent's waiting text answers, for one hook request."""
+
+
+def local_take(tools: Any) -> TakeForHook:
+    """Takes from the server's own runtime (``AgentTools``)."""
+
+    async def take() -> Taken:
+        # A hook adds text only: answers with images wait for the next tool result instead.
+        messages = await tools.take_background_messages(text_only=True)
+        return Taken(messages, functools.partial(tools.give_back, messages))
+
+    return take
+
+
 async def serve_hook_endpoint(
-    tools: Any,
+    take: TakeForHook,
     key: str,
     client: str,
     cwd: Path,
@@ -176,7 +203,7 @@ async def serve_hook_endpoint(
         async with listener:
 
             async def serve(stream: trio.SocketStream) -> None:
-                await _serve_one(tools, stream)
+                await _serve_one(take, stream)
 
             await trio.serve_listeners(serve, [listener])
     finally:
@@ -185,14 +212,14 @@ async def serve_hook_endpoint(
                 leftover.unlink()
 
 
-async def _serve_one(tools: Any, stream: trio.abc.Stream) -> None:
+async def _serve_one(take: TakeForHook, stream: trio.abc.Stream) -> None:
     try:
-        await _answer_one(tools, stream)
+        await _answer_one(take, stream)
     except Exception as error:  # one hook connection's trouble never ends the server
         print(f"pi-agent-ask: hook request failed: {error!r}", file=sys.stderr)
 
 
-async def _answer_one(tools: Any, stream: trio.abc.Stream) -> None:
+async def _answer_one(take: TakeForHook, stream: trio.abc.Stream) -> None:
     async with stream:
         with trio.move_on_after(REQUEST_TIMEOUT):
             request = await _read_line(stream, MAX_LINE)
@@ -206,14 +233,13 @@ async def _answer_one(tools: Any, stream: trio.abc.Stream) -> None:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await stream.send_all(b'{"error": "unknown request"}\n')
             return
-        # A hook adds text only: answers with images wait for the next tool result instead.
-        messages = await tools.take_background_messages(text_only=True)
+        taken = await take()
         try:
-            reply = json.dumps({"messages": messages}, ensure_ascii=False).encode() + b"\n"
+            reply = json.dumps({"messages": taken.messages}, ensure_ascii=False).encode() + b"\n"
             with trio.CancelScope(shield=True), trio.fail_after(REQUEST_TIMEOUT):
                 await stream.send_all(reply)
         except BaseException:
-            await tools.give_back(messages)
+            await taken.give_back()
             raise
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,12 +49,19 @@ from mcp_types import INTERNAL_ERROR
 if TYPE_CHECKING:
     # The tools (and the runtime under them) load with the first call, after ``initialize``.
     from pi_agent_ask.mcp_common.tools import AgentTools, ReportProgress
+    from pi_agent_ask.mcp_server.hook import TakeForHook
     from pi_agent_ask.persistence.session_values import SessionFileError
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.mcp_common.asgi import progress_reporter
 from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
 from pi_agent_ask.mcp_common.journals import wait_until_free
-from pi_agent_ask.mcp_server.forward import DeskGone, DeskUpstream, forward_call, forward_list
+from pi_agent_ask.mcp_server.forward import (
+    DeskGone,
+    DeskUpstream,
+    desk_take,
+    forward_call,
+    forward_list,
+)
 
 __all__ = [
     "DESK_STOPPED_TEXT",
@@ -172,6 +179,9 @@ class _Side:
     """A local side that lets the client's open forms end before a move: it still serves."""
     left_because: str = ""
     """What a call cut by the move away from this side returns (its question stays queued)."""
+    hooks: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    """A desk side's hook socket (a local side's belongs to its ``LocalServer``)."""
+    hooks_closed: trio.Event = attrs.field(factory=trio.Event)
 
     @property
     def is_desk(self) -> bool:
@@ -202,6 +212,9 @@ class Router:
     """The agent's working directory (a relative export path forwarded to a desk is taken
     there)."""
     log: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True)
+    serve_hooks: Callable[[TakeForHook], Awaitable[None]] | None = None
+    """Serves Claude Code's hook socket with a take until cancelled (``hook.py``): a desk
+    side serves it with takes on the desk; a local side's ``open_local`` serves its own."""
     _nursery: trio.Nursery | None = None
     _side: _Side | None = None
     _seen: tuple[int, int, int] | None = None
@@ -460,6 +473,10 @@ class Router:
             # The desk opens this agent's journal on its first request: ask now, so the forms
             # kept meanwhile appear on it before the agent's next call.
             self._nursery.start_soon(self._greet, side)
+        if self.serve_hooks is not None:
+            self._nursery.start_soon(self._serve_desk_hooks, side, self.serve_hooks)
+        else:
+            side.hooks_closed.set()
         return side
 
     def _journal_refused(self, error: SessionFileError | OSError) -> MCPError:
@@ -480,6 +497,18 @@ class Router:
             self.log(JOURNAL_REFUSED_LOG.format(why=why, hint=hint))
         data = {"path": None if path is None else os.fspath(path), "reason": reason}
         return MCPError(INTERNAL_ERROR, text, data)
+
+    async def _serve_desk_hooks(
+        self, side: _Side, serve: Callable[[TakeForHook], Awaitable[None]]
+    ) -> None:
+        """The hook socket while ``side`` forwards to a desk: each take is the desk's, from
+        its runtime of this agent (``_leave`` closes it before the next side opens its own)."""
+        assert side.upstream is not None
+        try:
+            with side.hooks:
+                await serve(desk_take(side.upstream, self.log))
+        finally:
+            side.hooks_closed.set()
 
     async def _greet(self, side: _Side) -> None:
         assert side.upstream is not None
@@ -552,6 +581,9 @@ class Router:
             scope.cancel()
         side.close.set()
         if side.upstream is not None:
+            side.hooks.cancel()
+            with trio.CancelScope(shield=shielded):
+                await side.hooks_closed.wait()
             if shielded:
                 # The server's end, the desk still there: end the session there, so the desk
                 # frees it now. Any other move leaves a desk that is gone: nothing to end.

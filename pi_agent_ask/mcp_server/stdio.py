@@ -223,6 +223,7 @@ async def serve(
     """Serve MCP on standard input and output until the client closes its side."""
     from pi_agent_ask.mcp_common.connection import desk_file_path
     from pi_agent_ask.mcp_common.journals import claim_default_key, default_key, default_state_dir
+    from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
     from pi_agent_ask.mcp_server.router import Router
 
     desk_file = desk_file_path()
@@ -273,6 +274,14 @@ async def serve(
         state_dir=state if session is None else None,
         session_given=session is not None,
         cwd=work_dir,
+        serve_hooks=functools.partial(
+            serve_hook_endpoint,
+            key=agent_key,
+            client=hello.name,
+            cwd=work_dir,
+            directory=hook_dir,
+            base_key=base_key,
+        ),
     )
     try:
         async with trio.open_nursery() as nursery:
@@ -379,7 +388,7 @@ async def open_local(
     from pi_agent_ask.actors.runtime import open_runtime
     from pi_agent_ask.mcp_common.tools import AgentTools
     from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
-    from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
+    from pi_agent_ask.mcp_server.hook import local_take, serve_hook_endpoint
     from pi_agent_ask.persistence.session_file import SessionFileError
 
     surface: ElicitationSurface | None = None
@@ -429,7 +438,7 @@ async def open_local(
             hook_path = await nursery.start(
                 functools.partial(
                     serve_hook_endpoint,
-                    tools,
+                    local_take(tools),
                     key,
                     hello.name,
                     cwd,
