@@ -27,7 +27,8 @@ Rules stated once:
    it, as a transition of its own (``Continue``).
 3. **FIFO surface.** Claimants get the surface strictly in arrival order (one sequence number
    for background requests and foreground claims); a background request is eligible only
-   while the panel is visible, the surface is ready and nothing holds the queue (``Quiesce``).
+   while the panel is visible, the surface is ready and nothing holds the queue (``Quiesce``),
+   and never in a runtime that shows no background form (``background_shown``: ``ask``).
    A withdrawn claim never lets a later one overtake the active one.
 4. **Routing.** A completed outcome in the active wait's set is routed to it and nowhere else;
    the wait answers once every member has an outcome (or is deferred first). A wait that ends
