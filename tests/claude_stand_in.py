@@ -4,12 +4,12 @@ tests.claude_stand_in LABEL``): it starts ``pi-agent-ask mcp`` as its child, nam
 claude-code`` as its child too, as Claude Code runs its hooks. Its server and its hook share it
 as their nearest ancestor, which is how the hook tells this session's server from another's.
 
-It asks two background questions labelled ``LABEL``. The first is answered in the form once
-both calls returned (so no tool result carries the answer); the second form arriving means the
-first answer is recorded (forms are shown one at a time), and the process prints
-``{"event": "answered"}``. On a line on standard input it runs the hook and
-prints ``{"event": "hook", "context": ...}`` (``null`` when the hook printed nothing), then
-ends (the second form is left open).
+It asks two background questions labelled ``LABEL`` and prints ``{"event": "asked"}``. Shown
+in the client (no desk runs), the first is answered in the form once both calls returned (so no
+tool result carries the answer); the second form arriving means the first answer is recorded
+(forms are shown one at a time), and the process prints ``{"event": "answered"}``. With a desk,
+the person answers there. On a line on standard input it runs the hook and prints
+``{"event": "hook", "context": ...}`` (``null`` when the hook printed nothing), then ends.
 """
 
 from __future__ import annotations
@@ -70,9 +70,16 @@ async def main(label: str) -> None:
         for number in (1, 2):
             await session.call_tool("ask_user", question(label, number))
         asked.set()
-        await second_shown.wait()
-        say("answered")
-        await anyio.wrap_file(sys.stdin).readline()
+        say("asked")
+        async with trio.open_nursery() as nursery:
+
+            async def answered() -> None:
+                await second_shown.wait()
+                say("answered")
+
+            nursery.start_soon(answered)
+            await anyio.wrap_file(sys.stdin).readline()
+            nursery.cancel_scope.cancel()
         payload = {"hook_event_name": "UserPromptSubmit", "cwd": str(Path.cwd()), "prompt": "go on"}
         hook = await trio.run_process(
             [sys.executable, "-m", "pi_agent_ask", "hook", "claude-code"],

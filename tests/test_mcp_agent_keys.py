@@ -4,6 +4,7 @@ keep apart on a desk and without one; a restarted agent finds its own journal ag
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -186,12 +187,15 @@ async def read_event(stream: trio.abc.ReceiveStream, buffer: bytearray) -> dict[
     return event
 
 
+@pytest.mark.parametrize("with_desk", [False, True], ids=["no desk", "desk"])
 async def test_two_claude_code_sessions_in_one_directory_each_hook_takes_its_own_answer(
-    tmp_path: Path, project: Path
+    tmp_path: Path, project: Path, with_desk: bool
 ) -> None:
-    """Two Claude Code sessions (stand-ins: ``tests/claude_stand_in.py``) in one project, no
-    desk: each server answers its own hook. Before, the second server shared the first's key,
-    served no hooks, and the second session's hook took the first session's answer."""
+    """Two Claude Code sessions (stand-ins: ``tests/claude_stand_in.py``) in one project, each
+    hook takes its own session's answers: with no desk from its own server, with a desk through
+    its server from the desk's runtime of its own key. Before, the second server shared the
+    first's key and served no hooks: the second session's hook took the first one's answers
+    (and with a desk, the first hook took both sessions' answers)."""
     env = {
         **server(tmp_path, project).env,  # type: ignore[dict-item]
         "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
@@ -199,34 +203,43 @@ async def test_two_claude_code_sessions_in_one_directory_each_hook_takes_its_own
     }
     command = [sys.executable, "-m", "tests.claude_stand_in"]
     with trio.fail_after(120):
-        sessions = [
-            await trio.lowlevel.open_process(
-                [*command, label],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                cwd=project,
-                env=env,
-            )
-            for label in ("Alpha", "Beta")
-        ]
-        buffers = [bytearray(), bytearray()]
-        try:
-            for process, buffer in zip(sessions, buffers, strict=True):
+        async with contextlib.AsyncExitStack() as stack:
+            desk = await stack.enter_async_context(open_desk(tmp_path)) if with_desk else None
+            sessions = []
+            for label in ("Alpha", "Beta"):
+                process = await trio.lowlevel.open_process(
+                    [*command, label],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    cwd=project,
+                    env=env,
+                )
+                stack.push_async_callback(ended, process)
+                sessions.append((process, bytearray()))
+            for process, buffer in sessions:
                 assert process.stdout is not None
-                assert (await read_event(process.stdout, buffer))["event"] == "answered"
+                assert (await read_event(process.stdout, buffer))["event"] == "asked"
+            if desk is not None:
+                for _form in range(4):
+                    await answer_displayed(desk)
+            else:
+                for process, buffer in sessions:
+                    assert process.stdout is not None
+                    assert (await read_event(process.stdout, buffer))["event"] == "answered"
             contexts = []
-            for process, buffer in zip(sessions, buffers, strict=True):
+            for process, buffer in sessions:
                 assert process.stdin is not None and process.stdout is not None
                 await process.stdin.send_all(b"go\n")
                 event = await read_event(process.stdout, buffer)
                 assert event["event"] == "hook"
                 contexts.append(event["context"])
-        finally:
-            for process in sessions:
-                with trio.CancelScope(shield=True):
-                    if process.stdin is not None:
-                        await process.stdin.aclose()
-                    await process.wait()
     alpha, beta = contexts
     assert alpha is not None and "Alpha, question 1?" in alpha and "Beta" not in alpha
     assert beta is not None and "Beta, question 1?" in beta and "Alpha" not in beta
+
+
+async def ended(process: trio.Process) -> None:
+    with trio.CancelScope(shield=True):
+        if process.stdin is not None:
+            await process.stdin.aclose()
+        await process.wait()
