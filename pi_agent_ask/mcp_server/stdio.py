@@ -30,6 +30,7 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -285,13 +286,37 @@ async def serve(
     )
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(router.run)
+            left = trio.Event()
+
+            async def route(task_status: trio.TaskStatus[None]) -> None:
+                try:
+                    await router.run(task_status=task_status)
+                finally:
+                    left.set()
+
+            nursery.start_soon(end_on_signal, nursery.cancel_scope, left)
+            await nursery.start(route)
             server = routed_server(router)
             await serve_lines(server, replay, stdout)
             nursery.cancel_scope.cancel()
     finally:
         if claim is not None:
             os.close(claim)  # the key is free for the next server of this agent
+
+
+async def end_on_signal(scope: trio.CancelScope, left: trio.Event) -> None:
+    """``SIGTERM`` or ``SIGHUP`` ends the server as the end of its input does, then by the
+    signal: ``scope`` is cancelled, and once the router has let go of what it holds (``left``:
+    a session on a desk ended, the journal closed, the hook socket removed), the signal is
+    raised again with its default action. Only that ends the process: the SDK reads standard
+    input in a thread that no cancellation reaches. A client may end its server so: the
+    TypeScript SDK sends ``SIGTERM`` to a server still running 2 s after it closed its input."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        signum = await anext(signals)
+        scope.cancel()
+        with trio.CancelScope(shield=True):
+            await left.wait()
+    signal.raise_signal(signum)  # the receiver is closed: the default action, the end
 
 
 async def serve_lines(server: Server[Any], replay: ReplayedStdin, stdout: Any) -> None:
