@@ -221,7 +221,8 @@ async def serve(
     stdout: Any = None,
     hook_dir: Path | None = None,
 ) -> None:
-    """Serve MCP on standard input and output until the client closes its side."""
+    """Serve MCP on standard input and output until the client closes its side (or a
+    ``SIGTERM`` or ``SIGHUP`` comes: ``end_on_signal``; call it in the main thread)."""
     from pi_agent_ask.mcp_common.connection import desk_file_path
     from pi_agent_ask.mcp_common.journals import claim_default_key, default_key, default_state_dir
     from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
