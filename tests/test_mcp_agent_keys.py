@@ -40,20 +40,25 @@ def project(tmp_path: Path) -> Iterator[Path]:
         yield work
 
 
-def server(tmp_path: Path, project: Path, *extra: str) -> StdioServerParameters:
-    """``pi-agent-ask mcp``, started in ``project``; desk file, state and home under
-    ``tmp_path``."""
+def environment(tmp_path: Path, project: Path) -> dict[str, str]:
+    """Desk file and home under ``tmp_path``, the runtime directory ``project``'s."""
     env = {
         **os.environ,
         "PI_AGENT_ASK_DESK_FILE": str(tmp_path / "desk.json"),
         "HOME": str(tmp_path),
+        "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
         "XDG_RUNTIME_DIR": str((project / ".runtime").resolve()),
     }
     env.pop("PI_AGENT_ASK_DESK_TOKEN", None)
+    return env
+
+
+def server(tmp_path: Path, project: Path, *extra: str) -> StdioServerParameters:
+    """``pi-agent-ask mcp``, started in ``project``, its state under ``tmp_path``."""
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "pi_agent_ask", "mcp", "--state", str(tmp_path / "state"), *extra],
-        env=env,
+        env=environment(tmp_path, project),
         cwd=str(project),
     )
 
@@ -196,11 +201,7 @@ async def test_two_claude_code_sessions_in_one_directory_each_hook_takes_its_own
     its server from the desk's runtime of its own key. Before, the second server shared the
     first's key and served no hooks: the second session's hook took the first one's answers
     (and with a desk, the first hook took both sessions' answers)."""
-    env = {
-        **server(tmp_path, project).env,  # type: ignore[dict-item]
-        "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
-        "PYTHONPATH": str(ROOT),
-    }
+    env = {**environment(tmp_path, project), "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "tests.claude_stand_in"]
     with trio.fail_after(120):
         async with contextlib.AsyncExitStack() as stack:
