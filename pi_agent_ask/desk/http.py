@@ -57,10 +57,14 @@ from pi_agent_ask.mcp_common.journals import InvalidKey
 from pi_agent_ask.mcp_common.params import describing
 
 __all__ = [
+    "HOOK_OPS",
     "MCP_PATH",
+    "UNKNOWN_HOOK_OP",
     "DeskApp",
     "Listen",
     "ListenError",
+    "agent_hook",
+    "hook_query",
     "is_loopback",
     "mcp_server",
     "parse_listen",
@@ -151,8 +155,9 @@ class DeskApp:
     """The web desk (``pi_agent_ask.web``): every path but ``/mcp``, ``/desk`` and ``/hook``
     goes to it, after the ``Host`` check; it checks its own sign-in, ``Origin`` and CSRF
     token."""
-    registry: AgentRegistry | None = None
-    """The agents whose hooks ``/hook`` serves (``None``: no such endpoint, 404)."""
+    hooks: Callable[[Scope], Awaitable[tuple[int, dict[str, Any]]]] | None = None
+    """``POST /hook``'s status and JSON answer (``None``: no such endpoint, 404): the desk's
+    :func:`agent_hook` on its agents, a team desk's on the store."""
 
     def allowed_origins(self) -> set[str]:
         names = {"127.0.0.1", "localhost", "[::1]"}
@@ -221,19 +226,29 @@ class DeskApp:
             await self.manager.handle_request(scope, watch_disconnect(scope, receive), send)
         elif path == STATUS_PATH and scope.get("method") == "GET":
             await respond_json(send, 200, {"service": SERVICE, "pid": self.pid})
-        elif path == HOOK_PATH and scope.get("method") == "POST" and self.registry is not None:
-            status, body = await _hook(self.registry, scope)
+        elif path == HOOK_PATH and scope.get("method") == "POST" and self.hooks is not None:
+            status, body = await self.hooks(scope)
             await respond_json(send, status, body)
         else:
             await respond_json(send, 404, {"error": "Not found."})
 
 
-async def _hook(registry: AgentRegistry, scope: Scope) -> tuple[int, dict[str, Any]]:
-    """``POST /hook``: a take or a give-back for the agent of the request's key header."""
+HOOK_OPS = ("take", "give-back")
+UNKNOWN_HOOK_OP = "Unknown hook request: op must be take or give-back."
+
+
+def hook_query(scope: Scope) -> dict[str, str]:
+    """A ``/hook`` request's query (the first value of each name)."""
     query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
-    op = query.get("op", [""])[0]
-    if op not in ("take", "give-back"):
-        return 400, {"error": "Unknown hook request: op must be take or give-back."}
+    return {name: values[0] for name, values in query.items()}
+
+
+async def agent_hook(registry: AgentRegistry, scope: Scope) -> tuple[int, dict[str, Any]]:
+    """``POST /hook``: a take or a give-back for the agent of the request's key header."""
+    query = hook_query(scope)
+    op = query.get("op", "")
+    if op not in HOOK_OPS:
+        return 400, {"error": UNKNOWN_HOOK_OP}
     headers = {
         bytes(name).decode("latin-1").lower(): bytes(value).decode("latin-1")
         for name, value in scope.get("headers", ())
@@ -253,8 +268,7 @@ async def _hook(registry: AgentRegistry, scope: Scope) -> tuple[int, dict[str, A
     if op == "take":
         receipt, messages = await agent.take_for_hook()
         return 200, {"messages": messages, "receipt": receipt}
-    receipt = query.get("receipt", [""])[0]
-    if not await agent.give_back_taken(receipt):
+    if not await agent.give_back_taken(query.get("receipt", "")):
         return 404, {"error": "No such receipt: nothing was given back."}
     return 200, {"ok": True}
 

@@ -17,6 +17,7 @@ lines).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -38,6 +39,7 @@ from pi_agent_ask.desk.http import (
     DeskApp,
     Listen,
     ListenError,
+    agent_hook,
     is_loopback,
     mcp_server,
     parse_listen,
@@ -377,7 +379,7 @@ async def _run(
                 listen=where,
                 pid=os.getpid(),
                 web=web,
-                registry=registry,
+                hooks=functools.partial(agent_hook, registry),
             )
 
         try:

@@ -37,7 +37,7 @@ from pi_agent_ask.mcp_common.connection import (
     find_desk,
     key_headers,
 )
-from pi_agent_ask.mcp_server.hook import TakeForHook, Taken
+from pi_agent_ask.mcp_server.hook import NOTHING_TAKEN, TakeForHook, Taken
 
 __all__ = [
     "DeskGone",
@@ -304,11 +304,11 @@ def desk_take(upstream: DeskUpstream, log: Callable[[str], None]) -> TakeForHook
                 body = response.json()
         except (httpx2.HTTPError, ValueError) as error:
             log(f"pi-agent-ask: a Claude Code hook got nothing from the desk: {_plain(error)}")
-            return Taken([], _nothing)
+            return NOTHING_TAKEN
         messages, receipt = body.get("messages"), body.get("receipt")
         if not isinstance(messages, list) or not isinstance(receipt, str):
             log("pi-agent-ask: a Claude Code hook got nothing from the desk: not a take's reply")
-            return Taken([], _nothing)
+            return NOTHING_TAKEN
 
         async def give_back() -> None:
             if not messages:
@@ -325,7 +325,3 @@ def desk_take(upstream: DeskUpstream, log: Callable[[str], None]) -> TakeForHook
         return Taken(messages, give_back)
 
     return take
-
-
-async def _nothing() -> None:
-    """Giving back an empty take."""

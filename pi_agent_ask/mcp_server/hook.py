@@ -138,6 +138,14 @@ TakeForHook = Callable[[], Awaitable[Taken]]
 """A take of the agent's waiting text answers, for one hook request."""
 
 
+async def _no_give_back() -> None:
+    """Giving back a take that handed out nothing."""
+
+
+NOTHING_TAKEN = Taken([], _no_give_back)
+"""A take that handed out nothing (a desk that did not answer)."""
+
+
 def local_take(tools: Any) -> TakeForHook:
     """Takes from the server's own runtime (``AgentTools``)."""
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import attrs
 import mcp.types as types
@@ -90,12 +90,15 @@ def _nul_at(value: object, path: str = "") -> str | None:
     return None
 
 
+def is_call_key(key: object) -> TypeGuard[str]:
+    """Whether ``key`` can be a call key: printable text of 1 to ``MAX_CALL_KEY`` characters."""
+    return isinstance(key, str) and 0 < len(key) <= MAX_CALL_KEY and key.isprintable()
+
+
 def call_key_of(meta: object) -> str:
-    """The call key the client sent (bounded printable text), else a new one."""
-    if isinstance(meta, Mapping):
-        key = meta.get(CALL_KEY_META)
-        if isinstance(key, str) and 0 < len(key) <= MAX_CALL_KEY and key.isprintable():
-            return key
+    """The call key the client sent (``is_call_key``), else a new one."""
+    if isinstance(meta, Mapping) and is_call_key(key := meta.get(CALL_KEY_META)):
+        return key
     return "desk-" + uuid.uuid4().hex
 
 
@@ -154,10 +157,31 @@ class StoreAgentTools:
         return with_background_answers(result, await self._background(call_key))
 
     async def _background(self, call_key: str) -> list[dict[str, Any]]:
+        return [message for _request, message in await self._taken(call_key)]
+
+    async def _taken(self, call_key: str) -> list[tuple[str, dict[str, Any]]]:
+        """The background answers the call ``call_key`` carries (``Store.take``): each
+        request id with its turn-boundary message."""
         taken = await self.store.run(Store.take, self.store.store, self.key, call_key)
         return [
-            texts.background_answer_message(_outcome(d), params=_params(d.params)) for d in taken
+            (d.request_id, texts.background_answer_message(_outcome(d), params=_params(d.params)))
+            for d in taken
         ]
+
+    async def take_for_hook(self, call_key: str) -> list[dict[str, Any]]:
+        """The background answers for the agent's Claude Code hook, taken under ``call_key``
+        as a tool call takes them (the same key takes the same answers again). A hook adds text
+        only: answers with images are given back at once, for the next tool result."""
+        taken = await self._taken(call_key)
+        with_images = [request for request, message in taken if texts.has_image_blocks(message)]
+        if with_images:
+            await self.store.run(Store.give_back, self.store.store, self.key, call_key, with_images)
+        return [message for _request, message in taken if not texts.has_image_blocks(message)]
+
+    async def give_back_hook(self, call_key: str) -> int:
+        """Give back what the hook's take ``call_key`` carried (its reply was not passed on):
+        the agent's next call takes it. Returns how many answers were given back."""
+        return await self.store.run(Store.give_back, self.store.store, self.key, call_key)
 
     async def _ask(
         self, arguments: Any, call_key: str, report_progress: ReportProgress | None

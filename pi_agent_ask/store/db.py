@@ -316,6 +316,21 @@ class Store:
             ).fetchall()
         return [row[0] for row in rows]
 
+    def give_back(self, agent: str, call_key: str, request_ids: Sequence[str] | None = None) -> int:
+        """Unmark what the call ``call_key`` carried (``request_ids``: those of it only), so the
+        agent's next call takes it again: a hook's take whose reply could not be passed on, or
+        an answer a hook leaves for a tool result. Returns how many outcomes were given back."""
+        which = "" if request_ids is None else "AND request_id = ANY(%(ids)s)"
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            cursor = conn.execute(
+                f"""
+                UPDATE {SCHEMA}.outcomes SET delivered_call = NULL, delivered_at = NULL
+                WHERE agent_key = %(agent)s AND delivered_call = %(call)s {which}
+                """,
+                {"agent": agent, "call": call_key, "ids": list(request_ids or ())},
+            )
+            return cursor.rowcount
+
     def take(self, agent: str, call_key: str, *, request_id: str | None = None) -> list[Delivered]:
         """Mark the agent's undelivered outcomes as carried by the call ``call_key`` and return
         them with those this call already carried (a retried call gets the same ones).

@@ -10,15 +10,24 @@ the list (round and round, with a growing pause once every desk has failed, for 
 ``RETRY_FOR`` seconds): its question is found, not asked again; its wait is resumed; the
 answers the lost attempt had taken for it are the ones it gets (``store/db.py``, ``take``).
 The agent sees one result per call, so it sees each answer once.
+
+Claude Code's hook is served as by ``pi-agent-ask mcp`` on its own (``mcp_server/hook.py``):
+each take has a call key of its own, sent to the first desk that answers (``POST /hook``), and
+to the next one with the same key when that desk is away, so a take lost with its desk is
+found again, not taken twice; a reply the hook could not pass on is given back by that key.
 """
 
 from __future__ import annotations
 
+import functools
+import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 import attrs
+import httpx2
 import mcp.types as types
 import trio
 from mcp.client.session import ClientSession
@@ -26,11 +35,19 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
+from pi_agent_ask.mcp_common.connection import HOOK_PATH, desk_url
 from pi_agent_ask.mcp_server.forward import BROKEN_CODES, Held, hold_desk_session
+from pi_agent_ask.mcp_server.hook import NOTHING_TAKEN, TakeForHook, Taken
 from pi_agent_ask.mcp_server.stdio import ask_server
 from pi_agent_ask.store.agent import CALL_KEY_META
 
-__all__ = ["RETRY_FOR", "FailoverUpstream", "parse_desk_urls", "serve_stdio_via_team"]
+__all__ = [
+    "RETRY_FOR",
+    "FailoverUpstream",
+    "parse_desk_urls",
+    "serve_stdio_via_team",
+    "team_take",
+]
 
 RETRY_FOR: Final = 300.0
 """Seconds a call keeps looking for a desk that answers before it fails."""
@@ -38,6 +55,9 @@ TOKEN_REFUSED_TEXT: Final = (
     "The desk at {url} refused this agent's token (PI_AGENT_ASK_TOKEN): it is unknown or "
     "revoked. Ask for a new one (pi-agent-ask store token)."
 )
+HOOK_TIMEOUT: Final = 3.0
+"""Seconds one desk may take to answer a hook's take or give-back (the hook command waits 10 s
+for the whole)."""
 GONE_TEXT: Final = (
     "No pi-agent-ask desk of {urls} answered for {seconds:.0f} s ({error}). A question that "
     "reached one stays in the store; its answer arrives with a later call."
@@ -206,15 +226,94 @@ def failover_server(upstream: FailoverUpstream) -> Server[Any]:
 
 
 async def serve_stdio_via_team(
-    urls: Sequence[str], token: str, *, stdin: Any = None, stdout: Any = None
+    urls: Sequence[str],
+    token: str,
+    *,
+    key: str | None = None,
+    cwd: Path | None = None,
+    hook_dir: Path | None = None,
+    stdin: Any = None,
+    stdout: Any = None,
 ) -> None:
-    """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers. A line
+    """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers, and Claude
+    Code's hook socket under ``key`` (default: the client's default key in ``cwd``). A line
     the SDK cannot read is answered as ``pi-agent-ask mcp`` answers it (``unreadable.py``)."""
-    from pi_agent_ask.mcp_server.stdio import ReplayedStdin, serve_lines, standard_input
+    from pi_agent_ask.mcp_common.journals import default_key
+    from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
+    from pi_agent_ask.mcp_server.stdio import (
+        ReplayedStdin,
+        parse_hello,
+        serve_lines,
+        standard_input,
+    )
 
-    replay = ReplayedStdin(None, stdin if stdin is not None else standard_input())
+    source = stdin if stdin is not None else standard_input()
+    first = await source.readline()
+    if not first:
+        return  # the client closed before saying anything
+    hello = parse_hello(first)
+    work_dir = cwd if cwd is not None else Path.cwd()
+    replay = ReplayedStdin(first, source)
     async with trio.open_nursery() as nursery:
         upstream = FailoverUpstream(urls=list(urls), token=token, nursery=nursery)
+        nursery.start_soon(
+            functools.partial(
+                serve_hook_endpoint,
+                team_take(urls, token, _log),
+                key or default_key(hello.name, work_dir),
+                hello.name,
+                work_dir,
+                directory=hook_dir,
+            )
+        )
         await serve_lines(failover_server(upstream), replay, stdout)
         await upstream.close()
         nursery.cancel_scope.cancel()
+
+
+def team_take(urls: Sequence[str], token: str, log: Callable[[str], None]) -> TakeForHook:
+    """Takes for the hook socket from the team's desks: under a call key of their own, on the
+    first desk of ``urls`` that answers (the next one, same key, when one is away)."""
+
+    async def post(**params: str) -> Any:
+        """The JSON answer of the first desk that answers (``None``: none did, or refused)."""
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=HOOK_TIMEOUT) as http:
+            for url in urls:
+                try:
+                    response = await http.post(desk_url(url, HOOK_PATH), params=params)
+                except httpx2.TransportError:
+                    continue  # that desk is away: the next one, with the same call key
+                try:
+                    body = response.json()
+                except ValueError:
+                    body = {}
+                if response.status_code == 200:
+                    return body
+                error = body.get("error") if isinstance(body, dict) else None
+                log(f"pi-agent-ask: the desk at {url} refused a Claude Code hook: {error}")
+                return None
+        log(f"pi-agent-ask: no desk of {', '.join(urls)} answered a Claude Code hook")
+        return None
+
+    async def take() -> Taken:
+        call = "hook-" + uuid.uuid4().hex
+        body = await post(op="take", call=call)
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list):
+            return NOTHING_TAKEN
+
+        async def give_back() -> None:
+            if not messages:
+                return
+            # Shielded: it runs when the hook's reply failed, also under a cancellation.
+            with trio.CancelScope(shield=True):
+                await post(op="give-back", call=call)
+
+        return Taken(messages, give_back)
+
+    return take
+
+
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

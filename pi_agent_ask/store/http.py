@@ -5,12 +5,16 @@ change: the bearer token is an agent's token (``pi-agent-ask store token``), che
 the store on every request (a revoked token stops working at once, on every desk), and the
 token names the agent: the agent key is the token's, whatever ``X-Pi-Agent-Ask-Key`` says. The
 ``Origin`` and ``Host`` checks are the desk's. ``GET /desk`` answers with the desk's status,
-for a valid token, as a desk of files answers it. Every other path is the web page's, which
-checks its own sign-in, ``Origin`` and CSRF token (``web/app.py``).
+for a valid token, as a desk of files answers it. ``POST /hook`` serves the agent's Claude Code
+hook (:func:`team_hook`): ``?op=take&call=KEY`` takes its waiting text answers under a call
+key of the forwarder's, as a tool call does (a take retried on another desk with the same key
+gets the same answers), ``?op=give-back&call=KEY`` gives them back. Every other path is the
+web page's, which checks its own sign-in, ``Origin`` and CSRF token (``web/app.py``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -18,7 +22,14 @@ import mcp.types as types
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.desk.http import INVALID_PARAMS, MCP_PATH, DeskApp
+from pi_agent_ask.desk.http import (
+    HOOK_OPS,
+    INVALID_PARAMS,
+    MCP_PATH,
+    UNKNOWN_HOOK_OP,
+    DeskApp,
+    hook_query,
+)
 from pi_agent_ask.mcp_common.asgi import (
     Receive,
     Scope,
@@ -28,13 +39,13 @@ from pi_agent_ask.mcp_common.asgi import (
     respond_json,
     unless_gone,
 )
-from pi_agent_ask.mcp_common.connection import STATUS_PATH
+from pi_agent_ask.mcp_common.connection import HOOK_PATH, STATUS_PATH
 from pi_agent_ask.mcp_common.params import describing
-from pi_agent_ask.store.agent import StoreAgentTools, call_key_of
+from pi_agent_ask.store.agent import MAX_CALL_KEY, StoreAgentTools, call_key_of, is_call_key
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
 
-__all__ = ["AGENT_SCOPE_KEY", "TeamDeskApp", "team_mcp_server"]
+__all__ = ["AGENT_SCOPE_KEY", "TeamDeskApp", "team_hook", "team_mcp_server"]
 
 TOKEN_REFUSED = "Missing, unknown or revoked agent token (see pi-agent-ask store token)."
 AGENT_SCOPE_KEY = "pi_agent_ask.agent"
@@ -48,7 +59,7 @@ class TeamDeskApp(DeskApp):
     store: AsyncStore | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        for_agents = scope.get("path", "") in (MCP_PATH, MCP_PATH + "/", STATUS_PATH)
+        for_agents = scope.get("path", "") in (MCP_PATH, MCP_PATH + "/", STATUS_PATH, HOOK_PATH)
         if self.web is not None and not for_agents:
             await super().__call__(scope, receive, send)  # the page: its own checks
             return
@@ -82,6 +93,26 @@ def _agent(ctx: Any) -> str:
     if not isinstance(agent, str):
         raise MCPError(INVALID_PARAMS, "No agent: this desk needs an agent token.")
     return agent
+
+
+def team_hook(
+    store: AsyncStore, wakes: Wakes
+) -> Callable[[Scope], Awaitable[tuple[int, dict[str, Any]]]]:
+    """``POST /hook`` on a team desk, for the agent the request's token names."""
+
+    async def hook(scope: Scope) -> tuple[int, dict[str, Any]]:
+        query = hook_query(scope)
+        op, call_key = query.get("op", ""), query.get("call", "")
+        if op not in HOOK_OPS:
+            return 400, {"error": UNKNOWN_HOOK_OP}
+        if not is_call_key(call_key):
+            return 400, {"error": f"call must be printable text of 1 to {MAX_CALL_KEY} characters."}
+        tools = StoreAgentTools(store, wakes, scope[AGENT_SCOPE_KEY])
+        if op == "take":
+            return 200, {"messages": await tools.take_for_hook(call_key)}
+        return 200, {"givenBack": await tools.give_back_hook(call_key)}
+
+    return hook
 
 
 def team_mcp_server(

@@ -27,7 +27,7 @@ from pi_agent_ask.desk.run import checked_listen, desk_settings, serving, show_t
 from pi_agent_ask.mcp_common.connection import new_token
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
-from pi_agent_ask.store.http import TeamDeskApp, team_mcp_server
+from pi_agent_ask.store.http import TeamDeskApp, team_hook, team_mcp_server
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 from pi_agent_ask.store.web import TeamPage, team_web_desk
 from pi_agent_ask.web.app import WebDesk
@@ -125,7 +125,13 @@ async def run_team_desk(
 
             def app_of(manager: StreamableHTTPSessionManager) -> TeamDeskApp:
                 return TeamDeskApp(
-                    manager=manager, token="", listen=where, pid=os.getpid(), store=shared, web=web
+                    manager=manager,
+                    token="",
+                    listen=where,
+                    pid=os.getpid(),
+                    store=shared,
+                    web=web,
+                    hooks=team_hook(shared, wakes),
                 )
 
             async with serving(
