@@ -1,5 +1,5 @@
 """A stand-in for one Claude Code session, as a process of its own (``python -m
-tests.claude_stand_in LABEL``): it starts ``pi-agent-ask mcp`` as its child, named
+tests.claude_stand_in LABEL [SERVER ARGUMENTS...]``): it starts ``pi-agent-ask mcp`` as its child, named
 ``claude-code`` and showing forms itself (form elicitation), and later runs ``pi-agent-ask hook
 claude-code`` as its child too, as Claude Code runs its hooks. Its server and its hook share it
 as their nearest ancestor, which is how the hook tells this session's server from another's.
@@ -45,7 +45,7 @@ def question(label: str, number: int) -> dict[str, Any]:
     }
 
 
-async def main(label: str) -> None:
+async def main(label: str, *arguments: str) -> None:
     asked, second_shown = trio.Event(), trio.Event()
 
     async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -58,7 +58,9 @@ async def main(label: str) -> None:
         raise AssertionError
 
     server = StdioServerParameters(
-        command=sys.executable, args=["-m", "pi_agent_ask", "mcp"], env=dict(os.environ)
+        command=sys.executable,
+        args=["-m", "pi_agent_ask", "mcp", *arguments],
+        env=dict(os.environ),
     )
     info = types.Implementation(name="claude-code", version="1")
     async with (
@@ -92,4 +94,4 @@ async def main(label: str) -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1])
+    trio.run(main, *sys.argv[1:])

@@ -224,7 +224,7 @@ async def serve(
     """Serve MCP on standard input and output until the client closes its side (or a
     ``SIGTERM`` or ``SIGHUP`` comes: ``end_on_signal``; call it in the main thread)."""
     from pi_agent_ask.mcp_common.connection import desk_file_path
-    from pi_agent_ask.mcp_common.journals import claim_default_key, default_key, default_state_dir
+    from pi_agent_ask.mcp_common.journals import default_state_dir
     from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
     from pi_agent_ask.mcp_server.router import Router
 
@@ -238,54 +238,43 @@ async def serve(
     hello = parse_hello(first)
     replay = ReplayedStdin(first, source)
     state = state_dir if state_dir is not None else default_state_dir()
-    base_key = key or default_key(hello.name, work_dir)
-    agent_key, claim = base_key, None
-    if key is None:
-        # Two agents of one client in one directory run at once: the second gets the next
-        # free key, never the first's (whose answers it would take).
-        # A state directory that cannot hold the claim cannot hold the journal either: the
-        # server goes on under the default key, and its journal says so on each call.
-        with contextlib.suppress(OSError):
-            agent_key, claim = await trio.to_thread.run_sync(
-                claim_default_key, state, hello.name, work_dir
+    async with agent_keys(key, hello.name, work_dir, state) as (agent_key, base_key):
+
+        def local(keep: bool, on_elicitation_failure: Any) -> Any:
+            return open_local(
+                hello,
+                key=agent_key,
+                base_key=base_key,
+                session=session,
+                state_dir=state,
+                settings=settings,
+                cwd=work_dir,
+                progress_interval=progress_interval,
+                hook_dir=hook_dir,
+                keep=keep,
+                on_elicitation_failure=on_elicitation_failure,
             )
 
-    def local(keep: bool, on_elicitation_failure: Any) -> Any:
-        return open_local(
-            hello,
+        router = Router(
             key=agent_key,
-            base_key=base_key,
-            session=session,
-            state_dir=state,
-            settings=settings,
-            cwd=work_dir,
+            desk=desk,
+            desk_file=desk_file,
+            open_local=local,
+            elicitation=hello.elicitation,
             progress_interval=progress_interval,
-            hook_dir=hook_dir,
-            keep=keep,
-            on_elicitation_failure=on_elicitation_failure,
-        )
-
-    router = Router(
-        key=agent_key,
-        desk=desk,
-        desk_file=desk_file,
-        open_local=local,
-        elicitation=hello.elicitation,
-        progress_interval=progress_interval,
-        token=token,
-        state_dir=state if session is None else None,
-        session_given=session is not None,
-        cwd=work_dir,
-        serve_hooks=functools.partial(
-            serve_hook_endpoint,
-            key=agent_key,
-            client=hello.name,
+            token=token,
+            state_dir=state if session is None else None,
+            session_given=session is not None,
             cwd=work_dir,
-            directory=hook_dir,
-            base_key=base_key,
-        ),
-    )
-    try:
+            serve_hooks=functools.partial(
+                serve_hook_endpoint,
+                key=agent_key,
+                client=hello.name,
+                cwd=work_dir,
+                directory=hook_dir,
+                base_key=base_key,
+            ),
+        )
         async with trio.open_nursery() as nursery:
             left = trio.Event()
 
@@ -300,9 +289,34 @@ async def serve(
             server = routed_server(router)
             await serve_lines(server, replay, stdout)
             nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def agent_keys(
+    key: str | None, client: str, cwd: Path, state_dir: Path
+) -> AsyncIterator[tuple[str, str]]:
+    """The agent's key and its base key (the key before a run number, which the hook command
+    looks for) while the block runs. A given ``key`` is shared on purpose by every server given
+    it. Without one, two agents of one client in one directory running at once get two keys,
+    never one (the second would take the first's answers): the first free default key is
+    claimed until the block ends (``journals.claim_default_key``). A state directory that
+    cannot hold the claim cannot hold the journal either: the default key goes unclaimed, and
+    the journal says so on each call."""
+    from pi_agent_ask.mcp_common.journals import claim_default_key, default_key
+
+    base = key or default_key(client, cwd)
+    if key is not None:
+        yield key, base
+        return
+    try:
+        claimed, claim = await trio.to_thread.run_sync(claim_default_key, state_dir, client, cwd)
+    except OSError:
+        yield base, base
+        return
+    try:
+        yield claimed, base
     finally:
-        if claim is not None:
-            os.close(claim)  # the key is free for the next server of this agent
+        os.close(claim)  # the key is free for the next server of this agent
 
 
 async def end_on_signal(scope: trio.CancelScope, left: trio.Event) -> None:
