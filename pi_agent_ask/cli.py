@@ -232,7 +232,8 @@ def _add_history(commands: Any) -> None:
     export = history_commands.add_parser("export", help="export records to a Markdown file")
     export.add_argument("--session", type=Path, help=session_help)
     export.add_argument("path")
-    export.add_argument("keys", nargs="*", metavar="REQUEST_ID:QUESTION_ID")
+    # A default makes argparse treat the keys as optional in its "required" message too.
+    export.add_argument("keys", nargs="*", default=[], metavar="REQUEST_ID:QUESTION_ID")
 
 
 COMMANDS: dict[str, Callable[[Any], None]] = {

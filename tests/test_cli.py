@@ -113,6 +113,16 @@ def test_history_of_a_missing_session_is_an_error(tmp_path: Path) -> None:
     assert not (tmp_path / "missing.pas").exists()
 
 
+def test_history_export_without_a_path_names_only_what_is_missing() -> None:
+    """The question keys are optional (``export PATH [REQUEST_ID:QUESTION_ID ...]``): a
+    missing path is said alone, not as if the keys were missing too."""
+    done = run("history", "export")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "pi-agent-ask history export: error: the following arguments are required: path"
+    )
+
+
 def test_ask_reports_a_refused_session_file_with_exit_5(tmp_path: Path) -> None:
     not_a_session = tmp_path / "plain.txt"
     not_a_session.write_text("this is not a session file\n")

@@ -148,3 +148,47 @@ async def test_an_answer_card_names_options_by_their_labels(
     text = "\n".join(lines)
     assert text.count("Soak test (not selected) note: next week") == 1, text
     assert "soak (not selected)" not in text
+
+
+async def test_a_background_form_cancelled_while_the_agent_is_idle_shows_its_card_now(
+    tmp_path: Path,
+) -> None:
+    """000: a cancellation never wakes the agent and only adds context; the person who
+    cancelled sees its card at once (the reference sends it while idle without a turn), not
+    at the agent's next turn. That turn's boundary adds the message to the context without a
+    second card."""
+    import trio
+
+    from pi_agent_ask import open_runtime
+    from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.desk.testing import submit, yes_no_form
+    from pi_agent_ask.host.local import LocalHost
+
+    lines: list[str] = []
+    with trio.fail_after(30):
+        async with open_runtime(settings=settings_file(tmp_path), surface=NullSurface()) as rt:
+            host = LocalHost(rt, lambda line: lines.append(line_text(line)))
+            flows: list[str] = []
+            rt.events.on("pi-agent-ask:started", lambda payload: flows.append(payload["flowId"]))
+
+            async def ask(h: LocalHost) -> None:
+                await h.call("ask_user", {**yes_no_form("Deploy", background=True), "title": "Go"})
+
+            await host.turn(ask)  # the agent is idle now
+            while not flows:
+                await trio.testing.wait_all_tasks_blocked()
+            outcome = await submit(rt, flows[0], {"kind": "cancel"})
+            assert outcome.get("ok") is True, outcome
+            await trio.testing.wait_all_tasks_blocked()
+            assert "Go · ? Questions cancelled" in lines
+            assert "No approval given." in lines
+            assert rt.wakeups.statistics().current_buffer_used == 0  # no turn was started
+            cards = lines.count("Go · ? Questions cancelled")
+
+            async def nothing(h: LocalHost) -> None:
+                pass
+
+            await host.turn(nothing)  # the next turn: the message enters the context
+    assert lines.count("Go · ? Questions cancelled") == cards == 1
+    [message] = [m for m in host.context if m.get("customType") == "ask:background-answer"]
+    assert message["details"]["result"]["cancelled"] is True

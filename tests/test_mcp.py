@@ -816,10 +816,12 @@ def test_hook_finds_servers_by_key_else_by_claude_in_the_same_directory(tmp_path
     server("b", key="mine", client="other", cwd="/p")
     server("c", key="codex@/p", client="codex", cwd="/p")
     server("d", key="Claude Desktop@/q", client="Claude Desktop", cwd="/q")
+    # A second Claude Code session in /p at once: its server took the next key.
+    server("f", key="claude-code #2@/p", base="claude-code@/p", client="claude-code", cwd="/p")
     (tmp_path / "e.json").write_text("{broken")
     names = lambda found: sorted(path.stem for path, _info in found)  # noqa: E731
     assert names(_candidates(tmp_path, "mine", "/p")) == ["b"]
-    assert names(_candidates(tmp_path, "claude-code@/p", "/p")) == ["a"]
+    assert names(_candidates(tmp_path, "claude-code@/p", "/p")) == ["a", "f"]
     # No key matches: a Claude client in the hook's directory, never another client's.
     assert names(_candidates(tmp_path, "claude-code@/q", "/q")) == ["d"]
     assert names(_candidates(tmp_path, "claude-code@/r", "/r")) == []

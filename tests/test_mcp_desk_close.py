@@ -7,6 +7,9 @@ asked of it, so the SDK has no failed ``DELETE`` to log ("Session termination fa
 from __future__ import annotations
 
 import logging
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +20,7 @@ import trio
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, open_desk
 from pi_agent_ask.mcp_server.forward import DeskUpstream, forward_list
 from tests.test_mcp import ASK
-from tests.test_mcp_stdio import Home, call, home, server
+from tests.test_mcp_stdio import Home, call, home, opening, server
 
 __all__ = ["home"]
 
@@ -75,3 +78,53 @@ async def test_a_session_on_a_desk_that_stopped_is_dropped_without_a_word(tmp_pa
             # session, as it does on every move away from a desk.
             upstream.reset()
     assert [r.getMessage() for r in client_log if r.levelno >= logging.WARNING] == []
+
+
+async def raw_server(home: Home, name: str) -> trio.Process:
+    """``pi-agent-ask mcp`` with a raw client's opening and a ``tools/list`` answered (the
+    server has chosen its side: the desk, or local with its hook socket)."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "pi_agent_ask", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=home.env(),
+        cwd=home.work,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    listed = '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    await process.stdin.send_all("".join(f"{line}\n" for line in [*opening(name), listed]).encode())
+    received = b""
+    while received.count(b"\n") < 2:  # initialize, then tools/list
+        chunk = await process.stdout.receive_some(65536)
+        assert chunk, received
+        received += chunk
+    return process
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+async def test_a_signal_ends_the_server_as_the_end_of_its_input_does(
+    home: Home, signum: signal.Signals
+) -> None:
+    """A client that ends its server with a signal (the TypeScript SDK sends ``SIGTERM`` to a
+    server still running 2 s after its input closed): what the server holds is let go as at
+    the end of its input (its hook socket and the file beside it removed), then it ends by
+    that signal."""
+    with trio.fail_after(60):
+        process = await raw_server(home, "signalled")
+        [socket] = home.runtime.glob("pi-agent-ask/mcp/*.sock")
+        process.send_signal(signum)
+        assert await process.wait() == -signum
+    assert not socket.exists() and list(home.runtime.glob("pi-agent-ask/mcp/*")) == []
+
+
+async def test_a_signal_ends_the_servers_session_on_the_desk(home: Home) -> None:
+    with records_of("mcp.server.streamable_http") as desk_log, trio.fail_after(60):
+        async with open_desk(
+            home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+        ):
+            process = await raw_server(home, "signalled")
+            process.send_signal(signal.SIGTERM)
+            assert await process.wait() == -signal.SIGTERM
+            ended = [r for r in desk_log if r.getMessage().startswith("Terminating session")]
+    assert len(ended) == 1, [r.getMessage() for r in desk_log]

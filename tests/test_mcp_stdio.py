@@ -908,14 +908,15 @@ async def test_a_client_killed_during_a_call_ends_the_server_quietly(home: Home)
 
 
 async def test_a_second_server_of_one_key_keeps_no_question_it_cannot_keep(home: Home) -> None:
-    """Two clients of one name in one directory share a key, and so a journal, which the
-    first server holds. With no desk and no elicitation the second cannot keep a question
-    where a desk will find it: it says so instead of queuing it in memory, where no desk ever
-    sees it."""
+    """Two servers given one ``--key`` share a journal, which the first server holds. With no
+    desk and no elicitation the second cannot keep a question where a desk will find it: it
+    says so instead of queuing it in memory, where no desk ever sees it. (Without ``--key``
+    the second takes a key of its own: ``test_mcp_agent_keys.py``.)"""
     from pi_agent_ask.desk.testing import answer_displayed, open_desk
 
+    shared = ("--key", "twin")
     with trio.fail_after(90):
-        async with server(home, name="twin") as first, server(home, name="twin") as second:
+        async with server(home, *shared) as first, server(home, *shared) as second:
             kept = await call(first, "ask_user", {**ASK, "background": True})
             refused = await call(second, "ask_user", {**ASK, "background": True})
             assert refused.is_error

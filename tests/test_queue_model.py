@@ -925,3 +925,22 @@ def test_reply_of_finds_the_reply_channel_or_none() -> None:
     assert qs.reply_of(qs.Show(box)) is box
     assert qs.reply_of(qs.SurfaceReady()) is None
     assert qs.reply_of(qs.TryWake()) is None
+
+
+def test_a_queue_that_shows_no_background_forms_gives_the_surface_to_the_claim_only() -> None:
+    # ``open_runtime(background_forms=False)`` (the ``ask`` command): a pending background
+    # request stays pending, without a form started for it, before and after the claim.
+    state = qs.initial_state(background_shown=False)
+    request = AskRequest("r1", _PARAMS, background=True, created_at="t")
+    state, effects = qs.reduce(state, qs.Enqueue(request, _FORM, Box()))
+    state = state.commit()
+    assert not any(isinstance(effect, qs.StartForm) for effect in effects)
+    reply = Box()
+    state, effects = qs.reduce(state, qs.AcquireSurface("c1", "fg:c1", Commands(), Scope(), reply))
+    state = state.commit()
+    assert state.active is not None and state.active.claim is not None
+    state, effects = qs.reduce(state, qs.ReleaseSurface("c1"))
+    state = state.commit()
+    assert state.active is None
+    assert not any(isinstance(effect, qs.StartForm) for effect in effects)
+    assert state.stats().pending == ("r1",)

@@ -206,6 +206,26 @@ async def test_non_tui_sessions_do_not_reopen(tmp_path: Path) -> None:
         assert log.of(ev.STARTED) == []
 
 
+async def test_the_ask_commands_runtime_does_not_reopen(tmp_path: Path) -> None:
+    """``ask`` is one call (docs/cli.md): it does not reopen an earlier interrupted one, which
+    stays unresolved in the session, untouched, for the host that asked it."""
+    from pi_agent_ask.ui.runtime import open_one_call_runtime
+
+    session = tmp_path / "s.pas"
+    interrupted_session(session)
+    before = [e.type for e in SessionFile.open(session, readonly=True).branch()]
+    surface = RecordingSurface()
+    async with open_one_call_runtime(
+        session, settings_file(tmp_path), tmp_path, surface=surface
+    ) as rt:
+        log = EventLog()
+        log.attach(rt.events)
+        await settle()
+        assert log.of(ev.STARTED) == [] and surface.shown == []
+        assert notices(rt) == []
+    assert [e.type for e in SessionFile.open(session, readonly=True).branch()] == before
+
+
 async def test_a_session_change_closes_the_recovered_form_without_dismissing_it(
     tmp_path: Path,
 ) -> None:

@@ -196,6 +196,8 @@ class RuntimeCore:
     _notify_link: Callable[[str], str | None] | None = None
     """The page of a form, by flow id (``open_runtime(notify_link=)``: the web desk), carried
     to command channels as ``ASK_NOTIFY_URL``."""
+    one_call: bool = False
+    """Shows only the forms of its own calls (``open_runtime(one_call=True)``)."""
     _epoch: int = 0
     _model_requested: bool = False
     _routing_submit: bool = False

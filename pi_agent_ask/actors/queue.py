@@ -251,6 +251,8 @@ class QueueActor:
     surface_ready: bool = True
     idle: bool = True
     """Whether the agent starts idle (``open_runtime(agent_idle=)``)."""
+    background_shown: bool = True
+    """Whether background forms are shown (not in ``open_runtime(one_call=True)``)."""
     notice: Callable[[str], None] = _no_notice
     """Tells the person of a failed disk write (the runtime's ``notice``); never blocks."""
     hook_calls: HookCalls = attrs.field(factory=HookCalls)
@@ -264,7 +266,10 @@ class QueueActor:
         init=False,
         default=attrs.Factory(
             lambda self: initial_state(
-                tui=self.tui, surface_ready=self.surface_ready, idle=self.idle
+                tui=self.tui,
+                surface_ready=self.surface_ready,
+                idle=self.idle,
+                background_shown=self.background_shown,
             ),
             takes_self=True,
         ),

@@ -179,6 +179,9 @@ class QueueState:
     """Everything the queue knows. Build the first one with ``initial_state``."""
 
     tui: bool = True
+    background_shown: bool = True
+    """Whether background forms get the surface at all: not in a runtime that makes one
+    foreground call and ends (``ask``), where they stay pending for the host that shows them."""
     epoch: int = 0
     items: Table[str, Item] = attrs.field(factory=Table)
     by_seq: Table[int, str] = attrs.field(factory=Table)
@@ -245,8 +248,16 @@ class QueueState:
         )
 
 
-def initial_state(*, tui: bool = True, surface_ready: bool = True, idle: bool = True) -> QueueState:
-    return QueueState(tui=tui, surface_ready=surface_ready, idle=idle)
+def initial_state(
+    *,
+    tui: bool = True,
+    surface_ready: bool = True,
+    idle: bool = True,
+    background_shown: bool = True,
+) -> QueueState:
+    return QueueState(
+        tui=tui, surface_ready=surface_ready, idle=idle, background_shown=background_shown
+    )
 
 
 def active_flow(state: QueueState, flow_id: str) -> Active | None:

@@ -27,7 +27,8 @@ Rules stated once:
    it, as a transition of its own (``Continue``).
 3. **FIFO surface.** Claimants get the surface strictly in arrival order (one sequence number
    for background requests and foreground claims); a background request is eligible only
-   while the panel is visible, the surface is ready and nothing holds the queue (``Quiesce``).
+   while the panel is visible, the surface is ready and nothing holds the queue (``Quiesce``),
+   and never in a runtime that shows no background form (``background_shown``: ``ask``).
    A withdrawn claim never lets a later one overtake the active one.
 4. **Routing.** A completed outcome in the active wait's set is routed to it and nowhere else;
    the wait answers once every member has an outcome (or is deferred first). A wait that ends
@@ -423,7 +424,8 @@ def _schedule(step: Step) -> None:
     # Read through ``field``: the transition's changes so far, without building a state.
     if step.field("active") is not None or step.field("held") or not step.field("surface_ready"):
         return
-    first = _first_pending(step) if step.field("tui") and step.field("panel_visible") else None
+    shown = step.field("tui") and step.field("panel_visible") and step.field("background_shown")
+    first = _first_pending(step) if shown else None
     claims: tuple[Claim, ...] = step.field("claims")
     if claims:
         best_claim = min(claims, key=lambda c: c.seq)

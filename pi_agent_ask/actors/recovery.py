@@ -98,7 +98,7 @@ async def rebuild(rt: RuntimeCore, reason: str, writer: BranchWriter | None = No
             jr.recover,
             revalidate=functools.partial(_revalidate, rt),
             present_single_as_multi=rt.config.present_single_as_multi,
-            interrupted=reason in RESUME_REASONS and rt.mode == "tui",
+            interrupted=reason in RESUME_REASONS and rt.mode == "tui" and not rt.one_call,
         )
     )
     if interrupted is not None:

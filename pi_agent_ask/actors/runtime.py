@@ -253,6 +253,7 @@ async def _open_runtime(
     surface: Surface | None = None,
     write_terminal: Any = None,
     agent_idle: bool = True,
+    one_call: bool = False,
     terminal: TerminalFactory | None = None,
     check_actors: bool = False,
     notify_link: Callable[[str], str | None] | None = None,
@@ -263,6 +264,9 @@ async def _open_runtime(
     ``write_terminal`` receives notification bytes (bell, OSC) instead of the terminal.
     ``agent_idle=False`` opens with the agent busy: a host that never reads ``wakeups`` (an
     MCP server) passes it, so an answer recovered at open is not handed to an idle wake.
+    ``one_call=True`` (the ``ask`` command: one foreground call, then the end) shows only the
+    forms of its own calls: no background form of the session and no interrupted call
+    reopened; they stay pending, untouched, for the host that asked them.
     ``terminal`` makes the terminal surface of a ``tui`` runtime without ``surface`` (the UI
     layer passes it: ``pi_agent_ask.open_runtime``; ``pi_agent_ask.aio`` passes one whose
     application runs on the host loop); without it such a runtime is headless. The runtime
@@ -345,6 +349,7 @@ async def _open_runtime(
                 hook_calls=hook_calls,
                 write_terminal=write_terminal,
                 notify_link=notify_link,
+                one_call=one_call,
             )
             actor = q.QueueActor(
                 journal=writer,
@@ -354,6 +359,7 @@ async def _open_runtime(
                 tui=mode == "tui",
                 surface_ready=False,
                 idle=agent_idle,
+                background_shown=not one_call,
                 notice=runtime.notice,
                 hook_calls=hook_calls,
                 owner=Owner("queue", checked=check_actors),

@@ -10,12 +10,13 @@ item, rendered with the contract's transcript rows (``form/text.py``).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 import trio
 
+from pi_agent_ask import events as ev
 from pi_agent_ask.actors.records import Outcome
 from pi_agent_ask.actors.runtime import Runtime
 from pi_agent_ask.form import transcript
@@ -49,6 +50,32 @@ class LocalHost:
     """Request id -> the tool call id whose rows the answer card belongs to."""
     _params: dict[str, AskParams] = attrs.field(factory=dict)
     """Request id -> the questions it asked: an answer card names options by their labels."""
+    _idle: bool = True
+    """Between turns (a runtime starts with its agent idle)."""
+    _carded: set[str] = attrs.field(factory=set)
+    """Requests whose card is shown already: cancelled while the agent was idle."""
+
+    def __attrs_post_init__(self) -> None:
+        self.runtime.events.on(ev.COMPLETED, self._completed)
+
+    def _completed(self, payload: Any) -> None:
+        """A background form cancelled while the agent is idle: its card now. A cancellation
+        never wakes the agent and enters its context at the next turn's boundary (000: it
+        only adds context), but the person who cancelled sees it at once, as when the agent
+        works; the boundary adds the message without a second card."""
+        if (
+            not self._idle
+            or not isinstance(payload, Mapping)
+            or payload.get("source") != "background"
+        ):
+            return
+        request_id, details = payload.get("askRequestId"), payload.get("result")
+        if not isinstance(request_id, str) or not isinstance(details, Mapping):
+            return
+        if details.get("cancelled") is not True:
+            return  # an answer wakes the agent, and its card comes with that delivery
+        self._carded.add(request_id)
+        self._card(Outcome(request_id, result=AskResult.from_details(dict(details))))
 
     def say(self, text: str, style: str = "text") -> None:
         self.emit(((style, text),))
@@ -93,6 +120,9 @@ class LocalHost:
             self.emit((("muted", "  "), *transcript.wait_confirmation(details)))
             for item in details.get("results", ()):
                 outcome = Outcome.from_json(item)
+                if outcome.request_id in self._carded:
+                    self._carded.discard(outcome.request_id)  # its card is shown already
+                    continue
                 call_id = self._calls.get(outcome.request_id)
                 card = self._card_lines(outcome)
                 if self.place is not None and call_id is not None and self.place(call_id, card):
@@ -114,12 +144,18 @@ class LocalHost:
             self.emit(line)
 
     def deliver(self, message: dict[str, Any]) -> None:
-        """A background-answer message enters the context; the person sees its card."""
+        """A background-answer message enters the context; the person sees its card (unless
+        it was shown when the form was cancelled)."""
         self.context.append(message)
-        self._card(Outcome.from_json(message["details"]))
+        outcome = Outcome.from_json(message["details"])
+        if outcome.request_id in self._carded:
+            self._carded.discard(outcome.request_id)
+            return
+        self._card(outcome)
 
     async def turn(self, body: Callable[[LocalHost], Awaitable[None]]) -> None:
         """One agent turn: busy while the body runs, then the boundary, then idle."""
+        self._idle = False
         self.runtime.agent_started()
         try:
             await body(self)
@@ -127,6 +163,7 @@ class LocalHost:
             for message in await self.runtime.turn_boundary():
                 self.deliver(message)
             self.runtime.agent_settled()
+            self._idle = True
 
     async def next_wakeup(self) -> dict[str, Any]:
         """Wait (idle) for an answer that starts a new turn; it enters the context."""

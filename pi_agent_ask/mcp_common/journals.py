@@ -6,6 +6,13 @@ readable slug of the key plus a hash of the whole key, so two keys never share a
 can name a path outside the directory. Beside each journal a ``.key`` file keeps the key itself:
 the hash cannot be reversed, and a desk that starts reopens every journal it finds there.
 
+A stdio server with no ``--key`` claims its default key (:func:`claim_default_key`): it holds a
+lock on ``<journal name>.live`` beside the journal for as long as it runs. A second server of
+the same client in the same directory, started while the first runs, finds that key claimed and
+takes the next free one (``<client> #2@<cwd>``, ...): two agents running at once never share a
+key, so neither takes the other's answers, and an agent that restarts after its server ended
+claims the first key again and finds its own journal.
+
 One desk owns a state directory at a time: it holds an exclusive lock on ``desk.lock`` there
 (:func:`lock_state_dir`) for as long as it runs, so a second desk on the same directory (with
 its own connection file) is refused at start instead of fighting over the journals. The lock
@@ -24,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
+    "CLAIM_SUFFIX",
     "JOURNAL_SUFFIX",
     "KEY_SUFFIX",
     "LOCK_NAME",
@@ -31,6 +39,7 @@ __all__ = [
     "InvalidKey",
     "StateDirInUse",
     "check_key",
+    "claim_default_key",
     "default_key",
     "default_state_dir",
     "journal_name",
@@ -43,6 +52,9 @@ __all__ = [
 
 JOURNAL_SUFFIX = ".pias"
 KEY_SUFFIX = ".key"
+CLAIM_SUFFIX = ".live"
+MAX_RUNS = 1000
+"""Default keys a server tries before it gives up claiming one (and uses the first)."""
 MAX_KEY_LENGTH = 200
 _SLUG_LENGTH = 40
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -106,22 +118,49 @@ def check_key(key: str) -> str:
     return key
 
 
-def default_key(client: str, cwd: str | os.PathLike[str]) -> str:
-    """An agent's default key, ``<client>@<cwd>`` (the stdio server's, the hook's).
+def default_key(client: str, cwd: str | os.PathLike[str], run: int = 1) -> str:
+    """An agent's default key, ``<client>@<cwd>`` (the stdio server's, the hook's); for the
+    ``run``-th server of that client running in that directory at once, ``<client> #run@<cwd>``
+    (:func:`claim_default_key`; the number comes first, where a display that shortens a long
+    key at its end keeps it).
 
     One that would be longer than ``MAX_KEY_LENGTH`` keeps the client's name (its first 60
     characters) and the end of the directory, after ``…``, and ends in ``#`` and 8 hex digits
-    of the whole one's SHA-256, so two directories that end alike stay two agents. A
-    character no key may hold (a control or invisible one: a tab in a directory's name) is
+    of the unnumbered whole one's SHA-256, so two directories that end alike stay two agents.
+    A character no key may hold (a control or invisible one: a tab in a directory's name) is
     ``?``."""
     client, place = _printable(client), _printable(os.fspath(cwd))
-    full = f"{client}@{place}"
+    number = "" if run == 1 else f" #{run}"
+    full = f"{client}{number}@{place}"
     if len(full) <= MAX_KEY_LENGTH:
         return full
-    digest = hashlib.sha256(full.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    head = f"{client[:60]}@…"
+    whole = f"{client}@{place}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(whole).hexdigest()[:8]
+    head = f"{client[:60]}{number}@…"
     room = MAX_KEY_LENGTH - len(head) - len(digest) - 1
     return f"{head}{place[-room:]}#{digest}"
+
+
+def claim_default_key(state_dir: Path, client: str, cwd: str | os.PathLike[str]) -> tuple[str, int]:
+    """The first default key of ``client`` in ``cwd`` (run 1, 2, ...) that no running server
+    holds, and the open descriptor of its claim: the key is this process's until the
+    descriptor is closed (or the process ends: the lock is the kernel's ``flock``). Raises
+    ``OSError`` when the state directory cannot hold a claim."""
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for run in range(1, MAX_RUNS + 1):
+        key = default_key(client, cwd, run)
+        claim = state_dir / (journal_name(key) + CLAIM_SUFFIX)
+        fd = os.open(claim, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        except BaseException:
+            os.close(fd)
+            raise
+        return key, fd
+    raise OSError(errno.EBUSY, f"{MAX_RUNS} servers hold the keys of {client!r} here", str(cwd))
 
 
 def _printable(text: str) -> str:

@@ -35,7 +35,11 @@ def add_mcp_parsers(commands: Any) -> None:
         help="show forms on a desk (auto: whenever one runs, also one started later; "
         "URLs: the first that answers, the next when it goes away; default auto)",
     )
-    mcp.add_argument("--key", help="the agent's name on the desk (default: client@cwd)")
+    mcp.add_argument(
+        "--key",
+        help="the agent's name on the desk, shared by every server given it (default: "
+        "client@cwd, or client #2@cwd while another server of the client runs there)",
+    )
     mcp.add_argument(
         "--progress-interval",
         type=float,

@@ -4,7 +4,8 @@ A running ``pi-agent-ask mcp`` server listens on a private unix socket,
 ``<runtime dir>/pi-agent-ask/mcp/<slug>.sock`` (directory 0700, socket 0600; the runtime dir
 is ``$XDG_RUNTIME_DIR``, else the agent directory, else, when a socket path there would be
 too long, a private ``<temp dir>/pi-agent-ask-<uid>``: see :func:`runtime_dir`), with
-``<slug>.json`` beside it: ``{"key", "client", "cwd", "pid", "ancestors"}``. The protocol is
+``<slug>.json`` beside it: ``{"key", "base", "client", "cwd", "pid", "ancestors"}`` (``base``:
+the key before its run number, ``journals.claim_default_key``). The protocol is
 one JSON line each way: the hook sends ``{"op": "take"}``, the server answers
 ``{"messages": [...]}`` (the turn-boundary messages, marked delivered by the runtime's
 boundary) and closes. Delivery stays exactly once because it is decided where the agent's
@@ -18,9 +19,10 @@ hook adds text only; a tool result carries the images).
 its waiting answers and prints ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``.
 It prints nothing and exits 0 when there is no server or nothing waits. Which server: the
 ones whose key is ``--key`` (default ``claude-code@<cwd>``, the stdio server's default key for
-Claude Code), else those started by a client named like Claude in the hook's directory; among
-them the one that shares the nearest ancestor process with the hook (the Claude Code process
-that started both), so two sessions in one directory keep their answers apart.
+Claude Code) or that key numbered (``claude-code #2@<cwd>``: a second session there), else
+those started by a client named like Claude in the hook's directory; among them the one that
+shares the nearest ancestor process with the hook (the Claude Code process that started both),
+so two sessions in one directory keep their answers apart.
 """
 
 from __future__ import annotations
@@ -162,10 +164,12 @@ async def serve_hook_endpoint(
     cwd: Path,
     *,
     directory: Path | None = None,
+    base_key: str | None = None,
     task_status: trio.TaskStatus[Path | None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen for hooks until cancelled; ``task_status`` gets the socket path (``None`` when
-    it could not be made: the server goes on without hooks)."""
+    it could not be made: the server goes on without hooks). ``base_key``: the default key
+    ``key`` numbers (``<client> #2@<cwd>``), which the hook command looks for."""
     folder = directory if directory is not None else runtime_dir()
     path = folder / f"{slug(key)}.sock"
     meta = folder / f"{slug(key)}.json"
@@ -185,6 +189,7 @@ async def serve_hook_endpoint(
         sock.listen(16)
         info = {
             "key": key,
+            "base": base_key or key,
             "client": client,
             "cwd": str(cwd),
             "pid": os.getpid(),
@@ -284,7 +289,8 @@ def _candidates(folder: Path, key: str | None, cwd: str) -> list[tuple[Path, dic
             continue
         if isinstance(info, dict):
             found.append((meta.with_suffix(".sock"), info))
-    exact = [(p, i) for p, i in found if i.get("key") == key]
+    # The key, or a key numbered after it (a second server of the client in the directory).
+    exact = [(p, i) for p, i in found if key in (i.get("key"), i.get("base"))]
     if exact:
         return exact
     return [

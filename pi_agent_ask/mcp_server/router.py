@@ -27,8 +27,8 @@ Local, without the client's form elicitation, nothing can show a form, so the fo
 **kept** for a desk: ``ask_user`` queues the form and says so (start ``pi-agent-ask desk``),
 also on standard error, and ``wait_for_answers`` waits until a desk shows them. With
 ``--desk off`` (no desk will ever come) the contract's non-TUI fallback applies instead. A
-journal no desk would see (``--session``, or one held in memory because another server of the
-key has the file) keeps no such question: ``ask_user`` is refused, saying what helps.
+journal no desk would see (``--session``, or one held in memory because another server given
+the same ``--key`` has the file) keeps no such question: ``ask_user`` is refused, saying what helps.
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ NO_FORMS_LOG = (
 )
 SHARED_TEXT = (
     "Nothing was asked: no pi-agent-ask desk is running, this MCP client cannot show forms, "
-    "and another pi-agent-ask server of the same agent key ({key!r}: the same client in the "
-    "same directory) holds the journal where questions are kept for a desk. The user runs "
+    "and another pi-agent-ask server given the same --key ({key!r}) holds the journal where "
+    "questions are kept for a desk. The user runs "
     "`pi-agent-ask desk` in a terminal (then ask again: both servers use it), or gives this "
     "server its own `--key`."
 )

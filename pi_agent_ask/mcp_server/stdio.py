@@ -15,10 +15,13 @@ forms are shown, in order (``--desk auto``):
 
 ``--desk off`` skips the desk; ``--desk URL`` requires it (the token comes from
 ``$PI_AGENT_ASK_DESK_TOKEN`` or the connection file naming that URL). The session journal is
-``--session FILE``, by default ``<agent dir>/pi-agent-ask/mcp/<key slug>.pias``, so queued
-forms and undelivered answers outlive a restart of the client (a second server with the same
-key finds the file locked and keeps its journal in memory, saying so on standard error). While
-it runs the server also serves Claude Code's hook (``hook.py``).
+``--session FILE``, by default the journal the desk keeps for the agent key under its state
+directory, so queued forms and undelivered answers outlive a restart of the client. Without
+``--key`` the server claims its default key for as long as it runs
+(``journals.claim_default_key``): a second server of the same client in the same directory
+gets ``<client> #2@<cwd>``, its own journal and its own place on a desk. A second server
+given the same ``--key`` finds the journal locked and keeps its questions in memory, saying so
+on standard error. While it runs the server also serves Claude Code's hook (``hook.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -217,9 +221,10 @@ async def serve(
     stdout: Any = None,
     hook_dir: Path | None = None,
 ) -> None:
-    """Serve MCP on standard input and output until the client closes its side."""
+    """Serve MCP on standard input and output until the client closes its side (or a
+    ``SIGTERM`` or ``SIGHUP`` comes: ``end_on_signal``; call it in the main thread)."""
     from pi_agent_ask.mcp_common.connection import desk_file_path
-    from pi_agent_ask.mcp_common.journals import default_key, default_state_dir
+    from pi_agent_ask.mcp_common.journals import default_state_dir
     from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
     from pi_agent_ask.mcp_server.router import Router
 
@@ -231,44 +236,102 @@ async def serve(
     if not first:
         return  # the client closed before saying anything
     hello = parse_hello(first)
-    agent_key = key or default_key(hello.name, work_dir)
     replay = ReplayedStdin(first, source)
     state = state_dir if state_dir is not None else default_state_dir()
+    async with agent_keys(key, hello.name, work_dir, state) as (agent_key, base_key):
 
-    def local(keep: bool, on_elicitation_failure: Any) -> Any:
-        return open_local(
-            hello,
+        def local(keep: bool, on_elicitation_failure: Any) -> Any:
+            return open_local(
+                hello,
+                key=agent_key,
+                base_key=base_key,
+                session=session,
+                state_dir=state,
+                settings=settings,
+                cwd=work_dir,
+                progress_interval=progress_interval,
+                hook_dir=hook_dir,
+                keep=keep,
+                on_elicitation_failure=on_elicitation_failure,
+            )
+
+        router = Router(
             key=agent_key,
-            session=session,
-            state_dir=state,
-            settings=settings,
-            cwd=work_dir,
+            desk=desk,
+            desk_file=desk_file,
+            open_local=local,
+            elicitation=hello.elicitation,
             progress_interval=progress_interval,
-            hook_dir=hook_dir,
-            keep=keep,
-            on_elicitation_failure=on_elicitation_failure,
+            token=token,
+            state_dir=state if session is None else None,
+            session_given=session is not None,
+            cwd=work_dir,
+            serve_hooks=functools.partial(
+                serve_hook_endpoint,
+                key=agent_key,
+                client=hello.name,
+                cwd=work_dir,
+                directory=hook_dir,
+                base_key=base_key,
+            ),
         )
+        async with trio.open_nursery() as nursery:
+            left = trio.Event()
 
-    router = Router(
-        key=agent_key,
-        desk=desk,
-        desk_file=desk_file,
-        open_local=local,
-        elicitation=hello.elicitation,
-        progress_interval=progress_interval,
-        token=token,
-        state_dir=state if session is None else None,
-        session_given=session is not None,
-        cwd=work_dir,
-        serve_hooks=functools.partial(
-            serve_hook_endpoint, key=agent_key, client=hello.name, cwd=work_dir, directory=hook_dir
-        ),
-    )
-    async with trio.open_nursery() as nursery:
-        await nursery.start(router.run)
-        server = routed_server(router)
-        await serve_lines(server, replay, stdout)
-        nursery.cancel_scope.cancel()
+            async def route(task_status: trio.TaskStatus[None]) -> None:
+                try:
+                    await router.run(task_status=task_status)
+                finally:
+                    left.set()
+
+            nursery.start_soon(end_on_signal, nursery.cancel_scope, left)
+            await nursery.start(route)
+            server = routed_server(router)
+            await serve_lines(server, replay, stdout)
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def agent_keys(
+    key: str | None, client: str, cwd: Path, state_dir: Path
+) -> AsyncIterator[tuple[str, str]]:
+    """The agent's key and its base key (the key before a run number, which the hook command
+    looks for) while the block runs. A given ``key`` is shared on purpose by every server given
+    it. Without one, two agents of one client in one directory running at once get two keys,
+    never one (the second would take the first's answers): the first free default key is
+    claimed until the block ends (``journals.claim_default_key``). A state directory that
+    cannot hold the claim cannot hold the journal either: the default key goes unclaimed, and
+    the journal says so on each call."""
+    from pi_agent_ask.mcp_common.journals import claim_default_key, default_key
+
+    base = key or default_key(client, cwd)
+    if key is not None:
+        yield key, base
+        return
+    try:
+        claimed, claim = await trio.to_thread.run_sync(claim_default_key, state_dir, client, cwd)
+    except OSError:
+        yield base, base
+        return
+    try:
+        yield claimed, base
+    finally:
+        os.close(claim)  # the key is free for the next server of this agent
+
+
+async def end_on_signal(scope: trio.CancelScope, left: trio.Event) -> None:
+    """``SIGTERM`` or ``SIGHUP`` ends the server as the end of its input does, then by the
+    signal: ``scope`` is cancelled, and once the router has let go of what it holds (``left``:
+    a session on a desk ended, the journal closed, the hook socket removed), the signal is
+    raised again with its default action. Only that ends the process: the SDK reads standard
+    input in a thread that no cancellation reaches. A client may end its server so: the
+    TypeScript SDK sends ``SIGTERM`` to a server still running 2 s after it closed its input."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        signum = await anext(signals)
+        scope.cancel()
+        with trio.CancelScope(shield=True):
+            await left.wait()
+    signal.raise_signal(signum)  # the receiver is closed: the default action, the end
 
 
 async def serve_lines(server: Server[Any], replay: ReplayedStdin, stdout: Any) -> None:
@@ -343,6 +406,7 @@ async def open_local(
     hello: ClientHello,
     *,
     key: str,
+    base_key: str | None = None,
     session: Path | None = None,
     settings: Path | None = None,
     cwd: Path,
@@ -419,6 +483,7 @@ async def open_local(
                     hello.name,
                     cwd,
                     directory=hook_dir,
+                    base_key=base_key or key,
                 )
             )
             server = mcp_server(tools, surface, nursery)

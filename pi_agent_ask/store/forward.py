@@ -236,12 +236,15 @@ async def serve_stdio_via_team(
     stdout: Any = None,
 ) -> None:
     """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers, and Claude
-    Code's hook socket under ``key`` (default: the client's default key in ``cwd``). A line
-    the SDK cannot read is answered as ``pi-agent-ask mcp`` answers it (``unreadable.py``)."""
-    from pi_agent_ask.mcp_common.journals import default_key
+    Code's hook socket under ``key`` (default: the client's first default key in ``cwd`` that
+    no running server holds, ``stdio.agent_keys``, so two sessions in one directory keep their
+    hooks apart). A line the SDK cannot read is answered as ``pi-agent-ask mcp`` answers it
+    (``unreadable.py``)."""
+    from pi_agent_ask.mcp_common.journals import default_state_dir
     from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
     from pi_agent_ask.mcp_server.stdio import (
         ReplayedStdin,
+        agent_keys,
         parse_hello,
         serve_lines,
         standard_input,
@@ -254,16 +257,20 @@ async def serve_stdio_via_team(
     hello = parse_hello(first)
     work_dir = cwd if cwd is not None else Path.cwd()
     replay = ReplayedStdin(first, source)
-    async with trio.open_nursery() as nursery:
+    async with (
+        agent_keys(key, hello.name, work_dir, default_state_dir()) as (hook_key, base_key),
+        trio.open_nursery() as nursery,
+    ):
         upstream = FailoverUpstream(urls=list(urls), token=token, nursery=nursery)
         nursery.start_soon(
             functools.partial(
                 serve_hook_endpoint,
                 team_take(urls, token, _log),
-                key or default_key(hello.name, work_dir),
+                hook_key,
                 hello.name,
                 work_dir,
                 directory=hook_dir,
+                base_key=base_key,
             )
         )
         await serve_lines(failover_server(upstream), replay, stdout)

@@ -21,7 +21,7 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 
 from pi_agent_ask.persistence.settings import load_settings, settings_path
-from pi_agent_ask.ui.runtime import open_runtime
+from pi_agent_ask.ui.runtime import open_one_call_runtime
 from pi_agent_ask.ui.surface import TerminalSurface, run_terminal_surface
 
 if TYPE_CHECKING:  # the clipboard module is imported on the first paste
@@ -84,7 +84,8 @@ async def run_ask(
     """Ask one ``ask_user`` call on the terminal; return ``(exit status, tool result)``.
 
     ``input``/``output`` are the terminal's prompt_toolkit objects (``None``: the process's
-    own terminal). ``session`` journals the call into that session file; a ``background: true``
+    own terminal). ``session`` journals the call into that session file (its pending
+    background forms are not shown, and stay pending); a ``background: true``
     call, and any call in the background-only question mode, is asked in the foreground
     (shown and answered). The form appears only
     once the call is valid; an invalid call returns at once with status ``2``. ``clipboard``
@@ -104,15 +105,8 @@ async def run_ask(
         await nursery.start(
             functools.partial(run_terminal_surface, surface, input=input, output=output)
         )
-        async with open_runtime(
-            session=session,
-            mode="tui",
-            settings=path,
-            input=input,
-            output=output,
-            cwd=work_dir,
-            surface=surface,
-            write_terminal=_terminal_writer(output),
+        async with open_one_call_runtime(
+            session, path, work_dir, surface=surface, write_terminal=_terminal_writer(output)
         ) as runtime:
             # Settings saved in the overlay apply to the runtime too (notifications, the open
             # form's behaviour, forms created later).

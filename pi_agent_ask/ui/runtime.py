@@ -69,3 +69,27 @@ async def open_runtime(
         terminal=terminal_screen,
     ) as runtime:
         yield runtime
+
+
+@asynccontextmanager
+async def open_one_call_runtime(
+    session: str | Path | None,
+    settings: str | Path | None,
+    cwd: str | Path | None,
+    *,
+    surface: Surface,
+    write_terminal: Any = None,
+) -> AsyncIterator[rt.Runtime]:
+    """A ``tui`` runtime on ``surface`` for one foreground call (the ``ask`` command): the
+    session's pending background forms are not shown and its interrupted calls not reopened;
+    they stay pending, untouched, for the host that asked them."""
+    async with rt.open_runtime(
+        session,
+        "tui",
+        settings,
+        cwd=cwd,
+        surface=surface,
+        write_terminal=write_terminal,
+        one_call=True,
+    ) as runtime:
+        yield runtime

@@ -342,3 +342,46 @@ async def test_a_settings_file_fixed_by_a_save_clears_its_load_warning(tmp_path:
             await term.keys("Escape", "Escape")
             await term.finished()
     assert json.loads(settings.read_text())["schemaVersion"] == 6
+
+
+async def test_ask_on_a_session_with_pending_background_forms_shows_its_own_form(
+    tmp_path: Path,
+) -> None:
+    """``ask --session FILE`` is one call: it shows its own form, not the background forms
+    waiting in the session (docs/cli.md), and those stay pending there, for the host that
+    shows them, with nothing of them lost."""
+    from pi_agent_ask.actors.form import NullSurface
+    from pi_agent_ask.actors.runtime import open_runtime
+    from pi_agent_ask.desk.testing import yes_no_form
+
+    session, settings = tmp_path / "agent.pias", tmp_path / "settings.json"
+    async with open_runtime(session, "tui", settings, surface=NullSurface()) as runtime:
+        kept = [
+            (await runtime.call_tool("ask_user", yes_no_form(label, background=True)))[
+                "structuredContent"
+            ]["requestId"]
+            for label in ("Older question", "Second older question")
+        ]
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(NARROW))
+    out, status = tmp_path / "out.json", tmp_path / "status"
+    command = (
+        f"{COMMAND} ask {payload} --session {session} --settings {settings} > {out}; "
+        f"echo $? > {status}; tmux -S {tmp_path / 'tmux.sock'} wait-for -S finished"
+    )
+    with trio.fail_after(60):
+        async with pane(tmp_path, command, 40, 12) as term:
+            screen = await term.wait_for(lambda text: "optimize" in text or "Older" in text)
+            assert "Older question" not in screen, screen
+            assert "What should I optimize for?" in screen
+            await term.keys("1")
+            await term.wait_for("Review your answers")
+            await term.keys("1")
+            await term.wait_for("again")
+            await term.keys("1")
+            await term.finished()
+    assert status.read_text().strip() == "0", out.read_text()
+    assert json.loads(out.read_text())["details"]["answers"]["goal"]["values"] == ["speed"]
+    async with open_runtime(session, "tui", settings, surface=NullSurface()) as runtime:
+        stats = await runtime.statistics()
+    assert list(stats.pending) == kept
