@@ -29,8 +29,8 @@ import trio
 
 from pi_agent_ask.actors.form import UserCommand
 from pi_agent_ask.desk.testing import desk_client, open_desk
+from pi_agent_ask.desk.web.testing import browser_missing, start_browser
 from pi_agent_ask.form import state as fs
-from pi_agent_ask.web.testing import browser_missing, start_browser
 
 AGENTS = 20
 SIGN_INS = 20

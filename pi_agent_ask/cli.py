@@ -195,19 +195,19 @@ def _add_settings(commands: Any) -> None:
 
 
 def _add_desk(commands: Any) -> None:
-    from pi_agent_ask.desk.command import add_desk_parser
+    from pi_agent_ask.commands.desk import add_desk_parser
 
     add_desk_parser(commands)
 
 
 def _add_mcp_and_hook(commands: Any) -> None:
-    from pi_agent_ask.mcp_server.command import add_mcp_parsers
+    from pi_agent_ask.commands.mcp import add_mcp_parsers
 
     add_mcp_parsers(commands)
 
 
 def _add_store(commands: Any) -> None:
-    from pi_agent_ask.store.command import add_store_parser
+    from pi_agent_ask.commands.store import add_store_parser
 
     add_store_parser(commands)
 
@@ -698,9 +698,9 @@ RUNS: dict[str, str] = {
     "settings": "pi_agent_ask.ui.commands",
     "history": "pi_agent_ask.persistence.history",
     "desk": "pi_agent_ask.desk.run",
-    "mcp": "pi_agent_ask.mcp_server.command",
-    "hook": "pi_agent_ask.mcp_server.command",
-    "store": "pi_agent_ask.store.command",
+    "mcp": "pi_agent_ask.commands.mcp",
+    "hook": "pi_agent_ask.commands.mcp",
+    "store": "pi_agent_ask.commands.store",
 }
 """The module each command runs, imported by ``prepare``: the bulk of a command's start-up
 (``ask`` imports the form's; without a terminal it prints the fallback with a part of them).
@@ -709,7 +709,7 @@ start-up holds them and a full collection while it serves walks only what it mad
 a pause lands on an answer on its way to an agent."""
 
 LIGHT_ACTIONS: dict[tuple[str, str], str] = {
-    ("desk", "login-url"): "pi_agent_ask.desk.command",
+    ("desk", "login-url"): "pi_agent_ask.commands.desk",
 }
 """Actions of a command that need less than the command's module (``desk login-url`` only
 asks the running desk for a link)."""
@@ -738,19 +738,19 @@ def _run(args: argparse.Namespace) -> int:
         case "history":
             return cmd_history(args, stdout, stderr)
         case "desk":
-            from pi_agent_ask.desk.command import cmd_desk
+            from pi_agent_ask.commands.desk import cmd_desk
 
             return cmd_desk(args, stderr)
         case "mcp":
-            from pi_agent_ask.mcp_server.command import cmd_mcp
+            from pi_agent_ask.commands.mcp import cmd_mcp
 
             return cmd_mcp(args, stderr)
         case "hook":
-            from pi_agent_ask.mcp_server.command import cmd_hook
+            from pi_agent_ask.commands.mcp import cmd_hook
 
             return cmd_hook(args, stdin, stdout)
         case "store":
-            from pi_agent_ask.store.command import cmd_store
+            from pi_agent_ask.commands.store import cmd_store
 
             return cmd_store(args, stdout, stderr)
     return EXIT_INTERNAL  # pragma: no cover - argparse rejects other commands

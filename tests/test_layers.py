@@ -8,10 +8,11 @@ A module may import its own layer and the layers below it, never one above. Ever
 counts: top-level ones, those inside functions (lazy imports only defer the cost, not the
 dependency) and those under ``TYPE_CHECKING``. Host-level modules (the package's
 ``__init__``, ``cli``, ``host``, ``aio``, ``integrations``, ``mcp_common``, ``mcp_server``,
-``desk``, ``web``,
-``store``) may import anything below them. Among them, the stdio MCP server and the desk never
-import each other: what both need is ``mcp_common``, which imports neither. A new top-level
-module or package fails here until it is given a layer.
+``desk`` (with its web page), ``store``, ``commands``) may import anything below them. Among
+them, the stdio MCP server and the desk never import each other: what both need is
+``mcp_common``, which imports neither. No two top-level packages import each other, also
+through a third: data flows one way between them too. A new top-level module or package fails
+here until it is given a layer.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ LAYERS = {
     "mcp_common": 4,
     "mcp_server": 4,
     "desk": 4,
-    "web": 4,
+    "commands": 4,  # the subcommands that choose between the servers below them
     "store": 4,  # the team store: PostgreSQL behind the desk
     "": 4,  # the package's own __init__ (lazy re-exports of the public names)
 }
@@ -166,6 +167,40 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+def _between_packages(graph: dict[str, list[tuple[str, int]]]) -> dict[str, set[str]]:
+    """The imports between top-level packages and modules (``pi_agent_ask.desk.run`` importing
+    ``pi_agent_ask.store.db`` is ``desk -> store``). The package's own ``__init__`` is left
+    out: it re-exports the public names lazily, and nothing imports it."""
+
+    def top(module: str) -> str:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 else ""
+
+    found: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        for target, _line in targets:
+            if top(name) and top(target) and top(name) != top(target):
+                found.setdefault(top(name), set()).add(top(target))
+    return found
+
+
+def test_no_two_packages_import_each_other() -> None:
+    cycles = _cycles(_between_packages(GRAPH))
+    assert cycles == [], "top-level packages importing each other:\n" + "\n".join(
+        ", ".join(c) for c in cycles
+    )
+
+
+def test_the_package_check_sees_a_cycle_through_a_third() -> None:
+    graph = {
+        "pi_agent_ask.desk.run": [("pi_agent_ask.web.app", 1)],
+        "pi_agent_ask.web.view": [("pi_agent_ask.store.board", 2)],
+        "pi_agent_ask.store.run": [("pi_agent_ask.desk.board", 3)],
+        "pi_agent_ask.store.db": [("pi_agent_ask.store.schema", 4)],
+    }
+    assert _cycles(_between_packages(graph)) == [["desk", "store", "web"]]
 
 
 def test_the_checks_see_upward_imports_and_cycles() -> None:

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import trio
 
+from pi_agent_ask.desk.web.history import record_view
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence.history import render_markdown
 from pi_agent_ask.store.board import result_of_response
 from pi_agent_ask.store.db import Store, Submitted
 from pi_agent_ask.store.history import team_records
-from pi_agent_ask.web.history import record_view
 from tests.store_support import (  # noqa: F401
     YES,
     Cluster,

@@ -20,8 +20,8 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.desk.web.testing import browser_missing, by_role
 from pi_agent_ask.store.db import FormRow, Refused, Store
-from pi_agent_ask.web.testing import browser_missing, by_role
 from tests.store_support import (  # noqa: F401
     Cluster,
     agent,

@@ -21,11 +21,11 @@ import trio
 
 from pi_agent_ask.desk.http import ListenError
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
+from pi_agent_ask.desk.web.auth import ATTEMPT_LIMIT, ATTEMPT_WINDOW, CODE_LIFETIME, Auth
+from pi_agent_ask.desk.web.security import COOKIE
+from pi_agent_ask.desk.web.view import DraftError, drafts_from_json, has_images, remote_answers
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import AskParams, Draft, Image, Option, Question
-from pi_agent_ask.web.auth import ATTEMPT_LIMIT, ATTEMPT_WINDOW, CODE_LIFETIME, Auth
-from pi_agent_ask.web.security import COOKIE
-from pi_agent_ask.web.view import DraftError, drafts_from_json, has_images, remote_answers
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 

@@ -1,6 +1,6 @@
 """The web desk in a real browser: Chromium driven by Selenium, agents on the official MCP
 SDK client, against a real desk (hypercorn on Trio). Elements are found by role and
-accessible name (``pi_agent_ask.web.testing``)."""
+accessible name (``pi_agent_ask.desk.web.testing``)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,9 @@ import trio.testing
 from pi_agent_ask.actors.form import UserCommand
 from pi_agent_ask.desk.board import Board
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
-from pi_agent_ask.form import state as fs
-from pi_agent_ask.web.auth import ATTEMPT_LIMIT
-from pi_agent_ask.web.security import COOKIE
-from pi_agent_ask.web.testing import (
+from pi_agent_ask.desk.web.auth import ATTEMPT_LIMIT
+from pi_agent_ask.desk.web.security import COOKIE
+from pi_agent_ask.desk.web.testing import (
     brightness,
     browser_missing,
     by_role,
@@ -36,6 +35,7 @@ from pi_agent_ask.web.testing import (
     set_viewport,
     start_browser,
 )
+from pi_agent_ask.form import state as fs
 
 MISSING = browser_missing()
 pytestmark = [

@@ -13,9 +13,9 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
-from pi_agent_ask.web.app import MAX_BODY
-from pi_agent_ask.web.testing import browser_missing, by_role
-from pi_agent_ask.web.view import MAX_TEXT
+from pi_agent_ask.desk.web.app import MAX_BODY
+from pi_agent_ask.desk.web.testing import browser_missing, by_role
+from pi_agent_ask.desk.web.view import MAX_TEXT
 from tests.test_web_browser import (  # noqa: F401
     answer_on_the_board,
     ask,

@@ -16,13 +16,13 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import FormRow, Store
-from pi_agent_ask.web.testing import (
+from pi_agent_ask.desk.web.testing import (
     browser_missing,
     by_role,
     emulate_scheme,
     set_viewport,
 )
+from pi_agent_ask.store.db import FormRow, Store
 from tests.store_support import (  # noqa: F401
     Cluster,
     agent,

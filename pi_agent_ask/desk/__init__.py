@@ -5,7 +5,7 @@
 (``pi_agent_ask.mcp_server.forward``).
 
 The public names are imported on first use, so the command line (which imports
-``pi_agent_ask.desk.command`` to build its parser) does not load the HTTP server and the MCP
+``pi_agent_ask.commands.desk`` to build its parser) does not load the HTTP server and the MCP
 SDK for commands that never use them.
 """
 

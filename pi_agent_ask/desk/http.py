@@ -152,7 +152,7 @@ class DeskApp:
     port: int | None = None
     """The bound port (known once hypercorn listens; requests before that get 503)."""
     web: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
-    """The web desk (``pi_agent_ask.web``): every path but ``/mcp``, ``/desk`` and ``/hook``
+    """The web desk (``pi_agent_ask.desk.web``): every path but ``/mcp``, ``/desk`` and ``/hook``
     goes to it, after the ``Host`` check; it checks its own sign-in, ``Origin`` and CSRF
     token."""
     hooks: Callable[[Scope], Awaitable[tuple[int, dict[str, Any]]]] | None = None

@@ -45,6 +45,8 @@ from pi_agent_ask.desk.http import (
     parse_listen,
     server_config,
 )
+from pi_agent_ask.desk.web.app import WebDesk, web_base_url
+from pi_agent_ask.desk.web.history import RegistryHistories
 from pi_agent_ask.mcp_common import package_version
 from pi_agent_ask.mcp_common.connection import (
     DeskAddress,
@@ -55,8 +57,6 @@ from pi_agent_ask.mcp_common.connection import (
     write_desk_file,
 )
 from pi_agent_ask.mcp_common.journals import StateDirInUse, default_state_dir, lock_state_dir
-from pi_agent_ask.web.app import WebDesk, web_base_url
-from pi_agent_ask.web.history import RegistryHistories
 
 __all__ = [
     "REMOTE_WARNING",
@@ -424,7 +424,7 @@ def sign_in_text(url: str, loopback: bool) -> str:
     if not loopback:
         import io
 
-        from pi_agent_ask.web.login import print_qr
+        from pi_agent_ask.desk.web.login import print_qr
 
         drawn = io.StringIO()
         print_qr(url, drawn)

@@ -9,7 +9,7 @@ for a valid token, as a desk of files answers it. ``POST /hook`` serves the agen
 hook (:func:`team_hook`): ``?op=take&call=KEY`` takes its waiting text answers under a call
 key of the forwarder's, as a tool call does (a take retried on another desk with the same key
 gets the same answers), ``?op=give-back&call=KEY`` gives them back. Every other path is the
-web page's, which checks its own sign-in, ``Origin`` and CSRF token (``web/app.py``).
+web page's, which checks its own sign-in, ``Origin`` and CSRF token (``desk/web/app.py``).
 """
 
 from __future__ import annotations

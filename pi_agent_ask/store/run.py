@@ -24,13 +24,13 @@ import trio
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from pi_agent_ask.desk.run import checked_listen, desk_settings, serving, show_terminal
+from pi_agent_ask.desk.web.app import WebDesk
 from pi_agent_ask.mcp_common.connection import new_token
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.http import TeamDeskApp, team_hook, team_mcp_server
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 from pi_agent_ask.store.web import TeamPage, team_web_desk
-from pi_agent_ask.web.app import WebDesk
 
 __all__ = ["TeamDesk", "default_person", "run_team_desk"]
 

@@ -1,4 +1,4 @@
-"""A team desk's web page: the web desk (``web/app.py``) over the store's board.
+"""A team desk's web page: the web desk (``desk/web/app.py``) over the store's board.
 
 The page renders a desk's :class:`~pi_agent_ask.desk.board.Board`; :class:`TeamPage` keeps one
 (with no display of its own) showing every pending form of the store (``TeamBoard.snapshot``),
@@ -34,6 +34,7 @@ import trio
 
 from pi_agent_ask.actors.form import FormInput, NullSurface, RemoteResponse, UserCommand
 from pi_agent_ask.desk.board import Board, Shown
+from pi_agent_ask.desk.web.app import DraftRefused, WebDesk
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.persistence.history_records import HistoryRecord
@@ -42,7 +43,6 @@ from pi_agent_ask.store.db import FormRow, Refused, Store
 from pi_agent_ask.store.history import team_records
 from pi_agent_ask.store.terminal import draft_json, form_of
 from pi_agent_ask.store.wakes import AsyncStore
-from pi_agent_ask.web.app import DraftRefused, WebDesk
 
 __all__ = ["StoreHistories", "TeamPage", "team_web_desk"]
 

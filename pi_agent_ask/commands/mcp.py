@@ -70,7 +70,7 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
             # A key a desk would refuse on every call: say so now, not at the first call.
             stderr.write(f"pi-agent-ask mcp: --key {args.key!r}: {error}\n")
             return EXIT_USAGE
-    from pi_agent_ask.store.command import TOKEN_ENV, team_desk_urls
+    from pi_agent_ask.commands.store import TOKEN_ENV, team_desk_urls
 
     try:
         team = team_desk_urls(args.desk, os.environ)

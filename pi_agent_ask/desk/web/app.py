@@ -60,12 +60,10 @@ from starlette.templating import Jinja2Templates
 
 from pi_agent_ask.actors.form import RemoteResponse, UserCommand
 from pi_agent_ask.desk.board import Board, Shown
-from pi_agent_ask.form import state as fs
-from pi_agent_ask.form.types import Draft
-from pi_agent_ask.web import history as hist
-from pi_agent_ask.web import view
-from pi_agent_ask.web.auth import CODE_LIFETIME, SESSION_LIFETIME, Auth, Session
-from pi_agent_ask.web.security import (
+from pi_agent_ask.desk.web import history as hist
+from pi_agent_ask.desk.web import view
+from pi_agent_ask.desk.web.auth import CODE_LIFETIME, SESSION_LIFETIME, Auth, Session
+from pi_agent_ask.desk.web.security import (
     COOKIE,
     NOT_SIGNED_IN,
     SIGN_IN_COOKIE,
@@ -75,6 +73,8 @@ from pi_agent_ask.web.security import (
     same_origin,
     session_of,
 )
+from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.types import Draft
 
 __all__ = [
     "ANSWERED_ELSEWHERE",

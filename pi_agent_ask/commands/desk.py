@@ -75,7 +75,7 @@ def cmd_login_url(args: argparse.Namespace, stderr: TextIO) -> int:
     """``pi-agent-ask desk login-url``: 0 and the URL; 2 when no desk runs."""
     import trio
 
-    from pi_agent_ask.web.login import NoDesk, fetch_login_url, print_qr
+    from pi_agent_ask.desk.web.login import NoDesk, fetch_login_url, print_qr
 
     try:
         url = trio.run(fetch_login_url)
@@ -132,7 +132,7 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
             nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
             store_url = args.store or os.environ.get("PI_AGENT_ASK_STORE")
             if store_url:  # a team desk (pi_agent_ask/store)
-                from pi_agent_ask.store.command import run_desk_on_store
+                from pi_agent_ask.commands.store import run_desk_on_store
 
                 desk = await nursery.start(
                     run_desk_on_store(args, store_url, warn, nursery.cancel_scope.cancel)
@@ -170,7 +170,7 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
 def _show_login(desk: Any, args: argparse.Namespace) -> None:
     """The web desk's first sign-in URL (and its QR code for a listen other machines reach)."""
     from pi_agent_ask.desk.http import is_loopback, parse_listen
-    from pi_agent_ask.web.login import print_qr
+    from pi_agent_ask.desk.web.login import print_qr
 
     url = desk.web.login_url()
     sys.stdout.write(f"pi-agent-ask desk: sign in from a browser (once, 10 min): {url}\n")

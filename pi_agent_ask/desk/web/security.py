@@ -20,7 +20,7 @@ from typing import Any, Final
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 
-from pi_agent_ask.web.auth import Auth, Session
+from pi_agent_ask.desk.web.auth import Auth, Session
 
 __all__ = [
     "COOKIE",

@@ -73,9 +73,9 @@ def run_desk_on_store(
 ) -> Any:
     """The ``desk --store`` body for ``cmd_desk``'s nursery: an awaitable factory. ``on_exit``
     is called when the desk ends by itself (the person quit)."""
+    from pi_agent_ask.desk.web.login import team_login_file
     from pi_agent_ask.mcp_common.connection import desk_file_path
     from pi_agent_ask.store.run import run_team_desk
-    from pi_agent_ask.web.login import team_login_file
 
     async def serve(task_status: Any) -> None:
         await run_team_desk(
