@@ -559,15 +559,22 @@ class WebDesk:
 
     # -- state changes ------------------------------------------------------------------------
 
-    async def api_draft(self, request: Request) -> Response:
+    async def _with_drafts(self, request: Request) -> tuple[Shown, tuple[Draft, ...]] | Response:
+        """The form a draft or an answer is for, and the page's drafts checked against it."""
         target = await self._target(request)
         if isinstance(target, JSONResponse):
             return target
         shown, data = target
         try:
-            drafts = view.drafts_from_json(shown.state, data.get("drafts"))
+            return shown, view.drafts_from_json(shown.state, data.get("drafts"))
         except view.DraftError as error:
             return _error(400, str(error))
+
+    async def api_draft(self, request: Request) -> Response:
+        checked = await self._with_drafts(request)
+        if isinstance(checked, Response):
+            return checked
+        shown, drafts = checked
         try:
             refused = await self.drafter(shown, drafts)
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
@@ -612,14 +619,10 @@ class WebDesk:
         return _error(422, message)
 
     async def api_submit(self, request: Request) -> Response:
-        target = await self._target(request)
-        if isinstance(target, JSONResponse):
-            return target
-        shown, data = target
-        try:
-            drafts = view.drafts_from_json(shown.state, data.get("drafts"))
-        except view.DraftError as error:
-            return _error(400, str(error))
+        checked = await self._with_drafts(request)
+        if isinstance(checked, Response):
+            return checked
+        shown, drafts = checked
         if view.has_images(drafts):
             return _error(
                 422,
