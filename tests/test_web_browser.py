@@ -70,8 +70,18 @@ async def run(fn: Callable[[], T]) -> T:
 
 
 def wait_until(driver: Any, predicate: Callable[[Any], Any], timeout: float = 10.0) -> Any:
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
+
+    def attempt(d: Any) -> Any:
+        try:
+            return predicate(d)
+        except WebDriverException as error:
+            # Asked about an element of the document it is leaving (a link followed, a form
+            # posted), Chromium answers with this error instead of a stale element: not yet.
+            if "does not belong to the document" in (error.msg or ""):
+                return False
+            raise
 
     # Until the deadline, a part of the page being swapped, or not there yet, means "not yet".
     wait = WebDriverWait(
@@ -80,7 +90,7 @@ def wait_until(driver: Any, predicate: Callable[[Any], Any], timeout: float = 10
         poll_frequency=0.02,
         ignored_exceptions=[StaleElementReferenceException, AssertionError],
     )
-    return wait.until(predicate)
+    return wait.until(attempt)
 
 
 def sign_in(driver: Any, url: str) -> None:
