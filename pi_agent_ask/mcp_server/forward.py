@@ -311,16 +311,12 @@ def desk_take(upstream: DeskUpstream, log: Callable[[str], None]) -> TakeForHook
             return NOTHING_TAKEN
 
         async def give_back() -> None:
-            if not messages:
-                return
-            # Shielded: it runs when the hook's reply failed, also under a cancellation.
-            with trio.CancelScope(shield=True):
-                try:
-                    async with client() as http:
-                        response = await post(http, op="give-back", receipt=receipt)
-                        response.raise_for_status()
-                except httpx2.HTTPError as error:
-                    log(GIVE_BACK_FAILED_LOG.format(error=_plain(error)))
+            try:
+                async with client() as http:
+                    response = await post(http, op="give-back", receipt=receipt)
+                    response.raise_for_status()
+            except httpx2.HTTPError as error:
+                log(GIVE_BACK_FAILED_LOG.format(error=_plain(error)))
 
         return Taken(messages, give_back)
 

@@ -128,7 +128,7 @@ def ancestors(pid: int | None = None) -> list[int]:
 @attrs.frozen
 class Taken:
     """What one take handed out (marked delivered), and how to give it back when the hook's
-    reply cannot be written."""
+    reply cannot be written (called only when something was handed out, under a shield)."""
 
     messages: list[dict[str, Any]]
     give_back: Callable[[], Awaitable[None]]
@@ -247,7 +247,11 @@ async def _answer_one(take: TakeForHook, stream: trio.abc.Stream) -> None:
             with trio.CancelScope(shield=True), trio.fail_after(REQUEST_TIMEOUT):
                 await stream.send_all(reply)
         except BaseException:
-            await taken.give_back()
+            if taken.messages:
+                # Shielded: the reply failed, maybe under a cancellation; what the take handed
+                # out goes back whatever ends this request.
+                with trio.CancelScope(shield=True):
+                    await taken.give_back()
             raise
 
 

@@ -311,11 +311,7 @@ def team_take(urls: Sequence[str], token: str, log: Callable[[str], None]) -> Ta
             return NOTHING_TAKEN
 
         async def give_back() -> None:
-            if not messages:
-                return
-            # Shielded: it runs when the hook's reply failed, also under a cancellation.
-            with trio.CancelScope(shield=True):
-                await post(op="give-back", call=call)
+            await post(op="give-back", call=call)
 
         return Taken(messages, give_back)
 
