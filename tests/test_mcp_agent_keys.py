@@ -202,38 +202,61 @@ async def test_two_claude_code_sessions_in_one_directory_each_hook_takes_its_own
     first's key and served no hooks: the second session's hook took the first one's answers
     (and with a desk, the first hook took both sessions' answers)."""
     env = {**environment(tmp_path, project), "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "tests.claude_stand_in"]
     with trio.fail_after(120):
         async with contextlib.AsyncExitStack() as stack:
             desk = await stack.enter_async_context(open_desk(tmp_path)) if with_desk else None
-            sessions = []
-            for label in ("Alpha", "Beta"):
-                process = await trio.lowlevel.open_process(
-                    [*command, label],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    cwd=project,
-                    env=env,
-                )
-                stack.push_async_callback(ended, process)
-                sessions.append((process, bytearray()))
-            for process, buffer in sessions:
-                assert process.stdout is not None
-                assert (await read_event(process.stdout, buffer))["event"] == "asked"
+            sessions = [await stand_in(stack, [label], project, env) for label in ("Alpha", "Beta")]
+            await each_says(sessions, "asked")
             if desk is not None:
                 for _form in range(4):
                     await answer_displayed(desk)
             else:
-                for process, buffer in sessions:
-                    assert process.stdout is not None
-                    assert (await read_event(process.stdout, buffer))["event"] == "answered"
-            contexts = []
-            for process, buffer in sessions:
-                assert process.stdin is not None and process.stdout is not None
-                await process.stdin.send_all(b"go\n")
-                event = await read_event(process.stdout, buffer)
-                assert event["event"] == "hook"
-                contexts.append(event["context"])
+                await each_says(sessions, "answered")
+            contexts = await hook_contexts(sessions)
+    assert_kept_apart(contexts)
+
+
+Session = tuple[trio.Process, bytearray]
+"""A stand-in Claude Code session (``tests/claude_stand_in.py``) and what it wrote but was
+not read yet."""
+
+
+async def stand_in(
+    stack: contextlib.AsyncExitStack, args: list[str], cwd: Path, env: dict[str, str]
+) -> Session:
+    """A stand-in session with ``args`` (its label first), ended with ``stack``."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "tests.claude_stand_in", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+    )
+    stack.push_async_callback(ended, process)
+    return process, bytearray()
+
+
+async def each_says(sessions: list[Session], name: str) -> None:
+    """Each session's next event is ``name``."""
+    for process, buffer in sessions:
+        assert process.stdout is not None
+        assert (await read_event(process.stdout, buffer))["event"] == name
+
+
+async def hook_contexts(sessions: list[Session]) -> list[Any]:
+    """Each session runs its hook once: the context each hook added (``None``: nothing)."""
+    contexts = []
+    for process, buffer in sessions:
+        assert process.stdin is not None and process.stdout is not None
+        await process.stdin.send_all(b"go\n")
+        event = await read_event(process.stdout, buffer)
+        assert event["event"] == "hook"
+        contexts.append(event["context"])
+    return contexts
+
+
+def assert_kept_apart(contexts: list[Any]) -> None:
+    """Alpha's hook added Alpha's answers only, Beta's Beta's only."""
     alpha, beta = contexts
     assert alpha is not None and "Alpha, question 1?" in alpha and "Beta" not in alpha
     assert beta is not None and "Beta, question 1?" in beta and "Alpha" not in beta

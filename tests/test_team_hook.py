@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -216,7 +215,13 @@ async def test_two_sessions_of_two_agents_in_one_directory_keep_their_hooks_apar
     (stand-ins: ``tests/claude_stand_in.py``): each hook adds its own agent's answers. Before,
     both forwarders named their hook socket by the same default key: the second served no
     hooks, and its session's hook took the first agent's answers."""
-    from tests.test_mcp_agent_keys import ROOT, ended, read_event
+    from tests.test_mcp_agent_keys import (
+        ROOT,
+        assert_kept_apart,
+        each_says,
+        hook_contexts,
+        stand_in,
+    )
 
     store = pg_cluster.url(store_db)
     with trio.fail_after(120):
@@ -229,27 +234,9 @@ async def test_two_sessions_of_two_agents_in_one_directory_keep_their_hooks_apar
                     "PI_AGENT_ASK_TOKEN": Store.new_token(store, label.lower()),
                     "PYTHONPATH": str(ROOT),
                 }
-                process = await trio.lowlevel.open_process(
-                    [sys.executable, "-m", "tests.claude_stand_in", label, "--desk", desk.url],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    cwd=home.work,
-                    env=env,
-                )
-                stack.push_async_callback(ended, process)
-                sessions.append((process, bytearray()))
-            for process, buffer in sessions:
-                assert process.stdout is not None
-                assert (await read_event(process.stdout, buffer))["event"] == "asked"
+                sessions.append(await stand_in(stack, [label, "--desk", desk.url], home.work, env))
+            await each_says(sessions, "asked")
             for label in ("Alpha 1", "Alpha 2", "Beta 1", "Beta 2"):
                 await answered(desk, label)
-            contexts = []
-            for process, buffer in sessions:
-                assert process.stdin is not None and process.stdout is not None
-                await process.stdin.send_all(b"go\n")
-                event = await read_event(process.stdout, buffer)
-                assert event["event"] == "hook"
-                contexts.append(event["context"])
-    alpha, beta = contexts
-    assert alpha is not None and "Alpha, question 1?" in alpha and "Beta" not in alpha
-    assert beta is not None and "Beta, question 1?" in beta and "Alpha" not in beta
+            contexts = await hook_contexts(sessions)
+    assert_kept_apart(contexts)
