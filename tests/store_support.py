@@ -21,8 +21,11 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from pi_agent_ask.desk.testing import yes_no_form
+from pi_agent_ask.store.board import TeamBoard
+from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.store.testing import Cluster, find_pg_bin, throwaway_cluster
+from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 
 YES = {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
 """The response answering ``ask``'s question "yes"."""
@@ -44,6 +47,28 @@ async def team_desk(url: str, person: str, **options: Any) -> AsyncIterator[Team
             yield desk
         finally:
             desk.cancel()
+
+
+@asynccontextmanager
+async def reading_board(
+    store: Store, url: str
+) -> AsyncIterator[tuple[AsyncStore, TeamBoard, list[float]]]:
+    """``store`` (on ``url``) opened for the block, with ann's board on it running and the
+    times the board re-read the store (its ``on_change``), as a desk keeps them."""
+    await trio.to_thread.run_sync(store.open)
+    try:
+        shared = AsyncStore.of(store)
+        wakes = Wakes()
+        reads: list[float] = []
+        board = TeamBoard(shared, wakes, "ann", on_change=lambda: reads.append(trio.current_time()))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listen, url, wakes)
+            await wakes.connected.wait()
+            await nursery.start(board.run)
+            yield shared, board, reads
+            nursery.cancel_scope.cancel()
+    finally:
+        await trio.to_thread.run_sync(store.close)
 
 
 @asynccontextmanager

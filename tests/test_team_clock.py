@@ -11,10 +11,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import trio
 
-from pi_agent_ask.store.board import TeamBoard
 from pi_agent_ask.store.db import Claim, Refused, Store
-from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
-from tests.store_support import ask, desk_url, pg_cluster, store_db  # noqa: F401
+from tests.store_support import (  # noqa: F401
+    ask,
+    desk_url,
+    pg_cluster,
+    reading_board,
+    store_db,
+)
 
 LEASE = 1.0
 """Seconds of the other desk's claim (it dies holding it)."""
@@ -35,35 +39,23 @@ async def test_a_desk_with_a_skewed_clock_sees_a_lease_run_out_once_and_on_time(
     lease before it showed the form free. Either way it now re-reads once, when the lease
     runs out by the database's clock."""
     store = Store(desk_url, clock=_skewed(skew))
-    await trio.to_thread.run_sync(store.open)
-    try:
-        shared = AsyncStore.of(store)
-        wakes = Wakes()
-        reads: list[float] = []
-        board = TeamBoard(shared, wakes, "ann", on_change=lambda: reads.append(trio.current_time()))
-        with trio.fail_after(60):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(listen, desk_url, wakes)
-                await wakes.connected.wait()
-                await nursery.start(board.run)
-                request_id, _bg, _state = await shared.run(
-                    Store.ask, store, "alpha", "c1", ask("First"), background=True
-                )
-                claim = await shared.run(
-                    Store.claim, store, request_id, desk="gone:1:ab", person="bob", lease=LEASE
-                )
-                assert isinstance(claim, Claim)
-                claimed_at = trio.current_time()
-                await board.wait_for(lambda rows: bool(rows) and rows[0].claim_live)
-                held = len(reads)
-                # Free when the lease runs out, not the skew later (generous for a busy machine).
-                with trio.fail_after(LEASE + 4):
-                    await board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
-                assert trio.current_time() - claimed_at >= LEASE - 0.5  # the claim took a while
-                assert len(reads) - held <= 2, f"{len(reads) - held} reads while the lease ran"
-                nursery.cancel_scope.cancel()
-    finally:
-        await trio.to_thread.run_sync(store.close)
+    with trio.fail_after(60):
+        async with reading_board(store, desk_url) as (shared, board, reads):
+            request_id, _bg, _state = await shared.run(
+                Store.ask, store, "alpha", "c1", ask("First"), background=True
+            )
+            claim = await shared.run(
+                Store.claim, store, request_id, desk="gone:1:ab", person="bob", lease=LEASE
+            )
+            assert isinstance(claim, Claim)
+            claimed_at = trio.current_time()
+            await board.wait_for(lambda rows: bool(rows) and rows[0].claim_live)
+            held = len(reads)
+            # Free when the lease runs out, not the skew later (generous for a busy machine).
+            with trio.fail_after(LEASE + 4):
+                await board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
+            assert trio.current_time() - claimed_at >= LEASE - 0.5  # the claim took a while
+            assert len(reads) - held <= 2, f"{len(reads) - held} reads while the lease ran"
 
 
 @pytest.mark.parametrize("skew", [3600.0, -3600.0], ids=["ahead", "behind"])

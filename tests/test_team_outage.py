@@ -18,6 +18,7 @@ from tests.store_support import (  # noqa: F401
     ask,
     desk_url,
     pg_cluster,
+    reading_board,
     store_db,
 )
 
@@ -79,31 +80,19 @@ async def test_a_lease_that_ran_out_is_read_once_not_over_and_over(
     at that instant, since nothing notifies an expiry), and not again until something changes:
     an expired lease is not a timer that has always just fired."""
     store = Store(desk_url)
-    await trio.to_thread.run_sync(store.open)
-    try:
-        shared = AsyncStore.of(store)
-        wakes = Wakes()
-        reads: list[float] = []
-        board = TeamBoard(shared, wakes, "ann", on_change=lambda: reads.append(trio.current_time()))
-        with trio.fail_after(60):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(listen, desk_url, wakes)
-                await wakes.connected.wait()
-                await nursery.start(board.run)
-                request_id, _bg, _state = await shared.run(
-                    Store.ask, store, "alpha", "c1", ask("First"), background=True
-                )
-                # Another desk claims it for half a second and dies (never releases it).
-                claim = await shared.run(
-                    Store.claim, store, request_id, desk="gone:1:ab", person="bob", lease=0.5
-                )
-                assert isinstance(claim, Claim)
-                await board.wait_for(lambda rows: bool(rows) and rows[0].claim_live)
-                rows = await board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
-                assert rows[0].claimed_by == "bob"  # the dead desk's claim is still in the row
-                settled = len(reads)
-                await trio.sleep(1.0)
-                assert len(reads) - settled <= 1
-                nursery.cancel_scope.cancel()
-    finally:
-        await trio.to_thread.run_sync(store.close)
+    with trio.fail_after(60):
+        async with reading_board(store, desk_url) as (shared, board, reads):
+            request_id, _bg, _state = await shared.run(
+                Store.ask, store, "alpha", "c1", ask("First"), background=True
+            )
+            # Another desk claims it for half a second and dies (never releases it).
+            claim = await shared.run(
+                Store.claim, store, request_id, desk="gone:1:ab", person="bob", lease=0.5
+            )
+            assert isinstance(claim, Claim)
+            await board.wait_for(lambda rows: bool(rows) and rows[0].claim_live)
+            rows = await board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
+            assert rows[0].claimed_by == "bob"  # the dead desk's claim is still in the row
+            settled = len(reads)
+            await trio.sleep(1.0)
+            assert len(reads) - settled <= 1
