@@ -245,7 +245,9 @@ async def test_history_lists_forms_newest_first_and_each_forms_questions_in_orde
             for payload in (first, second):
                 await alpha.call_tool("ask_user", payload)
                 await answer_displayed(desk)
-            async with httpx2.AsyncClient() as http:
+            # The client's timeout as the other tests here have it: the httpx default (5 s)
+            # ran out once under a loaded CI run, for a page served in about 0.1 s alone.
+            async with httpx2.AsyncClient(timeout=30) as http:
                 await signed_in(http, desk.web.login_url())
                 page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
             # The newer form first; within it, its questions as they were asked.
@@ -264,7 +266,9 @@ async def test_history_times_carry_their_utc_value_and_read_as_utc_without_scrip
             assert desk.web is not None
             await alpha.call_tool("ask_user", ask("When"))
             await answer_displayed(desk)
-            async with httpx2.AsyncClient() as http:
+            # The client's timeout as the other tests here have it: the httpx default (5 s)
+            # ran out once under a loaded CI run, for a page served in about 0.1 s alone.
+            async with httpx2.AsyncClient(timeout=30) as http:
                 await signed_in(http, desk.web.login_url())
                 page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
             found = re.search(r'<time datetime="([^"]+)"[^>]*>([^<]+)</time>', page)
@@ -286,7 +290,9 @@ async def test_a_long_history_says_how_much_of_it_the_page_lists(tmp_path: Path)
             ]
             await alpha.call_tool("ask_user", many)
             await answer_displayed(desk)
-            async with httpx2.AsyncClient() as http:
+            # The client's timeout as the other tests here have it: the httpx default (5 s)
+            # ran out once under a loaded CI run, for a page served in about 0.1 s alone.
+            async with httpx2.AsyncClient(timeout=30) as http:
                 await signed_in(http, desk.web.login_url())
                 page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
             assert page.count('<li class="record">') == 200
