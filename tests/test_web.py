@@ -20,6 +20,7 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.http import ListenError
+from pi_agent_ask.desk.run import Desk
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, answer_displayed, desk_client, open_desk
 from pi_agent_ask.desk.web.auth import ATTEMPT_LIMIT, ATTEMPT_WINDOW, CODE_LIFETIME, Auth
 from pi_agent_ask.desk.web.security import COOKIE
@@ -233,6 +234,16 @@ async def test_an_agent_key_beyond_ascii_exports_under_its_own_name(tmp_path: Pa
             assert 'filename="ask-history-caf----.md"' in disposition
 
 
+async def alpha_history(desk: Desk) -> str:
+    """Agent alpha's history page, as a browser signed in to ``desk`` gets it."""
+    assert desk.web is not None
+    # The client's timeout as the other tests here have it: the httpx default (5 s) ran out
+    # once under a loaded CI run, for a page served in about 0.1 s alone.
+    async with httpx2.AsyncClient(timeout=30) as http:
+        await signed_in(http, desk.web.login_url())
+        return (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+
+
 async def test_history_lists_forms_newest_first_and_each_forms_questions_in_order(
     tmp_path: Path,
 ) -> None:
@@ -245,11 +256,7 @@ async def test_history_lists_forms_newest_first_and_each_forms_questions_in_orde
             for payload in (first, second):
                 await alpha.call_tool("ask_user", payload)
                 await answer_displayed(desk)
-            # The client's timeout as the other tests here have it: the httpx default (5 s)
-            # ran out once under a loaded CI run, for a page served in about 0.1 s alone.
-            async with httpx2.AsyncClient(timeout=30) as http:
-                await signed_in(http, desk.web.login_url())
-                page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+            page = await alpha_history(desk)
             # The newer form first; within it, its questions as they were asked.
             where = [page.index(f">{label}</h2>") for label in ("Database", "Region", "Early")]
             assert where == sorted(where), where
@@ -266,11 +273,7 @@ async def test_history_times_carry_their_utc_value_and_read_as_utc_without_scrip
             assert desk.web is not None
             await alpha.call_tool("ask_user", ask("When"))
             await answer_displayed(desk)
-            # The client's timeout as the other tests here have it: the httpx default (5 s)
-            # ran out once under a loaded CI run, for a page served in about 0.1 s alone.
-            async with httpx2.AsyncClient(timeout=30) as http:
-                await signed_in(http, desk.web.login_url())
-                page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+            page = await alpha_history(desk)
             found = re.search(r'<time datetime="([^"]+)"[^>]*>([^<]+)</time>', page)
             assert found is not None, page
             stamp, text = found.groups()
@@ -290,11 +293,7 @@ async def test_a_long_history_says_how_much_of_it_the_page_lists(tmp_path: Path)
             ]
             await alpha.call_tool("ask_user", many)
             await answer_displayed(desk)
-            # The client's timeout as the other tests here have it: the httpx default (5 s)
-            # ran out once under a loaded CI run, for a page served in about 0.1 s alone.
-            async with httpx2.AsyncClient(timeout=30) as http:
-                await signed_in(http, desk.web.login_url())
-                page = (await http.get(desk.web.base_url + "/history?agent=alpha")).text
+            page = await alpha_history(desk)
             assert page.count('<li class="record">') == 200
             assert "205 questions" in page
             assert "the newest 200 are listed here; the export has them all" in page
