@@ -6,9 +6,11 @@ that form again. Real processes: the server under the SDK's stdio client, the de
 from __future__ import annotations
 
 import os
+import resource
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import mcp.types as types
@@ -17,7 +19,7 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from pi_agent_ask.mcp_server.router import DRAIN_LOG
+from pi_agent_ask.mcp_server.router import DRAIN_LOG, UNRECORDED_TEXT
 from tests.test_mcp import ASK, accept
 from tests.test_mcp_stdio import Home, call, home, plain
 
@@ -124,4 +126,77 @@ async def test_an_answer_given_in_the_client_while_a_desk_starts_is_delivered(
     assert shown_on_desk.key == f"both@{home.work}"
     [item] = waited.structured_content["results"]
     assert item["requestId"] == later.structured_content["requestId"]
+    assert item["result"]["answers"]["db"]["values"] == ["pg"]
+
+
+def server_pid() -> int:
+    """The process id of the one ``pi-agent-ask mcp`` this test process started."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(
+                line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line
+            )
+            command = (status.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # a process that ended meanwhile
+        if int(fields.get("PPid", "0")) == os.getpid() and b"pi_agent_ask" in command:
+            found.append(int(status.parent.name))
+    [pid] = found
+    return pid
+
+
+async def test_an_answer_in_the_client_that_cannot_be_recorded_during_a_move_is_said_so(
+    home: Home,
+) -> None:
+    """The person answers in the client while a desk starts, and the journal's write of that
+    answer fails (the server's files may grow no more: ``EFBIG``): the form goes to the desk,
+    and the call waiting on it says in words that the answer given in the client was not kept
+    (it said only that the question is shown on the desk)."""
+    from pi_agent_ask.desk.testing import answer_displayed, open_desk
+
+    shown = trio.Event()
+    release = trio.Event()
+    results: list[types.CallToolResult] = []
+    answered = trio.Event()
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        shown.set()
+        await release.wait()
+        return accept({"db": "lite"})
+
+    with trio.fail_after(90):
+        async with (
+            server_with_log(home, elicit, "full") as (client, log),
+            trio.open_nursery() as nursery,
+        ):
+
+            async def ask() -> None:
+                results.append(await call(client, "ask_user", ASK))
+                answered.set()
+
+            nursery.start_soon(ask)
+            await shown.wait()
+            pid = server_pid()
+            async with open_desk(
+                home.root / "d", state_dir=home.state, desk_file=home.root / "no-desk.json"
+            ) as desk:
+                await wait_for_line(log, DRAIN_LOG)
+                # From now on the server's journal cannot grow: the answer's write fails.
+                [journal] = home.state.glob("*.pias")
+                limits = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+                resource.prlimit(pid, resource.RLIMIT_FSIZE, (journal.stat().st_size, limits[1]))
+                release.set()
+                await wait_for_line(log, "A write to the session file failed")
+                resource.prlimit(pid, resource.RLIMIT_FSIZE, limits)
+                await answered.wait()
+                # The form is the desk's now: answered there, it reaches the agent.
+                on_desk = await answer_displayed(desk)
+                waited = await call(client, "wait_for_answers", {})
+            nursery.cancel_scope.cancel()
+    [result] = results
+    assert result.is_error
+    assert plain(result) == UNRECORDED_TEXT
+    assert on_desk.key == f"full@{home.work}"
+    [item] = waited.structured_content["results"]
     assert item["result"]["answers"]["db"]["values"] == ["pg"]

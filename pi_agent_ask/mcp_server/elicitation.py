@@ -38,6 +38,7 @@ person's answer in the client.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -221,6 +222,10 @@ class ElicitationSurface:
     outcome the runtime has not recorded yet."""
     _recorded: set[str] = attrs.field(factory=set)
     """Forms whose outcome was recorded since :meth:`finish` began."""
+    unrecorded: int = 0
+    """Forms the person answered or dismissed in the client since :meth:`finish` began whose
+    record failed (the journal's write): each is pending again, for whatever shows forms next,
+    and the client must be told that the decision made there was not kept."""
     _stop: trio.Event = attrs.field(factory=trio.Event)
     _served: trio.Event | None = None
     """Set when :meth:`serve` has returned (``None``: it never started)."""
@@ -298,7 +303,9 @@ class ElicitationSurface:
         if self._stop.is_set():
             # This surface shows no more forms: the form stays pending. One decided here and
             # shown again was not recorded (its write failed): nothing more to wait for.
-            self._decided.discard(flow_id)
+            if flow_id in self._decided:
+                self._decided.discard(flow_id)
+                self.unrecorded += 1
             self._check_settled()
             return
         scope = self._scopes[flow_id] = trio.CancelScope()
@@ -325,15 +332,21 @@ class ElicitationSurface:
         self._open.add(flow_id)
         try:
             with scope, commands:
-                decided = await self._ask(state, commands)
-                if decided and self._stop.is_set() and flow_id not in self._recorded:
-                    self._decided.add(flow_id)
+                await self._ask(flow_id, state, commands)
         finally:
             self._open.discard(flow_id)
 
-    async def _ask(self, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]) -> bool:
-        """One form's elicitations until it is answered, dismissed, or cannot be shown;
-        whether the form took a final response from the client."""
+    def _took(self, flow_id: str) -> None:
+        """The form took the person's final response from the client (its reply said so): the
+        form ends with it, and hiding the form cancels the task that gave it, so this is
+        called before that task checkpoints again."""
+        if self._stop.is_set() and flow_id not in self._recorded:
+            self._decided.add(flow_id)
+
+    async def _ask(
+        self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
+    ) -> None:
+        """One form's elicitations until it is answered, dismissed, or cannot be shown."""
         assert self._elicit is not None
         presented = tuple(state.types)
         problem: str | None = None
@@ -342,31 +355,44 @@ class ElicitationSurface:
             try:
                 result = await self._elicit(elicitation_message(state.params, problem), schema)
             except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
-                return False  # the client is gone: the form stays pending for the next start
+                return  # the client is gone: the form stays pending for the next start
             except MCPError as error:
                 if error.error.code != types.CONNECTION_CLOSED:
                     self.on_failure(error.error.message or str(error))
-                return False  # the form stays pending: no person decided anything
+                return  # the form stays pending: no person decided anything
             except Exception as error:  # a malformed reply: the client cannot ask here
                 self.on_failure(f"{type(error).__name__}: {error}")
-                return False
+                return
             response = response_from_elicitation(state.params, presented, result, plain=self._plain)
-            replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
-            try:
-                await commands.send(RemoteResponse(response, replies))
-                async with reply:
-                    answer = await reply.receive()
-            except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
-                return False  # the form ended meanwhile
-            if answer is None:
-                return True
-            problem = answer[1]
+            problem = await self._respond(flow_id, commands, response)
+            if problem is None:
+                return
         # The person's answers kept failing the form's checks: dismiss, never guess.
+        await self._respond(flow_id, commands, {"kind": "cancel"})
+
+    async def _respond(
+        self,
+        flow_id: str,
+        commands: trio.MemorySendChannel[FormInput],
+        response: dict[str, object],
+    ) -> str | None:
+        """Give the form a response from the client; the reason it refused it, else ``None``
+        (taken, or the form ended meanwhile)."""
         replies, reply = trio.open_memory_channel[tuple[str, str] | None](1)
         try:
-            await commands.send(RemoteResponse({"kind": "cancel"}, replies))
+            await commands.send(RemoteResponse(response, replies))
             async with reply:
-                await reply.receive()
+                try:
+                    answer = await reply.receive()
+                except trio.Cancelled:
+                    # The form may have taken the response and ended before this task read
+                    # its reply (hiding the form cancels this task): that reply still counts.
+                    with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
+                        if reply.receive_nowait() is None:
+                            self._took(flow_id)
+                    raise
+                if answer is None:
+                    self._took(flow_id)
         except (trio.BrokenResourceError, trio.ClosedResourceError, trio.EndOfChannel):
-            return False
-        return True
+            return None  # the form ended meanwhile
+        return None if answer is None else answer[1]

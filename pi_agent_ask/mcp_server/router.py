@@ -70,6 +70,8 @@ __all__ = [
     "MOVED_TEXT",
     "NO_FORMS_LOG",
     "SHARED_TEXT",
+    "UNRECORDED_LOG",
+    "UNRECORDED_TEXT",
     "Router",
 ]
 
@@ -138,6 +140,16 @@ ELICITATION_FAILED_TEXT = (
 ELICITATION_FAILED_LOG = (
     "pi-agent-ask: the client could not show a form ({error}); questions are kept for a desk: "
     "run `pi-agent-ask desk` in a terminal to answer them"
+)
+UNRECORDED_TEXT = (
+    "The answer given in the MCP client's form could not be recorded (the write to the session "
+    "journal failed), so it was not kept. A pi-agent-ask desk started meanwhile: the question "
+    "stays queued and is shown there, to be answered again. Its answer reaches you through "
+    "wait_for_answers or with a later tool result."
+)
+UNRECORDED_LOG = (
+    "pi-agent-ask: an answer given in the client's form could not be recorded (the session "
+    "journal's write failed); the question goes to the desk, to be answered there again"
 )
 DRAIN_LOG = (
     "pi-agent-ask: a desk started; the form open in the client stays there until it is "
@@ -566,6 +578,11 @@ class Router:
         try:
             with trio.CancelScope() as self._drain:
                 await surface.finish()
+                if surface.unrecorded:
+                    # The person decided in the client and the journal lost it: the form goes
+                    # to the desk, and a call waiting on it says why it is asked again.
+                    self.log(UNRECORDED_LOG)
+                    side.left_because = UNRECORDED_TEXT
                 # A foreground ask whose answer is recorded returns it (instead of being cut
                 # below as a call that still waits for the person).
                 await side.local.tools.wait_answered_returned()
