@@ -7,13 +7,19 @@ that left that input out would hand back the stale frame and fail here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 import trio
+from prompt_toolkit.layout import Dimension
 
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence.settings import Keymaps, MainKeymap
-from pi_agent_ask.ui.form_view import FormController
+from pi_agent_ask.ui import form_view
+from pi_agent_ask.ui.form_view import FormControl, FormController
+from pi_agent_ask.ui.form_window import FormWindow
 from pi_agent_ask.ui.render import Frame, RenderOptions, render_form
 
 QUESTIONS = {
@@ -159,3 +165,91 @@ def test_every_tab_mark_is_one_cell_wide() -> None:
     from pi_agent_ask.ui.render.header import TAB_MARK_CELLS
 
     assert {cell_width(mark) for mark in ("✓", "□", "–")} == {TAB_MARK_CELLS}
+
+
+def _many_questions() -> fs.FormState:
+    questions = [
+        {
+            "id": f"q{n}",
+            "prompt": f"Question {n}: " + "a longer prompt that wraps " * 4,
+            "options": [{"value": f"v{m}", "label": f"Option {m}"} for m in range(8)],
+        }
+        for n in range(3)
+    ]
+    validation = validate_ask_params({"questions": questions})
+    assert validation.params is not None, validation.issues
+    return fs.new_form(validation.params)
+
+
+@pytest.mark.parametrize(
+    ("form", "screen_rows"),
+    [(_form, 40), (_form, 12), (_many_questions, 40), (_many_questions, 20)],
+    ids=["small-form-tall-screen", "small-form-short-screen", "long-form", "long-form-20-rows"],
+)
+def test_a_redraw_renders_the_form_once(
+    form: Callable[[], fs.FormState], screen_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A redraw asks the control for its height (at the rows the screen has), then for its
+    content (in the rows the layout gave it): the frame is rendered once for both (the first
+    redraw may render it twice: it learns whether the form is drawn short)."""
+    rendered: list[int | None] = []
+
+    def counting(state: fs.FormState, width: int, options: RenderOptions) -> Frame:
+        rendered.append(options.height)
+        return render_form(state, width, options)
+
+    monkeypatch.setattr(form_view, "render_form", counting)
+    controller, _live = _controller(form())
+    control = FormControl(controller)
+    for keys in range(3):  # each key a new snapshot: each redraw renders it once
+        if keys:
+            assert controller.state is not None
+            controller.apply("flow", _reduce(controller.state, fs.NextOption()))
+        rendered.clear()
+        rows = control.preferred_height(60, screen_rows, False, None)
+        assert rows is not None and 0 < rows <= screen_rows
+        content = control.create_content(60, rows)
+        assert content.line_count == rows
+        assert len(rendered) == 1 if keys else len(rendered) <= 2, rendered
+
+
+def test_a_form_in_a_capped_panel_is_measured_for_the_panel_s_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A panel of at most 12 rows on a 40-row screen: the form is measured and drawn short,
+    once per redraw (measured for the 40 rows around it, it was drawn tall, then rendered
+    again short for the 12 rows the panel keeps)."""
+    rendered: list[int | None] = []
+
+    def counting(state: fs.FormState, width: int, options: RenderOptions) -> Frame:
+        rendered.append(options.height)
+        return render_form(state, width, options)
+
+    monkeypatch.setattr(form_view, "render_form", counting)
+    controller, _live = _controller(_many_questions())
+    control = FormControl(controller)
+    window = FormWindow(content=control, height=Dimension(max=12))
+    for keys in range(3):
+        if keys:
+            assert controller.state is not None
+            controller.apply("flow", _reduce(controller.state, fs.NextOption()))
+        rendered.clear()
+        rows = window.preferred_height(60, 40).preferred
+        assert rows == 12
+        control.create_content(60, rows)
+        assert rendered == [12], rendered
+
+
+@pytest.mark.parametrize("form", [_form, _many_questions])
+@pytest.mark.parametrize("width", [30, 60, 120])
+def test_a_short_frame_knows_the_rows_of_the_tall_one(
+    form: Callable[[], fs.FormState], width: int
+) -> None:
+    states = [form()]
+    states.append(_reduce(states[0], fs.SelectTab(states[0].review_tab)))  # the review
+    states.append(_reduce(states[0], fs.OpenQuestionNote()))  # an open editor
+    for state in states:
+        tall = render_form(state, width, RenderOptions(height=40))
+        short = render_form(state, width, RenderOptions(height=12))
+        assert len(short.lines) < len(tall.lines)
+        assert short.tall_rows == tall.tall_rows == len(tall.lines)

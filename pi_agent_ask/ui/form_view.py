@@ -63,6 +63,7 @@ from pi_agent_ask.form.transcript import cell_width, drawn_line
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_window import FormWindow
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
+from pi_agent_ask.ui.render.frame import SHORT_SCREEN_ROWS
 
 if TYPE_CHECKING:  # path completion is imported on the first Tab in an editor
     from pi_agent_ask.ui.paths import CompletionMenu
@@ -119,7 +120,8 @@ class FormController:
     """The width and height of the last layout: a new size brings the focus back into view (a
     scroll position taken on the old size points at stale rows)."""
     _syncing: bool = False
-    _last_frame: tuple[fs.FormState, RenderOptions, int, Frame] | None = None
+    _frames: dict[bool, tuple[fs.FormState, RenderOptions, int, Frame]] = attrs.field(factory=dict)
+    """The frames of the current snapshot, for a short screen (``True``) and a tall one."""
     """The latest frame with what it was rendered from (see :meth:`render`)."""
 
     def __attrs_post_init__(self) -> None:
@@ -172,7 +174,7 @@ class FormController:
         self._reset_flight()
         self.pressed = None
         self.buffer_serial = None
-        self._last_frame = None
+        self._frames = {}
         self._set_buffer("")
         self.invalidate()
 
@@ -301,17 +303,22 @@ class FormController:
                 if self.menu is not None and live
                 else ()
             ),
-            height=height,
         )
         # A redraw asks for the frame more than once (a panel's height, then its content), and
         # the host redraws for reasons of its own (its editor, status line, transcript): the
         # frame is rendered again only when its inputs changed. render_form is pure, so the
-        # same snapshot (by identity) with equal options at the same width is the same frame.
-        last = self._last_frame
+        # same snapshot (by identity) with equal options at the same width is the same frame;
+        # of the height it reads only whether the screen is short (``is_short``), so the
+        # snapshot's frame is kept for each of the two.
+        short = height is not None and height <= SHORT_SCREEN_ROWS
+        last = self._frames.get(short)
         if last is not None and last[0] is state and last[2] == width and last[1] == options:
             return last[3]
-        frame = render_form(state, width, options)
-        self._last_frame = (state, options, width, frame)
+        frame = render_form(state, width, attrs.evolve(options, height=height))
+        self._frames = {
+            **{kept: entry for kept, entry in self._frames.items() if entry[0] is state},
+            short: (state, options, width, frame),
+        }
         return frame
 
     def scroll_by(self, rows: int) -> None:
@@ -369,6 +376,8 @@ class FormControl(UIControl):
         self.controller = controller
         self._viewport: _Viewport | None = None
         self._swallow_release = False
+        self._short = False
+        # The form was drawn short at the last ``preferred_height`` (``SHORT_SCREEN_ROWS``).
 
     def is_focusable(self) -> bool:
         return True
@@ -383,15 +392,31 @@ class FormControl(UIControl):
         wrap_lines: bool,
         get_line_prefix: object,
     ) -> int | None:
+        """The rows the form asks for: all of its frame's, at most ``max_available_height``.
+
+        Shown in 18 rows or fewer (``SHORT_SCREEN_ROWS``) the form is drawn short (blank rows
+        dropped, the key hints on one row), so a form whose tall frame fits in that many rows
+        asks for its short frame's rows; a panel would keep the difference blank otherwise.
+        The frame asked for is the one ``create_content`` draws next (the controller keeps
+        it), and the kind the form took last is rendered first: a short frame tells how tall
+        the form is drawn tall (``Frame.tall_rows``), so a redraw renders the form once, and
+        twice only when it changes from one kind to the other."""
+        short_rows = min(max_available_height, SHORT_SCREEN_ROWS)
+        if max_available_height <= SHORT_SCREEN_ROWS or self._short:
+            frame = self.controller.render(width, short_rows)
+            if frame is None:
+                return 0
+            if max_available_height <= SHORT_SCREEN_ROWS or frame.tall_rows <= short_rows:
+                self._short = True
+                return min(max_available_height, len(frame.lines))
         frame = self.controller.render(width, max_available_height)
         if frame is None:
             return 0
-        rows = min(max_available_height, len(frame.lines))
-        # Shown in ``rows``, the form may be drawn shorter (18 rows or fewer drop its blank
-        # rows): the height it asks for is that frame's, or a panel keeps the difference blank.
-        # Drawn in that many rows again it stays the same.
-        shorter = self.controller.render(width, rows)
-        return min(rows, len(shorter.lines)) if shorter is not None else rows
+        self._short = len(frame.lines) <= SHORT_SCREEN_ROWS
+        if not self._short:
+            return min(max_available_height, len(frame.lines))
+        shorter = self.controller.render(width, len(frame.lines))
+        return len(shorter.lines) if shorter is not None else len(frame.lines)
 
     def create_content(self, width: int, height: int) -> UIContent:
         frame = self.controller.render(width, height)

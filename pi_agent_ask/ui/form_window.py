@@ -16,7 +16,8 @@ from typing import Any
 
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.data_structures import Point
-from prompt_toolkit.layout import Window
+from prompt_toolkit.layout import Dimension, Window
+from prompt_toolkit.layout.dimension import to_dimension
 from prompt_toolkit.layout.mouse_handlers import MouseHandlers
 from prompt_toolkit.layout.screen import Screen, WritePosition
 from prompt_toolkit.mouse_events import MouseEvent
@@ -34,6 +35,14 @@ class FormWindow(Window):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(get_horizontal_scroll=lambda _window: 0, **options)
+
+    def preferred_height(self, width: int, max_available_height: int) -> Dimension:
+        """As ``Window``'s, with the form told the rows this window can have at most (a
+        panel's cap, ``panel.panel_height``), not only the rows around it: whether the form
+        is drawn short depends on them, and a frame measured for more rows than the window
+        keeps would be drawn in a shorter one."""
+        cap = to_dimension(self.height).max
+        return super().preferred_height(width, min(max_available_height, cap))
 
     def write_to_screen(
         self,

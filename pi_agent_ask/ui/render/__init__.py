@@ -36,6 +36,8 @@ module puts the parts together.
 
 from __future__ import annotations
 
+import attrs
+
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.transcript import line_text
 from pi_agent_ask.ui.render.footer import footer_hints, footer_rows
@@ -73,13 +75,26 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
     """Render ``state`` at ``width`` terminal cells. Pure; see the module docstring."""
     options = options if options is not None else RenderOptions()
     width = max(10, width)
-    header = header_block(state, width, is_short(options))
+    short = is_short(options)
+    header = header_block(state, width, short)
     body = (
         review_body(state, options, width)
         if state.on_review
         else question_body(state, options, width)
     )
     footer = footer_rows(state, options, width)
+    rows = len(header.lines) + len(body.lines) + len(footer)
+    if short:
+        # Drawn tall, the header and the key hints keep their blank rows and the hints their
+        # full rows, and a question keeps the blank row under its prompt (the body's only
+        # difference): their rows, without rendering the body again.
+        tall = attrs.evolve(options, height=None)
+        rows = (
+            len(header_block(state, width, False).lines)
+            + len(body.lines)
+            + (0 if state.on_review else 1)
+            + len(footer_rows(state, tall, width))
+        )
     frame = Block()
     frame.append_block(header)
     frame.append_block(body)
@@ -95,4 +110,5 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
         cursor=frame.cursor,
         alert_rows=tuple(frame.alerts),
         lead_rows=body.lead,
+        tall_rows=rows,
     )

@@ -118,6 +118,10 @@ class Frame:
     lead_rows: int = 0
     """Rows right after the header (the question's prompt) that the surface keeps on screen
     with it while the body scrolls, when the height leaves room for them."""
+    tall_rows: int = 0
+    """Rows the same form has rendered for a screen that is not short (``is_short``): its
+    own when it is not short. A surface that must choose tells from a short frame alone
+    whether the form fits a short screen even drawn tall."""
 
     def target_at(self, row: int, col: int) -> Target | None:
         """The click target covering frame cell ``(row, col)``, if any."""
