@@ -157,8 +157,8 @@ def test_history_list_for_a_person_fits_80_columns(tmp_path: Path) -> None:
     """The table ``history list`` prints on a terminal: at 80 columns no line is wider, each
     request:question key stays whole (``history read`` takes it) and the question is shown in
     whole words."""
-    from pi_agent_ask.cli import history_table
     from pi_agent_ask.form.transcript import cell_width
+    from pi_agent_ask.history_table import history_table
 
     session = tmp_path / "demo.pas"
     assert run("demo", "--headless", "--session", str(session)).returncode == 0
@@ -279,8 +279,8 @@ def test_ask_names_the_default_session_it_cannot_make(tmp_path: Path) -> None:
 def test_history_list_for_a_person_fits_40_columns(tmp_path: Path) -> None:
     """At 40 columns (the narrowest screen the product supports) a request id and its question
     id do not fit beside the status column: they still stay whole, each within the width."""
-    from pi_agent_ask.cli import history_table
     from pi_agent_ask.form.transcript import cell_width
+    from pi_agent_ask.history_table import history_table
 
     session = tmp_path / "demo.pas"
     assert run("demo", "--headless", "--session", str(session)).returncode == 0
@@ -345,7 +345,7 @@ def test_history_list_for_a_person_never_prints_the_agents_escapes(tmp_path: Pat
     """Labels and prompts are the agent's text: on a terminal the table shows them neutralised
     (an OSC retitled the window, a CSI recoloured the screen) and drawn as the form draws them,
     so the columns hold."""
-    from pi_agent_ask.cli import history_table
+    from pi_agent_ask.history_table import history_table
 
     record = {
         "requestId": "r-1",

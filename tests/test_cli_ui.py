@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pi_agent_ask import cli
+from pi_agent_ask.history_table import history_table
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYLOAD = {
@@ -81,7 +82,7 @@ def test_no_session_journals_nothing(env: dict[str, str], tmp_path: Path) -> Non
 def test_history_list_is_a_table_on_a_terminal(env: dict[str, str], tmp_path: Path) -> None:
     assert run("ask", env=env, stdin=json.dumps(PAYLOAD)).returncode == 3
     data = json.loads(run("history", "list", env=env).stdout)
-    table = cli.history_table(data, tmp_path / "h.pias", width=140)
+    table = history_table(data, tmp_path / "h.pias", width=140)
     lines = table.splitlines()
     assert lines[0].split() == ["STATUS", "WHEN", "QUESTION", "REQUEST", "QUESTION-ID"]
     record = data["records"][0]

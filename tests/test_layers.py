@@ -36,6 +36,7 @@ LAYERS = {
     "host": 4,
     "cli": 4,
     "closed_pipe": 4,
+    "history_table": 4,
     "__main__": 4,
     "aio": 4,
     "integrations": 4,
