@@ -138,3 +138,14 @@ def request(rid: str) -> AskRequest:
 
 async def enqueue(queue: Running, rid: str) -> None:
     await queue.ask(lambda reply: q.Enqueue(request(rid), fs.new_form(PARAMS), reply))
+
+
+def completed_ids(state: Any) -> tuple[str, ...]:
+    """The requests of a ``QueueState``'s epoch with an outcome, oldest first (every request is
+    walked: for tests; ``QueueStats.completed`` counts them)."""
+    return tuple(item.request.request_id for item in state.ordered() if item.outcome is not None)
+
+
+def delivered_ids(state: Any) -> tuple[str, ...]:
+    """The requests of a ``QueueState``'s epoch whose outcome was delivered, oldest first."""
+    return tuple(item.request.request_id for item in state.ordered() if item.delivered)

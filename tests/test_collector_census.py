@@ -94,13 +94,13 @@ async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_o
             answered = (_tracked() - before) / FORMS
             forms_kept = _form_states() - states_before
             stats = await rt.statistics()
-            assert len(stats.completed) == WARM + FORMS and not stats.pending
+            assert stats.completed == WARM + FORMS and not stats.pending
             assert not stats.delivered
             handed_out = len(await rt.turn_boundary())  # the messages themselves are gone
             await settle()
             delivered = (_tracked() - before) / FORMS
             assert handed_out == WARM + FORMS
-            assert len((await rt.statistics()).delivered) == WARM + FORMS
+            assert (await rt.statistics()).delivered == WARM + FORMS
     # Queued: its request (7: request, parameters, the questions' tuple, the question, the
     # options' tuple, two options), the queue's item and the journal fold's record of the
     # request (its log's entry of it is a tuple, which the collector stops tracking); no form
@@ -143,7 +143,7 @@ async def test_a_text_only_turn_boundary_makes_each_answers_texts_once(
             _answer_every_form(rt)
             await _ask(rt, range(3), "c")
             await settle()
-            assert len((await rt.statistics()).completed) == 3
+            assert (await rt.statistics()).completed == 3
             messages = await rt.turn_boundary(text_only=True)
     assert len(messages) == 3
     assert len(made) == 3, f"texts made {len(made)} times for 3 answers"

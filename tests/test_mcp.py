@@ -394,7 +394,7 @@ async def test_cut_foreground_call_answer_arrives_later_exactly_once(tmp_path: P
     assert background_of(waited) == []
     assert again.structured_content is not None
     assert again.structured_content["results"] == []
-    assert stats.delivered == (item["requestId"],)
+    assert stats.delivered == 1 and stats.pending == ()
 
 
 async def test_cut_foreground_answer_rides_the_next_tool_result(tmp_path: Path) -> None:

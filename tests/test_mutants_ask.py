@@ -298,7 +298,7 @@ async def test_a_background_answer_lost_to_the_disk_reopens_with_what_was_entere
         assert reopened.outcome is None
         assert [d.selected for d in reopened.drafts] == [(1,), (0,)]
         stats = await rt.statistics()
-        assert len(stats.pending) == 1 and stats.completed == ()
+        assert len(stats.pending) == 1 and stats.completed == 0
         assert log.of(ev.COMPLETED) == []
         assert await rt.turn_boundary() == []
     assert completions(session) == []
@@ -559,7 +559,7 @@ async def test_a_background_answer_whose_error_outcome_is_refused_too_reopens_wi
         assert reopened.outcome is None
         assert [d.selected for d in reopened.drafts] == [(1,)]
         stats = await rt.statistics()
-        assert len(stats.pending) == 1 and stats.completed == ()
+        assert len(stats.pending) == 1 and stats.completed == 0
         # Answered again, with the file taking it now: recorded and delivered.
         submit(rt.events, "tool:c1", answer({"a": ["a2"]}))
         await settle()

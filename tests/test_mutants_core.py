@@ -171,5 +171,5 @@ def test_a_form_stop_of_an_old_epoch_records_nothing() -> None:
     state, _, form = _queued()
     outcome = Outcome("r1", error="the surface broke")
     after, _ = _reduce(state, qs.FormStopped("r1", state.epoch - 1, form, outcome))
-    assert after.stats().completed == ()
+    assert after.stats().completed == 0
     assert after.stats().pending == ("r1",)

@@ -19,6 +19,7 @@ from pi_agent_ask.form.result import AskResult, build_result
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.form.validate import validate_ask_params
 
+from .queue_support import completed_ids, delivered_ids
 from .runtime_support import Box, payload
 
 _PARAMS = validate_ask_params(payload("a", background=True)).params
@@ -137,8 +138,8 @@ def test_a_restore_delivers_exactly_its_undelivered_outcomes_once_in_order() -> 
     box = Box()
     state, _ = _reduce(state, qs.Restore(1, items, True, FakeJournal(), box))
     assert box.values == [None]
-    assert state.stats().completed == ("u1", "d1", "u2")
-    assert state.stats().delivered == ("d1",)
+    assert completed_ids(state) == ("u1", "d1", "u2")
+    assert delivered_ids(state) == ("d1",)
     boundary = Box()
     state, effects = _reduce(state, qs.TurnBoundary(boundary))
     [messages] = boundary.values
@@ -146,7 +147,7 @@ def test_a_restore_delivers_exactly_its_undelivered_outcomes_once_in_order() -> 
     assert [e for e in effects if isinstance(e, qs.MarkDelivered)] == [
         qs.MarkDelivered(tuple(("ask:background-answer", m) for m in messages))
     ]
-    assert state.stats().delivered == ("u1", "d1", "u2")
+    assert delivered_ids(state) == ("u1", "d1", "u2")
     again = Box()
     state, _ = _reduce(state, qs.TurnBoundary(again))
     assert again.values == [[]]
@@ -183,7 +184,7 @@ def test_a_request_enqueued_during_a_wait_joins_it_and_its_answer_completes_it()
     state, _ = _reduce(state, qs.TurnBoundary(boundary))
     assert boundary.values == [[]]
     state, _ = _reduce(state, qs.EndWait(7, acknowledged=True))
-    assert state.stats().delivered == ("r1", "r2")
+    assert delivered_ids(state) == ("r1", "r2")
 
 
 # -- the retry of a wake whose delivery mark failed on the disk --------------------------------
@@ -222,7 +223,7 @@ def test_a_wake_that_fails_on_the_disk_is_retried_with_a_doubling_bounded_wait()
     # The disk is back: the wake goes out, marked, and the backoff starts over.
     state, effects = _reduce(state, qs.TryWake())
     assert [type(e) for e in effects] == [qs.MarkDelivered, qs.Wake]
-    assert state.wake_failures == 0 and state.stats().delivered == ("r1",)
+    assert state.wake_failures == 0 and delivered_ids(state) == ("r1",)
 
 
 def test_one_wake_retry_timer_runs_at_a_time() -> None:
@@ -377,7 +378,7 @@ def test_a_transition_writes_its_own_layer_and_leaves_its_parent_as_it_was() -> 
     )
     assert same.items is state.items
     committed = answered.commit()
-    assert committed.stats().completed == ("r1",)
+    assert completed_ids(committed) == ("r1",)
     assert committed.pending_head == 1  # past the answered head at once
 
 
@@ -394,7 +395,7 @@ def test_an_answer_at_the_pending_head_moves_it_even_with_the_panel_hidden() -> 
     assert state.pending_head == 2
     state, effects = _reduce(state, qs.Show(Box()))
     assert not any(isinstance(e, qs.StartForm) for e in effects)
-    assert state.stats().visible is None and state.stats().completed == ("r1", "r2")
+    assert state.stats().visible is None and completed_ids(state) == ("r1", "r2")
 
 
 def test_a_table_shows_what_it_holds() -> None:

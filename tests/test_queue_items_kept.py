@@ -18,6 +18,7 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import AskResult
 from pi_agent_ask.form.validate import validate_ask_params
 
+from .queue_support import completed_ids, delivered_ids
 from .runtime_support import Box, payload
 
 _PARAMS = validate_ask_params(payload("a", background=True)).params
@@ -124,8 +125,10 @@ def test_an_answer_delivered_at_a_turn_boundary_keeps_no_outcome() -> None:
     assert r1() is None
     assert _item(state, "r1").outcome is qs.DELIVERED
     stats = state.stats()
-    assert (stats.pending, stats.completed, stats.delivered) == (("r2",), ("r1",), ("r1",))
-    assert stats.params == (("r1", _PARAMS), ("r2", _PARAMS))
+    assert (stats.pending, stats.completed, stats.delivered) == (("r2",), 1, 1)
+    assert (completed_ids(state), delivered_ids(state)) == (("r1",), ("r1",))
+    assert stats.params == (("r2", _PARAMS),)  # the pending requests'
+    assert state.stats(params_of=("r1",)).params == (("r2", _PARAMS), ("r1", _PARAMS))
     # A second boundary has nothing to hand out; a wait waits for r2 alone.
     box = Box()
     state, effects = _reduce(state, qs.TurnBoundary(box))
@@ -145,7 +148,8 @@ def test_an_answer_delivered_at_a_turn_boundary_keeps_no_outcome() -> None:
     assert r2() is None
     assert _item(state, "r2").outcome is qs.DELIVERED
     stats = state.stats()
-    assert (stats.pending, stats.completed, stats.delivered) == ((), ("r1", "r2"), ("r1", "r2"))
+    assert (stats.pending, stats.completed, stats.delivered) == ((), 2, 2)
+    assert completed_ids(state) == delivered_ids(state) == ("r1", "r2")
 
 
 def test_an_answer_delivered_by_an_idle_wake_keeps_no_outcome() -> None:
@@ -158,7 +162,7 @@ def test_an_answer_delivered_by_an_idle_wake_keeps_no_outcome() -> None:
     state, _ = _reduce(state, qs.AgentActivity(idle=False))
     state, effects = _reduce(state, qs.AgentActivity(idle=True))
     assert not [e for e in effects if isinstance(e, qs.Wake | qs.MarkDelivered)]
-    assert state.stats().completed == ("r1",) and state.stats().delivered == ("r1",)
+    assert completed_ids(state) == delivered_ids(state) == ("r1",)
 
 
 def test_a_wait_after_deliveries_returns_at_once_without_them() -> None:
@@ -171,7 +175,7 @@ def test_a_wait_after_deliveries_returns_at_once_without_them() -> None:
     [end] = wait.values
     assert (end.status, end.request_ids, end.results) == ("complete", (), ())
     state, _ = _reduce(state, qs.EndWait(7, acknowledged=True))
-    assert state.stats().delivered == ("r1", "r2")
+    assert delivered_ids(state) == ("r1", "r2")
 
 
 def test_a_wait_that_is_not_acknowledged_keeps_its_outcomes_for_the_next_boundary() -> None:

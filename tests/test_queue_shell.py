@@ -19,7 +19,17 @@ from pi_agent_ask.actors.records import Outcome, StaleBranch
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import AskResult
 
-from .queue_support import PARAMS, Forms, Journal, Running, enqueue, request, running
+from .queue_support import (
+    PARAMS,
+    Forms,
+    Journal,
+    Running,
+    completed_ids,
+    delivered_ids,
+    enqueue,
+    request,
+    running,
+)
 
 
 @pytest.mark.parametrize("fail", [False, True])
@@ -42,8 +52,9 @@ async def test_quiesce_answers_when_the_closing_form_ends_with_an_answer(fail: b
         await queue.inbox.send(q.FormStopped(rid, 0, fs.new_form(PARAMS), outcome))
         await quiesce_rx.receive()  # answered once the form's stop is committed
         stats = queue.actor.stats()
-        assert stats.completed == ("r1",)
-        assert stats.delivered == (() if fail else ("r1",))
+        assert completed_ids(queue.actor.state) == ("r1",) and stats.completed == 1
+        assert delivered_ids(queue.actor.state) == (() if fail else ("r1",))
+        assert stats.delivered == (0 if fail else 1)
         assert [type_ for type_, _ in journal.entries] == (
             [] if fail else ["ask:background-answer"]
         )

@@ -271,7 +271,7 @@ async def test_background_forms_are_shown_one_at_a_time_in_fifo_order(settings: 
         assert surface.shown == ["tool:c1", "tool:c2", "tool:c3"]
         stats = await rt.statistics()
         assert stats.visible == "tool:c3"
-        assert len(stats.completed) == 2
+        assert stats.completed == 2
 
 
 async def test_defer_hides_the_panel_keeps_the_draft_and_reopen_restores_it(
@@ -687,7 +687,7 @@ async def test_esc_in_the_panel_defers_the_queue_and_keeps_the_draft(settings: P
         stats = await rt.statistics()
         assert stats.panel_visible is False
         assert stats.visible is None
-        assert len(stats.pending) == 1 and stats.completed == ()
+        assert len(stats.pending) == 1 and stats.completed == 0
         await rt.show_queue()
         await settle()
         assert surface.states["tool:c1"].drafts[0].selected == (0,)

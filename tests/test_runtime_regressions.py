@@ -577,8 +577,9 @@ async def test_resuming_a_file_that_is_not_a_session_keeps_the_runtime_writing(
             assert second.get("isError") is not True, second
             submit(rt.events, "tool:b1", answer({"a": ["a1"]}))
             await settle()
-            stats = await rt.statistics()
-            assert stats.completed == (first["details"]["requestId"],)
+            answered = first["details"]["requestId"]
+            stats = await rt.statistics(params_of=(answered,))
+            assert stats.completed == 1 and answered in dict(stats.params)
             assert stats.pending == (second["details"]["requestId"],)
     assert not_a_session.read_text() == "these are notes\n"
     types = [e.type for e in branch(session)]

@@ -113,7 +113,7 @@ async def test_a_disk_failure_recording_a_background_answer_leaves_the_runtime_r
         assert "could not be saved" in rt.notices.receive_nowait()
         assert surface.visible == "tool:b1"
         stats = await rt.statistics()
-        assert len(stats.pending) == 1 and stats.completed == ()
+        assert len(stats.pending) == 1 and stats.completed == 0
         result = await rt.call_tool("ask_user", payload("b", background=True), "b2")
         assert result["structuredContent"]["status"] == "queued"
         # The disk is back: the same answer, submitted again, is recorded and delivered.

@@ -60,7 +60,7 @@ def test_gates_refuse_before_anything_reaches_the_queue() -> None:
 @pytest.mark.parametrize("end", [COMPLETE, DEFERRED], ids=["complete", "deferred"])
 def test_an_answered_wait_writes_its_result_then_acknowledges(end: WaitEnd) -> None:
     waiter, effect = ws.reduce(_started(), ws.Ended(end))
-    assert effect == ws.LookupParams()
+    assert effect == ws.LookupParams(end.request_ids)  # the wait's requests, each once
     assert ws.finish(waiter) == ws.EndWait(7, acknowledged=False)
     waiter, effect = ws.reduce(waiter, ws.ParamsFound({}))
     assert isinstance(effect, ws.WriteResult)

@@ -211,9 +211,10 @@ class RuntimeCore:
         """A message for the person (the host shows ``notices``); never blocks."""
         self._notices_tx.send_nowait(text)
 
-    async def statistics(self) -> q.QueueStats:
-        """A snapshot of the queue: pending, completed, delivered, visible flow, Herdr owners."""
-        return await self._ask_queue(lambda reply: q.Inspect(reply))
+    async def statistics(self, params_of: tuple[str, ...] = ()) -> q.QueueStats:
+        """A snapshot of the queue: pending, completed, delivered, visible flow, Herdr owners;
+        the params of the pending requests and of ``params_of``."""
+        return await self._ask_queue(lambda reply: q.Inspect(reply, params_of))
 
     async def defer_queue(self) -> None:
         """Hide the panel and defer every question; queue and drafts are kept."""

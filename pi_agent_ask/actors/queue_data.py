@@ -193,6 +193,10 @@ class QueueState:
     pending_head: int = 0
     """No request below this sequence number is pending (advanced lazily: amortised O(1))."""
     pending_count: int = 0
+    pending: Table[int, str] = attrs.field(factory=Table)
+    """Request id by sequence number, of the requests without an outcome."""
+    completed_count: int = 0
+    delivered_count: int = 0
     next_seq: int = 0
     dirty: frozenset[str] = frozenset()
     """Requests whose draft changed since it was last written."""
@@ -223,6 +227,7 @@ class QueueState:
         self.items.commit()
         self.by_seq.commit()
         self.undelivered.commit()
+        self.pending.commit()
         return self
 
     def ordered(self) -> Iterator[Item]:
@@ -233,18 +238,22 @@ class QueueState:
                 assert item is not None
                 yield item
 
-    def stats(self) -> QueueStats:
-        ordered = list(self.ordered())
+    def stats(self, params_of: tuple[str, ...] = ()) -> QueueStats:
+        """The snapshot (``QueueStats``): its cost grows with the pending requests and
+        ``params_of``, not with the requests the epoch answered."""
+        pending = tuple(self.pending.get(seq) or "" for seq in sorted(self.pending.keys()))
+        named = [*pending, *(rid for rid in dict.fromkeys(params_of) if rid not in pending)]
+        items = (self.items.get(rid) for rid in named)
         return QueueStats(
             epoch=self.epoch,
-            pending=tuple(i.request.request_id for i in ordered if i.outcome is None),
-            completed=tuple(i.request.request_id for i in ordered if i.outcome is not None),
-            delivered=tuple(i.request.request_id for i in ordered if i.delivered),
+            pending=pending,
+            completed=self.completed_count,
+            delivered=self.delivered_count,
             visible=self.active.flow_id if self.active is not None else None,
             panel_visible=self.panel_visible,
             herdr_owners=self.herdr,
             waiting=self.wait is not None,
-            params=tuple((i.request.request_id, i.request.params) for i in ordered),
+            params=tuple((i.request.request_id, i.request.params) for i in items if i),
         )
 
 

@@ -235,7 +235,11 @@ class Restore:
 
 @attrs.frozen(eq=False, repr=False)
 class Inspect:
+    """A snapshot of the queue; ``params_of``: requests whose params it names besides the
+    pending ones (a wait's answered requests)."""
+
     reply: ReplyTo[QueueStats]
+    params_of: tuple[str, ...] = ()
 
 
 @attrs.frozen(eq=False, repr=False)
@@ -338,12 +342,18 @@ class WaitEnd:
 
 @attrs.frozen(repr=False)
 class QueueStats:
-    """A snapshot for tests and the status line."""
+    """A snapshot for the desk, the status line and tests. It costs what is pending, never
+    what the epoch answered: ``completed`` and ``delivered`` are counts (the queue keeps them
+    as it goes, ``Step.put``), and ``params`` names the pending requests and those asked for
+    (``Inspect.params_of``)."""
 
     epoch: int
     pending: tuple[str, ...]
-    completed: tuple[str, ...]
-    delivered: tuple[str, ...]
+    """The requests without an outcome, oldest first."""
+    completed: int
+    """Requests of the epoch with an outcome (delivered or not)."""
+    delivered: int
+    """Requests of the epoch whose outcome was delivered."""
     visible: str | None
     panel_visible: bool
     herdr_owners: frozenset[str]

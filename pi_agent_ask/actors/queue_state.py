@@ -301,8 +301,8 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
             step.later(SaveDrafts())
         case Restore():
             _restore(step, message)
-        case Inspect(reply=reply):
-            step.emit(Reply(reply, step.s.stats()))
+        case Inspect(reply=reply, params_of=params_of):
+            step.emit(Reply(reply, step.s.stats(params_of)))
         case FollowUp():
             step.set(follow_ups=(*step.s.follow_ups, message))
             step.later(TryWake())
@@ -383,9 +383,7 @@ def _enqueue(step: Step, message: Enqueue) -> None:
             step.set(wait=late)
         else:
             item = Item(request, seq, message.form)
-        step.items().set(rid, item)
-        step.by_seq().set(seq, rid)
-        step.set(next_seq=seq + 1, pending_count=s.pending_count + 1)
+        step.put(item)
     step.emit(Reply(message.reply, step.field("pending_count")))
     _schedule(step)
 
@@ -699,35 +697,15 @@ def _restore(step: Step, message: Restore) -> None:
     step.emit(UseJournal(message.journal))
     if s.herdr:
         step.emit(HerdrChanged(False))
-    # New tables with bases of their own: the old epoch's tables are left untouched.
-    items: Table[str, Item] = Table()
-    by_seq: Table[int, str] = Table()
-    undelivered: Table[int, str] = Table()
-    seq = s.next_seq
-    pending = 0
-    for restored in message.items:
-        rid = restored.request.request_id
-        item = Item(
-            restored.request,
-            seq,
-            restored.form if restored.outcome is None else None,
-            outcome=restored.outcome,
-            delivered=restored.delivered,
-        )
-        items.set(rid, item)
-        by_seq.set(seq, rid)
-        if item.outcome is None:
-            pending += 1
-        elif not item.delivered:
-            undelivered.set(seq, rid)
-        seq += 1
-    step.own_tables(items, by_seq, undelivered)
+    step.own_tables()
+    for seq, restored in enumerate(message.items, start=s.next_seq):
+        form = restored.form if restored.outcome is None else None
+        outcome, delivered = restored.outcome, restored.delivered
+        step.put(Item(restored.request, seq, form, outcome=outcome, delivered=delivered))
     step.set(
         epoch=message.epoch,
         first_seq=s.next_seq,
         pending_head=s.next_seq,
-        pending_count=pending,
-        next_seq=seq,
         dirty=frozenset(),
         claims=(),
         active=None,

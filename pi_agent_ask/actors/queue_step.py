@@ -69,24 +69,46 @@ class Step:
     def undelivered(self) -> Table[int, str]:
         return self._table("undelivered")
 
-    def own_tables(
-        self, items: Table[str, Item], by_seq: Table[int, str], undelivered: Table[int, str]
-    ) -> None:
-        """Give the new state tables of its own (``Restore``)."""
-        self._layered.update(("items", "by_seq", "undelivered"))
-        self.set(items=items, by_seq=by_seq, undelivered=undelivered)
+    def pending(self) -> Table[int, str]:
+        return self._table("pending")
+
+    def own_tables(self) -> None:
+        """Give the new state empty tables of its own, with no request in them (``Restore``):
+        the old epoch's tables are left untouched."""
+        tables = ("items", "by_seq", "undelivered", "pending")
+        self._layered.update(tables)
+        self.set(**{name: Table() for name in tables})
+        self.set(pending_count=0, completed_count=0, delivered_count=0)
 
     def put(self, item: Item) -> None:
-        """Store ``item`` and keep the counters and the undelivered index true for it."""
+        """Store ``item`` and keep the counts and the indexes true for it: the one place they
+        change. A request not stored yet joins the epoch (its ``seq`` is the next)."""
         rid = item.request.request_id
         old = self.field("items").get(rid)
-        if old is not None and old.outcome is None and item.outcome is not None:
-            self.set(pending_count=self.field("pending_count") - 1)
+        if old is None:
+            self.by_seq().set(item.seq, rid)
+            self.set(next_seq=item.seq + 1)
+        was_done = old is not None and old.outcome is not None
+        done = item.outcome is not None
+        if old is None or was_done != done:
+            self._count("completed_count" if done else "pending_count", 1)
+            if old is not None:
+                self._count("pending_count" if done else "completed_count", -1)
+            if done:
+                self.pending().delete(item.seq)
+            else:
+                self.pending().set(item.seq, rid)
+        was_delivered = old is not None and old.delivered
+        if was_delivered != item.delivered:
+            self._count("delivered_count", 1 if item.delivered else -1)
         self.items().set(rid, item)
-        if item.outcome is not None and not item.delivered:
+        if done and not item.delivered:
             self.undelivered().set(item.seq, rid)
-        elif old is not None and old.outcome is not None:
+        elif was_done:
             self.undelivered().delete(item.seq)
+
+    def _count(self, name: str, change: int) -> None:
+        self.set(**{name: self.field(name) + change})
 
     def emit(self, effect: Effect) -> None:
         if isinstance(effect, WRITES):

@@ -48,8 +48,8 @@ async def wait_for_answers(
                     message = ws.Sent()
                 case ws.ReceiveEnd():
                     message = ws.Ended(await reply.receive())
-                case ws.LookupParams():
-                    stats: q.QueueStats = await rt._ask_queue(lambda reply: q.Inspect(reply))
+                case ws.LookupParams(request_ids=named):
+                    stats = await rt.statistics(params_of=named)
                     message = ws.ParamsFound(dict(stats.params))
                 case ws.WriteResult(entry=entry):
                     try:

@@ -112,7 +112,9 @@ class ReceiveEnd:
 
 @attrs.frozen(repr=False)
 class LookupParams:
-    """Ask the queue for its requests' parameters; reduce ``ParamsFound``."""
+    """Ask the queue for the parameters of the wait's requests; reduce ``ParamsFound``."""
+
+    request_ids: tuple[str, ...]
 
 
 @attrs.frozen(repr=False)
@@ -171,7 +173,9 @@ def reduce(waiter: Waiter, message: Message) -> tuple[Waiter, Effect]:
             if end.status == "aborted":
                 failed = attrs.evolve(waiter, phase="failed", end=end)
                 return failed, Fail(WAIT_INTERRUPTED_TEXT, interrupted=True)
-            return attrs.evolve(waiter, phase="looking_up", end=end), LookupParams()
+            results = (result.request_id for result in end.results)
+            named = tuple(dict.fromkeys((*end.request_ids, *end.pending_request_ids, *results)))
+            return attrs.evolve(waiter, phase="looking_up", end=end), LookupParams(named)
         case "looking_up", ParamsFound(params=params):
             assert waiter.end is not None
             entry = {

@@ -380,7 +380,8 @@ class AgentTools:
             request_id = str(receipt["requestId"])
             self._by_request[request_id] = waiter
             self._awaiting_changed()
-            params = dict((await self.runtime.statistics()).params).get(request_id)
+            stats = await self.runtime.statistics(params_of=(request_id,))
+            params = dict(stats.params).get(request_id)
             async with self._progress(report_progress):
                 await waiter.ready.wait()
             # Two tries: the completion event fires just before the queue records the
