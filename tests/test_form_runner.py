@@ -23,6 +23,7 @@ from pi_agent_ask.actors.form import (
     FormInput,
     NullSurface,
     RemoteResponse,
+    Saved,
     UserCommand,
     close_inbox,
     run_form,
@@ -108,7 +109,7 @@ async def _run(
     scope: trio.CancelScope,
     changes: list[fs.FormState],
 ) -> fs.FormState | None:
-    async def on_change(state: fs.FormState) -> None:
+    async def on_change(state: fs.FormState, _saved: Saved | None) -> None:
         changes.append(state)
 
     return await run_form(
@@ -255,7 +256,7 @@ async def test_a_form_tells_its_surface_why_it_left(given: str, ended: Ended) ->
     surface = EndingSurface()
     scope = trio.CancelScope()
 
-    async def on_change(state: fs.FormState) -> None:
+    async def on_change(state: fs.FormState, _saved: Saved | None) -> None:
         pass
 
     async def on_defer() -> None:

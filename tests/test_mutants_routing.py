@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from pi_agent_ask import events as ev
-from pi_agent_ask.actors.form import FormInput, NullSurface, UserCommand, run_form
+from pi_agent_ask.actors.form import FormInput, NullSurface, Saved, UserCommand, run_form
 from pi_agent_ask.actors.runtime import Runtime, open_runtime
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
@@ -225,7 +225,7 @@ async def test_a_form_whose_inbox_ends_returns_its_last_draft() -> None:
     commands.close()
     changes: list[fs.FormState] = []
 
-    async def on_change(state: fs.FormState) -> None:
+    async def on_change(state: fs.FormState, _saved: Saved | None) -> None:
         changes.append(state)
 
     with trio.fail_after(GUARD):

@@ -17,6 +17,7 @@ from pi_agent_ask.actors.form import (
     FormInput,
     NullSurface,
     RemoteResponse,
+    Saved,
     close_inbox,
     run_form,
 )
@@ -126,7 +127,7 @@ async def test_a_cancelled_form_reads_nothing_more_from_its_inbox() -> None:
     commands.send_nowait(RemoteResponse(answer({"a": ["a1"]}), replies))
     changes: list[fs.FormState] = []
 
-    async def on_change(state: fs.FormState) -> None:
+    async def on_change(state: fs.FormState, _saved: Saved | None) -> None:
         changes.append(state)
 
     final = None

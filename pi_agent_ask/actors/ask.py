@@ -15,7 +15,7 @@ announced or returned (``outcomes.py``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -26,7 +26,15 @@ from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore
 from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
 from pi_agent_ask.actors.external import negotiate_and_run
-from pi_agent_ask.actors.form import FormFailed, FormInput, close_inbox, run_form
+from pi_agent_ask.actors.form import (
+    FormFailed,
+    FormInput,
+    OnChange,
+    Saved,
+    answer_saved,
+    close_inbox,
+    run_form,
+)
 from pi_agent_ask.actors.notifications import Notify, unheard
 from pi_agent_ask.actors.outcomes import (
     FORM_INTERRUPTED_TEXT,
@@ -51,8 +59,6 @@ ANSWER_NOT_SAVED_TEXT = (
     "with what you entered: submit it again."
 )
 """The notice of a background answer whose write failed on the disk (``OSError``)."""
-
-OnChange = Callable[[fs.FormState], Awaitable[None]]
 
 
 async def ask_user(
@@ -210,9 +216,10 @@ async def run_foreground(
     latest = fs.new_form(request.params, rt.config.form_settings)
     final: fs.FormState | None = None
 
-    async def on_change(state: fs.FormState) -> None:
+    async def on_change(state: fs.FormState, saved: Saved | None) -> None:
         nonlocal latest
         latest = state
+        answer_saved(saved, None)  # a foreground form's drafts are kept with it, not on disk
 
     failure: str | None = None
     try:
@@ -334,8 +341,9 @@ def _started(request: AskRequest, flow_id: str) -> dict[str, Any]:
     return started
 
 
-async def _no_change(_state: fs.FormState) -> None:
+async def _no_change(_state: fs.FormState, saved: Saved | None) -> None:
     """A form's ``on_change`` for an owner that keeps no drafts."""
+    answer_saved(saved, None)
 
 
 async def run_background_form(
@@ -359,10 +367,10 @@ async def run_background_form(
     final: fs.FormState | None = None
     failure: str | None = None
 
-    async def on_change(state: fs.FormState) -> None:
+    async def on_change(state: fs.FormState, saved: Saved | None) -> None:
         nonlocal latest
         latest = state
-        await rt._queue_tx.send(q.DraftChanged(request.request_id, epoch, state))
+        await rt._queue_tx.send(q.DraftChanged(request.request_id, epoch, state, saved))
 
     try:
         try:

@@ -27,12 +27,38 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import answers_from_remote
 from pi_agent_ask.form.untrusted import scrub_text
 
+Saved = trio.MemorySendChannel[str | None]
+"""Where the owner of a form says that a change is on disk (``None``) or why it is not (a
+sentence); closed unanswered when it never will be (the form is gone). A one-shot channel with
+a buffer of one: answering never blocks."""
+
 
 @attrs.frozen(repr=False)
 class UserCommand:
-    """A command from the terminal surface (a key press or a click, already mapped)."""
+    """A command from the terminal surface (a key press or a click, already mapped), or from
+    the desk's page. ``saved``: the sender waits until the change the command makes is on
+    disk (the page's drafts: it tells the person "saved" only then); the form hands it to its
+    owner with the change (``on_change``)."""
 
     command: fs.Command
+    saved: Saved | None = None
+
+
+def answer_saved(saved: Saved | None, value: str | None) -> None:
+    """Answer ``saved`` once (its sender may have stopped waiting) and close it."""
+    if saved is not None:
+        with (
+            saved,
+            contextlib.suppress(
+                trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock
+            ),
+        ):
+            saved.send_nowait(value)
+
+
+OnChange = Callable[[fs.FormState, Saved | None], Awaitable[None]]
+"""A form's owner hears each state before the final one (the drafts), with the ``saved`` of
+the command that made it (answered by the owner: ``answer_saved``)."""
 
 
 class ResponseReply(Protocol):
@@ -92,7 +118,8 @@ FLOW_NOT_ACTIVE: tuple[str, str] = ("flow_not_found", "Ask flow is not active.")
 
 def close_inbox(inbox: trio.MemoryReceiveChannel[FormInput]) -> None:
     """The owner of a form that ended closes its inbox: a remote answer already in it, or
-    sent later, is told ``flow_not_found`` instead of waiting for a reply that never comes."""
+    sent later, is told ``flow_not_found`` instead of waiting for a reply that never comes,
+    and a command waiting to hear that its change is saved hears that it never will be."""
     while True:
         try:
             message = inbox.receive_nowait()
@@ -101,6 +128,8 @@ def close_inbox(inbox: trio.MemoryReceiveChannel[FormInput]) -> None:
         if isinstance(message, RemoteResponse):
             with message.reply, contextlib.suppress(trio.BrokenResourceError):
                 message.reply.send_nowait(FLOW_NOT_ACTIVE)
+        elif isinstance(message, UserCommand) and message.saved is not None:
+            message.saved.close()  # its change never happens: nothing is written
     inbox.close()
 
 
@@ -212,7 +241,7 @@ async def run_form(
     inbox: trio.MemoryReceiveChannel[FormInput],
     commands: trio.MemorySendChannel[FormInput],
     surface: Surface,
-    on_change: Callable[[fs.FormState], Awaitable[None]],
+    on_change: OnChange,
     on_defer: Callable[[], Awaitable[None]] | None = None,
     scope: trio.CancelScope | None = None,
 ) -> fs.FormState | None:
@@ -257,7 +286,7 @@ async def _run(
     state: fs.FormState,
     inbox: trio.MemoryReceiveChannel[FormInput],
     surface: Surface,
-    on_change: Callable[[fs.FormState], Awaitable[None]],
+    on_change: OnChange,
     on_defer: Callable[[], Awaitable[None]] | None,
     scope: trio.CancelScope | None,
 ) -> fs.FormState | None:
@@ -265,6 +294,7 @@ async def _run(
     if scope is None:
         return await _serve(flow_id, state, "read", inbox, surface, on_change, on_defer)
     step: _Step = "read"
+    saved: Saved | None = None
     if not scope.cancel_called:  # else the scope's first check ends it, reading nothing
         try:
             message = inbox.receive_nowait()
@@ -276,8 +306,9 @@ async def _run(
             state, step = _take(state, message, on_defer is not None)
             if step == "done":
                 return state
+            saved = _saved_of(message)
     with scope:
-        return await _serve(flow_id, state, step, inbox, surface, on_change, on_defer)
+        return await _serve(flow_id, state, step, inbox, surface, on_change, on_defer, saved)
     return None
 
 
@@ -291,13 +322,14 @@ async def _serve(
     step: _Step,
     inbox: trio.MemoryReceiveChannel[FormInput],
     surface: Surface,
-    on_change: Callable[[fs.FormState], Awaitable[None]],
+    on_change: OnChange,
     on_defer: Callable[[], Awaitable[None]] | None,
+    saved: Saved | None = None,
 ) -> fs.FormState:
     """The form's loop from ``step`` on, until it has an outcome or its inbox closes."""
     while True:
         if step == "changed":
-            await on_change(state)
+            await on_change(state, saved)
             _on_surface(surface.update, flow_id, state)
         elif step == "defer":
             assert on_defer is not None
@@ -312,17 +344,26 @@ async def _serve(
         if step == "done":
             # The final state is the return value, not a draft: the owner records it.
             return state
+        saved = _saved_of(message)
+
+
+def _saved_of(message: FormInput) -> Saved | None:
+    """The ``saved`` of a command that changed the form (the owner answers it)."""
+    return message.saved if isinstance(message, UserCommand) else None
 
 
 def _take(state: fs.FormState, message: FormInput, deferrable: bool) -> tuple[fs.FormState, _Step]:
     """Apply one input (a remote response is answered here); what the form does next."""
     match message:
-        case UserCommand(command=command):
+        case UserCommand(command=command, saved=saved):
             if isinstance(command, fs.EditorChanged):
                 # Terminal bytes that are not UTF-8 arrive as lone surrogates.
                 command = fs.EditorChanged(scrub_text(command.text))
             state, effects = fs.reduce(state, command)
-            if deferrable and fs.DeferRequested() in effects:
+            defer = deferrable and fs.DeferRequested() in effects
+            if saved is not None and (defer or state.outcome is not None):
+                saved.close()  # put back, or ended: no draft is written for this command
+            if defer:
                 return state, "defer"
         case SettingsUpdate(settings=settings):
             state, _effects = fs.reduce(state, fs.SettingsChanged(settings))

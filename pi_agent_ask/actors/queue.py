@@ -303,6 +303,8 @@ class QueueActor:
             finally:
                 for effect in release_all_herdr(self.state):
                     self._perform_now(effect)
+                for saved in self.state.draft_waiters:  # no draft is written any more
+                    saved.close()
                 # The runner is shielded: the queue's end reaches the forms through their own
                 # scopes. Only the visible form's can be live: a form is started only once
                 # the one before it stopped, or was cancelled (a session change).

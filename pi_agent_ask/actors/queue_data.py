@@ -221,6 +221,8 @@ class QueueState:
     """Disk failures in a row of the draft write (reset when drafts are written)."""
     draft_retry_armed: bool = False
     """A ``RetryDrafts`` timer runs (at most one at a time)."""
+    draft_waiters: tuple[ReplyTo[str | None], ...] = ()
+    """Senders of drafts waiting for the next draft write (``DraftChanged.saved``)."""
 
     def commit(self) -> QueueState:
         """Fold this state's layer into the shared tables (older states become stale)."""

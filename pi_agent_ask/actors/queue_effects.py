@@ -166,6 +166,11 @@ def wake_retry_delay(failures: int) -> float:
     return _backoff(WAKE_RETRY_FIRST, failures)
 
 
+DRAFT_NOT_SAVED_TEXT = (
+    "The draft could not be written to the session file ({error}): it is not saved yet. It "
+    "is kept with the form and written again shortly."
+)
+"""What a sender waiting for its draft (``DraftChanged.saved``) hears when the write failed."""
 DRAFT_RETRY_FIRST = 0.1
 """Seconds before the first retry of drafts whose write failed on the disk."""
 DRAFT_QUIESCE_RETRIES = 4

@@ -104,11 +104,15 @@ class ReleaseSurface:
     claim_id: int
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class DraftChanged:
+    """A background form's state changed. ``saved``: its sender waits for the draft to be
+    written (``None``), or for why it was not; closed when it never will be."""
+
     request_id: str
     epoch: int
     form: fs.FormState
+    saved: ReplyTo[str | None] | None = None
 
 
 @attrs.frozen(repr=False)

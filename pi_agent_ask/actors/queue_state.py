@@ -68,6 +68,7 @@ from pi_agent_ask.actors.queue_data import (
     initial_state,
 )
 from pi_agent_ask.actors.queue_effects import (
+    DRAFT_NOT_SAVED_TEXT,
     DRAFT_QUIESCE_RETRIES,
     DRAFT_RETRY_FIRST,
     WAKE_RETRY_FIRST,
@@ -238,8 +239,8 @@ def reduce(state: QueueState, message: QueueMessage) -> tuple[QueueState, list[E
             _schedule(step)
         case ReleaseSurface(claim_id=claim_id):
             _release(step, claim_id)
-        case DraftChanged(request_id=rid, epoch=epoch, form=form):
-            _draft_changed(step, rid, epoch, form)
+        case DraftChanged(request_id=rid, epoch=epoch, form=form, saved=saved):
+            _draft_changed(step, rid, epoch, form, saved)
         case FormStopped():
             _form_stopped(step, message)
         case Defer(reason=reason, reply=reply):
@@ -443,13 +444,21 @@ def _schedule(step: Step) -> None:
         step.emit(StartForm(request, form, step.field("epoch")))
 
 
-def _draft_changed(step: Step, request_id: str, epoch: int, form: fs.FormState) -> None:
+def _draft_changed(
+    step: Step, request_id: str, epoch: int, form: fs.FormState, saved: ReplyTo[str | None] | None
+) -> None:
     item = step.s.items.get(request_id)
     if epoch != step.s.epoch or item is None or item.outcome is not None:
+        if saved is not None:
+            step.emit(CloseReply(saved))  # no draft of this form is written any more
         return
     step.put(attrs.evolve(item, form=form))
     step.set(dirty=step.s.dirty | {request_id})
-    if not step.s.flush_scheduled:
+    if saved is not None:
+        # Its sender waits for the write: it goes now, not after the draft delay.
+        step.set(draft_waiters=(*step.s.draft_waiters, saved))
+        step.later(SaveDrafts())
+    elif not step.s.flush_scheduled:
         step.set(flush_scheduled=True)
         step.emit(ScheduleFlush())
 
@@ -466,6 +475,10 @@ def _save_drafts(step: Step) -> None:
         step.emit(Append(tuple(entries)))
         step.set(draft_failures=0)  # committed only once the write succeeded
     step.set(dirty=frozenset())
+    for saved in s.draft_waiters:  # written (the write failed: ``_unrecorded`` says so)
+        step.emit(Reply(saved, None))
+        step.emit(CloseReply(saved))
+    step.set(draft_waiters=())
     active = step.s.active
     if step.s.quiesce_replies and (active is None or active.request_id is None):
         for reply in step.s.quiesce_replies:
@@ -741,7 +754,12 @@ def _unrecorded(step: Step, message: QueueMessage, error: Exception | None) -> N
             step.emit(CloseReply(reply))
         case SaveDrafts():
             # The drafts stay dirty (none of the transition happened). A disk failure may pass:
-            # the write is tried again by a timer, and Quiesce callers wait for a few retries.
+            # the write is tried again by a timer, and Quiesce callers wait for a few retries;
+            # a sender waiting for its draft hears now that it is not written yet.
+            for saved in step.s.draft_waiters:
+                step.emit(Reply(saved, DRAFT_NOT_SAVED_TEXT.format(error=error)))
+                step.emit(CloseReply(saved))
+            step.set(draft_waiters=())
             failures = step.s.draft_failures + 1 if disk else 0
             waiting = disk and bool(step.s.quiesce_replies) and failures <= DRAFT_QUIESCE_RETRIES
             if disk:

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import trio
 
-from pi_agent_ask.actors.form import FormInput, run_form
+from pi_agent_ask.actors.form import FormInput, Saved, answer_saved, run_form
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown, put_aside_hint
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import build_result
@@ -180,9 +180,10 @@ async def _run(
     deferred = False
     gone: Refused | None = None
 
-    async def on_change(changed: fs.FormState) -> None:
+    async def on_change(changed: fs.FormState, saved: Saved | None) -> None:
         nonlocal last
         last = changed
+        answer_saved(saved, None)  # the team's page saves its drafts its own way (``web.py``)
         if await team.save_draft(request_id, draft_json(changed)) is not False:
             return
         # The claim is gone (it ran out while this desk stalled or the store was away, and

@@ -234,10 +234,14 @@ form is gone."""
 
 
 async def form_drafts(shown: Shown, drafts: tuple[Draft, ...]) -> DraftRefused | None:
-    """A desk of files: the form's ``ReplaceDrafts`` command, which its runtime journals (it
-    refuses no draft)."""
-    await shown.commands.send(UserCommand(fs.ReplaceDrafts(drafts)))
-    return None
+    """A desk of files: the form's ``ReplaceDrafts`` command, which its runtime journals; kept
+    once it is written. A write that failed is ``refused`` with its sentence: the queue writes
+    the draft again, and the page keeps the text and saves it again."""
+    saved, written = trio.open_memory_channel[str | None](1)
+    with written:
+        await shown.commands.send(UserCommand(fs.ReplaceDrafts(drafts), saved))
+        why = await written.receive()
+    return None if why is None else DraftRefused("refused", why)
 
 
 @attrs.define(eq=False)
