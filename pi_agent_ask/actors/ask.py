@@ -370,7 +370,12 @@ async def run_background_form(
     async def on_change(state: fs.FormState, saved: Saved | None) -> None:
         nonlocal latest
         latest = state
-        await rt._queue_tx.send(q.DraftChanged(request.request_id, epoch, state, saved))
+        try:
+            await rt._queue_tx.send(q.DraftChanged(request.request_id, epoch, state, saved))
+        except BaseException:
+            if saved is not None:
+                saved.close()  # not handed to the queue (cancelled, or the queue is gone)
+            raise
 
     try:
         try:
