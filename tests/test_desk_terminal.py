@@ -14,7 +14,12 @@ import trio
 from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.desk.terminal import AGENTS_WIDTH
-from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
+from pi_agent_ask.desk.testing import (
+    SDK_CLIENT_WARNINGS,
+    answer_displayed,
+    desk_client,
+    open_desk,
+)
 from pi_agent_ask.ui.testing import VirtualTerminal, sgr_click
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
@@ -287,3 +292,29 @@ async def test_the_agent_on_display_stays_in_a_full_agents_pane(tmp_path: Path) 
             assert any(row.startswith("▶ agent-09") for row in pane), "\n".join(pane)
             assert any("more" in row for row in pane), "\n".join(pane)
             assert all("agent-" in row or "more" in row for row in pane[1:]), "\n".join(pane)
+
+
+async def test_agents_with_nothing_waiting_give_way_in_a_full_agents_pane(tmp_path: Path) -> None:
+    """A desk that has run a while knows every agent it ever served. More of them than the
+    pane has rows: the agents with forms waiting are listed, those with nothing waiting give
+    way (they were listed first, in the order they came, and pushed the others out of sight
+    behind the row counting the agents left out)."""
+    term = VirtualTerminal(100, 12)
+    idle = [f"done-{i:02d}" for i in range(8)]
+    busy = [f"busy-{i}" for i in range(3)]
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk:
+            for key in idle:  # each asked once and was answered: nothing waits for them
+                async with desk_client(desk.address, key) as client:
+                    await client.call_tool("ask_user", ask(key))
+                await answer_displayed(desk)
+            for key in busy:
+                async with desk_client(desk.address, key) as client:
+                    await client.call_tool("ask_user", ask(key))
+            await term.wait_for("Question busy-0?")
+            await term.wait_for(lambda t: any("more" in row for row in t.rows()))
+            pane = [row.split("│", 1)[0] for row in term.rows()[2:-1]]
+            for key in busy:
+                assert any(key in row for row in pane), "\n".join(pane)
+            assert any(row.startswith("▶ busy-0") for row in pane), "\n".join(pane)
+            assert any("+" in row and "more" in row for row in pane), "\n".join(pane)

@@ -90,9 +90,11 @@ def agent_rows(
     board: Board, width: int = AGENTS_WIDTH, height: int | None = None
 ) -> StyleAndTextTuples:
     """The agents pane: a heading, one row per agent (pending count, blocked mark) and the
-    marks' legend. In ``height`` rows the legend gives way first; then the agents that fit
-    are listed, from the first or so that the one on display is the last, and a row counts
-    the others."""
+    marks' legend. In ``height`` rows the legend gives way first; then the agents with
+    nothing waiting (no form, no wait: a desk that has run a while knows every agent it
+    ever served); then the others that fit are listed, from the first or so that the one on
+    display is the last, and a row counts the agents left out. Listed agents keep their
+    order."""
     rows: StyleAndTextTuples = [("class:ask.title", " Agents\n")]
     agents = board.agents()
     if not agents:
@@ -101,9 +103,16 @@ def agent_rows(
     room = None if height is None else height - 1  # below the heading
     if room is not None and len(agents) > room:
         room = max(1, room - 1)  # the last row counts the agents left out
-        shown = next((i for i, agent in enumerate(agents) if agent.displayed), 0)
-        first = max(0, shown - room + 1)
-        listed = agents[first : first + room]
+        busy = [a for a in agents if a.pending or a.waiting or a.blocked or a.displayed]
+        if len(busy) > room:
+            shown = next((i for i, agent in enumerate(busy) if agent.displayed), 0)
+            first = max(0, shown - room + 1)
+            kept = {agent.key for agent in busy[first : first + room]}
+        else:
+            kept = {agent.key for agent in busy}
+            idle = [agent.key for agent in agents if agent.key not in kept]
+            kept.update(idle[: room - len(busy)])
+        listed = [agent for agent in agents if agent.key in kept]
         left_out = len(agents) - len(listed)
     for agent in listed:
         pointer = "▶" if agent.displayed else " "
