@@ -243,7 +243,8 @@ class QueueState:
     def stats(self, params_of: tuple[str, ...] = ()) -> QueueStats:
         """The snapshot (``QueueStats``): its cost grows with the pending requests and
         ``params_of``, not with the requests the epoch answered."""
-        pending = tuple(self.pending.get(seq) or "" for seq in sorted(self.pending.keys()))
+        by_seq = sorted(self.pending.keys())
+        pending = tuple(rid for seq in by_seq if (rid := self.pending.get(seq)) is not None)
         named = [*pending, *(rid for rid in dict.fromkeys(params_of) if rid not in pending)]
         items = (self.items.get(rid) for rid in named)
         return QueueStats(

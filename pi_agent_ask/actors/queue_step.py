@@ -94,10 +94,10 @@ class Step:
             self._count("completed_count" if done else "pending_count", 1)
             if old is not None:
                 self._count("pending_count" if done else "completed_count", -1)
-            if done:
-                self.pending().delete(item.seq)
-            else:
+            if not done:
                 self.pending().set(item.seq, rid)
+            elif old is not None:
+                self.pending().delete(item.seq)
         was_delivered = old is not None and old.delivered
         if was_delivered != item.delivered:
             self._count("delivered_count", 1 if item.delivered else -1)
