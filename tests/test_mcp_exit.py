@@ -10,6 +10,7 @@ and the hook socket and the agent's connection file are gone.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -90,3 +91,26 @@ async def test_the_server_ends_without_the_interpreter_s_shutdown_and_keeps_ever
     assert titles == {f"Form {n}" for n in range(1, ASKS + 1)}
     # The hook socket and the agent's file beside it are removed before the process ends.
     assert files_in(home.runtime) == []
+
+
+async def test_ctrl_c_ends_the_server_quietly(home: Home) -> None:
+    """Ctrl-C in the terminal of a client that runs the server (the signal goes to the whole
+    process group): the server ends as on ``SIGTERM``, by the signal once its orderly close is
+    done, with nothing on standard error. As a ``KeyboardInterrupt`` it waited for its input
+    to end (its reading thread), then printed a traceback and exited 1."""
+    with trio.fail_after(60), (home.root / "server.log").open("w") as log:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "pi_agent_ask", "mcp"],
+            stdin=-1,
+            stdout=-1,
+            stderr=log,
+            env=home.env(),
+            cwd=home.work,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        await process.stdin.send_all("".join(line + "\n" for line in opening()).encode())
+        assert b'"id":0' in await process.stdout.receive_some(65536)
+        process.send_signal(signal.SIGINT)
+        status = await process.wait()
+    assert (status, (home.root / "server.log").read_text()) == (-signal.SIGINT, "")
+    assert files_in(home.runtime) == []  # the hook socket and the agent's file are gone

@@ -222,7 +222,8 @@ async def serve(
     hook_dir: Path | None = None,
 ) -> None:
     """Serve MCP on standard input and output until the client closes its side (or a
-    ``SIGTERM`` or ``SIGHUP`` comes: ``end_on_signal``; call it in the main thread)."""
+    ``SIGTERM``, ``SIGHUP`` or ``SIGINT`` comes: ``end_on_signal``; call it in the main
+    thread)."""
     from pi_agent_ask.mcp_common.connection import desk_file_path
     from pi_agent_ask.mcp_common.journals import default_state_dir
     from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
@@ -320,18 +321,23 @@ async def agent_keys(
 
 
 async def end_on_signal(scope: trio.CancelScope, left: trio.Event) -> None:
-    """``SIGTERM`` or ``SIGHUP`` ends the server as the end of its input does, then by the
-    signal: ``scope`` is cancelled, and once the router has let go of what it holds (``left``:
-    a session on a desk ended, the journal closed, the hook socket removed), the signal is
-    raised again with its default action. Only that ends the process: the SDK reads standard
-    input in a thread that no cancellation reaches. A client may end its server so: the
-    TypeScript SDK sends ``SIGTERM`` to a server still running 2 s after it closed its input."""
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+    """``SIGTERM``, ``SIGHUP`` or ``SIGINT`` ends the server as the end of its input does,
+    then by the signal: ``scope`` is cancelled, and once the router has let go of what it
+    holds (``left``: a session on a desk ended, the journal closed, the hook socket removed),
+    the signal is raised again with its default action. Only that ends the process: the SDK
+    reads standard input in a thread that no cancellation reaches. A client may end its
+    server so: the TypeScript SDK sends ``SIGTERM`` to a server still running 2 s after it
+    closed its input; Ctrl-C in the terminal of a client sends ``SIGINT`` to the client's
+    whole process group, its servers too (as a ``KeyboardInterrupt`` it printed a traceback,
+    and the server waited for its input to end)."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP, signal.SIGINT) as signals:
         signum = await anext(signals)
         scope.cancel()
         with trio.CancelScope(shield=True):
             await left.wait()
-    signal.raise_signal(signum)  # the receiver is closed: the default action, the end
+    # The receiver is closed; Python's own SIGINT handler would be back: the default action.
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
 
 
 async def serve_lines(server: Server[Any], replay: ReplayedStdin, stdout: Any) -> None:
