@@ -187,7 +187,7 @@ async def test_an_answer_in_the_client_that_cannot_be_recorded_during_a_move_is_
                 limits = resource.prlimit(pid, resource.RLIMIT_FSIZE)
                 resource.prlimit(pid, resource.RLIMIT_FSIZE, (journal.stat().st_size, limits[1]))
                 release.set()
-                await wait_for_line(log, "A write to the session file failed")
+                await wait_for_line(log, "The answer could not be saved to the session file")
                 resource.prlimit(pid, resource.RLIMIT_FSIZE, limits)
                 await answered.wait()
                 # The form is the desk's now: answered there, it reaches the agent.
