@@ -8,6 +8,8 @@ that left that input out would hand back the stale frame and fail here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -16,11 +18,13 @@ from prompt_toolkit.layout import Dimension
 from pi_agent_ask.actors.form import FormInput
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.validate import validate_ask_params
-from pi_agent_ask.persistence.settings import Keymaps, MainKeymap
-from pi_agent_ask.ui import form_view
+from pi_agent_ask.persistence.settings import Config, Keymaps, MainKeymap
+from pi_agent_ask.persistence.settings_list import MoveFocus, open_settings_list
+from pi_agent_ask.ui import form_view, settings_overlay
 from pi_agent_ask.ui.form_view import FormControl, FormController
 from pi_agent_ask.ui.form_window import FormWindow
 from pi_agent_ask.ui.render import Frame, RenderOptions, render_form
+from pi_agent_ask.ui.settings_overlay import SettingsOverlay, render_settings
 
 QUESTIONS = {
     "title": "Build setup",
@@ -253,3 +257,32 @@ def test_a_short_frame_knows_the_rows_of_the_tall_one(
         short = render_form(state, width, RenderOptions(height=12))
         assert len(short.lines) < len(tall.lines)
         assert short.tall_rows == tall.tall_rows == len(tall.lines)
+
+
+def test_a_redraw_renders_the_settings_overlay_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overlay box asks for its rows for its height, then for its content: one render of
+    an unchanged view at one width; a change (a key moving the selection) renders again."""
+    rendered: list[int] = []
+
+    def counting(view: Any, width: int) -> Any:
+        rendered.append(width)
+        return render_settings(view, width)
+
+    monkeypatch.setattr(settings_overlay, "render_settings", counting)
+    overlay = SettingsOverlay(
+        state=open_settings_list(Config(), tmp_path / "pi-agent-ask.json"),
+        save=lambda _effect: None,
+        saved=lambda _config: None,
+        close=lambda: None,
+    )
+    control = settings_overlay._SettingsControl(lambda: overlay, 36)
+    rows = control.preferred_height(36, 20, False, None)
+    assert rows is not None and control.create_content(36, rows).line_count == rows
+    assert rendered == [36]
+    overlay.press(MoveFocus(1))
+    control.preferred_height(36, 20, False, None)
+    content = control.create_content(36, rows)
+    assert rendered == [36, 36]
+    assert content.cursor_position is not None and content.cursor_position.y > 0

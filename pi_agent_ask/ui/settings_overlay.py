@@ -169,10 +169,22 @@ class _SettingsControl(UIControl):
     def __init__(self, overlay: Callable[[], SettingsOverlay | None], inner: int) -> None:
         self.overlay = overlay
         self.inner = inner
+        self._last: tuple[sl.SettingsView, int, list[Line]] | None = None
 
     def _lines(self, width: int) -> list[Line]:
+        """The rows of the overlay's view at ``width``: a redraw asks for them twice (the
+        box's height, then its content), and ``render_settings`` is pure, so an equal view at
+        the same width is rendered once."""
         current = self.overlay()
-        return render_settings(current.view(), width) if current is not None else []
+        if current is None:
+            return []
+        view = current.view()
+        last = self._last
+        if last is not None and last[1] == width and last[0] == view:
+            return last[2]
+        lines = render_settings(view, width)
+        self._last = (view, width, lines)
+        return lines
 
     def preferred_width(self, max_available_width: int) -> int | None:
         return min(self.inner, max_available_width)
