@@ -14,7 +14,8 @@ import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
 from pi_agent_ask.desk.web.app import MAX_BODY
-from pi_agent_ask.desk.web.testing import browser_missing, by_role
+from pi_agent_ask.desk.web.security import COOKIE
+from pi_agent_ask.desk.web.testing import browser_missing, by_role, set_viewport
 from pi_agent_ask.desk.web.view import MAX_TEXT
 from tests.test_web_browser import (  # noqa: F401
     answer_on_the_board,
@@ -26,6 +27,7 @@ from tests.test_web_browser import (  # noqa: F401
     opt,
     question,
     run,
+    screenshots,
     shown_on_page,
     single,
     wait_until,
@@ -428,3 +430,76 @@ async def test_a_page_open_in_another_tab_hears_it_was_signed_out(
             )
             assert "Sign out in another tab" in said and "keeps what you typed" in said, said
             assert await run(lambda: note_box(browser).get_attribute("value")) == "teal"
+
+
+@pytest.mark.parametrize(
+    ("where", "width"), [("desk", 1280), ("history", 390)], ids=["desk-desktop", "history-phone"]
+)
+async def test_sign_out_while_the_desk_is_down_says_so_keeps_the_page_and_signs_out_later(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+    screenshots: Path,  # noqa: F811
+    where: str,
+    width: int,
+) -> None:
+    """Sign out pressed while the desk is down: the page stays (it used to leave for the
+    browser's own error page, and what was typed with it), says in words that the desk
+    cannot be reached and that it signs out once the desk is back, keeps everything typed;
+    once the desk is back the browser is signed out and shows the sign-in page."""
+    listen = f"127.0.0.1:{free_port()}"
+    with trio.fail_after(110):
+        async with (
+            open_desk(tmp_path, listen=listen) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            page = desk.web.base_url + ("/" if where == "desk" else "/history?agent=alpha")
+
+            def typed() -> None:
+                set_viewport(browser, width, 844, mobile=width < 900)
+                if where == "history":
+                    browser.get(page)
+                    by_role(browser, "searchbox", "Search").send_keys("colour")
+                else:
+                    note_box(browser).send_keys("teal")
+
+            await run(typed)
+            if where == "desk":
+                await desk.board.wait_for(
+                    lambda b: b.current is not None and b.current.state.drafts[0].note == "teal"
+                )
+
+        def pressed() -> tuple[str, str]:
+            by_role(browser, "button", "Sign out").click()
+            said = wait_until(
+                browser,
+                lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t,
+            )
+            browser.save_screenshot(str(screenshots / f"web-sign-out-unreachable-{where}.png"))
+            box = (
+                by_role(browser, "searchbox", "Search") if where == "history" else note_box(browser)
+            )
+            return str(said), str(box.get_attribute("value"))
+
+        try:
+            said, kept = await run(pressed)
+            assert "not signed out yet" in said and "as soon as the desk is back" in said, said
+            assert kept == ("colour" if where == "history" else "teal")
+            assert await run(lambda: browser.current_url) == page
+            async with open_desk(tmp_path, listen=listen):
+                told = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            by_role(d, "heading", "Sign in to the desk")
+                            and "You signed out" in (t := d_text(d, "main"))
+                            and t
+                        ),
+                        30,
+                    )
+                )
+            assert "You signed out" in told
+            assert await run(lambda: browser.get_cookie(COOKIE)) is None
+        finally:
+            await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))

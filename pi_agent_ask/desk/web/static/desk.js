@@ -157,6 +157,7 @@
     try { data = await response.json(); } catch (e) { return false; }
     const fresh = data.csrf !== csrf;
     csrf = data.csrf;
+    document.querySelector('#sign-out input[name="csrf"]').value = csrf; // Sign out's too
     const closed = stream.readyState === EventSource.CLOSED;
     if (closed) connect();
     if (closed || fresh) say("");
@@ -537,14 +538,13 @@
     }
     changed(fs);
   }
-  // Sign out (the header's form): a draft still due is saved first, with the session it is
-  // typed in; after the post there is no session to save it with.
-  const signOut = document.getElementById("sign-out");
-  signOut.addEventListener("submit", async function (event) {
-    if (saveTimer === null) return;
-    event.preventDefault();
-    await saveNow();
-    signOut.submit();
+  // Sign out (the header's form, signout.js): a draft still due, or one that never reached
+  // the desk, is saved first, with the session it is typed in; after the sign-out there is
+  // no session to save it with.
+  document.addEventListener("desk:sign-out", function (event) {
+    if (saveTimer !== null || (unsaved !== null && unsaved === formId() && unsavedWhy === "lost")) {
+      event.detail.waits.push(saveNow());
+    }
   });
   window.addEventListener("pagehide", function () { if (saveTimer) saveNow(true); });
   window.addEventListener("beforeunload", function (event) {
@@ -641,6 +641,7 @@
   function streamError() {
     // The browser reconnects by itself unless the desk refused the stream (signed out).
     if (stream.readyState === EventSource.CLOSED) {
+      document.dispatchEvent(new Event("desk:reachable")); // it answered, refusing
       const text = "This page is signed out of the desk (Sign out in another tab, or a desk " +
         "restart, which signs everyone out): " +
         "open a new sign-in link (pi-agent-ask desk login-url) in another tab, then come back " +
@@ -654,6 +655,7 @@
     }
   }
   function streamOpen() {
+    document.dispatchEvent(new Event("desk:reachable"));
     if (statusBox.textContent === LOST) say("");
   }
   // Whether the form this page answered is listed again under another showing (see
