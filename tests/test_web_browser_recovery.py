@@ -31,6 +31,7 @@ from tests.test_web_browser import (  # noqa: F401
     shown_on_page,
     single,
     wait_until,
+    writes_refused_past,
 )
 
 MISSING = browser_missing()
@@ -503,3 +504,66 @@ async def test_sign_out_while_the_desk_is_down_says_so_keeps_the_page_and_signs_
             assert await run(lambda: browser.get_cookie(COOKIE)) is None
         finally:
             await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
+
+
+async def test_a_cancel_the_journal_could_not_record_brings_the_form_back_on_the_page(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Cancel pressed (twice: the form holds answers) while the agent's journal cannot be
+    written: the cancellation did not happen and the desk shows the form again. The page
+    says so in words and shows the form again with what was typed, and it can be answered
+    (it used to say "Cancelled." over "No questions waiting" while the form waited on the
+    board out of the page's sight until a reload)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            (journal,) = await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.pias")))
+
+            def typed() -> None:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                note_box(browser).send_keys("navy")
+
+            await run(typed)
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].note == "navy"
+            )
+
+            def cancelled_twice() -> str:
+                cancel = by_role(browser, "button", "Cancel")
+                cancel.click()
+                wait_until(browser, lambda d: "Press Cancel again" in d_text(d, "#form-errors"))
+                cancel.click()
+                return str(
+                    wait_until(
+                        browser,
+                        lambda d: (
+                            "not recorded" in (t := d_text(d, "#status")) and form_shown(d) and t
+                        ),
+                    )
+                )
+
+            with writes_refused_past(journal.stat().st_size):
+                told = await run(cancelled_twice)
+            assert "cancel" in told.lower() and "form is back" in told, told
+
+            def kept() -> tuple[bool, str]:
+                return (
+                    by_role(question(browser, "Colour"), "radio", "Blue").is_selected(),
+                    str(note_box(browser).get_attribute("value")),
+                )
+
+            assert await run(kept) == (True, "navy")
+
+            def answered() -> None:
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+                wait_until(browser, lambda d: not form_shown(d))
+
+            await run(answered)
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+            assert entry["result"]["answers"]["q"]["note"] == "navy"

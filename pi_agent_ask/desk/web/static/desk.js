@@ -16,15 +16,18 @@
   // The id of a form this page itself just sent away, until the page shows what follows.
   let leaving = null;
   let sending = false; // a Submit is on its way: a second click waits for the first
-  // The form this page's answer went to, and which showing of it (the live stream's
-  // ``shown``): listed again under another showing, the answer was not recorded (writing the
-  // agent's journal failed) and the form is back.
+  // The form this page's answer or cancellation went to, and which showing of it (the live
+  // stream's ``shown``): listed again under another showing, it was not recorded (writing the
+  // agent's journal failed) and the form is back. { id, shown, text }: ``text`` says so.
   let sent = null;
   let lastDigest = null;
   const SIGNED_OUT = " Open the new link in another tab, then come back here: this page " +
     "keeps what you typed and saves it then.";
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
+  const CANCEL_NOT_RECORDED = "Your Cancel was not recorded (the desk could not write it to " +
+    "the agent's journal), so the question is not cancelled: the form is back with your " +
+    "answers; cancel it again, or answer it.";
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
@@ -315,7 +318,7 @@
     if (result.status === 200) {
       unsaved = null;
       say("Sent to the agent.");
-      sent = { id: id, shown: result.data.shown };
+      sent = { id: id, shown: result.data.shown, text: NOT_RECORDED };
       if (!cameBack(lastDigest) && formId() === id) loadMain(null, id);
       return;
     }
@@ -334,7 +337,12 @@
     const id = formId();
     leaving = id;
     const result = await post("/api/cancel", { form: id });
-    if (result.status === 200) { say("Cancelled."); if (formId() === id) loadMain(null, id); return; }
+    if (result.status === 200) {
+      say("Cancelled.");
+      sent = { id: id, shown: result.data.shown, text: CANCEL_NOT_RECORDED };
+      if (!cameBack(lastDigest) && formId() === id) loadMain(null, id);
+      return;
+    }
     leaving = null;
     if (result.status === 409) gone(result.data.error);
     else answerButton(result.data.error || "Not cancelled.");
@@ -667,9 +675,10 @@
     const listed = digest.forms.filter(function (f) { return f.id === sent.id; })[0];
     if (!listed || listed.shown === sent.shown) return false;
     const id = sent.id;
+    const text = sent.text;
     sent = null;
     leaving = null;
-    say(NOT_RECORDED);
+    say(text);
     loadMain(id);
     return true;
   }
