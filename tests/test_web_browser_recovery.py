@@ -567,3 +567,52 @@ async def test_a_cancel_the_journal_could_not_record_brings_the_form_back_on_the
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["blue"]
             assert entry["result"]["answers"]["q"]["note"] == "navy"
+
+
+async def test_later_keeps_the_form_while_the_desk_refuses_what_was_typed(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Later on a form whose text the desk refused to keep (past its limit): the form would
+    leave the page with that text, which the desk never had. So Later waits: the page says
+    why in words, keeps the form and the text; once the text is short enough, Later puts the
+    form back with it (it used to put the form back at once, and the text was gone)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def refused_then_later() -> tuple[str, bool, int]:
+                own = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                own.click()
+                browser.execute_cdp_cmd("Input.insertText", {"text": "y" * (MAX_TEXT + 5)})
+                wait_until(browser, lambda d: "characters long" in d_text(d, "#form-errors"))
+                by_role(browser, "button", "Later").click()
+                said = wait_until(
+                    browser, lambda d: "Not put back" in (t := d_text(d, "#form-errors")) and t
+                )
+                box = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                return str(said), form_shown(browser), len(box.get_attribute("value"))
+
+            said, shown, length = await run(refused_then_later)
+            assert shown and length == MAX_TEXT + 5, (shown, length)
+            assert "would be lost" in said, said
+            assert desk.board.current is not None  # still waiting on the desk
+
+            def shortened() -> None:
+                own = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                browser.execute_script("arguments[0].select()", own)
+                own.send_keys("short")
+
+            await run(shortened)
+            with trio.fail_after(20):
+                await desk.board.wait_for(
+                    lambda b: (
+                        b.current is not None and b.current.state.drafts[0].custom_text == "short"
+                    )
+                )
+
+            def later() -> None:
+                by_role(browser, "button", "Later").click()
+                wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
+
+            await run(later)

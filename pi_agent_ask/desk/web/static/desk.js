@@ -360,6 +360,14 @@
     // form someone else holds a refused save would claim it for this page once they let it
     // go, although nothing was typed here.
     if (unsavedHere()) await saveNow();
+    // Text the desk refused to keep would leave the page with the form, the desk never having
+    // had it: the form stays until the text is one the desk keeps.
+    if (unsaved === id && unsavedWhy === "refused" && formId() === id) {
+      answerButton(document.getElementById("form-errors").textContent + " Not put back for " +
+        "later: what you typed here would be lost with it. Change it so the desk keeps it, " +
+        "then press Later again.");
+      return;
+    }
     leaving = id;
     const result = await post("/api/later", { form: id });
     if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
