@@ -28,6 +28,7 @@ from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_des
 from pi_agent_ask.desk.web.auth import ATTEMPT_LIMIT
 from pi_agent_ask.desk.web.security import COOKIE
 from pi_agent_ask.desk.web.testing import (
+    area_brightness,
     brightness,
     browser_missing,
     by_role,
@@ -733,16 +734,32 @@ async def test_right_to_left_agent_text_reads_right_to_left(tmp_path: Path, brow
 
             assert await run(directions) == ["rtl", "rtl", "rtl", "rtl", "rtl", "ltr"]
 
-            def review_direction() -> str:
+            def review_direction() -> tuple[str, float]:
                 by_role(browser, "button", "Submit").click()
                 review = by_role(browser, "heading", "Review your answers")
                 wait_until(browser, lambda d: review.is_displayed())
                 line = browser.find_element("css selector", "#review-list li")
-                return str(
-                    browser.execute_script("return getComputedStyle(arguments[0]).direction", line)
+                # Just outside the review's box, beside the line: the page's own background,
+                # with nothing of the line (its number, on its right) drawn there.
+                beside = browser.execute_script(
+                    "const box = document.getElementById('review').getBoundingClientRect();"
+                    "const r = arguments[0].getBoundingClientRect();"
+                    "return {x: box.right + window.scrollX, y: r.top + window.scrollY,"
+                    " width: 12, height: r.height, scale: 1};",
+                    line,
+                )
+                return (
+                    str(
+                        browser.execute_script(
+                            "return getComputedStyle(arguments[0]).direction", line
+                        )
+                    ),
+                    area_brightness(browser, beside),
                 )
 
-            assert await run(review_direction) == "rtl"
+            direction, beside = await run(review_direction)
+            assert direction == "rtl"
+            assert beside == 1.0, "the line's number is drawn outside the review's box"
 
 
 async def test_on_a_phone_agents_in_the_menu_keeps_the_form_shown(
