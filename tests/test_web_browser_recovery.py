@@ -616,3 +616,40 @@ async def test_later_keeps_the_form_while_the_desk_refuses_what_was_typed(
                 wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
 
             await run(later)
+
+
+async def test_text_still_on_its_way_when_the_form_is_answered_elsewhere_is_named(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A note typed on a page on a slow link, and the form answered on the terminal before
+    the page's draft reached the desk: the page says the form was answered elsewhere and
+    what it held that was not sent, in words (it used to drop the note without a word)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def typed_on_a_slow_link() -> None:
+                slow_network(browser, 1500)
+                note_box(browser).send_keys("navy, please")
+
+            try:
+                await run(typed_on_a_slow_link)
+                await answer_on_the_board(desk.board)
+                said = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            not form_shown(d)
+                            and "answered elsewhere" in (t := d_text(d, "#status"))
+                            and t
+                        ),
+                        20,
+                    )
+                )
+            finally:
+                await run(lambda: slow_network(browser, 0))
+            assert "not sent" in said and "navy, please" in said, said
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["red"]

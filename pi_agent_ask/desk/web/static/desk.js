@@ -173,9 +173,10 @@
   window.addEventListener("focus", backToPage);
   document.addEventListener("visibilitychange", backToPage);
 
-  // What the person typed and the desk never kept, as the review's lines.
+  // What the person typed and the desk never kept (refused, lost, or still on its way or due
+  // when the form left), as the review's lines.
   function notSent() {
-    if (!unsaved || unsaved !== formId()) return "";
+    if (!form() || (unsaved !== formId() && !unsavedHere())) return "";
     unsaved = null;
     const lines = Array.from(form().querySelectorAll("fieldset.question")).map(function (fs) {
       return reviewText(fs, questionDraft(fs));
