@@ -1328,9 +1328,9 @@ async def test_an_answer_the_journal_could_not_record_comes_back_to_the_page_to_
                     lambda: wait_until(
                         browser,
                         lambda d: (
-                            "not recorded" in d_text(d, "#status")
+                            "not recorded" in d_text(d, "#form-errors")
                             and form_shown(d)
-                            and d_text(d, "#status")
+                            and d_text(d, "#form-errors")
                         ),
                     )
                 )

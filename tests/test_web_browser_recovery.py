@@ -24,6 +24,7 @@ from tests.test_web_browser import (  # noqa: F401
     colour,
     d_text,
     form_shown,
+    in_view,
     opt,
     question,
     run,
@@ -514,13 +515,15 @@ async def test_a_cancel_the_journal_could_not_record_brings_the_form_back_on_the
     written: the cancellation did not happen and the desk shows the form again. The page
     says so in words and shows the form again with what was typed, and it can be answered
     (it used to say "Cancelled." over "No questions waiting" while the form waited on the
-    board out of the page's sight until a reload)."""
+    board out of the page's sight until a reload). On a phone the sentence is read where
+    Cancel was pressed, beside the buttons, not at the top of the page out of sight."""
     with trio.fail_after(110):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
             await shown_on_page(browser, desk, alpha, colour())
             (journal,) = await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.pias")))
 
             def typed() -> None:
+                set_viewport(browser, 390, 844, mobile=True)
                 by_role(question(browser, "Colour"), "radio", "Blue").click()
                 note_box(browser).send_keys("navy")
 
@@ -538,13 +541,22 @@ async def test_a_cancel_the_journal_could_not_record_brings_the_form_back_on_the
                     wait_until(
                         browser,
                         lambda d: (
-                            "not recorded" in (t := d_text(d, "#status")) and form_shown(d) and t
+                            "not recorded"
+                            in (t := (said := by_role(d, "alert", "", exact=False)).text)
+                            and in_view(d, said)
+                            and form_shown(d)
+                            and t
                         ),
                     )
                 )
 
-            with writes_refused_past(journal.stat().st_size):
-                told = await run(cancelled_twice)
+            try:
+                with writes_refused_past(journal.stat().st_size):
+                    told = await run(cancelled_twice)
+            finally:
+                await run(
+                    lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+                )
             assert "cancel" in told.lower() and "form is back" in told, told
 
             def kept() -> tuple[bool, str]:

@@ -688,7 +688,13 @@
     sent = null;
     leaving = null;
     say(text);
-    loadMain(id);
+    // Once the form is back, the sentence is read where the person pressed (beside the
+    // buttons, in view): on a phone the status line is a long scroll away, above the form.
+    loadMain(id).then(function () {
+      if (formId() !== id || statusBox.textContent !== text) return;
+      say("");
+      answerButton(text);
+    });
     return true;
   }
   function boardEvent(event) {
