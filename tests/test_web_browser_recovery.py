@@ -665,3 +665,49 @@ async def test_text_still_on_its_way_when_the_form_is_answered_elsewhere_is_name
             waited = await alpha.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["red"]
+
+
+async def test_a_journal_that_cannot_be_written_is_told_on_the_page_and_nothing_is_lost(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A draft typed on the page while the agent's journal cannot be written (a full disk):
+    the page took it and said nothing, the desk's notice going to a terminal a headless desk
+    does not have. Now the page shows the desk's notice in words, with its time; the text
+    stays on the page and with the desk, the form stays usable, and once writes work again
+    the answer reaches the agent."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            (journal,) = await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.pias")))
+            with writes_refused_past(journal.stat().st_size):
+                await run(lambda: note_box(browser).send_keys("navy"))
+                said = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            "session file failed" in (t := d_text(d, "#desk-notice"))
+                            and in_view(d, d.find_element("css selector", "#desk-notice"))
+                            and t
+                        ),
+                    )
+                )
+            assert "alpha" in said and "nothing the person entered is lost" in said, said
+            assert await run(lambda: note_box(browser).get_attribute("value")) == "navy"
+            await run(lambda: by_role(browser, "button", "Hide notice").click())
+            assert not await run(
+                lambda: browser.find_element("css selector", "#desk-notice").is_displayed()
+            )
+
+            def answered() -> None:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+                wait_until(browser, lambda d: not form_shown(d))
+
+            await run(answered)
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["note"] == "navy"

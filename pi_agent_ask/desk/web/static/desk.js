@@ -700,8 +700,24 @@
   function boardEvent(event) {
     boards += 1;
     lastDigest = JSON.parse(event.data);
+    showNotice(lastDigest.notice);
     follow(lastDigest);
   }
+  // The desk's latest notice (say, an agent's journal could not be written: what is typed
+  // stays with the desk and is written once writes work again), with when it came, until
+  // the person hides it; a newer one shows again.
+  const noticeBox = document.getElementById("desk-notice");
+  let noticeSeen = null;
+  function showNotice(notice) {
+    if (!notice || notice[0] === noticeSeen) return;
+    noticeSeen = notice[0];
+    const when = new Date(notice[2]).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    document.getElementById("desk-notice-text").textContent = "Desk notice, " + when + ": " + notice[1];
+    noticeBox.hidden = false;
+  }
+  document.getElementById("desk-notice-hide").addEventListener("click", function () {
+    noticeBox.hidden = true;
+  });
   // The page brought in line with the board's ``digest`` (``skip``: as ``loadMain``'s, a form
   // this page just answered, which the digest may still list).
   function follow(digest, skip) {
