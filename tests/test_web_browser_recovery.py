@@ -711,3 +711,40 @@ async def test_a_journal_that_cannot_be_written_is_told_on_the_page_and_nothing_
             waited = await alpha.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["note"] == "navy"
+
+
+async def test_sign_out_on_a_link_that_holds_it_says_so_and_signs_out_once_it_can(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Sign out on a link that holds requests without an answer (a phone in a tunnel): the
+    page says at once that it is signing out, then, rather than nothing for as long as the
+    network holds the request, that the desk cannot be reached; with the link back it signs
+    out by itself."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def pressed() -> tuple[str, str]:
+                slow_network(browser, 30_000)
+                by_role(browser, "button", "Sign out").click()
+                first = wait_until(browser, lambda d: (t := d_text(d, "#sign-out-status")) and t, 3)
+                later = wait_until(
+                    browser,
+                    lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t,
+                    20,
+                )
+                return str(first), str(later)
+
+            try:
+                first, later = await run(pressed)
+            finally:
+                await run(lambda: slow_network(browser, 0))
+            assert first == "Signing out…", first
+            assert "not signed out yet" in later, later
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: by_role(d, "heading", "Sign in to the desk"), 30
+                )
+            )
+            assert await run(lambda: browser.get_cookie(COOKIE)) is None

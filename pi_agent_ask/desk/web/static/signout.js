@@ -13,6 +13,9 @@
     "by itself as soon as the desk is back; press Sign out to try again now.";
   // Between two tries while the desk is away: doubled after each failed try, up to the last.
   const WAITS = [2000, 4000, 8000, 15000];
+  // A try the network holds without an answer (a phone in a tunnel) counts as not reaching
+  // the desk after this long, so the page says so and tries again, instead of nothing.
+  const PATIENCE = 10000;
   let pending = false; // Sign out was pressed and has not reached the desk yet
   let trying = false; // a try is on its way
   let tries = 0;
@@ -27,7 +30,10 @@
   async function before() {
     const event = new CustomEvent("desk:sign-out", { detail: { waits: [] } });
     document.dispatchEvent(event);
-    await Promise.all(event.detail.waits);
+    let waited = null;
+    const patience = new Promise(function (done) { waited = setTimeout(done, PATIENCE); });
+    await Promise.race([Promise.all(event.detail.waits), patience]);
+    clearTimeout(waited);
   }
   async function attempt() {
     if (trying) return;
@@ -41,6 +47,7 @@
         method: "POST",
         body: new URLSearchParams(new FormData(form)),
         credentials: "same-origin",
+        signal: AbortSignal.timeout(PATIENCE),
       });
     } catch (e) {
       response = null; // never reached the desk
@@ -68,6 +75,7 @@
   form.addEventListener("submit", function (event) {
     event.preventDefault();
     pending = true;
+    if (!trying) tell("Signing out…");
     attempt();
   });
   // The desk answered something else (desk.js: its live stream is back): try at once.
