@@ -748,3 +748,44 @@ async def test_sign_out_on_a_link_that_holds_it_says_so_and_signs_out_once_it_ca
                 )
             )
             assert await run(lambda: browser.get_cookie(COOKIE)) is None
+
+
+async def test_a_submit_the_network_holds_is_told_while_it_waits(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Submit on a link that holds the request for long: the page says, beside the buttons,
+    that the desk has not answered yet and that it waits (it used to show nothing, and take
+    no second click, for as long as the network held it); once the answer comes, it is
+    sent."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def sent_slowly() -> str:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                slow_network(browser, 8_000)
+                submit.click()
+                return str(
+                    wait_until(
+                        browser,
+                        lambda d: (
+                            "not answered yet" in (t := by_role(d, "alert", "", exact=False).text)
+                            and t
+                        ),
+                        9,
+                    )
+                )
+
+            try:
+                said = await run(sent_slowly)
+                assert "everything you entered stays" in said, said
+                await run(lambda: wait_until(browser, lambda d: not form_shown(d), 40))
+            finally:
+                await run(lambda: slow_network(browser, 0))
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]

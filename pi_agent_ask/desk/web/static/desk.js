@@ -25,6 +25,10 @@
     "keeps what you typed and saves it then.";
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
+  const SLOW = 5000;
+  const SLOW_SUBMIT = "Sending… the desk has not answered yet (the network is slow or holds " +
+    "the request). This page waits for its answer and says what it is; everything you " +
+    "entered stays here.";
   const CANCEL_NOT_RECORDED = "Your Cancel was not recorded (the desk could not write it to " +
     "the agent's journal), so the question is not cancelled: the form is back with your " +
     "answers; cancel it again, or answer it.";
@@ -314,7 +318,13 @@
     saveTimer = null;
     leaving = id;
     sending = true;
+    // A link that holds the request (a phone in a tunnel) leaves Submit waiting: said in
+    // words after a while, where the page otherwise showed nothing and took no second click.
+    const slow = setTimeout(function () {
+      if (sending && formId() === id) answerButton(SLOW_SUBMIT);
+    }, SLOW);
     const result = await post("/api/submit", { form: id, drafts: drafts() });
+    clearTimeout(slow);
     sending = false;
     if (result.status === 200) {
       unsaved = null;
