@@ -5,10 +5,12 @@ desk (see ``tests/test_web_browser.py``, whose helpers these tests use)."""
 
 from __future__ import annotations
 
+import functools
 import socket
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -789,3 +791,90 @@ async def test_a_submit_the_network_holds_is_told_while_it_waits(
             waited = await alpha.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+
+
+@attrs.define
+class BadGateway:
+    """What a proxy in front of the desk (TLS, a tunnel's end) answers while the desk behind
+    it is down: ``502 Bad Gateway``, a page of its own. ``streams``: the live streams asked
+    for so far."""
+
+    streams: int = 0
+    asked: trio.Event = attrs.field(factory=trio.Event)
+
+    async def __call__(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = await stream.receive_some(65536)
+                if not chunk:
+                    return
+                request += chunk
+            if request.startswith(b"GET /events "):
+                self.streams += 1
+                self.asked.set()
+                self.asked = trio.Event()
+            await bad_gateway(stream)
+
+
+async def bad_gateway(stream: trio.SocketStream) -> None:
+    """The proxy's answer: 502, and the connection closed."""
+    page = b"<html><body>502 Bad Gateway</body></html>"
+    await stream.send_all(
+        b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nConnection: close\r\n"
+        b"Content-Length: " + str(len(page)).encode() + b"\r\n\r\n" + page
+    )
+
+
+async def test_a_proxy_answering_for_a_desk_that_is_down_reads_as_out_of_reach(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Behind a proxy (TLS, a tunnel), a desk that is down answers 502 through it: the page
+    reads that as the desk out of reach, as it reads a refused connection: a draft typed then
+    is kept and said not sent, Sign out stays on the page and signs out once the desk is
+    back (a 502 used to read "The draft was not saved." with the text left to be replaced,
+    and Sign out as a refusal to try again by hand)."""
+    port = free_port()
+    listen = f"127.0.0.1:{port}"
+    with trio.fail_after(110):
+        async with (
+            open_desk(tmp_path, listen=listen) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+        gateway = BadGateway()
+        async with trio.open_nursery() as proxy:
+            await proxy.start(functools.partial(trio.serve_tcp, gateway, port, host="127.0.0.1"))
+
+            def typed_then_signed_out() -> tuple[str, str]:
+                note_box(browser).send_keys("navy")
+                draft = wait_until(
+                    browser,
+                    lambda d: "could not be reached" in (t := d_text(d, "#form-errors")) and t,
+                )
+                by_role(browser, "button", "Sign out").click()
+                said = wait_until(
+                    browser,
+                    lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t,
+                )
+                return str(draft), str(said)
+
+            draft, said = await run(typed_then_signed_out)
+            # The live stream's 502 is the desk away, not the page signed out: the page says
+            # so and asks for the stream again, as after a dropped connection.
+            while gateway.streams < 2:
+                await gateway.asked.wait()
+            status = await run(lambda: d_text(browser, "#status"))
+            assert "connection to the desk is lost" in status, status
+            assert "nothing was sent" in draft, draft
+            assert "not signed out yet" in said, said
+            assert await run(lambda: note_box(browser).get_attribute("value")) == "navy"
+            assert await run(lambda: leaving_asks(browser)), "leaving the page would not ask"
+            proxy.cancel_scope.cancel()
+        async with open_desk(tmp_path, listen=listen):
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: by_role(d, "heading", "Sign in to the desk"), 30
+                )
+            )

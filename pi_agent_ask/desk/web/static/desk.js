@@ -12,6 +12,9 @@
   const ELSEWHERE = "This form was answered elsewhere (on the terminal or another page).";
   const UNREACHABLE = "The desk could not be reached (the network or the desk is down): " +
     "nothing was sent. What you entered is still here; try again.";
+  // A proxy's Bad Gateway and Service Unavailable (not its Gateway Timeout: the request may
+  // have reached the desk).
+  const AWAY = [502, 503];
   let saveTimer = null;
   // The id of a form this page itself just sent away, until the page shows what follows.
   let leaving = null;
@@ -143,6 +146,9 @@
     } catch (e) {
       return { status: 0, data: { error: UNREACHABLE } };
     }
+    // A proxy in front of the desk (TLS, a tunnel) answering for a desk that is away (or one
+    // still starting): not reached either.
+    if (AWAY.indexOf(response.status) >= 0) return { status: 0, data: { error: UNREACHABLE } };
     let data = {};
     try { data = await response.json(); } catch (e) { data = {}; }
     return { status: response.status, data: data };
@@ -666,8 +672,21 @@
   const LOST = "The live connection to the desk is lost (the network, or the desk stopped): " +
     "this page may not be up to date. It reconnects by itself.";
   function streamError() {
-    // The browser reconnects by itself unless the desk refused the stream (signed out).
-    if (stream.readyState === EventSource.CLOSED) {
+    // The browser reconnects by itself unless the stream was answered with an error: the
+    // desk refused it (signed out), or a proxy in front of the desk answered for a desk that
+    // is away (TLS, a tunnel). The session says which.
+    if (stream.readyState === EventSource.CLOSED) whyClosed();
+    else say(LOST);
+  }
+  const RECONNECT = 2000; // ms before a stream a proxy answered for is opened again
+  async function whyClosed() {
+    let status = 0;
+    try {
+      status = (await fetch("/session", { credentials: "same-origin" })).status;
+    } catch (e) {
+      status = 0;
+    }
+    if (status === 401 || status === 403) {
       document.dispatchEvent(new Event("desk:reachable")); // it answered, refusing
       const text = "This page is signed out of the desk (Sign out in another tab, or a desk " +
         "restart, which signs everyone out): " +
@@ -677,9 +696,12 @@
       // Where the person last read that the desk could not be reached: what holds now.
       const box = document.getElementById("form-errors");
       if (box && box.textContent === UNREACHABLE) box.textContent = text;
-    } else {
-      say(LOST);
+      return;
     }
+    // Away (or signed in after all): the stream is opened again after a while, as the
+    // browser does for one the network dropped.
+    if (status !== 200) say(LOST);
+    setTimeout(function () { if (stream.readyState === EventSource.CLOSED) connect(); }, RECONNECT);
   }
   function streamOpen() {
     document.dispatchEvent(new Event("desk:reachable"));

@@ -54,7 +54,9 @@
     } finally {
       trying = false;
     }
-    if (response === null) {
+    // A proxy in front of the desk (TLS, a tunnel) answering for a desk that is away (or one
+    // still starting) is no answer from the desk either.
+    if (response === null || [502, 503].indexOf(response.status) >= 0) {
       tell(UNREACHABLE);
       timer = setTimeout(attempt, WAITS[Math.min(tries, WAITS.length - 1)]);
       tries += 1;
