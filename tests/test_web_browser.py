@@ -435,7 +435,9 @@ async def test_enter_twice_from_an_option_reviews_then_submits(
     tmp_path: Path, browser: Any
 ) -> None:
     """The keyboard way, as on the terminal: a number key chooses, Enter shows the review
-    (which takes the focus, so a screen reader reads it), Enter again sends it."""
+    (which takes the focus, so a screen reader reads it), Enter again sends it; Escape on the
+    review goes back to the answers (it did nothing: the way back was Shift+Tab through the
+    form)."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
@@ -454,6 +456,14 @@ async def test_enter_twice_from_an_option_reviews_then_submits(
                 ActionChains(browser).send_keys("1").perform()
                 assert review.is_displayed()
                 assert by_role(question(browser, "Colour"), "radio", "Blue").is_selected()
+                # Escape leaves the review, the focus back where it was (Submit: choosing in
+                # the last question moved it there); Enter there shows the review again.
+                ActionChains(browser).send_keys(Keys.ESCAPE).perform()
+                wait_until(browser, lambda d: not review.is_displayed())
+                back = browser.switch_to.active_element
+                assert back == by_role(browser, "button", "Submit"), back.text
+                ActionChains(browser).send_keys(Keys.ENTER).perform()
+                wait_until(browser, lambda d: review.is_displayed())
                 focused = str(browser.switch_to.active_element.text)
                 ActionChains(browser).send_keys(Keys.ENTER).perform()
                 wait_until(browser, lambda d: not form_shown(d))

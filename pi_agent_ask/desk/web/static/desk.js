@@ -293,7 +293,10 @@
     if (optionNotes) text += " (" + optionNotes + " option note" + (optionNotes > 1 ? "s" : "") + ")";
     return text;
   }
+  // Where the focus was when the review was shown: Escape on the review goes back there.
+  let beforeReview = null;
   function showReview() {
+    beforeReview = document.activeElement;
     const list = document.getElementById("review-list");
     list.replaceChildren();
     form().querySelectorAll("fieldset.question").forEach(function (fs) {
@@ -499,6 +502,17 @@
     if (event.key === "Enter" && target.id === "review-heading") {
       event.preventDefault();
       submit();
+      return;
+    }
+    // Escape on the review goes back to the answers, changing none of them (the way back
+    // was otherwise Shift+Tab through the form); the focus returns where it was.
+    const review = document.getElementById("review");
+    if (event.key === "Escape" && review && !review.hidden && review.contains(target)) {
+      event.preventDefault();
+      review.hidden = true;
+      const back = beforeReview && beforeReview.isConnected && form() && form().contains(beforeReview)
+        ? beforeReview : form().querySelector("fieldset.question input, fieldset.question textarea");
+      if (back) back.focus();
       return;
     }
     const isDigit = /^[0-9]$/.test(event.key);
