@@ -620,10 +620,18 @@ async def test_a_journal_that_cannot_be_written_is_told_on_the_page_and_nothing_
                 )
             assert "alpha" in said and "nothing the person entered is lost" in said, said
             assert await run(lambda: note_box(browser).get_attribute("value")) == "navy"
-            await run(lambda: by_role(browser, "button", "Hide notice").click())
-            assert not await run(
-                lambda: browser.find_element("css selector", "#desk-notice").is_displayed()
-            )
+
+            def hidden_by_keyboard() -> tuple[bool, str]:
+                from selenium.webdriver.common.keys import Keys
+
+                by_role(browser, "button", "Hide notice").send_keys(Keys.ENTER)
+                return (
+                    browser.find_element("css selector", "#desk-notice").is_displayed(),
+                    str(browser.switch_to.active_element.text),
+                )
+
+            # By keyboard: the focus goes on to the form's heading, not back to the top.
+            assert await run(hidden_by_keyboard) == (False, "Set-up")
 
             # Hidden, it stays hidden across a reload of the tab, once the page has read the
             # live stream (the board changes: another agent asks; the page lists it).

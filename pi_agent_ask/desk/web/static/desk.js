@@ -771,8 +771,13 @@
     noticeBox.hidden = false;
   }
   document.getElementById("desk-notice-hide").addEventListener("click", function () {
+    // The focus, on the button going away, goes to the page's heading just below (else to
+    // the page itself, and Tab starts again from the top).
+    const hadFocus = noticeBox.contains(document.activeElement);
     noticeBox.hidden = true;
     if (noticeSeen !== null) sessionStorage.setItem(HIDDEN_NOTICE, noticeSeen);
+    const heading = slot.querySelector("h1");
+    if (hadFocus && heading) heading.focus();
   });
   // The page brought in line with the board's ``digest`` (``skip``: as ``loadMain``'s, a form
   // this page just answered, which the digest may still list).
