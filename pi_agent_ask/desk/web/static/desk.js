@@ -746,39 +746,10 @@
   function boardEvent(event) {
     boards += 1;
     lastDigest = JSON.parse(event.data);
-    showNotice(lastDigest.notice);
+    // For the page's other parts (notice.js: the desk's notices).
+    document.dispatchEvent(new CustomEvent("desk:board", { detail: lastDigest }));
     follow(lastDigest);
   }
-  // The desk's latest notice (say, an agent's journal could not be written: what is typed
-  // stays with the desk and is written once writes work again), with when it came, until
-  // the person hides it; a newer one shows again.
-  // A notice hidden stays hidden in this tab across reloads (the tab's session storage keeps
-  // which: its number and time, as a restarted desk numbers its notices again).
-  const noticeBox = document.getElementById("desk-notice");
-  const HIDDEN_NOTICE = "pi-agent-ask-hidden-notice";
-  let noticeSeen = null;
-  function showNotice(notice) {
-    const which = notice ? notice[0] + " " + notice[2] : null;
-    if (!notice || which === noticeSeen) return;
-    noticeSeen = which;
-    if (sessionStorage.getItem(HIDDEN_NOTICE) === which) return;
-    const at = new Date(notice[2]);
-    // The time alone for today's; with the date for an older one (a desk runs for days).
-    const when = at.toDateString() === new Date().toDateString()
-      ? at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
-      : at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
-    document.getElementById("desk-notice-text").textContent = "Desk notice, " + when + ": " + notice[1];
-    noticeBox.hidden = false;
-  }
-  document.getElementById("desk-notice-hide").addEventListener("click", function () {
-    // The focus, on the button going away, goes to the page's heading just below (else to
-    // the page itself, and Tab starts again from the top).
-    const hadFocus = noticeBox.contains(document.activeElement);
-    noticeBox.hidden = true;
-    if (noticeSeen !== null) sessionStorage.setItem(HIDDEN_NOTICE, noticeSeen);
-    const heading = slot.querySelector("h1");
-    if (hadFocus && heading) heading.focus();
-  });
   // The page brought in line with the board's ``digest`` (``skip``: as ``loadMain``'s, a form
   // this page just answered, which the digest may still list).
   function follow(digest, skip) {
