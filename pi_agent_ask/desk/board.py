@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import attrs
 import trio
@@ -38,6 +39,7 @@ __all__ = [
     "AgentSnapshot",
     "AgentSurface",
     "Board",
+    "Notice",
     "Shown",
     "put_aside_hint",
 ]
@@ -46,6 +48,17 @@ SEP = "\x1f"
 ENDINGS_KEPT = 64
 """Forms whose ending the board remembers (the newest): a page still showing one says what
 became of it."""
+
+
+@attrs.frozen
+class Notice:
+    """A notice of the desk (an agent's journal could not be written, an agent stopped), as
+    the terminal's status line shows it: ``serial`` tells one from the next, ``at`` is when
+    (ISO 8601, UTC)."""
+
+    serial: int
+    text: str
+    at: str
 
 
 def put_aside_hint(ahead: int) -> str:
@@ -114,6 +127,8 @@ class Board:
     _seq: itertools.count[int] = attrs.field(factory=itertools.count)
     _watchers: list[trio.Event] = attrs.field(factory=list)
     _endings: dict[tuple[str, str], Ended] = attrs.field(factory=dict)
+    _notice: Notice | None = None
+    _notices: itertools.count[int] = attrs.field(factory=itertools.count)
 
     # -- what the runtimes call (through their AgentSurface) -----------------------------------
 
@@ -178,11 +193,22 @@ class Board:
         """Something the board reads through ``blocked_on`` may have changed: redraw."""
         self._changed()
 
+    def note(self, text: str) -> None:
+        """The desk's latest notice (the web page shows it; the terminal has its own line)."""
+        at = datetime.now(UTC).isoformat(timespec="seconds")
+        self._notice = Notice(next(self._notices), text, at)
+        self._changed()
+
     # -- what the terminal reads ----------------------------------------------------------------
 
     @property
     def current(self) -> Shown | None:
         return self._displayed
+
+    @property
+    def notice(self) -> Notice | None:
+        """The desk's latest notice, if it had one."""
+        return self._notice
 
     @property
     def waiting_forms(self) -> int:

@@ -244,6 +244,7 @@ def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
 
     The page compares it with what it shows: a form that left the list was answered (here or
     elsewhere), a new one can be opened, and the queue is redrawn."""
+    notice = board.notice
     return {
         "forms": [
             {
@@ -267,6 +268,9 @@ def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
             f"{key}/{flow_id}": ENDED_TEXT[ended]
             for key, flow_id, ended in board.endings()[-STREAMED_ENDINGS:]
         },
+        # The desk's latest notice (a journal that cannot be written: what is typed stays in
+        # the desk and is written later), which the terminal shows on its status line.
+        "notice": None if notice is None else [notice.serial, notice.text, notice.at],
     }
 
 
