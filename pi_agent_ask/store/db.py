@@ -141,15 +141,22 @@ class Delivered:
 
 
 _LEASE_LEFT: Final = "extract(epoch FROM lease_until - now())::float8 AS lease_left"
-_WAIT_LEFT: Final = (
-    f"(SELECT extract(epoch FROM max(w.until) - now())::float8 FROM {SCHEMA}.waits w"
-    f" WHERE w.agent_key = requests.agent_key AND w.until > now())"
-)
 _FORM_COLUMNS: Final = (
     "request_id, agent_key, params, background, seq, created_at, draft, draft_by, claimed_by, "
-    f"claim_desk, {_LEASE_LEFT}, (claim_token IS NOT NULL AND lease_until > now()) AS claim_live, "
-    f"{_WAIT_LEFT} AS wait_left"
+    f"claim_desk, {_LEASE_LEFT}, (claim_token IS NOT NULL AND lease_until > now()) AS claim_live"
 )
+BOARD_SQL: Final = (
+    f"SELECT {_FORM_COLUMNS} FROM {SCHEMA}.requests WHERE state = 'pending' ORDER BY seq"
+)
+"""The board's forms, in the order they were asked (the partial index ``requests_pending``)."""
+WAITS_SQL: Final = (
+    "SELECT agent_key, extract(epoch FROM max(until) - now())::float8 AS wait_left"
+    f" FROM {SCHEMA}.waits WHERE until > now() GROUP BY agent_key"
+)
+"""The agents whose ``wait_for_answers`` is in progress, with the longest lease's time left:
+read beside the forms in the same transaction (the same ``now()``), once per board, not once
+per form (a per-row subquery cost 1.1 ms of server time on 500 forms, against 0.16 ms for the
+two statements: docs/team.md, "Figures")."""
 
 
 def check_store(conninfo: str, role: str, acting: str) -> None:
@@ -198,8 +205,20 @@ def _one_line(error: Exception) -> str:
     return " ".join(str(error).split())
 
 
-def _form(row: dict[str, Any]) -> FormRow:
-    return FormRow(**{field.name: row[field.name] for field in attrs.fields(FormRow)})
+def _waits(cur: Any) -> dict[str, float]:
+    """Each waiting agent's wait lease's time left (:data:`WAITS_SQL`)."""
+    return {row["agent_key"]: row["wait_left"] for row in cur.execute(WAITS_SQL).fetchall()}
+
+
+def _form(row: dict[str, Any], waits: dict[str, float]) -> FormRow:
+    return FormRow(
+        wait_left=waits.get(row["agent_key"]),
+        **{
+            field.name: row[field.name]
+            for field in attrs.fields(FormRow)
+            if field.name != "wait_left"
+        },
+    )
 
 
 @attrs.define(eq=False)
@@ -478,11 +497,9 @@ class Store:
     def board(self) -> list[FormRow]:
         """Every pending form of every agent, in the order they were asked."""
         with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
-            rows = cur.execute(
-                f"SELECT {_FORM_COLUMNS} FROM {SCHEMA}.requests"
-                " WHERE state = 'pending' ORDER BY seq"
-            ).fetchall()
-        return [_form(row) for row in rows]
+            rows = cur.execute(BOARD_SQL).fetchall()
+            waits = _waits(cur) if rows else {}
+        return [_form(row, waits) for row in rows]
 
     def claim(
         self,
@@ -524,7 +541,7 @@ class Store:
             ).fetchone()
             if row is not None:
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
-                return Claim(row["request_id"], token, _form(row))
+                return Claim(row["request_id"], token, _form(row, _waits(cur)))
             if request_id is None:
                 return Refused("unknown", "No form is waiting.")
             return self._why_not(cur, request_id)
