@@ -341,3 +341,30 @@ async def test_typing_on_a_form_whose_claim_ran_out_says_so_or_takes_it_back(
                 )
             )
             assert rows[0].draft_by == "ann"
+
+
+async def test_the_terminal_says_a_form_on_display_was_cancelled_on_another_desk(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Bob cancels the form on ann's screen from his desk (it is not hers, in the store, until
+    she types): the form leaves her screen and the status line says it was cancelled, by
+    whom, in the page's words (it said bob "already answered" it)."""
+    term = VirtualTerminal(200, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            _lease_ran_out(desk_url)  # ann's desk stalled: bob may take the form
+            await bob.board.refresh()
+            assert not isinstance(await bob.board.answer(request_id, {"kind": "cancel"}), Refused)
+            await term.wait_for(
+                f"This form was cancelled elsewhere: bob cancelled it on desk {bob.board.desk} at "
+            )
+            await term.wait_for("No questions waiting")
+            assert "already answered" not in term.text()

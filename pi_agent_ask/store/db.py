@@ -29,7 +29,7 @@ import hashlib
 import json
 import secrets
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal
@@ -47,10 +47,12 @@ __all__ = [
     "Claim",
     "Delivered",
     "FormRow",
+    "Left",
     "Refused",
     "Store",
     "Submitted",
     "hash_token",
+    "local_time",
 ]
 
 CHANNEL: Final = "pi_agent_ask"
@@ -128,6 +130,18 @@ class Submitted:
 
 
 @attrs.frozen
+class Left:
+    """What became of a form that left the board: answered or cancelled (by ``by`` on desk
+    ``desk`` at ``at``), or withdrawn (it is not in the store any more: removed there)."""
+
+    request_id: str
+    ended: Literal["submitted", "cancelled", "withdrawn"]
+    by: str | None = None
+    desk: str | None = None
+    at: datetime | None = None
+
+
+@attrs.frozen
 class Delivered:
     """An outcome handed to one tool call (``call_key``) of its agent."""
 
@@ -195,7 +209,7 @@ def check_store(conninfo: str, role: str, acting: str) -> None:
             )
 
 
-def _clock(moment: datetime) -> str:
+def local_time(moment: datetime) -> str:
     """``moment`` in this desk's time zone (the server's session may run in another zone),
     for the sentences a person reads."""
     return f"{moment.astimezone():%H:%M:%S}"
@@ -496,10 +510,39 @@ class Store:
 
     def board(self) -> list[FormRow]:
         """Every pending form of every agent, in the order they were asked."""
+        return self.board_since(())[0]
+
+    def board_since(self, shown: Collection[str]) -> tuple[list[FormRow], list[Left]]:
+        """The board (:meth:`board`), and what became of each form of ``shown`` (the board a
+        desk read before) that is not on it any more, in one transaction."""
         with self._transaction(DESK_ROLE) as conn, conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(BOARD_SQL).fetchall()
             waits = _waits(cur) if rows else {}
-        return [_form(row, waits) for row in rows]
+            left = set(shown).difference(row["request_id"] for row in rows)
+            ends = {
+                row["request_id"]: Left(
+                    row["request_id"],
+                    "cancelled" if row["cancelled"] else "submitted",
+                    row["answered_by"],
+                    row["answered_on"],
+                    row["answered_at"],
+                )
+                for row in (
+                    cur.execute(
+                        "SELECT request_id, (result->>'cancelled')::boolean AS cancelled,"
+                        f" answered_by, answered_on, answered_at FROM {SCHEMA}.outcomes"
+                        " WHERE request_id = ANY(%s)",
+                        (sorted(left),),
+                    ).fetchall()
+                    if left
+                    else ()
+                )
+            }
+        # No outcome: the request was removed from the store (a retention DELETE of pending
+        # requests, say) without one.
+        return [_form(row, waits) for row in rows], [
+            ends.get(request_id, Left(request_id, "withdrawn")) for request_id in sorted(left)
+        ]
 
     def claim(
         self,
@@ -561,7 +604,7 @@ class Store:
             return Refused(
                 "answered",
                 f"{row['answered_by']} already answered this form on desk {row['answered_on']} "
-                f"at {_clock(row['answered_at'])}; your answer was not sent.",
+                f"at {local_time(row['answered_at'])}; your answer was not sent.",
                 holder=row["answered_by"],
                 desk=row["answered_on"],
             )
@@ -573,7 +616,7 @@ class Store:
         return Refused(
             "claimed",
             f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
-            f"(until {_clock(until)} unless they keep it).",
+            f"(until {local_time(until)} unless they keep it).",
             holder=row["claimed_by"],
             desk=row["claim_desk"],
             until=until,

@@ -5,8 +5,9 @@ The person sees one form at a time, the oldest free one of any agent; showing it
 and view as everywhere (``actors/form.run_form`` on the desk's ``Board``): its drafts are
 saved to the store as they change, so a desk that dies hands its form back with them. An
 answer is recorded under the person's name (``--as``); Esc puts the form back for everyone
-(with its draft) and moves to the next; a form answered meanwhile on another desk is taken
-off the screen, saying who answered it. The agents pane counts every agent's pending forms,
+(with its draft) and moves to the next; a form answered or cancelled meanwhile on another
+desk (or on this desk's page) is taken off the screen, saying what became of it in the
+page's words (``TeamBoard.ending_text``). The agents pane counts every agent's pending forms,
 and the status line says what the other desks are answering.
 """
 
@@ -173,7 +174,7 @@ async def _run(
     team: TeamBoard, board: Board, claim: Claim, state: fs.FormState, notice: Any
 ) -> tuple[fs.FormState | None, fs.FormState, bool, Refused | None]:
     """One showing of the claimed form: its final state, its last state, whether it was put
-    back (Esc), and why it left the screen when it was answered elsewhere."""
+    back (Esc), and why it left the screen when it ended elsewhere."""
     request_id = claim.request_id
     send, receive = trio.open_memory_channel[FormInput](16)
     last = state
@@ -202,19 +203,17 @@ async def _run(
             deferred = True
             scope.cancel()
 
-        async def answered_elsewhere() -> None:
+        async def left_elsewhere() -> None:
             nonlocal gone
             await team.wait_for(lambda rows: all(row.request_id != request_id for row in rows))
             if team.claimed_here(request_id) is None:
-                gone = await team.refusal(request_id)
-                if gone.reason == "answered" and gone.desk == team.desk:
-                    # Answered from this desk's web page, while shown here.
-                    gone = Refused(
-                        "answered", f"{gone.holder} answered this form on this desk's web page."
-                    )
+                # Answered or cancelled on another desk or on this desk's page, or removed
+                # from the store: said as the page says it.
+                said = team.ending_text(request_id)
+                gone = Refused("answered", said or "This form is not waiting any more.")
                 scope.cancel()
 
-        nursery.start_soon(answered_elsewhere)
+        nursery.start_soon(left_elsewhere)
         final = await run_form(
             flow_id=request_id,
             state=state,
