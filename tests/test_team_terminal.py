@@ -4,6 +4,7 @@ recorded under the person's name; the agent gets the answer."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -368,3 +369,80 @@ async def test_the_terminal_says_a_form_on_display_was_cancelled_on_another_desk
             )
             await term.wait_for("No questions waiting")
             assert "already answered" not in term.text()
+
+
+@pytest.mark.parametrize("size", [(40, 12), (60, 15)])
+async def test_other_desks_stay_readable_on_a_short_screen(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+    size: tuple[int, int],
+) -> None:
+    """On a short screen the status line has one row: "Other desks: ..." names the desks
+    that fit whole and counts the rest (it ended at the edge, mid-name), and the form keeps
+    its rows."""
+    term = VirtualTerminal(*size)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            for agent in ("alpha", "beta", "gamma", "delta"):
+                await desk.store.run(
+                    Store.ask, desk.store.store, agent, "c1", ask(agent.title()), background=True
+                )
+            await term.wait_for("Question Alpha?")
+            await desk.board.wait_for(lambda rows: len(rows) == 4)
+            for person, agent in (("bob", "beta"), ("carol", "gamma"), ("dave", "delta")):
+                (row,) = [r for r in desk.board.snapshot() if r.agent_key == agent]
+                claim = await desk.store.run(
+                    functools.partial(
+                        Store.claim,
+                        desk.store.store,
+                        row.request_id,
+                        desk=f"{person}-laptop:4711:ab12",
+                        person=person,
+                        lease=60,
+                    )
+                )
+                assert isinstance(claim, Claim)
+            full = {"bob": "bob on beta's form", "carol": "carol on gamma's form"}
+            full["dave"] = "dave on delta's form"
+            await term.wait_for(lambda t: "dave" in t.rows()[-1] or "more" in t.rows()[-1])
+            status = term.rows()[-1].strip()
+            assert status.startswith("Other desks: bob"), status
+            *named, last = status.removeprefix("Other desks: ").split(", ")
+            if last.startswith("+"):
+                assert last == f"+{3 - len(named)} more", status
+            else:
+                named.append(last)
+            in_full, in_short = list(full.values()), list(full)
+            assert named in (in_full[: len(named)], in_short[: len(named)]), status
+            assert "Question Alpha?" in term.text()  # the form keeps its rows
+            assert "1. ( ) Yes" in term.text()
+
+
+async def test_on_a_short_screen_with_no_form_left_the_ending_is_said_whole(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """At 40x12 a notice has one row while a form is on display (the rows are the form's);
+    once bob's answer took the last form off ann's screen, what became of it is said whole,
+    wrapped, not cut at the edge."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            _lease_ran_out(desk_url)
+            await bob.board.refresh()
+            yes = {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
+            assert not isinstance(await bob.board.answer(request_id, yes), Refused)
+            await term.wait_for("No questions waiting")
+            said = f"This form was answered elsewhere: bob answered it on desk {bob.board.desk} at "
+
+            def whole(t: VirtualTerminal) -> bool:
+                return said in " ".join(row.strip() for row in t.rows()[-4:])
+
+            await term.wait_for(whole)

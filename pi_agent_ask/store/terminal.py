@@ -21,6 +21,7 @@ import trio
 
 from pi_agent_ask.actors.form import FormInput, run_form
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown, put_aside_hint
+from pi_agent_ask.desk.terminal import Listing
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
@@ -59,13 +60,22 @@ def blocks(row: FormRow) -> bool:
     return not row.background or row.agent_waits
 
 
-def _others(team: TeamBoard) -> str:
+def _others(team: TeamBoard) -> Listing | None:
+    """What the other desks are on, shortened to the screen with a count of the rest."""
     busy = [
-        f"{row.claimed_by} on {row.agent_key}'s form"
+        row
         for row in team.snapshot()
         if row.claim_live and team.claimed_here(row.request_id) is None
     ]
-    return "Other desks: " + ", ".join(busy) if busy else ""
+    if not busy:
+        return None
+    forms = f"{len(busy)} form{'s' if len(busy) > 1 else ''}"
+    return Listing(
+        "Other desks: ",
+        tuple(f"{row.claimed_by} on {row.agent_key}'s form" for row in busy),
+        tuple(f"{row.claimed_by}" for row in busy),
+        f"Other desks: on {forms}",
+    )
 
 
 async def answer_on_terminal(
@@ -78,7 +88,7 @@ async def answer_on_terminal(
     """Show the store's free forms one at a time on ``board``'s display until cancelled;
     ``hint`` says what Esc did (``DeskSurface.hint``)."""
     later: set[str] = set()  # put back with Esc: behind every other free form
-    others = ""  # what the status line last said the other desks are on
+    others: Listing | None = None  # what the status line last said the other desks are on
 
     def counts() -> None:
         nonlocal others
