@@ -464,12 +464,16 @@ class Store:
 
     def to_background(self, agent: str, request_id: str) -> None:
         """A foreground ask whose call ended without its answer: the answer now goes out as a
-        background answer (``wait_for_answers``, the next tool result)."""
+        background answer (``wait_for_answers``, the next tool result). Every desk's board is
+        woken: the form no longer blocks its agent."""
         with self._transaction(AGENT_ROLE, agent) as conn:
-            conn.execute(
-                f"UPDATE {SCHEMA}.requests SET background = true WHERE request_id = %s",
+            cursor = conn.execute(
+                f"UPDATE {SCHEMA}.requests SET background = true"
+                " WHERE request_id = %s AND NOT background",
                 (request_id,),
             )
+            if cursor.rowcount:
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
 
     def history(self, agent: str, *, limit: int = 100) -> list[dict[str, Any]]:
         """The agent's answered requests, newest first: who answered, on which desk, when."""
