@@ -446,3 +446,34 @@ async def test_on_a_short_screen_with_no_form_left_the_ending_is_said_whole(
                 return said in " ".join(row.strip() for row in t.rows()[-4:])
 
             await term.wait_for(whole)
+
+
+async def test_keys_act_on_the_form_while_the_store_is_away(
+    pg_cluster: Cluster,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """PostgreSQL stops while ann answers on her terminal: her key selects at once, as
+    always (the screen waited for the store to save the draft, which waits for the server
+    for up to a minute), and the draft reaches the store once it is back."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            pg_cluster.stop()
+            try:
+                pipe.send_text("2")
+                with trio.fail_after(5):
+                    await term.wait_for("Review your answers")
+            finally:
+                pg_cluster.start()
+
+            def saved(rows: list[Any]) -> bool:
+                return bool(rows) and (rows[0].draft or {}).get("drafts", [{}])[0].get(
+                    "selected"
+                ) == [1]
+
+            await desk.board.wait_for(saved)

@@ -13,6 +13,8 @@ and the status line says what the other desks are answering.
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -180,6 +182,32 @@ async def _show(
         return done if isinstance(done, Refused) else None
 
 
+async def _save_drafts(
+    team: TeamBoard,
+    request_id: str,
+    drafts: trio.MemoryReceiveChannel[fs.FormState],
+    notice: Any,
+) -> None:
+    """Save the form's drafts as they come, each time the newest one waiting."""
+    async for changed in drafts:
+        with contextlib.suppress(trio.WouldBlock):
+            while True:
+                changed = drafts.receive_nowait()
+        saved = await team.save_draft(request_id, draft_json(changed))
+        if isinstance(saved, Refused):
+            notice(saved.message)  # text the store cannot keep, or the store away
+        if saved is not False:
+            continue
+        # The claim is gone (it ran out while this desk stalled or the store was away, and
+        # another desk took the form): take it back if that desk let it go, else say that
+        # what is typed here is not kept, and who is on the form.
+        again = await team.open(request_id)
+        if isinstance(again, Claim):
+            await team.save_draft(request_id, draft_json(changed))
+        else:
+            notice(f"{again.message} Your claim ran out: what you type here is not kept.")
+
+
 async def _run(
     team: TeamBoard, board: Board, claim: Claim, state: fs.FormState, notice: Any
 ) -> tuple[fs.FormState | None, fs.FormState, bool, Refused | None]:
@@ -191,21 +219,18 @@ async def _run(
     deferred = False
     gone: Refused | None = None
 
+    # The drafts go to the store from a task of their own, the latest first: a key acts on
+    # the screen at once even while the store is away or slow (a save waits for it for up to
+    # a minute), and only the newest draft is saved once it answers.
+    drafts_tx, drafts_rx = trio.open_memory_channel[fs.FormState](math.inf)
+
     async def on_change(changed: fs.FormState) -> None:
         nonlocal last
         last = changed
-        if await team.save_draft(request_id, draft_json(changed)) is not False:
-            return
-        # The claim is gone (it ran out while this desk stalled or the store was away, and
-        # another desk took the form): take it back if that desk let it go, else say that
-        # what is typed here is not kept, and who is on the form.
-        again = await team.open(request_id)
-        if isinstance(again, Claim):
-            await team.save_draft(request_id, draft_json(changed))
-        else:
-            notice(f"{again.message} Your claim ran out: what you type here is not kept.")
+        drafts_tx.send_nowait(changed)
 
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(_save_drafts, team, request_id, drafts_rx, notice)
         scope = trio.CancelScope()
 
         async def on_defer() -> None:
