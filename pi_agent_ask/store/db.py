@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -248,11 +249,19 @@ class Store:
     """This desk's wall clock, which may differ from the database's: a lease's end in a
     sentence is this clock's now plus the time the database says is left."""
     _pool: ConnectionPool[Any] | None = None
+    _pool_lock: threading.Lock = attrs.field(factory=threading.Lock)
+    """Held while the pool is made, renewed or closed (the listener's thread renews it)."""
 
     def open(self, *, timeout: float = 30.0) -> None:
         """Check that the store can serve a desk (:meth:`check`), then open the pool."""
         self.check()
-        self._pool = ConnectionPool(
+        pool = self._new_pool()
+        pool.open(wait=True, timeout=timeout)
+        with self._pool_lock:
+            self._pool = pool
+
+    def _new_pool(self) -> ConnectionPool[Any]:
+        return ConnectionPool(
             self.conninfo,
             min_size=1,
             max_size=self.max_connections,
@@ -262,7 +271,20 @@ class Store:
             timeout=self.wait,
             kwargs={"autocommit": True},
         )
-        self._pool.open(wait=True, timeout=timeout)
+
+    def renew(self) -> None:
+        """The server answers again after an outage (the listener reconnected): a new pool at
+        once. The old pool's own reconnection waits out a pause that doubles after each failed
+        attempt, which after an outage of 20 s kept every call waiting 8 s or more after the
+        server was back; its waiting calls fail (``PoolClosed``) and are tried again
+        (``AsyncStore.run``) on the new one. Nothing when the store is closed."""
+        with self._pool_lock:
+            old = self._pool
+            if old is None:
+                return
+            self._pool = self._new_pool()
+            self._pool.open(wait=False)
+        old.close(timeout=1.0)
 
     def check(self) -> None:
         """Raise :class:`StoreUnavailable` with what to do when the store cannot serve a desk.
@@ -272,16 +294,18 @@ class Store:
         check_store(self.conninfo, DESK_ROLE, "act as a desk")
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     @contextmanager
     def _transaction(
         self, role: str, agent: str | None = None
     ) -> Iterator[psycopg.Connection[Any]]:
-        assert self._pool is not None, "Store.open was not called"
-        with self._pool.connection() as conn, conn.transaction():
+        pool = self._pool
+        assert pool is not None, "Store.open was not called"
+        with pool.connection() as conn, conn.transaction():
             # set_config(..., true) is SET LOCAL: both end with the transaction. One statement,
             # one round trip: the role, and the agent whose rows row-level security admits.
             conn.execute(

@@ -111,8 +111,11 @@ class Wakes:
         self.wake_all()
 
 
-async def listen(conninfo: str, wakes: Wakes) -> None:
-    """Run the listener until cancelled (the thread notices within ``LISTEN_TIMEOUT``)."""
+async def listen(conninfo: str, wakes: Wakes, on_back: Callable[[], None] = lambda: None) -> None:
+    """Run the listener until cancelled (the thread notices within ``LISTEN_TIMEOUT``).
+    ``on_back`` runs in the listener's thread when it reconnects after losing the server,
+    before everything is woken (``Store.renew``: the pool is made new, not left to its own
+    slower reconnection)."""
     stop = threading.Event()
     # The listener is a plain thread, not a trio.to_thread one: its calls back need the token.
     token = trio.lowlevel.current_trio_token()
@@ -124,15 +127,20 @@ async def listen(conninfo: str, wakes: Wakes) -> None:
             stop.set()
 
     def loop() -> None:
+        lost = False
         while not stop.is_set():
             try:
                 with psycopg.connect(conninfo, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    if lost:
+                        on_back()
+                        lost = False
                     call(wakes.listening)
                     while not stop.is_set():
                         for note in conn.notifies(timeout=LISTEN_TIMEOUT):
                             call(wakes.note, note.payload)
             except psycopg.OperationalError:
+                lost = True
                 stop.wait(LISTEN_TIMEOUT)  # the server is away: try again shortly
 
     try:
