@@ -388,3 +388,24 @@ async def test_the_page_says_what_became_of_a_form_that_left_it(
                     assert html.unescape(page.text).count(sentence) == 1
                 assert "cancelled it" in ended[f"alpha/{cancelled}"]
                 assert "“User cancelled the ask flow”" in ended[f"alpha/{cancelled}"]
+
+
+async def test_an_answer_the_store_refused_is_not_named_as_where_the_form_was_answered(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """The page's answer is refused (text PostgreSQL cannot keep), then the terminal of the
+    same desk answers: what became of the form names the terminal, not the page."""
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as ann:
+            request_id = await _ask(ann, "alpha", "c1", "Ship")
+            await ann.board.wait_for(lambda rows: len(rows) == 1)
+            nul = {"kind": "answer", "answers": {"q": {"values": ["yes"], "note": "a\x00b"}}}
+            refused = await ann.board.answer(request_id, nul, surface="page")
+            assert isinstance(refused, Refused) and refused.reason == "invalid", refused
+            assert not isinstance(
+                await ann.board.answer(request_id, YES, surface="terminal"), Refused
+            )
+            await ann.board.wait_for(lambda rows: not rows)
+            assert ann.board.ending_text(request_id) == (
+                "This form was answered elsewhere: ann answered it on this desk's terminal."
+            )

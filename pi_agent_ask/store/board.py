@@ -382,10 +382,11 @@ class TeamBoard:
         surfaces holds it (:meth:`answer`); ``surface``: the one it came from."""
         held = self._claims.get(request_id)
         # Before the store call: a board read woken by its commit may find the form gone
-        # first. The first surface to answer is the one the store took (a later answer of this
-        # desk is refused).
-        if request_id not in self._answered_from:
+        # first. Forgotten again unless this answer is the one the store took.
+        mine = request_id not in self._answered_from
+        if mine:
             _remember(self._answered_from, request_id, surface)
+        done: Submitted | Refused = UNREACHABLE
         try:
             done = await self.store.run(
                 Store.submit,
@@ -397,9 +398,13 @@ class TeamBoard:
                 claim_token=None if held is None else held.claim.token,
             )
         except psycopg.DataError:
-            return NOT_STORABLE  # nothing was written: the claim holds
+            done = NOT_STORABLE  # nothing was written: the claim holds
+            return done
         except psycopg.OperationalError:
             return UNREACHABLE  # the claim holds (its heartbeat goes on)
+        finally:
+            if mine and isinstance(done, Refused):
+                self._answered_from.pop(request_id, None)
         if self._claims.get(request_id) is held:
             self._claims.pop(request_id, None)  # answered, or the claim is gone
         return done
