@@ -348,8 +348,8 @@ async def test_the_terminal_says_a_form_on_display_was_cancelled_on_another_desk
     desk_url: str,  # noqa: F811
     tmp_path: Any,
 ) -> None:
-    """Bob cancels the form on ann's screen from his desk (it is not hers, in the store, until
-    she types): the form leaves her screen and the status line says it was cancelled, by
+    """Bob cancels the form on ann's screen from his desk (her desk stalled: its claim ran
+    out): the form leaves her screen and the status line says which form was cancelled, by
     whom, in the page's words (it said bob "already answered" it)."""
     term = VirtualTerminal(200, 30)
     with trio.fail_after(60), create_pipe_input() as pipe:
@@ -365,7 +365,7 @@ async def test_the_terminal_says_a_form_on_display_was_cancelled_on_another_desk
             await bob.board.refresh()
             assert not isinstance(await bob.board.answer(request_id, {"kind": "cancel"}), Refused)
             await term.wait_for(
-                f"This form was cancelled elsewhere: bob cancelled it on desk {bob.board.desk} at "
+                f"“Deploy” was cancelled elsewhere: bob cancelled it on desk {bob.board.desk} at "
             )
             await term.wait_for("No questions waiting")
             assert "already answered" not in term.text()
@@ -440,7 +440,7 @@ async def test_on_a_short_screen_with_no_form_left_the_ending_is_said_whole(
             yes = {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
             assert not isinstance(await bob.board.answer(request_id, yes), Refused)
             await term.wait_for("No questions waiting")
-            said = f"This form was answered elsewhere: bob answered it on desk {bob.board.desk} at "
+            said = f"“Deploy” was answered elsewhere: bob answered it on desk {bob.board.desk} at "
 
             def whole(t: VirtualTerminal) -> bool:
                 return said in " ".join(row.strip() for row in t.rows()[-4:])
@@ -477,3 +477,30 @@ async def test_keys_act_on_the_form_while_the_store_is_away(
                 ) == [1]
 
             await desk.board.wait_for(saved)
+
+
+async def test_on_a_short_screen_the_ending_of_the_form_before_is_said_briefly(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """At 60x15 the next form takes the screen at once and the status line has one row: what
+    became of the form before is said in a few words, naming it (the sentence was cut at
+    the edge, and "This form" read as the form now on display)."""
+    term = VirtualTerminal(60, 15)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            first, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c2", ask("Merge"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            _lease_ran_out(desk_url)
+            await bob.board.refresh()
+            assert not isinstance(await bob.board.answer(first, {"kind": "cancel"}), Refused)
+            await term.wait_for("Question Merge?")
+            await term.wait_for(lambda t: t.rows()[-1].strip() == "“Deploy” cancelled by bob.")

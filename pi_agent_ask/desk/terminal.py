@@ -47,8 +47,10 @@ __all__ = [
     "AGENTS_WIDTH",
     "FORM_MIN_WIDTH",
     "QUIT_KEY",
+    "Brief",
     "DeskSurface",
     "Listing",
+    "Notice",
     "agent_line",
     "agent_rows",
     "form_header",
@@ -98,6 +100,22 @@ class Listing:
                 if fits(text):
                     return text
         return self.counted
+
+
+@attrs.frozen
+class Brief:
+    """A notice with a shorter way of saying it, for a screen where the sentence does not fit
+    (a short screen's one row, whose other rows are the form's)."""
+
+    text: str
+    short: str
+
+    def fitted(self, fits: Callable[[str], bool]) -> str:
+        return self.text if fits(self.text) else self.short
+
+
+Notice = str | Listing | Brief
+"""What the status line says: a sentence, or one it may shorten to the screen."""
 
 
 def _shown(text: str) -> str:
@@ -249,7 +267,7 @@ class DeskSurface(TerminalSurface):
     board: Board | None = None
     url: str = ""
     quit: Callable[[], None] = lambda: None
-    notices: list[str | Listing] = attrs.field(factory=list)
+    notices: list[Notice] = attrs.field(factory=list)
     hint_text: str | None = None
     """What the person's last key did where the screen does not show it, in the status line
     (over the latest notice) until the next key."""
@@ -261,7 +279,7 @@ class DeskSurface(TerminalSurface):
     def has_content(self) -> bool:
         return True
 
-    def notice(self, text: str | Listing) -> None:
+    def notice(self, text: Notice) -> None:
         """Show a message for the person in the status line (the latest one wins)."""
         self.notices.append(text)
         del self.notices[:-MAX_NOTICES]
@@ -287,7 +305,7 @@ class DeskSurface(TerminalSurface):
         self.notices[:] = [
             text
             for text in self.notices
-            if isinstance(text, Listing) or not any(n in text for n in stale)
+            if not isinstance(text, str) or not any(n in text for n in stale)
         ]
 
     def write_terminal(self, text: str) -> None:
@@ -351,7 +369,7 @@ class DeskSurface(TerminalSurface):
             lines = wrap_line([("text", _shown(text))], max(1, size.columns - 1))
             return [" " + "".join(text for _, text in line) for line in lines]
 
-        if isinstance(notice, Listing):
+        if not isinstance(notice, str):
             notice = notice.fitted(lambda text: len(wrapped(text)) <= rows)
         return wrapped(notice)[:rows]
 

@@ -211,14 +211,22 @@ class TeamBoard:
         """What became of ``request_id``, when it left the board lately."""
         return self._ends.get(request_id)
 
-    def ending_text(self, request_id: str) -> str | None:
+    def ending_text(
+        self, request_id: str, *, title: str | None = None, short: bool = False
+    ) -> str | None:
         """What became of ``request_id``, in the sentence every surface of a team desk says
-        when it was showing the form (``None``: not known to have left)."""
+        when it was showing the form (``None``: not known to have left). ``title``: the form
+        named so (a terminal that shows the next form by then); ``short``: in a few words,
+        for a screen too short for the sentence."""
         ending = self._ends.get(request_id)
         if ending is None:
             return None
+        subject = "This form" if title is None else f"“{title}”"
+        if short:
+            verb = {"submitted": "answered", "cancelled": "cancelled"}.get(ending.ended)
+            return f"{subject} withdrawn." if verb is None else f"{subject} {verb} by {ending.by}."
         if ending.ended == "withdrawn":
-            return WITHDRAWN_TEXT
+            return subject + WITHDRAWN_TEXT.removeprefix("This form")
         if ending.desk == self.desk:
             surface = self._answered_from.get(request_id)
             where = (
@@ -229,10 +237,10 @@ class TeamBoard:
             where = f"on desk {ending.desk}{at}"
         if ending.ended == "cancelled":
             return (
-                f"This form was cancelled elsewhere: {ending.by} cancelled it {where}; its agent "
+                f"{subject} was cancelled elsewhere: {ending.by} cancelled it {where}; its agent "
                 "was told “User cancelled the ask flow”."
             )
-        return f"This form was answered elsewhere: {ending.by} answered it {where}."
+        return f"{subject} was answered elsewhere: {ending.by} answered it {where}."
 
     def claimed_here(self, request_id: str) -> Claim | None:
         held = self._claims.get(request_id)

@@ -23,7 +23,7 @@ import trio
 
 from pi_agent_ask.actors.form import FormInput, run_form
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown, put_aside_hint
-from pi_agent_ask.desk.terminal import Listing
+from pi_agent_ask.desk.terminal import Brief, Listing
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
@@ -55,6 +55,16 @@ def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | No
 
 
 NO_OTHERS = "Other desks: no one is on a form."
+
+
+def _title(row: FormRow) -> str:
+    """What the terminal calls ``row``'s form: its title, else its first question's label."""
+    title = row.params.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    questions = row.params.get("questions") or [{}]
+    label = questions[0].get("label") if isinstance(questions[0], dict) else None
+    return label.strip() if isinstance(label, str) and label.strip() else "The form"
 
 
 def blocks(row: FormRow) -> bool:
@@ -145,6 +155,8 @@ async def answer_on_terminal(
             hint(put_aside_hint(ahead))
         elif isinstance(outcome, Refused):
             notice(outcome.message)
+        elif isinstance(outcome, Brief):
+            notice(outcome)
 
 
 async def _show(
@@ -153,7 +165,7 @@ async def _show(
     claim: Claim,
     settings: fs.FormSettings | None,
     notice: Any,
-) -> str | Refused | None:
+) -> str | Refused | Brief | None:
     request_id = claim.request_id
     state = form_of(claim.row, settings)
     if state is None:
@@ -210,14 +222,14 @@ async def _save_drafts(
 
 async def _run(
     team: TeamBoard, board: Board, claim: Claim, state: fs.FormState, notice: Any
-) -> tuple[fs.FormState | None, fs.FormState, bool, Refused | None]:
+) -> tuple[fs.FormState | None, fs.FormState, bool, Brief | None]:
     """One showing of the claimed form: its final state, its last state, whether it was put
     back (Esc), and why it left the screen when it ended elsewhere."""
     request_id = claim.request_id
     send, receive = trio.open_memory_channel[FormInput](16)
     last = state
     deferred = False
-    gone: Refused | None = None
+    gone: Brief | None = None
 
     # The drafts go to the store from a task of their own, the latest first: a key acts on
     # the screen at once even while the store is away or slow (a save waits for it for up to
@@ -244,8 +256,13 @@ async def _run(
             if team.claimed_here(request_id) is None:
                 # Answered or cancelled on another desk or on this desk's page, or removed
                 # from the store: said as the page says it.
-                said = team.ending_text(request_id)
-                gone = Refused("answered", said or "This form is not waiting any more.")
+                # Named: by the time it is read the next form is on the screen.
+                title = _title(claim.row)
+                said = team.ending_text(request_id, title=title)
+                short = team.ending_text(request_id, title=title, short=True)
+                gone = Brief(
+                    said or f"“{title}” is not waiting any more.", short or f"“{title}” left."
+                )
                 scope.cancel()
 
         nursery.start_soon(left_elsewhere)
