@@ -5,7 +5,7 @@ recorded under the person's name; the agent gets the answer."""
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -504,3 +504,29 @@ async def test_on_a_short_screen_the_ending_of_the_form_before_is_said_briefly(
             assert not isinstance(await bob.board.answer(first, {"kind": "cancel"}), Refused)
             await term.wait_for("Question Merge?")
             await term.wait_for(lambda t: t.rows()[-1].strip() == "“Deploy” cancelled by bob.")
+
+
+async def test_the_status_line_says_when_the_store_is_away_and_when_it_is_back(
+    pg_cluster: Cluster,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """PostgreSQL stops: the terminal says so (a form put back then left "No questions
+    waiting." on the screen with nothing said), and says when it is back."""
+    term = VirtualTerminal(110, 30)
+
+    def said(text: str) -> Callable[[VirtualTerminal], bool]:
+        return lambda t: text in " ".join(row.strip() for row in t.rows()[-3:])
+
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            pg_cluster.stop()
+            try:
+                await term.wait_for(said("The team's store cannot be reached"))
+            finally:
+                pg_cluster.start()
+            await term.wait_for(said("The team's store is back."))

@@ -55,6 +55,11 @@ def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | No
 
 
 NO_OTHERS = "Other desks: no one is on a form."
+STORE_AWAY = (
+    "The team's store cannot be reached (PostgreSQL is away or restarting): what you type is "
+    "kept here and saved once it is back; the forms waiting show again then."
+)
+STORE_BACK = "The team's store is back."
 
 
 def _title(row: FormRow) -> str:
@@ -99,7 +104,6 @@ async def answer_on_terminal(
 ) -> None:
     """Show the store's free forms one at a time on ``board``'s display until cancelled;
     ``hint`` says what Esc did (``DeskSurface.hint``)."""
-    later: set[str] = set()  # put back with Esc: behind every other free form
     others: Listing | None = None  # what the status line last said the other desks are on
 
     def counts() -> None:
@@ -134,6 +138,28 @@ async def answer_on_terminal(
         counts()
 
     team.on_change = changed
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_say_the_store_s_reach, team, notice)
+        await _one_form_after_another(team, board, notice, settings, hint)
+
+
+async def _say_the_store_s_reach(team: TeamBoard, notice: Any) -> None:
+    """Say when the store goes away and when it is back: while it is away, a form put back
+    leaves an empty screen and drafts wait, which would otherwise look like nothing waits."""
+    while True:
+        reach = team.wakes.reach()
+        await reach.wait()
+        notice(STORE_AWAY if team.wakes.away else STORE_BACK)
+
+
+async def _one_form_after_another(
+    team: TeamBoard,
+    board: Board,
+    notice: Any,
+    settings: fs.FormSettings | None,
+    hint: Callable[[str], None],
+) -> None:
+    later: set[str] = set()  # put back with Esc: behind every other free form
     while True:
         forms = await team.wait_for(lambda rows: any(not row.claim_live for row in rows))
         free = [row for row in forms if not row.claim_live]
