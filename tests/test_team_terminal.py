@@ -506,14 +506,24 @@ async def test_on_a_short_screen_the_ending_of_the_form_before_is_said_briefly(
             await term.wait_for(lambda t: t.rows()[-1].strip() == "“Deploy” cancelled by bob.")
 
 
+@pytest.mark.parametrize(
+    ("size", "away"),
+    [
+        ((110, 30), "The team's store cannot be reached"),
+        ((40, 12), "Store away: what you type is kept."),
+    ],
+)
 async def test_the_status_line_says_when_the_store_is_away_and_when_it_is_back(
     pg_cluster: Cluster,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Any,
+    size: tuple[int, int],
+    away: str,
 ) -> None:
     """PostgreSQL stops: the terminal says so (a form put back then left "No questions
-    waiting." on the screen with nothing said), and says when it is back."""
-    term = VirtualTerminal(110, 30)
+    waiting." on the screen with nothing said), briefly on a short screen, and says when it
+    is back."""
+    term = VirtualTerminal(*size)
 
     def said(text: str) -> Callable[[VirtualTerminal], bool]:
         return lambda t: text in " ".join(row.strip() for row in t.rows()[-3:])
@@ -526,7 +536,7 @@ async def test_the_status_line_says_when_the_store_is_away_and_when_it_is_back(
             await term.wait_for("Question Deploy?")
             pg_cluster.stop()
             try:
-                await term.wait_for(said("The team's store cannot be reached"))
+                await term.wait_for(said(away))
             finally:
                 pg_cluster.start()
             await term.wait_for(said("The team's store is back."))

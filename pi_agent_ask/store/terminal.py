@@ -59,6 +59,7 @@ STORE_AWAY = (
     "The team's store cannot be reached (PostgreSQL is away or restarting): what you type is "
     "kept here and saved once it is back; the forms waiting show again then."
 )
+STORE_AWAY_SHORT = "Store away: what you type is kept."
 STORE_BACK = "The team's store is back."
 
 
@@ -149,7 +150,7 @@ async def _say_the_store_s_reach(team: TeamBoard, notice: Any) -> None:
     while True:
         reach = team.wakes.reach()
         await reach.wait()
-        notice(STORE_AWAY if team.wakes.away else STORE_BACK)
+        notice(Brief(STORE_AWAY, STORE_AWAY_SHORT) if team.wakes.away else STORE_BACK)
 
 
 async def _one_form_after_another(
