@@ -39,8 +39,8 @@ __all__ = [
     "AgentSnapshot",
     "AgentSurface",
     "Board",
-    "Notice",
     "Ending",
+    "Notice",
     "Shown",
     "put_aside_hint",
 ]
