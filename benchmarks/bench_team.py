@@ -12,7 +12,10 @@ people answering (each a board on the store, claiming then submitting). Prints:
   answers (``paced``: one answer at a time, each given once all 20 agents wait on a form, the
   next once the answer before reached its agent; half the answers cross to the other desk);
 - rows and bytes per form: the store's rows (requests, outcomes) and their tables' and
-  indexes' size, divided by the forms.
+  indexes' size, divided by the forms;
+- the board's read (``board``, first; ``python -m benchmarks.bench_team board`` alone): 500
+  pending forms of 20 agents, 10 of them in ``wait_for_answers``, the server's execution time
+  of the board's statements (``EXPLAIN ANALYZE``) and one ``Store.board`` call, medians of 40.
 
 Assert nothing: machines here are shared and noisy.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import functools
 import signal
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -32,7 +36,8 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from pi_agent_ask.desk.testing import yes_no_form
-from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.db import BOARD_SQL, WAITS_SQL, Store
+from pi_agent_ask.store.schema import DESK_ROLE
 from pi_agent_ask.store.testing import (
     answering,
     desk_process,
@@ -175,8 +180,56 @@ async def run(agents: int = AGENTS, forms: int = FORMS) -> None:
         print(f"store: {rows[0] / total:.1f} rows and {size[0] / total:.0f} bytes per form")
 
 
+BOARD_FORMS = 500
+BOARD_READS = 40
+
+
+def board(forms: int = BOARD_FORMS, agents: int = AGENTS) -> None:
+    """The board's read on ``forms`` pending forms, half the agents waiting."""
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        print("skipped: PostgreSQL's initdb and pg_ctl are not installed")
+        return
+    with throwaway_cluster(bin_dir) as cluster:
+        url = cluster.url(cluster.new_database())
+        store = Store(url)
+        store.open()
+        try:
+            for n in range(forms):
+                key = f"agent-{n % agents}"
+                store.ask(key, f"call-{n}", yes_no_form(f"q{n}", background=True), background=True)
+            for n in range(0, agents, 2):
+                store.mark_wait(f"agent-{n}", "wait", lease=600)
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("ANALYZE")
+                server = []
+                for _ in range(BOARD_READS):
+                    with conn.transaction():
+                        conn.execute(f"SET LOCAL ROLE {DESK_ROLE}")
+                        total = 0.0
+                        for statement in (BOARD_SQL, WAITS_SQL):
+                            row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement)
+                            plan = row.fetchone()
+                            assert plan is not None
+                            total += plan[0][0]["Execution Time"]
+                        server.append(total)
+            calls = []
+            for _ in range(BOARD_READS):
+                start = time.perf_counter()
+                store.board()
+                calls.append(1000 * (time.perf_counter() - start))
+        finally:
+            store.close()
+    print(
+        f"board of {forms} forms ({agents // 2} agents waiting): server "
+        f"{statistics.median(server):.2f} ms, Store.board {statistics.median(calls):.1f} ms"
+    )
+
+
 def main() -> None:
-    trio.run(functools.partial(run))
+    board()
+    if sys.argv[1:] != ["board"]:
+        trio.run(functools.partial(run))
 
 
 if __name__ == "__main__":

@@ -214,9 +214,9 @@ def _add_store(commands: Any) -> None:
 
 def _add_history(commands: Any) -> None:
     history = commands.add_parser("history", help="list, read or export the question history")
-    history_commands = history.add_subparsers(dest="history_command", required=True)
+    actions = history.add_subparsers(dest="history_command", required=True, metavar="ACTION")
     session_help = "session file (default: <agent dir>/pi-agent-ask/history.pias)"
-    listing = history_commands.add_parser("list", help="list recorded questions")
+    listing = actions.add_parser("list", help="list recorded questions")
     listing.add_argument("--session", type=Path, help=session_help)
     listing.add_argument(
         "--json", action="store_true", help="print JSON even on a terminal (always when piped)"
@@ -225,11 +225,11 @@ def _add_history(commands: Any) -> None:
     listing.add_argument("--answered-only", action="store_true")
     listing.add_argument("--offset", type=int, default=0)
     listing.add_argument("--limit", type=int, default=50)
-    read = history_commands.add_parser("read", help="read one question's record")
+    read = actions.add_parser("read", help="read one question's record")
     read.add_argument("--session", type=Path, help=session_help)
     read.add_argument("request_id")
     read.add_argument("question_id")
-    export = history_commands.add_parser("export", help="export records to a Markdown file")
+    export = actions.add_parser("export", help="export records to a Markdown file")
     export.add_argument("--session", type=Path, help=session_help)
     export.add_argument("path")
     # A default makes argparse treat the keys as optional in its "required" message too.

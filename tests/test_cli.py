@@ -123,6 +123,16 @@ def test_history_export_without_a_path_names_only_what_is_missing() -> None:
     )
 
 
+def test_history_without_an_action_says_so_as_the_other_commands_do() -> None:
+    """``history`` alone names what is missing as ``store`` and ``hook`` do (``ACTION``), not
+    the parser's internal name for it."""
+    done = run("history")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "pi-agent-ask history: error: the following arguments are required: ACTION"
+    )
+
+
 def test_ask_reports_a_refused_session_file_with_exit_5(tmp_path: Path) -> None:
     not_a_session = tmp_path / "plain.txt"
     not_a_session.write_text("this is not a session file\n")

@@ -4,11 +4,12 @@ once per call, tokens, and row-level security."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import psycopg
 import pytest
 
-from pi_agent_ask.store.db import Claim, Refused, Store, Submitted
+from pi_agent_ask.store.db import BOARD_SQL, WAITS_SQL, Claim, Refused, Store, Submitted
 from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
 
 PARAMS = {"title": "T", "questions": []}
@@ -231,3 +232,26 @@ def test_an_agent_s_wait_marks_its_forms_until_it_ends_or_its_lease_runs_out(
     with psycopg.connect(store.conninfo, autocommit=True) as conn:
         conn.execute("SELECT pg_sleep(0.3)")
     assert not any(row.agent_waits for row in store.board())
+
+
+def _loops(plan: dict[str, Any]) -> list[int]:
+    """How often each node of an ``EXPLAIN (ANALYZE, FORMAT JSON)`` plan ran."""
+    return [plan["Actual Loops"]] + [n for child in plan.get("Plans", ()) for n in _loops(child)]
+
+
+def test_the_board_reads_the_waits_once_not_once_per_form(store: Store) -> None:
+    """The board's statements run each plan node once, however many forms wait: the agents'
+    waits are one small read beside the forms (a subquery per form made a 500-form board
+    six times dearer), and the board still says which agents wait."""
+    for n in range(12):
+        store.ask(f"agent-{n % 3}", f"c{n}", PARAMS, background=True)
+    store.mark_wait("agent-1", "wait-1", lease=30)
+    with psycopg.connect(store.conninfo, autocommit=True) as conn, conn.transaction():
+        conn.execute("SET LOCAL ROLE pi_agent_ask_desk")
+        for statement in (BOARD_SQL, WAITS_SQL):
+            (explained,) = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement).fetchone()
+            assert max(_loops(explained[0]["Plan"])) == 1, (statement, explained)
+    rows = store.board()
+    assert len(rows) == 12
+    assert {row.agent_key for row in rows if row.agent_waits} == {"agent-1"}
+    assert all(0 < (row.wait_left or 0) <= 30 for row in rows if row.agent_key == "agent-1")

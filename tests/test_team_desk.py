@@ -364,3 +364,32 @@ async def test_a_form_with_a_nul_character_is_refused_in_words_not_a_database_er
             assert await desk.store.run(Store.board, desk.store.store) == []
             fine = await session.call_tool("ask_user", ask("Deploy", background=True))
             assert fine.structured_content["status"] == "queued"
+
+
+async def test_every_board_hears_at_once_that_a_cut_call_left_its_form_a_background_one(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    """The agent's client cancels a foreground ask: its form stays, as a background one, and
+    every desk's board shows it no longer blocking at once (it showed the agent blocked until
+    some other change of the board made the desks read it again)."""
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(60):
+        async with (
+            team_desk(desk_url, "ann") as desk,
+            team_desk(desk_url, "bob") as bob,
+            agent([desk.url], token) as session,
+        ):
+            async with trio.open_nursery() as nursery:
+
+                async def foreground() -> None:
+                    await session.call_tool("ask_user", ask("Deploy"))
+
+                nursery.start_soon(foreground)
+                (form,) = await bob.board.wait_for(lambda forms: len(forms) == 1)
+                assert not form.background
+                nursery.cancel_scope.cancel()  # the SDK tells the server the call is cancelled
+            with trio.fail_after(10):
+                for board in (bob.board, desk.board):
+                    await board.wait_for(lambda forms: forms[0].background)

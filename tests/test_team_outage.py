@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.lowlevel
 
 from pi_agent_ask.store.board import TeamBoard
 from pi_agent_ask.store.db import Claim, Store, Submitted
@@ -20,6 +21,7 @@ from tests.store_support import (  # noqa: F401
     pg_cluster,
     reading_board,
     store_db,
+    team_desk,
 )
 
 
@@ -96,3 +98,34 @@ async def test_a_lease_that_ran_out_is_read_once_not_over_and_over(
             settled = len(reads)
             await trio.sleep(1.0)
             assert len(reads) - settled <= 1
+
+
+async def test_a_desk_reaches_the_store_at_once_when_the_server_is_back(
+    pg_cluster: Cluster,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    """PostgreSQL away for 8 s while the desk calls it: once the server is back, the desk's
+    next call goes through within a few seconds (its listener's reconnection renews the pool).
+    The pool left to itself tried again 1, 3, 7 and 15 s after its first failure: 7 s more
+    of waiting here, about half the outage in general."""
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as desk:
+            await desk.store.run(Store.board, desk.store.store)
+            pg_cluster.stop()
+            back = False
+            try:
+                async with trio.open_nursery() as nursery:
+                    # A call during the outage: the pool finds its connection broken.
+                    nursery.start_soon(desk.store.run, Store.board, desk.store.store)
+                    await trio.sleep(8)
+                    pg_cluster.start()
+                    back = True
+                    with trio.move_on_after(4) as late:
+                        await desk.store.run(Store.board, desk.store.store)
+                        # A call in a worker thread is not interrupted: a deadline that
+                        # passed meanwhile is seen at the next checkpoint.
+                        await trio.lowlevel.checkpoint()  # the deadline's check, nothing else
+                    assert not late.cancelled_caught
+            finally:
+                if not back:
+                    pg_cluster.start()

@@ -82,7 +82,9 @@ async def test_the_page_leaves_a_form_open_on_the_same_desk_s_terminal_to_it(
                 # says where it went.
                 sent = await http.post(base + "/api/submit", json=typed, headers=headers)
                 assert sent.status_code == 200, sent.text
-            await term.wait_for("ann answered this form on this desk's web page.")
+            await term.wait_for(
+                "“Deploy” was answered elsewhere: ann answered it on this desk's web page."
+            )
             await term.wait_for("No questions waiting")
             (outcome,) = await desk.store.run(Store.outcomes, desk.store.store, [request_id])
             assert outcome["answered_by"] == "ann" and outcome["answered_on"] == desk.board.desk

@@ -4,7 +4,8 @@ recorded under the person's name; the agent gets the answer."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -341,3 +342,201 @@ async def test_typing_on_a_form_whose_claim_ran_out_says_so_or_takes_it_back(
                 )
             )
             assert rows[0].draft_by == "ann"
+
+
+async def test_the_terminal_says_a_form_on_display_was_cancelled_on_another_desk(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Bob cancels the form on ann's screen from his desk (her desk stalled: its claim ran
+    out): the form leaves her screen and the status line says which form was cancelled, by
+    whom, in the page's words (it said bob "already answered" it)."""
+    term = VirtualTerminal(200, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            _lease_ran_out(desk_url)  # ann's desk stalled: bob may take the form
+            await bob.board.refresh()
+            assert not isinstance(await bob.board.answer(request_id, {"kind": "cancel"}), Refused)
+            await term.wait_for(
+                f"“Deploy” was cancelled elsewhere: bob cancelled it on desk {bob.board.desk} at "
+            )
+            await term.wait_for("No questions waiting")
+            assert "already answered" not in term.text()
+
+
+@pytest.mark.parametrize("size", [(40, 12), (60, 15)])
+async def test_other_desks_stay_readable_on_a_short_screen(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+    size: tuple[int, int],
+) -> None:
+    """On a short screen the status line has one row: "Other desks: ..." names the desks
+    that fit whole and counts the rest (it ended at the edge, mid-name), and the form keeps
+    its rows."""
+    term = VirtualTerminal(*size)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            for agent in ("alpha", "beta", "gamma", "delta"):
+                await desk.store.run(
+                    Store.ask, desk.store.store, agent, "c1", ask(agent.title()), background=True
+                )
+            await term.wait_for("Question Alpha?")
+            await desk.board.wait_for(lambda rows: len(rows) == 4)
+            for person, agent in (("bob", "beta"), ("carol", "gamma"), ("dave", "delta")):
+                (row,) = [r for r in desk.board.snapshot() if r.agent_key == agent]
+                claim = await desk.store.run(
+                    functools.partial(
+                        Store.claim,
+                        desk.store.store,
+                        row.request_id,
+                        desk=f"{person}-laptop:4711:ab12",
+                        person=person,
+                        lease=60,
+                    )
+                )
+                assert isinstance(claim, Claim)
+            full = {"bob": "bob on beta's form", "carol": "carol on gamma's form"}
+            full["dave"] = "dave on delta's form"
+            await term.wait_for(lambda t: "dave" in t.rows()[-1] or "more" in t.rows()[-1])
+            status = term.rows()[-1].strip()
+            assert status.startswith("Other desks: bob"), status
+            *named, last = status.removeprefix("Other desks: ").split(", ")
+            if last.startswith("+"):
+                assert last == f"+{3 - len(named)} more", status
+            else:
+                named.append(last)
+            in_full, in_short = list(full.values()), list(full)
+            assert named in (in_full[: len(named)], in_short[: len(named)]), status
+            assert "Question Alpha?" in term.text()  # the form keeps its rows
+            assert "1. ( ) Yes" in term.text()
+
+
+async def test_on_a_short_screen_with_no_form_left_the_ending_is_said_whole(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """At 40x12 a notice has one row while a form is on display (the rows are the form's);
+    once bob's answer took the last form off ann's screen, what became of it is said whole,
+    wrapped, not cut at the edge."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            _lease_ran_out(desk_url)
+            await bob.board.refresh()
+            yes = {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
+            assert not isinstance(await bob.board.answer(request_id, yes), Refused)
+            await term.wait_for("No questions waiting")
+            said = f"“Deploy” was answered elsewhere: bob answered it on desk {bob.board.desk} at "
+
+            def whole(t: VirtualTerminal) -> bool:
+                return said in " ".join(row.strip() for row in t.rows()[-4:])
+
+            await term.wait_for(whole)
+
+
+async def test_keys_act_on_the_form_while_the_store_is_away(
+    pg_cluster: Cluster,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """PostgreSQL stops while ann answers on her terminal: her key selects at once, as
+    always (the screen waited for the store to save the draft, which waits for the server
+    for up to a minute), and the draft reaches the store once it is back."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            pg_cluster.stop()
+            try:
+                pipe.send_text("2")
+                with trio.fail_after(5):
+                    await term.wait_for("Review your answers")
+            finally:
+                pg_cluster.start()
+
+            def saved(rows: list[Any]) -> bool:
+                return bool(rows) and (rows[0].draft or {}).get("drafts", [{}])[0].get(
+                    "selected"
+                ) == [1]
+
+            await desk.board.wait_for(saved)
+
+
+async def test_on_a_short_screen_the_ending_of_the_form_before_is_said_briefly(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """At 60x15 the next form takes the screen at once and the status line has one row: what
+    became of the form before is said in a few words, naming it (the sentence was cut at
+    the edge, and "This form" read as the form now on display)."""
+    term = VirtualTerminal(60, 15)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            first, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c2", ask("Merge"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            _lease_ran_out(desk_url)
+            await bob.board.refresh()
+            assert not isinstance(await bob.board.answer(first, {"kind": "cancel"}), Refused)
+            await term.wait_for("Question Merge?")
+            await term.wait_for(lambda t: t.rows()[-1].strip() == "“Deploy” cancelled by bob.")
+
+
+@pytest.mark.parametrize(
+    ("size", "away"),
+    [
+        ((110, 30), "The team's store cannot be reached"),
+        ((40, 12), "Store away: what you type is kept."),
+    ],
+)
+async def test_the_status_line_says_when_the_store_is_away_and_when_it_is_back(
+    pg_cluster: Cluster,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+    size: tuple[int, int],
+    away: str,
+) -> None:
+    """PostgreSQL stops: the terminal says so (a form put back then left "No questions
+    waiting." on the screen with nothing said), briefly on a short screen, and says when it
+    is back."""
+    term = VirtualTerminal(*size)
+
+    def said(text: str) -> Callable[[VirtualTerminal], bool]:
+        return lambda t: text in " ".join(row.strip() for row in t.rows()[-3:])
+
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            pg_cluster.stop()
+            try:
+                await term.wait_for(said(away))
+            finally:
+                pg_cluster.start()
+            await term.wait_for(said("The team's store is back."))

@@ -6,6 +6,8 @@ history and export naming the answerer, and the TLS rule of a non-loopback liste
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import signal
 import subprocess
@@ -14,14 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import psycopg
 import pytest
 import trio
 
 from pi_agent_ask.desk.http import ListenError
-from pi_agent_ask.store.db import Claim, FormRow, Store
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.store.db import Claim, FormRow, Refused, Store
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.store.testing import desk_process
 from tests.store_support import (  # noqa: F401
+    YES,
     Cluster,
     desk_url,
     pg_cluster,
@@ -318,3 +323,89 @@ async def test_the_page_opens_on_a_form_no_one_else_is_answering(
                 await ann.board.wait_for(lambda rows: _claimed_by(rows, free, "bob"))
                 page = await http.get(base + "/")
                 assert f'data-form-id="alpha/{held}"' in page.text
+
+
+# A live stream left open: httpx2's generators under it are collected unfinished.
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_the_page_says_what_became_of_a_form_that_left_it(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    """A form leaves ann's page because bob answered it, bob cancelled it, ann answered it on
+    her terminal, or it was removed from the store: the page says which, and who, in the
+    live stream (what a page still showing the form reads), in a refused Submit and under a
+    link to the form (it said "answered elsewhere" of each)."""
+    with trio.fail_after(90):
+        async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
+            answered = await _ask(ann, "alpha", "c1", "Answered")
+            cancelled = await _ask(ann, "alpha", "c2", "Cancelled")
+            removed = await _ask(ann, "alpha", "c3", "Removed")
+            on_terminal = await _ask(ann, "alpha", "c4", "Terminal")
+            base = ann.web.base_url
+            async with httpx2.AsyncClient(timeout=30) as http:
+                csrf = await signed_in(http, ann.web.login_url())
+                headers = {"origin": base, "x-csrf-token": csrf}
+                await bob.board.wait_for(lambda rows: len(rows) == 4)
+                assert not isinstance(await bob.board.answer(answered, YES), Refused)
+                cancel = {"kind": "cancel"}
+                assert not isinstance(await bob.board.answer(cancelled, cancel), Refused)
+                with psycopg.connect(pg_cluster.url(store_db), autocommit=True) as conn:
+                    conn.execute(
+                        "DELETE FROM pi_agent_ask.requests WHERE request_id = %s", (removed,)
+                    )
+                    conn.execute("NOTIFY pi_agent_ask, 'b'")
+                assert not isinstance(
+                    await ann.board.answer(on_terminal, YES, surface="terminal"), Refused
+                )
+                await ann.board.wait_for(lambda rows: not rows)
+
+                by_bob = f"bob answered it on desk {bob.board.desk} at "
+                said = {
+                    answered: f"This form was answered elsewhere: {by_bob}",
+                    cancelled: f"This form was cancelled elsewhere: bob cancelled it on desk "
+                    f"{bob.board.desk} at ",
+                    removed: "This form was withdrawn without an answer: it is not in the "
+                    "team's store any more",
+                    on_terminal: "This form was answered elsewhere: ann answered it on this "
+                    "desk's terminal.",
+                }
+                async with http.stream("GET", base + "/events") as stream:
+                    async for line in stream.aiter_lines():
+                        if line.startswith("data: "):
+                            ended = json.loads(line[6:])["ended"]
+                            break
+                for request_id, sentence in said.items():
+                    form = f"alpha/{request_id}"
+                    assert ended[form].startswith(sentence), ended
+                    late = await http.post(
+                        base + "/api/submit",
+                        json={"form": form, "drafts": [{"selected": [0]}]},
+                        headers=headers,
+                    )
+                    assert late.status_code == 409 and late.json()["error"] == ended[form]
+                    page = await http.get(base + "/", params={"form": form})
+                    assert html.unescape(page.text).count(sentence) == 1
+                assert "cancelled it" in ended[f"alpha/{cancelled}"]
+                assert "“User cancelled the ask flow”" in ended[f"alpha/{cancelled}"]
+
+
+async def test_an_answer_the_store_refused_is_not_named_as_where_the_form_was_answered(
+    desk_url: str,  # noqa: F811
+) -> None:
+    """The page's answer is refused (text PostgreSQL cannot keep), then the terminal of the
+    same desk answers: what became of the form names the terminal, not the page."""
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as ann:
+            request_id = await _ask(ann, "alpha", "c1", "Ship")
+            await ann.board.wait_for(lambda rows: len(rows) == 1)
+            nul = {"kind": "answer", "answers": {"q": {"values": ["yes"], "note": "a\x00b"}}}
+            refused = await ann.board.answer(request_id, nul, surface="page")
+            assert isinstance(refused, Refused) and refused.reason == "invalid", refused
+            assert not isinstance(
+                await ann.board.answer(request_id, YES, surface="terminal"), Refused
+            )
+            await ann.board.wait_for(lambda rows: not rows)
+            assert ann.board.ending_text(request_id) == (
+                "This form was answered elsewhere: ann answered it on this desk's terminal."
+            )

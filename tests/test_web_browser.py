@@ -28,6 +28,7 @@ from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_des
 from pi_agent_ask.desk.web.auth import ATTEMPT_LIMIT
 from pi_agent_ask.desk.web.security import COOKIE
 from pi_agent_ask.desk.web.testing import (
+    area_brightness,
     brightness,
     browser_missing,
     by_role,
@@ -434,7 +435,9 @@ async def test_enter_twice_from_an_option_reviews_then_submits(
     tmp_path: Path, browser: Any
 ) -> None:
     """The keyboard way, as on the terminal: a number key chooses, Enter shows the review
-    (which takes the focus, so a screen reader reads it), Enter again sends it."""
+    (which takes the focus, so a screen reader reads it), Enter again sends it; Escape on the
+    review goes back to the answers (it did nothing: the way back was Shift+Tab through the
+    form)."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
@@ -453,6 +456,14 @@ async def test_enter_twice_from_an_option_reviews_then_submits(
                 ActionChains(browser).send_keys("1").perform()
                 assert review.is_displayed()
                 assert by_role(question(browser, "Colour"), "radio", "Blue").is_selected()
+                # Escape leaves the review, the focus back where it was (Submit: choosing in
+                # the last question moved it there); Enter there shows the review again.
+                ActionChains(browser).send_keys(Keys.ESCAPE).perform()
+                wait_until(browser, lambda d: not review.is_displayed())
+                back = browser.switch_to.active_element
+                assert back == by_role(browser, "button", "Submit"), back.text
+                ActionChains(browser).send_keys(Keys.ENTER).perform()
+                wait_until(browser, lambda d: review.is_displayed())
                 focused = str(browser.switch_to.active_element.text)
                 ActionChains(browser).send_keys(Keys.ENTER).perform()
                 wait_until(browser, lambda d: not form_shown(d))
@@ -733,16 +744,32 @@ async def test_right_to_left_agent_text_reads_right_to_left(tmp_path: Path, brow
 
             assert await run(directions) == ["rtl", "rtl", "rtl", "rtl", "rtl", "ltr"]
 
-            def review_direction() -> str:
+            def review_direction() -> tuple[str, float]:
                 by_role(browser, "button", "Submit").click()
                 review = by_role(browser, "heading", "Review your answers")
                 wait_until(browser, lambda d: review.is_displayed())
                 line = browser.find_element("css selector", "#review-list li")
-                return str(
-                    browser.execute_script("return getComputedStyle(arguments[0]).direction", line)
+                # Just outside the review's box, beside the line: the page's own background,
+                # with nothing of the line (its number, on its right) drawn there.
+                beside = browser.execute_script(
+                    "const box = document.getElementById('review').getBoundingClientRect();"
+                    "const r = arguments[0].getBoundingClientRect();"
+                    "return {x: box.right + window.scrollX, y: r.top + window.scrollY,"
+                    " width: 12, height: r.height, scale: 1};",
+                    line,
+                )
+                return (
+                    str(
+                        browser.execute_script(
+                            "return getComputedStyle(arguments[0]).direction", line
+                        )
+                    ),
+                    area_brightness(browser, beside),
                 )
 
-            assert await run(review_direction) == "rtl"
+            direction, beside = await run(review_direction)
+            assert direction == "rtl"
+            assert beside == 1.0, "the line's number is drawn outside the review's box"
 
 
 async def test_on_a_phone_agents_in_the_menu_keeps_the_form_shown(
@@ -1311,9 +1338,9 @@ async def test_an_answer_the_journal_could_not_record_comes_back_to_the_page_to_
                     lambda: wait_until(
                         browser,
                         lambda d: (
-                            "not recorded" in d_text(d, "#status")
+                            "not recorded" in d_text(d, "#form-errors")
                             and form_shown(d)
-                            and d_text(d, "#status")
+                            and d_text(d, "#form-errors")
                         ),
                     )
                 )

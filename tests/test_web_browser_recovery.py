@@ -14,7 +14,7 @@ import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
 from pi_agent_ask.desk.web.app import MAX_BODY
-from pi_agent_ask.desk.web.testing import browser_missing, by_role
+from pi_agent_ask.desk.web.testing import browser_missing, by_role, set_viewport
 from pi_agent_ask.desk.web.view import MAX_TEXT
 from tests.test_web_browser import (  # noqa: F401
     answer_on_the_board,
@@ -23,12 +23,15 @@ from tests.test_web_browser import (  # noqa: F401
     colour,
     d_text,
     form_shown,
+    in_view,
     opt,
     question,
     run,
+    screenshots,
     shown_on_page,
     single,
     wait_until,
+    writes_refused_past,
 )
 
 MISSING = browser_missing()
@@ -428,3 +431,232 @@ async def test_a_page_open_in_another_tab_hears_it_was_signed_out(
             )
             assert "Sign out in another tab" in said and "keeps what you typed" in said, said
             assert await run(lambda: note_box(browser).get_attribute("value")) == "teal"
+
+
+async def test_a_cancel_the_journal_could_not_record_brings_the_form_back_on_the_page(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Cancel pressed (twice: the form holds answers) while the agent's journal cannot be
+    written: the cancellation did not happen and the desk shows the form again. The page
+    says so in words and shows the form again with what was typed, and it can be answered
+    (it used to say "Cancelled." over "No questions waiting" while the form waited on the
+    board out of the page's sight until a reload). On a phone the sentence is read where
+    Cancel was pressed, beside the buttons, not at the top of the page out of sight."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            (journal,) = await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.pias")))
+
+            def typed() -> None:
+                set_viewport(browser, 390, 844, mobile=True)
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                note_box(browser).send_keys("navy")
+
+            await run(typed)
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].note == "navy"
+            )
+
+            def cancelled_twice() -> str:
+                cancel = by_role(browser, "button", "Cancel")
+                cancel.click()
+                wait_until(browser, lambda d: "Press Cancel again" in d_text(d, "#form-errors"))
+                cancel.click()
+                return str(
+                    wait_until(
+                        browser,
+                        lambda d: (
+                            "not recorded"
+                            in (t := (said := by_role(d, "alert", "", exact=False)).text)
+                            and in_view(d, said)
+                            and form_shown(d)
+                            and t
+                        ),
+                    )
+                )
+
+            try:
+                with writes_refused_past(journal.stat().st_size):
+                    told = await run(cancelled_twice)
+            finally:
+                await run(
+                    lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+                )
+            assert "cancel" in told.lower() and "form is back" in told, told
+
+            def kept() -> tuple[bool, str]:
+                return (
+                    by_role(question(browser, "Colour"), "radio", "Blue").is_selected(),
+                    str(note_box(browser).get_attribute("value")),
+                )
+
+            assert await run(kept) == (True, "navy")
+
+            def answered() -> None:
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+                wait_until(browser, lambda d: not form_shown(d))
+
+            await run(answered)
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+            assert entry["result"]["answers"]["q"]["note"] == "navy"
+
+
+async def test_later_keeps_the_form_while_the_desk_refuses_what_was_typed(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Later on a form whose text the desk refused to keep (past its limit): the form would
+    leave the page with that text, which the desk never had. So Later waits: the page says
+    why in words, keeps the form and the text; once the text is short enough, Later puts the
+    form back with it (it used to put the form back at once, and the text was gone)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def refused_then_later() -> tuple[str, bool, int]:
+                own = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                own.click()
+                browser.execute_cdp_cmd("Input.insertText", {"text": "y" * (MAX_TEXT + 5)})
+                wait_until(browser, lambda d: "characters long" in d_text(d, "#form-errors"))
+                by_role(browser, "button", "Later").click()
+                said = wait_until(
+                    browser, lambda d: "Not put back" in (t := d_text(d, "#form-errors")) and t
+                )
+                box = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                return str(said), form_shown(browser), len(box.get_attribute("value"))
+
+            said, shown, length = await run(refused_then_later)
+            assert shown and length == MAX_TEXT + 5, (shown, length)
+            assert "would be lost" in said, said
+            assert desk.board.current is not None  # still waiting on the desk
+
+            def shortened() -> None:
+                own = by_role(question(browser, "Colour"), "textbox", "Type your own")
+                browser.execute_script("arguments[0].select()", own)
+                own.send_keys("short")
+
+            await run(shortened)
+            with trio.fail_after(20):
+                await desk.board.wait_for(
+                    lambda b: (
+                        b.current is not None and b.current.state.drafts[0].custom_text == "short"
+                    )
+                )
+
+            def later() -> None:
+                by_role(browser, "button", "Later").click()
+                wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
+
+            await run(later)
+
+
+async def test_text_still_on_its_way_when_the_form_is_answered_elsewhere_is_named(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A note typed on a page on a slow link, and the form answered on the terminal before
+    the page's draft reached the desk: the page says the form was answered elsewhere and
+    what it held that was not sent, in words (it used to drop the note without a word)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def typed_on_a_slow_link() -> None:
+                slow_network(browser, 1500)
+                note_box(browser).send_keys("navy, please")
+
+            try:
+                await run(typed_on_a_slow_link)
+                await answer_on_the_board(desk.board)
+                said = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            not form_shown(d)
+                            and "answered elsewhere" in (t := d_text(d, "#status"))
+                            and t
+                        ),
+                        20,
+                    )
+                )
+            finally:
+                await run(lambda: slow_network(browser, 0))
+            assert "not sent" in said and "navy, please" in said, said
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["red"]
+
+
+async def test_a_journal_that_cannot_be_written_is_told_on_the_page_and_nothing_is_lost(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """A draft typed on the page while the agent's journal cannot be written (a full disk):
+    the page took it and said nothing, the desk's notice going to a terminal a headless desk
+    does not have. Now the page shows the desk's notice in words, with its time; the text
+    stays on the page and with the desk, the form stays usable, and once writes work again
+    the answer reaches the agent."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            (journal,) = await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.pias")))
+            with writes_refused_past(journal.stat().st_size):
+                await run(lambda: note_box(browser).send_keys("navy"))
+                said = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            "session file failed" in (t := d_text(d, "#desk-notice"))
+                            and in_view(d, d.find_element("css selector", "#desk-notice"))
+                            and t
+                        ),
+                    )
+                )
+            assert "alpha" in said and "nothing the person entered is lost" in said, said
+            assert await run(lambda: note_box(browser).get_attribute("value")) == "navy"
+
+            def hidden_by_keyboard() -> tuple[bool, str]:
+                from selenium.webdriver.common.keys import Keys
+
+                by_role(browser, "button", "Hide notice").send_keys(Keys.ENTER)
+                return (
+                    browser.find_element("css selector", "#desk-notice").is_displayed(),
+                    str(browser.switch_to.active_element.text),
+                )
+
+            # By keyboard: the focus goes on to the form's heading, not back to the top.
+            assert await run(hidden_by_keyboard) == (False, "Set-up")
+
+            # Hidden, it stays hidden across a reload of the tab, once the page has read the
+            # live stream (the board changes: another agent asks; the page lists it).
+            await run(browser.refresh)
+            async with desk_client(desk.address, "beta") as beta:
+                await beta.call_tool("ask_user", colour())
+
+                def read() -> bool:
+                    wait_until(browser, lambda d: "beta" in d_text(d, "#queue"))
+                    return bool(browser.find_element("css selector", "#desk-notice").is_displayed())
+
+                assert not await run(read), "the hidden notice came back on a reload"
+
+            def answered() -> None:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                submit.click()
+                # Alpha's form leaves (beta's may take its place).
+                wait_until(
+                    browser, lambda d: not form_shown(d) or d_text(d, ".agent-key") == "beta"
+                )
+
+            await run(answered)
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["note"] == "navy"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import attrs
 import trio
@@ -38,6 +39,8 @@ __all__ = [
     "AgentSnapshot",
     "AgentSurface",
     "Board",
+    "Ending",
+    "Notice",
     "Shown",
     "put_aside_hint",
 ]
@@ -46,6 +49,27 @@ SEP = "\x1f"
 ENDINGS_KEPT = 64
 """Forms whose ending the board remembers (the newest): a page still showing one says what
 became of it."""
+
+
+@attrs.frozen
+class Notice:
+    """A notice of the desk (an agent's journal could not be written, an agent stopped), as
+    the terminal's status line shows it: ``serial`` tells one from the next, ``at`` is when
+    (ISO 8601, UTC)."""
+
+    serial: int
+    text: str
+    at: str
+
+
+@attrs.frozen
+class Ending:
+    """Why a form left, and what to say of it when its desk knows more than ``ended`` (a team
+    desk: who answered it, on which desk); ``said`` ``None``: the page's own sentence for
+    ``ended``."""
+
+    ended: Ended
+    said: str | None = None
 
 
 def put_aside_hint(ahead: int) -> str:
@@ -113,7 +137,9 @@ class Board:
     _displayed: Shown | None = None
     _seq: itertools.count[int] = attrs.field(factory=itertools.count)
     _watchers: list[trio.Event] = attrs.field(factory=list)
-    _endings: dict[tuple[str, str], Ended] = attrs.field(factory=dict)
+    _notice: Notice | None = None
+    _notices: itertools.count[int] = attrs.field(factory=itertools.count)
+    _endings: dict[tuple[str, str], Ending] = attrs.field(factory=dict)
 
     # -- what the runtimes call (through their AgentSurface) -----------------------------------
 
@@ -139,12 +165,15 @@ class Board:
             self.display.update(shown.display_id, state)
         self._changed()
 
-    def hide(self, key: str, flow_id: str, ended: Ended | None = None) -> None:
+    def hide(
+        self, key: str, flow_id: str, ended: Ended | None = None, said: str | None = None
+    ) -> None:
         """The form left (``ended``: why, remembered for the last :data:`ENDINGS_KEPT` forms
-        so a page showing it can say what happened)."""
+        so a page showing it can say what happened; ``said``: in these words, see
+        :class:`Ending`)."""
         if self._drop(key, flow_id):
             if ended is not None:
-                self._endings[(key, flow_id)] = ended
+                self._endings[(key, flow_id)] = Ending(ended, said)
                 while len(self._endings) > ENDINGS_KEPT:
                     del self._endings[next(iter(self._endings))]
             self._refresh()
@@ -178,11 +207,22 @@ class Board:
         """Something the board reads through ``blocked_on`` may have changed: redraw."""
         self._changed()
 
+    def note(self, text: str) -> None:
+        """The desk's latest notice (the web page shows it; the terminal has its own line)."""
+        at = datetime.now(UTC).isoformat(timespec="seconds")
+        self._notice = Notice(next(self._notices), text, at)
+        self._changed()
+
     # -- what the terminal reads ----------------------------------------------------------------
 
     @property
     def current(self) -> Shown | None:
         return self._displayed
+
+    @property
+    def notice(self) -> Notice | None:
+        """The desk's latest notice, if it had one."""
+        return self._notice
 
     @property
     def waiting_forms(self) -> int:
@@ -215,12 +255,12 @@ class Board:
             )
         return rows
 
-    def endings(self) -> list[tuple[str, str, Ended]]:
-        """Why the forms that left lately left, ``(key, flow_id, ended)``, oldest first (a
+    def endings(self) -> list[tuple[str, str, Ending]]:
+        """Why the forms that left lately left, ``(key, flow_id, ending)``, oldest first (a
         form shown again is not among them)."""
-        return [(key, flow_id, ended) for (key, flow_id), ended in self._endings.items()]
+        return [(key, flow_id, ending) for (key, flow_id), ending in self._endings.items()]
 
-    def ended(self, key: str, flow_id: str) -> Ended | None:
+    def ended(self, key: str, flow_id: str) -> Ending | None:
         """Why agent ``key``'s form ``flow_id`` left lately, if it did and is remembered."""
         return self._endings.get((key, flow_id))
 

@@ -348,12 +348,19 @@ async def _run(
             display = DeskSurface(loaded, quit=nursery.cancel_scope.cancel)
             notice, hint = display.notice, display.hint
         board = Board(display=display)
+
+        def told(text: str) -> None:
+            """A notice on the terminal (if any) and on the web page, which a headless desk's
+            person reads only there."""
+            board.note(text)
+            notice(text)
+
         registry = AgentRegistry(
             state_dir=state,
             board=board,
             settings=settings_file,
             cwd=Path.cwd(),
-            notice=notice,
+            notice=told,
             hint=hint,
             progress_interval=progress_interval,
             write_terminal=None if headless else display.write_terminal,

@@ -47,7 +47,10 @@ __all__ = [
     "AGENTS_WIDTH",
     "FORM_MIN_WIDTH",
     "QUIT_KEY",
+    "Brief",
     "DeskSurface",
+    "Listing",
+    "Notice",
     "agent_line",
     "agent_rows",
     "form_header",
@@ -71,6 +74,48 @@ def _clip(text: str, width: int) -> str:
     while text and cell_width(text) > width - 1:
         text = text[:-1]
     return text + "…"
+
+
+@attrs.frozen
+class Listing:
+    """A notice that names several things ("Other desks: bob on alpha's form, ..."): on a
+    screen where it does not fit, it keeps the items that fit whole and counts the rest
+    (``, +2 more``), or says only ``counted`` when not even the first fits, rather than
+    ending at the edge mid-name."""
+
+    head: str
+    items: tuple[str, ...]
+    short: tuple[str, ...]
+    """The same items in fewer words ("bob" for "bob on alpha's form"), tried when not even
+    the first item fits in full."""
+    counted: str
+    """What it says when no item fits either way: the head and a count ("Other desks: on 3
+    forms")."""
+
+    def fitted(self, fits: Callable[[str], bool]) -> str:
+        for items in (self.items, self.short):
+            for shown in range(len(items), 0, -1):
+                rest = len(items) - shown
+                text = self.head + ", ".join(items[:shown]) + (f", +{rest} more" if rest else "")
+                if fits(text):
+                    return text
+        return self.counted
+
+
+@attrs.frozen
+class Brief:
+    """A notice with a shorter way of saying it, for a screen where the sentence does not fit
+    (a short screen's one row, whose other rows are the form's)."""
+
+    text: str
+    short: str
+
+    def fitted(self, fits: Callable[[str], bool]) -> str:
+        return self.text if fits(self.text) else self.short
+
+
+Notice = str | Listing | Brief
+"""What the status line says: a sentence, or one it may shorten to the screen."""
 
 
 def _shown(text: str) -> str:
@@ -231,7 +276,7 @@ class DeskSurface(TerminalSurface):
     board: Board | None = None
     url: str = ""
     quit: Callable[[], None] = lambda: None
-    notices: list[str] = attrs.field(factory=list)
+    notices: list[Notice] = attrs.field(factory=list)
     hint_text: str | None = None
     """What the person's last key did where the screen does not show it, in the status line
     (over the latest notice) until the next key."""
@@ -243,7 +288,7 @@ class DeskSurface(TerminalSurface):
     def has_content(self) -> bool:
         return True
 
-    def notice(self, text: str) -> None:
+    def notice(self, text: Notice) -> None:
         """Show a message for the person in the status line (the latest one wins)."""
         self.notices.append(text)
         del self.notices[:-MAX_NOTICES]
@@ -266,7 +311,11 @@ class DeskSurface(TerminalSurface):
         (``key: notice``)."""
         stale = self.settings.notices
         super().apply_config(config)
-        self.notices[:] = [text for text in self.notices if not any(n in text for n in stale)]
+        self.notices[:] = [
+            text
+            for text in self.notices
+            if not isinstance(text, str) or not any(n in text for n in stale)
+        ]
 
     def write_terminal(self, text: str) -> None:
         """Notification bytes (bell, OSC 9/777) of the agents' runtimes, to the desk's
@@ -317,13 +366,21 @@ class DeskSurface(TerminalSurface):
         """The latest notice wrapped between words at the screen's width, at most
         ``NOTICE_ROWS`` lines (one on a short screen, where the rows are the form's): a notice
         names a file, so it wraps rather than ending at the edge."""
-        text = self.hint_text or (self.notices[-1] if self.notices else None)
-        if text is None:
+        notice = self.hint_text or (self.notices[-1] if self.notices else None)
+        if notice is None:
             return [""]
         size = get_app().output.get_size()
-        wrapped = wrap_line([("text", _shown(text))], max(1, size.columns - 1))
-        rows = 1 if size.rows <= SHORT_SCREEN_ROWS else NOTICE_ROWS  # short: rows go to the form
-        return [" " + "".join(text for _, text in line) for line in wrapped[:rows]]
+        # Short: the rows go to the form, while there is one on display.
+        on_display = self.board is not None and self.board.current is not None
+        rows = 1 if size.rows <= SHORT_SCREEN_ROWS and on_display else NOTICE_ROWS
+
+        def wrapped(text: str) -> list[str]:
+            lines = wrap_line([("text", _shown(text))], max(1, size.columns - 1))
+            return [" " + "".join(text for _, text in line) for line in lines]
+
+        if not isinstance(notice, str):
+            notice = notice.fitted(lambda text: len(wrapped(text)) <= rows)
+        return wrapped(notice)[:rows]
 
     def _status(self) -> StyleAndTextTuples:
         style = "class:ask.accent" if self.hint_text else "class:ask.warning"

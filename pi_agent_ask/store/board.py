@@ -28,15 +28,16 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 import psycopg
 import trio
 
+from pi_agent_ask.desk.board import ENDINGS_KEPT
 from pi_agent_ask.form.result import answers_from_remote, build_result
 from pi_agent_ask.form.validate import params_from_saved
-from pi_agent_ask.store.db import Claim, FormRow, Refused, Store, Submitted
+from pi_agent_ask.store.db import Claim, FormRow, Left, Refused, Store, Submitted, local_time
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
 
 __all__ = [
@@ -82,11 +83,19 @@ longer than a store call retries (``AsyncStore.retry_for``). The desk carries on
 keeps what they typed, and every desk re-reads the board when its listener is back."""
 
 
+_V = TypeVar("_V")
+
 Surface = Literal["terminal", "page"]
 """Where on one desk a person works on a form: its terminal or its web page. One desk process
 may run both; each surface keeps to the forms it claimed (:meth:`TeamBoard.surface_of`)."""
 
 _SURFACE_NAMES: Final[dict[Surface, str]] = {"terminal": "terminal", "page": "web page"}
+
+
+WITHDRAWN_TEXT: Final = (
+    "This form was withdrawn without an answer: it is not in the team's store any more (it "
+    "was removed there), and its agent gets no answer to it."
+)
 
 
 @attrs.frozen
@@ -129,6 +138,10 @@ class TeamBoard:
     _forms: list[FormRow] = attrs.field(factory=list)
     _claims: dict[str, _Held] = attrs.field(factory=dict)
     """This desk's live claims by request id, each with the surface that took it."""
+    _ends: dict[str, Left] = attrs.field(factory=dict)
+    """Why the forms that left the board lately left, by request id (oldest first)."""
+    _answered_from: dict[str, Surface] = attrs.field(factory=dict)
+    """The surface of this desk that sent each of its latest answers (oldest first)."""
     _changed: trio.Event = attrs.field(factory=trio.Event)
     _read_at: float = 0.0
     """When (``trio.current_time``) the snapshot was read: its ``lease_left`` count from then."""
@@ -173,11 +186,14 @@ class TeamBoard:
     async def refresh(self) -> None:
         """Re-read the board; while the store stays unreachable the snapshot stays as it was
         (the listener's reconnection wakes every board to read it again)."""
+        shown = [row.request_id for row in self._forms]
         try:
-            self._forms = await self.store.run(Store.board, self.store.store)
+            self._forms, ends = await self.store.run(Store.board_since, self.store.store, shown)
         except psycopg.OperationalError:
             return
         self._read_at = trio.current_time()
+        for ending in ends:
+            _remember(self._ends, ending.request_id, ending)
         for request_id in list(self._claims):
             if not any(row.request_id == request_id for row in self._forms):
                 self._claims.pop(request_id, None)  # answered (here or elsewhere)
@@ -190,6 +206,41 @@ class TeamBoard:
     def snapshot(self) -> list[FormRow]:
         """Every pending form, oldest first, with its claim and draft."""
         return list(self._forms)
+
+    def ended(self, request_id: str) -> Left | None:
+        """What became of ``request_id``, when it left the board lately."""
+        return self._ends.get(request_id)
+
+    def ending_text(
+        self, request_id: str, *, title: str | None = None, short: bool = False
+    ) -> str | None:
+        """What became of ``request_id``, in the sentence every surface of a team desk says
+        when it was showing the form (``None``: not known to have left). ``title``: the form
+        named so (a terminal that shows the next form by then); ``short``: in a few words,
+        for a screen too short for the sentence."""
+        ending = self._ends.get(request_id)
+        if ending is None:
+            return None
+        subject = "This form" if title is None else f"“{title}”"
+        if short:
+            verb = {"submitted": "answered", "cancelled": "cancelled"}.get(ending.ended)
+            return f"{subject} withdrawn." if verb is None else f"{subject} {verb} by {ending.by}."
+        if ending.ended == "withdrawn":
+            return subject + WITHDRAWN_TEXT.removeprefix("This form")
+        if ending.desk == self.desk:
+            surface = self._answered_from.get(request_id)
+            where = (
+                "on this desk" if surface is None else f"on this desk's {_SURFACE_NAMES[surface]}"
+            )
+        else:
+            at = "" if ending.at is None else f" at {local_time(ending.at)}"
+            where = f"on desk {ending.desk}{at}"
+        if ending.ended == "cancelled":
+            return (
+                f"{subject} was cancelled elsewhere: {ending.by} cancelled it {where}; its agent "
+                "was told “User cancelled the ask flow”."
+            )
+        return f"{subject} was answered elsewhere: {ending.by} answered it {where}."
 
     def claimed_here(self, request_id: str) -> Claim | None:
         held = self._claims.get(request_id)
@@ -308,7 +359,9 @@ class TeamBoard:
                 await self.store.run(Store.release, self.store.store, held.claim.token, draft)
         return None
 
-    async def answer(self, request_id: str, response: Mapping[str, Any]) -> Submitted | Refused:
+    async def answer(
+        self, request_id: str, response: Mapping[str, Any], *, surface: Surface = "page"
+    ) -> Submitted | Refused:
         """Answer a form as this desk's person, from any of its surfaces: ``response`` as
         ``pi-agent-ask:submit`` takes it. The first submission wins; a later one is refused
         with a sentence."""
@@ -321,7 +374,7 @@ class TeamBoard:
         result = result_of_response(row, response)
         if isinstance(result, str):
             return Refused("invalid", result)
-        return await self.submit(request_id, result)
+        return await self.submit(request_id, result, surface=surface)
 
     async def refusal(self, request_id: str) -> Refused:
         """Why ``request_id`` cannot be answered now (answered, held elsewhere, unknown)."""
@@ -330,10 +383,18 @@ class TeamBoard:
         except psycopg.OperationalError:
             return UNREACHABLE
 
-    async def submit(self, request_id: str, result: dict[str, Any]) -> Submitted | Refused:
+    async def submit(
+        self, request_id: str, result: dict[str, Any], *, surface: Surface = "terminal"
+    ) -> Submitted | Refused:
         """Record the answer under this desk's claim when it holds the form, whichever of its
-        surfaces holds it (:meth:`answer`)."""
+        surfaces holds it (:meth:`answer`); ``surface``: the one it came from."""
         held = self._claims.get(request_id)
+        # Before the store call: a board read woken by its commit may find the form gone
+        # first. Forgotten again unless this answer is the one the store took.
+        mine = request_id not in self._answered_from
+        if mine:
+            _remember(self._answered_from, request_id, surface)
+        done: Submitted | Refused = UNREACHABLE
         try:
             done = await self.store.run(
                 Store.submit,
@@ -345,9 +406,21 @@ class TeamBoard:
                 claim_token=None if held is None else held.claim.token,
             )
         except psycopg.DataError:
-            return NOT_STORABLE  # nothing was written: the claim holds
+            done = NOT_STORABLE  # nothing was written: the claim holds
+            return done
         except psycopg.OperationalError:
             return UNREACHABLE  # the claim holds (its heartbeat goes on)
+        finally:
+            if mine and isinstance(done, Refused):
+                self._answered_from.pop(request_id, None)
         if self._claims.get(request_id) is held:
             self._claims.pop(request_id, None)  # answered, or the claim is gone
         return done
+
+
+def _remember(kept: dict[str, _V], key: str, value: _V) -> None:
+    """Keep ``value`` under ``key`` among the latest :data:`ENDINGS_KEPT`."""
+    kept.pop(key, None)
+    kept[key] = value
+    while len(kept) > ENDINGS_KEPT:
+        del kept[next(iter(kept))]

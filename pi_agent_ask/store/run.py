@@ -107,7 +107,7 @@ async def run_team_desk(
             **timing,
         )
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(listen, store_url, wakes)
+            nursery.start_soon(listen, store_url, wakes, store.renew)
             await wakes.connected.wait()
             await nursery.start(board.run)
             page = TeamPage(board)

@@ -5,13 +5,16 @@ The person sees one form at a time, the oldest free one of any agent; showing it
 and view as everywhere (``actors/form.run_form`` on the desk's ``Board``): its drafts are
 saved to the store as they change, so a desk that dies hands its form back with them. An
 answer is recorded under the person's name (``--as``); Esc puts the form back for everyone
-(with its draft) and moves to the next; a form answered meanwhile on another desk is taken
-off the screen, saying who answered it. The agents pane counts every agent's pending forms,
+(with its draft) and moves to the next; a form answered or cancelled meanwhile on another
+desk (or on this desk's page) is taken off the screen, saying what became of it in the
+page's words (``TeamBoard.ending_text``). The agents pane counts every agent's pending forms,
 and the status line says what the other desks are answering.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +23,7 @@ import trio
 
 from pi_agent_ask.actors.form import FormInput, Saved, answer_saved, run_form
 from pi_agent_ask.desk.board import AgentSurface, Board, Shown, put_aside_hint
+from pi_agent_ask.desk.terminal import Brief, Listing
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
@@ -51,6 +55,22 @@ def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | No
 
 
 NO_OTHERS = "Other desks: no one is on a form."
+STORE_AWAY = (
+    "The team's store cannot be reached (PostgreSQL is away or restarting): what you type is "
+    "kept here and saved once it is back; the forms waiting show again then."
+)
+STORE_AWAY_SHORT = "Store away: what you type is kept."
+STORE_BACK = "The team's store is back."
+
+
+def _title(row: FormRow) -> str:
+    """What the terminal calls ``row``'s form: its title, else its first question's label."""
+    title = row.params.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    questions = row.params.get("questions") or [{}]
+    label = questions[0].get("label") if isinstance(questions[0], dict) else None
+    return label.strip() if isinstance(label, str) and label.strip() else "The form"
 
 
 def blocks(row: FormRow) -> bool:
@@ -58,13 +78,22 @@ def blocks(row: FormRow) -> bool:
     return not row.background or row.agent_waits
 
 
-def _others(team: TeamBoard) -> str:
+def _others(team: TeamBoard) -> Listing | None:
+    """What the other desks are on, shortened to the screen with a count of the rest."""
     busy = [
-        f"{row.claimed_by} on {row.agent_key}'s form"
+        row
         for row in team.snapshot()
         if row.claim_live and team.claimed_here(row.request_id) is None
     ]
-    return "Other desks: " + ", ".join(busy) if busy else ""
+    if not busy:
+        return None
+    forms = f"{len(busy)} form{'s' if len(busy) > 1 else ''}"
+    return Listing(
+        "Other desks: ",
+        tuple(f"{row.claimed_by} on {row.agent_key}'s form" for row in busy),
+        tuple(f"{row.claimed_by}" for row in busy),
+        f"Other desks: on {forms}",
+    )
 
 
 async def answer_on_terminal(
@@ -76,8 +105,7 @@ async def answer_on_terminal(
 ) -> None:
     """Show the store's free forms one at a time on ``board``'s display until cancelled;
     ``hint`` says what Esc did (``DeskSurface.hint``)."""
-    later: set[str] = set()  # put back with Esc: behind every other free form
-    others = ""  # what the status line last said the other desks are on
+    others: Listing | None = None  # what the status line last said the other desks are on
 
     def counts() -> None:
         nonlocal others
@@ -111,6 +139,28 @@ async def answer_on_terminal(
         counts()
 
     team.on_change = changed
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_say_the_store_s_reach, team, notice)
+        await _one_form_after_another(team, board, notice, settings, hint)
+
+
+async def _say_the_store_s_reach(team: TeamBoard, notice: Any) -> None:
+    """Say when the store goes away and when it is back: while it is away, a form put back
+    leaves an empty screen and drafts wait, which would otherwise look like nothing waits."""
+    while True:
+        reach = team.wakes.reach()
+        await reach.wait()
+        notice(Brief(STORE_AWAY, STORE_AWAY_SHORT) if team.wakes.away else STORE_BACK)
+
+
+async def _one_form_after_another(
+    team: TeamBoard,
+    board: Board,
+    notice: Any,
+    settings: fs.FormSettings | None,
+    hint: Callable[[str], None],
+) -> None:
+    later: set[str] = set()  # put back with Esc: behind every other free form
     while True:
         forms = await team.wait_for(lambda rows: any(not row.claim_live for row in rows))
         free = [row for row in forms if not row.claim_live]
@@ -132,6 +182,8 @@ async def answer_on_terminal(
             hint(put_aside_hint(ahead))
         elif isinstance(outcome, Refused):
             notice(outcome.message)
+        elif isinstance(outcome, Brief):
+            notice(outcome)
 
 
 async def _show(
@@ -140,7 +192,7 @@ async def _show(
     claim: Claim,
     settings: fs.FormSettings | None,
     notice: Any,
-) -> str | Refused | None:
+) -> str | Refused | Brief | None:
     request_id = claim.request_id
     state = form_of(claim.row, settings)
     if state is None:
@@ -169,23 +221,22 @@ async def _show(
         return done if isinstance(done, Refused) else None
 
 
-async def _run(
-    team: TeamBoard, board: Board, claim: Claim, state: fs.FormState, notice: Any
-) -> tuple[fs.FormState | None, fs.FormState, bool, Refused | None]:
-    """One showing of the claimed form: its final state, its last state, whether it was put
-    back (Esc), and why it left the screen when it was answered elsewhere."""
-    request_id = claim.request_id
-    send, receive = trio.open_memory_channel[FormInput](16)
-    last = state
-    deferred = False
-    gone: Refused | None = None
-
-    async def on_change(changed: fs.FormState, saved: Saved | None) -> None:
-        nonlocal last
-        last = changed
-        answer_saved(saved, None)  # the team's page saves its drafts its own way (``web.py``)
-        if await team.save_draft(request_id, draft_json(changed)) is not False:
-            return
+async def _save_drafts(
+    team: TeamBoard,
+    request_id: str,
+    drafts: trio.MemoryReceiveChannel[fs.FormState],
+    notice: Any,
+) -> None:
+    """Save the form's drafts as they come, each time the newest one waiting."""
+    async for changed in drafts:
+        with contextlib.suppress(trio.WouldBlock):
+            while True:
+                changed = drafts.receive_nowait()
+        saved = await team.save_draft(request_id, draft_json(changed))
+        if isinstance(saved, Refused):
+            notice(saved.message)  # text the store cannot keep, or the store away
+        if saved is not False:
+            continue
         # The claim is gone (it ran out while this desk stalled or the store was away, and
         # another desk took the form): take it back if that desk let it go, else say that
         # what is typed here is not kept, and who is on the form.
@@ -195,7 +246,31 @@ async def _run(
         else:
             notice(f"{again.message} Your claim ran out: what you type here is not kept.")
 
+
+async def _run(
+    team: TeamBoard, board: Board, claim: Claim, state: fs.FormState, notice: Any
+) -> tuple[fs.FormState | None, fs.FormState, bool, Brief | None]:
+    """One showing of the claimed form: its final state, its last state, whether it was put
+    back (Esc), and why it left the screen when it ended elsewhere."""
+    request_id = claim.request_id
+    send, receive = trio.open_memory_channel[FormInput](16)
+    last = state
+    deferred = False
+    gone: Brief | None = None
+
+    # The drafts go to the store from a task of their own, the latest first: a key acts on
+    # the screen at once even while the store is away or slow (a save waits for it for up to
+    # a minute), and only the newest draft is saved once it answers.
+    drafts_tx, drafts_rx = trio.open_memory_channel[fs.FormState](math.inf)
+
+    async def on_change(changed: fs.FormState, saved: Saved | None) -> None:
+        nonlocal last
+        last = changed
+        answer_saved(saved, None)  # the team's page saves its drafts its own way (``web.py``)
+        drafts_tx.send_nowait(changed)
+
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(_save_drafts, team, request_id, drafts_rx, notice)
         scope = trio.CancelScope()
 
         async def on_defer() -> None:
@@ -203,19 +278,22 @@ async def _run(
             deferred = True
             scope.cancel()
 
-        async def answered_elsewhere() -> None:
+        async def left_elsewhere() -> None:
             nonlocal gone
             await team.wait_for(lambda rows: all(row.request_id != request_id for row in rows))
             if team.claimed_here(request_id) is None:
-                gone = await team.refusal(request_id)
-                if gone.reason == "answered" and gone.desk == team.desk:
-                    # Answered from this desk's web page, while shown here.
-                    gone = Refused(
-                        "answered", f"{gone.holder} answered this form on this desk's web page."
-                    )
+                # Answered or cancelled on another desk or on this desk's page, or removed
+                # from the store: said as the page says it.
+                # Named: by the time it is read the next form is on the screen.
+                title = _title(claim.row)
+                said = team.ending_text(request_id, title=title)
+                short = team.ending_text(request_id, title=title, short=True)
+                gone = Brief(
+                    said or f"“{title}” is not waiting any more.", short or f"“{title}” left."
+                )
                 scope.cancel()
 
-        nursery.start_soon(answered_elsewhere)
+        nursery.start_soon(left_elsewhere)
         final = await run_form(
             flow_id=request_id,
             state=state,

@@ -74,6 +74,9 @@ class Wakes:
     _agents: dict[str, trio.Event] = attrs.field(factory=dict)
     connected: trio.Event = attrs.field(factory=trio.Event)
     """Set once the listener has its first ``LISTEN`` in place."""
+    away: bool = False
+    """The listener lost the server and has not reached it again (PostgreSQL is away)."""
+    _reach: trio.Event = attrs.field(factory=trio.Event)
 
     def board(self) -> trio.Event:
         return self._board
@@ -105,14 +108,34 @@ class Wakes:
         elif payload.startswith(OUTCOME_NOTE):
             self.wake_agent(payload[len(OUTCOME_NOTE) :])
 
+    def reach(self) -> trio.Event:
+        """Set when :attr:`away` changes next (take it, then read ``away``, then wait)."""
+        return self._reach
+
+    def lost(self) -> None:
+        """The listener lost the server (or could not reach it)."""
+        if not self.away:
+            self.away = True
+            self._reached()
+
     def listening(self) -> None:
         """The listener (re)connected: re-check everything once."""
         self.connected.set()
+        if self.away:
+            self.away = False
+            self._reached()
         self.wake_all()
 
+    def _reached(self) -> None:
+        event, self._reach = self._reach, trio.Event()
+        event.set()
 
-async def listen(conninfo: str, wakes: Wakes) -> None:
-    """Run the listener until cancelled (the thread notices within ``LISTEN_TIMEOUT``)."""
+
+async def listen(conninfo: str, wakes: Wakes, on_back: Callable[[], None] = lambda: None) -> None:
+    """Run the listener until cancelled (the thread notices within ``LISTEN_TIMEOUT``).
+    ``on_back`` runs in the listener's thread when it reconnects after losing the server,
+    before everything is woken (``Store.renew``: the pool is made new, not left to its own
+    slower reconnection)."""
     stop = threading.Event()
     # The listener is a plain thread, not a trio.to_thread one: its calls back need the token.
     token = trio.lowlevel.current_trio_token()
@@ -124,15 +147,22 @@ async def listen(conninfo: str, wakes: Wakes) -> None:
             stop.set()
 
     def loop() -> None:
+        lost = False
         while not stop.is_set():
             try:
                 with psycopg.connect(conninfo, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    if lost:
+                        on_back()
+                        lost = False
                     call(wakes.listening)
                     while not stop.is_set():
                         for note in conn.notifies(timeout=LISTEN_TIMEOUT):
                             call(wakes.note, note.payload)
             except psycopg.OperationalError:
+                if not lost:
+                    call(wakes.lost)
+                lost = True
                 stop.wait(LISTEN_TIMEOUT)  # the server is away: try again shortly
 
     try:

@@ -132,8 +132,14 @@ class TeamPage:
         rows = {row.request_id: row for row in self.team.snapshot()}
         for request_id in [r for r in self._forms if r not in rows]:
             gone = self._forms.pop(request_id)
-            gone.send.close()  # its actor ends; the page hears "answered elsewhere"
-            self.board.hide(gone.row.agent_key, request_id)
+            gone.send.close()  # its actor ends; the page hears what became of the form
+            left = self.team.ended(request_id)
+            self.board.hide(
+                gone.row.agent_key,
+                request_id,
+                None if left is None else left.ended,
+                self.team.ending_text(request_id),
+            )
         pending: dict[str, int] = {}
         for request_id, row in rows.items():
             pending[row.agent_key] = pending.get(row.agent_key, 0) + 1
@@ -178,7 +184,7 @@ class TeamPage:
         under this desk's claim, or refused with who holds the form."""
         form = self._forms.get(shown.flow_id)
         if form is None:
-            raise trio.ClosedResourceError  # answered: the page hears "answered elsewhere"
+            raise trio.ClosedResourceError  # gone: the page hears what became of it
         reply_tx, reply_rx = trio.open_memory_channel[Refused | None](1)
         await form.send.send(_SaveDrafts(drafts, reply_tx))
         refused = await reply_rx.receive()

@@ -520,17 +520,17 @@ class WebDesk:
         """Sign out (the header's Sign out, a form posting the session's CSRF token): the desk
         ends the session, so its cookie opens nothing any more (a page open in another tab
         included: its live stream ends), and the browser goes to the sign-in page, which
-        says so. A browser signed out already is only sent there."""
+        says so. A browser signed out already (a desk restart signs everyone out) is only sent
+        there, its cookie, which opens nothing, removed."""
         body = await _body(request)
         fields = parse_qs(body.decode("utf-8", "replace")) if body is not None else {}
-        if session_of(self.auth, request) is None:
-            return RedirectResponse("/?signed-out", status_code=303)
-        token = (fields.get("csrf") or [""])[0]
-        status, checked = refusal(self.auth, request, token or None)
-        if status is not None:
-            return _error(status, str(checked))
-        assert isinstance(checked, Session)
-        self.auth.sign_out(checked.id)
+        if session_of(self.auth, request) is not None:
+            token = (fields.get("csrf") or [""])[0]
+            status, checked = refusal(self.auth, request, token or None)
+            if status is not None:
+                return _error(status, str(checked))
+            assert isinstance(checked, Session)
+            self.auth.sign_out(checked.id)
         response = RedirectResponse("/?signed-out", status_code=303)
         response.delete_cookie(COOKIE, path="/", **self._cookie_flags)
         return response

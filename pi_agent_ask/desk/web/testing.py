@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "CHROMEDRIVER",
     "CHROMIUM",
+    "area_brightness",
     "brightness",
     "browser_missing",
     "by_role",
@@ -131,14 +132,20 @@ def emulate_scheme(driver: Any, scheme: str) -> None:
 def brightness(driver: Any, element: Any) -> float:
     """The mean relative brightness (0 black to 1 white) of the pixels Chromium draws for
     ``element``, from a screenshot of its box (PNG, decoded here: no imaging library)."""
-    import base64
-
     box = driver.execute_script(
         "const r = arguments[0].getBoundingClientRect();"
         "return {x: r.left + window.scrollX, y: r.top + window.scrollY,"
         " width: r.width, height: r.height, scale: 1};",
         element,
     )
+    return area_brightness(driver, box)
+
+
+def area_brightness(driver: Any, box: dict[str, float]) -> float:
+    """The mean relative brightness (0 black to 1 white) of the pixels Chromium draws in
+    ``box`` (page coordinates: ``x``, ``y``, ``width``, ``height``, ``scale``)."""
+    import base64
+
     shot = driver.execute_cdp_cmd(
         "Page.captureScreenshot",
         {"format": "png", "clip": box, "captureBeyondViewport": True},

@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from pi_agent_ask.actors.form import Ended
-from pi_agent_ask.desk.board import Board, Shown
+from pi_agent_ask.desk.board import Board, Ending, Shown
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
 from pi_agent_ask.form.types import Draft, Question
@@ -41,6 +41,7 @@ __all__ = [
     "draft_rev",
     "drafts_from_json",
     "ended_text",
+    "ending_text",
     "form_view",
     "has_images",
     "nobody",
@@ -142,12 +143,17 @@ def form_id(shown: Shown) -> str:
     return f"{shown.key}/{shown.flow_id}"
 
 
+def ending_text(ending: Ending) -> str:
+    """What a page says of a form that left: its desk's words, else the page's own."""
+    return ending.said or ENDED_TEXT[ending.ended]
+
+
 def ended_text(board: Board, wanted: str) -> str | None:
     """What became of the form the page names ``wanted`` (``form_id``), if the board
     remembers it leaving."""
     key, _, flow_id = wanted.rpartition("/")
-    ended = board.ended(key, flow_id)
-    return ENDED_TEXT[ended] if ended is not None else None
+    ending = board.ended(key, flow_id)
+    return ending_text(ending) if ending is not None else None
 
 
 def draft_rev(drafts: Sequence[Draft]) -> str:
@@ -244,6 +250,7 @@ def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
 
     The page compares it with what it shows: a form that left the list was answered (here or
     elsewhere), a new one can be opened, and the queue is redrawn."""
+    notice = board.notice
     return {
         "forms": [
             {
@@ -264,9 +271,12 @@ def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
         # reads this in the event that drops the form; older endings stay on the desk, for
         # the API and a notification's link).
         "ended": {
-            f"{key}/{flow_id}": ENDED_TEXT[ended]
-            for key, flow_id, ended in board.endings()[-STREAMED_ENDINGS:]
+            f"{key}/{flow_id}": ending_text(ending)
+            for key, flow_id, ending in board.endings()[-STREAMED_ENDINGS:]
         },
+        # The desk's latest notice (a journal that cannot be written: what is typed stays in
+        # the desk and is written later), which the terminal shows on its status line.
+        "notice": None if notice is None else [notice.serial, notice.text, notice.at],
     }
 
 

@@ -12,19 +12,29 @@
   const ELSEWHERE = "This form was answered elsewhere (on the terminal or another page).";
   const UNREACHABLE = "The desk could not be reached (the network or the desk is down): " +
     "nothing was sent. What you entered is still here; try again.";
+  // A proxy's Bad Gateway and Service Unavailable (not its Gateway Timeout: the request may
+  // have reached the desk).
+  const AWAY = [502, 503];
   let saveTimer = null;
   // The id of a form this page itself just sent away, until the page shows what follows.
   let leaving = null;
   let sending = false; // a Submit is on its way: a second click waits for the first
-  // The form this page's answer went to, and which showing of it (the live stream's
-  // ``shown``): listed again under another showing, the answer was not recorded (writing the
-  // agent's journal failed) and the form is back.
+  // The form this page's answer or cancellation went to, and which showing of it (the live
+  // stream's ``shown``): listed again under another showing, it was not recorded (writing the
+  // agent's journal failed) and the form is back. { id, shown, text }: ``text`` says so.
   let sent = null;
   let lastDigest = null;
   const SIGNED_OUT = " Open the new link in another tab, then come back here: this page " +
     "keeps what you typed and saves it then.";
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
+  const SLOW = 5000;
+  const SLOW_SUBMIT = "Sending… the desk has not answered yet (the network is slow or holds " +
+    "the request). This page waits for its answer and says what it is; everything you " +
+    "entered stays here.";
+  const CANCEL_NOT_RECORDED = "Your Cancel was not recorded (the desk could not write it to " +
+    "the agent's journal), so the question is not cancelled: the form is back with your " +
+    "answers; cancel it again, or answer it.";
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
@@ -136,6 +146,9 @@
     } catch (e) {
       return { status: 0, data: { error: UNREACHABLE } };
     }
+    // A proxy in front of the desk (TLS, a tunnel) answering for a desk that is away (or one
+    // still starting): not reached either.
+    if (AWAY.indexOf(response.status) >= 0) return { status: 0, data: { error: UNREACHABLE } };
     let data = {};
     try { data = await response.json(); } catch (e) { data = {}; }
     return { status: response.status, data: data };
@@ -157,6 +170,7 @@
     try { data = await response.json(); } catch (e) { return false; }
     const fresh = data.csrf !== csrf;
     csrf = data.csrf;
+    document.querySelector('#sign-out input[name="csrf"]').value = csrf; // Sign out's too
     const closed = stream.readyState === EventSource.CLOSED;
     if (closed) connect();
     if (closed || fresh) say("");
@@ -169,9 +183,10 @@
   window.addEventListener("focus", backToPage);
   document.addEventListener("visibilitychange", backToPage);
 
-  // What the person typed and the desk never kept, as the review's lines.
+  // What the person typed and the desk never kept (refused, lost, or still on its way or due
+  // when the form left), as the review's lines.
   function notSent() {
-    if (!unsaved || unsaved !== formId()) return "";
+    if (!form() || (unsaved !== formId() && !unsavedHere())) return "";
     unsaved = null;
     const lines = Array.from(form().querySelectorAll("fieldset.question")).map(function (fs) {
       return reviewText(fs, questionDraft(fs));
@@ -278,7 +293,10 @@
     if (optionNotes) text += " (" + optionNotes + " option note" + (optionNotes > 1 ? "s" : "") + ")";
     return text;
   }
+  // Where the focus was when the review was shown: Escape on the review goes back there.
+  let beforeReview = null;
   function showReview() {
+    beforeReview = document.activeElement;
     const list = document.getElementById("review-list");
     list.replaceChildren();
     form().querySelectorAll("fieldset.question").forEach(function (fs) {
@@ -309,12 +327,18 @@
     saveTimer = null;
     leaving = id;
     sending = true;
+    // A link that holds the request (a phone in a tunnel) leaves Submit waiting: said in
+    // words after a while, where the page otherwise showed nothing and took no second click.
+    const slow = setTimeout(function () {
+      if (sending && formId() === id) answerButton(SLOW_SUBMIT);
+    }, SLOW);
     const result = await post("/api/submit", { form: id, drafts: drafts() });
+    clearTimeout(slow);
     sending = false;
     if (result.status === 200) {
       unsaved = null;
       say("Sent to the agent.");
-      sent = { id: id, shown: result.data.shown };
+      sent = { id: id, shown: result.data.shown, text: NOT_RECORDED };
       if (!cameBack(lastDigest) && formId() === id) loadMain(null, id);
       return;
     }
@@ -333,7 +357,12 @@
     const id = formId();
     leaving = id;
     const result = await post("/api/cancel", { form: id });
-    if (result.status === 200) { say("Cancelled."); if (formId() === id) loadMain(null, id); return; }
+    if (result.status === 200) {
+      say("Cancelled.");
+      sent = { id: id, shown: result.data.shown, text: CANCEL_NOT_RECORDED };
+      if (!cameBack(lastDigest) && formId() === id) loadMain(null, id);
+      return;
+    }
     leaving = null;
     if (result.status === 409) gone(result.data.error);
     else answerButton(result.data.error || "Not cancelled.");
@@ -351,6 +380,14 @@
     // form someone else holds a refused save would claim it for this page once they let it
     // go, although nothing was typed here.
     if (unsavedHere()) await saveNow();
+    // Text the desk refused to keep would leave the page with the form, the desk never having
+    // had it: the form stays until the text is one the desk keeps.
+    if (unsaved === id && unsavedWhy === "refused" && formId() === id) {
+      answerButton(document.getElementById("form-errors").textContent + " Not put back for " +
+        "later: what you typed here would be lost with it. Change it so the desk keeps it, " +
+        "then press Later again.");
+      return;
+    }
     leaving = id;
     const result = await post("/api/later", { form: id });
     if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
@@ -467,6 +504,17 @@
       submit();
       return;
     }
+    // Escape on the review goes back to the answers, changing none of them (the way back
+    // was otherwise Shift+Tab through the form); the focus returns where it was.
+    const review = document.getElementById("review");
+    if (event.key === "Escape" && review && !review.hidden && review.contains(target)) {
+      event.preventDefault();
+      review.hidden = true;
+      const back = beforeReview && beforeReview.isConnected && form() && form().contains(beforeReview)
+        ? beforeReview : form().querySelector("fieldset.question input, fieldset.question textarea");
+      if (back) back.focus();
+      return;
+    }
     const isDigit = /^[0-9]$/.test(event.key);
     // Another key after a digit held for a second one: the digit acts first, as typed.
     if (held && !isDigit) letGo();
@@ -537,14 +585,13 @@
     }
     changed(fs);
   }
-  // Sign out (the header's form): a draft still due is saved first, with the session it is
-  // typed in; after the post there is no session to save it with.
-  const signOut = document.getElementById("sign-out");
-  signOut.addEventListener("submit", async function (event) {
-    if (saveTimer === null) return;
-    event.preventDefault();
-    await saveNow();
-    signOut.submit();
+  // Sign out (the header's form, signout.js): a draft still due, or one that never reached
+  // the desk, is saved first, with the session it is typed in; after the sign-out there is
+  // no session to save it with.
+  document.addEventListener("desk:sign-out", function (event) {
+    if (saveTimer !== null || (unsaved !== null && unsaved === formId() && unsavedWhy === "lost")) {
+      event.detail.waits.push(saveNow());
+    }
   });
   window.addEventListener("pagehide", function () { if (saveTimer) saveNow(true); });
   window.addEventListener("beforeunload", function (event) {
@@ -639,8 +686,22 @@
   const LOST = "The live connection to the desk is lost (the network, or the desk stopped): " +
     "this page may not be up to date. It reconnects by itself.";
   function streamError() {
-    // The browser reconnects by itself unless the desk refused the stream (signed out).
-    if (stream.readyState === EventSource.CLOSED) {
+    // The browser reconnects by itself unless the stream was answered with an error: the
+    // desk refused it (signed out), or a proxy in front of the desk answered for a desk that
+    // is away (TLS, a tunnel). The session says which.
+    if (stream.readyState === EventSource.CLOSED) whyClosed();
+    else say(LOST);
+  }
+  const RECONNECT = 2000; // ms before a stream a proxy answered for is opened again
+  async function whyClosed() {
+    let status = 0;
+    try {
+      status = (await fetch("/session", { credentials: "same-origin" })).status;
+    } catch (e) {
+      status = 0;
+    }
+    if (status === 401 || status === 403) {
+      document.dispatchEvent(new Event("desk:reachable")); // it answered, refusing
       const text = "This page is signed out of the desk (Sign out in another tab, or a desk " +
         "restart, which signs everyone out): " +
         "open a new sign-in link (pi-agent-ask desk login-url) in another tab, then come back " +
@@ -649,11 +710,15 @@
       // Where the person last read that the desk could not be reached: what holds now.
       const box = document.getElementById("form-errors");
       if (box && box.textContent === UNREACHABLE) box.textContent = text;
-    } else {
-      say(LOST);
+      return;
     }
+    // Away (or signed in after all): the stream is opened again after a while, as the
+    // browser does for one the network dropped.
+    if (status !== 200) say(LOST);
+    setTimeout(function () { if (stream.readyState === EventSource.CLOSED) connect(); }, RECONNECT);
   }
   function streamOpen() {
+    document.dispatchEvent(new Event("desk:reachable"));
     if (statusBox.textContent === LOST) say("");
   }
   // Whether the form this page answered is listed again under another showing (see
@@ -665,15 +730,24 @@
     const listed = digest.forms.filter(function (f) { return f.id === sent.id; })[0];
     if (!listed || listed.shown === sent.shown) return false;
     const id = sent.id;
+    const text = sent.text;
     sent = null;
     leaving = null;
-    say(NOT_RECORDED);
-    loadMain(id);
+    say(text);
+    // Once the form is back, the sentence is read where the person pressed (beside the
+    // buttons, in view): on a phone the status line is a long scroll away, above the form.
+    loadMain(id).then(function () {
+      if (formId() !== id || statusBox.textContent !== text) return;
+      say("");
+      answerButton(text);
+    });
     return true;
   }
   function boardEvent(event) {
     boards += 1;
     lastDigest = JSON.parse(event.data);
+    // For the page's other parts (notice.js: the desk's notices).
+    document.dispatchEvent(new CustomEvent("desk:board", { detail: lastDigest }));
     follow(lastDigest);
   }
   // The page brought in line with the board's ``digest`` (``skip``: as ``loadMain``'s, a form

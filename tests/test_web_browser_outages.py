@@ -1,0 +1,276 @@
+"""The web desk in a real browser while the desk is out of reach: down, behind a proxy
+answering for it, or on a link that holds requests without an answer. Sign out and Submit
+say so in words, nothing typed is lost, and the page goes on once the desk is back.
+Chromium driven by Selenium, agents on the official MCP SDK client, a real desk (see
+``tests/test_web_browser.py``, whose helpers these tests use)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
+from pi_agent_ask.desk.web.security import COOKIE
+from pi_agent_ask.desk.web.testing import browser_missing, by_role, set_viewport
+from tests.test_web_browser import (  # noqa: F401
+    browser,
+    colour,
+    d_text,
+    form_shown,
+    question,
+    run,
+    screenshots,
+    shown_on_page,
+    wait_until,
+)
+from tests.test_web_browser_recovery import free_port, leaving_asks, note_box, slow_network
+
+MISSING = browser_missing()
+pytestmark = [
+    *(pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS),
+    pytest.mark.skipif(MISSING is not None, reason=MISSING or ""),
+    pytest.mark.e2e,
+]
+
+
+@pytest.mark.parametrize(
+    ("where", "width"), [("desk", 1280), ("history", 390)], ids=["desk-desktop", "history-phone"]
+)
+async def test_sign_out_while_the_desk_is_down_says_so_keeps_the_page_and_signs_out_later(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+    screenshots: Path,  # noqa: F811
+    where: str,
+    width: int,
+) -> None:
+    """Sign out pressed while the desk is down: the page stays (it used to leave for the
+    browser's own error page, and what was typed with it), says in words that the desk
+    cannot be reached and that it signs out once the desk is back, keeps everything typed;
+    once the desk is back the browser is signed out and shows the sign-in page."""
+    listen = f"127.0.0.1:{free_port()}"
+    with trio.fail_after(110):
+        async with (
+            open_desk(tmp_path, listen=listen) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            page = desk.web.base_url + ("/" if where == "desk" else "/history?agent=alpha")
+
+            def typed() -> None:
+                set_viewport(browser, width, 844, mobile=width < 900)
+                if where == "history":
+                    browser.get(page)
+                    by_role(browser, "searchbox", "Search").send_keys("colour")
+                else:
+                    note_box(browser).send_keys("teal")
+
+            await run(typed)
+            if where == "desk":
+                await desk.board.wait_for(
+                    lambda b: b.current is not None and b.current.state.drafts[0].note == "teal"
+                )
+
+        def pressed() -> tuple[str, str]:
+            by_role(browser, "button", "Sign out").click()
+            said = wait_until(
+                browser,
+                lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t,
+            )
+            browser.save_screenshot(str(screenshots / f"web-sign-out-unreachable-{where}.png"))
+            box = (
+                by_role(browser, "searchbox", "Search") if where == "history" else note_box(browser)
+            )
+            return str(said), str(box.get_attribute("value"))
+
+        try:
+            said, kept = await run(pressed)
+            assert "not signed out yet" in said and "as soon as the desk is back" in said, said
+            assert kept == ("colour" if where == "history" else "teal")
+            assert await run(lambda: browser.current_url) == page
+            async with open_desk(tmp_path, listen=listen):
+                told = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            by_role(d, "heading", "Sign in to the desk")
+                            and "You signed out" in (t := d_text(d, "main"))
+                            and t
+                        ),
+                        30,
+                    )
+                )
+            assert "You signed out" in told
+            assert await run(lambda: browser.get_cookie(COOKIE)) is None
+        finally:
+            await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
+
+
+async def test_sign_out_on_a_link_that_holds_it_says_so_and_signs_out_once_it_can(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Sign out on a link that holds requests without an answer (a phone in a tunnel): the
+    page says at once that it is signing out, then, rather than nothing for as long as the
+    network holds the request, that the desk cannot be reached; with the link back it signs
+    out by itself."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def pressed() -> tuple[str, str]:
+                slow_network(browser, 30_000)
+                by_role(browser, "button", "Sign out").click()
+                first = wait_until(browser, lambda d: (t := d_text(d, "#sign-out-status")) and t, 3)
+                later = wait_until(
+                    browser,
+                    lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t,
+                    20,
+                )
+                return str(first), str(later)
+
+            try:
+                first, later = await run(pressed)
+            finally:
+                await run(lambda: slow_network(browser, 0))
+            assert first == "Signing out…", first
+            assert "not signed out yet" in later, later
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: by_role(d, "heading", "Sign in to the desk"), 30
+                )
+            )
+            assert await run(lambda: browser.get_cookie(COOKIE)) is None
+
+
+async def test_a_submit_the_network_holds_is_told_while_it_waits(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Submit on a link that holds the request for long: the page says, beside the buttons,
+    that the desk has not answered yet and that it waits (it used to show nothing, and take
+    no second click, for as long as the network held it); once the answer comes, it is
+    sent."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def sent_slowly() -> str:
+                by_role(question(browser, "Colour"), "radio", "Blue").click()
+                submit = by_role(browser, "button", "Submit")
+                submit.click()  # the review
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                slow_network(browser, 8_000)
+                submit.click()
+                return str(
+                    wait_until(
+                        browser,
+                        lambda d: (
+                            "not answered yet" in (t := by_role(d, "alert", "", exact=False).text)
+                            and t
+                        ),
+                        9,
+                    )
+                )
+
+            try:
+                said = await run(sent_slowly)
+                assert "everything you entered stays" in said, said
+                await run(lambda: wait_until(browser, lambda d: not form_shown(d), 40))
+            finally:
+                await run(lambda: slow_network(browser, 0))
+            waited = await alpha.call_tool("wait_for_answers", {})
+            (entry,) = waited.structured_content["results"]
+            assert entry["result"]["answers"]["q"]["values"] == ["blue"]
+
+
+@attrs.define
+class BadGateway:
+    """What a proxy in front of the desk (TLS, a tunnel's end) answers while the desk behind
+    it is down: ``502 Bad Gateway``, a page of its own. ``streams``: the live streams asked
+    for so far."""
+
+    streams: int = 0
+    asked: trio.Event = attrs.field(factory=trio.Event)
+
+    async def __call__(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = await stream.receive_some(65536)
+                if not chunk:
+                    return
+                request += chunk
+            if request.startswith(b"GET /events "):
+                self.streams += 1
+                self.asked.set()
+                self.asked = trio.Event()
+            await bad_gateway(stream)
+
+
+async def bad_gateway(stream: trio.SocketStream) -> None:
+    """The proxy's answer: 502, and the connection closed."""
+    page = b"<html><body>502 Bad Gateway</body></html>"
+    await stream.send_all(
+        b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nConnection: close\r\n"
+        b"Content-Length: " + str(len(page)).encode() + b"\r\n\r\n" + page
+    )
+
+
+async def test_a_proxy_answering_for_a_desk_that_is_down_reads_as_out_of_reach(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Behind a proxy (TLS, a tunnel), a desk that is down answers 502 through it: the page
+    reads that as the desk out of reach, as it reads a refused connection: a draft typed then
+    is kept and said not sent, Sign out stays on the page and signs out once the desk is
+    back (a 502 used to read "The draft was not saved." with the text left to be replaced,
+    and Sign out as a refusal to try again by hand)."""
+    port = free_port()
+    listen = f"127.0.0.1:{port}"
+    with trio.fail_after(110):
+        async with (
+            open_desk(tmp_path, listen=listen) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+        gateway = BadGateway()
+        async with trio.open_nursery() as proxy:
+            await proxy.start(functools.partial(trio.serve_tcp, gateway, port, host="127.0.0.1"))
+
+            def typed_then_signed_out() -> tuple[str, str]:
+                note_box(browser).send_keys("navy")
+                draft = wait_until(
+                    browser,
+                    lambda d: "could not be reached" in (t := d_text(d, "#form-errors")) and t,
+                )
+                by_role(browser, "button", "Sign out").click()
+                said = wait_until(
+                    browser,
+                    lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t,
+                )
+                return str(draft), str(said)
+
+            draft, said = await run(typed_then_signed_out)
+            # The live stream's 502 is the desk away, not the page signed out: the page says
+            # so and asks for the stream again, as after a dropped connection.
+            while gateway.streams < 2:
+                await gateway.asked.wait()
+            status = await run(lambda: d_text(browser, "#status"))
+            assert "connection to the desk is lost" in status, status
+            assert "nothing was sent" in draft, draft
+            assert "not signed out yet" in said, said
+            assert await run(lambda: note_box(browser).get_attribute("value")) == "navy"
+            assert await run(lambda: leaving_asks(browser)), "leaving the page would not ask"
+            proxy.cancel_scope.cancel()
+        async with open_desk(tmp_path, listen=listen):
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: by_role(d, "heading", "Sign in to the desk"), 30
+                )
+            )
