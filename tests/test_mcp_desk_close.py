@@ -22,6 +22,9 @@ from pi_agent_ask.mcp_server.forward import DeskUpstream, forward_list
 from tests.test_mcp import ASK
 from tests.test_mcp_stdio import Home, call, home, opening, server
 
+AWAY = "http://127.0.0.1:9/mcp"
+"""A desk URL nothing answers at."""
+
 __all__ = ["home"]
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
@@ -80,22 +83,27 @@ async def test_a_session_on_a_desk_that_stopped_is_dropped_without_a_word(tmp_pa
     assert [r.getMessage() for r in client_log if r.levelno >= logging.WARNING] == []
 
 
-async def raw_server(home: Home, name: str) -> trio.Process:
-    """``pi-agent-ask mcp`` with a raw client's opening and a ``tools/list`` answered (the
-    server has chosen its side: the desk, or local with its hook socket)."""
+async def raw_server(
+    home: Home, name: str, *args: str, token: str | None = None, replies: int = 2
+) -> trio.Process:
+    """``pi-agent-ask mcp`` (with ``args``; ``token``: an agent's token of a team store) with a
+    raw client's opening and a ``tools/list`` answered (the server has chosen its side: the
+    desk, or local with its hook socket, or the team's desks); ``replies``: the lines to wait
+    for (1: the ``initialize`` only)."""
+    env = home.env() if token is None else {**home.env(), "PI_AGENT_ASK_TOKEN": token}
     process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "pi_agent_ask", "mcp"],
+        [sys.executable, "-m", "pi_agent_ask", "mcp", *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=home.env(),
+        env=env,
         cwd=home.work,
     )
     assert process.stdin is not None and process.stdout is not None
     listed = '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
     await process.stdin.send_all("".join(f"{line}\n" for line in [*opening(name), listed]).encode())
     received = b""
-    while received.count(b"\n") < 2:  # initialize, then tools/list
+    while received.count(b"\n") < replies:  # initialize, then tools/list
         chunk = await process.stdout.receive_some(65536)
         assert chunk, received
         received += chunk
@@ -115,6 +123,19 @@ async def test_a_signal_ends_the_server_as_the_end_of_its_input_does(
         [socket] = home.runtime.glob("pi-agent-ask/mcp/*.sock")
         process.send_signal(signum)
         assert await process.wait() == -signum
+    assert not socket.exists() and list(home.runtime.glob("pi-agent-ask/mcp/*")) == []
+
+
+async def test_a_signal_ends_a_team_forwarder_as_the_end_of_its_input_does(home: Home) -> None:
+    """The forwarder to a team's desks (``mcp --desk URL,...`` with an agent's token) on
+    ``SIGTERM``: its hook socket and the file beside it are removed, then it ends by that
+    signal. It handled no signal: the process died with the socket left behind."""
+    with trio.fail_after(60):
+        # No desk answers: tools/list waits for one, and the initialize is all that comes.
+        process = await raw_server(home, "signalled", "--desk", AWAY, token="t", replies=1)
+        [socket] = home.runtime.glob("pi-agent-ask/mcp/*.sock")
+        process.send_signal(signal.SIGTERM)
+        assert await process.wait() == -signal.SIGTERM
     assert not socket.exists() and list(home.runtime.glob("pi-agent-ask/mcp/*")) == []
 
 

@@ -19,7 +19,6 @@ found again, not taken twice; a reply the hook could not pass on is given back b
 
 from __future__ import annotations
 
-import functools
 import sys
 import uuid
 from collections.abc import Callable, Sequence
@@ -245,6 +244,7 @@ async def serve_stdio_via_team(
     from pi_agent_ask.mcp_server.stdio import (
         ReplayedStdin,
         agent_keys,
+        end_on_signal,
         parse_hello,
         serve_lines,
         standard_input,
@@ -262,17 +262,26 @@ async def serve_stdio_via_team(
         trio.open_nursery() as nursery,
     ):
         upstream = FailoverUpstream(urls=list(urls), token=token, nursery=nursery)
-        nursery.start_soon(
-            functools.partial(
-                serve_hook_endpoint,
-                team_take(urls, token, _log),
-                hook_key,
-                hello.name,
-                work_dir,
-                directory=hook_dir,
-                base_key=base_key,
-            )
-        )
+        left = trio.Event()
+
+        async def hooks(task_status: trio.TaskStatus[Path | None]) -> None:
+            try:
+                await serve_hook_endpoint(
+                    team_take(urls, token, _log),
+                    hook_key,
+                    hello.name,
+                    work_dir,
+                    directory=hook_dir,
+                    base_key=base_key,
+                    task_status=task_status,
+                )
+            finally:
+                left.set()  # the hook socket and the file beside it are removed
+
+        # The socket is there before the client hears from the server; a signal lets it go
+        # as the end of the input does, then ends the process by that signal.
+        await nursery.start(hooks)
+        nursery.start_soon(end_on_signal, nursery.cancel_scope, left)
         await serve_lines(failover_server(upstream), replay, stdout)
         await upstream.close()
         nursery.cancel_scope.cancel()
