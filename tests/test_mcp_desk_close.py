@@ -20,7 +20,7 @@ import trio
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, open_desk
 from pi_agent_ask.mcp_server.forward import DeskUpstream, forward_list
 from tests.test_mcp import ASK
-from tests.test_mcp_stdio import Home, call, home, opening, server
+from tests.test_mcp_stdio import Home, call, home, opening, read_lines, server
 
 AWAY = "http://127.0.0.1:9/mcp"
 """A desk URL nothing answers at."""
@@ -102,11 +102,7 @@ async def raw_server(
     assert process.stdin is not None and process.stdout is not None
     listed = '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
     await process.stdin.send_all("".join(f"{line}\n" for line in [*opening(name), listed]).encode())
-    received = b""
-    while received.count(b"\n") < replies:  # initialize, then tools/list
-        chunk = await process.stdout.receive_some(65536)
-        assert chunk, received
-        received += chunk
+    await read_lines(process.stdout, replies)  # initialize, then tools/list
     return process
 
 

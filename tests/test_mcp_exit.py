@@ -19,7 +19,7 @@ import trio
 from pi_agent_ask.mcp_common.journals import journal_path
 from pi_agent_ask.persistence.session_file import SessionFile
 from tests.test_mcp import ASK
-from tests.test_mcp_stdio import Home, home, opening
+from tests.test_mcp_stdio import Home, home, opening, read_lines
 
 __all__ = ["home"]  # the fixture, used by name
 
@@ -68,11 +68,7 @@ async def test_the_server_ends_without_the_interpreter_s_shutdown_and_keeps_ever
         )
         assert process.stdin is not None and process.stdout is not None
         await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
-        received = b""
-        while received.count(b"\n") < ASKS + 1:
-            chunk = await process.stdout.receive_some(65536)
-            assert chunk, received
-            received += chunk
+        received = await read_lines(process.stdout, ASKS + 1)
         assert [path.suffix for path in files_in(home.runtime)] == [".json", ".sock"]
         await process.stdin.aclose()  # every call answered: the client closes, the server ends
         assert await process.stdout.receive_some(65536) == b""

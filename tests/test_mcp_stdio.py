@@ -50,6 +50,17 @@ class Home:
         }
 
 
+async def read_lines(stdout: trio.abc.ReceiveStream, count: int) -> bytes:
+    """What a server process writes on ``stdout`` until ``count`` lines have come (more may
+    come in the last chunk); its output ending before that fails the test."""
+    received = b""
+    while received.count(b"\n") < count:
+        chunk = await stdout.receive_some(65536)
+        assert chunk, received
+        received += chunk
+    return received
+
+
 def hello(
     name: str = "raw", *, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -655,11 +666,7 @@ async def test_every_message_the_sdk_cannot_read_is_answered(home: Home) -> None
         )
         assert process.stdin is not None and process.stdout is not None
         await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
-        received = b""
-        while received.count(b"\n") < 7:
-            chunk = await process.stdout.receive_some(65536)
-            assert chunk, received
-            received += chunk
+        received = await read_lines(process.stdout, 7)
         await process.stdin.aclose()
         assert await process.wait() == 0
     answers = [json.loads(line) for line in received.splitlines()]
@@ -692,11 +699,7 @@ async def raw_exchange(
         )
         assert process.stdin is not None and process.stdout is not None
         await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
-        received = b""
-        while received.count(b"\n") < answers:
-            chunk = await process.stdout.receive_some(65536)
-            assert chunk, received
-            received += chunk
+        received = await read_lines(process.stdout, answers)
         await process.stdin.aclose()
         assert await process.wait() == 0
     return [json.loads(line) for line in received.splitlines()]
@@ -889,11 +892,8 @@ async def test_a_client_killed_during_a_call_ends_the_server_quietly(home: Home)
         )
         assert process.stdin and process.stdout and process.stderr
         await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
-        received = b""
-        while received.count(b"\n") < 2:  # initialize and the receipt; the wait goes on
-            chunk = await process.stdout.receive_some(65536)
-            assert chunk, received
-            received += chunk
+        # initialize and the receipt; the wait goes on
+        await read_lines(process.stdout, 2)
         await process.stdout.aclose()
         await process.stdin.aclose()
         said = b""

@@ -23,6 +23,7 @@ from tests.store_support import (  # noqa: F401
     store_db,
     team_desk,
 )
+from tests.test_mcp_stdio import read_lines
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -153,11 +154,7 @@ async def test_requests_the_sdk_cannot_read_or_refuses_are_answered_in_words(
             )
             assert process.stdin is not None and process.stdout is not None
             await process.stdin.send_all(sent.encode())
-            received = b""
-            while received.count(b"\n") < 4:
-                chunk = await process.stdout.receive_some(65536)
-                assert chunk, received
-                received += chunk
+            received = await read_lines(process.stdout, 4)
             await process.stdin.aclose()
             assert await process.wait() == 0
     answers = [json.loads(line) for line in received.splitlines()]

@@ -23,7 +23,7 @@ from tests.store_support import (  # noqa: F401
     team_desk,
 )
 from tests.test_mcp_desk_close import records_of
-from tests.test_mcp_stdio import opening
+from tests.test_mcp_stdio import opening, read_lines
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -90,11 +90,8 @@ async def test_a_team_agent_killed_during_a_call_ends_its_server_quietly(
             )
             assert process.stdin and process.stdout and process.stderr
             await process.stdin.send_all("".join(line + "\n" for line in lines).encode())
-            received = b""
-            while received.count(b"\n") < 2:  # initialize and the receipt; the wait goes on
-                chunk = await process.stdout.receive_some(65536)
-                assert chunk, received
-                received += chunk
+            # initialize and the receipt; the wait goes on
+            await read_lines(process.stdout, 2)
             await desk.board.wait_for(lambda forms: len(forms) == 1)
             await process.stdout.aclose()
             await process.stdin.aclose()
