@@ -70,6 +70,11 @@ async def run(fn: Callable[[], T]) -> T:
     return await trio.to_thread.run_sync(fn)
 
 
+# What Chromium says when asked about the document it is leaving, depending on how far the
+# new document has come: the element's document is gone, or the whole frame is.
+LEAVING_THE_DOCUMENT = ("does not belong to the document", "Frame is detached")
+
+
 def wait_until(driver: Any, predicate: Callable[[Any], Any], timeout: float = 10.0) -> Any:
     from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
@@ -79,8 +84,9 @@ def wait_until(driver: Any, predicate: Callable[[Any], Any], timeout: float = 10
             return predicate(d)
         except WebDriverException as error:
             # Asked about an element of the document it is leaving (a link followed, a form
-            # posted), Chromium answers with this error instead of a stale element: not yet.
-            if "does not belong to the document" in (error.msg or ""):
+            # posted), Chromium answers with one of these errors instead of a stale element:
+            # not yet.
+            if any(said in (error.msg or "") for said in LEAVING_THE_DOCUMENT):
                 return False
             raise
 
