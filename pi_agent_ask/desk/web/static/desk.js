@@ -45,8 +45,9 @@
   // once it is back).
   let unsaved = null;
   // Why ``unsaved``: "held" (another desk holds the form: saved again once it is free),
-  // "refused" (the desk cannot keep this text: saved again once the person changes it) or
-  // "lost" (never reached the desk: saved again once the live stream is back).
+  // "refused" (the desk cannot keep this text: saved again once the person changes it),
+  // "unwritten" (the desk has it and could not write it yet: saved again with the next
+  // change) or "lost" (never reached the desk: saved again once the live stream is back).
   let unsavedWhy = null;
   let loads = 0; // form loads asked for (``loadMain``)
   let boards = 0; // board events received (``boardEvent``)
@@ -229,6 +230,14 @@
     // desk restart signs everyone out; leaving to sign in again asks first).
     if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedWhy = "lost"; }
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
+    else if (result.status === 422 && result.data.code === "unwritten" && formId() === id) {
+      // The desk took the draft but could not write it to the agent's journal yet (a full
+      // disk): it keeps it and writes it by itself. Nothing in the text is to change, and
+      // Later may still put the form back (the desk says if it cannot).
+      unsaved = id;
+      unsavedWhy = "unwritten";
+      showError(result.data.error + " What you typed stays on this page too.");
+    }
     else if ((result.status === 400 || result.status === 413 ||
               (result.status === 422 && result.data.code === "refused")) && formId() === id) {
       // The desk cannot keep this text (over its limit for a box or for a whole request; a
@@ -774,7 +783,9 @@
         const held = f.querySelector(".held-by");
         held.textContent = mine.held || "";
         held.hidden = !mine.held;
-        if (unsaved === id && unsavedWhy !== "refused" && !mine.held && !saving) saveNow(); // free now: claim it, keep the text
+        // Free now, or reachable again: claim it, keep the text. (Not for text the desk
+        // refused or could not write: each save would bring another board event.)
+        if (unsaved === id && (unsavedWhy === "held" || unsavedWhy === "lost") && !mine.held && !saving) saveNow();
         else syncDrafts(mine.rev);
       }
     }
