@@ -274,3 +274,98 @@ async def test_a_proxy_answering_for_a_desk_that_is_down_reads_as_out_of_reach(
                     browser, lambda d: by_role(d, "heading", "Sign in to the desk"), 30
                 )
             )
+
+
+def offline(driver: Any, down: bool) -> None:
+    """The browser's network is down (``True``: every request fails at once) or back."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd(
+        "Network.emulateNetworkConditions",
+        {"offline": down, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "width"), [("desk", 1280), ("history", 390)], ids=["desk-desktop", "history-phone"]
+)
+async def test_a_link_while_the_desk_is_out_of_reach_keeps_the_page_and_works_once_it_is_back(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+    screenshots: Path,  # noqa: F811
+    where: str,
+    width: int,
+) -> None:
+    """A link to another of the desk's pages (History in the header, the history's Search)
+    pressed while the desk is down, or the network is: the page stays where it was (it used to
+    leave for the browser's own error page, and what was typed with it), says so in words in
+    the banner under the header, keeps everything typed; once the desk answers again the
+    banner says so, and the link works. On the desk's page the desk itself stops and starts
+    again; on the history, on a phone, the network drops and comes back."""
+    listen = f"127.0.0.1:{free_port()}"
+
+    def typed_box() -> Any:
+        if where == "history":
+            return by_role(browser, "searchbox", "Search")
+        return note_box(browser)
+
+    def press() -> None:
+        if where == "history":
+            by_role(browser, "button", "Search").click()
+        else:
+            by_role(browser, "link", "History").click()
+
+    def pressed() -> tuple[str, str]:
+        press()
+        said = wait_until(
+            browser, lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t
+        )
+        browser.save_screenshot(str(screenshots / f"web-link-unreachable-{where}.png"))
+        return str(said), str(typed_box().get_attribute("value"))
+
+    def works_again(target: str) -> None:
+        wait_until(browser, lambda d: "can be reached again" in d_text(d, "#sign-out-status"), 30)
+        press()
+        wait_until(browser, lambda d: d.current_url == target)
+
+    with trio.fail_after(110):
+        async with (
+            open_desk(tmp_path, listen=listen) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            base = desk.web.base_url
+            page = base + ("/" if where == "desk" else "/history?agent=alpha")
+
+            def typed() -> None:
+                set_viewport(browser, width, 844, mobile=width < 900)
+                if where == "history":
+                    browser.get(page)
+                    by_role(browser, "searchbox", "Search").send_keys("colour")
+                else:
+                    note_box(browser).send_keys("teal")
+
+            await run(typed)
+            if where == "desk":
+                await desk.board.wait_for(
+                    lambda b: b.current is not None and b.current.state.drafts[0].note == "teal"
+                )
+            else:
+                await run(lambda: offline(browser, True))
+                try:
+                    said, kept = await run(pressed)
+                finally:
+                    await run(lambda: offline(browser, False))
+        try:
+            if where == "desk":
+                said, kept = await run(pressed)
+            assert "did not go through" in said and "everything you typed" in said, said
+            assert kept == ("colour" if where == "history" else "teal")
+            assert await run(lambda: browser.current_url) == page
+            async with open_desk(tmp_path, listen=listen):
+                # The desk is back (a restarted desk signed everyone out: its History is the
+                # sign-in page, under /history).
+                target = base + ("/history" if where == "desk" else "/history?agent=alpha&q=colour")
+                await run(lambda: works_again(target))
+        finally:
+            await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
