@@ -28,7 +28,13 @@ from tests.test_web_browser import (  # noqa: F401
     shown_on_page,
     wait_until,
 )
-from tests.test_web_browser_recovery import free_port, leaving_asks, note_box, slow_network
+from tests.test_web_browser_recovery import (
+    free_port,
+    leaving_asks,
+    note_box,
+    record_status,
+    slow_network,
+)
 
 MISSING = browser_missing()
 pytestmark = [
@@ -369,3 +375,54 @@ async def test_a_link_while_the_desk_is_out_of_reach_keeps_the_page_and_works_on
                 await run(lambda: works_again(target))
         finally:
             await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
+
+
+@pytest.mark.parametrize(
+    ("button", "done"), [("Cancel", "Cancelled."), ("Later", "Saved for later")]
+)
+async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+    button: str,
+    done: str,
+) -> None:
+    """Cancel (or Later) pressed twice on a slow link, as an impatient tap does: the second
+    press waits for the first, and the page says what the first did (a second Cancel used to
+    reach the desk after the first, and the page then said the form was cancelled
+    elsewhere)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            shown = desk.board.current
+            assert shown is not None
+
+            def pressed_twice() -> int:
+                record_status(browser)
+                # Every request the page makes for a button, counted as it is made (the
+                # page makes it at once, in the click's own handler).
+                browser.execute_script(
+                    "window.asked = 0; const send = window.fetch; const path = '/api/' + arguments[0];"
+                    "window.fetch = function (url) {"
+                    "  if (String(url) === path) window.asked += 1;"
+                    "  return send.apply(this, arguments); };",
+                    button.lower(),
+                )
+                slow_network(browser, 1500)
+                press = by_role(browser, "button", button)
+                press.click()
+                press.click()
+                return int(browser.execute_script("return window.asked"))
+
+            try:
+                asked = await run(pressed_twice)
+                await desk.board.wait_for(lambda b: b.current is None or b.current.seq != shown.seq)
+
+                def told(d: Any) -> list[str] | None:
+                    said = list(d.execute_script("return window.said"))
+                    return said if any(done in s for s in said) else None
+
+                said = await run(lambda: wait_until(browser, told, 20))
+            finally:
+                await run(lambda: slow_network(browser, 0))
+            assert asked == 1, f"{button} pressed twice sent {asked} requests"
+            assert not [s for s in said if "elsewhere" in s], said

@@ -18,7 +18,10 @@
   let saveTimer = null;
   // The id of a form this page itself just sent away, until the page shows what follows.
   let leaving = null;
-  let sending = false; // a Submit is on its way: a second click waits for the first
+  // A Submit, Cancel or Later is on its way: a second click (of any of them) waits for the
+  // first. (A second Cancel on a slow link used to reach the desk after the first, and the
+  // page said the form was cancelled elsewhere.)
+  let sending = false;
   // The form this page's answer or cancellation went to, and which showing of it (the live
   // stream's ``shown``): listed again under another showing, it was not recorded (writing the
   // agent's journal failed) and the form is back. { id, shown, text }: ``text`` says so.
@@ -358,6 +361,7 @@
     else answerButton(refusal(result, "The answer was not accepted."));
   }
   async function cancelForm() {
+    if (sending) return;
     if (dirty() && !cancelArmed) {
       cancelArmed = true;
       answerButton("Press Cancel again to discard these answers and cancel the question.");
@@ -365,7 +369,9 @@
     }
     const id = formId();
     leaving = id;
+    sending = true;
     const result = await post("/api/cancel", { form: id });
+    sending = false;
     if (result.status === 200) {
       say("Cancelled.");
       sent = { id: id, shown: result.data.shown, text: CANCEL_NOT_RECORDED };
@@ -384,6 +390,15 @@
       JSON.stringify(drafts()) !== JSON.stringify(base.drafts);
   }
   async function later() {
+    if (sending) return;
+    sending = true; // from the draft saved first on: a second press waits for this one
+    try {
+      await putBack();
+    } finally {
+      sending = false;
+    }
+  }
+  async function putBack() {
     const id = formId();
     // Only text the desk does not have yet: on a team desk a save claims the form, and on a
     // form someone else holds a refused save would claim it for this page once they let it
