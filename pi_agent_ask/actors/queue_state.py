@@ -748,11 +748,9 @@ def _unrecorded(step: Step, message: QueueMessage, error: Exception | None) -> N
         case GiveBack(reply=reply) if error is not None:
             step.emit(Reply(reply, error))
             step.emit(CloseReply(reply))
-        case Defer(reply=reply):
-            step.emit(Reply(reply, DEFER_NOT_RECORDED_TEXT.format(error=error)))
-            step.emit(CloseReply(reply))
-        case Show(reply=reply):
-            step.emit(Reply(reply, None))
+        case Defer(reply=reply) | Show(reply=reply):  # a Defer hears why nothing was put back
+            said = DEFER_NOT_RECORDED_TEXT.format(error=error) if type(message) is Defer else None
+            step.emit(Reply(reply, said))
             step.emit(CloseReply(reply))
         case TurnBoundary(reply=reply):
             step.emit(Reply(reply, []))
