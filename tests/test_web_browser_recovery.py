@@ -724,3 +724,36 @@ async def test_later_the_journal_could_not_record_says_so_and_keeps_the_form(
             )
             assert desk.board.current is not None
             assert desk.board.current.state.drafts[0].note == "navy"
+
+
+async def test_later_by_keyboard_keeps_the_focus_on_the_page(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Later pressed with the keyboard (Enter) on the only waiting form: the form is put back
+    and comes back at once (the board drops it, then shows it again, while the page loads
+    it); the focus goes to the form's heading, where a keyboard or screen reader user goes
+    on (it used to be left on the page itself: Tab started again from the header)."""
+    from selenium.webdriver.common.keys import Keys
+
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def later_by_keyboard() -> tuple[str, str]:
+                by_role(browser, "button", "Later").send_keys(Keys.ENTER)
+                wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
+                wait_until(browser, form_shown)
+                focused = wait_until(
+                    browser,
+                    lambda d: (
+                        (a := d.switch_to.active_element).tag_name != "body"
+                        and d.find_element("css selector", "#slot").find_elements(
+                            "css selector", "h1"
+                        )
+                        and a
+                    ),
+                )
+                return str(focused.tag_name), str(focused.text)
+
+            assert await run(later_by_keyboard) == ("h1", "Set-up")

@@ -448,15 +448,16 @@
     // Later, shown again): from now on its leaving is news. Only while its Submit is on its
     // way is a reload of it (drafts changed elsewhere) still the form being sent.
     if (!sending || formId() !== leaving) leaving = null;
+    // The focus was on what was just replaced: it goes to the new heading (just under the
+    // status), also when another load follows this one at once (below), which finds it there
+    // and does the same; else it fell to the page itself, and Tab started again at the top.
+    const heading = slot.querySelector("h1");
+    if (heading && hadFocus) heading.focus({ preventScroll: told });
     // The board changed while this load was on its way (it drops a form for a moment before
     // showing it again), and its events were read against the page as it was: the last one
     // is followed again against the page as it is now.
     if (boards !== seen) { follow(lastDigest, skip); return; }
     refreshQueue();
-    if (hadFocus || document.activeElement === document.body) {
-      const heading = slot.querySelector("h1");
-      if (heading && hadFocus) heading.focus({ preventScroll: told }); // just under the status
-    }
   }
   async function refreshQueue() {
     const id = formId();
