@@ -18,14 +18,18 @@ from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_des
 from pi_agent_ask.desk.web.security import COOKIE
 from pi_agent_ask.desk.web.testing import browser_missing, by_role, set_viewport
 from tests.test_web_browser import (  # noqa: F401
+    ask,
     browser,
     colour,
     d_text,
     form_shown,
+    in_view,
+    opt,
     question,
     run,
     screenshots,
     shown_on_page,
+    single,
     wait_until,
 )
 from tests.test_web_browser_recovery import (
@@ -426,3 +430,78 @@ async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
                 await run(lambda: slow_network(browser, 0))
             assert asked == 1, f"{button} pressed twice sent {asked} requests"
             assert not [s for s in said if "elsewhere" in s], said
+
+
+async def test_on_a_long_form_a_desk_out_of_reach_is_said_where_the_person_types(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+    screenshots: Path,  # noqa: F811
+) -> None:
+    """On a phone, far down a long form, the desk stops while the person types: the line
+    saying the desk is out of reach (so what is typed is not saved yet) stays in view at the
+    top of the screen, beside the box being typed in (it was only at the top of the page, a
+    long scroll away, and the person typed on with no word); once the desk is back it
+    goes."""
+    listen = f"127.0.0.1:{free_port()}"
+    many = ask(
+        *(
+            single(f"q{n}", f"Topic {n}", *(opt(f"o{k}", f"Choice {k}") for k in range(6)))
+            for n in range(1, 9)
+        ),
+        background=True,
+        title="Many questions",
+    )
+
+    def box() -> Any:
+        return by_role(question(browser, "Topic 7"), "textbox", "Note")
+
+    def typed_far_down() -> None:
+        set_viewport(browser, 390, 844, mobile=True)
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box())
+        box().send_keys("teal")
+
+    try:
+        with trio.fail_after(110):
+            async with (
+                open_desk(tmp_path, listen=listen) as desk,
+                desk_client(desk.address, "alpha") as alpha,
+            ):
+                await shown_on_page(browser, desk, alpha, many)
+                await run(typed_far_down)
+                await desk.board.wait_for(
+                    lambda b: b.current is not None and b.current.state.drafts[6].note == "teal"
+                )
+
+            def told_in_view() -> str:
+                box().send_keys(", please")
+                status = browser.find_element("css selector", "#status")
+                said = wait_until(
+                    browser,
+                    lambda d: (
+                        "connection to the desk is lost" in (t := status.text)
+                        and in_view(d, status)
+                        and in_view(d, box())
+                        and t
+                    ),
+                )
+                browser.save_screenshot(str(screenshots / "web-lost-long-form-phone.png"))
+                return str(said)
+
+            said = await run(told_in_view)
+            assert "not be up to date" in said, said
+            async with open_desk(tmp_path, listen=listen):
+                # The desk is back (signed everyone out: it says so, in view too).
+                said = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            "signed out" in (t := d_text(d, "#status"))
+                            and in_view(d, d.find_element("css selector", "#status"))
+                            and t
+                        ),
+                        30,
+                    )
+                )
+            assert await run(lambda: box().get_attribute("value")) == "teal, please"
+    finally:
+        await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))

@@ -63,7 +63,14 @@
 
   function form() { return document.getElementById("ask-form"); }
   function formId() { const f = form(); return f ? f.dataset.formId : null; }
-  function say(text) { statusBox.textContent = text; }
+  // ``urgent``: the page is cut off from the desk (out of reach, signed out), so what is
+  // typed now is not saved: the line stays in view at the top while the person scrolls (on
+  // a phone they type far below it, and read nothing of it otherwise). Anything said next
+  // ends it.
+  function say(text, urgent) {
+    statusBox.textContent = text;
+    statusBox.classList.toggle("urgent", urgent === true && text !== "");
+  }
   function showError(text) {
     const box = document.getElementById("form-errors");
     if (box) box.textContent = text; else say(text);
@@ -709,13 +716,14 @@
   // -- the live stream --------------------------------------------------------------------
   let stream = null;
   const LOST = "The live connection to the desk is lost (the network, or the desk stopped): " +
-    "this page may not be up to date. It reconnects by itself.";
+    "this page may not be up to date. It reconnects by itself; what you type meanwhile stays " +
+    "here and is saved then.";
   function streamError() {
     // The browser reconnects by itself unless the stream was answered with an error: the
     // desk refused it (signed out), or a proxy in front of the desk answered for a desk that
     // is away (TLS, a tunnel). The session says which.
     if (stream.readyState === EventSource.CLOSED) whyClosed();
-    else say(LOST);
+    else say(LOST, true);
   }
   const RECONNECT = 2000; // ms before a stream a proxy answered for is opened again
   async function whyClosed() {
@@ -731,7 +739,7 @@
         "restart, which signs everyone out): " +
         "open a new sign-in link (pi-agent-ask desk login-url) in another tab, then come back " +
         "here. This page keeps what you typed and saves it then.";
-      say(text);
+      say(text, true);
       // Where the person last read that the desk could not be reached: what holds now.
       const box = document.getElementById("form-errors");
       if (box && box.textContent === UNREACHABLE) box.textContent = text;
@@ -739,7 +747,7 @@
     }
     // Away (or signed in after all): the stream is opened again after a while, as the
     // browser does for one the network dropped.
-    if (status !== 200) say(LOST);
+    if (status !== 200) say(LOST, true);
     setTimeout(function () { if (stream.readyState === EventSource.CLOSED) connect(); }, RECONNECT);
   }
   function streamOpen() {
