@@ -391,7 +391,7 @@ async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
     done: str,
 ) -> None:
     """Cancel (or Later) pressed twice on a slow link, as an impatient tap does: the second
-    press waits for the first, and the page says what the first did (a second Cancel used to
+    press waits for the first, saying so, and the page says what the first did (a second Cancel used to
     reach the desk after the first, and the page then said the form was cancelled
     elsewhere)."""
     with trio.fail_after(110):
@@ -415,6 +415,8 @@ async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
                 press = by_role(browser, "button", button)
                 press.click()
                 press.click()
+                # The second press says it waits for the first, where it was pressed.
+                assert "not answered your last press" in d_text(browser, "#form-errors")
                 return int(browser.execute_script("return window.asked"))
 
             try:

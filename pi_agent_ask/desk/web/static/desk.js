@@ -22,6 +22,12 @@
   // first. (A second Cancel on a slow link used to reach the desk after the first, and the
   // page said the form was cancelled elsewhere.)
   let sending = false;
+  // A press while another is on its way does nothing more, and says so where it was pressed
+  // (a stopped desk can hold the first for long).
+  function stillSending() {
+    answerButton("The desk has not answered your last press yet: this page waits for its " +
+      "answer and says what it is. Everything you entered stays here.");
+  }
   // The form this page's answer or cancellation went to, and which showing of it (the live
   // stream's ``shown``): listed again under another showing, it was not recorded (writing the
   // agent's journal failed) and the form is back. { id, shown, text }: ``text`` says so.
@@ -339,7 +345,7 @@
     const review = document.getElementById("review");
     if (review.hidden) { showReview(); return; }
     const id = formId();
-    if (sending) return; // sent already: a second click waits for the first
+    if (sending) { stillSending(); return; } // a second click waits for the first
     // The answer carries the drafts; a draft save still due is made only if it is refused.
     const due = saveTimer !== null;
     clearTimeout(saveTimer);
@@ -368,7 +374,7 @@
     else answerButton(refusal(result, "The answer was not accepted."));
   }
   async function cancelForm() {
-    if (sending) return;
+    if (sending) { stillSending(); return; }
     if (dirty() && !cancelArmed) {
       cancelArmed = true;
       answerButton("Press Cancel again to discard these answers and cancel the question.");
@@ -397,7 +403,7 @@
       JSON.stringify(drafts()) !== JSON.stringify(base.drafts);
   }
   async function later() {
-    if (sending) return;
+    if (sending) { stillSending(); return; }
     sending = true; // from the draft saved first on: a second press waits for this one
     try {
       await putBack();
