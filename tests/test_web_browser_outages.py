@@ -434,16 +434,19 @@ async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
             assert not [s for s in said if "elsewhere" in s], said
 
 
+@pytest.mark.parametrize("cut", ["desk-stopped", "network-down"])
 async def test_on_a_long_form_a_desk_out_of_reach_is_said_where_the_person_types(
     tmp_path: Path,
     browser: Any,  # noqa: F811
     screenshots: Path,  # noqa: F811
+    cut: str,
 ) -> None:
     """On a phone, far down a long form, the desk stops while the person types: the line
     saying the desk is out of reach (so what is typed is not saved yet) stays in view at the
     top of the screen, beside the box being typed in (it was only at the top of the page, a
     long scroll away, and the person typed on with no word); once the desk is back it
-    goes."""
+    goes. The same when the network drops and leaves the live stream open and silent: the
+    draft that did not go through says so there (it said so only beside the buttons)."""
     listen = f"127.0.0.1:{free_port()}"
     many = ask(
         *(
@@ -462,6 +465,16 @@ async def test_on_a_long_form_a_desk_out_of_reach_is_said_where_the_person_types
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box())
         box().send_keys("teal")
 
+    def told_in_view(what: str, name: str) -> str:
+        box().send_keys(", please")
+        status = browser.find_element("css selector", "#status")
+        said = wait_until(
+            browser,
+            lambda d: what in (t := status.text) and in_view(d, status) and in_view(d, box()) and t,
+        )
+        browser.save_screenshot(str(screenshots / f"{name}-phone.png"))
+        return str(said)
+
     try:
         with trio.fail_after(110):
             async with (
@@ -473,23 +486,33 @@ async def test_on_a_long_form_a_desk_out_of_reach_is_said_where_the_person_types
                 await desk.board.wait_for(
                     lambda b: b.current is not None and b.current.state.drafts[6].note == "teal"
                 )
+                if cut == "network-down":
+                    await run(lambda: offline(browser, True))
+                    try:
+                        said = await run(
+                            lambda: told_in_view("not saved yet", "web-unreachable-long-form")
+                        )
+                    finally:
+                        await run(lambda: offline(browser, False))
+                    assert "saved once the desk answers" in said, said
+                    await run(lambda: box().send_keys("!"))
+                    await desk.board.wait_for(
+                        lambda b: (
+                            b.current is not None
+                            and b.current.state.drafts[6].note == "teal, please!"
+                        )
+                    )
+                    # Saved: the line says so, and no longer sticks to the top.
+                    await run(
+                        lambda: wait_until(
+                            browser, lambda d: d_text(d, "#status") == "Your draft is saved."
+                        )
+                    )
+                    return
 
-            def told_in_view() -> str:
-                box().send_keys(", please")
-                status = browser.find_element("css selector", "#status")
-                said = wait_until(
-                    browser,
-                    lambda d: (
-                        "connection to the desk is lost" in (t := status.text)
-                        and in_view(d, status)
-                        and in_view(d, box())
-                        and t
-                    ),
-                )
-                browser.save_screenshot(str(screenshots / "web-lost-long-form-phone.png"))
-                return str(said)
-
-            said = await run(told_in_view)
+            said = await run(
+                lambda: told_in_view("connection to the desk is lost", "web-lost-long-form")
+            )
             assert "not be up to date" in said, said
             async with open_desk(tmp_path, listen=listen):
                 # The desk is back (signed everyone out: it says so, in view too).

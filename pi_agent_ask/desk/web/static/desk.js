@@ -37,6 +37,8 @@
     "keeps what you typed and saves it then.";
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
+  const DRAFT_UNREACHABLE = "The desk cannot be reached (the network or the desk is down): " +
+    "what you type is not saved yet. It stays on this page and is saved once the desk answers.";
   const SLOW = 5000;
   const SLOW_SUBMIT = "Sending… the desk has not answered yet (the network is slow or holds " +
     "the request). This page waits for its answer and says what it is; everything you " +
@@ -236,6 +238,7 @@
       ownRevs.push(result.data.rev);
       if (ownRevs.length > 64) ownRevs.shift();
       if (formId() === id) { form().dataset.rev = result.data.rev; base = { id: id, drafts: sent }; }
+      if (statusBox.textContent === DRAFT_UNREACHABLE) say("");
       if (unsaved === id) {
         unsaved = null;
         showError("");
@@ -245,6 +248,9 @@
     // Not kept, and the text is nowhere else: the network lost it, or the session ended (a
     // desk restart signs everyone out; leaving to sign in again asks first).
     if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedWhy = "lost"; }
+    // Said where the person types, however far down (the live stream may not have noticed:
+    // a network that drops can leave it open and silent for long).
+    if (result.status === 0 && formId() === id) say(DRAFT_UNREACHABLE, true);
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
     else if (result.status === 422 && result.data.code === "unwritten" && formId() === id) {
       // The desk took the draft but could not write it to the agent's journal yet (a full
