@@ -14,7 +14,11 @@ import subprocess
 import sys
 from typing import Any
 
+import anyio
+import mcp.types as types
+import pytest
 import trio
+import trio.testing
 
 from pi_agent_ask.mcp_common.journals import journal_path
 from tests.test_mcp import ASK
@@ -179,3 +183,47 @@ async def test_a_call_waiting_on_a_desk_when_the_input_closes_leaves_its_form_th
     assert ended["structuredContent"]["status"] == "input_closed"
     assert "stays queued on the pi-agent-ask desk" in ended["content"][0]["text"]
     assert shown.key == f"desked@{home.work}"
+
+
+async def read_to_the_end(answered: bool) -> float:
+    """Seconds from the end of a server's input to the end of its read stream, with one
+    request read, and answered (or not) first."""
+    from mcp.shared.message import SessionMessage
+
+    from pi_agent_ask.mcp_server.input_end import CountedWrites, HeldReads, Outstanding
+
+    send, receive = anyio.create_memory_object_stream[Any](2)
+    written, taken = anyio.create_memory_object_stream[Any](2)
+    outstanding = Outstanding()
+    ended: list[bool] = []
+    ping = types.JSONRPCRequest(jsonrpc="2.0", id=7, method="ping")
+    async with (
+        HeldReads(receive, outstanding, lambda: ended.append(True)) as reads,
+        CountedWrites(written, outstanding) as writes,
+        taken,
+    ):
+        await send.send(SessionMessage(ping))
+        await send.aclose()
+        assert (await reads.receive()).message == ping
+        if answered:
+            answer = types.JSONRPCResponse(jsonrpc="2.0", id=7, result={})
+            await writes.send(SessionMessage(answer))
+        start = trio.current_time()
+        with trio.fail_after(100), pytest.raises(anyio.EndOfStream):
+            await reads.receive()
+    assert ended == [True]
+    return trio.current_time() - start
+
+
+async def test_the_read_ends_when_the_answers_are_out_or_after_the_limit(
+    autojump_clock: trio.testing.MockClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The end of the input reaches the server once every request read is answered, at once;
+    a request that is never answered (a desk that stopped answering, say) holds it only
+    ``ANSWERS_LIMIT`` seconds, said on standard error."""
+    from pi_agent_ask.mcp_server.input_end import ANSWERS_LIMIT
+
+    assert await read_to_the_end(answered=True) == 0
+    assert capsys.readouterr().err == ""
+    assert await read_to_the_end(answered=False) == ANSWERS_LIMIT
+    assert "1 request(s) still running after 30 s are ended" in capsys.readouterr().err

@@ -17,11 +17,15 @@ every request read has been answered. :class:`CountedWrites` is the write stream
 the answers go out.
 
 Invariant: the read stream ends after the last answer was handed to the transport's writer,
-so the SDK's teardown cancels no request and writes no ``Connection closed``.
+so the SDK's teardown cancels no request and writes no ``Connection closed``; or, bounded,
+``ANSWERS_LIMIT`` seconds after the input ended (a call held up by something other than a
+person, a desk that stopped answering, say, must not keep the process forever: MCP clients
+signal a server that does not exit soon, a script would wait without end).
 """
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +39,12 @@ from mcp.shared.message import SessionMessage
 __all__ = ["CountedWrites", "HeldReads", "Outstanding"]
 
 CANCELLED = "notifications/cancelled"
+ANSWERS_LIMIT = 30.0
+"""Seconds the answers owed may take once the input ended."""
+LATE_LOG = (
+    "pi-agent-ask: the client closed its input; {count} request(s) still running after "
+    "{limit:g} s are ended"
+)
 
 
 def _id_key(request_id: Any) -> str:
@@ -78,11 +88,16 @@ class Outstanding:
         if self.ended and not self.counts:
             self.settled.set()
 
-    async def wait_settled(self) -> None:
-        """The input ended: return once every request read has been answered."""
+    async def wait_settled(self, limit: float) -> None:
+        """The input ended: return once every request read has been answered, or after
+        ``limit`` seconds (saying so on standard error)."""
         self.ended = True
         self._check()
-        await self.settled.wait()
+        with trio.move_on_after(limit):
+            await self.settled.wait()
+            return
+        count = sum(self.counts.values())
+        print(LATE_LOG.format(count=count, limit=limit), file=sys.stderr, flush=True)
 
 
 @attrs.define(eq=False)
@@ -93,6 +108,7 @@ class HeldReads:
     inner: Any
     outstanding: Outstanding
     on_end: Callable[[], None]
+    limit: float = ANSWERS_LIMIT
 
     @property
     def last_context(self) -> Any:
@@ -104,7 +120,7 @@ class HeldReads:
             item = await self.inner.receive()
         except anyio.EndOfStream:
             self.on_end()
-            await self.outstanding.wait_settled()
+            await self.outstanding.wait_settled(self.limit)
             raise
         if isinstance(item, SessionMessage):
             self.outstanding.read(item.message)
