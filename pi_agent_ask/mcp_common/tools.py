@@ -301,10 +301,10 @@ class AgentTools:
                 return await self._foreground_ask(call_id, arguments, report_progress)
             if name == tool_names.WAIT_FOR_ANSWERS:
                 async with self._progress(report_progress):
-                    ended = await self._wait_for_answers(arguments, call_id)
-                if isinstance(ended, types.CallToolResult):
-                    return with_background_answers(ended, await self._handed_out())
-                result = ended
+                    waited = await self._wait_for_answers(arguments, call_id)
+                if isinstance(waited, types.CallToolResult):  # ended: no person answers here
+                    return with_background_answers(waited, await self._handed_out())
+                result = waited
             else:
                 result = await self.runtime.call_tool(name, arguments, tool_call_id=call_id)
             out = call_tool_result(result)
