@@ -5,7 +5,8 @@ on every machine). The tools are listed, every ``inputSchema`` and ``outputSchem
 compiles under Ajv's JSON Schema 2020-12 validator, and a background question answered on a
 desk reaches the client exactly once. A second client (``tests/node/handover_client.mjs``)
 shows forms itself (form elicitation): its answer given after a desk started is the call's
-result, never dropped. Skipped, saying why, only when there is no Node or the
+result, never dropped. A third (``tests/node/close_client.mjs``) ends its session while its
+form is shown: the call gets its answer in words. Skipped, saying why, only when there is no Node or the
 npm registry cannot be reached.
 """
 
@@ -63,6 +64,7 @@ def client_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     install(folder)
     shutil.copy(CLIENT, folder / "mcp_client.mjs")
     shutil.copy(FORM_CLIENT, folder / "handover_client.mjs")
+    shutil.copy(NODE / "close_client.mjs", folder / "close_client.mjs")
     return folder
 
 
@@ -201,3 +203,31 @@ async def test_the_typescript_sdk_s_own_form_answered_while_a_desk_starts_is_del
     kinds = [event["event"] for event in events]
     assert kinds == ["shown", "asked", "waited"], events
     assert events[2]["result"]["results"] == []
+
+
+async def test_a_typescript_client_that_ends_its_session_while_a_form_is_shown(
+    tmp_path: Path, client_folder: Path
+) -> None:
+    """The TypeScript SDK ends a session by closing the server's input (and signals a server
+    still running 2 s later). A foreground question whose form the client shows then gets its
+    answer, in words: the input closed, the question stays queued in the journal named (it
+    was cut ``Connection closed``); standard error says the same."""
+    command = ["node", "close_client.mjs", sys.executable]
+    with tempfile.TemporaryDirectory(prefix="pia-") as runtime, trio.fail_after(180):
+        done = await trio.run_process(
+            command,
+            cwd=client_folder,
+            env=client_env(tmp_path, runtime, tmp_path / "desk.json"),
+            capture_stdout=True,
+            capture_stderr=True,
+        )
+    [line] = done.stdout.decode().splitlines()
+    closed = json.loads(line)
+    assert "result" in closed, closed  # the call was answered, not cut "Connection closed"
+    result = closed["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["status"] == "input_closed"
+    [request_id] = result["structuredContent"]["pendingRequestIds"]
+    assert result["structuredContent"]["sessionFile"].endswith(".pias")
+    assert request_id in result["content"][0]["text"]
+    assert f"the question (requestId {request_id}) stays queued" in done.stderr.decode()

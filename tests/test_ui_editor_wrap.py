@@ -20,7 +20,7 @@ def test_rows_cover_the_text_and_fit(text: str, room: int) -> None:
     # Consecutive rows meet, or are apart by exactly the newline that ended the first.
     assert rows[0][0] == 0 and rows[-1][1] == len(text)
     for (_, end), (start, _) in itertools.pairwise(rows):
-        assert start == end or (start == end + 1 and text[end] == "\n")
+        assert start == end or (start == end + 1 and text[end] in "\n ")
     for start, end in rows:
         shown = text[start:end]
         assert "\n" not in shown
@@ -50,3 +50,21 @@ def test_the_editor_wraps_between_words_and_keeps_the_cursor() -> None:
     # A cursor where a row was wrapped sits at the start of the next row.
     rows, cursor = _editor_rows(text, len("the deployment "), 2, 24, "Type answer...")
     assert cursor == (1, 2)
+
+
+def test_a_space_that_does_not_fit_is_the_break_not_an_indent() -> None:
+    """At 30 columns "custom answer that" fills a row but for its space: the next row starts
+    with "must", in line with the rows above (the space indented it by one cell), and a
+    cursor on either side of that space has a cell of its own."""
+    text = "a fairly long custom answer that must wrap around"
+    rows, cursor = _editor_rows(text, len(text), 9, 30, "Type answer...", [("", "> ")])
+    shown = ["".join(part for _, part in row).rstrip() for row in rows]
+    assert shown == [
+        "         > a fairly long",
+        "           custom answer that",
+        "           must wrap around",
+    ]
+    assert cursor == (2, 11 + len("must wrap around"))
+    before = text.index(" must")
+    assert _editor_rows(text, before, 9, 30, "", [("", "> ")])[1] == (1, 29)
+    assert _editor_rows(text, before + 1, 9, 30, "", [("", "> ")])[1] == (2, 11)

@@ -654,6 +654,29 @@ async def test_a_paste_with_no_editor_open_says_where_pasted_text_goes(tmp_path:
     assert answers(result)["goal"]["customText"] == "D2 pasted"
 
 
+async def test_text_typed_with_no_editor_open_says_where_typed_text_goes(tmp_path: Path) -> None:
+    """Letters typed right after an editor closed (Esc) reach no editor; they are not dropped
+    without a word: the form says where typed text goes, and acts on none of them."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        ask.send(ESC)
+        await ask.wait_gone("> Type answer...")
+        ask.send("zip")  # no key of navigation
+        await ask.wait("Typed text goes into an editor: open Type your own, or a note (n).")
+        assert "( ) Speed" in ask.term.text() and "( ) Size" in ask.term.text()
+        ask.send("3")  # the next key clears the notice and opens the editor
+        await ask.wait("> Type answer...")
+        assert "Typed text goes" not in ask.term.text()
+        ask.send("fast", ENTER)
+        await ask.wait("Review your answers")
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["customText"] == "fast"
+
+
 async def test_ctrl_l_draws_the_screen_again(tmp_path: Path) -> None:
     """Another program's output over the form (a background job writing to the terminal) is
     gone after Ctrl+L, as in other terminal programs; in an editor too, where it is no text."""

@@ -322,3 +322,18 @@ async def test_a_click_right_of_a_review_action_does_nothing(tmp_path: Path) -> 
         status, result = await ask.finished()
     assert status == 0
     assert result["details"]["answers"]["goal"]["values"] == ["speed"]
+
+
+async def test_a_click_on_a_count_of_hidden_tabs_shows_the_nearest_one(tmp_path: Path) -> None:
+    """At 24 columns the tab bar shows a window of tabs with ``‹ +k`` / ``+k ›`` counting
+    those hidden on each side; the counts read as arrows, and a click on one shows the nearest
+    hidden tab (it did nothing)."""
+    async with asking(tmp_path, GOAL, TONE, columns=24, lines=12) as ask:
+        await ask.wait("+1 ›")
+        click_on(ask, "+1 ›")  # Review, hidden to the right of Goal and Tone
+        await ask.wait("Review your answers")
+        await ask.wait("‹ +1")
+        click_on(ask, "‹ +1")  # Goal, hidden to the left now
+        await ask.wait("What should I optimize")
+        ask.send("\x03", "\x03")
+        await ask.finished()

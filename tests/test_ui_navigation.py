@@ -3,6 +3,7 @@ and the key to the next unanswered question."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.test_ui_typing import GOAL, asking
@@ -177,3 +178,44 @@ async def test_an_external_editor_that_fails_is_named_and_the_text_stays(
                 status, result = await ask.finished()
         assert status == 0
         assert result["details"]["answers"]["goal"]["customText"] == "keep me"
+
+
+async def test_down_on_the_last_row_keeps_the_empty_editor_for_what_is_typed(
+    tmp_path: Path,
+) -> None:
+    """Down in the empty ``Type your own`` editor on the last row has nowhere to go: the
+    editor stays open, and the letters typed right after it land in it (they were dropped in
+    navigation, where some of them are commands)."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")  # Type your own, the last row: its editor opens
+        await ask.wait("> Type answer...")
+        ask.send("\x1b[B", "fast enough")  # Down, then text
+        await ask.wait("> fast enough")
+        ask.send("\r")
+        await ask.wait("Review your answers")
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["goal"]["customText"] == "fast enough"
+
+
+async def test_up_on_the_first_row_keeps_the_empty_note_editor(tmp_path: Path) -> None:
+    """The same at the top: Up in an empty option note on the first row keeps the note open,
+    and what is typed next is the note (``t`` and ``n`` there are no commands)."""
+    async with asking(tmp_path, GOAL) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("n")  # a note on Speed, the first row
+        await ask.wait("Note: Add a note...")
+        ask.send("\x1b[A", "tested on ci")
+        await ask.wait("Note: tested on ci")
+        ask.send("\r")  # save the note
+        await ask.wait("Enter select")  # the note is saved and closed
+        ask.send("1")
+        await ask.wait("Review your answers")
+        ask.send("1", "1")
+        status, result = await ask.finished()
+    assert status == 0
+    goal = result["details"]["answers"]["goal"]
+    assert goal["values"] == ["speed"]
+    assert "tested on ci" in json.dumps(goal)

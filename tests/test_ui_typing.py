@@ -132,11 +132,14 @@ async def test_key_handling_is_made_ready_after_the_first_frame_and_changes_noth
     async with asking(tmp_path, GOAL) as ask:
         await ask.wait("What should I optimize for?")
         assert processed_keys == ["<ignore>"]
-        assert handler_calls == []
+        # Only the binding of typed text with no editor open sees it, and leaves it: no text.
+        assert handler_calls in ([], ["<ignore>"])
+        assert "goes into an editor" not in ask.term.text()
+        warm = list(handler_calls)
         ask.send("2")
         await ask.wait("Review your answers")
         assert processed_keys == ["<ignore>", "2"]
-        assert handler_calls == ["2"]
+        assert handler_calls == [*warm, "2"]
         ask.send("1", "1")
         status, result = await ask.finished()
     assert status == 0

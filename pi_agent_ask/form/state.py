@@ -56,7 +56,8 @@ Editors in general.
   cannot attach elsewhere); RemoveLastImage drops the editor's last image.
 - EditorMoveOption/EditorMoveTab (the ``*WhenEmpty`` actions) act only when the editor has no
   text and no images: they close the editor (saving, so a cleared pre-filled answer is cleared)
-  and move. Otherwise they do nothing.
+  and move. Otherwise, or with no row that way (Down on the last row, Up on the first: the
+  keys typed next must reach the editor), they do nothing.
 - Any other navigation command that arrives while an editor is open (a click, say) first closes
   the editor as EditorClose does, then applies. Skip and Cancel never do that: in an editor the
   keyboard types ``D`` and maps Esc to EditorClose, so a stray one is ignored.
@@ -403,13 +404,12 @@ def _dispatch(state: FormState, command: Command) -> FormState:
             return _editor_submit(state) if state.editor is not None else state
         case EditorClose():
             return _commit_editor(state, submit=False)[0] if state.editor is not None else state
+        case EditorMoveOption() | EditorMoveTab() if not (state.editor and state.editor.is_empty):
+            return state
         case EditorMoveOption(delta=delta):
-            if state.editor is None or not state.editor.is_empty:
-                return state
-            return _move_option(_commit_editor(state, submit=False)[0], delta)
+            moved = _move_option(closed := _commit_editor(state, submit=False)[0], delta)
+            return state if moved is closed else moved  # no row that way: the editor stays
         case EditorMoveTab(delta=delta):
-            if state.editor is None or not state.editor.is_empty:
-                return state
             state = _commit_editor(state, submit=False)[0]
             return _move_tab(state, (state.tab + delta) % (state.review_tab + 1))
         case AttachImage(image=image, editor_serial=serial):

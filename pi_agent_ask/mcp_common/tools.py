@@ -30,6 +30,10 @@ runtime's turn boundary). Forms need a ``tui``-mode runtime with a surface that 
 - ``awaited_requests``: the request ids of the foreground asks waiting now (a desk can mark
   exactly the forms its agent is blocked on); ``on_awaiting()``, when set, is called each
   time they change.
+- ``end_waits(ended)``: no person will answer through this server any more (its client closed
+  its input): every call that waits for the person, now or later, returns ``ended(request
+  ids)`` instead (the forms stay queued; ``request ids``: the requests it waited for), while
+  calls that need no person (a ``wait_for_answers`` with nothing pending) go on as before.
 - ``close()``: unsubscribe from the runtime's events (also ``with AgentTools(...) as tools``).
 
 Background answers: MCP cannot push into a model's context, so every answer the runtime's turn
@@ -105,6 +109,8 @@ TUI mode and of ``details``, which an MCP client has neither of."""
 BACKGROUND_HEAD = "Background answers that arrived meanwhile:"
 
 ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
+WaitsEnded = Callable[[tuple[str, ...]], types.CallToolResult]
+"""The result of a call that waited for the person once no person answers (``end_waits``)."""
 
 
 def _object_root(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -232,6 +238,11 @@ class AgentTools:
     _carry: list[dict[str, Any]] = attrs.field(factory=list, init=False)
     """Messages marked delivered whose call was cut before it could return them, and whose
     give-back could not be journaled (``give_back``); normally empty."""
+    _ended: WaitsEnded | None = attrs.field(default=None, init=False)
+    _waits_end: trio.Event = attrs.field(factory=trio.Event, init=False)
+    """Set by ``end_waits``: calls waiting for the person return ``_ended(...)``."""
+    _waits: set[trio.CancelScope] = attrs.field(factory=set, init=False)
+    """The ``wait_for_answers`` calls in flight (``end_waits`` cuts them)."""
 
     def __attrs_post_init__(self) -> None:
         # Never idle: an idle runtime hands answers to ``wakeups``, which MCP cannot deliver.
@@ -254,6 +265,14 @@ class AgentTools:
             waiter = self._by_call.get(payload.get("toolCallId"))  # type: ignore[arg-type]
             if waiter is not None:
                 waiter.ready.set()
+
+    def end_waits(self, ended: WaitsEnded) -> None:
+        """From now on, a call that waits for the person returns ``ended(request ids)``."""
+        if self._ended is None:
+            self._ended = ended
+            self._waits_end.set()
+            for wait in self._waits:
+                wait.cancel()
 
     @property
     def awaited_requests(self) -> frozenset[str]:
@@ -282,7 +301,10 @@ class AgentTools:
                 return await self._foreground_ask(call_id, arguments, report_progress)
             if name == tool_names.WAIT_FOR_ANSWERS:
                 async with self._progress(report_progress):
-                    result = await self.runtime.call_tool(name, arguments, tool_call_id=call_id)
+                    waited = await self._wait_for_answers(arguments, call_id)
+                if isinstance(waited, types.CallToolResult):  # ended: no person answers here
+                    return with_background_answers(waited, await self._handed_out())
+                result = waited
             else:
                 result = await self.runtime.call_tool(name, arguments, tool_call_id=call_id)
             out = call_tool_result(result)
@@ -383,7 +405,10 @@ class AgentTools:
             stats = await self.runtime.statistics(params_of=(request_id,))
             params = dict(stats.params).get(request_id)
             async with self._progress(report_progress):
-                await waiter.ready.wait()
+                await _first_of(waiter.ready, self._waits_end)
+            if not waiter.ready.is_set() and self._ended is not None:
+                # No person answers here any more: the form stays queued.
+                return with_background_answers(self._ended((request_id,)), await self._handed_out())
             # Two tries: the completion event fires just before the queue records the
             # outcome; the second boundary is a round trip behind that record.
             messages: list[dict[str, Any]] = []
@@ -414,6 +439,35 @@ class AgentTools:
             if waiter.message is not None:
                 await self.give_back([waiter.message])
             waiter.returned.set()
+
+    async def _wait_for_answers(
+        self, arguments: Any, call_id: str
+    ) -> dict[str, Any] | types.CallToolResult:
+        """The runtime's ``wait_for_answers``; once ``end_waits`` was called, that call's
+        ``ended`` result when the wait needs the person (a request is pending). A wait in
+        flight then is cut (answers it held go back to delivery; the forms stay queued) and
+        looked at again."""
+        with trio.CancelScope() as wait:
+            self._waits.add(wait)
+            if self._ended is not None:
+                wait.cancel()
+            try:
+                result: dict[str, Any] = await self.runtime.call_tool(
+                    tool_names.WAIT_FOR_ANSWERS, arguments, tool_call_id=call_id
+                )
+                return result
+            finally:
+                self._waits.discard(wait)
+        assert self._ended is not None
+        stats = await self.runtime.statistics()
+        if stats.pending:
+            return self._ended(tuple(stats.pending))
+        # Nothing pending: it returns at once (with the answers the cut one gave back).
+        return dict(
+            await self.runtime.call_tool(
+                tool_names.WAIT_FOR_ANSWERS, arguments, tool_call_id=call_id
+            )
+        )
 
     async def wait_answered_returned(self) -> None:
         """Return once every foreground ask whose answer has come has returned it: a server
@@ -452,6 +506,18 @@ def _as_foreground(message: Mapping[str, Any], params: Any) -> types.CallToolRes
 def _request_id(message: Mapping[str, Any]) -> Any:
     details = message.get("details")
     return details.get("requestId") if isinstance(details, Mapping) else None
+
+
+async def _first_of(first: trio.Event, second: trio.Event) -> None:
+    """Return once either event is set."""
+    async with trio.open_nursery() as nursery:
+
+        async def wait(event: trio.Event) -> None:
+            await event.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(wait, first)
+        nursery.start_soon(wait, second)
 
 
 @asynccontextmanager

@@ -155,6 +155,27 @@ DRAIN_LOG = (
     "pi-agent-ask: a desk started; the form open in the client stays there until it is "
     "answered or dismissed, then this agent's questions go to the desk"
 )
+INPUT_CLOSED_TEXT = (
+    "The MCP client closed this server's input (standard input, which ends an MCP session) "
+    "while this call waited for the user, so no answer can reach it here. {where}. A "
+    "`pi-agent-ask desk`, or the next `pi-agent-ask mcp` of this agent in a client that shows "
+    "forms, shows what is queued, and the answers reach the agent through wait_for_answers or "
+    "with a later tool result."
+)
+INPUT_CLOSED_LOG = (
+    "pi-agent-ask: the client closed its input while a call waited for the user. {where}."
+)
+IN_JOURNAL = (
+    "Nothing is lost: {questions} queued in this agent's session journal, {path} "
+    "(`pi-agent-ask history list --session {path}` lists what was asked)"
+)
+ON_DESK = "Nothing is lost: the question stays queued on the pi-agent-ask desk"
+IN_MEMORY = (
+    "This server kept its questions in memory only (another server given the same --key holds "
+    "the journal), so they end with it"
+)
+INPUT_CLOSED = "input_closed"
+"""The ``status`` in the ``structuredContent`` of a call the end of the input ended."""
 JOURNAL_REFUSED_TEXT = "pi-agent-ask cannot open its session journal: {why}. {hint}"
 JOURNAL_REFUSED_LOG = "pi-agent-ask: cannot open the session journal: {why}. {hint}"
 SESSION_HINT = (
@@ -240,6 +261,10 @@ class Router:
     """The last journal refusal said on standard error (said again only when it changes)."""
     _drain: trio.CancelScope | None = None
     """The wait for the client's open forms before a move (the server's end cuts it)."""
+    _input_closed: trio.Event = attrs.field(factory=trio.Event)
+    """Set when the client closed its input: no person answers through this server."""
+    _person_waits: set[trio.CancelScope] = attrs.field(factory=set)
+    """Calls forwarded to a desk that wait for the person (the end of the input cuts them)."""
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -258,6 +283,61 @@ class Router:
                     self._drain.cancel()
                 if self._side is not None:
                     await self._leave(self._side, shielded=True)
+
+    def input_closed(self) -> None:
+        """The client closed its input (MCP's end of a stdio session): no person answers
+        through this server any more. The calls that wait for the person return now, saying
+        where their forms stay (queued, nothing lost); the others are answered as usual before
+        the server ends (``input_end.py``)."""
+        self._input_closed.set()
+        for scope in self._person_waits:
+            scope.cancel()
+        if self._drain is not None:
+            self._drain.cancel()  # the client's open forms can no longer be answered
+        if self._side is not None and self._side.local is not None:
+            self._end_waits(self._side)
+
+    def _end_waits(self, side: _Side) -> None:
+        journal = side.local.journal
+        in_memory = side.local.in_memory
+
+        def ended(request_ids: tuple[str, ...]) -> types.CallToolResult:
+            questions = _questions(request_ids)
+            where = IN_MEMORY if in_memory else IN_JOURNAL.format(questions=questions, path=journal)
+            return self._ended(where, request_ids, None if in_memory else journal)
+
+        side.local.tools.end_waits(ended)
+
+    def _ended(
+        self, where: str, request_ids: tuple[str, ...], journal: Path | None
+    ) -> types.CallToolResult:
+        """The result of a call that waited for the person when the input closed."""
+        self.log(INPUT_CLOSED_LOG.format(where=where))
+        structured = {
+            "status": INPUT_CLOSED,
+            "pendingRequestIds": list(request_ids),
+            "sessionFile": None if journal is None else os.fspath(journal),
+        }
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=INPUT_CLOSED_TEXT.format(where=where))],
+            structured_content=structured,
+            is_error=True,
+        )
+
+    async def _unless_input_closed(
+        self, call: Callable[[], Awaitable[types.CallToolResult]]
+    ) -> types.CallToolResult:
+        """``call()``'s result, or, when the input closes first, the result saying so (a
+        call forwarded to a desk: the desk keeps its form queued when the call is cut)."""
+        with trio.CancelScope() as scope:
+            self._person_waits.add(scope)
+            if self._input_closed.is_set():
+                scope.cancel()
+            try:
+                return await call()
+            finally:
+                self._person_waits.discard(scope)
+        return self._ended(ON_DESK, (), None)
 
     # -- the MCP handlers ----------------------------------------------------------------------
 
@@ -326,10 +406,13 @@ class Router:
                 # The agent's working directory is this server's; the desk's is not.
                 arguments = {**arguments, "path": str(self.cwd / relative)}
 
+            upstream = side.upstream
             if not waits:
-                return await forward_call(side.upstream, name, arguments)
+                return await forward_call(upstream, name, arguments)
             async with progress_ticks(report, self.progress_interval):
-                return await forward_call(side.upstream, name, arguments)
+                return await self._unless_input_closed(
+                    lambda: forward_call(upstream, name, arguments)
+                )
         self._attach(side)
         tools: AgentTools = side.local.tools
         if not side.local.keep:
@@ -472,6 +555,8 @@ class Router:
             # Show the forms in the client now (once a call told its session), not at the
             # agent's next call: after a desk stops, an idle agent makes none.
             self._attach(side)
+            if self._input_closed.is_set():
+                self._end_waits(side)
             return side
         side = _Side(address=address)
         side.upstream = DeskUpstream(
@@ -618,6 +703,13 @@ class Router:
         if self._side is side and self.desk == "auto":
             self._seen = None
             await self._settle()
+
+
+def _questions(request_ids: tuple[str, ...]) -> str:
+    """``the question (requestId X) stays`` / ``the questions (requestIds X, Y) stay``."""
+    if len(request_ids) == 1:
+        return f"the question (requestId {request_ids[0]}) stays"
+    return f"the questions (requestIds {', '.join(request_ids)}) stay"
 
 
 def _gone_text(gone: DeskGone) -> str:

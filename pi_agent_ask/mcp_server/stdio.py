@@ -288,7 +288,7 @@ async def serve(
             nursery.start_soon(end_on_signal, nursery.cancel_scope, left)
             await nursery.start(route)
             server = routed_server(router)
-            await serve_lines(server, replay, stdout)
+            await serve_lines(server, replay, stdout, on_end=router.input_closed)
             nursery.cancel_scope.cancel()
 
 
@@ -340,23 +340,36 @@ async def end_on_signal(scope: trio.CancelScope, left: trio.Event) -> None:
     signal.raise_signal(signum)
 
 
-async def serve_lines(server: Server[Any], replay: ReplayedStdin, stdout: Any) -> None:
+async def serve_lines(
+    server: Server[Any],
+    replay: ReplayedStdin,
+    stdout: Any,
+    on_end: Callable[[], None] | None = None,
+) -> None:
     """Run ``server`` on the stdio transport over ``replay``'s lines until the client ends.
 
-    A line the SDK cannot read is answered (``unreadable.AnsweredReads``). A client that died
-    (or closed its end of standard output) with a call in flight ends the server as closing
-    standard input does: the SDK answers such a call "Connection closed" as the input ends,
-    and the write fails on the broken pipe; nothing can reach that client any more, so there
-    is nothing to report."""
+    A line the SDK cannot read is answered (``unreadable.AnsweredReads``). With ``on_end``,
+    the end of the input calls it (the calls waiting for the person return) and the server
+    ends once every request read is answered (``input_end.py``); without, the SDK answers the
+    requests still running ``Connection closed``. A client that died (or closed its end of
+    standard output) with a call in flight ends the server as closing standard input does:
+    the write fails on the broken pipe; nothing can reach that client any more, so there is
+    nothing to report."""
     from mcp.server.stdio import stdio_server
 
+    from pi_agent_ask.mcp_server.input_end import CountedWrites, HeldReads, Outstanding
     from pi_agent_ask.mcp_server.unreadable import AnsweredReads
 
     try:
         # ReplayedStdin reads as the SDK's AsyncFile does; the SDK names only that type.
         async with stdio_server(replay, stdout) as (read, write):  # type: ignore[arg-type]
-            reads = AnsweredReads(read, write, replay.last_line)
-            await server.run(reads, write, server.create_initialization_options())
+            reads: Any = AnsweredReads(read, write, replay.last_line)
+            writes: Any = write
+            if on_end is not None:
+                outstanding = Outstanding()
+                reads = HeldReads(reads, outstanding, on_end)
+                writes = CountedWrites(write, outstanding)
+            await server.run(reads, writes, server.create_initialization_options())
     except* (BrokenPipeError, ConnectionResetError):
         pass
 
@@ -405,6 +418,8 @@ class LocalServer:
     nursery: Any = None
     keep: bool = False
     in_memory: bool = False
+    journal: Path | None = None
+    """The session journal's file (``None`` when ``in_memory``)."""
 
 
 @asynccontextmanager
@@ -503,6 +518,7 @@ async def open_local(
                     nursery=nursery,
                     keep=keep,
                     in_memory=in_memory,
+                    journal=None if in_memory else journal,
                 )
             finally:
                 nursery.cancel_scope.cancel()

@@ -343,12 +343,25 @@ def keymap_key_bindings(
     kb.add(NEXT_UNANSWERED_KEY, filter=navigation)(_call(controller.next_unanswered))
 
     # Pasted text with no editor open is neither keys (it would select, skip, switch types)
-    # nor dropped without a word: the form says where it goes.
+    # nor dropped without a word: the form says where it goes. So does a typed character no
+    # key is bound to (a letter typed after the editor closed, say).
+    def text_goes_to_an_editor(what: str) -> None:
+        note = f" ({format_key(main.option_note[0])})" if main.option_note else ""
+        controller.notice = f"{what} goes into an editor: open Type your own, or a note{note}."
+        controller.invalidate()
+
     @kb.add(Keys.BracketedPaste, filter=navigation)
     def _paste_nowhere(_event: KeyPressEvent) -> None:
-        note = f" ({format_key(main.option_note[0])})" if main.option_note else ""
-        controller.notice = f"Pasted text goes into an editor: open Type your own, or a note{note}."
-        controller.invalidate()
+        text_goes_to_an_editor("Pasted text")
+
+    on_question = navigation & Condition(lambda: controller.option_rows() > 0)
+
+    @kb.add(Keys.Any, filter=on_question)
+    def _typed_nowhere(event: KeyPressEvent) -> None:
+        if isinstance(event.key_sequence[0].key, Keys) or not event.data.strip():
+            return  # a key without a binding here (F5, ctrl+g, ...): not text
+        if is_safe(event.data):
+            text_goes_to_an_editor("Typed text")
 
     for keys, command in (
         (main.confirm, fs.Confirm()),

@@ -269,3 +269,29 @@ async def test_the_background_only_mode_still_shows_the_form(tmp_path: Path) -> 
     result = await answer_goal_and_first_tone(tmp_path, "1")
     assert result["details"]["answers"]["goal"]["values"] == ["speed"]
     assert json.loads(settings.read_text())["behaviour"]["questionMode"] == "background-only"
+
+
+async def test_down_in_the_empty_editor_on_the_last_row_keeps_what_is_typed(
+    tmp_path: Path,
+) -> None:
+    """In a real terminal at 30x10: Down in the empty ``Type your own`` editor (the last row)
+    leaves the editor open with the cursor in it, and the letters typed next are the answer."""
+    async with asking(tmp_path, columns=30, lines=10) as term:
+        await term.wait_for("What should I")
+        await term.keys("3")
+        screen = await term.wait_for("> Type answer")
+        row = next(i for i, line in enumerate(screen.splitlines()) if "> Type answer" in line)
+        col = screen.splitlines()[row].index("> Type answer")
+        await wait_cursor(term, (col + 2, row))
+        await term.keys("Down")
+        await term.literal("tiny")
+        await term.wait_for("> tiny")
+        await wait_cursor(term, (col + 6, row))
+        await term.keys("Enter")
+        await term.wait_for("Which tones")
+        await term.keys("Space", "Enter")
+        await term.wait_for("Review")
+        await term.keys("1", "1")
+        await term.finished()
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["details"]["answers"]["goal"]["customText"] == "tiny"

@@ -54,11 +54,15 @@ def _editor_rows(
         return rows, (0, start)
     lines: list[Line] = []
     cursor_at = (0, start)
-    for number, (first, end) in enumerate(_word_rows(text, avail - 1)):
+    spans = _word_rows(text, avail - 1)
+    for number, (first, end) in enumerate(spans):
         shown = "".join(_display_char(char) for char in text[first:end])
         prefix = head if number == 0 else merge_segments([(TEXT, " " * start)])
         lines.append(merge_segments([*prefix, (EDITOR, shown)]))
-        if first <= cursor < end or (cursor == end and (end == len(text) or text[end] == "\n")):
+        # A cursor on the character between two rows (a newline, a space that is the break)
+        # stands at the end of the first: the free cell kept there holds it.
+        skipped = number + 1 < len(spans) and spans[number + 1][0] == end + 1
+        if first <= cursor < end or (cursor == end and (end == len(text) or skipped)):
             before = "".join(_display_char(char) for char in text[first:cursor])
             cursor_at = (number, start + cells(before))
     return lines, cursor_at
@@ -67,7 +71,8 @@ def _editor_rows(
 def _word_rows(text: str, room: int) -> list[tuple[int, int]]:
     """``text`` in rows of at most ``room`` cells, as ``(start, end)`` indices: a row ends at a
     newline (not included), else after the last space that keeps the next word whole, else
-    (a word longer than a row) where the row is full."""
+    (a word longer than a row) where the row is full. A space that would not fit is the break
+    (not included, as a newline): the next row starts with the next word."""
     rows: list[tuple[int, int]] = []
     first = used = 0
     after_space: int | None = None  # the index after the row's last space
@@ -81,7 +86,13 @@ def _word_rows(text: str, room: int) -> list[tuple[int, int]]:
             continue
         width = cells(_display_char(char))
         if used + width > room and index > first:
-            if char != " " and after_space is not None:
+            if char == " ":
+                # The space between two rows is the break itself, as a newline is: drawn at
+                # the start of the next row it would indent that row by one cell.
+                rows.append((first, index))
+                first, used, after_space, index = index + 1, 0, None, index + 1
+                continue
+            if after_space is not None:
                 rows.append((first, after_space))
                 first, used, after_space = after_space, used - used_to_space, None
             else:

@@ -75,11 +75,19 @@ def _tab_bar(state: fs.FormState, width: int, all_answered: bool) -> Block:
     fragments: list[Fragment] = []
     targets: list[Target] = []
     col = 0
+    review = len(questions)
+
+    def select(index: int) -> fs.Command:
+        return fs.SelectTab(state.review_tab if index == review else index)
+
+    # The counts of hidden tabs read as arrows: a click on one shows the nearest hidden tab.
     if first > 0:
         more = f"‹ +{first} "
         fragments.append((MUTED, more))
+        targets.append(
+            Target("tab", ("tab", first - 1, 1), 0, 1, 0, cells(more), select(first - 1))
+        )
         col += cells(more)
-    review = len(questions)
     for index in range(first, last):
         if index > first:
             fragments.append((TEXT, " "))
@@ -88,17 +96,18 @@ def _tab_bar(state: fs.FormState, width: int, all_answered: bool) -> Block:
         style = TAB_ACTIVE if active else TAB
         if index == review:
             fragments.append((style, review_text))
-            command: fs.Command = fs.SelectTab(state.review_tab)
         else:
             mark, mark_style = _tab_mark(state, index)
             fragments.extend(
                 [(style, " "), (style if active else mark_style, mark), (style, labels[index][0])]
             )
-            command = fs.SelectTab(index)
-        targets.append(Target("tab", ("tab", index, 0), 0, 1, col, col + widths[index], command))
+        span = (col, col + widths[index])
+        targets.append(Target("tab", ("tab", index, 0), 0, 1, *span, select(index)))
         col += widths[index]
     if last < len(widths):
-        fragments.append((MUTED, f" +{len(widths) - last} ›"))
+        more = f" +{len(widths) - last} ›"
+        fragments.append((MUTED, more))
+        targets.append(Target("tab", ("tab", last, 1), 0, 1, col, col + cells(more), select(last)))
     return Block(lines=[merge_segments(fragments)], targets=targets)
 
 
