@@ -766,6 +766,11 @@
       loadMain(null, skip);
     } else {
       refreshQueue();
+      if (id) {
+        const more = form().querySelector(".more-waiting");
+        more.firstElementChild.textContent = digest.behind + " more waiting";
+        more.hidden = !digest.behind;
+      }
       const mine = digest.forms.filter(function (f) { return f.id === id; })[0];
       if (mine) {
         const f = form();

@@ -1,0 +1,96 @@
+"""A team desk's page in a real browser (Chromium through Selenium) while the team works
+around it, on a real PostgreSQL: forms arriving and leaving at other desks, the store slow or
+away under a Submit, the desk's notices. What the page says must follow without a reload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+import trio
+
+from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.desk.web.testing import browser_missing
+from pi_agent_ask.store.db import Refused, Store
+from pi_agent_ask.store.run import TeamDesk
+from tests.store_support import (  # noqa: F401
+    YES,
+    Cluster,
+    ask,
+    desk_url,
+    pg_cluster,
+    store_db,
+    team_desk,
+)
+from tests.test_web_browser import (  # noqa: F401
+    browser,
+    form_shown,
+    run,
+    sign_in,
+    wait_until,
+)
+
+MISSING = browser_missing()
+pytestmark = [
+    *(pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS),
+    pytest.mark.skipif(MISSING is not None, reason=MISSING or ""),
+    pytest.mark.e2e,
+]
+
+
+async def _ask(desk: TeamDesk, agent: str, call: str, label: str) -> str:
+    request_id, _bg, _state = await desk.store.run(
+        Store.ask, desk.store.store, agent, call, ask(label, background=True), background=True
+    )
+    return request_id
+
+
+def more_waiting(driver: Any) -> str:
+    """The form's "N more waiting", as shown ("" when hidden)."""
+    found = driver.find_elements("css selector", "#ask-form .more-waiting")
+    if not found or found[0].get_attribute("hidden") is not None:
+        return ""
+    return str(found[0].text)
+
+
+def form_label(driver: Any) -> str:
+    return str(driver.find_element("css selector", "#ask-form legend").text)
+
+
+async def test_more_waiting_follows_forms_arriving_and_leaving_without_a_reload(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    browser: Any,  # noqa: F811
+) -> None:
+    """Ann's page shows one form; forms asked meanwhile, answered or cancelled at bob's desk
+    or removed from the store change its "N more waiting" as they happen (it kept the count
+    of when the form was loaded until a reload)."""
+    with trio.fail_after(120):
+        async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
+            await _ask(ann, "alpha", "c1", "First")
+            await ann.board.wait_for(lambda rows: len(rows) == 1)
+            url = ann.web.login_url()
+
+            def opened() -> str:
+                sign_in(browser, url)
+                wait_until(browser, form_shown)
+                return more_waiting(browser)
+
+            assert await run(opened) == ""
+            second = await _ask(ann, "beta", "c1", "Second")
+            third = await _ask(ann, "gamma", "c1", "Third")
+            await run(lambda: wait_until(browser, lambda d: more_waiting(d) == "2 more waiting"))
+            await bob.board.wait_for(lambda rows: len(rows) == 3)
+            assert not isinstance(await bob.board.answer(second, YES), Refused)
+            await run(lambda: wait_until(browser, lambda d: more_waiting(d) == "1 more waiting"))
+            fourth = await _ask(ann, "delta", "c1", "Fourth")
+            await run(lambda: wait_until(browser, lambda d: more_waiting(d) == "2 more waiting"))
+            assert not isinstance(await bob.board.answer(third, {"kind": "cancel"}), Refused)
+            await run(lambda: wait_until(browser, lambda d: more_waiting(d) == "1 more waiting"))
+            with psycopg.connect(pg_cluster.url(store_db), autocommit=True) as conn:
+                conn.execute("DELETE FROM pi_agent_ask.requests WHERE request_id = %s", (fourth,))
+                conn.execute("NOTIFY pi_agent_ask, 'b'")
+            await run(lambda: wait_until(browser, lambda d: more_waiting(d) == ""))
+            assert await run(lambda: form_label(browser)) == "1. First"
