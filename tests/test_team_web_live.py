@@ -94,3 +94,71 @@ async def test_more_waiting_follows_forms_arriving_and_leaving_without_a_reload(
                 conn.execute("NOTIFY pi_agent_ask, 'b'")
             await run(lambda: wait_until(browser, lambda d: more_waiting(d) == ""))
             assert await run(lambda: form_label(browser)) == "1. First"
+
+
+def alert(driver: Any) -> str:
+    """What the page says beside the form's buttons."""
+    return str(driver.find_element("css selector", "#form-errors").text)
+
+
+async def test_a_submit_waiting_on_the_store_says_it_is_sending_and_keeps_the_text(
+    pg_cluster: Cluster,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    browser: Any,  # noqa: F811
+) -> None:
+    """Submit while PostgreSQL is away: the page says at once that it is sending (it showed
+    nothing, and took no second click), then, the store still away, that the desk has not
+    answered yet, as a desk of files' page does on a link that holds the request; the
+    answer and the note typed stay on the page, and once the store is back the answer is
+    recorded and the form leaves."""
+    with trio.fail_after(150):
+        async with team_desk(desk_url, "ann") as ann:
+            request_id = await _ask(ann, "alpha", "c1", "Ship")
+            await ann.board.wait_for(lambda rows: len(rows) == 1)
+            url = ann.web.login_url()
+
+            def reviewed() -> None:
+                sign_in(browser, url)
+                wait_until(browser, form_shown)
+                browser.find_element("css selector", "#ask-form textarea.note").send_keys("ok")
+                browser.find_element("css selector", "#ask-form input.choice").click()
+                browser.find_element("css selector", "#submit").click()
+                wait_until(browser, lambda d: d.find_element("id", "review").is_displayed())
+
+            await run(reviewed)
+            # The page's draft is in the store (its claim, its note) before the store goes.
+            await ann.board.wait_for(
+                lambda rows: bool(rows) and "ok" in str(rows[0].draft) and rows[0].claim_live
+            )
+            await run(pg_cluster.stop)
+            stopped = True
+            try:
+
+                def sent() -> tuple[str, str, str]:
+                    browser.find_element("css selector", "#submit").click()
+                    first = wait_until(browser, lambda d: alert(d))
+                    slow = wait_until(browser, lambda d: "not answered yet" in alert(d), 15)
+                    assert slow
+                    note = browser.find_element("css selector", "#ask-form textarea.note")
+                    return first, alert(browser), str(note.get_attribute("value"))
+
+                first, slowly, note = await run(sent)
+                assert first == "Sending…", first
+                assert slowly.startswith("Sending… the desk has not answered yet"), slowly
+                assert "everything you entered stays here" in slowly
+                assert note == "ok"
+                await run(pg_cluster.start)
+                stopped = False
+            finally:
+                if stopped:
+                    await run(pg_cluster.start)
+            said = await run(
+                lambda: wait_until(
+                    browser,
+                    lambda d: not form_shown(d) and d.find_element("id", "status").text,
+                    60,
+                )
+            )
+            assert said == "Sent to the agent.", said
+            (outcome,) = await ann.store.run(Store.outcomes, ann.store.store, [request_id])
+            assert outcome["answered_by"] == "ann"

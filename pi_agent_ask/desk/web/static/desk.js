@@ -18,7 +18,10 @@
   let saveTimer = null;
   // The id of a form this page itself just sent away, until the page shows what follows.
   let leaving = null;
-  let sending = false; // a Submit is on its way: a second click waits for the first
+  let sending = false; // a Submit or a Cancel is on its way: a second click waits for the first
+  // What the page says beside the buttons while it is on its way (said again should the form
+  // be reloaded meanwhile), ``null`` once it is answered.
+  let sendingSaid = null;
   // The form this page's answer or cancellation went to, and which showing of it (the live
   // stream's ``shown``): listed again under another showing, it was not recorded (writing the
   // agent's journal failed) and the form is back. { id, shown, text }: ``text`` says so.
@@ -29,8 +32,13 @@
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
   const SLOW = 5000;
+  const SENDING = "Sending…";
   const SLOW_SUBMIT = "Sending… the desk has not answered yet (the network is slow or holds " +
     "the request). This page waits for its answer and says what it is; everything you " +
+    "entered stays here.";
+  const CANCELLING = "Cancelling…";
+  const SLOW_CANCEL = "Cancelling… the desk has not answered yet (the network is slow or " +
+    "holds the request). This page waits for its answer and says what it is; everything you " +
     "entered stays here.";
   const CANCEL_NOT_RECORDED = "Your Cancel was not recorded (the desk could not write it to " +
     "the agent's journal), so the question is not cancelled: the form is back with your " +
@@ -326,15 +334,9 @@
     clearTimeout(saveTimer);
     saveTimer = null;
     leaving = id;
-    sending = true;
-    // A link that holds the request (a phone in a tunnel) leaves Submit waiting: said in
-    // words after a while, where the page otherwise showed nothing and took no second click.
-    const slow = setTimeout(function () {
-      if (sending && formId() === id) answerButton(SLOW_SUBMIT);
-    }, SLOW);
+    const done = onItsWay(id, SENDING, SLOW_SUBMIT);
     const result = await post("/api/submit", { form: id, drafts: drafts() });
-    clearTimeout(slow);
-    sending = false;
+    done();
     if (result.status === 200) {
       unsaved = null;
       say("Sent to the agent.");
@@ -348,7 +350,27 @@
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(refusal(result, "The answer was not accepted."));
   }
+  // Submit or Cancel on its way: said at once beside the buttons, and in more words once the
+  // desk has not answered for a while (a link that holds the request, a phone in a tunnel,
+  // a team desk waiting for its store), where the page otherwise showed nothing and took no
+  // second click. The returned function ends it, clearing the words if no answer replaced them.
+  function onItsWay(id, now, slowly) {
+    sending = true;
+    sendingSaid = now;
+    answerButton(now);
+    const slow = setTimeout(function () {
+      if (sending && formId() === id) { sendingSaid = slowly; answerButton(slowly); }
+    }, SLOW);
+    return function () {
+      clearTimeout(slow);
+      const box = document.getElementById("form-errors");
+      if (box && box.textContent === sendingSaid) box.textContent = "";
+      sending = false;
+      sendingSaid = null;
+    };
+  }
   async function cancelForm() {
+    if (sending) return; // sent already: a second click waits for the first
     if (dirty() && !cancelArmed) {
       cancelArmed = true;
       answerButton("Press Cancel again to discard these answers and cancel the question.");
@@ -356,7 +378,9 @@
     }
     const id = formId();
     leaving = id;
+    const done = onItsWay(id, CANCELLING, SLOW_CANCEL);
     const result = await post("/api/cancel", { form: id });
+    done();
     if (result.status === 200) {
       say("Cancelled.");
       sent = { id: id, shown: result.data.shown, text: CANCEL_NOT_RECORDED };
@@ -415,6 +439,7 @@
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
     agreed();
+    if (sendingSaid !== null && formId() === leaving) showError(sendingSaid); // still on its way
     // Another form in the place of the one shown: what the status line says of it (answered
     // elsewhere, sent) is brought on screen, where a person scrolled down a long form on a
     // phone would otherwise read another form with no word.
