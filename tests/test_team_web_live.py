@@ -162,3 +162,86 @@ async def test_a_submit_waiting_on_the_store_says_it_is_sending_and_keeps_the_te
             assert said == "Sent to the agent.", said
             (outcome,) = await ann.store.run(Store.outcomes, ann.store.store, [request_id])
             assert outcome["answered_by"] == "ann"
+
+
+def desk_notice(driver: Any) -> str:
+    """The desk's notice above the form, as shown ("" when hidden)."""
+    box = driver.find_element("id", "desk-notice")
+    return "" if box.get_attribute("hidden") is not None else str(box.text)
+
+
+def _new_sessions_read_only(conninfo: str, db: str, read_only: bool) -> None:
+    """The database read-only, or writable again, for its next sessions (as a standby is
+    during a failover), and the desk's pooled sessions ended so that it takes new ones (its
+    listener's is left: it only listens)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        setting = "SET default_transaction_read_only = on" if read_only else "RESET ALL"
+        conn.execute(f'ALTER DATABASE "{db}" {setting}')
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
+            " AND pid <> pg_backend_pid() AND query NOT LIKE 'LISTEN%%'",
+            (db,),
+        )
+
+
+async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_end_it(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    browser: Any,  # noqa: F811
+) -> None:
+    """The store refuses the desk's writes (read-only, as a standby during a failover): the
+    page says so above the form, as a desk of files shows its notices, keeps what was typed,
+    and the desk carries on (it ended, with an internal error, at the first refused write);
+    writable again, the text is saved. PostgreSQL stopped and started: the page says the
+    store is away, then back (only the terminal said it)."""
+    admin = pg_cluster.url()  # another database: the store's own may be read-only
+    with trio.fail_after(150):
+        async with team_desk(desk_url, "ann") as ann:
+            request_id = await _ask(ann, "alpha", "c1", "Ship")
+            await ann.board.wait_for(lambda rows: len(rows) == 1)
+            url = ann.web.login_url()
+            await run(lambda: (sign_in(browser, url), wait_until(browser, form_shown)))
+            _new_sessions_read_only(admin, store_db, True)
+            try:
+
+                def typed() -> tuple[str, str]:
+                    note = browser.find_element("css selector", "#ask-form textarea.note")
+                    note.send_keys("typed while read-only")
+                    said = wait_until(browser, lambda d: "refused" in desk_notice(d) and alert(d))
+                    return desk_notice(browser), str(said)
+
+                notice, refusal = await run(typed)
+            finally:
+                _new_sessions_read_only(admin, store_db, False)
+            assert "The team's store refused this desk's write" in notice, notice
+            assert "read-only transaction" in notice
+            assert "What you typed stays on this page" in refusal, refusal
+
+            def typed_again() -> None:
+                note = browser.find_element("css selector", "#ask-form textarea.note")
+                assert note.get_attribute("value") == "typed while read-only"
+                note.send_keys(", then saved")
+
+            await run(typed_again)
+            rows = await ann.board.wait_for(
+                lambda rows: bool(rows) and "then saved" in str(rows[0].draft)
+            )
+            assert rows[0].request_id == request_id and rows[0].claimed_by == "ann"
+
+            await run(pg_cluster.stop)
+            try:
+                away = await run(
+                    lambda: wait_until(
+                        browser, lambda d: "cannot be reached" in (t := desk_notice(d)) and t, 20
+                    )
+                )
+            finally:
+                await run(pg_cluster.start)
+            assert away.startswith("Desk notice, "), away
+            assert "The team's store cannot be reached (PostgreSQL is away" in away
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: "The team's store is back." in desk_notice(d), 20
+                )
+            )

@@ -30,8 +30,9 @@ from pi_agent_ask.form.types import Draft
 from pi_agent_ask.form.validate import params_from_saved
 from pi_agent_ask.store.board import TeamBoard
 from pi_agent_ask.store.db import Claim, FormRow, Refused
+from pi_agent_ask.store.wakes import Wakes
 
-__all__ = ["answer_on_terminal", "blocks", "draft_json", "form_of"]
+__all__ = ["answer_on_terminal", "blocks", "draft_json", "form_of", "say_the_store_s_reach"]
 
 
 def draft_json(state: fs.FormState) -> dict[str, Any]:
@@ -139,18 +140,17 @@ async def answer_on_terminal(
         counts()
 
     team.on_change = changed
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_say_the_store_s_reach, team, notice)
-        await _one_form_after_another(team, board, notice, settings, hint)
+    await _one_form_after_another(team, board, notice, settings, hint)
 
 
-async def _say_the_store_s_reach(team: TeamBoard, notice: Any) -> None:
-    """Say when the store goes away and when it is back: while it is away, a form put back
-    leaves an empty screen and drafts wait, which would otherwise look like nothing waits."""
+async def say_the_store_s_reach(wakes: Wakes, notice: Callable[[Brief | str], None]) -> None:
+    """Say when the store goes away and when it is back, as the desk's notices (its terminal's
+    status line, its page): while it is away, a form put back leaves an empty screen and
+    drafts wait, which would otherwise look like nothing waits."""
     while True:
-        reach = team.wakes.reach()
+        reach = wakes.reach()
         await reach.wait()
-        notice(Brief(STORE_AWAY, STORE_AWAY_SHORT) if team.wakes.away else STORE_BACK)
+        notice(Brief(STORE_AWAY, STORE_AWAY_SHORT) if wakes.away else STORE_BACK)
 
 
 async def _one_form_after_another(
@@ -169,6 +169,12 @@ async def _one_form_after_another(
             later.clear()
         claim = await team.open(first[0].request_id)
         if not isinstance(claim, Claim):
+            if claim.reason == "unavailable":
+                # The store did not take the claim (away, or refusing writes: a desk notice
+                # says which): again when the board changes or after a heartbeat's while,
+                # not at once over and over.
+                with trio.move_on_after(team.heartbeat):
+                    await team.next_change()
             await team.refresh()
             continue
         outcome = await _show(team, board, claim, settings, notice)
