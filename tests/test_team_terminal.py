@@ -540,3 +540,31 @@ async def test_the_status_line_says_when_the_store_is_away_and_when_it_is_back(
             finally:
                 pg_cluster.start()
             await term.wait_for(said("The team's store is back."))
+
+
+async def test_text_typed_in_an_open_editor_is_saved_as_it_is_typed(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Ann types her own answer and has not closed the editor when her desk dies: the store
+    has what she typed, so the form comes back with it, and bob's desk shows it as it is
+    typed (the store's draft had it only once the editor closed: a desk killed mid-sentence
+    lost the sentence)."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            pipe.send_text("3")  # Type your own: the editor opens
+            pipe.send_text("after the audit")
+            await term.wait_for("after the audit")
+            (row,) = await bob.board.wait_for(
+                lambda rows: bool(rows) and "after the audit" in str(rows[0].draft)
+            )
+            (draft,) = row.draft["drafts"]
+            assert draft["customText"] == "after the audit", draft

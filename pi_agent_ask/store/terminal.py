@@ -36,6 +36,12 @@ __all__ = ["answer_on_terminal", "blocks", "draft_json", "form_of", "say_the_sto
 
 
 def draft_json(state: fs.FormState) -> dict[str, Any]:
+    """``state``'s drafts as the store keeps them, with the text of an editor still open as
+    closing it would keep it: a desk that dies mid-sentence hands the form back with what was
+    typed, and the other desks show it as it is typed (the drafts alone had it only once the
+    editor closed)."""
+    if state.editor is not None:
+        state, _effects = fs.reduce(state, fs.EditorClose())
     return {"drafts": [draft.to_json() for draft in state.drafts]}
 
 
