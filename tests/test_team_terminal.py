@@ -568,3 +568,34 @@ async def test_text_typed_in_an_open_editor_is_saved_as_it_is_typed(
             )
             (draft,) = row.draft["drafts"]
             assert draft["customText"] == "after the audit", draft
+
+
+async def test_on_a_short_screen_a_person_on_two_forms_is_named_once(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """At 40x12 the status line names only the people on the other desks' forms: bob, on two
+    forms (his page and his terminal, say), is named once, with how many ("bob, bob")."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            for agent in ("alpha", "beta", "gamma"):
+                await desk.store.run(
+                    Store.ask, desk.store.store, agent, "c1", ask(agent.title()), background=True
+                )
+            await term.wait_for("Question Alpha?")
+            await desk.board.wait_for(lambda rows: len(rows) == 3)
+            for agent in ("beta", "gamma"):
+                (row,) = [r for r in desk.board.snapshot() if r.agent_key == agent]
+                claim = await desk.store.run(
+                    functools.partial(
+                        Store.claim,
+                        desk.store.store,
+                        row.request_id,
+                        desk="bob-laptop:4711:ab12",
+                        person="bob",
+                        lease=60,
+                    )
+                )
+                assert isinstance(claim, Claim)
+            await term.wait_for(lambda t: t.rows()[-1].strip() == "Other desks: bob on 2 forms")

@@ -95,10 +95,15 @@ def _others(team: TeamBoard) -> Listing | None:
     if not busy:
         return None
     forms = f"{len(busy)} form{'s' if len(busy) > 1 else ''}"
+    # In fewer words, each person once ("bob, bob" read as a stutter): with how many forms
+    # when more than one (their page and their terminal, or a desk of theirs that died).
+    people: dict[str, int] = {}
+    for row in busy:
+        people[str(row.claimed_by)] = people.get(str(row.claimed_by), 0) + 1
     return Listing(
         "Other desks: ",
         tuple(f"{row.claimed_by} on {row.agent_key}'s form" for row in busy),
-        tuple(f"{row.claimed_by}" for row in busy),
+        tuple(person if n == 1 else f"{person} on {n} forms" for person, n in people.items()),
         f"Other desks: on {forms}",
     )
 
