@@ -599,3 +599,43 @@ async def test_on_a_short_screen_a_person_on_two_forms_is_named_once(
                 )
                 assert isinstance(claim, Claim)
             await term.wait_for(lambda t: t.rows()[-1].strip() == "Other desks: bob on 2 forms")
+
+
+async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
+    pg_cluster: Cluster,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """PostgreSQL stops as ann submits on her terminal: the form leaves the screen ("No
+    questions waiting.") while the answer waits for the store, and the status line says it
+    is on its way (it said only that the store was away, which read as the answer gone);
+    once the store is back the answer is recorded, and the status line says so."""
+    term = VirtualTerminal(110, 30)
+
+    def said(text: str) -> Callable[[VirtualTerminal], bool]:
+        return lambda t: text in " ".join(row.strip() for row in t.rows()[-3:])
+
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            pipe.send_text("1")
+            await term.wait_for("Review your answers")
+            pipe.send_text("1")
+            await term.wait_for("again")
+            await trio.to_thread.run_sync(pg_cluster.stop)
+            stopped = True
+            try:
+                pipe.send_text("1")
+                await term.wait_for("No questions waiting")
+                await term.wait_for(said("Sending your answer to “Deploy”…"))
+                await trio.to_thread.run_sync(pg_cluster.start)
+                stopped = False
+            finally:
+                if stopped:
+                    await trio.to_thread.run_sync(pg_cluster.start)
+            await term.wait_for(said("Your answer to “Deploy” is recorded."))
+            (outcome,) = await desk.store.run(Store.outcomes, desk.store.store, [request_id])
+            assert outcome["answered_by"] == "ann"

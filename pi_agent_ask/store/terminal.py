@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import trio
@@ -29,7 +29,7 @@ from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.form.validate import params_from_saved
 from pi_agent_ask.store.board import TeamBoard
-from pi_agent_ask.store.db import Claim, FormRow, Refused
+from pi_agent_ask.store.db import Claim, FormRow, Refused, Submitted
 from pi_agent_ask.store.wakes import Wakes
 
 __all__ = ["answer_on_terminal", "blocks", "draft_json", "form_of", "say_the_store_s_reach"]
@@ -61,6 +61,8 @@ def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | No
     return state
 
 
+SLOW: Final = 5.0
+"""Seconds an answer waits for the store before the status line says it is on its way."""
 NO_OTHERS = "Other desks: no one is on a form."
 STORE_AWAY = (
     "The team's store cannot be reached (PostgreSQL is away or restarting): what you type is "
@@ -229,13 +231,44 @@ async def _show(
             cancelled=final.outcome.cancelled,
             request_id=request_id,
         )
-        done = await team.submit(request_id, result.to_details())
+        done = await _submit(team, request_id, result.to_details(), _title(claim.row), notice)
         if isinstance(done, Refused) and done.reason == "unavailable":
             # Nothing reached the store: the form comes back as it was answered, to send again.
             notice(done.message)
             state = attrs.evolve(final, outcome=None)
             continue
         return done if isinstance(done, Refused) else None
+
+
+async def _submit(
+    team: TeamBoard, request_id: str, result: dict[str, Any], title: str, notice: Any
+) -> Submitted | Refused:
+    """Record the answer, saying so when the store is slow to take it (away, restarting):
+    the form has left the screen by then, and the next form, or "No questions waiting.",
+    read as an answer gone without a word. Said after :data:`SLOW` seconds, as the page
+    says a Submit it sent is still on its way."""
+    slow = False
+
+    async def tell() -> None:
+        nonlocal slow
+        await trio.sleep(SLOW)
+        slow = True
+        notice(
+            Brief(
+                f"Sending your answer to “{title}”… the team's store has not answered yet: "
+                "it is recorded once the store takes it, or the form comes back here to send "
+                "again.",
+                f"Sending “{title}”…",
+            )
+        )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell)
+        done = await team.submit(request_id, result)
+        nursery.cancel_scope.cancel()
+    if slow and isinstance(done, Submitted):
+        notice(Brief(f"Your answer to “{title}” is recorded.", f"“{title}” answered."))
+    return done
 
 
 async def _save_drafts(
