@@ -245,3 +245,45 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
                     browser, lambda d: "The team's store is back." in desk_notice(d), 20
                 )
             )
+
+
+async def test_text_typed_offline_on_a_form_another_desk_took_meanwhile_says_who_holds_it(
+    desk_url: str,  # noqa: F811
+    browser: Any,  # noqa: F811
+) -> None:
+    """Ann types on her page with the network gone, and bob's desk takes the form meanwhile:
+    with the network back the page says bob is on it and that her text waits for the form
+    to be free (it kept saying the desk could not be reached), and saves it once he lets it
+    go."""
+    from tests.test_web_browser import offline
+
+    with trio.fail_after(120):
+        async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
+            request_id = await _ask(ann, "alpha", "c1", "Ship")
+            await ann.board.wait_for(lambda rows: len(rows) == 1)
+            url = ann.web.login_url()
+            await run(lambda: (sign_in(browser, url), wait_until(browser, form_shown)))
+
+            def typed_offline() -> None:
+                offline(browser, True)
+                note = browser.find_element("css selector", "#ask-form textarea.note")
+                note.send_keys("ann: offline")
+                wait_until(browser, lambda d: "could not be reached" in alert(d))
+
+            try:
+                await run(typed_offline)
+                await bob.board.wait_for(lambda rows: len(rows) == 1)
+                assert not isinstance(await bob.board.open(request_id), Refused)
+            finally:
+                await run(lambda: offline(browser, False))
+            said = await run(
+                lambda: wait_until(
+                    browser, lambda d: "bob is answering" in (t := alert(d)) and t, 30
+                )
+            )
+            assert "saved as soon as the form is free" in said, said
+            await bob.board.close(request_id)
+            rows = await ann.board.wait_for(
+                lambda rows: bool(rows) and "ann: offline" in str(rows[0].draft)
+            )
+            assert rows[0].claimed_by == "ann"

@@ -805,6 +805,12 @@
         held.textContent = mine.held || "";
         held.hidden = !mine.held;
         if (unsaved === id && unsavedWhy !== "refused" && !mine.held && !saving) saveNow(); // free now: claim it, keep the text
+        else if (unsaved === id && unsavedWhy === "lost" && mine.held) {
+          // Back (the network, a new sign-in) on a form another desk took meanwhile: the text
+          // waits for it to be free, and the page says so, not why it was lost.
+          unsavedWhy = "held";
+          heldElsewhere({ error: mine.held });
+        }
         else syncDrafts(mine.rev);
       }
     }
