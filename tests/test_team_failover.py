@@ -12,15 +12,18 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import Store
+from pi_agent_ask.store.db import Store, Submitted
+from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.store.testing import answering, desk_process
 from tests.store_support import (  # noqa: F401
+    YES,
     Cluster,
     agent,
     ask,
     desk_url,
     pg_cluster,
     store_db,
+    team_desk,
 )
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
@@ -128,3 +131,50 @@ async def test_a_desk_killed_and_postgresql_restarted_in_the_middle_lose_nothing
     finishing at all means they went on on desk two; a third of the way later, PostgreSQL
     restarts under both the desk and the people answering."""
     await run_team(pg_cluster, store_db, desk_url)
+
+
+async def test_a_foreground_ask_moved_off_a_desk_that_stopped_still_blocks_its_agent(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    """Ann's desk stops (Ctrl-Q, an upgrade) under an agent's foreground ask: it makes the
+    request a background one, as for a call its client cut, and the agent's forwarder sends
+    the call to bob's desk, where it waits on. Every desk shows the form as blocking its
+    agent again (it stayed a background form, offered for Later, its answer free for any
+    other call of the agent), and bob's answer is the call's result."""
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery, team_desk(desk_url, "bob") as bob:
+            ann_stopped = trio.Event()
+
+            async def ann_desk(task_status: trio.TaskStatus[TeamDesk]) -> None:
+                try:
+                    await run_team_desk(desk_url, person="ann", task_status=task_status)
+                finally:
+                    ann_stopped.set()
+
+            ann: TeamDesk = await nursery.start(ann_desk)
+            async with agent([ann.url, bob.url], token) as alpha:
+                results: list[Any] = []
+                returned = trio.Event()
+
+                async def call() -> None:
+                    results.append(await alpha.call_tool("ask_user", ask("Deploy")))
+                    returned.set()
+
+                nursery.start_soon(call)
+                (row,) = await bob.board.wait_for(lambda rows: len(rows) == 1)
+                assert not row.background
+                ann.cancel()
+                await ann_stopped.wait()
+                await bob.board.refresh()  # what the store says now, ann's change included
+                (row,) = await bob.board.wait_for(
+                    lambda rows: len(rows) == 1 and not rows[0].background
+                )
+                done = await bob.board.answer(row.request_id, YES)
+                assert isinstance(done, Submitted), done
+                await returned.wait()
+            (result,) = results
+            assert not result.is_error, result
+            assert result.structured_content["answers"]["q"]["values"] == ["yes"]

@@ -498,6 +498,24 @@ class Store:
             )
             if cursor.rowcount:
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+                # The agent's calls are woken too: the same call sent again to another desk
+                # (its desk stopped, not its client) waits there, and makes it foreground
+                # again (``to_foreground``), whichever of the two came first.
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, OUTCOME_NOTE + agent))
+
+    def to_foreground(self, agent: str, request_id: str) -> None:
+        """A foreground ask's call waits for its answer (again), though the request was made a
+        background one meanwhile: a desk that stopped under the call made it so, and the
+        forwarder sent the call, with the same call key, to another desk. Every desk's board
+        is woken: the form blocks its agent again, and its answer goes to this call."""
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            cursor = conn.execute(
+                f"UPDATE {SCHEMA}.requests SET background = false"
+                " WHERE request_id = %s AND background AND state = 'pending'",
+                (request_id,),
+            )
+            if cursor.rowcount:
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
 
     def history(self, agent: str, *, limit: int = 100) -> list[dict[str, Any]]:
         """The agent's answered requests, newest first: who answered, on which desk, when."""
