@@ -31,7 +31,7 @@ from pi_agent_ask.mcp_common.connection import new_token
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.http import TeamDeskApp, team_hook, team_mcp_server
-from pi_agent_ask.store.terminal import say_the_store_s_reach
+from pi_agent_ask.store.terminal import STORE_REFUSED_SHORT, say_the_store_s_reach
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 from pi_agent_ask.store.web import TeamPage, team_web_desk
 
@@ -120,7 +120,7 @@ async def run_team_desk(
             if not headless:
                 display = await _terminal(board, nursery, loaded, input, output)
             told = functools.partial(_told, page.board, display)
-            board.notice = told
+            board.notice = lambda text: told(Brief(text, STORE_REFUSED_SHORT))
             nursery.start_soon(say_the_store_s_reach, wakes, told)
             server = team_mcp_server(
                 shared,

@@ -32,7 +32,14 @@ from pi_agent_ask.store.board import TeamBoard
 from pi_agent_ask.store.db import Claim, FormRow, Refused, Submitted
 from pi_agent_ask.store.wakes import Wakes
 
-__all__ = ["answer_on_terminal", "blocks", "draft_json", "form_of", "say_the_store_s_reach"]
+__all__ = [
+    "STORE_REFUSED_SHORT",
+    "answer_on_terminal",
+    "blocks",
+    "draft_json",
+    "form_of",
+    "say_the_store_s_reach",
+]
 
 
 def draft_json(state: fs.FormState) -> dict[str, Any]:
@@ -69,6 +76,8 @@ STORE_AWAY = (
     "kept here and saved once it is back; the forms waiting show again then."
 )
 STORE_AWAY_SHORT = "Store away: what you type is kept."
+STORE_REFUSED_SHORT = "Store refused a write: text kept."
+"""A refusal of the store (``TeamBoard.notice``) on a short screen's one status row."""
 STORE_BACK = "The team's store is back."
 
 
@@ -234,7 +243,7 @@ async def _show(
         done = await _submit(team, request_id, result.to_details(), _title(claim.row), notice)
         if isinstance(done, Refused) and done.reason == "unavailable":
             # Nothing reached the store: the form comes back as it was answered, to send again.
-            notice(done.message)
+            notice(Brief(done.message, "Not sent: the store did not take it."))
             state = attrs.evolve(final, outcome=None)
             continue
         return done if isinstance(done, Refused) else None
@@ -283,8 +292,10 @@ async def _save_drafts(
             while True:
                 changed = drafts.receive_nowait()
         saved = await team.save_draft(request_id, draft_json(changed))
-        if isinstance(saved, Refused):
-            notice(saved.message)  # text the store cannot keep, or the store away
+        if isinstance(saved, Refused) and saved.reason != "unavailable":
+            # Text the store cannot keep. The store away or refusing writes is the desk's
+            # notice already (``say_the_store_s_reach``, ``TeamBoard.notice``).
+            notice(saved.message)
         if saved is not False:
             continue
         # The claim is gone (it ran out while this desk stalled or the store was away, and
