@@ -4,14 +4,17 @@ PostgreSQL restarted in the middle. Nothing is lost and nothing is delivered twi
 
 from __future__ import annotations
 
+import os
 import signal
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.mcp_common.connection import DESK_FILE_ENV
 from pi_agent_ask.store.db import Store, Submitted
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.store.testing import answering, desk_process
@@ -64,6 +67,7 @@ async def run_team(
     pg_cluster: Cluster,  # noqa: F811
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     admin = pg_cluster.url(store_db)
     tokens = [Store.new_token(admin, f"agent-{i}") for i in range(AGENTS)]
@@ -83,8 +87,11 @@ async def run_team(
             two_thirds.set()
 
     with trio.fail_after(240):
-        first, url1 = await desk_process(desk_url, "desk-one")
-        second, url2 = await desk_process(desk_url, "desk-two")
+        # Their sign-in files in the test's folder: by default one replaced, then removed, the
+        # one of a desk the person at this machine runs (``desk login-url``: no desk running).
+        files = [{**os.environ, DESK_FILE_ENV: str(tmp_path / f"{n}.json")} for n in (1, 2)]
+        first, url1 = await desk_process(desk_url, "desk-one", env=files[0])
+        second, url2 = await desk_process(desk_url, "desk-two", env=files[1])
         try:
             async with (
                 answering(desk_url, "ann", on_answer=answered.append),
@@ -126,11 +133,12 @@ async def test_a_desk_killed_and_postgresql_restarted_in_the_middle_lose_nothing
     pg_cluster: Cluster,  # noqa: F811
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     """Each of the 10 agents that started on desk one has calls left when it is killed, so
     finishing at all means they went on on desk two; a third of the way later, PostgreSQL
     restarts under both the desk and the people answering."""
-    await run_team(pg_cluster, store_db, desk_url)
+    await run_team(pg_cluster, store_db, desk_url, tmp_path)
 
 
 async def test_a_foreground_ask_moved_off_a_desk_that_stopped_still_blocks_its_agent(
