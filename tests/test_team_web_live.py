@@ -287,3 +287,48 @@ async def test_text_typed_offline_on_a_form_another_desk_took_meanwhile_says_who
                 lambda rows: bool(rows) and "ann: offline" in str(rows[0].draft)
             )
             assert rows[0].claimed_by == "ann"
+
+
+async def test_later_shows_the_next_form_and_the_form_put_back_comes_last(
+    desk_url: str,  # noqa: F811
+    browser: Any,  # noqa: F811
+) -> None:
+    """Later on the page puts the form back for every desk and shows the next one, the form
+    put back coming after the others, as Esc on the terminal does (the page said "Saved for
+    later" and went on showing the same form); alone in line, it comes back."""
+    with trio.fail_after(120):
+        async with team_desk(desk_url, "ann") as ann:
+            await _ask(ann, "alpha", "c1", "First")
+            await _ask(ann, "beta", "c1", "Second")
+            await ann.board.wait_for(lambda rows: len(rows) == 2)
+            url = ann.web.login_url()
+
+            def later() -> tuple[str, str]:
+                before = form_label(browser)
+                browser.find_element("id", "later").click()
+                wait_until(browser, lambda d: form_label(d) != before)
+                status = browser.find_element("id", "status").text
+                return form_label(browser), str(status)
+
+            await run(lambda: (sign_in(browser, url), wait_until(browser, form_shown)))
+            assert await run(lambda: form_label(browser)) == "1. First"
+            shown, status = await run(later)
+            assert shown == "1. Second", shown
+            assert status.startswith("Saved for later"), status
+            shown, _status = await run(later)
+            assert shown == "1. First", shown  # behind the second, put back later
+            (first,) = [r for r in ann.board.snapshot() if r.agent_key == "alpha"]
+            assert not first.claim_live  # put back for every desk
+            (second,) = [r for r in ann.board.snapshot() if r.agent_key == "beta"]
+            assert not isinstance(await ann.board.answer(second.request_id, YES), Refused)
+            await ann.board.wait_for(lambda rows: len(rows) == 1)
+
+            def alone() -> str:
+                browser.find_element("id", "later").click()
+                wait_until(
+                    browser, lambda d: "Saved for later" in d.find_element("id", "status").text
+                )
+                wait_until(browser, lambda d: form_shown(d) and form_label(d) == "1. First")
+                return form_label(browser)
+
+            assert await run(alone) == "1. First"
