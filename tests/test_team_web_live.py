@@ -1,6 +1,7 @@
 """A team desk's page in a real browser (Chromium through Selenium) while the team works
-around it, on a real PostgreSQL: forms arriving and leaving at other desks, the store slow or
-away under a Submit, the desk's notices. What the page says must follow without a reload."""
+around it, on a real PostgreSQL: forms arriving and leaving at other desks, the store slow,
+away or refusing writes under the page, the desk's notices, Later, text typed offline on a
+form another desk takes meanwhile. What the page says must follow without a reload."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tests.store_support import (  # noqa: F401
 from tests.test_web_browser import (  # noqa: F401
     browser,
     form_shown,
+    offline,
     run,
     sign_in,
     wait_until,
@@ -255,8 +257,6 @@ async def test_text_typed_offline_on_a_form_another_desk_took_meanwhile_says_who
     with the network back the page says bob is on it and that her text waits for the form
     to be free (it kept saying the desk could not be reached), and saves it once he lets it
     go."""
-    from tests.test_web_browser import offline
-
     with trio.fail_after(120):
         async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
             request_id = await _ask(ann, "alpha", "c1", "Ship")

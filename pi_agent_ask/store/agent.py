@@ -203,7 +203,7 @@ class StoreAgentTools:
         nul = _nul_at(saved)
         if nul is not None:
             return error_result(NUL_TEXT.format(path=nul))
-        request_id, made_background, _state = await self.store.run(
+        request_id, _background, _state = await self.store.run(
             Store.ask,
             self.store.store,
             self.key,
@@ -221,9 +221,7 @@ class StoreAgentTools:
         finished = False
         try:
             async with progress_ticks(report_progress, self.progress_interval):
-                result = await self._own_answer(
-                    request_id, call_key + OWN_SUFFIX, params, made_background
-                )
+                result = await self._own_answer(request_id, call_key + OWN_SUFFIX, params)
             finished = True
             return result
         finally:
@@ -234,25 +232,21 @@ class StoreAgentTools:
                     )
 
     async def _own_answer(
-        self, request_id: str, own_key: str, params: AskParams, background: bool
+        self, request_id: str, own_key: str, params: AskParams
     ) -> types.CallToolResult:
-        """Wait for the answer of this call's own request. ``background``: it may have been
-        made a background one (an earlier attempt of this call cut on a desk that stopped):
-        this call waits on it, so it is made foreground again, also after a wake (that
-        desk's change may come after this attempt began)."""
+        """Wait for the answer of this call's own request. While it waits, the request is
+        made foreground again if it was made a background one (an earlier attempt of this
+        call, on a desk that stopped under it), at the start and after each wake (that desk's
+        change, which wakes the agent's calls, may come after this attempt began)."""
         while True:
             woken = self.wakes.agent(self.key)
-            if background:
-                await self.store.run(Store.to_foreground, self.store.store, self.key, request_id)
             taken = await self.store.run(
                 Store.take, self.store.store, self.key, own_key, request_id=request_id
             )
             if taken:
                 result = AskResult.from_details(taken[0].result)
                 return call_tool_result(texts.tool_result(result, params=params))
-            state = await self.store.run(
-                Store.request_state, self.store.store, self.key, request_id
-            )
+            state = await self.store.run(Store.waited_on, self.store.store, self.key, request_id)
             if state == "done":
                 # Answered, and its answer already went out with another call of this agent.
                 taken = await self.store.run(
@@ -262,7 +256,6 @@ class StoreAgentTools:
                     continue
                 return error_result(ELSEWHERE_TEXT.format(request_id=request_id))
             await woken.wait()
-            background = True
 
     async def _wait(self, call_key: str) -> types.CallToolResult:
         """``wait_for_answers``, marked in the store while it waits (every desk shows the
