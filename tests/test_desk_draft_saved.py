@@ -51,7 +51,7 @@ async def test_a_draft_is_saved_only_once_written_and_a_failed_write_says_so(
                 failed = await draft("typed while the disk was full")
                 assert failed.status_code == 422, failed.text
                 assert failed.json() == {
-                    "code": "refused",
+                    "code": "unwritten",
                     "error": DRAFT_NOT_SAVED_TEXT.format(error="[Errno 28] disk full"),
                 }
                 assert gate.failed_types == ["ask:draft"]

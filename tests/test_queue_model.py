@@ -513,10 +513,13 @@ class QueueMachine(RuleBasedStateMachine):
         box = Box()
         cancelled = len(self.h.cancelled_forms)
         self.h.send(qs.Defer(reason, box))  # type: ignore[arg-type]
-        assert box.values == [None]
         if self.panel and not self._write():
             assert len(self.h.cancelled_forms) == cancelled  # nothing happened
+            # and the caller hears so, in words (the page's Later tells the person)
+            [said] = box.values
+            assert isinstance(said, str) and said.startswith("Not saved for later"), said
             return
+        assert box.values == [None]
         if self.panel:
             assert self.h.journal[-1] == ("ask:panel", {"visible": False})
         if self._visible_bg():

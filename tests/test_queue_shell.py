@@ -135,7 +135,13 @@ async def test_the_person_hears_of_the_first_disk_failure_of_each_run_of_failure
     expected = q.WRITE_FAILED_TEXT.format(error=disk)
 
     async def defer() -> None:
-        assert await queue.ask(lambda reply: q.Defer("hidden", reply)) is None
+        # Nothing is put back when the write fails, and the caller hears why.
+        said = await queue.ask(lambda reply: q.Defer("hidden", reply))
+        assert said == (
+            None
+            if journal.error is None
+            else qs.DEFER_NOT_RECORDED_TEXT.format(error=journal.error)
+        )
 
     async def show() -> None:
         assert await queue.ask(q.Show) is None

@@ -18,17 +18,27 @@ from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_des
 from pi_agent_ask.desk.web.security import COOKIE
 from pi_agent_ask.desk.web.testing import browser_missing, by_role, set_viewport
 from tests.test_web_browser import (  # noqa: F401
+    ask,
     browser,
     colour,
     d_text,
     form_shown,
+    in_view,
+    opt,
     question,
     run,
     screenshots,
     shown_on_page,
+    single,
     wait_until,
 )
-from tests.test_web_browser_recovery import free_port, leaving_asks, note_box, slow_network
+from tests.test_web_browser_recovery import (
+    free_port,
+    leaving_asks,
+    note_box,
+    record_status,
+    slow_network,
+)
 
 MISSING = browser_missing()
 pytestmark = [
@@ -274,3 +284,249 @@ async def test_a_proxy_answering_for_a_desk_that_is_down_reads_as_out_of_reach(
                     browser, lambda d: by_role(d, "heading", "Sign in to the desk"), 30
                 )
             )
+
+
+def offline(driver: Any, down: bool) -> None:
+    """The browser's network is down (``True``: every request fails at once) or back."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd(
+        "Network.emulateNetworkConditions",
+        {"offline": down, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "width"), [("desk", 1280), ("history", 390)], ids=["desk-desktop", "history-phone"]
+)
+async def test_a_link_while_the_desk_is_out_of_reach_keeps_the_page_and_works_once_it_is_back(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+    screenshots: Path,  # noqa: F811
+    where: str,
+    width: int,
+) -> None:
+    """A link to another of the desk's pages (History in the header, the history's Search)
+    pressed while the desk is down, or the network is: the page stays where it was (it used to
+    leave for the browser's own error page, and what was typed with it), says so in words in
+    the banner under the header, keeps everything typed; once the desk answers again the
+    banner says so, and the link works. On the desk's page the desk itself stops and starts
+    again; on the history, on a phone, the network drops and comes back."""
+    listen = f"127.0.0.1:{free_port()}"
+
+    def typed_box() -> Any:
+        if where == "history":
+            return by_role(browser, "searchbox", "Search")
+        return note_box(browser)
+
+    def press() -> None:
+        if where == "history":
+            by_role(browser, "button", "Search").click()
+        else:
+            by_role(browser, "link", "History").click()
+
+    def pressed() -> tuple[str, str]:
+        press()
+        said = wait_until(
+            browser, lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t
+        )
+        browser.save_screenshot(str(screenshots / f"web-link-unreachable-{where}.png"))
+        return str(said), str(typed_box().get_attribute("value"))
+
+    def works_again(target: str) -> None:
+        wait_until(browser, lambda d: "can be reached again" in d_text(d, "#sign-out-status"), 30)
+        press()
+        wait_until(browser, lambda d: d.current_url == target)
+
+    with trio.fail_after(110):
+        async with (
+            open_desk(tmp_path, listen=listen) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            base = desk.web.base_url
+            page = base + ("/" if where == "desk" else "/history?agent=alpha")
+
+            def typed() -> None:
+                set_viewport(browser, width, 844, mobile=width < 900)
+                if where == "history":
+                    browser.get(page)
+                    by_role(browser, "searchbox", "Search").send_keys("colour")
+                else:
+                    note_box(browser).send_keys("teal")
+
+            await run(typed)
+            if where == "desk":
+                await desk.board.wait_for(
+                    lambda b: b.current is not None and b.current.state.drafts[0].note == "teal"
+                )
+            else:
+                await run(lambda: offline(browser, True))
+                try:
+                    said, kept = await run(pressed)
+                finally:
+                    await run(lambda: offline(browser, False))
+        try:
+            if where == "desk":
+                said, kept = await run(pressed)
+            assert "did not go through" in said and "everything you typed" in said, said
+            assert kept == ("colour" if where == "history" else "teal")
+            assert await run(lambda: browser.current_url) == page
+            async with open_desk(tmp_path, listen=listen):
+                # The desk is back (a restarted desk signed everyone out: its History is the
+                # sign-in page, under /history).
+                target = base + ("/history" if where == "desk" else "/history?agent=alpha&q=colour")
+                await run(lambda: works_again(target))
+        finally:
+            await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
+
+
+@pytest.mark.parametrize(
+    ("button", "done"), [("Cancel", "Cancelled."), ("Later", "Saved for later")]
+)
+async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+    button: str,
+    done: str,
+) -> None:
+    """Cancel (or Later) pressed twice on a slow link, as an impatient tap does: the second
+    press waits for the first, saying so, and the page says what the first did (a second Cancel used to
+    reach the desk after the first, and the page then said the form was cancelled
+    elsewhere)."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            shown = desk.board.current
+            assert shown is not None
+
+            def pressed_twice() -> int:
+                record_status(browser)
+                # Every request the page makes for a button, counted as it is made (the
+                # page makes it at once, in the click's own handler).
+                browser.execute_script(
+                    "window.asked = 0; const send = window.fetch; const path = '/api/' + arguments[0];"
+                    "window.fetch = function (url) {"
+                    "  if (String(url) === path) window.asked += 1;"
+                    "  return send.apply(this, arguments); };",
+                    button.lower(),
+                )
+                slow_network(browser, 1500)
+                press = by_role(browser, "button", button)
+                press.click()
+                press.click()
+                # The second press says it waits for the first, where it was pressed.
+                assert "not answered your last press" in d_text(browser, "#form-errors")
+                return int(browser.execute_script("return window.asked"))
+
+            try:
+                asked = await run(pressed_twice)
+                await desk.board.wait_for(lambda b: b.current is None or b.current.seq != shown.seq)
+
+                def told(d: Any) -> list[str] | None:
+                    said = list(d.execute_script("return window.said"))
+                    return said if any(done in s for s in said) else None
+
+                said = await run(lambda: wait_until(browser, told, 20))
+            finally:
+                await run(lambda: slow_network(browser, 0))
+            assert asked == 1, f"{button} pressed twice sent {asked} requests"
+            assert not [s for s in said if "elsewhere" in s], said
+
+
+@pytest.mark.parametrize("cut", ["desk-stopped", "network-down"])
+async def test_on_a_long_form_a_desk_out_of_reach_is_said_where_the_person_types(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+    screenshots: Path,  # noqa: F811
+    cut: str,
+) -> None:
+    """On a phone, far down a long form, the desk stops while the person types: the line
+    saying the desk is out of reach (so what is typed is not saved yet) stays in view at the
+    top of the screen, beside the box being typed in (it was only at the top of the page, a
+    long scroll away, and the person typed on with no word); once the desk is back it
+    goes. The same when the network drops and leaves the live stream open and silent: the
+    draft that did not go through says so there (it said so only beside the buttons)."""
+    listen = f"127.0.0.1:{free_port()}"
+    many = ask(
+        *(
+            single(f"q{n}", f"Topic {n}", *(opt(f"o{k}", f"Choice {k}") for k in range(6)))
+            for n in range(1, 9)
+        ),
+        background=True,
+        title="Many questions",
+    )
+
+    def box() -> Any:
+        return by_role(question(browser, "Topic 7"), "textbox", "Note")
+
+    def typed_far_down() -> None:
+        set_viewport(browser, 390, 844, mobile=True)
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box())
+        box().send_keys("teal")
+
+    def told_in_view(what: str, name: str) -> str:
+        box().send_keys(", please")
+        status = browser.find_element("css selector", "#status")
+        said = wait_until(
+            browser,
+            lambda d: what in (t := status.text) and in_view(d, status) and in_view(d, box()) and t,
+        )
+        browser.save_screenshot(str(screenshots / f"{name}-phone.png"))
+        return str(said)
+
+    try:
+        with trio.fail_after(110):
+            async with (
+                open_desk(tmp_path, listen=listen) as desk,
+                desk_client(desk.address, "alpha") as alpha,
+            ):
+                await shown_on_page(browser, desk, alpha, many)
+                await run(typed_far_down)
+                await desk.board.wait_for(
+                    lambda b: b.current is not None and b.current.state.drafts[6].note == "teal"
+                )
+                if cut == "network-down":
+                    await run(lambda: offline(browser, True))
+                    try:
+                        said = await run(
+                            lambda: told_in_view("not saved yet", "web-unreachable-long-form")
+                        )
+                    finally:
+                        await run(lambda: offline(browser, False))
+                    assert "saved once the desk answers" in said, said
+                    await run(lambda: box().send_keys("!"))
+                    await desk.board.wait_for(
+                        lambda b: (
+                            b.current is not None
+                            and b.current.state.drafts[6].note == "teal, please!"
+                        )
+                    )
+                    # Saved: the line says so, and no longer sticks to the top.
+                    await run(
+                        lambda: wait_until(
+                            browser, lambda d: d_text(d, "#status") == "Your draft is saved."
+                        )
+                    )
+                    return
+
+            said = await run(
+                lambda: told_in_view("connection to the desk is lost", "web-lost-long-form")
+            )
+            assert "not be up to date" in said, said
+            async with open_desk(tmp_path, listen=listen):
+                # The desk is back (signed everyone out: it says so, in view too).
+                said = await run(
+                    lambda: wait_until(
+                        browser,
+                        lambda d: (
+                            "signed out" in (t := d_text(d, "#status"))
+                            and in_view(d, d.find_element("css selector", "#status"))
+                            and t
+                        ),
+                        30,
+                    )
+                )
+            assert await run(lambda: box().get_attribute("value")) == "teal, please"
+    finally:
+        await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))

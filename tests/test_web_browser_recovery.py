@@ -660,3 +660,100 @@ async def test_a_journal_that_cannot_be_written_is_told_on_the_page_and_nothing_
             waited = await alpha.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["note"] == "navy"
+
+
+async def test_later_the_journal_could_not_record_says_so_and_keeps_the_form(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Later pressed while the agent's journal cannot be written (a full disk): nothing is put
+    back, and the page says so and why, beside the buttons, keeping the form with its answers
+    (it used to say "Saved for later" beside the desk's notice of the failed write, the form
+    still there). A note typed meanwhile, which the desk took but could not write, is no
+    reason to hold Later back (it used to say "change it so the desk keeps it"). Once writes
+    work again, Later puts the form back, the note with it."""
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+            (journal,) = await trio.to_thread.run_sync(lambda: list(tmp_path.rglob("*.pias")))
+            await run(lambda: by_role(question(browser, "Colour"), "radio", "Blue").click())
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.state.drafts[0].selected == (1,)
+            )
+
+            def later_refused() -> tuple[str, str]:
+                note_box(browser).send_keys("navy")
+                wait_until(browser, lambda d: "could not be written" in d_text(d, "#form-errors"))
+                by_role(browser, "button", "Later").click()
+                said = wait_until(
+                    browser,
+                    lambda d: (
+                        "Not saved for later" in (t := by_role(d, "alert", "", exact=False).text)
+                        and in_view(d, d.find_element("css selector", "#form-errors"))
+                        and t
+                    ),
+                )
+                return str(said), d_text(browser, "#status")
+
+            with writes_refused_past(journal.stat().st_size):
+                said, status = await run(later_refused)
+            assert "File too large" in said and "stays here with your answers" in said, said
+            assert "Change it" not in said, said
+            assert "Saved for later" not in status, status
+            assert desk.board.current is not None  # still waiting, on the page too
+
+            def kept() -> tuple[bool, bool, str]:
+                return (
+                    form_shown(browser),
+                    by_role(question(browser, "Colour"), "radio", "Blue").is_selected(),
+                    str(note_box(browser).get_attribute("value")),
+                )
+
+            assert await run(kept) == (True, True, "navy")
+
+            def later_again() -> None:
+                by_role(browser, "button", "Later").click()
+                wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
+
+            shown = desk.board.current
+            assert shown is not None
+            await run(later_again)
+            # Put back: the only waiting form comes back in its turn, with what was typed.
+            await desk.board.wait_for(
+                lambda b: b.current is not None and b.current.seq != shown.seq
+            )
+            assert desk.board.current is not None
+            assert desk.board.current.state.drafts[0].note == "navy"
+
+
+async def test_later_by_keyboard_keeps_the_focus_on_the_page(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Later pressed with the keyboard (Enter) on the only waiting form: the form is put back
+    and comes back at once (the board drops it, then shows it again, while the page loads
+    it); the focus goes to the form's heading, where a keyboard or screen reader user goes
+    on (it used to be left on the page itself: Tab started again from the header)."""
+    from selenium.webdriver.common.keys import Keys
+
+    with trio.fail_after(110):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await shown_on_page(browser, desk, alpha, colour())
+
+            def later_by_keyboard() -> tuple[str, str]:
+                by_role(browser, "button", "Later").send_keys(Keys.ENTER)
+                wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
+                wait_until(browser, form_shown)
+                focused = wait_until(
+                    browser,
+                    lambda d: (
+                        (a := d.switch_to.active_element).tag_name != "body"
+                        and d.find_element("css selector", "#slot").find_elements(
+                            "css selector", "h1"
+                        )
+                        and a
+                    ),
+                )
+                return str(focused.tag_name), str(focused.text)
+
+            assert await run(later_by_keyboard) == ("h1", "Set-up")

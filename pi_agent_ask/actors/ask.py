@@ -287,7 +287,7 @@ async def host_form(
         rt.events.emit(ev.STARTED, _started(request, flow_id))
     config = rt.config
     changed = _no_change if on_change is None else on_change
-    deferred = rt.defer_queue if request.background else None
+    deferred = rt._put_back if request.background else None
 
     def run(scope: trio.CancelScope | None = None) -> Coroutine[Any, Any, fs.FormState | None]:
         return run_form(

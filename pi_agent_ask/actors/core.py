@@ -218,7 +218,12 @@ class RuntimeCore:
 
     async def defer_queue(self) -> None:
         """Hide the panel and defer every question; queue and drafts are kept."""
-        await self._ask_queue_done(lambda reply: q.Defer("hidden", reply))
+        await self._put_back()
+
+    async def _put_back(self, reason: Literal["hidden", "user_message"] = "hidden") -> str | None:
+        """``defer_queue``; the sentence saying nothing was put back when its journal write
+        failed (a background form's Later on the desk's page tells the person), else ``None``."""
+        return await self._ask_queue(lambda reply: q.Defer(reason, reply))
 
     async def quiesce(self) -> None:
         """Close the visible background form and save every draft (bounded, shielded)."""

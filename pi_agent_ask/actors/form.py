@@ -38,7 +38,9 @@ class UserCommand:
     """A command from the terminal surface (a key press or a click, already mapped), or from
     the desk's page. ``saved``: the sender waits until the change the command makes is on
     disk (the page's drafts: it tells the person "saved" only then); the form hands it to its
-    owner with the change (``on_change``)."""
+    owner with the change (``on_change``). A command that puts the form back for later hears
+    ``None`` once it is, or why nothing was put back (``on_defer``'s sentence); closed
+    unanswered, the form ended meanwhile."""
 
     command: fs.Command
     saved: Saved | None = None
@@ -59,6 +61,8 @@ def answer_saved(saved: Saved | None, value: str | None) -> None:
 OnChange = Callable[[fs.FormState, Saved | None], Awaitable[None]]
 """A form's owner hears each state before the final one (the drafts), with the ``saved`` of
 the command that made it (answered by the owner: ``answer_saved``)."""
+OnDefer = Callable[[], Awaitable[str | None]]
+"""Puts the form's questions back for later: ``None``, or why nothing was put back."""
 
 
 class ResponseReply(Protocol):
@@ -242,7 +246,7 @@ async def run_form(
     commands: trio.MemorySendChannel[FormInput],
     surface: Surface,
     on_change: OnChange,
-    on_defer: Callable[[], Awaitable[None]] | None = None,
+    on_defer: OnDefer | None = None,
     scope: trio.CancelScope | None = None,
 ) -> fs.FormState | None:
     """Run one form until it has an outcome; returns the final state.
@@ -261,11 +265,14 @@ async def run_form(
     _on_surface(surface.show, flow_id, state, commands)
     ended: Ended = "withdrawn"  # until the form has an outcome, or is put back
 
-    async def defer() -> None:
+    async def defer() -> str | None:
         nonlocal ended
         ended = "deferred"
         assert on_defer is not None
-        await on_defer()
+        refused = await on_defer()
+        if refused is not None:
+            ended = "withdrawn"  # nothing was put back: the form goes on
+        return refused
 
     deferring = defer if on_defer is not None else None
     try:
@@ -287,7 +294,7 @@ async def _run(
     inbox: trio.MemoryReceiveChannel[FormInput],
     surface: Surface,
     on_change: OnChange,
-    on_defer: Callable[[], Awaitable[None]] | None,
+    on_defer: OnDefer | None,
     scope: trio.CancelScope | None,
 ) -> fs.FormState | None:
     """``run_form``'s form, shown already, until it has an outcome (see there)."""
@@ -323,7 +330,7 @@ async def _serve(
     inbox: trio.MemoryReceiveChannel[FormInput],
     surface: Surface,
     on_change: OnChange,
-    on_defer: Callable[[], Awaitable[None]] | None,
+    on_defer: OnDefer | None,
     saved: Saved | None = None,
 ) -> fs.FormState:
     """The form's loop from ``step`` on, until it has an outcome or its inbox closes."""
@@ -333,8 +340,14 @@ async def _serve(
             _on_surface(surface.update, flow_id, state)
         elif step == "defer":
             assert on_defer is not None
-            # Hiding the panel cancels this form's scope; the owner keeps its draft.
-            await on_defer()
+            # Hiding the panel cancels this form's scope (the sender hears of it: ``saved`` is
+            # closed on the way out); the owner keeps its draft. A put-back that was not
+            # recorded leaves the form as it was, and its sender hears why.
+            try:
+                answer_saved(saved, await on_defer())
+            finally:
+                if saved is not None:
+                    saved.close()
         try:
             message = await next_input(inbox)
         except trio.EndOfChannel:
@@ -361,8 +374,8 @@ def _take(state: fs.FormState, message: FormInput, deferrable: bool) -> tuple[fs
                 command = fs.EditorChanged(scrub_text(command.text))
             state, effects = fs.reduce(state, command)
             defer = deferrable and fs.DeferRequested() in effects
-            if saved is not None and (defer or state.outcome is not None):
-                saved.close()  # put back, or ended: no draft is written for this command
+            if saved is not None and state.outcome is not None:
+                saved.close()  # ended: no draft is written for this command
             if defer:
                 return state, "defer"
         case SettingsUpdate(settings=settings):

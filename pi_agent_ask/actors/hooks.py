@@ -79,7 +79,7 @@ def _follow_up(n: int, message: Mapping[str, Any]) -> q.FollowUp:
 
 async def user_message(rt: RuntimeCore, text: str) -> None:
     await rt._writer.append(jr.USER_MESSAGE, {"text": untrusted.scrub_text(text)})
-    await rt._ask_queue_done(lambda reply: q.Defer("user_message", reply))
+    await rt._put_back("user_message")
 
 
 async def show_queue(rt: RuntimeCore) -> None:

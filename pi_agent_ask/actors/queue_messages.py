@@ -127,8 +127,12 @@ class FormStopped:
 
 @attrs.frozen(eq=False, repr=False)
 class Defer:
+    """Hide the panel and put every question back. ``reply`` hears ``None``, or, when the
+    journal write failed (nothing was put back: the form stays on display), the sentence
+    that says so (``DEFER_NOT_RECORDED_TEXT``)."""
+
     reason: Literal["hidden", "user_message"]
-    reply: ReplyTo[None]
+    reply: ReplyTo[str | None]
 
 
 @attrs.frozen(eq=False, repr=False)

@@ -68,6 +68,7 @@ from pi_agent_ask.actors.queue_data import (
     initial_state,
 )
 from pi_agent_ask.actors.queue_effects import (
+    DEFER_NOT_RECORDED_TEXT,
     DRAFT_NOT_SAVED_TEXT,
     DRAFT_QUIESCE_RETRIES,
     DRAFT_RETRY_FIRST,
@@ -141,6 +142,7 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form import text as texts
 
 __all__ = [
+    "DEFER_NOT_RECORDED_TEXT",
     "DELIVERED",
     "DRAFT_QUIESCE_RETRIES",
     "DRAFT_RETRY_FIRST",
@@ -746,8 +748,9 @@ def _unrecorded(step: Step, message: QueueMessage, error: Exception | None) -> N
         case GiveBack(reply=reply) if error is not None:
             step.emit(Reply(reply, error))
             step.emit(CloseReply(reply))
-        case Defer(reply=reply) | Show(reply=reply):
-            step.emit(Reply(reply, None))
+        case Defer(reply=reply) | Show(reply=reply):  # a Defer hears why nothing was put back
+            said = DEFER_NOT_RECORDED_TEXT.format(error=error) if type(message) is Defer else None
+            step.emit(Reply(reply, said))
             step.emit(CloseReply(reply))
         case TurnBoundary(reply=reply):
             step.emit(Reply(reply, []))

@@ -32,7 +32,13 @@ import math
 import attrs
 import trio
 
-from pi_agent_ask.actors.form import FormInput, NullSurface, RemoteResponse, UserCommand
+from pi_agent_ask.actors.form import (
+    FormInput,
+    NullSurface,
+    RemoteResponse,
+    UserCommand,
+    answer_saved,
+)
 from pi_agent_ask.desk.board import Board, Shown
 from pi_agent_ask.desk.web.app import DraftRefused, WebDesk
 from pi_agent_ask.form import state as fs
@@ -227,7 +233,13 @@ class TeamPage:
                             (done.reason, done.message) if isinstance(done, Refused) else None
                         )
                 elif isinstance(message, UserCommand):
-                    await self._command(key, request_id, message.command)
+                    # Later's sender waits for its ``saved``: answered once the store has it.
+                    try:
+                        await self._command(key, request_id, message.command)
+                        answer_saved(message.saved, None)
+                    finally:
+                        if message.saved is not None:
+                            message.saved.close()
 
     async def _save(self, key: str, request_id: str, drafts: tuple[Draft, ...]) -> Refused | None:
         """Claim the form unless this desk holds it, then keep the drafts under the claim.

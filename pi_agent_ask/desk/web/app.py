@@ -95,6 +95,11 @@ LINKED_FORM_GONE = (
     "The form this link opened is no longer waiting: it was answered elsewhere (on the terminal "
     "or another page) or its agent withdrew it."
 )
+NOT_PUT_BACK = (
+    "The form stays here with your answers: press Later again once the desk can write, or "
+    "answer it."
+)
+"""What Later says after the sentence of a put-back the agent's journal did not record."""
 MAX_BODY = 4 * 1024 * 1024
 SIGN_OUT_HEADERS = {"referrer-policy": "same-origin"}
 """The pages with Sign out in their header: under the desk's usual no-referrer its form's
@@ -218,7 +223,9 @@ class DraftRefused:
     ``until``, ISO 8601); the page keeps the text and tries again when the form is free.
     ``answered``: the form was answered meanwhile. ``refused``: the store cannot keep this
     text (the message says what to change); the form stays, the page keeps the text and
-    saves it again once the person changes it."""
+    saves it again once the person changes it. ``unwritten``: the form took the draft and
+    its agent's journal could not be written (a full disk): the desk keeps it and writes it
+    again by itself; the page keeps it too, and nothing in the text is to change."""
 
     code: str
     message: str
@@ -235,13 +242,13 @@ form is gone."""
 
 async def form_drafts(shown: Shown, drafts: tuple[Draft, ...]) -> DraftRefused | None:
     """A desk of files: the form's ``ReplaceDrafts`` command, which its runtime journals; kept
-    once it is written. A write that failed is ``refused`` with its sentence: the queue writes
-    the draft again, and the page keeps the text and saves it again."""
+    once it is written. A write that failed is ``unwritten``, with its sentence: the queue
+    writes the draft again, and the page keeps the text and saves it again."""
     saved, written = trio.open_memory_channel[str | None](1)
     with written:
         await shown.commands.send(UserCommand(fs.ReplaceDrafts(drafts), saved))
         why = await written.receive()
-    return None if why is None else DraftRefused("refused", why)
+    return None if why is None else DraftRefused("unwritten", why)
 
 
 @attrs.define(eq=False)
@@ -585,10 +592,11 @@ class WebDesk:
             return self._gone(view.form_id(shown))
         if refused is None:
             return JSONResponse({"ok": True, "rev": view.draft_rev(drafts)})
-        if refused.code == "refused":
-            # Behind the page's checks the store could not keep this text: the form is still
-            # there and the person changes the text (the page keeps it meanwhile).
-            return JSONResponse({"error": refused.message, "code": "refused"}, status_code=422)
+        if refused.code in ("refused", "unwritten"):
+            # Behind the page's checks the store could not keep this text, or the journal
+            # could not be written: the form is still there (the page keeps the text
+            # meanwhile, and says which).
+            return JSONResponse({"error": refused.message, "code": refused.code}, status_code=422)
         if refused.code != "held":
             return JSONResponse({"error": refused.message, "code": refused.code}, status_code=409)
         return JSONResponse(
@@ -662,10 +670,23 @@ class WebDesk:
                 },
                 status_code=423,
             )
-        try:
-            await shown.commands.send(UserCommand(fs.Cancel()))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return self._gone(view.form_id(shown))
+        # Answered once the form is put back (or closed unanswered: it left meanwhile); a
+        # put-back the agent's journal could not record left the form as it was: the page
+        # keeps it, with the answers, and says why.
+        put_back, answered = trio.open_memory_channel[str | None](1)
+        with answered:
+            try:
+                await shown.commands.send(UserCommand(fs.Cancel(), put_back))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return self._gone(view.form_id(shown))
+            try:
+                refused = await answered.receive()
+            except trio.EndOfChannel:
+                refused = None
+        if refused is not None:
+            return JSONResponse(
+                {"error": f"{refused} {NOT_PUT_BACK}", "code": "refused"}, status_code=422
+            )
         return JSONResponse({"ok": True})
 
     # -- history ------------------------------------------------------------------------------

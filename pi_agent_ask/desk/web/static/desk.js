@@ -18,10 +18,19 @@
   let saveTimer = null;
   // The id of a form this page itself just sent away, until the page shows what follows.
   let leaving = null;
-  let sending = false; // a Submit or a Cancel is on its way: a second click waits for the first
-  // What the page says beside the buttons while it is on its way (said again should the form
-  // be reloaded meanwhile), ``null`` once it is answered.
+  // A Submit, Cancel or Later is on its way: a second click (of any of them) waits for the
+  // first. (A second Cancel on a slow link used to reach the desk after the first, and the
+  // page said the form was cancelled elsewhere.)
+  let sending = false;
+  // What the page says beside the buttons while a Submit or Cancel is on its way (said again
+  // should the form be reloaded meanwhile), ``null`` once it is answered.
   let sendingSaid = null;
+  // A press while another is on its way does nothing more, and says so where it was pressed
+  // (a stopped desk can hold the first for long).
+  function stillSending() {
+    answerButton("The desk has not answered your last press yet: this page waits for its " +
+      "answer and says what it is. Everything you entered stays here.");
+  }
   // The form this page's answer or cancellation went to, and which showing of it (the live
   // stream's ``shown``): listed again under another showing, it was not recorded (writing the
   // agent's journal failed) and the form is back. { id, shown, text }: ``text`` says so.
@@ -31,6 +40,8 @@
     "keeps what you typed and saves it then.";
   const NOT_RECORDED = "The answer you sent was not recorded (the desk could not write it to " +
     "the agent's journal): the form is back with your answers; send it again.";
+  const DRAFT_UNREACHABLE = "The desk cannot be reached (the network or the desk is down): " +
+    "what you type is not saved yet. It stays on this page and is saved once the desk answers.";
   const SLOW = 5000;
   const SENDING = "Sending…";
   const SLOW_SUBMIT = "Sending… the desk has not answered yet (the network is slow or holds " +
@@ -53,8 +64,9 @@
   // once it is back).
   let unsaved = null;
   // Why ``unsaved``: "held" (another desk holds the form: saved again once it is free),
-  // "refused" (the desk cannot keep this text: saved again once the person changes it) or
-  // "lost" (never reached the desk: saved again once the live stream is back).
+  // "refused" (the desk cannot keep this text: saved again once the person changes it),
+  // "unwritten" (the desk has it and could not write it yet: saved again with the next
+  // change) or "lost" (never reached the desk: saved again once the live stream is back).
   let unsavedWhy = null;
   let loads = 0; // form loads asked for (``loadMain``)
   let boards = 0; // board events received (``boardEvent``)
@@ -67,7 +79,14 @@
 
   function form() { return document.getElementById("ask-form"); }
   function formId() { const f = form(); return f ? f.dataset.formId : null; }
-  function say(text) { statusBox.textContent = text; }
+  // ``urgent``: the page is cut off from the desk (out of reach, signed out), so what is
+  // typed now is not saved: the line stays in view at the top while the person scrolls (on
+  // a phone they type far below it, and read nothing of it otherwise). Anything said next
+  // ends it.
+  function say(text, urgent) {
+    statusBox.textContent = text;
+    statusBox.classList.toggle("urgent", urgent === true && text !== "");
+  }
   function showError(text) {
     const box = document.getElementById("form-errors");
     if (box) box.textContent = text; else say(text);
@@ -227,6 +246,7 @@
       ownRevs.push(result.data.rev);
       if (ownRevs.length > 64) ownRevs.shift();
       if (formId() === id) { form().dataset.rev = result.data.rev; base = { id: id, drafts: sent }; }
+      if (statusBox.textContent === DRAFT_UNREACHABLE) say("");
       if (unsaved === id) {
         unsaved = null;
         showError("");
@@ -236,7 +256,18 @@
     // Not kept, and the text is nowhere else: the network lost it, or the session ended (a
     // desk restart signs everyone out; leaving to sign in again asks first).
     if ((result.status === 0 || result.status === 401) && formId() === id) { unsaved = id; unsavedWhy = "lost"; }
+    // Said where the person types, however far down (the live stream may not have noticed:
+    // a network that drops can leave it open and silent for long).
+    if (result.status === 0 && formId() === id) say(DRAFT_UNREACHABLE, true);
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
+    else if (result.status === 422 && result.data.code === "unwritten" && formId() === id) {
+      // The desk took the draft but could not write it to the agent's journal yet (a full
+      // disk): it keeps it and writes it by itself. Nothing in the text is to change, and
+      // Later may still put the form back (the desk says if it cannot).
+      unsaved = id;
+      unsavedWhy = "unwritten";
+      showError(result.data.error + " What you typed stays on this page too.");
+    }
     else if ((result.status === 400 || result.status === 413 ||
               (result.status === 422 && result.data.code === "refused")) && formId() === id) {
       // The desk cannot keep this text (over its limit for a box or for a whole request; a
@@ -328,7 +359,7 @@
     const review = document.getElementById("review");
     if (review.hidden) { showReview(); return; }
     const id = formId();
-    if (sending) return; // sent already: a second click waits for the first
+    if (sending) { stillSending(); return; } // a second click waits for the first
     // The answer carries the drafts; a draft save still due is made only if it is refused.
     const due = saveTimer !== null;
     clearTimeout(saveTimer);
@@ -370,7 +401,7 @@
     };
   }
   async function cancelForm() {
-    if (sending) return; // sent already: a second click waits for the first
+    if (sending) { stillSending(); return; }
     if (dirty() && !cancelArmed) {
       cancelArmed = true;
       answerButton("Press Cancel again to discard these answers and cancel the question.");
@@ -399,6 +430,15 @@
       JSON.stringify(drafts()) !== JSON.stringify(base.drafts);
   }
   async function later() {
+    if (sending) { stillSending(); return; }
+    sending = true; // from the draft saved first on: a second press waits for this one
+    try {
+      await putBack();
+    } finally {
+      sending = false;
+    }
+  }
+  async function putBack() {
     const id = formId();
     // Only text the desk does not have yet: on a team desk a save claims the form, and on a
     // form someone else holds a refused save would claim it for this page once they let it
@@ -449,15 +489,16 @@
     // Later, shown again): from now on its leaving is news. Only while its Submit is on its
     // way is a reload of it (drafts changed elsewhere) still the form being sent.
     if (!sending || formId() !== leaving) leaving = null;
+    // The focus was on what was just replaced: it goes to the new heading (just under the
+    // status), also when another load follows this one at once (below), which finds it there
+    // and does the same; else it fell to the page itself, and Tab started again at the top.
+    const heading = slot.querySelector("h1");
+    if (heading && hadFocus) heading.focus({ preventScroll: told });
     // The board changed while this load was on its way (it drops a form for a moment before
     // showing it again), and its events were read against the page as it was: the last one
     // is followed again against the page as it is now.
     if (boards !== seen) { follow(lastDigest, skip); return; }
     refreshQueue();
-    if (hadFocus || document.activeElement === document.body) {
-      const heading = slot.querySelector("h1");
-      if (heading && hadFocus) heading.focus({ preventScroll: told }); // just under the status
-    }
   }
   async function refreshQueue() {
     const id = formId();
@@ -709,13 +750,14 @@
   // -- the live stream --------------------------------------------------------------------
   let stream = null;
   const LOST = "The live connection to the desk is lost (the network, or the desk stopped): " +
-    "this page may not be up to date. It reconnects by itself.";
+    "this page may not be up to date. It reconnects by itself; what you type meanwhile stays " +
+    "here and is saved then.";
   function streamError() {
     // The browser reconnects by itself unless the stream was answered with an error: the
     // desk refused it (signed out), or a proxy in front of the desk answered for a desk that
     // is away (TLS, a tunnel). The session says which.
     if (stream.readyState === EventSource.CLOSED) whyClosed();
-    else say(LOST);
+    else say(LOST, true);
   }
   const RECONNECT = 2000; // ms before a stream a proxy answered for is opened again
   async function whyClosed() {
@@ -731,7 +773,7 @@
         "restart, which signs everyone out): " +
         "open a new sign-in link (pi-agent-ask desk login-url) in another tab, then come back " +
         "here. This page keeps what you typed and saves it then.";
-      say(text);
+      say(text, true);
       // Where the person last read that the desk could not be reached: what holds now.
       const box = document.getElementById("form-errors");
       if (box && box.textContent === UNREACHABLE) box.textContent = text;
@@ -739,7 +781,7 @@
     }
     // Away (or signed in after all): the stream is opened again after a while, as the
     // browser does for one the network dropped.
-    if (status !== 200) say(LOST);
+    if (status !== 200) say(LOST, true);
     setTimeout(function () { if (stream.readyState === EventSource.CLOSED) connect(); }, RECONNECT);
   }
   function streamOpen() {
@@ -804,7 +846,9 @@
         const held = f.querySelector(".held-by");
         held.textContent = mine.held || "";
         held.hidden = !mine.held;
-        if (unsaved === id && unsavedWhy !== "refused" && !mine.held && !saving) saveNow(); // free now: claim it, keep the text
+        // Free now, or reachable again: claim it, keep the text. (Not for text the desk
+        // refused or could not write: each save would bring another board event.)
+        if (unsaved === id && (unsavedWhy === "held" || unsavedWhy === "lost") && !mine.held && !saving) saveNow();
         else if (unsaved === id && unsavedWhy === "lost" && mine.held) {
           // Back (the network, a new sign-in) on a form another desk took meanwhile: the text
           // waits for it to be free, and the page says so, not why it was lost.
