@@ -4,23 +4,29 @@ PostgreSQL restarted in the middle. Nothing is lost and nothing is delivered twi
 
 from __future__ import annotations
 
+import os
 import signal
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import Store
+from pi_agent_ask.mcp_common.connection import DESK_FILE_ENV
+from pi_agent_ask.store.db import Store, Submitted
+from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.store.testing import answering, desk_process
 from tests.store_support import (  # noqa: F401
+    YES,
     Cluster,
     agent,
     ask,
     desk_url,
     pg_cluster,
     store_db,
+    team_desk,
 )
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
@@ -61,6 +67,7 @@ async def run_team(
     pg_cluster: Cluster,  # noqa: F811
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     admin = pg_cluster.url(store_db)
     tokens = [Store.new_token(admin, f"agent-{i}") for i in range(AGENTS)]
@@ -80,8 +87,11 @@ async def run_team(
             two_thirds.set()
 
     with trio.fail_after(240):
-        first, url1 = await desk_process(desk_url, "desk-one")
-        second, url2 = await desk_process(desk_url, "desk-two")
+        # Their sign-in files in the test's folder: by default one replaced, then removed, the
+        # one of a desk the person at this machine runs (``desk login-url``: no desk running).
+        files = [{**os.environ, DESK_FILE_ENV: str(tmp_path / f"{n}.json")} for n in (1, 2)]
+        first, url1 = await desk_process(desk_url, "desk-one", env=files[0])
+        second, url2 = await desk_process(desk_url, "desk-two", env=files[1])
         try:
             async with (
                 answering(desk_url, "ann", on_answer=answered.append),
@@ -123,8 +133,56 @@ async def test_a_desk_killed_and_postgresql_restarted_in_the_middle_lose_nothing
     pg_cluster: Cluster,  # noqa: F811
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     """Each of the 10 agents that started on desk one has calls left when it is killed, so
     finishing at all means they went on on desk two; a third of the way later, PostgreSQL
     restarts under both the desk and the people answering."""
-    await run_team(pg_cluster, store_db, desk_url)
+    await run_team(pg_cluster, store_db, desk_url, tmp_path)
+
+
+async def test_a_foreground_ask_moved_off_a_desk_that_stopped_still_blocks_its_agent(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+) -> None:
+    """Ann's desk stops (Ctrl-Q, an upgrade) under an agent's foreground ask: it makes the
+    request a background one, as for a call its client cut, and the agent's forwarder sends
+    the call to bob's desk, where it waits on. Every desk shows the form as blocking its
+    agent again (it stayed a background form, offered for Later, its answer free for any
+    other call of the agent), and bob's answer is the call's result."""
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery, team_desk(desk_url, "bob") as bob:
+            ann_stopped = trio.Event()
+
+            async def ann_desk(task_status: trio.TaskStatus[TeamDesk]) -> None:
+                try:
+                    await run_team_desk(desk_url, person="ann", task_status=task_status)
+                finally:
+                    ann_stopped.set()
+
+            ann: TeamDesk = await nursery.start(ann_desk)
+            async with agent([ann.url, bob.url], token) as alpha:
+                results: list[Any] = []
+                returned = trio.Event()
+
+                async def call() -> None:
+                    results.append(await alpha.call_tool("ask_user", ask("Deploy")))
+                    returned.set()
+
+                nursery.start_soon(call)
+                (row,) = await bob.board.wait_for(lambda rows: len(rows) == 1)
+                assert not row.background
+                ann.cancel()
+                await ann_stopped.wait()
+                await bob.board.refresh()  # what the store says now, ann's change included
+                (row,) = await bob.board.wait_for(
+                    lambda rows: len(rows) == 1 and not rows[0].background
+                )
+                done = await bob.board.answer(row.request_id, YES)
+                assert isinstance(done, Submitted), done
+                await returned.wait()
+            (result,) = results
+            assert not result.is_error, result
+            assert result.structured_content["answers"]["q"]["values"] == ["yes"]

@@ -540,3 +540,146 @@ async def test_the_status_line_says_when_the_store_is_away_and_when_it_is_back(
             finally:
                 pg_cluster.start()
             await term.wait_for(said("The team's store is back."))
+
+
+async def test_text_typed_in_an_open_editor_is_saved_as_it_is_typed(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Ann types her own answer and has not closed the editor when her desk dies: the store
+    has what she typed, so the form comes back with it, and bob's desk shows it as it is
+    typed (the store's draft had it only once the editor closed: a desk killed mid-sentence
+    lost the sentence)."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            pipe.send_text("3")  # Type your own: the editor opens
+            pipe.send_text("after the audit")
+            await term.wait_for("after the audit")
+            (row,) = await bob.board.wait_for(
+                lambda rows: bool(rows) and "after the audit" in str(rows[0].draft)
+            )
+            (draft,) = row.draft["drafts"]
+            assert draft["customText"] == "after the audit", draft
+
+
+async def test_on_a_short_screen_a_person_on_two_forms_is_named_once(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """At 40x12 the status line names only the people on the other desks' forms: bob, on two
+    forms (his page and his terminal, say), is named once, with how many ("bob, bob")."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            for agent in ("alpha", "beta", "gamma"):
+                await desk.store.run(
+                    Store.ask, desk.store.store, agent, "c1", ask(agent.title()), background=True
+                )
+            await term.wait_for("Question Alpha?")
+            await desk.board.wait_for(lambda rows: len(rows) == 3)
+            for agent in ("beta", "gamma"):
+                (row,) = [r for r in desk.board.snapshot() if r.agent_key == agent]
+                claim = await desk.store.run(
+                    functools.partial(
+                        Store.claim,
+                        desk.store.store,
+                        row.request_id,
+                        desk="bob-laptop:4711:ab12",
+                        person="bob",
+                        lease=60,
+                    )
+                )
+                assert isinstance(claim, Claim)
+            await term.wait_for(lambda t: t.rows()[-1].strip() == "Other desks: bob on 2 forms")
+
+
+async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
+    pg_cluster: Cluster,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """PostgreSQL stops as ann submits on her terminal: the form leaves the screen ("No
+    questions waiting.") while the answer waits for the store, and the status line says it
+    is on its way (it said only that the store was away, which read as the answer gone);
+    once the store is back the answer is recorded, and the status line says so."""
+    term = VirtualTerminal(110, 30)
+
+    def said(text: str) -> Callable[[VirtualTerminal], bool]:
+        return lambda t: text in " ".join(row.strip() for row in t.rows()[-3:])
+
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            pipe.send_text("1")
+            await term.wait_for("Review your answers")
+            pipe.send_text("1")
+            await term.wait_for("again")
+            await trio.to_thread.run_sync(pg_cluster.stop)
+            stopped = True
+            try:
+                pipe.send_text("1")
+                await term.wait_for("No questions waiting")
+                await term.wait_for(said("Sending your answer to “Deploy”…"))
+                await trio.to_thread.run_sync(pg_cluster.start)
+                stopped = False
+            finally:
+                if stopped:
+                    await trio.to_thread.run_sync(pg_cluster.start)
+            await term.wait_for(said("Your answer to “Deploy” is recorded."))
+            (outcome,) = await desk.store.run(Store.outcomes, desk.store.store, [request_id])
+            assert outcome["answered_by"] == "ann"
+
+
+def _read_only(conninfo: str, db: str, read_only: bool) -> None:
+    """Database ``db`` read-only for its next sessions (as a standby during a failover), or
+    writable again, and its sessions but the listeners' ended (they take new ones)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        setting = "SET default_transaction_read_only = on" if read_only else "RESET ALL"
+        conn.execute(f'ALTER DATABASE "{db}" {setting}')
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
+            " AND pid <> pg_backend_pid() AND query NOT LIKE 'LISTEN%%'",
+            (db,),
+        )
+
+
+async def test_on_a_short_screen_a_write_the_store_refused_is_said_briefly(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """At 40x12, the store refusing writes (read-only): the status line's one row says so in
+    a few words (the sentence was cut at the edge, "The team's store refused this desk's"),
+    and the desk carries on."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            _read_only(pg_cluster.url(), store_db, True)
+            try:
+                pipe.send_text("2")  # a draft to save: refused
+                await term.wait_for(
+                    lambda t: t.rows()[-1].strip() == "Store refused a write: text kept."
+                )
+            finally:
+                _read_only(pg_cluster.url(), store_db, False)
+            pipe.send_text("1")  # on the review: Submit, armed (a change of the form): saved
+            (row,) = await desk.board.wait_for(
+                lambda rows: bool(rows) and rows[0].draft is not None
+            )
+            assert row.draft["drafts"][0]["selected"] == [1]  # "No", chosen while refused

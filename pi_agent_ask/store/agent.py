@@ -234,6 +234,10 @@ class StoreAgentTools:
     async def _own_answer(
         self, request_id: str, own_key: str, params: AskParams
     ) -> types.CallToolResult:
+        """Wait for the answer of this call's own request. While it waits, the request is
+        made foreground again if it was made a background one (an earlier attempt of this
+        call, on a desk that stopped under it), at the start and after each wake (that desk's
+        change, which wakes the agent's calls, may come after this attempt began)."""
         while True:
             woken = self.wakes.agent(self.key)
             taken = await self.store.run(
@@ -242,9 +246,7 @@ class StoreAgentTools:
             if taken:
                 result = AskResult.from_details(taken[0].result)
                 return call_tool_result(texts.tool_result(result, params=params))
-            state = await self.store.run(
-                Store.request_state, self.store.store, self.key, request_id
-            )
+            state = await self.store.run(Store.waited_on, self.store.store, self.key, request_id)
             if state == "done":
                 # Answered, and its answer already went out with another call of this agent.
                 taken = await self.store.run(

@@ -22,7 +22,6 @@ away from the terminal, say).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import socket
@@ -49,6 +48,7 @@ __all__ = [
     "TeamBoard",
     "desk_name",
     "result_of_response",
+    "store_refused",
 ]
 
 LEASE: Final = 30.0
@@ -81,6 +81,18 @@ UNREACHABLE: Final = Refused(
 """A claim, a draft or an answer the store could not take because it stayed unreachable for
 longer than a store call retries (``AsyncStore.retry_for``). The desk carries on: its person
 keeps what they typed, and every desk re-reads the board when its listener is back."""
+
+
+def store_refused(error: psycopg.Error) -> Refused:
+    """A call the store refused for a reason of its own, neither away nor the text (a database
+    made read-only, as a standby during a failover; a grant taken away): nothing was written.
+    Said with PostgreSQL's reason; the desk carries on, and its person keeps what they typed."""
+    reason = " ".join(str(error).split()) or type(error).__name__
+    return Refused(
+        "unavailable",
+        f"The team's store refused this desk's write ({reason}). What you typed is kept "
+        "here: try again once the store takes writes again.",
+    )
 
 
 _V = TypeVar("_V")
@@ -135,6 +147,9 @@ class TeamBoard:
     lease: float = LEASE
     heartbeat: float = HEARTBEAT
     on_change: Callable[[], None] = lambda: None
+    notice: Callable[[str], None] = lambda _text: None
+    """The desk's notices (its terminal's status line and its page): a call the store refused
+    (:func:`store_refused`), said once until one of this desk's writes goes through again."""
     _forms: list[FormRow] = attrs.field(factory=list)
     _claims: dict[str, _Held] = attrs.field(factory=dict)
     """This desk's live claims by request id, each with the surface that took it."""
@@ -146,6 +161,8 @@ class TeamBoard:
     _read_at: float = 0.0
     """When (``trio.current_time``) the snapshot was read: its ``lease_left`` count from then."""
     _nursery: trio.Nursery | None = None
+    _refusal: str | None = None
+    """The store's refusal last said (:meth:`_refused`), until a write goes through."""
 
     # -- running ---------------------------------------------------------------------------
 
@@ -190,6 +207,9 @@ class TeamBoard:
         try:
             self._forms, ends = await self.store.run(Store.board_since, self.store.store, shown)
         except psycopg.OperationalError:
+            return
+        except psycopg.Error as error:
+            self._refused(error)
             return
         self._read_at = trio.current_time()
         for ending in ends:
@@ -267,6 +287,10 @@ class TeamBoard:
             desk=self.desk,
         )
 
+    async def next_change(self) -> None:
+        """Return once the board is read again."""
+        await self._changed.wait()
+
     async def wait_for(self, predicate: Callable[[list[FormRow]], bool]) -> list[FormRow]:
         while not predicate(self._forms):
             await self._changed.wait()
@@ -296,6 +320,9 @@ class TeamBoard:
             )
         except psycopg.OperationalError:
             return UNREACHABLE
+        except psycopg.Error as error:
+            return self._refused(error)
+        self._refusal = None
         if isinstance(claim, Claim):
             held = self._claims[claim.request_id] = _Held(claim, surface)
             assert self._nursery is not None, "TeamBoard.run is not running"
@@ -314,6 +341,10 @@ class TeamBoard:
                 )
             except psycopg.OperationalError:
                 continue  # the store is away: extend at the next beat (the claim may run out)
+            except psycopg.Error as error:
+                self._refused(error)  # extend at the next beat, as while it is away
+                continue
+            self._refusal = None
             if alive is None:
                 self._claims.pop(claim.request_id, None)
                 return
@@ -331,13 +362,17 @@ class TeamBoard:
         if held is None:
             return False
         try:
-            return await self.store.run(
+            saved = await self.store.run(
                 Store.save_draft, self.store.store, held.claim.token, draft, person=self.person
             )
         except psycopg.DataError:
             return NOT_STORABLE
         except psycopg.OperationalError:
             return UNREACHABLE
+        except psycopg.Error as error:
+            return self._refused(error)
+        self._refusal = None
+        return saved
 
     async def close(
         self,
@@ -355,8 +390,12 @@ class TeamBoard:
             return refused
         held = self._claims.pop(request_id, None)
         if held is not None:
-            with contextlib.suppress(psycopg.OperationalError):
+            try:
                 await self.store.run(Store.release, self.store.store, held.claim.token, draft)
+            except psycopg.OperationalError:
+                pass
+            except psycopg.Error as error:
+                self._refused(error)  # as while it is away: the lease runs out by itself
         return None
 
     async def answer(
@@ -382,6 +421,8 @@ class TeamBoard:
             return await self.store.run(Store.submit_refusal, self.store.store, request_id)
         except psycopg.OperationalError:
             return UNREACHABLE
+        except psycopg.Error as error:
+            return self._refused(error)
 
     async def submit(
         self, request_id: str, result: dict[str, Any], *, surface: Surface = "terminal"
@@ -410,12 +451,25 @@ class TeamBoard:
             return done
         except psycopg.OperationalError:
             return UNREACHABLE  # the claim holds (its heartbeat goes on)
+        except psycopg.Error as error:
+            done = self._refused(error)  # nothing was written: the claim holds
+            return done
         finally:
             if mine and isinstance(done, Refused):
                 self._answered_from.pop(request_id, None)
         if self._claims.get(request_id) is held:
             self._claims.pop(request_id, None)  # answered, or the claim is gone
+        self._refusal = None
         return done
+
+    def _refused(self, error: psycopg.Error) -> Refused:
+        """The store refused a call of this desk (:func:`store_refused`): said as a notice of
+        the desk once, not at every heartbeat, until a write goes through again."""
+        refused = store_refused(error)
+        if refused.message != self._refusal:
+            self._refusal = refused.message
+            self.notice(refused.message)
+        return refused
 
 
 def _remember(kept: dict[str, _V], key: str, value: _V) -> None:

@@ -498,6 +498,29 @@ class Store:
             )
             if cursor.rowcount:
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+                # The agent's calls are woken too: the same call sent again to another desk
+                # (its desk stopped, not its client) waits there, and makes it foreground
+                # again (``waited_on``), whichever of the two came first.
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, OUTCOME_NOTE + agent))
+
+    def waited_on(self, agent: str, request_id: str) -> str | None:
+        """The state of the request a foreground ask's call waits on, made foreground again if
+        it was made a background one meanwhile: a desk that stopped under an earlier attempt
+        of the call did so (``to_background``), and the forwarder sent the call, with the same
+        call key, to another desk, where it waits. Every desk's board is woken then: the form
+        blocks its agent again, and its answer goes to this call."""
+        with self._transaction(AGENT_ROLE, agent) as conn:
+            cursor = conn.execute(
+                f"UPDATE {SCHEMA}.requests SET background = false"
+                " WHERE request_id = %s AND background AND state = 'pending'",
+                (request_id,),
+            )
+            if cursor.rowcount:
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, BOARD_NOTE))
+            row = conn.execute(
+                f"SELECT state FROM {SCHEMA}.requests WHERE request_id = %s", (request_id,)
+            ).fetchone()
+        return None if row is None else row[0]
 
     def history(self, agent: str, *, limit: int = 100) -> list[dict[str, Any]]:
         """The agent's answered requests, newest first: who answered, on which desk, when."""

@@ -23,12 +23,15 @@ import attrs
 import trio
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from pi_agent_ask.desk.board import Board
 from pi_agent_ask.desk.run import checked_listen, desk_settings, serving, show_terminal
+from pi_agent_ask.desk.terminal import Brief
 from pi_agent_ask.desk.web.app import WebDesk
 from pi_agent_ask.mcp_common.connection import new_token
 from pi_agent_ask.store.board import TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.http import TeamDeskApp, team_hook, team_mcp_server
+from pi_agent_ask.store.terminal import STORE_REFUSED_SHORT, say_the_store_s_reach
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 from pi_agent_ask.store.web import TeamPage, team_web_desk
 
@@ -116,6 +119,9 @@ async def run_team_desk(
             display = None
             if not headless:
                 display = await _terminal(board, nursery, loaded, input, output)
+            told = functools.partial(_told, page.board, display)
+            board.notice = lambda text: told(Brief(text, STORE_REFUSED_SHORT))
+            nursery.start_soon(say_the_store_s_reach, wakes, told)
             server = team_mcp_server(
                 shared,
                 wakes,
@@ -155,12 +161,20 @@ async def run_team_desk(
             await trio.to_thread.run_sync(store.close)
 
 
+def _told(page: Board, display: Any, text: Brief | str) -> None:
+    """A notice of the desk: on its page, above the form (``Board.note``, as a desk of files
+    shows its notices), and on its terminal's status line (``display``; ``None``: headless),
+    which a short screen may say briefly."""
+    page.note(text if isinstance(text, str) else text.text)
+    if display is not None:
+        display.notice(text)
+
+
 async def _terminal(
     team: TeamBoard, nursery: trio.Nursery, loaded: Any, input: Any, output: Any
 ) -> Any:
     """The desk's screen on the team board; Ctrl-Q cancels ``nursery`` (the desk stops)."""
     from pi_agent_ask.actors.config import config_from_settings
-    from pi_agent_ask.desk.board import Board
     from pi_agent_ask.desk.terminal import DeskSurface
     from pi_agent_ask.store.terminal import answer_on_terminal
 

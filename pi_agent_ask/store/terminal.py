@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import trio
@@ -29,12 +29,26 @@ from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.form.validate import params_from_saved
 from pi_agent_ask.store.board import TeamBoard
-from pi_agent_ask.store.db import Claim, FormRow, Refused
+from pi_agent_ask.store.db import Claim, FormRow, Refused, Submitted
+from pi_agent_ask.store.wakes import Wakes
 
-__all__ = ["answer_on_terminal", "blocks", "draft_json", "form_of"]
+__all__ = [
+    "STORE_REFUSED_SHORT",
+    "answer_on_terminal",
+    "blocks",
+    "draft_json",
+    "form_of",
+    "say_the_store_s_reach",
+]
 
 
 def draft_json(state: fs.FormState) -> dict[str, Any]:
+    """``state``'s drafts as the store keeps them, with the text of an editor still open as
+    closing it would keep it: a desk that dies mid-sentence hands the form back with what was
+    typed, and the other desks show it as it is typed (the drafts alone had it only once the
+    editor closed)."""
+    if state.editor is not None:
+        state, _effects = fs.reduce(state, fs.EditorClose())
     return {"drafts": [draft.to_json() for draft in state.drafts]}
 
 
@@ -54,12 +68,16 @@ def form_of(row: FormRow, settings: fs.FormSettings | None) -> fs.FormState | No
     return state
 
 
+SLOW: Final = 5.0
+"""Seconds an answer waits for the store before the status line says it is on its way."""
 NO_OTHERS = "Other desks: no one is on a form."
 STORE_AWAY = (
     "The team's store cannot be reached (PostgreSQL is away or restarting): what you type is "
     "kept here and saved once it is back; the forms waiting show again then."
 )
 STORE_AWAY_SHORT = "Store away: what you type is kept."
+STORE_REFUSED_SHORT = "Store refused a write: text kept."
+"""A refusal of the store (``TeamBoard.notice``) on a short screen's one status row."""
 STORE_BACK = "The team's store is back."
 
 
@@ -88,10 +106,15 @@ def _others(team: TeamBoard) -> Listing | None:
     if not busy:
         return None
     forms = f"{len(busy)} form{'s' if len(busy) > 1 else ''}"
+    # In fewer words, each person once ("bob, bob" read as a stutter): with how many forms
+    # when more than one (their page and their terminal, or a desk of theirs that died).
+    people: dict[str, int] = {}
+    for row in busy:
+        people[str(row.claimed_by)] = people.get(str(row.claimed_by), 0) + 1
     return Listing(
         "Other desks: ",
         tuple(f"{row.claimed_by} on {row.agent_key}'s form" for row in busy),
-        tuple(f"{row.claimed_by}" for row in busy),
+        tuple(person if n == 1 else f"{person} on {n} forms" for person, n in people.items()),
         f"Other desks: on {forms}",
     )
 
@@ -139,18 +162,17 @@ async def answer_on_terminal(
         counts()
 
     team.on_change = changed
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_say_the_store_s_reach, team, notice)
-        await _one_form_after_another(team, board, notice, settings, hint)
+    await _one_form_after_another(team, board, notice, settings, hint)
 
 
-async def _say_the_store_s_reach(team: TeamBoard, notice: Any) -> None:
-    """Say when the store goes away and when it is back: while it is away, a form put back
-    leaves an empty screen and drafts wait, which would otherwise look like nothing waits."""
+async def say_the_store_s_reach(wakes: Wakes, notice: Callable[[Brief | str], None]) -> None:
+    """Say when the store goes away and when it is back, as the desk's notices (its terminal's
+    status line, its page): while it is away, a form put back leaves an empty screen and
+    drafts wait, which would otherwise look like nothing waits."""
     while True:
-        reach = team.wakes.reach()
+        reach = wakes.reach()
         await reach.wait()
-        notice(Brief(STORE_AWAY, STORE_AWAY_SHORT) if team.wakes.away else STORE_BACK)
+        notice(Brief(STORE_AWAY, STORE_AWAY_SHORT) if wakes.away else STORE_BACK)
 
 
 async def _one_form_after_another(
@@ -169,6 +191,12 @@ async def _one_form_after_another(
             later.clear()
         claim = await team.open(first[0].request_id)
         if not isinstance(claim, Claim):
+            if claim.reason == "unavailable":
+                # The store did not take the claim (away, or refusing writes: a desk notice
+                # says which): again when the board changes or after a heartbeat's while,
+                # not at once over and over.
+                with trio.move_on_after(team.heartbeat):
+                    await team.next_change()
             await team.refresh()
             continue
         outcome = await _show(team, board, claim, settings, notice)
@@ -212,13 +240,44 @@ async def _show(
             cancelled=final.outcome.cancelled,
             request_id=request_id,
         )
-        done = await team.submit(request_id, result.to_details())
+        done = await _submit(team, request_id, result.to_details(), _title(claim.row), notice)
         if isinstance(done, Refused) and done.reason == "unavailable":
             # Nothing reached the store: the form comes back as it was answered, to send again.
-            notice(done.message)
+            notice(Brief(done.message, "Not sent: the store did not take it."))
             state = attrs.evolve(final, outcome=None)
             continue
         return done if isinstance(done, Refused) else None
+
+
+async def _submit(
+    team: TeamBoard, request_id: str, result: dict[str, Any], title: str, notice: Any
+) -> Submitted | Refused:
+    """Record the answer, saying so when the store is slow to take it (away, restarting):
+    the form has left the screen by then, and the next form, or "No questions waiting.",
+    read as an answer gone without a word. Said after :data:`SLOW` seconds, as the page
+    says a Submit it sent is still on its way."""
+    slow = False
+
+    async def tell() -> None:
+        nonlocal slow
+        await trio.sleep(SLOW)
+        slow = True
+        notice(
+            Brief(
+                f"Sending your answer to “{title}”… the team's store has not answered yet: "
+                "it is recorded once the store takes it, or the form comes back here to send "
+                "again.",
+                f"Sending “{title}”…",
+            )
+        )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell)
+        done = await team.submit(request_id, result)
+        nursery.cancel_scope.cancel()
+    if slow and isinstance(done, Submitted):
+        notice(Brief(f"Your answer to “{title}” is recorded.", f"“{title}” answered."))
+    return done
 
 
 async def _save_drafts(
@@ -233,8 +292,10 @@ async def _save_drafts(
             while True:
                 changed = drafts.receive_nowait()
         saved = await team.save_draft(request_id, draft_json(changed))
-        if isinstance(saved, Refused):
-            notice(saved.message)  # text the store cannot keep, or the store away
+        if isinstance(saved, Refused) and saved.reason != "unavailable":
+            # Text the store cannot keep. The store away or refusing writes is the desk's
+            # notice already (``say_the_store_s_reach``, ``TeamBoard.notice``).
+            notice(saved.message)
         if saved is not False:
             continue
         # The claim is gone (it ran out while this desk stalled or the store was away, and

@@ -276,8 +276,16 @@ class TeamPage:
         if shown is None:
             return
         if isinstance(command, fs.Cancel):
-            # Later: only a claim the page took goes back; one of this desk's terminal stays
-            # with it (the web desk refused this Later already, saying so, unless the terminal
+            # Later: the form goes behind every other form on the page, as on the terminal
+            # (it stayed where it was, so the page showed the same form after "Saved for
+            # later"): it leaves the page's board now, put back for later, and the next read
+            # of the team's board shows it again, last. Its actor (this one) ends with it.
+            form = self._forms.pop(request_id, None)
+            if form is not None:
+                form.send.close()
+            self.board.hide(key, request_id, "deferred")
+            # Only a claim the page took goes back; one of this desk's terminal stays with it
+            # (the web desk refused this Later already, saying so, unless the terminal
             # claimed the form just now).
             await self.team.close(request_id, draft_json(shown.state), surface="page")
             await self.team.refresh()

@@ -36,6 +36,7 @@ __all__ = [
     "OptionView",
     "QuestionView",
     "agent_rows",
+    "behind",
     "board_digest",
     "draft_json",
     "draft_rev",
@@ -185,9 +186,14 @@ def form_view(board: Board, shown: Shown, holder: Holder = nobody) -> FormView:
         background=state.background,
         questions=tuple(questions),
         rev=draft_rev(state.drafts),
-        behind=max(0, sum(agent.pending for agent in board.agents()) - 1),
+        behind=behind(board),
         held_by=_held(holder, shown),
     )
+
+
+def behind(board: Board) -> int:
+    """Questions waiting after the one on the page, across agents ("N more waiting")."""
+    return max(0, sum(agent.pending for agent in board.agents()) - 1)
 
 
 def _held(holder: Holder, shown: Shown) -> str | None:
@@ -267,6 +273,8 @@ def board_digest(board: Board, holder: Holder = nobody) -> dict[str, Any]:
         "agents": [
             [agent.key, agent.pending, agent.blocked, agent.waiting] for agent in board.agents()
         ],
+        # The form's "N more waiting", which follows forms arriving and leaving live.
+        "behind": behind(board),
         # What became of the forms that left last: a page still showing one says so (it
         # reads this in the event that drops the form; older endings stay on the desk, for
         # the API and a notification's link).

@@ -22,6 +22,9 @@
   // first. (A second Cancel on a slow link used to reach the desk after the first, and the
   // page said the form was cancelled elsewhere.)
   let sending = false;
+  // What the page says beside the buttons while a Submit or Cancel is on its way (said again
+  // should the form be reloaded meanwhile), ``null`` once it is answered.
+  let sendingSaid = null;
   // A press while another is on its way does nothing more, and says so where it was pressed
   // (a stopped desk can hold the first for long).
   function stillSending() {
@@ -40,8 +43,13 @@
   const DRAFT_UNREACHABLE = "The desk cannot be reached (the network or the desk is down): " +
     "what you type is not saved yet. It stays on this page and is saved once the desk answers.";
   const SLOW = 5000;
+  const SENDING = "Sending…";
   const SLOW_SUBMIT = "Sending… the desk has not answered yet (the network is slow or holds " +
     "the request). This page waits for its answer and says what it is; everything you " +
+    "entered stays here.";
+  const CANCELLING = "Cancelling…";
+  const SLOW_CANCEL = "Cancelling… the desk has not answered yet (the network is slow or " +
+    "holds the request). This page waits for its answer and says what it is; everything you " +
     "entered stays here.";
   const CANCEL_NOT_RECORDED = "Your Cancel was not recorded (the desk could not write it to " +
     "the agent's journal), so the question is not cancelled: the form is back with your " +
@@ -357,15 +365,9 @@
     clearTimeout(saveTimer);
     saveTimer = null;
     leaving = id;
-    sending = true;
-    // A link that holds the request (a phone in a tunnel) leaves Submit waiting: said in
-    // words after a while, where the page otherwise showed nothing and took no second click.
-    const slow = setTimeout(function () {
-      if (sending && formId() === id) answerButton(SLOW_SUBMIT);
-    }, SLOW);
+    const done = onItsWay(id, SENDING, SLOW_SUBMIT);
     const result = await post("/api/submit", { form: id, drafts: drafts() });
-    clearTimeout(slow);
-    sending = false;
+    done();
     if (result.status === 200) {
       unsaved = null;
       say("Sent to the agent.");
@@ -379,6 +381,25 @@
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(refusal(result, "The answer was not accepted."));
   }
+  // Submit or Cancel on its way: said at once beside the buttons, and in more words once the
+  // desk has not answered for a while (a link that holds the request, a phone in a tunnel,
+  // a team desk waiting for its store), where the page otherwise showed nothing and took no
+  // second click. The returned function ends it, clearing the words if no answer replaced them.
+  function onItsWay(id, now, slowly) {
+    sending = true;
+    sendingSaid = now;
+    answerButton(now);
+    const slow = setTimeout(function () {
+      if (sending && formId() === id) { sendingSaid = slowly; answerButton(slowly); }
+    }, SLOW);
+    return function () {
+      clearTimeout(slow);
+      const box = document.getElementById("form-errors");
+      if (box && box.textContent === sendingSaid) box.textContent = "";
+      sending = false;
+      sendingSaid = null;
+    };
+  }
   async function cancelForm() {
     if (sending) { stillSending(); return; }
     if (dirty() && !cancelArmed) {
@@ -388,9 +409,9 @@
     }
     const id = formId();
     leaving = id;
-    sending = true;
+    const done = onItsWay(id, CANCELLING, SLOW_CANCEL);
     const result = await post("/api/cancel", { form: id });
-    sending = false;
+    done();
     if (result.status === 200) {
       say("Cancelled.");
       sent = { id: id, shown: result.data.shown, text: CANCEL_NOT_RECORDED };
@@ -458,6 +479,7 @@
     slot.innerHTML = html; // server-rendered, autoescaped
     cancelArmed = false;
     agreed();
+    if (sendingSaid !== null && formId() === leaving) showError(sendingSaid); // still on its way
     // Another form in the place of the one shown: what the status line says of it (answered
     // elsewhere, sent) is brought on screen, where a person scrolled down a long form on a
     // phone would otherwise read another form with no word.
@@ -811,6 +833,11 @@
       loadMain(null, skip);
     } else {
       refreshQueue();
+      if (id) {
+        const more = form().querySelector(".more-waiting");
+        more.firstElementChild.textContent = digest.behind + " more waiting";
+        more.hidden = !digest.behind;
+      }
       const mine = digest.forms.filter(function (f) { return f.id === id; })[0];
       if (mine) {
         const f = form();
@@ -822,6 +849,12 @@
         // Free now, or reachable again: claim it, keep the text. (Not for text the desk
         // refused or could not write: each save would bring another board event.)
         if (unsaved === id && (unsavedWhy === "held" || unsavedWhy === "lost") && !mine.held && !saving) saveNow();
+        else if (unsaved === id && unsavedWhy === "lost" && mine.held) {
+          // Back (the network, a new sign-in) on a form another desk took meanwhile: the text
+          // waits for it to be free, and the page says so, not why it was lost.
+          unsavedWhy = "held";
+          heldElsewhere({ error: mine.held });
+        }
         else syncDrafts(mine.rev);
       }
     }
