@@ -581,76 +581,7 @@
       if (back) back.focus();
       return;
     }
-    const isDigit = /^[0-9]$/.test(event.key);
-    // Another key after a digit held for a second one: the digit acts first, as typed.
-    if (held && !isDigit) letGo();
-    if (target.matches && target.matches("textarea, input[type=search], input[type=text], select")) return;
-    if (!isDigit || !form()) return;
-    // The question that has the focus; with the focus nowhere (the page itself), the first.
-    // Elsewhere (the buttons, the review, the agents) a digit chooses nothing: on the
-    // terminal's review 1 means Submit, and here it must not change an answer unseen.
-    const fs = (target.closest && target.closest("fieldset.question")) ||
-      (target === document.body ? form().querySelector("fieldset.question") : null);
-    if (!fs) return;
-    const digit = Number(event.key);
-    if (held) {
-      const first = held;
-      clearTimeout(first.timer);
-      held = null;
-      const number = first.digit * 10 + digit;
-      if (first.fs === fs && number <= rows(fs)) {
-        event.preventDefault();
-        chooseRow(fs, number);
-        return;
-      }
-      // No such row: the first digit acts alone, and this one is a key of its own, in the
-      // question that has the focus now.
-      chooseRow(first.fs, first.digit);
-      const now = document.activeElement;
-      const there = now && now.closest && now.closest("fieldset.question");
-      if (there) digitIn(event, there, digit);
-      else event.preventDefault();
-      return;
-    }
-    digitIn(event, fs, digit);
   });
-  // Numbered rows, as on the terminal: a question's options, then Type your own. From 10 on
-  // a row is two digits typed in a row (1 then 2: row 12); so on a question with ten rows or
-  // more, a digit that can start one waits ``JUMP_TIMEOUT`` ms for a second one (the
-  // terminal's wait), else it acts at once.
-  const JUMP_TIMEOUT = 600;
-  let held = null; // { fs, digit, timer }: a first digit waiting for a second
-  function rows(fs) { return fs.querySelectorAll("input.choice").length + 1; }
-  function digitIn(event, fs, digit) {
-    if (digit === 0) return; // no row 0; 0 is only ever a second digit
-    event.preventDefault();
-    if (digit * 10 > rows(fs)) { chooseRow(fs, digit); return; }
-    held = { fs: fs, digit: digit, timer: setTimeout(letGo, JUMP_TIMEOUT) };
-  }
-  function letGo() {
-    if (!held) return;
-    const first = held;
-    clearTimeout(first.timer);
-    held = null;
-    if (first.fs.isConnected) chooseRow(first.fs, first.digit);
-  }
-  function chooseRow(fs, number) {
-    const choices = fs.querySelectorAll("input.choice");
-    if (number === choices.length + 1) { fs.querySelector("textarea.custom").focus(); return; }
-    const choice = choices[number - 1];
-    if (!choice) return;
-    if (fs.dataset.multi === "true") {
-      choice.checked = !choice.checked;
-      choice.focus();
-    } else {
-      choice.checked = true;
-      fs.querySelector("textarea.custom").dataset.selected = "false";
-      const next = fs.nextElementSibling && fs.nextElementSibling.matches("fieldset.question")
-        ? fs.nextElementSibling.querySelector("input.choice") : document.getElementById("submit");
-      (next || choice).focus();
-    }
-    changed(fs);
-  }
   // Sign out (the header's form, signout.js): a draft still due, or one that never reached
   // the desk, is saved first, with the session it is typed in; after the sign-out there is
   // no session to save it with.

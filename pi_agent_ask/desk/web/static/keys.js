@@ -1,0 +1,81 @@
+// pi-agent-ask web desk: the number keys, as on the terminal. A digit chooses a row of the
+// question that has the focus: its options, then Type your own. A row chosen here is changed
+// as a click changes it (a "change" event on the option, which desk.js saves as a draft).
+"use strict";
+(function () {
+  // From 10 on a row is two digits typed in a row (1 then 2: row 12); so on a question with
+  // ten rows or more, a digit that can start one waits ``JUMP_TIMEOUT`` ms for a second one
+  // (the terminal's wait), else it acts at once.
+  const JUMP_TIMEOUT = 600;
+  let held = null; // { fs, digit, timer }: a first digit waiting for a second
+
+  function form() { return document.getElementById("ask-form"); }
+  function rows(fs) { return fs.querySelectorAll("input.choice").length + 1; }
+
+  function digitIn(event, fs, digit) {
+    if (digit === 0) return; // no row 0; 0 is only ever a second digit
+    event.preventDefault();
+    if (digit * 10 > rows(fs)) { chooseRow(fs, digit); return; }
+    held = { fs: fs, digit: digit, timer: setTimeout(letGo, JUMP_TIMEOUT) };
+  }
+
+  function letGo() {
+    if (!held) return;
+    const first = held;
+    clearTimeout(first.timer);
+    held = null;
+    if (first.fs.isConnected) chooseRow(first.fs, first.digit);
+  }
+
+  function chooseRow(fs, number) {
+    const choices = fs.querySelectorAll("input.choice");
+    if (number === choices.length + 1) { fs.querySelector("textarea.custom").focus(); return; }
+    const choice = choices[number - 1];
+    if (!choice) return;
+    const multi = fs.dataset.multi === "true";
+    choice.checked = multi ? !choice.checked : true;
+    choice.dispatchEvent(new Event("change", { bubbles: true }));
+    // One answer chosen: on to the next question (or Submit), as on the terminal.
+    const next = multi ? null
+      : fs.nextElementSibling && fs.nextElementSibling.matches("fieldset.question")
+        ? fs.nextElementSibling.querySelector("input.choice") : document.getElementById("submit");
+    (next || choice).focus();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = event.target;
+    const isDigit = /^[0-9]$/.test(event.key);
+    // Another key after a digit held for a second one: the digit acts first, as typed.
+    if (held && !isDigit) letGo();
+    if (target.matches && target.matches("textarea, input[type=search], input[type=text], select")) return;
+    if (!isDigit || !form()) return;
+    // The question that has the focus; with the focus nowhere (the page itself), the first.
+    // Elsewhere (the buttons, the review, the agents) a digit chooses nothing: on the
+    // terminal's review 1 means Submit, and here it must not change an answer unseen.
+    const fs = (target.closest && target.closest("fieldset.question")) ||
+      (target === document.body ? form().querySelector("fieldset.question") : null);
+    if (!fs) return;
+    const digit = Number(event.key);
+    if (held) {
+      const first = held;
+      clearTimeout(first.timer);
+      held = null;
+      const number = first.digit * 10 + digit;
+      if (first.fs === fs && number <= rows(fs)) {
+        event.preventDefault();
+        chooseRow(fs, number);
+        return;
+      }
+      // No such row: the first digit acts alone, and this one is a key of its own, in the
+      // question that has the focus now.
+      chooseRow(first.fs, first.digit);
+      const now = document.activeElement;
+      const there = now && now.closest && now.closest("fieldset.question");
+      if (there) digitIn(event, there, digit);
+      else event.preventDefault();
+      return;
+    }
+    digitIn(event, fs, digit);
+  });
+})();
