@@ -98,7 +98,6 @@
     const actions = form() && form().querySelector(".actions");
     if (actions) actions.scrollIntoView({ block: "nearest" });
   }
-
   // A text box runs in the direction of its text's first strong letter (HTML's dir=auto
   // rule, letters standing for strong characters). Set here, not with dir=auto on the box:
   // Chromium works that out again across the whole text at every change, which froze the
