@@ -36,6 +36,8 @@ import mcp.types as types
 import trio
 from mcp.shared.message import SessionMessage
 
+from pi_agent_ask.mcp_server.unreadable import ReadStream
+
 __all__ = ["CountedWrites", "HeldReads", "Outstanding"]
 
 CANCELLED = "notifications/cancelled"
@@ -101,7 +103,7 @@ class Outstanding:
 
 
 @attrs.define(eq=False)
-class HeldReads:
+class HeldReads(ReadStream):
     """A read stream (``inner``) whose end waits for the answers owed (``outstanding``), after
     ``on_end`` was called. Read like the SDK's own stream."""
 
@@ -125,24 +127,6 @@ class HeldReads:
         if isinstance(item, SessionMessage):
             self.outstanding.read(item.message)
         return item
-
-    def __aiter__(self) -> HeldReads:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    async def __aenter__(self) -> HeldReads:
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.aclose()
 
 
 @attrs.define(eq=False)

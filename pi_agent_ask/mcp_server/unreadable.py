@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import attrs
@@ -89,8 +89,37 @@ def misread_reply(line: str) -> types.JSONRPCError | None:
     return None
 
 
+class ReadStream:
+    """What the SDK's server reads with, around ``receive()`` and ``inner``: iteration until
+    the end of the stream, closing, and the ``async with`` the SDK enters. The read streams
+    that wrap the SDK's own (``AnsweredReads``, ``input_end.HeldReads``) share it."""
+
+    inner: Any
+
+    async def receive(self) -> Any:
+        raise NotImplementedError
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+
 @attrs.define(eq=False)
-class AnsweredReads:
+class AnsweredReads(ReadStream):
     """The server's read stream (``inner``, from the SDK's ``stdio_server``) with each line it
     could not read answered on ``write``; ``last_line()`` is the line standard input handed
     out last. Read like the SDK's own stream."""
@@ -117,21 +146,3 @@ class AnsweredReads:
                 return item
             if reply is not None:
                 await self.write.send(SessionMessage(reply))
-
-    def __aiter__(self) -> AnsweredReads:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    async def __aenter__(self) -> AnsweredReads:
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.aclose()
