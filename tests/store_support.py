@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
 import pytest
 import trio
 from mcp import ClientSession, StdioServerParameters
@@ -108,3 +109,17 @@ def desk_url(pg_cluster: Cluster, store_db: str) -> str:
     """A desk's connection string on a fresh store (a login role in ``pi_agent_ask_desk``)."""
     role = pg_cluster.login_role("team_desk", "pi_agent_ask_desk")
     return pg_cluster.url(store_db, role)
+
+
+def new_sessions_read_only(conninfo: str, db: str, read_only: bool) -> None:
+    """Database ``db`` read-only, or writable again, for its next sessions (as a standby is
+    during a failover), and its sessions ended so that the desks take new ones (the
+    listeners' are left: they only listen)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        setting = "SET default_transaction_read_only = on" if read_only else "RESET ALL"
+        conn.execute(f'ALTER DATABASE "{db}" {setting}')
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
+            " AND pid <> pg_backend_pid() AND query NOT LIKE 'LISTEN%%'",
+            (db,),
+        )

@@ -23,6 +23,7 @@ from pi_agent_ask.ui.testing import VirtualTerminal
 from tests.store_support import (  # noqa: F401
     Cluster,
     desk_url,
+    new_sessions_read_only,
     pg_cluster,
     store_db,
     team_desk,
@@ -641,19 +642,6 @@ async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
             assert outcome["answered_by"] == "ann"
 
 
-def _read_only(conninfo: str, db: str, read_only: bool) -> None:
-    """Database ``db`` read-only for its next sessions (as a standby during a failover), or
-    writable again, and its sessions but the listeners' ended (they take new ones)."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        setting = "SET default_transaction_read_only = on" if read_only else "RESET ALL"
-        conn.execute(f'ALTER DATABASE "{db}" {setting}')
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
-            " AND pid <> pg_backend_pid() AND query NOT LIKE 'LISTEN%%'",
-            (db,),
-        )
-
-
 async def test_on_a_short_screen_a_write_the_store_refused_is_said_briefly(
     pg_cluster: Cluster,  # noqa: F811
     store_db: str,  # noqa: F811
@@ -670,14 +658,14 @@ async def test_on_a_short_screen_a_write_the_store_refused_is_said_briefly(
                 Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
             )
             await term.wait_for("Question Deploy?")
-            _read_only(pg_cluster.url(), store_db, True)
+            new_sessions_read_only(pg_cluster.url(), store_db, True)
             try:
                 pipe.send_text("2")  # a draft to save: refused
                 await term.wait_for(
                     lambda t: t.rows()[-1].strip() == "Store refused a write: text kept."
                 )
             finally:
-                _read_only(pg_cluster.url(), store_db, False)
+                new_sessions_read_only(pg_cluster.url(), store_db, False)
             pipe.send_text("1")  # on the review: Submit, armed (a change of the form): saved
             (row,) = await desk.board.wait_for(
                 lambda rows: bool(rows) and rows[0].draft is not None

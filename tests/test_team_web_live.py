@@ -20,6 +20,7 @@ from tests.store_support import (  # noqa: F401
     Cluster,
     ask,
     desk_url,
+    new_sessions_read_only,
     pg_cluster,
     store_db,
     team_desk,
@@ -172,20 +173,6 @@ def desk_notice(driver: Any) -> str:
     return "" if box.get_attribute("hidden") is not None else str(box.text)
 
 
-def _new_sessions_read_only(conninfo: str, db: str, read_only: bool) -> None:
-    """The database read-only, or writable again, for its next sessions (as a standby is
-    during a failover), and the desk's pooled sessions ended so that it takes new ones (its
-    listener's is left: it only listens)."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        setting = "SET default_transaction_read_only = on" if read_only else "RESET ALL"
-        conn.execute(f'ALTER DATABASE "{db}" {setting}')
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
-            " AND pid <> pg_backend_pid() AND query NOT LIKE 'LISTEN%%'",
-            (db,),
-        )
-
-
 async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_end_it(
     pg_cluster: Cluster,  # noqa: F811
     store_db: str,  # noqa: F811
@@ -204,7 +191,7 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
             await ann.board.wait_for(lambda rows: len(rows) == 1)
             url = ann.web.login_url()
             await run(lambda: (sign_in(browser, url), wait_until(browser, form_shown)))
-            _new_sessions_read_only(admin, store_db, True)
+            new_sessions_read_only(admin, store_db, True)
             try:
 
                 def typed() -> tuple[str, str]:
@@ -215,7 +202,7 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
 
                 notice, refusal = await run(typed)
             finally:
-                _new_sessions_read_only(admin, store_db, False)
+                new_sessions_read_only(admin, store_db, False)
             assert "The team's store refused this desk's write" in notice, notice
             assert "read-only transaction" in notice
             assert "What you typed stays on this page" in refusal, refusal
