@@ -2,11 +2,19 @@
 form, an answered form whose answer waits for delivery, and a delivered one keep alive. Counted
 (``gc.collect``, then ``gc.get_objects``: the objects the collector tracks), never timed. Every
 full collection walks each of them, so with N forms kept each collection costs N times as
-much."""
+much.
+
+The census runs in an interpreter of its own (this module run as a script): in a test worker,
+objects made meanwhile by other tests' threads still ending (a store listener, a worker
+thread) would be counted as the forms', and each full collection walks the worker's whole heap
+(a second in a fresh interpreter, over a minute in a worker at the end of the suite)."""
 
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +61,8 @@ def _answer_every_form(rt: Runtime) -> Any:
     return rt.events.on(ev.STARTED, lambda p: submit(rt.events, p["flowId"], answer({"a": ["a1"]})))
 
 
-async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_objects(
-    tmp_path: Path,
-) -> None:
-    """A queued form keeps its request (parameters, questions, options), the queue's item and
-    the journal's record of it, and no form state until it is shown; an answered one keeps its
-    outcome until the answer is delivered, and a delivered one neither the outcome nor the
-    journal's record."""
+async def census(tmp_path: Path) -> dict[str, float]:
+    """Tracked objects per queued, answered and delivered form, and the form states kept."""
     completed = 0
     all_done = trio.Event()
 
@@ -101,6 +104,33 @@ async def test_queued_answered_and_delivered_background_forms_keep_few_tracked_o
             delivered = (_tracked() - before) / FORMS
             assert handed_out == WARM + FORMS
             assert (await rt.statistics()).delivered == WARM + FORMS
+    return {
+        "queued": queued,
+        "forms_queued": forms_queued,
+        "answered": answered,
+        "delivered": delivered,
+        "forms_kept": forms_kept,
+    }
+
+
+def test_queued_answered_and_delivered_background_forms_keep_few_tracked_objects(
+    tmp_path: Path,
+) -> None:
+    """A queued form keeps its request (parameters, questions, options), the queue's item and
+    the journal's record of it, and no form state until it is shown; an answered one keeps its
+    outcome until the answer is delivered, and a delivered one neither the outcome nor the
+    journal's record."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.test_collector_census", str(tmp_path)],
+        cwd=Path(__file__).parents[1],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout)
+    queued, answered, delivered = counts["queued"], counts["answered"], counts["delivered"]
+    forms_queued, forms_kept = counts["forms_queued"], counts["forms_kept"]
     # Queued: its request (7: request, parameters, the questions' tuple, the question, the
     # options' tuple, two options), the queue's item and the journal fold's record of the
     # request (its log's entry of it is a tuple, which the collector stops tracking); no form
@@ -190,3 +220,7 @@ def test_the_journal_fold_keeps_its_history_log_out_of_the_collector(tmp_path: P
         index.key,
     )
     assert index.key == (30, 30)
+
+
+if __name__ == "__main__":
+    print(json.dumps(trio.run(census, Path(sys.argv[1]))))
