@@ -43,6 +43,7 @@ __all__ = [
     "HEARTBEAT",
     "LEASE",
     "NOT_STORABLE",
+    "STOPPED",
     "UNREACHABLE",
     "Surface",
     "TeamBoard",
@@ -81,6 +82,12 @@ UNREACHABLE: Final = Refused(
 """A claim, a draft or an answer the store could not take because it stayed unreachable for
 longer than a store call retries (``AsyncStore.retry_for``). The desk carries on: its person
 keeps what they typed, and every desk re-reads the board when its listener is back."""
+
+STOPPED: Final = Refused(
+    "unavailable", "This desk is stopping: the form stays free for the other desks."
+)
+"""A claim that came back from the store after the board stopped (:meth:`TeamBoard.open`):
+given back at once."""
 
 
 def store_refused(error: psycopg.Error) -> Refused:
@@ -171,13 +178,19 @@ class TeamBoard:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                await self.refresh()
-                task_status.started()
-                while True:
-                    woken = self.wakes.board()
+                try:
                     await self.refresh()
-                    with trio.move_on_after(self._until_next_expiry()):
-                        await woken.wait()
+                    task_status.started()
+                    while True:
+                        woken = self.wakes.board()
+                        await self.refresh()
+                        with trio.move_on_after(self._until_next_expiry()):
+                            await woken.wait()
+                finally:
+                    # Before the nursery closes: from here on a claim that comes back from
+                    # the store (``open``) is given back instead of kept (the nursery takes
+                    # no keeper once it has closed, which happens before this task resumes).
+                    self._nursery = None
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(5):
                 for request_id, held in list(self._claims.items()):
@@ -325,7 +338,13 @@ class TeamBoard:
         self._refusal = None
         if isinstance(claim, Claim):
             held = self._claims[claim.request_id] = _Held(claim, surface)
-            assert self._nursery is not None, "TeamBoard.run is not running"
+            if self._nursery is None:
+                # The board stopped (the desk quits) while the claim was on its way: nothing
+                # would keep its lease alive nor release it, and the form would stay taken
+                # until the lease ran out.
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await self.close(claim.request_id, surface=surface)
+                return STOPPED
             self._nursery.start_soon(self._keep, held)
         return claim
 
