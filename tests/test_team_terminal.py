@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.store import terminal
 from pi_agent_ask.store.db import Claim, Refused, Store
 from pi_agent_ask.ui.testing import VirtualTerminal
 from tests.store_support import (  # noqa: F401
@@ -606,11 +607,14 @@ async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
     pg_cluster: Cluster,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """PostgreSQL stops as ann submits on her terminal: the form leaves the screen ("No
     questions waiting.") while the answer waits for the store, and the status line says it
     is on its way (it said only that the store was away, which read as the answer gone);
-    once the store is back the answer is recorded, and the status line says so."""
+    once the store is back the answer is recorded, and the status line says so. (Said after
+    half a second here instead of ``SLOW``'s 5: the sentence is the same.)"""
+    monkeypatch.setattr(terminal, "SLOW", 0.5)
     term = VirtualTerminal(110, 30)
 
     def said(text: str) -> Callable[[VirtualTerminal], bool]:

@@ -243,8 +243,13 @@ class Store:
 
     conninfo: str
     max_connections: int = 8
-    wait: float = 30.0
-    """Seconds an operation waits for a connection (all in use, or the server away)."""
+    wait: float = 2.0
+    """Seconds an operation waits for a pooled connection (the server away or restarting)
+    before it fails with ``PoolTimeout``. Short: it waits in a worker thread, which
+    cancellation cannot reach, so a form leaving the screen or a desk stopping waited this
+    long for a draft's save (30 s, once); the waiting for the server to come back is
+    ``AsyncStore.run``'s retries, which cancellation ends at once. (Never for a connection in
+    use: ``AsyncStore`` runs at most ``max_connections`` operations at once.)"""
     clock: Callable[[], datetime] = attrs.field(default=lambda: datetime.now(UTC))
     """This desk's wall clock, which may differ from the database's: a lease's end in a
     sentence is this clock's now plus the time the database says is left."""
