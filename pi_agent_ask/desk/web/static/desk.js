@@ -582,14 +582,14 @@
     }
   });
   // Sign out (the header's form, signout.js): a draft still due, or one that never reached
-  // the desk, is saved first, with the session it is typed in; after the sign-out there is
-  // no session to save it with.
+  // the desk, is saved first, with its session (after the sign-out there is none).
   document.addEventListener("desk:sign-out", function (event) {
-    if (saveTimer !== null || (unsaved !== null && unsaved === formId() && unsavedWhy === "lost")) {
-      event.detail.waits.push(saveNow());
-    }
+    if (saveTimer !== null || lostHere()) event.detail.waits.push(saveNow());
   });
+  function lostHere() { return unsaved !== null && unsaved === formId() && unsavedWhy === "lost"; }
   window.addEventListener("pagehide", function () { if (saveTimer) saveNow(true); });
+  // Online again: a save the network lost is made (a blip the stream outlived brings no board event).
+  window.addEventListener("online", function () { if (lostHere() && !saving) saveNow(); });
   window.addEventListener("beforeunload", function (event) {
     if (unsaved && unsaved === formId()) { event.preventDefault(); event.returnValue = ""; }
   });
