@@ -125,9 +125,9 @@ LONGEST_FIRST = (
     "test_mcp_stdio.py",
 )
 """Modules whose tests run longest (up to a minute each, or in all, under ``-n 2``), run
-first: xdist hands modules out in this order (``--dist loadfile``, pyproject.toml), and one
-of them handed out last kept a worker busy alone at the end of the suite. Order only; every
-other module keeps its place after them."""
+first: xdist hands tests out in this order, and one of them handed out last kept a worker
+busy alone at the end of the suite. Order only; every other module keeps its place after
+them."""
 
 
 @pytest.hookimpl(trylast=True)
