@@ -5,14 +5,18 @@ frees it at once; a desk gone under it, nothing is asked of that desk, so the SD
 
 from __future__ import annotations
 
+import functools
 import logging
+from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.mcp_server.input_end import INPUT_CLOSED_LOG, ON_DESK
 from pi_agent_ask.store.db import Store
-from pi_agent_ask.store.forward import FailoverUpstream
+from pi_agent_ask.store.forward import FailoverUpstream, serve_stdio_via_team
 from tests.store_support import (  # noqa: F401
     Cluster,
     agent,
@@ -66,7 +70,8 @@ async def test_a_team_agent_killed_during_a_call_ends_its_server_quietly(
     desk_url: str,  # noqa: F811
 ) -> None:
     """The client dies while its wait runs on the desk: its pipes close under the server,
-    which ends as when standard input closes (exit 0, no traceback)."""
+    which ends as when standard input closes (exit 0, no traceback; standard error says where
+    the wait's questions stay, as ``pi-agent-ask mcp`` on its own says)."""
     import json
     import os
     import subprocess
@@ -99,4 +104,86 @@ async def test_a_team_agent_killed_during_a_call_ends_its_server_quietly(
             while chunk := await process.stderr.receive_some(65536):
                 said += chunk
             assert await process.wait() == 0, said.decode()
-    assert said == b""
+    assert said.decode() == INPUT_CLOSED_LOG.format(where=ON_DESK) + "\n"
+
+
+@attrs.define(eq=False)
+class Lines:
+    """A client's side of the stdio transport in memory: the lines it writes (its input,
+    ``readline`` and iteration as the SDK reads a file; closed as a client closes it), and
+    what it reads (``written``)."""
+
+    send: trio.MemorySendChannel[str]
+    receive: trio.MemoryReceiveChannel[str]
+    written: list[str] = attrs.field(factory=list)
+
+    @classmethod
+    def open(cls) -> Lines:
+        return cls(*trio.open_memory_channel[str](100))  # the test's few lines
+
+    async def readline(self) -> str:
+        return await anext(self, "")
+
+    def __aiter__(self) -> Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        try:
+            return await self.receive.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+    async def write(self, text: str) -> None:
+        self.written.append(text)
+
+    async def flush(self) -> None:
+        pass
+
+
+async def test_a_team_agent_whose_input_ends_is_answered_every_request(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The client closes the forwarder's input with requests in flight, as ``pi-agent-ask
+    mcp`` on its own meets it (``input_end.py``): the foreground ask waiting for the person
+    returns ``input_closed`` at once, saying where its question stays; the tool list asked
+    just before is answered, not ``Connection closed``; the server ends by itself."""
+    from tests.test_mcp_input_end import by_id, call
+
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    client = Lines.open()
+    with trio.fail_after(30):
+        async with team_desk(desk_url, "ann") as desk:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    functools.partial(
+                        serve_stdio_via_team,
+                        [desk.url],
+                        token,
+                        key="closing",
+                        cwd=tmp_path,
+                        hook_dir=tmp_path,
+                        stdin=client,
+                        stdout=client,
+                    )
+                )
+                for line in (*opening("closing"), call(1, "ask_user", ask("Deploy"))):
+                    await client.send.send(line + "\n")
+                await desk.board.wait_for(lambda forms: len(forms) == 1)
+                await client.send.send('{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n')
+                await client.send.aclose()
+            still = await desk.board.wait_for(lambda forms: len(forms) == 1)
+    answers = by_id("".join(client.written).encode())
+    assert set(answers) == {0, 1, 2}, answers
+    ended = answers[1]["result"]
+    assert ended["isError"] is True, ended
+    assert ended["structuredContent"] == {
+        "status": "input_closed",
+        "pendingRequestIds": [],
+        "sessionFile": None,
+    }
+    assert "stays queued on the pi-agent-ask desk" in ended["content"][0]["text"]
+    assert "ask_user" in [tool["name"] for tool in answers[2]["result"]["tools"]]
+    assert len(still) == 1

@@ -34,9 +34,11 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
+from pi_agent_ask.form.tools import waits_for_person
 from pi_agent_ask.mcp_common.connection import HOOK_PATH, desk_url
 from pi_agent_ask.mcp_server.forward import BROKEN_CODES, Held, hold_desk_session
 from pi_agent_ask.mcp_server.hook import NOTHING_TAKEN, TakeForHook, Taken
+from pi_agent_ask.mcp_server.input_end import PersonWaits
 from pi_agent_ask.mcp_server.stdio import ask_server
 from pi_agent_ask.store.agent import CALL_KEY_META
 
@@ -183,7 +185,10 @@ def _broken(error: BaseException) -> bool:
     return True
 
 
-def failover_server(upstream: FailoverUpstream) -> Server[Any]:
+def failover_server(upstream: FailoverUpstream, person: PersonWaits) -> Server[Any]:
+    """The MCP server that forwards to ``upstream``; a call that waits for the person returns
+    at once when the client closes its input (``person``), its question left on the desks."""
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         while True:
             try:
@@ -202,24 +207,30 @@ def failover_server(upstream: FailoverUpstream) -> Server[Any]:
             await ctx.session.report_progress(progress, total, message)
 
         meta: Any = {CALL_KEY_META: "fwd-" + uuid.uuid4().hex}
-        while True:
-            try:
-                session, generation = await upstream.session()
-            except Unreachable as error:
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=str(error))], is_error=True
-                )
-            try:
-                result = await session.call_tool(
-                    params.name, params.arguments, progress_callback=relay, meta=meta
-                )
-            except Exception as error:
-                if not _broken(error):
-                    raise
-                upstream.broken(generation)  # the same call, with its key, on the next desk
-                continue
-            assert isinstance(result, types.CallToolResult)
-            return result
+
+        async def forwarded() -> types.CallToolResult:
+            while True:
+                try:
+                    session, generation = await upstream.session()
+                except Unreachable as error:
+                    return types.CallToolResult(
+                        content=[types.TextContent(type="text", text=str(error))], is_error=True
+                    )
+                try:
+                    result = await session.call_tool(
+                        params.name, params.arguments, progress_callback=relay, meta=meta
+                    )
+                except Exception as error:
+                    if not _broken(error):
+                        raise
+                    upstream.broken(generation)  # the same call, with its key, on the next desk
+                    continue
+                assert isinstance(result, types.CallToolResult)
+                return result
+
+        if waits_for_person(params.name, params.arguments):
+            return await person.unless_closed(forwarded)
+        return await forwarded()
 
     return ask_server(list_tools, call_tool)
 
@@ -238,7 +249,7 @@ async def serve_stdio_via_team(
     Code's hook socket under ``key`` (default: the client's first default key in ``cwd`` that
     no running server holds, ``stdio.agent_keys``, so two sessions in one directory keep their
     hooks apart). A line the SDK cannot read is answered as ``pi-agent-ask mcp`` answers it
-    (``unreadable.py``)."""
+    (``unreadable.py``), and so is the end of the input (``input_end.py``)."""
     from pi_agent_ask.mcp_common.journals import default_state_dir
     from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
     from pi_agent_ask.mcp_server.stdio import (
@@ -282,7 +293,10 @@ async def serve_stdio_via_team(
         # as the end of the input does, then ends the process by that signal.
         await nursery.start(hooks)
         nursery.start_soon(end_on_signal, nursery.cancel_scope, left)
-        await serve_lines(failover_server(upstream), replay, stdout)
+        # The end of the input is met as ``pi-agent-ask mcp`` meets it (``input_end.py``):
+        # every request read is answered, a call waiting for the person says so at once.
+        person = PersonWaits(_log)
+        await serve_lines(failover_server(upstream, person), replay, stdout, on_end=person.close)
         await upstream.close()
         nursery.cancel_scope.cancel()
 
