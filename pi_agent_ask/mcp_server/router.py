@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from pi_agent_ask.mcp_server.hook import TakeForHook
     from pi_agent_ask.persistence.session_values import SessionFileError
 from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.mcp_common import progress_plus
 from pi_agent_ask.mcp_common.asgi import progress_reporter
 from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
 from pi_agent_ask.mcp_common.journals import wait_until_free
@@ -685,7 +686,7 @@ class _Progress:
         self.base = self.sent
 
     async def report(self, progress: float, total: float | None, message: str | None) -> None:
-        self.sent = self.base + progress
+        self.sent = progress_plus(self.base, progress)
         await self.send(self.sent, total, message)
 
 
