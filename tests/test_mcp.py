@@ -500,9 +500,9 @@ async def test_malformed_calls_are_tool_errors_and_the_server_lives(
             result = await h.call(name, arguments)
             tools = await h.client.list_tools()
     if name == "wait_for_answers":
-        # Unknown keys are ignored (the contract's schemas allow them): nothing pends.
-        assert result.structured_content is not None
-        assert result.structured_content["status"] == "complete"
+        # It takes no arguments: a key given is refused, not ignored (docs/tools.md).
+        assert result.is_error and isinstance(result.content[0], types.TextContent)
+        assert "unexpected: is not a known argument" in result.content[0].text
     elif result.is_error:
         assert isinstance(result.content[0], types.TextContent)
     else:
