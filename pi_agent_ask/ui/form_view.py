@@ -450,14 +450,23 @@ class FormControl(UIControl):
         self, frame: Frame, height: int
     ) -> tuple[list[tuple[tuple[str, str], ...]], list[int | None]]:
         """Choose the visible rows: sticky header and footer, the body scrolled so the focused
-        row (and the editor cursor) stay visible unless the person scrolled with the wheel."""
+        row (and the editor cursor) stay visible unless the person scrolled with the wheel.
+
+        When not everything fits, what stays on screen goes in this order: the focused row
+        (with the cursor and the alerts), then the question's prompt (``lead_rows``: what the
+        person answers), then one row of context around the focus. So the prompt stays with
+        the header whenever one body row and the scroll marker fit beside it; where it cannot
+        (a prompt taller than that), the context row never scrolls a prompt row away that the
+        focus leaves room for."""
         total = len(frame.lines)
         header, footer = frame.header_rows, frame.footer_rows
         if header + footer + 1 > height:
             header = footer = 0  # too small for sticky parts: everything scrolls
-        elif total > height and header + frame.lead_rows + footer + 3 <= height:
+        elif total > height and header + frame.lead_rows + footer + 2 <= height:
             header += frame.lead_rows  # the prompt stays with the header while options scroll
         body_first, body_end = header, total - footer
+        # The body offset just past the prompt (none of it scrolls when this is 0 or less).
+        prompt_end = frame.header_rows + frame.lead_rows - body_first
         body_rows = body_end - body_first
         room = height - header - footer
         # A body taller than its room gets a marker row saying where it is and how to scroll.
@@ -482,7 +491,9 @@ class FormControl(UIControl):
                 if offset < controller.scroll + margin:
                     controller.scroll = max(0, offset - margin)
                 elif offset > controller.scroll + room - 1 - margin:
-                    controller.scroll = offset - room + 1 + margin
+                    least = offset - room + 1  # the row is on screen from this scroll on
+                    # The context row below the focus gives way to the prompt (docstring).
+                    controller.scroll = least if least < prompt_end else least + margin
         controller.scroll = max(0, min(controller.scroll, max(0, body_rows - room)))
         rows: list[int | None] = list(range(header))
         visible_body = list(range(body_first + controller.scroll, body_end))[:room]
