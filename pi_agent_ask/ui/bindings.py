@@ -141,13 +141,14 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
     def _right(_event: KeyPressEvent) -> None:
         buffer.cursor_right()
 
+    # By the rows the text is drawn in, which are lines only while it does not wrap.
     @kb.add("up", filter=in_editor)
     def _up(_event: KeyPressEvent) -> None:
-        buffer.cursor_up()
+        controller.move_by_row(-1)
 
     @kb.add("down", filter=in_editor)
     def _down(_event: KeyPressEvent) -> None:
-        buffer.cursor_down()
+        controller.move_by_row(1)
 
     @kb.add("home", filter=in_editor)
     @kb.add("c-a", filter=in_editor)

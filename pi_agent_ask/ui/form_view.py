@@ -63,6 +63,7 @@ from pi_agent_ask.form.transcript import cell_width, drawn_line
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_window import FormWindow
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
+from pi_agent_ask.ui.render.editor import row_move
 from pi_agent_ask.ui.render.frame import SHORT_SCREEN_ROWS
 
 if TYPE_CHECKING:  # path completion is imported on the first Tab in an editor
@@ -116,6 +117,9 @@ class FormController:
     """``@`` path candidates listed under the open editor (closed by any other edit)."""
     page_rows: int = 10
     """Body rows the control showed last (one page for PageUp/PageDown)."""
+    editor_room: int | None = None
+    """The cells a row of the open editor's text was wrapped to on screen last (``None``: no
+    editor shown): Up and Down move by those rows."""
     laid_out: tuple[int, int] | None = None
     """The width and height of the last layout: a new size brings the focus back into view (a
     scroll position taken on the old size points at stale rows)."""
@@ -273,6 +277,23 @@ class FormController:
         if not self.editor_open or self.state is None or self.state.editor is None:
             return False
         return not self.buffer.text and not self.state.editor.images
+
+    def move_by_row(self, step: int) -> None:
+        """Up (``step`` -1) or Down (+1) in the open editor: to the row above or below as the
+        text is wrapped on screen, keeping the column of the first of a run of such moves (a
+        row too short for it takes its end). On the first (last) row nothing moves, as on the
+        first (last) line of a text that does not wrap."""
+        buffer = self.buffer
+        if self.editor_room is None:
+            return
+        # ``preferred_column`` is reset by every other move of the cursor: a run of Up and
+        # Down keeps the column it started from.
+        moved = row_move(
+            buffer.text, buffer.cursor_position, self.editor_room, step, buffer.preferred_column
+        )
+        if moved is not None:
+            buffer.cursor_position, column = moved
+            buffer.preferred_column = column
 
     def editor_kind(self) -> str | None:
         if not self.editor_open or self.state is None or self.state.editor is None:
@@ -475,6 +496,7 @@ class FormControl(UIControl):
             room -= 1
         controller = self.controller
         controller.page_rows = max(1, room)
+        controller.editor_room = frame.editor_room
         if controller.laid_out != (frame.width, height):
             controller.laid_out = (frame.width, height)
             controller.follow_focus = True

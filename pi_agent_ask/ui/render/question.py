@@ -296,6 +296,7 @@ def question_body(state: fs.FormState, options: RenderOptions, width: int) -> Bl
         rows = max(len(options_block.lines), len(context_lines))
         merged = Block(targets=options_block.targets, focus=options_block.focus)
         merged.cursor = options_block.cursor
+        merged.editor_room = options_block.editor_room
         for index in range(rows):
             left_line = options_block.lines[index] if index < len(options_block.lines) else ()
             right_line = context_lines[index] if index < len(context_lines) else ()
