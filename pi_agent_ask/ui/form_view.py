@@ -63,8 +63,9 @@ from pi_agent_ask.form.transcript import cell_width, drawn_line
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_window import FormWindow
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
-from pi_agent_ask.ui.render.editor import row_move
+from pi_agent_ask.ui.render.editor import editor_cells, word_rows
 from pi_agent_ask.ui.render.frame import SHORT_SCREEN_ROWS
+from pi_agent_ask.ui.rows import row_move
 
 if TYPE_CHECKING:  # path completion is imported on the first Tab in an editor
     from pi_agent_ask.ui.paths import CompletionMenu
@@ -288,8 +289,10 @@ class FormController:
             return
         # ``preferred_column`` is reset by every other move of the cursor: a run of Up and
         # Down keeps the column it started from.
+        text = buffer.text
+        rows = word_rows(text, self.editor_room)
         moved = row_move(
-            buffer.text, buffer.cursor_position, self.editor_room, step, buffer.preferred_column
+            text, rows, buffer.cursor_position, step, buffer.preferred_column, editor_cells
         )
         if moved is not None:
             buffer.cursor_position, column = moved

@@ -438,6 +438,7 @@ class ShellSurface(TerminalSurface):
                         submit=self._submit,
                         quit=lambda: self._emit(Quit()),
                         notice=self.set_notice,
+                        columns=lambda: self._rows_and_columns()[1],
                     ),
                     ConditionalKeyBindings(form, has_focus(self.control)),
                     DynamicKeyBindings(defer),

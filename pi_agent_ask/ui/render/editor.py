@@ -25,6 +25,7 @@ from pi_agent_ask.ui.render.frame import (
     RenderOptions,
 )
 from pi_agent_ask.ui.render.lines import Block, cells, line_width, truncate, wrap_fragments
+from pi_agent_ask.ui.rows import cursor_row
 
 
 def _display_char(char: str) -> str:
@@ -53,13 +54,13 @@ def _editor_rows(
         rows = [merge_segments([*head, (PLACEHOLDER, truncate(placeholder, room + 1))])]
         return rows, (0, start)
     lines: list[Line] = []
-    spans = _word_rows(text, room)
+    spans = word_rows(text, room)
     for number, (first, end) in enumerate(spans):
         shown = "".join(_display_char(char) for char in text[first:end])
         prefix = head if number == 0 else merge_segments([(TEXT, " " * start)])
         lines.append(merge_segments([*prefix, (EDITOR, shown)]))
-    number = _cursor_row(spans, cursor, len(text))
-    return lines, (number, start + _cells_before(text, spans[number][0], cursor))
+    number = cursor_row(spans, cursor, len(text))
+    return lines, (number, start + editor_cells(text[spans[number][0] : cursor]))
 
 
 def editor_room(width: int, indent: int, label: Sequence[Fragment]) -> int:
@@ -67,47 +68,13 @@ def editor_room(width: int, indent: int, label: Sequence[Fragment]) -> int:
     return max(2, width - indent - line_width(tuple(label))) - 1
 
 
-def _cells_before(text: str, first: int, cursor: int) -> int:
-    return cells("".join(_display_char(char) for char in text[first:cursor]))
+def editor_cells(text: str) -> int:
+    """The cells ``text`` takes in the editor (a character that is not safe to draw is drawn
+    as the marker)."""
+    return cells("".join(_display_char(char) for char in text))
 
 
-def _cursor_row(spans: Sequence[tuple[int, int]], cursor: int, length: int) -> int:
-    """The row of ``spans`` the cursor is drawn on. A cursor on the character between two
-    rows (a newline, a space that is the break) stands at the end of the first: the free cell
-    kept there holds it. A cursor where a row was wrapped stands at the start of the next."""
-    for number, (first, end) in enumerate(spans):
-        skipped = number + 1 < len(spans) and spans[number + 1][0] == end + 1
-        if first <= cursor < end or (cursor == end and (end == length or skipped)):
-            return number
-    return 0
-
-
-def row_move(
-    text: str, cursor: int, room: int, step: int, column: int | None
-) -> tuple[int, int] | None:
-    """The cursor one row of the wrapped editor up (``step`` -1) or down (+1), as drawn at
-    ``room`` cells a row: at ``column`` cells into that row (default: the cursor's own), or at
-    its end when it is shorter. Returns the new index and the column aimed at; ``None`` on the
-    first (last) row: no row to move to."""
-    spans = _word_rows(text, room)
-    number = _cursor_row(spans, cursor, len(text))
-    target = number + step
-    if not 0 <= target < len(spans):
-        return None
-    if column is None:
-        column = _cells_before(text, spans[number][0], cursor)
-    first, end = spans[target]
-    # The last index drawn on this row: a cursor at ``end`` stands on the next row when the
-    # next row starts right there (a row wrapped inside a word, or after a space).
-    wrapped = target + 1 < len(spans) and spans[target + 1][0] == end and end > first
-    last = end - 1 if wrapped else end
-    index = first
-    while index < last and _cells_before(text, first, index + 1) <= column:
-        index += 1
-    return index, column
-
-
-def _word_rows(text: str, room: int) -> list[tuple[int, int]]:
+def word_rows(text: str, room: int) -> list[tuple[int, int]]:
     """``text`` in rows of at most ``room`` cells, as ``(start, end)`` indices: a row ends at a
     newline (not included), else after the last space that keeps the next word whole, else
     (a word longer than a row) where the row is full. A space that would not fit is the break
