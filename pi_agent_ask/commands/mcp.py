@@ -97,7 +97,11 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
         from pi_agent_ask.store.forward import serve_stdio_via_team
 
         urls, token = team
-        trio.run(lambda: serve_stdio_via_team(urls, token, key=args.key))
+        trio.run(
+            lambda: serve_stdio_via_team(
+                urls, token, key=args.key, progress_interval=args.progress_interval
+            )
+        )
         return EXIT_OK
     try:
         trio.run(

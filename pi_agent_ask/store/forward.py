@@ -35,7 +35,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
 from pi_agent_ask.form.tools import waits_for_person
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common.asgi import progress_reporter
 from pi_agent_ask.mcp_common.connection import HOOK_PATH, desk_url
+from pi_agent_ask.mcp_common.tools import progress_ticks
 from pi_agent_ask.mcp_server.forward import BROKEN_CODES, Held, hold_desk_session
 from pi_agent_ask.mcp_server.hook import NOTHING_TAKEN, TakeForHook, Taken
 from pi_agent_ask.mcp_server.input_end import PersonWaits
@@ -185,9 +188,16 @@ def _broken(error: BaseException) -> bool:
     return True
 
 
-def failover_server(upstream: FailoverUpstream, person: PersonWaits) -> Server[Any]:
+def failover_server(
+    upstream: FailoverUpstream, person: PersonWaits, progress_interval: float = PROGRESS_INTERVAL
+) -> Server[Any]:
     """The MCP server that forwards to ``upstream``; a call that waits for the person returns
-    at once when the client closes its input (``person``), its question left on the desks."""
+    at once when the client closes its input (``person``), its question left on the desks.
+
+    The progress of such a call is this server's, every ``progress_interval`` seconds, as
+    ``pi-agent-ask mcp`` sends it through a desk (``router.py``); none is asked of the desks.
+    A desk's count would start again from zero on the next desk after a failover, and MCP
+    requires each value of a request to be larger than the one before."""
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         while True:
@@ -203,9 +213,6 @@ def failover_server(upstream: FailoverUpstream, person: PersonWaits) -> Server[A
                 upstream.broken(generation)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        async def relay(progress: float, total: float | None, message: str | None) -> None:
-            await ctx.session.report_progress(progress, total, message)
-
         meta: Any = {CALL_KEY_META: "fwd-" + uuid.uuid4().hex}
 
         async def forwarded() -> types.CallToolResult:
@@ -217,9 +224,7 @@ def failover_server(upstream: FailoverUpstream, person: PersonWaits) -> Server[A
                         content=[types.TextContent(type="text", text=str(error))], is_error=True
                     )
                 try:
-                    result = await session.call_tool(
-                        params.name, params.arguments, progress_callback=relay, meta=meta
-                    )
+                    result = await session.call_tool(params.name, params.arguments, meta=meta)
                 except Exception as error:
                     if not _broken(error):
                         raise
@@ -229,7 +234,8 @@ def failover_server(upstream: FailoverUpstream, person: PersonWaits) -> Server[A
                 return result
 
         if waits_for_person(params.name, params.arguments):
-            return await person.unless_closed(forwarded)
+            async with progress_ticks(progress_reporter(ctx), progress_interval):
+                return await person.unless_closed(forwarded)
         return await forwarded()
 
     return ask_server(list_tools, call_tool)
@@ -244,6 +250,7 @@ async def serve_stdio_via_team(
     hook_dir: Path | None = None,
     stdin: Any = None,
     stdout: Any = None,
+    progress_interval: float = PROGRESS_INTERVAL,
 ) -> None:
     """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers, and Claude
     Code's hook socket under ``key`` (default: the client's first default key in ``cwd`` that
@@ -296,7 +303,8 @@ async def serve_stdio_via_team(
         # The end of the input is met as ``pi-agent-ask mcp`` meets it (``input_end.py``):
         # every request read is answered, a call waiting for the person says so at once.
         person = PersonWaits(_log)
-        await serve_lines(failover_server(upstream, person), replay, stdout, on_end=person.close)
+        server = failover_server(upstream, person, progress_interval)
+        await serve_lines(server, replay, stdout, on_end=person.close)
         await upstream.close()
         nursery.cancel_scope.cancel()
 
