@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trio
 from prompt_toolkit.input import create_pipe_input
 
@@ -188,9 +189,14 @@ async def test_a_screen_shrunk_below_the_editor_and_grown_again_draws_from_the_l
     assert status == 1
 
 
-async def test_the_chosen_path_candidate_stays_in_view_at_40x12(tmp_path: Path) -> None:
+@pytest.mark.parametrize("columns", [40, 100])
+async def test_the_chosen_path_candidate_stays_in_view_at_40x12(
+    tmp_path: Path, columns: int
+) -> None:
     """Down/Tab through the ``@`` candidates under the editor: on a short screen the chosen
-    one is on screen, not below the last row while the text above it changes."""
+    one is on screen, not below the last row while the text above it changes; also at 100
+    columns, where the context stands beside the options (that layout lost the rows that
+    must stay in view)."""
     from pi_agent_ask.ui.testing import asking as run_asking
 
     project = tmp_path / "project"
@@ -201,7 +207,7 @@ async def test_the_chosen_path_candidate_stays_in_view_at_40x12(tmp_path: Path) 
     question = {**LONG, "context": "Cold build 41s."}
     with trio.fail_after(30):
         async with run_asking(
-            {"questions": [question]}, settings, columns=40, lines=12, cwd=project
+            {"questions": [question]}, settings, columns=columns, lines=12, cwd=project
         ) as ask:
             await ask.wait("Option 0")
             ask.send("5")
@@ -212,7 +218,9 @@ async def test_the_chosen_path_candidate_stays_in_view_at_40x12(tmp_path: Path) 
                 ask.send(DOWN)
                 await ask.wait(f"> see @{chosen}")
                 await ask.term.wait_for(
-                    lambda term, name=chosen: any(row.strip() == f"› {name}" for row in term.rows())
+                    lambda term, name=chosen: any(
+                        row.split("│")[0].strip() == f"› {name}" for row in term.rows()
+                    )
                 )
             ask.send("\x03", "\x03")
             status, _result = await ask.finished()
