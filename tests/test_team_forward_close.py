@@ -248,3 +248,39 @@ async def test_a_team_agent_s_wait_counts_progress_at_its_own_interval(
     assert progress[:3] == [0.05, 0.1, 0.15], progress
     assert all(a < b for a, b in itertools.pairwise(progress)), progress
     assert answered["structuredContent"]["answers"]["q"]["values"] == ["yes"]
+
+
+async def test_a_team_forwarder_cancelled_with_a_session_held_ends(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Cancelled (a host ending it without a signal), the forwarder ends its session on the
+    desk and returns; it waited for that session's end, shielded, for ever."""
+    token = Store.new_token(pg_cluster.url(store_db), "alpha")
+    client = Lines.open()
+    assert client.read is not None
+    with records_of("mcp.server.streamable_http") as desk_log, trio.fail_after(30):
+        async with team_desk(desk_url, "ann") as desk, trio.open_nursery() as nursery:
+            nursery.start_soon(
+                functools.partial(
+                    serve_stdio_via_team,
+                    [desk.url],
+                    token,
+                    key="cancelled",
+                    cwd=tmp_path,
+                    hook_dir=tmp_path,
+                    stdin=client,
+                    stdout=client,
+                )
+            )
+            listing = '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+            for line in (*opening("cancelled"), listing):
+                await client.send.send(line + "\n")
+            async for line in client.read:
+                if '"id":1' in line:
+                    break  # answered by the desk: a session is held there
+            nursery.cancel_scope.cancel()
+        ended = [r for r in desk_log if r.getMessage().startswith("Terminating session")]
+    assert len(ended) == 1, [r.getMessage() for r in desk_log]

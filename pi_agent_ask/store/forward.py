@@ -304,9 +304,14 @@ async def serve_stdio_via_team(
         # every request read is answered, a call waiting for the person says so at once.
         person = PersonWaits(_log)
         server = failover_server(upstream, person, progress_interval)
-        await serve_lines(server, replay, stdout, on_end=person.close)
-        await upstream.close()
-        nursery.cancel_scope.cancel()
+        try:
+            await serve_lines(server, replay, stdout, on_end=person.close)
+        finally:
+            # Also when cancelled: the session held on a desk waits, shielded, for its end
+            # (``forward.hold_desk_session``), and the nursery would wait for it forever.
+            with trio.CancelScope(shield=True):
+                await upstream.close()  # within CLOSE_TIMEOUT
+            nursery.cancel_scope.cancel()
 
 
 def team_take(urls: Sequence[str], token: str, log: Callable[[str], None]) -> TakeForHook:
