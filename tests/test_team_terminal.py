@@ -671,3 +671,53 @@ async def test_on_a_short_screen_a_write_the_store_refused_is_said_briefly(
                 lambda rows: bool(rows) and rows[0].draft is not None
             )
             assert row.draft["drafts"][0]["selected"] == [1]  # "No", chosen while refused
+
+
+def _url_on_screen(rows: list[str], base: str) -> str | None:
+    """The sign-in URL drawn from the row that starts it: its first row after one space, the
+    rows that go on after three (``None`` while no row starts one)."""
+    start = next((n for n, row in enumerate(rows) if row.startswith(" " + base)), None)
+    if start is None:
+        return None
+    url = rows[start].strip()
+    for row in rows[start + 1 :]:
+        if not row.startswith("   ") or row[3:4] in ("", " "):
+            break
+        url += row.strip()
+    return url
+
+
+async def test_at_40_columns_the_sign_in_link_reads_as_one_and_ctrl_o_shows_one_over_a_form(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """At 40 columns the sign-in URL goes on under itself, indented, never from the screen's
+    first column, where it read as text of its own; with a form on display (which hides the
+    sign-in lines) Ctrl-O shows a new link in the status line, drawn the same way. Each one,
+    read off the screen, signs a browser in."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            base = desk.web.base_url
+            await term.wait_for(lambda t: _url_on_screen(t.rows(), base) is not None)
+            first = _url_on_screen(term.rows(), base)
+            assert first is not None
+            async with httpx2.AsyncClient(timeout=30) as http:
+                await signed_in(http, first)  # the whole URL, read off the screen
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            assert "/login?code=" not in term.text()
+            pipe.send_text("\x0f")  # Ctrl-O
+            await term.wait_for("Sign-in link for the web page")
+            await term.wait_for(lambda t: _url_on_screen(t.rows(), base) is not None)
+            rows = term.rows()
+            second = _url_on_screen(rows, base)
+            assert all(len(row) <= 40 for row in rows), rows
+            assert second is not None and second != first
+            async with httpx2.AsyncClient(timeout=30) as http:
+                await signed_in(http, second)
+            pipe.send_text("\x1b[B")  # the next key: the link goes, the form is as it was
+            await term.wait_for(lambda t: "Sign-in link" not in t.text())
+            assert "Question Deploy?" in term.text()
