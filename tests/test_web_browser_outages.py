@@ -381,6 +381,57 @@ async def test_a_link_while_the_desk_is_out_of_reach_keeps_the_page_and_works_on
             await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
 
 
+async def test_the_markdown_export_while_the_desk_is_out_of_reach_says_so_on_the_page(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """ "Export as Markdown" pressed while the network is down: the page says in its banner
+    that the desk cannot be reached, as a link does (the download used to fail in the
+    browser's download bar, with no word on the page); once the desk answers, the same
+    button saves the file, and the page stays."""
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+
+    def pressed_offline() -> str:
+        browser.execute_cdp_cmd(
+            "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+        )
+        browser.get(page)
+        offline(browser, True)
+        try:
+            by_role(browser, "link", "Export as Markdown").click()
+            return str(
+                wait_until(
+                    browser,
+                    lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t,
+                )
+            )
+        finally:
+            offline(browser, False)
+
+    def pressed_again() -> list[Path]:
+        wait_until(browser, lambda d: "can be reached again" in d_text(d, "#sign-out-status"), 30)
+        by_role(browser, "link", "Export as Markdown").click()
+        wait_until(browser, lambda d: any(downloads.glob("*.md")))
+        assert browser.current_url == page
+        return list(downloads.glob("*.md"))
+
+    with trio.fail_after(90):
+        async with (
+            open_desk(tmp_path / "desk") as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            page = desk.web.base_url + "/history?agent=alpha"
+            said = await run(pressed_offline)
+            assert "“Export as Markdown” did not go through" in said, said
+            assert await run(lambda: browser.current_url) == page
+            (saved,) = await run(pressed_again)
+            assert saved.name == "ask-history-alpha.md"
+            assert "Colour" in saved.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize(
     ("button", "done"), [("Cancel", "Cancelled."), ("Later", "Saved for later")]
 )
