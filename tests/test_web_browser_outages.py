@@ -433,18 +433,21 @@ async def test_the_markdown_export_while_the_desk_is_out_of_reach_says_so_on_the
 
 
 @pytest.mark.parametrize(
-    ("button", "done"), [("Cancel", "Cancelled."), ("Later", "Saved for later")]
+    ("button", "sending", "done"),
+    [("Cancel", "Cancelling…", "Cancelled."), ("Later", "Saving for later…", "Saved for later")],
 )
 async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
     tmp_path: Path,
     browser: Any,  # noqa: F811
     button: str,
+    sending: str,
     done: str,
 ) -> None:
-    """Cancel (or Later) pressed twice on a slow link, as an impatient tap does: the second
-    press waits for the first, saying so, and the page says what the first did (a second Cancel used to
-    reach the desk after the first, and the page then said the form was cancelled
-    elsewhere)."""
+    """Cancel (or Later) pressed twice on a slow link, as an impatient tap does: the first
+    press says at once, beside the buttons, that it is on its way (Later said nothing until
+    the desk answered); the second press waits for the first, saying so, and the page says
+    what the first did (a second Cancel used to reach the desk after the first, and the page
+    then said the form was cancelled elsewhere)."""
     with trio.fail_after(110):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
             await shown_on_page(browser, desk, alpha, colour())
@@ -465,6 +468,7 @@ async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
                 slow_network(browser, 1500)
                 press = by_role(browser, "button", button)
                 press.click()
+                assert d_text(browser, "#form-errors") == sending
                 press.click()
                 # The second press says it waits for the first, where it was pressed.
                 assert "not answered your last press" in d_text(browser, "#form-errors")

@@ -43,14 +43,11 @@
   const DRAFT_UNREACHABLE = "The desk cannot be reached (the network or the desk is down): " +
     "what you type is not saved yet. It stays on this page and is saved once the desk answers.";
   const SLOW = 5000;
+  const NOT_YET = " the desk has not answered yet (the network is slow or holds the request). " +
+    "This page waits for its answer and says what it is; everything you entered stays here.";
   const SENDING = "Sending…";
-  const SLOW_SUBMIT = "Sending… the desk has not answered yet (the network is slow or holds " +
-    "the request). This page waits for its answer and says what it is; everything you " +
-    "entered stays here.";
   const CANCELLING = "Cancelling…";
-  const SLOW_CANCEL = "Cancelling… the desk has not answered yet (the network is slow or " +
-    "holds the request). This page waits for its answer and says what it is; everything you " +
-    "entered stays here.";
+  const PUTTING_BACK = "Saving for later…";
   const CANCEL_NOT_RECORDED = "Your Cancel was not recorded (the desk could not write it to " +
     "the agent's journal), so the question is not cancelled: the form is back with your " +
     "answers; cancel it again, or answer it.";
@@ -68,6 +65,7 @@
   // "unwritten" (the desk has it and could not write it yet: saved again with the next
   // change) or "lost" (never reached the desk: saved again once the live stream is back).
   let unsavedWhy = null;
+  let refusedSaid = ""; // what the page said of the text the desk refused ("refused")
   let loads = 0; // form loads asked for (``loadMain``)
   let boards = 0; // board events received (``boardEvent``)
   // The drafts of the form on the page as the desk has them (loaded, or saved from here):
@@ -274,8 +272,9 @@
       // page asks first, and the next change saves it again.
       unsaved = id;
       unsavedWhy = "refused";
-      showError(refusal(result, "The desk could not keep this draft.") +
-        " What you typed stays on this page; it is saved once you change it.");
+      refusedSaid = refusal(result, "The desk could not keep this draft.") +
+        " What you typed stays on this page; it is saved once you change it.";
+      showError(refusedSaid);
     }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
     else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT);
@@ -364,7 +363,7 @@
     clearTimeout(saveTimer);
     saveTimer = null;
     leaving = id;
-    const done = onItsWay(id, SENDING, SLOW_SUBMIT);
+    const done = onItsWay(id, SENDING);
     const result = await post("/api/submit", { form: id, drafts: drafts() });
     done();
     if (result.status === 200) {
@@ -380,16 +379,17 @@
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(refusal(result, "The answer was not accepted."));
   }
-  // Submit or Cancel on its way: said at once beside the buttons, and in more words once the
-  // desk has not answered for a while (a link that holds the request, a phone in a tunnel,
-  // a team desk waiting for its store), where the page otherwise showed nothing and took no
-  // second click. The returned function ends it, clearing the words if no answer replaced them.
-  function onItsWay(id, now, slowly) {
+  // Submit, Cancel or Later on its way: said at once beside the buttons, and in more words
+  // once the desk has not answered for a while (a link that holds the request, a phone in a
+  // tunnel, a team desk waiting for its store), where the page otherwise showed nothing and
+  // took no second click. The returned function ends it, clearing the words if no answer
+  // replaced them.
+  function onItsWay(id, now) {
     sending = true;
     sendingSaid = now;
     answerButton(now);
     const slow = setTimeout(function () {
-      if (sending && formId() === id) { sendingSaid = slowly; answerButton(slowly); }
+      if (sending && formId() === id) { sendingSaid = now + NOT_YET; answerButton(sendingSaid); }
     }, SLOW);
     return function () {
       clearTimeout(slow);
@@ -408,7 +408,7 @@
     }
     const id = formId();
     leaving = id;
-    const done = onItsWay(id, CANCELLING, SLOW_CANCEL);
+    const done = onItsWay(id, CANCELLING);
     const result = await post("/api/cancel", { form: id });
     done();
     if (result.status === 200) {
@@ -430,12 +430,9 @@
   }
   async function later() {
     if (sending) { stillSending(); return; }
-    sending = true; // from the draft saved first on: a second press waits for this one
-    try {
-      await putBack();
-    } finally {
-      sending = false;
-    }
+    // From the draft saved first on: said at once, and a second press waits for this one.
+    const done = onItsWay(formId(), PUTTING_BACK);
+    try { await putBack(); } finally { done(); }
   }
   async function putBack() {
     const id = formId();
@@ -446,9 +443,8 @@
     // Text the desk refused to keep would leave the page with the form, the desk never having
     // had it: the form stays until the text is one the desk keeps.
     if (unsaved === id && unsavedWhy === "refused" && formId() === id) {
-      answerButton(document.getElementById("form-errors").textContent + " Not put back for " +
-        "later: what you typed here would be lost with it. Change it so the desk keeps it, " +
-        "then press Later again.");
+      answerButton(refusedSaid + " Not put back for later: what you typed here would be lost " +
+        "with it. Change it so the desk keeps it, then press Later again.");
       return;
     }
     leaving = id;
