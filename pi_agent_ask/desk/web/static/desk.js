@@ -66,6 +66,7 @@
   // change) or "lost" (never reached the desk: saved again once the live stream is back).
   let unsavedWhy = null;
   let refusedSaid = ""; // what the page said of the text the desk refused ("refused")
+  let unwrittenWait = 1000; // ms until a draft the desk could not write yet is sent again
   let loads = 0; // form loads asked for (``loadMain``)
   let boards = 0; // board events received (``boardEvent``)
   // The drafts of the form on the page as the desk has them (loaded, or saved from here):
@@ -245,7 +246,7 @@
       if (formId() === id) { form().dataset.rev = result.data.rev; base = { id: id, drafts: sent }; }
       if (statusBox.textContent === DRAFT_UNREACHABLE) say("");
       if (unsaved === id) {
-        unsaved = null;
+        unsaved = null; unwrittenWait = 1000;
         showError("");
         say(unsavedWhy === "held" ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
       }
@@ -259,11 +260,14 @@
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
     else if (result.status === 422 && result.data.code === "unwritten" && formId() === id) {
       // The desk took the draft but could not write it to the agent's journal yet (a full
-      // disk): it keeps it and writes it by itself. Nothing in the text is to change, and
-      // Later may still put the form back (the desk says if it cannot).
+      // disk): it keeps it and writes it by itself; nothing in the text is to change, and
+      // Later may still put the form back. Sent again now and then (longer waits each time),
+      // the answer that it is written ends the sentence (it stayed until the next change).
       unsaved = id;
       unsavedWhy = "unwritten";
       showError(result.data.error + " What you typed stays on this page too.");
+      clearTimeout(saveTimer); saveTimer = setTimeout(saveNow, unwrittenWait);
+      unwrittenWait = Math.min(unwrittenWait * 2, 8000);
     }
     else if ((result.status === 400 || result.status === 413 ||
               (result.status === 422 && result.data.code === "refused")) && formId() === id) {
