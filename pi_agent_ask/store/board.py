@@ -398,6 +398,30 @@ class TeamBoard:
                 self._refused(error)  # as while it is away: the lease runs out by itself
         return None
 
+    async def put_back(
+        self, request_id: str, draft: dict[str, Any], *, surface: Surface
+    ) -> Refused | None:
+        """Later: put a form ``surface`` claimed back for every desk, with its draft, once the
+        store has it. Unlike :meth:`close`, a store that is away or refuses the write leaves
+        the claim held (its lease kept alive) and says why, so nothing says "saved for later"
+        before the store has it. A form this desk holds no claim on is free already."""
+        refused = self._elsewhere_here(request_id, surface)
+        if refused is not None:
+            return refused
+        held = self._claims.get(request_id)
+        if held is None:
+            return None
+        try:
+            await self.store.run(Store.release, self.store.store, held.claim.token, draft)
+        except psycopg.OperationalError:
+            return UNREACHABLE
+        except psycopg.Error as error:
+            return self._refused(error)
+        self._refusal = None
+        if self._claims.get(request_id) is held:
+            self._claims.pop(request_id, None)
+        return None
+
     async def answer(
         self, request_id: str, response: Mapping[str, Any], *, surface: Surface = "page"
     ) -> Submitted | Refused:
