@@ -212,14 +212,14 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
             assert "read-only transaction" in notice
             assert "What you typed stays on this page" in refusal, refusal
 
-            def typed_again() -> None:
-                note = browser.find_element("css selector", "#ask-form textarea.note")
-                assert note.get_attribute("value") == "typed while read-only"
-                note.send_keys(", then saved")
-
-            await run(typed_again)
+            # Writable again: the page saves the text by itself (it waited for a change).
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: d_text(d, "#status") == "Your draft is saved.", 20
+                )
+            )
             rows = await ann.board.wait_for(
-                lambda rows: bool(rows) and "then saved" in str(rows[0].draft)
+                lambda rows: bool(rows) and "typed while read-only" in str(rows[0].draft)
             )
             assert rows[0].request_id == request_id and rows[0].claimed_by == "ann"
 

@@ -201,7 +201,10 @@ class TeamPage:
             "claimed": "held",
             "lease_lost": "held",
             "invalid": "refused",
-            "unavailable": "refused",
+            # The store away or refusing writes: nothing in the text is to change, and the
+            # page sends it again by itself until the store takes it (as "refused" the text
+            # waited for the person's next change, however long the store was back).
+            "unavailable": "unwritten",
         }.get(refused.reason, "answered")
         return DraftRefused(code, refused.message, refused.holder, refused.desk, until)
 
