@@ -721,3 +721,46 @@ async def test_at_40_columns_the_sign_in_link_reads_as_one_and_ctrl_o_shows_one_
             pipe.send_text("\x1b[B")  # the next key: the link goes, the form is as it was
             await term.wait_for(lambda t: "Sign-in link" not in t.text())
             assert "Question Deploy?" in term.text()
+
+
+async def test_escape_the_store_refuses_brings_the_form_back_with_its_text(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Esc while the store refuses writes (read-only, as a standby during a failover) puts
+    nothing back: the form comes back with what was typed, the status line says why, and the
+    claim stays this desk's (the claim was dropped here only and "Deferred" said all the
+    same; past a store call's retries, text typed while the store was away went with it).
+    Once the store takes writes, Esc puts it back."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            for label in ("Deploy", "Merge"):
+                await desk.store.run(
+                    Store.ask, desk.store.store, "alpha", label, ask(label), background=True
+                )
+            await term.wait_for("Question Deploy?")
+            new_sessions_read_only(pg_cluster.url(), store_db, True)
+            try:
+                pipe.send_text("2")  # "No", then the review; the draft is refused
+                await term.wait_for("Store refused a write: text kept.")
+                pipe.send_text("\x1b")  # Esc: later
+                await term.wait_for("Not put back: store did not take it.")
+                await term.wait_for("Review your answers")
+                assert "Deferred" not in term.text()
+                assert "→ No" in term.text(), term.text()  # as it was answered
+                (row, _merge) = desk.board.snapshot()
+                assert row.claimed_by == "ann" and row.claim_live
+            finally:
+                new_sessions_read_only(pg_cluster.url(), store_db, False)
+            pipe.send_text("\x1b")
+            await term.wait_for("Question Merge?")
+            await term.wait_for("Deferred: 1 other form goes first.")
+            rows = await desk.board.wait_for(
+                lambda rows: any(r.request_id == row.request_id and not r.claim_live for r in rows)
+            )
+            (put_back,) = [r for r in rows if r.request_id == row.request_id]
+            assert put_back.draft is not None
+            assert put_back.draft["drafts"][0]["selected"] == [1]  # what was typed, kept

@@ -77,6 +77,8 @@ STORE_AWAY = (
 )
 STORE_AWAY_SHORT = "Store away: what you type is kept."
 STORE_REFUSED_SHORT = "Store refused a write: text kept."
+NOT_PUT_BACK_SHORT = "Not put back: store did not take it."
+"""Esc the store did not take (away, refusing writes), on a short screen's one status row."""
 """A refusal of the store (``TeamBoard.notice``) on a short screen's one status row."""
 STORE_BACK = "The team's store is back."
 
@@ -230,8 +232,20 @@ async def _show(
         final, last, deferred, gone = await _run(team, board, claim, state, notice)
         if gone is not None:
             return gone
-        if final is None or final.outcome is None or deferred:
-            await team.close(request_id, draft_json(last if final is None else final))
+        kept = last if final is None else final
+        if deferred:
+            # Esc: put back once the store has it. A store away (past a store call's retries)
+            # or refusing the write leaves the claim held, and the form comes back as it was,
+            # saying so: the claim dropped here only, what was typed while the store was away
+            # was lost with it, and "Deferred" was said all the same.
+            refused = await team.put_back(request_id, draft_json(kept), surface="terminal")
+            if refused is None:
+                return "later"
+            notice(Brief(f"Not put back. {refused.message}", NOT_PUT_BACK_SHORT))
+            state = attrs.evolve(kept, outcome=None)
+            continue
+        if final is None or final.outcome is None:
+            await team.close(request_id, draft_json(kept))
             return "later"
         result = build_result(
             final.params,
