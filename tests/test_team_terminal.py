@@ -607,8 +607,9 @@ async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
     desk_url: str,  # noqa: F811
     tmp_path: Any,
 ) -> None:
-    """PostgreSQL stops as ann submits on her terminal: the form leaves the screen ("No
-    questions waiting.") while the answer waits for the store, and the status line says it
+    """PostgreSQL stops as ann submits on her terminal: the form leaves the screen ("1
+    waiting, not free here.": it is in the store until the answer is) while the answer waits
+    for the store, and the status line says it
     is on its way (it said only that the store was away, which read as the answer gone);
     once the store is back the answer is recorded, and the status line says so."""
     term = VirtualTerminal(110, 30)
@@ -630,7 +631,7 @@ async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
             stopped = True
             try:
                 pipe.send_text("1")
-                await term.wait_for("No questions waiting")
+                await term.wait_for("1 waiting, not free here.")
                 await term.wait_for(said("Sending your answer to “Deploy”…"))
                 await trio.to_thread.run_sync(pg_cluster.start)
                 stopped = False
@@ -764,3 +765,36 @@ async def test_escape_the_store_refuses_brings_the_form_back_with_its_text(
             (put_back,) = [r for r in rows if r.request_id == row.request_id]
             assert put_back.draft is not None
             assert put_back.draft["drafts"][0]["selected"] == [1]  # what was typed, kept
+
+
+def _held_by_others(url: str) -> None:
+    """Two forms in the store at ``url``, each held by another desk's person for a minute."""
+    store = Store(url)
+    store.open()
+    try:
+        for person, agent in (("bob", "alpha"), ("carol", "beta")):
+            request_id, _bg, _state = store.ask(agent, "c1", ask(agent.title()), background=True)
+            claim = store.claim(request_id, desk=f"{person}-laptop:1:ab12", person=person, lease=60)
+            assert isinstance(claim, Claim)
+    finally:
+        store.close()
+
+
+async def test_with_every_form_held_elsewhere_the_screen_does_not_say_none_wait(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """A desk started while every waiting form is held by another desk: nothing is on
+    display, the agents line counts the forms, and the line above where the form goes says
+    how many wait and that none is free here (it said "No questions waiting." beside the
+    agents' counts of them; and until the board changed, the desk had not counted them at
+    all: no agent, no form, no word of the other desks)."""
+    await trio.to_thread.run_sync(_held_by_others, desk_url)
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term):
+            with trio.move_on_after(30):
+                await term.wait_for(lambda t: t.rows()[1].strip() == "2 waiting, none free here.")
+            rows = term.rows()
+            assert rows[1].strip() == "2 waiting, none free here.", rows
+            assert "alpha 1" in rows[0] and "beta 1" in rows[0], rows

@@ -239,7 +239,17 @@ def form_header(board: Board, width: int | None = None) -> StyleAndTextTuples:
     (every wording when ``width`` is None): words are dropped or shortened, never cut."""
     current = board.current
     if current is None:
-        return [("class:ask.muted", " " + EMPTY_TEXT)]
+        # Forms may wait while none is on display: on a team desk, each is held by another
+        # desk, or the store is away (the status line says which). "No questions waiting"
+        # then contradicted the agents' counts beside it.
+        waiting = sum(agent.pending for agent in board.agents())
+        none = "not" if waiting == 1 else "none"
+        return [
+            (
+                "class:ask.muted",
+                f" {waiting} waiting, {none} free here." if waiting else " " + EMPTY_TEXT,
+            )
+        ]
     name = _shown(current.key)
     states: list[tuple[str, str]]
     if board.is_blocked(current):

@@ -164,6 +164,10 @@ async def answer_on_terminal(
         counts()
 
     team.on_change = changed
+    # The board was read before this hook was in place: counted now, not at its next change
+    # (a desk started while every form was held elsewhere showed no agent and no form, and
+    # said nothing of the other desks, until something changed).
+    counts()
     await _one_form_after_another(team, board, notice, settings, hint)
 
 
