@@ -752,7 +752,9 @@ async def test_escape_the_store_refuses_brings_the_form_back_with_its_text(
                 await term.wait_for("Review your answers")
                 assert "Deferred" not in term.text()
                 assert "→ No" in term.text(), term.text()  # as it was answered
-                (row, _merge) = desk.board.snapshot()
+                # From the store itself (the board's copy may be from before the claim: its
+                # re-read can meet a session the read-only switch ended).
+                (row, _merge) = await desk.store.run(Store.board, desk.store.store)
                 assert row.claimed_by == "ann" and row.claim_live
             finally:
                 new_sessions_read_only(pg_cluster.url(), store_db, False)

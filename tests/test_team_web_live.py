@@ -237,7 +237,7 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
             assert refused.startswith("Not saved for later. The team's store refused"), refused
             assert not [s for s in status if "Saved for later" in s], status
             assert await run(lambda: form_shown(browser))
-            (row,) = ann.board.snapshot()
+            (row,) = await ann.store.run(Store.board, ann.store.store)  # the store's own
             assert row.claimed_by == "ann" and row.claim_live  # nothing was put back
             await run(lambda: browser.find_element("id", "later").click())
             await ann.board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
