@@ -651,7 +651,8 @@ async def test_on_a_short_screen_a_write_the_store_refused_is_said_briefly(
 ) -> None:
     """At 40x12, the store refusing writes (read-only): the status line's one row says so in
     a few words (the sentence was cut at the edge, "The team's store refused this desk's"),
-    and the desk carries on."""
+    the desk carries on, and once a write goes through it says the store takes writes again
+    (the refusal stayed the last word, as if the store still refused)."""
     term = VirtualTerminal(40, 12)
     with trio.fail_after(60), create_pipe_input() as pipe:
         async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
@@ -672,6 +673,8 @@ async def test_on_a_short_screen_a_write_the_store_refused_is_said_briefly(
                 lambda rows: bool(rows) and rows[0].draft is not None
             )
             assert row.draft["drafts"][0]["selected"] == [1]  # "No", chosen while refused
+            # A write went through: the status line says so (the refusal stayed the latest).
+            await term.wait_for(lambda t: t.rows()[-1].strip() == "Store takes writes again.")
 
 
 def _url_on_screen(rows: list[str], base: str) -> str | None:

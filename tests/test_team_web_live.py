@@ -221,6 +221,11 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
             rows = await ann.board.wait_for(
                 lambda rows: bool(rows) and "typed while read-only" in str(rows[0].draft)
             )
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: "takes this desk's writes again" in desk_notice(d)
+                )
+            )
             assert rows[0].request_id == request_id and rows[0].claimed_by == "ann"
 
             def later() -> str:

@@ -44,6 +44,7 @@ __all__ = [
     "LEASE",
     "NOT_STORABLE",
     "UNREACHABLE",
+    "WRITES_AGAIN",
     "Surface",
     "TeamBoard",
     "desk_name",
@@ -94,6 +95,9 @@ def store_refused(error: psycopg.Error) -> Refused:
         "here: try again once the store takes writes again.",
     )
 
+
+WRITES_AGAIN: Final = "The team's store takes this desk's writes again."
+"""The desk's notice once a write goes through after the store refused one."""
 
 _V = TypeVar("_V")
 
@@ -322,7 +326,7 @@ class TeamBoard:
             return UNREACHABLE
         except psycopg.Error as error:
             return self._refused(error)
-        self._refusal = None
+        self._wrote()
         if isinstance(claim, Claim):
             held = self._claims[claim.request_id] = _Held(claim, surface)
             assert self._nursery is not None, "TeamBoard.run is not running"
@@ -344,7 +348,7 @@ class TeamBoard:
             except psycopg.Error as error:
                 self._refused(error)  # extend at the next beat, as while it is away
                 continue
-            self._refusal = None
+            self._wrote()
             if alive is None:
                 self._claims.pop(claim.request_id, None)
                 return
@@ -371,7 +375,7 @@ class TeamBoard:
             return UNREACHABLE
         except psycopg.Error as error:
             return self._refused(error)
-        self._refusal = None
+        self._wrote()
         return saved
 
     async def close(
@@ -417,7 +421,7 @@ class TeamBoard:
             return UNREACHABLE
         except psycopg.Error as error:
             return self._refused(error)
-        self._refusal = None
+        self._wrote()
         if self._claims.get(request_id) is held:
             self._claims.pop(request_id, None)
         return None
@@ -483,8 +487,16 @@ class TeamBoard:
                 self._answered_from.pop(request_id, None)
         if self._claims.get(request_id) is held:
             self._claims.pop(request_id, None)  # answered, or the claim is gone
-        self._refusal = None
+        self._wrote()
         return done
+
+    def _wrote(self) -> None:
+        """A write of this desk went through: after a refusal, the desk says the store takes
+        its writes again (the refusal's notice stayed the latest, on the terminal's status
+        line and above the page's form, as if the store still refused)."""
+        if self._refusal is not None:
+            self._refusal = None
+            self.notice(WRITES_AGAIN)
 
     def _refused(self, error: psycopg.Error) -> Refused:
         """The store refused a call of this desk (:func:`store_refused`): said as a notice of

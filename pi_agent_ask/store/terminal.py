@@ -34,6 +34,7 @@ from pi_agent_ask.store.wakes import Wakes
 
 __all__ = [
     "STORE_REFUSED_SHORT",
+    "WRITES_AGAIN_SHORT",
     "answer_on_terminal",
     "blocks",
     "draft_json",
@@ -77,6 +78,8 @@ STORE_AWAY = (
 )
 STORE_AWAY_SHORT = "Store away: what you type is kept."
 STORE_REFUSED_SHORT = "Store refused a write: text kept."
+WRITES_AGAIN_SHORT = "Store takes writes again."
+"""``TeamBoard``'s ``WRITES_AGAIN`` on a short screen's one status row."""
 NOT_PUT_BACK_SHORT = "Not put back: store did not take it."
 """Esc the store did not take (away, refusing writes), on a short screen's one status row."""
 """A refusal of the store (``TeamBoard.notice``) on a short screen's one status row."""
