@@ -73,7 +73,7 @@ NOTICE_ROWS = 3
 """The most rows the latest notice takes at the bottom (it wraps up to there)."""
 
 
-def url_rows(url: str, width: int) -> list[str]:
+def _url_rows(url: str, width: int) -> list[str]:
     """``url`` in rows of at most ``width`` cells: the first after one space, the others
     after three (a hanging indent: the rows that go on read as one address, not as text of
     their own). An address has no spaces to wrap at, so it is cut where the row ends."""
@@ -414,7 +414,7 @@ class DeskSurface(TerminalSurface):
                     )
                 )
             elif "://" in line:
-                lines.extend(url_rows(line.strip(), max(10, width)))
+                lines.extend(_url_rows(line.strip(), max(10, width)))
             else:
                 lines.append(line)
         return [("class:ask.muted", "\n".join(lines))]
@@ -431,7 +431,7 @@ class DeskSurface(TerminalSurface):
             lines = wrap_line([("text", words)], max(1, size.columns - 1))
             return [
                 *(" " + "".join(text for _, text in line) for line in lines),
-                *url_rows(self.link, max(10, size.columns)),
+                *_url_rows(self.link, max(10, size.columns)),
             ]
         notice = self.hint_text or (self.notices[-1] if self.notices else None)
         if notice is None:
