@@ -110,6 +110,8 @@ async def test_the_person_answers_on_the_team_desks_terminal(
             request_id = receipt.structured_content["requestId"]
             await term.wait_for("Question Deploy?")
             assert "From alpha" in term.text()
+            # The form hides the sign-in lines: the idle status line says how to have them.
+            await term.wait_for("Ctrl-O: a sign-in link for the web page")
             # Shown here means claimed: the other desk shows who is on it.
             (row,) = await other.board.wait_for(lambda rows: bool(rows) and rows[0].claim_live)
             assert (row.request_id, row.claimed_by) == (request_id, "ann")
