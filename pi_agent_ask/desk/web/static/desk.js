@@ -261,13 +261,13 @@
     else if (result.status === 422 && result.data.code === "unwritten" && formId() === id) {
       // The desk took the draft but could not write it to the agent's journal yet (a full
       // disk): it keeps it and writes it by itself; nothing in the text is to change, and
-      // Later may still put the form back. Sent again now and then (longer waits each time),
-      // the answer that it is written ends the sentence (it stayed until the next change).
+      // Later may still put the form back. Sent again now and then (longer waits each time,
+      // while the form is on the page), the answer that it is written ends the sentence.
       unsaved = id;
       unsavedWhy = "unwritten";
       showError(result.data.error + " What you typed stays on this page too.");
-      clearTimeout(saveTimer); saveTimer = setTimeout(saveNow, unwrittenWait);
-      unwrittenWait = Math.min(unwrittenWait * 2, 8000);
+      const wait = unwrittenWait; clearTimeout(saveTimer); unwrittenWait = Math.min(wait * 2, 8000);
+      saveTimer = setTimeout(function () { saveTimer = null; if (formId() === id) saveNow(); }, wait);
     }
     else if ((result.status === 400 || result.status === 413 ||
               (result.status === 422 && result.data.code === "refused")) && formId() === id) {
