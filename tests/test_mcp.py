@@ -337,6 +337,29 @@ async def test_wait_for_answers_sends_progress_while_it_waits(tmp_path: Path) ->
     assert after.structured_content["results"] == []
 
 
+async def test_progress_counts_a_fractional_interval_in_its_decimals(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``--progress-interval 0.1`` counts 0.1, 0.2, 0.3, ... as written, never with a binary
+    float's noise (0.30000000000000004), on one side and on the next one a call moves to
+    (the router's count goes on from what the first side sent)."""
+    from pi_agent_ask.mcp_common.tools import progress_ticks
+    from pi_agent_ask.mcp_server.router import _Progress
+
+    sent: list[float] = []
+
+    async def send(value: float, total: float | None, message: str | None) -> None:
+        sent.append(value)
+
+    progress = _Progress(send)
+    for _side in range(2):
+        progress.next_side()
+        with trio.move_on_after(0.75):
+            async with progress_ticks(progress.report, 0.1):
+                await trio.sleep_forever()
+    assert [repr(value) for value in sent] == [f"{n / 10}" for n in range(1, 15)]
+
+
 async def test_foreground_ask_sends_progress_while_the_person_thinks(tmp_path: Path) -> None:
     progress: list[float] = []
     enough = trio.Event()
@@ -477,9 +500,9 @@ async def test_malformed_calls_are_tool_errors_and_the_server_lives(
             result = await h.call(name, arguments)
             tools = await h.client.list_tools()
     if name == "wait_for_answers":
-        # Unknown keys are ignored (the contract's schemas allow them): nothing pends.
-        assert result.structured_content is not None
-        assert result.structured_content["status"] == "complete"
+        # It takes no arguments: a key given is refused, not ignored (docs/tools.md).
+        assert result.is_error and isinstance(result.content[0], types.TextContent)
+        assert "unexpected: is not a known argument" in result.content[0].text
     elif result.is_error:
         assert isinstance(result.content[0], types.TextContent)
     else:

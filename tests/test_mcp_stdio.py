@@ -80,6 +80,7 @@ def opening(name: str = "raw") -> list[str]:
 
 
 INITIALIZED = '{"jsonrpc": "2.0", "method": "notifications/initialized"}'
+TEAM_DESKS = "http://team-a.test/mcp"
 
 
 @pytest.fixture
@@ -299,6 +300,10 @@ async def test_explicit_desk_without_a_token_is_refused(home: Home) -> None:
         (["--desk", "Off"], "a desk URL must start with http:// or https://, not 'Off'"),
         (["--desk", "localhost:8080"], "a desk URL must start with http:// or https://"),
         (["--desk", "http://a.test/mcp,http://b.test/mcp"], "PI_AGENT_ASK_TOKEN"),
+        (
+            ["--desk", f"{TEAM_DESKS},http://b.test/mcp", "--session", "s.pias", "--state", "d"],
+            "a team's desks take no --session, --state: the store keeps",
+        ),
     ],
 )
 async def test_options_a_server_could_not_serve_with_are_refused_at_start(
@@ -306,14 +311,16 @@ async def test_options_a_server_could_not_serve_with_are_refused_at_start(
 ) -> None:
     """A key a desk refuses (it fails every call once a desk runs, naming a header the person
     never set), a progress interval that is no positive number (every waiting call an
-    internal error) and a --desk that is no URL (every call "the desk did not answer") are
-    usage errors at start, before anything is read from the client."""
+    internal error), a --desk that is no URL (every call "the desk did not answer") and
+    options a team's desks have no use for (ignored without a word) are usage errors at
+    start, before anything is read from the client."""
+    team = TEAM_DESKS in " ".join(option)
     done = await trio.run_process(
         [sys.executable, "-m", "pi_agent_ask", "mcp", *option],
         stdin=b"",
         capture_stdout=True,
         capture_stderr=True,
-        env=home.env(),
+        env={**home.env(), **({"PI_AGENT_ASK_TOKEN": "pia_test"} if team else {})},
         cwd=home.work,
         check=False,
     )

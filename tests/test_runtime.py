@@ -421,6 +421,24 @@ async def test_a_second_wait_is_refused(settings: Path) -> None:
             n.cancel_scope.cancel()
 
 
+WAIT_REFUSED = (
+    'Validation failed for tool "wait_for_answers":\n'
+    "  - timeout: is not a known argument (the tool takes none)"
+)
+
+
+async def test_a_wait_given_arguments_is_refused_at_once(settings: Path) -> None:
+    """``wait_for_answers`` takes no arguments: one given (an agent expecting a time limit
+    the wait does not have) is refused in words at once, even with a form pending, and
+    journaled as the call's result; the form stays pending for the next wait."""
+    async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:
+        await rt.call_tool("ask_user", payload("a", background=True), "c1")
+        with trio.fail_after(5):
+            refused = await rt.call_tool("wait_for_answers", {"timeout": 1}, "w1")
+        assert refused == {"content": [{"type": "text", "text": WAIT_REFUSED}], "isError": True}
+        assert len((await rt.statistics()).pending) == 1
+
+
 @pytest.mark.parametrize("how", ["hidden", "user_message"])
 async def test_hiding_or_user_input_defers_the_wait(settings: Path, how: str) -> None:
     async with open_runtime(settings=settings, surface=RecordingSurface()) as rt:

@@ -147,6 +147,8 @@ def test_wait_for_answers_input_is_empty() -> None:
     assert schema["properties"] == {}
     assert "required" not in schema
     assert Draft202012Validator(schema).is_valid({})
+    # It takes none: a key given is refused (an agent expecting a timeout), not ignored.
+    assert not Draft202012Validator(schema).is_valid({"timeout": 1})
 
 
 def test_history_input_schemas() -> None:

@@ -38,6 +38,8 @@ ESC = "\x1b"
 ENTER = "\r"
 ALT_Q = "\x1bq"
 CTRL_D = "\x04"
+UP = "\x1b[A"
+DOWN = "\x1b[B"
 REGION_PROMPT = "Where should the service run first?"
 CHECKS_PROMPT = "Which checks must pass before the rollout?"
 CONFIRM_TEXT = "Switching to background-only mode changes the agent's tools"
@@ -448,6 +450,24 @@ async def test_enter_sends_alt_enter_breaks_the_line(tmp_path: Path) -> None:
         rows = sh.term.rows()
         first = rows.index("> first")
         assert rows[first + 1] == "second"  # the message keeps its line break
+
+
+async def test_up_and_down_move_by_the_rows_a_long_message_wraps_into(tmp_path: Path) -> None:
+    """At 40 columns the window wraps a one-line message where a row is full: Up and Down
+    move between those rows at the column of the run (they moved between lines only, so
+    nothing moved), and on the first or last row move nothing."""
+    text = "please hold the rollout until the database migration has finished"
+    async with shell(tmp_path, columns=40, lines=12) as sh:
+        sh.send(text)
+        await sh.wait("  base migration has finished")
+        sh.send(UP, UP, "^", DOWN, DOWN, "$")
+        await sh.wait("  abase migration has finished$")
+        # The cursor stood 27 cells into the second row (its end), went up to 27 cells into
+        # the first, then, one cell on after "^", down to the second row's end.
+        assert sh.term.rows()[-2:] == [
+            "> please hold the rollout unt^il the dat",
+            "  abase migration has finished$",
+        ]
 
 
 async def test_quit_and_the_finished_demo(tmp_path: Path) -> None:

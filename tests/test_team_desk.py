@@ -24,6 +24,7 @@ from tests.store_support import (  # noqa: F401
     team_desk,
 )
 from tests.test_mcp_stdio import read_lines
+from tests.test_runtime import WAIT_REFUSED
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
@@ -56,6 +57,11 @@ async def test_one_desk_one_agent_answers_delivered_once(
             receipt = await session.call_tool("ask_user", ask("Later", background=True))
             request_id = receipt.structured_content["requestId"]
             forms = await desk.board.wait_for(lambda forms: len(forms) == 1)
+            # An argument the wait does not take is refused at once, as on every desk (an
+            # agent expecting a time limit would wait for the person without one).
+            refused = await session.call_tool("wait_for_answers", {"timeout": 1})
+            assert refused.is_error and refused.structured_content is None
+            assert refused.content[0].text == WAIT_REFUSED
             assert isinstance(await desk.board.answer(request_id, YES), Submitted)
             waited = await session.call_tool("wait_for_answers", {})
             assert [r["requestId"] for r in waited.structured_content["results"]] == [request_id]

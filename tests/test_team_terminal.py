@@ -111,6 +111,8 @@ async def test_the_person_answers_on_the_team_desks_terminal(
             request_id = receipt.structured_content["requestId"]
             await term.wait_for("Question Deploy?")
             assert "From alpha" in term.text()
+            # The form hides the sign-in lines: the idle status line says how to have them.
+            await term.wait_for("Ctrl-O: a sign-in link for the web page")
             # Shown here means claimed: the other desk shows who is on it.
             (row,) = await other.board.wait_for(lambda rows: bool(rows) and rows[0].claim_live)
             assert (row.request_id, row.claimed_by) == (request_id, "ann")
@@ -609,8 +611,9 @@ async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
     tmp_path: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """PostgreSQL stops as ann submits on her terminal: the form leaves the screen ("No
-    questions waiting.") while the answer waits for the store, and the status line says it
+    """PostgreSQL stops as ann submits on her terminal: the form leaves the screen ("1
+    waiting, not free here.": it is in the store until the answer is) while the answer waits
+    for the store, and the status line says it
     is on its way (it said only that the store was away, which read as the answer gone);
     once the store is back the answer is recorded, and the status line says so. (Said after
     half a second here instead of ``SLOW``'s 5: the sentence is the same.)"""
@@ -634,7 +637,7 @@ async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
             stopped = True
             try:
                 pipe.send_text("1")
-                await term.wait_for("No questions waiting")
+                await term.wait_for("1 waiting, not free here.")
                 await term.wait_for(said("Sending your answer to “Deploy”…"))
                 await trio.to_thread.run_sync(pg_cluster.start)
                 stopped = False
@@ -654,7 +657,8 @@ async def test_on_a_short_screen_a_write_the_store_refused_is_said_briefly(
 ) -> None:
     """At 40x12, the store refusing writes (read-only): the status line's one row says so in
     a few words (the sentence was cut at the edge, "The team's store refused this desk's"),
-    and the desk carries on."""
+    the desk carries on, and once a write goes through it says the store takes writes again
+    (the refusal stayed the last word, as if the store still refused)."""
     term = VirtualTerminal(40, 12)
     with trio.fail_after(60), create_pipe_input() as pipe:
         async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
@@ -675,3 +679,133 @@ async def test_on_a_short_screen_a_write_the_store_refused_is_said_briefly(
                 lambda rows: bool(rows) and rows[0].draft is not None
             )
             assert row.draft["drafts"][0]["selected"] == [1]  # "No", chosen while refused
+            # A write went through: the status line says so (the refusal stayed the latest).
+            await term.wait_for(lambda t: t.rows()[-1].strip() == "Store takes writes again.")
+
+
+def _url_on_screen(rows: list[str], base: str) -> str | None:
+    """The sign-in URL drawn from the row that starts it: its first row after one space, the
+    rows that go on after three (``None`` while no row starts one)."""
+    start = next((n for n, row in enumerate(rows) if row.startswith(" " + base)), None)
+    if start is None:
+        return None
+    url = rows[start].strip()
+    for row in rows[start + 1 :]:
+        if not row.startswith("   ") or row[3:4] in ("", " "):
+            break
+        url += row.strip()
+    return url
+
+
+async def test_at_40_columns_the_sign_in_link_reads_as_one_and_ctrl_o_shows_one_over_a_form(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """At 40 columns the sign-in URL goes on under itself, indented, never from the screen's
+    first column, where it read as text of its own; with a form on display (which hides the
+    sign-in lines) Ctrl-O shows a new link in the status line, drawn the same way. Each one,
+    read off the screen, signs a browser in."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            base = desk.web.base_url
+            await term.wait_for(lambda t: _url_on_screen(t.rows(), base) is not None)
+            first = _url_on_screen(term.rows(), base)
+            assert first is not None
+            async with httpx2.AsyncClient(timeout=30) as http:
+                await signed_in(http, first)  # the whole URL, read off the screen
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            assert "/login?code=" not in term.text()
+            pipe.send_text("\x0f")  # Ctrl-O
+            await term.wait_for("Sign-in link for the web page")
+            await term.wait_for(lambda t: _url_on_screen(t.rows(), base) is not None)
+            rows = term.rows()
+            second = _url_on_screen(rows, base)
+            assert all(len(row) <= 40 for row in rows), rows
+            assert second is not None and second != first
+            async with httpx2.AsyncClient(timeout=30) as http:
+                await signed_in(http, second)
+            pipe.send_text("\x1b[B")  # the next key: the link goes, the form is as it was
+            await term.wait_for(lambda t: "Sign-in link" not in t.text())
+            assert "Question Deploy?" in term.text()
+
+
+async def test_escape_the_store_refuses_brings_the_form_back_with_its_text(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Esc while the store refuses writes (read-only, as a standby during a failover) puts
+    nothing back: the form comes back with what was typed, the status line says why, and the
+    claim stays this desk's (the claim was dropped here only and "Deferred" said all the
+    same; past a store call's retries, text typed while the store was away went with it).
+    Once the store takes writes, Esc puts it back."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            for label in ("Deploy", "Merge"):
+                await desk.store.run(
+                    Store.ask, desk.store.store, "alpha", label, ask(label), background=True
+                )
+            await term.wait_for("Question Deploy?")
+            new_sessions_read_only(pg_cluster.url(), store_db, True)
+            try:
+                pipe.send_text("2")  # "No", then the review; the draft is refused
+                await term.wait_for("Store refused a write: text kept.")
+                pipe.send_text("\x1b")  # Esc: later
+                await term.wait_for("Not put back: store did not take it.")
+                await term.wait_for("Review your answers")
+                assert "Deferred" not in term.text()
+                assert "→ No" in term.text(), term.text()  # as it was answered
+                # From the store itself (the board's copy may be from before the claim: its
+                # re-read can meet a session the read-only switch ended).
+                (row, _merge) = await desk.store.run(Store.board, desk.store.store)
+                assert row.claimed_by == "ann" and row.claim_live
+            finally:
+                new_sessions_read_only(pg_cluster.url(), store_db, False)
+            pipe.send_text("\x1b")
+            await term.wait_for("Question Merge?")
+            await term.wait_for("Deferred: 1 other form goes first.")
+            rows = await desk.board.wait_for(
+                lambda rows: any(r.request_id == row.request_id and not r.claim_live for r in rows)
+            )
+            (put_back,) = [r for r in rows if r.request_id == row.request_id]
+            assert put_back.draft is not None
+            assert put_back.draft["drafts"][0]["selected"] == [1]  # what was typed, kept
+
+
+def _held_by_others(url: str) -> None:
+    """Two forms in the store at ``url``, each held by another desk's person for a minute."""
+    store = Store(url)
+    store.open()
+    try:
+        for person, agent in (("bob", "alpha"), ("carol", "beta")):
+            request_id, _bg, _state = store.ask(agent, "c1", ask(agent.title()), background=True)
+            claim = store.claim(request_id, desk=f"{person}-laptop:1:ab12", person=person, lease=60)
+            assert isinstance(claim, Claim)
+    finally:
+        store.close()
+
+
+async def test_with_every_form_held_elsewhere_the_screen_does_not_say_none_wait(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """A desk started while every waiting form is held by another desk: nothing is on
+    display, the agents line counts the forms, and the line above where the form goes says
+    how many wait and that none is free here (it said "No questions waiting." beside the
+    agents' counts of them; and until the board changed, the desk had not counted them at
+    all: no agent, no form, no word of the other desks)."""
+    await trio.to_thread.run_sync(_held_by_others, desk_url)
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term):
+            with trio.move_on_after(30):
+                await term.wait_for(lambda t: t.rows()[1].strip() == "2 waiting, none free here.")
+            rows = term.rows()
+            assert rows[1].strip() == "2 waiting, none free here.", rows
+            assert "alpha 1" in rows[0] and "beta 1" in rows[0], rows

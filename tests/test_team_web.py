@@ -6,6 +6,7 @@ history and export naming the answerer, and the TLS rule of a non-loopback liste
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import json
 import os
@@ -134,6 +135,12 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
                 history = await http.get(base + "/history", params={"agent": "alpha"})
                 assert history.status_code == 200
                 assert 'class="answered-by">ann<' in history.text
+                # The answer's time, the store's, after the badge; the asked time named so.
+                answered_at = outcome["answered_at"].astimezone(dt.UTC)
+                stamp = answered_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+                assert f'answered</span> <time class="answered-at" datetime="{stamp}"' in (
+                    history.text
+                ), history.text
                 export = await http.get(base + "/history/export", params={"agent": "alpha"})
                 assert export.status_code == 200
                 assert "### Answered by\n\n```text\nann\n```" in export.text

@@ -27,12 +27,14 @@ from tests.store_support import (  # noqa: F401
 )
 from tests.test_web_browser import (  # noqa: F401
     browser,
+    d_text,
     form_shown,
     offline,
     run,
     sign_in,
     wait_until,
 )
+from tests.test_web_browser_recovery import record_status
 
 MISSING = browser_missing()
 pytestmark = [
@@ -182,8 +184,11 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
     """The store refuses the desk's writes (read-only, as a standby during a failover): the
     page says so above the form, as a desk of files shows its notices, keeps what was typed,
     and the desk carries on (it ended, with an internal error, at the first refused write);
-    writable again, the text is saved. PostgreSQL stopped and started: the page says the
-    store is away, then back (only the terminal said it)."""
+    writable again, the text is saved. Later while the store refuses writes says "Not saved
+    for later" and why, beside the buttons, and keeps the form and its claim (the page said
+    "Saved for later" before the store had the put-back, and whatever became of it); once
+    the store takes writes, Later puts it back. PostgreSQL stopped and started: the page
+    says the store is away, then back (only the terminal said it)."""
     admin = pg_cluster.url()  # another database: the store's own may be read-only
     with trio.fail_after(150):
         async with team_desk(desk_url, "ann") as ann:
@@ -207,16 +212,43 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
             assert "read-only transaction" in notice
             assert "What you typed stays on this page" in refusal, refusal
 
-            def typed_again() -> None:
-                note = browser.find_element("css selector", "#ask-form textarea.note")
-                assert note.get_attribute("value") == "typed while read-only"
-                note.send_keys(", then saved")
-
-            await run(typed_again)
+            # Writable again: the page saves the text by itself (it waited for a change).
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: d_text(d, "#status") == "Your draft is saved.", 20
+                )
+            )
             rows = await ann.board.wait_for(
-                lambda rows: bool(rows) and "then saved" in str(rows[0].draft)
+                lambda rows: bool(rows) and "typed while read-only" in str(rows[0].draft)
+            )
+            await run(
+                lambda: wait_until(
+                    browser, lambda d: "takes this desk's writes again" in desk_notice(d)
+                )
             )
             assert rows[0].request_id == request_id and rows[0].claimed_by == "ann"
+
+            def later() -> str:
+                record_status(browser)
+                browser.find_element("id", "later").click()
+                return str(wait_until(browser, lambda d: "Not saved" in (t := alert(d)) and t))
+
+            new_sessions_read_only(admin, store_db, True)
+            try:
+                refused = await run(later)
+                status = await run(lambda: list(browser.execute_script("return window.said")))
+            finally:
+                new_sessions_read_only(admin, store_db, False)
+            assert refused.startswith("Not saved for later. The team's store refused"), refused
+            assert not [s for s in status if "Saved for later" in s], status
+            assert await run(lambda: form_shown(browser))
+            (row,) = await ann.store.run(Store.board, ann.store.store)  # the store's own
+            assert row.claimed_by == "ann" and row.claim_live  # nothing was put back
+            await run(lambda: browser.find_element("id", "later").click())
+            await ann.board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
+            await run(
+                lambda: wait_until(browser, lambda d: "Saved for later" in d_text(d, "#status"))
+            )
 
             await run(pg_cluster.stop)
             try:

@@ -68,3 +68,43 @@ async def test_an_80_column_status_line_still_says_where_the_keys_go(tmp_path: P
         sh.host.view.set_notice("Questions deferred; /ask-queue shows them again.")
         await sh.wait(lambda term: "/ask-queue shows them again." in status_row(term))
         nursery.cancel_scope.cancel()
+
+
+async def test_a_form_shown_while_the_person_writes_leaves_the_keys_in_the_editor(
+    tmp_path: Path,
+) -> None:
+    """A question arrives while the person writes to the agent: the keys stay in the editor,
+    so the rest of the message does not run form commands (``n`` opened a note and the words
+    after it went there); the rule says ``Alt+Q to answer``, and ``Alt+Q`` gives the keys to
+    the form. A form that arrives while the editor is empty takes them, as before."""
+    async with shell(tmp_path) as sh, trio.open_nursery() as nursery:
+        sh.send("please hold the rollout")
+        await sh.wait("> please hold the rollout")
+
+        async def body(h: LocalHost) -> None:
+            await h.call("ask_user", REGION)
+
+        nursery.start_soon(sh.local.turn, body)
+        await sh.wait(REGION_PROMPT)
+        await sh.wait(PANEL_UNFOCUSED_LABEL.strip())
+        assert "keys: editor" in status_row(sh.term)
+        sh.send(" now")
+        await sh.wait("> please hold the rollout now")
+        assert "Note:" not in sh.term.text()
+        sh.send(ALT_Q)
+        await sh.wait(PANEL_FOCUSED_LABEL.strip())
+        sh.send("n")
+        await sh.wait("Note:")
+        assert "> please hold the rollout now" in sh.term.text()
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_letter_for_no_form_key_says_alt_q_reaches_the_agent(tmp_path: Path) -> None:
+    """With the keys in the panel, a letter that is no form key says where typed text goes:
+    the form's editors, or, with ``Alt+Q``, a message to the agent."""
+    async with demo(tmp_path) as sh:
+        await sh.wait(REGION_PROMPT)
+        await sh.wait(PANEL_FOCUSED_LABEL.strip())
+        sh.send("h")
+        await sh.wait("Alt+Q: a message to the agent.")
+        assert "Typed text goes into an editor" in sh.term.text()

@@ -414,6 +414,36 @@ async def test_empty_editor_arrows_navigate_and_a_non_empty_one_keeps_them(tmp_p
     assert answers(result)["goal"]["customText"] == "aX?b"
 
 
+async def test_up_and_down_move_by_the_rows_a_long_answer_wraps_into(tmp_path: Path) -> None:
+    """At 40 columns a one-line answer wraps into three rows: Up and Down move between those
+    rows (they moved between lines only, so nothing moved), keep the column a run of them
+    started from, and on the first or last row move nothing, as on a line's."""
+    text = "the deployment pipeline configuration needs a careful review first"
+    async with asking(tmp_path, GOAL, columns=40, lines=12) as ask:
+        await ask.wait("What should I optimize for?")
+        ask.send("3")
+        await ask.wait("> Type answer...")
+        ask.send(text)
+        await ask.wait("careful review first")
+        ask.send(UP, UP, UP, "^")  # three rows: the third Up stays on the first row
+        await ask.wait(lambda term: "^" in term.text())
+        ask.send(DOWN, "_")  # the column of the run, on the row below
+        await ask.wait(lambda term: "_" in term.text())
+        ask.send(DOWN, DOWN, DOWN, "$", ENTER)  # the last row is the last: Down stays there
+        await ask.wait("Review your answers")
+        ask.send("11")
+        status, result = await ask.finished()
+    assert status == 0
+    rows = ["the deployment pipeline", "configuration needs a", "careful review first"]
+    assert " ".join(rows) == text
+    # The cursor stood 20 cells into the last row (its end) and went up to 20 cells into
+    # the first; "_" went 21 cells into the second (the column after "^": its last letter),
+    # "$" 22 into the third (its end: the column reaches past it).
+    assert answers(result)["goal"]["customText"] == (
+        "the deployment pipel^ine configuration needs a_ careful review first$"
+    )
+
+
 async def run_settings_command(
     settings: Path, steps: list[tuple[str | Callable[[VirtualTerminal], bool], str]]
 ) -> tuple[int, VirtualTerminal]:

@@ -3,8 +3,10 @@ scrolls from the keyboard with a marker saying where it is, the settings overlay
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trio
 from prompt_toolkit.input import create_pipe_input
 
@@ -69,6 +71,77 @@ async def test_the_demo_panel_at_60x16_shows_the_prompt_and_options(tmp_path: Pa
         assert sh.term.rows()[-1].startswith("> ")
 
 
+async def test_the_demo_panel_at_40x12_keeps_a_two_row_prompt_with_the_focus(
+    tmp_path: Path,
+) -> None:
+    """Three body rows: the multi-choice question's prompt (two rows at 40 columns) stays
+    with the focused option, before the type hint and the row of context below the focus
+    (which had scrolled the prompt away, leaving "Select any number of options." and two
+    options under "↑2"); moving down keeps it."""
+    from tests.test_shell import demo
+
+    def prompt_and(focus: str) -> Callable[[VirtualTerminal], bool]:
+        def shown(term: VirtualTerminal) -> bool:
+            rows = term.rows()
+            return (
+                "Which checks must pass before the" in rows
+                and "rollout?" in rows
+                and any(row.startswith(focus) for row in rows)
+            )
+
+        return shown
+
+    async with demo(tmp_path, columns=40, lines=12) as sh:
+        await sh.wait("Where should the service run first?")
+        sh.send("1")
+        await sh.wait("Review your answers")
+        sh.send("1", "1")
+        await sh.wait(prompt_and("› 1. [ ] Unit tests"))
+        sh.send(DOWN)
+        await sh.wait(prompt_and("› 2. [ ] Soak test"))
+
+
+async def test_a_prompt_too_tall_to_stay_keeps_what_the_focus_leaves_room_for(
+    tmp_path: Path,
+) -> None:
+    """A five-row prompt cannot stay with the header in the 40x12 demo's panel: the body
+    scrolls to the focused option, and the row of context below it gives way to the rows of
+    the prompt the focus leaves room for (it had scrolled one more away)."""
+    from pi_agent_ask.host.local import LocalHost
+    from tests.test_shell import shell
+
+    prompt = (
+        "Which of these checks must pass before the rollout of the billing service starts in "
+        "the first region of the plan, and which may wait until the canary has run?"
+    )
+    ask = {
+        "background": True,
+        "questions": [
+            {
+                "id": "checks",
+                "prompt": prompt,
+                "type": "multi",
+                "options": [{"value": f"c{n}", "label": f"Check {n}"} for n in range(1, 5)],
+            }
+        ],
+    }
+
+    async def body(host: LocalHost) -> None:
+        await host.call("ask_user", ask)
+
+    async with shell(tmp_path, columns=40, lines=12) as sh, trio.open_nursery() as nursery:
+        nursery.start_soon(sh.local.turn, body)
+        await sh.wait("› 1. [ ] Check 1")
+        rows = sh.term.rows()
+        focus = next(i for i, row in enumerate(rows) if row.startswith("› 1."))
+        assert rows[focus - 3 : focus] == [
+            "and which may wait until the canary has",
+            "run?",
+            "Select any number of options.",
+        ], rows
+        nursery.cancel_scope.cancel()
+
+
 async def test_the_settings_overlay_fits_40_columns_and_follows_the_selection(
     tmp_path: Path,
 ) -> None:
@@ -116,9 +189,14 @@ async def test_a_screen_shrunk_below_the_editor_and_grown_again_draws_from_the_l
     assert status == 1
 
 
-async def test_the_chosen_path_candidate_stays_in_view_at_40x12(tmp_path: Path) -> None:
+@pytest.mark.parametrize("columns", [40, 100])
+async def test_the_chosen_path_candidate_stays_in_view_at_40x12(
+    tmp_path: Path, columns: int
+) -> None:
     """Down/Tab through the ``@`` candidates under the editor: on a short screen the chosen
-    one is on screen, not below the last row while the text above it changes."""
+    one is on screen, not below the last row while the text above it changes; also at 100
+    columns, where the context stands beside the options (that layout lost the rows that
+    must stay in view)."""
     from pi_agent_ask.ui.testing import asking as run_asking
 
     project = tmp_path / "project"
@@ -129,7 +207,7 @@ async def test_the_chosen_path_candidate_stays_in_view_at_40x12(tmp_path: Path) 
     question = {**LONG, "context": "Cold build 41s."}
     with trio.fail_after(30):
         async with run_asking(
-            {"questions": [question]}, settings, columns=40, lines=12, cwd=project
+            {"questions": [question]}, settings, columns=columns, lines=12, cwd=project
         ) as ask:
             await ask.wait("Option 0")
             ask.send("5")
@@ -140,7 +218,9 @@ async def test_the_chosen_path_candidate_stays_in_view_at_40x12(tmp_path: Path) 
                 ask.send(DOWN)
                 await ask.wait(f"> see @{chosen}")
                 await ask.term.wait_for(
-                    lambda term, name=chosen: any(row.strip() == f"› {name}" for row in term.rows())
+                    lambda term, name=chosen: any(
+                        row.split("│")[0].strip() == f"› {name}" for row in term.rows()
+                    )
                 )
             ask.send("\x03", "\x03")
             status, _result = await ask.finished()

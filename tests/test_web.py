@@ -283,6 +283,34 @@ async def test_history_times_carry_their_utc_value_and_read_as_utc_without_scrip
             assert text == moment.strftime("%Y-%m-%d %H:%M UTC"), text
 
 
+async def test_history_says_when_a_question_was_answered_and_names_when_it_was_asked(
+    tmp_path: Path,
+) -> None:
+    """The status badge ("answered") is followed by the time of the answer, not by the time
+    the question was asked (which read as when it was answered); the asked time follows,
+    named so. A question still waiting has the asked time only."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            assert desk.web is not None
+            await alpha.call_tool("ask_user", ask("When"))
+            await desk.board.wait_for(lambda board: board.current is not None)
+            now = dt.datetime.now(dt.UTC)
+            before_answer = now.replace(microsecond=now.microsecond // 1000 * 1000)  # as stored
+            await answer_displayed(desk)
+            await alpha.call_tool("ask_user", {**ask("Later on"), "background": True})
+            page = await alpha_history(desk)
+            time = r'<time(?: class="answered-at")? datetime="([^"]+)"[^>]*>[^<]+</time>'
+            answered = re.search(r'<span class="badge">answered</span> ' + time, page)
+            asked = re.findall(r"asked " + time, page)
+            assert answered is not None and len(asked) == 2, page
+            answered_at = dt.datetime.fromisoformat(answered.group(1))
+            _waiting, when_asked = (dt.datetime.fromisoformat(a) for a in asked)
+            assert when_asked < before_answer <= answered_at, (when_asked, answered_at)
+            assert re.search(
+                r'<span class="badge">waiting</span> <span class="muted asked">asked', page
+            )
+
+
 async def test_a_long_history_says_how_much_of_it_the_page_lists(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:

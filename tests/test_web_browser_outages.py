@@ -381,19 +381,73 @@ async def test_a_link_while_the_desk_is_out_of_reach_keeps_the_page_and_works_on
             await run(lambda: browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {}))
 
 
+async def test_the_markdown_export_while_the_desk_is_out_of_reach_says_so_on_the_page(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811
+) -> None:
+    """ "Export as Markdown" pressed while the network is down: the page says in its banner
+    that the desk cannot be reached, as a link does (the download used to fail in the
+    browser's download bar, with no word on the page); once the desk answers, the same
+    button saves the file, and the page stays."""
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+
+    def pressed_offline() -> str:
+        browser.execute_cdp_cmd(
+            "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+        )
+        browser.get(page)
+        offline(browser, True)
+        try:
+            by_role(browser, "link", "Export as Markdown").click()
+            return str(
+                wait_until(
+                    browser,
+                    lambda d: "cannot be reached" in (t := d_text(d, "#sign-out-status")) and t,
+                )
+            )
+        finally:
+            offline(browser, False)
+
+    def pressed_again() -> list[Path]:
+        wait_until(browser, lambda d: "can be reached again" in d_text(d, "#sign-out-status"), 30)
+        by_role(browser, "link", "Export as Markdown").click()
+        wait_until(browser, lambda d: any(downloads.glob("*.md")))
+        assert browser.current_url == page
+        return list(downloads.glob("*.md"))
+
+    with trio.fail_after(90):
+        async with (
+            open_desk(tmp_path / "desk") as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await shown_on_page(browser, desk, alpha, colour())
+            assert desk.web is not None
+            page = desk.web.base_url + "/history?agent=alpha"
+            said = await run(pressed_offline)
+            assert "“Export as Markdown” did not go through" in said, said
+            assert await run(lambda: browser.current_url) == page
+            (saved,) = await run(pressed_again)
+            assert saved.name == "ask-history-alpha.md"
+            assert "Colour" in saved.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize(
-    ("button", "done"), [("Cancel", "Cancelled."), ("Later", "Saved for later")]
+    ("button", "sending", "done"),
+    [("Cancel", "Cancelling…", "Cancelled."), ("Later", "Saving for later…", "Saved for later")],
 )
 async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
     tmp_path: Path,
     browser: Any,  # noqa: F811
     button: str,
+    sending: str,
     done: str,
 ) -> None:
-    """Cancel (or Later) pressed twice on a slow link, as an impatient tap does: the second
-    press waits for the first, saying so, and the page says what the first did (a second Cancel used to
-    reach the desk after the first, and the page then said the form was cancelled
-    elsewhere)."""
+    """Cancel (or Later) pressed twice on a slow link, as an impatient tap does: the first
+    press says at once, beside the buttons, that it is on its way (Later said nothing until
+    the desk answered); the second press waits for the first, saying so, and the page says
+    what the first did (a second Cancel used to reach the desk after the first, and the page
+    then said the form was cancelled elsewhere)."""
     with trio.fail_after(110):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
             await shown_on_page(browser, desk, alpha, colour())
@@ -414,6 +468,7 @@ async def test_a_button_pressed_twice_on_a_slow_link_is_one_press(
                 slow_network(browser, 1500)
                 press = by_role(browser, "button", button)
                 press.click()
+                assert d_text(browser, "#form-errors") == sending
                 press.click()
                 # The second press says it waits for the first, where it was pressed.
                 assert "not answered your last press" in d_text(browser, "#form-errors")

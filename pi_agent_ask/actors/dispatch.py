@@ -162,7 +162,11 @@ async def _call_tool(
                 recorded = pending.result_written
             elif name == "wait_for_answers":
                 from pi_agent_ask.actors.wait import wait_for_answers  # not needed before
+                from pi_agent_ask.form.schema_check import schema_refusal
 
+                refused = schema_refusal(name, arguments)
+                if refused is not None:
+                    raise ToolError(refused)
                 # The wait writes its own result first: that entry is its delivery mark.
                 result = await wait_for_answers(rt, writer, tool_call_id)
                 recorded = True

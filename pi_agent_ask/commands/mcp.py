@@ -53,6 +53,12 @@ def add_mcp_parsers(commands: Any) -> None:
     claude.add_argument("--key", help="the server's agent key (default: claude-code@<cwd>)")
 
 
+TEAM_OPTIONS_TEXT = (
+    "pi-agent-ask mcp: a team's desks take no {options}: the store keeps the agent's "
+    "questions and answers, and each desk its own settings (docs/team.md)\n"
+)
+
+
 def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
     import trio
 
@@ -87,6 +93,21 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
     except ValueError as error:
         stderr.write(f"pi-agent-ask mcp: {error}\n")
         return EXIT_USAGE
+    if team is not None:
+        # The store keeps a team agent's questions, the desks their settings: an option for
+        # a journal or a settings file would be ignored without a word.
+        given = [
+            name
+            for name, value in (
+                ("--session", args.session),
+                ("--settings", args.settings),
+                ("--state", args.state),
+            )
+            if value is not None
+        ]
+        if given:
+            stderr.write(TEAM_OPTIONS_TEXT.format(options=", ".join(given)))
+            return EXIT_USAGE
     if args.session is not None:
         refusal = _session_refusal(args.session)
         if refusal:
@@ -97,7 +118,11 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
         from pi_agent_ask.store.forward import serve_stdio_via_team
 
         urls, token = team
-        trio.run(lambda: serve_stdio_via_team(urls, token, key=args.key))
+        trio.run(
+            lambda: serve_stdio_via_team(
+                urls, token, key=args.key, progress_interval=args.progress_interval
+            )
+        )
         return EXIT_OK
     try:
         trio.run(

@@ -132,14 +132,9 @@ class Agent:
                 self._requests[flow] = request
 
     def _blocks(self, name: str, arguments: Any) -> bool:
-        if name == tool_names.WAIT_FOR_ANSWERS:
-            return True
-        return (
-            name == tool_names.ASK_USER
-            and isinstance(arguments, Mapping)
-            and arguments.get("background") is not True
-            and not self.runtime.config.background_only
-        )
+        # In background-only mode every ask is a background one.
+        background_only = name == tool_names.ASK_USER and self.runtime.config.background_only
+        return tool_names.waits_for_person(name, arguments) and not background_only
 
     def changed(self) -> None:
         """Something may have changed the agent's pending count: refresh it soon."""

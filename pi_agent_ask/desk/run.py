@@ -247,8 +247,8 @@ async def serving(
                 await trio.to_thread.run_sync(write_desk_file, address_file, address)
             if display is not None:  # shown once the file is written: a client can read it then
                 display.url = address.url
-                display.sign_in = sign_in_text(web.login_url(), is_loopback(where.host))
-                display.invalidate()
+                loopback = is_loopback(where.host)
+                display.show_sign_in(web.login_url, lambda url: sign_in_text(url, loopback))
             yield address
         finally:
             if address_file is not None:
@@ -424,7 +424,7 @@ def sign_in_text(url: str, loopback: bool) -> str:
     other machines can reach the listen)."""
     lines = [
         "",
-        " Answer in a browser too: open this link once (it lasts 10 minutes;"
+        " Answer in a browser too: open this link once (it lasts 10 minutes; Ctrl-O or"
         " 'pi-agent-ask desk login-url' makes another):",
         f" {url}",
     ]

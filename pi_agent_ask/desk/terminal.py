@@ -47,6 +47,7 @@ __all__ = [
     "AGENTS_WIDTH",
     "FORM_MIN_WIDTH",
     "QUIT_KEY",
+    "SIGN_IN_KEY",
     "Brief",
     "DeskSurface",
     "Listing",
@@ -60,10 +61,26 @@ AGENTS_WIDTH = 30
 FORM_MIN_WIDTH = 48
 """The pane stands beside the form only when the form keeps at least this many columns."""
 QUIT_KEY = "c-q"
+SIGN_IN_KEY = "c-o"
+"""Makes a new sign-in link for the web page: in the sign-in lines, and in the status line
+while a form is on display (which hides those lines)."""
+SIGN_IN_HINT = "Ctrl-O: a sign-in link for the web page"
+"""The status line's words while it has nothing else to say and a form hides the sign-in
+lines."""
 EMPTY_TEXT = "No questions waiting."
 MAX_NOTICES = 20
 NOTICE_ROWS = 3
 """The most rows the latest notice takes at the bottom (it wraps up to there)."""
+
+
+def _url_rows(url: str, width: int) -> list[str]:
+    """``url`` in rows of at most ``width`` cells: the first after one space, the others
+    after three (a hanging indent: the rows that go on read as one address, not as text of
+    their own). An address has no spaces to wrap at, so it is cut where the row ends."""
+    first = max(1, width - 1)
+    step = max(1, width - 3)
+    rest = url[first:]
+    return [" " + url[:first], *("   " + rest[at : at + step] for at in range(0, len(rest), step))]
 
 
 def _clip(text: str, width: int) -> str:
@@ -222,7 +239,17 @@ def form_header(board: Board, width: int | None = None) -> StyleAndTextTuples:
     (every wording when ``width`` is None): words are dropped or shortened, never cut."""
     current = board.current
     if current is None:
-        return [("class:ask.muted", " " + EMPTY_TEXT)]
+        # Forms may wait while none is on display: on a team desk, each is held by another
+        # desk, or the store is away (the status line says which). "No questions waiting"
+        # then contradicted the agents' counts beside it.
+        waiting = sum(agent.pending for agent in board.agents())
+        none = "not" if waiting == 1 else "none"
+        return [
+            (
+                "class:ask.muted",
+                f" {waiting} waiting, {none} free here." if waiting else " " + EMPTY_TEXT,
+            )
+        ]
     name = _shown(current.key)
     states: list[tuple[str, str]]
     if board.is_blocked(current):
@@ -282,7 +309,14 @@ class DeskSurface(TerminalSurface):
     (over the latest notice) until the next key."""
     sign_in: str = ""
     """Shown while no form is on display: the web page's sign-in URL (and its QR code, for a
-    listen other machines reach), set by the desk once it listens."""
+    listen other machines reach), set by the desk once it listens (:meth:`show_sign_in`)."""
+    login_url: Callable[[], str] | None = None
+    """Makes a new one-time sign-in URL for the web page; ``None`` until the desk listens."""
+    sign_in_lines: Callable[[str], str] = lambda url: url
+    """The sign-in lines (:attr:`sign_in`) of a URL."""
+    link: str | None = None
+    """A sign-in URL made with Ctrl-O while a form is on display: in the status line (over
+    the latest notice) until the next key."""
 
     @property
     def has_content(self) -> bool:
@@ -301,9 +335,30 @@ class DeskSurface(TerminalSurface):
         self.invalidate()
 
     def _clear_hint(self, _processor: object) -> None:
-        if self.hint_text is not None:
+        if self.hint_text is not None or self.link is not None:
             self.hint_text = None
+            self.link = None
             self.invalidate()
+
+    def show_sign_in(self, login_url: Callable[[], str], lines: Callable[[str], str]) -> None:
+        """The desk listens: its sign-in lines show while no form is on display, and Ctrl-O
+        makes a new link (``login_url``; ``lines``: the sign-in lines of a URL)."""
+        self.login_url = login_url
+        self.sign_in_lines = lines
+        self.sign_in = lines(login_url())
+        self.invalidate()
+
+    def new_sign_in(self) -> None:
+        """Ctrl-O: a new sign-in link, in the sign-in lines and, while a form is on display
+        (hiding them), in the status line until the next key. The link shown at start may be
+        used or past its 10 minutes by then."""
+        if self.login_url is None:
+            return
+        url = self.login_url()
+        self.sign_in = self.sign_in_lines(url)
+        if self.board is not None and self.board.current is not None:
+            self.link = url
+        self.invalidate()
 
     def apply_config(self, config: Config) -> None:
         """A config was saved: the settings file loads now, so the notices its load gave
@@ -358,6 +413,8 @@ class DeskSurface(TerminalSurface):
                         break_on_hyphens=False,
                     )
                 )
+            elif "://" in line:
+                lines.extend(_url_rows(line.strip(), max(10, width)))
             else:
                 lines.append(line)
         return [("class:ask.muted", "\n".join(lines))]
@@ -366,10 +423,19 @@ class DeskSurface(TerminalSurface):
         """The latest notice wrapped between words at the screen's width, at most
         ``NOTICE_ROWS`` lines (one on a short screen, where the rows are the form's): a notice
         names a file, so it wraps rather than ending at the edge."""
+        size = get_app().output.get_size()
+        if self.link is not None:
+            # Asked for with a key, and gone at the next: every row it takes, however short
+            # the screen (a cut address signs no one in).
+            words = "Sign-in link for the web page (it works once, for 10 minutes):"
+            lines = wrap_line([("text", words)], max(1, size.columns - 1))
+            return [
+                *(" " + "".join(text for _, text in line) for line in lines),
+                *_url_rows(self.link, max(10, size.columns)),
+            ]
         notice = self.hint_text or (self.notices[-1] if self.notices else None)
         if notice is None:
             return [""]
-        size = get_app().output.get_size()
         # Short: the rows go to the form, while there is one on display.
         on_display = self.board is not None and self.board.current is not None
         rows = 1 if size.rows <= SHORT_SCREEN_ROWS and on_display else NOTICE_ROWS
@@ -383,8 +449,13 @@ class DeskSurface(TerminalSurface):
         return wrapped(notice)[:rows]
 
     def _status(self) -> StyleAndTextTuples:
-        style = "class:ask.accent" if self.hint_text else "class:ask.warning"
-        return [(style, "\n".join(self._notice_lines()))]
+        lines = self._notice_lines()
+        # Nothing to say, and the form hides the sign-in lines: how to have them.
+        on_display = self.board is not None and self.board.current is not None
+        if lines == [""] and self.login_url is not None and on_display:
+            return [("class:ask.muted", " " + SIGN_IN_HINT)]
+        style = "class:ask.accent" if self.hint_text or self.link else "class:ask.warning"
+        return [(style, "\n".join(lines))]
 
     def _status_height(self) -> Dimension:
         return Dimension.exact(len(self._notice_lines()))
@@ -404,7 +475,9 @@ class DeskSurface(TerminalSurface):
         empty = Condition(lambda: self.board is None or self.board.current is None)
         narrow = Condition(lambda: _narrow(get_app().output.get_size().columns))
         wide = ~narrow
-        notice = Condition(lambda: bool(self.notices) or self.hint_text is not None)
+        notice = Condition(
+            lambda: bool(self.notices) or self.hint_text is not None or self.link is not None
+        )
 
         def agents() -> StyleAndTextTuples:
             if self.board is None:
@@ -477,6 +550,10 @@ class DeskSurface(TerminalSurface):
         @desk_keys.add(QUIT_KEY, eager=True)
         def _quit(event: KeyPressEvent) -> None:
             self.quit()
+
+        @desk_keys.add(SIGN_IN_KEY, eager=True)
+        def _sign_in(event: KeyPressEvent) -> None:
+            self.new_sign_in()
 
         form_keys = app.key_bindings
         assert form_keys is not None, "the form application always has its key bindings"

@@ -47,6 +47,13 @@ def schema_issues(
     return check_schema(tool_name, arguments, background=not background_only)
 
 
+def schema_refusal(tool_name: str, arguments: object) -> str | None:
+    """The host tool error's text when ``arguments`` fail the input schema of ``tool_name``
+    (a tool other than ``ask_user``), else ``None``."""
+    issues = schema_issues(tool_name, arguments)
+    return schema_error_text(tool_name, issues) if issues else None
+
+
 def schema_error_text(tool_name: str, issues: Sequence[Issue]) -> str:
     """The host tool-error text for a schema failure.
 
@@ -181,6 +188,18 @@ def _describe(error: ValidationError) -> tuple[list[int | str], str]:
         return path, f"must be {json.dumps(expected)}"
     if keyword == "minItems":
         return path, f"must NOT have fewer than {expected} items"
+    if keyword == "additionalProperties" and isinstance(error.instance, dict):
+        known = list(error.schema.get("properties", {})) if isinstance(error.schema, dict) else []
+        unknown = [key for key in error.instance if key not in known]
+        # A tool's arguments are the root object: "argument" is the word an agent uses.
+        what = "argument" if not path else "property"
+        none = "the tool takes none" if not path else "the object takes none"
+        allowed = f"known: {', '.join(known)}" if known else none
+        if len(unknown) == 1:
+            path.append(unknown[0])
+            return path, f"is not a known {what} ({allowed})"
+        listed = ", ".join(json.dumps(key, ensure_ascii=False) for key in unknown)
+        return path, f"has {what}s that are not known: {listed} ({allowed})"
     if keyword == "minimum":
         return path, f"must be >= {expected}"
     if keyword == "maximum":

@@ -13,7 +13,10 @@ reports it as a structured ``invalid_input`` issue with an exact path and messag
 Objects do not set ``additionalProperties: false``: unknown keys are ignored and dropped by
 normalisation (as in the original, whose schemas allowed them). This is what lets calls and saved
 forms from older releases (``preview``, ``previewFile``, ``required``) reach the legacy
-conversion, and a stale ``background`` key pass in background-only mode.
+conversion, and a stale ``background`` key pass in background-only mode. The one exception is
+``wait_for_answers``, which takes no arguments and never took any: a key given to it is an
+agent expecting something the call does not do (``timeout``: the wait has no time limit), so
+it is refused in words rather than ignored.
 """
 
 from __future__ import annotations
@@ -147,8 +150,13 @@ def ask_user_input_schema(*, background: bool = True) -> JSONSchema:
 
 
 def wait_for_answers_input_schema() -> JSONSchema:
-    """``wait_for_answers`` takes no arguments."""
-    return _root(_object("No arguments.", {}))
+    """``wait_for_answers`` takes no arguments (any given is refused: module docstring)."""
+    return _root(
+        {
+            **_object("No arguments. The wait has no time limit.", {}),
+            "additionalProperties": False,
+        }
+    )
 
 
 def list_ask_history_input_schema() -> JSONSchema:

@@ -7,6 +7,7 @@ deferred wait) travels in tool results instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pi_agent_ask.form import schemas
@@ -19,6 +20,19 @@ EXPORT_ASK_HISTORY = "export_ask_history"
 
 HISTORY_TOOLS = (LIST_ASK_HISTORY, READ_ASK_HISTORY, EXPORT_ASK_HISTORY)
 TOOL_NAMES = (ASK_USER, WAIT_FOR_ANSWERS, *HISTORY_TOOLS)
+
+
+def waits_for_person(name: str, arguments: Any) -> bool:
+    """Whether a call waits for the person to answer: ``wait_for_answers``, and an
+    ``ask_user`` not asked in the background (its answer is its result)."""
+    if name == WAIT_FOR_ANSWERS:
+        return True
+    return (
+        name == ASK_USER
+        and isinstance(arguments, Mapping)
+        and arguments.get("background") is not True
+    )
+
 
 QuestionMode = Literal["standard", "background-only"]
 QUESTION_MODES: tuple[QuestionMode, ...] = ("standard", "background-only")

@@ -12,9 +12,17 @@ two import in one direction only (neither imports the other):
 Importing this package stays cheap: the SDK loads with ``tools.py``."""
 
 import logging
+from decimal import Decimal
 
 PROGRESS_INTERVAL = 10.0
 """Seconds between progress notifications while a call waits for the person."""
+
+
+def progress_plus(progress: float, seconds: float) -> float:
+    """``progress + seconds`` as a person writes the sum of two decimals: a fractional
+    ``--progress-interval`` counts 0.1, 0.2, 0.3, never 0.30000000000000004 (binary floats
+    hold no tenth exactly; each value is the shortest decimal of both, added)."""
+    return float(Decimal(repr(progress)) + Decimal(repr(seconds)))
 
 
 def package_version() -> str:

@@ -79,7 +79,7 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.form.result import BackgroundOutcome
-from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, progress_plus
 from pi_agent_ask.mcp_common.answers import answer_entry
 
 BACKGROUND_ANSWERS = "backgroundAnswers"
@@ -532,7 +532,7 @@ async def progress_ticks(report: ReportProgress | None, interval: float) -> Asyn
         elapsed = 0.0
         while True:
             await trio.sleep(interval)
-            elapsed += interval
+            elapsed = progress_plus(elapsed, interval)
             try:
                 await report(elapsed, None, PROGRESS_MESSAGE)
             except Exception:  # the client went away or refused: the call goes on silently

@@ -14,7 +14,9 @@ for it, which the SDK leaves unanswered). :class:`HeldReads` is the server's rea
 at the end of its input, first calls ``on_end`` (the calls that wait for the person return
 now, saying where their forms stay: ``router.Router.input_closed``) and then ends only once
 every request read has been answered. :class:`CountedWrites` is the write stream that sees
-the answers go out.
+the answers go out. :class:`PersonWaits` holds the calls that wait for the person and makes
+the result of each that the end of the input cuts (``status: "input_closed"``): the router of
+``pi-agent-ask mcp`` and the team forwarder (``store/forward.py``) both use it.
 
 Invariant: the read stream ends after the last answer was handed to the transport's writer,
 so the SDK's teardown cancels no request and writes no ``Connection closed``; or, bounded,
@@ -25,9 +27,11 @@ signal a server that does not exit soon, a script would wait without end).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -38,7 +42,7 @@ from mcp.shared.message import SessionMessage
 
 from pi_agent_ask.mcp_server.unreadable import ReadStream
 
-__all__ = ["CountedWrites", "HeldReads", "Outstanding"]
+__all__ = ["INPUT_CLOSED", "ON_DESK", "CountedWrites", "HeldReads", "Outstanding", "PersonWaits"]
 
 CANCELLED = "notifications/cancelled"
 ANSWERS_LIMIT = 30.0
@@ -47,6 +51,21 @@ LATE_LOG = (
     "pi-agent-ask: the client closed its input; {count} request(s) still running after "
     "{limit:g} s are ended"
 )
+INPUT_CLOSED = "input_closed"
+"""The ``status`` in the ``structuredContent`` of a call the end of the input ended."""
+INPUT_CLOSED_TEXT = (
+    "The MCP client closed this server's input (standard input, which ends an MCP session) "
+    "while this call waited for the user, so no answer can reach it here. {where}. A "
+    "`pi-agent-ask desk`, or the next `pi-agent-ask mcp` of this agent in a client that shows "
+    "forms, shows what is queued, and the answers reach the agent through wait_for_answers or "
+    "with a later tool result."
+)
+INPUT_CLOSED_LOG = (
+    "pi-agent-ask: the client closed its input while a call waited for the user. {where}."
+)
+ON_DESK = "Nothing is lost: the question stays queued on the pi-agent-ask desk"
+"""Where the form of a call forwarded to a desk stays (a desk keeps the form of a call cut,
+and a team desk makes it a background one)."""
 
 
 def _id_key(request_id: Any) -> str:
@@ -148,3 +167,53 @@ class CountedWrites:
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.aclose()
+
+
+@attrs.define(eq=False)
+class PersonWaits:
+    """The calls that wait for the person (a foreground ``ask_user``, ``wait_for_answers``:
+    ``tools.waits_for_person``), and whether the client closed its input, after which no
+    person answers through this server: :meth:`close` cuts them, and each returns
+    :meth:`ended`'s result."""
+
+    log: Callable[[str], None]
+    closed: trio.Event = attrs.field(factory=trio.Event)
+    _scopes: set[trio.CancelScope] = attrs.field(factory=set)
+
+    def close(self) -> None:
+        """The input ended: every call in :meth:`unless_closed` returns now."""
+        self.closed.set()
+        for scope in self._scopes:
+            scope.cancel()
+
+    async def unless_closed(
+        self, call: Callable[[], Awaitable[types.CallToolResult]]
+    ) -> types.CallToolResult:
+        """``call()``'s result, or, when the input closes first, the result saying so (a call
+        forwarded to a desk: the desk keeps its form queued when the call is cut)."""
+        with trio.CancelScope() as scope:
+            self._scopes.add(scope)
+            if self.closed.is_set():
+                scope.cancel()
+            try:
+                return await call()
+            finally:
+                self._scopes.discard(scope)
+        return self.ended(ON_DESK, (), None)
+
+    def ended(
+        self, where: str, request_ids: tuple[str, ...], journal: Path | None
+    ) -> types.CallToolResult:
+        """The result of a call that waited for the person when the input closed: ``where``
+        says where its questions stay (``request_ids``, in ``journal`` when it is a file)."""
+        self.log(INPUT_CLOSED_LOG.format(where=where))
+        structured = {
+            "status": INPUT_CLOSED,
+            "pendingRequestIds": list(request_ids),
+            "sessionFile": None if journal is None else os.fspath(journal),
+        }
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=INPUT_CLOSED_TEXT.format(where=where))],
+            structured_content=structured,
+            is_error=True,
+        )

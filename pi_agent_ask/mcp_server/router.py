@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from pi_agent_ask.mcp_server.hook import TakeForHook
     from pi_agent_ask.persistence.session_values import SessionFileError
 from pi_agent_ask.form import tools as tool_names
+from pi_agent_ask.mcp_common import progress_plus
 from pi_agent_ask.mcp_common.asgi import progress_reporter
 from pi_agent_ask.mcp_common.connection import DeskAddress, find_desk
 from pi_agent_ask.mcp_common.journals import wait_until_free
@@ -62,6 +63,7 @@ from pi_agent_ask.mcp_server.forward import (
     forward_call,
     forward_list,
 )
+from pi_agent_ask.mcp_server.input_end import PersonWaits
 
 __all__ = [
     "DESK_STOPPED_TEXT",
@@ -155,27 +157,14 @@ DRAIN_LOG = (
     "pi-agent-ask: a desk started; the form open in the client stays there until it is "
     "answered or dismissed, then this agent's questions go to the desk"
 )
-INPUT_CLOSED_TEXT = (
-    "The MCP client closed this server's input (standard input, which ends an MCP session) "
-    "while this call waited for the user, so no answer can reach it here. {where}. A "
-    "`pi-agent-ask desk`, or the next `pi-agent-ask mcp` of this agent in a client that shows "
-    "forms, shows what is queued, and the answers reach the agent through wait_for_answers or "
-    "with a later tool result."
-)
-INPUT_CLOSED_LOG = (
-    "pi-agent-ask: the client closed its input while a call waited for the user. {where}."
-)
 IN_JOURNAL = (
     "Nothing is lost: {questions} queued in this agent's session journal, {path} "
     "(`pi-agent-ask history list --session {path}` lists what was asked)"
 )
-ON_DESK = "Nothing is lost: the question stays queued on the pi-agent-ask desk"
 IN_MEMORY = (
     "This server kept its questions in memory only (another server given the same --key holds "
     "the journal), so they end with it"
 )
-INPUT_CLOSED = "input_closed"
-"""The ``status`` in the ``structuredContent`` of a call the end of the input ended."""
 JOURNAL_REFUSED_TEXT = "pi-agent-ask cannot open its session journal: {why}. {hint}"
 JOURNAL_REFUSED_LOG = "pi-agent-ask: cannot open the session journal: {why}. {hint}"
 SESSION_HINT = (
@@ -261,10 +250,11 @@ class Router:
     """The last journal refusal said on standard error (said again only when it changes)."""
     _drain: trio.CancelScope | None = None
     """The wait for the client's open forms before a move (the server's end cuts it)."""
-    _input_closed: trio.Event = attrs.field(factory=trio.Event)
-    """Set when the client closed its input: no person answers through this server."""
-    _person_waits: set[trio.CancelScope] = attrs.field(factory=set)
-    """Calls forwarded to a desk that wait for the person (the end of the input cuts them)."""
+    _person: PersonWaits = attrs.field(
+        default=attrs.Factory(lambda self: PersonWaits(self.log), takes_self=True)
+    )
+    """Calls forwarded to a desk that wait for the person (the end of the input cuts them),
+    and whether the client closed its input: no person answers through this server then."""
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -289,9 +279,7 @@ class Router:
         through this server any more. The calls that wait for the person return now, saying
         where their forms stay (queued, nothing lost); the others are answered as usual before
         the server ends (``input_end.py``)."""
-        self._input_closed.set()
-        for scope in self._person_waits:
-            scope.cancel()
+        self._person.close()
         if self._drain is not None:
             self._drain.cancel()  # the client's open forms can no longer be answered
         if self._side is not None and self._side.local is not None:
@@ -304,40 +292,9 @@ class Router:
         def ended(request_ids: tuple[str, ...]) -> types.CallToolResult:
             questions = _questions(request_ids)
             where = IN_MEMORY if in_memory else IN_JOURNAL.format(questions=questions, path=journal)
-            return self._ended(where, request_ids, None if in_memory else journal)
+            return self._person.ended(where, request_ids, None if in_memory else journal)
 
         side.local.tools.end_waits(ended)
-
-    def _ended(
-        self, where: str, request_ids: tuple[str, ...], journal: Path | None
-    ) -> types.CallToolResult:
-        """The result of a call that waited for the person when the input closed."""
-        self.log(INPUT_CLOSED_LOG.format(where=where))
-        structured = {
-            "status": INPUT_CLOSED,
-            "pendingRequestIds": list(request_ids),
-            "sessionFile": None if journal is None else os.fspath(journal),
-        }
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=INPUT_CLOSED_TEXT.format(where=where))],
-            structured_content=structured,
-            is_error=True,
-        )
-
-    async def _unless_input_closed(
-        self, call: Callable[[], Awaitable[types.CallToolResult]]
-    ) -> types.CallToolResult:
-        """``call()``'s result, or, when the input closes first, the result saying so (a
-        call forwarded to a desk: the desk keeps its form queued when the call is cut)."""
-        with trio.CancelScope() as scope:
-            self._person_waits.add(scope)
-            if self._input_closed.is_set():
-                scope.cancel()
-            try:
-                return await call()
-            finally:
-                self._person_waits.discard(scope)
-        return self._ended(ON_DESK, (), None)
 
     # -- the MCP handlers ----------------------------------------------------------------------
 
@@ -393,11 +350,7 @@ class Router:
         arguments: dict[str, Any] | None,
         report: ReportProgress | None,
     ) -> types.CallToolResult:
-        waits = name == tool_names.WAIT_FOR_ANSWERS or (
-            name == tool_names.ASK_USER
-            and isinstance(arguments, Mapping)
-            and arguments.get("background") is not True
-        )
+        waits = tool_names.waits_for_person(name, arguments)
         if side.upstream is not None:
             from pi_agent_ask.mcp_common.tools import progress_ticks, relative_export_path
 
@@ -410,7 +363,7 @@ class Router:
             if not waits:
                 return await forward_call(upstream, name, arguments)
             async with progress_ticks(report, self.progress_interval):
-                return await self._unless_input_closed(
+                return await self._person.unless_closed(
                     lambda: forward_call(upstream, name, arguments)
                 )
         self._attach(side)
@@ -555,7 +508,7 @@ class Router:
             # Show the forms in the client now (once a call told its session), not at the
             # agent's next call: after a desk stops, an idle agent makes none.
             self._attach(side)
-            if self._input_closed.is_set():
+            if self._person.closed.is_set():
                 self._end_waits(side)
             return side
         side = _Side(address=address)
@@ -733,7 +686,7 @@ class _Progress:
         self.base = self.sent
 
     async def report(self, progress: float, total: float | None, message: str | None) -> None:
-        self.sent = self.base + progress
+        self.sent = progress_plus(self.base, progress)
         await self.send(self.sent, total, message)
 
 

@@ -88,6 +88,7 @@ IMAGE_PLACEHOLDER = "[image bytes in structuredContent]"
 
 from pi_agent_ask.persistence.history_markdown import render_markdown  # noqa: E402
 from pi_agent_ask.persistence.history_records import (  # noqa: E402
+    Completed,
     HistoryError,
     HistoryRecord,
     HistoryStatus,
@@ -223,7 +224,7 @@ def source_records(
 ) -> list[HistoryRecord]:
     """The records of ``source`` (with ``only``: of these request ids), in journal order."""
     requests: dict[str, Request] = {}
-    completions: dict[str, list[je.HistoryCompleted]] = {}
+    completions: dict[str, list[Completed]] = {}
     if only is None:
         chosen: Iterable[int] = range(len(source.ids))
     else:
@@ -240,8 +241,12 @@ def source_records(
         if request is None:
             continue
         requests[request_id] = request
-        found = [je.parse(load(at)) for at in source.completions(request_id)]
-        completions[request_id] = [c for c in found if isinstance(c, je.HistoryCompleted)]
+        found = [load(at) for at in source.completions(request_id)]
+        completions[request_id] = [
+            (record, entry.timestamp)
+            for entry in found
+            if isinstance(record := je.parse(entry), je.HistoryCompleted)
+        ]
     return records_of(requests, completions)
 
 

@@ -45,7 +45,9 @@ class HistoryRecord:
     ``answer`` is the question's entry in the latest result (``None`` when it has none, or when
     the question was explicitly skipped); ``error`` is the completion's error text;
     ``answered_by`` is the person who gave the outcome on a team desk (``desk --as``), ``None``
-    where no one is recorded (a desk of files, a form not answered yet).
+    where no one is recorded (a desk of files, a form not answered yet); ``answered_at`` is
+    when the outcome was recorded (ISO 8601 UTC, as ``created_at``), ``None`` while it waits.
+    Neither time is the other: the web page's history says both, each named.
     """
 
     request_id: str
@@ -58,6 +60,7 @@ class HistoryRecord:
     answer: AnswerResult | None = None
     error: str | None = None
     answered_by: str | None = None
+    answered_at: str | None = None
 
     @property
     def has_answer(self) -> bool:
@@ -144,6 +147,12 @@ class Request:
 class _Completion:
     result: AskResult | None
     error: str | None
+    at: str | None = None
+    """When the outcome was recorded (ISO 8601 UTC)."""
+
+
+Completed = tuple[je.HistoryCompleted, float]
+"""A request's ``ask:history-completed`` record and its entry's timestamp."""
 
 
 _JOURNAL_TYPES = frozenset({jr.HISTORY_REQUEST, jr.HISTORY_COMPLETED})
@@ -155,7 +164,7 @@ def build_records(
     """All history records of a branch (its entries root → leaf), in journal order; with
     ``only``, just those of these request ids (the others are not even parsed)."""
     requests: dict[str, Request] = {}
-    completions: dict[str, list[je.HistoryCompleted]] = {}
+    completions: dict[str, list[Completed]] = {}
     for entry in entries:
         if entry.type not in _JOURNAL_TYPES:
             continue
@@ -169,12 +178,12 @@ def build_records(
             if request is not None and request.request_id not in requests:
                 requests[request.request_id] = request
         elif isinstance(record, je.HistoryCompleted) and record.request_id is not None:
-            completions.setdefault(record.request_id, []).append(record)
+            completions.setdefault(record.request_id, []).append((record, entry.timestamp))
     return records_of(requests, completions)
 
 
 def records_of(
-    requests: Mapping[str, Request], completions: Mapping[str, Sequence[je.HistoryCompleted]]
+    requests: Mapping[str, Request], completions: Mapping[str, Sequence[Completed]]
 ) -> list[HistoryRecord]:
     records: list[HistoryRecord] = []
     for request_id, request in requests.items():
@@ -184,24 +193,28 @@ def records_of(
 
 
 def outcome_records(
-    request: Request, result: AskResult | None, *, answered_by: str | None = None
+    request: Request,
+    result: AskResult | None,
+    *,
+    answered_by: str | None = None,
+    answered_at: str | None = None,
 ) -> list[HistoryRecord]:
     """The records of one request whose outcome (``None``: none yet) is kept outside a journal
-    (a team desk's store), with the person who gave it."""
-    completion = None if result is None else _Completion(result=result, error=None)
+    (a team desk's store), with the person who gave it and when (ISO 8601 UTC)."""
+    completion = None if result is None else _Completion(result, None, answered_at)
     return [
         attrs.evolve(_record(request, question, completion), answered_by=answered_by)
         for question in request.questions
     ]
 
 
-def _latest_completion(candidates: Sequence[je.HistoryCompleted]) -> _Completion | None:
+def _latest_completion(candidates: Sequence[Completed]) -> _Completion | None:
     """The latest well-formed completion; parsing (the costly part) stops at the first found,
     so superseded completions and those of requests off the branch are never parsed."""
-    for record in reversed(candidates):
+    for record, timestamp in reversed(candidates):
         completion = _completion_of(record)
         if completion is not None:
-            return completion
+            return attrs.evolve(completion, at=_iso(timestamp))
     return None
 
 
@@ -243,6 +256,7 @@ def _record(request: Request, question: Question, completion: _Completion | None
         title=request.title,
         answer=answer,
         error=error,
+        answered_at=completion.at if completion is not None else None,
     )
 
 

@@ -37,7 +37,7 @@ import trio
 from pi_agent_ask.form import text as texts
 from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.form.result import AskResult, BackgroundOutcome, invalid_result
-from pi_agent_ask.form.schema_check import schema_error_text
+from pi_agent_ask.form.schema_check import schema_error_text, schema_refusal
 from pi_agent_ask.form.types import AskParams
 from pi_agent_ask.form.validate import params_from_saved, validate_ask_params
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
@@ -146,8 +146,12 @@ class StoreAgentTools:
         if name == tool_names.ASK_USER:
             result = await self._ask(arguments, call_key, report_progress)
         elif name == tool_names.WAIT_FOR_ANSWERS:
-            async with progress_ticks(report_progress, self.progress_interval):
-                return await self._wait(call_key)
+            refused = schema_refusal(name, arguments)
+            if refused is not None:
+                result = error_result(refused)
+            else:
+                async with progress_ticks(report_progress, self.progress_interval):
+                    return await self._wait(call_key)
         elif name == tool_names.EXPORT_ASK_HISTORY and self.history_tools:
             result = error_result(EXPORT_ELSEWHERE_TEXT)
         elif name in TEAM_HISTORY_TOOLS and self.history_tools:

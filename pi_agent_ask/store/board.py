@@ -45,6 +45,7 @@ __all__ = [
     "NOT_STORABLE",
     "STOPPED",
     "UNREACHABLE",
+    "WRITES_AGAIN",
     "Surface",
     "TeamBoard",
     "desk_name",
@@ -101,6 +102,9 @@ def store_refused(error: psycopg.Error) -> Refused:
         "here: try again once the store takes writes again.",
     )
 
+
+WRITES_AGAIN: Final = "The team's store takes this desk's writes again."
+"""The desk's notice once a write goes through after the store refused one."""
 
 _V = TypeVar("_V")
 
@@ -335,7 +339,7 @@ class TeamBoard:
             return UNREACHABLE
         except psycopg.Error as error:
             return self._refused(error)
-        self._refusal = None
+        self._wrote()
         if isinstance(claim, Claim):
             held = self._claims[claim.request_id] = _Held(claim, surface)
             if self._nursery is None:
@@ -363,7 +367,7 @@ class TeamBoard:
             except psycopg.Error as error:
                 self._refused(error)  # extend at the next beat, as while it is away
                 continue
-            self._refusal = None
+            self._wrote()
             if alive is None:
                 self._claims.pop(claim.request_id, None)
                 return
@@ -390,7 +394,7 @@ class TeamBoard:
             return UNREACHABLE
         except psycopg.Error as error:
             return self._refused(error)
-        self._refusal = None
+        self._wrote()
         return saved
 
     async def close(
@@ -415,6 +419,30 @@ class TeamBoard:
                 pass
             except psycopg.Error as error:
                 self._refused(error)  # as while it is away: the lease runs out by itself
+        return None
+
+    async def put_back(
+        self, request_id: str, draft: dict[str, Any], *, surface: Surface
+    ) -> Refused | None:
+        """Later: put a form ``surface`` claimed back for every desk, with its draft, once the
+        store has it. Unlike :meth:`close`, a store that is away or refuses the write leaves
+        the claim held (its lease kept alive) and says why, so nothing says "saved for later"
+        before the store has it. A form this desk holds no claim on is free already."""
+        refused = self._elsewhere_here(request_id, surface)
+        if refused is not None:
+            return refused
+        held = self._claims.get(request_id)
+        if held is None:
+            return None
+        try:
+            await self.store.run(Store.release, self.store.store, held.claim.token, draft)
+        except psycopg.OperationalError:
+            return UNREACHABLE
+        except psycopg.Error as error:
+            return self._refused(error)
+        self._wrote()
+        if self._claims.get(request_id) is held:
+            self._claims.pop(request_id, None)
         return None
 
     async def answer(
@@ -478,8 +506,16 @@ class TeamBoard:
                 self._answered_from.pop(request_id, None)
         if self._claims.get(request_id) is held:
             self._claims.pop(request_id, None)  # answered, or the claim is gone
-        self._refusal = None
+        self._wrote()
         return done
+
+    def _wrote(self) -> None:
+        """A write of this desk went through: after a refusal, the desk says the store takes
+        its writes again (the refusal's notice stayed the latest, on the terminal's status
+        line and above the page's form, as if the store still refused)."""
+        if self._refusal is not None:
+            self._refusal = None
+            self.notice(WRITES_AGAIN)
 
     def _refused(self, error: psycopg.Error) -> Refused:
         """The store refused a call of this desk (:func:`store_refused`): said as a notice of

@@ -34,9 +34,14 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
+from pi_agent_ask.form.tools import waits_for_person
+from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common.asgi import progress_reporter
 from pi_agent_ask.mcp_common.connection import HOOK_PATH, desk_url
+from pi_agent_ask.mcp_common.tools import progress_ticks
 from pi_agent_ask.mcp_server.forward import BROKEN_CODES, Held, hold_desk_session
 from pi_agent_ask.mcp_server.hook import NOTHING_TAKEN, TakeForHook, Taken
+from pi_agent_ask.mcp_server.input_end import PersonWaits
 from pi_agent_ask.mcp_server.stdio import ask_server
 from pi_agent_ask.store.agent import CALL_KEY_META
 
@@ -183,7 +188,17 @@ def _broken(error: BaseException) -> bool:
     return True
 
 
-def failover_server(upstream: FailoverUpstream) -> Server[Any]:
+def failover_server(
+    upstream: FailoverUpstream, person: PersonWaits, progress_interval: float = PROGRESS_INTERVAL
+) -> Server[Any]:
+    """The MCP server that forwards to ``upstream``; a call that waits for the person returns
+    at once when the client closes its input (``person``), its question left on the desks.
+
+    The progress of such a call is this server's, every ``progress_interval`` seconds, as
+    ``pi-agent-ask mcp`` sends it through a desk (``router.py``); none is asked of the desks.
+    A desk's count would start again from zero on the next desk after a failover, and MCP
+    requires each value of a request to be larger than the one before."""
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         while True:
             try:
@@ -198,28 +213,30 @@ def failover_server(upstream: FailoverUpstream) -> Server[Any]:
                 upstream.broken(generation)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        async def relay(progress: float, total: float | None, message: str | None) -> None:
-            await ctx.session.report_progress(progress, total, message)
-
         meta: Any = {CALL_KEY_META: "fwd-" + uuid.uuid4().hex}
-        while True:
-            try:
-                session, generation = await upstream.session()
-            except Unreachable as error:
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=str(error))], is_error=True
-                )
-            try:
-                result = await session.call_tool(
-                    params.name, params.arguments, progress_callback=relay, meta=meta
-                )
-            except Exception as error:
-                if not _broken(error):
-                    raise
-                upstream.broken(generation)  # the same call, with its key, on the next desk
-                continue
-            assert isinstance(result, types.CallToolResult)
-            return result
+
+        async def forwarded() -> types.CallToolResult:
+            while True:
+                try:
+                    session, generation = await upstream.session()
+                except Unreachable as error:
+                    return types.CallToolResult(
+                        content=[types.TextContent(type="text", text=str(error))], is_error=True
+                    )
+                try:
+                    result = await session.call_tool(params.name, params.arguments, meta=meta)
+                except Exception as error:
+                    if not _broken(error):
+                        raise
+                    upstream.broken(generation)  # the same call, with its key, on the next desk
+                    continue
+                assert isinstance(result, types.CallToolResult)
+                return result
+
+        if waits_for_person(params.name, params.arguments):
+            async with progress_ticks(progress_reporter(ctx), progress_interval):
+                return await person.unless_closed(forwarded)
+        return await forwarded()
 
     return ask_server(list_tools, call_tool)
 
@@ -233,12 +250,13 @@ async def serve_stdio_via_team(
     hook_dir: Path | None = None,
     stdin: Any = None,
     stdout: Any = None,
+    progress_interval: float = PROGRESS_INTERVAL,
 ) -> None:
     """Serve MCP on stdio, forwarding to the first desk of ``urls`` that answers, and Claude
     Code's hook socket under ``key`` (default: the client's first default key in ``cwd`` that
     no running server holds, ``stdio.agent_keys``, so two sessions in one directory keep their
     hooks apart). A line the SDK cannot read is answered as ``pi-agent-ask mcp`` answers it
-    (``unreadable.py``)."""
+    (``unreadable.py``), and so is the end of the input (``input_end.py``)."""
     from pi_agent_ask.mcp_common.journals import default_state_dir
     from pi_agent_ask.mcp_server.hook import serve_hook_endpoint
     from pi_agent_ask.mcp_server.stdio import (
@@ -282,9 +300,18 @@ async def serve_stdio_via_team(
         # as the end of the input does, then ends the process by that signal.
         await nursery.start(hooks)
         nursery.start_soon(end_on_signal, nursery.cancel_scope, left)
-        await serve_lines(failover_server(upstream), replay, stdout)
-        await upstream.close()
-        nursery.cancel_scope.cancel()
+        # The end of the input is met as ``pi-agent-ask mcp`` meets it (``input_end.py``):
+        # every request read is answered, a call waiting for the person says so at once.
+        person = PersonWaits(_log)
+        server = failover_server(upstream, person, progress_interval)
+        try:
+            await serve_lines(server, replay, stdout, on_end=person.close)
+        finally:
+            # Also when cancelled: the session held on a desk waits, shielded, for its end
+            # (``forward.hold_desk_session``), and the nursery would wait for it forever.
+            with trio.CancelScope(shield=True):
+                await upstream.close()  # within CLOSE_TIMEOUT
+            nursery.cancel_scope.cancel()
 
 
 def team_take(urls: Sequence[str], token: str, log: Callable[[str], None]) -> TakeForHook:

@@ -69,7 +69,12 @@ def team_records(rows: Iterable[Mapping[str, Any]]) -> list[HistoryRecord]:
             questions=tuple(params.questions),
         )
         records.extend(
-            outcome_records(request, _result(row["result"]), answered_by=row["answered_by"])
+            outcome_records(
+                request,
+                _result(row["result"]),
+                answered_by=row["answered_by"],
+                answered_at=None if row["answered_at"] is None else _iso(row["answered_at"]),
+            )
         )
     return records
 

@@ -28,10 +28,14 @@ from pi_agent_ask.desk.run import checked_listen, desk_settings, serving, show_t
 from pi_agent_ask.desk.terminal import Brief
 from pi_agent_ask.desk.web.app import WebDesk
 from pi_agent_ask.mcp_common.connection import new_token
-from pi_agent_ask.store.board import TeamBoard, desk_name
+from pi_agent_ask.store.board import WRITES_AGAIN, TeamBoard, desk_name
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.http import TeamDeskApp, team_hook, team_mcp_server
-from pi_agent_ask.store.terminal import STORE_REFUSED_SHORT, say_the_store_s_reach
+from pi_agent_ask.store.terminal import (
+    STORE_REFUSED_SHORT,
+    WRITES_AGAIN_SHORT,
+    say_the_store_s_reach,
+)
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 from pi_agent_ask.store.web import TeamPage, team_web_desk
 
@@ -120,7 +124,9 @@ async def run_team_desk(
             if not headless:
                 display = await _terminal(board, nursery, loaded, input, output)
             told = functools.partial(_told, page.board, display)
-            board.notice = lambda text: told(Brief(text, STORE_REFUSED_SHORT))
+            board.notice = lambda text: told(
+                Brief(text, WRITES_AGAIN_SHORT if text == WRITES_AGAIN else STORE_REFUSED_SHORT)
+            )
             nursery.start_soon(say_the_store_s_reach, wakes, told)
             server = team_mcp_server(
                 shared,

@@ -34,6 +34,7 @@ from pi_agent_ask.store.wakes import Wakes
 
 __all__ = [
     "STORE_REFUSED_SHORT",
+    "WRITES_AGAIN_SHORT",
     "answer_on_terminal",
     "blocks",
     "draft_json",
@@ -77,6 +78,10 @@ STORE_AWAY = (
 )
 STORE_AWAY_SHORT = "Store away: what you type is kept."
 STORE_REFUSED_SHORT = "Store refused a write: text kept."
+WRITES_AGAIN_SHORT = "Store takes writes again."
+"""``TeamBoard``'s ``WRITES_AGAIN`` on a short screen's one status row."""
+NOT_PUT_BACK_SHORT = "Not put back: store did not take it."
+"""Esc the store did not take (away, refusing writes), on a short screen's one status row."""
 """A refusal of the store (``TeamBoard.notice``) on a short screen's one status row."""
 STORE_BACK = "The team's store is back."
 
@@ -162,6 +167,10 @@ async def answer_on_terminal(
         counts()
 
     team.on_change = changed
+    # The board was read before this hook was in place: counted now, not at its next change
+    # (a desk started while every form was held elsewhere showed no agent and no form, and
+    # said nothing of the other desks, until something changed).
+    counts()
     await _one_form_after_another(team, board, notice, settings, hint)
 
 
@@ -230,8 +239,20 @@ async def _show(
         final, last, deferred, gone = await _run(team, board, claim, state, notice)
         if gone is not None:
             return gone
-        if final is None or final.outcome is None or deferred:
-            await team.close(request_id, draft_json(last if final is None else final))
+        kept = last if final is None else final
+        if deferred:
+            # Esc: put back once the store has it. A store away (past a store call's retries)
+            # or refusing the write leaves the claim held, and the form comes back as it was,
+            # saying so: the claim dropped here only, what was typed while the store was away
+            # was lost with it, and "Deferred" was said all the same.
+            refused = await team.put_back(request_id, draft_json(kept), surface="terminal")
+            if refused is None:
+                return "later"
+            notice(Brief(f"Not put back. {refused.message}", NOT_PUT_BACK_SHORT))
+            state = attrs.evolve(kept, outcome=None)
+            continue
+        if final is None or final.outcome is None:
+            await team.close(request_id, draft_json(kept))
             return "later"
         result = build_result(
             final.params,

@@ -201,7 +201,10 @@ class TeamPage:
             "claimed": "held",
             "lease_lost": "held",
             "invalid": "refused",
-            "unavailable": "refused",
+            # The store away or refusing writes: nothing in the text is to change, and the
+            # page sends it again by itself until the store takes it (as "refused" the text
+            # waited for the person's next change, however long the store was back).
+            "unavailable": "unwritten",
         }.get(refused.reason, "answered")
         return DraftRefused(code, refused.message, refused.holder, refused.desk, until)
 
@@ -233,10 +236,12 @@ class TeamPage:
                             (done.reason, done.message) if isinstance(done, Refused) else None
                         )
                 elif isinstance(message, UserCommand):
-                    # Later's sender waits for its ``saved``: answered once the store has it.
+                    # Later's sender waits for its ``saved``: answered once the store has it,
+                    # or with why it does not.
                     try:
-                        await self._command(key, request_id, message.command)
-                        answer_saved(message.saved, None)
+                        answer_saved(
+                            message.saved, await self._command(key, request_id, message.command)
+                        )
                     finally:
                         if message.saved is not None:
                             message.saved.close()
@@ -271,24 +276,30 @@ class TeamPage:
             request_id, None if shown is None else draft_json(shown.state), surface="page"
         )
 
-    async def _command(self, key: str, request_id: str, command: fs.Command) -> None:
+    async def _command(self, key: str, request_id: str, command: fs.Command) -> str | None:
+        """Carry a page's command to the store: ``None`` once done, or why not (Later: not
+        saved for later, the form stays as it is)."""
         shown = self._shown(request_id)
-        if shown is None:
-            return
-        if isinstance(command, fs.Cancel):
-            # Later: the form goes behind every other form on the page, as on the terminal
-            # (it stayed where it was, so the page showed the same form after "Saved for
-            # later"): it leaves the page's board now, put back for later, and the next read
-            # of the team's board shows it again, last. Its actor (this one) ends with it.
-            form = self._forms.pop(request_id, None)
-            if form is not None:
-                form.send.close()
-            self.board.hide(key, request_id, "deferred")
-            # Only a claim the page took goes back; one of this desk's terminal stays with it
-            # (the web desk refused this Later already, saying so, unless the terminal
-            # claimed the form just now).
-            await self.team.close(request_id, draft_json(shown.state), surface="page")
-            await self.team.refresh()
+        if shown is None or not isinstance(command, fs.Cancel):
+            return None
+        # Later: first the store. Only a claim the page took goes back (one of this desk's
+        # terminal stays with it: the web desk refused this Later already, saying so, unless
+        # the terminal claimed the form just now); a store away or refusing the write leaves
+        # the form and its claim as they were, and the page says so (it said "Saved for
+        # later" before the store had it, and while the store was away).
+        refused = await self.team.put_back(request_id, draft_json(shown.state), surface="page")
+        if refused is not None:
+            return f"Not saved for later. {refused.message}"
+        # The form goes behind every other form on the page, as on the terminal (it stayed
+        # where it was, so the page showed the same form after "Saved for later"): it leaves
+        # the page's board now, put back for later, and the next read of the team's board
+        # shows it again, last. Its actor (this one) ends with it.
+        form = self._forms.pop(request_id, None)
+        if form is not None:
+            form.send.close()
+        self.board.hide(key, request_id, "deferred")
+        await self.team.refresh()
+        return None
 
 
 def team_web_desk(page: TeamPage, store: AsyncStore, *, token: str, secure: bool) -> WebDesk:

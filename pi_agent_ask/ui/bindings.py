@@ -141,13 +141,14 @@ def editing_key_bindings(controller: FormController, in_editor: Filter) -> KeyBi
     def _right(_event: KeyPressEvent) -> None:
         buffer.cursor_right()
 
+    # By the rows the text is drawn in, which are lines only while it does not wrap.
     @kb.add("up", filter=in_editor)
     def _up(_event: KeyPressEvent) -> None:
-        buffer.cursor_up()
+        controller.move_by_row(-1)
 
     @kb.add("down", filter=in_editor)
     def _down(_event: KeyPressEvent) -> None:
-        buffer.cursor_down()
+        controller.move_by_row(1)
 
     @kb.add("home", filter=in_editor)
     @kb.add("c-a", filter=in_editor)
@@ -312,10 +313,13 @@ def keymap_key_bindings(
     open_settings: Callable[[], None],
     overlay_open: Filter,
     paste_image: Callable[[], None] | None = None,
+    elsewhere: str = "",
 ) -> KeyBindings:
     """The bindings of one keymaps object: fixed keys, then the configurable actions.
 
     ``paste_image`` starts a clipboard image read for the open editor (``*.pasteImage``).
+    ``elsewhere`` ends what the form says of typed text that reaches no editor: where else
+    it may go (a host's own editor).
     """
     shown = Condition(lambda: controller.visible) & ~overlay_open
     navigation = shown & Condition(lambda: not controller.editor_open)
@@ -347,7 +351,9 @@ def keymap_key_bindings(
     # key is bound to (a letter typed after the editor closed, say).
     def text_goes_to_an_editor(what: str) -> None:
         note = f" ({format_key(main.option_note[0])})" if main.option_note else ""
-        controller.notice = f"{what} goes into an editor: open Type your own, or a note{note}."
+        controller.notice = (
+            f"{what} goes into an editor: open Type your own, or a note{note}.{elsewhere}"
+        )
         controller.invalidate()
 
     @kb.add(Keys.BracketedPaste, filter=navigation)
@@ -410,9 +416,10 @@ def form_key_bindings(
     open_settings: Callable[[], None],
     overlay_open: Filter,
     paste_image: Callable[[], None] | None = None,
+    elsewhere: str = "",
 ) -> KeyBindingsBase:
     """Every key binding of the form: parking, text editing, Alt keys, then the live
-    keymaps."""
+    keymaps (``elsewhere``: see :func:`keymap_key_bindings`)."""
     parking = KeyBindings()
 
     @parking.add(Keys.Any, filter=Condition(lambda: controller.in_flight > 0), eager=True)
@@ -434,6 +441,7 @@ def form_key_bindings(
                 open_settings=open_settings,
                 overlay_open=overlay_open,
                 paste_image=paste_image,
+                elsewhere=elsewhere,
             )
             cache[id(live)] = (live, built)
             return built

@@ -63,7 +63,9 @@ from pi_agent_ask.form.transcript import cell_width, drawn_line
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_window import FormWindow
 from pi_agent_ask.ui.render import Frame, RenderOptions, Target, render_form
+from pi_agent_ask.ui.render.editor import editor_cells, word_rows
 from pi_agent_ask.ui.render.frame import SHORT_SCREEN_ROWS
+from pi_agent_ask.ui.rows import row_move
 
 if TYPE_CHECKING:  # path completion is imported on the first Tab in an editor
     from pi_agent_ask.ui.paths import CompletionMenu
@@ -116,6 +118,9 @@ class FormController:
     """``@`` path candidates listed under the open editor (closed by any other edit)."""
     page_rows: int = 10
     """Body rows the control showed last (one page for PageUp/PageDown)."""
+    editor_room: int | None = None
+    """The cells a row of the open editor's text was wrapped to on screen last (``None``: no
+    editor shown): Up and Down move by those rows."""
     laid_out: tuple[int, int] | None = None
     """The width and height of the last layout: a new size brings the focus back into view (a
     scroll position taken on the old size points at stale rows)."""
@@ -273,6 +278,25 @@ class FormController:
         if not self.editor_open or self.state is None or self.state.editor is None:
             return False
         return not self.buffer.text and not self.state.editor.images
+
+    def move_by_row(self, step: int) -> None:
+        """Up (``step`` -1) or Down (+1) in the open editor: to the row above or below as the
+        text is wrapped on screen, keeping the column of the first of a run of such moves (a
+        row too short for it takes its end). On the first (last) row nothing moves, as on the
+        first (last) line of a text that does not wrap."""
+        buffer = self.buffer
+        if self.editor_room is None:
+            return
+        # ``preferred_column`` is reset by every other move of the cursor: a run of Up and
+        # Down keeps the column it started from.
+        text = buffer.text
+        rows = word_rows(text, self.editor_room)
+        moved = row_move(
+            text, rows, buffer.cursor_position, step, buffer.preferred_column, editor_cells
+        )
+        if moved is not None:
+            buffer.cursor_position, column = moved
+            buffer.preferred_column = column
 
     def editor_kind(self) -> str | None:
         if not self.editor_open or self.state is None or self.state.editor is None:
@@ -450,14 +474,23 @@ class FormControl(UIControl):
         self, frame: Frame, height: int
     ) -> tuple[list[tuple[tuple[str, str], ...]], list[int | None]]:
         """Choose the visible rows: sticky header and footer, the body scrolled so the focused
-        row (and the editor cursor) stay visible unless the person scrolled with the wheel."""
+        row (and the editor cursor) stay visible unless the person scrolled with the wheel.
+
+        When not everything fits, what stays on screen goes in this order: the focused row
+        (with the cursor and the alerts), then the question's prompt (``lead_rows``: what the
+        person answers), then one row of context around the focus. So the prompt stays with
+        the header whenever one body row and the scroll marker fit beside it; where it cannot
+        (a prompt taller than that), the context row never scrolls a prompt row away that the
+        focus leaves room for."""
         total = len(frame.lines)
         header, footer = frame.header_rows, frame.footer_rows
         if header + footer + 1 > height:
             header = footer = 0  # too small for sticky parts: everything scrolls
-        elif total > height and header + frame.lead_rows + footer + 3 <= height:
+        elif total > height and header + frame.lead_rows + footer + 2 <= height:
             header += frame.lead_rows  # the prompt stays with the header while options scroll
         body_first, body_end = header, total - footer
+        # The body offset just past the prompt (none of it scrolls when this is 0 or less).
+        prompt_end = frame.header_rows + frame.lead_rows - body_first
         body_rows = body_end - body_first
         room = height - header - footer
         # A body taller than its room gets a marker row saying where it is and how to scroll.
@@ -466,6 +499,7 @@ class FormControl(UIControl):
             room -= 1
         controller = self.controller
         controller.page_rows = max(1, room)
+        controller.editor_room = frame.editor_room
         if controller.laid_out != (frame.width, height):
             controller.laid_out = (frame.width, height)
             controller.follow_focus = True
@@ -482,7 +516,9 @@ class FormControl(UIControl):
                 if offset < controller.scroll + margin:
                     controller.scroll = max(0, offset - margin)
                 elif offset > controller.scroll + room - 1 - margin:
-                    controller.scroll = offset - room + 1 + margin
+                    least = offset - room + 1  # the row is on screen from this scroll on
+                    # The context row below the focus gives way to the prompt (docstring).
+                    controller.scroll = least if least < prompt_end else least + margin
         controller.scroll = max(0, min(controller.scroll, max(0, body_rows - room)))
         rows: list[int | None] = list(range(header))
         visible_body = list(range(body_first + controller.scroll, body_end))[:room]

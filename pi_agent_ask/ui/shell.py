@@ -30,10 +30,15 @@ shell decides nothing about the runtime):
   cancels either;
 - :class:`Quit` -- ``Ctrl+D`` in an empty editor.
 
-Focus rules (000 §Background queue, §Mouse behavior): each newly shown form takes focus;
-``Alt+Q`` switches between the panel and the editor; the first click into an unfocused panel
-(its rule included) only takes focus; a click into the editor takes focus from the panel
-without closing or answering anything; closing the settings overlay leaves focus where it was.
+Focus rules (000 §Background queue, §Mouse behavior): each newly shown form takes focus,
+unless the person is writing in the editor (it holds text they changed since the panel last
+had the keys): then the keys stay where they are, so letters meant for the agent never run
+form commands (``n`` a note, ``t`` the question type, ``D`` a skip), and the panel's rule says
+``Alt+Q to answer``; ``Alt+Q`` switches between the panel and the editor; the first click into
+an unfocused panel (its rule included) only takes focus; a click into the editor takes focus
+from the panel without closing or answering anything; closing the settings overlay leaves
+focus where it was. A letter that is no form key, typed while the panel has the keys, is
+answered with where typed text goes, this editor (``Alt+Q``) included.
 """
 
 from __future__ import annotations
@@ -98,6 +103,9 @@ __all__ = [
 
 FOCUS_KEY = ("escape", "q")
 """``Alt+Q``: focus between the panel and the editor (fixed at host level, SPEC-NOTES)."""
+ELSEWHERE_TEXT = " Alt+Q: a message to the agent."
+"""What the panel adds when typed text reaches none of its editors: the keys are the form's,
+and a message for the agent goes into this editor."""
 COMMAND_BUFFER = 16
 """Shell commands waiting for the host. Key handlers cannot await, and a person does not
 send sixteen lines before the host has handled the first; a full buffer drops the command
@@ -152,9 +160,12 @@ class ShellSurface(TerminalSurface):
     _commands_tx: trio.MemorySendChannel[ShellCommand] = attrs.field(init=False)
     _overlay_from_form: bool = False
     _editor_window: Window = attrs.field(init=False)
+    _writing: bool = False
+    """The person changed the editor's text since the panel last had the keys (focus rules)."""
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
+        self.editor.on_text_changed += self._editor_changed
         self._commands_tx, self.commands = trio.open_memory_channel[ShellCommand](COMMAND_BUFFER)
         self._editor_window = editor_window(
             self.editor,
@@ -167,10 +178,15 @@ class ShellSurface(TerminalSurface):
     def show(
         self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
     ) -> None:
-        """Show a form in the panel above the editor and give it keyboard focus."""
+        """Show a form in the panel above the editor and give it keyboard focus, unless the
+        person is writing in the editor (the focus rules)."""
         self.controller.attach(flow_id, state, commands)
-        self.focus_panel()
+        if not (self._writing and self.editor.text):
+            self.focus_panel()
         self._changed()
+
+    def _editor_changed(self, _buffer: Buffer) -> None:
+        self._writing = True
 
     def hide(self, flow_id: str, ended: Ended | None = None) -> None:
         """The form is gone: the panel closes and the editor has focus again.
@@ -182,6 +198,8 @@ class ShellSurface(TerminalSurface):
             return
         if self.overlay is not None and self._overlay_from_form:
             self._drop_overlay()
+        if self.panel_focused:
+            self._writing = False  # the person was answering: the next form takes the keys
         self.controller.detach(flow_id)
         self.focus_editor()
         self._changed()
@@ -245,6 +263,7 @@ class ShellSurface(TerminalSurface):
         """Give the panel keyboard focus (no-op while no form is shown)."""
         if self._app is not None and self.controller.visible:
             self._app.layout.focus(self.control)
+            self._writing = False
             self.invalidate()
 
     def focus_editor(self) -> None:
@@ -354,6 +373,7 @@ class ShellSurface(TerminalSurface):
             self.keymaps,
             open_settings=self._open_settings_from_form,
             overlay_open=modal,
+            elsewhere=ELSEWHERE_TEXT,
         )
         cache: dict[str, tuple[Keymaps, KeyBindingsBase]] = {}
 
@@ -418,6 +438,7 @@ class ShellSurface(TerminalSurface):
                         submit=self._submit,
                         quit=lambda: self._emit(Quit()),
                         notice=self.set_notice,
+                        columns=lambda: self._rows_and_columns()[1],
                     ),
                     ConditionalKeyBindings(form, has_focus(self.control)),
                     DynamicKeyBindings(defer),

@@ -15,8 +15,15 @@ from prompt_toolkit.layout.processors import Processor, Transformation, Transfor
 
 from pi_agent_ask.form.sanitize import sanitize_text
 from pi_agent_ask.form.transcript import cell_width, drawn
+from pi_agent_ask.ui.rows import row_move
 
-__all__ = ["EDITOR_MAX_ROWS", "EDITOR_PLACEHOLDER", "editor_bindings", "editor_window"]
+__all__ = [
+    "EDITOR_MAX_ROWS",
+    "EDITOR_PLACEHOLDER",
+    "drawn_rows",
+    "editor_bindings",
+    "editor_window",
+]
 
 EDITOR_PLACEHOLDER = "Type a message · /ask-settings /ask-defer /ask-queue /ask-mode /quit"
 EDITOR_MAX_ROWS = 5
@@ -84,7 +91,7 @@ def editor_window(
 
     def prefix(line: int, wrap: int) -> StyleAndTextTuples:
         if line != 0 or wrap != 0:
-            return [("", "  ")]
+            return [("", " " * PREFIX_CELLS)]
         return [("class:ask.focus" if focused() else "class:ask.muted", "> ")]
 
     return Window(
@@ -100,6 +107,31 @@ def editor_window(
     )
 
 
+PREFIX_CELLS = 2
+"""The cells of ``> `` (and of the blank prefix of every row after the first)."""
+
+
+def drawn_rows(text: str, room: int) -> list[tuple[int, int]]:
+    """The rows the editor's window draws ``text`` in, ``room`` cells each after the prefix,
+    as ``(start, end)`` indices (``ui/rows.py``): a row ends at a newline (not included), else
+    before the character that would not fit (the window wraps where a row is full, inside a
+    word too; a character wider than the row still takes one)."""
+    rows: list[tuple[int, int]] = []
+    first = used = 0
+    for index, char in enumerate(text):
+        if char == "\n":
+            rows.append((first, index))
+            first, used = index + 1, 0
+            continue
+        width = cell_width(char)
+        if used + width > room and index > first:
+            rows.append((first, index))
+            first, used = index, 0
+        used += width
+    rows.append((first, len(text)))
+    return rows
+
+
 def editor_bindings(
     editor: Buffer,
     active: Filter,
@@ -107,11 +139,34 @@ def editor_bindings(
     submit: Callable[[], None],
     quit: Callable[[], None],
     notice: Callable[[str], None],
+    columns: Callable[[], int],
 ) -> KeyBindings:
     """Enter sends (``submit``), Alt+Enter and Ctrl+J break the line, Ctrl+D in the empty editor
-    quits, Ctrl+C clears; pasted text is neutralised before it reaches the buffer."""
+    quits, Ctrl+C clears, Up and Down move by the rows the text is drawn in (``columns``: the
+    window's width); pasted text is neutralised before it reaches the buffer."""
     kb = KeyBindings()
     empty = Condition(lambda: not editor.text)
+
+    def move(step: int) -> None:
+        text = editor.text
+        rows = drawn_rows(text, max(1, columns() - PREFIX_CELLS))
+        # ``preferred_column`` is reset by every other move: a run keeps its first column.
+        moved = row_move(
+            text, rows, editor.cursor_position, step, editor.preferred_column, cell_width
+        )
+        if moved is not None:
+            editor.cursor_position, column = moved
+            editor.preferred_column = column
+
+    # By the rows the text is drawn in, which are its lines only while it does not wrap. On
+    # the first (last) row nothing moves, as on a line's.
+    @kb.add("up", filter=active)
+    def _up(_event: KeyPressEvent) -> None:
+        move(-1)
+
+    @kb.add("down", filter=active)
+    def _down(_event: KeyPressEvent) -> None:
+        move(1)
 
     @kb.add("c-m", filter=active)
     def _send(_event: KeyPressEvent) -> None:

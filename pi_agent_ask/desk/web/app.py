@@ -223,9 +223,11 @@ class DraftRefused:
     ``until``, ISO 8601); the page keeps the text and tries again when the form is free.
     ``answered``: the form was answered meanwhile. ``refused``: the store cannot keep this
     text (the message says what to change); the form stays, the page keeps the text and
-    saves it again once the person changes it. ``unwritten``: the form took the draft and
-    its agent's journal could not be written (a full disk): the desk keeps it and writes it
-    again by itself; the page keeps it too, and nothing in the text is to change."""
+    saves it again once the person changes it. ``unwritten``: not written for a reason that
+    passes, nothing in the text is to change: the form took the draft and its agent's journal
+    could not be written (a full disk; the desk keeps it and writes it again by itself), or a
+    team desk's store is away or refuses writes; the page keeps the text and sends it again
+    now and then until it is written."""
 
     code: str
     message: str

@@ -45,6 +45,10 @@ class RecordView:
     """When it was asked: the journal's ISO 8601 UTC stamp (the ``<time>``'s ``datetime``)."""
     created_utc: str
     """The same instant for people, marked as UTC (the page's script shows local time)."""
+    answered_at: str | None
+    """When its outcome was recorded (answered, skipped, cancelled), as ``created_at``;
+    ``None`` while it waits. The status says what happened, this time when."""
+    answered_utc: str | None
     status: str
     answer: str
     note: str
@@ -121,6 +125,8 @@ def record_view(record: HistoryRecord) -> RecordView:
         prompt=sanitize_text(record.question.prompt),
         created_at=record.created_at,
         created_utc=utc_label(record.created_at),
+        answered_at=record.answered_at,
+        answered_utc=None if record.answered_at is None else utc_label(record.answered_at),
         status=record.status,
         answer=sanitize_text(", ".join(parts)),
         note=sanitize_text(note),

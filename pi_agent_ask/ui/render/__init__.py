@@ -110,5 +110,6 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
         cursor=frame.cursor,
         alert_rows=tuple(frame.alerts),
         lead_rows=body.lead,
+        editor_room=frame.editor_room,
         tall_rows=rows,
     )

@@ -25,6 +25,7 @@ from pi_agent_ask.ui.render.frame import (
     RenderOptions,
 )
 from pi_agent_ask.ui.render.lines import Block, cells, line_width, truncate, wrap_fragments
+from pi_agent_ask.ui.rows import cursor_row
 
 
 def _display_char(char: str) -> str:
@@ -48,27 +49,32 @@ def _editor_rows(
     """
     head = merge_segments([(TEXT, " " * indent), *label])
     start = line_width(head)
-    avail = max(2, width - start)
+    room = editor_room(width, indent, label)
     if not text:
-        rows = [merge_segments([*head, (PLACEHOLDER, truncate(placeholder, avail))])]
+        rows = [merge_segments([*head, (PLACEHOLDER, truncate(placeholder, room + 1))])]
         return rows, (0, start)
     lines: list[Line] = []
-    cursor_at = (0, start)
-    spans = _word_rows(text, avail - 1)
+    spans = word_rows(text, room)
     for number, (first, end) in enumerate(spans):
         shown = "".join(_display_char(char) for char in text[first:end])
         prefix = head if number == 0 else merge_segments([(TEXT, " " * start)])
         lines.append(merge_segments([*prefix, (EDITOR, shown)]))
-        # A cursor on the character between two rows (a newline, a space that is the break)
-        # stands at the end of the first: the free cell kept there holds it.
-        skipped = number + 1 < len(spans) and spans[number + 1][0] == end + 1
-        if first <= cursor < end or (cursor == end and (end == len(text) or skipped)):
-            before = "".join(_display_char(char) for char in text[first:cursor])
-            cursor_at = (number, start + cells(before))
-    return lines, cursor_at
+    number = cursor_row(spans, cursor, len(text))
+    return lines, (number, start + editor_cells(text[spans[number][0] : cursor]))
 
 
-def _word_rows(text: str, room: int) -> list[tuple[int, int]]:
+def editor_room(width: int, indent: int, label: Sequence[Fragment]) -> int:
+    """The cells of a row of the editor's text (what :func:`_editor_rows` wraps it to)."""
+    return max(2, width - indent - line_width(tuple(label))) - 1
+
+
+def editor_cells(text: str) -> int:
+    """The cells ``text`` takes in the editor (a character that is not safe to draw is drawn
+    as the marker)."""
+    return cells("".join(_display_char(char) for char in text))
+
+
+def word_rows(text: str, room: int) -> list[tuple[int, int]]:
     """``text`` in rows of at most ``room`` cells, as ``(start, end)`` indices: a row ends at a
     newline (not included), else after the last space that keeps the next word whole, else
     (a word longer than a row) where the row is full. A space that would not fit is the break
@@ -130,8 +136,10 @@ def add_editor(
     editor = state.editor
     assert editor is not None
     text, at = _editor_for(state, options)
-    rows, (crow, ccol) = _editor_rows(text, at, indent, width, placeholder, [(label_style, label)])
+    head: list[Fragment] = [(label_style, label)]
+    rows, (crow, ccol) = _editor_rows(text, at, indent, width, placeholder, head)
     block.cursor = (len(block.lines) + crow, ccol)
+    block.editor_room = editor_room(width, indent, head)
     block.focus = len(block.lines) + crow
     block.extend(rows)
     pad = " " * (indent + cells(label))

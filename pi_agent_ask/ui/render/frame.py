@@ -118,6 +118,9 @@ class Frame:
     lead_rows: int = 0
     """Rows right after the header (the question's prompt) that the surface keeps on screen
     with it while the body scrolls, when the height leaves room for them."""
+    editor_room: int | None = None
+    """The cells a row of the open editor's text is wrapped to (``None``: no editor open):
+    Up and Down move the cursor between those rows (``editor.row_move``)."""
     tall_rows: int = 0
     """Rows the same form has rendered for a screen that is not short (``is_short``): its
     own when it is not short. A surface that must choose tells from a short frame alone

@@ -74,6 +74,8 @@ class Block:
     lead: int = 0
     """Rows at the block's start that stay on screen with the header when there is room (the
     question's prompt)."""
+    editor_room: int | None = None
+    """The cells a row of the open editor's text is wrapped to (``None``: no editor open)."""
 
     def add(self, line: Line) -> None:
         self.lines.append(line)
@@ -96,6 +98,8 @@ class Block:
         if other.cursor is not None:
             self.cursor = (other.cursor[0] + offset, other.cursor[1])
         self.alerts.extend(row + offset for row in other.alerts)
+        if other.editor_room is not None:
+            self.editor_room = other.editor_room
 
     def alert(self, lines: Iterable[Line]) -> None:
         """Add warning rows that must stay visible."""

@@ -294,8 +294,14 @@ def question_body(state: fs.FormState, options: RenderOptions, width: int) -> Bl
         _question_note_rows(state, options, q, left, options_block)
         context_lines = _context_rows(context, right)
         rows = max(len(options_block.lines), len(context_lines))
-        merged = Block(targets=options_block.targets, focus=options_block.focus)
-        merged.cursor = options_block.cursor
+        # Everything the option column says of its rows, but its lines: those are merged.
+        merged = Block(
+            targets=options_block.targets,
+            focus=options_block.focus,
+            cursor=options_block.cursor,
+            alerts=options_block.alerts,
+            editor_room=options_block.editor_room,
+        )
         for index in range(rows):
             left_line = options_block.lines[index] if index < len(options_block.lines) else ()
             right_line = context_lines[index] if index < len(context_lines) else ()

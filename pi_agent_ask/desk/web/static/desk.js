@@ -43,14 +43,11 @@
   const DRAFT_UNREACHABLE = "The desk cannot be reached (the network or the desk is down): " +
     "what you type is not saved yet. It stays on this page and is saved once the desk answers.";
   const SLOW = 5000;
+  const NOT_YET = " the desk has not answered yet (the network is slow or holds the request). " +
+    "This page waits for its answer and says what it is; everything you entered stays here.";
   const SENDING = "Sending…";
-  const SLOW_SUBMIT = "Sending… the desk has not answered yet (the network is slow or holds " +
-    "the request). This page waits for its answer and says what it is; everything you " +
-    "entered stays here.";
   const CANCELLING = "Cancelling…";
-  const SLOW_CANCEL = "Cancelling… the desk has not answered yet (the network is slow or " +
-    "holds the request). This page waits for its answer and says what it is; everything you " +
-    "entered stays here.";
+  const PUTTING_BACK = "Saving for later…";
   const CANCEL_NOT_RECORDED = "Your Cancel was not recorded (the desk could not write it to " +
     "the agent's journal), so the question is not cancelled: the form is back with your " +
     "answers; cancel it again, or answer it.";
@@ -68,6 +65,8 @@
   // "unwritten" (the desk has it and could not write it yet: saved again with the next
   // change) or "lost" (never reached the desk: saved again once the live stream is back).
   let unsavedWhy = null;
+  let refusedSaid = ""; // what the page said of the text the desk refused ("refused")
+  let unwrittenWait = 1000; // ms until a draft the desk could not write yet is sent again
   let loads = 0; // form loads asked for (``loadMain``)
   let boards = 0; // board events received (``boardEvent``)
   // The drafts of the form on the page as the desk has them (loaded, or saved from here):
@@ -247,7 +246,7 @@
       if (formId() === id) { form().dataset.rev = result.data.rev; base = { id: id, drafts: sent }; }
       if (statusBox.textContent === DRAFT_UNREACHABLE) say("");
       if (unsaved === id) {
-        unsaved = null;
+        unsaved = null; unwrittenWait = 1000;
         showError("");
         say(unsavedWhy === "held" ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
       }
@@ -261,11 +260,14 @@
     if (result.status === 423 && formId() === id) { unsaved = id; unsavedWhy = "held"; heldElsewhere(result.data); }
     else if (result.status === 422 && result.data.code === "unwritten" && formId() === id) {
       // The desk took the draft but could not write it to the agent's journal yet (a full
-      // disk): it keeps it and writes it by itself. Nothing in the text is to change, and
-      // Later may still put the form back (the desk says if it cannot).
+      // disk): it keeps it and writes it by itself; nothing in the text is to change, and
+      // Later may still put the form back. Sent again now and then (longer waits each time,
+      // while the form is on the page), the answer that it is written ends the sentence.
       unsaved = id;
       unsavedWhy = "unwritten";
       showError(result.data.error + " What you typed stays on this page too.");
+      const wait = unwrittenWait; clearTimeout(saveTimer); unwrittenWait = Math.min(wait * 2, 8000);
+      saveTimer = setTimeout(function () { saveTimer = null; if (formId() === id) saveNow(); }, wait);
     }
     else if ((result.status === 400 || result.status === 413 ||
               (result.status === 422 && result.data.code === "refused")) && formId() === id) {
@@ -274,8 +276,9 @@
       // page asks first, and the next change saves it again.
       unsaved = id;
       unsavedWhy = "refused";
-      showError(refusal(result, "The desk could not keep this draft.") +
-        " What you typed stays on this page; it is saved once you change it.");
+      refusedSaid = refusal(result, "The desk could not keep this draft.") +
+        " What you typed stays on this page; it is saved once you change it.";
+      showError(refusedSaid);
     }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
     else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT);
@@ -364,7 +367,7 @@
     clearTimeout(saveTimer);
     saveTimer = null;
     leaving = id;
-    const done = onItsWay(id, SENDING, SLOW_SUBMIT);
+    const done = onItsWay(id, SENDING);
     const result = await post("/api/submit", { form: id, drafts: drafts() });
     done();
     if (result.status === 200) {
@@ -380,16 +383,17 @@
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(refusal(result, "The answer was not accepted."));
   }
-  // Submit or Cancel on its way: said at once beside the buttons, and in more words once the
-  // desk has not answered for a while (a link that holds the request, a phone in a tunnel,
-  // a team desk waiting for its store), where the page otherwise showed nothing and took no
-  // second click. The returned function ends it, clearing the words if no answer replaced them.
-  function onItsWay(id, now, slowly) {
+  // Submit, Cancel or Later on its way: said at once beside the buttons, and in more words
+  // once the desk has not answered for a while (a link that holds the request, a phone in a
+  // tunnel, a team desk waiting for its store), where the page otherwise showed nothing and
+  // took no second click. The returned function ends it, clearing the words if no answer
+  // replaced them.
+  function onItsWay(id, now) {
     sending = true;
     sendingSaid = now;
     answerButton(now);
     const slow = setTimeout(function () {
-      if (sending && formId() === id) { sendingSaid = slowly; answerButton(slowly); }
+      if (sending && formId() === id) { sendingSaid = now + NOT_YET; answerButton(sendingSaid); }
     }, SLOW);
     return function () {
       clearTimeout(slow);
@@ -408,7 +412,7 @@
     }
     const id = formId();
     leaving = id;
-    const done = onItsWay(id, CANCELLING, SLOW_CANCEL);
+    const done = onItsWay(id, CANCELLING);
     const result = await post("/api/cancel", { form: id });
     done();
     if (result.status === 200) {
@@ -430,12 +434,9 @@
   }
   async function later() {
     if (sending) { stillSending(); return; }
-    sending = true; // from the draft saved first on: a second press waits for this one
-    try {
-      await putBack();
-    } finally {
-      sending = false;
-    }
+    // From the draft saved first on: said at once, and a second press waits for this one.
+    const done = onItsWay(formId(), PUTTING_BACK);
+    try { await putBack(); } finally { done(); }
   }
   async function putBack() {
     const id = formId();
@@ -446,9 +447,8 @@
     // Text the desk refused to keep would leave the page with the form, the desk never having
     // had it: the form stays until the text is one the desk keeps.
     if (unsaved === id && unsavedWhy === "refused" && formId() === id) {
-      answerButton(document.getElementById("form-errors").textContent + " Not put back for " +
-        "later: what you typed here would be lost with it. Change it so the desk keeps it, " +
-        "then press Later again.");
+      answerButton(refusedSaid + " Not put back for later: what you typed here would be lost " +
+        "with it. Change it so the desk keeps it, then press Later again.");
       return;
     }
     leaving = id;

@@ -1,11 +1,12 @@
 // pi-agent-ask web desk: the page's ways to the desk's other pages (the header's links, an
-// agent's link, the history's search) while the desk is out of reach. Followed by the
-// browser itself, a link to a desk that is down (or a network that is) leaves this page for
-// the browser's own error page, and what the person typed with it. So the page first asks
-// the desk whether it answers (``/session``: any desk answers it at once, signed in or not)
-// and follows the link only then. Out of reach, the page stays as it is and says so in the
-// banner under the header (Sign out's, signout.js); it says so again once the desk answers,
-// and the link then works.
+// agent's link, the history's search and its Markdown download) while the desk is out of
+// reach. Followed by the browser itself, a link to a desk that is down (or a network that
+// is) leaves this page for the browser's own error page, and what the person typed with it;
+// a download fails in the browser's download bar, saying nothing on the page. So the page
+// first asks the desk whether it answers (``/session``: any desk answers it at once, signed
+// in or not) and follows the link only then. Out of reach, the page stays as it is and says
+// so in the banner under the header (Sign out's, signout.js); it says so again once the desk
+// answers, and the link then works.
 "use strict";
 (function () {
   const banner = document.getElementById("sign-out-status");
@@ -79,13 +80,14 @@
   }
 
   function named(element) { return "“" + element.textContent.trim() + "”"; }
-  // A plain click (or Enter) on a link to another of the desk's pages; a click that opens a
-  // new tab or window, a download, or a move within this page is the browser's own.
+  // A plain click (or Enter) on a link to another of the desk's pages, or to a download of the
+  // desk's (followed, its answer is saved, and the page stays); a click that opens a new tab
+  // or window, or a move within this page, is the browser's own.
   document.addEventListener("click", function (event) {
     if (event.defaultPrevented || event.button !== 0 ||
         event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
     const link = event.target.closest && event.target.closest("a[href]");
-    if (!link || link.hasAttribute("download") || (link.target && link.target !== "_self")) return;
+    if (!link || (link.target && link.target !== "_self")) return;
     const url = new URL(link.href, location.href);
     if (url.origin !== location.origin) return;
     if (url.hash && url.pathname === location.pathname && url.search === location.search) return;
