@@ -78,11 +78,11 @@ STORE_AWAY = (
 )
 STORE_AWAY_SHORT = "Store away: what you type is kept."
 STORE_REFUSED_SHORT = "Store refused a write: text kept."
+"""A refusal of the store (``TeamBoard.notice``) on a short screen's one status row."""
 WRITES_AGAIN_SHORT = "Store takes writes again."
 """``TeamBoard``'s ``WRITES_AGAIN`` on a short screen's one status row."""
 NOT_PUT_BACK_SHORT = "Not put back: store did not take it."
 """Esc the store did not take (away, refusing writes), on a short screen's one status row."""
-"""A refusal of the store (``TeamBoard.notice``) on a short screen's one status row."""
 STORE_BACK = "The team's store is back."
 
 
