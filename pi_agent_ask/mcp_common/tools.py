@@ -81,6 +81,7 @@ from pi_agent_ask.form import tools as tool_names
 from pi_agent_ask.form.result import BackgroundOutcome
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL, progress_plus
 from pi_agent_ask.mcp_common.answers import answer_entry
+from pi_agent_ask.mcp_common.closing import CutOnClose
 
 BACKGROUND_ANSWERS = "backgroundAnswers"
 """The ``structuredContent`` key of the background answers appended to a tool result."""
@@ -239,10 +240,8 @@ class AgentTools:
     """Messages marked delivered whose call was cut before it could return them, and whose
     give-back could not be journaled (``give_back``); normally empty."""
     _ended: WaitsEnded | None = attrs.field(default=None, init=False)
-    _waits_end: trio.Event = attrs.field(factory=trio.Event, init=False)
-    """Set by ``end_waits``: calls waiting for the person return ``_ended(...)``."""
-    _waits: set[trio.CancelScope] = attrs.field(factory=set, init=False)
-    """The ``wait_for_answers`` calls in flight (``end_waits`` cuts them)."""
+    _person: CutOnClose = attrs.field(factory=lambda: CutOnClose(), init=False)
+    """The waits for the person in flight, cut by ``end_waits`` (which sets ``_ended``)."""
 
     def __attrs_post_init__(self) -> None:
         # Never idle: an idle runtime hands answers to ``wakeups``, which MCP cannot deliver.
@@ -270,9 +269,7 @@ class AgentTools:
         """From now on, a call that waits for the person returns ``ended(request ids)``."""
         if self._ended is None:
             self._ended = ended
-            self._waits_end.set()
-            for wait in self._waits:
-                wait.cancel()
+            self._person.close()
 
     @property
     def awaited_requests(self) -> frozenset[str]:
@@ -405,7 +402,8 @@ class AgentTools:
             stats = await self.runtime.statistics(params_of=(request_id,))
             params = dict(stats.params).get(request_id)
             async with self._progress(report_progress):
-                await _first_of(waiter.ready, self._waits_end)
+                with self._person.cut_on_close():
+                    await waiter.ready.wait()
             if not waiter.ready.is_set() and self._ended is not None:
                 # No person answers here any more: the form stays queued.
                 return with_background_answers(self._ended((request_id,)), await self._handed_out())
@@ -447,17 +445,12 @@ class AgentTools:
         ``ended`` result when the wait needs the person (a request is pending). A wait in
         flight then is cut (answers it held go back to delivery; the forms stay queued) and
         looked at again."""
-        with trio.CancelScope() as wait:
-            self._waits.add(wait)
-            if self._ended is not None:
-                wait.cancel()
-            try:
-                result: dict[str, Any] = await self.runtime.call_tool(
-                    tool_names.WAIT_FOR_ANSWERS, arguments, tool_call_id=call_id
-                )
-                return result
-            finally:
-                self._waits.discard(wait)
+        with self._person.cut_on_close() as wait:
+            result: dict[str, Any] = await self.runtime.call_tool(
+                tool_names.WAIT_FOR_ANSWERS, arguments, tool_call_id=call_id
+            )
+        if not wait.cancelled_caught:
+            return result
         assert self._ended is not None
         stats = await self.runtime.statistics()
         if stats.pending:
@@ -506,18 +499,6 @@ def _as_foreground(message: Mapping[str, Any], params: Any) -> types.CallToolRes
 def _request_id(message: Mapping[str, Any]) -> Any:
     details = message.get("details")
     return details.get("requestId") if isinstance(details, Mapping) else None
-
-
-async def _first_of(first: trio.Event, second: trio.Event) -> None:
-    """Return once either event is set."""
-    async with trio.open_nursery() as nursery:
-
-        async def wait(event: trio.Event) -> None:
-            await event.wait()
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(wait, first)
-        nursery.start_soon(wait, second)
 
 
 @asynccontextmanager

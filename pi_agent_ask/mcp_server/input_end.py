@@ -40,6 +40,7 @@ import mcp.types as types
 import trio
 from mcp.shared.message import SessionMessage
 
+from pi_agent_ask.mcp_common.closing import CutOnClose
 from pi_agent_ask.mcp_server.unreadable import ReadStream
 
 __all__ = ["INPUT_CLOSED", "ON_DESK", "CountedWrites", "HeldReads", "Outstanding", "PersonWaits"]
@@ -177,28 +178,25 @@ class PersonWaits:
     :meth:`ended`'s result."""
 
     log: Callable[[str], None]
-    closed: trio.Event = attrs.field(factory=trio.Event)
-    _scopes: set[trio.CancelScope] = attrs.field(factory=set)
+    _calls: CutOnClose = attrs.field(factory=lambda: CutOnClose())
+
+    @property
+    def closed(self) -> trio.Event:
+        return self._calls.closed
 
     def close(self) -> None:
         """The input ended: every call in :meth:`unless_closed` returns now."""
-        self.closed.set()
-        for scope in self._scopes:
-            scope.cancel()
+        self._calls.close()
 
     async def unless_closed(
         self, call: Callable[[], Awaitable[types.CallToolResult]]
     ) -> types.CallToolResult:
         """``call()``'s result, or, when the input closes first, the result saying so (a call
         forwarded to a desk: the desk keeps its form queued when the call is cut)."""
-        with trio.CancelScope() as scope:
-            self._scopes.add(scope)
-            if self.closed.is_set():
-                scope.cancel()
-            try:
-                return await call()
-            finally:
-                self._scopes.discard(scope)
+        with self._calls.cut_on_close() as cut:
+            result = await call()
+        if not cut.cancelled_caught:
+            return result
         return self.ended(ON_DESK, (), None)
 
     def ended(
