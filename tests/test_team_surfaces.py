@@ -30,7 +30,7 @@ from tests.test_web import signed_in
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
-ON_THE_TERMINAL = "ann is answering this form on this desk's terminal"
+ON_THE_TERMINAL = "ann has this form open on this desk's terminal"
 
 
 async def test_the_page_leaves_a_form_open_on_the_same_desk_s_terminal_to_it(
@@ -68,7 +68,7 @@ async def test_the_page_leaves_a_form_open_on_the_same_desk_s_terminal_to_it(
                 refused = await http.post(base + "/api/draft", json=typed, headers=headers)
                 assert refused.status_code == 423, refused.text
                 body = refused.json()
-                assert body["code"] == "held" and body["heldBy"] == "ann"
+                assert body["code"] == "here" and body["heldBy"] == "ann"
                 assert body["desk"] == desk.board.desk
                 assert body["error"].startswith(ON_THE_TERMINAL)
 
@@ -108,7 +108,7 @@ async def test_the_terminal_leaves_a_form_the_same_desk_s_page_holds_to_it(
             assert isinstance(claim, Claim)
             typed = {"drafts": [{"note": "from the page"}]}
             assert await desk.board.save_draft(request_id, typed, surface="page") is True
-            on_the_page = "ann is answering this form on this desk's web page"
+            on_the_page = "ann has this form open on this desk's web page"
             refusals = [
                 await desk.board.open(request_id),
                 await desk.board.save_draft(request_id, {"drafts": []}),

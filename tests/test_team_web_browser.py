@@ -322,3 +322,50 @@ async def test_later_on_a_form_another_desk_holds_says_so_and_never_claims_it_la
             await run(lambda: wait_until(browser, lambda d: held_badge(d) == ""))
             (row,) = await ann.store.run(Store.board, ann.store.store)
             assert row.claimed_by is None and not row.claim_live
+
+
+async def test_a_form_open_on_the_same_desk_s_terminal_is_a_note_on_its_page_not_an_error(
+    desk_url: str,  # noqa: F811
+    browser: Any,  # noqa: F811
+) -> None:
+    """Ann's terminal holds the form (its claim, as the terminal takes it) and she answers on
+    her page: her typing is not saved while the terminal shows the form, and the page says so
+    in one sentence, a calm note beside the review (it was a red alert, with a second sentence
+    about the form being free), and her answer goes through."""
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "ann") as ann:
+            request_id, _bg, _state = await ann.store.run(
+                Store.ask,
+                ann.store.store,
+                "alpha",
+                "c1",
+                ask("Rename", background=True),
+                background=True,
+            )
+            await ann.board.wait_for(lambda rows: _row(rows, request_id) is not None)
+            assert not isinstance(await ann.board.open(request_id), Refused)  # the terminal's
+            url = ann.web.login_url()
+
+            def answers() -> tuple[str, str]:
+                sign_in(browser, url)
+                wait_until(browser, form_shown)
+                by_role(browser, "radio", "Yes").click()
+                said = wait_until(
+                    browser, lambda d: (t := by_role(d, "status", "", exact=False).text) and t
+                )
+                by_role(browser, "button", "Submit").click()  # the review, the note beside it
+                wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
+                shown = errors(browser)
+                by_role(browser, "button", "Submit").click()
+                wait_until(browser, lambda d: "Sent to the agent" in d_text(d, "#status"))
+                return str(said), shown
+
+            said, alert = await run(answers)
+            assert said == (
+                "ann has this form open on this desk's terminal: an answer sent from here still "
+                "goes through, and what is typed here is saved once the terminal puts the form "
+                "back."
+            )
+            assert alert == ""
+            (outcome,) = await ann.store.run(Store.outcomes, ann.store.store, [request_id])
+            assert outcome["answered_by"] == "ann"

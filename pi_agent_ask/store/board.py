@@ -296,10 +296,13 @@ class TeamBoard:
         if held is None or held.surface == surface:
             return None
         where = _SURFACE_NAMES[held.surface]
+        # One sentence, read as a note on the other surface (not an error: its person's
+        # answer goes through from either, and what they type waits for the form there).
         return Refused(
             "claimed",
-            f"{self.person} is answering this form on this desk's {where}: it stays open "
-            "there, and an answer sent here is taken.",
+            f"{self.person} has this form open on this desk's {where}: an answer sent from "
+            f"here still goes through, and what is typed here is saved once the {where} puts "
+            "the form back.",
             holder=self.person,
             desk=self.desk,
         )

@@ -206,6 +206,8 @@ class TeamPage:
             # waited for the person's next change, however long the store was back).
             "unavailable": "unwritten",
         }.get(refused.reason, "answered")
+        if refused.reason == "claimed" and refused.desk == self.team.desk:
+            code = "here"  # this desk's terminal holds it: the page says so as a note
         return DraftRefused(code, refused.message, refused.holder, refused.desk, until)
 
     async def _serve(

@@ -221,6 +221,8 @@ class DraftRefused:
 
     ``held``: another desk holds the form (``held_by`` on desk ``desk``, its lease until
     ``until``, ISO 8601); the page keeps the text and tries again when the form is free.
+    ``here``: the same, held by this desk's terminal (the page says so as a note: its
+    person's answer from the page goes through all the same).
     ``answered``: the form was answered meanwhile. ``refused``: the store cannot keep this
     text (the message says what to change); the form stays, the page keeps the text and
     saves it again once the person changes it. ``unwritten``: not written for a reason that
@@ -599,12 +601,12 @@ class WebDesk:
             # could not be written: the form is still there (the page keeps the text
             # meanwhile, and says which).
             return JSONResponse({"error": refused.message, "code": refused.code}, status_code=422)
-        if refused.code != "held":
+        if refused.code not in ("held", "here"):
             return JSONResponse({"error": refused.message, "code": refused.code}, status_code=409)
         return JSONResponse(
             {
                 "error": refused.message,
-                "code": "held",
+                "code": refused.code,
                 "heldBy": refused.held_by,
                 "desk": refused.desk,
                 "until": refused.until,

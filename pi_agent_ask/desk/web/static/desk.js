@@ -1,6 +1,6 @@
-// pi-agent-ask web desk: live updates, drafts, review and submit. No dependencies.
-// The server renders every piece of the page; this script only moves values and text
-// (textContent, never markup built from agent text) and swaps server-rendered fragments.
+// pi-agent-ask web desk: live updates, drafts, review and submit. No dependencies. The server
+// renders every piece of the page; this script only moves values and text (textContent, never
+// markup built from agent text) and swaps server-rendered fragments.
 "use strict";
 (function () {
   // The session's token; replaced when the browser signs in again (``renew``).
@@ -18,9 +18,8 @@
   let saveTimer = null;
   // The id of a form this page itself just sent away, until the page shows what follows.
   let leaving = null;
-  // A Submit, Cancel or Later is on its way: a second click (of any of them) waits for the
-  // first. (A second Cancel on a slow link used to reach the desk after the first, and the
-  // page said the form was cancelled elsewhere.)
+  // A Submit, Cancel or Later is on its way: a second click (of any of them) waits for the first
+  // (a second Cancel on a slow link reached the desk after it, and read "cancelled elsewhere").
   let sending = false;
   // What the page says beside the buttons while a Submit or Cancel is on its way (said again
   // should the form be reloaded meanwhile), ``null`` once it is answered.
@@ -54,11 +53,10 @@
   let cancelArmed = false;
   let saving = 0; // drafts sent and not yet answered
   let staleRev = null; // drafts changed elsewhere while the person was typing here
-  // The id of a form whose draft the desk did not keep: a team desk refused it (another desk
-  // holds the form), or it never reached the desk (the network, an ended session). Its text
-  // stays in the page, unsaved: nothing from the stream replaces it, leaving the page asks
-  // first, and it is saved again as soon as the form is free (the live stream says so, also
-  // once it is back).
+  // The id of a form whose draft the desk did not keep: a team desk refused it (another desk or
+  // surface holds the form), or it never reached the desk (the network, an ended session). Its
+  // text stays in the page, unsaved: nothing from the stream replaces it, leaving the page asks
+  // first, and it is saved again as soon as the form is free (the live stream says so).
   let unsaved = null;
   // Why ``unsaved``: "held" (another desk holds the form: saved again once it is free),
   // "refused" (the desk cannot keep this text: saved again once the person changes it),
@@ -90,6 +88,7 @@
     const box = document.getElementById("form-errors");
     if (box) box.textContent = text; else say(text);
   }
+  function note(text) { const box = document.getElementById("form-note"); if (box) box.textContent = text; }
   // What a button answers: the sentence (just above the buttons) and the buttons in view, so
   // the person reads it and can press again where they pressed.
   function answerButton(text) {
@@ -97,10 +96,9 @@
     const actions = form() && form().querySelector(".actions");
     if (actions) actions.scrollIntoView({ block: "nearest" });
   }
-  // A text box runs in the direction of its text's first strong letter (HTML's dir=auto
-  // rule, letters standing for strong characters). Set here, not with dir=auto on the box:
-  // Chromium works that out again across the whole text at every change, which froze the
-  // page for minutes after a long paste (a million characters: half a minute).
+  // A text box runs in the direction of its text's first strong letter (HTML's dir=auto rule,
+  // letters standing for strong characters). Set here, not with dir=auto on the box: Chromium
+  // works that out again across the whole text at every change (a long paste froze the page).
   const RTL = new RegExp("[" + ["Hebrew", "Arabic", "Syriac", "Thaana", "Nko", "Samaritan",
     "Mandaic", "Adlam", "Hanifi_Rohingya", "Yezidi"].map(function (script) {
     return "\\p{Script=" + script + "}";
@@ -223,6 +221,8 @@
     loadMain(null);
   }
   function heldElsewhere(data) {
+    // This desk's terminal holds it: its person's answer from here goes through, so a note.
+    if (data.code === "here") { showError(""); note(data.error); return; }
     showError((data.error || "Another desk is answering this form.") +
       " What you typed stays on this page and is saved as soon as the form is free.");
   }
@@ -247,7 +247,7 @@
       if (statusBox.textContent === DRAFT_UNREACHABLE) say("");
       if (unsaved === id) {
         unsaved = null; unwrittenWait = 1000;
-        showError("");
+        showError(""); note("");
         say(unsavedWhy === "held" ? "Your draft is saved: you are on this form now." : "Your draft is saved.");
       }
     }
