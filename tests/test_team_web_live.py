@@ -239,7 +239,15 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
                 status = await run(lambda: list(browser.execute_script("return window.said")))
             finally:
                 new_sessions_read_only(admin, store_db, False)
-            assert refused.startswith("Not saved for later. The team's store refused"), refused
+            # One sentence: what happened, then what to do, once.
+            assert refused.startswith(
+                "Not saved for later: the team's store refused this desk's write ("
+            ), refused
+            assert refused.endswith(
+                "), so the form stays here with your answers: press Later again once the desk "
+                "can write, or answer it."
+            ), refused
+            assert "try again" not in refused, refused
             assert not [s for s in status if "Saved for later" in s], status
             assert await run(lambda: form_shown(browser))
             (row,) = await ann.store.run(Store.board, ann.store.store)  # the store's own

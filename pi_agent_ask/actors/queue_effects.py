@@ -171,10 +171,9 @@ DRAFT_NOT_SAVED_TEXT = (
     "is kept with the form and written again shortly."
 )
 """What a sender waiting for its draft (``DraftChanged.saved``) hears when the write failed."""
-DEFER_NOT_RECORDED_TEXT = (
-    "Not saved for later: writing to the session file failed ({error}), so nothing was put back."
-)
-"""What a ``Defer`` caller hears when its write failed (nothing was put back)."""
+DEFER_NOT_RECORDED_TEXT = "Not saved for later: writing to the session file failed ({error})"
+"""What a ``Defer`` caller hears when its write failed (nothing was put back): the page's Later,
+which finishes the sentence with what to do (``desk/web/app.py``)."""
 DRAFT_RETRY_FIRST = 0.1
 """Seconds before the first retry of drafts whose write failed on the disk."""
 DRAFT_QUIESCE_RETRIES = 4

@@ -75,10 +75,15 @@ transaction wrote nothing). Text may hold any character but NUL, which PostgreSQ
 JSON cannot store (a desk of files keeps it); the person's text stays with them."""
 
 
-UNREACHABLE: Final = Refused(
-    "unavailable",
-    "The team's store cannot be reached (PostgreSQL is away or restarting). What you typed "
-    "is kept here: try again in a moment.",
+def _unavailable(cause: str, then: str) -> Refused:
+    """The store did not take a call (``cause``, a clause): said as its own sentence, then
+    what the person does (``then``); the clause alone for a sentence of its own (Later)."""
+    return Refused("unavailable", f"{cause[:1].upper()}{cause[1:]}. {then}", cause=cause)
+
+
+UNREACHABLE: Final = _unavailable(
+    "the team's store cannot be reached (PostgreSQL is away or restarting)",
+    "What you typed is kept here: try again in a moment.",
 )
 """A claim, a draft or an answer the store could not take because it stayed unreachable for
 longer than a store call retries (``AsyncStore.retry_for``). The desk carries on: its person
@@ -96,10 +101,9 @@ def store_refused(error: psycopg.Error) -> Refused:
     made read-only, as a standby during a failover; a grant taken away): nothing was written.
     Said with PostgreSQL's reason; the desk carries on, and its person keeps what they typed."""
     reason = " ".join(str(error).split()) or type(error).__name__
-    return Refused(
-        "unavailable",
-        f"The team's store refused this desk's write ({reason}). What you typed is kept "
-        "here: try again once the store takes writes again.",
+    return _unavailable(
+        f"the team's store refused this desk's write ({reason})",
+        "What you typed is kept here: try again once the store takes writes again.",
     )
 
 

@@ -120,6 +120,9 @@ class Refused:
     until: datetime | None = None
     """``claimed``: when the holder's lease runs out unless their desk extends it, on the
     reading desk's clock (``Store.clock``)."""
+    cause: str | None = None
+    """``unavailable``: what happened, as a clause ("the team's store cannot be reached ..."),
+    for a sentence that says what to do its own way (Later and Esc not put back)."""
 
 
 @attrs.frozen

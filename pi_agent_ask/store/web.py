@@ -291,7 +291,8 @@ class TeamPage:
         # later" before the store had it, and while the store was away).
         refused = await self.team.put_back(request_id, draft_json(shown.state), surface="page")
         if refused is not None:
-            return f"Not saved for later. {refused.message}"
+            # A clause the page finishes with what to do (``NOT_PUT_BACK``): said once.
+            return f"Not saved for later: {refused.cause or refused.message.rstrip('.')}"
         # The form goes behind every other form on the page, as on the terminal (it stayed
         # where it was, so the page showed the same form after "Saved for later"): it leaves
         # the page's board now, put back for later, and the next read of the team's board

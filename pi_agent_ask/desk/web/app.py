@@ -96,10 +96,11 @@ LINKED_FORM_GONE = (
     "or another page) or its agent withdrew it."
 )
 NOT_PUT_BACK = (
-    "The form stays here with your answers: press Later again once the desk can write, or "
-    "answer it."
+    ", so the form stays here with your answers: press Later again once the desk can write, "
+    "or answer it."
 )
-"""What Later says after the sentence of a put-back the agent's journal did not record."""
+"""What Later says after why a put-back was not recorded ("Not saved for later: writing to
+the session file failed (...)"): one sentence, saying what to do once."""
 MAX_BODY = 4 * 1024 * 1024
 SIGN_OUT_HEADERS = {"referrer-policy": "same-origin"}
 """The pages with Sign out in their header: under the desk's usual no-referrer its form's
@@ -689,7 +690,7 @@ class WebDesk:
                 refused = None
         if refused is not None:
             return JSONResponse(
-                {"error": f"{refused} {NOT_PUT_BACK}", "code": "refused"}, status_code=422
+                {"error": refused + NOT_PUT_BACK, "code": "refused"}, status_code=422
             )
         return JSONResponse({"ok": True})
 
