@@ -765,6 +765,10 @@ async def test_escape_the_store_refuses_brings_the_form_back_with_its_text(
                 # re-read can meet a session the read-only switch ended).
                 (row, _merge) = await desk.store.run(Store.board, desk.store.store)
                 assert row.claimed_by == "ann" and row.claim_live
+                # The keys go on: the form answered Esc with its snapshot (the keys stayed
+                # parked for the answer to Esc, which never came).
+                pipe.send_text("\x1b[Z")  # Shift+Tab: back to the question
+                await term.wait_for("Question Deploy?")
             finally:
                 new_sessions_read_only(pg_cluster.url(), store_db, False)
             pipe.send_text("\x1b")
@@ -776,6 +780,56 @@ async def test_escape_the_store_refuses_brings_the_form_back_with_its_text(
             (put_back,) = [r for r in rows if r.request_id == row.request_id]
             assert put_back.draft is not None
             assert put_back.draft["drafts"][0]["selected"] == [1]  # what was typed, kept
+
+
+async def test_escape_keeps_the_form_on_screen_saying_so_until_the_store_has_it(
+    pg_cluster: Cluster,  # noqa: F811
+    store_db: str,  # noqa: F811
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Esc while the store is slow to take the put-back (its row locked by another session,
+    as a store away holds it for up to a store call's retries): the form stays on the screen,
+    the status line saying "Saving for later…", until the store has it; then the next form.
+    (The form left the screen first, for up to a minute, and came back only if the store
+    refused.)"""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            for label in ("Deploy", "Merge"):
+                await desk.store.run(
+                    Store.ask, desk.store.store, "alpha", label, ask(label), background=True
+                )
+            await term.wait_for("Question Deploy?")
+            pipe.send_text("2")  # "No": its draft goes to the store
+            await term.wait_for("Review your answers")
+            rows = await desk.board.wait_for(lambda rows: rows[0].draft is not None)
+            locker = await trio.to_thread.run_sync(psycopg.connect, pg_cluster.url(store_db))
+            try:
+                await trio.to_thread.run_sync(
+                    locker.execute,
+                    "SELECT 1 FROM pi_agent_ask.requests WHERE request_id = %s FOR UPDATE",
+                    (rows[0].request_id,),
+                )
+                pipe.send_text("\x1b")  # Esc: later, the store's answer held back
+                with trio.fail_after(10):
+                    await term.wait_for("Saving for later…")
+                await trio.sleep(0.5)  # the old form was gone from the screen by then
+                assert "→ No" in term.text() and "Review your answers" in term.text()
+                assert "Saving for later…" in term.text()
+            finally:
+                await trio.to_thread.run_sync(locker.rollback)
+                await trio.to_thread.run_sync(locker.close)
+            await term.wait_for("Question Merge?")
+            await term.wait_for("Deferred: 1 other form goes first.")
+            assert "Saving for later…" not in term.text()
+            request_id = rows[0].request_id
+            rows = await desk.board.wait_for(
+                lambda rows: any(r.request_id == request_id and not r.claim_live for r in rows)
+            )
+            (row,) = [r for r in rows if r.request_id == request_id]
+            assert row.draft is not None
+            assert row.draft["drafts"][0]["selected"] == [1]
 
 
 def _held_by_others(url: str) -> None:

@@ -342,12 +342,17 @@ async def _serve(
             assert on_defer is not None
             # Hiding the panel cancels this form's scope (the sender hears of it: ``saved`` is
             # closed on the way out); the owner keeps its draft. A put-back that was not
-            # recorded leaves the form as it was, and its sender hears why.
+            # recorded leaves the form as it was, and its sender hears why; so does the
+            # surface, whose command (Esc) is answered with the form's snapshot: it parks the
+            # keys typed while the put-back was on its way until then.
             try:
-                answer_saved(saved, await on_defer())
+                why = await on_defer()
+                answer_saved(saved, why)
             finally:
                 if saved is not None:
                     saved.close()
+            if why is not None:
+                _on_surface(surface.update, flow_id, state)
         try:
             message = await next_input(inbox)
         except trio.EndOfChannel:

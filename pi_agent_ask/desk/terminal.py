@@ -307,6 +307,9 @@ class DeskSurface(TerminalSurface):
     hint_text: str | None = None
     """What the person's last key did where the screen does not show it, in the status line
     (over the latest notice) until the next key."""
+    busy_text: str | None = None
+    """What a key is doing while the form stays on display ("Saving for later…"), in the
+    status line (over a hint and the latest notice) until it is done (:meth:`busy`)."""
     sign_in: str = ""
     """Shown while no form is on display: the web page's sign-in URL (and its QR code, for a
     listen other machines reach), set by the desk once it listens (:meth:`show_sign_in`)."""
@@ -332,6 +335,12 @@ class DeskSurface(TerminalSurface):
         """Say what a key did, in the status line until the next key (``Esc`` on a desk where
         no other form waits brings the same form back: without words it looked ignored)."""
         self.hint_text = text
+        self.invalidate()
+
+    def busy(self, text: str | None) -> None:
+        """Say what a key is doing until it is done (``None``): the keys typed meanwhile do
+        not end it, as they end a hint."""
+        self.busy_text = text
         self.invalidate()
 
     def _clear_hint(self, _processor: object) -> None:
@@ -433,7 +442,7 @@ class DeskSurface(TerminalSurface):
                 *(" " + "".join(text for _, text in line) for line in lines),
                 *_url_rows(self.link, max(10, size.columns)),
             ]
-        notice = self.hint_text or (self.notices[-1] if self.notices else None)
+        notice = self.busy_text or self.hint_text or (self.notices[-1] if self.notices else None)
         if notice is None:
             return [""]
         # Short: the rows go to the form, while there is one on display.
@@ -454,7 +463,8 @@ class DeskSurface(TerminalSurface):
         on_display = self.board is not None and self.board.current is not None
         if lines == [""] and self.login_url is not None and on_display:
             return [("class:ask.muted", " " + SIGN_IN_HINT)]
-        style = "class:ask.accent" if self.hint_text or self.link else "class:ask.warning"
+        said = self.busy_text or self.hint_text or self.link
+        style = "class:ask.accent" if said else "class:ask.warning"
         return [(style, "\n".join(lines))]
 
     def _status_height(self) -> Dimension:
@@ -476,7 +486,12 @@ class DeskSurface(TerminalSurface):
         narrow = Condition(lambda: _narrow(get_app().output.get_size().columns))
         wide = ~narrow
         notice = Condition(
-            lambda: bool(self.notices) or self.hint_text is not None or self.link is not None
+            lambda: (
+                bool(self.notices)
+                or self.hint_text is not None
+                or self.busy_text is not None
+                or self.link is not None
+            )
         )
 
         def agents() -> StyleAndTextTuples:

@@ -189,7 +189,7 @@ async def _terminal(
     await show_terminal(nursery, display, board, loaded, input, output)
     form_settings = config_from_settings(loaded).form_settings
     nursery.start_soon(
-        functools.partial(answer_on_terminal, hint=display.hint),
+        functools.partial(answer_on_terminal, hint=display.hint, busy=display.busy),
         team,
         board,
         display.notice,

@@ -83,6 +83,8 @@ WRITES_AGAIN_SHORT = "Store takes writes again."
 """``TeamBoard``'s ``WRITES_AGAIN`` on a short screen's one status row."""
 NOT_PUT_BACK_SHORT = "Not put back: store did not take it."
 """Esc the store did not take (away, refusing writes), on a short screen's one status row."""
+SAVING_FOR_LATER = "Saving for later…"
+"""The status line while Esc waits for the store to take the put-back (the form stays)."""
 STORE_BACK = "The team's store is back."
 
 
@@ -130,9 +132,10 @@ async def answer_on_terminal(
     notice: Any,
     settings: fs.FormSettings | None = None,
     hint: Callable[[str], None] = lambda _text: None,
+    busy: Callable[[str | None], None] = lambda _text: None,
 ) -> None:
     """Show the store's free forms one at a time on ``board``'s display until cancelled;
-    ``hint`` says what Esc did (``DeskSurface.hint``)."""
+    ``hint`` says what Esc did, ``busy`` what it is doing (``DeskSurface.hint``, ``.busy``)."""
     others: Listing | None = None  # what the status line last said the other desks are on
 
     def counts() -> None:
@@ -171,7 +174,7 @@ async def answer_on_terminal(
     # (a desk started while every form was held elsewhere showed no agent and no form, and
     # said nothing of the other desks, until something changed).
     counts()
-    await _one_form_after_another(team, board, notice, settings, hint)
+    await _one_form_after_another(team, board, notice, settings, hint, busy)
 
 
 async def say_the_store_s_reach(wakes: Wakes, notice: Callable[[Brief | str], None]) -> None:
@@ -190,6 +193,7 @@ async def _one_form_after_another(
     notice: Any,
     settings: fs.FormSettings | None,
     hint: Callable[[str], None],
+    busy: Callable[[str | None], None],
 ) -> None:
     later: set[str] = set()  # put back with Esc: behind every other free form
     while True:
@@ -208,7 +212,7 @@ async def _one_form_after_another(
                     await team.next_change()
             await team.refresh()
             continue
-        outcome = await _show(team, board, claim, settings, notice)
+        outcome = await _show(team, board, claim, settings, notice, busy)
         if outcome == "later":
             later.add(claim.request_id)
             ahead = sum(
@@ -229,6 +233,7 @@ async def _show(
     claim: Claim,
     settings: fs.FormSettings | None,
     notice: Any,
+    busy: Callable[[str | None], None],
 ) -> str | Refused | Brief | None:
     request_id = claim.request_id
     state = form_of(claim.row, settings)
@@ -236,21 +241,12 @@ async def _show(
         await team.close(request_id)
         return Refused("invalid", "A form's stored questions are not valid; it was skipped.")
     while True:
-        final, last, deferred, gone = await _run(team, board, claim, state, notice)
+        final, last, deferred, gone = await _run(team, board, claim, state, notice, busy)
         if gone is not None:
             return gone
         kept = last if final is None else final
         if deferred:
-            # Esc: put back once the store has it. A store away (past a store call's retries)
-            # or refusing the write leaves the claim held, and the form comes back as it was,
-            # saying so: the claim dropped here only, what was typed while the store was away
-            # was lost with it, and "Deferred" was said all the same.
-            refused = await team.put_back(request_id, draft_json(kept), surface="terminal")
-            if refused is None:
-                return "later"
-            notice(Brief(f"Not put back. {refused.message}", NOT_PUT_BACK_SHORT))
-            state = attrs.evolve(kept, outcome=None)
-            continue
+            return "later"  # put back (``_run``)
         if final is None or final.outcome is None:
             await team.close(request_id, draft_json(kept))
             return "later"
@@ -306,31 +302,47 @@ async def _save_drafts(
     request_id: str,
     drafts: trio.MemoryReceiveChannel[fs.FormState],
     notice: Any,
+    writes: trio.Lock,
+    put_back: Callable[[], bool],
 ) -> None:
-    """Save the form's drafts as they come, each time the newest one waiting."""
+    """Save the form's drafts as they come, each time the newest one waiting; one write at a
+    time with Esc's put-back (``writes``), and none after it (``put_back``): a save refused
+    for the claim it released would claim the form again."""
     async for changed in drafts:
         with contextlib.suppress(trio.WouldBlock):
             while True:
                 changed = drafts.receive_nowait()
-        saved = await team.save_draft(request_id, draft_json(changed))
-        if isinstance(saved, Refused) and saved.reason != "unavailable":
-            # Text the store cannot keep. The store away or refusing writes is the desk's
-            # notice already (``say_the_store_s_reach``, ``TeamBoard.notice``).
-            notice(saved.message)
-        if saved is not False:
-            continue
-        # The claim is gone (it ran out while this desk stalled or the store was away, and
-        # another desk took the form): take it back if that desk let it go, else say that
-        # what is typed here is not kept, and who is on the form.
-        again = await team.open(request_id)
-        if isinstance(again, Claim):
-            await team.save_draft(request_id, draft_json(changed))
-        else:
-            notice(f"{again.message} Your claim ran out: what you type here is not kept.")
+        async with writes:
+            if put_back():
+                return  # the put-back carried the newest draft
+            await _save_draft(team, request_id, changed, notice)
+
+
+async def _save_draft(team: TeamBoard, request_id: str, changed: fs.FormState, notice: Any) -> None:
+    saved = await team.save_draft(request_id, draft_json(changed))
+    if isinstance(saved, Refused) and saved.reason != "unavailable":
+        # Text the store cannot keep. The store away or refusing writes is the desk's
+        # notice already (``say_the_store_s_reach``, ``TeamBoard.notice``).
+        notice(saved.message)
+    if saved is not False:
+        return
+    # The claim is gone (it ran out while this desk stalled or the store was away, and
+    # another desk took the form): take it back if that desk let it go, else say that
+    # what is typed here is not kept, and who is on the form.
+    again = await team.open(request_id)
+    if isinstance(again, Claim):
+        await team.save_draft(request_id, draft_json(changed))
+    else:
+        notice(f"{again.message} Your claim ran out: what you type here is not kept.")
 
 
 async def _run(
-    team: TeamBoard, board: Board, claim: Claim, state: fs.FormState, notice: Any
+    team: TeamBoard,
+    board: Board,
+    claim: Claim,
+    state: fs.FormState,
+    notice: Any,
+    busy: Callable[[str | None], None],
 ) -> tuple[fs.FormState | None, fs.FormState, bool, Brief | None]:
     """One showing of the claimed form: its final state, its last state, whether it was put
     back (Esc), and why it left the screen when it ended elsewhere."""
@@ -351,14 +363,34 @@ async def _run(
         answer_saved(saved, None)  # the team's page saves its drafts its own way (``web.py``)
         drafts_tx.send_nowait(changed)
 
+    writes = trio.Lock()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_save_drafts, team, request_id, drafts_rx, notice)
+        nursery.start_soon(
+            _save_drafts, team, request_id, drafts_rx, notice, writes, lambda: deferred
+        )
         scope = trio.CancelScope()
 
-        async def on_defer() -> None:
+        async def on_defer() -> str | None:
+            # Esc: put back once the store has it, the form on the screen meanwhile saying so
+            # (keys typed meanwhile wait for the answer: the form is read again after it). A
+            # store away (for up to a store call's retries) or refusing the write leaves the
+            # claim held and the form as it is, and the status line says why. (The form left
+            # the screen before the store call, for up to a minute while the store was away.)
             nonlocal deferred
-            deferred = True
-            scope.cancel()
+            busy(SAVING_FOR_LATER)
+            try:
+                async with writes:
+                    refused = await team.put_back(request_id, draft_json(last), surface="terminal")
+                    deferred = refused is None
+            finally:
+                busy(None)
+            if refused is None:
+                scope.cancel()
+                return None
+            cause = refused.cause or refused.message.rstrip(".")
+            said = f"Not put back for later: {cause}, so the form stays here as you left it: "
+            notice(Brief(said + "press Esc again in a while, or answer it.", NOT_PUT_BACK_SHORT))
+            return refused.message
 
         async def left_elsewhere() -> None:
             nonlocal gone
