@@ -369,3 +369,83 @@ async def test_a_form_open_on_the_same_desk_s_terminal_is_a_note_on_its_page_not
             assert alert == ""
             (outcome,) = await ann.store.run(Store.outcomes, ann.store.store, [request_id])
             assert outcome["answered_by"] == "ann"
+
+
+GATE = """
+window.draftsAnswered = 0;
+const gate = new Promise(function (open) { window.openGate = open; });
+const fetchNow = window.fetch;
+window.fetch = async function (path, options) {
+  const response = await fetchNow(path, options);
+  if (path !== "/api/draft") return response;
+  window.draftsAnswered += 1;
+  await gate;  // its answer reaches the page once the test says
+  return response;
+};
+"""
+"""The page's draft answers held back in the page until ``openGate()``: the answer to a save
+comes after board events that came while it was on its way."""
+
+
+async def test_a_draft_refused_while_the_form_was_freed_meanwhile_is_saved_again(
+    desk_url: str,  # noqa: F811
+    browser: Any,  # noqa: F811
+) -> None:
+    """Bob types on a form ann's desk holds; his save is refused, and its answer reaches the
+    page only after the board event saying ann let the form go (a loaded machine's timing,
+    forced here). The page saves the text again then, claiming the form for bob: the board
+    event was read while the save was on its way, which held back a save of text not kept,
+    and nothing followed it again (the text stayed unsaved for good)."""
+    with trio.fail_after(60):
+        async with team_desk(desk_url, "bob") as bob:
+            request_id, _bg, _state = await bob.store.run(
+                Store.ask,
+                bob.store.store,
+                "alpha",
+                "c1",
+                ask("Rename", background=True),
+                background=True,
+            )
+            claim = await bob.store.run(
+                Store.claim,
+                bob.store.store,
+                request_id,
+                desk="ann-laptop:1:ab12",
+                person="ann",
+                lease=60,
+            )
+            assert not isinstance(claim, Refused)
+            await bob.board.wait_for(
+                lambda rows: (row := _row(rows, request_id)) is not None and row.claim_live
+            )
+            url = bob.web.login_url()
+
+            def bob_types() -> None:
+                sign_in(browser, url)
+                wait_until(browser, lambda d: held_badge(d).startswith("ann is answering"))
+                browser.execute_script(GATE)
+                # All at once: one save (typed key by key, a slow machine makes several).
+                browser.execute_script(
+                    "const box = document.querySelector('#ask-form textarea.note');"
+                    "box.value = 'bob: call it moonbeam';"
+                    "box.dispatchEvent(new Event('input', { bubbles: true }));"
+                )
+                wait_until(browser, lambda d: d.execute_script("return window.draftsAnswered"))
+
+            await run(bob_types)
+            await bob.store.run(Store.release, bob.store.store, claim.token)
+
+            def saved() -> str:
+                wait_until(browser, lambda d: held_badge(d) == "")  # the board event is in
+                browser.execute_script("window.openGate()")
+                wait_until(browser, lambda d: "you are on this form now" in d_text(d, "#status"))
+                return errors(browser)
+
+            assert await run(saved) == ""
+            await bob.board.wait_for(
+                lambda rows: (
+                    (row := _row(rows, request_id)) is not None
+                    and row.claimed_by == "bob"
+                    and _note_of(row) == "bob: call it moonbeam"
+                )
+            )

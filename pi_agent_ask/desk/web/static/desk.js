@@ -76,10 +76,9 @@
 
   function form() { return document.getElementById("ask-form"); }
   function formId() { const f = form(); return f ? f.dataset.formId : null; }
-  // ``urgent``: the page is cut off from the desk (out of reach, signed out), so what is
-  // typed now is not saved: the line stays in view at the top while the person scrolls (on
-  // a phone they type far below it, and read nothing of it otherwise). Anything said next
-  // ends it.
+  // ``urgent``: the page is cut off from the desk (out of reach, signed out), so what is typed
+  // now is not saved: the line stays in view at the top while the person scrolls (on a phone
+  // they type far below it, and read nothing of it otherwise). Anything said next ends it.
   function say(text, urgent) {
     statusBox.textContent = text;
     statusBox.classList.toggle("urgent", urgent === true && text !== "");
@@ -143,11 +142,10 @@
   }
 
   // ``keepalive`` (the last draft as the page goes away) lets the request outlive the page;
-  // browsers take only small bodies that way, so it is not the default.
-  // A request that never reached the desk (the network dropped, the desk is down) answers
-  // with status 0 and a sentence, as the desk's refusals do, so every caller says so and
-  // lets the person try again.
-  // A request refused for its session (401, or 403: the token of a session the browser
+  // browsers take only small bodies that way, so it is not the default. A request that never
+  // reached the desk (the network dropped, the desk is down) answers with status 0 and a
+  // sentence, as the desk's refusals do, so every caller says so and lets the person try
+  // again. A request refused for its session (401, or 403: the token of a session the browser
   // signed out of) is sent again once with the browser's session now, if it has a new one.
   async function post(path, body, keepalive) {
     const result = await send(path, body, keepalive);
@@ -234,7 +232,7 @@
     if (!id) return;
     saving += 1;
     let result;
-    const sent = drafts();
+    const sent = drafts(), seen = boards;
     try {
       result = await post("/api/draft", { form: id, drafts: sent }, leavingPage === true);
     } finally {
@@ -283,6 +281,9 @@
     else if (result.status === 409 && formId() === id) gone(result.data.error);
     else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
+    // Board events while it was on its way were read with a save in flight, which held back a
+    // save of text not kept (the form freed meanwhile): followed again now (else never sent).
+    if (boards !== seen && unsaved === id && formId() === id && !saving) follow(lastDigest);
   }
   // What a refused request says: the desk's sentence; for a request over the desk's size
   // limit (413, refused unread, so the desk cannot say which box), the page names the box
@@ -383,11 +384,10 @@
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(refusal(result, "The answer was not accepted."));
   }
-  // Submit, Cancel or Later on its way: said at once beside the buttons, and in more words
-  // once the desk has not answered for a while (a link that holds the request, a phone in a
-  // tunnel, a team desk waiting for its store), where the page otherwise showed nothing and
-  // took no second click. The returned function ends it, clearing the words if no answer
-  // replaced them.
+  // Submit, Cancel or Later on its way: said at once beside the buttons, and in more words once
+  // the desk has not answered for a while (a link that holds the request, a phone in a tunnel,
+  // a team desk waiting for its store), where the page otherwise showed nothing and took no
+  // second click. The returned function ends it, clearing the words if no answer replaced them.
   function onItsWay(id, now) {
     sending = true;
     sendingSaid = now;
@@ -612,9 +612,9 @@
     });
   }
   // While the person types here, drafts changed elsewhere (another device) are taken into the
-  // fields the person has not changed since the page last agreed with the desk; the others
-  // keep what was typed here. So the draft this page saves next carries both, and never
-  // sends back, as its own, what another device has replaced.
+  // fields the person has not changed since the page last agreed with the desk; the others keep
+  // what was typed here. So the draft this page saves next carries both, and never sends back,
+  // as its own, what another device has replaced.
   async function mergeDrafts(id) {
     const response = await fetch("/fragment/form?form=" + encodeURIComponent(id),
       { credentials: "same-origin" });
