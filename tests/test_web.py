@@ -607,6 +607,29 @@ async def test_the_terminal_desk_shows_a_sign_in_link_and_a_qr_code_beyond_loopb
             async with httpx2.AsyncClient() as http:
                 reached = url.replace(url.split("/login")[0], _loopback(url))
                 assert (await open_link(http, reached)).status_code == 200
+            # Used: the idle screen says so, and how to have another (it kept showing the
+            # used link, which signs no one in).
+            await term.wait_for("the sign-in link shown here was used; Ctrl-O or")
+            assert "/login?code=" not in term.text() and "█" not in term.text()
+            pipe.send_text("\x0f")  # Ctrl-O: a new one, in the sign-in lines
+            await term.wait_for("/login?code=")
+            assert url not in term.text()
+
+
+async def test_the_terminal_desk_s_sign_in_lines_say_when_their_link_ran_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prompt_toolkit.input import create_pipe_input
+
+    from pi_agent_ask.desk import terminal
+    from pi_agent_ask.ui.testing import VirtualTerminal
+
+    monkeypatch.setattr(terminal, "CODE_LIFETIME", 0.5)  # the link's 10 minutes
+    term = VirtualTerminal(120, 24)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with open_desk(tmp_path, headless=False, input=pipe, output=term.output):
+            await term.wait_for("the sign-in link shown here ran out (a link lasts 10 minutes);")
+            assert "/login?code=" not in term.text()
 
 
 def _loopback(url: str) -> str:

@@ -248,6 +248,7 @@ async def serving(
             if display is not None:  # shown once the file is written: a client can read it then
                 display.url = address.url
                 loopback = is_loopback(where.host)
+                web.auth.used = display.link_used
                 display.show_sign_in(web.login_url, lambda url: sign_in_text(url, loopback))
             yield address
         finally:

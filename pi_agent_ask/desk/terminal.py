@@ -16,9 +16,11 @@ stays until the desk stops.
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import attrs
 from prompt_toolkit.application import Application, get_app
@@ -38,6 +40,7 @@ from prompt_toolkit.layout import (
 from prompt_toolkit.output import Output
 
 from pi_agent_ask.desk.board import AgentSnapshot, Board
+from pi_agent_ask.desk.web.auth import CODE_LIFETIME
 from pi_agent_ask.form.transcript import cell_width, drawn_text, wrap_line
 from pi_agent_ask.persistence.settings import Config
 from pi_agent_ask.ui.render.frame import SHORT_SCREEN_ROWS
@@ -68,6 +71,19 @@ SIGN_IN_HINT = "Ctrl-O: a sign-in link for the web page"
 """The status line's words while it has nothing else to say and a form hides the sign-in
 lines."""
 EMPTY_TEXT = "No questions waiting."
+LINK_USED = "was used"
+LINK_RAN_OUT = "ran out (a link lasts 10 minutes)"
+
+
+def link_gone(why: str) -> str:
+    """The sign-in lines once the link they showed signs no one in (``why``: it
+    :data:`LINK_USED` or :data:`LINK_RAN_OUT`): how to have a new one."""
+    return (
+        f"\n Answer in a browser too: the sign-in link shown here {why}; Ctrl-O or "
+        "'pi-agent-ask desk login-url' makes a new one.\n"
+    )
+
+
 MAX_NOTICES = 20
 NOTICE_ROWS = 3
 """The most rows the latest notice takes at the bottom (it wraps up to there)."""
@@ -317,6 +333,8 @@ class DeskSurface(TerminalSurface):
     """Makes a new one-time sign-in URL for the web page; ``None`` until the desk listens."""
     sign_in_lines: Callable[[str], str] = lambda url: url
     """The sign-in lines (:attr:`sign_in`) of a URL."""
+    sign_in_url: str = ""
+    """The URL the sign-in lines show, until it is used or runs out (:func:`link_gone`)."""
     link: str | None = None
     """A sign-in URL made with Ctrl-O while a form is on display: in the status line (over
     the latest notice) until the next key."""
@@ -354,8 +372,7 @@ class DeskSurface(TerminalSurface):
         makes a new link (``login_url``; ``lines``: the sign-in lines of a URL)."""
         self.login_url = login_url
         self.sign_in_lines = lines
-        self.sign_in = lines(login_url())
-        self.invalidate()
+        self._show_link(login_url())
 
     def new_sign_in(self) -> None:
         """Ctrl-O: a new sign-in link, in the sign-in lines and, while a form is on display
@@ -364,10 +381,29 @@ class DeskSurface(TerminalSurface):
         if self.login_url is None:
             return
         url = self.login_url()
-        self.sign_in = self.sign_in_lines(url)
+        self._show_link(url)
         if self.board is not None and self.board.current is not None:
             self.link = url
+
+    def _show_link(self, url: str) -> None:
+        """The sign-in lines show ``url`` until it is used (:meth:`link_used`) or runs out
+        (they showed the first link for good, used or not, however old)."""
+        self.sign_in_url = url
+        self.sign_in = self.sign_in_lines(url)
+        self._call_later(CODE_LIFETIME, functools.partial(self._link_gone, url, LINK_RAN_OUT))
         self.invalidate()
+
+    def link_used(self, code: str) -> None:
+        """A sign-in used ``code`` (the web desk's ``Auth.used``): the sign-in lines say so
+        when it was theirs."""
+        if parse_qs(urlsplit(self.sign_in_url).query).get("code") == [code]:
+            self._link_gone(self.sign_in_url, LINK_USED)
+
+    def _link_gone(self, url: str, why: str) -> None:
+        if url == self.sign_in_url:
+            self.sign_in_url = ""
+            self.sign_in = link_gone(why)
+            self.invalidate()
 
     def apply_config(self, config: Config) -> None:
         """A config was saved: the settings file loads now, so the notices its load gave

@@ -433,7 +433,7 @@ class WebDesk:
         or its button), and nothing is tried, so the preview uses nothing up."""
         if session_of(self.auth, request) is not None:
             # This browser is signed in already: a link it opens again (the terminal and a
-            # notification keep showing a used one) leads to the desk, not to "not valid".
+            # notification may show a used one) leads to the desk, not to "not valid".
             return self.templates.TemplateResponse(request, "signed_in.html", {})
         code = request.query_params.get("code", "")
         if is_preview(request):

@@ -64,6 +64,8 @@ class Auth:
     """The desk's sign-in codes and sessions (see the module docstring)."""
 
     clock: Callable[[], float]
+    used: Callable[[str], None] = lambda _code: None
+    """Hears each code a sign-in used (the desk's terminal, whose sign-in lines show one)."""
     _codes: dict[str, float] = attrs.field(factory=dict)
     """Code -> expiry time."""
     _sessions: dict[str, Session] = attrs.field(factory=dict)
@@ -95,6 +97,7 @@ class Auth:
             expires=now + SESSION_LIFETIME,
         )
         self._sessions[session.id] = session
+        self.used(code)
         return "ok", session
 
     def retry_after(self) -> float:
