@@ -453,21 +453,45 @@ async def test_enter_sends_alt_enter_breaks_the_line(tmp_path: Path) -> None:
 
 
 async def test_up_and_down_move_by_the_rows_a_long_message_wraps_into(tmp_path: Path) -> None:
-    """At 40 columns the window wraps a one-line message where a row is full: Up and Down
-    move between those rows at the column of the run (they moved between lines only, so
-    nothing moved), and on the first or last row move nothing."""
+    """At 40 columns a one-line message wraps at words, as the form's editor wraps (it was
+    cut where a row was full, in the middle of a word), a word longer than a row where it is
+    full: Up and Down move between those rows at the column of the run (they moved between
+    lines only, so nothing moved), and on the first or last row move nothing."""
     text = "please hold the rollout until the database migration has finished"
     async with shell(tmp_path, columns=40, lines=12) as sh:
         sh.send(text)
-        await sh.wait("  base migration has finished")
-        sh.send(UP, UP, "^", DOWN, DOWN, "$")
-        await sh.wait("  abase migration has finished$")
-        # The cursor stood 27 cells into the second row (its end), went up to 27 cells into
-        # the first, then, one cell on after "^", down to the second row's end.
+        await sh.wait("  database migration has finished")
         assert sh.term.rows()[-2:] == [
-            "> please hold the rollout unt^il the dat",
-            "  abase migration has finished$",
+            "> please hold the rollout until the",
+            "  database migration has finished",
         ]
+        sh.send(UP, UP, "^", DOWN, DOWN, "$")
+        await sh.wait("  database migration has finished$")
+        # The cursor stood at the second row's end (31 cells into it), went up to 31 cells
+        # into the first, then, one cell on after "^", down to the second row's end.
+        assert sh.term.rows()[-2:] == [
+            "> please hold the rollout until t^he",
+            "  database migration has finished$",
+        ]
+        word = "x" * 40  # longer than a row: cut where it is full
+        sh.send(" " + word)
+        await sh.wait("  " + word[37:])
+        assert sh.term.rows()[-3:-1] == ["  database migration has finished$", "  " + word[:37]]
+
+
+async def test_at_40_columns_the_status_line_keeps_the_alt_q_hint(tmp_path: Path) -> None:
+    """The status line over a form says how to move the keys at every width, in fewer words
+    on a narrow screen (at 40 columns it said only "Questions pending: 2")."""
+    async with demo(tmp_path, columns=40, lines=12) as sh:
+        await sh.wait(REGION_PROMPT)
+        await sh.wait(lambda term: status_row(term).endswith(" Alt+Q: editor ─"))
+        sh.send(ALT_Q)
+        await sh.wait(lambda term: status_row(term).endswith(" Alt+Q ─"))
+        assert len(status_row(sh.term)) == 40
+    async with demo(tmp_path, columns=80, lines=24) as sh:
+        await sh.wait(REGION_PROMPT)
+        sh.send(ALT_Q)
+        await sh.wait(lambda term: status_row(term).endswith(" keys: editor · Alt+Q: questions ─"))
 
 
 async def test_quit_and_the_finished_demo(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """The cursor among the rows a wrapped text is drawn in: which row it stands on, and Up and
-Down between rows (both editors: the form's, wrapped at words, ``render/editor.py``; the host
-shell's, wrapped where a row is full, ``shell_editor.py``).
+Down between rows (both editors, each wrapped at words by ``render/editor.word_rows``: the
+form's, ``render/editor.py``; the host shell's, ``shell_editor.py``).
 
 Rows are ``(start, end)`` indices into the text, in order. Two rows either meet (``end`` of
 one is ``start`` of the next: the text wrapped there) or are apart by exactly one character

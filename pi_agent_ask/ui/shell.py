@@ -339,15 +339,15 @@ class ShellSurface(TerminalSurface):
 
     def _status_fragments(self) -> StyleAndTextTuples:
         _rows, width = self._rows_and_columns()
-        focus = (
-            "keys: questions · Alt+Q: editor"
-            if self.panel_focused
-            else "keys: editor · Alt+Q: questions"
-        )
-        notes = [
-            note for note in (self.agent_note, focus if self.controller.visible else "") if note
-        ]
-        return status_fragments(self.status, self.notice_text, notes, width)
+        keys: tuple[str, ...] = ()
+        if self.controller.visible:
+            keys = (
+                ("keys: questions · Alt+Q: editor", "Alt+Q: editor", "Alt+Q")
+                if self.panel_focused
+                else ("keys: editor · Alt+Q: questions", "Alt+Q: questions", "Alt+Q")
+            )
+        notes = [self.agent_note] if self.agent_note else []
+        return status_fragments(self.status, self.notice_text, notes, width, keys)
 
     def _confirm_fragments(self) -> StyleAndTextTuples:
         return confirm_fragments(self.confirming, self._rows_and_columns()[1])

@@ -1,5 +1,6 @@
 """The host shell's ordinary input editor: ``> `` and a muted hint while empty, multi-line
-(Enter sends, Alt+Enter breaks the line), growing up to :data:`EDITOR_MAX_ROWS` rows."""
+(Enter sends, Alt+Enter breaks the line), wrapped at words as the form's editor is, growing up
+to :data:`EDITOR_MAX_ROWS` rows."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from prompt_toolkit.layout.processors import Processor, Transformation, Transfor
 
 from pi_agent_ask.form.sanitize import sanitize_text
 from pi_agent_ask.form.transcript import cell_width, drawn
+from pi_agent_ask.ui.render.editor import word_rows
 from pi_agent_ask.ui.rows import row_move
 
 __all__ = [
     "EDITOR_MAX_ROWS",
     "EDITOR_PLACEHOLDER",
-    "drawn_rows",
     "editor_bindings",
+    "editor_rows",
     "editor_window",
 ]
 
@@ -97,7 +99,7 @@ def editor_window(
     return Window(
         BufferControl(
             editor,
-            input_processors=[_Drawn(), _Placeholder(EDITOR_PLACEHOLDER, columns)],
+            input_processors=[_Drawn(), _AtWords(), _Placeholder(EDITOR_PLACEHOLDER, columns)],
             focus_on_click=True,
         ),
         height=Dimension(min=1, max=EDITOR_MAX_ROWS),
@@ -111,25 +113,56 @@ PREFIX_CELLS = 2
 """The cells of ``> `` (and of the blank prefix of every row after the first)."""
 
 
-def drawn_rows(text: str, room: int) -> list[tuple[int, int]]:
-    """The rows the editor's window draws ``text`` in, ``room`` cells each after the prefix,
-    as ``(start, end)`` indices (``ui/rows.py``): a row ends at a newline (not included), else
-    before the character that would not fit (the window wraps where a row is full, inside a
-    word too; a character wider than the row still takes one)."""
-    rows: list[tuple[int, int]] = []
-    first = used = 0
-    for index, char in enumerate(text):
-        if char == "\n":
-            rows.append((first, index))
-            first, used = index + 1, 0
-            continue
-        width = cell_width(char)
-        if used + width > room and index > first:
-            rows.append((first, index))
-            first, used = index, 0
-        used += width
-    rows.append((first, len(text)))
-    return rows
+def editor_rows(text: str, columns: int) -> list[tuple[int, int]]:
+    """The rows the editor's window draws ``text`` in at ``columns`` (``ui/rows.py``): the
+    form's editor's rule (``word_rows``: at words, a word longer than a row split where it is
+    full), in the cells after the prefix less one, where a cursor after the text stands."""
+    return word_rows(text, max(1, columns - PREFIX_CELLS - 1))
+
+
+class _AtWords(Processor):
+    """Wraps each line at words (:func:`editor_rows`): a row the rule ends early is filled
+    with blanks to the window's edge, where the window wraps (it wraps where a row is full,
+    inside a word too). The space a row ends at is the break: the blanks stand in its place,
+    and the cursor on it stands at the end of the row, as in the form's editor."""
+
+    def apply_transformation(self, transformation_input: TransformationInput) -> Transformation:
+        ti = transformation_input
+        chars: StyleAndTextTuples = [
+            (style, char, *handler)  # type: ignore[misc]
+            for style, text, *handler in ti.fragments
+            for char in text
+        ]
+        text = "".join(char for _style, char, *_ in chars)
+        room = ti.width - PREFIX_CELLS
+        if cell_width(text) < room:
+            return Transformation(ti.fragments)
+        spans = editor_rows(text, ti.width)
+        shown: StyleAndTextTuples = []
+        to_display = [0] * (len(text) + 1)  # source position -> display position
+        to_source: list[int] = []  # display position -> source position
+        for number, (first, end) in enumerate(spans):
+            for index in range(first, end):
+                to_display[index] = len(shown)
+                to_source.append(index)
+                shown.append(chars[index])
+            if number + 1 < len(spans):
+                for index in range(end, spans[number + 1][0]):  # the break
+                    to_display[index] = len(shown)
+                blanks = max(0, room - cell_width(text[first:end]))
+                to_source.extend([end] * blanks)
+                shown.extend([("", " ")] * blanks)
+        to_display[len(text)] = len(shown)
+
+        def source_to_display(position: int) -> int:
+            return to_display[min(position, len(text))] + max(0, position - len(text))
+
+        def display_to_source(position: int) -> int:
+            if position < len(to_source):
+                return to_source[position]
+            return len(text) + position - len(to_source)
+
+        return Transformation(shown, source_to_display, display_to_source)
 
 
 def editor_bindings(
@@ -149,7 +182,7 @@ def editor_bindings(
 
     def move(step: int) -> None:
         text = editor.text
-        rows = drawn_rows(text, max(1, columns() - PREFIX_CELLS))
+        rows = editor_rows(text, columns())
         # ``preferred_column`` is reset by every other move: a run keeps its first column.
         moved = row_move(
             text, rows, editor.cursor_position, step, editor.preferred_column, cell_width

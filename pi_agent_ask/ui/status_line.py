@@ -13,26 +13,40 @@ __all__ = ["status_fragments"]
 
 
 def status_fragments(
-    status: str, notice: str, notes: Sequence[str], width: int
+    status: str,
+    notice: str,
+    notes: Sequence[str],
+    width: int,
+    keys: Sequence[str] = (),
 ) -> StyleAndTextTuples:
     """The status line at ``width`` cells: ``status`` and ``notice`` at the left, ``notes``
-    (joined by ``·``) at the right, a rule between them.
+    (joined by ``·``) and the key hint at the right, a rule between them. ``keys``: the key
+    hint in its wordings, longest first (``keys: editor · Alt+Q: questions``, ..., ``Alt+Q``).
 
     What gives way when the line is too narrow, first to last: the leading notes (the agent's
-    activity before the last note, where the keys go), then the whole right part, then the
-    notice's and the status's ends."""
+    activity), the key hint's longer wordings, then the whole right part but the key hint's
+    shortest wording, then the notice's and the status's ends. The key hint stays: without
+    it a narrow screen said nothing of how to move the keys between the editor and the form."""
     left = f" {status} " if status else " "
     parts: StyleAndTextTuples = [("class:ask.rule", "─"), ("class:ask.accent", left)]
     if notice:
         parts.append(("class:ask.warning", f"{notice} "))
     used_left = sum(cell_width(part[1]) for part in parts)
-    for first in range(len(notes)):
-        right = f" {' · '.join(notes[first:])} ─"
+    tails = [[*notes[first:], *keys[:1]] for first in range(len(notes) + 1)]
+    tails += [[key] for key in keys[1:]]
+    for tail in tails:
+        if not tail:
+            continue
+        right = f" {' · '.join(tail)} ─"
         used = used_left + cell_width(right)
         if used <= width:
             parts.append(("class:ask.rule", "─" * (width - used)))
             parts.append(("class:ask.muted", right))
             return parts
+    if keys:  # the left part's ends give way to the key hint's shortest wording
+        right = f" {keys[-1]} ─"
+        kept = _clip(parts, max(0, width - cell_width(right)))
+        return _clip([*kept, ("class:ask.muted", right)], width)
     if used_left + 1 > width:
         return _clip(parts, width)
     parts.append(("class:ask.rule", "─" * (width - used_left - 1)))
