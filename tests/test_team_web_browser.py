@@ -35,6 +35,7 @@ from tests.test_web_browser import (  # noqa: F401
     browser,
     d_text,
     form_shown,
+    offline,
     run,
     screenshots,
     sign_in,
@@ -328,10 +329,11 @@ async def test_a_form_open_on_the_same_desk_s_terminal_is_a_note_on_its_page_not
     desk_url: str,  # noqa: F811
     browser: Any,  # noqa: F811
 ) -> None:
-    """Ann's terminal holds the form (its claim, as the terminal takes it) and she answers on
-    her page: her typing is not saved while the terminal shows the form, and the page says so
-    in one sentence, a calm note beside the review (it was a red alert, with a second sentence
-    about the form being free), and her answer goes through."""
+    """Ann types on her page with the network gone, and her desk's terminal takes the form
+    meanwhile (its claim, as the terminal takes it); back online, and answering on the page:
+    her typing is not saved while the terminal shows the form, and the page says so in one
+    sentence, a calm note beside the review (it was a red alert, with a second sentence about
+    the form being free), and her answer goes through, with what she typed."""
     with trio.fail_after(60):
         async with team_desk(desk_url, "ann") as ann:
             request_id, _bg, _state = await ann.store.run(
@@ -343,32 +345,48 @@ async def test_a_form_open_on_the_same_desk_s_terminal_is_a_note_on_its_page_not
                 background=True,
             )
             await ann.board.wait_for(lambda rows: _row(rows, request_id) is not None)
-            assert not isinstance(await ann.board.open(request_id), Refused)  # the terminal's
             url = ann.web.login_url()
 
-            def answers() -> tuple[str, str]:
+            def typed_offline() -> None:
                 sign_in(browser, url)
                 wait_until(browser, form_shown)
+                offline(browser, True)
+                note(browser).send_keys("from the phone")
+                wait_until(browser, lambda d: "could not be reached" in errors(d))
+
+            try:
+                await run(typed_offline)
+                assert not isinstance(await ann.board.open(request_id), Refused)  # the terminal
+            finally:
+                await run(lambda: offline(browser, False))
+
+            def status_note(driver: Any) -> str:
+                return d_text(driver, "#form-note")  # role status, beside the buttons
+
+            def answers() -> tuple[str, str, str]:
+                back = wait_until(browser, lambda d: (t := status_note(d)) and t)
+                wait_until(browser, lambda d: errors(d) == "")
+                # The desk answered: the page no longer says it cannot be reached.
+                wait_until(browser, lambda d: "cannot be reached" not in d_text(d, "#status"))
                 by_role(browser, "radio", "Yes").click()
-                said = wait_until(
-                    browser, lambda d: (t := by_role(d, "status", "", exact=False).text) and t
-                )
                 by_role(browser, "button", "Submit").click()  # the review, the note beside it
                 wait_until(browser, lambda d: by_role(d, "heading", "Review your answers"))
-                shown = errors(browser)
+                said, shown = status_note(browser), errors(browser)
                 by_role(browser, "button", "Submit").click()
                 wait_until(browser, lambda d: "Sent to the agent" in d_text(d, "#status"))
-                return str(said), shown
+                return str(back), said, shown
 
-            said, alert = await run(answers)
-            assert said == (
+            back, said, alert = await run(answers)
+            sentence = (
                 "ann has this form open on this desk's terminal: an answer sent from here still "
                 "goes through, and what is typed here is saved once the terminal puts the form "
                 "back."
             )
+            assert back == said == sentence
             assert alert == ""
             (outcome,) = await ann.store.run(Store.outcomes, ann.store.store, [request_id])
             assert outcome["answered_by"] == "ann"
+            assert outcome["result"]["answers"]["q"]["note"] == "from the phone"
 
 
 GATE = """

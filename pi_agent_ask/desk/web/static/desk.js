@@ -238,11 +238,11 @@
     } finally {
       saving -= 1;
     }
+    if (result.status !== 0 && statusBox.textContent === DRAFT_UNREACHABLE) say(""); // reached
     if (result.status === 200) {
       ownRevs.push(result.data.rev);
       if (ownRevs.length > 64) ownRevs.shift();
       if (formId() === id) { form().dataset.rev = result.data.rev; base = { id: id, drafts: sent }; }
-      if (statusBox.textContent === DRAFT_UNREACHABLE) say("");
       if (unsaved === id) {
         unsaved = null; unwrittenWait = 1000;
         showError(""); note("");
@@ -776,15 +776,11 @@
         const held = f.querySelector(".held-by");
         held.textContent = mine.held || "";
         held.hidden = !mine.held;
-        // Free now, or reachable again: claim it, keep the text. (Not for text the desk
+        // Free now, or reachable again: claim it, keep the text. Back (the network, a new
+        // sign-in) on a form taken meanwhile, the desk's refusal says by whom (a note when it is
+        // this desk's terminal) and the text waits for it to be free. (Not for text the desk
         // refused or could not write: each save would bring another board event.)
-        if (unsaved === id && (unsavedWhy === "held" || unsavedWhy === "lost") && !mine.held && !saving) saveNow();
-        else if (unsaved === id && unsavedWhy === "lost" && mine.held) {
-          // Back (the network, a new sign-in) on a form another desk took meanwhile: the text
-          // waits for it to be free, and the page says so, not why it was lost.
-          unsavedWhy = "held";
-          heldElsewhere({ error: mine.held });
-        }
+        if (unsaved === id && (unsavedWhy === "lost" || (unsavedWhy === "held" && !mine.held)) && !saving) saveNow();
         else syncDrafts(mine.rev);
       }
     }
