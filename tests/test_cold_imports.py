@@ -54,6 +54,8 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "pi_agent_ask.clipboard",
     "pi_agent_ask.ui.paths",
     "pi_agent_ask.persistence.settings_list",
+    # The external UI bridge: only a foreground call outside TUI mode asks one.
+    "pi_agent_ask.actors.external",
     # The waiter: only a wait_for_answers call needs it.
     "pi_agent_ask.actors.wait",
     "pi_agent_ask.actors.wait_state",
