@@ -17,6 +17,7 @@ import pty
 import re
 import select
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -121,6 +122,45 @@ def test_ask_imports_only_what_the_form_needs_before_its_first_frame(tmp_path: P
         if module == name or module.startswith(name + ".")
     )
     assert early == []
+
+
+HOOK_COMMAND_NEVER_IMPORTS = (
+    # Claude Code runs ``pi-agent-ask hook claude-code`` on every prompt and after every tool
+    # call, and the agent waits for it: one request on a blocking socket needs none of these.
+    "trio",
+    "attr",
+    "attrs",
+    "mcp",
+    "pi_agent_ask.mcp_server.hook",  # the server's endpoint, on Trio
+    "pi_agent_ask.actors",
+    "pi_agent_ask.persistence",
+)
+
+
+def test_the_hook_command_imports_neither_trio_nor_attrs(tmp_path: Path) -> None:
+    for name in HOOK_COMMAND_NEVER_IMPORTS:
+        assert importlib.util.find_spec(name) is not None, name
+    hook = {"hook_event_name": "PostToolUse", "cwd": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pi_agent_ask", "hook", "claude-code"],
+        input=json.dumps(hook),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
+        cwd=ROOT,
+        timeout=60,
+        check=True,
+    )
+    imported = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M))
+    assert "pi_agent_ask.mcp_server.hook_command" in imported
+    early = sorted(
+        module
+        for module in imported
+        for name in HOOK_COMMAND_NEVER_IMPORTS
+        if module == name or module.startswith(name + ".")
+    )
+    assert early == []
+    assert done.stdout == ""
 
 
 @pytest.mark.parametrize(

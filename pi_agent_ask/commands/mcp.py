@@ -162,7 +162,7 @@ def _session_refusal(path: Path) -> str:
 
 
 def cmd_hook(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    from pi_agent_ask.mcp_server.hook import run_claude_code_hook
+    from pi_agent_ask.mcp_server.hook_command import run_claude_code_hook
 
     try:
         return run_claude_code_hook(stdin, stdout, key=args.key)
