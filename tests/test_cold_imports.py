@@ -133,20 +133,26 @@ HOOK_COMMAND_NEVER_IMPORTS = (
     "mcp",
     "pi_agent_ask.mcp_server.hook",  # the server's endpoint, on Trio
     "pi_agent_ask.actors",
-    "pi_agent_ask.persistence",
+    "pi_agent_ask.persistence.settings",  # the agent directory is persistence/paths.py
+    "pi_agent_ask.persistence.session_file",
 )
 
 
-def test_the_hook_command_imports_neither_trio_nor_attrs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runtime_dir", [True, False], ids=["runtime-dir", "agent-dir"])
+def test_the_hook_command_imports_neither_trio_nor_attrs(tmp_path: Path, runtime_dir: bool) -> None:
     for name in HOOK_COMMAND_NEVER_IMPORTS:
         assert importlib.util.find_spec(name) is not None, name
     hook = {"hook_event_name": "PostToolUse", "cwd": str(tmp_path)}
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    env.pop("XDG_RUNTIME_DIR", None)
+    if runtime_dir:  # where servers put their sockets; else under the agent directory
+        env["XDG_RUNTIME_DIR"] = str(tmp_path)
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "pi_agent_ask", "hook", "claude-code"],
         input=json.dumps(hook),
         capture_output=True,
         text=True,
-        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
+        env=env,
         cwd=ROOT,
         timeout=60,
         check=True,

@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from pi_agent_ask.persistence.paths import agent_dir
+
 __all__ = ["MAX_SOCKET_NAME", "MAX_SOCKET_PATH", "ancestors", "runtime_dir", "slug"]
 
 MAX_SOCKET_PATH = 107
@@ -34,8 +36,6 @@ def runtime_dir(env: Mapping[str, str] | None = None) -> Path:
     base = environment.get("XDG_RUNTIME_DIR")
     if base:
         return Path(base) / "pi-agent-ask" / "mcp"
-    from pi_agent_ask.persistence.settings import agent_dir
-
     folder = agent_dir(environment) / "pi-agent-ask" / "mcp"
     if len(os.fsencode(folder)) + 1 + MAX_SOCKET_NAME <= MAX_SOCKET_PATH:
         return folder
