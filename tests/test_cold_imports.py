@@ -135,6 +135,11 @@ HOOK_COMMAND_NEVER_IMPORTS = (
     "pi_agent_ask.actors",
     "pi_agent_ask.persistence.settings",  # the agent directory is persistence/paths.py
     "pi_agent_ask.persistence.session_file",
+    # The servers' own needs (mcp_common's log silencing and progress sums, the mcp command's
+    # internal-error report).
+    "logging",
+    "decimal",
+    "traceback",
 )
 
 

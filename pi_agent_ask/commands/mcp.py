@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -141,6 +140,8 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
     except KeyboardInterrupt:
         return EXIT_OK
     except Exception:
+        import traceback  # here only: the hook command, which shares this module, never needs it
+
         stderr.write("pi-agent-ask mcp: internal error\n")
         traceback.print_exc(file=stderr)
         return EXIT_INTERNAL
