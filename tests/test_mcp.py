@@ -548,6 +548,25 @@ async def test_hook_takes_waiting_answers_once(tmp_path: Path) -> None:
     assert hook_output("PostToolUse", []) is None
 
 
+def test_the_hook_command_gives_up_on_a_server_that_does_not_answer(tmp_path: Path) -> None:
+    # A server that took the connection but never replies (stuck, or stopped with SIGSTOP):
+    # the command ends with nothing taken once its deadline passed, and never waits longer.
+    import socket
+    import threading
+
+    path = tmp_path / "stuck.sock"
+    taken: list[list[dict[str, Any]]] = []
+    # In a thread of its own, so that a command that waited forever fails here, not hangs.
+    asking = threading.Thread(target=lambda: taken.append(take_from(path, 0.2)), daemon=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(1)  # the connection waits in the backlog, never accepted
+        asking.start()
+        asking.join(timeout=5)
+        assert taken == [[]]
+    assert take_from(tmp_path / "gone.sock", timeout=0.2) == []  # no server at all
+
+
 def test_hook_chooses_the_server_with_the_nearest_shared_ancestor() -> None:
     a = (Path("a.sock"), {"ancestors": [50, 40, 10]})
     b = (Path("b.sock"), {"ancestors": [60, 30, 10]})
