@@ -48,8 +48,11 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "pi_agent_ask.host.demo",
     "pi_agent_ask.aio",
     "pi_agent_ask.integrations",
-    # Read by the history tools and the history command, not by a form.
+    "pi_agent_ask.store",  # the team desk's store
+    # Read by the history tools and the history command, not by a form; the Markdown export.
     "pi_agent_ask.persistence.history",
+    "pi_agent_ask.persistence.history_records",
+    "pi_agent_ask.persistence.history_markdown",
     # Imported on first use: a paste of a clipboard image, the settings overlay opening, a Tab
     # completing an ``@`` path in an editor.
     "pi_agent_ask.clipboard",
