@@ -21,7 +21,7 @@ from pi_agent_ask.persistence import codec
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.projection import JOURNAL, JournalFold, PendingRequest
 from pi_agent_ask.persistence.session_file import Entry, Loc, SessionFile
-from pi_agent_ask.persistence.stored_questions import stored_question_count, stored_questions
+from pi_agent_ask.persistence.stored_questions import stored_questions
 
 
 def _nested(depth: int) -> Any:
@@ -371,22 +371,6 @@ def test_the_fast_fold_agrees_with_the_record_fold(items: list[tuple[str, Any]])
         fast.step(entry, (n, 0))
         model.step(entry, (n, 0))
         assert _state(fast) == _state(model)
-
-
-_Q = {"id": "a", "label": "b", "prompt": "c", "options": [{"value": "v", "label": "l"}]}
-
-
-@settings(max_examples=300, deadline=None)
-@example(request_id="r1", questions=[_Q])
-@example(request_id="r1", questions=[{**_Q, "options": [{"value": "v", "label": 1}]}])
-@example(request_id="r1", questions=[{**_Q, "options": [{"value": 1, "label": "l"}]}])
-@example(request_id="r1", questions=[{**_Q, "type": "preview"}, {**_Q, "type": "bad"}])
-@example(request_id="r1", questions=[{**_Q, "label": None}])
-@example(request_id="", questions=[_Q])
-@given(request_id=FIELD, questions=st.one_of(ODD, st.lists(QUESTION, min_size=1, max_size=2)))
-def test_question_count_agrees_with_the_questions(request_id: Any, questions: Any) -> None:
-    stored = stored_questions(request_id, questions)
-    assert stored_question_count(request_id, questions) == (None if stored is None else len(stored))
 
 
 @settings(max_examples=100, deadline=None)

@@ -38,7 +38,7 @@ import attrs
 
 from pi_agent_ask.persistence import entries as je
 from pi_agent_ask.persistence.session_file import Entry, Loc
-from pi_agent_ask.persistence.stored_questions import stored_question_count
+from pi_agent_ask.persistence.stored_questions import stored_questions
 
 __all__ = [
     "JOURNAL",
@@ -219,9 +219,9 @@ class JournalFold:
         request_id = data.get("requestId")
         if not isinstance(request_id, str):
             return
-        count = stored_question_count(request_id, data.get("questions"))
-        if count is not None:
-            self._log.append(("q", request_id, loc[0], loc[1], count))
+        questions = stored_questions(request_id, data.get("questions"))
+        if questions is not None:
+            self._log.append(("q", request_id, loc[0], loc[1], len(questions)))
         call_id = data.get("toolCallId")
         if not isinstance(call_id, str):
             return

@@ -1,7 +1,8 @@
 """The questions a history request stored, read back as values.
 
 Shared by the history (which builds records from them) and the journal projection (which
-counts the records a request makes while it folds the branch), below both.
+counts the records a request makes while it folds the branch), below both: one rule of what a
+well-formed stored question is, for both.
 """
 
 from __future__ import annotations
@@ -26,36 +27,6 @@ def stored_questions(request_id: object, raw_questions: object) -> tuple[Questio
             return None
         questions.append(question)
     return tuple(questions)
-
-
-def stored_question_count(request_id: object, raw_questions: object) -> int | None:
-    """``len(stored_questions(request_id, raw_questions))``, or ``None`` when that is
-    ``None``, without building the questions (the journal's fold counts them for every
-    request it folds)."""
-    if not isinstance(request_id, str) or not request_id:
-        return None
-    if not isinstance(raw_questions, (list, tuple)) or not raw_questions:
-        return None
-    for raw in raw_questions:
-        if not isinstance(raw, Mapping):
-            return None
-        qid, label, prompt = raw.get("id"), raw.get("label"), raw.get("prompt")
-        if not (isinstance(qid, str) and isinstance(label, str) and isinstance(prompt, str)):
-            return None
-        kind = raw.get("type", "single")
-        if kind not in QUESTION_TYPES and kind != "preview":  # ``question_type``
-            return None
-        raw_options = raw.get("options")
-        if not isinstance(raw_options, (list, tuple)):
-            return None
-        for option in raw_options:
-            if not (
-                isinstance(option, Mapping)
-                and isinstance(option.get("value"), str)
-                and isinstance(option.get("label"), str)
-            ):
-                return None
-    return len(raw_questions)
 
 
 def question_of(raw: object) -> Question | None:
