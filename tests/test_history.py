@@ -821,6 +821,28 @@ def test_missing_parent_directory_is_an_error(session: SessionFile, tmp_path: Pa
     assert not (tmp_path / "absent").exists()
 
 
+def test_a_parent_that_takes_no_file_is_not_said_to_be_missing(
+    session: SessionFile, tmp_path: Path
+) -> None:
+    """Only a missing directory is reported missing: a regular file on the way is not a
+    directory, and a directory that takes no new file (``/proc``) says the system's reason."""
+    ask(session, simple())
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(h.HistoryError) as on_a_file:
+        h.export_history(branch(session), "notes.txt/export.md", None, tmp_path)
+    assert str(on_a_file.value) == (
+        f"The export directory is not a directory: {tmp_path / 'notes.txt'}"
+    )
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    if not Path("/proc/self").is_dir():
+        return  # no procfs here
+    with pytest.raises(h.HistoryError) as in_proc:
+        h.export_history(branch(session), "/proc/export.md", None, tmp_path)
+    assert str(in_proc.value) == (
+        "Could not create the export file /proc/export.md: No such file or directory"
+    )
+
+
 def test_relative_paths_resolve_against_cwd_and_files_are_private(
     session: SessionFile, tmp_path: Path
 ) -> None:

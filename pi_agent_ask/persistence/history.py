@@ -421,8 +421,8 @@ def _write_new_file(target: Path, content: bytes) -> None:
         raise HistoryError(
             f"The export file already exists: {target} (existing files are never replaced)."
         ) from None
-    except (FileNotFoundError, NotADirectoryError):
-        raise HistoryError(f"The export directory does not exist: {target.parent}") from None
+    except (FileNotFoundError, NotADirectoryError) as error:
+        raise HistoryError(_no_place_text(target, error)) from None
     except OSError as error:
         raise HistoryError(f"Could not create the export file {target}: {error.strerror}") from None
     try:
@@ -442,6 +442,17 @@ def _write_new_file(target: Path, content: bytes) -> None:
             ) from None
         raise
     os.close(fd)
+
+
+def _no_place_text(target: Path, error: OSError) -> str:
+    """Why ``target`` could not be created where the system found no place for it: only a
+    missing directory is said to be missing (``/proc`` exists, and takes no new file)."""
+    parent = target.parent
+    if parent.is_dir():
+        return f"Could not create the export file {target}: {error.strerror}"
+    if os.path.lexists(parent):
+        return f"The export directory is not a directory: {parent}"
+    return f"The export directory does not exist: {parent}"
 
 
 # --------------------------------------------------------------------------------------------
