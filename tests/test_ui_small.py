@@ -155,8 +155,11 @@ async def test_the_settings_overlay_fits_40_columns_and_follows_the_selection(
             top = next(i for i, row in enumerate(rows) if "┌" in row)
             assert rows[top].startswith("┌") and rows[top].endswith("┐")
             assert len(rows[top]) == 40
+            # How to close it stays in view, below the rows that scroll.
+            assert any("Esc / Ctrl+C / ? to close" in row for row in rows), rows
             pipe.send_text(DOWN * 6)  # to the reset action at the bottom
             await term.wait_for(lambda t: any("› Reset config" in row for row in t.rows()))
+            assert any("Esc / Ctrl+C / ? to close" in row for row in term.rows()), term.rows()
             pipe.send_text("\x1b")
             await term.wait_gone("Live settings")
             nursery.cancel_scope.cancel()

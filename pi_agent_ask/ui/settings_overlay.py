@@ -29,7 +29,7 @@ from prompt_toolkit.layout import (
     VSplit,
     Window,
 )
-from prompt_toolkit.layout.controls import UIContent, UIControl
+from prompt_toolkit.layout.controls import FormattedTextControl, UIContent, UIControl
 from prompt_toolkit.widgets import Frame
 
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
@@ -119,7 +119,8 @@ class SettingsOverlay:
 
 
 def render_settings(view: sl.SettingsView, width: int) -> list[Line]:
-    """The overlay's rows for an inner width of ``width`` cells. Pure."""
+    """The overlay's scrolled rows for an inner width of ``width`` cells, all but the footer.
+    Pure."""
     width = max(10, width)
     lines: list[Line] = []
     lines.extend(wrap_fragments([(TITLE, view.title)], width))
@@ -155,10 +156,7 @@ def render_settings(view: sl.SettingsView, width: int) -> list[Line]:
     lines.append(())
     lines.extend(wrap_fragments([(TEXT, view.path_hint)], width))
     lines.extend(wrap_fragments([(ACCENT, sanitize_line(view.config_path))], width))
-    if view.footer:
-        lines.append(())
-        lines.extend(wrap_fragments([(HINT, view.footer)], width))
-    return lines
+    return lines  # the footer (how to close) stands below, out of the scrolled rows
 
 
 class _SettingsControl(UIControl):
@@ -222,7 +220,23 @@ def settings_container(overlay: Callable[[], SettingsOverlay | None]) -> Contain
         scroll_offsets=ScrollOffsets(top=1, bottom=1),
     )
     padded = VSplit([Window(width=1), body, Window(width=1)])
-    framed = Frame(HSplit([padded]), style="class:ask.overlay")
+
+    def footer() -> StyleAndTextTuples:
+        current = overlay()
+        return [(HINT, current.view().footer)] if current is not None else []
+
+    # Below the scrolled rows, so a short screen (40x12) still says how to close the overlay.
+    closing = Window(
+        FormattedTextControl(footer),
+        height=Dimension(min=1),
+        wrap_lines=True,
+        dont_extend_height=True,
+    )
+    below = ConditionalContainer(
+        HSplit([Window(height=1), VSplit([Window(width=1), closing, Window(width=1)])]),
+        filter=Condition(lambda: bool(footer())),
+    )
+    framed = Frame(HSplit([padded, below]), style="class:ask.overlay")
     return ConditionalContainer(framed, filter=Condition(lambda: overlay() is not None))
 
 
