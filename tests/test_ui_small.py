@@ -228,3 +228,33 @@ async def test_the_chosen_path_candidate_stays_in_view_at_40x12(
             ask.send("\x03", "\x03")
             status, _result = await ask.finished()
     assert status == 1
+
+
+async def test_a_new_tab_starts_at_its_top_not_where_the_last_one_was_scrolled(
+    tmp_path: Path,
+) -> None:
+    """The Review tab reached from an option far down a long question at 40x12 showed its
+    actions under rows left blank (the body kept the question's scroll, clamped to the
+    review's end), the answers above them out of view though there was room for them."""
+    many = {
+        "id": "many",
+        "label": "Many",
+        "type": "multi",
+        "prompt": "Which ones?",
+        "options": [
+            {"value": f"o{i}", "label": f"Option {i}", "description": "what it means " * 3}
+            for i in range(1, 13)
+        ],
+    }
+    async with asking(tmp_path, many, columns=40, lines=12) as ask:
+        await ask.wait("Option 1")
+        ask.send("1", "1")  # far down the question
+        await ask.wait("› 11. [x] Option 11")
+        ask.send("\r")  # next: the Review tab
+        await ask.wait("› 1. Submit")
+        rows = ask.term.rows()
+        assert any(row.startswith("✓ Many: Which ones?") for row in rows), rows
+        assert any("→ Option 11" in row for row in rows), rows
+        ask.send("\x03", "\x03")
+        status, _result = await ask.finished()
+    assert status == 1
