@@ -1014,3 +1014,29 @@ async def test_history_tools_are_off_by_default(tmp_path: Path) -> None:
         "content": [{"type": "text", "text": "Tool 'list_ask_history' is not available."}],
         "isError": True,
     }
+
+
+async def test_whole_numbers_written_with_a_point_are_the_integers_the_schema_takes(
+    tmp_path: Path,
+) -> None:
+    """JSON Schema's ``integer`` takes ``2.0`` (a client in Python may send it), so the schema
+    let ``{"offset": 2.0, "limit": 1.0}`` through, and the listing then refused it in words of
+    its own ("limit must be an integer from 1 to 200."). It lists as ``2`` and ``1``; a
+    fraction is still the schema's refusal."""
+    settings = settings_file(tmp_path, historyTools=True)
+    with trio.fail_after(20):
+        async with open_runtime(
+            session=tmp_path / "run.pias", mode="tui", settings=settings, surface=NullSurface()
+        ) as rt:
+            for _ in range(3):
+                await rt.call_tool("ask_user", {**FORM, "background": True})
+            pointed = await rt.call_tool("list_ask_history", {"offset": 2.0, "limit": 1.0})
+            plain = await rt.call_tool("list_ask_history", {"offset": 2, "limit": 1})
+            fraction = await rt.call_tool("list_ask_history", {"limit": 1.5})
+    assert pointed.get("isError") is not True, pointed
+    assert pointed["structuredContent"] == plain["structuredContent"]
+    assert pointed["structuredContent"]["nextOffset"] == 3
+    assert fraction["isError"] is True
+    assert fraction["content"][0]["text"] == (
+        'Validation failed for tool "list_ask_history":\n  - limit: must be integer, not number'
+    )

@@ -507,6 +507,14 @@ def _response(
     }
 
 
+def _whole(value: Any) -> Any:
+    """``value`` as an ``int`` when it is a whole number written with a point (``2.0``), which
+    the schema's ``integer`` takes; anything else as it came."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any) -> dict[str, Any]:
     """Run one history tool call for the runtime.
 
@@ -547,8 +555,8 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
                 source,
                 query=query,
                 answered_only=answered_only,
-                offset=arguments.get("offset", 0),
-                limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
+                offset=_whole(arguments.get("offset", 0)),
+                limit=_whole(arguments.get("limit", HISTORY_DEFAULT_LIMIT)),
                 index=index,
             )
             return data, index
