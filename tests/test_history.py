@@ -1016,6 +1016,19 @@ async def test_history_tools_are_off_by_default(tmp_path: Path) -> None:
     }
 
 
+def test_a_listing_over_built_records_takes_whole_numbers_written_with_a_point(
+    session: SessionFile,
+) -> None:
+    """``list_records``, the page a team desk lists from its store's rows, reads ``2.0`` as
+    ``2`` like the journal's listing (it sliced with the floats: a ``TypeError``)."""
+    for _ in range(3):
+        ask(session, SCOPE)
+    records = h.build_records(branch(session))
+    pointed = h.list_records(records, None, False, 2.0, 1.0)
+    assert pointed == h.list_records(records, None, False, 2, 1)
+    assert [r["requestId"] for r in pointed["records"]] == [records[2].request_id]
+
+
 async def test_whole_numbers_written_with_a_point_are_the_integers_the_schema_takes(
     tmp_path: Path,
 ) -> None:

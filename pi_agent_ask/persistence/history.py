@@ -286,10 +286,7 @@ def list_history(
     Without a filter only the page's own requests are read; a filter reads every record
     (``index``, when given and current, holds them already).
     """
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise HistoryError("offset must be a non-negative integer.")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= HISTORY_MAX_LIMIT:
-        raise HistoryError(f"limit must be an integer from 1 to {HISTORY_MAX_LIMIT}.")
+    offset, limit = _page_bounds(offset, limit)
     source = _source(entries)
     needle = query.strip().lower() if isinstance(query, str) else ""
     if not needle and not answered_only:
@@ -297,6 +294,21 @@ def list_history(
     if index is None or index.key != source.key:
         index = index_records(source)
     return list_records(index.records, needle, answered_only, offset, limit, texts=index.texts)
+
+
+def _page_bounds(offset: object, limit: object) -> tuple[int, int]:
+    """``offset`` and ``limit`` of a listing as integers, or ``HistoryError``. A whole number
+    written with a point (``2.0``) is that integer: JSON Schema's ``integer`` takes it, so a
+    call the schema let through is not refused here in other words."""
+    if isinstance(offset, float) and offset.is_integer():
+        offset = int(offset)
+    if isinstance(limit, float) and limit.is_integer():
+        limit = int(limit)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise HistoryError("offset must be a non-negative integer.")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= HISTORY_MAX_LIMIT:
+        raise HistoryError(f"limit must be an integer from 1 to {HISTORY_MAX_LIMIT}.")
+    return offset, limit
 
 
 def list_records(
@@ -311,6 +323,7 @@ def list_records(
     """``list_ask_history``'s filter and page over records already built (a journal's index,
     a team desk's rows): ``query`` as :func:`list_history` reads it; ``texts``, the records'
     search texts when they are known already."""
+    offset, limit = _page_bounds(offset, limit)
     needle = query.strip().lower() if isinstance(query, str) else ""
     matches = [
         record
@@ -507,14 +520,6 @@ def _response(
     }
 
 
-def _whole(value: Any) -> Any:
-    """``value`` as an ``int`` when it is a whole number written with a point (``2.0``), which
-    the schema's ``integer`` takes; anything else as it came."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any) -> dict[str, Any]:
     """Run one history tool call for the runtime.
 
@@ -555,8 +560,8 @@ async def call_history_tool(runtime: Any, writer: Any, name: str, arguments: Any
                 source,
                 query=query,
                 answered_only=answered_only,
-                offset=_whole(arguments.get("offset", 0)),
-                limit=_whole(arguments.get("limit", HISTORY_DEFAULT_LIMIT)),
+                offset=arguments.get("offset", 0),
+                limit=arguments.get("limit", HISTORY_DEFAULT_LIMIT),
                 index=index,
             )
             return data, index
