@@ -165,6 +165,29 @@ async def test_the_settings_overlay_fits_40_columns_and_follows_the_selection(
             nursery.cancel_scope.cancel()
 
 
+async def test_at_40x12_the_overlay_shows_why_the_settings_file_was_not_read(
+    tmp_path: Path,
+) -> None:
+    """The notice of a settings file that could not be read stood below the rows that scroll
+    with the selection, where a 40x12 screen never showed it: it stands with how to close
+    the overlay, under them."""
+    settings = tmp_path / "pi-agent-ask.json"
+    settings.write_text('{"schemaVersion": 6, "behaviour": {"historyTools": tru')
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(20), create_pipe_input() as pipe:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_settings, settings, pipe, term.output)
+            await term.wait_for("? to close")
+            text = " ".join(row.strip("│ ") for row in term.rows())
+            assert "Config was invalid or unsupported." in text, term.rows()
+            assert "reads it again at its next start." in text, term.rows()
+            assert "Esc / Ctrl+C / ? to close" in text, term.rows()
+            assert any("› Auto-submit" in row for row in term.rows()), term.rows()
+            pipe.send_text("\x1b")
+            await term.wait_gone("? to close")
+            nursery.cancel_scope.cancel()
+
+
 async def test_a_screen_shrunk_below_the_editor_and_grown_again_draws_from_the_left(
     tmp_path: Path,
 ) -> None:
