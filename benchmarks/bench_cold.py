@@ -17,6 +17,12 @@ busy machine moves less than the wall clock, and counts the modules imported bef
 frame (a run with ``-X importtime``, its log on a file: every module the interpreter imported,
 those of the package apart).
 
+The floor: ``FLOOR`` is a program of a few lines that draws the same prompt with the libraries
+a form cannot do without (trio, trio-asyncio and prompt_toolkit, and attrs, cbor2 and
+fastjsonschema, which the package builds on) and no code of the package. It runs alternately
+with ``ask``, timed the same way; what ``ask`` takes above it is the package's own start-up (its
+modules, its classes, the runtime's wiring, the session file), the part this project can shrink.
+
 Run: ``.venv/bin/python -m benchmarks cold``. Prints; asserts nothing.
 """
 
@@ -47,6 +53,27 @@ PAYLOAD = {
     ]
 }
 ROUNDS = 5
+FLOOR = """
+import attrs, cbor2, fastjsonschema  # the package builds on these in any case
+import trio
+import trio_asyncio
+from prompt_toolkit.application import Application
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.layout import FormattedTextControl, Layout, Window
+
+keys = KeyBindings()
+keys.add("c-c")(lambda event: event.app.exit())
+text = FormattedTextControl(PROMPT + "\\n 1. EU\\n 2. US")
+app = Application(layout=Layout(Window(text)), key_bindings=keys)
+
+
+async def main():
+    async with trio_asyncio.open_loop():
+        await trio_asyncio.aio_as_trio(app.run_async)()
+
+
+trio.run(main)
+""".replace("PROMPT", repr(PROMPT))
 
 
 def first_frame_seconds(
@@ -98,6 +125,20 @@ def first_frame(
         "--session",
         str(session),
     ]
+    return _until_prompt(command, env, import_log=import_log)
+
+
+def floor_frame(program: Path) -> tuple[float, float]:
+    """``first_frame`` of ``FLOOR`` (written to ``program``): the wall and CPU seconds."""
+    program.write_text(FLOOR)
+    return _until_prompt([sys.executable, str(program)], _child_env())
+
+
+def _until_prompt(
+    command: list[str], env: dict[str, str], *, import_log: Path | None = None
+) -> tuple[float, float]:
+    """Wall and CPU seconds from starting ``command`` on a pseudo-terminal of its own until
+    ``PROMPT`` is on its screen; ``import_log``: its standard error goes there."""
     start = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:  # the child: the pty is its controlling terminal
@@ -148,8 +189,14 @@ def main() -> None:
         payload = Path(tmp) / "payload.json"
         payload.write_text(json.dumps(PAYLOAD))
         settings = Path(tmp) / "settings.json"
+        floor_program = Path(tmp) / "floor.py"
         first_frame_seconds(payload, settings)  # warm-up: writes the byte-code cache
-        runs = [first_frame(payload, settings) for _ in range(ROUNDS)]
+        floor_frame(floor_program)
+        runs = []
+        floor_runs = []
+        for _ in range(ROUNDS):  # alternately, so that both see the same machine
+            runs.append(first_frame(payload, settings))
+            floor_runs.append(floor_frame(floor_program))
         frames = [wall for wall, _ in runs]
         cpu = [used for _, used in runs]
         uncached = [first_frame_seconds(payload, settings, byte_code=False) for _ in range(3)]
@@ -158,6 +205,14 @@ def main() -> None:
         modules, ours = modules_before_first_frame(payload, settings)
     print(f"process start -> first frame of `ask`: median {statistics.median(frames) * 1e3:.0f} ms")
     print(f"  CPU (user + system) by then: median {statistics.median(cpu) * 1e3:.0f} ms")
+    floor_wall = statistics.median(wall for wall, _ in floor_runs)
+    floor_cpu = statistics.median(used for _, used in floor_runs)
+    print(
+        f"  the floor (FLOOR: the libraries alone draw the prompt): median "
+        f"{floor_wall * 1e3:.0f} ms, {floor_cpu * 1e3:.0f} ms CPU; ask above it: "
+        f"{(statistics.median(frames) - floor_wall) * 1e3:+.0f} ms, "
+        f"{(statistics.median(cpu) - floor_cpu) * 1e3:+.0f} ms CPU"
+    )
     print(
         "  the same with no byte-code cache (every module compiled from source): "
         f"median {statistics.median(uncached) * 1e3:.0f} ms"

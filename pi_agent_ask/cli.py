@@ -120,7 +120,7 @@ SETTINGS_NO_TERMINAL_TEXT = (
 def default_session_path(env: Any = None) -> Path:
     """The per-user session file ``ask`` journals into and ``history`` reads by default:
     ``<agent dir>/pi-agent-ask/history.pias``."""
-    from pi_agent_ask.persistence.settings import agent_dir
+    from pi_agent_ask.persistence.paths import agent_dir
 
     return agent_dir(os.environ if env is None else env) / "pi-agent-ask" / "history.pias"
 

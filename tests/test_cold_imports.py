@@ -17,6 +17,7 @@ import pty
 import re
 import select
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,13 +48,18 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "pi_agent_ask.host.demo",
     "pi_agent_ask.aio",
     "pi_agent_ask.integrations",
-    # Read by the history tools and the history command, not by a form.
+    "pi_agent_ask.store",  # the team desk's store
+    # Read by the history tools and the history command, not by a form; the Markdown export.
     "pi_agent_ask.persistence.history",
+    "pi_agent_ask.persistence.history_records",
+    "pi_agent_ask.persistence.history_markdown",
     # Imported on first use: a paste of a clipboard image, the settings overlay opening, a Tab
     # completing an ``@`` path in an editor.
     "pi_agent_ask.clipboard",
     "pi_agent_ask.ui.paths",
     "pi_agent_ask.persistence.settings_list",
+    # The external UI bridge: only a foreground call outside TUI mode asks one.
+    "pi_agent_ask.actors.external",
     # The waiter: only a wait_for_answers call needs it.
     "pi_agent_ask.actors.wait",
     "pi_agent_ask.actors.wait_state",
@@ -119,6 +125,56 @@ def test_ask_imports_only_what_the_form_needs_before_its_first_frame(tmp_path: P
         if module == name or module.startswith(name + ".")
     )
     assert early == []
+
+
+HOOK_COMMAND_NEVER_IMPORTS = (
+    # Claude Code runs ``pi-agent-ask hook claude-code`` on every prompt and after every tool
+    # call, and the agent waits for it: one request on a blocking socket needs none of these.
+    "trio",
+    "attr",
+    "attrs",
+    "mcp",
+    "pi_agent_ask.mcp_server.hook",  # the server's endpoint, on Trio
+    "pi_agent_ask.actors",
+    "pi_agent_ask.persistence.settings",  # the agent directory is persistence/paths.py
+    "pi_agent_ask.persistence.session_file",
+    # The servers' own needs (mcp_common's log silencing and progress sums, the mcp command's
+    # internal-error report).
+    "logging",
+    "decimal",
+    "traceback",
+)
+
+
+@pytest.mark.parametrize("runtime_dir", [True, False], ids=["runtime-dir", "agent-dir"])
+def test_the_hook_command_imports_neither_trio_nor_attrs(tmp_path: Path, runtime_dir: bool) -> None:
+    for name in HOOK_COMMAND_NEVER_IMPORTS:
+        assert importlib.util.find_spec(name) is not None, name
+    hook = {"hook_event_name": "PostToolUse", "cwd": str(tmp_path)}
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    env.pop("XDG_RUNTIME_DIR", None)
+    if runtime_dir:  # where servers put their sockets; else under the agent directory
+        env["XDG_RUNTIME_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pi_agent_ask", "hook", "claude-code"],
+        input=json.dumps(hook),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+        check=True,
+    )
+    imported = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M))
+    assert "pi_agent_ask.mcp_server.hook_command" in imported
+    early = sorted(
+        module
+        for module in imported
+        for name in HOOK_COMMAND_NEVER_IMPORTS
+        if module == name or module.startswith(name + ".")
+    )
+    assert early == []
+    assert done.stdout == ""
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from pi_agent_ask.mcp_common.connection import HOOK_PATH, desk_url, key_headers
 from pi_agent_ask.mcp_common.journals import default_key
 from pi_agent_ask.mcp_server import hook
 from pi_agent_ask.mcp_server.forward import DeskUpstream, desk_take
+from pi_agent_ask.mcp_server.hook_socket import runtime_dir, slug
 from tests.test_mcp import ASK, background_of
 from tests.test_mcp_stdio import Home, call, home, run_hook, server
 
@@ -131,7 +132,7 @@ async def test_the_desk_hook_endpoint_refuses_what_it_cannot_serve(tmp_path: Pat
 
 async def test_the_hook_socket_follows_the_server_to_the_desk_and_back(home: Home) -> None:
     key = default_key("claude-code", home.work)
-    socket = hook.runtime_dir(home.env()) / f"{hook.slug(key)}.sock"
+    socket = runtime_dir(home.env()) / f"{slug(key)}.sock"
     seen: list[bool] = []
     with trio.fail_after(90):
         async with server(home, name="claude-code") as client:

@@ -124,7 +124,7 @@ async def test_the_stdio_forwarder_carries_calls_and_progress_to_the_desk(tmp_pa
                 desk.address.token,
                 "forwarded",
                 "--progress-interval",
-                "0.05",
+                "0.1",  # the least the command takes
             )
             async with (
                 stdio_client(server) as (read, write),

@@ -821,6 +821,28 @@ def test_missing_parent_directory_is_an_error(session: SessionFile, tmp_path: Pa
     assert not (tmp_path / "absent").exists()
 
 
+def test_a_parent_that_takes_no_file_is_not_said_to_be_missing(
+    session: SessionFile, tmp_path: Path
+) -> None:
+    """Only a missing directory is reported missing: a regular file on the way is not a
+    directory, and a directory that takes no new file (``/proc``) says the system's reason."""
+    ask(session, simple())
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(h.HistoryError) as on_a_file:
+        h.export_history(branch(session), "notes.txt/export.md", None, tmp_path)
+    assert str(on_a_file.value) == (
+        f"The export directory is not a directory: {tmp_path / 'notes.txt'}"
+    )
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    if not Path("/proc/self").is_dir():
+        return  # no procfs here
+    with pytest.raises(h.HistoryError) as in_proc:
+        h.export_history(branch(session), "/proc/export.md", None, tmp_path)
+    assert str(in_proc.value) == (
+        "Could not create the export file /proc/export.md: No such file or directory"
+    )
+
+
 def test_relative_paths_resolve_against_cwd_and_files_are_private(
     session: SessionFile, tmp_path: Path
 ) -> None:
@@ -992,3 +1014,42 @@ async def test_history_tools_are_off_by_default(tmp_path: Path) -> None:
         "content": [{"type": "text", "text": "Tool 'list_ask_history' is not available."}],
         "isError": True,
     }
+
+
+def test_a_listing_over_built_records_takes_whole_numbers_written_with_a_point(
+    session: SessionFile,
+) -> None:
+    """``list_records``, the page a team desk lists from its store's rows, reads ``2.0`` as
+    ``2`` like the journal's listing (it sliced with the floats: a ``TypeError``)."""
+    for _ in range(3):
+        ask(session, SCOPE)
+    records = h.build_records(branch(session))
+    pointed = h.list_records(records, None, False, 2.0, 1.0)
+    assert pointed == h.list_records(records, None, False, 2, 1)
+    assert [r["requestId"] for r in pointed["records"]] == [records[2].request_id]
+
+
+async def test_whole_numbers_written_with_a_point_are_the_integers_the_schema_takes(
+    tmp_path: Path,
+) -> None:
+    """JSON Schema's ``integer`` takes ``2.0`` (a client in Python may send it), so the schema
+    let ``{"offset": 2.0, "limit": 1.0}`` through, and the listing then refused it in words of
+    its own ("limit must be an integer from 1 to 200."). It lists as ``2`` and ``1``; a
+    fraction is still the schema's refusal."""
+    settings = settings_file(tmp_path, historyTools=True)
+    with trio.fail_after(20):
+        async with open_runtime(
+            session=tmp_path / "run.pias", mode="tui", settings=settings, surface=NullSurface()
+        ) as rt:
+            for _ in range(3):
+                await rt.call_tool("ask_user", {**FORM, "background": True})
+            pointed = await rt.call_tool("list_ask_history", {"offset": 2.0, "limit": 1.0})
+            plain = await rt.call_tool("list_ask_history", {"offset": 2, "limit": 1})
+            fraction = await rt.call_tool("list_ask_history", {"limit": 1.5})
+    assert pointed.get("isError") is not True, pointed
+    assert pointed["structuredContent"] == plain["structuredContent"]
+    assert pointed["structuredContent"]["nextOffset"] == 3
+    assert fraction["isError"] is True
+    assert fraction["content"][0]["text"] == (
+        'Validation failed for tool "list_ask_history":\n  - limit: must be integer, not number'
+    )

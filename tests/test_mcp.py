@@ -41,7 +41,8 @@ from pi_agent_ask.mcp_server.elicitation import (
     elicitation_schema,
     response_from_elicitation,
 )
-from pi_agent_ask.mcp_server.hook import choose_server, hook_output, slug, take_from
+from pi_agent_ask.mcp_server.hook_command import choose_server, hook_output, take_from
+from pi_agent_ask.mcp_server.hook_socket import slug
 from pi_agent_ask.mcp_server.stdio import ClientHello, LocalServer, open_local, parse_hello
 
 ASK = {
@@ -528,11 +529,11 @@ async def test_hook_takes_waiting_answers_once(tmp_path: Path) -> None:
             meta = json.loads(path.with_suffix(".json").read_text())
             assert meta["key"] == "test-client@here"
             assert meta["cwd"] == str(tmp_path)
-            assert await take_from(path) == []
+            assert await trio.to_thread.run_sync(take_from, path) == []
             await h.call("ask_user", {**ASK, "background": True})
             await h.wait_completed(1)
-            taken = await take_from(path)
-            again = await take_from(path)
+            taken = await trio.to_thread.run_sync(take_from, path)
+            again = await trio.to_thread.run_sync(take_from, path)
             after = await h.call("ask_user", {"questions": []})
         assert not path.exists()  # the socket goes with the server
     [message] = taken
@@ -545,6 +546,25 @@ async def test_hook_takes_waiting_answers_once(tmp_path: Path) -> None:
     assert output["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
     assert "Postgres" in output["hookSpecificOutput"]["additionalContext"]
     assert hook_output("PostToolUse", []) is None
+
+
+def test_the_hook_command_gives_up_on_a_server_that_does_not_answer(tmp_path: Path) -> None:
+    # A server that took the connection but never replies (stuck, or stopped with SIGSTOP):
+    # the command ends with nothing taken once its deadline passed, and never waits longer.
+    import socket
+    import threading
+
+    path = tmp_path / "stuck.sock"
+    taken: list[list[dict[str, Any]]] = []
+    # In a thread of its own, so that a command that waited forever fails here, not hangs.
+    asking = threading.Thread(target=lambda: taken.append(take_from(path, 0.2)), daemon=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(1)  # the connection waits in the backlog, never accepted
+        asking.start()
+        asking.join(timeout=5)
+        assert taken == [[]]
+    assert take_from(tmp_path / "gone.sock", timeout=0.2) == []  # no server at all
 
 
 def test_hook_chooses_the_server_with_the_nearest_shared_ancestor() -> None:
@@ -773,7 +793,9 @@ async def test_hook_endpoint_refuses_junk_and_goes_on(tmp_path: Path) -> None:
             assert b"unknown request" in await exchange(path, b'{"op": "give"}\n')
             assert b"unknown request" in await exchange(path, b"[1]\n")
             assert await exchange(path, b"x" * 200_000) == b""  # too long: closed unanswered
-            taken = await take_from(path)  # the answer waited through all of it
+            taken = await trio.to_thread.run_sync(
+                take_from, path
+            )  # the answer waited through all of it
     [message] = taken
     assert message["details"]["result"]["answers"]["db"]["values"] == ["pg"]
 
@@ -820,7 +842,7 @@ async def test_hook_endpoint_leaves_answers_with_images_for_a_tool_result() -> N
 def test_hook_command_is_silent_without_a_server_or_with_junk(tmp_path: Path) -> None:
     import io
 
-    from pi_agent_ask.mcp_server.hook import run_claude_code_hook
+    from pi_agent_ask.mcp_server.hook_command import run_claude_code_hook
 
     env = {"XDG_RUNTIME_DIR": str(tmp_path)}
     for stdin in ("", "not json", "[1, 2]", '{"hook_event_name": "PostToolUse", "cwd": 5}'):
@@ -830,7 +852,7 @@ def test_hook_command_is_silent_without_a_server_or_with_junk(tmp_path: Path) ->
 
 
 def test_hook_finds_servers_by_key_else_by_claude_in_the_same_directory(tmp_path: Path) -> None:
-    from pi_agent_ask.mcp_server.hook import _candidates
+    from pi_agent_ask.mcp_server.hook_command import _candidates
 
     def server(name: str, **info: Any) -> None:
         (tmp_path / f"{name}.json").write_text(json.dumps(info))

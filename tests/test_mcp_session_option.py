@@ -93,3 +93,24 @@ async def test_a_question_no_desk_could_see_is_refused_not_kept(home: Home) -> N
     assert item["requestId"] == asked.structured_content["requestId"]
     log = (home.root / "server.log").read_text()
     assert "pi-agent-ask: a question was refused" in log and "--session" in log
+
+
+async def test_a_call_no_desk_could_take_either_hears_what_is_wrong_with_it(home: Home) -> None:
+    """The refusal of a question no desk could see is for calls that would be asked: one the
+    runtime refuses (its schema, its semantic checks) gets that refusal, which tells the agent
+    what to change, rather than advice to start a desk that would refuse it too."""
+    journal = home.root / "mine.pias"
+    blank_prompt = {"questions": [{"id": "a", "prompt": " ", "options": [{"value": "x"}]}]}
+    with trio.fail_after(60):
+        async with server(home, "--session", str(journal), name="own") as client:
+            wrong_type = await call(client, "ask_user", {"questions": "x"})
+            blank = await call(client, "ask_user", blank_prompt)
+            valid = await call(client, "ask_user", ASK)
+    assert wrong_type.is_error
+    assert plain(wrong_type) == (
+        'Validation failed for tool "ask_user":\n  - questions: must be array, not string'
+    )
+    assert blank.structured_content["error"]["issues"] == [
+        {"path": "questions[0].prompt", "message": "Question 1: prompt is required"}
+    ]
+    assert plain(valid).startswith("Nothing was asked"), plain(valid)

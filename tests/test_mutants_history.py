@@ -349,14 +349,15 @@ def test_a_read_decodes_only_its_own_request(session: SessionFile) -> None:
     assert {entry.data["requestId"] for entry in loaded} == {requests[1].request_id}
 
 
-@pytest.mark.parametrize("offset", [True, "1", 1.0, -1, None])
+@pytest.mark.parametrize("offset", [True, "1", 1.5, -1, None])
 def test_an_offset_that_is_not_a_non_negative_integer_is_refused(offset: Any) -> None:
+    # ``1.0`` is the integer 1, as JSON Schema's ``integer`` has it (test_history.py).
     with pytest.raises(h.HistoryError) as raised:
         h.list_history((), offset=offset)
     assert str(raised.value) == "offset must be a non-negative integer."
 
 
-@pytest.mark.parametrize("limit", [True, "5", 5.0, 0, 201, None])
+@pytest.mark.parametrize("limit", [True, "5", 5.5, 0, 201, 0.0, 201.0, None])
 def test_a_limit_that_is_not_an_integer_from_1_to_200_is_refused(limit: Any) -> None:
     with pytest.raises(h.HistoryError) as raised:
         h.list_history((), limit=limit)

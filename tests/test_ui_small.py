@@ -155,10 +155,36 @@ async def test_the_settings_overlay_fits_40_columns_and_follows_the_selection(
             top = next(i for i, row in enumerate(rows) if "┌" in row)
             assert rows[top].startswith("┌") and rows[top].endswith("┐")
             assert len(rows[top]) == 40
+            # How to close it stays in view, below the rows that scroll.
+            assert any("Esc / Ctrl+C / ? to close" in row for row in rows), rows
             pipe.send_text(DOWN * 6)  # to the reset action at the bottom
             await term.wait_for(lambda t: any("› Reset config" in row for row in t.rows()))
+            assert any("Esc / Ctrl+C / ? to close" in row for row in term.rows()), term.rows()
             pipe.send_text("\x1b")
             await term.wait_gone("Live settings")
+            nursery.cancel_scope.cancel()
+
+
+async def test_at_40x12_the_overlay_shows_why_the_settings_file_was_not_read(
+    tmp_path: Path,
+) -> None:
+    """The notice of a settings file that could not be read stood below the rows that scroll
+    with the selection, where a 40x12 screen never showed it: it stands with how to close
+    the overlay, under them."""
+    settings = tmp_path / "pi-agent-ask.json"
+    settings.write_text('{"schemaVersion": 6, "behaviour": {"historyTools": tru')
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(20), create_pipe_input() as pipe:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_settings, settings, pipe, term.output)
+            await term.wait_for("? to close")
+            text = " ".join(row.strip("│ ") for row in term.rows())
+            assert "Config was invalid or unsupported." in text, term.rows()
+            assert "reads it again at its next start." in text, term.rows()
+            assert "Esc / Ctrl+C / ? to close" in text, term.rows()
+            assert any("› Auto-submit" in row for row in term.rows()), term.rows()
+            pipe.send_text("\x1b")
+            await term.wait_gone("? to close")
             nursery.cancel_scope.cancel()
 
 
@@ -224,4 +250,34 @@ async def test_the_chosen_path_candidate_stays_in_view_at_40x12(
                 )
             ask.send("\x03", "\x03")
             status, _result = await ask.finished()
+    assert status == 1
+
+
+async def test_a_new_tab_starts_at_its_top_not_where_the_last_one_was_scrolled(
+    tmp_path: Path,
+) -> None:
+    """The Review tab reached from an option far down a long question at 40x12 showed its
+    actions under rows left blank (the body kept the question's scroll, clamped to the
+    review's end), the answers above them out of view though there was room for them."""
+    many = {
+        "id": "many",
+        "label": "Many",
+        "type": "multi",
+        "prompt": "Which ones?",
+        "options": [
+            {"value": f"o{i}", "label": f"Option {i}", "description": "what it means " * 3}
+            for i in range(1, 13)
+        ],
+    }
+    async with asking(tmp_path, many, columns=40, lines=12) as ask:
+        await ask.wait("Option 1")
+        ask.send("1", "1")  # far down the question
+        await ask.wait("› 11. [x] Option 11")
+        ask.send("\r")  # next: the Review tab
+        await ask.wait("› 1. Submit")
+        rows = ask.term.rows()
+        assert any(row.startswith("✓ Many: Which ones?") for row in rows), rows
+        assert any("→ Option 11" in row for row in rows), rows
+        ask.send("\x03", "\x03")
+        status, _result = await ask.finished()
     assert status == 1

@@ -25,7 +25,6 @@ from pi_agent_ask import events as ev
 from pi_agent_ask.actors import queue as q
 from pi_agent_ask.actors.core import BranchWriter, PendingCall, RuntimeCore
 from pi_agent_ask.actors.errors import ToolError, ToolFailed, ToolInterrupted
-from pi_agent_ask.actors.external import negotiate_and_run
 from pi_agent_ask.actors.form import (
     FormFailed,
     FormInput,
@@ -131,6 +130,10 @@ async def _host_form(
     """Outside ``tui``: an external UI answers a foreground call, else the fallback result."""
     await call.append_with(writer, entries)
     if not request.background:
+        # Only this path (outside ``tui``) asks an external UI: a terminal's form never
+        # loads the bridge (``tests/test_cold_imports.py``).
+        from pi_agent_ask.actors.external import negotiate_and_run
+
         external = await negotiate_and_run(rt, writer, request)
         if external is not None:
             return external

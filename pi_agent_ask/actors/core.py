@@ -47,18 +47,13 @@ def iso_of(ns: int) -> str:
     """``ns`` nanoseconds after the epoch as ``now_iso`` writes them: what
     ``datetime.isoformat(timespec="milliseconds")`` gives for it in UTC, with ``Z``."""
     seconds, millis = divmod(ns // 1_000_000, 1000)
-    return f"{_second_of(seconds)}{_THREE_DIGITS[millis]}Z"
+    return f"{_second_of(seconds)}{millis:03}Z"
 
 
 def _second_of(seconds: int) -> str:
     """``2026-01-02T03:04:05.``: the head of every timestamp within that second."""
     year, month, day, hour, minute, second = time.gmtime(seconds)[:6]
-    two = _TWO_DIGITS
-    return f"{year}-{two[month]}-{two[day]}T{two[hour]}:{two[minute]}:{two[second]}."
-
-
-_TWO_DIGITS = tuple(f"{n:02}" for n in range(100))
-_THREE_DIGITS = tuple(f"{n:03}" for n in range(1000))
+    return f"{year}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}."
 
 
 @attrs.define(eq=False, repr=False)
@@ -79,7 +74,7 @@ class Timestamps:
         if seconds != self._second:
             self._head = _second_of(seconds)
             self._second = seconds
-        return f"{self._head}{_THREE_DIGITS[millis]}Z"
+        return f"{self._head}{millis:03}Z"
 
 
 def tool_error(message: str) -> dict[str, Any]:

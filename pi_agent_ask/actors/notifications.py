@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Literal
 import attrs
 import trio
 
+from pi_agent_ask.form.fieldless import Fieldless
 from pi_agent_ask.form.sanitize import sanitize_line
 
 __all__ = [
@@ -81,22 +82,19 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen(repr=False)
-class Bell:
+class Bell(Fieldless):
     """Write BEL to the terminal."""
 
     name: ClassVar[str] = "bell"
 
 
-@attrs.frozen(repr=False)
-class Osc9:
+class Osc9(Fieldless):
     """Write an OSC 9 desktop notification (iTerm2, WezTerm, kitty, ...) to the terminal."""
 
     name: ClassVar[str] = "osc9"
 
 
-@attrs.frozen(repr=False)
-class Osc777:
+class Osc777(Fieldless):
     """Write an OSC 777 ``notify`` sequence (urxvt, foot, Ghostty, ...) to the terminal."""
 
     name: ClassVar[str] = "osc777"

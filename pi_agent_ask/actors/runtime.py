@@ -98,12 +98,15 @@ __all__ = [
 ]
 
 
-@attrs.define(eq=False, repr=False)
 class Runtime(RuntimeCore):
     """A running pi-agent-ask runtime. Created by ``open_runtime``; see ``API.md``.
 
     Inherited from ``RuntimeCore``: ``notice``, ``statistics``, ``defer_queue``, ``quiesce``,
     ``tell_queue``."""
+
+    # Methods only: the fields and their ``__init__`` are ``RuntimeCore``'s (a plain subclass,
+    # so attrs does not compile a second ``__init__`` of thirty fields for it at import).
+    __slots__ = ()
 
     # -- host hooks ----------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -15,6 +14,9 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_INTERNAL = 4
 EXIT_SESSION = 5
+LEAST_PROGRESS_INTERVAL = 0.1
+"""Seconds: a shorter interval (``1e-9``) sent the client hundreds of notifications a second,
+each one's "seconds waited" behind the clock, while a call waited for the person."""
 
 
 def add_mcp_parsers(commands: Any) -> None:
@@ -64,8 +66,11 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
 
     from pi_agent_ask.mcp_server.stdio import DeskUnavailable, serve
 
-    if not args.progress_interval > 0:  # also NaN, which compares false with everything
-        stderr.write("pi-agent-ask mcp: --progress-interval must be a positive number\n")
+    if not args.progress_interval >= LEAST_PROGRESS_INTERVAL:  # also NaN: compares false
+        stderr.write(
+            "pi-agent-ask mcp: --progress-interval must be a number of seconds, at least "
+            f"{LEAST_PROGRESS_INTERVAL}\n"
+        )
         return EXIT_USAGE
     if args.key is not None:
         from pi_agent_ask.mcp_common.journals import InvalidKey, check_key
@@ -141,6 +146,8 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
     except KeyboardInterrupt:
         return EXIT_OK
     except Exception:
+        import traceback  # here only: the hook command, which shares this module, never needs it
+
         stderr.write("pi-agent-ask mcp: internal error\n")
         traceback.print_exc(file=stderr)
         return EXIT_INTERNAL
@@ -162,7 +169,7 @@ def _session_refusal(path: Path) -> str:
 
 
 def cmd_hook(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    from pi_agent_ask.mcp_server.hook import run_claude_code_hook
+    from pi_agent_ask.mcp_server.hook_command import run_claude_code_hook
 
     try:
         return run_claude_code_hook(stdin, stdout, key=args.key)

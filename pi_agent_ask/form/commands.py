@@ -10,6 +10,7 @@ from typing import TypeAlias
 
 import attrs
 
+from pi_agent_ask.form.fieldless import Fieldless
 from pi_agent_ask.form.snapshot import FormSettings, Outcome, ReviewKind
 from pi_agent_ask.form.types import Draft, Image
 
@@ -18,13 +19,11 @@ from pi_agent_ask.form.types import Draft, Image
 # --------------------------------------------------------------------------------------------
 
 
-@attrs.frozen(repr=False)
-class NextTab:
+class NextTab(Fieldless):
     """Next tab, wrapping from Review to the first question."""
 
 
-@attrs.frozen(repr=False)
-class PreviousTab:
+class PreviousTab(Fieldless):
     """Previous tab, wrapping from the first question to Review."""
 
 
@@ -35,28 +34,23 @@ class SelectTab:
     index: int
 
 
-@attrs.frozen(repr=False)
-class NextOption:
+class NextOption(Fieldless):
     """Cursor down (on Review: towards Cancel)."""
 
 
-@attrs.frozen(repr=False)
-class PreviousOption:
+class PreviousOption(Fieldless):
     """Cursor up (on Review: towards Submit)."""
 
 
-@attrs.frozen(repr=False)
-class Confirm:
+class Confirm(Fieldless):
     """Enter in navigation."""
 
 
-@attrs.frozen(repr=False)
-class Cancel:
+class Cancel(Fieldless):
     """Esc in navigation: cancel the flow (dirty confirmation may apply)."""
 
 
-@attrs.frozen(repr=False)
-class Toggle:
+class Toggle(Fieldless):
     """Space in navigation."""
 
 
@@ -67,28 +61,23 @@ class Number:
     row: int
 
 
-@attrs.frozen(repr=False)
-class ChangeQuestionType:
+class ChangeQuestionType(Fieldless):
     """``t``: single <-> multi for the current question."""
 
 
-@attrs.frozen(repr=False)
-class OpenOptionNote:
+class OpenOptionNote(Fieldless):
     """``n``: note on the highlighted real option."""
 
 
-@attrs.frozen(repr=False)
-class OpenQuestionNote:
+class OpenQuestionNote(Fieldless):
     """``Shift+N``: note on the current question."""
 
 
-@attrs.frozen(repr=False)
-class Skip:
+class Skip(Fieldless):
     """``D`` in question navigation: skip the current question and advance."""
 
 
-@attrs.frozen(repr=False)
-class Dismiss:
+class Dismiss(Fieldless):
     """Ctrl+C from anywhere: dismiss the flow without saving the open editor."""
 
 
@@ -99,13 +88,11 @@ class EditorChanged:
     text: str
 
 
-@attrs.frozen(repr=False)
-class EditorSubmit:
+class EditorSubmit(Fieldless):
     """Enter in the custom editor, save in a note editor."""
 
 
-@attrs.frozen(repr=False)
-class EditorClose:
+class EditorClose(Fieldless):
     """Esc in an editor: save the draft and close."""
 
 
@@ -138,8 +125,7 @@ class AttachImage:
     editor_serial: int
 
 
-@attrs.frozen(repr=False)
-class RemoveLastImage:
+class RemoveLastImage(Fieldless):
     """``Ctrl+Alt+D``: remove the open editor's last image."""
 
 
@@ -161,8 +147,7 @@ class SubmitAnswers:
     drafts: tuple[Draft, ...] = attrs.field(converter=_drafts)
 
 
-@attrs.frozen(repr=False)
-class ExternalCancel:
+class ExternalCancel(Fieldless):
     """A remote ``cancel`` response: cancel at once, without the dirty confirmation."""
 
 
@@ -216,13 +201,11 @@ class Completed:
     outcome: Outcome
 
 
-@attrs.frozen(repr=False)
-class DraftChanged:
+class DraftChanged(Fieldless):
     """What ``state_to_json`` records changed; journal it (coalescing is the runtime's)."""
 
 
-@attrs.frozen(repr=False)
-class DeferRequested:
+class DeferRequested(Fieldless):
     """Esc in a background form's navigation: hide the panel and defer every question."""
 
 

@@ -9,10 +9,10 @@ two import in one direction only (neither imports the other):
 - ``asgi.py``: the ASGI pieces both desks' HTTP sides share (headers, JSON responses, a
   client gone in the middle of a call).
 
-Importing this package stays cheap: the SDK loads with ``tools.py``."""
-
-import logging
-from decimal import Decimal
+Importing this package stays cheap: the SDK loads with ``tools.py``, and logging and decimal
+with the two functions below that use them (the hook command, which runs on every prompt and
+tool call of a Claude Code session, imports this package for ``answers.py`` and
+``journals.py`` and needs neither)."""
 
 PROGRESS_INTERVAL = 10.0
 """Seconds between progress notifications while a call waits for the person."""
@@ -22,6 +22,8 @@ def progress_plus(progress: float, seconds: float) -> float:
     """``progress + seconds`` as a person writes the sum of two decimals: a fractional
     ``--progress-interval`` counts 0.1, 0.2, 0.3, never 0.30000000000000004 (binary floats
     hold no tenth exactly; each value is the shortest decimal of both, added)."""
+    from decimal import Decimal
+
     return float(Decimal(repr(progress)) + Decimal(repr(seconds)))
 
 
@@ -46,6 +48,8 @@ def quiet_library_logs() -> None:
     terminal they would break its screen, and in an MCP client's log of ``pi-agent-ask mcp``
     they report, as failures, the connections to a desk that stopped, which the server
     already says in its own words (on standard error and in the call's result)."""
+    import logging
+
     for name in LIBRARY_LOGGERS:
         logger = logging.getLogger(name)
         logger.addHandler(logging.NullHandler())

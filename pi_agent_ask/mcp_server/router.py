@@ -373,6 +373,15 @@ class Router:
             if side.local.runtime.mode != "tui" and name == tool_names.ASK_USER:
                 self.log(NO_FORMS_LOG)  # the non-TUI fallback: the agent is told the same
             return result
+        if name == tool_names.ASK_USER and (side.local.in_memory or self.session_given):
+            from pi_agent_ask.form.validate import validate_ask_params
+
+            # A call the runtime refuses keeps nothing: the agent hears what is wrong with it,
+            # not to have the user start a desk that would refuse the same call. Checked as in
+            # background-only mode, which drops ``background``: so no call the runtime would
+            # queue (whatever its mode) passes here to be kept where no desk looks.
+            if not validate_ask_params(arguments, background_only=True).ok:
+                return await tools.call_tool(name, arguments)
         if name == tool_names.ASK_USER and side.local.in_memory:
             from pi_agent_ask.mcp_common.tools import error_result
 

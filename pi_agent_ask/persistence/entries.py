@@ -230,6 +230,10 @@ class HistoryRequest(_Record):
 
 @attrs.frozen(repr=False)
 class _Completion(_Record):
+    """A request's completion. Its two kinds below add no field: they are plain subclasses,
+    with this record's fields, ``__init__``, ``__eq__`` (which tells the kinds apart by class)
+    and ``__hash__``, which attrs would otherwise compile again for each at import."""
+
     request_id: str | None
     result: Mapping[str, Any] | None
     error: str | None
@@ -244,8 +248,8 @@ class _Completion(_Record):
         )
 
 
-@attrs.frozen(repr=False)
 class HistoryCompleted(_Completion):
+    __slots__ = ()
     TYPE: ClassVar[str] = "ask:history-completed"
 
     @classmethod
@@ -256,8 +260,8 @@ class HistoryCompleted(_Completion):
         return {"version": 1, **super().to_data()}
 
 
-@attrs.frozen(repr=False)
 class QueueCompleted(_Completion):
+    __slots__ = ()
     TYPE: ClassVar[str] = "ask:queue-completed"
 
     @classmethod
@@ -315,7 +319,8 @@ class PendingDismissed(_Record):
 
 @attrs.frozen(repr=False)
 class _Message(_Record):
-    """A delivered custom message; ``request_id`` is the one its details name."""
+    """A delivered custom message; ``request_id`` is the one its details name. Its two kinds
+    below are plain subclasses, as ``_Completion``'s are."""
 
     request_id: str | None
     message: Mapping[str, Any]
@@ -329,13 +334,13 @@ class _Message(_Record):
         return dict(self.message)
 
 
-@attrs.frozen(repr=False)
 class BackgroundAnswer(_Message):
+    __slots__ = ()
     TYPE: ClassVar[str] = "ask:background-answer"
 
 
-@attrs.frozen(repr=False)
 class ResumeAnswer(_Message):
+    __slots__ = ()
     TYPE: ClassVar[str] = "ask:resume-answer"
 
 

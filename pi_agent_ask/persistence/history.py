@@ -286,10 +286,7 @@ def list_history(
     Without a filter only the page's own requests are read; a filter reads every record
     (``index``, when given and current, holds them already).
     """
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise HistoryError("offset must be a non-negative integer.")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= HISTORY_MAX_LIMIT:
-        raise HistoryError(f"limit must be an integer from 1 to {HISTORY_MAX_LIMIT}.")
+    offset, limit = _page_bounds(offset, limit)
     source = _source(entries)
     needle = query.strip().lower() if isinstance(query, str) else ""
     if not needle and not answered_only:
@@ -297,6 +294,21 @@ def list_history(
     if index is None or index.key != source.key:
         index = index_records(source)
     return list_records(index.records, needle, answered_only, offset, limit, texts=index.texts)
+
+
+def _page_bounds(offset: object, limit: object) -> tuple[int, int]:
+    """``offset`` and ``limit`` of a listing as integers, or ``HistoryError``. A whole number
+    written with a point (``2.0``) is that integer: JSON Schema's ``integer`` takes it, so a
+    call the schema let through is not refused here in other words."""
+    if isinstance(offset, float) and offset.is_integer():
+        offset = int(offset)
+    if isinstance(limit, float) and limit.is_integer():
+        limit = int(limit)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise HistoryError("offset must be a non-negative integer.")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= HISTORY_MAX_LIMIT:
+        raise HistoryError(f"limit must be an integer from 1 to {HISTORY_MAX_LIMIT}.")
+    return offset, limit
 
 
 def list_records(
@@ -311,6 +323,7 @@ def list_records(
     """``list_ask_history``'s filter and page over records already built (a journal's index,
     a team desk's rows): ``query`` as :func:`list_history` reads it; ``texts``, the records'
     search texts when they are known already."""
+    offset, limit = _page_bounds(offset, limit)
     needle = query.strip().lower() if isinstance(query, str) else ""
     matches = [
         record
@@ -421,8 +434,8 @@ def _write_new_file(target: Path, content: bytes) -> None:
         raise HistoryError(
             f"The export file already exists: {target} (existing files are never replaced)."
         ) from None
-    except (FileNotFoundError, NotADirectoryError):
-        raise HistoryError(f"The export directory does not exist: {target.parent}") from None
+    except (FileNotFoundError, NotADirectoryError) as error:
+        raise HistoryError(_no_place_text(target, error)) from None
     except OSError as error:
         raise HistoryError(f"Could not create the export file {target}: {error.strerror}") from None
     try:
@@ -442,6 +455,17 @@ def _write_new_file(target: Path, content: bytes) -> None:
             ) from None
         raise
     os.close(fd)
+
+
+def _no_place_text(target: Path, error: OSError) -> str:
+    """Why ``target`` could not be created where the system found no place for it: only a
+    missing directory is said to be missing (``/proc`` exists, and takes no new file)."""
+    parent = target.parent
+    if parent.is_dir():
+        return f"Could not create the export file {target}: {error.strerror}"
+    if os.path.lexists(parent):
+        return f"The export directory is not a directory: {parent}"
+    return f"The export directory does not exist: {parent}"
 
 
 # --------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Literal, cast
 
 import attrs
 
+from pi_agent_ask.persistence.paths import agent_dir
 from pi_agent_ask.persistence.settings_keymaps import (
     JSON,
     KEYMAP_CONTEXTS,
@@ -129,21 +130,6 @@ class SettingsSaveError(OSError):
 # --------------------------------------------------------------------------------------------
 # Paths
 # --------------------------------------------------------------------------------------------
-
-
-def agent_dir(env: Mapping[str, str]) -> Path:
-    """Pi's agent directory: ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``.
-
-    ``env`` is the environment to read (pass ``os.environ`` in production). An empty variable
-    counts as unset; a leading ``~`` is expanded against ``env["HOME"]`` when present.
-    """
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    configured = env.get("PI_CODING_AGENT_DIR", "")
-    if not configured:
-        return home / ".pi" / "agent"
-    if configured == "~" or configured.startswith("~/"):
-        return home / configured[2:]
-    return Path(configured)
 
 
 def settings_path(env: Mapping[str, str]) -> Path:

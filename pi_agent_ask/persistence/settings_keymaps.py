@@ -3,7 +3,7 @@ checks a section must pass (``InvalidKeymapsError`` names the first problem, in 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, TypeGuard, cast
 
 import attrs
@@ -44,11 +44,6 @@ def is_object(value: object) -> TypeGuard[dict[str, JSON]]:
 Binding = tuple[str, ...]
 
 
-def _keys(keys: Iterable[str]) -> Binding:
-    """A binding's keys as a tuple (the converter of every binding field)."""
-    return tuple(keys)
-
-
 class KeymapContext:
     """What the five keymap context records (attrs classes below) have in common."""
 
@@ -84,8 +79,8 @@ class GlobalKeymap(KeymapContext):
     """``keymaps.global``: active in the main flow and in both editors."""
 
     CONTEXT: ClassVar[str] = "global"
-    dismiss: Binding = attrs.field(default=("ctrl+c",), converter=_keys)
-    settings: Binding = attrs.field(default=("?",), converter=_keys)
+    dismiss: Binding = ("ctrl+c",)
+    settings: Binding = ("?",)
 
 
 @attrs.frozen(repr=False)
@@ -93,16 +88,16 @@ class MainKeymap(KeymapContext):
     """``keymaps.main``: question navigation and Review."""
 
     CONTEXT: ClassVar[str] = "main"
-    confirm: Binding = attrs.field(default=("enter",), converter=_keys)
-    cancel: Binding = attrs.field(default=("esc",), converter=_keys)
-    toggle: Binding = attrs.field(default=("space",), converter=_keys)
-    change_question_type: Binding = attrs.field(default=("t",), converter=_keys)
-    next_tab: Binding = attrs.field(default=("tab", "right"), converter=_keys)
-    previous_tab: Binding = attrs.field(default=("shift+tab", "left"), converter=_keys)
-    next_option: Binding = attrs.field(default=("down",), converter=_keys)
-    previous_option: Binding = attrs.field(default=("up",), converter=_keys)
-    option_note: Binding = attrs.field(default=("n",), converter=_keys)
-    question_note: Binding = attrs.field(default=("shift+n",), converter=_keys)
+    confirm: Binding = ("enter",)
+    cancel: Binding = ("esc",)
+    toggle: Binding = ("space",)
+    change_question_type: Binding = ("t",)
+    next_tab: Binding = ("tab", "right")
+    previous_tab: Binding = ("shift+tab", "left")
+    next_option: Binding = ("down",)
+    previous_option: Binding = ("up",)
+    option_note: Binding = ("n",)
+    question_note: Binding = ("shift+n",)
 
 
 @attrs.frozen(repr=False)
@@ -110,13 +105,13 @@ class EditorKeymap(KeymapContext):
     """``keymaps.editor``: the custom-answer editor."""
 
     CONTEXT: ClassVar[str] = "editor"
-    submit: Binding = attrs.field(default=("enter",), converter=_keys)
-    close: Binding = attrs.field(default=("esc",), converter=_keys)
-    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=_keys)
-    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=_keys)
-    next_option_when_empty: Binding = attrs.field(default=("down",), converter=_keys)
-    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=_keys)
-    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=_keys)
+    submit: Binding = ("enter",)
+    close: Binding = ("esc",)
+    next_tab_when_empty: Binding = ("tab", "right")
+    previous_tab_when_empty: Binding = ("shift+tab", "left")
+    next_option_when_empty: Binding = ("down",)
+    previous_option_when_empty: Binding = ("up",)
+    paste_image: Binding = ("ctrl+v",)
 
 
 @attrs.frozen(repr=False)
@@ -124,13 +119,13 @@ class NoteEditorKeymap(KeymapContext):
     """``keymaps.noteEditor``: question and option note editors."""
 
     CONTEXT: ClassVar[str] = "noteEditor"
-    save: Binding = attrs.field(default=("enter",), converter=_keys)
-    close: Binding = attrs.field(default=("esc",), converter=_keys)
-    next_tab_when_empty: Binding = attrs.field(default=("tab", "right"), converter=_keys)
-    previous_tab_when_empty: Binding = attrs.field(default=("shift+tab", "left"), converter=_keys)
-    next_option_when_empty: Binding = attrs.field(default=("down",), converter=_keys)
-    previous_option_when_empty: Binding = attrs.field(default=("up",), converter=_keys)
-    paste_image: Binding = attrs.field(default=("ctrl+v",), converter=_keys)
+    save: Binding = ("enter",)
+    close: Binding = ("esc",)
+    next_tab_when_empty: Binding = ("tab", "right")
+    previous_tab_when_empty: Binding = ("shift+tab", "left")
+    next_option_when_empty: Binding = ("down",)
+    previous_option_when_empty: Binding = ("up",)
+    paste_image: Binding = ("ctrl+v",)
 
 
 @attrs.frozen(repr=False)
@@ -138,10 +133,10 @@ class SettingsModalKeymap(KeymapContext):
     """``keymaps.settingsModal``: the settings overlay."""
 
     CONTEXT: ClassVar[str] = "settingsModal"
-    close: Binding = attrs.field(default=("esc", "ctrl+c", "?"), converter=_keys)
-    next_option: Binding = attrs.field(default=("down",), converter=_keys)
-    previous_option: Binding = attrs.field(default=("up",), converter=_keys)
-    toggle: Binding = attrs.field(default=("enter", "space"), converter=_keys)
+    close: Binding = ("esc", "ctrl+c", "?")
+    next_option: Binding = ("down",)
+    previous_option: Binding = ("up",)
+    toggle: Binding = ("enter", "space")
 
 
 _CONTEXT_TYPES: tuple[type[KeymapContext], ...] = (

@@ -154,6 +154,10 @@ class FormController:
         """A new snapshot of the visible form (``Surface.update``); replays parked keys."""
         if flow_id != self.flow_id:
             return
+        if self.state is not None and self.state.tab != state.tab:
+            # Another tab starts at its top (the focus is then scrolled into view): kept, the
+            # last tab's scroll, clamped to a shorter tab's end, hid its first rows.
+            self.scroll = 0
         self.state = state
         if self._sent and self._sent.popleft():
             self.in_flight -= 1

@@ -119,7 +119,8 @@ class SettingsOverlay:
 
 
 def render_settings(view: sl.SettingsView, width: int) -> list[Line]:
-    """The overlay's rows for an inner width of ``width`` cells. Pure."""
+    """The overlay's scrolled rows for an inner width of ``width`` cells, all but the footer.
+    Pure."""
     width = max(10, width)
     lines: list[Line] = []
     lines.extend(wrap_fragments([(TITLE, view.title)], width))
@@ -146,19 +147,28 @@ def render_settings(view: sl.SettingsView, width: int) -> list[Line]:
             )
     lines.append(())
     lines.extend(wrap_fragments([(MUTED, view.description)], width))
+    lines.append(())
+    lines.extend(wrap_fragments([(TEXT, view.path_hint)], width))
+    lines.extend(wrap_fragments([(ACCENT, sanitize_line(view.config_path))], width))
+    return lines  # notices, the error and how to close stand below: render_settings_pinned
+
+
+def render_settings_pinned(view: sl.SettingsView, width: int) -> list[Line]:
+    """The overlay's rows under the scrolled ones, always in view: the notices (a settings
+    file that could not be read), the error of a save, how to close the overlay. Pure."""
+    width = max(10, width)
+    lines: list[Line] = []
     for notice in view.notices:
         for part in sanitize_text(notice).split("\n"):
             lines.extend(wrap_fragments([(WARNING, part)], width))
     if view.error:
         for part in sanitize_text(view.error).split("\n"):
             lines.extend(wrap_fragments([(ERROR, part)], width))
-    lines.append(())
-    lines.extend(wrap_fragments([(TEXT, view.path_hint)], width))
-    lines.extend(wrap_fragments([(ACCENT, sanitize_line(view.config_path))], width))
     if view.footer:
-        lines.append(())
+        if lines:
+            lines.append(())
         lines.extend(wrap_fragments([(HINT, view.footer)], width))
-    return lines
+    return [(), *lines] if lines else []
 
 
 class _SettingsControl(UIControl):
@@ -171,6 +181,9 @@ class _SettingsControl(UIControl):
         self.inner = inner
         self._last: tuple[sl.SettingsView, int, list[Line]] | None = None
 
+    def _render(self, view: sl.SettingsView, width: int) -> list[Line]:
+        return render_settings(view, width)
+
     def _lines(self, width: int) -> list[Line]:
         """The rows of the overlay's view at ``width``: a redraw asks for them twice (the
         box's height, then its content), and ``render_settings`` is pure, so an equal view at
@@ -182,7 +195,7 @@ class _SettingsControl(UIControl):
         last = self._last
         if last is not None and last[1] == width and last[0] == view:
             return last[2]
-        lines = render_settings(view, width)
+        lines = self._render(view, width)
         self._last = (view, width, lines)
         return lines
 
@@ -211,6 +224,21 @@ class _SettingsControl(UIControl):
         )
 
 
+class _PinnedControl(_SettingsControl):
+    """The rows under the scrolled ones (:func:`render_settings_pinned`), with the cell of
+    padding on each side drawn in its rows (a window of its own in the box's column, so its
+    weight reaches the split that shares the box's height out)."""
+
+    def preferred_width(self, max_available_width: int) -> int | None:
+        return min(self.inner + 2, max_available_width)
+
+    def _render(self, view: sl.SettingsView, width: int) -> list[Line]:
+        return [
+            ((TEXT, " "), *line) if line else ()
+            for line in render_settings_pinned(view, max(10, width - 2))
+        ]
+
+
 def settings_container(overlay: Callable[[], SettingsOverlay | None]) -> Container:
     """The overlay box, shown while ``overlay()`` returns an open overlay."""
     inner = OVERLAY_WIDTH - 4  # borders and one cell of padding on each side
@@ -222,7 +250,17 @@ def settings_container(overlay: Callable[[], SettingsOverlay | None]) -> Contain
         scroll_offsets=ScrollOffsets(top=1, bottom=1),
     )
     padded = VSplit([Window(width=1), body, Window(width=1)])
-    framed = Frame(HSplit([padded]), style="class:ask.overlay")
+    # Below the scrolled rows, so a short screen (40x12) still shows what went wrong and how
+    # to close the overlay; its weight gives it its rows before the scrolled ones get theirs.
+    pinned = Window(
+        _PinnedControl(overlay, inner),
+        width=Dimension(min=12, preferred=inner + 2, max=inner + 2),
+        height=Dimension(weight=1000),
+        wrap_lines=False,
+        always_hide_cursor=True,
+        dont_extend_height=True,
+    )
+    framed = Frame(HSplit([padded, pinned]), style="class:ask.overlay")
     return ConditionalContainer(framed, filter=Condition(lambda: overlay() is not None))
 
 
