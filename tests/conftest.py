@@ -147,3 +147,21 @@ def _private_agent_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: An
     session) in a directory of the test run, never in the person's ``~/.pi/agent``."""
     if "PI_CODING_AGENT_DIR" not in os.environ:
         monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path_factory.getbasetemp() / "agent"))
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """One throwaway PostgreSQL cluster per test process, for every team store test
+    (``tests/store_support.py``). Defined here, not imported into each module: a fixture
+    imported into a module is that module's own, so each module started (and kept until the
+    end) a cluster of its own, two seconds or more each."""
+    from pi_agent_ask.store.testing import find_pg_bin, throwaway_cluster
+
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql)")
+    try:
+        with throwaway_cluster(bin_dir) as cluster:
+            yield cluster
+    except LookupError as error:
+        pytest.skip(str(error))

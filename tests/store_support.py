@@ -1,7 +1,7 @@
-"""The team store's tests' PostgreSQL: one throwaway cluster per test session
-(``pi_agent_ask.store.testing.Cluster``: ``initdb`` and ``pg_ctl`` on a Unix socket in a
-temporary folder, run as the ``postgres`` system user or ``nobody`` when the tests run as root,
-since ``initdb`` refuses root). Tests that need it skip, saying why, only when the binaries are
+"""The team store's tests' PostgreSQL: one throwaway cluster per test process (the
+``pg_cluster`` fixture of ``conftest.py``; ``pi_agent_ask.store.testing.Cluster``: ``initdb``
+and ``pg_ctl`` on a Unix socket in a temporary folder, run as the ``postgres`` system user or
+``nobody`` when the tests run as root, since ``initdb`` refuses root). Tests that need it skip, saying why, only when the binaries are
 missing. Beside it, what the team tests share: a team desk in the test's Trio run, an agent on
 the official SDK's stdio client over ``pi-agent-ask mcp --desk``, a yes/no form.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -25,7 +25,7 @@ from pi_agent_ask.desk.testing import yes_no_form
 from pi_agent_ask.store.board import TeamBoard
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
-from pi_agent_ask.store.testing import Cluster, find_pg_bin, throwaway_cluster
+from pi_agent_ask.store.testing import Cluster
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
 
 YES = {"kind": "answer", "answers": {"q": {"values": ["yes"]}}}
@@ -84,18 +84,6 @@ async def agent(urls: list[str], token: str) -> AsyncIterator[ClientSession]:
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
-
-
-@pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[Cluster]:
-    bin_dir = find_pg_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql)")
-    try:
-        with throwaway_cluster(bin_dir) as cluster:
-            yield cluster
-    except LookupError as error:
-        pytest.skip(str(error))
 
 
 @pytest.fixture

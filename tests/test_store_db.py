@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from pi_agent_ask.store.db import BOARD_SQL, WAITS_SQL, Claim, Refused, Store, Submitted
-from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+from tests.store_support import Cluster, desk_url, store_db  # noqa: F401
 
 PARAMS = {"title": "T", "questions": []}
 
@@ -157,7 +157,7 @@ def test_a_retried_claim_or_submission_finds_its_own(store: Store) -> None:
 
 
 def test_times_in_refusals_are_the_desks_own_clock_not_the_servers_zone(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
 ) -> None:
     """The sentences a person reads ("until 10:42:37", "at 10:42:07") give the time as the

@@ -15,13 +15,12 @@ from tests.store_support import (  # noqa: F401
     Cluster,
     ask,
     desk_url,
-    pg_cluster,
     store_db,
 )
 
 
 async def test_a_claim_that_comes_back_after_the_board_stopped_is_given_back(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:

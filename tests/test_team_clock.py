@@ -15,7 +15,6 @@ from pi_agent_ask.store.db import Claim, Refused, Store
 from tests.store_support import (  # noqa: F401
     ask,
     desk_url,
-    pg_cluster,
     reading_board,
     store_db,
 )

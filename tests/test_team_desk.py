@@ -19,7 +19,6 @@ from tests.store_support import (  # noqa: F401
     agent,
     ask,
     desk_url,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -30,7 +29,7 @@ pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
 
 async def test_one_desk_one_agent_answers_delivered_once(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -73,7 +72,7 @@ async def test_one_desk_one_agent_answers_delivered_once(
 
 
 async def test_a_revoked_token_is_refused(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -101,7 +100,7 @@ async def test_a_revoked_token_is_refused(
 
 
 async def test_requests_the_sdk_cannot_read_or_refuses_are_answered_in_words(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -193,7 +192,7 @@ trio.run(main, sys.argv[1])
 
 
 async def test_a_dead_desks_form_returns_with_its_draft_when_the_lease_runs_out(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -237,7 +236,7 @@ async def test_a_dead_desks_form_returns_with_its_draft_when_the_lease_runs_out(
 
 
 async def test_two_people_submitting_one_form_at_once_make_one_outcome(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -276,7 +275,7 @@ async def test_two_people_submitting_one_form_at_once_make_one_outcome(
 
 
 async def test_a_long_answer_reaches_the_agent_through_the_forwarder(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -297,7 +296,7 @@ async def test_a_long_answer_reaches_the_agent_through_the_forwarder(
 
 
 async def test_a_call_without_arguments_is_a_call_with_none(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -347,7 +346,7 @@ async def test_a_second_different_answer_from_the_same_desk_is_refused_not_repor
 
 
 async def test_a_form_with_a_nul_character_is_refused_in_words_not_a_database_error(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -370,7 +369,7 @@ async def test_a_form_with_a_nul_character_is_refused_in_words_not_a_database_er
 
 
 async def test_every_board_hears_at_once_that_a_cut_call_left_its_form_a_background_one(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:

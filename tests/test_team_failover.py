@@ -24,7 +24,6 @@ from tests.store_support import (  # noqa: F401
     agent,
     ask,
     desk_url,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -64,7 +63,7 @@ async def run_agent(
 
 
 async def run_team(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Path,
@@ -130,7 +129,7 @@ async def run_team(
 
 
 async def test_a_desk_killed_and_postgresql_restarted_in_the_middle_lose_nothing(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Path,
@@ -142,7 +141,7 @@ async def test_a_desk_killed_and_postgresql_restarted_in_the_middle_lose_nothing
 
 
 async def test_a_foreground_ask_moved_off_a_desk_that_stopped_still_blocks_its_agent(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:

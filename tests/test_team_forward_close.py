@@ -24,7 +24,6 @@ from tests.store_support import (  # noqa: F401
     agent,
     ask,
     desk_url,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -35,7 +34,7 @@ pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
 
 async def test_a_team_agent_that_ends_ends_its_session_on_the_desk(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -50,7 +49,7 @@ async def test_a_team_agent_that_ends_ends_its_session_on_the_desk(
 
 
 async def test_a_session_on_a_team_desk_that_stopped_is_dropped_without_a_word(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -67,7 +66,7 @@ async def test_a_session_on_a_team_desk_that_stopped_is_dropped_without_a_word(
 
 
 async def test_a_team_agent_killed_during_a_call_ends_its_server_quietly(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -151,7 +150,7 @@ class Lines:
 
 
 async def test_a_team_agent_whose_input_ends_is_answered_every_request(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Path,
@@ -200,7 +199,7 @@ async def test_a_team_agent_whose_input_ends_is_answered_every_request(
 
 
 async def test_a_team_agent_s_wait_counts_progress_at_its_own_interval(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Path,
@@ -251,7 +250,7 @@ async def test_a_team_agent_s_wait_counts_progress_at_its_own_interval(
 
 
 async def test_a_team_forwarder_cancelled_with_a_session_held_ends(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Path,

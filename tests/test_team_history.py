@@ -25,7 +25,6 @@ from tests.store_support import (  # noqa: F401
     agent,
     ask,
     desk_url,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -87,7 +86,7 @@ def test_history_and_export_name_the_answerer(store: Store) -> None:
 
 
 async def test_agents_list_and_read_only_their_own_history_over_mcp(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Path,

@@ -38,7 +38,6 @@ from tests.store_support import (  # noqa: F401
     YES,
     ask,
     desk_url,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -94,7 +93,7 @@ async def answered(desk: TeamDesk, label: str, *, image: bool = False) -> str:
 
 async def test_the_hook_adds_an_answer_given_on_a_team_desk_once(
     home: Home,
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -121,7 +120,7 @@ async def test_the_hook_adds_an_answer_given_on_a_team_desk_once(
 
 
 async def test_a_take_goes_on_to_the_next_desk_and_is_given_back_when_the_hook_hangs_up(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -156,7 +155,7 @@ async def test_a_take_goes_on_to_the_next_desk_and_is_given_back_when_the_hook_h
 
 
 async def test_answers_with_images_are_left_for_a_tool_result(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -177,7 +176,7 @@ async def test_answers_with_images_are_left_for_a_tool_result(
 
 
 async def test_the_team_hook_endpoint_refuses_what_it_cannot_serve(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:
@@ -207,7 +206,7 @@ async def test_the_team_hook_endpoint_refuses_what_it_cannot_serve(
 
 async def test_two_sessions_of_two_agents_in_one_directory_keep_their_hooks_apart(
     home: Home,
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:

@@ -18,7 +18,6 @@ from tests.store_support import (  # noqa: F401
     Cluster,
     ask,
     desk_url,
-    pg_cluster,
     reading_board,
     store_db,
     team_desk,
@@ -27,7 +26,7 @@ from tests.store_support import (  # noqa: F401
 
 @pytest.mark.parametrize("claimed", [True, False])
 async def test_a_board_carries_on_after_an_outage_longer_than_its_retries(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     desk_url: str,  # noqa: F811
     claimed: bool,
 ) -> None:
@@ -101,7 +100,7 @@ async def test_a_lease_that_ran_out_is_read_once_not_over_and_over(
 
 
 async def test_a_desk_reaches_the_store_at_once_when_the_server_is_back(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     desk_url: str,  # noqa: F811
 ) -> None:
     """PostgreSQL away for 8 s while the desk calls it: once the server is back, the desk's

@@ -27,7 +27,7 @@ from hypothesis.stateful import (
 )
 
 from pi_agent_ask.store.db import Claim, Refused, Store, Submitted
-from tests.store_support import Cluster, desk_url, pg_cluster, store_db  # noqa: F401
+from tests.store_support import Cluster, desk_url, store_db  # noqa: F401
 
 AGENTS = ("a", "b", "c")
 DESKS = ("d1", "d2", "d3")
@@ -216,7 +216,7 @@ def machine(store: Store, admin: str) -> type[RuleBasedStateMachine]:
 
 
 def test_store_rules_match_the_model(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:

@@ -21,7 +21,6 @@ import trio
 from tests.store_support import (  # noqa: F401
     Cluster,
     desk_url,
-    pg_cluster,
     store_db,
 )
 
@@ -47,7 +46,7 @@ def _empty_database(cluster: Cluster, name: str) -> str:
     ["not a connection string", "no server", "no schema", "not a desk role"],
 )
 async def test_a_store_that_cannot_serve_a_desk_is_refused_at_once_in_words(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     tmp_path: Path,
     case: str,
@@ -75,7 +74,7 @@ async def test_a_store_that_cannot_serve_a_desk_is_refused_at_once_in_words(
 
 
 async def test_the_pool_says_nothing_on_standard_error_while_postgresql_is_down(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     desk_url: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -117,7 +116,7 @@ async def test_the_pool_says_nothing_on_standard_error_while_postgresql_is_down(
 
 @pytest.mark.parametrize("case", ["no schema", "not a tokens role"])
 async def test_store_token_on_a_store_that_cannot_take_it_says_what_to_do(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     case: str,

@@ -21,7 +21,6 @@ from tests.store_support import (  # noqa: F401
     YES,
     Cluster,
     desk_url,
-    pg_cluster,
     store_db,
     team_desk,
 )

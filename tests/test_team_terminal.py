@@ -25,7 +25,6 @@ from tests.store_support import (  # noqa: F401
     Cluster,
     desk_url,
     new_sessions_read_only,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -91,7 +90,7 @@ async def ann_at_a_terminal(
 
 
 async def test_the_person_answers_on_the_team_desks_terminal(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Any,
@@ -132,7 +131,7 @@ async def test_the_person_answers_on_the_team_desks_terminal(
 
 
 async def test_the_team_terminal_says_when_the_agent_waits_on_the_form(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Any,
@@ -177,7 +176,7 @@ async def test_the_team_terminal_says_when_the_agent_waits_on_the_form(
 
 
 async def test_escape_with_nothing_else_in_line_says_the_form_stays(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Any,
@@ -265,7 +264,7 @@ async def test_the_agents_pane_marks_every_agent_blocked_on_a_form_not_only_the_
 
 
 async def test_an_agent_waiting_for_answers_shows_blocked_on_every_desk(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Any,
@@ -453,7 +452,7 @@ async def test_on_a_short_screen_with_no_form_left_the_ending_is_said_whole(
 
 
 async def test_keys_act_on_the_form_while_the_store_is_away(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     desk_url: str,  # noqa: F811
     tmp_path: Any,
 ) -> None:
@@ -518,7 +517,7 @@ async def test_on_a_short_screen_the_ending_of_the_form_before_is_said_briefly(
     ],
 )
 async def test_the_status_line_says_when_the_store_is_away_and_when_it_is_back(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     desk_url: str,  # noqa: F811
     tmp_path: Any,
     size: tuple[int, int],
@@ -606,7 +605,7 @@ async def test_on_a_short_screen_a_person_on_two_forms_is_named_once(
 
 
 async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     desk_url: str,  # noqa: F811
     tmp_path: Any,
     monkeypatch: pytest.MonkeyPatch,
@@ -650,7 +649,7 @@ async def test_an_answer_waiting_on_the_store_is_said_to_be_on_its_way(
 
 
 async def test_on_a_short_screen_a_write_the_store_refused_is_said_briefly(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Any,
@@ -734,7 +733,7 @@ async def test_at_40_columns_the_sign_in_link_reads_as_one_and_ctrl_o_shows_one_
 
 
 async def test_escape_the_store_refuses_brings_the_form_back_with_its_text(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Any,
@@ -783,7 +782,7 @@ async def test_escape_the_store_refuses_brings_the_form_back_with_its_text(
 
 
 async def test_escape_keeps_the_form_on_screen_saying_so_until_the_store_has_it(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     tmp_path: Any,

@@ -30,7 +30,6 @@ from tests.store_support import (  # noqa: F401
     YES,
     Cluster,
     desk_url,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -335,7 +334,7 @@ async def test_the_page_opens_on_a_form_no_one_else_is_answering(
 # A live stream left open: httpx2's generators under it are collected unfinished.
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 async def test_the_page_says_what_became_of_a_form_that_left_it(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
 ) -> None:

@@ -27,7 +27,6 @@ from tests.store_support import (  # noqa: F401
     agent,
     ask,
     desk_url,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -75,7 +74,7 @@ def errors(driver: Any) -> str:
 
 
 async def test_two_desks_pages_show_who_is_on_a_form_and_refuse_the_other_in_words(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     browser: Any,  # noqa: F811

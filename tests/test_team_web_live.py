@@ -21,7 +21,6 @@ from tests.store_support import (  # noqa: F401
     ask,
     desk_url,
     new_sessions_read_only,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -64,7 +63,7 @@ def form_label(driver: Any) -> str:
 
 
 async def test_more_waiting_follows_forms_arriving_and_leaving_without_a_reload(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     browser: Any,  # noqa: F811
@@ -107,7 +106,7 @@ def alert(driver: Any) -> str:
 
 
 async def test_a_submit_waiting_on_the_store_says_it_is_sending_and_keeps_the_text(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     desk_url: str,  # noqa: F811
     browser: Any,  # noqa: F811
 ) -> None:
@@ -176,7 +175,7 @@ def desk_notice(driver: Any) -> str:
 
 
 async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_end_it(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     browser: Any,  # noqa: F811

@@ -28,7 +28,6 @@ from tests.store_support import (  # noqa: F401
     agent,
     ask,
     desk_url,
-    pg_cluster,
     store_db,
     team_desk,
 )
@@ -72,7 +71,7 @@ def stored_note(rows: list[FormRow], request_id: str) -> str | None:
 
 
 async def test_a_draft_and_an_answer_the_store_refuses_are_told_kept_and_can_be_fixed(
-    pg_cluster: Cluster,  # noqa: F811
+    pg_cluster: Cluster,
     store_db: str,  # noqa: F811
     desk_url: str,  # noqa: F811
     browser: Any,  # noqa: F811
