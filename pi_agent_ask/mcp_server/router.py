@@ -133,15 +133,15 @@ MOVED_TEXT = (
     "shown {where}. Its answer reaches you through wait_for_answers or with a later tool result."
 )
 ELICITATION_FAILED_TEXT = (
-    "The MCP client could not show the question form (its elicitation request failed: "
-    "{error}). This is not the user's answer or cancellation: the question stays queued, and "
+    "The MCP client's question form could not be used ({why}). This is not the user's "
+    "answer or cancellation: the question stays queued, and "
     "pi-agent-ask now keeps questions for a desk: the user runs `pi-agent-ask desk` in a "
     "terminal to answer them, and the answers reach you through wait_for_answers or with a "
     "later tool result."
 )
 ELICITATION_FAILED_LOG = (
-    "pi-agent-ask: the client could not show a form ({error}); questions are kept for a desk: "
-    "run `pi-agent-ask desk` in a terminal to answer them"
+    "pi-agent-ask: the client's form could not be used ({why}); questions are kept for a "
+    "desk: run `pi-agent-ask desk` in a terminal to answer them"
 )
 UNRECORDED_TEXT = (
     "The answer given in the MCP client's form could not be recorded (the write to the session "
@@ -574,14 +574,15 @@ class Router:
         with contextlib.suppress(DeskGone, Exception):
             await forward_list(side.upstream)
 
-    def _elicitation_failed(self, message: str) -> None:
-        """The client answered an elicitation with an error: it cannot show forms after all,
+    def _elicitation_failed(self, why: str) -> None:
+        """The client's form failed (it answered an elicitation with an error, or the form
+        refused its answers every time, ``elicitation.py``): it cannot show forms after all,
         so from now on they are kept for a desk (the form it failed on stays pending)."""
-        self.log(ELICITATION_FAILED_LOG.format(error=message))
+        self.log(ELICITATION_FAILED_LOG.format(why=why))
         if not self.elicitation:
             return
         self.elicitation = False
-        self._reopen = ELICITATION_FAILED_TEXT.format(error=message)
+        self._reopen = ELICITATION_FAILED_TEXT.format(why=why)
         self._seen = None
         assert self._nursery is not None
         self._nursery.start_soon(self._settle_in_background)
