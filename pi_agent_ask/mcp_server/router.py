@@ -370,7 +370,7 @@ class Router:
         tools: AgentTools = side.local.tools
         if not side.local.keep:
             result = await tools.call_tool(name, arguments, report_progress=report)
-            if side.local.runtime.mode != "tui" and name == tool_names.ASK_USER:
+            if side.local.runtime.mode != "tui" and name == tool_names.ASK_USER and _taken(result):
                 self.log(NO_FORMS_LOG)  # the non-TUI fallback: the agent is told the same
             return result
         if name == tool_names.ASK_USER and (side.local.in_memory or self.session_given):
@@ -666,6 +666,12 @@ class Router:
         if self._side is side and self.desk == "auto":
             self._seen = None
             await self._settle()
+
+
+def _taken(result: types.CallToolResult) -> bool:
+    """Whether an ``ask_user`` result is of a call the runtime took (it names its request),
+    not one it refused as invalid (a tool error, or issues and no request)."""
+    return not result.is_error and "requestId" in (result.structured_content or {})
 
 
 def _questions(request_ids: tuple[str, ...]) -> str:
