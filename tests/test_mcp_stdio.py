@@ -165,6 +165,7 @@ async def test_stdio_without_elicitation_falls_back(home: Home) -> None:
     assert "`pi-agent-ask desk`" in plain(wait)
     log = log_file.read_text()
     assert "pi-agent-ask: Config was invalid" in log  # the notice reached standard error
+    assert f"pi-agent-ask: Config file {settings}: not valid JSON: " in log  # which, and why
     assert log.count(NO_FORMS_LOG) == 1  # and the server says the same there
 
 
