@@ -8,15 +8,18 @@ import functools
 import gc
 import json
 import os
+import queue
 import resource
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import httpx2
 import pytest
 import trio
@@ -1416,3 +1419,127 @@ async def test_past_the_sign_in_limit_try_again_signs_in_with_the_same_link(
 
             await run(again)
             assert await run(lambda: browser.current_url) == web.base_url + "/"
+
+
+# -- A long form on a phone, on one desk for the module ---------------------------------------
+
+LONG_FORM = ask(
+    single(
+        "policy",
+        "Failure policy",
+        *(
+            opt(f"o{n}", f"Option {n + 1}", description="what choosing it means " * (n % 3 * 3))
+            for n in range(30)
+        ),
+        prompt="How should the nightly export behave when the warehouse is partly away? " * 6,
+        context="".join(f"line {n} of the export's runbook\n" for n in range(40)),
+    ),
+    single(
+        "notify",
+        "Notify",
+        *(opt(who, who.title()) for who in ("oncall", "data", "product", "support")),
+        type="multi",
+    ),
+    single("why", "Reasoning", opt("none", "No reason needed")),
+    title="The nightly export",
+    background=True,
+)
+"""What a person answers on a phone: a long question with 30 options (some described at
+length) and a long context, a multi-select, a question to explain in words."""
+
+
+@attrs.frozen
+class LongFormDesk:
+    """The module's desk showing ``LONG_FORM`` (:func:`long_form`), and the session the
+    shared browser signed in with there."""
+
+    base_url: str
+    cookie: str
+
+    def open(self, driver: Any, width: int = 390, height: int = 844) -> None:
+        """``driver`` at a phone's ``width`` x ``height``, showing the form (with the session
+        given back: the module's other tests sign in to desks of their own, on this host)."""
+        set_viewport(driver, width, height, mobile=True)
+        if not driver.current_url.startswith(self.base_url):
+            driver.get(self.base_url + "/static/icon.svg")  # the desk's origin, for its cookie
+        if (driver.get_cookie(COOKIE) or {}).get("value") != self.cookie:
+            driver.add_cookie(
+                {"name": COOKIE, "value": self.cookie, "httpOnly": True, "sameSite": "Strict"}
+            )
+        driver.get(self.base_url + "/")
+        wait_until(driver, form_shown)
+
+
+@pytest.fixture(scope="module")
+def long_form(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LongFormDesk]:
+    """A desk showing ``LONG_FORM``, running in a thread of its own for the whole module, the
+    shared browser signed in to it once (a sign-in URL from the desk, as ``desk login-url``
+    gets one): the layout tests on it open it in a fraction of a second instead of starting a
+    desk each (about 2 s). A test that types restores what it changed."""
+    base = tmp_path_factory.mktemp("long-form")
+    started: queue.Queue[tuple[str, str]] = queue.Queue()
+    stop = threading.Event()
+
+    async def serve() -> None:
+        async with open_desk(base) as desk, desk_client(desk.address, "export-agent") as agent:
+            assert desk.web is not None
+            await agent.call_tool("ask_user", LONG_FORM)
+            await desk.board.wait_for(lambda board: board.current is not None)
+            started.put((desk.web.base_url, desk.address.token))
+            await trio.to_thread.run_sync(stop.wait)
+
+    thread = threading.Thread(target=trio.run, args=(serve,), daemon=True)
+    thread.start()
+    try:
+        base_url, token = started.get(timeout=60)
+        got = httpx2.post(
+            base_url + "/login-code", headers={"authorization": f"Bearer {token}"}, timeout=30
+        )
+        sign_in(browser, got.json()["url"])
+        yield LongFormDesk(base_url, browser.get_cookie(COOKIE)["value"])
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def box_height(driver: Any, box: Any) -> tuple[int, int]:
+    """A text box's drawn height and the height its text needs (``clientHeight``,
+    ``scrollHeight``)."""
+    heights = driver.execute_script(
+        "return [arguments[0].clientHeight, arguments[0].scrollHeight]", box
+    )
+    return heights[0], heights[1]
+
+
+def test_a_long_answer_typed_on_a_phone_is_shown_whole(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A paragraph typed in a text box (`Type your own`, a note) is all in view as it grows:
+    the box grows with its text, where it stayed two lines tall and scrolled inside itself, so
+    on a phone the person could not read back what they wrote."""
+    long_form.open(browser)
+    box = by_role(question(browser, "Reasoning"), "textbox", "Type your own")
+    empty = box.rect["height"]
+    paragraph = (
+        "Skip only the broken partition and keep the rest flowing; paging at night for a "
+        "partial outage burned people out last quarter."
+    )
+    # Pasted (as a person on a phone often does), then typed on.
+    browser.execute_script(
+        "arguments[0].value = arguments[1];"
+        "arguments[0].dispatchEvent(new InputEvent('input', {bubbles: true,"
+        " inputType: 'insertFromPaste'}))",
+        box,
+        paragraph * 2,
+    )
+    box.send_keys(" Thanks.")
+    try:
+        shown, needed = box_height(browser, box)
+        assert shown >= needed, (shown, needed)
+        assert box.rect["height"] > 1.5 * empty
+    finally:
+        browser.execute_script("arguments[0].value = ''", box)
+        box.send_keys(" ", "\b")  # the empty box saved, as typed
+    # Empty, it keeps its two lines: room to start typing.
+    assert box.rect["height"] == empty >= 60
