@@ -1543,3 +1543,45 @@ def test_a_long_answer_typed_on_a_phone_is_shown_whole(
         box.send_keys(" ", "\b")  # the empty box saved, as typed
     # Empty, it keeps its two lines: room to start typing.
     assert box.rect["height"] == empty >= 60
+
+
+def unreachable_line(driver: Any, saying: str) -> Any:
+    """The page's status line once it says ``saying`` (shown only when it says something)."""
+    status = by_role(driver, "status", "", exact=False)
+    return status if saying in status.text else None
+
+
+def test_at_200_percent_the_line_kept_in_view_leaves_room_for_the_form(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone zoomed to 200 % (390 px of screen, 195 CSS px): the line saying the desk
+    cannot be reached stays at the top as the person types, but takes at most a third of the
+    screen (its text scrolls inside it), and the box the focus moves to comes into view below
+    it, not under it. It took 290 px of 422 and hid the box being typed in."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    long_form.open(browser, 195, 422)
+    reasoning = question(browser, "Reasoning")
+    note = by_role(reasoning, "textbox", "Note")
+    try:
+        offline(browser, True)
+        note.send_keys("x")
+        status = wait_until(browser, lambda d: unreachable_line(d, "cannot be reached"))
+        height = browser.execute_script("return innerHeight")
+        assert status.rect["height"] <= height / 3, (status.rect, height)
+        # Shift+Tab from a box at the top of the screen: the one before it, above the screen,
+        # is brought into view.
+        browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", note)
+        ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
+        custom = by_role(reasoning, "textbox", "Type your own")
+        assert browser.switch_to.active_element == custom
+        top = browser.execute_script("return arguments[0].getBoundingClientRect().top", custom)
+        bottom = browser.execute_script(
+            "return arguments[0].getBoundingClientRect().bottom", status
+        )
+        assert top >= bottom, (top, bottom)
+    finally:
+        offline(browser, False)
+        note.send_keys("\b")
+        wait_until(browser, lambda d: unreachable_line(d, "saved"))

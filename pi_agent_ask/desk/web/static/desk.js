@@ -79,9 +79,13 @@
   // ``urgent``: the page is cut off from the desk (out of reach, signed out), so what is typed
   // now is not saved: the line stays in view at the top while the person scrolls (on a phone
   // they type far below it, and read nothing of it otherwise). Anything said next ends it.
+  // Its text may scroll inside it (desk.css gives it a third of the screen at most), so Tab
+  // reaches it while it is kept in view: the keyboard scrolls it too.
   function say(text, urgent) {
     statusBox.textContent = text;
-    statusBox.classList.toggle("urgent", urgent === true && text !== "");
+    const kept = urgent === true && text !== "";
+    statusBox.classList.toggle("urgent", kept);
+    if (kept) statusBox.tabIndex = 0; else statusBox.removeAttribute("tabindex");
   }
   function showError(text) {
     const box = document.getElementById("form-errors");
