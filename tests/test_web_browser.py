@@ -1585,3 +1585,17 @@ def test_at_200_percent_the_line_kept_in_view_leaves_room_for_the_form(
         offline(browser, False)
         note.send_keys("\b")
         wait_until(browser, lambda d: unreachable_line(d, "saved"))
+
+
+def test_at_200_percent_an_options_text_keeps_most_of_the_width(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone zoomed to 200 % (195 CSS px wide): the page's margins, the question's box and
+    the choice's column leave an option's text 60 % of the screen's width. They left it
+    85 px of 195, and words broke in the middle ("consequenc-es")."""
+    long_form.open(browser, 195, 422)
+    # Found by its text (by role, among 30 radio buttons, took half a second).
+    label = browser.find_element("xpath", "//label[contains(., 'Option 3 —')]")
+    width = browser.execute_script("return innerWidth")
+    assert label.rect["width"] >= 0.6 * width, (label.rect, width)
+    assert no_horizontal_scroll(browser)
