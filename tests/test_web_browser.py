@@ -1599,3 +1599,20 @@ def test_at_200_percent_an_options_text_keeps_most_of_the_width(
     width = browser.execute_script("return innerWidth")
     assert label.rect["width"] >= 0.6 * width, (label.rect, width)
     assert no_horizontal_scroll(browser)
+
+
+def test_with_text_enlarged_to_200_percent_an_options_text_keeps_most_of_the_width(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone whose browser's text size is set to 200 % (32 px, the width 390 px): as when
+    zoomed, an option's text keeps most of the width (it had 216 px of 390, the margins in
+    rem doubled with the text)."""
+    sizes = {"standard": 16, "fixed": 13}
+    browser.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": {"standard": 32, "fixed": 26}})
+    try:
+        long_form.open(browser, 390, 844)
+        label = browser.find_element("xpath", "//label[contains(., 'Option 3 —')]")
+        assert label.rect["width"] >= 0.6 * 390, label.rect
+        assert no_horizontal_scroll(browser)
+    finally:
+        browser.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": sizes})
