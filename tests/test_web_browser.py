@@ -1526,18 +1526,22 @@ def test_a_long_answer_typed_on_a_phone_is_shown_whole(
         "partial outage burned people out last quarter."
     )
     # Pasted (as a person on a phone often does), then typed on.
-    browser.execute_script(
+    paste = (
         "arguments[0].value = arguments[1];"
         "arguments[0].dispatchEvent(new InputEvent('input', {bubbles: true,"
-        " inputType: 'insertFromPaste'}))",
-        box,
-        paragraph * 2,
+        " inputType: 'insertFromPaste'}))"
     )
+    browser.execute_script(paste, box, paragraph * 2)
     box.send_keys(" Thanks.")
     try:
         shown, needed = box_height(browser, box)
         assert shown >= needed, (shown, needed)
         assert box.rect["height"] > 1.5 * empty
+        # A whole page of text stops growing at 60 % of the screen and scrolls inside the
+        # box, the buttons below still a short way off.
+        browser.execute_script(paste, box, paragraph * 40)
+        shown, needed = box_height(browser, box)
+        assert needed > shown and box.rect["height"] <= 0.6 * 844 + 1, (shown, needed)
     finally:
         browser.execute_script("arguments[0].value = ''", box)
         box.send_keys(" ", "\b")  # the empty box saved, as typed
