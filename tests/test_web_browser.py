@@ -1471,7 +1471,9 @@ class LongFormDesk:
 
 
 @pytest.fixture(scope="module")
-def long_form(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LongFormDesk]:
+def long_form_desk(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LongFormDesk]:
     """A desk showing ``LONG_FORM``, running in a thread of its own for the whole module, the
     shared browser signed in to it once (a sign-in URL from the desk, as ``desk login-url``
     gets one): the layout tests on it open it in a fraction of a second instead of starting a
@@ -1500,6 +1502,15 @@ def long_form(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     finally:
         stop.set()
         thread.join(timeout=30)
+
+
+@pytest.fixture
+def long_form(browser: Any, long_form_desk: LongFormDesk) -> Iterator[LongFormDesk]:
+    """The module's long form (:func:`long_form_desk`) for one test, the browser's viewport
+    given back to the next test as it was (a test opens the form at a phone's size)."""
+    try:
+        yield long_form_desk
+    finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
