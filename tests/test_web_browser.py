@@ -36,9 +36,11 @@ from pi_agent_ask.desk.web.testing import (
     browser_missing,
     by_role,
     emulate_scheme,
+    roles,
     set_viewport,
     start_browser,
 )
+from pi_agent_ask.desk.web.view import MAX_TEXT
 from pi_agent_ask.form import state as fs
 
 MISSING = browser_missing()
@@ -1630,3 +1632,31 @@ def test_with_text_enlarged_to_200_percent_an_options_text_keeps_most_of_the_wid
         assert no_horizontal_scroll(browser)
     finally:
         browser.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": sizes})
+
+
+def test_why_a_draft_was_not_kept_is_in_view_where_the_person_types(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone, the first question's note far above the buttons: text the desk will not keep
+    (past its limit) is said where the person is, at the bottom of the screen, while they
+    type there; it was said only beside the buttons, a long scroll away, so the person typed
+    on not knowing nothing was saved. Once the text is kept, the line is gone."""
+    long_form.open(browser)
+    note = by_role(question(browser, "Failure policy"), "textbox", "Note")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", note)
+    note.click()
+    browser.execute_cdp_cmd("Input.insertText", {"text": "y" * (MAX_TEXT + 5)})
+    try:
+        said = wait_until(
+            browser,
+            lambda d: "characters long" in (t := by_role(d, "alert", "", exact=False)).text and t,
+        )
+        assert in_view(browser, said), said.rect
+        assert browser.switch_to.active_element == note
+    finally:
+        browser.execute_script(
+            "arguments[0].value = '';"
+            "arguments[0].dispatchEvent(new InputEvent('input', {bubbles: true}))",
+            note,
+        )
+        wait_until(browser, lambda d: not any(alert.text for alert in roles(d, "alert")))
