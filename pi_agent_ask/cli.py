@@ -221,19 +221,31 @@ def _add_history(commands: Any) -> None:
     listing.add_argument(
         "--json", action="store_true", help="print JSON even on a terminal (always when piped)"
     )
-    listing.add_argument("--query")
-    listing.add_argument("--answered-only", action="store_true")
-    listing.add_argument("--offset", type=int, default=0)
-    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--query", help="only records holding this text (any case)")
+    listing.add_argument(
+        "--answered-only", action="store_true", help="only questions the person answered"
+    )
+    listing.add_argument(
+        "--offset", type=int, default=0, help="records to skip first (default: %(default)s)"
+    )
+    listing.add_argument(
+        "--limit", type=int, default=50, help="records to list, 1 to 200 (default: %(default)s)"
+    )
     read = actions.add_parser("read", help="read one question's record")
     read.add_argument("--session", type=Path, help=session_help)
-    read.add_argument("request_id")
-    read.add_argument("question_id")
+    read.add_argument("request_id", help="the request's id, as the list shows it")
+    read.add_argument("question_id", help="the question's id within that request")
     export = actions.add_parser("export", help="export records to a Markdown file")
     export.add_argument("--session", type=Path, help=session_help)
-    export.add_argument("path")
+    export.add_argument("path", help="the Markdown file to write")
     # A default makes argparse treat the keys as optional in its "required" message too.
-    export.add_argument("keys", nargs="*", default=[], metavar="REQUEST_ID:QUESTION_ID")
+    export.add_argument(
+        "keys",
+        nargs="*",
+        default=[],
+        metavar="REQUEST_ID:QUESTION_ID",
+        help="the records to export (default: every record)",
+    )
 
 
 COMMANDS: dict[str, Callable[[Any], None]] = {

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -386,3 +388,38 @@ def test_output_dash_is_standard_output(tmp_path: Path) -> None:
     assert done.returncode == 3, done.stderr
     assert json.loads(done.stdout)["details"]["cancelled"] is True
     assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("history", "list"),
+        ("history", "read"),
+        ("history", "export"),
+        ("store", "token"),
+        ("store", "revoke"),
+    ],
+)
+def test_every_argument_of_a_command_says_what_it_is_for(
+    command: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--help`` describes each argument: none is a bare name (``--limit LIMIT`` said neither
+    the default nor the bounds)."""
+    from pi_agent_ask import cli
+
+    with pytest.raises(SystemExit):
+        cli.main([*command, "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    sections = [
+        n for n, line in enumerate(lines) if line.endswith("arguments:") or line == "options:"
+    ]
+    assert sections, lines
+    bare = []
+    for n, line in enumerate(lines[sections[0] :], start=sections[0]):
+        entry = line.startswith("  ") and not line.startswith("   ")
+        described = "  " in line.strip() or (
+            n + 1 < len(lines) and lines[n + 1].startswith("   ")  # the text on the next line
+        )
+        if entry and not described:
+            bare.append(line.strip())
+    assert bare == [], bare

@@ -82,31 +82,31 @@ def counting(session: SessionFile) -> list[int]:
 def assert_same_history(session: SessionFile) -> h.HistorySource:
     """Every page, filter and read through the index equals the same from the branch."""
     source = h.source_of_session(session)
-    branch = session.branch()
-    full = h.source_of_branch(branch)
+    # The branch folded once: each call below would fold it again from its entries.
+    full = h.source_of_branch(session.branch())
     assert (source.total, source.key) == (full.total, full.key)
     total = source.total
     # Offsets on and around request boundaries (two records per form), limits across them.
     for offset in sorted({0, 1, 2, 3, total // 3, total // 2 + 1, total - 2, total - 1, total}):
         for limit in (1, 2, 3, 20):
             got = h.list_history(source, offset=max(offset, 0), limit=limit)
-            assert got == h.list_history(branch, offset=max(offset, 0), limit=limit), (
+            assert got == h.list_history(full, offset=max(offset, 0), limit=limit), (
                 offset,
                 limit,
             )
     for query in ("again", "late failure", "note 1"):
-        assert h.list_history(source, query=query) == h.list_history(branch, query=query)
+        assert h.list_history(source, query=query) == h.list_history(full, query=query)
     assert h.list_history(source, answered_only=True, limit=50) == h.list_history(
-        branch, answered_only=True, limit=50
+        full, answered_only=True, limit=50
     )
-    keys = [(r["requestId"], r["questionId"]) for r in h.list_history(branch, limit=100)["records"]]
+    keys = [(r["requestId"], r["questionId"]) for r in h.list_history(full, limit=100)["records"]]
     for offset in range(100, total, 100):
-        page = h.list_history(branch, offset=offset, limit=100)["records"]
+        page = h.list_history(full, offset=offset, limit=100)["records"]
         keys += [(r["requestId"], r["questionId"]) for r in page]
     assert len(keys) == total
     for request_id, question_id in keys[:: max(1, len(keys) // 40)] + keys[-3:]:
         assert h.read_history(source, request_id, question_id) == h.read_history(
-            branch, request_id, question_id
+            full, request_id, question_id
         )
     return source
 
@@ -273,3 +273,25 @@ def test_a_malformed_index_is_refused() -> None:
             pj.LogColumns.unpack(broken)
     with pytest.raises(ValueError):
         columns.add_items([["x", "r1", 1, 0]])
+
+
+def test_a_forked_sessions_record_is_read_from_one_decoded_frame(tmp_path: Path) -> None:
+    """A fork writes its branch in frames of many entries; reading one record (its request
+    and its completions, neighbours in the journal) decodes their frame once, not once per
+    entry."""
+    ids = journal_file(tmp_path / "s.pias", 12)
+    with SessionFile.open(tmp_path / "s.pias", projection=JOURNAL) as session:
+        session.fork(tmp_path / "fork.pias").close()
+    with SessionFile.open(tmp_path / "fork.pias", projection=JOURNAL, readonly=True) as forked:
+        decoded: list[int] = []
+        real: Callable[..., Any] = forked._decode_frame
+
+        def decode_frame(payload: Any, offset: int) -> Any:
+            decoded.append(offset)
+            return real(payload, offset)
+
+        forked._decode_frame = decode_frame  # type: ignore[method-assign]
+        source = h.source_of_session(forked)
+        record = h.read_history(source, ids[0], "q")["record"]
+        assert record["status"] == "answered" and record["answer"]["note"] == "note 0"
+        assert len(decoded) == 1

@@ -291,3 +291,27 @@ def test_the_module_map_names_every_module_and_no_module_that_is_gone() -> None:
 def test_the_module_map_check_reads_paths_in_backticks() -> None:
     text = "| `actors/queue.py`, `web/app.py` | ... `queue_state.py` and tests/x.py |"
     assert _mapped_paths(text) == {"actors/queue.py", "web/app.py"}
+
+
+def _imports_psycopg(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] == "psycopg" for a in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "psycopg":
+            return True
+    return False
+
+
+def test_the_team_forwarder_needs_no_postgresql_driver() -> None:
+    """``pi-agent-ask mcp --desk URL`` runs on the agent's host, which talks to desks over HTTP
+    and may have no PostgreSQL client at all: nothing it imports (lazily included) imports
+    psycopg, which would also cost every agent's start a tenth of a second."""
+    seen, todo = set(), ["pi_agent_ask.store.forward"]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(target for target, _line in GRAPH[name])
+    assert sorted(name for name in seen if _imports_psycopg(MODULES[name])) == []

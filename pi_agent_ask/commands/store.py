@@ -32,10 +32,11 @@ def add_store_parser(commands: Any) -> None:
     init = actions.add_parser("init", help="create or migrate the schema and roles (idempotent)")
     init.add_argument("url", metavar="URL", help="a PostgreSQL URL of a role that may create them")
     token = actions.add_parser("token", help="print a new token for an agent")
-    token.add_argument("url", metavar="URL")
+    tokens_help = "a PostgreSQL URL of a member of pi_agent_ask_tokens"
+    token.add_argument("url", metavar="URL", help=tokens_help)
     token.add_argument("--agent", required=True, metavar="KEY", help="the agent's key")
     revoke = actions.add_parser("revoke", help="revoke every token of an agent")
-    revoke.add_argument("url", metavar="URL")
+    revoke.add_argument("url", metavar="URL", help=tokens_help)
     revoke.add_argument("--agent", required=True, metavar="KEY", help="the agent's key")
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import attrs
 
 __all__ = [
+    "CALL_KEY_META",
     "DESK_FILE_ENV",
     "HOOK_PATH",
     "KEY_HEADER",
@@ -70,6 +71,9 @@ through its stdio server: ``?op=take`` answers ``{"messages": [...], "receipt": 
 waiting text answers, marked delivered), ``?op=give-back&receipt=R`` gives those back."""
 SERVICE = "pi-agent-ask desk"
 PROBE_TIMEOUT = 3.0
+CALL_KEY_META = "pi-agent-ask/callKey"
+"""The ``_meta`` key of a team tool call's key, the same for every attempt of one call (the
+forwarder sets it, the team desk reads it)."""
 
 
 class DeskFileError(Exception):

@@ -310,10 +310,15 @@ class SessionFile(FoldedSession):
             return self._entry_in(self._memory_frame(self._memory, offset), offset, slot)
         if self._fd is None:
             raise ValueError("session file is closed")
+        last = self._last_read
+        if last is not None and last[0] == offset:
+            return self._entry_in(last[1], offset, slot)
         payload = read_frame(self._fd, offset, self._size)
         if payload is None:
             raise SessionFileError(self._path, "unreadable", f"no frame at {offset}")
-        return self._decode_entry(payload, offset, slot)
+        frame = self._decode_frame(payload, offset)
+        self._last_read = (offset, frame)
+        return self._entry_in(frame, offset, slot)
 
     @property
     def leaf_id(self) -> str | None:

@@ -84,6 +84,10 @@ class SessionStorage:
         self._start: Checkpoint | None = None
         self._base = 0
         self._header_end = 0
+        # The file frame ``entry_at`` decoded last, by offset: a history page reads a request
+        # and its completions one entry at a time, mostly from one frame (a fork's frames hold
+        # 256 entries each). A frame at an indexed offset never changes while the file is open.
+        self._last_read: tuple[int, tuple[bool, Any]] | None = None
 
     def __len__(self) -> int:
         """Entries in the session (all branches)."""

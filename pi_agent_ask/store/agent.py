@@ -41,6 +41,7 @@ from pi_agent_ask.form.schema_check import schema_error_text, schema_refusal
 from pi_agent_ask.form.types import AskParams
 from pi_agent_ask.form.validate import params_from_saved, validate_ask_params
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
+from pi_agent_ask.mcp_common.connection import CALL_KEY_META
 from pi_agent_ask.mcp_common.tools import (
     ELSEWHERE_TEXT,
     ReportProgress,
@@ -56,10 +57,8 @@ from pi_agent_ask.store.db import Delivered, Store
 from pi_agent_ask.store.history import TEAM_HISTORY_TOOLS, history_tool, team_records
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
 
-__all__ = ["CALL_KEY_META", "StoreAgentTools"]
+__all__ = ["StoreAgentTools"]
 
-CALL_KEY_META: Final = "pi-agent-ask/callKey"
-"""The ``_meta`` key of a tool call's key: the same for every attempt of one call."""
 OWN_SUFFIX: Final = "/own"
 EXPORT_ELSEWHERE_TEXT: Final = (
     "export_ask_history is not offered by a team desk: the file would be written on the desk's "

@@ -37,13 +37,12 @@ from mcp_types import INTERNAL_ERROR
 from pi_agent_ask.form.tools import waits_for_person
 from pi_agent_ask.mcp_common import PROGRESS_INTERVAL
 from pi_agent_ask.mcp_common.asgi import progress_reporter
-from pi_agent_ask.mcp_common.connection import HOOK_PATH, desk_url
+from pi_agent_ask.mcp_common.connection import CALL_KEY_META, HOOK_PATH, desk_url
 from pi_agent_ask.mcp_common.tools import progress_ticks
 from pi_agent_ask.mcp_server.forward import BROKEN_CODES, Held, hold_desk_session
 from pi_agent_ask.mcp_server.hook import NOTHING_TAKEN, TakeForHook, Taken
 from pi_agent_ask.mcp_server.input_end import PersonWaits
 from pi_agent_ask.mcp_server.stdio import ask_server
-from pi_agent_ask.store.agent import CALL_KEY_META
 
 __all__ = [
     "RETRY_FOR",
