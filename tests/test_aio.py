@@ -208,6 +208,8 @@ def test_notices_and_session_changes(tmp_path: Path) -> None:
 
     async def main() -> None:
         async with opened(tmp_path, settings=broken, session=tmp_path / "first.pas") as rt:
+            detail = await rt.notices.receive()  # which file, and what was wrong first
+            assert detail.startswith(f"Config file {broken}: not valid JSON: "), detail
             notice = await rt.notices.receive()
             assert notice.startswith("Config was invalid")
             await rt.call_tool("ask_user", payload("a", background=True), "c1")

@@ -318,3 +318,42 @@ async def test_agents_with_nothing_waiting_give_way_in_a_full_agents_pane(tmp_pa
                 assert any(key in row for row in pane), "\n".join(pane)
             assert any(row.startswith("▶ busy-0") for row in pane), "\n".join(pane)
             assert any("+" in row and "more" in row for row in pane), "\n".join(pane)
+
+
+async def test_saving_for_later_stands_above_the_notice_that_the_store_is_away(
+    tmp_path: Path,
+) -> None:
+    """A team desk's Esc waits for the store to take the put-back, saying "Saving for
+    later…", for up to a store call's retries when the store is away: the notice that it is
+    away stays readable under it at 80x24 and at 40x12 (it stood in its place), and takes the
+    whole line again once the key is done."""
+    from pi_agent_ask.desk.terminal import Brief
+    from pi_agent_ask.store.terminal import SAVING_FOR_LATER, STORE_AWAY, STORE_AWAY_SHORT
+
+    term = VirtualTerminal(80, 24)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "alpha") as alpha,
+        ):
+            await alpha.call_tool("ask_user", ask("Deploy"))
+            await term.wait_for("Question Deploy?")
+            display = desk.board.display
+            display.notice(Brief(STORE_AWAY, STORE_AWAY_SHORT))
+            await term.wait_for("cannot be reached")
+            display.busy(SAVING_FOR_LATER)
+            await term.wait_for(SAVING_FOR_LATER)
+            rows = term.rows()
+            assert rows[-3:] == [
+                " Saving for later…",
+                " The team's store cannot be reached (PostgreSQL is away or restarting): what you",
+                " type is kept here and saved once it is back; the forms waiting show again then.",
+            ], rows
+            term.resize(40, 12)  # a short screen: the notice's short form, on a row of its own
+            display.invalidate()
+            await term.wait_for(STORE_AWAY_SHORT)
+            assert term.rows()[-2:] == [" " + SAVING_FOR_LATER, " " + STORE_AWAY_SHORT]
+            assert "Question Deploy?" in term.text(), term.rows()
+            display.busy(None)
+            await term.wait_for(lambda t: SAVING_FOR_LATER not in t.text())
+            assert term.rows()[-1] == " " + STORE_AWAY_SHORT, term.rows()

@@ -38,6 +38,7 @@ from pi_agent_ask.mcp_common.tools import (
     NO_FORMS_WAIT_TEXT,
 )
 from pi_agent_ask.mcp_server.elicitation import (
+    MAX_ATTEMPTS,
     elicitation_schema,
     response_from_elicitation,
 )
@@ -104,6 +105,7 @@ async def connected(
     settings: dict[str, Any] | None = None,
     hook_dir: Path | None = None,
     key: str = "test-client@here",
+    on_failure: Callable[[str], None] | None = None,
 ) -> AsyncIterator[Harness]:
     settings_file = tmp_path / "settings.json"
     if settings is not None:
@@ -119,6 +121,7 @@ async def connected(
                 cwd=tmp_path,
                 progress_interval=progress_interval,
                 hook_dir=hook_dir or Path(short),
+                on_elicitation_failure=on_failure,
             ) as local,
             create_client_server_memory_streams() as (client_streams, server_streams),
             trio.open_nursery() as nursery,
@@ -273,6 +276,47 @@ async def test_an_answer_the_form_refuses_is_asked_again_with_the_reason(tmp_pat
     assert result.structured_content["answers"]["db"]["values"] == ["pg"]
     assert len(messages) == 2
     assert messages[1].startswith("That answer could not be used:")
+
+
+async def test_an_answer_refused_every_time_leaves_the_question_pending(tmp_path: Path) -> None:
+    """A client whose answers the form refuses on every attempt has not shown the form well:
+    that is its failure, told in words, never the person's cancellation; the question stays
+    pending for whatever shows forms next (``router.py`` keeps it for a desk)."""
+    messages: list[str] = []
+    failures: list[str] = []
+    returned: list[types.CallToolResult] = []
+    settled = trio.Event()
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        messages.append(params.message)
+        return accept({"db": "oracle"})
+
+    def on_failure(why: str) -> None:
+        failures.append(why)
+        settled.set()
+
+    async def ask(h: Harness) -> None:
+        returned.append(await h.call("ask_user", ASK))
+        settled.set()
+
+    with trio.fail_after(30):
+        async with (
+            connected(tmp_path, elicit=elicit, on_failure=on_failure) as h,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(ask, h)
+            await settled.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            stats = await h.local.runtime.statistics()
+            nursery.cancel_scope.cancel()
+    assert returned == []  # the call still waits (the router cuts it, saying why)
+    assert len(messages) == MAX_ATTEMPTS
+    assert h.completed == []  # no outcome: neither answered nor cancelled
+    assert len(stats.pending) == 1
+    assert failures == [
+        f"the answer given in it was refused {MAX_ATTEMPTS} times, the last time because: "
+        'Unknown option value "oracle" for question "db"'
+    ]
 
 
 async def test_background_answer_is_appended_to_the_next_result_exactly_once(

@@ -145,10 +145,16 @@ async def test_stdio_without_elicitation_falls_back(home: Home) -> None:
     settings = home.root / "agent" / "extensions" / "pi-agent-ask.json"
     settings.parent.mkdir(parents=True)
     settings.write_text("{ not json")  # a damaged settings file: defaults, and a notice
+    log_file = home.root / "server.log"
+    twice = {"questions": [*ASK["questions"], *ASK["questions"]]}  # a duplicate question id
     with trio.fail_after(60):
         async with server(home, "--desk", "off") as client:
+            # Calls refused as invalid return no questions as text: the log says nothing of it.
+            refused = [await call(client, "ask_user", bad) for bad in ({"questions": 1}, twice)]
+            assert NO_FORMS_LOG not in log_file.read_text()
             result = await call(client, "ask_user", ASK)
             wait = await call(client, "wait_for_answers", {})
+    assert refused[0].is_error and refused[1].structured_content["error"]["issues"]
     assert result.structured_content["cancelled"] is True
     # The questions as text, and what helps, in MCP's words (the host's TUI mode and
     # ``details.questions`` mean nothing to an MCP client).
@@ -157,9 +163,10 @@ async def test_stdio_without_elicitation_falls_back(home: Home) -> None:
     assert "`pi-agent-ask desk`" in text
     assert wait.is_error
     assert "`pi-agent-ask desk`" in plain(wait)
-    log = (home.root / "server.log").read_text()
+    log = log_file.read_text()
     assert "pi-agent-ask: Config was invalid" in log  # the notice reached standard error
-    assert NO_FORMS_LOG in log  # and the server says the same there
+    assert f"pi-agent-ask: Config file {settings}: not valid JSON: " in log  # which, and why
+    assert log.count(NO_FORMS_LOG) == 1  # and the server says the same there
 
 
 async def test_queued_forms_and_answers_outlive_a_server_restart(home: Home) -> None:
@@ -577,7 +584,7 @@ async def test_an_elicitation_the_client_fails_is_not_a_cancellation(home: Home)
             # The client's failure is said as such: not "User cancelled", not an answer.
             text = plain(result)
             assert result.is_error
-            assert "could not show the question form" in text
+            assert "question form could not be used" in text
             assert "the handler crashed" in text and "cancelled" not in text.lower()
             # From now on forms are kept for a desk, and the first one was never lost.
             later = await call(client, "ask_user", {**ASK, "background": True})
@@ -592,7 +599,7 @@ async def test_an_elicitation_the_client_fails_is_not_a_cancellation(home: Home)
     assert len(results) == 2
     assert all(item["result"]["cancelled"] is False for item in results)
     log = (home.root / "server.log").read_text()
-    assert "the client could not show a form (the handler crashed)" in log
+    assert "form could not be used (its elicitation request failed: the handler crashed)" in log
 
 
 async def test_a_kept_ask_with_a_background_that_is_not_a_boolean_is_refused(home: Home) -> None:

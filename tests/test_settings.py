@@ -297,11 +297,42 @@ def test_invalid_or_unsupported_file_loads_defaults_and_is_left_alone(
 
     assert loaded.config == Config()
     assert loaded.notices == (INVALID_CONFIG_NOTICE,)
+    # Which file, and what was wrong, beside the notice (for standard error and logs).
+    [detail] = loaded.details
+    assert detail.startswith(f"Config file {path}: ") and detail.endswith("."), detail
     assert INVALID_CONFIG_NOTICE == (
         "Config was invalid or unsupported. Loaded defaults for this session and left the "
         "config file unchanged. Fix the config file; pi-agent-ask reads it again at its next start."
     )
     assert snapshot(path.parent) == before  # no rewrite, no .bak, no temp file
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (
+            default_file(behaviour={"showFooterHints": "yes"}),
+            "behaviour.showFooterHints must be true or false",
+        ),
+        (default_file(schemaVersion=7), "schemaVersion must be a whole number from 1 to 6"),
+        ([], "not a JSON object"),
+        ("{bad json", "not valid JSON: Expecting property name enclosed in double quotes: "),
+        (b'{"schemaVersion": 6, "x": "\xff"}', "not UTF-8 text (invalid start byte at byte 27)"),
+    ],
+)
+def test_an_invalid_file_s_details_name_it_and_its_first_problem(
+    path: Path, content: Any, problem: str
+) -> None:
+    if isinstance(content, bytes):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(content)
+    else:
+        write(path, content)
+    loaded = load_settings(path)
+    assert loaded.notices == (INVALID_CONFIG_NOTICE,)  # the screens' text, unchanged
+    [detail] = loaded.details
+    assert detail.startswith(f"Config file {path}: {problem}"), detail
+    assert load_settings(path.with_name("valid.json")).details == ()
 
 
 def test_non_utf8_file_is_invalid(path: Path) -> None:

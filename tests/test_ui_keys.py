@@ -119,6 +119,30 @@ async def test_single_select_with_a_number_then_double_press_submit(tmp_path: Pa
     assert ask.term.raw.endswith("\x1b[?1049l") or "\x1b[?1049l" in ask.term.chunks[-1]
 
 
+async def test_digits_are_hinted_as_far_as_the_rows_go_and_one_past_them_says_so(
+    tmp_path: Path,
+) -> None:
+    """The hint names the digits this question has (its options and ``Type your own``); a
+    digit past them selects nothing and says which rows there are, as any other key that does
+    nothing on a question says what it would take."""
+    async with asking(tmp_path, GOAL, TONE) as ask:
+        await ask.wait("1-3 select · ")
+        assert "1-9" not in ask.term.text()
+        ask.send("7")
+        await ask.wait("No row 7: this question's rows are 1-3.")
+        assert "( ) Speed" in ask.term.text() and "( ) Size" in ask.term.text()
+        ask.send("2")  # the next key clears the notice; Size, and on to the next question
+        await ask.wait("1-4 toggle · ")
+        assert "No row" not in ask.term.text()
+        ask.send("3", ENTER)
+        await ask.wait("Review your answers")
+        ask.send(ENTER)
+        status, result = await ask.finished()
+    assert status == 0
+    assert answers(result)["goal"]["values"] == ["size"]
+    assert answers(result)["tone"]["values"] == ["dry"]
+
+
 async def test_multi_select_with_space_and_enter(tmp_path: Path) -> None:
     async with asking(tmp_path, TONE) as ask:
         await ask.wait("Which tones fit?")

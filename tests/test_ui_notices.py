@@ -29,7 +29,11 @@ async def test_a_broken_settings_file_is_said_on_the_form(tmp_path: Path) -> Non
             ask.send("\x03", "\x03")
             status, _ = await ask.finished()
     assert status == 1
-    assert len(printed) == 1 and printed[0][0].startswith("Config was invalid or unsupported.")
+    # Printed (standard error): which file and what was wrong, then the notice the form shows.
+    [(detail, notice)] = printed
+    assert detail.startswith(f"Config file {settings}: not valid JSON: "), detail
+    assert notice.startswith("Config was invalid or unsupported.")
+    assert "Config file" not in text  # the form has the notice alone (a small screen's room)
     assert settings.read_text() == "{ not json"  # never rewritten
 
 

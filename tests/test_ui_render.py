@@ -15,7 +15,7 @@ from pi_agent_ask.form.sanitize import sanitize_text
 from pi_agent_ask.form.transcript import cell_width
 from pi_agent_ask.form.validate import validate_ask_params
 from pi_agent_ask.persistence.settings import EditorKeymap, GlobalKeymap, Keymaps, MainKeymap
-from pi_agent_ask.ui.render import RenderOptions, line_text, render_form
+from pi_agent_ask.ui.render import RenderOptions, footer_hints, line_text, render_form
 from pi_agent_ask.ui.render import frame as r
 
 CONTEXT = "Benchmarks from last week.\nCold build: 41s, warm build: 9s."
@@ -359,6 +359,32 @@ def test_footer_hints_come_from_the_live_keymaps() -> None:
     assert "D skip" in hints
     editing = render_form(run(state, fs.Number(4)), 200, RenderOptions(keymaps=keymaps))
     assert "Ctrl+S submit" in footer(editing)
+
+
+def test_the_digit_hint_goes_as_far_as_the_question_s_rows() -> None:
+    """``1-4 select`` for three options and ``Type your own``; two digits from 10 on; the
+    Review tab names its own digits, an open editor none."""
+    state = form()
+    assert ("1-4", "select") in hints_of(state)
+    assert footer(render_form(state, 30, RenderOptions(height=12))).startswith("1-4 select")
+    assert ("1-3", "toggle") in hints_of(run(state, fs.NextTab()))
+    one = form(
+        questions=[{"id": "go", "prompt": "Ship?", "options": [{"value": "y", "label": "Y"}]}]
+    )
+    assert ("1-2", "select") in hints_of(one)
+    many = [{"value": f"v{n}", "label": f"Option {n}"} for n in range(12)]
+    twelve = form(questions=[{"id": "pick", "prompt": "Which?", "options": many}])
+    assert ("1-13", "select") in hints_of(twelve)
+    review = hints_of(run(state, fs.SelectTab(2)))
+    assert ("1", "submit") in review and not any(k.startswith("1-") for k, _ in review)
+    editing = hints_of(run(state, fs.Number(4)))
+    assert not any(k.startswith("1") for k, _ in editing)
+    for shown in (state, one, twelve):
+        assert "1-9" not in render_form(shown, 200).text()
+
+
+def hints_of(state: fs.FormState) -> list[tuple[str, str]]:
+    return footer_hints(state, Keymaps())
 
 
 def test_footer_hints_can_be_turned_off() -> None:

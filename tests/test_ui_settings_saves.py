@@ -50,7 +50,7 @@ async def test_a_burst_of_toggles_ends_with_the_last_on_disk_and_on_screen(
         await ask.wait_gone("Live settings")
         saved = json.loads(ask.settings.read_text())
         assert saved["behaviour"]["showFooterHints"] is True
-        assert "1-9 select" in ask.term.text()  # the form follows: hints shown
+        assert "1-3 select" in ask.term.text()  # the form follows: hints shown
         ask.send("\x03", "\x03")
         await ask.finished()
     assert len(calls) == 2

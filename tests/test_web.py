@@ -311,6 +311,21 @@ async def test_history_says_when_a_question_was_answered_and_names_when_it_was_a
             )
 
 
+async def test_history_shows_the_notes_on_options(tmp_path: Path) -> None:
+    """A note written on an option (selected or not) is in the history with its option's
+    label, as the Markdown export has it: the page left it out, so what the person wrote
+    there was nowhere on it."""
+    with trio.fail_after(60):
+        async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
+            await alpha.call_tool("ask_user", ask("Deploy"))
+            notes = {"yes": "only after 18:00", "no": "<b>never</b> on Fridays"}
+            await answer_displayed(desk, {"q": {"values": ["yes"], "optionNotes": notes}})
+            page = await alpha_history(desk)
+            said = 'Note on <span dir="auto">{}</span>: <span dir="auto">{}</span>'
+            assert said.format("Yes", "only after 18:00") in page, page
+            assert said.format("No", "&lt;b&gt;never&lt;/b&gt; on Fridays") in page, page
+
+
 async def test_a_long_history_says_how_much_of_it_the_page_lists(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:

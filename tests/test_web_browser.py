@@ -8,15 +8,18 @@ import functools
 import gc
 import json
 import os
+import queue
 import resource
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import httpx2
 import pytest
 import trio
@@ -33,9 +36,11 @@ from pi_agent_ask.desk.web.testing import (
     browser_missing,
     by_role,
     emulate_scheme,
+    roles,
     set_viewport,
     start_browser,
 )
+from pi_agent_ask.desk.web.view import MAX_TEXT
 from pi_agent_ask.form import state as fs
 
 MISSING = browser_missing()
@@ -1003,7 +1008,10 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
                         "Database",
                         opt("sqlite", "SQLite", description="One file, no server"),
                         opt("pg", "Postgres", recommended=True, description="Runs in a container"),
-                        context="docker-compose.yml lists a postgres:16 service.",
+                        # Long enough to scroll in its box once opened (axe checks that
+                        # the keyboard can reach it).
+                        context="docker-compose.yml lists a postgres:16 service:\n"
+                        + "".join(f"  line {n}: postgres:16\n" for n in range(40)),
                     ),
                     single(
                         "features",
@@ -1049,6 +1057,9 @@ async def test_phone_and_desktop_layouts_are_accessible_and_screenshots_are_take
                     assert small_targets(browser) == [], name
                     by_role(question(browser, "Database"), "radio", "SQLite", exact=False).click()
                     assert browser.save_screenshot(str(screenshots / name)), name
+                    # The context opened: a box that scrolls, which every browser's keyboard
+                    # must reach (axe's scrollable-region-focusable, for Safari).
+                    question(browser, "Database").find_element("tag name", "summary").click()
                     return axe_violations(browser, script) if script is not None else []
 
                 violations = await run(layout)
@@ -1410,3 +1421,242 @@ async def test_past_the_sign_in_limit_try_again_signs_in_with_the_same_link(
 
             await run(again)
             assert await run(lambda: browser.current_url) == web.base_url + "/"
+
+
+# -- A long form on a phone, on one desk for the module ---------------------------------------
+
+LONG_FORM = ask(
+    single(
+        "policy",
+        "Failure policy",
+        *(
+            opt(f"o{n}", f"Option {n + 1}", description="what choosing it means " * (n % 3 * 3))
+            for n in range(30)
+        ),
+        prompt="How should the nightly export behave when the warehouse is partly away? " * 6,
+        context="".join(f"line {n} of the export's runbook\n" for n in range(40)),
+    ),
+    single(
+        "notify",
+        "Notify",
+        *(opt(who, who.title()) for who in ("oncall", "data", "product", "support")),
+        type="multi",
+    ),
+    single("why", "Reasoning", opt("none", "No reason needed")),
+    title="The nightly export",
+    background=True,
+)
+"""What a person answers on a phone: a long question with 30 options (some described at
+length) and a long context, a multi-select, a question to explain in words."""
+
+
+@attrs.frozen
+class LongFormDesk:
+    """The module's desk showing ``LONG_FORM`` (:func:`long_form`), and the session the
+    shared browser signed in with there."""
+
+    base_url: str
+    cookie: str
+
+    def open(self, driver: Any, width: int = 390, height: int = 844) -> None:
+        """``driver`` at a phone's ``width`` x ``height``, showing the form (with the session
+        given back: the module's other tests sign in to desks of their own, on this host)."""
+        set_viewport(driver, width, height, mobile=True)
+        if not driver.current_url.startswith(self.base_url):
+            driver.get(self.base_url + "/static/icon.svg")  # the desk's origin, for its cookie
+        if (driver.get_cookie(COOKIE) or {}).get("value") != self.cookie:
+            driver.add_cookie(
+                {"name": COOKIE, "value": self.cookie, "httpOnly": True, "sameSite": "Strict"}
+            )
+        driver.get(self.base_url + "/")
+        wait_until(driver, form_shown)
+
+
+@pytest.fixture(scope="module")
+def long_form_desk(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LongFormDesk]:
+    """A desk showing ``LONG_FORM``, running in a thread of its own for the whole module, the
+    shared browser signed in to it once (a sign-in URL from the desk, as ``desk login-url``
+    gets one): the layout tests on it open it in a fraction of a second instead of starting a
+    desk each (about 2 s). A test that types restores what it changed."""
+    base = tmp_path_factory.mktemp("long-form")
+    started: queue.Queue[tuple[str, str]] = queue.Queue()
+    stop = threading.Event()
+
+    async def serve() -> None:
+        async with open_desk(base) as desk, desk_client(desk.address, "export-agent") as agent:
+            assert desk.web is not None
+            await agent.call_tool("ask_user", LONG_FORM)
+            await desk.board.wait_for(lambda board: board.current is not None)
+            started.put((desk.web.base_url, desk.address.token))
+            await trio.to_thread.run_sync(stop.wait)
+
+    thread = threading.Thread(target=trio.run, args=(serve,), daemon=True)
+    thread.start()
+    try:
+        base_url, token = started.get(timeout=60)
+        got = httpx2.post(
+            base_url + "/login-code", headers={"authorization": f"Bearer {token}"}, timeout=30
+        )
+        sign_in(browser, got.json()["url"])
+        yield LongFormDesk(base_url, browser.get_cookie(COOKIE)["value"])
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+@pytest.fixture
+def long_form(browser: Any, long_form_desk: LongFormDesk) -> Iterator[LongFormDesk]:
+    """The module's long form (:func:`long_form_desk`) for one test, the browser's viewport
+    given back to the next test as it was (a test opens the form at a phone's size)."""
+    try:
+        yield long_form_desk
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def box_height(driver: Any, box: Any) -> tuple[int, int]:
+    """A text box's drawn height and the height its text needs (``clientHeight``,
+    ``scrollHeight``)."""
+    heights = driver.execute_script(
+        "return [arguments[0].clientHeight, arguments[0].scrollHeight]", box
+    )
+    return heights[0], heights[1]
+
+
+def test_a_long_answer_typed_on_a_phone_is_shown_whole(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A paragraph typed in a text box (`Type your own`, a note) is all in view as it grows:
+    the box grows with its text, where it stayed two lines tall and scrolled inside itself, so
+    on a phone the person could not read back what they wrote."""
+    long_form.open(browser)
+    box = by_role(question(browser, "Reasoning"), "textbox", "Type your own")
+    empty = box.rect["height"]
+    paragraph = (
+        "Skip only the broken partition and keep the rest flowing; paging at night for a "
+        "partial outage burned people out last quarter."
+    )
+    # Pasted (as a person on a phone often does), then typed on.
+    paste = (
+        "arguments[0].value = arguments[1];"
+        "arguments[0].dispatchEvent(new InputEvent('input', {bubbles: true,"
+        " inputType: 'insertFromPaste'}))"
+    )
+    browser.execute_script(paste, box, paragraph * 2)
+    box.send_keys(" Thanks.")
+    try:
+        shown, needed = box_height(browser, box)
+        assert shown >= needed, (shown, needed)
+        assert box.rect["height"] > 1.5 * empty
+        # A whole page of text stops growing at 60 % of the screen and scrolls inside the
+        # box, the buttons below still a short way off.
+        browser.execute_script(paste, box, paragraph * 40)
+        shown, needed = box_height(browser, box)
+        assert needed > shown and box.rect["height"] <= 0.6 * 844 + 1, (shown, needed)
+    finally:
+        browser.execute_script("arguments[0].value = ''", box)
+        box.send_keys(" ", "\b")  # the empty box saved, as typed
+    # Empty, it keeps its two lines: room to start typing.
+    assert box.rect["height"] == empty >= 60
+
+
+def unreachable_line(driver: Any, saying: str) -> Any:
+    """The page's status line once it says ``saying`` (shown only when it says something)."""
+    status = by_role(driver, "status", "", exact=False)
+    return status if saying in status.text else None
+
+
+def test_at_200_percent_the_line_kept_in_view_leaves_room_for_the_form(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone zoomed to 200 % (390 px of screen, 195 CSS px): the line saying the desk
+    cannot be reached stays at the top as the person types, but takes at most a third of the
+    screen (its text scrolls inside it), and the box the focus moves to comes into view below
+    it, not under it. It took 290 px of 422 and hid the box being typed in."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    long_form.open(browser, 195, 422)
+    reasoning = question(browser, "Reasoning")
+    note = by_role(reasoning, "textbox", "Note")
+    try:
+        offline(browser, True)
+        note.send_keys("x")
+        status = wait_until(browser, lambda d: unreachable_line(d, "cannot be reached"))
+        height = browser.execute_script("return innerHeight")
+        assert status.rect["height"] <= height / 3, (status.rect, height)
+        # Shift+Tab from a box at the top of the screen: the one before it, above the screen,
+        # is brought into view.
+        browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", note)
+        ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
+        custom = by_role(reasoning, "textbox", "Type your own")
+        assert browser.switch_to.active_element == custom
+        top = browser.execute_script("return arguments[0].getBoundingClientRect().top", custom)
+        bottom = browser.execute_script(
+            "return arguments[0].getBoundingClientRect().bottom", status
+        )
+        assert top >= bottom, (top, bottom)
+    finally:
+        offline(browser, False)
+        note.send_keys("\b")  # saved once typed, or as the page is left (not waited for)
+
+
+def test_at_200_percent_an_options_text_keeps_most_of_the_width(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone zoomed to 200 % (195 CSS px wide): the page's margins, the question's box and
+    the choice's column leave an option's text 60 % of the screen's width. They left it
+    85 px of 195, and words broke in the middle ("consequenc-es")."""
+    long_form.open(browser, 195, 422)
+    # Found by its text (by role, among 30 radio buttons, took half a second).
+    label = browser.find_element("xpath", "//label[contains(., 'Option 3 —')]")
+    width = browser.execute_script("return innerWidth")
+    assert label.rect["width"] >= 0.6 * width, (label.rect, width)
+    assert no_horizontal_scroll(browser)
+
+
+def test_with_text_enlarged_to_200_percent_an_options_text_keeps_most_of_the_width(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone whose browser's text size is set to 200 % (32 px, the width 390 px): as when
+    zoomed, an option's text keeps most of the width (it had 216 px of 390, the margins in
+    rem doubled with the text)."""
+    sizes = {"standard": 16, "fixed": 13}
+    browser.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": {"standard": 32, "fixed": 26}})
+    try:
+        long_form.open(browser, 390, 844)
+        label = browser.find_element("xpath", "//label[contains(., 'Option 3 —')]")
+        assert label.rect["width"] >= 0.6 * 390, label.rect
+        assert no_horizontal_scroll(browser)
+    finally:
+        browser.execute_cdp_cmd("Page.setFontSizes", {"fontSizes": sizes})
+
+
+def test_why_a_draft_was_not_kept_is_in_view_where_the_person_types(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone, the first question's note far above the buttons: text the desk will not keep
+    (past its limit) is said where the person is, at the bottom of the screen, while they
+    type there; it was said only beside the buttons, a long scroll away, so the person typed
+    on not knowing nothing was saved. Once the text is kept, the line is gone."""
+    long_form.open(browser)
+    note = by_role(question(browser, "Failure policy"), "textbox", "Note")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", note)
+    note.click()
+    browser.execute_cdp_cmd("Input.insertText", {"text": "y" * (MAX_TEXT + 5)})
+    try:
+        said = wait_until(
+            browser,
+            lambda d: "characters long" in (t := by_role(d, "alert", "", exact=False)).text and t,
+        )
+        assert in_view(browser, said), said.rect
+        assert browser.switch_to.active_element == note
+    finally:
+        browser.execute_script(
+            "arguments[0].value = '';"
+            "arguments[0].dispatchEvent(new InputEvent('input', {bubbles: true}))",
+            note,
+        )
+        wait_until(browser, lambda d: not any(alert.text for alert in roles(d, "alert")))

@@ -376,7 +376,8 @@ async def _open_runtime(
             if screen is not None:
                 screen.attach(runtime.apply_settings, work_dir)
                 await nursery.start(_supervise_terminal, runtime, screen, input, output)
-            for text in loaded.notices:
+            # The details first: a host showing the latest notice alone shows the notice.
+            for text in (*loaded.details, *loaded.notices):
                 runtime.notice(text)
             for report in journal.reports:
                 runtime.notice(report.describe())

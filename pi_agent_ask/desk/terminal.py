@@ -467,7 +467,9 @@ class DeskSurface(TerminalSurface):
     def _notice_lines(self) -> list[str]:
         """The latest notice wrapped between words at the screen's width, at most
         ``NOTICE_ROWS`` lines (one on a short screen, where the rows are the form's): a notice
-        names a file, so it wraps rather than ending at the edge."""
+        names a file, so it wraps rather than ending at the edge. What a key is doing
+        (:attr:`busy_text`) takes a row of its own above it, never its place: Esc's put-back
+        waits out a store that is away, and the notice saying so must stay readable."""
         size = get_app().output.get_size()
         if self.link is not None:
             # Asked for with a key, and gone at the next: every row it takes, however short
@@ -478,7 +480,8 @@ class DeskSurface(TerminalSurface):
                 *(" " + "".join(text for _, text in line) for line in lines),
                 *_url_rows(self.link, max(10, size.columns)),
             ]
-        notice = self.busy_text or self.hint_text or (self.notices[-1] if self.notices else None)
+        latest = self.hint_text or (self.notices[-1] if self.notices else None)
+        notice = latest if latest is not None else self.busy_text
         if notice is None:
             return [""]
         # Short: the rows go to the form, while there is one on display.
@@ -491,7 +494,8 @@ class DeskSurface(TerminalSurface):
 
         if not isinstance(notice, str):
             notice = notice.fitted(lambda text: len(wrapped(text)) <= rows)
-        return wrapped(notice)[:rows]
+        busy = wrapped(self.busy_text)[:1] if self.busy_text and latest is not None else []
+        return [*busy, *wrapped(notice)[:rows]]
 
     def _status(self) -> StyleAndTextTuples:
         lines = self._notice_lines()
@@ -499,9 +503,14 @@ class DeskSurface(TerminalSurface):
         on_display = self.board is not None and self.board.current is not None
         if lines == [""] and self.login_url is not None and on_display:
             return [("class:ask.muted", " " + SIGN_IN_HINT)]
-        said = self.busy_text or self.hint_text or self.link
-        style = "class:ask.accent" if said else "class:ask.warning"
-        return [(style, "\n".join(lines))]
+        accent = "class:ask.accent"  # what a key did or does, as against a warning
+        style = accent if self.link is not None or self.hint_text else "class:ask.warning"
+        if self.busy_text is None or self.link is not None:
+            return [(style, "\n".join(lines))]
+        if not (self.hint_text or self.notices):
+            return [(accent, "\n".join(lines))]
+        # The busy row, then the latest notice under it (``_notice_lines``).
+        return [(accent, lines[0] + "\n"), (style, "\n".join(lines[1:]))]
 
     def _status_height(self) -> Dimension:
         return Dimension.exact(len(self._notice_lines()))

@@ -173,6 +173,12 @@ def custom_row(state: FormState, question: int) -> int:
     return len(state.params.questions[question].options)
 
 
+def numbered_rows(state: FormState) -> int:
+    """The rows a number key (or a click) picks on the current tab: the question's options
+    and ``Type your own``, numbered from 1; 0 on Review."""
+    return 0 if state.on_review else custom_row(state, state.tab) + 1
+
+
 def has_custom_content(draft: Draft) -> bool:
     """Saved custom text or images, selected or not."""
     return bool(draft.custom_text.strip()) or bool(draft.custom_images)

@@ -23,14 +23,17 @@ What elicitation cannot carry (``docs/mcp.md``): per-option notes, images and pa
 attachments, the ``skipped`` mark, option descriptions as separate text (they go into the
 property description), the form's tabs and review screen, and drafts (an elicitation is
 answered whole or not at all). A single-select question answered with both an option and
-custom text is refused by the form's validation; the person is asked again with the reason.
+custom text is refused by the form's validation; the person is asked again with the reason,
+at most ``MAX_ATTEMPTS`` times in all.
 
 ``ElicitationSurface`` is a runtime ``Surface``: each shown form becomes one elicitation
 request; the answer goes into the form's inbox as a remote response. ``accept`` answers,
 ``decline`` and ``cancel`` dismiss the form (a cancellation, never an invented answer). A
 client that answers the elicitation with an error is a client failure, not a person's
-decision: the form stays pending and ``on_failure`` is told (the server then keeps its forms
-for a desk); a connection that closed leaves the form pending too (the next start shows it).
+decision: the form stays pending and ``on_failure`` is told why (the server then keeps its
+forms for a desk); so is an answer the form refused ``MAX_ATTEMPTS`` times (a client that keeps
+sending what the form cannot take is no better at showing it, and nobody cancelled anything).
+A connection that closed leaves the form pending too (the next start shows it).
 ``finish`` stops showing forms and waits for the elicitations open then, and for the runtime to
 record what the person decided there (``recorded``): a server moving to a desk never drops the
 person's answer in the client.
@@ -55,7 +58,8 @@ from pi_agent_ask.form.types import AskParams
 CUSTOM_SUFFIX = ".custom"
 NOTE_SUFFIX = ".note"
 MAX_ATTEMPTS = 3
-"""Elicitations per form before an answer the form keeps refusing dismisses it."""
+"""Elicitations per form before an answer the form keeps refusing counts as the client's
+failure (the form stays pending, ``on_failure`` says why)."""
 
 TITLED_CHOICES_SINCE = "2025-11-25"
 """The protocol version that brought titled choices and multi-select arrays to elicitation."""
@@ -69,8 +73,21 @@ def plain_for(protocol_version: str) -> bool:
     return protocol_version < TITLED_CHOICES_SINCE
 
 
-def _log_failure(message: str) -> None:
-    print(f"pi-agent-ask: the client could not show a form: {message}", file=sys.stderr)
+def _log_failure(why: str) -> None:
+    print(f"pi-agent-ask: the client's form could not be used: {why}", file=sys.stderr)
+
+
+def request_failed(message: str) -> str:
+    """Why a form stays pending when the client answered its elicitation with an error."""
+    return f"its elicitation request failed: {message}"
+
+
+def refused_too_often(problem: str) -> str:
+    """Why a form stays pending when the form refused the client's answer every time."""
+    return (
+        f"the answer given in it was refused {MAX_ATTEMPTS} times, the last time because: "
+        f"{problem.rstrip('.')}"
+    )
 
 
 def _option_title(option: Any) -> str:
@@ -207,10 +224,11 @@ class ElicitationSurface:
     """
 
     on_failure: Callable[[str], None] = _log_failure
-    """Called when the client answers an elicitation with an error (its handler failed, it
-    refused form mode): that is the client's failure, not a person's decision, so the form
-    is neither cancelled nor answered: it stays pending, and the server decides where forms
-    go now (``router.py``: kept for a desk)."""
+    """Called, with why in words (``request_failed``, ``refused_too_often``), when the client
+    answers an elicitation with an error (its handler failed, it refused form mode) or the
+    form refused its answer ``MAX_ATTEMPTS`` times: that is the client's failure, not a
+    person's decision, so the form is neither cancelled nor answered: it stays pending, and
+    the server decides where forms go now (``router.py``: kept for a desk)."""
     _elicit: Elicit | None = None
     _plain: bool = False
     """The client gets the plain mapping (``serve``)."""
@@ -358,17 +376,19 @@ class ElicitationSurface:
                 return  # the client is gone: the form stays pending for the next start
             except MCPError as error:
                 if error.error.code != types.CONNECTION_CLOSED:
-                    self.on_failure(error.error.message or str(error))
+                    self.on_failure(request_failed(error.error.message or str(error)))
                 return  # the form stays pending: no person decided anything
             except Exception as error:  # a malformed reply: the client cannot ask here
-                self.on_failure(f"{type(error).__name__}: {error}")
+                self.on_failure(request_failed(f"{type(error).__name__}: {error}"))
                 return
             response = response_from_elicitation(state.params, presented, result, plain=self._plain)
             problem = await self._respond(flow_id, commands, response)
             if problem is None:
                 return
-        # The person's answers kept failing the form's checks: dismiss, never guess.
-        await self._respond(flow_id, commands, {"kind": "cancel"})
+        # The answers kept failing the form's checks: never guess, and never call that the
+        # person's cancellation. The form stays pending, as for a failed elicitation.
+        assert problem is not None
+        self.on_failure(refused_too_often(problem))
 
     async def _respond(
         self,

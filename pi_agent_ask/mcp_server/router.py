@@ -133,15 +133,15 @@ MOVED_TEXT = (
     "shown {where}. Its answer reaches you through wait_for_answers or with a later tool result."
 )
 ELICITATION_FAILED_TEXT = (
-    "The MCP client could not show the question form (its elicitation request failed: "
-    "{error}). This is not the user's answer or cancellation: the question stays queued, and "
+    "The MCP client's question form could not be used ({why}). This is not the user's "
+    "answer or cancellation: the question stays queued, and "
     "pi-agent-ask now keeps questions for a desk: the user runs `pi-agent-ask desk` in a "
     "terminal to answer them, and the answers reach you through wait_for_answers or with a "
     "later tool result."
 )
 ELICITATION_FAILED_LOG = (
-    "pi-agent-ask: the client could not show a form ({error}); questions are kept for a desk: "
-    "run `pi-agent-ask desk` in a terminal to answer them"
+    "pi-agent-ask: the client's form could not be used ({why}); questions are kept for a "
+    "desk: run `pi-agent-ask desk` in a terminal to answer them"
 )
 UNRECORDED_TEXT = (
     "The answer given in the MCP client's form could not be recorded (the write to the session "
@@ -370,7 +370,7 @@ class Router:
         tools: AgentTools = side.local.tools
         if not side.local.keep:
             result = await tools.call_tool(name, arguments, report_progress=report)
-            if side.local.runtime.mode != "tui" and name == tool_names.ASK_USER:
+            if side.local.runtime.mode != "tui" and name == tool_names.ASK_USER and _taken(result):
                 self.log(NO_FORMS_LOG)  # the non-TUI fallback: the agent is told the same
             return result
         if name == tool_names.ASK_USER and (side.local.in_memory or self.session_given):
@@ -574,14 +574,15 @@ class Router:
         with contextlib.suppress(DeskGone, Exception):
             await forward_list(side.upstream)
 
-    def _elicitation_failed(self, message: str) -> None:
-        """The client answered an elicitation with an error: it cannot show forms after all,
+    def _elicitation_failed(self, why: str) -> None:
+        """The client's form failed (it answered an elicitation with an error, or the form
+        refused its answers every time, ``elicitation.py``): it cannot show forms after all,
         so from now on they are kept for a desk (the form it failed on stays pending)."""
-        self.log(ELICITATION_FAILED_LOG.format(error=message))
+        self.log(ELICITATION_FAILED_LOG.format(why=why))
         if not self.elicitation:
             return
         self.elicitation = False
-        self._reopen = ELICITATION_FAILED_TEXT.format(error=message)
+        self._reopen = ELICITATION_FAILED_TEXT.format(why=why)
         self._seen = None
         assert self._nursery is not None
         self._nursery.start_soon(self._settle_in_background)
@@ -665,6 +666,12 @@ class Router:
         if self._side is side and self.desk == "auto":
             self._seen = None
             await self._settle()
+
+
+def _taken(result: types.CallToolResult) -> bool:
+    """Whether an ``ask_user`` result is of a call the runtime took (it names its request),
+    not one it refused as invalid (a tool error, or issues and no request)."""
+    return not result.is_error and "requestId" in (result.structured_content or {})
 
 
 def _questions(request_ids: tuple[str, ...]) -> str:

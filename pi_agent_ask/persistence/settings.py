@@ -345,10 +345,22 @@ class DecodedConfig:
     notices: tuple[str, ...] = ()
     migrated_from: int | None = None
     used_defaults: bool = False
+    problem: str | None = None
+    """What was wrong first, when the file was invalid (its load names the file with it)."""
 
 
-def _defaults(notice: str) -> DecodedConfig:
-    return DecodedConfig(Config(), (notice,), used_defaults=True)
+def _defaults(notice: str, problem: str | None = None) -> DecodedConfig:
+    return DecodedConfig(Config(), (notice,), used_defaults=True, problem=problem)
+
+
+_Global = tuple[Config, list[str], str | None]
+"""The global file's config, its notices, and which file was invalid and why (``details``)."""
+
+
+def _invalid(path: Path, problem: str) -> _Global:
+    """The defaults for a file that was invalid: the reference's notice, unchanged, and the
+    detail naming the file and what was wrong first."""
+    return Config(), [INVALID_CONFIG_NOTICE], f"Config file {path}: {problem}."
 
 
 def decode_config_file(
@@ -360,10 +372,11 @@ def decode_config_file(
     migration notice). Versions below :data:`CURRENT_SCHEMA_VERSION` migrate in memory.
     """
     if not is_object(data):
-        return _defaults(INVALID_CONFIG_NOTICE)
+        return _defaults(INVALID_CONFIG_NOTICE, "not a JSON object")
     version = schema_version(data)
     if version is None or not 1 <= version <= CURRENT_SCHEMA_VERSION:
-        return _defaults(INVALID_CONFIG_NOTICE)
+        supported = f"schemaVersion must be a whole number from 1 to {CURRENT_SCHEMA_VERSION}"
+        return _defaults(INVALID_CONFIG_NOTICE, supported)
     migrated: dict[str, JSON] = data
     if version < CURRENT_SCHEMA_VERSION:
         try:
@@ -382,8 +395,8 @@ def decode_config_file(
     without_keymaps = {key: value for key, value in migrated.items() if key != "keymaps"}
     try:
         config = Config.from_json(without_keymaps)
-    except InvalidConfigError:
-        return _defaults(INVALID_CONFIG_NOTICE)
+    except InvalidConfigError as error:
+        return _defaults(INVALID_CONFIG_NOTICE, str(error))
 
     if "keymaps" in migrated:
         try:
@@ -559,6 +572,10 @@ class LoadedSettings:
     config: Config
     global_config: Config
     notices: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()
+    """What the notices leave out, for standard error and logs (printed before them): which
+    file was invalid and what was wrong first (``Config file PATH: PROBLEM.``). The screens
+    show the notices alone: a 40x12 form or overlay has no room for both."""
     project_dir: Path | None = None
     project_question_mode: QuestionMode | None = None
 
@@ -648,7 +665,7 @@ def _read_text(path: Path) -> str:
     return b"".join(chunks).decode("utf-8-sig")
 
 
-def _load_global(path: Path, *, migrations: Sequence[Migration]) -> tuple[Config, list[str]]:
+def _load_global(path: Path, *, migrations: Sequence[Migration]) -> _Global:
     for _attempt in range(2):
         try:
             text = _read_text(path)
@@ -658,23 +675,28 @@ def _load_global(path: Path, *, migrations: Sequence[Migration]) -> tuple[Config
             except _TargetExists:
                 continue  # created by someone else meanwhile: read theirs
             except SettingsSaveError as error:
-                return Config(), [str(error)]
-            return Config(), []
-        except UnicodeDecodeError:
-            return Config(), [INVALID_CONFIG_NOTICE]
+                return Config(), [str(error)], None
+            return Config(), [], None
+        except UnicodeDecodeError as error:
+            return _invalid(path, f"not UTF-8 text ({error.reason} at byte {error.start})")
         except OSError as error:
-            return Config(), [
+            unreadable = (
                 f"Unable to read ask config at {path}: {error}. Loaded defaults for this "
                 "session and left the config file unchanged. Fix the config file; "
                 "pi-agent-ask reads it again at its next start."
-            ]
+            )
+            return Config(), [unreadable], None
         try:
             data = _parse_json(text)
-        except (ValueError, RecursionError):
-            return Config(), [INVALID_CONFIG_NOTICE]
+        except RecursionError:
+            return _invalid(path, "not valid JSON: nested too deeply")
+        except ValueError as error:
+            return _invalid(path, f"not valid JSON: {error}")
         decoded = decode_config_file(data, migrations=migrations)
-        return decoded.config, list(decoded.notices)
-    return Config(), [INVALID_CONFIG_NOTICE]
+        if decoded.problem is not None:
+            return _invalid(path, decoded.problem)
+        return decoded.config, list(decoded.notices), None
+    return Config(), [INVALID_CONFIG_NOTICE], None
 
 
 _PROJECT_ALLOWED = "behaviour.questionMode"
@@ -752,7 +774,7 @@ def load_settings(
     are taken from the current directory). ``migrations`` is for tests.
     """
     global_path = Path(path)
-    global_config, notices = _load_global(global_path, migrations=migrations)
+    global_config, notices, detail = _load_global(global_path, migrations=migrations)
     project: Path | None = None
     mode: QuestionMode | None = None
     if project_dir is not None:
@@ -764,6 +786,7 @@ def load_settings(
         config=_apply_question_mode(global_config, mode),
         global_config=global_config,
         notices=tuple(notices),
+        details=() if detail is None else (detail,),
         project_dir=project,
         project_question_mode=mode,
     )

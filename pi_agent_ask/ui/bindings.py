@@ -43,6 +43,7 @@ from pi_agent_ask.form.sanitize import is_safe, sanitize_text
 from pi_agent_ask.persistence.keys import format_key, from_prompt_toolkit, to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_view import FormController
+from pi_agent_ask.ui.render.footer import no_such_row
 from pi_agent_ask.ui.render.header import NEXT_UNANSWERED_KEY
 
 __all__ = [
@@ -72,6 +73,22 @@ def _add(
 def _send(controller: FormController, command: fs.Command) -> Callable[[KeyPressEvent], None]:
     def handler(_event: KeyPressEvent) -> None:
         controller.send(command)
+
+    return handler
+
+
+def _number_key(controller: FormController, digit: int) -> Callable[[KeyPressEvent], None]:
+    """A digit in navigation: its row, or, past the question's last numbered row, a notice
+    saying which rows there are (as for any other key that does nothing here, never silence).
+    Review's digits past its actions stay ignored (the reference's rule)."""
+
+    def handler(_event: KeyPressEvent) -> None:
+        rows = controller.option_rows()
+        if 0 < rows < digit:
+            controller.notice = no_such_row(digit, rows)
+            controller.invalidate()
+            return
+        controller.send(fs.Number(digit))
 
     return handler
 
@@ -337,7 +354,7 @@ def keymap_key_bindings(
     kb.add("end", filter=navigation)(_call(lambda: controller.scroll_to_end(True)))
 
     for digit in range(1, 10):
-        kb.add(str(digit), filter=navigation)(_send(controller, fs.Number(digit)))
+        kb.add(str(digit), filter=navigation)(_number_key(controller, digit))
     # Options 10 and up: two digits typed in a row ("1", "2" picks 12). The pair is bound
     # only on a question that has that row, so elsewhere a digit acts at once.
     for number in range(10, 100):

@@ -90,16 +90,17 @@ async def run_ask(
     (shown and answered). The form appears only
     once the call is valid; an invalid call returns at once with status ``2``. ``clipboard``
     replaces the system clipboard for the editors' paste-image key. ``on_notices`` receives the
-    settings file's problems, if any, before the form opens (the command prints them on
-    standard error; the form shows them too).
+    settings file's problems, if any, before the form opens: its ``details`` (which file was
+    invalid, and why), then its notices (the command prints them on standard error; the form
+    shows the notices too).
     """
     path = _settings_file(settings)
     work_dir = Path(cwd) if cwd is not None else Path.cwd()
     loaded = await trio.to_thread.run_sync(
         functools.partial(load_settings, path, project_dir=work_dir)
     )
-    if loaded.notices and on_notices is not None:
-        on_notices(loaded.notices)
+    if (loaded.details or loaded.notices) and on_notices is not None:
+        on_notices((*loaded.details, *loaded.notices))
     surface = TerminalSurface(loaded, clipboard=clipboard)
     async with trio.open_nursery() as nursery:
         await nursery.start(

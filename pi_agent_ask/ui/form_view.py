@@ -59,6 +59,7 @@ from prompt_toolkit.mouse_events import MouseButton, MouseEvent, MouseEventType
 
 from pi_agent_ask.actors.form import FormInput, SettingsUpdate, UserCommand
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.snapshot import numbered_rows
 from pi_agent_ask.form.transcript import cell_width, drawn_line
 from pi_agent_ask.persistence.settings import Keymaps
 from pi_agent_ask.ui.form_window import FormWindow
@@ -357,10 +358,7 @@ class FormController:
     def option_rows(self) -> int:
         """Numbered rows of the current question (its options and ``Type your own``); 0 on
         Review or without a form."""
-        state = self.state
-        if state is None or state.on_review:
-            return 0
-        return fs.custom_row(state, state.tab) + 1
+        return 0 if self.state is None else numbered_rows(self.state)
 
     def next_unanswered(self) -> None:
         """``U``: the next question (after the current one, wrapping) without an answer;

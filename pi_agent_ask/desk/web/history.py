@@ -53,6 +53,9 @@ class RecordView:
     answer: str
     note: str
     answered_by: str | None = None
+    option_notes: tuple[tuple[str, str], ...] = ()
+    """The notes on options (selected or not): each option's label and its note, in the
+    options' order."""
 
 
 class AgentHistories(Protocol):
@@ -114,11 +117,17 @@ def record_view(record: HistoryRecord) -> RecordView:
     answer = record.answer
     parts: list[str] = []
     note = ""
+    option_notes: list[tuple[str, str]] = []
     if answer is not None:
         parts.extend(answer.selected_labels)
         if answer.custom_text is not None:
             parts.append(answer.custom_text)
         note = answer.note or ""
+        option_notes = [
+            (sanitize_line(option.label), sanitize_text(answer.option_notes[option.value]))
+            for option in record.question.options
+            if answer.option_notes.get(option.value)
+        ]
     return RecordView(
         title=sanitize_line(record.title) if record.title else None,
         label=sanitize_line(record.question.label),
@@ -131,6 +140,7 @@ def record_view(record: HistoryRecord) -> RecordView:
         answer=sanitize_text(", ".join(parts)),
         note=sanitize_text(note),
         answered_by=sanitize_line(record.answered_by) if record.answered_by else None,
+        option_notes=tuple(option_notes),
     )
 
 

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
+from pi_agent_ask.form.snapshot import numbered_rows
 from pi_agent_ask.form.transcript import merge_segments
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import EditorKeymap, Keymaps
@@ -75,18 +76,35 @@ def _hint_context(state: fs.FormState) -> HintContext:
     return "multi" if state.types[state.tab] == "multi" else "single"
 
 
+def digit_keys(rows: int) -> str:
+    """The number keys of a question with ``rows`` numbered rows, as a hint shows them:
+    ``1-4`` (two digits typed in a row from 10 on, ``1-12``)."""
+    return "1" if rows == 1 else f"1-{rows}"
+
+
+def no_such_row(digit: int, rows: int) -> str:
+    """What the form says of a number key past the question's last numbered row."""
+    return f"No row {digit}: this question's rows are {digit_keys(rows)}."
+
+
 def footer_hints(state: fs.FormState, keymaps: Keymaps) -> list[tuple[str, str]]:
     """``(keys, action)`` pairs for the current context, from the live keymaps.
 
     Each action shows the first key of each of its bindings (``Up/Down move``); actions whose
-    bindings are all empty are left out. Fixed keys (digits, ``D``) are shown as they are.
+    bindings are all empty are left out. Fixed keys (digits, ``D``) are shown as they are:
+    the digits as far as the question's numbered rows go (``1-4 select``).
     """
-    return list(_hints(keymaps, _hint_context(state), state.background))
+    return list(_hints(keymaps, _hint_context(state), state.background, _hint_rows(state)))
+
+
+def _hint_rows(state: fs.FormState) -> int:
+    """The numbered rows the hints name (0 where no hint names them: fewer cached frames)."""
+    return numbered_rows(state) if state.editor is None else 0
 
 
 @functools.lru_cache(maxsize=32)
 def _hints(
-    keymaps: Keymaps, context: HintContext, background: bool = False
+    keymaps: Keymaps, context: HintContext, background: bool = False, numbered: int = 0
 ) -> tuple[tuple[str, str], ...]:
     main = keymaps.main
     dismiss = keymaps.global_.dismiss
@@ -127,7 +145,7 @@ def _hints(
     else:
         multi = context == "multi"
         pairs = [
-            ("1-9", "toggle" if multi else "select"),
+            *([(digit_keys(numbered), "toggle" if multi else "select")] if numbered else []),
             ((main.toggle,), "toggle"),
             ((main.confirm,), "next" if multi else "select"),
             ((main.previous_option, main.next_option), "move"),
@@ -165,7 +183,14 @@ def footer_rows(state: fs.FormState, options: RenderOptions, width: int) -> list
     short = options.height is not None and options.height <= SHORT_SCREEN_ROWS
     hints: tuple[Line, ...] = ()
     if options.show_footer_hints:
-        hints = _footer_lines(options.keymaps, _hint_context(state), width, state.background, short)
+        hints = _footer_lines(
+            options.keymaps,
+            _hint_context(state),
+            width,
+            state.background,
+            short,
+            _hint_rows(state),
+        )
     if not alerts and not hints:
         return []
     return [*([] if short and not alerts else [()]), *alerts, *hints]
@@ -182,10 +207,12 @@ def _footer_lines(
     width: int,
     background: bool = False,
     compact: bool = False,
+    numbered: int = 0,
 ) -> tuple[Line, ...]:
-    """The hint rows; the same for every frame of one context, keymap and width. Hints wrap
-    whole (a key never leaves its label); ``compact`` keeps only the hints that fit one row."""
-    hints = _hints(keymaps, context, background)
+    """The hint rows; the same for every frame of one context, keymap, width and number of
+    numbered rows. Hints wrap whole (a key never leaves its label); ``compact`` keeps only
+    the hints that fit one row."""
+    hints = _hints(keymaps, context, background, numbered)
     if compact:
         first = [hint for hint in hints if hint[1] in COMPACT_FIRST]
         hints = (*first, *(hint for hint in hints if hint not in first))

@@ -79,13 +79,24 @@
   // ``urgent``: the page is cut off from the desk (out of reach, signed out), so what is typed
   // now is not saved: the line stays in view at the top while the person scrolls (on a phone
   // they type far below it, and read nothing of it otherwise). Anything said next ends it.
+  // Its text may scroll inside it (desk.css gives it a third of the screen at most), so Tab
+  // reaches it while it is kept in view: the keyboard scrolls it too.
   function say(text, urgent) {
     statusBox.textContent = text;
-    statusBox.classList.toggle("urgent", urgent === true && text !== "");
+    const kept = urgent === true && text !== "";
+    statusBox.classList.toggle("urgent", kept);
+    if (kept) statusBox.tabIndex = 0; else statusBox.removeAttribute("tabindex");
   }
-  function showError(text) {
+  // ``kept``: what the desk answered a draft (it did not keep it, or another desk is on the
+  // form): said where the person types, however far above the buttons (desk.css keeps the line
+  // at the bottom of the screen); Tab reaches it, as its text may scroll inside it.
+  function showError(text, kept) {
     const box = document.getElementById("form-errors");
-    if (box) box.textContent = text; else say(text);
+    if (!box) { say(text); return; }
+    box.textContent = text;
+    const shown = kept === true && text !== "";
+    box.classList.toggle("kept", shown);
+    if (shown) box.tabIndex = 0; else box.removeAttribute("tabindex");
   }
   function note(text) { const box = document.getElementById("form-note"); if (box) box.textContent = text; }
   // What a button answers: the sentence (just above the buttons) and the buttons in view, so
@@ -222,7 +233,7 @@
     // This desk's terminal holds it: its person's answer from here goes through, so a note.
     if (data.code === "here") { showError(""); note(data.error); return; }
     showError((data.error || "Another desk is answering this form.") +
-      " What you typed stays on this page and is saved as soon as the form is free.");
+      " What you typed stays on this page and is saved as soon as the form is free.", true);
   }
 
   async function saveNow(leavingPage) {
@@ -263,7 +274,7 @@
       // while the form is on the page), the answer that it is written ends the sentence.
       unsaved = id;
       unsavedWhy = "unwritten";
-      showError(result.data.error + " What you typed stays on this page too.");
+      showError(result.data.error + " What you typed stays on this page too.", true);
       const wait = unwrittenWait; clearTimeout(saveTimer); unwrittenWait = Math.min(wait * 2, 8000);
       saveTimer = setTimeout(function () { saveTimer = null; if (formId() === id) saveNow(); }, wait);
     }
@@ -276,11 +287,11 @@
       unsavedWhy = "refused";
       refusedSaid = refusal(result, "The desk could not keep this draft.") +
         " What you typed stays on this page; it is saved once you change it.";
-      showError(refusedSaid);
+      showError(refusedSaid, true);
     }
     else if (result.status === 409 && formId() === id) gone(result.data.error);
-    else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT);
-    else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.");
+    else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT, true);
+    else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.", true);
     // Board events while it was on its way were read with a save in flight, which held back a
     // save of text not kept (the form freed meanwhile): followed again now (else never sent).
     if (boards !== seen && unsaved === id && formId() === id && !saving) follow(lastDigest);
