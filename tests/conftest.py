@@ -12,6 +12,8 @@ import trio
 import trio.lowlevel
 from hypothesis import HealthCheck, Phase, settings
 
+from tests.pg import cluster_or_skip
+
 # No explain phase: it replays a failing example under a line tracer, which for the runtime
 # property suite (real Trio scheduling) takes hours; the shrunk example and its error are the
 # report. Shrinking itself stops after five minutes (Hypothesis's own limit).
@@ -155,13 +157,4 @@ def pg_cluster() -> Iterator[Any]:
     (``tests/store_support.py``). Defined here, not imported into each module: a fixture
     imported into a module is that module's own, so each module started (and kept until the
     end) a cluster of its own, two seconds or more each."""
-    from pi_agent_ask.store.testing import find_pg_bin, throwaway_cluster
-
-    bin_dir = find_pg_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql)")
-    try:
-        with throwaway_cluster(bin_dir) as cluster:
-            yield cluster
-    except LookupError as error:
-        pytest.skip(str(error))
+    yield from cluster_or_skip()

@@ -12,7 +12,8 @@ import pytest
 
 from pi_agent_ask.store.db import Store
 from pi_agent_ask.store.schema import AGENT_ROLE, DESK_ROLE, TOKENS_ROLE
-from pi_agent_ask.store.testing import Cluster, find_pg_bin, throwaway_cluster
+from pi_agent_ask.store.testing import Cluster
+from tests.pg import cluster_or_skip
 
 ROUNDS = 4
 
@@ -21,14 +22,7 @@ ROUNDS = 4
 def fresh_cluster() -> Iterator[Cluster]:
     """A cluster of this module's own: its roles are dropped between rounds, which the
     session's shared cluster (every other store test's databases) cannot allow."""
-    bin_dir = find_pg_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql)")
-    try:
-        with throwaway_cluster(bin_dir) as cluster:
-            yield cluster
-    except LookupError as error:
-        pytest.skip(str(error))
+    yield from cluster_or_skip()
 
 
 def _roles(conn: psycopg.Connection[tuple[object, ...]]) -> set[str]:
