@@ -1,4 +1,4 @@
-"""Two team desks (processes), 20 agents (the official MCP SDK's clients through
+"""Two team desks (processes), 10 agents (the official MCP SDK's clients through
 ``pi-agent-ask mcp --desk URL,URL``), two people answering: a desk SIGKILLed in the middle,
 PostgreSQL restarted in the middle. Nothing is lost and nothing is delivered twice."""
 
@@ -30,8 +30,13 @@ from tests.store_support import (  # noqa: F401
 
 pytestmark = [pytest.mark.filterwarnings(f) for f in SDK_CLIENT_WARNINGS]
 
-AGENTS = 20
-ROUNDS = 3  # each round: one foreground ask, one background ask and a wait
+# Ten agents of six rounds, not twenty of three: the same 120 asks, in half the processes (ten
+# calls in flight at a time, five of them on the desk that is killed). Each ``pi-agent-ask mcp``
+# costs 1.2 to 2 s of CPU before its first call (the MCP SDK's import): twenty of them were most
+# of the test's time. A call key made anew on each try, or no retry on the next desk, still fails
+# it.
+AGENTS = 10
+ROUNDS = 6  # each round: one foreground ask, one background ask and a wait
 
 
 def received(result: Any) -> list[str]:
@@ -134,9 +139,9 @@ async def test_a_desk_killed_and_postgresql_restarted_in_the_middle_lose_nothing
     desk_url: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    """Each of the 10 agents that started on desk one has calls left when it is killed, so
-    finishing at all means they went on on desk two; a third of the way later, PostgreSQL
-    restarts under both the desk and the people answering."""
+    """Each of the 5 agents that started on desk one has calls left when it is killed (a
+    third of the way), so finishing at all means they went on on desk two; a third of the way
+    later, PostgreSQL restarts under both the desk and the people answering."""
     await run_team(pg_cluster, store_db, desk_url, tmp_path)
 
 
