@@ -223,10 +223,11 @@ def server_user() -> str | None:
 
 
 @contextmanager
-def throwaway_cluster(bin_dir: Path) -> Iterator[Cluster]:
-    """A started cluster in a new temporary folder, stopped and removed afterwards."""
+def throwaway_cluster(bin_dir: Path, folder: Path | None = None) -> Iterator[Cluster]:
+    """A started cluster in a new temporary folder (in ``folder``, default the system's
+    temporary folder), stopped and removed afterwards."""
     user = server_user()
-    root = Path(tempfile.mkdtemp(prefix="pi-agent-ask-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="pi-agent-ask-pg-", dir=folder))
     (root / "sock").mkdir()  # short: a Unix socket's path is limited to about 100 bytes
     if user is not None:
         entry = pwd.getpwnam(user)
