@@ -128,8 +128,9 @@ LONGEST_FIRST = (
 )
 """Modules whose tests run longest (up to a minute each, or in all, under ``-n 2``), run
 first: xdist hands tests out in this order, and one of them handed out last kept a worker
-busy alone at the end of the suite. Order only; every other module keeps its place after
-them."""
+busy alone at the end of the suite (a worker that runs out of tests takes the last ones of
+the other's queue, ``--dist=worksteal`` in pyproject.toml, never one that is running). Order
+only; every other module keeps its place after them."""
 
 
 @pytest.hookimpl(trylast=True)
