@@ -122,7 +122,12 @@ def _names_defined(source: str) -> frozenset[str]:
     return frozenset(names)
 
 
-PACKAGE_NAMES = frozenset().union(*(_names_defined(source) for source in SOURCES.values()))
+@functools.cache
+def _package_names() -> frozenset[str]:
+    """Every name the package defines or spells. Read when a check first needs it, not when
+    the module is imported: every test worker imports it, and parsing the whole package took
+    2 to 3 s of CPU of each worker's collection, whether it ran these checks or not."""
+    return frozenset().union(*(_names_defined(source) for source in SOURCES.values()))
 
 
 def _is_private(name: str) -> bool:
@@ -187,7 +192,7 @@ def private_names(path: str, source: str) -> Iterator[Offence]:
     # A private attribute the package defines nowhere belongs to someone else: a dependency's
     # object reached through a value (``app.renderer._last_screen``). The standard library's
     # names (``os._Environ``) are not a dependency's.
-    own = PACKAGE_NAMES | _names_defined(source)
+    own = _package_names() | _names_defined(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and _is_private(node.attr) and node.attr not in own:
             chain = _chain(node)
