@@ -129,8 +129,20 @@ LONGEST_FIRST = (
 """Modules whose tests run longest (up to a minute each, or in all, under ``-n 2``), run
 first: xdist hands tests out in this order, and one of them handed out last kept a worker
 busy alone at the end of the suite (a worker that runs out of tests takes the last ones of
-the other's queue, ``--dist=worksteal`` in pyproject.toml, never one that is running). Order
-only; every other module keeps its place after them."""
+the other's queue, ``pytest_cmdline_main``, never one that is running). Order only; every
+other module keeps its place after them."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """With ``-n N`` and no ``--dist``, xdist's work-stealing scheduler: a worker whose queue
+    runs out takes half of the other's. The default (``load``) never moves a test once sent:
+    the first batch it sent a worker, hundreds of tests, stayed there, and in a full run one
+    worker ran the rest of it (the end-to-end tests among them) for 157 s after the other had
+    run out. Here, not in ``addopts``: ``-p no:xdist`` would refuse an unknown ``--dist``.
+    (Runs before xdist's own hook, which turns ``-n`` without ``--dist`` into ``load``.)"""
+    if config.getoption("numprocesses", None) and config.getoption("dist", None) == "no":
+        config.option.dist = "worksteal"
 
 
 @pytest.hookimpl(trylast=True)
