@@ -178,6 +178,34 @@ def test_the_hook_command_imports_neither_trio_nor_attrs(tmp_path: Path, runtime
 
 
 @pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--progress-interval", "0"], "--progress-interval must be a number of seconds"),
+        (["--desk", "Off"], "a desk URL must start with http:// or https://"),
+        (["--desk", "http://a/mcp,http://b/mcp"], "several desk URLs are the desks of a team"),
+    ],
+)
+def test_mcp_refuses_an_option_before_it_imports_the_server(option: list[str], said: str) -> None:
+    """A refused option is told at once: the MCP SDK's import (a second or more of CPU) comes
+    after the options are checked."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_AGENT_ASK_")}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pi_agent_ask", "mcp", *option],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert said in done.stderr
+    imported = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M))
+    assert "pi_agent_ask.commands.mcp" in imported
+    assert sorted(m for m in imported if m == "mcp" or m.startswith(("mcp.", "trio"))) == []
+
+
+@pytest.mark.parametrize(
     "argv",
     [
         ["ask", "p.json", "--session", "s.pias", "--settings", "x.json", "--output", "o.json"],

@@ -62,10 +62,6 @@ TEAM_OPTIONS_TEXT = (
 
 
 def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
-    import trio
-
-    from pi_agent_ask.mcp_server.stdio import DeskUnavailable, serve
-
     if not args.progress_interval >= LEAST_PROGRESS_INTERVAL:  # also NaN: compares false
         stderr.write(
             "pi-agent-ask mcp: --progress-interval must be a number of seconds, at least "
@@ -86,7 +82,7 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
     try:
         team = team_desk_urls(args.desk, os.environ)
         if team is None and args.desk not in ("auto", "off"):
-            from pi_agent_ask.store.forward import parse_desk_urls
+            from pi_agent_ask.mcp_common.connection import parse_desk_urls
 
             # Checked now: a --desk that is no URL ("Off", "localhost:8080") would make every
             # call say that the desk did not answer.
@@ -118,6 +114,12 @@ def cmd_mcp(args: argparse.Namespace, stderr: TextIO) -> int:
         if refusal:
             stderr.write(f"pi-agent-ask mcp: {refusal}\n")
             return EXIT_SESSION
+    # The options are checked before the server is imported: the MCP SDK's import is a second
+    # or more of CPU, and a refused option is told at once.
+    import trio
+
+    from pi_agent_ask.mcp_server.stdio import DeskUnavailable, serve
+
     quiet_library_logs()
     if team is not None:  # desks of a team store, with this agent's token (docs/team.md)
         from pi_agent_ask.store.forward import serve_stdio_via_team

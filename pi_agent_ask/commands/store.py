@@ -107,6 +107,6 @@ def team_desk_urls(
     token = env.get(TOKEN_ENV)
     if not token or desk in ("auto", "off"):
         return None
-    from pi_agent_ask.store.forward import parse_desk_urls
+    from pi_agent_ask.mcp_common.connection import parse_desk_urls
 
     return parse_desk_urls(desk), token

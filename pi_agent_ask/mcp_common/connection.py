@@ -33,6 +33,7 @@ __all__ = [
     "key_from_headers",
     "key_headers",
     "new_token",
+    "parse_desk_urls",
     "pid_alive",
     "read_desk_file",
     "remove_desk_file",
@@ -113,6 +114,15 @@ def desk_url(mcp_url: str, path: str) -> str:
     """The URL of the desk's endpoint ``path`` beside its MCP endpoint ``mcp_url``."""
     base = mcp_url.rsplit("/", 1)[0] if mcp_url.endswith("/mcp") else mcp_url.rstrip("/")
     return base + path
+
+
+def parse_desk_urls(text: str) -> list[str]:
+    """``URL[,URL...]``: the desks to use, in order; ``ValueError`` for an empty or non-HTTP one."""
+    urls = [part.strip() for part in text.split(",")]
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"a desk URL must start with http:// or https://, not {url!r}")
+    return urls
 
 
 def new_token() -> str:

@@ -47,7 +47,6 @@ from pi_agent_ask.mcp_server.stdio import ask_server
 __all__ = [
     "RETRY_FOR",
     "FailoverUpstream",
-    "parse_desk_urls",
     "serve_stdio_via_team",
     "team_take",
 ]
@@ -65,15 +64,6 @@ GONE_TEXT: Final = (
     "No pi-agent-ask desk of {urls} answered for {seconds:.0f} s ({error}). A question that "
     "reached one stays in the store; its answer arrives with a later call."
 )
-
-
-def parse_desk_urls(text: str) -> list[str]:
-    """``URL[,URL...]``: the desks to use, in order; ``ValueError`` for an empty or non-HTTP one."""
-    urls = [part.strip() for part in text.split(",")]
-    for url in urls:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"a desk URL must start with http:// or https://, not {url!r}")
-    return urls
 
 
 class Unreachable(Exception):
