@@ -163,7 +163,11 @@ def fill_form(driver: Any) -> None:
     by_role(features, "textbox", "Note on Auth").send_keys("OAuth only")
     name = question(driver, "Name")
     by_role(name, "textbox", "Type your own").send_keys("moonbeam")
-    by_role(question(driver, "Deploy"), "button", "Skip").click()
+    # Scrolled to where a person sees it: at the window's bottom edge, where the driver
+    # scrolls it, it is under Submit, Cancel and Later, which stay at the bottom.
+    skip = by_role(question(driver, "Deploy"), "button", "Skip")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", skip)
+    skip.click()
     # Enter, as on the terminal, goes to the review step.
     by_role(question(driver, "Database"), "radio", "SQLite").send_keys(Keys.ENTER)
     review = by_role(driver, "heading", "Review your answers")
@@ -1713,3 +1717,37 @@ def test_on_a_phone_tab_goes_past_thirty_options_and_their_notes_stay_in_reach(
     assert not any(box.is_selected() for box in boxes)
     path = tab_path(browser, boxes[2], lambda e: e.accessible_name == "Type your own")
     assert path == ["button Note on Product", "textbox Type your own"], path
+
+
+def test_in_landscape_submit_stays_in_reach_of_a_tall_review(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone held sideways (640x360): the review of a long answer is taller than the screen,
+    and Submit, which sends it, stays in view below it (it was below the review, a long scroll
+    away); the review starts at its heading, nothing of it under the buttons."""
+    from selenium.webdriver.common.keys import Keys
+
+    long_form.open(browser, 640, 360)
+    note = by_role(question(browser, "Reasoning"), "textbox", "Note")
+    typed = "Skip only the broken partition and keep the rest flowing. " * 12
+    fill = (
+        "arguments[0].value = arguments[1];"
+        "arguments[0].dispatchEvent(new InputEvent('input', {bubbles: true}))"
+    )
+    browser.execute_script(fill, note, typed)
+    try:
+        submit = by_role(browser, "button", "Submit")
+        browser.execute_script("window.scrollTo(0, 0)")
+        assert in_view(browser, submit)  # from anywhere in the form
+        submit.click()
+        heading = by_role(browser, "heading", "Review your answers")
+        wait_until(browser, lambda d: heading.is_displayed())
+        bar = browser.find_element("css selector", "#ask-form .actions")
+        assert in_view(browser, heading) and in_view(browser, submit)
+        assert heading.rect["y"] + heading.rect["height"] <= bar.rect["y"]
+        review = browser.find_element("css selector", "#review")
+        assert review.rect["height"] > 360
+        heading.send_keys(Keys.ESCAPE)
+        wait_until(browser, lambda d: not heading.is_displayed())
+    finally:
+        browser.execute_script(fill, note, "")
