@@ -79,9 +79,9 @@ def _send(controller: FormController, command: fs.Command) -> Callable[[KeyPress
 
 def _number_key(controller: FormController, digit: int) -> Callable[[KeyPressEvent], None]:
     """A row number typed in navigation (one digit, or two from 10 on): its row, or, past the
-    question's last numbered row, a notice
-    saying which rows there are (as for any other key that does nothing here, never silence).
-    Review's digits past its actions stay ignored (the reference's rule)."""
+    question's last numbered row, a notice saying which rows there are (as for any other key
+    that does nothing here, never silence). Review's digits past its actions stay ignored
+    (the reference's rule)."""
 
     def handler(_event: KeyPressEvent) -> None:
         controller.hold_digit(None)
