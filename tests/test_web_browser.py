@@ -523,6 +523,11 @@ async def test_options_from_ten_on_are_chosen_with_two_digits_as_on_the_terminal
                 wait_until(
                     browser, lambda d: by_role(several, "checkbox", "Option 1").is_selected()
                 )
+                # 1 then 5 is no row of 13: nothing changes, and the page says so (it toggled
+                # option 1 and then option 5).
+                ActionChains(browser).send_keys("1", "5").perform()
+                status = "No row 15: this question's rows are 1-13."
+                wait_until(browser, lambda d: d_text(d, "#form-note") == status)
                 hint = d_text(browser, "fieldset.question .hint")
                 ActionChains(browser).send_keys("1", "3").perform()
                 wait_until(
