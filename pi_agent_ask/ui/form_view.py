@@ -362,9 +362,12 @@ class FormController:
         self.invalidate()
 
     def hold_digit(self, digit: int | None) -> None:
-        """The key processor holds ``digit`` for a second one (``None``: it holds none now)."""
+        """The key processor holds ``digit`` for a second one (``None``: it holds none now).
+        A digit held is a key pressed: the notice of the key before it goes."""
         if digit != self.held_digit:
             self.held_digit = digit
+            if digit is not None:
+                self.notice = None
             self.invalidate()
 
     def option_rows(self) -> int:
