@@ -53,6 +53,7 @@ from typing import TypeAlias
 import attrs
 import trio
 
+from pi_agent_ask.form.fieldless import Fieldless
 from pi_agent_ask.form.types import Image
 
 __all__ = [
@@ -134,18 +135,15 @@ class ClipboardImage:
     data: bytes = attrs.field(repr=lambda data: f"<{len(data)} bytes>")
 
 
-@attrs.frozen
-class ClipboardEmpty:
+class ClipboardEmpty(Fieldless):
     """A clipboard tool answered, and the clipboard holds no image (text, or nothing)."""
 
 
-@attrs.frozen
-class ClipboardUnavailable:
+class ClipboardUnavailable(Fieldless):
     """No clipboard tool could be run, or every one failed or timed out."""
 
 
-@attrs.frozen
-class ClipboardUndecodable:
+class ClipboardUndecodable(Fieldless):
     """The clipboard offers an image we cannot use: its bytes are not the claimed type, or it
     is only offered in a type we do not take (BMP, TIFF, ...)."""
 

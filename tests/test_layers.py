@@ -66,16 +66,15 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
-    """Every ``pi_agent_ask`` module ``name`` imports, with the line, resolved to a module of
-    the package (``from pkg import name`` names a module when there is one)."""
+def _import_statements(name: str, path: Path) -> Iterator[tuple[str, list[str], int]]:
+    """Every import of module ``name``: the module imported from (relative imports resolved),
+    the names it takes (none for ``import a.b``) and the line."""
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] == "pi_agent_ask":
-                    yield _known(alias.name), node.lineno
+                yield alias.name, [], node.lineno
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = name.split(".")
@@ -85,11 +84,20 @@ def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
                 source = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 source = node.module or ""
-            if source.split(".")[0] != "pi_agent_ask":
-                continue
-            for alias in node.names:
-                candidate = f"{source}.{alias.name}"
-                yield (candidate if candidate in MODULES else _known(source)), node.lineno
+            yield source, [alias.name for alias in node.names], node.lineno
+
+
+def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
+    """Every ``pi_agent_ask`` module ``name`` imports, with the line, resolved to a module of
+    the package (``from pkg import name`` names a module when there is one)."""
+    for source, names, line in _import_statements(name, path):
+        if source.split(".")[0] != "pi_agent_ask":
+            continue
+        if not names:
+            yield _known(source), line
+        for alias in names:
+            candidate = f"{source}.{alias}"
+            yield (candidate if candidate in MODULES else _known(source)), line
 
 
 def _known(module: str) -> str:
@@ -293,15 +301,11 @@ def test_the_module_map_check_reads_paths_in_backticks() -> None:
     assert _mapped_paths(text) == {"actors/queue.py", "web/app.py"}
 
 
-def _imports_psycopg(path: Path) -> bool:
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import) and any(
-            a.name.split(".")[0] == "psycopg" for a in node.names
-        ):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "psycopg":
-            return True
-    return False
+def _imports_psycopg(name: str) -> bool:
+    return any(
+        source.split(".")[0] == "psycopg"
+        for source, _names, _line in _import_statements(name, MODULES[name])
+    )
 
 
 def test_the_team_forwarder_needs_no_postgresql_driver() -> None:
@@ -314,4 +318,4 @@ def test_the_team_forwarder_needs_no_postgresql_driver() -> None:
         if name not in seen:
             seen.add(name)
             todo.extend(target for target, _line in GRAPH[name])
-    assert sorted(name for name in seen if _imports_psycopg(MODULES[name])) == []
+    assert sorted(name for name in seen if _imports_psycopg(name)) == []

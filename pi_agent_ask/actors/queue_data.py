@@ -27,6 +27,7 @@ from pi_agent_ask.actors.queue_messages import (
 )
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.fieldless import Fieldless
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -103,8 +104,7 @@ class Table(Generic[K, V]):
         return f"Table({shown!r})"
 
 
-@attrs.frozen(repr=False)
-class Delivered:
+class Delivered(Fieldless):
     """What a delivered item keeps of its outcome: that it had one (``DELIVERED``, the only
     instance). The outcome is on the branch, and so is the message that delivered it; the
     queue reads a delivered item's outcome never again (``_start_wait`` passes over delivered

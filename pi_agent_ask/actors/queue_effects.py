@@ -18,6 +18,7 @@ from pi_agent_ask.actors.queue_messages import (
 )
 from pi_agent_ask.actors.records import AskRequest
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.fieldless import Fieldless
 
 T = TypeVar("T")
 
@@ -105,8 +106,7 @@ class UseJournal:
     journal: JournalHandle
 
 
-@attrs.frozen(repr=False)
-class ScheduleFlush:
+class ScheduleFlush(Fieldless):
     """Send ``FlushDrafts`` after the draft delay."""
 
 

@@ -11,6 +11,7 @@ import attrs
 
 from pi_agent_ask.actors.records import AskRequest, Outcome
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.fieldless import Fieldless
 
 Json = dict[str, Any]
 WaitReason = Literal["hidden", "user_message", "mode_changed"]
@@ -188,8 +189,7 @@ class ModeChanged:
     background_only: bool
 
 
-@attrs.frozen(repr=False)
-class FlushDrafts:
+class FlushDrafts(Fieldless):
     """The draft debounce elapsed: write the drafts changed since the last write."""
 
 
@@ -261,8 +261,7 @@ class Quiesce:
     reply: ReplyTo[None]
 
 
-@attrs.frozen(repr=False)
-class SurfaceReady:
+class SurfaceReady(Fieldless):
     """The host's input surface is up: forms, recovered ones first, may be shown now."""
 
 
@@ -277,18 +276,15 @@ class TryWake:
     reply: ReplyTo[None] | None = None
 
 
-@attrs.frozen(repr=False)
-class SaveDrafts:
+class SaveDrafts(Fieldless):
     """Write the dirty drafts; then answer the ``Quiesce`` callers if nothing is open."""
 
 
-@attrs.frozen(repr=False)
-class RetryWake:
+class RetryWake(Fieldless):
     """The wake retry timer (``ScheduleWakeRetry``) ran out: try the idle wake again."""
 
 
-@attrs.frozen(repr=False)
-class RetryDrafts:
+class RetryDrafts(Fieldless):
     """The draft retry timer (``ScheduleDraftRetry``) ran out: write the dirty drafts again."""
 
 

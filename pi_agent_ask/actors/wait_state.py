@@ -31,6 +31,7 @@ import attrs
 
 from pi_agent_ask.actors.queue_state import WaitEnd
 from pi_agent_ask.form import text as texts
+from pi_agent_ask.form.fieldless import Fieldless
 from pi_agent_ask.form.text import (  # defined with the other texts; named here as before
     WAIT_BUSY_TEXT,
     WAIT_HIDDEN_TEXT,
@@ -63,8 +64,7 @@ class Waiter:
 # -- messages: what came of the last effect ----------------------------------------------------
 
 
-@attrs.frozen(repr=False)
-class Sent:
+class Sent(Fieldless):
     """``StartWait`` reached the queue's channel."""
 
 
@@ -82,13 +82,11 @@ class ParamsFound:
     params: Mapping[str, AskParams]
 
 
-@attrs.frozen(repr=False)
-class Written:
+class Written(Fieldless):
     """The tool-result entry is on the branch."""
 
 
-@attrs.frozen(repr=False)
-class WriteStale:
+class WriteStale(Fieldless):
     """The tool-result write was refused: the session changed under the wait."""
 
 
@@ -105,8 +103,7 @@ class StartWait:
     wait_id: int
 
 
-@attrs.frozen(repr=False)
-class ReceiveEnd:
+class ReceiveEnd(Fieldless):
     """Receive the queue's reply; reduce ``Ended``."""
 
 

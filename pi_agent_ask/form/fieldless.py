@@ -27,5 +27,9 @@ class Fieldless:
     def __hash__(self) -> int:
         return hash(type(self))
 
+    def __repr__(self) -> str:
+        # What an attrs record with no fields would print: read in test failures and logs.
+        return f"{type(self).__name__}()"
+
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError(f"{type(self).__name__} has no fields to set")

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import attrs
 
+from pi_agent_ask.form.fieldless import Fieldless
 from pi_agent_ask.persistence.keys import format_key
 from pi_agent_ask.persistence.settings import (
     Behaviour,
@@ -198,13 +199,11 @@ class MoveFocus:
     delta: int
 
 
-@attrs.frozen(repr=False)
-class Activate:
+class Activate(Fieldless):
     """The toggle binding on the highlighted row."""
 
 
-@attrs.frozen(repr=False)
-class Close:
+class Close(Fieldless):
     """The close binding."""
 
 
@@ -240,8 +239,7 @@ class SaveConfig:
     config: Config
 
 
-@attrs.frozen(repr=False)
-class CloseSettings:
+class CloseSettings(Fieldless):
     """Effect: close the overlay (and give focus back to where it was)."""
 
 

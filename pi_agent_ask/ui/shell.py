@@ -77,6 +77,7 @@ from prompt_toolkit.output import Output
 
 from pi_agent_ask.actors.form import Ended, FormInput
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.fieldless import Fieldless
 from pi_agent_ask.form.transcript import drawn_text
 from pi_agent_ask.persistence.keys import to_prompt_toolkit
 from pi_agent_ask.persistence.settings import Keymaps
@@ -120,13 +121,11 @@ class EditorInput:
     text: str
 
 
-@attrs.frozen(repr=False)
-class DeferAll:
+class DeferAll(Fieldless):
     """``Esc`` in the panel on a background form: hide the panel, defer every question."""
 
 
-@attrs.frozen(repr=False)
-class Quit:
+class Quit(Fieldless):
     """``Ctrl+D`` in the empty editor: the person wants to leave."""
 
 
