@@ -39,6 +39,7 @@ from pi_agent_ask.mcp_common.tools import (
 )
 from pi_agent_ask.mcp_server.elicitation import (
     MAX_ATTEMPTS,
+    UNUSABLE_KEPT,
     elicitation_schema,
     response_from_elicitation,
 )
@@ -311,6 +312,10 @@ async def test_an_answer_refused_every_time_leaves_the_question_pending(tmp_path
             nursery.cancel_scope.cancel()
     assert returned == []  # the call still waits (the router cuts it, saying why)
     assert len(messages) == MAX_ATTEMPTS
+    # The person sees nothing in the client after the last refusal: the last try says first
+    # what becomes of the question then (here: it waits for a desk).
+    last_try = f"This is the last try: if this answer cannot be used either, {UNUSABLE_KEPT}."
+    assert [last_try in message for message in messages] == [False] * (MAX_ATTEMPTS - 1) + [True]
     assert h.completed == []  # no outcome: neither answered nor cancelled
     assert len(stats.pending) == 1
     assert failures == [

@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 
 from pi_agent_ask.mcp_common.journals import journal_path
 from pi_agent_ask.mcp_common.tools import BACKGROUND_ANSWERS
+from pi_agent_ask.mcp_server.elicitation import UNUSABLE_TO_AGENT
 from pi_agent_ask.mcp_server.router import NO_FORMS_LOG
 from tests.test_mcp import ASK, accept, background_of
 
@@ -600,6 +601,35 @@ async def test_an_elicitation_the_client_fails_is_not_a_cancellation(home: Home)
     assert all(item["result"]["cancelled"] is False for item in results)
     log = (home.root / "server.log").read_text()
     assert "form could not be used (its elicitation request failed: the handler crashed)" in log
+
+
+async def test_with_desk_off_a_form_the_client_fails_goes_back_to_the_agent(home: Home) -> None:
+    """``--desk off``: no desk will come, so a client whose form cannot be used (its answer
+    refused every time) leaves the questions to the agent, and every word says so: never
+    "run `pi-agent-ask desk`" for a server that never uses one. The person hears it on the
+    last try, the agent in the call's result, and the next ask_user returns its questions
+    as text (it waited for a form nothing would show)."""
+    messages: list[str] = []
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        messages.append(params.message)
+        return accept({"db": "oracle"})
+
+    with trio.fail_after(60):
+        async with server(home, "--desk", "off", elicit=elicit) as client:
+            failed = await call(client, "ask_user", ASK)
+            later = await call(client, "ask_user", ASK)
+    assert len(messages) == 3
+    assert f"if this answer cannot be used either, {UNUSABLE_TO_AGENT}." in messages[-1]
+    text = plain(failed)
+    assert failed.is_error and "question form could not be used" in text
+    assert "--desk off" in text and "ask the user these questions yourself" in text
+    assert "`pi-agent-ask desk`" not in text and "wait_for_answers" not in text
+    assert later.structured_content["cancelled"] is True
+    assert "Postgres [pg]" in plain(later)
+    log = (home.root / "server.log").read_text()
+    assert "with --desk off nothing else shows forms" in log
+    assert "questions are kept for a desk" not in log
 
 
 async def test_a_kept_ask_with_a_background_that_is_not_a_boolean_is_refused(home: Home) -> None:

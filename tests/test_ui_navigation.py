@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.test_ui_typing import GOAL, asking
+from tests.test_ui_typing import ENTER, GOAL, asking
+
+TAB = "\t"
 
 TWELVE = {
     "id": "pick",
@@ -42,6 +44,44 @@ async def test_a_single_digit_still_picks_on_a_long_question(tmp_path: Path) -> 
         assert "→ Choice 3" in ask.term.text()
         ask.send("1", "1")
         await ask.finished()
+
+
+async def test_two_digits_past_the_last_row_pick_nothing(tmp_path: Path) -> None:
+    """``1`` ``5`` on thirteen rows is no row: the form says so and changes nothing. It is not
+    ``1`` (which answers and moves on) and then ``5`` on the next question."""
+    async with asking(tmp_path, TWELVE, TONE, lines=40) as ask:
+        await ask.wait("Which of the twelve?")
+        ask.send("1", "5")
+        await ask.wait("No row 15: this question's rows are 1-13.")
+        screen = ask.term.text()
+        assert "0/2 answered" in screen and "Which of the twelve?" in screen
+        ask.send("1")  # the next digit held: that notice was of the key before
+        await ask.wait("1 typed")
+        assert "No row 15" not in ask.term.text()
+        ask.send("\x1b", "\x03")
+        status, _result = await ask.finished()
+    assert status != 0
+
+
+async def test_a_held_digit_is_shown_and_enter_or_esc_decides_it(tmp_path: Path) -> None:
+    """A ``1`` waiting for a second digit says in the hints what the next key does; Esc
+    clears it (nothing picked), Enter picks row 1 at once and is not also the next
+    question's Enter."""
+    async with asking(tmp_path, TWELVE, TONE, lines=40) as ask:
+        await ask.wait("Which of the twelve?")
+        ask.send("1")
+        await ask.wait("1 typed · 0-3 rows 10-13 · Enter row 1 · Esc clear")
+        ask.send("\x1b")
+        await ask.wait("1-13 select")
+        assert "0/2 answered" in ask.term.text()
+        ask.send("1", ENTER, TAB)
+        await ask.wait("Review your answers")
+        assert "1/2 answered" in ask.term.text()
+        ask.send("1", "1")  # Submit with a question unanswered: twice
+        status, result = await ask.finished()
+    assert status == 0
+    assert result["details"]["answers"]["pick"]["values"] == ["v1"]
+    assert "tone" not in result["details"]["answers"]
 
 
 async def test_progress_marker_and_next_unanswered_key(tmp_path: Path) -> None:

@@ -383,6 +383,22 @@ def test_the_digit_hint_goes_as_far_as_the_question_s_rows() -> None:
         assert "1-9" not in render_form(shown, 200).text()
 
 
+def test_a_held_digit_takes_the_hint_rows_without_moving_anything() -> None:
+    """A first digit waiting for a second says what each next key does with it, in the rows
+    the hints take anyway: at 40x12 on the one hint row, at 80 columns over the three."""
+    many = [{"value": f"v{n}", "label": f"Option {n}"} for n in range(11)]
+    twelve = form(questions=[{"id": "pick", "prompt": "Which?", "options": many}])
+    for width, height in ((40, 12), (80, 24)):
+        plain = render_form(twelve, width, RenderOptions(height=height))
+        held = render_form(twelve, width, RenderOptions(height=height, held_digit=1))
+        assert len(held.lines) == len(plain.lines)
+        assert held.footer_rows == plain.footer_rows
+        assert footer(held).strip().startswith("1 typed · 0-2 rows 10-12 · Enter row 1")
+    assert "Esc clear" in footer(held)
+    ten = form(questions=[{"id": "pick", "prompt": "Which?", "options": many[:9]}])
+    assert "1 typed · 0 row 10 ·" in footer(render_form(ten, 80, RenderOptions(held_digit=1)))
+
+
 def hints_of(state: fs.FormState) -> list[tuple[str, str]]:
     return footer_hints(state, Keymaps())
 

@@ -163,7 +163,11 @@ def fill_form(driver: Any) -> None:
     by_role(features, "textbox", "Note on Auth").send_keys("OAuth only")
     name = question(driver, "Name")
     by_role(name, "textbox", "Type your own").send_keys("moonbeam")
-    by_role(question(driver, "Deploy"), "button", "Skip").click()
+    # Scrolled to where a person sees it: at the window's bottom edge, where the driver
+    # scrolls it, it is under Submit, Cancel and Later, which stay at the bottom.
+    skip = by_role(question(driver, "Deploy"), "button", "Skip")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", skip)
+    skip.click()
     # Enter, as on the terminal, goes to the review step.
     by_role(question(driver, "Database"), "radio", "SQLite").send_keys(Keys.ENTER)
     review = by_role(driver, "heading", "Review your answers")
@@ -519,6 +523,11 @@ async def test_options_from_ten_on_are_chosen_with_two_digits_as_on_the_terminal
                 wait_until(
                     browser, lambda d: by_role(several, "checkbox", "Option 1").is_selected()
                 )
+                # 1 then 5 is no row of 13: nothing changes, and the page says so (it toggled
+                # option 1 and then option 5).
+                ActionChains(browser).send_keys("1", "5").perform()
+                status = "No row 15: this question's rows are 1-13."
+                wait_until(browser, lambda d: d_text(d, "#form-note") == status)
                 hint = d_text(browser, "fieldset.question .hint")
                 ActionChains(browser).send_keys("1", "3").perform()
                 wait_until(
@@ -1660,3 +1669,90 @@ def test_why_a_draft_was_not_kept_is_in_view_where_the_person_types(
             note,
         )
         wait_until(browser, lambda d: not any(alert.text for alert in roles(d, "alert")))
+
+
+def tab_path(driver: Any, start: Any, until: Callable[[Any], bool], most: int = 80) -> list[str]:
+    """What Tab from ``start`` moves the focus through until ``until(focused)``: each stop's
+    role and accessible name (at most ``most`` presses)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    driver.execute_script("arguments[0].focus()", start)
+    path: list[str] = []
+    for _ in range(most):
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        focused = driver.switch_to.active_element
+        path.append(f"{focused.aria_role} {focused.accessible_name}")
+        if until(focused):
+            break
+    return path
+
+
+def test_on_a_phone_tab_goes_past_thirty_options_and_their_notes_stay_in_reach(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """360x640, a question of 30 options: Tab goes from its options to the next question in a
+    few presses (the options are one stop, then the note of the option in focus), where it
+    went through 30 "Note on …" buttons first. Every note stays reachable: Tab from an option
+    goes to its note, and each note button is still there for touch and screen readers."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    long_form.open(browser, 360, 640)
+    policy = question(browser, "Failure policy")
+    radios = policy.find_elements("css selector", "input.choice")
+    in_notify = "return !!arguments[0].closest('fieldset[data-index=\"1\"]')"
+    path = tab_path(browser, radios[0], lambda e: browser.execute_script(in_notify, e))
+    assert len(path) <= 8, path
+    assert path[0] == "button Note on Option 1", path
+    # Option 7's note, from option 7 (focus alone chooses nothing), and back.
+    seventh = tab_path(browser, radios[6], lambda e: True)
+    assert seventh == ["button Note on Option 7"], seventh
+    assert not any(radio.is_selected() for radio in radios)
+    notes = policy.find_elements("css selector", "button.option-note-toggle")
+    assert [note.accessible_name for note in notes[:2]] == ["Note on Option 1", "Note on Option 2"]
+    assert len(notes) == 30
+    # A multi-select question's checkboxes are one stop too: the arrow keys move between
+    # them (choosing nothing), Tab goes on to the note of the one in focus.
+    notify = question(browser, "Notify")
+    boxes = notify.find_elements("css selector", "input.choice")
+    browser.execute_script("arguments[0].focus()", boxes[0])
+    ActionChains(browser).send_keys(Keys.ARROW_DOWN, Keys.ARROW_DOWN).perform()
+    assert browser.switch_to.active_element == boxes[2]
+    assert not any(box.is_selected() for box in boxes)
+    path = tab_path(browser, boxes[2], lambda e: e.accessible_name == "Type your own")
+    assert path == ["button Note on Product", "textbox Type your own"], path
+
+
+def test_in_landscape_submit_stays_in_reach_of_a_tall_review(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A phone held sideways (640x360): the review of a long answer is taller than the screen,
+    and Submit, which sends it, stays in view below it (it was below the review, a long scroll
+    away); the review starts at its heading, nothing of it under the buttons."""
+    from selenium.webdriver.common.keys import Keys
+
+    long_form.open(browser, 640, 360)
+    note = by_role(question(browser, "Reasoning"), "textbox", "Note")
+    typed = "Skip only the broken partition and keep the rest flowing. " * 12
+    fill = (
+        "arguments[0].value = arguments[1];"
+        "arguments[0].dispatchEvent(new InputEvent('input', {bubbles: true}))"
+    )
+    browser.execute_script(fill, note, typed)
+    try:
+        submit = by_role(browser, "button", "Submit")
+        browser.execute_script("window.scrollTo(0, 0)")
+        assert in_view(browser, submit)  # from anywhere in the form
+        submit.click()
+        heading = by_role(browser, "heading", "Review your answers")
+        wait_until(browser, lambda d: heading.is_displayed())
+        bar = browser.find_element("css selector", "#ask-form .actions")
+        assert in_view(browser, heading) and in_view(browser, submit)
+        assert heading.rect["y"] + heading.rect["height"] <= bar.rect["y"]
+        review = browser.find_element("css selector", "#review")
+        assert review.rect["height"] > 360
+        heading.send_keys(Keys.ESCAPE)
+        wait_until(browser, lambda d: not heading.is_displayed())
+    finally:
+        browser.execute_script(fill, note, "")

@@ -93,7 +93,8 @@ ELSEWHERE_TEXT = (
 INTERNAL_ERROR_TEXT = "pi-agent-ask internal error: {error}"
 NO_FORMS_HEAD = (
     "Needs user input: this MCP server cannot show a form (it uses no pi-agent-ask desk, and "
-    "the MCP client has no form elicitation). Ask the user these questions yourself:"
+    "the MCP client has no form elicitation, or its form could not be used). Ask the user "
+    "these questions yourself:"
 )
 NO_FORMS_TAIL = (
     "Nothing was answered (structuredContent: cancelled, no answers). To answer in a form "
@@ -102,8 +103,9 @@ NO_FORMS_TAIL = (
 )
 NO_FORMS_WAIT_TEXT = (
     "wait_for_answers has nothing to wait for: this MCP server cannot show forms (it uses no "
-    "pi-agent-ask desk, and the MCP client has no form elicitation). To answer in forms, the "
-    "user runs `pi-agent-ask desk` in a terminal and this server without `--desk off`."
+    "pi-agent-ask desk, and the MCP client has no form elicitation, or its form could not be "
+    "used). To answer in forms, the user runs `pi-agent-ask desk` in a terminal and this "
+    "server without `--desk off`."
 )
 """The non-TUI fallback in MCP's words: the contract's text speaks of the host's interactive
 TUI mode and of ``details``, which an MCP client has neither of."""

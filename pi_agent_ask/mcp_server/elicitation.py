@@ -73,7 +73,7 @@ def plain_for(protocol_version: str) -> bool:
     return protocol_version < TITLED_CHOICES_SINCE
 
 
-def _log_failure(why: str) -> None:
+def log_failure(why: str) -> None:
     print(f"pi-agent-ask: the client's form could not be used: {why}", file=sys.stderr)
 
 
@@ -155,10 +155,30 @@ def elicitation_schema(
     return {"type": "object", "properties": properties}
 
 
-def elicitation_message(params: AskParams, problem: str | None = None) -> str:
+UNUSABLE_KEPT = (
+    "the question stays unanswered here and waits for the pi-agent-ask desk "
+    "(`pi-agent-ask desk` in a terminal)"
+)
+"""What becomes of a question the client's form could not be used for, in the person's words,
+when the server keeps forms for a desk then (``--desk auto``)."""
+UNUSABLE_TO_AGENT = (
+    "the question stays unanswered here and the agent is told to ask it in the conversation instead"
+)
+"""The same with ``--desk off``, where nothing else shows forms (``router.py``)."""
+
+
+def elicitation_message(
+    params: AskParams, problem: str | None = None, last_try: str | None = None
+) -> str:
+    """The form's message: the questions, after why the last answer could not be used; on
+    the last try (``last_try``: what becomes of the question if this answer cannot be used
+    either) the person is told before it happens, since nothing is shown in the client
+    after it."""
     lines = []
     if problem:
         lines.append(f"That answer could not be used: {problem} Please answer again.")
+    if problem and last_try:
+        lines.append(f"This is the last try: if this answer cannot be used either, {last_try}.")
     if params.title:
         lines.append(params.title)
     for number, question in enumerate(params.questions, start=1):
@@ -223,12 +243,16 @@ class ElicitationSurface:
     forms shown before that wait for it) and runs the elicitations until :meth:`finish`.
     """
 
-    on_failure: Callable[[str], None] = _log_failure
+    on_failure: Callable[[str], None] = log_failure
     """Called, with why in words (``request_failed``, ``refused_too_often``), when the client
     answers an elicitation with an error (its handler failed, it refused form mode) or the
     form refused its answer ``MAX_ATTEMPTS`` times: that is the client's failure, not a
     person's decision, so the form is neither cancelled nor answered: it stays pending, and
     the server decides where forms go now (``router.py``: kept for a desk)."""
+    if_unusable: str = UNUSABLE_KEPT
+    """What becomes of a question whose answer the form refused every time, said to the
+    person on the last try (``elicitation_message``): only the agent and standard error hear
+    of it after that."""
     _elicit: Elicit | None = None
     _plain: bool = False
     """The client gets the plain mapping (``serve``)."""
@@ -368,10 +392,12 @@ class ElicitationSurface:
         assert self._elicit is not None
         presented = tuple(state.types)
         problem: str | None = None
-        for _attempt in range(MAX_ATTEMPTS):
+        for attempt in range(1, MAX_ATTEMPTS + 1):
             schema = elicitation_schema(state.params, presented, plain=self._plain)
+            last_try = self.if_unusable if attempt == MAX_ATTEMPTS else None
+            message = elicitation_message(state.params, problem, last_try)
             try:
-                result = await self._elicit(elicitation_message(state.params, problem), schema)
+                result = await self._elicit(message, schema)
             except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
                 return  # the client is gone: the form stays pending for the next start
             except MCPError as error:

@@ -26,7 +26,8 @@ transport's exception text.
 Local, without the client's form elicitation, nothing can show a form, so the forms are
 **kept** for a desk: ``ask_user`` queues the form and says so (start ``pi-agent-ask desk``),
 also on standard error, and ``wait_for_answers`` waits until a desk shows them. With
-``--desk off`` (no desk will ever come) the contract's non-TUI fallback applies instead. A
+``--desk off`` (no desk will ever come) the contract's non-TUI fallback applies instead, also
+once the client's form elicitation failed (the call it failed on says so, without a desk). A
 journal no desk would see (``--session``, or one held in memory because another server given
 the same ``--key`` has the file) keeps no such question: ``ask_user`` is refused, saying what helps.
 """
@@ -143,6 +144,16 @@ ELICITATION_FAILED_LOG = (
     "pi-agent-ask: the client's form could not be used ({why}); questions are kept for a "
     "desk: run `pi-agent-ask desk` in a terminal to answer them"
 )
+ELICITATION_FAILED_OFF_TEXT = (
+    "The MCP client's question form could not be used ({why}). This is not the user's "
+    "answer or cancellation. This server runs with --desk off, so nothing else shows forms: "
+    "ask the user these questions yourself (from now on ask_user returns its questions as "
+    "text for that). The question stays queued, unanswered, in this agent's journal."
+)
+ELICITATION_FAILED_OFF_LOG = (
+    "pi-agent-ask: the client's form could not be used ({why}); with --desk off nothing else "
+    "shows forms: ask_user now returns its questions as text for the agent to ask"
+)
 UNRECORDED_TEXT = (
     "The answer given in the MCP client's form could not be recorded (the write to the session "
     "journal failed), so it was not kept. A pi-agent-ask desk started meanwhile: the question "
@@ -214,15 +225,19 @@ class _Side:
 class Router:
     """The stdio server's calls, sent to the side that shows forms now (module docstring).
 
-    ``open_local(keep, on_elicitation_failure)`` opens the local server (``stdio.open_local``
-    with its options bound; ``keep``: no elicitation, forms kept for a desk). ``desk`` is
+    ``open_local(keep, elicit, on_elicitation_failure, if_unusable)`` opens the local server
+    (``stdio.open_local`` with its options bound; ``keep``: no elicitation, forms kept for a
+    desk; ``elicit``: the client's form elicitation, when it has one; the last two are the
+    elicitation surface's ``on_failure`` and ``if_unusable``). ``desk`` is
     ``"auto"``, ``"off"`` or a desk URL (with ``token``). Run :meth:`run` in a nursery
     (``nursery.start``) before the first call."""
 
     key: str
     desk: str
     desk_file: Path
-    open_local: Callable[[bool, Callable[[str], None]], contextlib.AbstractAsyncContextManager[Any]]
+    open_local: Callable[
+        [bool, bool, Callable[[str], None], str], contextlib.AbstractAsyncContextManager[Any]
+    ]
     elicitation: bool
     progress_interval: float
     token: str | None = None
@@ -578,11 +593,14 @@ class Router:
         """The client's form failed (it answered an elicitation with an error, or the form
         refused its answers every time, ``elicitation.py``): it cannot show forms after all,
         so from now on they are kept for a desk (the form it failed on stays pending)."""
-        self.log(ELICITATION_FAILED_LOG.format(why=why))
+        off = self.desk == "off"
+        self.log((ELICITATION_FAILED_OFF_LOG if off else ELICITATION_FAILED_LOG).format(why=why))
         if not self.elicitation:
             return
         self.elicitation = False
-        self._reopen = ELICITATION_FAILED_TEXT.format(why=why)
+        self._reopen = (ELICITATION_FAILED_OFF_TEXT if off else ELICITATION_FAILED_TEXT).format(
+            why=why
+        )
         self._seen = None
         assert self._nursery is not None
         self._nursery.start_soon(self._settle_in_background)
@@ -596,8 +614,17 @@ class Router:
                 await trio.to_thread.run_sync(
                     wait_until_free, self.state_dir, abandon_on_cancel=True
                 )
+        from pi_agent_ask.mcp_server.elicitation import UNUSABLE_KEPT, UNUSABLE_TO_AGENT
+
         try:
-            async with self.open_local(keep, self._elicitation_failed) as local:
+            # The client's form, until it fails (``_elicitation_failed``): then forms are
+            # kept for a desk, or with ``--desk off`` the questions go back to the agent.
+            async with self.open_local(
+                keep,
+                self.elicitation,
+                self._elicitation_failed,
+                UNUSABLE_TO_AGENT if self.desk == "off" else UNUSABLE_KEPT,
+            ) as local:
                 task_status.started(local)
                 await side.close.wait()
         finally:

@@ -241,9 +241,9 @@ async def serve(
     state = state_dir if state_dir is not None else default_state_dir()
     async with agent_keys(key, hello.name, work_dir, state) as (agent_key, base_key):
 
-        def local(keep: bool, on_elicitation_failure: Any) -> Any:
+        def local(keep: bool, elicit: bool, on_failure: Any, if_unusable: str) -> Any:
             return open_local(
-                hello,
+                attrs.evolve(hello, elicitation=hello.elicitation and elicit),
                 key=agent_key,
                 base_key=base_key,
                 session=session,
@@ -253,7 +253,8 @@ async def serve(
                 progress_interval=progress_interval,
                 hook_dir=hook_dir,
                 keep=keep,
-                on_elicitation_failure=on_elicitation_failure,
+                on_elicitation_failure=on_failure,
+                if_unusable=if_unusable,
             )
 
         router = Router(
@@ -436,6 +437,7 @@ async def open_local(
     state_dir: Path | None = None,
     keep: bool = False,
     on_elicitation_failure: Callable[[str], None] | None = None,
+    if_unusable: str | None = None,
 ) -> AsyncIterator[LocalServer]:
     """The runtime, tools, hook endpoint and MCP server for one client, until the block ends
     (run ``server.run(read, write, ...)`` on any transport inside it).
@@ -444,19 +446,21 @@ async def open_local(
     (default ``~/.pi/agent/pi-agent-ask/desk/``), so a desk started later shows its forms.
     ``keep``: show no forms (no elicitation either), run in ``tui`` mode anyway, forms queued
     for a desk (``router.py``); without elicitation and ``keep``, the contract's non-TUI
-    fallback."""
+    fallback. ``on_elicitation_failure``, ``if_unusable``: the elicitation surface's
+    ``on_failure`` and ``if_unusable``."""
     from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.actors.runtime import open_runtime
     from pi_agent_ask.mcp_common.tools import AgentTools
-    from pi_agent_ask.mcp_server.elicitation import ElicitationSurface
+    from pi_agent_ask.mcp_server.elicitation import UNUSABLE_KEPT, ElicitationSurface, log_failure
     from pi_agent_ask.mcp_server.hook import local_take, serve_hook_endpoint
     from pi_agent_ask.persistence.session_file import SessionFileError
 
     surface: ElicitationSurface | None = None
     if hello.elicitation and not keep:
-        surface = ElicitationSurface()
-        if on_elicitation_failure is not None:
-            surface = ElicitationSurface(on_failure=on_elicitation_failure)
+        surface = ElicitationSurface(
+            on_failure=on_elicitation_failure or log_failure,
+            if_unusable=if_unusable or UNUSABLE_KEPT,
+        )
     runtime_surface = surface if surface is not None else NullSurface()
     mode: Mode = "tui" if surface is not None or keep else "json"
     if session is not None:

@@ -78,11 +78,13 @@ def _send(controller: FormController, command: fs.Command) -> Callable[[KeyPress
 
 
 def _number_key(controller: FormController, digit: int) -> Callable[[KeyPressEvent], None]:
-    """A digit in navigation: its row, or, past the question's last numbered row, a notice
-    saying which rows there are (as for any other key that does nothing here, never silence).
-    Review's digits past its actions stay ignored (the reference's rule)."""
+    """A row number typed in navigation (one digit, or two from 10 on): its row, or, past the
+    question's last numbered row, a notice saying which rows there are (as for any other key
+    that does nothing here, never silence). Review's digits past its actions stay ignored
+    (the reference's rule)."""
 
     def handler(_event: KeyPressEvent) -> None:
+        controller.hold_digit(None)
         rows = controller.option_rows()
         if 0 < rows < digit:
             controller.notice = no_such_row(digit, rows)
@@ -353,13 +355,26 @@ def keymap_key_bindings(
     kb.add("home", filter=navigation)(_call(lambda: controller.scroll_to_end(False)))
     kb.add("end", filter=navigation)(_call(lambda: controller.scroll_to_end(True)))
 
+    # Rows 10 and up: two digits typed in a row ("1", "2" picks 12). A digit that begins a
+    # row of the question waits for the next key (``surface.JUMP_TIMEOUT``), and the hints
+    # say so: a second digit makes the number (past the last row, "15" of 12 rows, it picks
+    # nothing and says so, never row 1 and then a 5 on the next question), the confirm key
+    # picks the digit's own row at once, the cancel key clears it. Any other key, or the wait
+    # running out, lets the digit act alone first. Elsewhere a digit acts at once.
     for digit in range(1, 10):
         kb.add(str(digit), filter=navigation)(_number_key(controller, digit))
-    # Options 10 and up: two digits typed in a row ("1", "2" picks 12). The pair is bound
-    # only on a question that has that row, so elsewhere a digit acts at once.
-    for number in range(10, 100):
-        has_row = _has_rows(controller, number)
-        kb.add(*str(number), filter=navigation & has_row)(_send(controller, fs.Number(number)))
+        begins = navigation & _has_rows(controller, digit * 10)
+        for second in range(10):
+            number = _number_key(controller, digit * 10 + second)
+            kb.add(str(digit), str(second), filter=begins)(number)
+        for key in main.confirm:
+            kb.add(str(digit), *to_prompt_toolkit(key), filter=begins)(
+                _number_key(controller, digit)
+            )
+        for key in main.cancel:
+            kb.add(str(digit), *to_prompt_toolkit(key), filter=begins)(
+                _call(lambda: controller.hold_digit(None))
+            )
     kb.add(FIXED_SKIP_KEY, filter=navigation)(_send(controller, fs.Skip()))
     kb.add(NEXT_UNANSWERED_KEY, filter=navigation)(_call(controller.next_unanswered))
 

@@ -111,6 +111,9 @@ class FormController:
     notice: str | None = None
     """Shown until the next command: under the open editor (clipboard read results, ``@``
     path candidates), else above the key hints (an Alt key that does nothing)."""
+    held_digit: int | None = None
+    """A first digit the key processor holds for a second one (a question of ten rows or
+    more), shown in the key hints until a key or the wait decides what it picks."""
     cwd: Path | None = None
     """Where relative ``@`` paths start (the runtime's working directory)."""
     config_notices: tuple[str, ...] = ()
@@ -146,6 +149,7 @@ class FormController:
         self.follow_focus = True
         self.pressed = None
         self.notice = None
+        self.held_digit = None
         self.buffer_serial = None
         self.state = state
         self._sync_buffer()
@@ -183,6 +187,7 @@ class FormController:
         self.commands = None
         self._reset_flight()
         self.pressed = None
+        self.held_digit = None
         self.buffer_serial = None
         self._frames = {}
         self._set_buffer("")
@@ -324,6 +329,7 @@ class FormController:
             editor_cursor=self.buffer.cursor_position if live else None,
             notice=self.notice,
             config_notices=self.config_notices,
+            held_digit=self.held_digit,
             menu=(
                 tuple(
                     (candidate, index == self.menu.index)
@@ -354,6 +360,15 @@ class FormController:
         self.scroll = max(0, self.scroll + rows)
         self.follow_focus = False
         self.invalidate()
+
+    def hold_digit(self, digit: int | None) -> None:
+        """The key processor holds ``digit`` for a second one (``None``: it holds none now).
+        A digit held is a key pressed: the notice of the key before it goes."""
+        if digit != self.held_digit:
+            self.held_digit = digit
+            if digit is not None:
+                self.notice = None
+            self.invalidate()
 
     def option_rows(self) -> int:
         """Numbered rows of the current question (its options and ``Type your own``); 0 on

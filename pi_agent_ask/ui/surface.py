@@ -379,6 +379,7 @@ class TerminalSurface:
         return app
 
 
+DIGITS = frozenset("123456789")
 JUMP_TIMEOUT = 0.6
 """Seconds a digit waits for a second one on a question with ten or more rows."""
 
@@ -406,6 +407,10 @@ def tune_application(app: Application[Any], controller: FormController) -> None:
             app.timeoutlen = JUMP_TIMEOUT
         else:
             app.timeoutlen = SEQUENCE_TIMEOUT
+        # The hints show a digit held for a second one; whatever ends the wait (a key, or the
+        # timeout's flush, which is no key press) goes through a binding that clears it.
+        digit = held[0].key if len(held) == 1 and not controller.editor_open else ""
+        controller.hold_digit(int(digit) if digit in DIGITS else None)
 
     tune()
     app.key_processor.after_key_press += tune

@@ -82,6 +82,24 @@ def digit_keys(rows: int) -> str:
     return "1" if rows == 1 else f"1-{rows}"
 
 
+def held_digit_hints(digit: int, rows: int, keymaps: Keymaps) -> tuple[tuple[str, str], ...]:
+    """What the next key does with ``digit``, a first digit waiting for a second on a question
+    of ``rows`` numbered rows: ``1 typed · 0-2 rows 10-12 · Enter row 1 · Esc clear``. These
+    hints stand for the others while it waits (any other key lets the digit act first)."""
+    first, last = digit * 10, min(rows, digit * 10 + 9)
+    seconds = "0" if last == first else f"0-{last - first}"
+    pairs: list[tuple[str, str]] = [
+        (str(digit), "typed"),
+        (seconds, f"row {first}" if last == first else f"rows {first}-{last}"),
+    ]
+    main = keymaps.main
+    if main.confirm:
+        pairs.append((format_key(main.confirm[0]), f"row {digit}"))
+    if main.cancel:
+        pairs.append((format_key(main.cancel[0]), "clear"))
+    return tuple(pairs)
+
+
 def no_such_row(digit: int, rows: int) -> str:
     """What the form says of a number key past the question's last numbered row."""
     return f"No row {digit}: this question's rows are {digit_keys(rows)}."
@@ -183,14 +201,13 @@ def footer_rows(state: fs.FormState, options: RenderOptions, width: int) -> list
     short = options.height is not None and options.height <= SHORT_SCREEN_ROWS
     hints: tuple[Line, ...] = ()
     if options.show_footer_hints:
-        hints = _footer_lines(
-            options.keymaps,
-            _hint_context(state),
-            width,
-            state.background,
-            short,
-            _hint_rows(state),
-        )
+        context, rows = _hint_context(state), _hint_rows(state)
+        hints = _footer_lines(options.keymaps, context, width, state.background, short, rows)
+        if options.held_digit is not None and context in ("single", "multi"):
+            # In the rows the hints take anyway, so nothing on screen moves while it waits.
+            held_hints = held_digit_hints(options.held_digit, rows, options.keymaps)
+            held = _wrapped(held_hints, width, short)
+            hints = (*held, *[()] * (len(hints) - len(held)))
     if not alerts and not hints:
         return []
     return [*([] if short and not alerts else [()]), *alerts, *hints]
@@ -216,6 +233,14 @@ def _footer_lines(
     if compact:
         first = [hint for hint in hints if hint[1] in COMPACT_FIRST]
         hints = (*first, *(hint for hint in hints if hint not in first))
+    return _wrapped(hints, width, compact)
+
+
+def _wrapped(
+    hints: Sequence[tuple[str, str]], width: int, compact: bool = False
+) -> tuple[Line, ...]:
+    """``(keys, action)`` hints in rows of ``width``, each whole on its row; ``compact``: only
+    those that fit one row."""
     rows: list[list[Fragment]] = [[]]
     used = 0
     for keys, action in hints:

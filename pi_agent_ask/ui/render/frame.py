@@ -62,6 +62,9 @@ class RenderOptions:
     """Problems with the settings file (shown above the key hints until the first key)."""
     menu: tuple[tuple[str, bool], ...] = ()
     """``@`` path candidates under the open editor, each with whether it is the chosen one."""
+    held_digit: int | None = None
+    """A first digit typed on a question of ten rows or more that waits for a second one (the
+    key hints say what the next key does with it)."""
     height: int | None = None
     """Rows the frame will be shown in, when known. At :data:`SHORT_SCREEN_ROWS` or fewer the
     key hints take one row (the most used keys first), so prompt and options keep the room."""

@@ -362,10 +362,12 @@
     review.hidden = false;
     // The review from its heading down to the buttons in view, the least scroll that does
     // it (on a phone, focusing the heading alone left the answers and Submit below the
-    // fold); a review taller than the screen starts at its heading.
+    // fold); a review taller than the screen starts at its heading. The buttons stay at the
+    // bottom of the screen (desk.css), so the review itself is brought above them.
     const heading = document.getElementById("review-heading");
     heading.focus({ preventScroll: true });
     form().querySelector(".actions").scrollIntoView({ block: "nearest" });
+    review.scrollIntoView({ block: "nearest" });
     if (heading.getBoundingClientRect().top < 0) heading.scrollIntoView({ block: "start" });
   }
 

@@ -9,7 +9,18 @@
   const JUMP_TIMEOUT = 600;
   let held = null; // { fs, digit, timer }: a first digit waiting for a second
 
+  let told = null; // what the page said of two digits past the last row, until the next digit
+
   function form() { return document.getElementById("ask-form"); }
+
+  // Said beside the buttons (role=status), as the terminal says it above its key hints.
+  function tell(text) {
+    const box = document.getElementById("form-note");
+    if (!box) return;
+    if (text === null) { if (told !== null && box.textContent === told) box.textContent = ""; }
+    else box.textContent = text;
+    told = text;
+  }
   function rows(fs) { return fs.querySelectorAll("input.choice").length + 1; }
 
   function digitIn(event, fs, digit) {
@@ -57,6 +68,7 @@
       (target === document.body ? form().querySelector("fieldset.question") : null);
     if (!fs) return;
     const digit = Number(event.key);
+    tell(null);
     if (held) {
       const first = held;
       clearTimeout(first.timer);
@@ -67,8 +79,15 @@
         chooseRow(fs, number);
         return;
       }
-      // No such row: the first digit acts alone, and this one is a key of its own, in the
-      // question that has the focus now.
+      if (first.fs === fs) {
+        // Past the last row (1 then 5 of 13 rows): nothing is chosen, and the page says so,
+        // as the terminal does; never row 1 and then a 5 of its own on the next question.
+        event.preventDefault();
+        tell("No row " + number + ": this question's rows are 1-" + rows(fs) + ".");
+        return;
+      }
+      // The focus went to another question meanwhile: the first digit acts alone, and this
+      // one is a key of its own, in the question that has the focus now.
       chooseRow(first.fs, first.digit);
       const now = document.activeElement;
       const there = now && now.closest && now.closest("fieldset.question");
