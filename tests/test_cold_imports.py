@@ -146,6 +146,25 @@ HOOK_COMMAND_NEVER_IMPORTS = (
 )
 
 
+def run_importtime(
+    args: list[str], env: dict[str, str], stdin: str = ""
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """``python -X importtime -m pi_agent_ask ARGS`` to its end, and the modules it imported
+    (read from the import log on its standard error)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pi_agent_ask", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    imported = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M))
+    return done, imported
+
+
 @pytest.mark.parametrize("runtime_dir", [True, False], ids=["runtime-dir", "agent-dir"])
 def test_the_hook_command_imports_neither_trio_nor_attrs(tmp_path: Path, runtime_dir: bool) -> None:
     for name in HOOK_COMMAND_NEVER_IMPORTS:
@@ -155,17 +174,8 @@ def test_the_hook_command_imports_neither_trio_nor_attrs(tmp_path: Path, runtime
     env.pop("XDG_RUNTIME_DIR", None)
     if runtime_dir:  # where servers put their sockets; else under the agent directory
         env["XDG_RUNTIME_DIR"] = str(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "pi_agent_ask", "hook", "claude-code"],
-        input=json.dumps(hook),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-        check=True,
-    )
-    imported = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M))
+    done, imported = run_importtime(["hook", "claude-code"], env, json.dumps(hook))
+    assert done.returncode == 0, done.stderr
     assert "pi_agent_ask.mcp_server.hook_command" in imported
     early = sorted(
         module
@@ -189,18 +199,9 @@ def test_mcp_refuses_an_option_before_it_imports_the_server(option: list[str], s
     """A refused option is told at once: the MCP SDK's import (a second or more of CPU) comes
     after the options are checked."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PI_AGENT_ASK_")}
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "pi_agent_ask", "mcp", *option],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    done, imported = run_importtime(["mcp", *option], env)
     assert done.returncode == 2
     assert said in done.stderr
-    imported = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M))
     assert "pi_agent_ask.commands.mcp" in imported
     assert sorted(m for m in imported if m == "mcp" or m.startswith(("mcp.", "trio"))) == []
 
