@@ -3,9 +3,6 @@ replace did (``form/fieldless.py``)."""
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 
 from pi_agent_ask.actors import notifications as nt
@@ -53,25 +50,3 @@ def test_match_dispatches_by_class(command: fs.Command) -> None:
 
 def test_a_fieldless_record_reads_as_its_class() -> None:
     assert repr(fs.NextTab()) == "NextTab()"
-
-
-def test_every_record_without_fields_is_fieldless() -> None:
-    """One way to make a record with no fields (``docs/architecture.md``): an attrs class whose
-    body is a docstring alone would compile methods nobody needs and read differently."""
-    package = Path(fs.__file__).parents[1]
-    bare = []
-    for path in sorted(package.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            by_attrs = any("attr" in ast.unparse(d) for d in node.decorator_list)
-            body = [
-                statement
-                for statement in node.body
-                if not (
-                    isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
-                )
-            ]
-            if by_attrs and not body:
-                bare.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.name}")
-    assert bare == []

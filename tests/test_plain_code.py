@@ -15,6 +15,8 @@ a comment or a docstring does not count) and fails on:
 - ``trio.lowlevel`` in ``actors/``, or elsewhere without a comment on its line or the line
   above saying why no public API does (``# ...``);
 - a module over 800 lines;
+- an attrs class with no fields (a record that carries only its kind is a ``Fieldless``
+  subclass, ``form/fieldless.py``: one way to make one);
 - ``desk/`` and ``mcp_server/`` importing each other (what both need lives below them).
 
 Every check holds for every module, with no list of exceptions: the last ones were fixed.
@@ -330,6 +332,21 @@ def module_size(path: str, source: str) -> Iterator[Offence]:
         yield lines, f"{lines} lines (at most {MAX_LINES})"
 
 
+def fieldless_attrs(path: str, source: str) -> Iterator[Offence]:
+    for node in ast.walk(_parse(source)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        by_attrs = any("attr" in ast.unparse(d) for d in node.decorator_list)
+        body = [
+            statement
+            for statement in node.body
+            if not isinstance(statement, ast.Pass)
+            and not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+        ]
+        if by_attrs and not body:
+            yield node.lineno, f"attrs class {node.name} with no fields (a Fieldless subclass)"
+
+
 def _package_imports(path: str, source: str) -> Iterator[tuple[int, str]]:
     """Every ``pi_agent_ask`` module a file imports (absolute or relative), with the line."""
     module = ["pi_agent_ask", *Path(path).with_suffix("").parts]
@@ -387,6 +404,7 @@ CHECKS: dict[str, FileCheck] = {
     "actor-scheduling": actor_scheduling,
     "lowlevel-reason": lowlevel_reason,
     "module-size": module_size,
+    "fieldless-attrs": fieldless_attrs,
 }
 
 
@@ -453,6 +471,10 @@ OFFENDING = {
         "import trio.lowlevel\n",
     ],
     "module-size": ["x = 1\n" * (MAX_LINES + 1)],
+    "fieldless-attrs": [
+        '@attrs.frozen(repr=False)\nclass Bell:\n    """A bell."""\n',
+        "@attr.s\nclass Quit:\n    pass\n",
+    ],
 }
 
 PLAIN = {
@@ -472,6 +494,10 @@ PLAIN = {
     "actor-scheduling": ["import trio\ntrio.lowlevel.checkpoint()\n"],
     "lowlevel-reason": ["import trio\nawait trio.sleep(0)\n", "'trio.lowlevel'\n"],
     "module-size": ["x = 1\n" * MAX_LINES],
+    "fieldless-attrs": [
+        'class Bell(Fieldless):\n    """A bell."""\n',
+        "@attrs.frozen\nclass Grant:\n    claim_id: int\n",
+    ],
 }
 
 
