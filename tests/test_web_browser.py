@@ -42,6 +42,7 @@ from pi_agent_ask.desk.web.testing import (
 )
 from pi_agent_ask.desk.web.view import MAX_TEXT
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.ui.render.footer import no_such_row
 
 MISSING = browser_missing()
 pytestmark = [
@@ -498,6 +499,7 @@ async def test_options_from_ten_on_are_chosen_with_two_digits_as_on_the_terminal
     chooses option 1 once no second digit follows, and 13 goes to Type your own. Options 10
     and up used to have no key at all."""
     from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
 
     twelve = [opt(f"o{n}", f"Option {n}") for n in range(1, 13)]
     payload = ask(
@@ -529,6 +531,11 @@ async def test_options_from_ten_on_are_chosen_with_two_digits_as_on_the_terminal
                 status = "No row 15: this question's rows are 1-13."
                 wait_until(browser, lambda d: d_text(d, "#form-note") == status)
                 hint = d_text(browser, "fieldset.question .hint")
+                # Enter after a first digit picks its own row at once, as on the terminal (it
+                # picked it and showed the review).
+                by_role(many, "radio", "Option 12").send_keys("1", Keys.ENTER)
+                wait_until(browser, lambda d: by_role(many, "radio", "Option 1").is_selected())
+                assert not browser.find_element("id", "review").is_displayed()
                 ActionChains(browser).send_keys("1", "3").perform()
                 wait_until(
                     browser,
@@ -1756,3 +1763,49 @@ def test_in_landscape_submit_stays_in_reach_of_a_tall_review(
         wait_until(browser, lambda d: not heading.is_displayed())
     finally:
         browser.execute_script(fill, note, "")
+
+
+# What a question's key hint and its status line read as each key is handled, and where the
+# first option lies then (a MutationObserver: a first digit waits 0.6 s, too short to be sure
+# of a round trip to the browser in between, so the keys go in one action).
+RECORD_KEY_HINTS = """
+const fs = arguments[0], first = fs.querySelector('div.option');
+window.keyHints = [];
+new MutationObserver(function () {
+  const held = fs.querySelector('.held'), hint = fs.querySelector('.hint');
+  window.keyHints.push({
+    held: held ? held.textContent : null,
+    live: held ? [held.getAttribute('role'), held.getAttribute('aria-live')] : null,
+    hint: getComputedStyle(hint).visibility, top: first.getBoundingClientRect().top,
+  });
+}).observe(fs, {subtree: true, childList: true, characterData: true, attributes: true});
+"""
+
+
+def test_a_first_digit_waiting_for_a_second_says_what_the_next_key_does(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A question of 31 rows on a phone: 3 waits for a second digit, and the question's key
+    hint says what the next key does, in the terminal's words, to a screen reader as well
+    (politely), nothing on the page moving; Esc drops it, choosing nothing. The page showed
+    nothing while it waited. 3 then 5 chooses nothing either, and the page says so in the
+    terminal's sentence."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    long_form.open(browser, 360, 640)
+    policy = question(browser, "Failure policy")
+    radios = policy.find_elements("css selector", "input.choice")
+    browser.execute_script("arguments[0].focus()", radios[0])
+    browser.execute_script(RECORD_KEY_HINTS, policy)
+    ActionChains(browser).send_keys("3", Keys.ESCAPE, "3", "5").perform()
+    said = no_such_row(35, 31)
+    wait_until(browser, lambda d: d_text(d, "#form-note") == said)
+    seen = browser.execute_script("return window.keyHints")
+    held = "3 typed · 0-1 rows 30-31 · Enter row 3 · Esc clear"
+    assert [s["held"] for s in seen if s["held"]] == [held, held], seen
+    waiting = next(s for s in seen if s["held"])
+    assert waiting["live"] == ["status", "polite"] and waiting["hint"] == "hidden", waiting
+    assert {s["top"] for s in seen} == {seen[0]["top"]}, seen  # nothing moved
+    assert seen[-1]["held"] == "" and seen[-1]["hint"] == "visible", seen
+    assert not any(radio.is_selected() for radio in radios)
