@@ -1794,7 +1794,8 @@ def test_a_first_digit_waiting_for_a_second_says_what_the_next_key_does(
     from selenium.webdriver.common.keys import Keys
 
     long_form.open(browser, 360, 640)
-    policy = question(browser, "Failure policy")
+    policy = browser.find_element("xpath", "//fieldset[1]")
+    assert policy.accessible_name.strip() == "Failure policy"
     radios = policy.find_elements("css selector", "input.choice")
     browser.execute_script("arguments[0].focus()", radios[0])
     browser.execute_script(RECORD_KEY_HINTS, policy)
@@ -1808,4 +1809,54 @@ def test_a_first_digit_waiting_for_a_second_says_what_the_next_key_does(
     assert waiting["live"] == ["status", "polite"] and waiting["hint"] == "hidden", waiting
     assert {s["top"] for s in seen} == {seen[0]["top"]}, seen  # nothing moved
     assert seen[-1]["held"] == "" and seen[-1]["hint"] == "visible", seen
-    assert not any(radio.is_selected() for radio in radios)
+    assert not browser.execute_script("return arguments[0].querySelector(':checked')", policy)
+
+
+# Safari's on-screen keyboard as the page sees it: the visual viewport ``arguments[0]`` px
+# shorter, the layout viewport as it was. Headless Chromium shows no keyboard and has no means
+# to shrink the visual viewport alone at scale 1 (neither device metrics, visible size nor
+# window size do), so its height is stubbed and its resize event sent, as the keyboard's is.
+KEYBOARD_OPEN = """
+const height = innerHeight - arguments[0];
+Object.defineProperty(visualViewport, 'height', {configurable: true, get: () => height});
+visualViewport.dispatchEvent(new Event('resize'));
+"""
+KEYBOARD_CLOSED = "delete visualViewport.height; visualViewport.dispatchEvent(new Event('resize'))"
+BOTTOM = "return arguments[0].getBoundingClientRect().bottom"
+
+
+def test_on_a_phone_the_buttons_stay_above_the_on_screen_keyboard(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """360x640, typing a note far above the buttons: Submit, Cancel and Later (and the line
+    kept beside them) stay above the on-screen keyboard. Chrome and Firefox on Android make
+    room for it as the page's viewport asks (interactive-widget=resizes-content); where the
+    keyboard covers the page's bottom instead (Safari: only the visual viewport shrinks), the
+    page lifts the bar above it. It stayed under the keyboard. A pinch zoom, which shrinks the
+    visual viewport too, leaves the bar where it is."""
+    long_form.open(browser, 360, 640)
+    meta = browser.find_element("css selector", 'meta[name="viewport"]')
+    assert "interactive-widget=resizes-content" in meta.get_attribute("content")
+    # Found by their text (by role, among 30 option notes, took a second).
+    note = browser.find_element("xpath", "//fieldset[1]//label[.='Note']")
+    browser.execute_script(
+        "arguments[0].scrollIntoView({block: 'center'}); arguments[0].click()", note
+    )
+    assert browser.switch_to.active_element.accessible_name == "Note"
+    submit = browser.find_element("xpath", "//button[.='Submit']")
+    browser.execute_script(KEYBOARD_OPEN, 300)
+    try:
+        assert browser.execute_script(BOTTOM, submit) <= 340
+    finally:
+        browser.execute_script(KEYBOARD_CLOSED)
+    assert 600 < browser.execute_script(BOTTOM, submit) <= 640
+    # After the page's own listener: the zoom's resize event was handled.
+    zoomed = "visualViewport.addEventListener('resize', () => { window.zoomed = true })"
+    browser.execute_script(zoomed)
+    browser.execute_cdp_cmd("Emulation.setPageScaleFactor", {"pageScaleFactor": 2})
+    try:
+        wait_until(browser, lambda d: d.execute_script("return window.zoomed"))
+        assert browser.execute_script("return visualViewport.scale") == 2
+        assert 600 < browser.execute_script(BOTTOM, submit) <= 640
+    finally:
+        browser.execute_cdp_cmd("Emulation.setPageScaleFactor", {"pageScaleFactor": 1})
