@@ -1860,3 +1860,32 @@ def test_on_a_phone_the_buttons_stay_above_the_on_screen_keyboard(
         assert 600 < browser.execute_script(BOTTOM, submit) <= 640
     finally:
         browser.execute_cdp_cmd("Emulation.setPageScaleFactor", {"pageScaleFactor": 1})
+
+
+def test_a_review_shown_with_a_note_beside_the_buttons_is_above_them(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """360x640: with a sentence beside Submit (here the page's "No row 35"), the bar at the
+    bottom of the screen is taller than the room the page keeps for it, and the review shown
+    by Submit is still above it, whole. Its last lines were under the bar."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    long_form.open(browser, 360, 640)
+    policy = browser.find_element("xpath", "//fieldset[1]")
+    browser.execute_script("arguments[0].querySelector('input.choice').focus()", policy)
+    ActionChains(browser).send_keys("3", "5").perform()
+    wait_until(browser, lambda d: d_text(d, "#form-note") == no_such_row(35, 31))
+    browser.find_element("xpath", "//button[.='Submit']").click()
+    heading = wait_until(
+        browser, lambda d: (h := d.find_element("id", "review-heading")).is_displayed() and h
+    )
+    review, bar = (browser.find_element("css selector", s) for s in ("#review", "#ask-form .bar"))
+    box = browser.execute_script(
+        "return [arguments[0].getBoundingClientRect(), arguments[1].getBoundingClientRect()]",
+        review,
+        bar,
+    )
+    assert box[0]["top"] >= 0 and box[0]["bottom"] <= box[1]["top"], box
+    heading.send_keys(Keys.ESCAPE)
+    wait_until(browser, lambda d: not heading.is_displayed())
