@@ -12,12 +12,25 @@
   const view = window.visualViewport;
   if (!view) return;
   const root = document.documentElement;
-  function place() {
+  let lifted = 0; // the height the bar is lifted by (px)
+  // ``resized``: the visual viewport changed size (the keyboard came, went or changed), not
+  // only its place (the person scrolling it).
+  function place(resized) {
     const zoomed = Math.abs(view.scale - 1) > 0.01;
     const covered = zoomed ? 0 : Math.floor(window.innerHeight - view.height - view.offsetTop);
-    root.style.setProperty("--keyboard", Math.max(0, covered) + "px");
+    const now = Math.max(0, covered);
+    root.style.setProperty("--keyboard", now + "px");
+    // The keyboard came up: the box being typed in, which the browser brought into view
+    // above the keyboard, may be under the bar lifted there now. It is brought above the bar
+    // (desk.css: the scroll padding counts the keyboard). Only then: the person scrolling
+    // with the keyboard up is not taken back to the box.
+    const typing = document.activeElement;
+    if (resized && now > lifted && typing && typing.matches("textarea, input")) {
+      typing.scrollIntoView({ block: "nearest" });
+    }
+    lifted = now;
   }
-  view.addEventListener("resize", place);
-  view.addEventListener("scroll", place);
-  place();
+  view.addEventListener("resize", function () { place(true); });
+  view.addEventListener("scroll", function () { place(false); });
+  place(false);
 })();
