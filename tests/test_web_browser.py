@@ -1466,6 +1466,20 @@ LONG_FORM = ask(
 length) and a long context, a multi-select, a question to explain in words."""
 
 
+DRAFTS_ON_THE_DESK = """
+const done = arguments[arguments.length - 1], form = document.getElementById('ask-form');
+fetch('/fragment/form', {credentials: 'same-origin'}).then(r => r.text()).then(function (html) {
+  const there = new DOMParser().parseFromString(html, 'text/html');
+  done(Array.from(form.querySelectorAll('textarea, input.choice')).every(function (box) {
+    const twin = there.getElementById(box.id);
+    return twin && (box.tagName === 'TEXTAREA' ? twin.value === box.value
+      : twin.checked === box.checked);
+  }));
+}, function () { done(false); });
+"""
+"""Whether the desk has the drafts the page shows (its form as the desk renders it now)."""
+
+
 @attrs.frozen
 class LongFormDesk:
     """The module's desk showing ``LONG_FORM`` (:func:`long_form`), and the session the
@@ -1476,7 +1490,11 @@ class LongFormDesk:
 
     def open(self, driver: Any, width: int = 390, height: int = 844) -> None:
         """``driver`` at a phone's ``width`` x ``height``, showing the form (with the session
-        given back: the module's other tests sign in to desks of their own, on this host)."""
+        given back: the module's other tests sign in to desks of their own, on this host).
+        What the last test typed here is on the desk first: saved after it left, it reloaded
+        the form in the next test (drafts changed elsewhere), under that test's feet."""
+        if driver.current_url.startswith(self.base_url) and form_shown(driver):
+            wait_until(driver, lambda d: d.execute_async_script(DRAFTS_ON_THE_DESK))
         set_viewport(driver, width, height, mobile=True)
         if not driver.current_url.startswith(self.base_url):
             driver.get(self.base_url + "/static/icon.svg")  # the desk's origin, for its cookie
@@ -1579,9 +1597,9 @@ def test_a_long_answer_typed_on_a_phone_is_shown_whole(
 
 
 def unreachable_line(driver: Any, saying: str) -> Any:
-    """The page's status line once it says ``saying`` (shown only when it says something)."""
-    status = by_role(driver, "status", "", exact=False)
-    return status if saying in status.text else None
+    """The page's status line once it says ``saying`` (the long form's first question has a
+    status line of its own: what a first digit waiting for a second does)."""
+    return next((status for status in roles(driver, "status") if saying in status.text), None)
 
 
 def test_at_200_percent_the_line_kept_in_view_leaves_room_for_the_form(
