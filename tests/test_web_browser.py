@@ -1807,7 +1807,7 @@ def test_a_first_digit_waiting_for_a_second_says_what_the_next_key_does(
     hint says what the next key does, in the terminal's words, to a screen reader as well
     (politely), nothing on the page moving; Esc drops it, choosing nothing. The page showed
     nothing while it waited. 3 then 5 chooses nothing either, and the page says so in the
-    terminal's sentence."""
+    terminal's sentence, as it does of 7 on a question of five rows."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
@@ -1828,6 +1828,12 @@ def test_a_first_digit_waiting_for_a_second_says_what_the_next_key_does(
     assert {s["top"] for s in seen} == {seen[0]["top"]}, seen  # nothing moved
     assert seen[-1]["held"] == "" and seen[-1]["hint"] == "visible", seen
     assert not browser.execute_script("return arguments[0].querySelector(':checked')", policy)
+    # One digit past the rows of a short question: said too (it did nothing, without a word).
+    notify = browser.find_element("xpath", "//fieldset[2]")
+    browser.execute_script("arguments[0].querySelector('input.choice').focus()", notify)
+    ActionChains(browser).send_keys("7").perform()
+    wait_until(browser, lambda d: d_text(d, "#form-note") == no_such_row(7, 5))
+    assert not browser.execute_script("return arguments[0].querySelector(':checked')", notify)
 
 
 # Safari's on-screen keyboard as the page sees it: the visual viewport ``arguments[0]`` px

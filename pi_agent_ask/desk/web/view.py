@@ -219,10 +219,11 @@ def number_key_texts(
     """What the page's number keys say on a question of ``rows`` numbered rows, in the
     terminal's words (one implementation: ``ui.render.footer``), keys.js showing them: for
     each first digit that waits for a second (``d`` with a row ``d0``), what the next key does
-    with it, the page's own keys (Enter, Esc) named; and for each two digits past the last
-    row that such a digit can begin (``15`` of 13 rows), that there is no such row."""
+    with it, the page's own keys (Enter, Esc) named; and for each number past the last row
+    that can be typed (``7`` of 5 rows; ``15`` of 13, its first digit beginning a row), that
+    there is no such row."""
     if rows < 10:
-        return (), ()
+        return (), tuple((n, no_such_row(n, rows)) for n in range(rows + 1, 10))
     held = tuple(
         (digit, hints_text(held_digit_hints(digit, rows, ENTER, ESC)))
         for digit in range(1, 10)

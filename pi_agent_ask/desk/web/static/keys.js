@@ -24,7 +24,7 @@
     told = text;
   }
   function rows(fs) { return fs.querySelectorAll("input.choice").length + 1; }
-  // What the page says of ``number``, two digits past the question's last row.
+  // What the page says of ``number``, past the question's last row.
   function noRow(fs, number) {
     const said = fs.querySelector('.past [data-number="' + number + '"]');
     return said ? said.textContent : null;
@@ -64,7 +64,7 @@
     const choices = fs.querySelectorAll("input.choice");
     if (number === choices.length + 1) { fs.querySelector("textarea.custom").focus(); return; }
     const choice = choices[number - 1];
-    if (!choice) return;
+    if (!choice) { tell(noRow(fs, number)); return; } // as the terminal: never silence
     const multi = fs.dataset.multi === "true";
     choice.checked = multi ? !choice.checked : true;
     choice.dispatchEvent(new Event("change", { bubbles: true }));
