@@ -109,7 +109,7 @@ class QuestionView:
     """For each first digit that waits for a second here, what the next key does with it
     (``number_key_texts``)."""
     past: tuple[tuple[int, str], ...] = ()
-    """For each two-digit number past the last row, what the page says of it."""
+    """For each number past the last row that can be typed, what the page says of it."""
 
 
 @attrs.frozen
