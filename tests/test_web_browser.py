@@ -42,6 +42,7 @@ from pi_agent_ask.desk.web.testing import (
 )
 from pi_agent_ask.desk.web.view import MAX_TEXT
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.ui.render.footer import no_such_row
 
 MISSING = browser_missing()
 pytestmark = [
@@ -498,6 +499,7 @@ async def test_options_from_ten_on_are_chosen_with_two_digits_as_on_the_terminal
     chooses option 1 once no second digit follows, and 13 goes to Type your own. Options 10
     and up used to have no key at all."""
     from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
 
     twelve = [opt(f"o{n}", f"Option {n}") for n in range(1, 13)]
     payload = ask(
@@ -529,6 +531,12 @@ async def test_options_from_ten_on_are_chosen_with_two_digits_as_on_the_terminal
                 status = "No row 15: this question's rows are 1-13."
                 wait_until(browser, lambda d: d_text(d, "#form-note") == status)
                 hint = d_text(browser, "fieldset.question .hint")
+                # Enter after a first digit picks its own row at once, as on the terminal (it
+                # picked it and showed the review).
+                choices = many.find_elements("css selector", "input.choice")  # by role: slower
+                choices[11].send_keys("1", Keys.ENTER)
+                wait_until(browser, lambda d: choices[0].is_selected())
+                assert not browser.find_element("id", "review").is_displayed()
                 ActionChains(browser).send_keys("1", "3").perform()
                 wait_until(
                     browser,
@@ -1459,6 +1467,20 @@ LONG_FORM = ask(
 length) and a long context, a multi-select, a question to explain in words."""
 
 
+DRAFTS_ON_THE_DESK = """
+const done = arguments[arguments.length - 1], form = document.getElementById('ask-form');
+fetch('/fragment/form', {credentials: 'same-origin'}).then(r => r.text()).then(function (html) {
+  const there = new DOMParser().parseFromString(html, 'text/html');
+  done(Array.from(form.querySelectorAll('textarea, input.choice')).every(function (box) {
+    const twin = there.getElementById(box.id);
+    return twin && (box.tagName === 'TEXTAREA' ? twin.value === box.value
+      : twin.checked === box.checked);
+  }));
+}, function () { done(false); });
+"""
+"""Whether the desk has the drafts the page shows (its form as the desk renders it now)."""
+
+
 @attrs.frozen
 class LongFormDesk:
     """The module's desk showing ``LONG_FORM`` (:func:`long_form`), and the session the
@@ -1469,7 +1491,11 @@ class LongFormDesk:
 
     def open(self, driver: Any, width: int = 390, height: int = 844) -> None:
         """``driver`` at a phone's ``width`` x ``height``, showing the form (with the session
-        given back: the module's other tests sign in to desks of their own, on this host)."""
+        given back: the module's other tests sign in to desks of their own, on this host).
+        What the last test typed here is on the desk first: saved after it left, it reloaded
+        the form in the next test (drafts changed elsewhere), under that test's feet."""
+        if driver.current_url.startswith(self.base_url) and form_shown(driver):
+            wait_until(driver, lambda d: d.execute_async_script(DRAFTS_ON_THE_DESK))
         set_viewport(driver, width, height, mobile=True)
         if not driver.current_url.startswith(self.base_url):
             driver.get(self.base_url + "/static/icon.svg")  # the desk's origin, for its cookie
@@ -1572,9 +1598,9 @@ def test_a_long_answer_typed_on_a_phone_is_shown_whole(
 
 
 def unreachable_line(driver: Any, saying: str) -> Any:
-    """The page's status line once it says ``saying`` (shown only when it says something)."""
-    status = by_role(driver, "status", "", exact=False)
-    return status if saying in status.text else None
+    """The page's status line once it says ``saying`` (the long form's first question has a
+    status line of its own: what a first digit waiting for a second does)."""
+    return next((status for status in roles(driver, "status") if saying in status.text), None)
 
 
 def test_at_200_percent_the_line_kept_in_view_leaves_room_for_the_form(
@@ -1756,3 +1782,143 @@ def test_in_landscape_submit_stays_in_reach_of_a_tall_review(
         wait_until(browser, lambda d: not heading.is_displayed())
     finally:
         browser.execute_script(fill, note, "")
+
+
+# What a question's key hint and its status line read as each key is handled, and where the
+# first option lies then (a MutationObserver: a first digit waits 0.6 s, too short to be sure
+# of a round trip to the browser in between, so the keys go in one action).
+RECORD_KEY_HINTS = """
+const fs = arguments[0], first = fs.querySelector('div.option');
+window.keyHints = [];
+new MutationObserver(function () {
+  const held = fs.querySelector('.held'), hint = fs.querySelector('.hint');
+  window.keyHints.push({
+    held: held ? held.textContent : null,
+    live: held ? [held.getAttribute('role'), held.getAttribute('aria-live')] : null,
+    hint: getComputedStyle(hint).visibility, top: first.getBoundingClientRect().top,
+  });
+}).observe(fs, {subtree: true, childList: true, characterData: true, attributes: true});
+"""
+
+
+def test_a_first_digit_waiting_for_a_second_says_what_the_next_key_does(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """A question of 31 rows on a phone: 3 waits for a second digit, and the question's key
+    hint says what the next key does, in the terminal's words, to a screen reader as well
+    (politely), nothing on the page moving; Esc drops it, choosing nothing. The page showed
+    nothing while it waited. 3 then 5 chooses nothing either, and the page says so in the
+    terminal's sentence, as it does of 7 on a question of five rows."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    long_form.open(browser, 360, 640)
+    policy = browser.find_element("xpath", "//fieldset[1]")
+    assert policy.accessible_name.strip() == "Failure policy"
+    radios = policy.find_elements("css selector", "input.choice")
+    browser.execute_script("arguments[0].focus()", radios[0])
+    browser.execute_script(RECORD_KEY_HINTS, policy)
+    ActionChains(browser).send_keys("3", Keys.ESCAPE, "3", "5").perform()
+    said = no_such_row(35, 31)
+    wait_until(browser, lambda d: d_text(d, "#form-note") == said)
+    seen = browser.execute_script("return window.keyHints")
+    held = "3 typed · 0-1 rows 30-31 · Enter row 3 · Esc clear"
+    assert [s["held"] for s in seen if s["held"]] == [held, held], seen
+    waiting = next(s for s in seen if s["held"])
+    assert waiting["live"] == ["status", "polite"] and waiting["hint"] == "hidden", waiting
+    assert {s["top"] for s in seen} == {seen[0]["top"]}, seen  # nothing moved
+    assert seen[-1]["held"] == "" and seen[-1]["hint"] == "visible", seen
+    assert not browser.execute_script("return arguments[0].querySelector(':checked')", policy)
+    # One digit past the rows of a short question: said too (it did nothing, without a word).
+    notify = browser.find_element("xpath", "//fieldset[2]")
+    browser.execute_script("arguments[0].querySelector('input.choice').focus()", notify)
+    ActionChains(browser).send_keys("7").perform()
+    wait_until(browser, lambda d: d_text(d, "#form-note") == no_such_row(7, 5))
+    assert not browser.execute_script("return arguments[0].querySelector(':checked')", notify)
+
+
+# Safari's on-screen keyboard as the page sees it: the visual viewport ``arguments[0]`` px
+# shorter, the layout viewport as it was. Headless Chromium shows no keyboard and has no means
+# to shrink the visual viewport alone at scale 1 (neither device metrics, visible size nor
+# window size do), so its height is stubbed and its resize event sent, as the keyboard's is.
+KEYBOARD_OPEN = """
+const height = innerHeight - arguments[0];
+Object.defineProperty(visualViewport, 'height', {configurable: true, get: () => height});
+visualViewport.dispatchEvent(new Event('resize'));
+"""
+KEYBOARD_CLOSED = "delete visualViewport.height; visualViewport.dispatchEvent(new Event('resize'))"
+BOTTOM = "return arguments[0].getBoundingClientRect().bottom"
+
+
+def test_on_a_phone_the_buttons_stay_above_the_on_screen_keyboard(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """360x640, typing a note far above the buttons: Submit, Cancel and Later (and the line
+    kept beside them) stay above the on-screen keyboard. Chrome and Firefox on Android make
+    room for it as the page's viewport asks (interactive-widget=resizes-content); where the
+    keyboard covers the page's bottom instead (Safari: only the visual viewport shrinks), the
+    page lifts the bar above it. It stayed under the keyboard. A pinch zoom, which shrinks the
+    visual viewport too, leaves the bar where it is."""
+    long_form.open(browser, 360, 640)
+    meta = browser.find_element("css selector", 'meta[name="viewport"]')
+    assert "interactive-widget=resizes-content" in meta.get_attribute("content")
+    submit = browser.find_element("xpath", "//button[.='Submit']")  # by text: quicker
+    # A pinch zoom (the page's resize listener ran before this one's).
+    zoomed = "visualViewport.addEventListener('resize', () => { window.zoomed = true })"
+    browser.execute_script(zoomed)
+    browser.execute_cdp_cmd("Emulation.setPageScaleFactor", {"pageScaleFactor": 2})
+    try:
+        wait_until(browser, lambda d: d.execute_script("return window.zoomed"))
+        assert browser.execute_script("return visualViewport.scale") == 2
+        assert 600 < browser.execute_script(BOTTOM, submit) <= 640
+    finally:
+        browser.execute_cdp_cmd("Emulation.setPageScaleFactor", {"pageScaleFactor": 1})
+    # Typing in the last question's note, near the end of the page.
+    note = browser.find_element("xpath", "//fieldset[3]//label[.='Note']")
+    browser.execute_script(
+        "arguments[0].scrollIntoView({block: 'center'}); arguments[0].click()", note
+    )
+    assert browser.switch_to.active_element.accessible_name == "Note"
+    browser.execute_script(KEYBOARD_OPEN, 300)
+    try:
+        assert browser.execute_script(BOTTOM, submit) <= 340
+        # The box being typed in, under the bar once it is lifted, is brought above it (the
+        # page had ended before it could be).
+        box, bar = browser.execute_script(
+            "return [document.activeElement.getBoundingClientRect(),"
+            " document.querySelector('#ask-form .bar').getBoundingClientRect()]"
+        )
+        assert box["top"] >= 0 and box["bottom"] <= bar["top"], (box, bar)
+    finally:
+        browser.execute_script(KEYBOARD_CLOSED)
+    lifted = "return getComputedStyle(document.documentElement).getPropertyValue('--keyboard')"
+    assert browser.execute_script(lifted) == "0px"
+
+
+def test_a_review_shown_with_a_note_beside_the_buttons_is_above_them(
+    browser: Any, long_form: LongFormDesk
+) -> None:
+    """360x640: with a sentence beside Submit (here the page's "No row 35"), the bar at the
+    bottom of the screen is taller than the room the page keeps for it, and the review shown
+    by Submit is still above it, whole. Its last lines were under the bar."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    long_form.open(browser, 360, 640)
+    policy = browser.find_element("xpath", "//fieldset[1]")
+    browser.execute_script("arguments[0].querySelector('input.choice').focus()", policy)
+    ActionChains(browser).send_keys("3", "5").perform()
+    wait_until(browser, lambda d: d_text(d, "#form-note") == no_such_row(35, 31))
+    browser.find_element("xpath", "//button[.='Submit']").click()
+    heading = wait_until(
+        browser, lambda d: (h := d.find_element("id", "review-heading")).is_displayed() and h
+    )
+    review, bar = (browser.find_element("css selector", s) for s in ("#review", "#ask-form .bar"))
+    box = browser.execute_script(
+        "return [arguments[0].getBoundingClientRect(), arguments[1].getBoundingClientRect()]",
+        review,
+        bar,
+    )
+    assert box[0]["top"] >= 0 and box[0]["bottom"] <= box[1]["top"], box
+    heading.send_keys(Keys.ESCAPE)
+    wait_until(browser, lambda d: not heading.is_displayed())

@@ -24,6 +24,8 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
 from pi_agent_ask.form.types import Draft, Question
 from pi_agent_ask.form.untrusted import has_surrogate
+from pi_agent_ask.persistence.keys import format_key
+from pi_agent_ask.ui.render.footer import held_digit_hints, hints_text, no_such_row
 
 __all__ = [
     "ENDED_TEXT",
@@ -103,6 +105,11 @@ class QuestionView:
     skipped: bool
     images: int
     """Images attached to this question's draft on the terminal (the page shows the count)."""
+    held: tuple[tuple[int, str], ...] = ()
+    """For each first digit that waits for a second here, what the next key does with it
+    (``number_key_texts``)."""
+    past: tuple[tuple[int, str], ...] = ()
+    """For each number past the last row that can be typed, what the page says of it."""
 
 
 @attrs.frozen
@@ -201,6 +208,31 @@ def _held(holder: Holder, shown: Shown) -> str | None:
     return sanitize_line(text) if text else None
 
 
+ENTER, ESC = format_key("enter"), format_key("escape")
+"""The page's keys that pick a held digit's row and clear it (keys.js), named as the
+terminal names keys."""
+
+
+def number_key_texts(
+    rows: int,
+) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    """What the page's number keys say on a question of ``rows`` numbered rows, in the
+    terminal's words (one implementation: ``ui.render.footer``), keys.js showing them: for
+    each first digit that waits for a second (``d`` with a row ``d0``), what the next key does
+    with it, the page's own keys (Enter, Esc) named; and for each number past the last row
+    that can be typed (``7`` of 5 rows; ``15`` of 13, its first digit beginning a row), that
+    there is no such row."""
+    if rows < 10:
+        return (), tuple((n, no_such_row(n, rows)) for n in range(rows + 1, 10))
+    held = tuple(
+        (digit, hints_text(held_digit_hints(digit, rows, ENTER, ESC)))
+        for digit in range(1, 10)
+        if digit * 10 <= rows
+    )
+    past = tuple((n, no_such_row(n, rows)) for n in range(rows + 1, min(rows // 10 * 10 + 10, 100)))
+    return held, past
+
+
 def _question_view(q: int, question: Question, multi: bool, draft: Draft) -> QuestionView:
     options = tuple(
         OptionView(
@@ -214,6 +246,7 @@ def _question_view(q: int, question: Question, multi: bool, draft: Draft) -> Que
         )
         for i, option in enumerate(question.options)
     )
+    held, past = number_key_texts(len(options) + 1)
     return QuestionView(
         index=q,
         id=question.id,
@@ -229,6 +262,8 @@ def _question_view(q: int, question: Question, multi: bool, draft: Draft) -> Que
         images=len(draft.custom_images)
         + len(draft.note_images)
         + sum(len(images) for images in draft.option_note_images.values()),
+        held=held,
+        past=past,
     )
 
 

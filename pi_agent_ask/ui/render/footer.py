@@ -82,22 +82,31 @@ def digit_keys(rows: int) -> str:
     return "1" if rows == 1 else f"1-{rows}"
 
 
-def held_digit_hints(digit: int, rows: int, keymaps: Keymaps) -> tuple[tuple[str, str], ...]:
+def held_digit_hints(
+    digit: int, rows: int, confirm: str | None, cancel: str | None
+) -> tuple[tuple[str, str], ...]:
     """What the next key does with ``digit``, a first digit waiting for a second on a question
-    of ``rows`` numbered rows: ``1 typed · 0-2 rows 10-12 · Enter row 1 · Esc clear``. These
-    hints stand for the others while it waits (any other key lets the digit act first)."""
+    of ``rows`` numbered rows: ``1 typed · 0-2 rows 10-12 · Enter row 1 · Esc clear``, with
+    ``confirm`` and ``cancel`` the names of the keys that pick the digit's own row and clear it
+    (``None``: no such key). These hints stand for the others while it waits (any other key
+    lets the digit act first). The web page shows them too (``hints_text``)."""
     first, last = digit * 10, min(rows, digit * 10 + 9)
     seconds = "0" if last == first else f"0-{last - first}"
     pairs: list[tuple[str, str]] = [
         (str(digit), "typed"),
         (seconds, f"row {first}" if last == first else f"rows {first}-{last}"),
     ]
-    main = keymaps.main
-    if main.confirm:
-        pairs.append((format_key(main.confirm[0]), f"row {digit}"))
-    if main.cancel:
-        pairs.append((format_key(main.cancel[0]), "clear"))
+    if confirm is not None:
+        pairs.append((confirm, f"row {digit}"))
+    if cancel is not None:
+        pairs.append((cancel, "clear"))
     return tuple(pairs)
+
+
+def hints_text(hints: Sequence[tuple[str, str]]) -> str:
+    """``(keys, action)`` hints as one line of text, as the footer shows them
+    (``Enter row 1 · Esc clear``): for the web page, which wraps its own lines."""
+    return " · ".join(f"{keys} {action}" for keys, action in hints)
 
 
 def no_such_row(digit: int, rows: int) -> str:
@@ -205,7 +214,13 @@ def footer_rows(state: fs.FormState, options: RenderOptions, width: int) -> list
         hints = _footer_lines(options.keymaps, context, width, state.background, short, rows)
         if options.held_digit is not None and context in ("single", "multi"):
             # In the rows the hints take anyway, so nothing on screen moves while it waits.
-            held_hints = held_digit_hints(options.held_digit, rows, options.keymaps)
+            main = options.keymaps.main
+            held_hints = held_digit_hints(
+                options.held_digit,
+                rows,
+                format_key(main.confirm[0]) if main.confirm else None,
+                format_key(main.cancel[0]) if main.cancel else None,
+            )
             held = _wrapped(held_hints, width, short)
             hints = (*held, *[()] * (len(hints) - len(held)))
     if not alerts and not hints:
