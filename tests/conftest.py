@@ -14,6 +14,10 @@ from hypothesis import HealthCheck, Phase, settings
 
 from tests.pg import cluster_or_skip
 
+# The cases of the agent SDKs' tests live in modules of their own (imported when they run):
+# their asserts report as a test module's do.
+pytest.register_assert_rewrite("tests.openai_agents_cases", "tests.pydantic_ai_cases")
+
 # No explain phase: it replays a failing example under a line tracer, which for the runtime
 # property suite (real Trio scheduling) takes hours; the shrunk example and its error are the
 # report. Shrinking itself stops after five minutes (Hypothesis's own limit).

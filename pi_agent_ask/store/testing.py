@@ -6,11 +6,13 @@ person at a desk would; it returns the request ids it answered. :func:`desk_proc
 ``pi-agent-ask desk --store URL --headless`` and returns the process and its URL.
 :class:`Cluster` is a throwaway PostgreSQL cluster (``initdb``, ``pg_ctl``) on a Unix socket in
 a temporary folder, run as an unprivileged user when the caller is root (``initdb`` refuses
-root); :func:`throwaway_cluster` starts and removes one.
+root); :func:`throwaway_cluster` starts and removes one, and first :func:`reap_orphans`: the
+clusters of processes killed before they could remove theirs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import pwd
@@ -35,6 +37,7 @@ __all__ = [
     "desk_process",
     "find_pg_bin",
     "first_options",
+    "reap_orphans",
     "throwaway_cluster",
 ]
 
@@ -222,12 +225,80 @@ def server_user() -> str | None:
     raise LookupError("running as root and no unprivileged user (postgres, nobody) to run it")
 
 
+PREFIX = "pi-agent-ask-pg-"
+"""How the folder of a cluster made by ``throwaway_cluster`` is named (then random letters)."""
+
+OWNER = "owner"
+"""The file in a cluster's folder naming the process that made it: ``PID START``, START being
+when that process started (``process_start``), so that a process id used again by a later
+process is not taken for the owner."""
+
+
+def process_start(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (field 22 of ``/proc/PID/stat``);
+    ``""`` on a system without ``/proc``. ``ProcessLookupError`` when there is no such process
+    (``PermissionError`` may mean one of another user's, alive)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        if Path("/proc/self/stat").exists():
+            raise ProcessLookupError(pid) from None
+        os.kill(pid, 0)  # raises ProcessLookupError when it is gone
+        return ""
+    # Field 2, the command's name in parentheses, may hold spaces: count from its end. The
+    # fields after it start at field 3.
+    fields = stat.rpartition(")")[2].split()
+    if fields[0] == "Z":  # exited, not yet reaped by its parent
+        raise ProcessLookupError(pid)
+    return fields[22 - 3]
+
+
+def _owner_gone(owner: str) -> bool:
+    pid, _, start = owner.partition(" ")
+    try:
+        return process_start(int(pid)) != start
+    except ProcessLookupError:
+        return True
+    except (ValueError, OSError):  # not an owner file this module wrote, or not ours to see
+        return False
+
+
+def reap_orphans(bin_dir: Path, folder: Path | None = None, user: str | None = None) -> list[Path]:
+    """Stop and remove the clusters in ``folder`` (default: the system's temporary folder)
+    whose owner process is gone; return their folders. A test run killed from outside (a
+    timeout's SIGTERM, a SIGKILL) never reaches ``throwaway_cluster``'s clean-up, and its
+    server would run on, holding memory (the tests' clusters live in ``/dev/shm``) and
+    connections, until the machine restarts. ``user`` runs the server (``server_user``).
+
+    Only folders with an owner file are touched: a folder without one is being made, or was
+    made by an older version of this module (left to whoever made it)."""
+    reaped = []
+    for root in sorted(Path(folder or tempfile.gettempdir()).glob(f"{PREFIX}*")):
+        try:
+            owner = (root / OWNER).read_text()
+        except OSError:
+            continue
+        if not _owner_gone(owner):
+            continue
+        cluster = Cluster(bin_dir, root, user)
+        if (cluster.data / "postmaster.pid").exists():
+            # Another process may be reaping it too, or its server may have died with it.
+            with contextlib.suppress(subprocess.CalledProcessError):
+                cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+        reaped.append(root)
+    return reaped
+
+
 @contextmanager
 def throwaway_cluster(bin_dir: Path, folder: Path | None = None) -> Iterator[Cluster]:
     """A started cluster in a new temporary folder (in ``folder``, default the system's
-    temporary folder), stopped and removed afterwards."""
+    temporary folder), stopped and removed afterwards. The orphans in that folder
+    (``reap_orphans``) are removed first."""
     user = server_user()
-    root = Path(tempfile.mkdtemp(prefix="pi-agent-ask-pg-", dir=folder))
+    reap_orphans(bin_dir, folder, user)
+    root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=folder))
+    (root / OWNER).write_text(f"{os.getpid()} {process_start(os.getpid())}")
     (root / "sock").mkdir()  # short: a Unix socket's path is limited to about 100 bytes
     if user is not None:
         entry = pwd.getpwnam(user)
