@@ -80,6 +80,7 @@ def opening(name: str = "raw") -> list[str]:
     return [json.dumps(initialize), INITIALIZED]
 
 
+ORACLE = '"oracle" for question "db"'
 INITIALIZED = '{"jsonrpc": "2.0", "method": "notifications/initialized"}'
 TEAM_DESKS = "http://team-a.test/mcp"
 
@@ -608,7 +609,14 @@ async def test_with_desk_off_a_form_the_client_fails_goes_back_to_the_agent(home
     refused every time) leaves the questions to the agent, and every word says so: never
     "run `pi-agent-ask desk`" for a server that never uses one. The person hears it on the
     last try, the agent in the call's result, and the next ask_user returns its questions
-    as text (it waited for a form nothing would show)."""
+    as text (it waited for a form nothing would show). The journal says so too: the question
+    ends as not asked (an error outcome), where it stayed waiting, for a later server to show
+    again after the agent had asked it in the conversation (or to keep waiting for ever)."""
+    from pi_agent_ask.mcp_server.elicitation import not_asked, refused_too_often
+    from pi_agent_ask.persistence import history
+    from pi_agent_ask.persistence.projection import JOURNAL
+    from pi_agent_ask.persistence.session_file import SessionFile
+
     messages: list[str] = []
 
     async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -619,11 +627,19 @@ async def test_with_desk_off_a_form_the_client_fails_goes_back_to_the_agent(home
         async with server(home, "--desk", "off", elicit=elicit) as client:
             failed = await call(client, "ask_user", ASK)
             later = await call(client, "ask_user", ASK)
+    journal = journal_path(home.state, f"test-client@{home.work}")
+    with SessionFile.open(journal, readonly=True, create=False, projection=JOURNAL) as session:
+        source = history.source_of_session(session)
+        records = history.list_history(source)["records"]
+        assert [record["status"] for record in records] == ["error", "cancelled"]
+        record = history.read_history(source, records[0]["requestId"], "db")["record"]
+    assert record["error"] == not_asked(refused_too_often(f"Unknown option value {ORACLE}."))
     assert len(messages) == 3
     assert f"if this answer cannot be used either, {UNUSABLE_TO_AGENT}." in messages[-1]
     text = plain(failed)
     assert failed.is_error and "question form could not be used" in text
     assert "--desk off" in text and "ask the user these questions yourself" in text
+    assert "journal records the question as not asked" in text
     assert "`pi-agent-ask desk`" not in text and "wait_for_answers" not in text
     assert later.structured_content["cancelled"] is True
     assert "Postgres [pg]" in plain(later)

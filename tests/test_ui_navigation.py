@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.test_ui_typing import ENTER, GOAL, asking
 
 TAB = "\t"
+DOWN = "\x1b[B"
+UP = "\x1b[A"
 
 TWELVE = {
     "id": "pick",
@@ -74,6 +77,14 @@ async def test_a_held_digit_is_shown_and_enter_or_esc_decides_it(tmp_path: Path)
         ask.send("\x1b")
         await ask.wait("1-13 select")
         assert "0/2 answered" in ask.term.text()
+        for columns, lines in ((80, 24), (40, 12)):
+            ask.term.resize(columns, lines)
+            ask.send(DOWN, UP)  # keys: drawn again at the new size, the marker on row 1
+            await ask.term.wait_for(
+                lambda term: "Pick" in term.rows()[0] and "›  1. ( ) Choice 1" in term.text()
+            )
+            await held_digit_leaves_the_marker(ask)
+        ask.term.resize(100, 40)
         ask.send("1", ENTER, TAB)
         await ask.wait("Review your answers")
         assert "1/2 answered" in ask.term.text()
@@ -82,6 +93,25 @@ async def test_a_held_digit_is_shown_and_enter_or_esc_decides_it(tmp_path: Path)
     assert status == 0
     assert result["details"]["answers"]["pick"]["values"] == ["v1"]
     assert "tone" not in result["details"]["answers"]
+
+
+async def held_digit_leaves_the_marker(ask: Any) -> None:
+    """A ``1`` held for a second digit changes the hints' rows only: prompt_toolkit draws a
+    held key in the cursor's cell, which was the focus row's first, over the ``›`` marker; the
+    cursor stands on the hints' own ``1`` then, and goes back once the digit is decided."""
+    before = ask.term.rows()
+    cursor = ask.term.cursor()
+    assert before[cursor[0]].startswith("›  1. ( ) Choice 1"), (cursor, before)
+    ask.send("1")
+    await ask.wait("1 typed")
+    held = ask.term.rows()
+    row = next(i for i, text in enumerate(held) if text.startswith("1 typed"))
+    changed = [i for i, (old, new) in enumerate(zip(before, held, strict=True)) if old != new]
+    assert changed and min(changed) >= row - 1, (before, held)  # the hint rows (and a blank)
+    assert ask.term.cursor() == (row, 0)
+    ask.send("\x1b")  # cleared
+    await ask.wait_gone("1 typed")
+    assert ask.term.rows() == before and ask.term.cursor() == cursor
 
 
 async def test_progress_marker_and_next_unanswered_key(tmp_path: Path) -> None:

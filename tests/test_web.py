@@ -629,6 +629,33 @@ async def test_the_terminal_desk_shows_a_sign_in_link_and_a_qr_code_beyond_loopb
             pipe.send_text("\x0f")  # Ctrl-O: a new one, in the sign-in lines
             await term.wait_for("/login?code=")
             assert url not in term.text()
+            await _sign_in_lines_fit(term, desk.board.display, remote)
+
+
+async def _sign_in_lines_fit(term: Any, display: Any, remote: bool) -> None:
+    """At 80x24 the sign-in link stands whole on one row (beside the agents pane the form's
+    side has 49 columns: it went on under itself there, and a terminal finds a link to click
+    or copy only on one row), and a QR code that does not fit whole is left out, saying where
+    to have one; at 40x12, where no row holds the link, the screen says how to have it whole."""
+    from pi_agent_ask.desk.terminal import LINK_CUT, QR_LEFT_OUT
+
+    term.resize(80, 24)
+    display.invalidate()
+    # Drawn again at 80 columns: the sentence's second row.
+    await term.wait_for(lambda t: " 'pi-agent-ask desk login-url' makes another):" in t.rows())
+    (row,) = [row for row in term.rows() if "/login?code=" in row]
+    assert re.fullmatch(r" https?://\S+/login\?code=[\w-]{22}", row), term.text()
+    assert "█" not in term.text(), term.text()
+    words = " ".join(term.text().split())
+    assert (QR_LEFT_OUT in words) is remote and LINK_CUT not in words
+    term.resize(40, 12)
+    display.invalidate()
+    await term.wait_for(lambda t: "login-url' prints a" in t.text())
+    rows = term.rows()
+    first = next(i for i, row in enumerate(rows) if "/login?code=" in row)
+    assert rows[first].startswith(" http") and rows[first + 1].startswith("   "), rows
+    assert row.strip() == rows[first].strip() + rows[first + 1].strip(), rows
+    assert " ".join(" ".join(rows[first + 2 :]).split()) == LINK_CUT, rows
 
 
 async def test_the_terminal_desk_s_sign_in_lines_say_when_their_link_ran_out(

@@ -3,15 +3,16 @@
 :class:`DeskSurface` is the one-agent ``TerminalSurface`` (the same form view, key and mouse
 bindings, notes, tabs and settings overlay) with a desk layout around it: a title line, the
 agents pane (each agent's key, its pending count, whether it is blocked), a line saying which
-agent the form on display comes from and whether that agent waits on it, and a status line
-with the latest notice. On a screen too narrow for the pane and a form of ``FORM_MIN_WIDTH``
-columns beside it, the pane gives way to one line above the form (the agents, or the title
-while none is connected), the rules go, and the status line shows only with a notice: the form
-keeps the terminal's width. The header is made for the width it has, shortening its words
-rather than cutting them. The board (``board.py``) decides which form is on display; this module
-only renders the board's state. It runs with ``ui.surface.run_terminal_surface``: the desk is
-always on screen (``has_content`` is always true), so the application starts at once and
-stays until the desk stops.
+agent the form on display comes from and whether that agent waits on it, and a status line with
+the latest notice. While no form is on display the web page's sign-in lines take the whole
+width under the pane (a link stands whole on one row at 80 columns). On a screen too narrow for
+the pane and a form of ``FORM_MIN_WIDTH`` columns beside it, the pane gives way to one line
+above the form (the agents, or the title while none is connected), the rules go, and the status
+line shows only with a notice: the form keeps the terminal's width. The header is made for the
+width it has, shortening its words rather than cutting them. The board (``board.py``) decides
+which form is on display; this module only renders the board's state. It runs with
+``ui.surface.run_terminal_surface``: the desk is always on screen (``has_content`` is always
+true), so the application starts at once and stays until the desk stops.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ __all__ = [
 ]
 
 AGENTS_WIDTH = 30
+PANE_KEPT_ROWS = 3
+"""Rows the agents pane keeps above the full-width sign-in lines (its heading and two
+agents), however many rows a QR code would take."""
 FORM_MIN_WIDTH = 48
 """The pane stands beside the form only when the form keeps at least this many columns."""
 QUIT_KEY = "c-q"
@@ -89,14 +93,37 @@ NOTICE_ROWS = 3
 """The most rows the latest notice takes at the bottom (it wraps up to there)."""
 
 
+LINK_CUT = (
+    "The link is cut to fit this screen; 'pi-agent-ask desk login-url' prints a new one on "
+    "one line."
+)
+"""Under a sign-in link that had to go on under itself: a link a terminal finds (to click or
+copy) is one on one line."""
+
+
+QR_LEFT_OUT = "A taller screen shows a QR code here; 'pi-agent-ask desk login-url --qr' draws one."
+"""In place of a QR code the screen has no room for."""
+
+
 def _url_rows(url: str, width: int) -> list[str]:
     """``url`` in rows of at most ``width`` cells: the first after one space, the others
     after three (a hanging indent: the rows that go on read as one address, not as text of
-    their own). An address has no spaces to wrap at, so it is cut where the row ends."""
+    their own). An address has no spaces to wrap at, so it is cut where the row ends; then
+    :data:`LINK_CUT` follows, wrapped between words, saying how to have it whole."""
     first = max(1, width - 1)
     step = max(1, width - 3)
     rest = url[first:]
-    return [" " + url[:first], *("   " + rest[at : at + step] for at in range(0, len(rest), step))]
+    rows = [" " + url[:first], *("   " + rest[at : at + step] for at in range(0, len(rest), step))]
+    if rest:
+        rows.extend(_words(LINK_CUT, width))
+    return rows
+
+
+def _words(text: str, width: int) -> list[str]:
+    """``text`` wrapped between words in rows of ``width`` cells, each after one space."""
+    return textwrap.wrap(
+        text, max(10, width), initial_indent=" ", subsequent_indent=" ", break_on_hyphens=False
+    )
 
 
 def _clip(text: str, width: int) -> str:
@@ -440,29 +467,58 @@ class DeskSurface(TerminalSurface):
             parts.pop()
         return parts
 
-    def _sign_in(self) -> StyleAndTextTuples:
-        """The sign-in lines, each sentence wrapped between words at the form's width (the
-        address and the QR code as they are: neither may change)."""
+    def _sign_in_rows(self) -> list[str]:
+        """The sign-in lines in rows of the screen's width (they take the whole width, under
+        the agents pane when it stands beside the form: at 80 columns the form's side is too
+        narrow for a link on one line). Each sentence is wrapped between words; the address
+        and the QR code stay as they are (neither may change). At most the rows the screen
+        has for them (:meth:`_sign_in_room`): a QR code that does not fit whole is left out
+        (a cut one scans as nothing), and a line says where to have one."""
         if not self.sign_in:
             return []
-        width = _form_width(get_app().output.get_size().columns) - 1
-        lines = []
-        for line in self.sign_in.split("\n"):
+        size = get_app().output.get_size()
+        width = size.columns - 1
+        rows, code = [], []
+        text = self.sign_in.rstrip("\n")
+        if not _narrow(size.columns):
+            text = text.lstrip("\n")  # a rule stands above them there
+        for line in text.split("\n"):
             if " " in line.strip() and any(c.isascii() and c.isalpha() for c in line):
-                lines.append(
-                    textwrap.fill(
-                        line.strip(),
-                        max(10, width),
-                        initial_indent=" ",
-                        subsequent_indent=" ",
-                        break_on_hyphens=False,
-                    )
-                )
+                rows.extend(_words(line.strip(), width))
             elif "://" in line:
-                lines.extend(_url_rows(line.strip(), max(10, width)))
+                rows.extend(_url_rows(line.strip(), max(10, width)))
+            elif line.strip():
+                code.append(line)
             else:
-                lines.append(line)
-        return [("class:ask.muted", "\n".join(lines))]
+                rows.append(line)
+        room = self._sign_in_room(size.rows)
+        if code and len(rows) + len(code) > room:
+            note = _words(QR_LEFT_OUT, width)
+            code = note if len(rows) + len(note) <= room else []
+        return [*rows, *code][:room]
+
+    def _sign_in_room(self, screen_rows: int) -> int:
+        """The rows the sign-in lines may take: the screen's less the desk's own (title and
+        rule, or the agents line; the status line) and those the agents pane keeps beside the
+        form's header when it stands there (:data:`PANE_KEPT_ROWS`, and a rule above the
+        sign-in lines)."""
+        if _narrow(get_app().output.get_size().columns):
+            status = len(self._notice_lines()) if self._has_notice() else 0
+            return max(0, screen_rows - 2 - status)
+        return max(0, screen_rows - 3 - len(self._notice_lines()) - PANE_KEPT_ROWS)
+
+    def _has_notice(self) -> bool:
+        """Whether the status line has something to say (on a narrow screen it shows only
+        then)."""
+        return bool(self.notices) or any(
+            text is not None for text in (self.hint_text, self.busy_text, self.link)
+        )
+
+    def _sign_in(self) -> StyleAndTextTuples:
+        return [("class:ask.muted", "\n".join(self._sign_in_rows()))]
+
+    def _sign_in_height(self) -> Dimension:
+        return Dimension.exact(len(self._sign_in_rows()))
 
     def _notice_lines(self) -> list[str]:
         """The latest notice wrapped between words at the screen's width, at most
@@ -530,20 +586,16 @@ class DeskSurface(TerminalSurface):
         empty = Condition(lambda: self.board is None or self.board.current is None)
         narrow = Condition(lambda: _narrow(get_app().output.get_size().columns))
         wide = ~narrow
-        notice = Condition(
-            lambda: (
-                bool(self.notices)
-                or self.hint_text is not None
-                or self.busy_text is not None
-                or self.link is not None
-            )
-        )
+        notice = Condition(self._has_notice)
 
         def agents() -> StyleAndTextTuples:
             if self.board is None:
                 return []
-            # The pane's rows: the screen's less the title, its rule and the status line.
+            # The pane's rows: the screen's less the title, its rule and the status line, and
+            # the sign-in lines under it with their rule while no form is on display.
             rows = get_app().output.get_size().rows - 2 - len(self._notice_lines())
+            if self.board.current is None and self.sign_in:
+                rows -= 1 + len(self._sign_in_rows())
             return agent_rows(self.board, height=rows)
 
         def top_line() -> StyleAndTextTuples:
@@ -572,13 +624,33 @@ class DeskSurface(TerminalSurface):
                             Window(height=1, char="─", style="class:ask.rule"), filter=wide
                         ),
                         ConditionalContainer(
-                            Window(FormattedTextControl(self._sign_in), wrap_lines=True),
-                            filter=empty,
+                            Window(
+                                FormattedTextControl(self._sign_in),
+                                height=self._sign_in_height,
+                                wrap_lines=False,
+                            ),
+                            filter=empty & narrow,
                         ),
                         form,
                     ]
                 ),
             ]
+        )
+        # Beside the agents pane the form's side has 49 of 80 columns: the sign-in lines take
+        # the whole width under both, so the link stays on one line (a terminal finds a link
+        # to click or copy only on one line).
+        sign_in = ConditionalContainer(
+            HSplit(
+                [
+                    Window(height=1, char="─", style="class:ask.rule"),
+                    Window(
+                        FormattedTextControl(self._sign_in),
+                        height=self._sign_in_height,
+                        wrap_lines=False,
+                    ),
+                ]
+            ),
+            filter=empty & wide & Condition(lambda: bool(self.sign_in)),
         )
         root = HSplit(
             [
@@ -594,6 +666,7 @@ class DeskSurface(TerminalSurface):
                     Window(height=1, char="─", style="class:ask.rule"), filter=wide
                 ),
                 body,
+                sign_in,
                 ConditionalContainer(
                     Window(
                         FormattedTextControl(self._status),

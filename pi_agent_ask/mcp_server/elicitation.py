@@ -33,6 +33,8 @@ client that answers the elicitation with an error is a client failure, not a per
 decision: the form stays pending and ``on_failure`` is told why (the server then keeps its
 forms for a desk); so is an answer the form refused ``MAX_ATTEMPTS`` times (a client that keeps
 sending what the form cannot take is no better at showing it, and nobody cancelled anything).
+With ``--desk off`` (``end_unusable``) nothing else would ever show that form: it ends with an
+error outcome saying it was not asked (:func:`not_asked`), the agent asks the questions itself.
 A connection that closed leaves the form pending too (the next start shows it).
 ``finish`` stops showing forms and waits for the elicitations open then, and for the runtime to
 record what the person decided there (``recorded``): a server moving to a desk never drops the
@@ -51,7 +53,7 @@ import mcp.types as types
 import trio
 from mcp.shared.exceptions import MCPError
 
-from pi_agent_ask.actors.form import Ended, FormInput, RemoteResponse
+from pi_agent_ask.actors.form import Ended, FormInput, RemoteResponse, SurfaceFailed
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import AskParams
 
@@ -167,6 +169,17 @@ UNUSABLE_TO_AGENT = (
 """The same with ``--desk off``, where nothing else shows forms (``router.py``)."""
 
 
+def not_asked(why: str) -> str:
+    """The error outcome of a form the client could not show with ``--desk off``
+    (``ElicitationSurface.end_unusable``): recorded in the journal, and what the agent hears
+    of that request (``Question form failed: ...``)."""
+    return (
+        f"The MCP client's question form could not be used ({why}), and with --desk off "
+        "nothing else shows forms, so this question was not asked: ask the user yourself if "
+        "it is still needed."
+    )
+
+
 def elicitation_message(
     params: AskParams, problem: str | None = None, last_try: str | None = None
 ) -> str:
@@ -253,6 +266,11 @@ class ElicitationSurface:
     """What becomes of a question whose answer the form refused every time, said to the
     person on the last try (``elicitation_message``): only the agent and standard error hear
     of it after that."""
+    end_unusable: bool = False
+    """Nothing else will ever show a form this client could not (``--desk off``): that form
+    ends with an error outcome (:func:`not_asked`) before ``on_failure`` is called, so the
+    journal says the question went back to the agent, and no later server shows it again or
+    keeps it waiting. This surface shows no form after it (they stay pending)."""
     _elicit: Elicit | None = None
     _plain: bool = False
     """The client gets the plain mapping (``serve``)."""
@@ -372,11 +390,23 @@ class ElicitationSurface:
         scope: trio.CancelScope,
     ) -> None:
         self._open.add(flow_id)
+        failure: str | None = None
         try:
             with scope, commands:
-                await self._ask(flow_id, state, commands)
+                failure = await self._ask(flow_id, state, commands)
+                if failure is not None and self.end_unusable:
+                    self._stop.set()  # no other form goes to a client that failed one
+                    await commands.send(SurfaceFailed(not_asked(failure)))
+                    # The form ends with that error outcome and hides itself, which cancels
+                    # this scope: the outcome is the form's own, written under the form
+                    # runner's shield, before the side that ``on_failure`` leaves closes.
+                    await trio.sleep_forever()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the form ended meanwhile (answered elsewhere, or the runtime closing)
         finally:
             self._open.discard(flow_id)
+        if failure is not None:
+            self.on_failure(failure)
 
     def _took(self, flow_id: str) -> None:
         """The form took the person's final response from the client (its reply said so): the
@@ -387,8 +417,9 @@ class ElicitationSurface:
 
     async def _ask(
         self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
-    ) -> None:
-        """One form's elicitations until it is answered, dismissed, or cannot be shown."""
+    ) -> str | None:
+        """One form's elicitations until it is answered, dismissed, or cannot be shown:
+        then why in words (the client's failure, ``on_failure``'s reason), else ``None``."""
         assert self._elicit is not None
         presented = tuple(state.types)
         problem: str | None = None
@@ -399,22 +430,22 @@ class ElicitationSurface:
             try:
                 result = await self._elicit(message, schema)
             except (trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
-                return  # the client is gone: the form stays pending for the next start
+                return None  # the client is gone: the form stays pending for the next start
             except MCPError as error:
-                if error.error.code != types.CONNECTION_CLOSED:
-                    self.on_failure(request_failed(error.error.message or str(error)))
-                return  # the form stays pending: no person decided anything
+                if error.error.code == types.CONNECTION_CLOSED:
+                    return None  # gone too
+                # No person decided anything: the form is neither answered nor cancelled.
+                return request_failed(error.error.message or str(error))
             except Exception as error:  # a malformed reply: the client cannot ask here
-                self.on_failure(request_failed(f"{type(error).__name__}: {error}"))
-                return
+                return request_failed(f"{type(error).__name__}: {error}")
             response = response_from_elicitation(state.params, presented, result, plain=self._plain)
             problem = await self._respond(flow_id, commands, response)
             if problem is None:
-                return
+                return None
         # The answers kept failing the form's checks: never guess, and never call that the
-        # person's cancellation. The form stays pending, as for a failed elicitation.
+        # person's cancellation, as for a failed elicitation.
         assert problem is not None
-        self.on_failure(refused_too_often(problem))
+        return refused_too_often(problem)
 
     async def _respond(
         self,

@@ -148,7 +148,8 @@ ELICITATION_FAILED_OFF_TEXT = (
     "The MCP client's question form could not be used ({why}). This is not the user's "
     "answer or cancellation. This server runs with --desk off, so nothing else shows forms: "
     "ask the user these questions yourself (from now on ask_user returns its questions as "
-    "text for that). The question stays queued, unanswered, in this agent's journal."
+    "text for that). This agent's journal records the question as not asked, so nothing "
+    "shows it again."
 )
 ELICITATION_FAILED_OFF_LOG = (
     "pi-agent-ask: the client's form could not be used ({why}); with --desk off nothing else "
@@ -592,7 +593,9 @@ class Router:
     def _elicitation_failed(self, why: str) -> None:
         """The client's form failed (it answered an elicitation with an error, or the form
         refused its answers every time, ``elicitation.py``): it cannot show forms after all,
-        so from now on they are kept for a desk (the form it failed on stays pending)."""
+        so from now on they are kept for a desk (the form it failed on stays pending), or with
+        ``--desk off`` the questions go back to the agent (the form it failed on ended as not
+        asked: ``ElicitationSurface.end_unusable``)."""
         off = self.desk == "off"
         self.log((ELICITATION_FAILED_OFF_LOG if off else ELICITATION_FAILED_LOG).format(why=why))
         if not self.elicitation:

@@ -255,6 +255,7 @@ async def serve(
                 keep=keep,
                 on_elicitation_failure=on_failure,
                 if_unusable=if_unusable,
+                end_unusable=desk == "off",
             )
 
         router = Router(
@@ -438,6 +439,7 @@ async def open_local(
     keep: bool = False,
     on_elicitation_failure: Callable[[str], None] | None = None,
     if_unusable: str | None = None,
+    end_unusable: bool = False,
 ) -> AsyncIterator[LocalServer]:
     """The runtime, tools, hook endpoint and MCP server for one client, until the block ends
     (run ``server.run(read, write, ...)`` on any transport inside it).
@@ -446,8 +448,8 @@ async def open_local(
     (default ``~/.pi/agent/pi-agent-ask/desk/``), so a desk started later shows its forms.
     ``keep``: show no forms (no elicitation either), run in ``tui`` mode anyway, forms queued
     for a desk (``router.py``); without elicitation and ``keep``, the contract's non-TUI
-    fallback. ``on_elicitation_failure``, ``if_unusable``: the elicitation surface's
-    ``on_failure`` and ``if_unusable``."""
+    fallback. ``on_elicitation_failure``, ``if_unusable``, ``end_unusable``: the elicitation
+    surface's ``on_failure``, ``if_unusable`` and ``end_unusable``."""
     from pi_agent_ask.actors.form import NullSurface
     from pi_agent_ask.actors.runtime import open_runtime
     from pi_agent_ask.mcp_common.tools import AgentTools
@@ -460,6 +462,7 @@ async def open_local(
         surface = ElicitationSurface(
             on_failure=on_elicitation_failure or log_failure,
             if_unusable=if_unusable or UNUSABLE_KEPT,
+            end_unusable=end_unusable,
         )
     runtime_surface = surface if surface is not None else NullSurface()
     mode: Mode = "tui" if surface is not None or keep else "json"

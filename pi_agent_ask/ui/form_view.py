@@ -474,6 +474,11 @@ class FormControl(UIControl):
             y = rows.index(frame.cursor[0])
             lines[y], x = _cursor_index(lines[y], frame.cursor[1])
             cursor = Point(x=x, y=y)
+        elif frame.held_row is not None and frame.held_row in rows:
+            # prompt_toolkit draws a held key in the cursor's cell while it waits for the next
+            # (at the focus row's first cell it hid the ``›`` marker): on the hints' own digit
+            # it draws that digit over itself, and nothing on screen changes.
+            cursor = Point(x=0, y=rows.index(frame.held_row))
         elif frame.focus_row in rows:
             cursor = Point(x=0, y=rows.index(frame.focus_row))
 

@@ -79,6 +79,9 @@ STYLE = Style.from_dict(
         "ask.editor": "underline",
         "ask.placeholder": "ansibrightblack italic",
         "ask.hint": "bold",
+        # prompt_toolkit's style of a held key, drawn in the cursor's cell while it waits for
+        # the next; the form puts that cursor on the hints' own digit (``Frame.held_row``).
+        "partial-key-binding": "bold",
         "ask.rule": "ansibrightblack",
         "ask.setting.on": "ansigreen bold",
         "ask.setting.off": "ansibrightblack",

@@ -16,7 +16,7 @@ What a frame holds, stated once:
   that are on screen now (after a resize or a scroll), never through stale positions.
 - ``focus_row``: the row the surface keeps visible (the highlighted option, the open editor's
   cursor, the highlighted Review action); ``cursor``: where the editor's cursor is, if one is
-  open.
+  open; ``held_row``: the key hints' row that starts with a held digit (``1 typed``).
 
 Every string the agent supplied (title, labels, prompts, descriptions, context) and every
 string the person typed passes through ``sanitize_text``/``sanitize_line`` before it becomes a
@@ -82,7 +82,7 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
         if state.on_review
         else question_body(state, options, width)
     )
-    footer = footer_rows(state, options, width)
+    footer, held = footer_rows(state, options, width)
     rows = len(header.lines) + len(body.lines) + len(footer)
     if short:
         # Drawn tall, the header and the key hints keep their blank rows and the hints their
@@ -93,7 +93,7 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
             len(header_block(state, width, False).lines)
             + len(body.lines)
             + (0 if state.on_review else 1)
-            + len(footer_rows(state, tall, width))
+            + len(footer_rows(state, tall, width)[0])
         )
     frame = Block()
     frame.append_block(header)
@@ -110,6 +110,7 @@ def render_form(state: fs.FormState, width: int, options: RenderOptions | None =
         cursor=frame.cursor,
         alert_rows=tuple(frame.alerts),
         lead_rows=body.lead,
+        held_row=None if held is None else len(frame.lines) - len(footer) + held,
         editor_room=frame.editor_room,
         tall_rows=rows,
     )

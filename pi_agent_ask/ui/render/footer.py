@@ -196,7 +196,12 @@ def _hints(
     return tuple(out)
 
 
-def footer_rows(state: fs.FormState, options: RenderOptions, width: int) -> list[Line]:
+def footer_rows(
+    state: fs.FormState, options: RenderOptions, width: int
+) -> tuple[list[Line], int | None]:
+    """The rows under the form's body (a blank row, alerts, key hints), and which of them
+    starts with a held digit's own hint (``1 typed``, its first cell the digit), if one is
+    shown."""
     alerts = [
         row
         for notice in options.config_notices
@@ -209,6 +214,7 @@ def footer_rows(state: fs.FormState, options: RenderOptions, width: int) -> list
         alerts.extend(_question_alerts(state, options.keymaps, width))
     short = options.height is not None and options.height <= SHORT_SCREEN_ROWS
     hints: tuple[Line, ...] = ()
+    held_shown = False
     if options.show_footer_hints:
         context, rows = _hint_context(state), _hint_rows(state)
         hints = _footer_lines(options.keymaps, context, width, state.background, short, rows)
@@ -223,9 +229,11 @@ def footer_rows(state: fs.FormState, options: RenderOptions, width: int) -> list
             )
             held = _wrapped(held_hints, width, short)
             hints = (*held, *[()] * (len(hints) - len(held)))
+            held_shown = bool(held)
     if not alerts and not hints:
-        return []
-    return [*([] if short and not alerts else [()]), *alerts, *hints]
+        return [], None
+    lines: list[Line] = [*([] if short and not alerts else [()]), *alerts, *hints]
+    return lines, (len(lines) - len(hints) if held_shown else None)
 
 
 COMPACT_FIRST = ("select", "next", "choose", "submit", "save note", "cancel", "defer all")

@@ -124,6 +124,9 @@ class Frame:
     editor_room: int | None = None
     """The cells a row of the open editor's text is wrapped to (``None``: no editor open):
     Up and Down move the cursor between those rows (``editor.row_move``)."""
+    held_row: int | None = None
+    """The key hints' row that starts with the digit held for a second one (``1 typed · 0-3
+    rows 10-13 ...``, the digit in its first cell), while one waits and the hints show."""
     tall_rows: int = 0
     """Rows the same form has rendered for a screen that is not short (``is_short``): its
     own when it is not short. A surface that must choose tells from a short frame alone
