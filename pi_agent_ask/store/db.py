@@ -177,12 +177,12 @@ per form (a per-row subquery cost 1.1 ms of server time on 500 forms, against 0.
 two statements: docs/team.md, "Figures")."""
 
 
-def check_store(conninfo: str, role: str, acting: str) -> None:
-    """Raise :class:`StoreUnavailable`, in a sentence naming the fix, unless ``conninfo`` is a
-    connection string that reaches a database with the schema, as a login role that is a
-    member of ``role`` (``acting``: what that role does, in words)."""
+def connect(conninfo: str) -> psycopg.Connection[Any]:
+    """An autocommit connection to ``conninfo``; :class:`StoreUnavailable`, in a sentence,
+    when it is not a connection string or reaches no database (every command's first step,
+    ``store init`` as much as a desk's start)."""
     try:
-        conn = psycopg.connect(conninfo, autocommit=True)
+        return psycopg.connect(conninfo, autocommit=True)
     except psycopg.ProgrammingError as error:  # libpq could not parse it
         raise StoreUnavailable(
             f"the store's address is not a connection string (postgresql://USER@HOST/DB "
@@ -190,7 +190,13 @@ def check_store(conninfo: str, role: str, acting: str) -> None:
         ) from None
     except psycopg.OperationalError as error:
         raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
-    with conn:
+
+
+def check_store(conninfo: str, role: str, acting: str) -> None:
+    """Raise :class:`StoreUnavailable`, in a sentence naming the fix, unless ``conninfo`` is a
+    connection string that reaches a database with the schema, as a login role that is a
+    member of ``role`` (``acting``: what that role does, in words)."""
+    with connect(conninfo) as conn:
         schema = conn.execute(
             "SELECT 1 FROM pg_catalog.pg_class c"
             " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
@@ -326,8 +332,18 @@ class Store:
 
     @staticmethod
     def init(conninfo: str) -> list[int]:
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            return migrate(conn)
+        with connect(conninfo) as conn:
+            try:
+                return migrate(conn)
+            except psycopg.errors.InsufficientPrivilege as error:
+                # The server's sentence without its CONTEXT (the PL/pgSQL that raised it).
+                said = error.diag.message_primary or _one_line(error)
+                raise StoreUnavailable(
+                    f"the login role {conn.info.user} may not create the schema and roles "
+                    f"({said}): run `pi-agent-ask store init URL` as the "
+                    "cluster's owner, or as the database's owner with CREATEROLE "
+                    "(docs/team.md, Set-up)."
+                ) from None
 
     @staticmethod
     def new_token(conninfo: str, agent: str) -> str:
