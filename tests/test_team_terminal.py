@@ -199,6 +199,21 @@ async def test_escape_with_nothing_else_in_line_says_the_form_stays(
             pipe.send_text("\x1b")
             await term.wait_for("Question Merge?")
             await term.wait_for("Deferred: 1 other form goes first.")
+            # A notice after it is newer, and says it (what Esc did hid it until a key).
+            (deploy,) = [
+                r for r in desk.board.snapshot() if r.params["questions"][0]["label"] == "Deploy"
+            ]
+            claim = await desk.store.run(
+                Store.claim,
+                desk.store.store,
+                deploy.request_id,
+                desk="bob:1:ab12",
+                person="bob",
+                lease=60,
+            )
+            assert isinstance(claim, Claim)
+            await term.wait_for("Other desks: bob on alpha's form")
+            assert "Deferred" not in term.text()
 
 
 async def test_the_status_line_stops_naming_another_desk_once_it_lets_its_form_go(
