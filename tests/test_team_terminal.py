@@ -391,6 +391,17 @@ async def test_an_answer_refused_for_a_claim_that_ran_out_stays_on_the_screen(
             await term.wait_for("Your answer was not sent: it stays here to send again.")
             assert "bob is answering this form on desk" in term.text()
             assert "Review your answers" in term.text() and "→ No" in term.text()
+            # On a short screen, each in a few words that name who is on it (the sentences
+            # were cut at the edge: "bob is answering this form on desk").
+            term.resize(40, 12)
+            pipe.send_text("\x1b[Z")  # Shift+Tab: back to the question
+            pipe.send_text("1")  # "Yes": a change of the draft, which the store refuses
+            await term.wait_for("Claim lost: bob is on it.")
+            await term.wait_for("Review your answers")
+            pipe.send_text("1")
+            await term.wait_for("again")
+            pipe.send_text("1")  # Submit
+            await term.wait_for("Not sent: bob is on it.")
             await bob.board.close(request_id)
             await desk.board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
             pipe.send_text("1")
@@ -399,7 +410,7 @@ async def test_an_answer_refused_for_a_claim_that_ran_out_stays_on_the_screen(
             await term.wait_for("No questions waiting")
             (outcome,) = await desk.store.run(Store.outcomes, desk.store.store)
             assert outcome["answered_by"] == "ann"
-            assert outcome["result"]["answers"]["q"]["values"] == ["no"]
+            assert outcome["result"]["answers"]["q"]["values"] == ["yes"]
 
 
 async def test_the_terminal_says_a_form_on_display_was_cancelled_on_another_desk(

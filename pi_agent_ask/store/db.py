@@ -775,9 +775,12 @@ class Store:
                     return Submitted(request_id, mine["agent_key"], person, mine["answered_at"])
                 refused = self._why_not(cur, request_id)
                 if claim_token is not None and refused.reason == "claimed":
-                    return Refused(
-                        "lease_lost",
-                        "Your claim on this form ran out and "
+                    # Who holds it now, when, and where stay: the page's 423 and the
+                    # terminal's short status name them.
+                    return attrs.evolve(
+                        refused,
+                        reason="lease_lost",
+                        message="Your claim on this form ran out and "
                         + refused.message[0].lower()
                         + refused.message[1:],
                     )

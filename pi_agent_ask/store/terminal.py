@@ -341,7 +341,8 @@ async def _save_draft(team: TeamBoard, request_id: str, changed: fs.FormState, n
     if isinstance(again, Claim):
         await team.save_draft(request_id, draft_json(changed))
     else:
-        notice(f"{again.message} Your claim ran out: what you type here is not kept.")
+        said = f"{again.message} Your claim ran out: what you type here is not kept."
+        notice(Brief(said, f"Claim lost: {again.holder or 'another desk'} is on it."))
 
 
 async def _run(
