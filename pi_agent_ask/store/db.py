@@ -40,8 +40,14 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from pi_agent_ask.store import StoreUnavailable
-from pi_agent_ask.store.schema import AGENT_ROLE, DESK_ROLE, SCHEMA, TOKENS_ROLE, migrate
+from pi_agent_ask.store.schema import (
+    AGENT_ROLE,
+    DESK_ROLE,
+    SCHEMA,
+    TOKENS_ROLE,
+    check_store,
+    init_store,
+)
 
 __all__ = [
     "CHANNEL",
@@ -177,56 +183,10 @@ per form (a per-row subquery cost 1.1 ms of server time on 500 forms, against 0.
 two statements: docs/team.md, "Figures")."""
 
 
-def connect(conninfo: str) -> psycopg.Connection[Any]:
-    """An autocommit connection to ``conninfo``; :class:`StoreUnavailable`, in a sentence,
-    when it is not a connection string or reaches no database (every command's first step,
-    ``store init`` as much as a desk's start)."""
-    try:
-        return psycopg.connect(conninfo, autocommit=True)
-    except psycopg.ProgrammingError as error:  # libpq could not parse it
-        raise StoreUnavailable(
-            f"the store's address is not a connection string (postgresql://USER@HOST/DB "
-            f"or host=... dbname=... user=...): {_one_line(error)}"
-        ) from None
-    except psycopg.OperationalError as error:
-        raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
-
-
-def check_store(conninfo: str, role: str, acting: str) -> None:
-    """Raise :class:`StoreUnavailable`, in a sentence naming the fix, unless ``conninfo`` is a
-    connection string that reaches a database with the schema, as a login role that is a
-    member of ``role`` (``acting``: what that role does, in words)."""
-    with connect(conninfo) as conn:
-        schema = conn.execute(
-            "SELECT 1 FROM pg_catalog.pg_class c"
-            " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND c.relname = 'requests'",
-            (SCHEMA,),
-        ).fetchone()
-        if schema is None:
-            raise StoreUnavailable(
-                f"the database has no {SCHEMA} schema yet: run `pi-agent-ask store init "
-                "URL` once, as a role that may create roles (docs/team.md, Set-up)."
-            )
-        row = conn.execute(
-            "SELECT current_user, pg_has_role(current_user, %s, 'MEMBER')", (role,)
-        ).fetchone()
-        if row is None or not row[1]:
-            user = "?" if row is None else row[0]
-            raise StoreUnavailable(
-                f"the login role {user} may not {acting}: GRANT {role} TO {user}; "
-                "(docs/team.md, Set-up)."
-            )
-
-
 def local_time(moment: datetime) -> str:
     """``moment`` in this desk's time zone (the server's session may run in another zone),
     for the sentences a person reads."""
     return f"{moment.astimezone():%H:%M:%S}"
-
-
-def _one_line(error: Exception) -> str:
-    return " ".join(str(error).split())
 
 
 def _waits(cur: Any) -> dict[str, float]:
@@ -332,18 +292,7 @@ class Store:
 
     @staticmethod
     def init(conninfo: str) -> list[int]:
-        with connect(conninfo) as conn:
-            try:
-                return migrate(conn)
-            except psycopg.errors.InsufficientPrivilege as error:
-                # The server's sentence without its CONTEXT (the PL/pgSQL that raised it).
-                said = error.diag.message_primary or _one_line(error)
-                raise StoreUnavailable(
-                    f"the login role {conn.info.user} may not create the schema and roles "
-                    f"({said}): run `pi-agent-ask store init URL` as the "
-                    "cluster's owner, or as the database's owner with CREATEROLE "
-                    "(docs/team.md, Set-up)."
-                ) from None
+        return init_store(conninfo)
 
     @staticmethod
     def new_token(conninfo: str, agent: str) -> str:
