@@ -92,6 +92,8 @@ def test_lease_expiry_returns_form_with_draft(store: Store) -> None:
     assert store.heartbeat(claim.token, lease=30) is None  # the dead desk's claim is gone
     lost = store.submit(rid, {}, person="ann", desk="d1", claim_token=claim.token)
     assert isinstance(lost, Refused) and lost.reason == "lease_lost"
+    # Who holds it now, as for any held form (a short status line names them).
+    assert (lost.holder, lost.desk) == ("bob", "d2") and lost.until is not None
 
 
 def test_token_refused_after_revocation(pg_cluster: Cluster, store_db: str, store: Store) -> None:  # noqa: F811

@@ -6,7 +6,9 @@ standard error (a terminal desk's screen) while PostgreSQL restarts."""
 
 from __future__ import annotations
 
+import argparse
 import functools
+import io
 import os
 import signal
 import subprocess
@@ -18,6 +20,7 @@ import psycopg
 import pytest
 import trio
 
+from pi_agent_ask.commands.store import cmd_store
 from tests.store_support import (  # noqa: F401
     Cluster,
     desk_url,
@@ -135,3 +138,26 @@ async def test_store_token_on_a_store_that_cannot_take_it_says_what_to_do(
         (line,) = done.stderr.decode().splitlines()
         assert done.returncode == 1 and done.stdout == b""
         assert line.startswith("pi-agent-ask store: ") and says in line, line
+
+
+@pytest.mark.parametrize("case", ["not a connection string", "no server", "not allowed"])
+def test_store_init_that_cannot_run_says_what_to_do_in_one_line(
+    pg_cluster: Cluster, tmp_path: Path, case: str
+) -> None:
+    """``store init`` with a mistyped address, no server there, or a login role that may not
+    create the schema: one line naming the fix, as a desk's start says it, not psycopg's
+    class name (``ProgrammingError: missing "=" ...``)."""
+    if case == "not a connection string":
+        url, says = "postgresq:///team", "the store's address is not a connection string"
+    elif case == "no server":
+        url, says = f"host={tmp_path} port=5432 dbname=team user=nobody", "cannot reach the store"
+    else:
+        role = pg_cluster.login_role("team_no_create", "pg_read_all_data")
+        url = pg_cluster.url(_empty_database(pg_cluster, "team_no_create"), role)
+        says = "may not create the schema and roles (permission denied "
+    stdout, stderr = io.StringIO(), io.StringIO()
+    args = argparse.Namespace(store_command="init", url=url)
+    assert cmd_store(args, stdout, stderr) == 1
+    (line,) = stderr.getvalue().splitlines()
+    assert line.startswith("pi-agent-ask store: ") and says in line, line
+    assert "Error:" not in line and stdout.getvalue() == ""

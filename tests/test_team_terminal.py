@@ -199,6 +199,21 @@ async def test_escape_with_nothing_else_in_line_says_the_form_stays(
             pipe.send_text("\x1b")
             await term.wait_for("Question Merge?")
             await term.wait_for("Deferred: 1 other form goes first.")
+            # A notice after it is newer, and says it (what Esc did hid it until a key).
+            (deploy,) = [
+                r for r in desk.board.snapshot() if r.params["questions"][0]["label"] == "Deploy"
+            ]
+            claim = await desk.store.run(
+                Store.claim,
+                desk.store.store,
+                deploy.request_id,
+                desk="bob:1:ab12",
+                person="bob",
+                lease=60,
+            )
+            assert isinstance(claim, Claim)
+            await term.wait_for("Other desks: bob on alpha's form")
+            assert "Deferred" not in term.text()
 
 
 async def test_the_status_line_stops_naming_another_desk_once_it_lets_its_form_go(
@@ -345,6 +360,57 @@ async def test_typing_on_a_form_whose_claim_ran_out_says_so_or_takes_it_back(
                 )
             )
             assert rows[0].draft_by == "ann"
+
+
+async def test_an_answer_refused_for_a_claim_that_ran_out_stays_on_the_screen(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Ann answers a form whose claim ran out under it (the store was away longer than a
+    lease) while bob's desk holds it: the store refuses her answer, and it stays on her screen
+    to send again, not dropped with the form (it left the screen, her answer gone). Once bob
+    lets the form go, her answer goes through."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(90), create_pipe_input() as pipe:
+        async with (
+            ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
+            team_desk(desk_url, "bob") as bob,
+        ):
+            request_id, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+            )
+            await term.wait_for("Question Deploy?")
+            await trio.to_thread.run_sync(_lease_ran_out, desk_url)
+            await bob.board.refresh()  # nothing notifies a lease that ran out by hand
+            assert isinstance(await bob.board.open(request_id), Claim)
+            pipe.send_text("2")  # "No"
+            await term.wait_for("Review your answers")
+            pipe.send_text("1")
+            await term.wait_for("again")
+            pipe.send_text("1")  # Submit
+            await term.wait_for("Your answer was not sent: it stays here to send again.")
+            assert "bob is answering this form on desk" in term.text()
+            assert "Review your answers" in term.text() and "→ No" in term.text()
+            # On a short screen, each in a few words that name who is on it (the sentences
+            # were cut at the edge: "bob is answering this form on desk").
+            term.resize(40, 12)
+            pipe.send_text("\x1b[Z")  # Shift+Tab: back to the question
+            pipe.send_text("1")  # "Yes": a change of the draft, which the store refuses
+            await term.wait_for("Claim lost: bob is on it.")
+            await term.wait_for("Review your answers")
+            pipe.send_text("1")
+            await term.wait_for("again")
+            pipe.send_text("1")  # Submit
+            await term.wait_for("Not sent: bob is on it.")
+            await bob.board.close(request_id)
+            await desk.board.wait_for(lambda rows: bool(rows) and not rows[0].claim_live)
+            pipe.send_text("1")
+            await term.wait_for("again")
+            pipe.send_text("1")  # Submit again: no one holds the form now
+            await term.wait_for("No questions waiting")
+            (outcome,) = await desk.store.run(Store.outcomes, desk.store.store)
+            assert outcome["answered_by"] == "ann"
+            assert outcome["result"]["answers"]["q"]["values"] == ["yes"]
 
 
 async def test_the_terminal_says_a_form_on_display_was_cancelled_on_another_desk(

@@ -264,10 +264,23 @@ async def test_the_desk_s_notices_show_on_its_page_and_a_refused_write_does_not_
                         browser, lambda d: "cannot be reached" in (t := desk_notice(d)) and t, 20
                     )
                 )
+
+                # Typed while the store is away: said beside the form at once, not after a
+                # store call's minute of retries with the page silent meanwhile.
+                def typed_away() -> str:
+                    note = browser.find_element("css selector", "#ask-form textarea.note")
+                    note.send_keys(" and while it is away")
+                    return str(wait_until(browser, lambda d: "reached" in (t := alert(d)) and t))
+
+                beside = await run(typed_away)
             finally:
                 await run(pg_cluster.start)
             assert away.startswith("Desk notice, "), away
             assert "The team's store cannot be reached (PostgreSQL is away" in away
+            assert beside == (
+                "The team's store cannot be reached (PostgreSQL is away or restarting): your "
+                "draft is saved once the store takes it. What you typed stays on this page too."
+            ), beside
             await run(
                 lambda: wait_until(
                     browser, lambda d: "The team's store is back." in desk_notice(d), 20

@@ -349,7 +349,7 @@ class DeskSurface(TerminalSurface):
     notices: list[Notice] = attrs.field(factory=list)
     hint_text: str | None = None
     """What the person's last key did where the screen does not show it, in the status line
-    (over the latest notice) until the next key."""
+    (over the latest notice) until the next key or the next notice."""
     busy_text: str | None = None
     """What a key is doing while the form stays on display ("Saving for later…"), in the
     status line (over a hint and the latest notice) until it is done (:meth:`busy`)."""
@@ -371,7 +371,10 @@ class DeskSurface(TerminalSurface):
         return True
 
     def notice(self, text: Notice) -> None:
-        """Show a message for the person in the status line (the latest one wins)."""
+        """Show a message for the person in the status line (the latest one wins, also over
+        what the last key did: on a team desk "Deferred: ..." hid "The team's store cannot
+        be reached ..." for as long as no key was pressed)."""
+        self.hint_text = None
         self.notices.append(text)
         del self.notices[:-MAX_NOTICES]
         self.invalidate()

@@ -11,4 +11,6 @@ __all__ = ["StoreUnavailable"]
 class StoreUnavailable(Exception):
     """The store cannot serve a desk, said in a sentence that names the fix: not a connection
     string, no server reached, no schema yet (``store init``), or a login role that is not a
-    member of the desk role. Raised when a desk starts, before anything is served."""
+    member of the desk role (for ``store init``: a role that may not create the schema and
+    roles). Raised when a desk starts, before anything is served, and by the ``store``
+    commands."""

@@ -40,8 +40,14 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from pi_agent_ask.store import StoreUnavailable
-from pi_agent_ask.store.schema import AGENT_ROLE, DESK_ROLE, SCHEMA, TOKENS_ROLE, migrate
+from pi_agent_ask.store.schema import (
+    AGENT_ROLE,
+    DESK_ROLE,
+    SCHEMA,
+    TOKENS_ROLE,
+    check_store,
+    init_store,
+)
 
 __all__ = [
     "CHANNEL",
@@ -177,50 +183,10 @@ per form (a per-row subquery cost 1.1 ms of server time on 500 forms, against 0.
 two statements: docs/team.md, "Figures")."""
 
 
-def check_store(conninfo: str, role: str, acting: str) -> None:
-    """Raise :class:`StoreUnavailable`, in a sentence naming the fix, unless ``conninfo`` is a
-    connection string that reaches a database with the schema, as a login role that is a
-    member of ``role`` (``acting``: what that role does, in words)."""
-    try:
-        conn = psycopg.connect(conninfo, autocommit=True)
-    except psycopg.ProgrammingError as error:  # libpq could not parse it
-        raise StoreUnavailable(
-            f"the store's address is not a connection string (postgresql://USER@HOST/DB "
-            f"or host=... dbname=... user=...): {_one_line(error)}"
-        ) from None
-    except psycopg.OperationalError as error:
-        raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
-    with conn:
-        schema = conn.execute(
-            "SELECT 1 FROM pg_catalog.pg_class c"
-            " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND c.relname = 'requests'",
-            (SCHEMA,),
-        ).fetchone()
-        if schema is None:
-            raise StoreUnavailable(
-                f"the database has no {SCHEMA} schema yet: run `pi-agent-ask store init "
-                "URL` once, as a role that may create roles (docs/team.md, Set-up)."
-            )
-        row = conn.execute(
-            "SELECT current_user, pg_has_role(current_user, %s, 'MEMBER')", (role,)
-        ).fetchone()
-        if row is None or not row[1]:
-            user = "?" if row is None else row[0]
-            raise StoreUnavailable(
-                f"the login role {user} may not {acting}: GRANT {role} TO {user}; "
-                "(docs/team.md, Set-up)."
-            )
-
-
 def local_time(moment: datetime) -> str:
     """``moment`` in this desk's time zone (the server's session may run in another zone),
     for the sentences a person reads."""
     return f"{moment.astimezone():%H:%M:%S}"
-
-
-def _one_line(error: Exception) -> str:
-    return " ".join(str(error).split())
 
 
 def _waits(cur: Any) -> dict[str, float]:
@@ -326,8 +292,7 @@ class Store:
 
     @staticmethod
     def init(conninfo: str) -> list[int]:
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            return migrate(conn)
+        return init_store(conninfo)
 
     @staticmethod
     def new_token(conninfo: str, agent: str) -> str:
@@ -759,9 +724,12 @@ class Store:
                     return Submitted(request_id, mine["agent_key"], person, mine["answered_at"])
                 refused = self._why_not(cur, request_id)
                 if claim_token is not None and refused.reason == "claimed":
-                    return Refused(
-                        "lease_lost",
-                        "Your claim on this form ran out and "
+                    # Who holds it now, when, and where stay: the page's 423 and the
+                    # terminal's short status name them.
+                    return attrs.evolve(
+                        refused,
+                        reason="lease_lost",
+                        message="Your claim on this form ran out and "
                         + refused.message[0].lower()
                         + refused.message[1:],
                     )

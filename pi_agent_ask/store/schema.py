@@ -1,4 +1,6 @@
-"""The team store's schema: an ordered list of versioned SQL migrations, and the roles.
+"""The team store's schema: an ordered list of versioned SQL migrations, and the roles; and
+whether a database can serve (``check_store``: it is reached, has the schema, and the login
+role is in the role needed), each refusal a sentence naming the fix.
 
 ``migrate`` applies, in one transaction under a transaction-level advisory lock (so two
 ``store init`` runs on one database at once serialise), every migration whose version is above
@@ -28,7 +30,21 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["AGENT_ROLE", "DESK_ROLE", "MIGRATIONS", "SCHEMA", "TOKENS_ROLE", "migrate"]
+import psycopg
+
+from pi_agent_ask.store import StoreUnavailable
+
+__all__ = [
+    "AGENT_ROLE",
+    "DESK_ROLE",
+    "MIGRATIONS",
+    "SCHEMA",
+    "TOKENS_ROLE",
+    "check_store",
+    "connect",
+    "init_store",
+    "migrate",
+]
 
 SCHEMA: Final = "pi_agent_ask"
 DESK_ROLE: Final = "pi_agent_ask_desk"
@@ -189,3 +205,65 @@ def migrate(conn: Any) -> list[int]:
             conn.execute(f"INSERT INTO {SCHEMA}.schema_version (version) VALUES (%s)", (version,))
             applied.append(version)
     return applied
+
+
+def init_store(conninfo: str) -> list[int]:
+    """``store init``: :func:`migrate` on a connection to ``conninfo``; what stops it is said in
+    a sentence naming the fix (:class:`StoreUnavailable`)."""
+    with connect(conninfo) as conn:
+        try:
+            return migrate(conn)
+        except psycopg.errors.InsufficientPrivilege as error:
+            # The server's sentence without its CONTEXT (the PL/pgSQL that raised it).
+            said = error.diag.message_primary or _one_line(error)
+            raise StoreUnavailable(
+                f"the login role {conn.info.user} may not create the schema and roles "
+                f"({said}): run `pi-agent-ask store init URL` as the cluster's owner, or as "
+                "the database's owner with CREATEROLE (docs/team.md, Set-up)."
+            ) from None
+
+
+def connect(conninfo: str) -> psycopg.Connection[Any]:
+    """An autocommit connection to ``conninfo``; :class:`StoreUnavailable`, in a sentence,
+    when it is not a connection string or reaches no database (every command's first step,
+    ``store init`` as much as a desk's start)."""
+    try:
+        return psycopg.connect(conninfo, autocommit=True)
+    except psycopg.ProgrammingError as error:  # libpq could not parse it
+        raise StoreUnavailable(
+            f"the store's address is not a connection string (postgresql://USER@HOST/DB "
+            f"or host=... dbname=... user=...): {_one_line(error)}"
+        ) from None
+    except psycopg.OperationalError as error:
+        raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
+
+
+def check_store(conninfo: str, role: str, acting: str) -> None:
+    """Raise :class:`StoreUnavailable`, in a sentence naming the fix, unless ``conninfo`` is a
+    connection string that reaches a database with the schema, as a login role that is a
+    member of ``role`` (``acting``: what that role does, in words)."""
+    with connect(conninfo) as conn:
+        schema = conn.execute(
+            "SELECT 1 FROM pg_catalog.pg_class c"
+            " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relname = 'requests'",
+            (SCHEMA,),
+        ).fetchone()
+        if schema is None:
+            raise StoreUnavailable(
+                f"the database has no {SCHEMA} schema yet: run `pi-agent-ask store init "
+                "URL` once, as a role that may create roles (docs/team.md, Set-up)."
+            )
+        row = conn.execute(
+            "SELECT current_user, pg_has_role(current_user, %s, 'MEMBER')", (role,)
+        ).fetchone()
+        if row is None or not row[1]:
+            user = "?" if row is None else row[0]
+            raise StoreUnavailable(
+                f"the login role {user} may not {acting}: GRANT {role} TO {user}; "
+                "(docs/team.md, Set-up)."
+            )
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())

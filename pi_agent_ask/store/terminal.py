@@ -263,6 +263,14 @@ async def _show(
             notice(Brief(done.message, "Not sent: the store did not take it."))
             state = attrs.evolve(final, outcome=None)
             continue
+        if isinstance(done, Refused) and done.reason in ("claimed", "lease_lost"):
+            # This desk's claim ran out under the form and another desk holds it now: the
+            # answer stays on the screen, to send once they let the form go (their answer
+            # takes it off the screen, saying so), not dropped with the form.
+            said = f"{done.message} Your answer was not sent: it stays here to send again."
+            notice(Brief(said, f"Not sent: {done.holder or 'another desk'} is on it."))
+            state = attrs.evolve(final, outcome=None)
+            continue
         return done if isinstance(done, Refused) else None
 
 
@@ -333,7 +341,8 @@ async def _save_draft(team: TeamBoard, request_id: str, changed: fs.FormState, n
     if isinstance(again, Claim):
         await team.save_draft(request_id, draft_json(changed))
     else:
-        notice(f"{again.message} Your claim ran out: what you type here is not kept.")
+        said = f"{again.message} Your claim ran out: what you type here is not kept."
+        notice(Brief(said, f"Claim lost: {again.holder or 'another desk'} is on it."))
 
 
 async def _run(

@@ -28,6 +28,7 @@ History is the store's (``store/history.py``), with who answered each question.
 from __future__ import annotations
 
 import math
+from typing import Final
 
 import attrs
 import trio
@@ -44,13 +45,17 @@ from pi_agent_ask.desk.web.app import DraftRefused, WebDesk
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.persistence.history_records import HistoryRecord
-from pi_agent_ask.store.board import TeamBoard
+from pi_agent_ask.store.board import UNREACHABLE, TeamBoard
 from pi_agent_ask.store.db import FormRow, Refused, Store
 from pi_agent_ask.store.history import team_records
 from pi_agent_ask.store.terminal import draft_json, form_of
 from pi_agent_ask.store.wakes import AsyncStore
 
-__all__ = ["StoreHistories", "TeamPage", "team_web_desk"]
+__all__ = ["DRAFT_SAVED_LATER", "StoreHistories", "TeamPage", "team_web_desk"]
+
+DRAFT_SAVED_LATER: Final = "your draft is saved once the store takes it."
+"""How a page's draft refusal ends while the store is away or refuses writes (after the
+cause, a clause): the page sends the draft again by itself until the store takes it."""
 
 
 @attrs.frozen
@@ -208,7 +213,12 @@ class TeamPage:
         }.get(refused.reason, "answered")
         if refused.reason == "claimed" and refused.desk == self.team.desk:
             code = "here"  # this desk's terminal holds it: the page says so as a note
-        return DraftRefused(code, refused.message, refused.holder, refused.desk, until)
+        said = refused.message
+        if code == "unwritten" and refused.cause:
+            # The page sends it again by itself and adds that the text stays on it: "try
+            # again in a moment" was not the person's to do, nor "kept here" twice.
+            said = f"{refused.cause[:1].upper()}{refused.cause[1:]}: {DRAFT_SAVED_LATER}"
+        return DraftRefused(code, said, refused.holder, refused.desk, until)
 
     async def _serve(
         self, key: str, request_id: str, receive: trio.MemoryReceiveChannel[FormInput | _SaveDrafts]
@@ -254,6 +264,12 @@ class TeamPage:
         shown = self._shown(request_id)
         if shown is None:
             return await self.team.refusal(request_id)
+        if self.team.wakes.away:
+            # The listener lost the server: said beside the form at once, not after a store
+            # call's minute of retries with the page silent (the desk's notice is at the top,
+            # off a phone's screen). The page sends the draft again by itself, and the
+            # listener is back within half a second of the server.
+            return UNREACHABLE
         state = attrs.evolve(shown.state, drafts=drafts)
         for _attempt in range(2):  # a claim that ran out meanwhile is claimed again, once
             if self.team.claimed_here(request_id) is None:
