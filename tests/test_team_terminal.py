@@ -322,6 +322,19 @@ async def test_an_agent_waiting_for_answers_shows_blocked_on_every_desk(
             assert blocked not in (await http.get(page, params=form)).text
 
 
+async def _taken_by_bob(desk: Any, bob: Any, term: VirtualTerminal, url: str) -> str:
+    """A background form on ann's screen whose claim ran out (as if the store was away longer
+    than a lease) and which bob's desk then took: its request id."""
+    request_id, _bg, _state = await desk.store.run(
+        Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
+    )
+    await term.wait_for("Question Deploy?")
+    await trio.to_thread.run_sync(_lease_ran_out, url)
+    await bob.board.refresh()  # nothing notifies a lease that ran out by hand
+    assert isinstance(await bob.board.open(request_id), Claim)
+    return str(request_id)
+
+
 async def test_typing_on_a_form_whose_claim_ran_out_says_so_or_takes_it_back(
     desk_url: str,  # noqa: F811
     tmp_path: Any,
@@ -336,13 +349,7 @@ async def test_typing_on_a_form_whose_claim_ran_out_says_so_or_takes_it_back(
             ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
             team_desk(desk_url, "bob") as bob,
         ):
-            request_id, _bg, _state = await desk.store.run(
-                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
-            )
-            await term.wait_for("Question Deploy?")
-            await trio.to_thread.run_sync(_lease_ran_out, desk_url)
-            await bob.board.refresh()  # nothing notifies a lease that ran out by hand
-            assert isinstance(await bob.board.open(request_id), Claim)
+            request_id = await _taken_by_bob(desk, bob, term, desk_url)
             pipe.send_text("2")  # "No": a change of the draft
             await term.wait_for("Your claim ran out:")  # ... what you type here is not kept.
             assert "bob is answering this form on desk" in term.text()
@@ -376,13 +383,7 @@ async def test_an_answer_refused_for_a_claim_that_ran_out_stays_on_the_screen(
             ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk,
             team_desk(desk_url, "bob") as bob,
         ):
-            request_id, _bg, _state = await desk.store.run(
-                Store.ask, desk.store.store, "alpha", "c1", ask("Deploy"), background=True
-            )
-            await term.wait_for("Question Deploy?")
-            await trio.to_thread.run_sync(_lease_ran_out, desk_url)
-            await bob.board.refresh()  # nothing notifies a lease that ran out by hand
-            assert isinstance(await bob.board.open(request_id), Claim)
+            request_id = await _taken_by_bob(desk, bob, term, desk_url)
             pipe.send_text("2")  # "No"
             await term.wait_for("Review your answers")
             pipe.send_text("1")
