@@ -6,6 +6,7 @@ each labelled with its agent; Ctrl-Q leaves the desk and removes its connection 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,7 @@ async def test_the_narrow_agents_line_keeps_whole_agents_only(tmp_path: Path) ->
             await term.wait_for("Question One?")
             await term.wait_for(lambda t: "beta 1" in t.rows()[0])
             line = term.rows()[0].rstrip()
-            assert line == " Agents · ▶ alpha 1 · beta 1", line
+            assert line == " Agents · ▶ alpha 1 · beta 1 +1 more", line
             pipe.send_text("\x1b")  # later: beta's form
             await term.wait_for("Question Two?")
             pipe.send_text("\x1b")  # later: the long-named agent's form, on display
@@ -185,6 +186,35 @@ async def test_the_narrow_agents_line_keeps_whole_agents_only(tmp_path: Path) ->
             line = term.rows()[0].rstrip()
             assert "▶" in line and not line.endswith("·"), line
             assert "release-bot" not in line or "…" in line, line
+
+
+async def test_an_agent_blocked_on_the_person_keeps_its_place_on_the_narrow_line(
+    tmp_path: Path,
+) -> None:
+    """At 40 columns an agent that waits on the person (⏸) is listed ahead of an agent with
+    nothing waiting, and the line counts those left out: it listed the idle agent, the one
+    that came first, and left the blocked one out without a word."""
+    term = VirtualTerminal(40, 12)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with (
+            open_desk(tmp_path, headless=False, input=pipe, output=term.output) as desk,
+            desk_client(desk.address, "idle-agent") as idle,
+            desk_client(desk.address, "alpha") as alpha,
+            desk_client(desk.address, "gamma") as gamma,
+        ):
+            await idle.call_tool("ask_user", ask("Zero"))
+            await term.wait_for("Question Zero?")
+            await answer_displayed(desk)
+            await alpha.call_tool("ask_user", ask("One"))
+            await term.wait_for("Question One?")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    functools.partial(gamma.call_tool, "ask_user", ask("Two", background=False))
+                )
+                await term.wait_for(lambda t: "⏸" in t.rows()[0])
+                line = term.rows()[0].rstrip()
+                assert line == " Agents · ▶ alpha 1 · gamma 1 ⏸ +1 more", line
+                nursery.cancel_scope.cancel()
 
 
 async def test_a_wide_character_key_keeps_its_count_in_the_agents_pane(tmp_path: Path) -> None:

@@ -208,7 +208,7 @@ def agent_rows(
     room = None if height is None else height - 1  # below the heading
     if room is not None and len(agents) > room:
         room = max(1, room - 1)  # the last row counts the agents left out
-        busy = [a for a in agents if a.pending or a.waiting or a.blocked or a.displayed]
+        busy = [agent for agent in agents if _busy(agent)]
         if len(busy) > room:
             shown = next((i for i, agent in enumerate(busy) if agent.displayed), 0)
             first = max(0, shown - room + 1)
@@ -230,7 +230,7 @@ def agent_rows(
         rows.append(("class:ask.accent" if agent.pending else "class:ask.muted", count))
         rows.append(("class:ask.warning", mark + "\n"))
     if left_out:
-        rows.append(("class:ask.muted", f"  +{left_out} more\n"))
+        rows.append(("class:ask.muted", f" {_more(left_out)}\n"))
     elif room is None or len(agents) + LEGEND.count("\n") <= room:
         rows.append(("class:ask.muted", LEGEND))
     return rows
@@ -239,29 +239,50 @@ def agent_rows(
 def agent_line(board: Board, width: int | None = None) -> StyleAndTextTuples:
     """The agents pane on one line (a narrow screen): each agent's key, pending count and
     blocked mark, the one on display marked ``▶``. Within ``width`` only whole agents are
-    kept, the one on display always (its key clipped, visibly, when it alone is too long)."""
+    kept, as the pane keeps its rows: the one on display always (its key clipped, visibly,
+    when it alone is too long), then those that block on the person, then those with
+    anything waiting, then the rest; the listed keep their order, and ``+N more`` counts
+    those left out (an agent blocked on the person was left out when idle ones came first)."""
     parts: StyleAndTextTuples = [("class:ask.title", " Agents")]
     agents = board.agents()
     groups = [_agent_group(agent, _shown(agent.key)) for agent in agents]
     if width is None:
         return parts + [part for group in groups for part in group]
     used = fragment_list_width(parts)
-    shown = [g for a, g in zip(agents, groups, strict=True) if a.displayed]
-    reserved = sum(fragment_list_width(g) for g in shown)
-    for agent, group in zip(agents, groups, strict=True):
-        size = fragment_list_width(group)
-        if agent.displayed:
-            reserved = 0
-            if used + size > width:  # alone too long: its key gives way (``_clip``)
-                key = _shown(agent.key)
-                rest = size - cell_width(key)  # the group's cells besides its key
-                group = _agent_group(agent, _clip(key, max(2, width - used - rest)))
-                size = fragment_list_width(group)
-        elif used + size + reserved > width:
+    first = sorted(
+        range(len(agents)),
+        key=lambda n: (not agents[n].displayed, not agents[n].blocked, not _busy(agents[n]), n),
+    )
+    kept: set[int] = set()
+    for n in first:
+        agent, size = agents[n], fragment_list_width(groups[n])
+        # Room for the count of those left out should this one be the last listed (a later
+        # one listed only shortens it).
+        left = len(agents) - len(kept) - 1
+        room = width - used - (len(_more(left)) if left else 0)
+        if agent.displayed and size > room:  # alone too long: its key gives way (``_clip``)
+            key = _shown(agent.key)
+            rest = size - cell_width(key)  # the group's cells besides its key
+            groups[n] = _agent_group(agent, _clip(key, max(2, room - rest)))
+            size = fragment_list_width(groups[n])
+        elif size > room:
             continue
-        parts.extend(group)
+        kept.add(n)
         used += size
+    parts.extend(part for n, group in enumerate(groups) if n in kept for part in group)
+    if len(kept) < len(agents):
+        parts.append(("class:ask.muted", _more(len(agents) - len(kept))))
     return parts
+
+
+def _busy(agent: AgentSnapshot) -> bool:
+    """Whether ``agent`` has anything on the desk: forms waiting, a wait, a form on display.
+    The agents pane lists these first when it has no room for every agent."""
+    return bool(agent.pending or agent.waiting or agent.blocked or agent.displayed)
+
+
+def _more(count: int) -> str:
+    return f" +{count} more"
 
 
 def _agent_group(agent: AgentSnapshot, key: str) -> StyleAndTextTuples:
