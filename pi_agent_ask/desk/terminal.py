@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 from prompt_toolkit.application import Application, get_app
+from prompt_toolkit.data_structures import Size
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples, fragment_list_width
 from prompt_toolkit.input import Input
@@ -515,21 +516,21 @@ class DeskSurface(TerminalSurface):
                 code.append(line)
             else:
                 rows.append(line)
-        room = self._sign_in_room(size.rows)
+        room = self._sign_in_room(size)
         if code and len(rows) + len(code) > room:
             note = _words(QR_LEFT_OUT, width)
             code = note if len(rows) + len(note) <= room else []
         return [*rows, *code][:room]
 
-    def _sign_in_room(self, screen_rows: int) -> int:
-        """The rows the sign-in lines may take: the screen's less the desk's own (title and
-        rule, or the agents line; the status line) and those the agents pane keeps beside the
-        form's header when it stands there (:data:`PANE_KEPT_ROWS`, and a rule above the
-        sign-in lines)."""
-        if _narrow(get_app().output.get_size().columns):
+    def _sign_in_room(self, size: Size) -> int:
+        """The rows the sign-in lines may take on a screen of ``size``: its rows less the
+        desk's own (title and rule, or the agents line; the status line) and those the agents
+        pane keeps beside the form's header when it stands there (:data:`PANE_KEPT_ROWS`, and a
+        rule above the sign-in lines)."""
+        if _narrow(size.columns):
             status = len(self._notice_lines()) if self._has_notice() else 0
-            return max(0, screen_rows - 2 - status)
-        return max(0, screen_rows - 3 - len(self._notice_lines()) - PANE_KEPT_ROWS)
+            return max(0, size.rows - 2 - status)
+        return max(0, size.rows - 3 - len(self._notice_lines()) - PANE_KEPT_ROWS)
 
     def _has_notice(self) -> bool:
         """Whether the status line has something to say (on a narrow screen it shows only
