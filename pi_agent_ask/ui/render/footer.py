@@ -103,10 +103,14 @@ def held_digit_hints(
     return tuple(pairs)
 
 
+HINT_SEPARATOR = " · "
+"""Between two key hints on a row, on the terminal and on the web page (``hints_text``)."""
+
+
 def hints_text(hints: Sequence[tuple[str, str]]) -> str:
     """``(keys, action)`` hints as one line of text, as the footer shows them
     (``Enter row 1 · Esc clear``): for the web page, which wraps its own lines."""
-    return " · ".join(f"{keys} {action}" for keys, action in hints)
+    return HINT_SEPARATOR.join(f"{keys} {action}" for keys, action in hints)
 
 
 def no_such_row(digit: int, rows: int) -> str:
@@ -269,9 +273,9 @@ def _wrapped(
     for keys, action in hints:
         hint = [(HINT, keys), (MUTED, f" {action}")]
         size = cells(keys) + 1 + cells(action)
-        if rows[-1] and used + 3 + size <= width:
-            rows[-1].extend([(MUTED, " · "), *hint])
-            used += 3 + size
+        if rows[-1] and used + len(HINT_SEPARATOR) + size <= width:
+            rows[-1].extend([(MUTED, HINT_SEPARATOR), *hint])
+            used += len(HINT_SEPARATOR) + size
         elif not rows[-1] and size <= width:
             rows[-1].extend(hint)
             used = size
