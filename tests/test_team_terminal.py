@@ -203,15 +203,7 @@ async def test_escape_with_nothing_else_in_line_says_the_form_stays(
             (deploy,) = [
                 r for r in desk.board.snapshot() if r.params["questions"][0]["label"] == "Deploy"
             ]
-            claim = await desk.store.run(
-                Store.claim,
-                desk.store.store,
-                deploy.request_id,
-                desk="bob:1:ab12",
-                person="bob",
-                lease=60,
-            )
-            assert isinstance(claim, Claim)
+            await _claimed_on_another_desk(desk, deploy.request_id, "bob")
             await term.wait_for("Other desks: bob on alpha's form")
             assert "Deferred" not in term.text()
 
@@ -320,6 +312,21 @@ async def test_an_agent_waiting_for_answers_shows_blocked_on_every_desk(
             await term.wait_for("background question: the agent goes on working")
             assert "⏸" not in _pane_row(term.text(), "alpha")
             assert blocked not in (await http.get(page, params=form)).text
+
+
+async def _claimed_on_another_desk(desk: Any, request_id: str, person: str) -> None:
+    """``person`` claims ``request_id`` from a desk of theirs (not ann's), for a minute."""
+    claim = await desk.store.run(
+        functools.partial(
+            Store.claim,
+            desk.store.store,
+            request_id,
+            desk=f"{person}-laptop:4711:ab12",
+            person=person,
+            lease=60,
+        )
+    )
+    assert isinstance(claim, Claim)
 
 
 async def _taken_by_bob(desk: Any, bob: Any, term: VirtualTerminal, url: str) -> str:
@@ -461,17 +468,7 @@ async def test_other_desks_stay_readable_on_a_short_screen(
             await desk.board.wait_for(lambda rows: len(rows) == 4)
             for person, agent in (("bob", "beta"), ("carol", "gamma"), ("dave", "delta")):
                 (row,) = [r for r in desk.board.snapshot() if r.agent_key == agent]
-                claim = await desk.store.run(
-                    functools.partial(
-                        Store.claim,
-                        desk.store.store,
-                        row.request_id,
-                        desk=f"{person}-laptop:4711:ab12",
-                        person=person,
-                        lease=60,
-                    )
-                )
-                assert isinstance(claim, Claim)
+                await _claimed_on_another_desk(desk, row.request_id, person)
             full = {"bob": "bob on beta's form", "carol": "carol on gamma's form"}
             full["dave"] = "dave on delta's form"
             await term.wait_for(lambda t: "dave" in t.rows()[-1] or "more" in t.rows()[-1])
@@ -657,17 +654,7 @@ async def test_on_a_short_screen_a_person_on_two_forms_is_named_once(
             await desk.board.wait_for(lambda rows: len(rows) == 3)
             for agent in ("beta", "gamma"):
                 (row,) = [r for r in desk.board.snapshot() if r.agent_key == agent]
-                claim = await desk.store.run(
-                    functools.partial(
-                        Store.claim,
-                        desk.store.store,
-                        row.request_id,
-                        desk="bob-laptop:4711:ab12",
-                        person="bob",
-                        lease=60,
-                    )
-                )
-                assert isinstance(claim, Claim)
+                await _claimed_on_another_desk(desk, row.request_id, "bob")
             await term.wait_for(lambda t: t.rows()[-1].strip() == "Other desks: bob on 2 forms")
 
 
