@@ -29,6 +29,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pi_agent_ask"
 LAYERS = {
     "form": 0,
     "events": 0,
+    "proc_stat": 0,
     "persistence": 1,
     "actors": 2,
     "ui": 3,

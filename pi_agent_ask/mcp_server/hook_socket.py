@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pi_agent_ask.persistence.paths import agent_dir
+from pi_agent_ask.proc_stat import FIRST, PARENT, stat_fields
 
 __all__ = ["MAX_SOCKET_NAME", "MAX_SOCKET_PATH", "ancestors", "runtime_dir", "slug"]
 
@@ -55,11 +56,10 @@ def ancestors(pid: int | None = None) -> list[int]:
     current = os.getpid() if pid is None else pid
     for _ in range(64):
         try:
-            stat = Path(f"/proc/{current}/stat").read_text(encoding="utf-8")
+            fields = stat_fields(current)
         except OSError:
             break
-        fields = stat.rsplit(")", 1)[-1].split()
-        parent = int(fields[1]) if len(fields) > 1 else 0
+        parent = int(fields[PARENT - FIRST]) if len(fields) > PARENT - FIRST else 0
         if parent <= 1:
             break
         chain.append(parent)

@@ -27,6 +27,7 @@ from typing import Any
 
 import trio
 
+from pi_agent_ask.proc_stat import FIRST, START_TIME, STATE, stat_fields
 from pi_agent_ask.store.board import TeamBoard
 from pi_agent_ask.store.db import Claim, FormRow, Store, Submitted
 from pi_agent_ask.store.wakes import AsyncStore, Wakes, listen
@@ -235,22 +236,19 @@ process is not taken for the owner."""
 
 
 def process_start(pid: int) -> str:
-    """When process ``pid`` started, in clock ticks since boot (field 22 of ``/proc/PID/stat``);
+    """When process ``pid`` started, in clock ticks since boot (``proc_stat.START_TIME``);
     ``""`` on a system without ``/proc``. ``ProcessLookupError`` when there is no such process
     (``PermissionError`` may mean one of another user's, alive)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat_fields(pid)
     except FileNotFoundError:
         if Path("/proc/self/stat").exists():
             raise ProcessLookupError(pid) from None
         os.kill(pid, 0)  # raises ProcessLookupError when it is gone
         return ""
-    # Field 2, the command's name in parentheses, may hold spaces: count from its end. The
-    # fields after it start at field 3.
-    fields = stat.rpartition(")")[2].split()
-    if fields[0] == "Z":  # exited, not yet reaped by its parent
+    if fields[STATE - FIRST] == "Z":  # exited, not yet reaped by its parent
         raise ProcessLookupError(pid)
-    return fields[22 - 3]
+    return fields[START_TIME - FIRST]
 
 
 def _owner_gone(owner: str) -> bool:
