@@ -2,7 +2,7 @@
 
 The rule (``docs/architecture.md``)::
 
-    form (and events)  <-  persistence  <-  actors  <-  ui (and clipboard)  <-  host / cli
+    form (and events, proc_stat)  <-  persistence  <-  actors  <-  ui (and clipboard)  <-  host / cli
 
 A module may import its own layer and the layers below it, never one above. Every import
 counts: top-level ones, those inside functions (lazy imports only defer the cost, not the
