@@ -98,6 +98,12 @@ def _title(row: FormRow) -> str:
     return label.strip() if isinstance(label, str) and label.strip() else "The form"
 
 
+def _on_it(refused: Refused) -> str:
+    """Who holds a form the store refused this desk, for a short screen's one status row: the
+    person, or "another desk" when the store named no one (a claim of it in flight)."""
+    return f"{refused.holder or 'another desk'} is on it."
+
+
 def blocks(row: FormRow) -> bool:
     """``row``'s agent waits on it: a foreground ask, or a ``wait_for_answers`` in progress."""
     return not row.background or row.agent_waits
@@ -268,7 +274,7 @@ async def _show(
             # answer stays on the screen, to send once they let the form go (their answer
             # takes it off the screen, saying so), not dropped with the form.
             said = f"{done.message} Your answer was not sent: it stays here to send again."
-            notice(Brief(said, f"Not sent: {done.holder or 'another desk'} is on it."))
+            notice(Brief(said, f"Not sent: {_on_it(done)}"))
             state = attrs.evolve(final, outcome=None)
             continue
         return done if isinstance(done, Refused) else None
@@ -342,7 +348,7 @@ async def _save_draft(team: TeamBoard, request_id: str, changed: fs.FormState, n
         await team.save_draft(request_id, draft_json(changed))
     else:
         said = f"{again.message} Your claim ran out: what you type here is not kept."
-        notice(Brief(said, f"Claim lost: {again.holder or 'another desk'} is on it."))
+        notice(Brief(said, f"Claim lost: {_on_it(again)}"))
 
 
 async def _run(
