@@ -23,8 +23,6 @@ away from the terminal, say).
 from __future__ import annotations
 
 import math
-import os
-import socket
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeVar
@@ -36,7 +34,17 @@ import trio
 from pi_agent_ask.desk.board import ENDINGS_KEPT
 from pi_agent_ask.form.result import answers_from_remote, build_result
 from pi_agent_ask.form.validate import params_from_saved
-from pi_agent_ask.store.db import Claim, FormRow, Left, Refused, Store, Submitted, local_time
+from pi_agent_ask.store.db import (
+    Claim,
+    FormRow,
+    Left,
+    Refused,
+    Store,
+    Submitted,
+    desk_name,
+    local_time,
+    machine,
+)
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
 
 __all__ = [
@@ -57,11 +65,6 @@ LEASE: Final = 30.0
 """Seconds a claim lives without a heartbeat (a dead desk's forms come back after this)."""
 HEARTBEAT: Final = 10.0
 """Seconds between a live desk's lease extensions."""
-
-
-def desk_name() -> str:
-    """This desk's name on the board: host, process and a short random tail."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:4]}"
 
 
 NOT_STORABLE: Final = Refused(
@@ -275,7 +278,7 @@ class TeamBoard:
             )
         else:
             at = "" if ending.at is None else f" at {local_time(ending.at)}"
-            where = f"on desk {ending.desk}{at}"
+            where = f"on {machine(ending.desk)}{at}"
         if ending.ended == "cancelled":
             return (
                 f"{subject} was cancelled elsewhere: {ending.by} cancelled it {where}; its agent "
