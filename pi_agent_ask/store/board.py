@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeVar
 
 import attrs
@@ -178,6 +179,9 @@ class TeamBoard:
     _changed: trio.Event = attrs.field(factory=trio.Event)
     _read_at: float = 0.0
     """When (``trio.current_time``) the snapshot was read: its ``lease_left`` count from then."""
+    _read_clock: datetime | None = None
+    """This desk's wall clock (``Store.clock``) when the snapshot was read: a lease's end in a
+    sentence is it plus the time the lease had left then."""
     _nursery: trio.Nursery | None = None
     _refusal: str | None = None
     """The store's refusal last said (:meth:`_refused`), until a write goes through."""
@@ -220,6 +224,16 @@ class TeamBoard:
             for row in self._forms
             if row.claim_live and row.lease_left is not None and row.request_id not in self._claims
         ]
+        # And the instant another desk's claim shows its desk stopped answering, unless it
+        # extended the claim by then (its person is told when the form is free: ``stopped``).
+        leases += [
+            row.lease_left - self._stopped_below - elapsed
+            for row in self._forms
+            if row.claim_live
+            and row.lease_left is not None
+            and row.request_id not in self._claims
+            and row.lease_left >= self._stopped_below
+        ]
         # And an agent's wait whose desk stopped extending it: the agent is blocked no more.
         leases += [row.wait_left - elapsed for row in self._forms if row.wait_left is not None]
         return max(0.05, min(leases) + 0.05) if leases else math.inf
@@ -236,6 +250,7 @@ class TeamBoard:
             self._refused(error)
             return
         self._read_at = trio.current_time()
+        self._read_clock = self.store.store.clock()
         for ending in ends:
             _remember(self._ends, ending.request_id, ending)
         for request_id in list(self._claims):
@@ -285,6 +300,32 @@ class TeamBoard:
                 "was told “User cancelled the ask flow”."
             )
         return f"{subject} was answered elsewhere: {ending.by} answered it {where}."
+
+    @property
+    def _stopped_below(self) -> float:
+        """The time left under which another desk's claim shows that desk stopped answering
+        (killed, its machine asleep or cut off): every desk that answers extends its claims to
+        a full lease every heartbeat, so it missed one by half a heartbeat. Every desk of a
+        store runs with the same lease and heartbeat (the defaults: only tests set others)."""
+        return self.lease - 1.5 * self.heartbeat
+
+    def stopped(self, row: FormRow) -> str | None:
+        """Said where a form another desk holds shows who is on it (the terminal's status line,
+        the page), once that desk stopped answering: when the form is free again, its lease
+        run out ("bob's desk stopped answering; free at 23:41:20"); the person waited without
+        knowing how long. ``None`` while that desk extends its claim, and for a form no other
+        desk holds. As the board was read: the board is read again when a claim misses its
+        heartbeat (``_until_next_expiry``)."""
+        if (
+            not row.claim_live
+            or row.lease_left is None
+            or row.request_id in self._claims
+            or row.lease_left >= self._stopped_below
+            or self._read_clock is None
+        ):
+            return None
+        free = self._read_clock + timedelta(seconds=row.lease_left)
+        return f"{row.claimed_by}'s desk stopped answering; free at {local_time(free)}"
 
     def claimed_here(self, request_id: str) -> Claim | None:
         held = self._claims.get(request_id)

@@ -126,9 +126,18 @@ def _others(team: TeamBoard) -> Listing | None:
         people[str(row.claimed_by)] = people.get(str(row.claimed_by), 0) + 1
     return Listing(
         "Other desks: ",
-        tuple(f"{row.claimed_by} on {row.agent_key}'s form" for row in busy),
+        tuple(_on_form(team, row) for row in busy),
         tuple(person if n == 1 else f"{person} on {n} forms" for person, n in people.items()),
         f"Other desks: on {forms}",
+    )
+
+
+def _on_form(team: TeamBoard, row: FormRow) -> str:
+    """Who is on ``row``'s form at another desk, and when it is free if that desk stopped
+    answering ("bob on alpha's form (bob's desk stopped answering; free at 23:41:20)")."""
+    stopped = team.stopped(row)
+    return f"{row.claimed_by} on {row.agent_key}'s form" + (
+        "" if stopped is None else f" ({stopped})"
     )
 
 

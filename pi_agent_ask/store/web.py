@@ -136,6 +136,9 @@ class TeamPage:
             return f"{self.team.person} is answering this on this desk's terminal."
         if surface == "page" or not form.row.claim_live:
             return None
+        stopped = self.team.stopped(form.row)
+        if stopped is not None:
+            return f"{stopped}."
         return f"{form.row.claimed_by} is answering this on {machine(form.row.claim_desk)}."
 
     def _sync(self) -> None:
