@@ -62,11 +62,15 @@ async def client(url: str, token: str) -> AsyncIterator[ClientSession]:
         yield session
 
 
-def _lease_ran_out(url: str) -> None:
-    """Every claim's lease in the store is over (as after a desk stalled that long)."""
+def _lease_ran_out(url: str, ago: float = 1.0) -> None:
+    """Every claim's lease in the store is over, since ``ago`` seconds (as after a desk
+    stalled that long)."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SET ROLE pi_agent_ask_desk")
-        conn.execute("UPDATE pi_agent_ask.requests SET lease_until = now() - interval '1 s'")
+        conn.execute(
+            "UPDATE pi_agent_ask.requests SET lease_until = now() - make_interval(secs => %s)",
+            (ago,),
+        )
 
 
 def _pane_row(text: str, key: str) -> str:
@@ -343,6 +347,58 @@ async def _taken_by_bob(desk: Any, bob: Any, term: VirtualTerminal, url: str) ->
     await bob.board.refresh()  # nothing notifies a lease that ran out by hand
     assert isinstance(await bob.board.open(request_id), Claim)
     return str(request_id)
+
+
+async def test_after_an_outage_longer_than_a_lease_the_desk_that_was_typing_keeps_its_form(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """The store is away longer than a lease while bob types on a form. Once it is back,
+    ann's idle terminal, which takes the first free form unasked, leaves that form to bob's
+    desk for a heartbeat, and bob's desk extends its claim as soon as the store is back: bob
+    keeps the form and saves what he typed (ann's desk took it at once, and bob's words since
+    the store went away stayed on his screen only). A form whose desk did not come back
+    (carol's) is ann's a heartbeat later. The outage is each desk's listener losing the
+    store and reaching it again (``Wakes``), bob's first; the leases run out by hand."""
+    term = VirtualTerminal(110, 30)
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with team_desk(desk_url, "bob") as bob:
+            store = bob.store.store
+            typed, _bg, _state = await bob.store.run(
+                Store.ask, store, "alpha", "c1", ask("Typed"), background=True
+            )
+            gone, _bg, _state = await bob.store.run(
+                Store.ask, store, "alpha", "c2", ask("Gone"), background=True
+            )
+            await bob.board.wait_for(lambda rows: len(rows) == 2)
+            assert isinstance(await bob.board.open(typed), Claim)
+            claim = await bob.store.run(
+                functools.partial(
+                    Store.claim, store, gone, desk="carol-vm:1:ab", person="carol", lease=60
+                )
+            )
+            assert isinstance(claim, Claim)
+            async with team_desk(
+                desk_url,
+                "ann",
+                headless=False,
+                settings=tmp_path / "settings.json",
+                input=pipe,
+                output=term.output,
+                heartbeat=1.0,
+            ) as ann:
+                await term.wait_for("2 waiting, none free here.")
+                bob.board.wakes.lost()
+                ann.board.wakes.lost()
+                await trio.to_thread.run_sync(_lease_ran_out, desk_url, 0.0)
+                ann.board.wakes.listening()  # ann's desk reaches the store first
+                await ann.board.wait_for(lambda rows: not any(r.claim_live for r in rows))
+                bob.board.wakes.listening()
+                await term.wait_for("Question Gone?")
+                (row, _gone) = await bob.store.run(Store.board, store)
+                assert (row.request_id, row.claimed_by, row.claim_live) == (typed, "bob", True)
+                assert await bob.board.save_draft(typed, {"drafts": [{"note": "bob's"}]})
+                assert "Question Typed?" not in term.text()
 
 
 async def test_typing_on_a_form_whose_claim_ran_out_says_so_or_takes_it_back(

@@ -234,6 +234,13 @@ class TeamBoard:
             and row.request_id not in self._claims
             and row.lease_left >= self._stopped_below
         ]
+        # And a heartbeat after the store is back: the desks that answer have extended their
+        # claims by then (``_next_beat``), so the board shows them live again, not stopped
+        # answering, and a claim that ran out while the store was away is kept for its desk
+        # no more (``free``).
+        back = self.wakes.came_back
+        if back is not None and trio.current_time() < back + self.heartbeat:
+            leases.append(back + self.heartbeat - trio.current_time())
         # And an agent's wait whose desk stopped extending it: the agent is blocked no more.
         leases += [row.wait_left - elapsed for row in self._forms if row.wait_left is not None]
         return max(0.05, min(leases) + 0.05) if leases else math.inf
@@ -327,6 +334,32 @@ class TeamBoard:
         free = self._read_clock + timedelta(seconds=row.lease_left)
         return f"{row.claimed_by}'s desk stopped answering; free at {local_time(free)}"
 
+    def free(self, row: FormRow) -> bool:
+        """``row``'s form is this desk's to take unasked (its terminal shows the first free
+        form): no live claim, and not one kept for its desk after the store was away.
+
+        A claim whose lease ran out while the store was away (from this desk) is its desk's
+        for a heartbeat more once the store is back: that desk extends it first
+        (:meth:`_next_beat`), its person still typing on the form (an idle desk took it at
+        once, and what that person had typed since the store went away stayed on their
+        screen only). A person's own act on the form (typing on the page, answering it)
+        takes it as before."""
+        if row.claim_live:
+            return False
+        return self._kept_for_its_desk(row) is None
+
+    def _kept_for_its_desk(self, row: FormRow) -> float | None:
+        """Until when (``trio.current_time``) ``row``'s form is left to the desk whose claim
+        ran out while the store was away (``None``: it is not)."""
+        went, back = self.wakes.went_away, self.wakes.came_back
+        if row.claimed_by is None or row.lease_left is None or went is None or back is None:
+            return None
+        ran_out = self._read_at + row.lease_left
+        until = back + self.heartbeat
+        if back < went or ran_out < went or trio.current_time() >= until:
+            return None
+        return until
+
     def claimed_here(self, request_id: str) -> Claim | None:
         held = self._claims.get(request_id)
         return None if held is None else held.claim
@@ -406,7 +439,7 @@ class TeamBoard:
     async def _keep(self, held: _Held) -> None:
         claim = held.claim
         while self._claims.get(claim.request_id) is held:
-            await trio.sleep(self.heartbeat)
+            await self._next_beat()
             if self._claims.get(claim.request_id) is not held:
                 return
             try:
@@ -422,6 +455,18 @@ class TeamBoard:
             if alive is None:
                 self._claims.pop(claim.request_id, None)
                 return
+
+    async def _next_beat(self) -> None:
+        """Return after a heartbeat's while, or once the store is back after it was away: a
+        claim whose lease ran out meanwhile is then extended first by its own desk, whose
+        person still has the form on the screen (the other desks leave it a heartbeat:
+        :meth:`free`)."""
+        with trio.move_on_after(self.heartbeat):
+            while True:
+                reach = self.wakes.reach()
+                await reach.wait()
+                if not self.wakes.away:
+                    return
 
     async def save_draft(
         self, request_id: str, draft: dict[str, Any], *, surface: Surface = "terminal"

@@ -212,8 +212,8 @@ async def _one_form_after_another(
 ) -> None:
     later: set[str] = set()  # put back with Esc: behind every other free form
     while True:
-        forms = await team.wait_for(lambda rows: any(not row.claim_live for row in rows))
-        free = [row for row in forms if not row.claim_live]
+        forms = await team.wait_for(lambda rows: any(team.free(row) for row in rows))
+        free = [row for row in forms if team.free(row)]
         first = [row for row in free if row.request_id not in later] or free
         if all(row.request_id in later for row in free):
             later.clear()
@@ -233,7 +233,7 @@ async def _one_form_after_another(
             ahead = sum(
                 1
                 for row in team.snapshot()
-                if not row.claim_live and row.request_id != claim.request_id
+                if team.free(row) and row.request_id != claim.request_id
             )
             hint(put_aside_hint(ahead))
         elif isinstance(outcome, Refused):
