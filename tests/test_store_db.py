@@ -42,7 +42,7 @@ def test_claim_submit_take_once(store: Store) -> None:
     assert isinstance(claim, Claim)
     other = store.claim(rid, desk="d2", person="bob", lease=30)
     assert isinstance(other, Refused) and other.reason == "claimed"
-    assert "ann is answering this form on desk d1" in other.message
+    assert "ann is answering this form on d1 (until" in other.message
     refused = store.submit(rid, {"cancelled": False}, person="bob", desk="d2")
     assert isinstance(refused, Refused) and refused.reason == "claimed"
     done = store.submit(rid, {"cancelled": False}, person="ann", desk="d1", claim_token=claim.token)

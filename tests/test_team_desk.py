@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import Store, Submitted
+from pi_agent_ask.store.db import Store, Submitted, machine
 from pi_agent_ask.store.run import TeamDesk
 from tests.store_support import (  # noqa: F401
     YES,
@@ -339,7 +339,11 @@ async def test_a_second_different_answer_from_the_same_desk_is_refused_not_repor
                 Store.submit, store, request_id, result("no"), person="ann", desk=name
             )
             assert isinstance(other, Refused) and other.reason == "answered"
-            assert other.message.startswith("ann already answered this form on desk ")
+            # The machine in plain words, not the desk's id (the refusal's ``desk`` keeps it).
+            assert other.message.startswith(
+                f"ann already answered this form on {machine(name)} at "
+            )
+            assert name not in other.message and other.desk == name
             assert other.message.endswith("your answer was not sent.")
             (row,) = await desk.store.run(Store.outcomes, store, [request_id])
             assert row["result"]["answers"]["q"]["values"] == ["yes"]

@@ -7,6 +7,9 @@ from the terminal), and the terminal says where it was answered."""
 
 from __future__ import annotations
 
+import functools
+import re
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx2
@@ -15,6 +18,7 @@ import trio
 from prompt_toolkit.input import create_pipe_input
 
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
+from pi_agent_ask.store.board import HEARTBEAT, LEASE
 from pi_agent_ask.store.db import Claim, Refused, Store, Submitted
 from pi_agent_ask.ui.testing import VirtualTerminal
 from tests.store_support import (  # noqa: F401
@@ -120,3 +124,54 @@ async def test_the_terminal_leaves_a_form_the_same_desk_s_page_holds_to_it(
             (row,) = await desk.store.run(Store.board, desk.store.store)
             assert row.claim_live and row.draft == typed
             assert isinstance(await desk.board.answer(request_id, YES), Submitted)
+
+
+async def test_a_form_whose_desk_stopped_answering_says_when_it_is_free(
+    desk_url: str,  # noqa: F811
+    tmp_path: Any,
+) -> None:
+    """Bob's desk holds a form and stops answering (killed: it extends its claim no more). The
+    form is free once the claim's lease runs out, and ann's terminal and page say when, where
+    they say bob is on it, once his desk missed a heartbeat: she waited without knowing how
+    long. Bob's claim is made here with half a second more than the lease a desk that answers
+    never lets its claim fall under (a heartbeat and a half after its last extension, with
+    the desks' lease and heartbeat): ann's desk reads the board again by itself when it
+    falls under, since nothing notifies a heartbeat that did not come."""
+    term = VirtualTerminal(110, 30)
+    said = re.compile(r"bob's desk stopped answering; free at (\d\d:\d\d:\d\d)")
+    with trio.fail_after(60), create_pipe_input() as pipe:
+        async with ann_at_a_terminal(desk_url, tmp_path, pipe, term) as desk:
+            await desk.store.run(
+                Store.ask, desk.store.store, "alpha", "c1", ask("First"), background=True
+            )
+            await term.wait_for("Question First?")
+            held, _bg, _state = await desk.store.run(
+                Store.ask, desk.store.store, "beta", "c1", ask("Held"), background=True
+            )
+            lease = LEASE - 1.5 * HEARTBEAT + 0.5
+            claim = await desk.store.run(
+                functools.partial(
+                    Store.claim,
+                    desk.store.store,
+                    held,
+                    desk="bob-vm:1:ab",
+                    person="bob",
+                    lease=lease,
+                )
+            )
+            assert isinstance(claim, Claim)
+            expected = datetime.now().astimezone() + timedelta(seconds=lease)
+            await term.wait_for(lambda t: said.search(t.rows()[-1]) is not None)
+            status = term.rows()[-1].strip()
+            assert status.startswith("Other desks: bob on beta's form (bob's desk stopped"), status
+            match = said.search(status)
+            assert match is not None
+            free = datetime.combine(
+                expected.date(), datetime.strptime(match[1], "%H:%M:%S").time(), expected.tzinfo
+            )
+            assert abs((free - expected).total_seconds()) < 5, (free, expected)
+            # The page says it in the same words, where it says who is on the form.
+            async with httpx2.AsyncClient(timeout=30) as http:
+                await signed_in(http, desk.web.login_url())
+                page = await http.get(desk.web.base_url + "/", params={"form": f"beta/{held}"})
+            assert f"bob&#39;s desk stopped answering; free at {match[1]}." in page.text

@@ -23,7 +23,7 @@ import trio
 
 from pi_agent_ask.desk.http import ListenError
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS
-from pi_agent_ask.store.db import Claim, FormRow, Refused, Store
+from pi_agent_ask.store.db import Claim, FormRow, Refused, Store, machine
 from pi_agent_ask.store.run import TeamDesk, run_team_desk
 from pi_agent_ask.store.testing import desk_process
 from tests.store_support import (  # noqa: F401
@@ -83,7 +83,9 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
                 assert f"alpha/{first}" in page.text and "beta" in page.text
                 on_held = await http.get(base + "/", params={"form": f"alpha/{held}"})
                 assert f'data-form-id="alpha/{held}"' in on_held.text
-                assert "bob is answering this on desk" in on_held.text
+                # The machine in plain words, not the desk's id.
+                assert f"bob is answering this on {machine(bob.board.desk)}." in on_held.text
+                assert bob.board.desk not in on_held.text
                 # A background question can wait ("Later"); one the agent waits on says so.
                 assert 'id="later"' in on_held.text
                 blocked = '<p class="badge blocked when-blocked">The agent is blocked'
@@ -101,7 +103,9 @@ async def test_the_page_answers_through_the_store(desk_url: str) -> None:  # noq
                     headers=headers,
                 )
                 assert refused.status_code == 422
-                assert refused.json()["error"].startswith("bob is answering this form on desk")
+                assert refused.json()["error"].startswith(
+                    f"bob is answering this form on {machine(bob.board.desk)} (until "
+                )
 
                 # A free form: answered through the store under this desk's person.
                 done = await http.post(
@@ -184,8 +188,9 @@ async def test_a_draft_on_a_form_another_desk_holds_is_refused_and_says_who(
                 assert body["code"] == "held"
                 assert body["heldBy"] == "bob" and body["desk"] == bob.board.desk
                 assert body["error"].startswith(
-                    f"bob is answering this form on desk {bob.board.desk}"
+                    f"bob is answering this form on {machine(bob.board.desk)} (until "
                 )
+                assert bob.board.desk not in body["error"]  # the id is the JSON's ``desk``
                 (row,) = await ann.store.run(Store.board, ann.store.store)
                 assert row.claimed_by == "bob" and row.draft == mine
 
@@ -366,11 +371,11 @@ async def test_the_page_says_what_became_of_a_form_that_left_it(
                 )
                 await ann.board.wait_for(lambda rows: not rows)
 
-                by_bob = f"bob answered it on desk {bob.board.desk} at "
+                by_bob = f"bob answered it on {machine(bob.board.desk)} at "
                 said = {
                     answered: f"This form was answered elsewhere: {by_bob}",
-                    cancelled: f"This form was cancelled elsewhere: bob cancelled it on desk "
-                    f"{bob.board.desk} at ",
+                    cancelled: f"This form was cancelled elsewhere: bob cancelled it on "
+                    f"{machine(bob.board.desk)} at ",
                     removed: "This form was withdrawn without an answer: it is not in the "
                     "team's store any more",
                     on_terminal: "This form was answered elsewhere: ann answered it on this "

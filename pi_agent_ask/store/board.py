@@ -23,10 +23,9 @@ away from the terminal, say).
 from __future__ import annotations
 
 import math
-import os
-import socket
 import uuid
 from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeVar
 
 import attrs
@@ -36,7 +35,17 @@ import trio
 from pi_agent_ask.desk.board import ENDINGS_KEPT
 from pi_agent_ask.form.result import answers_from_remote, build_result
 from pi_agent_ask.form.validate import params_from_saved
-from pi_agent_ask.store.db import Claim, FormRow, Left, Refused, Store, Submitted, local_time
+from pi_agent_ask.store.db import (
+    Claim,
+    FormRow,
+    Left,
+    Refused,
+    Store,
+    Submitted,
+    desk_name,
+    local_time,
+    machine,
+)
 from pi_agent_ask.store.wakes import AsyncStore, Wakes
 
 __all__ = [
@@ -57,11 +66,6 @@ LEASE: Final = 30.0
 """Seconds a claim lives without a heartbeat (a dead desk's forms come back after this)."""
 HEARTBEAT: Final = 10.0
 """Seconds between a live desk's lease extensions."""
-
-
-def desk_name() -> str:
-    """This desk's name on the board: host, process and a short random tail."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:4]}"
 
 
 NOT_STORABLE: Final = Refused(
@@ -175,6 +179,9 @@ class TeamBoard:
     _changed: trio.Event = attrs.field(factory=trio.Event)
     _read_at: float = 0.0
     """When (``trio.current_time``) the snapshot was read: its ``lease_left`` count from then."""
+    _read_clock: datetime | None = None
+    """This desk's wall clock (``Store.clock``) when the snapshot was read: a lease's end in a
+    sentence is it plus the time the lease had left then."""
     _nursery: trio.Nursery | None = None
     _refusal: str | None = None
     """The store's refusal last said (:meth:`_refused`), until a write goes through."""
@@ -217,6 +224,23 @@ class TeamBoard:
             for row in self._forms
             if row.claim_live and row.lease_left is not None and row.request_id not in self._claims
         ]
+        # And the instant another desk's claim shows its desk stopped answering, unless it
+        # extended the claim by then (its person is told when the form is free: ``stopped``).
+        leases += [
+            row.lease_left - self._stopped_below - elapsed
+            for row in self._forms
+            if row.claim_live
+            and row.lease_left is not None
+            and row.request_id not in self._claims
+            and row.lease_left >= self._stopped_below
+        ]
+        # And a heartbeat after the store is back: the desks that answer have extended their
+        # claims by then (``_next_beat``), so the board shows them live again, not stopped
+        # answering, and a claim that ran out while the store was away is kept for its desk
+        # no more (``free``).
+        back = self.wakes.came_back
+        if back is not None and trio.current_time() < back + self.heartbeat:
+            leases.append(back + self.heartbeat - trio.current_time())
         # And an agent's wait whose desk stopped extending it: the agent is blocked no more.
         leases += [row.wait_left - elapsed for row in self._forms if row.wait_left is not None]
         return max(0.05, min(leases) + 0.05) if leases else math.inf
@@ -233,6 +257,7 @@ class TeamBoard:
             self._refused(error)
             return
         self._read_at = trio.current_time()
+        self._read_clock = self.store.store.clock()
         for ending in ends:
             _remember(self._ends, ending.request_id, ending)
         for request_id in list(self._claims):
@@ -275,13 +300,65 @@ class TeamBoard:
             )
         else:
             at = "" if ending.at is None else f" at {local_time(ending.at)}"
-            where = f"on desk {ending.desk}{at}"
+            where = f"on {machine(ending.desk)}{at}"
         if ending.ended == "cancelled":
             return (
                 f"{subject} was cancelled elsewhere: {ending.by} cancelled it {where}; its agent "
                 "was told “User cancelled the ask flow”."
             )
         return f"{subject} was answered elsewhere: {ending.by} answered it {where}."
+
+    @property
+    def _stopped_below(self) -> float:
+        """The time left under which another desk's claim shows that desk stopped answering
+        (killed, its machine asleep or cut off): every desk that answers extends its claims to
+        a full lease every heartbeat, so it missed one by half a heartbeat. Every desk of a
+        store runs with the same lease and heartbeat (the defaults: only tests set others)."""
+        return self.lease - 1.5 * self.heartbeat
+
+    def stopped(self, row: FormRow) -> str | None:
+        """Said where a form another desk holds shows who is on it (the terminal's status line,
+        the page), once that desk stopped answering: when the form is free again, its lease
+        run out ("bob's desk stopped answering; free at 23:41:20"); the person waited without
+        knowing how long. ``None`` while that desk extends its claim, and for a form no other
+        desk holds. As the board was read: the board is read again when a claim misses its
+        heartbeat (``_until_next_expiry``)."""
+        if (
+            not row.claim_live
+            or row.lease_left is None
+            or row.request_id in self._claims
+            or row.lease_left >= self._stopped_below
+            or self._read_clock is None
+        ):
+            return None
+        free = self._read_clock + timedelta(seconds=row.lease_left)
+        return f"{row.claimed_by}'s desk stopped answering; free at {local_time(free)}"
+
+    def free(self, row: FormRow) -> bool:
+        """``row``'s form is this desk's to take unasked (its terminal shows the first free
+        form): no live claim, and not one kept for its desk after the store was away.
+
+        A claim whose lease ran out while the store was away (from this desk) is its desk's
+        for a heartbeat more once the store is back: that desk extends it first
+        (:meth:`_next_beat`), its person still typing on the form (an idle desk took it at
+        once, and what that person had typed since the store went away stayed on their
+        screen only). A person's own act on the form (typing on the page, answering it)
+        takes it as before."""
+        if row.claim_live:
+            return False
+        return self._kept_for_its_desk(row) is None
+
+    def _kept_for_its_desk(self, row: FormRow) -> float | None:
+        """Until when (``trio.current_time``) ``row``'s form is left to the desk whose claim
+        ran out while the store was away (``None``: it is not)."""
+        went, back = self.wakes.went_away, self.wakes.came_back
+        if row.claimed_by is None or row.lease_left is None or went is None or back is None:
+            return None
+        ran_out = self._read_at + row.lease_left
+        until = back + self.heartbeat
+        if back < went or ran_out < went or trio.current_time() >= until:
+            return None
+        return until
 
     def claimed_here(self, request_id: str) -> Claim | None:
         held = self._claims.get(request_id)
@@ -362,7 +439,7 @@ class TeamBoard:
     async def _keep(self, held: _Held) -> None:
         claim = held.claim
         while self._claims.get(claim.request_id) is held:
-            await trio.sleep(self.heartbeat)
+            await self._next_beat()
             if self._claims.get(claim.request_id) is not held:
                 return
             try:
@@ -378,6 +455,18 @@ class TeamBoard:
             if alive is None:
                 self._claims.pop(claim.request_id, None)
                 return
+
+    async def _next_beat(self) -> None:
+        """Return after a heartbeat's while, or once the store is back after it was away: a
+        claim whose lease ran out meanwhile is then extended first by its own desk, whose
+        person still has the form on the screen (the other desks leave it a heartbeat:
+        :meth:`free`)."""
+        with trio.move_on_after(self.heartbeat):
+            while True:
+                reach = self.wakes.reach()
+                await reach.wait()
+                if not self.wakes.away:
+                    return
 
     async def save_draft(
         self, request_id: str, draft: dict[str, Any], *, surface: Surface = "terminal"

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -58,8 +60,10 @@ __all__ = [
     "Refused",
     "Store",
     "Submitted",
+    "desk_name",
     "hash_token",
     "local_time",
+    "machine",
 ]
 
 CHANNEL: Final = "pi_agent_ask"
@@ -187,6 +191,20 @@ def local_time(moment: datetime) -> str:
     """``moment`` in this desk's time zone (the server's session may run in another zone),
     for the sentences a person reads."""
     return f"{moment.astimezone():%H:%M:%S}"
+
+
+def desk_name() -> str:
+    """A desk's name on the board: host, process and a short random tail (``vm:26871:2f36``),
+    unique among the desks of a store. It stays in the store, logs and JSON; a sentence names
+    the machine (:func:`machine`)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:4]}"
+
+
+def machine(desk: str | None) -> str:
+    """The machine of the desk named ``desk`` (:func:`desk_name`), for the sentences a person
+    reads: "bob is answering this form on vm", not on ``vm:26871:2f36``, whose process and
+    tail mean nothing to them ("another desk": none named)."""
+    return (desk or "").split(":", 1)[0] or desk or "another desk"
 
 
 def _waits(cur: Any) -> dict[str, float]:
@@ -627,8 +645,9 @@ class Store:
         if row["state"] == "done":
             return Refused(
                 "answered",
-                f"{row['answered_by']} already answered this form on desk {row['answered_on']} "
-                f"at {local_time(row['answered_at'])}; your answer was not sent.",
+                f"{row['answered_by']} already answered this form on "
+                f"{machine(row['answered_on'])} at {local_time(row['answered_at'])}; your answer "
+                "was not sent.",
                 holder=row["answered_by"],
                 desk=row["answered_on"],
             )
@@ -639,7 +658,7 @@ class Store:
         until = self.clock() + timedelta(seconds=row["lease_left"])
         return Refused(
             "claimed",
-            f"{row['claimed_by']} is answering this form on desk {row['claim_desk']} "
+            f"{row['claimed_by']} is answering this form on {machine(row['claim_desk'])} "
             f"(until {local_time(until)} unless they keep it).",
             holder=row["claimed_by"],
             desk=row["claim_desk"],

@@ -98,6 +98,12 @@ def _title(row: FormRow) -> str:
     return label.strip() if isinstance(label, str) and label.strip() else "The form"
 
 
+def _on_it(refused: Refused) -> str:
+    """Who holds a form the store refused this desk, for a short screen's one status row: the
+    person, or "another desk" when the store named no one (a claim of it in flight)."""
+    return f"{refused.holder or 'another desk'} is on it."
+
+
 def blocks(row: FormRow) -> bool:
     """``row``'s agent waits on it: a foreground ask, or a ``wait_for_answers`` in progress."""
     return not row.background or row.agent_waits
@@ -120,9 +126,18 @@ def _others(team: TeamBoard) -> Listing | None:
         people[str(row.claimed_by)] = people.get(str(row.claimed_by), 0) + 1
     return Listing(
         "Other desks: ",
-        tuple(f"{row.claimed_by} on {row.agent_key}'s form" for row in busy),
+        tuple(_on_form(team, row) for row in busy),
         tuple(person if n == 1 else f"{person} on {n} forms" for person, n in people.items()),
         f"Other desks: on {forms}",
+    )
+
+
+def _on_form(team: TeamBoard, row: FormRow) -> str:
+    """Who is on ``row``'s form at another desk, and when it is free if that desk stopped
+    answering ("bob on alpha's form (bob's desk stopped answering; free at 23:41:20)")."""
+    stopped = team.stopped(row)
+    return f"{row.claimed_by} on {row.agent_key}'s form" + (
+        "" if stopped is None else f" ({stopped})"
     )
 
 
@@ -197,8 +212,8 @@ async def _one_form_after_another(
 ) -> None:
     later: set[str] = set()  # put back with Esc: behind every other free form
     while True:
-        forms = await team.wait_for(lambda rows: any(not row.claim_live for row in rows))
-        free = [row for row in forms if not row.claim_live]
+        forms = await team.wait_for(lambda rows: any(team.free(row) for row in rows))
+        free = [row for row in forms if team.free(row)]
         first = [row for row in free if row.request_id not in later] or free
         if all(row.request_id in later for row in free):
             later.clear()
@@ -218,7 +233,7 @@ async def _one_form_after_another(
             ahead = sum(
                 1
                 for row in team.snapshot()
-                if not row.claim_live and row.request_id != claim.request_id
+                if team.free(row) and row.request_id != claim.request_id
             )
             hint(put_aside_hint(ahead))
         elif isinstance(outcome, Refused):
@@ -268,7 +283,7 @@ async def _show(
             # answer stays on the screen, to send once they let the form go (their answer
             # takes it off the screen, saying so), not dropped with the form.
             said = f"{done.message} Your answer was not sent: it stays here to send again."
-            notice(Brief(said, f"Not sent: {done.holder or 'another desk'} is on it."))
+            notice(Brief(said, f"Not sent: {_on_it(done)}"))
             state = attrs.evolve(final, outcome=None)
             continue
         return done if isinstance(done, Refused) else None
@@ -342,7 +357,7 @@ async def _save_draft(team: TeamBoard, request_id: str, changed: fs.FormState, n
         await team.save_draft(request_id, draft_json(changed))
     else:
         said = f"{again.message} Your claim ran out: what you type here is not kept."
-        notice(Brief(said, f"Claim lost: {again.holder or 'another desk'} is on it."))
+        notice(Brief(said, f"Claim lost: {_on_it(again)}"))
 
 
 async def _run(

@@ -76,6 +76,10 @@ class Wakes:
     """Set once the listener has its first ``LISTEN`` in place."""
     away: bool = False
     """The listener lost the server and has not reached it again (PostgreSQL is away)."""
+    went_away: float | None = None
+    """When (``trio.current_time``) the listener last lost the server (``None``: never)."""
+    came_back: float | None = None
+    """When the listener last reached the server again after losing it (``None``: never)."""
     _reach: trio.Event = attrs.field(factory=trio.Event)
 
     def board(self) -> trio.Event:
@@ -116,6 +120,7 @@ class Wakes:
         """The listener lost the server (or could not reach it)."""
         if not self.away:
             self.away = True
+            self.went_away = trio.current_time()
             self._reached()
 
     def listening(self) -> None:
@@ -123,6 +128,7 @@ class Wakes:
         self.connected.set()
         if self.away:
             self.away = False
+            self.came_back = trio.current_time()
             self._reached()
         self.wake_all()
 

@@ -46,7 +46,7 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.persistence.history_records import HistoryRecord
 from pi_agent_ask.store.board import UNREACHABLE, TeamBoard
-from pi_agent_ask.store.db import FormRow, Refused, Store
+from pi_agent_ask.store.db import FormRow, Refused, Store, machine
 from pi_agent_ask.store.history import team_records
 from pi_agent_ask.store.terminal import draft_json, form_of
 from pi_agent_ask.store.wakes import AsyncStore
@@ -136,7 +136,10 @@ class TeamPage:
             return f"{self.team.person} is answering this on this desk's terminal."
         if surface == "page" or not form.row.claim_live:
             return None
-        return f"{form.row.claimed_by} is answering this on desk {form.row.claim_desk}."
+        stopped = self.team.stopped(form.row)
+        if stopped is not None:
+            return f"{stopped}."
+        return f"{form.row.claimed_by} is answering this on {machine(form.row.claim_desk)}."
 
     def _sync(self) -> None:
         assert self._nursery is not None
