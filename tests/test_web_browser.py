@@ -324,6 +324,8 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
                     headers={"origin": base, "x-csrf-token": csrf},
                 )
             assert late.status_code == 409 and "answered elsewhere" in late.json()["error"]
+            # A form the desk knows nothing of: the page says it naming its own form.
+            assert late.json()["code"] == "gone"
 
 
 async def answer_on_the_board(board: Board) -> None:
@@ -370,7 +372,7 @@ async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keep
             await answer_on_the_board(desk.board)
             await run(lambda: wait_until(browser, lambda d: not form_shown(d)))
             status = by_role(browser, "status", "", exact=False).text
-            assert "answered elsewhere" in status
+            assert status == "“Set-up” was answered elsewhere (on the terminal or another page)."
             waited = await beta.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["red"]
@@ -854,7 +856,11 @@ async def test_on_a_phone_a_form_answered_elsewhere_is_told_where_the_person_rea
                 opt(f"o{n}", f"Option {n}", description="what it means " * 6) for n in range(12)
             ]
             await shown_on_page(
-                browser, desk, first, ask(single("q", "Many", *many), background=True)
+                # No title: named by its question's label, as the terminal names it.
+                browser,
+                desk,
+                first,
+                {"questions": [single("q", "Many", *many)], "background": True},
             )
             await second.call_tool("ask_user", {**FULL_FORM, "background": True, "title": "Next"})
 
@@ -867,7 +873,9 @@ async def test_on_a_phone_a_form_answered_elsewhere_is_told_where_the_person_rea
                 try:
                     wait_until(browser, lambda d: by_role(d, "heading", "Next"))
                     status = by_role(browser, "status", "", exact=False)
-                    wait_until(browser, lambda d: "answered elsewhere" in status.text)
+                    # The form named: read above the next one, "This form" was that one.
+                    said = "“Many” was answered elsewhere (on the terminal or another page)."
+                    wait_until(browser, lambda d: status.text == said)
                     return in_view(browser, status)
                 finally:
                     browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -9,7 +9,6 @@
   const statusBox = document.getElementById("status");
   const queueBox = document.getElementById("queue");
   const SAVE_DELAY = 300;
-  const ELSEWHERE = "This form was answered elsewhere (on the terminal or another page).";
   const UNREACHABLE = "The desk could not be reached (the network or the desk is down): " +
     "nothing was sent. What you entered is still here; try again.";
   // A proxy's Bad Gateway and Service Unavailable (not its Gateway Timeout: the request may
@@ -225,8 +224,14 @@
     });
     return " What you typed here was not sent: " + lines.join("; ");
   }
-  function gone(text) {
-    say((text || ELSEWHERE) + notSent());
+  // What the page says of the form on it once it left: ``text``, the desk's sentence (each
+  // names the form: the page says it above the next one), else the form's own "answered
+  // elsewhere" (its ``data-gone``) when the desk does not know what became of it.
+  function leftSaying(text) {
+    return (text || (form() ? form().dataset.gone : "")) + notSent();
+  }
+  function gone(data) {
+    say(leftSaying(data.code === "gone" ? "" : data.error));
     loadMain(null);
   }
   function heldElsewhere(data) {
@@ -289,7 +294,7 @@
         " What you typed stays on this page; it is saved once you change it.";
       showError(refusedSaid, true);
     }
-    else if (result.status === 409 && formId() === id) gone(result.data.error);
+    else if (result.status === 409 && formId() === id) gone(result.data);
     else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT, true);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.", true);
     // Board events while it was on its way were read with a save in flight, which held back a
@@ -397,7 +402,7 @@
     }
     leaving = null;
     if (due && formId() === id) saveNow();
-    if (result.status === 409) gone(result.data.error);
+    if (result.status === 409) gone(result.data);
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(refusal(result, "The answer was not accepted."));
   }
@@ -439,7 +444,7 @@
       return;
     }
     leaving = null;
-    if (result.status === 409) gone(result.data.error);
+    if (result.status === 409) gone(result.data);
     else answerButton(result.data.error || "Not cancelled.");
   }
   // The page holds text the desk has not kept: a save is due, or the drafts differ from the
@@ -472,7 +477,7 @@
     const result = await post("/api/later", { form: id });
     if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
     leaving = null;
-    if (result.status === 409) gone(result.data.error);
+    if (result.status === 409) gone(result.data);
     else answerButton(result.data.error || "Not deferred.");
   }
 
@@ -774,7 +779,7 @@
     if (id && ids.indexOf(id) < 0) {
       // Until the next form is on the page (a load takes a while on a slow link, and the
       // board may change again meanwhile), the form shown is still the one this page sent.
-      if (leaving !== id) say((digest.ended[id] || ELSEWHERE) + notSent());
+      if (leaving !== id) say(leftSaying(digest.ended[id]));
       loadMain(null, skip);
     } else if (!id && ids.length) {
       loadMain(null, skip);
