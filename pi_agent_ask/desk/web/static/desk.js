@@ -215,14 +215,43 @@
   document.addEventListener("visibilitychange", backToPage);
 
   // What the person typed and the desk never kept (refused, lost, or still on its way or due
-  // when the form left), as the review's lines.
+  // when the form left), one line a question. Only what this page's person typed or chose:
+  // what the page took from elsewhere (another person's choice, the terminal's note, merged
+  // into the fields not changed here) is what the desk had, and was theirs to send.
   function notSent() {
     if (!form() || (unsaved !== formId() && !unsavedHere())) return "";
     unsaved = null;
-    const lines = Array.from(form().querySelectorAll("fieldset.question")).map(function (fs) {
-      return reviewText(fs, questionDraft(fs));
+    const had = base && base.id === formId() ? base.drafts : null;
+    const lines = Array.from(form().querySelectorAll("fieldset.question")).map(function (fs, q) {
+      return ownText(fs, questionDraft(fs), had ? had[q] : null);
+    }).filter(function (line) { return line !== ""; });
+    return lines.length ? " What you typed here was not sent: " + lines.join("; ") : "";
+  }
+  // Question ``fs``'s draft ``mine`` where it differs from ``had``, the draft the desk had
+  // (``null``: none), in words: "Label: choices, “text”, note “text”"; "" when nothing differs
+  // but what was cleared (a cleared box loses nothing).
+  function ownText(fs, mine, had) {
+    const same = function (a, b) { return JSON.stringify(a) === JSON.stringify(b); };
+    const was = had || { selected: [], custom: "", customSelected: false, note: "",
+      optionNotes: {}, skipped: false };
+    const parts = [];
+    if (mine.skipped && !was.skipped) parts.push("skipped");
+    if (!same([mine.selected, mine.customSelected], [was.selected, was.customSelected])) {
+      mine.selected.forEach(function (i) { parts.push(choiceLabel(fs, i)); });
+    }
+    if ((mine.custom.trim() && mine.custom !== was.custom) ||
+        (mine.customSelected && !was.customSelected)) {
+      parts.push("“" + mine.custom.trim() + "”");
+    }
+    if (mine.note.trim() && mine.note !== was.note) parts.push("note “" + mine.note.trim() + "”");
+    Object.keys(mine.optionNotes).forEach(function (value) {
+      if (mine.optionNotes[value] === was.optionNotes[value]) return;
+      const box = fs.querySelector('input.choice[data-value="' + CSS.escape(value) + '"]');
+      parts.push("note on " + choiceLabel(fs, Number(box.value)) + " “" +
+        mine.optionNotes[value].trim() + "”");
     });
-    return " What you typed here was not sent: " + lines.join("; ");
+    if (!parts.length) return "";
+    return questionLabel(fs) + ": " + parts.join(", ");
   }
   // What the page says of the form on it once it left: ``text``, the desk's sentence (each
   // names the form: the page says it above the next one), else the form's own "answered
@@ -338,12 +367,18 @@
     saveTimer = setTimeout(saveNow, SAVE_DELAY);
   }
 
+  function questionLabel(fs) {
+    return fs.querySelector("legend").textContent.replace(/^\s*\d+\.\s*/, "").trim();
+  }
+  // Option ``index`` of question ``fs``, as its row names it.
+  function choiceLabel(fs, index) {
+    const input = fs.querySelectorAll("input.choice")[index];
+    return document.querySelector('label[for="' + input.id + '"] .olabel').textContent;
+  }
   function reviewText(fs, d) {
-    const label = fs.querySelector("legend").textContent.replace(/^\s*\d+\.\s*/, "").trim();
+    const label = questionLabel(fs);
     if (d.skipped) return label + ": skipped";
-    const parts = Array.from(fs.querySelectorAll("input.choice"))
-      .filter(function (i) { return i.checked; })
-      .map(function (i) { return document.querySelector('label[for="' + i.id + '"] .olabel').textContent; });
+    const parts = d.selected.map(function (i) { return choiceLabel(fs, i); });
     if (d.customSelected) parts.push("“" + d.custom.trim() + "”");
     let text = label + ": " + (parts.length ? parts.join(", ") : "not answered");
     if (d.note.trim()) text += " (note: " + d.note.trim() + ")";
