@@ -404,14 +404,10 @@
     // it (on a phone, focusing the heading alone left the answers and Submit below the
     // fold); a review taller than the screen starts at its heading. The buttons stay at the
     // bottom of the screen (desk.css), so the review itself is brought above them: above
-    // the bar as it is now, which a sentence beside the buttons makes taller than the room
-    // desk.css keeps for it (the review's last lines were under it).
+    // the bar as it is now (desk.css keeps room for its height, a sentence in it counted).
     const heading = document.getElementById("review-heading");
     heading.focus({ preventScroll: true });
     review.scrollIntoView({ block: "nearest" });
-    const under = review.getBoundingClientRect().bottom -
-      form().querySelector(".bar").getBoundingClientRect().top;
-    if (under > 0) window.scrollBy(0, Math.ceil(under));
     if (heading.getBoundingClientRect().top < 0) heading.scrollIntoView({ block: "start" });
   }
 
