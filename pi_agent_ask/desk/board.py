@@ -184,8 +184,8 @@ class Board:
         """The form left (``ended``: why, remembered for the last :data:`ENDINGS_KEPT` forms
         so a page showing it can say what happened; ``said``: in these words, see
         :class:`Ending`)."""
-        shown = self._find(key, flow_id)
-        if shown is not None and self._drop(key, flow_id):
+        shown = self._drop(key, flow_id)
+        if shown is not None:
             if ended is not None:
                 name = form_name(shown.state.params)
                 self._endings[(key, flow_id)] = Ending(ended, said, name)
@@ -304,12 +304,12 @@ class Board:
                 return shown
         return None
 
-    def _drop(self, key: str, flow_id: str) -> bool:
+    def _drop(self, key: str, flow_id: str) -> Shown | None:
+        """Take agent ``key``'s form ``flow_id`` off the board; the form taken, if shown."""
         shown = self._find(key, flow_id)
-        if shown is None:
-            return False
-        self._shown.remove(shown)
-        return True
+        if shown is not None:
+            self._shown.remove(shown)
+        return shown
 
     def _refresh(self) -> None:
         front = self._shown[0] if self._shown else None
