@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from pi_agent_ask.actors.form import NullSurface
 from pi_agent_ask.desk.board import SEP, AgentSurface, Board
+from pi_agent_ask.desk.web.view import ENDED_TEXT, ended_text, ending_text
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import AskParams, Option, Question
 from pi_agent_ask.mcp_common.journals import (
@@ -82,6 +84,25 @@ def test_blocked_marks_foreground_forms_and_waiting_agents(channel) -> None:
     assert rows["alpha"].blocked and rows["alpha"].waiting and rows["alpha"].displayed
     board.wait_ended("alpha")
     assert not {row.key: row for row in board.agents()}["alpha"].blocked
+
+
+@pytest.mark.parametrize("ended", ["submitted", "cancelled", "withdrawn", "deferred", "failed"])
+def test_what_became_of_a_form_names_it_as_the_terminal_does(channel, ended) -> None:
+    """A page reads what became of a form above the next one: every ending names the form
+    (its title, else its first question's label, agent text neutralised), where "This form"
+    read as the next one."""
+    board = Board(display=NullSurface())
+    untitled = form("Colour")
+    hostile = "Deploy\x1b[2J"  # an agent's title with an escape sequence in it
+    titled = attrs.evolve(untitled, params=attrs.evolve(untitled.params, title=hostile))
+    board.show("alpha", "t", titled, channel)
+    board.show("alpha", "u", form("  Colour  "), channel)
+    board.hide("alpha", "t", ended)
+    board.hide("alpha", "u", ended)
+    said = {flow_id: ending_text(ending) for _key, flow_id, ending in board.endings()}
+    assert said["t"].startswith("“Deploy") and "\x1b" not in said["t"], said
+    assert said["u"] == f"“Colour” {ENDED_TEXT[ended]}", said
+    assert ended_text(board, "alpha/u") == said["u"]
 
 
 async def test_wait_for_returns_once_the_board_changed(channel) -> None:

@@ -346,7 +346,8 @@ async def test_the_page_says_what_became_of_a_form_that_left_it(
     """A form leaves ann's page because bob answered it, bob cancelled it, ann answered it on
     her terminal, or it was removed from the store: the page says which, and who, in the
     live stream (what a page still showing the form reads), in a refused Submit and under a
-    link to the form (it said "answered elsewhere" of each)."""
+    link to the form (it said "answered elsewhere" of each), naming the form as the terminal
+    does ("This form" read as the next form, shown by then)."""
     with trio.fail_after(90):
         async with team_desk(desk_url, "ann") as ann, team_desk(desk_url, "bob") as bob:
             answered = await _ask(ann, "alpha", "c1", "Answered")
@@ -372,13 +373,14 @@ async def test_the_page_says_what_became_of_a_form_that_left_it(
                 await ann.board.wait_for(lambda rows: not rows)
 
                 by_bob = f"bob answered it on {machine(bob.board.desk)} at "
+                # Each named as the terminal names it: the page says it above the next form.
                 said = {
-                    answered: f"This form was answered elsewhere: {by_bob}",
-                    cancelled: f"This form was cancelled elsewhere: bob cancelled it on "
+                    answered: f"“Answered” was answered elsewhere: {by_bob}",
+                    cancelled: f"“Cancelled” was cancelled elsewhere: bob cancelled it on "
                     f"{machine(bob.board.desk)} at ",
-                    removed: "This form was withdrawn without an answer: it is not in the "
+                    removed: "“Removed” was withdrawn without an answer: it is not in the "
                     "team's store any more",
-                    on_terminal: "This form was answered elsewhere: ann answered it on this "
+                    on_terminal: "“Terminal” was answered elsewhere: ann answered it on this "
                     "desk's terminal.",
                 }
                 async with http.stream("GET", base + "/events") as stream:

@@ -324,6 +324,8 @@ async def test_one_time_sign_in_and_a_full_answer_reach_the_agent_once(
                     headers={"origin": base, "x-csrf-token": csrf},
                 )
             assert late.status_code == 409 and "answered elsewhere" in late.json()["error"]
+            # A form the desk knows nothing of: the page says it naming its own form.
+            assert late.json()["code"] == "gone"
 
 
 async def answer_on_the_board(board: Board) -> None:
@@ -370,7 +372,7 @@ async def test_a_form_answered_on_the_terminal_leaves_the_page_and_a_reload_keep
             await answer_on_the_board(desk.board)
             await run(lambda: wait_until(browser, lambda d: not form_shown(d)))
             status = by_role(browser, "status", "", exact=False).text
-            assert "answered elsewhere" in status
+            assert status == "“Set-up” was answered elsewhere (on the terminal or another page)."
             waited = await beta.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["red"]
@@ -854,7 +856,11 @@ async def test_on_a_phone_a_form_answered_elsewhere_is_told_where_the_person_rea
                 opt(f"o{n}", f"Option {n}", description="what it means " * 6) for n in range(12)
             ]
             await shown_on_page(
-                browser, desk, first, ask(single("q", "Many", *many), background=True)
+                # No title: named by its question's label, as the terminal names it.
+                browser,
+                desk,
+                first,
+                {"questions": [single("q", "Many", *many)], "background": True},
             )
             await second.call_tool("ask_user", {**FULL_FORM, "background": True, "title": "Next"})
 
@@ -867,7 +873,9 @@ async def test_on_a_phone_a_form_answered_elsewhere_is_told_where_the_person_rea
                 try:
                     wait_until(browser, lambda d: by_role(d, "heading", "Next"))
                     status = by_role(browser, "status", "", exact=False)
-                    wait_until(browser, lambda d: "answered elsewhere" in status.text)
+                    # The form named: read above the next one, "This form" was that one.
+                    said = "“Many” was answered elsewhere (on the terminal or another page)."
+                    wait_until(browser, lambda d: status.text == said)
                     return in_view(browser, status)
                 finally:
                     browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
@@ -1609,7 +1617,8 @@ def test_at_200_percent_the_line_kept_in_view_leaves_room_for_the_form(
     """A phone zoomed to 200 % (390 px of screen, 195 CSS px): the line saying the desk
     cannot be reached stays at the top as the person types, but takes at most a third of the
     screen (its text scrolls inside it), and the box the focus moves to comes into view below
-    it, not under it. It took 290 px of 422 and hid the box being typed in."""
+    it, not under it, nor under the bar at the bottom. It took 290 px of 422 and hid the box
+    being typed in."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
@@ -1633,6 +1642,12 @@ def test_at_200_percent_the_line_kept_in_view_leaves_room_for_the_form(
             "return arguments[0].getBoundingClientRect().bottom", status
         )
         assert top >= bottom, (top, bottom)
+        # And above the bar, which says the same beside the buttons: its first line at least
+        # (the two and the buttons, wrapped in two rows, left no room between them).
+        bar = browser.execute_script(
+            "return document.querySelector('#ask-form .bar').getBoundingClientRect().top"
+        )
+        assert top + 30 <= bar, (top, bar)
     finally:
         offline(browser, False)
         note.send_keys("\b")  # saved once typed, or as the page is left (not waited for)
@@ -1922,3 +1937,42 @@ def test_a_review_shown_with_a_note_beside_the_buttons_is_above_them(
     assert box[0]["top"] >= 0 and box[0]["bottom"] <= box[1]["top"], box
     heading.send_keys(Keys.ESCAPE)
     wait_until(browser, lambda d: not heading.is_displayed())
+
+
+def test_the_line_typed_is_above_a_bar_with_a_sentence_in_it(
+    browser: Any, long_form: LongFormDesk, screenshots: Path
+) -> None:
+    """360x640: with a sentence beside Submit (the page's "No row 35"), the bar at the bottom
+    of the screen is taller than the buttons alone, and the line being typed in a box that
+    grows down to the bar stays above it. The page kept a fixed room for the bar (the
+    buttons' height): the lines typed went on under it."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    long_form.open(browser, 360, 640)
+    policy = browser.find_element("xpath", "//fieldset[1]")
+    browser.execute_script("arguments[0].querySelector('input.choice').focus()", policy)
+    ActionChains(browser).send_keys("3", "5").perform()
+    wait_until(browser, lambda d: d_text(d, "#form-note") == no_such_row(35, 31))
+    # The first question's note (far from the page's end: the bar stays at the screen's
+    # bottom), typed in line after line.
+    note = by_role(policy, "textbox", "Note")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", note)
+    note.click()
+    try:
+        # As typed (one insertion: the browser brings its caret into view as for keys).
+        text = "".join(f"line {n}\n" for n in range(16))
+        browser.execute_cdp_cmd("Input.insertText", {"text": text})
+        box, bar = browser.execute_script(
+            "return [arguments[0].getBoundingClientRect(),"
+            " document.querySelector('#ask-form .bar').getBoundingClientRect()]",
+            note,
+        )
+        assert bar["height"] > 100, bar  # the sentence in it
+        assert box["top"] >= 0 and box["bottom"] <= bar["top"], (box, bar)
+        browser.save_screenshot(str(screenshots / "web-bar-with-a-sentence.png"))
+    finally:
+        browser.execute_script(
+            "arguments[0].value = '';"
+            "arguments[0].dispatchEvent(new InputEvent('input', {bubbles: true}))",
+            note,
+        )

@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 import trio
 
+from pi_agent_ask.actors.form import UserCommand
 from pi_agent_ask.desk.testing import SDK_CLIENT_WARNINGS, desk_client, open_desk
 from pi_agent_ask.desk.web.app import MAX_BODY
 from pi_agent_ask.desk.web.testing import browser_missing, by_role, set_viewport
 from pi_agent_ask.desk.web.view import MAX_TEXT
+from pi_agent_ask.form import state as fs
 from tests.test_web_browser import (  # noqa: F401
     answer_on_the_board,
     ask,
@@ -562,32 +564,42 @@ async def test_text_still_on_its_way_when_the_form_is_answered_elsewhere_is_name
 ) -> None:
     """A note typed on a page on a slow link, and the form answered on the terminal before
     the page's draft reached the desk: the page says the form was answered elsewhere and
-    what it held that was not sent, in words (it used to drop the note without a word)."""
+    what it held that was not sent, in words (it used to drop the note without a word). Only
+    what was typed or chosen on the page: the terminal's choice, which the page showed, is
+    not the page's to have sent (it was listed as if typed there)."""
     with trio.fail_after(110):
         async with open_desk(tmp_path) as desk, desk_client(desk.address, "alpha") as alpha:
             await shown_on_page(browser, desk, alpha, colour())
+            shown = desk.board.current
+            assert shown is not None
+            await shown.commands.send(UserCommand(fs.Number(1)))  # Red, on the terminal
 
             def typed_on_a_slow_link() -> None:
+                # Shown on the page (its form loaded again with the terminal's draft).
+                wait_until(
+                    browser, lambda d: by_role(question(d, "Colour"), "radio", "Red").is_selected()
+                )
                 slow_network(browser, 1500)
                 note_box(browser).send_keys("navy, please")
 
             try:
                 await run(typed_on_a_slow_link)
-                await answer_on_the_board(desk.board)
+                await shown.commands.send(UserCommand(fs.Confirm()))
                 said = await run(
                     lambda: wait_until(
                         browser,
                         lambda d: (
-                            not form_shown(d)
-                            and "answered elsewhere" in (t := d_text(d, "#status"))
-                            and t
+                            not form_shown(d) and "not sent" in (t := d_text(d, "#status")) and t
                         ),
                         20,
                     )
                 )
             finally:
                 await run(lambda: slow_network(browser, 0))
-            assert "not sent" in said and "navy, please" in said, said
+            assert said == (
+                "“Set-up” was answered elsewhere (on the terminal or another page). What you "
+                "typed here was not sent: Colour: note “navy, please”"
+            ), said
             waited = await alpha.call_tool("wait_for_answers", {})
             (entry,) = waited.structured_content["results"]
             assert entry["result"]["answers"]["q"]["values"] == ["red"]

@@ -32,6 +32,7 @@ import trio
 
 from pi_agent_ask.actors.form import Ended, FormInput, Surface
 from pi_agent_ask.form import state as fs
+from pi_agent_ask.form.types import AskParams
 
 __all__ = [
     "ENDINGS_KEPT",
@@ -42,6 +43,7 @@ __all__ = [
     "Ending",
     "Notice",
     "Shown",
+    "form_name",
     "put_aside_hint",
 ]
 
@@ -62,14 +64,25 @@ class Notice:
     at: str
 
 
+def form_name(params: AskParams) -> str:
+    """What the desk's surfaces call a form in a sentence about it: its title, else its first
+    question's label. A sentence about a form that left is read with the next form on the
+    screen, so it names the form it is about."""
+    for name in (params.title, params.questions[0].label if params.questions else None):
+        if name and name.strip():
+            return name.strip()
+    return "The form"
+
+
 @attrs.frozen
 class Ending:
     """Why a form left, and what to say of it when its desk knows more than ``ended`` (a team
     desk: who answered it, on which desk); ``said`` ``None``: the page's own sentence for
-    ``ended``."""
+    ``ended``. ``name``: the form's :func:`form_name`, which the sentence names it by."""
 
     ended: Ended
     said: str | None = None
+    name: str = "The form"
 
 
 def put_aside_hint(ahead: int) -> str:
@@ -171,9 +184,11 @@ class Board:
         """The form left (``ended``: why, remembered for the last :data:`ENDINGS_KEPT` forms
         so a page showing it can say what happened; ``said``: in these words, see
         :class:`Ending`)."""
-        if self._drop(key, flow_id):
+        shown = self._drop(key, flow_id)
+        if shown is not None:
             if ended is not None:
-                self._endings[(key, flow_id)] = Ending(ended, said)
+                name = form_name(shown.state.params)
+                self._endings[(key, flow_id)] = Ending(ended, said, name)
                 while len(self._endings) > ENDINGS_KEPT:
                     del self._endings[next(iter(self._endings))]
             self._refresh()
@@ -289,12 +304,12 @@ class Board:
                 return shown
         return None
 
-    def _drop(self, key: str, flow_id: str) -> bool:
+    def _drop(self, key: str, flow_id: str) -> Shown | None:
+        """Take agent ``key``'s form ``flow_id`` off the board; the form taken, if shown."""
         shown = self._find(key, flow_id)
-        if shown is None:
-            return False
-        self._shown.remove(shown)
-        return True
+        if shown is not None:
+            self._shown.remove(shown)
+        return shown
 
     def _refresh(self) -> None:
         front = self._shown[0] if self._shown else None

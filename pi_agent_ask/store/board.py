@@ -32,7 +32,7 @@ import attrs
 import psycopg
 import trio
 
-from pi_agent_ask.desk.board import ENDINGS_KEPT
+from pi_agent_ask.desk.board import ENDINGS_KEPT, form_name
 from pi_agent_ask.form.result import answers_from_remote, build_result
 from pi_agent_ask.form.validate import params_from_saved
 from pi_agent_ask.store.db import (
@@ -58,6 +58,7 @@ __all__ = [
     "Surface",
     "TeamBoard",
     "desk_name",
+    "form_title",
     "result_of_response",
     "store_refused",
 ]
@@ -135,6 +136,13 @@ class _Held:
 
     claim: Claim
     surface: Surface
+
+
+def form_title(row: FormRow) -> str:
+    """What a team desk's surfaces call ``row``'s form (:func:`form_name`; stored questions no
+    longer valid: "The form")."""
+    params = params_from_saved(row.params)
+    return "The form" if params is None else form_name(params)
 
 
 def result_of_response(row: FormRow, response: Mapping[str, Any]) -> dict[str, Any] | str:

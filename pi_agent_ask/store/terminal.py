@@ -28,7 +28,7 @@ from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.result import build_result
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.form.validate import params_from_saved
-from pi_agent_ask.store.board import TeamBoard
+from pi_agent_ask.store.board import TeamBoard, form_title
 from pi_agent_ask.store.db import Claim, FormRow, Refused, Submitted
 from pi_agent_ask.store.wakes import Wakes
 
@@ -86,16 +86,6 @@ NOT_PUT_BACK_SHORT = "Not put back: store did not take it."
 SAVING_FOR_LATER = "Saving for later…"
 """The status line while Esc waits for the store to take the put-back (the form stays)."""
 STORE_BACK = "The team's store is back."
-
-
-def _title(row: FormRow) -> str:
-    """What the terminal calls ``row``'s form: its title, else its first question's label."""
-    title = row.params.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    questions = row.params.get("questions") or [{}]
-    label = questions[0].get("label") if isinstance(questions[0], dict) else None
-    return label.strip() if isinstance(label, str) and label.strip() else "The form"
 
 
 def _on_it(refused: Refused) -> str:
@@ -272,7 +262,7 @@ async def _show(
             cancelled=final.outcome.cancelled,
             request_id=request_id,
         )
-        done = await _submit(team, request_id, result.to_details(), _title(claim.row), notice)
+        done = await _submit(team, request_id, result.to_details(), form_title(claim.row), notice)
         if isinstance(done, Refused) and done.reason == "unavailable":
             # Nothing reached the store: the form comes back as it was answered, to send again.
             notice(Brief(done.message, "Not sent: the store did not take it."))
@@ -423,7 +413,7 @@ async def _run(
                 # Answered or cancelled on another desk or on this desk's page, or removed
                 # from the store: said as the page says it.
                 # Named: by the time it is read the next form is on the screen.
-                title = _title(claim.row)
+                title = form_title(claim.row)
                 said = team.ending_text(request_id, title=title)
                 short = team.ending_text(request_id, title=title, short=True)
                 gone = Brief(

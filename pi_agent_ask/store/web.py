@@ -45,7 +45,7 @@ from pi_agent_ask.desk.web.app import DraftRefused, WebDesk
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.types import Draft
 from pi_agent_ask.persistence.history_records import HistoryRecord
-from pi_agent_ask.store.board import UNREACHABLE, TeamBoard
+from pi_agent_ask.store.board import UNREACHABLE, TeamBoard, form_title
 from pi_agent_ask.store.db import FormRow, Refused, Store, machine
 from pi_agent_ask.store.history import team_records
 from pi_agent_ask.store.terminal import draft_json, form_of
@@ -152,7 +152,7 @@ class TeamPage:
                 gone.row.agent_key,
                 request_id,
                 None if left is None else left.ended,
-                self.team.ending_text(request_id),
+                self.team.ending_text(request_id, title=form_title(gone.row)),
             )
         pending: dict[str, int] = {}
         for request_id, row in rows.items():

@@ -379,8 +379,13 @@ class WebDesk:
 
     def _gone(self, wanted: str) -> JSONResponse:
         """A form the page named is no longer waiting: what became of it, as the board
-        remembers it, else "answered elsewhere"."""
-        return _error(409, view.ended_text(self.board, wanted) or ANSWERED_ELSEWHERE)
+        remembers it (``code`` ``ended``), else "answered elsewhere" (``gone``; the page says
+        it naming the form, ``FormView.gone``)."""
+        ended = view.ended_text(self.board, wanted)
+        return JSONResponse(
+            {"error": ended or ANSWERED_ELSEWHERE, "code": "gone" if ended is None else "ended"},
+            status_code=409,
+        )
 
     # -- pages --------------------------------------------------------------------------------
 

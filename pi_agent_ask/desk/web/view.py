@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from pi_agent_ask.actors.form import Ended
-from pi_agent_ask.desk.board import Board, Ending, Shown
+from pi_agent_ask.desk.board import Board, Ending, Shown, form_name
 from pi_agent_ask.form import state as fs
 from pi_agent_ask.form.sanitize import sanitize_line, sanitize_text
 from pi_agent_ask.form.types import Draft, Question
@@ -55,22 +55,23 @@ MAX_TEXT = 100_000
 """Longest text (custom answer or note) the page may send, in characters."""
 
 ENDED_TEXT: dict[Ended, str] = {
-    "submitted": "This form was answered elsewhere (on the terminal or another page).",
+    "submitted": "was answered elsewhere (on the terminal or another page).",
     "cancelled": (
-        "This form was cancelled elsewhere (on the terminal, another page or by its agent's "
-        "host): its agent was told “User cancelled the ask flow”."
+        "was cancelled elsewhere (on the terminal, another page or by its agent's host): its "
+        "agent was told “User cancelled the ask flow”."
     ),
     "withdrawn": (
-        "This form was withdrawn without an answer (its agent's session ended or changed, or "
-        "the desk set it aside): if it still waits, it comes back here."
+        "was withdrawn without an answer (its agent's session ended or changed, or the desk "
+        "set it aside): if it still waits, it comes back here."
     ),
     "deferred": (
-        "This form was put back for later elsewhere (on the terminal or another page): its "
-        "agent's questions wait their turn."
+        "was put back for later elsewhere (on the terminal or another page): its agent's "
+        "questions wait their turn."
     ),
-    "failed": "This form ended with an error on the desk (its display failed); its agent was told.",
+    "failed": "ended with an error on the desk (its display failed); its agent was told.",
 }
-"""What a page still showing a form reads once it left (``Board.endings``)."""
+"""What a page still showing a form reads once it left (``Board.endings``), after the form's
+name (:func:`ending_text`)."""
 STREAMED_ENDINGS = 8
 """The newest endings each live-stream event carries."""
 
@@ -129,6 +130,9 @@ class FormView:
     """Questions waiting after this one, across agents."""
     held_by: str | None = None
     """Who is answering it on another desk (a team desk), in words; ``None``: no one."""
+    gone: str = ""
+    """What the page says of the form should it leave with no word from the board of what
+    became of it (a desk that forgot it): "answered elsewhere", naming it."""
 
 
 @attrs.frozen
@@ -152,8 +156,9 @@ def form_id(shown: Shown) -> str:
 
 
 def ending_text(ending: Ending) -> str:
-    """What a page says of a form that left: its desk's words, else the page's own."""
-    return ending.said or ENDED_TEXT[ending.ended]
+    """What a page says of a form that left: its desk's words, else the page's own; either
+    way naming the form, as the terminal does (the page says it above the next form)."""
+    return sanitize_line(ending.said or f"“{ending.name}” {ENDED_TEXT[ending.ended]}")
 
 
 def ended_text(board: Board, wanted: str) -> str | None:
@@ -195,6 +200,7 @@ def form_view(board: Board, shown: Shown, holder: Holder = nobody) -> FormView:
         rev=draft_rev(state.drafts),
         behind=behind(board),
         held_by=_held(holder, shown),
+        gone=ending_text(Ending("submitted", name=form_name(state.params))),
     )
 
 

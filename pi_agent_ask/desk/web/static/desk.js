@@ -9,7 +9,6 @@
   const statusBox = document.getElementById("status");
   const queueBox = document.getElementById("queue");
   const SAVE_DELAY = 300;
-  const ELSEWHERE = "This form was answered elsewhere (on the terminal or another page).";
   const UNREACHABLE = "The desk could not be reached (the network or the desk is down): " +
     "nothing was sent. What you entered is still here; try again.";
   // A proxy's Bad Gateway and Service Unavailable (not its Gateway Timeout: the request may
@@ -216,17 +215,52 @@
   document.addEventListener("visibilitychange", backToPage);
 
   // What the person typed and the desk never kept (refused, lost, or still on its way or due
-  // when the form left), as the review's lines.
+  // when the form left), one line a question. Only what this page's person typed or chose:
+  // what the page took from elsewhere (another person's choice, the terminal's note, merged
+  // into the fields not changed here) is what the desk had, and was theirs to send.
   function notSent() {
     if (!form() || (unsaved !== formId() && !unsavedHere())) return "";
     unsaved = null;
-    const lines = Array.from(form().querySelectorAll("fieldset.question")).map(function (fs) {
-      return reviewText(fs, questionDraft(fs));
-    });
-    return " What you typed here was not sent: " + lines.join("; ");
+    const had = base && base.id === formId() ? base.drafts : null;
+    const lines = Array.from(form().querySelectorAll("fieldset.question")).map(function (fs, q) {
+      return ownText(fs, questionDraft(fs), had ? had[q] : null);
+    }).filter(function (line) { return line !== ""; });
+    return lines.length ? " What you typed here was not sent: " + lines.join("; ") : "";
   }
-  function gone(text) {
-    say((text || ELSEWHERE) + notSent());
+  // Question ``fs``'s draft ``mine`` where it differs from ``had``, the draft the desk had
+  // (``null``: none), in words: "Label: choices, “text”, note “text”"; "" when nothing differs
+  // but what was cleared (a cleared box loses nothing).
+  function ownText(fs, mine, had) {
+    const same = function (a, b) { return JSON.stringify(a) === JSON.stringify(b); };
+    const was = had || { selected: [], custom: "", customSelected: false, note: "",
+      optionNotes: {}, skipped: false };
+    const parts = [];
+    if (mine.skipped && !was.skipped) parts.push("skipped");
+    if (!same([mine.selected, mine.customSelected], [was.selected, was.customSelected])) {
+      mine.selected.forEach(function (i) { parts.push(choiceLabel(fs, i)); });
+    }
+    if ((mine.custom.trim() && mine.custom !== was.custom) ||
+        (mine.customSelected && !was.customSelected)) {
+      parts.push("“" + mine.custom.trim() + "”");
+    }
+    if (mine.note.trim() && mine.note !== was.note) parts.push("note “" + mine.note.trim() + "”");
+    Object.keys(mine.optionNotes).forEach(function (value) {
+      if (mine.optionNotes[value] === was.optionNotes[value]) return;
+      const box = fs.querySelector('input.choice[data-value="' + CSS.escape(value) + '"]');
+      parts.push("note on " + choiceLabel(fs, Number(box.value)) + " “" +
+        mine.optionNotes[value].trim() + "”");
+    });
+    if (!parts.length) return "";
+    return questionLabel(fs) + ": " + parts.join(", ");
+  }
+  // What the page says of the form on it once it left: ``text``, the desk's sentence (each
+  // names the form: the page says it above the next one), else the form's own "answered
+  // elsewhere" (its ``data-gone``) when the desk does not know what became of it.
+  function leftSaying(text) {
+    return (text || (form() ? form().dataset.gone : "")) + notSent();
+  }
+  function gone(data) {
+    say(leftSaying(data.code === "gone" ? "" : data.error));
     loadMain(null);
   }
   function heldElsewhere(data) {
@@ -289,7 +323,7 @@
         " What you typed stays on this page; it is saved once you change it.";
       showError(refusedSaid, true);
     }
-    else if (result.status === 409 && formId() === id) gone(result.data.error);
+    else if (result.status === 409 && formId() === id) gone(result.data);
     else if (result.status === 401) showError((result.data.error || "Not signed in.") + SIGNED_OUT, true);
     else if (result.status !== 200 && result.status !== 409 && result.status !== 423) showError(result.data.error || "The draft was not saved.", true);
     // Board events while it was on its way were read with a save in flight, which held back a
@@ -333,12 +367,18 @@
     saveTimer = setTimeout(saveNow, SAVE_DELAY);
   }
 
+  function questionLabel(fs) {
+    return fs.querySelector("legend").textContent.replace(/^\s*\d+\.\s*/, "").trim();
+  }
+  // Option ``index`` of question ``fs``, as its row names it.
+  function choiceLabel(fs, index) {
+    const input = fs.querySelectorAll("input.choice")[index];
+    return document.querySelector('label[for="' + input.id + '"] .olabel').textContent;
+  }
   function reviewText(fs, d) {
-    const label = fs.querySelector("legend").textContent.replace(/^\s*\d+\.\s*/, "").trim();
+    const label = questionLabel(fs);
     if (d.skipped) return label + ": skipped";
-    const parts = Array.from(fs.querySelectorAll("input.choice"))
-      .filter(function (i) { return i.checked; })
-      .map(function (i) { return document.querySelector('label[for="' + i.id + '"] .olabel').textContent; });
+    const parts = d.selected.map(function (i) { return choiceLabel(fs, i); });
     if (d.customSelected) parts.push("“" + d.custom.trim() + "”");
     let text = label + ": " + (parts.length ? parts.join(", ") : "not answered");
     if (d.note.trim()) text += " (note: " + d.note.trim() + ")";
@@ -364,14 +404,10 @@
     // it (on a phone, focusing the heading alone left the answers and Submit below the
     // fold); a review taller than the screen starts at its heading. The buttons stay at the
     // bottom of the screen (desk.css), so the review itself is brought above them: above
-    // the bar as it is now, which a sentence beside the buttons makes taller than the room
-    // desk.css keeps for it (the review's last lines were under it).
+    // the bar as it is now (desk.css keeps room for its height, a sentence in it counted).
     const heading = document.getElementById("review-heading");
     heading.focus({ preventScroll: true });
     review.scrollIntoView({ block: "nearest" });
-    const under = review.getBoundingClientRect().bottom -
-      form().querySelector(".bar").getBoundingClientRect().top;
-    if (under > 0) window.scrollBy(0, Math.ceil(under));
     if (heading.getBoundingClientRect().top < 0) heading.scrollIntoView({ block: "start" });
   }
 
@@ -397,7 +433,7 @@
     }
     leaving = null;
     if (due && formId() === id) saveNow();
-    if (result.status === 409) gone(result.data.error);
+    if (result.status === 409) gone(result.data);
     else if (result.status === 401) answerButton((result.data.error || "Not signed in.") + SIGNED_OUT);
     else answerButton(refusal(result, "The answer was not accepted."));
   }
@@ -439,7 +475,7 @@
       return;
     }
     leaving = null;
-    if (result.status === 409) gone(result.data.error);
+    if (result.status === 409) gone(result.data);
     else answerButton(result.data.error || "Not cancelled.");
   }
   // The page holds text the desk has not kept: a save is due, or the drafts differ from the
@@ -472,7 +508,7 @@
     const result = await post("/api/later", { form: id });
     if (result.status === 200) { say("Saved for later: this agent's questions wait their turn."); return; }
     leaving = null;
-    if (result.status === 409) gone(result.data.error);
+    if (result.status === 409) gone(result.data);
     else answerButton(result.data.error || "Not deferred.");
   }
 
@@ -774,7 +810,7 @@
     if (id && ids.indexOf(id) < 0) {
       // Until the next form is on the page (a load takes a while on a slow link, and the
       // board may change again meanwhile), the form shown is still the one this page sent.
-      if (leaving !== id) say((digest.ended[id] || ELSEWHERE) + notSent());
+      if (leaving !== id) say(leftSaying(digest.ended[id]));
       loadMain(null, skip);
     } else if (!id && ids.length) {
       loadMain(null, skip);

@@ -7,7 +7,33 @@
 // the bar above it. Zoomed in (a pinch), the visual viewport is smaller for the zoom, not a
 // keyboard: the bar stays where it is (following the zoomed view, it would move under the
 // finger as the person pans).
+//
+// And the bar's height as it is now (--bar), for the room desk.css keeps below what the focus
+// moves to: a sentence beside the buttons (what they answered, a note, a draft not kept)
+// makes the bar taller than the buttons alone, and a fixed room left the box in focus under
+// it. Measured again whenever its size changes, and when desk.js puts another form in the
+// slot (a new bar).
 "use strict";
+(function () {
+  const root = document.documentElement;
+  const slot = document.getElementById("slot");
+  if (!slot || !window.ResizeObserver) return;
+  function bar() { return slot.querySelector("#ask-form .bar"); }
+  function measure() {
+    const now = bar();
+    if (now) root.style.setProperty("--bar", now.offsetHeight + "px");
+    else root.style.removeProperty("--bar");
+  }
+  const sized = new ResizeObserver(measure);
+  function watch() {
+    sized.disconnect();
+    const now = bar();
+    if (now) sized.observe(now);
+    measure();
+  }
+  new MutationObserver(watch).observe(slot, { childList: true });
+  watch();
+})();
 (function () {
   const view = window.visualViewport;
   if (!view) return;
