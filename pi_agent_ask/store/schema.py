@@ -231,7 +231,7 @@ def connect(conninfo: str) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(conninfo, autocommit=True)
     except psycopg.ProgrammingError as error:  # libpq could not parse it
-        raise not_a_connection_string(_one_line(error)) from None
+        raise not_a_connection_string(str(error)) from None
     except psycopg.OperationalError as error:
         raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
 
