@@ -641,9 +641,23 @@ def prepare(arguments: Sequence[str]) -> Callable[[], int]:
 
 def _parsed(arguments: Sequence[str]) -> argparse.Namespace:
     args = build_parser(arguments[0] if arguments else None).parse_args(arguments)
-    action = (args.command, getattr(args, "action", None) or "")
-    importlib.import_module(LIGHT_ACTIONS.get(action, RUNS[args.command]))
+    importlib.import_module(_module_of(args))
     return args
+
+
+def _module_of(args: argparse.Namespace) -> str:
+    """The module start-up imports for ``args``: the command's (``RUNS``), or a lighter one
+    when the command needs less (``LIGHT_ACTIONS``, or a desk that refuses its options at
+    once: ``commands.desk.early_refusal``)."""
+    action = (args.command, getattr(args, "action", None) or "")
+    if action in LIGHT_ACTIONS:
+        return LIGHT_ACTIONS[action]
+    if args.command == "desk":
+        from pi_agent_ask.commands.desk import early_refusal
+
+        if early_refusal(args):
+            return "pi_agent_ask.commands.desk"
+    return RUNS[args.command]
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -207,6 +207,41 @@ def test_mcp_refuses_an_option_before_it_imports_the_server(option: list[str], s
 
 
 @pytest.mark.parametrize(
+    ("given", "address", "why"),
+    [
+        ("option", "team-db", 'missing "=" after "team-db" in connection info string'),
+        (
+            "environment",
+            "postgresql://ann@db/te%zz",
+            'invalid percent-encoded token: "te%zz"',
+        ),
+    ],
+    ids=["keyword-value", "uri"],
+)
+def test_desk_refuses_a_store_address_that_does_not_parse_before_it_imports_the_desk(
+    given: str, address: str, why: str
+) -> None:
+    """A mistyped ``--store`` (or ``$PI_AGENT_ASK_STORE``) is told at once, in the words the
+    desk's start says it in (``tests/test_team_setup.py``), not after seconds of importing
+    the desk, its server and psycopg (which loads libpq to parse)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_AGENT_ASK_")}
+    args = ["desk", "--headless"]
+    if given == "option":
+        args += ["--store", address]
+    else:
+        env["PI_AGENT_ASK_STORE"] = address
+    done, imported = run_importtime(args, env)
+    assert done.returncode == 2
+    said = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert said == [
+        "pi-agent-ask: cannot start the desk: the store's address is not a connection string "
+        f"(postgresql://USER@HOST/DB or host=... dbname=... user=...): {why}"
+    ]
+    heavy = ("mcp", "trio", "psycopg", "pi_agent_ask.desk")
+    assert sorted(m for m in imported if m.startswith(heavy)) == []
+
+
+@pytest.mark.parametrize(
     "argv",
     [
         ["ask", "p.json", "--session", "s.pias", "--settings", "x.json", "--output", "o.json"],

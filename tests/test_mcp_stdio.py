@@ -611,36 +611,86 @@ async def test_with_desk_off_a_form_the_client_fails_goes_back_to_the_agent(home
     last try, the agent in the call's result, and the next ask_user returns its questions
     as text (it waited for a form nothing would show). The journal says so too: the question
     ends as not asked (an error outcome), where it stayed waiting, for a later server to show
-    again after the agent had asked it in the conversation (or to keep waiting for ever)."""
+    again after the agent had asked it in the conversation (or to keep waiting for ever).
+
+    So do the background questions queued behind it, never sent to the client: each ends as
+    not asked, and the agent hears of each once, with the failed call's result, together with
+    the answer given in the client just before (not delivered yet): the json side that serves
+    after it delivers no background answers, so they would have waited for ever."""
     from pi_agent_ask.mcp_server.elicitation import not_asked, refused_too_often
     from pi_agent_ask.persistence import history
     from pi_agent_ask.persistence.projection import JOURNAL
     from pi_agent_ask.persistence.session_file import SessionFile
 
     messages: list[str] = []
+    release = trio.Event()
+    queued = trio.Event()
 
     async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if "Which database first?" in params.message:
+            await release.wait()
+            return accept({"db": "pg"})
         messages.append(params.message)
         return accept({"db": "oracle"})
 
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        queued.set()  # the foreground question waits (behind the first one)
+
+    def background(prompt: str) -> dict[str, Any]:
+        return {"questions": [{**ASK["questions"][0], "prompt": prompt}], "background": True}
+
+    failed: list[Any] = []
     with trio.fail_after(60):
-        async with server(home, "--desk", "off", elicit=elicit) as client:
-            failed = await call(client, "ask_user", ASK)
+        async with server(
+            home, "--desk", "off", "--progress-interval", "0.1", elicit=elicit
+        ) as client:
+            first = await call(client, "ask_user", background("Which database first?"))
+            async with trio.open_nursery() as nursery:
+
+                async def foreground() -> None:
+                    failed.append(await call(client, "ask_user", ASK, progress_callback=progress))
+
+                nursery.start_soon(foreground)
+                await queued.wait()
+                behind = [
+                    await call(client, "ask_user", background(prompt))
+                    for prompt in ("Which cache?", "Which queue?")
+                ]
+                release.set()
             later = await call(client, "ask_user", ASK)
+    answered = first.structured_content["requestId"]
+    kept = [receipt.structured_content["requestId"] for receipt in behind]
     journal = journal_path(home.state, f"test-client@{home.work}")
     with SessionFile.open(journal, readonly=True, create=False, projection=JOURNAL) as session:
         source = history.source_of_session(session)
         records = history.list_history(source)["records"]
-        assert [record["status"] for record in records] == ["error", "cancelled"]
-        record = history.read_history(source, records[0]["requestId"], "db")["record"]
-    assert record["error"] == not_asked(refused_too_often(f"Unknown option value {ORACLE}."))
-    assert len(messages) == 3
+        status = {record["requestId"]: record["status"] for record in records}
+        [asked] = set(status) - {answered, *kept, later.structured_content["requestId"]}
+        record = history.read_history(source, asked, "db")["record"]
+    why = not_asked(refused_too_often(f"Unknown option value {ORACLE}."))
+    assert record["error"] == why
+    assert [status[request_id] for request_id in (answered, asked, *kept)] == [
+        "answered",
+        "error",
+        "error",
+        "error",
+    ]
+    assert sorted(status.values()).count("cancelled") == 1  # the text fallback's
+    assert len(messages) == 3  # the failed form's tries; nothing after it reached the client
     assert f"if this answer cannot be used either, {UNUSABLE_TO_AGENT}." in messages[-1]
-    text = plain(failed)
-    assert failed.is_error and "question form could not be used" in text
+    [result] = failed
+    text = plain(result)
+    assert result.is_error and "question form could not be used" in text
     assert "--desk off" in text and "ask the user these questions yourself" in text
     assert "journal records the question as not asked" in text
     assert "`pi-agent-ask desk`" not in text and "wait_for_answers" not in text
+    delivered = {item["details"]["requestId"]: item["details"] for item in background_of(result)}
+    assert set(delivered) == {answered, *kept}
+    assert delivered[answered]["result"]["answers"]["db"]["values"] == ["pg"]
+    assert [delivered[request_id]["error"] for request_id in kept] == [why, why]
+    assert all(f"Background answer [{request_id}]" in text for request_id in delivered)
+    assert all(background_of(receipt) == [] for receipt in behind)
+    assert background_of(later) == []  # each once
     assert later.structured_content["cancelled"] is True
     assert "Postgres [pg]" in plain(later)
     log = (home.root / "server.log").read_text()

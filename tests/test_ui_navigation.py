@@ -114,6 +114,41 @@ async def held_digit_leaves_the_marker(ask: Any) -> None:
     assert ask.term.rows() == before and ask.term.cursor() == cursor
 
 
+async def test_with_the_hints_off_a_held_digit_shows_its_hints_over_no_marker(
+    tmp_path: Path,
+) -> None:
+    """``showFooterHints: false``: the held ``1`` had no hints to stand on, so the cursor
+    stayed on the focus row and prompt_toolkit drew the digit over the ``›`` marker, the one
+    sign a digit waited. Held, it shows its own hints (only while it waits), the cursor on
+    their digit, and every other row drawn as before, at a tall and a short size."""
+    settings = tmp_path / "agent" / "extensions" / "pi-agent-ask.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"schemaVersion": 6, "behaviour": {"showFooterHints": False}}))
+    async with asking(tmp_path, TWELVE, TONE, columns=80, lines=24) as ask:
+        await ask.wait("Which of the twelve?")
+        for columns, lines in ((80, 24), (40, 12)):
+            ask.term.resize(columns, lines)
+            ask.send(DOWN, UP)  # keys: drawn again at the new size, the marker on row 1
+            await ask.term.wait_for(
+                lambda term: "Pick" in term.rows()[0] and "›  1. ( ) Choice 1" in term.text()
+            )
+            before, cursor = ask.term.rows(), ask.term.cursor()
+            assert "select" not in ask.term.text()  # no hints
+            ask.send("1")
+            await ask.wait("1 typed · 0-3 rows 10-13 · Enter row 1")
+            held = ask.term.rows()
+            row = next(i for i, text in enumerate(held) if text.startswith("1 typed"))
+            assert ask.term.cursor() == (row, 0)
+            assert held[cursor[0]] == before[cursor[0]]  # the marker's row, marker and all
+            if lines > 18:  # tall: the hints take blank rows; short, the body gives up one
+                assert held[: row - 1] == before[: row - 1]
+            ask.send("\x1b")  # cleared: the hints go with it
+            await ask.wait_gone("1 typed")
+            assert ask.term.rows() == before and ask.term.cursor() == cursor
+        ask.send("\x03", "\x03")
+        await ask.finished()
+
+
 async def test_progress_marker_and_next_unanswered_key(tmp_path: Path) -> None:
     async with asking(tmp_path, GOAL, TONE, TWELVE, lines=40) as ask:
         await ask.wait("0/3 answered · U next unanswered")

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["add_desk_parser", "cmd_desk"]
+from pi_agent_ask.commands.store import STORE_ENV
+
+__all__ = ["add_desk_parser", "cmd_desk", "early_refusal"]
 
 EXIT_OK = 0
 EXIT_INVALID = 2
@@ -92,11 +94,37 @@ def cmd_login_url(args: argparse.Namespace, stderr: TextIO) -> int:
     return EXIT_OK
 
 
-def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
-    import trio
+def early_refusal(args: argparse.Namespace) -> str:
+    """The line refusing ``args`` that start-up tells before it imports the desk (seconds of
+    CPU: ``cli.prepare``), else ``""``: a store address that is no connection string. What
+    only the desk's start can tell (the address reaches no server, the port is taken) comes
+    later, in the same words (``_refusal``)."""
+    store_url = _store_url(args)
+    if not store_url:
+        return ""
+    from pi_agent_ask.store import StoreUnavailable
+    from pi_agent_ask.store.address import check_syntax
 
+    try:
+        check_syntax(store_url)
+    except StoreUnavailable as error:
+        return _refusal(error)
+    return ""
+
+
+def _store_url(args: argparse.Namespace) -> str | None:
+    return args.store or os.environ.get(STORE_ENV)
+
+
+def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
     if args.action == "login-url":
         return cmd_login_url(args, stderr)
+    refused = early_refusal(args)
+    if refused:
+        stderr.write(refused)
+        return EXIT_INVALID
+
+    import trio
 
     from pi_agent_ask.desk.http import ListenError
     from pi_agent_ask.desk.run import DeskAlreadyRunning, run_desk
@@ -130,7 +158,7 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
                 nursery.cancel_scope.cancel()  # the person quit
 
             nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
-            store_url = args.store or os.environ.get("PI_AGENT_ASK_STORE")
+            store_url = _store_url(args)
             if store_url:  # a team desk (pi_agent_ask/store)
                 from pi_agent_ask.commands.store import run_desk_on_store
 
@@ -157,14 +185,21 @@ def cmd_desk(args: argparse.Namespace, stderr: TextIO) -> int:
         refusals = ListenError | DeskAlreadyRunning | OSError | StoreUnavailable
         if all(isinstance(cause, refusals) for cause in causes):
             for cause in causes:
-                said = isinstance(cause, OSError | StoreUnavailable)
-                prefix = "cannot start the desk: " if said else ""
-                stderr.write(f"pi-agent-ask: {prefix}{cause}\n")
+                stderr.write(_refusal(cause))
             return EXIT_INVALID
         for cause in causes:
             stderr.write(f"pi-agent-ask: internal error: {type(cause).__name__}: {cause}\n")
         return EXIT_INTERNAL
     return EXIT_OK
+
+
+def _refusal(cause: BaseException) -> str:
+    """The line of a desk that cannot start (``cause``: a refusal, never a bug)."""
+    from pi_agent_ask.store import StoreUnavailable
+
+    said = isinstance(cause, OSError | StoreUnavailable)
+    prefix = "cannot start the desk: " if said else ""
+    return f"pi-agent-ask: {prefix}{cause}\n"
 
 
 def _show_login(desk: Any, args: argparse.Namespace) -> None:

@@ -34,7 +34,9 @@ decision: the form stays pending and ``on_failure`` is told why (the server then
 forms for a desk); so is an answer the form refused ``MAX_ATTEMPTS`` times (a client that keeps
 sending what the form cannot take is no better at showing it, and nobody cancelled anything).
 With ``--desk off`` (``end_unusable``) nothing else would ever show that form: it ends with an
-error outcome saying it was not asked (:func:`not_asked`), the agent asks the questions itself.
+error outcome saying it was not asked (:func:`not_asked`), the agent asks the questions itself;
+so does every form shown after it (the questions queued behind it), at once, so none waits for
+ever (``router.py`` hands their outcomes to the agent before it turns to text).
 A connection that closed leaves the form pending too (the next start shows it).
 ``finish`` stops showing forms and waits for the elicitations open then, and for the runtime to
 record what the person decided there (``recorded``): a server moving to a desk never drops the
@@ -270,7 +272,8 @@ class ElicitationSurface:
     """Nothing else will ever show a form this client could not (``--desk off``): that form
     ends with an error outcome (:func:`not_asked`) before ``on_failure`` is called, so the
     journal says the question went back to the agent, and no later server shows it again or
-    keeps it waiting. This surface shows no form after it (they stay pending)."""
+    keeps it waiting. Every form shown on this surface after it ends the same way at once,
+    never sent to the client: the questions queued behind it go back to the agent too."""
     _elicit: Elicit | None = None
     _plain: bool = False
     """The client gets the plain mapping (``serve``)."""
@@ -295,6 +298,8 @@ class ElicitationSurface:
     _early: list[tuple[str, fs.FormState, trio.MemorySendChannel[FormInput]]] = attrs.field(
         factory=list
     )
+    _not_asked: str | None = None
+    """The error outcome of every form shown from now on (``end_unusable``, once one failed)."""
 
     @property
     def showing(self) -> int:
@@ -360,6 +365,12 @@ class ElicitationSurface:
     def show(
         self, flow_id: str, state: fs.FormState, commands: trio.MemorySendChannel[FormInput]
     ) -> None:
+        if self._not_asked is not None:
+            # The form inbox has room (it buffers what synchronous senders give it); a form
+            # that ended meanwhile needs nothing.
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                commands.send_nowait(SurfaceFailed(self._not_asked))
+            return
         if self._stop.is_set():
             # This surface shows no more forms: the form stays pending. One decided here and
             # shown again was not recorded (its write failed): nothing more to wait for.
@@ -396,7 +407,8 @@ class ElicitationSurface:
                 failure = await self._ask(flow_id, state, commands)
                 if failure is not None and self.end_unusable:
                     self._stop.set()  # no other form goes to a client that failed one
-                    await commands.send(SurfaceFailed(not_asked(failure)))
+                    self._not_asked = not_asked(failure)  # each one shown ends as this one
+                    await commands.send(SurfaceFailed(self._not_asked))
                     # The form ends with that error outcome and hides itself, which cancels
                     # this scope: the outcome is the form's own, written under the form
                     # runner's shield, before the side that ``on_failure`` leaves closes.

@@ -27,7 +27,9 @@ Local, without the client's form elicitation, nothing can show a form, so the fo
 **kept** for a desk: ``ask_user`` queues the form and says so (start ``pi-agent-ask desk``),
 also on standard error, and ``wait_for_answers`` waits until a desk shows them. With
 ``--desk off`` (no desk will ever come) the contract's non-TUI fallback applies instead, also
-once the client's form elicitation failed (the call it failed on says so, without a desk). A
+once the client's form elicitation failed (the call it failed on says so, without a desk; the
+questions queued behind it end as not asked, and every outcome not yet delivered goes to the
+agent with the next result: ``handover.py``). A
 journal no desk would see (``--session``, or one held in memory because another server given
 the same ``--key`` has the file) keeps no such question: ``ask_user`` is refused, saying what helps.
 """
@@ -64,6 +66,7 @@ from pi_agent_ask.mcp_server.forward import (
     forward_call,
     forward_list,
 )
+from pi_agent_ask.mcp_server.handover import Changes, hand_over
 from pi_agent_ask.mcp_server.input_end import PersonWaits
 
 __all__ = [
@@ -216,6 +219,10 @@ class _Side:
     hooks: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     """A desk side's hook socket (a local side's belongs to its ``LocalServer``)."""
     hooks_closed: trio.Event = attrs.field(factory=trio.Event)
+    waits: int = 0
+    """The ``wait_for_answers`` calls running on the side."""
+    changes: Changes = attrs.field(factory=Changes)
+    """Noted as each call on the side ends (``handover.py``)."""
 
     @property
     def is_desk(self) -> bool:
@@ -262,6 +269,9 @@ class Router:
     _reopen: str = ""
     """Set when the local side must be opened again (the client's elicitation failed): what
     the calls cut by that return."""
+    _handed: list[dict[str, Any]] = attrs.field(factory=list)
+    """Outcomes taken from a side left after the client's form failed with ``--desk off``
+    (``handover.py``), marked delivered: the next result returned carries them."""
     _refused: str = ""
     """The last journal refusal said on standard error (said again only when it changes)."""
     _drain: trio.CancelScope | None = None
@@ -288,6 +298,10 @@ class Router:
                 if self._drain is not None:
                     self._drain.cancel()
                 if self._side is not None:
+                    if self._handed and self._side.local is not None:
+                        # Never returned: journaled as given back, for whatever serves next.
+                        handed, self._handed = self._handed, []
+                        await self._side.local.tools.give_back(handed)
                     await self._leave(self._side, shielded=True)
 
     def input_closed(self) -> None:
@@ -332,6 +346,16 @@ class Router:
     async def call_tool(
         self, ctx: Any, name: str, arguments: dict[str, Any] | None
     ) -> types.CallToolResult:
+        from pi_agent_ask.mcp_common.tools import with_background_answers
+
+        result = await self._call_tool(ctx, name, arguments)
+        # No checkpoint from here to the transport's write, as for the tools' own answers.
+        handed, self._handed = self._handed, []
+        return with_background_answers(result, handed)
+
+    async def _call_tool(
+        self, ctx: Any, name: str, arguments: dict[str, Any] | None
+    ) -> types.CallToolResult:
         from pi_agent_ask.mcp_common.tools import error_result
 
         self._session = ctx.session
@@ -342,14 +366,18 @@ class Router:
             if progress is not None:
                 progress.next_side()
             gone: DeskGone | None = None
+            waits = int(name == tool_names.WAIT_FOR_ANSWERS)
             with trio.CancelScope() as scope:
                 side.calls.add(scope)
+                side.waits += waits
                 try:
                     return await self._call_on(side, name, arguments, report)
                 except DeskGone as failure:
                     gone = failure
                 finally:
                     side.calls.discard(scope)
+                    side.waits -= waits
+                    side.changes.note()
             if gone is not None:
                 await self._desk_failed(side)
                 return error_result(_gone_text(gone))
@@ -498,6 +526,10 @@ class Router:
                 if side is not None:
                     if reopen:
                         side.left_because = reopen
+                        if self.desk == "off" and side.local is not None:
+                            self._handed += await hand_over(
+                                side.local, side.changes, lambda: side.waits
+                            )
                     elif wanted is not None:
                         side.left_because = MOVED_TEXT.format(what="started", where="there")
                         await self._let_client_forms_end(side)

@@ -33,6 +33,7 @@ from typing import Any, Final
 import psycopg
 
 from pi_agent_ask.store import StoreUnavailable
+from pi_agent_ask.store.address import not_a_connection_string
 
 __all__ = [
     "AGENT_ROLE",
@@ -230,10 +231,7 @@ def connect(conninfo: str) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(conninfo, autocommit=True)
     except psycopg.ProgrammingError as error:  # libpq could not parse it
-        raise StoreUnavailable(
-            f"the store's address is not a connection string (postgresql://USER@HOST/DB "
-            f"or host=... dbname=... user=...): {_one_line(error)}"
-        ) from None
+        raise not_a_connection_string(str(error)) from None
     except psycopg.OperationalError as error:
         raise StoreUnavailable(f"cannot reach the store: {_one_line(error)}") from None
 

@@ -219,21 +219,25 @@ def footer_rows(
     short = options.height is not None and options.height <= SHORT_SCREEN_ROWS
     hints: tuple[Line, ...] = ()
     held_shown = False
+    context = _hint_context(state)
     if options.show_footer_hints:
-        context, rows = _hint_context(state), _hint_rows(state)
+        rows = _hint_rows(state)
         hints = _footer_lines(options.keymaps, context, width, state.background, short, rows)
-        if options.held_digit is not None and context in ("single", "multi"):
-            # In the rows the hints take anyway, so nothing on screen moves while it waits.
-            main = options.keymaps.main
-            held_hints = held_digit_hints(
-                options.held_digit,
-                rows,
-                format_key(main.confirm[0]) if main.confirm else None,
-                format_key(main.cancel[0]) if main.cancel else None,
-            )
-            held = _wrapped(held_hints, width, short)
-            hints = (*held, *[()] * (len(hints) - len(held)))
-            held_shown = bool(held)
+    if options.held_digit is not None and context in ("single", "multi"):
+        # In the rows the hints take anyway, so nothing on screen moves while it waits. With
+        # the hints turned off these rows are its only sign (the surface puts the cursor on
+        # its digit, where prompt_toolkit draws the held key, not on the ``›`` marker): they
+        # show while it waits, as a mode shows its keys, and go with it.
+        main = options.keymaps.main
+        held_hints = held_digit_hints(
+            options.held_digit,
+            _hint_rows(state),
+            format_key(main.confirm[0]) if main.confirm else None,
+            format_key(main.cancel[0]) if main.cancel else None,
+        )
+        held = _wrapped(held_hints, width, short)
+        hints = (*held, *[()] * (len(hints) - len(held)))
+        held_shown = bool(held)
     if not alerts and not hints:
         return [], None
     lines: list[Line] = [*([] if short and not alerts else [()]), *alerts, *hints]

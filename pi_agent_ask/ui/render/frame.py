@@ -126,7 +126,8 @@ class Frame:
     Up and Down move the cursor between those rows (``editor.row_move``)."""
     held_row: int | None = None
     """The key hints' row that starts with the digit held for a second one (``1 typed · 0-3
-    rows 10-13 ...``, the digit in its first cell), while one waits and the hints show."""
+    rows 10-13 ...``, the digit in its first cell), while one waits: also with the key hints
+    turned off, where these rows are the only sign of it (``footer.footer_rows``)."""
     tall_rows: int = 0
     """Rows the same form has rendered for a screen that is not short (``is_short``): its
     own when it is not short. A surface that must choose tells from a short frame alone
