@@ -223,7 +223,7 @@ def test_desk_refuses_a_store_address_that_does_not_parse_before_it_imports_the_
 ) -> None:
     """A mistyped ``--store`` (or ``$PI_AGENT_ASK_STORE``) is told at once, in the words the
     desk's start says it in (``tests/test_team_setup.py``), not after seconds of importing
-    the desk, its server and psycopg (which loads libpq to parse)."""
+    the desk and its server (psycopg and libpq, which read the address, are all it loads)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PI_AGENT_ASK_")}
     args = ["desk", "--headless"]
     if given == "option":
@@ -237,7 +237,7 @@ def test_desk_refuses_a_store_address_that_does_not_parse_before_it_imports_the_
         "pi-agent-ask: cannot start the desk: the store's address is not a connection string "
         f"(postgresql://USER@HOST/DB or host=... dbname=... user=...): {why}"
     ]
-    heavy = ("mcp", "trio", "psycopg", "pi_agent_ask.desk")
+    heavy = ("mcp", "trio", "pi_agent_ask.desk", "pi_agent_ask.store.schema")
     assert sorted(m for m in imported if m.startswith(heavy)) == []
 
 
