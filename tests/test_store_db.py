@@ -76,16 +76,22 @@ def test_two_people_submit_at_once_one_outcome(store: Store) -> None:
     assert len(store.outcomes([rid])) == 1
 
 
-def test_lease_expiry_returns_form_with_draft(store: Store) -> None:
+def test_lease_expiry_returns_form_with_draft(store: Store, desk_url: str) -> None:  # noqa: F811
     rid, _bg, _state = store.ask("a", "c1", PARAMS, background=True)
-    claim = store.claim(rid, desk="d1", person="ann", lease=0.3)
+    claim = store.claim(rid, desk="d1", person="ann", lease=30)
     assert isinstance(claim, Claim)
     assert store.save_draft(claim.token, {"drafts": ["x"]}, person="ann")
     # d1 dies: no heartbeat. Until the lease runs out, the form is ann's.
     assert isinstance(store.claim(rid, desk="d2", person="bob", lease=30), Refused)
-    import time
-
-    time.sleep(0.4)
+    # The lease runs out (its end moved to the past, not waited for: a loaded machine took
+    # longer than a short lease between the two claims above).
+    with psycopg.connect(desk_url, autocommit=True) as conn:
+        conn.execute("SET ROLE pi_agent_ask_desk")
+        conn.execute(
+            "UPDATE pi_agent_ask.requests SET lease_until = now() - interval '1 s'"
+            " WHERE request_id = %s",
+            (rid,),
+        )
     again = store.claim(rid, desk="d2", person="bob", lease=30)
     assert isinstance(again, Claim)
     assert again.row.draft == {"drafts": ["x"]}
@@ -215,6 +221,7 @@ def test_a_form_another_desk_is_claiming_this_instant_is_refused_in_words(
 
 def test_an_agent_s_wait_marks_its_forms_until_it_ends_or_its_lease_runs_out(
     store: Store,
+    desk_url: str,  # noqa: F811
 ) -> None:
     """``wait_for_answers`` in progress is a lease in the store (a desk that dies mid-wait
     stops extending it): the board shows the agent's forms as waited on while it lives, and
@@ -228,11 +235,14 @@ def test_an_agent_s_wait_marks_its_forms_until_it_ends_or_its_lease_runs_out(
     assert [row.agent_waits for row in store.board() if row.agent_key == "a"] == [True]
     store.unmark_wait("a", "wait-1")
     assert not any(row.agent_waits for row in store.board())
-    store.mark_wait("a", "wait-2", lease=0.2)
+    store.mark_wait("a", "wait-2", lease=30)
     (left,) = [row.wait_left for row in store.board() if row.agent_key == "a"]
-    assert left is not None and 0 < left <= 0.2
-    with psycopg.connect(store.conninfo, autocommit=True) as conn:
-        conn.execute("SELECT pg_sleep(0.3)")
+    assert left is not None and 0 < left <= 30
+    # The lease runs out (its end moved to the past, not waited for: a loaded machine may
+    # take longer than a short lease to read the board).
+    with psycopg.connect(desk_url, autocommit=True) as conn:
+        conn.execute("SET ROLE pi_agent_ask_desk")
+        conn.execute("UPDATE pi_agent_ask.waits SET until = now() - interval '1 s'")
     assert not any(row.agent_waits for row in store.board())
 
 
