@@ -81,10 +81,10 @@ def _pane_row(text: str, key: str) -> str:
 
 @asynccontextmanager
 async def ann_at_a_terminal(
-    url: str, tmp_path: Any, pipe: Any, term: VirtualTerminal
+    url: str, tmp_path: Any, pipe: Any, term: VirtualTerminal, **options: Any
 ) -> AsyncIterator[Any]:
     """A team desk with its terminal: keys from ``pipe``, the screen on ``term``; answers are
-    recorded as ann's."""
+    recorded as ann's (``options``: the desk's others, as ``team_desk`` takes them)."""
     async with team_desk(
         url,
         "ann",
@@ -92,6 +92,7 @@ async def ann_at_a_terminal(
         settings=tmp_path / "settings.json",
         input=pipe,
         output=term.output,
+        **options,
     ) as desk:
         yield desk
 
@@ -378,15 +379,7 @@ async def test_after_an_outage_longer_than_a_lease_the_desk_that_was_typing_keep
                 )
             )
             assert isinstance(claim, Claim)
-            async with team_desk(
-                desk_url,
-                "ann",
-                headless=False,
-                settings=tmp_path / "settings.json",
-                input=pipe,
-                output=term.output,
-                heartbeat=1.0,
-            ) as ann:
+            async with ann_at_a_terminal(desk_url, tmp_path, pipe, term, heartbeat=1.0) as ann:
                 await term.wait_for("2 waiting, none free here.")
                 bob.board.wakes.lost()
                 ann.board.wakes.lost()
