@@ -227,20 +227,12 @@ class TeamBoard:
         elapsed = trio.current_time() - self._read_at
         # Only live leases: one that ran out stays in its row (a dead desk's) until another
         # desk takes the form, and it has nothing more to time.
-        leases = [
-            row.lease_left - elapsed
-            for row in self._forms
-            if row.claim_live and row.lease_left is not None and row.request_id not in self._claims
-        ]
+        others = [left for row in self._forms if (left := self._others_lease(row)) is not None]
+        leases = [left - elapsed for left in others]
         # And the instant another desk's claim shows its desk stopped answering, unless it
         # extended the claim by then (its person is told when the form is free: ``stopped``).
         leases += [
-            row.lease_left - self._stopped_below - elapsed
-            for row in self._forms
-            if row.claim_live
-            and row.lease_left is not None
-            and row.request_id not in self._claims
-            and row.lease_left >= self._stopped_below
+            left - self._stopped_below - elapsed for left in others if left >= self._stopped_below
         ]
         # And a heartbeat after the store is back: the desks that answer have extended their
         # claims by then (``_next_beat``), so the board shows them live again, not stopped
@@ -331,16 +323,18 @@ class TeamBoard:
         knowing how long. ``None`` while that desk extends its claim, and for a form no other
         desk holds. As the board was read: the board is read again when a claim misses its
         heartbeat (``_until_next_expiry``)."""
-        if (
-            not row.claim_live
-            or row.lease_left is None
-            or row.request_id in self._claims
-            or row.lease_left >= self._stopped_below
-            or self._read_clock is None
-        ):
+        left = self._others_lease(row)
+        if left is None or left >= self._stopped_below or self._read_clock is None:
             return None
-        free = self._read_clock + timedelta(seconds=row.lease_left)
+        free = self._read_clock + timedelta(seconds=left)
         return f"{row.claimed_by}'s desk stopped answering; free at {local_time(free)}"
+
+    def _others_lease(self, row: FormRow) -> float | None:
+        """The time ``row``'s lease had left when the board was read, when another desk holds
+        a live claim of it (``None``: no live claim, or this desk's own)."""
+        if not row.claim_live or row.request_id in self._claims:
+            return None
+        return row.lease_left
 
     def free(self, row: FormRow) -> bool:
         """``row``'s form is this desk's to take unasked (its terminal shows the first free
